@@ -1,0 +1,25 @@
+// Stand-in for the CUDA driver functions in a build without CUDA: the GPU variants stay in
+// the registry (so `espgrid kernels` lists them) but report why they cannot run.
+#include "kernels/dcs_cuda.h"
+#include "src/errors.h"
+
+namespace espgrid::cuda {
+
+namespace {
+constexpr const char* kReason = "this espgrid was built without CUDA (no nvcc found, or ESPGRID_CUDA=OFF)";
+}
+
+DeviceTiming compute_potential(Variant, const DcsProblem&, const DeviceRunOptions&) {
+  throw Error(kReason);
+}
+
+int usable_device_count(std::string* reason) {
+  if (reason) *reason = kReason;
+  return 0;
+}
+
+std::string describe_device(int) { return "none"; }
+
+RsqrtCeiling measure_rsqrt_ceiling(int) { throw Error(kReason); }
+
+}  // namespace espgrid::cuda

@@ -1,0 +1,62 @@
+// espgrid: electrostatic potential maps by direct Coulomb summation.
+// The first argument is the verb; each verb parses its own options.
+#include <cstdio>
+#include <cstring>
+#include <new>
+#include <string>
+
+#include "src/cli/commands.h"
+#include "src/errors.h"
+#include "src/output_file.h"
+
+namespace {
+
+void print_usage() {
+  std::printf(
+      "espgrid %s: electrostatic potential maps by direct Coulomb summation\n\n"
+      "usage: espgrid VERB [options]\n\n"
+      "verbs:\n"
+      "  map      compute a map from a .pqr/.xyz file and write .vti and/or .dx\n"
+      "  kernels  list the kernel variants (CPU and CUDA) and which can run here\n"
+      "  verify   run kernels on a structure and compare them with cpu-reference\n\n"
+      "  espgrid VERB --help   shows a verb's options\n\n"
+      "example:\n"
+      "  espgrid map data/fasciculin2.pqr -o fas2.vti -o fas2.dx\n",
+      ESPGRID_VERSION);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  espgrid::install_interrupt_cleanup();
+  if (argc < 2 || std::strcmp(argv[1], "-h") == 0 || std::strcmp(argv[1], "--help") == 0 ||
+      std::strcmp(argv[1], "help") == 0) {
+    print_usage();
+    return argc < 2 ? 2 : 0;
+  }
+  if (std::strcmp(argv[1], "--version") == 0) {
+    std::printf("espgrid %s\n", ESPGRID_VERSION);
+    return 0;
+  }
+  const std::string verb = argv[1];
+  try {
+    if (verb == "map") return espgrid::cli::run_map(argc - 1, argv + 1);
+    if (verb == "kernels") return espgrid::cli::run_kernels(argc - 1, argv + 1);
+    if (verb == "verify") return espgrid::cli::run_verify(argc - 1, argv + 1);
+    std::fprintf(stderr, "espgrid: error: unknown verb '%s' (use map, kernels or verify; see espgrid --help)\n",
+                 verb.c_str());
+    return 2;
+  } catch (const espgrid::UsageError& e) {
+    std::fprintf(stderr, "espgrid: error: %s\n", e.what());
+    return 2;
+  } catch (const espgrid::Error& e) {
+    std::fprintf(stderr, "espgrid: error: %s\n", e.what());
+    return 1;
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "espgrid: error: out of memory\n");
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "espgrid: error: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,35 @@
+// The problem every kernel solves, as plain data (no CUDA, no STL containers) so that the
+// CPU kernels and the CUDA driver functions in kernels/ share it.
+//
+//   potential[i + nx*(j + ny*k)] = Σ_atoms q / sqrt((i·hx − x)² + (j·hy − y)² + (k·hz − z)² + a²)
+//
+// Atom positions are relative to the grid origin, so grid coordinates stay small and float32
+// keeps its precision far from the coordinate origin.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+
+namespace espgrid {
+
+struct DcsProblem {
+  const float* x = nullptr;  ///< atom x − grid origin x, Å
+  const float* y = nullptr;  ///< atom y − grid origin y, Å
+  const float* z = nullptr;  ///< atom z − grid origin z, Å
+  const float* q = nullptr;  ///< charge × k/ε: output unit × Å
+  std::size_t atom_count = 0;
+  std::int64_t nx = 0, ny = 0, nz = 0;  ///< grid points per axis
+  float hx = 0, hy = 0, hz = 0;         ///< grid spacing, Å
+  float softening2 = 0;                 ///< a², Å²
+  float* potential = nullptr;           ///< host output, nx*ny*nz values, x fastest
+
+  std::size_t point_count() const noexcept {
+    return static_cast<std::size_t>(nx) * static_cast<std::size_t>(ny) * static_cast<std::size_t>(nz);
+  }
+};
+
+/// Called by kernels from the calling thread as work completes: (done, total) in z-planes.
+using ProgressFn = std::function<void(std::size_t done, std::size_t total)>;
+
+}  // namespace espgrid

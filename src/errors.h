@@ -1,0 +1,37 @@
+// Error types shared by the whole code base. The CLI prints what() and exits non-zero;
+// no error path shows a stack trace or an exception type to the user.
+#pragma once
+
+#include <cstddef>
+#include <stdexcept>
+#include <string>
+
+namespace espgrid {
+
+/// Any failure espgrid reports to its user.
+class Error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// A defect in an input file: what() reads "FILE:LINE: what is wrong".
+class InputError : public Error {
+ public:
+  InputError(const std::string& file, std::size_t line, const std::string& what)
+      : Error(file + ":" + std::to_string(line) + ": " + what), file_(file), line_(line) {}
+  const std::string& file() const noexcept { return file_; }
+  /// 1-based line number of the defect (0 when the defect is the file as a whole).
+  std::size_t line() const noexcept { return line_; }
+
+ private:
+  std::string file_;
+  std::size_t line_;
+};
+
+/// A bad command-line value or an impossible request (grid too large, unknown kernel...).
+class UsageError : public Error {
+ public:
+  using Error::Error;
+};
+
+}  // namespace espgrid

@@ -1,0 +1,122 @@
+#include "src/grid.h"
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "src/errors.h"
+
+namespace espgrid {
+namespace {
+
+const char* const kAxis[3] = {"x", "y", "z"};
+
+void check_spacing(const std::array<double, 3>& spacing) {
+  for (int a = 0; a < 3; ++a)
+    if (!std::isfinite(spacing[a]) || spacing[a] <= 0.0)
+      throw UsageError(std::string("grid spacing along ") + kAxis[a] +
+                       " must be a positive number of Å, got " + std::to_string(spacing[a]));
+}
+
+}  // namespace
+
+GridSpec make_grid(const GridRequest& request, const Atoms& atoms) {
+  check_spacing(request.spacing);
+  GridSpec grid;
+  grid.spacing = request.spacing;
+  if (request.dims) {
+    if (!request.origin) throw UsageError("--dims needs --origin too");
+    for (int a = 0; a < 3; ++a) {
+      const std::int64_t n = (*request.dims)[a];
+      if (n < 1 || n > kMaxAxisPoints)
+        throw UsageError(std::string("grid dims along ") + kAxis[a] + " must be 1.." +
+                         std::to_string(kMaxAxisPoints) + ", got " + std::to_string(n));
+      if (!std::isfinite((*request.origin)[a]) || std::fabs((*request.origin)[a]) > 1e6)
+        throw UsageError(std::string("grid origin along ") + kAxis[a] + " must be a finite number of Å within ±1e6");
+    }
+    grid.dims = *request.dims;
+    grid.origin = *request.origin;
+    return grid;
+  }
+  if (request.origin) throw UsageError("--origin needs --dims too");
+  if (!std::isfinite(request.padding) || request.padding < 0.0)
+    throw UsageError("padding must be a non-negative number of Å, got " + std::to_string(request.padding));
+  if (atoms.empty()) throw UsageError("cannot place a grid around zero atoms");
+  const BoundingBox box = bounding_box(atoms);
+  for (int a = 0; a < 3; ++a) {
+    const double lo = box.lo[a] - request.padding;
+    const double extent = box.hi[a] + request.padding - lo;
+    // points needed so that the last one reaches the box's far side (tiny slack for rounding)
+    const double cells = std::ceil(extent / grid.spacing[a] - 1e-9);
+    if (!(cells + 1 <= static_cast<double>(kMaxAxisPoints)))
+      throw UsageError(std::string("grid along ") + kAxis[a] + " would need " +
+                       std::to_string(cells + 1) + " points (limit " + std::to_string(kMaxAxisPoints) +
+                       "); use a larger --spacing or smaller --padding");
+    grid.dims[a] = static_cast<std::int64_t>(cells) + 1;
+    // centre the grid on the box so padding is even on both sides
+    // centre the box in the grid; round to 1e-6 Å so the origin prints short and exact
+    grid.origin[a] = std::round((lo - 0.5 * (cells * grid.spacing[a] - extent)) * 1e6) / 1e6;
+  }
+  return grid;
+}
+
+std::size_t map_bytes(const GridSpec& grid) noexcept {
+  return grid.point_count() * sizeof(float);
+}
+
+std::size_t available_memory_bytes() {
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  std::size_t kib = 0;
+  std::string unit;
+  while (meminfo >> key >> kib >> unit)
+    if (key == "MemAvailable:") return kib * 1024;
+  return 0;
+}
+
+void check_grid_fits(const GridSpec& grid, std::size_t available) {
+  const double points = static_cast<double>(grid.dims[0]) * static_cast<double>(grid.dims[1]) *
+                        static_cast<double>(grid.dims[2]);
+  if (points > 1e12) throw UsageError("grid of " + describe(grid) + " is absurdly large");
+  if (available == 0) available = available_memory_bytes();
+  const double needed = static_cast<double>(map_bytes(grid));
+  if (available != 0 && needed > 0.9 * static_cast<double>(available))
+    throw UsageError("grid of " + describe(grid) + " needs " + human_bytes(needed) +
+                     " for the map but only " + human_bytes(static_cast<double>(available)) +
+                     " of memory is available; use a larger --spacing or a smaller region");
+}
+
+std::string with_commas(std::uint64_t value) {
+  std::string digits = std::to_string(value);
+  std::string out;
+  const int n = static_cast<int>(digits.size());
+  for (int i = 0; i < n; ++i) {
+    if (i > 0 && (n - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
+std::string human_bytes(double bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (bytes >= 1024.0 && u < 4) {
+    bytes /= 1024.0;
+    ++u;
+  }
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, u == 0 ? "%.0f %s" : "%.1f %s", bytes, units[u]);
+  return buffer;
+}
+
+std::string describe(const GridSpec& grid) {
+  std::ostringstream out;
+  out << grid.dims[0] << " x " << grid.dims[1] << " x " << grid.dims[2] << " = "
+      << with_commas(static_cast<std::uint64_t>(grid.dims[0]) * static_cast<std::uint64_t>(grid.dims[1]) *
+                     static_cast<std::uint64_t>(grid.dims[2]))
+      << " points";
+  return out.str();
+}
+
+}  // namespace espgrid
