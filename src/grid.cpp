@@ -54,7 +54,6 @@ GridSpec make_grid(const GridRequest& request, const Atoms& atoms) {
                        std::to_string(cells + 1) + " points (limit " + std::to_string(kMaxAxisPoints) +
                        "); use a larger --spacing or smaller --padding");
     grid.dims[a] = static_cast<std::int64_t>(cells) + 1;
-    // centre the grid on the box so padding is even on both sides
     // centre the box in the grid; round to 1e-6 Å so the origin prints short and exact
     grid.origin[a] = std::round((lo - 0.5 * (cells * grid.spacing[a] - extent)) * 1e6) / 1e6;
   }

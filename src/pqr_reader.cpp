@@ -115,7 +115,7 @@ class PqrLineParser {
       if (next <= 1) fail("too few fields: fewer than three coordinates" + usage);
       std::string_view token = tokens[--next];
       if (auto value = parse_number(token)) {
-        if (!looks_like_coordinate(token))
+        if (std::isfinite(*value) && !looks_like_coordinate(token))  // "inf" is reported below
           fail("expected a coordinate but found " + quoted(token) +
                " (no decimal point): is a field missing?" + usage);
         if (!std::isfinite(*value)) fail("coordinate " + quoted(token) + " is not finite");
@@ -167,7 +167,7 @@ Structure read_pqr(const TextLines& text) {
     }
     const std::string key = upper(tokens[0]);
     if (key == "MODEL") {
-      ++models_seen;
+      if (++models_seen > 1) first_model_closed = true;  // a MODEL without ENDMDL before it
       continue;
     }
     if (key == "ENDMDL") {

@@ -12,7 +12,7 @@
 namespace espgrid {
 
 std::optional<double> parse_number(std::string_view token) {
-  if (!token.empty() && token.front() == '+') token.remove_prefix(1);
+  if (token.size() > 1 && token.front() == '+' && token[1] != '-') token.remove_prefix(1);  // not "+-1"
   if (token.empty()) return std::nullopt;
   double value = 0.0;
   const char* end = token.data() + token.size();
@@ -23,7 +23,7 @@ std::optional<double> parse_number(std::string_view token) {
 }
 
 std::optional<long long> parse_integer(std::string_view token) {
-  if (!token.empty() && token.front() == '+') token.remove_prefix(1);
+  if (token.size() > 1 && token.front() == '+' && token[1] != '-') token.remove_prefix(1);  // not "+-1"
   if (token.empty()) return std::nullopt;
   long long value = 0;
   const char* end = token.data() + token.size();

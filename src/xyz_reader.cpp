@@ -149,7 +149,7 @@ Structure read_xyz(const TextLines& text) {
   for (std::size_t i = 0; i < n; ++i) {
     const std::size_t number = 3 + i;
     if (number > text.count())
-      throw InputError(text.path(), text.count(),
+      throw InputError(text.path(), 1,
                        "file ends after " + std::to_string(i) + " atoms, but line 1 says " +
                            std::to_string(n));
     const auto tokens = split_whitespace(text.line(number));

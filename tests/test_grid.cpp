@@ -1,1 +1,105 @@
 #include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "src/errors.h"
+#include "src/grid.h"
+
+namespace espgrid {
+namespace {
+
+Atoms two_atoms() {
+  Atoms atoms;
+  atoms.push_back(-3.0, 2.0, 10.0, 1.0, 1.5);
+  atoms.push_back(4.3, 7.1, 12.0, -1.0, 1.5);
+  return atoms;
+}
+
+TEST(Grid, PaddingCoversTheBoxOnEverySide) {
+  const Atoms atoms = two_atoms();
+  GridRequest request;
+  request.spacing = {0.5, 0.4, 0.3};
+  request.padding = 5.0;
+  const GridSpec g = make_grid(request, atoms);
+  const double lo[3] = {-3.0, 2.0, 10.0}, hi[3] = {4.3, 7.1, 12.0};
+  for (int a = 0; a < 3; ++a) {
+    const double first = g.origin[a], last = g.position(a, g.dims[a] - 1);
+    EXPECT_LE(first, lo[a] - 5.0 + 1e-6) << "axis " << a;
+    EXPECT_GE(last, hi[a] + 5.0 - 1e-6) << "axis " << a;
+    // no more than one spacing of slack, split evenly on the two sides
+    EXPECT_LT(last - first, hi[a] - lo[a] + 10.0 + request.spacing[a] + 1e-9);
+    EXPECT_NEAR(lo[a] - first, last - hi[a], 2e-6);
+  }
+  // x: extent 17.3 Å / 0.5 → 35 cells → 36 points
+  EXPECT_EQ(g.dims[0], 36);
+  EXPECT_EQ(g.point_count(), static_cast<std::size_t>(g.dims[0] * g.dims[1] * g.dims[2]));
+}
+
+TEST(Grid, ExplicitOriginAndDimsAreUsedAsGiven) {
+  GridRequest request;
+  request.origin = std::array<double, 3>{-1.5, 2.25, 3.0};
+  request.dims = std::array<std::int64_t, 3>{7, 1, 300};
+  request.spacing = {0.25, 0.25, 0.25};
+  const GridSpec g = make_grid(request, two_atoms());
+  EXPECT_EQ(g.dims, (std::array<std::int64_t, 3>{7, 1, 300}));
+  EXPECT_EQ(g.origin, (std::array<double, 3>{-1.5, 2.25, 3.0}));
+  EXPECT_DOUBLE_EQ(g.position(2, 4), 4.0);
+}
+
+TEST(Grid, RejectsImpossibleRequests) {
+  const Atoms atoms = two_atoms();
+  for (double spacing : {0.0, -0.5, std::nan(""), std::numeric_limits<double>::infinity()}) {
+    GridRequest r;
+    r.spacing = {0.5, spacing, 0.5};
+    EXPECT_THROW(make_grid(r, atoms), UsageError) << spacing;
+  }
+  for (double padding : {-1.0, std::nan("")}) {
+    GridRequest r;
+    r.padding = padding;
+    EXPECT_THROW(make_grid(r, atoms), UsageError) << padding;
+  }
+  GridRequest only_dims;
+  only_dims.dims = std::array<std::int64_t, 3>{2, 2, 2};
+  EXPECT_THROW(make_grid(only_dims, atoms), UsageError);
+  GridRequest zero_dims;
+  zero_dims.dims = std::array<std::int64_t, 3>{0, 2, 2};
+  zero_dims.origin = std::array<double, 3>{0, 0, 0};
+  EXPECT_THROW(make_grid(zero_dims, atoms), UsageError);
+  GridRequest huge;
+  huge.spacing = {1e-6, 1e-6, 1e-6};
+  try {
+    make_grid(huge, atoms);
+    FAIL() << "a grid of 2e7 points per axis was accepted";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("--spacing"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(make_grid(GridRequest{}, Atoms{}), UsageError);
+}
+
+TEST(Grid, RefusesAMapThatDoesNotFitBeforeAllocating) {
+  GridSpec g;
+  g.dims = {1000, 1000, 1000};  // 4 GB of floats
+  g.spacing = {0.5, 0.5, 0.5};
+  try {
+    check_grid_fits(g, std::size_t{1} << 30);  // pretend 1 GiB is available
+    FAIL() << "accepted a 3.7 GiB map with 1 GiB available";
+  } catch (const UsageError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("3.7 GiB"), std::string::npos) << what;
+    EXPECT_NE(what.find("1000 x 1000 x 1000"), std::string::npos) << what;
+  }
+  EXPECT_NO_THROW(check_grid_fits(g, std::size_t{64} << 30));
+}
+
+TEST(Grid, DescribesItself) {
+  GridSpec g;
+  g.dims = {97, 97, 97};
+  EXPECT_EQ(describe(g), "97 x 97 x 97 = 912,673 points");
+  EXPECT_EQ(with_commas(0), "0");
+  EXPECT_EQ(with_commas(1000), "1,000");
+  EXPECT_EQ(human_bytes(3.5 * 1024 * 1024), "3.5 MiB");
+}
+
+}  // namespace
+}  // namespace espgrid

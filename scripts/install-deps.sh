@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages espgrid builds, tests and draws with. Run as root (or with
+# sudo available). Safe to run again: apt-get skips what is already installed.
+set -euo pipefail
+packages=(
+  build-essential cmake pkg-config          # compiler and build
+  libvtk9-dev libcxxopts-dev                # .vti writer, command line
+  googletest libgtest-dev libbenchmark-dev  # tests and benchmarks
+  python3-vtk9 python3-matplotlib python3-numpy  # viz/ renderer and benchmark plots
+  xvfb                                      # headless rendering where no GPU/EGL exists
+)
+if [ "${1:-}" = "--interop" ]; then
+  # the clients the interop tests open our maps with (large: only with --interop)
+  packages+=(paraview pymol apbs)
+fi
+SUDO=""
+if [ "$(id -u)" != 0 ]; then
+  command -v sudo >/dev/null || { echo "install-deps: run as root or install sudo" >&2; exit 1; }
+  SUDO=sudo
+fi
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "install-deps: installing ${missing[*]}"
+  $SUDO apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi

@@ -1,0 +1,131 @@
+// Shared helpers for the kernel tests: fresh random problems, the real molecules, the
+// oracle comparison, and the GPU skip rule.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "src/atoms.h"
+#include "src/grid.h"
+#include "src/kernel_registry.h"
+#include "src/oracle.h"
+#include "src/prepared_problem.h"
+#include "src/structure_reader.h"
+#include "src/units.h"
+
+namespace espgrid::testing {
+
+/// Seed for this test run: ESPGRID_TEST_SEED reproduces a failure, otherwise a fresh one.
+inline unsigned test_seed() {
+  if (const char* s = std::getenv("ESPGRID_TEST_SEED")) return static_cast<unsigned>(std::strtoul(s, nullptr, 10));
+  static const unsigned seed = std::random_device{}();
+  return seed;
+}
+
+/// Random atoms in a box that extends past the grid on every side (so some atoms lie
+/// outside it and some near grid points), charges uniform in [-1, 1] e.
+inline Atoms random_atoms(std::mt19937& rng, std::size_t count, const GridSpec& grid) {
+  Atoms atoms;
+  std::uniform_real_distribution<double> charge(-1.0, 1.0);
+  std::uniform_real_distribution<double> axis[3] = {
+      std::uniform_real_distribution<double>(grid.origin[0] - 2.0, grid.position(0, grid.dims[0] - 1) + 2.0),
+      std::uniform_real_distribution<double>(grid.origin[1] - 2.0, grid.position(1, grid.dims[1] - 1) + 2.0),
+      std::uniform_real_distribution<double>(grid.origin[2] - 2.0, grid.position(2, grid.dims[2] - 1) + 2.0)};
+  for (std::size_t a = 0; a < count; ++a)
+    atoms.push_back(axis[0](rng), axis[1](rng), axis[2](rng), charge(rng), 1.5);
+  return atoms;
+}
+
+inline GridSpec make_test_grid(std::int64_t nx, std::int64_t ny, std::int64_t nz, double spacing = 0.7,
+                               std::array<double, 3> origin = {-3.1, 2.3, 11.9}) {
+  GridSpec g;
+  g.dims = {nx, ny, nz};
+  g.origin = origin;
+  g.spacing = {spacing, spacing * 1.1, spacing * 0.9};  // anisotropic on purpose
+  return g;
+}
+
+inline std::vector<float> poisoned(std::size_t n) {
+  return std::vector<float>(n, std::numeric_limits<float>::quiet_NaN());
+}
+
+/// A bundled molecule from data/.
+inline Atoms load_molecule(const std::string& name) {
+  return read_structure(std::string(ESPGRID_SOURCE_DIR) + "/data/" + name, StructureFormat::Pqr).atoms;
+}
+
+/// Compares `out` with the double oracle at every point (or every `stride`-th point, plus the
+/// last), each within float_tolerance. Returns the number of points checked; failures are
+/// reported through gtest with the point and the numbers.
+inline std::size_t expect_matches_oracle(const PreparedProblem& prepared, const std::vector<float>& out,
+                                         std::size_t stride = 1) {
+  const DcsProblem p = prepared.view(nullptr);
+  const std::size_t n = p.point_count();
+  std::vector<std::size_t> points;
+  for (std::size_t idx = 0; idx < n; idx += stride) points.push_back(idx);
+  if (points.back() != n - 1) points.push_back(n - 1);
+  std::size_t checked = 0, failures = 0;
+  for (const std::size_t idx : points) {
+    const auto nx = static_cast<std::size_t>(p.nx), ny = static_cast<std::size_t>(p.ny);
+    const auto i = static_cast<std::int64_t>(idx % nx);
+    const auto j = static_cast<std::int64_t>((idx / nx) % ny);
+    const auto k = static_cast<std::int64_t>(idx / (nx * ny));
+    const OracleValue o = oracle_at(p, i, j, k);
+    const double tol = float_tolerance(o, p.atom_count, prepared.coordinate_extent());
+    const double err = std::fabs(static_cast<double>(out[idx]) - o.potential);
+    ++checked;
+    if (!(err <= tol) && ++failures <= 5)
+      ADD_FAILURE() << "point (" << i << "," << j << "," << k << "): got " << out[idx] << ", oracle " << o.potential
+                    << ", |err| " << err << " > tolerance " << tol << " (seed " << test_seed() << ")";
+  }
+  EXPECT_EQ(failures, 0u) << "points outside tolerance, of " << checked << " checked";
+  return checked;
+}
+
+/// Runs `kernel` on a NaN-poisoned output and returns the map.
+inline std::vector<float> run_poisoned(const KernelVariant& kernel, const PreparedProblem& prepared,
+                                       const RunOptions& options = {}) {
+  std::vector<float> out = poisoned(prepared.view(nullptr).point_count());
+  kernel.run(prepared.view(out.data()), options);
+  return out;
+}
+
+/// GPU tests skip with the reason when no usable device exists, unless ESPGRID_REQUIRE_GPU=1
+/// makes a missing GPU a failure.
+inline bool gpu_required() {
+  const char* v = std::getenv("ESPGRID_REQUIRE_GPU");
+  return v && std::string(v) == "1";
+}
+
+#define ESPGRID_REQUIRE_CUDA_OR_SKIP()                                                       \
+  do {                                                                                       \
+    std::string reason_;                                                                     \
+    if (!::espgrid::cuda_available(&reason_)) {                                              \
+      if (::espgrid::testing::gpu_required()) FAIL() << "ESPGRID_REQUIRE_GPU=1 but " << reason_; \
+      GTEST_SKIP() << "no usable CUDA device: " << reason_;                                 \
+    }                                                                                        \
+  } while (0)
+
+/// Variant names of one backend, for INSTANTIATE_TEST_SUITE_P.
+inline std::vector<std::string> variant_names(Backend backend) {
+  std::vector<std::string> names;
+  for (const auto& k : kernel_variants())
+    if (k.backend == backend) names.emplace_back(k.name);
+  return names;
+}
+
+/// gtest parameter names may hold only letters, digits and '_'.
+inline std::string param_name(const ::testing::TestParamInfo<std::string>& info) {
+  std::string s = info.param;
+  for (char& c : s)
+    if (c == '-') c = '_';
+  return s;
+}
+
+}  // namespace espgrid::testing
