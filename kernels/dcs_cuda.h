@@ -16,20 +16,26 @@ enum class Variant {
   Gather,     ///< one thread per grid point, atoms from global memory
   Constant,   ///< one thread per grid point, atoms in __constant__ memory chunks
   Coarsened,  ///< 8 points per thread along x, one block-width apart, padded grid
-  Unrolled,   ///< espgrid's own design; see kernels/dcs_kernels.cu and benchmarks/NOTES.md
+  Unrolled,   ///< espgrid's own design: 2D register tile per thread, atoms in shared-memory
+              ///< tiles, one launch per slab; see kernels/README.md
 };
 
-/// Launch shape override; 0 keeps the variant's tuned default.
+/// Launch shape override; 0 keeps the variant's tuned default. Any block of at most 1024
+/// threads is accepted; when only one of block_x/block_y is set, the other is chosen to keep
+/// the variant's default thread count. Unsupported values throw UsageError (an espgrid::Error).
+/// For cuda-unrolled, all three at 0 choose the tile for the map (kernels/README.md).
 struct LaunchShape {
   int block_x = 0;
   int block_y = 0;
-  int coarsening = 0;  ///< points per thread along x (coarsened/unrolled variants only)
+  /// Points per thread along x: 1, 2, 4, 8 or 16 for coarsened/unrolled; 0 or 1 for the others.
+  int coarsening = 0;
 };
 
 struct DeviceRunOptions {
   int device = 0;
   LaunchShape shape;
-  /// Largest slab of the map kept on the device, bytes; 0 sizes it from free memory.
+  /// Device memory for the map, bytes (0: sized from free memory). A larger map is computed
+  /// in slabs of z-planes through two buffers of half this each (at least one plane each).
   /// Tests set it small to exercise slab streaming.
   std::size_t max_slab_bytes = 0;
   ProgressFn progress;
@@ -42,13 +48,16 @@ struct DeviceTiming {
 };
 
 /// Computes problem.potential on the GPU. Throws CudaError (an espgrid::Error) on failure.
+/// Calls for cuda-constant and cuda-coarsened are serialized process-wide (they share the
+/// device's __constant__ atom buffer); the others may run concurrently on separate threads.
 DeviceTiming compute_potential(Variant variant, const DcsProblem& problem,
                                const DeviceRunOptions& options);
 
-/// Number of usable CUDA devices; 0 with `reason` filled when there are none (no driver,
-/// no device, or a build without CUDA).
+/// Number of usable CUDA devices (those whose compute capability this build has code for);
+/// 0 with `reason` filled when there are none (no driver, no device, or a build without
+/// CUDA). Never throws.
 int usable_device_count(std::string* reason = nullptr);
-/// "NVIDIA H100 80GB HBM3 (sm_90, 132 SMs)".
+/// "NVIDIA H100 80GB HBM3 (sm_90, 132 SMs)". Throws CudaError for a device that cannot be queried.
 std::string describe_device(int device);
 
 /// The device's rsqrt throughput, measured by a microbenchmark of independent rsqrtf chains.

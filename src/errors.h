@@ -20,7 +20,8 @@ class InputError : public Error {
   InputError(const std::string& file, std::size_t line, const std::string& what)
       : Error(file + ":" + std::to_string(line) + ": " + what), file_(file), line_(line) {}
   const std::string& file() const noexcept { return file_; }
-  /// 1-based line number of the defect (0 when the defect is the file as a whole).
+  /// 1-based line number of the defect. For a defect of the whole file it is 1 for an
+  /// empty file and the last line for a file that ends without atoms.
   std::size_t line() const noexcept { return line_; }
 
  private:

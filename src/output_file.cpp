@@ -47,19 +47,30 @@ extern "C" void remove_pending_and_exit(int signal_number) {
 
 }  // namespace
 
-AtomicOutputFile::AtomicOutputFile(std::string destination) : destination_(std::move(destination)) {
+void check_output_path(const std::string& destination) {
   namespace fs = std::filesystem;
-  if (destination_.empty()) throw UsageError("no output path given");
-  const fs::path dest(destination_);
-  if (fs::is_directory(dest)) throw Error("cannot write " + destination_ + ": it is a directory");
+  if (destination.empty()) throw UsageError("no output path given");
+  const fs::path dest(destination);
+  if (fs::is_directory(dest)) throw Error("cannot write " + destination + ": it is a directory");
   fs::path dir = dest.parent_path();
   if (dir.empty()) dir = ".";
   if (!fs::is_directory(dir))
-    throw Error("cannot write " + destination_ + ": directory " + dir.string() + " does not exist");
+    throw Error("cannot write " + destination + ": directory " + dir.string() + " does not exist");
   if (::access(dir.c_str(), W_OK) != 0)
-    throw Error("cannot write " + destination_ + ": directory " + dir.string() + " is not writable (" +
+    throw Error("cannot write " + destination + ": directory " + dir.string() + " is not writable (" +
                 std::strerror(errno) + ")");
-  temporary_ = (dir / ("." + dest.filename().string() + ".partial." + std::to_string(::getpid()))).string();
+}
+
+AtomicOutputFile::AtomicOutputFile(std::string destination) : destination_(std::move(destination)) {
+  check_output_path(destination_);
+  const std::filesystem::path dest(destination_);
+  std::filesystem::path dir = dest.parent_path();
+  if (dir.empty()) dir = ".";
+  // ".NAME.partial.PID": hidden, beside the destination so the final rename stays on one file system
+  std::string name = dest.filename().string();
+  name.insert(0, 1, '.');
+  name.append(".partial.").append(std::to_string(::getpid()));
+  temporary_ = (dir / name).string();
   slot_ = register_pending(temporary_);
 }
 

@@ -29,6 +29,10 @@ class AtomicOutputFile {
   int slot_ = -1;  // index in the signal handler's table of pending files
 };
 
+/// Throws Error unless `destination` could be written: not a directory, its directory exists
+/// and is writable. The CLI calls it for every output before computing anything.
+void check_output_path(const std::string& destination);
+
 /// Installs SIGINT/SIGTERM handlers that delete every pending temporary file and exit with
 /// 128 + signal. Call once from main().
 void install_interrupt_cleanup();

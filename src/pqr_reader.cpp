@@ -107,6 +107,9 @@ class PqrLineParser {
     const double radius = finite(tokens[n - 1], "radius");
     const double charge = finite(tokens[n - 2], "charge");
     if (radius < 0) fail("radius " + quoted(tokens[n - 1]) + " is negative");
+    if (radius > kMaxRadius) fail("radius " + quoted(tokens[n - 1]) + " is implausible (over 100 Å)");
+    if (std::fabs(charge) > kMaxCharge)
+      fail("charge " + quoted(tokens[n - 2]) + " is implausible (beyond ±1000 e)");
 
     // Walk left collecting exactly three coordinates.
     std::vector<double> coords;  // right to left

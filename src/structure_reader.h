@@ -32,5 +32,10 @@ Structure read_structure(const std::string& path, StructureFormat format);
 
 /// Largest |coordinate| accepted, Å. Keeps squared distances far from float overflow.
 inline constexpr double kMaxCoordinate = 1.0e6;
+/// Largest |charge| accepted, e: far above any partial or ionic charge, far below values
+/// whose sums could overflow float32 (a typo such as 1e39 is an error, not an inf map).
+inline constexpr double kMaxCharge = 1.0e3;
+/// Largest radius accepted, Å.
+inline constexpr double kMaxRadius = 100.0;
 
 }  // namespace espgrid

@@ -74,15 +74,16 @@ TextLines::TextLines(std::string path, std::string text)
 }
 
 void TextLines::split_and_check() {
+  // Lines end at LF, CRLF or a bare CR (old Mac files): a bare CR must never join two
+  // records into one line, where reading fields from the right would silently drop atoms.
   std::string_view all(text_);
   std::size_t start = 0;
   while (start < all.size()) {
-    std::size_t end = all.find('\n', start);
+    const std::size_t end = all.find_first_of("\r\n", start);
     std::string_view line = all.substr(start, end == std::string_view::npos ? end : end - start);
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     for (std::size_t col = 0; col < line.size(); ++col) {
       const auto byte = static_cast<unsigned char>(line[col]);
-      if ((byte < 0x20 && byte != '\t' && byte != '\r' && byte != '\v' && byte != '\f') || byte == 0x7f) {
+      if ((byte < 0x20 && byte != '\t' && byte != '\v' && byte != '\f') || byte == 0x7f) {
         char hex[8];
         std::snprintf(hex, sizeof hex, "0x%02x", byte);
         throw InputError(path_, lines_.size() + 1,
@@ -92,7 +93,7 @@ void TextLines::split_and_check() {
     }
     lines_.push_back(line);
     if (end == std::string_view::npos) break;
-    start = end + 1;
+    start = end + ((all[end] == '\r' && end + 1 < all.size() && all[end + 1] == '\n') ? 2 : 1);
   }
 }
 

@@ -19,7 +19,7 @@ std::optional<long long> parse_integer(std::string_view token);
 /// Splits on spaces, tabs, CR, VT and FF.
 std::vector<std::string_view> split_whitespace(std::string_view line);
 
-/// The text of a file split into lines, numbered from 1. CR of CRLF endings is dropped.
+/// The text of a file split into lines (LF, CRLF or bare CR), numbered from 1.
 class TextLines {
  public:
   /// Reads the whole file; throws Error when it cannot be opened or read, and InputError
@@ -27,6 +27,9 @@ class TextLines {
   explicit TextLines(std::string path);
   /// Wraps text already in memory (used by tests and fuzzers); `path` is used in messages.
   TextLines(std::string path, std::string text);
+  // The lines are views into text_: a copy or move would leave them pointing elsewhere.
+  TextLines(const TextLines&) = delete;
+  TextLines& operator=(const TextLines&) = delete;
 
   const std::string& path() const noexcept { return path_; }
   std::size_t count() const noexcept { return lines_.size(); }

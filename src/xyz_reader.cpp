@@ -56,7 +56,8 @@ std::string find_key(std::string_view comment, std::string_view key) {
       ++pos;
     std::string name(comment.substr(key_start, pos - key_start));
     std::string value;
-    if (pos < comment.size() && comment[pos] == '=') {
+    const bool has_value = pos < comment.size() && comment[pos] == '=';
+    if (has_value) {
       ++pos;
       if (pos < comment.size() && (comment[pos] == '"' || comment[pos] == '\'')) {
         const char quote = comment[pos++];
@@ -71,7 +72,8 @@ std::string find_key(std::string_view comment, std::string_view key) {
     }
     std::string lower = name;
     for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    if (lower == key) return value.empty() ? std::string(" ") : value;
+    // only key=value pairs count: free text may mention the word "properties"
+    if (has_value && lower == key) return value.empty() ? std::string(" ") : value;
   }
   return "";
 }
@@ -173,6 +175,7 @@ Structure read_xyz(const TextLines& text) {
     const double y = number_at(layout.pos + 1, "y");
     const double z = number_at(layout.pos + 2, "z");
     const double q = number_at(layout.charge, "charge");
+    if (std::fabs(q) > kMaxCharge) fail("charge " + quoted(tokens[layout.charge]) + " is implausible (beyond ±1000 e)");
     for (double c : {x, y, z})
       if (std::fabs(c) > kMaxCoordinate) fail("coordinate beyond ±1e6 Å; check the file's units");
     const double radius = layout.has_species ? element_radius(tokens[layout.species]) : 1.70;

@@ -16,6 +16,7 @@
 #include "src/errors.h"
 #include "src/grid.h"
 #include "src/kernel_registry.h"
+#include "src/output_file.h"
 #include "src/potential_map.h"
 #include "src/prepared_problem.h"
 #include "src/structure_reader.h"
@@ -226,6 +227,7 @@ int run_map(int argc, char** argv) {
   for (const auto& path : outputs) {  // fail on a bad output before computing anything
     if (map_format_from_extension(path) == MapFormat::Vti && !vti_supported())
       throw UsageError("cannot write " + path + ": this espgrid was built without VTK; write .dx instead");
+    check_output_path(path);
   }
   const KernelChoice choice = choose_kernel(args);
   const RunOptions run = run_options(args);

@@ -7,5 +7,7 @@ namespace espgrid::cli {
 int run_map(int argc, char** argv);
 int run_kernels(int argc, char** argv);
 int run_verify(int argc, char** argv);
+/// Defined in src/bench/bench_command.cpp.
+int run_bench(int argc, char** argv);
 
 }  // namespace espgrid::cli

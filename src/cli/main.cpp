@@ -18,7 +18,8 @@ void print_usage() {
       "verbs:\n"
       "  map      compute a map from a .pqr/.xyz file and write .vti and/or .dx\n"
       "  kernels  list the kernel variants (CPU and CUDA) and which can run here\n"
-      "  verify   run kernels on a structure and compare them with cpu-reference\n\n"
+      "  verify   run kernels on a structure and compare them with cpu-reference\n"
+      "  bench    measure every kernel variant (and sweeps); see benchmarks/README.md\n\n"
       "  espgrid VERB --help   shows a verb's options\n\n"
       "example:\n"
       "  espgrid map data/fasciculin2.pqr -o fas2.vti -o fas2.dx\n",
@@ -43,7 +44,8 @@ int main(int argc, char** argv) {
     if (verb == "map") return espgrid::cli::run_map(argc - 1, argv + 1);
     if (verb == "kernels") return espgrid::cli::run_kernels(argc - 1, argv + 1);
     if (verb == "verify") return espgrid::cli::run_verify(argc - 1, argv + 1);
-    std::fprintf(stderr, "espgrid: error: unknown verb '%s' (use map, kernels or verify; see espgrid --help)\n",
+    if (verb == "bench") return espgrid::cli::run_bench(argc - 1, argv + 1);
+    std::fprintf(stderr, "espgrid: error: unknown verb '%s' (use map, kernels, verify or bench; see espgrid --help)\n",
                  verb.c_str());
     return 2;
   } catch (const espgrid::UsageError& e) {

@@ -1,0 +1,102 @@
+#include "kernels/cuda_runtime_support.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+namespace espgrid::cuda {
+
+namespace {
+
+std::string describe_status(cudaError_t code) {
+  return std::string(cudaGetErrorName(code)) + " (" + cudaGetErrorString(code) + ")";
+}
+
+/// "kernels/dcs_kernels.cu" rather than the absolute path the build passed in __FILE__.
+const char* short_file(const char* file) {
+  const char* p = std::strstr(file, "kernels/");
+  return p ? p : file;
+}
+
+}  // namespace
+
+void throw_cuda_error(cudaError_t code, const char* expression, const char* file, int line) {
+  cudaGetLastError();  // reset a non-sticky error so later, unrelated checks do not see it
+  throw CudaError(code, std::string("CUDA call '") + expression + "' failed: " + describe_status(code) +
+                            " at " + short_file(file) + ":" + std::to_string(line));
+}
+
+bool sync_check_enabled() {
+  static const bool enabled = [] {
+    const char* value = std::getenv("ESPGRID_CUDA_SYNC_CHECK");
+    return value != nullptr && std::strcmp(value, "1") == 0;
+  }();
+  return enabled;
+}
+
+void check_launch(const char* file, int line) {
+  cudaError_t code = cudaGetLastError();
+  if (code != cudaSuccess)
+    throw CudaError(code, "CUDA kernel launch failed: " + describe_status(code) + " at " +
+                              short_file(file) + ":" + std::to_string(line));
+  if (sync_check_enabled()) {
+    code = cudaDeviceSynchronize();
+    if (code != cudaSuccess) {
+      cudaGetLastError();
+      throw CudaError(code, "CUDA kernel failed: " + describe_status(code) + " in the kernel launched at " +
+                                short_file(file) + ":" + std::to_string(line) +
+                                " (ESPGRID_CUDA_SYNC_CHECK=1)");
+    }
+  }
+}
+
+std::string format_bytes(std::size_t bytes) {
+  static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  double value = static_cast<double>(bytes);
+  int unit = 0;
+  while (value >= 1024.0 && unit < 5) {
+    value /= 1024.0;
+    ++unit;
+  }
+  char text[32];
+  if (unit == 0)
+    std::snprintf(text, sizeof text, "%zu B", bytes);
+  else
+    std::snprintf(text, sizeof text, "%.1f %s", value, kUnits[unit]);
+  return text;
+}
+
+void throw_allocation_error(cudaError_t code, std::size_t bytes, const std::string& name,
+                            bool pinned_host) {
+  cudaGetLastError();  // an allocation failure is not sticky; clear it
+  int device = -1;
+  const bool have_device = cudaGetDevice(&device) == cudaSuccess;
+  std::string where = pinned_host ? std::string("pinned host memory")
+                                  : "device " + (have_device ? std::to_string(device) : std::string("?"));
+  std::string message = "cannot allocate " + format_bytes(bytes) + " for '" + name + "' on " + where +
+                        ": " + cudaGetErrorString(code);
+  if (!pinned_host) {
+    std::size_t free_bytes = 0, total_bytes = 0;
+    if (cudaMemGetInfo(&free_bytes, &total_bytes) == cudaSuccess)
+      message += " (" + format_bytes(free_bytes) + " free of " + format_bytes(total_bytes) + ")";
+    else
+      cudaGetLastError();
+  }
+  throw CudaError(code, message);
+}
+
+DeviceGuard::DeviceGuard(int device) {
+  int count = 0;
+  ESPGRID_CUDA_CHECK(cudaGetDeviceCount(&count));
+  if (device < 0 || device >= count)
+    throw Error("CUDA device " + std::to_string(device) + " does not exist (this machine has " +
+                std::to_string(count) + (count == 1 ? " device" : " devices") + ")");
+  ESPGRID_CUDA_CHECK(cudaGetDevice(&previous_));
+  ESPGRID_CUDA_CHECK(cudaSetDevice(device));
+}
+
+DeviceGuard::~DeviceGuard() {
+  if (previous_ >= 0) cudaSetDevice(previous_);  // never throws
+}
+
+}  // namespace espgrid::cuda

@@ -1,0 +1,249 @@
+// CUDA runtime helpers for the .cu files in kernels/: error checking that throws
+// espgrid::Error subclasses, and move-only RAII owners of device memory, pinned host memory,
+// streams and events. Includes cuda_runtime.h, so only .cu files include this header; host
+// code in src/ sees the plain-C++ kernels/dcs_cuda.h only.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <limits>
+#include <string>
+#include <utility>
+
+#include "src/errors.h"
+
+namespace espgrid::cuda {
+
+/// A failed CUDA runtime call or kernel launch. what() names the call (or the allocation),
+/// the CUDA error's name and description, and the source location.
+class CudaError : public Error {
+ public:
+  CudaError(cudaError_t code, const std::string& message) : Error(message), code_(code) {}
+  cudaError_t code() const noexcept { return code_; }
+
+ private:
+  cudaError_t code_;
+};
+
+/// Throws CudaError for `code`: "CUDA call 'EXPR' failed: cudaErrorX (text) at FILE:LINE".
+/// Also clears the runtime's last-error slot so that a non-sticky error does not resurface
+/// in the next check.
+[[noreturn]] void throw_cuda_error(cudaError_t code, const char* expression, const char* file,
+                                   int line);
+
+/// After a kernel launch: throws on a launch error (cudaGetLastError); when the environment
+/// variable ESPGRID_CUDA_SYNC_CHECK=1 is set, also synchronizes the device so that a fault
+/// inside the kernel is reported at its launch site rather than at a later call.
+void check_launch(const char* file, int line);
+
+/// True when ESPGRID_CUDA_SYNC_CHECK=1 (read once per process).
+bool sync_check_enabled();
+
+/// "3.2 GiB", "512 B": for messages.
+std::string format_bytes(std::size_t bytes);
+
+/// Throws CudaError "cannot allocate SIZE for 'NAME' on WHERE: <cuda text> (F free of T)".
+[[noreturn]] void throw_allocation_error(cudaError_t code, std::size_t bytes, const std::string& name,
+                                         bool pinned_host);
+
+}  // namespace espgrid::cuda
+
+#define ESPGRID_CUDA_CHECK(expr)                                                        \
+  do {                                                                                  \
+    const cudaError_t espgrid_cuda_status_ = (expr);                                    \
+    if (espgrid_cuda_status_ != cudaSuccess)                                            \
+      ::espgrid::cuda::throw_cuda_error(espgrid_cuda_status_, #expr, __FILE__, __LINE__); \
+  } while (0)
+
+#define ESPGRID_CUDA_CHECK_LAUNCH() ::espgrid::cuda::check_launch(__FILE__, __LINE__)
+
+namespace espgrid::cuda {
+
+namespace detail {
+template <class T>
+std::size_t checked_bytes(std::size_t count, const std::string& name) {
+  if (count > std::numeric_limits<std::size_t>::max() / sizeof(T))
+    throw Error("cannot allocate " + std::to_string(count) + " elements for '" + name +
+                "': size overflows");
+  return count * sizeof(T);
+}
+}  // namespace detail
+
+/// Device memory for `count` elements of T on the current device (cudaMalloc). Move-only;
+/// the destructor frees it and never throws. A zero count allocates nothing (get() is null).
+template <class T>
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  DeviceBuffer(std::size_t count, std::string name) : name_(std::move(name)) {
+    const std::size_t bytes = detail::checked_bytes<T>(count, name_);
+    if (bytes == 0) return;
+    void* p = nullptr;
+    const cudaError_t status = cudaMalloc(&p, bytes);
+    if (status != cudaSuccess) throw_allocation_error(status, bytes, name_, false);
+    ptr_ = static_cast<T*>(p);
+    count_ = count;
+  }
+  ~DeviceBuffer() { reset(); }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  DeviceBuffer(DeviceBuffer&& other) noexcept
+      : ptr_(std::exchange(other.ptr_, nullptr)),
+        count_(std::exchange(other.count_, 0)),
+        name_(std::move(other.name_)) {}
+  DeviceBuffer& operator=(DeviceBuffer&& other) noexcept {
+    if (this != &other) {
+      reset();
+      ptr_ = std::exchange(other.ptr_, nullptr);
+      count_ = std::exchange(other.count_, 0);
+      name_ = std::move(other.name_);
+    }
+    return *this;
+  }
+
+  void reset() noexcept {
+    if (ptr_) cudaFree(ptr_);  // error deliberately ignored: destructors never throw
+    ptr_ = nullptr;
+    count_ = 0;
+  }
+  T* get() const noexcept { return ptr_; }
+  std::size_t size() const noexcept { return count_; }
+  std::size_t bytes() const noexcept { return count_ * sizeof(T); }
+  const std::string& name() const noexcept { return name_; }
+
+ private:
+  T* ptr_ = nullptr;
+  std::size_t count_ = 0;
+  std::string name_;
+};
+
+/// Page-locked host memory (cudaMallocHost) for asynchronous copies. Move-only; the
+/// destructor frees it and never throws.
+template <class T>
+class PinnedBuffer {
+ public:
+  PinnedBuffer() = default;
+  PinnedBuffer(std::size_t count, std::string name) : name_(std::move(name)) {
+    const std::size_t bytes = detail::checked_bytes<T>(count, name_);
+    if (bytes == 0) return;
+    void* p = nullptr;
+    const cudaError_t status = cudaMallocHost(&p, bytes);
+    if (status != cudaSuccess) throw_allocation_error(status, bytes, name_, true);
+    ptr_ = static_cast<T*>(p);
+    count_ = count;
+  }
+  ~PinnedBuffer() { reset(); }
+  PinnedBuffer(const PinnedBuffer&) = delete;
+  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
+  PinnedBuffer(PinnedBuffer&& other) noexcept
+      : ptr_(std::exchange(other.ptr_, nullptr)),
+        count_(std::exchange(other.count_, 0)),
+        name_(std::move(other.name_)) {}
+  PinnedBuffer& operator=(PinnedBuffer&& other) noexcept {
+    if (this != &other) {
+      reset();
+      ptr_ = std::exchange(other.ptr_, nullptr);
+      count_ = std::exchange(other.count_, 0);
+      name_ = std::move(other.name_);
+    }
+    return *this;
+  }
+
+  void reset() noexcept {
+    if (ptr_) cudaFreeHost(ptr_);
+    ptr_ = nullptr;
+    count_ = 0;
+  }
+  T* get() const noexcept { return ptr_; }
+  std::size_t size() const noexcept { return count_; }
+  std::size_t bytes() const noexcept { return count_ * sizeof(T); }
+
+ private:
+  T* ptr_ = nullptr;
+  std::size_t count_ = 0;
+  std::string name_;
+};
+
+/// A non-blocking stream. The destructor waits for the stream's work before destroying it,
+/// so buffers destroyed afterwards are never freed under a running copy or kernel (declare
+/// streams after the buffers they use).
+class Stream {
+ public:
+  Stream() { ESPGRID_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking)); }
+  ~Stream() { reset(); }
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+  Stream(Stream&& other) noexcept : stream_(std::exchange(other.stream_, nullptr)) {}
+  Stream& operator=(Stream&& other) noexcept {
+    if (this != &other) {
+      reset();
+      stream_ = std::exchange(other.stream_, nullptr);
+    }
+    return *this;
+  }
+  void reset() noexcept {
+    if (stream_) {
+      cudaStreamSynchronize(stream_);  // errors ignored: we are unwinding or done
+      cudaStreamDestroy(stream_);
+    }
+    stream_ = nullptr;
+  }
+  cudaStream_t get() const noexcept { return stream_; }
+  void synchronize() const { ESPGRID_CUDA_CHECK(cudaStreamSynchronize(stream_)); }
+  /// Work queued on this stream after the call waits for `event`.
+  void wait(cudaEvent_t event) const { ESPGRID_CUDA_CHECK(cudaStreamWaitEvent(stream_, event, 0)); }
+
+ private:
+  cudaStream_t stream_ = nullptr;
+};
+
+/// A CUDA event; timing-capable unless created with cudaEventDisableTiming.
+class Event {
+ public:
+  explicit Event(unsigned flags = cudaEventDefault) {
+    ESPGRID_CUDA_CHECK(cudaEventCreateWithFlags(&event_, flags));
+  }
+  ~Event() { reset(); }
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+  Event(Event&& other) noexcept : event_(std::exchange(other.event_, nullptr)) {}
+  Event& operator=(Event&& other) noexcept {
+    if (this != &other) {
+      reset();
+      event_ = std::exchange(other.event_, nullptr);
+    }
+    return *this;
+  }
+  void reset() noexcept {
+    if (event_) cudaEventDestroy(event_);
+    event_ = nullptr;
+  }
+  cudaEvent_t get() const noexcept { return event_; }
+  void record(cudaStream_t stream) const { ESPGRID_CUDA_CHECK(cudaEventRecord(event_, stream)); }
+  void synchronize() const { ESPGRID_CUDA_CHECK(cudaEventSynchronize(event_)); }
+  /// Milliseconds from `start` to `stop`; both must have completed.
+  static float elapsed_ms(const Event& start, const Event& stop) {
+    float ms = 0;
+    ESPGRID_CUDA_CHECK(cudaEventElapsedTime(&ms, start.event_, stop.event_));
+    return ms;
+  }
+
+ private:
+  cudaEvent_t event_ = nullptr;
+};
+
+/// Makes `device` current for the scope and restores the previous current device after.
+/// Throws a clear Error for an ordinal that does not exist.
+class DeviceGuard {
+ public:
+  explicit DeviceGuard(int device);
+  ~DeviceGuard();
+  DeviceGuard(const DeviceGuard&) = delete;
+  DeviceGuard& operator=(const DeviceGuard&) = delete;
+
+ private:
+  int previous_ = -1;
+};
+
+}  // namespace espgrid::cuda

@@ -1,0 +1,774 @@
+// The CUDA direct Coulomb summation kernels and their driver (kernels/dcs_cuda.h).
+//
+// Every kernel computes, in float32,
+//   potential[i + nx*(j + ny*k)] = Σ_a q[a] * rsqrtf(dx² + (dy² + (dz² + a²)))
+// with dx = float(i)*hx − x[a] (the product rounded once, as in src/cpu_kernels.cpp, hence
+// __fmul_rn: it keeps nvcc from contracting the product and the subtraction into one FFMA),
+// and the softening a² folded into the dz² term. With --ftz=true, rsqrtf is one MUFU.RSQ.
+// kernels/README.md describes each variant and its operation count.
+//
+// Driver: the map is computed in slabs of whole z-planes, double-buffered on two streams:
+//   stream b:  poison (or zero) the device slab → wait for the previous slab's kernels →
+//              start event → kernels → stop event → copy the unpadded slab to pinned staging
+//              → done event
+//   host:      after queueing slab s, wait for slab s−1's done event, read its kernel time,
+//              copy its staging buffer into problem.potential, report progress.
+// So the copies of slab s−1 (device→pinned on the copy engine, pinned→pageable on the host)
+// overlap the kernels of slab s. Kernels of consecutive slabs are serialized on purpose
+// (cudaStreamWaitEvent): the event intervals never overlap, so their sum is the kernel time,
+// and the single __constant__ atom buffer is never rewritten under a running kernel.
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <climits>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "kernels/cuda_runtime_support.h"
+#include "kernels/dcs_cuda.h"
+#include "src/errors.h"
+
+namespace espgrid::cuda {
+namespace {
+
+// ---- device side -----------------------------------------------------------------------
+
+/// Atoms per __constant__ chunk: 4096 float4 = 64 KB, the whole constant bank.
+constexpr int kConstantChunk = 4096;
+/// (x, y, z, q) of the current chunk, for the Constant and Coarsened variants.
+__constant__ float4 c_atoms[kConstantChunk];
+
+/// Slab geometry, passed by value (kernel parameters live in the constant bank).
+struct Geometry {
+  int nx, ny;            ///< the map's extent: bounds for the unpadded variants
+  int pitch_x, pitch_y;  ///< device slab layout: floats per row, rows per plane (padded)
+  int k0;                ///< map z index of the slab's first plane
+  float hx, hy, hz;      ///< grid spacing
+  float a2;              ///< softening²
+};
+
+/// Grid coordinate float(i)*h, rounded once and never fused with a following add.
+__device__ __forceinline__ float grid_coord(int i, float h) {
+  return __fmul_rn(static_cast<float>(i), h);
+}
+
+__device__ __forceinline__ std::size_t slab_index(const Geometry& g, int i, int j, int plane) {
+  return (static_cast<std::size_t>(plane) * static_cast<std::size_t>(g.pitch_y) + static_cast<std::size_t>(j)) *
+             static_cast<std::size_t>(g.pitch_x) +
+         static_cast<std::size_t>(i);
+}
+
+// Scatter: input-oriented. Thread = (atom, plane of the slab, every gridDim.z-th row); it adds
+// its atom's contribution to each point of those rows with atomicAdd (RED.ADD.F32) into a
+// zeroed slab. Each thread starts its x sweep at column atom % nx, so the 32 lanes of a warp
+// (32 consecutive atoms) hit 32 consecutive floats instead of one address.
+// Per evaluation: FMUL (x coordinate), FADD (dx), FFMA (r²), MUFU, FMUL (q·r), RED.ADD.
+__global__ void scatter_kernel(float* __restrict__ slab, const float4* __restrict__ atoms, int n,
+                               Geometry g) {
+  const int threads = static_cast<int>(blockDim.x * blockDim.y);
+  const int a = static_cast<int>(blockIdx.x) * threads + static_cast<int>(threadIdx.y * blockDim.x + threadIdx.x);
+  if (a >= n) return;
+  const int plane = static_cast<int>(blockIdx.y);
+  const float4 atom = atoms[a];
+  const float dz = grid_coord(g.k0 + plane, g.hz) - atom.z;
+  const float dz2 = fmaf(dz, dz, g.a2);
+  const int i_start = a % g.nx;
+  for (int j = static_cast<int>(blockIdx.z); j < g.ny; j += static_cast<int>(gridDim.z)) {
+    const float dy = grid_coord(j, g.hy) - atom.y;
+    const float dyz2 = fmaf(dy, dy, dz2);
+    float* row = slab + slab_index(g, 0, j, plane);
+    int i = i_start;
+    for (int t = 0; t < g.nx; ++t) {
+      const float dx = grid_coord(i, g.hx) - atom.x;
+      atomicAdd(row + i, atom.w * rsqrtf(fmaf(dx, dx, dyz2)));
+      i = (i + 1 == g.nx) ? 0 : i + 1;
+    }
+  }
+}
+
+// Gather: one thread per grid point (2D blocks in x,y; blockIdx.z = plane of the slab); atoms
+// read as float4 (x, y, z, q) from global memory (the whole warp reads the same atom: one
+// broadcast L1 transaction). dx, dy, dz recomputed for every atom.
+// Per evaluation: LDG.128, 3 FADD, 4 FFMA (dz²+a², dy²+…, dx²+…, accumulate), MUFU.
+__global__ void gather_kernel(float* __restrict__ slab, const float4* __restrict__ atoms, int n, Geometry g) {
+  const int i = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
+  const int j = static_cast<int>(blockIdx.y * blockDim.y + threadIdx.y);
+  if (i >= g.nx || j >= g.ny) return;
+  const int plane = static_cast<int>(blockIdx.z);
+  const float gx = grid_coord(i, g.hx);
+  const float gy = grid_coord(j, g.hy);
+  const float gz = grid_coord(g.k0 + plane, g.hz);
+  float sum = 0.0f;
+#pragma unroll 4
+  for (int a = 0; a < n; ++a) {
+    const float4 atom = __ldg(atoms + a);
+    const float dx = gx - atom.x;
+    const float dy = gy - atom.y;
+    const float dz = gz - atom.z;
+    sum = fmaf(atom.w, rsqrtf(fmaf(dx, dx, fmaf(dy, dy, fmaf(dz, dz, g.a2)))), sum);
+  }
+  slab[slab_index(g, i, j, plane)] = sum;
+}
+
+// Constant: one thread per grid point over the whole slab; the chunk's atoms are in c_atoms.
+// dz² + a² is precomputed per plane: each block (all its threads share one plane) first fills
+// shared memory with dz² + a² of every atom of the chunk, read from the chunk's copy in global
+// memory (coalesced; reading c_atoms at per-thread addresses would serialize). The inner loop
+// then reads x, y, q from constant memory (warp-uniform address: no conflicts) and dz² + a²
+// from shared memory (broadcast). The first chunk's launch writes each point; later chunks
+// add to it (the running sum lives in the slab between launches).
+// Per evaluation: 2 FADD (dx, dy), 3 FFMA (dy²+dz², dx²+…, accumulate), MUFU, LDS, LDC.
+__global__ void constant_kernel(float* __restrict__ slab, const float4* __restrict__ chunk, int n, Geometry g,
+                                int accumulate) {
+  extern __shared__ float s_dz2[];
+  const int plane = static_cast<int>(blockIdx.z);
+  const float gz = grid_coord(g.k0 + plane, g.hz);
+  const int threads = static_cast<int>(blockDim.x * blockDim.y);
+  for (int t = static_cast<int>(threadIdx.y * blockDim.x + threadIdx.x); t < n; t += threads) {
+    const float dz = gz - chunk[t].z;
+    s_dz2[t] = fmaf(dz, dz, g.a2);
+  }
+  __syncthreads();
+  const int i = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
+  const int j = static_cast<int>(blockIdx.y * blockDim.y + threadIdx.y);
+  if (i >= g.nx || j >= g.ny) return;
+  const float gx = grid_coord(i, g.hx);
+  const float gy = grid_coord(j, g.hy);
+  float sum = 0.0f;
+#pragma unroll 4
+  for (int a = 0; a < n; ++a) {
+    const float4 atom = c_atoms[a];
+    const float dx = gx - atom.x;
+    const float dy = gy - atom.y;
+    sum = fmaf(atom.w, rsqrtf(fmaf(dx, dx, fmaf(dy, dy, s_dz2[a]))), sum);
+  }
+  float* p = slab + slab_index(g, i, j, plane);
+  *p = accumulate ? *p + sum : sum;
+}
+
+// Coarsened: each thread computes CX points along x, one block-width apart (so each of its
+// CX stores is coalesced across the warp), for one row j of one plane. dy² + dz² + a² is
+// computed once per atom and reused for the CX points. The device slab is padded to whole
+// tiles (pitch_x a multiple of CX·blockDim.x, pitch_y of blockDim.y), so nothing in the
+// kernel tests bounds. Atoms come from c_atoms, one launch per 4096-atom chunk over the whole
+// slab; the first chunk writes, later chunks add (each thread reads back only its own points).
+// Per evaluation: FADD (dx), FFMA (r²), MUFU, FFMA (accumulate); per atom: LDC, 2 FADD, 2 FFMA.
+template <int CX, int MAX_THREADS>
+__global__ void __launch_bounds__(MAX_THREADS)
+    coarsened_kernel(float* __restrict__ slab, int n, Geometry g, int accumulate) {
+  const int bx = static_cast<int>(blockDim.x);
+  const int i0 = static_cast<int>(blockIdx.x) * (CX * bx) + static_cast<int>(threadIdx.x);
+  const int j = static_cast<int>(blockIdx.y * blockDim.y + threadIdx.y);
+  const int plane = static_cast<int>(blockIdx.z);
+  float gx[CX];
+#pragma unroll
+  for (int c = 0; c < CX; ++c) gx[c] = grid_coord(i0 + c * bx, g.hx);
+  const float gy = grid_coord(j, g.hy);
+  const float gz = grid_coord(g.k0 + plane, g.hz);
+  float sum[CX];
+#pragma unroll
+  for (int c = 0; c < CX; ++c) sum[c] = 0.0f;
+#pragma unroll 2
+  for (int a = 0; a < n; ++a) {
+    const float4 atom = c_atoms[a];
+    const float dy = gy - atom.y;
+    const float dz = gz - atom.z;
+    const float dyz2 = fmaf(dy, dy, fmaf(dz, dz, g.a2));
+#pragma unroll
+    for (int c = 0; c < CX; ++c) {
+      const float dx = gx[c] - atom.x;
+      sum[c] = fmaf(atom.w, rsqrtf(fmaf(dx, dx, dyz2)), sum[c]);
+    }
+  }
+  float* p = slab + slab_index(g, i0, j, plane);
+  if (accumulate) {
+#pragma unroll
+    for (int c = 0; c < CX; ++c) p[c * bx] += sum[c];
+  } else {
+#pragma unroll
+    for (int c = 0; c < CX; ++c) p[c * bx] = sum[c];
+  }
+}
+
+/// Unrolled: atom (x, y, dz²+a², q) applied to a CX × RY register tile.
+template <int CX, int RY>
+__device__ __forceinline__ void unrolled_step(const float4 atom, const float (&gx)[CX], const float (&gy)[RY],
+                                              float (&sum)[RY][CX]) {
+  float dx[CX];
+#pragma unroll
+  for (int c = 0; c < CX; ++c) dx[c] = gx[c] - atom.x;
+#pragma unroll
+  for (int r = 0; r < RY; ++r) {
+    const float dy = gy[r] - atom.y;
+    const float dyz2 = fmaf(dy, dy, atom.z);  // atom.z holds dz² + a² of this block's plane
+#pragma unroll
+    for (int c = 0; c < CX; ++c) sum[r][c] = fmaf(atom.w, rsqrtf(fmaf(dx[c], dx[c], dyz2)), sum[r][c]);
+  }
+}
+
+// Unrolled (espgrid's design): each thread owns a CX × RY register tile: CX points along x one
+// block-width apart (coalesced stores) times RY rows one block-height apart. Per atom, dx is
+// computed once per column and shared by the RY rows, dy² + dz² once per row and shared by
+// the CX columns, so the tile's inner body is FFMA (r²), MUFU, FFMA (accumulate) per point
+// plus (CX + 2·RY) operations per atom. Atoms are staged through shared memory in tiles
+// loaded from global memory, so ONE launch covers all atoms (no 4096-atom constant chunks:
+// no per-chunk launch tail, no read-modify-write of the map, each result stored exactly once
+// at the end). The loader also precomputes dz² + a² for the block's plane into the tile (the
+// classic DCS "atominfo" layout x, y, dz², q), and pads the tile to an even count with
+// zero-charge atoms so the atom loop is unrolled by two with no remainder. The grid covers
+// the whole slab (blockIdx.z = plane), padded to whole tiles: no bounds tests.
+template <int CX, int RY, int MAX_THREADS>
+__global__ void __launch_bounds__(MAX_THREADS)
+    unrolled_kernel(float* __restrict__ slab, const float4* __restrict__ atoms, int n, Geometry g) {
+  constexpr int kTile = MAX_THREADS < 256 ? 256 : MAX_THREADS;  // atoms per shared tile (even)
+  __shared__ float4 s_atoms[kTile];
+  const int bx = static_cast<int>(blockDim.x);
+  const int by = static_cast<int>(blockDim.y);
+  const int threads = bx * by;
+  const int tid = static_cast<int>(threadIdx.y) * bx + static_cast<int>(threadIdx.x);
+  const int i0 = static_cast<int>(blockIdx.x) * (CX * bx) + static_cast<int>(threadIdx.x);
+  const int j0 = static_cast<int>(blockIdx.y) * (RY * by) + static_cast<int>(threadIdx.y);
+  const int plane = static_cast<int>(blockIdx.z);
+  const float gz = grid_coord(g.k0 + plane, g.hz);
+  float gx[CX];
+  float gy[RY];
+  float sum[RY][CX];
+#pragma unroll
+  for (int c = 0; c < CX; ++c) gx[c] = grid_coord(i0 + c * bx, g.hx);
+#pragma unroll
+  for (int r = 0; r < RY; ++r) gy[r] = grid_coord(j0 + r * by, g.hy);
+#pragma unroll
+  for (int r = 0; r < RY; ++r)
+#pragma unroll
+    for (int c = 0; c < CX; ++c) sum[r][c] = 0.0f;
+
+  for (int base = 0; base < n; base += kTile) {
+    const int count = min(kTile, n - base);
+    const int even = (count + 1) & ~1;
+    __syncthreads();  // every warp is done with the previous tile
+    for (int t = tid; t < even; t += threads) {
+      float4 s = make_float4(0.0f, 0.0f, 1.0f, 0.0f);  // padding: q = 0, r² ≥ 1
+      if (t < count) {
+        const float4 atom = atoms[base + t];
+        const float dz = gz - atom.z;
+        s = make_float4(atom.x, atom.y, fmaf(dz, dz, g.a2), atom.w);
+      }
+      s_atoms[t] = s;
+    }
+    __syncthreads();
+    for (int a = 0; a < even; a += 2) {
+      unrolled_step<CX, RY>(s_atoms[a], gx, gy, sum);
+      unrolled_step<CX, RY>(s_atoms[a + 1], gx, gy, sum);
+    }
+  }
+
+#pragma unroll
+  for (int r = 0; r < RY; ++r) {
+    float* p = slab + slab_index(g, i0, j0 + r * by, plane);
+#pragma unroll
+    for (int c = 0; c < CX; ++c) p[c * bx] = sum[r][c];
+  }
+}
+
+// ---- kernel tables (these are the explicit instantiations) ----------------------------------
+
+/// Coarsening factors (points per thread along x) the coarsened/unrolled variants support.
+constexpr std::array<int, 5> kCoarsenings = {1, 2, 4, 8, 16};
+/// Unrolled's rows per thread for an explicitly requested coarsening factor (16 columns × 2
+/// rows would not fit the 64 registers that 1024-thread blocks allow).
+constexpr int unrolled_rows(int cx) { return cx >= 16 ? 1 : 2; }
+
+// __launch_bounds__ buckets: blocks of up to 256 threads, and of 257..1024 threads (the latter
+// capped at 64 registers so that a 1024-thread block fits an SM). The block's x/y split is a
+// run-time launch parameter, so any shape of up to 1024 threads runs without its own
+// instantiation.
+constexpr int kSmallBlock = 256;
+constexpr int kLargeBlock = 1024;
+
+using CoarsenedFn = void (*)(float*, int, Geometry, int);
+using UnrolledFn = void (*)(float*, const float4*, int, Geometry);
+
+template <int T>
+constexpr std::array<CoarsenedFn, 5> kCoarsenedKernels = {
+    &coarsened_kernel<1, T>, &coarsened_kernel<2, T>, &coarsened_kernel<4, T>, &coarsened_kernel<8, T>,
+    &coarsened_kernel<16, T>};
+
+struct UnrolledKernel {
+  int cx, ry;
+  UnrolledFn small_block, large_block;
+};
+template <int CX, int RY>
+constexpr UnrolledKernel unrolled_entry() {
+  return {CX, RY, &unrolled_kernel<CX, RY, kSmallBlock>, &unrolled_kernel<CX, RY, kLargeBlock>};
+}
+/// The register tiles: (c, unrolled_rows(c)) for every sweepable coarsening c, plus taller
+/// tiles that the automatic shape choice uses to pad small or odd maps less.
+constexpr std::array<UnrolledKernel, 8> kUnrolledKernels = {
+    unrolled_entry<1, 2>(), unrolled_entry<2, 2>(), unrolled_entry<4, 2>(), unrolled_entry<8, 2>(),
+    unrolled_entry<16, 1>(), unrolled_entry<2, 4>(), unrolled_entry<4, 4>(), unrolled_entry<2, 8>()};
+
+// ---- host side -------------------------------------------------------------------------------
+
+using Clock = std::chrono::steady_clock;
+
+/// Serializes the variants that use the process-wide __constant__ buffer.
+std::mutex g_constant_memory_mutex;
+
+const char* variant_name(Variant v) {
+  switch (v) {
+    case Variant::Scatter: return "cuda-scatter";
+    case Variant::Gather: return "cuda-gather";
+    case Variant::Constant: return "cuda-constant";
+    case Variant::Coarsened: return "cuda-coarsened";
+    case Variant::Unrolled: return "cuda-unrolled";
+  }
+  return "cuda-?";
+}
+
+bool uses_constant_memory(Variant v) { return v == Variant::Constant || v == Variant::Coarsened; }
+
+/// Lowest compute capability (×10, e.g. 90) this build has code for.
+int lowest_built_arch() {
+#ifdef __CUDA_ARCH_LIST__
+  constexpr int archs[] = {__CUDA_ARCH_LIST__};
+  int lowest = archs[0];
+  for (int a : archs) lowest = std::min(lowest, a);
+  return lowest / 10;
+#else
+  return 90;
+#endif
+}
+
+int device_attribute(cudaDeviceAttr attribute, int device) {
+  int value = 0;
+  ESPGRID_CUDA_CHECK(cudaDeviceGetAttribute(&value, attribute, device));
+  return value;
+}
+
+void check_device_supported(int device) {
+  const int cc = 10 * device_attribute(cudaDevAttrComputeCapabilityMajor, device) +
+                 device_attribute(cudaDevAttrComputeCapabilityMinor, device);
+  if (cc < lowest_built_arch())
+    throw Error("CUDA device " + std::to_string(device) + " has compute capability " + std::to_string(cc / 10) +
+                "." + std::to_string(cc % 10) + "; this espgrid was built for sm_" +
+                std::to_string(lowest_built_arch()) + " and newer");
+}
+
+void validate(const DcsProblem& p) {
+  constexpr std::int64_t kMaxExtent = std::int64_t{1} << 30;
+  if (p.nx < 0 || p.ny < 0 || p.nz < 0)
+    throw UsageError("grid dimensions must not be negative");
+  if (p.nx > kMaxExtent || p.ny > kMaxExtent || p.nz > kMaxExtent)
+    throw UsageError("grid of " + std::to_string(p.nx) + "x" + std::to_string(p.ny) + "x" + std::to_string(p.nz) +
+                     " points is too large for the CUDA kernels (at most 2^30 per axis)");
+  if (p.atom_count > static_cast<std::size_t>(INT_MAX))
+    throw UsageError("too many atoms for the CUDA kernels (at most " + std::to_string(INT_MAX) + ")");
+  if (p.point_count() > 0 && p.potential == nullptr) throw Error("compute_potential: no output buffer");
+  if (p.atom_count > 0 && (!p.x || !p.y || !p.z || !p.q)) throw Error("compute_potential: missing atom arrays");
+}
+
+std::int64_t round_up(std::int64_t value, std::int64_t multiple) { return (value + multiple - 1) / multiple * multiple; }
+std::int64_t ceil_div(std::int64_t value, std::int64_t divisor) { return (value + divisor - 1) / divisor; }
+
+/// How one variant runs on this problem: block, coarsening, padded device layout, kernel.
+struct Plan {
+  Variant variant = Variant::Gather;
+  int bx = 0, by = 0;  ///< block shape
+  int cx = 1, ry = 1;  ///< points per thread along x, rows per thread
+  int pitch_x = 0, pitch_y = 0;  ///< padded device plane: floats per row, rows
+  int sms = 0;
+  bool zero_slab = false;  ///< scatter accumulates into zeros; the others get NaN poison
+  CoarsenedFn coarsened = nullptr;
+  UnrolledFn unrolled = nullptr;
+};
+
+struct Shape {
+  int bx, by, cx;
+  int ry = 1;  ///< rows per thread (unrolled only)
+};
+
+/// The block and coarsening the caller asked for, with 0 replaced by the variant's default.
+/// When only one of block_x / block_y is given, the other keeps the default thread count.
+Shape resolve_shape(Variant v, const LaunchShape& s, Shape fallback, bool coarsens) {
+  const std::string name = variant_name(v);
+  if (s.block_x < 0 || s.block_y < 0 || s.coarsening < 0)
+    throw UsageError(name + ": block sizes and coarsening must not be negative");
+  Shape r = fallback;
+  const int default_threads = fallback.bx * fallback.by;
+  if (s.block_x > 0 && s.block_y > 0) {
+    r.bx = s.block_x;
+    r.by = s.block_y;
+  } else if (s.block_x > 0) {
+    r.bx = s.block_x;
+    r.by = std::max(1, default_threads / s.block_x);
+  } else if (s.block_y > 0) {
+    r.by = s.block_y;
+    r.bx = std::max(1, default_threads / s.block_y);
+  }
+  if (static_cast<long long>(r.bx) * r.by > 1024)
+    throw UsageError(name + ": a block of " + std::to_string(r.bx) + "x" + std::to_string(r.by) + " = " +
+                     std::to_string(static_cast<long long>(r.bx) * r.by) +
+                     " threads is too large (at most 1024 threads per block)");
+  if (s.coarsening > 0) r.cx = s.coarsening;
+  if (!coarsens && r.cx != 1)
+    throw UsageError(name + " computes one point per thread: coarsening must be 0 or 1 (got " +
+                     std::to_string(r.cx) + ")");
+  if (coarsens && std::find(kCoarsenings.begin(), kCoarsenings.end(), r.cx) == kCoarsenings.end())
+    throw UsageError(name + ": coarsening must be 1, 2, 4, 8 or 16 (got " + std::to_string(r.cx) + ")");
+  return r;
+}
+
+/// Unrolled's default shape: among a few register tiles and block shapes, the one that wastes
+/// the least work on padding and on a ragged last wave of blocks for this map.
+Shape choose_unrolled_shape(const DcsProblem& p, int sms) {
+  const double planes = static_cast<double>(std::min<std::int64_t>(p.nz, 65535));
+  const auto score = [&](const Shape& s) {
+    const std::int64_t tile_x = std::int64_t{s.cx} * s.bx;
+    const std::int64_t tile_y = std::int64_t{s.ry} * s.by;
+    const std::int64_t px = round_up(p.nx, tile_x), py = round_up(p.ny, tile_y);
+    const double useful = static_cast<double>(p.nx * p.ny) / static_cast<double>(px * py);
+    const double blocks = static_cast<double>((px / tile_x) * (py / tile_y)) * planes;
+    const double balance = blocks / (std::ceil(blocks / sms) * sms);
+    // Too few warps per SM sub-partition leave the SFU idle between dependent instructions;
+    // about 4 keep it busy. (Both factors are estimates, to be checked against timings.)
+    const double warps_per_scheduler = std::min(16.0, blocks * (s.bx * s.by / 32.0) / (4.0 * sms));
+    const double occupancy = std::min(1.0, 0.6 + 0.1 * warps_per_scheduler);
+    // Smaller tiles pay more per-atom overhead per evaluation.
+    const int points = s.cx * s.ry;
+    const double ilp = points >= 16 ? 1.0 : (points >= 8 ? 0.985 : 0.96);
+    return useful * balance * occupancy * ilp;
+  };
+  // The default (16x8 threads, 8x2 points each: 128x16-point tiles) unless another tile is
+  // clearly (3%) better for this map.
+  const Shape preferred{16, 8, 8, 2};
+  static constexpr std::array<int, 2> kTiles[] = {{8, 2}, {4, 4}, {2, 8}, {4, 2}, {2, 4}, {2, 2}};
+  static constexpr std::array<int, 2> kBlocks[] = {{16, 8}, {32, 4}, {8, 16}, {16, 4}, {8, 8},
+                                                   {4, 16}, {8, 4}, {4, 8}};
+  Shape best = preferred;
+  double best_score = score(preferred);
+  const double threshold = 1.03 * best_score;
+  for (const auto& t : kTiles) {
+    for (const auto& b : kBlocks) {
+      const Shape s{b[0], b[1], t[0], t[1]};
+      const double v = score(s);
+      if (v > best_score + 1e-9 && v >= threshold) {
+        best_score = v;
+        best = s;
+      }
+    }
+  }
+  return best;
+}
+
+Plan make_plan(Variant v, const DcsProblem& p, const LaunchShape& shape, int sms) {
+  Plan plan;
+  plan.variant = v;
+  plan.sms = sms;
+  Shape s{};
+  switch (v) {
+    case Variant::Scatter: s = resolve_shape(v, shape, {128, 1, 1}, false); break;
+    case Variant::Gather: s = resolve_shape(v, shape, {32, 4, 1}, false); break;
+    case Variant::Constant: s = resolve_shape(v, shape, {32, 4, 1}, false); break;
+    case Variant::Coarsened: s = resolve_shape(v, shape, {16, 8, 8}, true); break;
+    case Variant::Unrolled:
+      if (shape.block_x == 0 && shape.block_y == 0 && shape.coarsening == 0) {
+        s = choose_unrolled_shape(p, sms);
+      } else {
+        s = resolve_shape(v, shape, {16, 8, 8}, true);
+        s.ry = unrolled_rows(s.cx);
+      }
+      break;
+  }
+  plan.bx = s.bx;
+  plan.by = s.by;
+  plan.cx = s.cx;
+  plan.ry = v == Variant::Unrolled ? s.ry : 1;
+  plan.zero_slab = v == Variant::Scatter;
+
+  std::int64_t px = p.nx, py = p.ny;
+  const bool small = plan.bx * plan.by <= kSmallBlock;
+  if (v == Variant::Coarsened) {
+    const std::size_t index = static_cast<std::size_t>(
+        std::find(kCoarsenings.begin(), kCoarsenings.end(), plan.cx) - kCoarsenings.begin());
+    plan.coarsened = small ? kCoarsenedKernels<kSmallBlock>[index] : kCoarsenedKernels<kLargeBlock>[index];
+  } else if (v == Variant::Unrolled) {
+    for (const UnrolledKernel& k : kUnrolledKernels)
+      if (k.cx == plan.cx && k.ry == plan.ry) plan.unrolled = small ? k.small_block : k.large_block;
+    if (!plan.unrolled) throw Error("cuda-unrolled: no kernel for this tile");  // unreachable
+  }
+  if (v == Variant::Coarsened || v == Variant::Unrolled) {
+    px = round_up(p.nx, std::int64_t{plan.cx} * plan.bx);
+    py = round_up(p.ny, std::int64_t{plan.ry} * plan.by);
+  }
+  if (px > INT_MAX || py > INT_MAX)
+    throw UsageError(std::string(variant_name(v)) + ": grid too large for the CUDA kernels");
+  plan.pitch_x = static_cast<int>(px);
+  plan.pitch_y = static_cast<int>(py);
+
+  // Grid limits: y ≤ 65535 (planes are capped at 65535 per slab elsewhere).
+  const std::int64_t grid_y = v == Variant::Scatter ? 1 : ceil_div(py, std::int64_t{plan.ry} * plan.by);
+  if (grid_y > 65535)
+    throw UsageError(std::string(variant_name(v)) + ": " + std::to_string(p.ny) +
+                     " rows need more than 65535 blocks along y; use a taller block");
+  return plan;
+}
+
+/// Launches the kernels of one slab (planes [k0, k0+planes)) on `stream`.
+void enqueue_kernels(const Plan& plan, const DcsProblem& p, const float4* d_atoms, int n, float* d_slab,
+                     std::int64_t k0, int planes, cudaStream_t stream) {
+  Geometry g{};
+  g.nx = static_cast<int>(p.nx);
+  g.ny = static_cast<int>(p.ny);
+  g.pitch_x = plan.pitch_x;
+  g.pitch_y = plan.pitch_y;
+  g.k0 = static_cast<int>(k0);
+  g.hx = p.hx;
+  g.hy = p.hy;
+  g.hz = p.hz;
+  g.a2 = p.softening2;
+  const dim3 block(static_cast<unsigned>(plan.bx), static_cast<unsigned>(plan.by));
+  const auto up = [](std::int64_t a, std::int64_t b) { return static_cast<unsigned>(ceil_div(a, b)); };
+
+  switch (plan.variant) {
+    case Variant::Scatter: {
+      if (n == 0) return;  // the slab is already zero
+      const int threads = plan.bx * plan.by;
+      const std::int64_t atom_threads = round_up(n, threads) * planes;
+      // Split the rows of each plane over gridDim.z until the launch fills the GPU a few times.
+      const std::int64_t target = std::int64_t{plan.sms} * 2048 * 4;
+      const std::int64_t row_groups =
+          std::clamp<std::int64_t>(ceil_div(target, atom_threads), 1, std::min<std::int64_t>(p.ny, 65535));
+      const dim3 grid(up(n, threads), static_cast<unsigned>(planes), static_cast<unsigned>(row_groups));
+      scatter_kernel<<<grid, block, 0, stream>>>(d_slab, d_atoms, n, g);
+      ESPGRID_CUDA_CHECK_LAUNCH();
+      return;
+    }
+    case Variant::Gather: {
+      const dim3 grid(up(p.nx, plan.bx), up(p.ny, plan.by), static_cast<unsigned>(planes));
+      gather_kernel<<<grid, block, 0, stream>>>(d_slab, d_atoms, n, g);
+      ESPGRID_CUDA_CHECK_LAUNCH();
+      return;
+    }
+    case Variant::Constant:
+    case Variant::Coarsened: {
+      const int chunks = std::max(1, static_cast<int>(ceil_div(n, kConstantChunk)));
+      for (int c = 0; c < chunks; ++c) {
+        const int base = c * kConstantChunk;
+        const int count = std::min(kConstantChunk, n - base);
+        if (count > 0)
+          ESPGRID_CUDA_CHECK(cudaMemcpyToSymbolAsync(c_atoms, d_atoms + base, sizeof(float4) * count, 0,
+                                                     cudaMemcpyDeviceToDevice, stream));
+        const int accumulate = c > 0 ? 1 : 0;
+        if (plan.variant == Variant::Constant) {
+          const dim3 grid(up(p.nx, plan.bx), up(p.ny, plan.by), static_cast<unsigned>(planes));
+          const std::size_t shared = sizeof(float) * static_cast<std::size_t>(count);
+          constant_kernel<<<grid, block, shared, stream>>>(d_slab, d_atoms + base, count, g, accumulate);
+        } else {
+          const dim3 grid(up(plan.pitch_x, std::int64_t{plan.cx} * plan.bx), up(plan.pitch_y, plan.by),
+                          static_cast<unsigned>(planes));
+          plan.coarsened<<<grid, block, 0, stream>>>(d_slab, count, g, accumulate);
+        }
+        ESPGRID_CUDA_CHECK_LAUNCH();
+      }
+      return;
+    }
+    case Variant::Unrolled: {
+      const dim3 grid(up(plan.pitch_x, std::int64_t{plan.cx} * plan.bx),
+                      up(plan.pitch_y, std::int64_t{plan.ry} * plan.by), static_cast<unsigned>(planes));
+      plan.unrolled<<<grid, block, 0, stream>>>(d_slab, d_atoms, n, g);
+      ESPGRID_CUDA_CHECK_LAUNCH();
+      return;
+    }
+  }
+}
+
+/// Copies `planes` planes of the (possibly padded) device slab into densely packed staging.
+void enqueue_copy_back(const Plan& plan, const DcsProblem& p, const float* d_slab, float* h_slab, int planes,
+                       cudaStream_t stream) {
+  const std::size_t row_bytes = sizeof(float) * static_cast<std::size_t>(p.nx);
+  if (plan.pitch_x == p.nx && plan.pitch_y == p.ny) {
+    ESPGRID_CUDA_CHECK(cudaMemcpyAsync(h_slab, d_slab, row_bytes * static_cast<std::size_t>(p.ny) * planes,
+                                       cudaMemcpyDeviceToHost, stream));
+    return;
+  }
+  cudaMemcpy3DParms copy{};
+  copy.srcPtr = make_cudaPitchedPtr(const_cast<float*>(d_slab), sizeof(float) * static_cast<std::size_t>(plan.pitch_x),
+                                    static_cast<std::size_t>(plan.pitch_x), static_cast<std::size_t>(plan.pitch_y));
+  copy.dstPtr = make_cudaPitchedPtr(h_slab, row_bytes, static_cast<std::size_t>(p.nx), static_cast<std::size_t>(p.ny));
+  copy.extent = make_cudaExtent(row_bytes, static_cast<std::size_t>(p.ny), static_cast<std::size_t>(planes));
+  copy.kind = cudaMemcpyDeviceToHost;
+  ESPGRID_CUDA_CHECK(cudaMemcpy3DAsync(&copy, stream));
+}
+
+constexpr std::size_t kMiB = std::size_t{1} << 20;
+
+/// Planes per slab. The budget is the device memory for the map: options.max_slab_bytes, or
+/// (when 0) what free device memory allows, at most two buffers of 256 MiB, each about an
+/// eighth of the map so that copies overlap kernels. A map within the budget is one slab in
+/// one buffer; a larger one streams through two buffers of half the budget each (never less
+/// than one plane).
+std::int64_t planes_per_slab(const DcsProblem& p, const Plan& plan, std::size_t max_slab_bytes,
+                             std::size_t atom_bytes) {
+  const std::size_t plane_bytes =
+      sizeof(float) * static_cast<std::size_t>(plan.pitch_x) * static_cast<std::size_t>(plan.pitch_y);
+  const std::size_t map_bytes = plane_bytes * static_cast<std::size_t>(p.nz);
+  std::size_t budget = max_slab_bytes;
+  if (budget == 0) {
+    std::size_t free_bytes = 0, total_bytes = 0;
+    ESPGRID_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+    const std::size_t reserve = 256 * kMiB + atom_bytes;
+    const std::size_t available = free_bytes > reserve ? free_bytes - reserve : 0;
+    budget = std::min(2 * std::clamp(map_bytes / 8, 32 * kMiB, 256 * kMiB), available);
+  }
+  std::int64_t planes = map_bytes <= budget ? p.nz : static_cast<std::int64_t>(budget / 2 / plane_bytes);
+  planes = std::clamp<std::int64_t>(planes, 1, std::min<std::int64_t>(p.nz, 65535));
+  const std::int64_t slabs = ceil_div(p.nz, planes);
+  return ceil_div(p.nz, slabs);  // equal slabs, no sliver at the end
+}
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+void run_slabs(Variant variant, const DcsProblem& p, const DeviceRunOptions& o, DeviceTiming& timing) {
+  const int sms = device_attribute(cudaDevAttrMultiProcessorCount, o.device);
+  const Plan plan = make_plan(variant, p, o.shape, sms);
+  const int n = static_cast<int>(p.atom_count);
+
+  // Atoms, once per call: packed as float4 (x, y, z, q) in pinned memory, then to the device.
+  PinnedBuffer<float4> h_atoms(p.atom_count, "atoms (staging)");
+  for (std::size_t a = 0; a < p.atom_count; ++a) h_atoms.get()[a] = make_float4(p.x[a], p.y[a], p.z[a], p.q[a]);
+  DeviceBuffer<float4> d_atoms(p.atom_count, "atoms");
+
+  // Device slabs: in automatic sizing, halve the slab if the allocation fails anyway.
+  std::int64_t planes = planes_per_slab(p, plan, o.max_slab_bytes, d_atoms.bytes());
+  const std::size_t plane_points = static_cast<std::size_t>(plan.pitch_x) * static_cast<std::size_t>(plan.pitch_y);
+  const std::size_t map_plane_points = static_cast<std::size_t>(p.nx) * static_cast<std::size_t>(p.ny);
+  std::array<DeviceBuffer<float>, 2> d_slab;
+  for (;;) {
+    const bool two = planes < p.nz;
+    try {
+      d_slab[0] = DeviceBuffer<float>(plane_points * static_cast<std::size_t>(planes), "potential slab");
+      d_slab[1] = two ? DeviceBuffer<float>(plane_points * static_cast<std::size_t>(planes), "potential slab (2nd buffer)")
+                      : DeviceBuffer<float>();
+      break;
+    } catch (const CudaError& e) {
+      if (o.max_slab_bytes != 0 || e.code() != cudaErrorMemoryAllocation || planes == 1) throw;
+      d_slab[0].reset();
+      d_slab[1].reset();
+      planes = ceil_div(p.nz, ceil_div(p.nz, (planes + 1) / 2));
+    }
+  }
+  const std::int64_t slabs = ceil_div(p.nz, planes);
+  std::array<PinnedBuffer<float>, 2> h_slab;
+  h_slab[0] = PinnedBuffer<float>(map_plane_points * static_cast<std::size_t>(planes), "potential slab (staging)");
+  if (slabs > 1)
+    h_slab[1] = PinnedBuffer<float>(map_plane_points * static_cast<std::size_t>(planes), "potential slab (staging 2)");
+
+  // Streams after the buffers: their destructors wait for queued work before the buffers go.
+  std::array<Stream, 2> streams;
+  std::array<Event, 2> start, stop;
+  std::array<Event, 2> done{Event(cudaEventDisableTiming), Event(cudaEventDisableTiming)};
+
+  if (n > 0) {
+    ESPGRID_CUDA_CHECK(cudaMemcpyAsync(d_atoms.get(), h_atoms.get(), d_atoms.bytes(), cudaMemcpyHostToDevice,
+                                       streams[0].get()));
+    streams[0].synchronize();  // both streams read the atoms
+  }
+
+  struct InFlight {
+    std::int64_t k0;
+    int planes;
+    int buffer;
+  };
+  std::optional<InFlight> pending;
+  double kernel_ms = 0;
+  const auto finish = [&](const InFlight& s) {
+    done[s.buffer].synchronize();
+    kernel_ms += Event::elapsed_ms(start[s.buffer], stop[s.buffer]);
+    std::memcpy(p.potential + static_cast<std::size_t>(s.k0) * map_plane_points, h_slab[s.buffer].get(),
+                sizeof(float) * map_plane_points * static_cast<std::size_t>(s.planes));
+    if (o.progress) o.progress(static_cast<std::size_t>(s.k0 + s.planes), static_cast<std::size_t>(p.nz));
+  };
+
+  for (std::int64_t s = 0; s < slabs; ++s) {
+    const int b = static_cast<int>(s & 1);
+    const std::int64_t k0 = s * planes;
+    const int count = static_cast<int>(std::min<std::int64_t>(planes, p.nz - k0));
+    const cudaStream_t stream = streams[b].get();
+    float* slab = d_slab[b].get();
+    // NaN poison (0xFFFFFFFF) shows any point a kernel fails to write; scatter needs zeros.
+    ESPGRID_CUDA_CHECK(cudaMemsetAsync(slab, plan.zero_slab ? 0 : 0xFF,
+                                       sizeof(float) * plane_points * static_cast<std::size_t>(count), stream));
+    if (s > 0) streams[b].wait(stop[1 - b].get());  // kernels run one slab at a time
+    start[b].record(stream);
+    enqueue_kernels(plan, p, d_atoms.get(), n, slab, k0, count, stream);
+    stop[b].record(stream);
+    enqueue_copy_back(plan, p, slab, h_slab[b].get(), count, stream);
+    done[b].record(stream);
+    if (pending) finish(*pending);
+    pending = InFlight{k0, count, b};
+  }
+  if (pending) finish(*pending);
+  timing.kernel_seconds = kernel_ms / 1000.0;
+}
+
+}  // namespace
+
+DeviceTiming compute_potential(Variant variant, const DcsProblem& problem, const DeviceRunOptions& options) {
+  const auto wall_start = Clock::now();
+  validate(problem);
+  DeviceGuard guard(options.device);
+  check_device_supported(options.device);
+  DeviceTiming timing;
+  timing.device_name = describe_device(options.device);
+  std::unique_lock<std::mutex> lock(g_constant_memory_mutex, std::defer_lock);
+  if (uses_constant_memory(variant)) lock.lock();
+  if (problem.point_count() > 0) run_slabs(variant, problem, options, timing);
+  timing.wall_seconds = seconds_since(wall_start);
+  return timing;
+}
+
+int usable_device_count(std::string* reason) {
+  int count = 0;
+  const cudaError_t status = cudaGetDeviceCount(&count);
+  if (status != cudaSuccess) {
+    cudaGetLastError();
+    if (reason)
+      *reason = std::string("no usable CUDA driver or device (cudaGetDeviceCount: ") + cudaGetErrorName(status) +
+                ", " + cudaGetErrorString(status) + ")";
+    return 0;
+  }
+  if (count == 0) {
+    if (reason) *reason = "no CUDA device found";
+    return 0;
+  }
+  int usable = 0;
+  for (int d = 0; d < count; ++d) {
+    int major = 0, minor = 0;
+    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, d) != cudaSuccess ||
+        cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, d) != cudaSuccess) {
+      cudaGetLastError();
+      continue;
+    }
+    if (10 * major + minor >= lowest_built_arch()) ++usable;
+  }
+  if (usable == 0 && reason)
+    *reason = "no CUDA device of compute capability " + std::to_string(lowest_built_arch() / 10) + "." +
+              std::to_string(lowest_built_arch() % 10) + " or newer (this espgrid was built for sm_" +
+              std::to_string(lowest_built_arch()) + ")";
+  return usable;
+}
+
+std::string describe_device(int device) {
+  cudaDeviceProp prop{};
+  ESPGRID_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+  return std::string(prop.name) + " (sm_" + std::to_string(prop.major) + std::to_string(prop.minor) + ", " +
+         std::to_string(prop.multiProcessorCount) + " SMs)";
+}
+
+}  // namespace espgrid::cuda

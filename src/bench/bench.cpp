@@ -1,0 +1,571 @@
+#include "src/bench/bench.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include "src/errors.h"
+#include "src/oracle.h"
+#include "src/output_file.h"
+
+#ifndef ESPGRID_GIT_COMMIT
+#define ESPGRID_GIT_COMMIT "unknown"
+#endif
+
+namespace espgrid::bench {
+
+// ---- statistics ----------------------------------------------------------------------------
+
+Stats summarize(std::vector<double> samples) {
+  if (samples.empty()) throw Error("no samples to summarize");
+  std::sort(samples.begin(), samples.end());
+  const std::size_t n = samples.size();
+  Stats s;
+  s.min = samples.front();
+  s.max = samples.back();
+  s.median = n % 2 == 1 ? samples[n / 2] : 0.5 * (samples[n / 2 - 1] + samples[n / 2]);
+  return s;
+}
+
+// ---- sizing ---------------------------------------------------------------------------------
+
+WorkShape shape_for_rows(std::int64_t rows, std::int64_t ny, std::int64_t nz) {
+  if (ny < 1 || nz < 1) throw Error("shape_for_rows: empty grid");
+  rows = std::clamp<std::int64_t>(rows, 1, ny * nz);
+  if (rows < ny) return {rows, 1};
+  return {ny, rows / ny};
+}
+
+std::int64_t rows_for_budget(double evals_per_second, double budget_seconds, std::int64_t nx, std::size_t atoms,
+                             std::int64_t total_rows) {
+  if (!(evals_per_second > 0) || std::isinf(evals_per_second)) return total_rows;
+  const double per_row = static_cast<double>(nx) * static_cast<double>(std::max<std::size_t>(atoms, 1));
+  const double rows = std::floor(evals_per_second * budget_seconds / per_row);
+  if (!(rows >= 1)) return 1;
+  if (rows >= static_cast<double>(total_rows)) return total_rows;
+  return static_cast<std::int64_t>(rows);
+}
+
+Sizing size_by_budget(const ProbeRun& run, std::int64_t nx, std::int64_t ny, std::int64_t nz, std::size_t atoms,
+                      double budget_seconds) {
+  if (nx < 1 || ny < 1 || nz < 1) throw Error("cannot benchmark an empty grid");
+  const std::int64_t total_rows = ny * nz;
+  const double per_row = static_cast<double>(nx) * static_cast<double>(std::max<std::size_t>(atoms, 1));
+  Sizing sizing;
+  // Warm-up: the first call may create a CUDA context or load a module.
+  run(shape_for_rows(1, ny, nz));
+  ++sizing.probe_runs;
+  const double start_rows = std::ceil(1e6 / per_row);
+  std::int64_t rows = start_rows >= static_cast<double>(total_rows) ? total_rows
+                                                                     : std::max<std::int64_t>(1, static_cast<std::int64_t>(start_rows));
+  WorkShape shape;
+  double seconds = 0;
+  for (int step = 0;; ++step) {
+    shape = shape_for_rows(rows, ny, nz);
+    seconds = run(shape);
+    ++sizing.probe_runs;
+    if (seconds >= budget_seconds / 8 || shape.rows() == total_rows || step >= 24) break;
+    const double grow = seconds > 0 ? std::clamp(budget_seconds / 4 / seconds, 2.0, 64.0) : 64.0;
+    const double next = std::ceil(static_cast<double>(shape.rows()) * grow);
+    rows = next >= static_cast<double>(total_rows) ? total_rows : static_cast<std::int64_t>(next);
+  }
+  sizing.probe_evals_per_second = seconds > 0 ? per_row * static_cast<double>(shape.rows()) / seconds
+                                              : std::numeric_limits<double>::infinity();
+  sizing.shape =
+      shape_for_rows(rows_for_budget(sizing.probe_evals_per_second, budget_seconds, nx, atoms, total_rows), ny, nz);
+  return sizing;
+}
+
+// ---- inputs ------------------------------------------------------------------------------------
+
+GridSpec bench_grid(std::array<std::int64_t, 3> dims, std::array<double, 3> spacing) {
+  for (int a = 0; a < 3; ++a) {
+    if (dims[a] < 1 || dims[a] > kMaxAxisPoints)
+      throw UsageError("grid dims must be between 1 and " + std::to_string(kMaxAxisPoints) + " per axis");
+    if (!(spacing[a] > 0) || !std::isfinite(spacing[a])) throw UsageError("grid spacing must be positive");
+  }
+  GridSpec g;
+  g.dims = dims;
+  g.origin = {0.0, 0.0, 0.0};
+  g.spacing = spacing;
+  return g;
+}
+
+Atoms random_atoms(std::size_t count, const GridSpec& grid, std::uint64_t seed) {
+  constexpr double margin = 2.0;  // Å beyond the grid on every side: some atoms outside it
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> charge(-1.0, 1.0);
+  std::uniform_real_distribution<double> axis[3] = {
+      std::uniform_real_distribution<double>(grid.origin[0] - margin, grid.position(0, grid.dims[0] - 1) + margin),
+      std::uniform_real_distribution<double>(grid.origin[1] - margin, grid.position(1, grid.dims[1] - 1) + margin),
+      std::uniform_real_distribution<double>(grid.origin[2] - margin, grid.position(2, grid.dims[2] - 1) + margin)};
+  Atoms atoms;
+  atoms.reserve(count);
+  for (std::size_t a = 0; a < count; ++a) {
+    const double x = axis[0](rng), y = axis[1](rng), z = axis[2](rng);
+    double q = 0;
+    while (q == 0.0) q = charge(rng);
+    atoms.push_back(x, y, z, q, 1.5);
+  }
+  return atoms;
+}
+
+// ---- checking -------------------------------------------------------------------------------------
+
+std::size_t count_nonfinite(const float* values, std::size_t count) {
+  std::size_t bad = 0;
+  for (std::size_t i = 0; i < count; ++i) bad += std::isfinite(values[i]) ? 0 : 1;
+  return bad;
+}
+
+OracleCheck check_against_oracle(const DcsProblem& p, double coordinate_extent, std::size_t samples,
+                                 std::uint64_t seed) {
+  const std::size_t n = p.point_count();
+  OracleCheck check;
+  if (n == 0 || p.potential == nullptr) return check;
+  std::vector<std::size_t> points;
+  if (n <= samples + 2) {
+    points.resize(n);
+    for (std::size_t i = 0; i < n; ++i) points[i] = i;
+  } else {
+    std::mt19937_64 rng(seed);
+    std::uniform_int_distribution<std::size_t> pick(0, n - 1);
+    points.push_back(0);
+    points.push_back(n - 1);
+    for (std::size_t s = 0; s < samples; ++s) points.push_back(pick(rng));
+  }
+  const auto nx = static_cast<std::size_t>(p.nx), ny = static_cast<std::size_t>(p.ny);
+  const auto count = static_cast<std::int64_t>(points.size());
+  double worst = 0;
+  std::size_t failures = 0;
+#pragma omp parallel for schedule(dynamic, 8) reduction(max : worst) reduction(+ : failures)
+  for (std::int64_t s = 0; s < count; ++s) {
+    const std::size_t idx = points[static_cast<std::size_t>(s)];
+    const float value = p.potential[idx];
+    if (!std::isfinite(value)) {
+      worst = std::numeric_limits<double>::infinity();
+      ++failures;
+      continue;
+    }
+    const auto i = static_cast<std::int64_t>(idx % nx);
+    const auto j = static_cast<std::int64_t>((idx / nx) % ny);
+    const auto k = static_cast<std::int64_t>(idx / (nx * ny));
+    const OracleValue o = oracle_at(p, i, j, k);
+    const double tol = float_tolerance(o, p.atom_count, coordinate_extent);
+    const double err = std::fabs(static_cast<double>(value) - o.potential);
+    const double ratio = tol > 0 ? err / tol : (err == 0 ? 0.0 : std::numeric_limits<double>::infinity());
+    worst = std::max(worst, ratio);
+    if (!(err <= tol)) ++failures;
+  }
+  check.checked = points.size();
+  check.failures = failures;
+  check.max_err_over_tol = worst;
+  return check;
+}
+
+// ---- one measurement ------------------------------------------------------------------------------
+
+std::string_view status_name(Status status) {
+  switch (status) {
+    case Status::Ok: return "ok";
+    case Status::Fail: return "FAIL";
+    case Status::Skipped: return "skipped";
+    case Status::Unsupported: return "unsupported";
+  }
+  return "?";
+}
+
+Row blank_row(std::string sweep, const KernelVariant& kernel, const DcsProblem& problem, const RunOptions& options) {
+  Row row;
+  row.sweep = std::move(sweep);
+  row.kernel = std::string(kernel.name);
+  row.backend = std::string(backend_name(kernel.backend));
+  row.flops_per_evaluation = kernel.flops_per_evaluation;
+  row.nx = problem.nx;
+  row.ny = problem.ny;
+  row.nz = problem.nz;
+  row.atoms = problem.atom_count;
+  row.block_x = options.block_x;
+  row.block_y = options.block_y;
+  row.coarsening = options.coarsening;
+  return row;
+}
+
+namespace {
+
+void add_note(Row& row, const std::string& note) {
+  if (note.empty()) return;
+  row.note += (row.note.empty() ? "" : "; ") + note;
+}
+
+}  // namespace
+
+Row measure(std::string sweep, const KernelVariant& kernel, const PreparedProblem& problem, const RunOptions& options,
+            const Settings& settings, bool refusal_is_unsupported) {
+  if (settings.repeats < 1) throw UsageError("--repeats must be at least 1");
+  if (settings.warmup < 0) throw UsageError("--warmup must be 0 or more");
+  if (!(settings.budget_seconds > 0)) throw UsageError("--budget must be positive");
+  const DcsProblem full = problem.view(nullptr);
+  Row row = blank_row(std::move(sweep), kernel, full, options);
+  row.repeats = settings.repeats;
+  row.warmup = settings.warmup;
+
+  std::vector<float> buffer;
+  auto sub_problem = [&](WorkShape shape) {
+    DcsProblem p = full;
+    p.ny = shape.ny_used;
+    p.nz = shape.nz_used;
+    p.potential = buffer.data();
+    return p;
+  };
+  auto run_on = [&](WorkShape shape) {
+    DcsProblem p = sub_problem(shape);
+    buffer.assign(p.point_count(), std::numeric_limits<float>::quiet_NaN());  // poison
+    p.potential = buffer.data();
+    return kernel.run(p, options);
+  };
+
+  try {
+    const Sizing sizing = size_by_budget([&](WorkShape s) { return run_on(s).kernel_seconds; }, full.nx, full.ny,
+                                         full.nz, full.atom_count, settings.budget_seconds);
+    const WorkShape shape = sizing.shape;
+    row.ny_used = shape.ny_used;
+    row.nz_used = shape.nz_used;
+    if (shape.nz_used < full.nz && shape.ny_used == full.ny)
+      add_note(row, "time budget: first " + std::to_string(shape.nz_used) + " of " + std::to_string(full.nz) +
+                        " planes");
+    else if (shape.ny_used < full.ny)
+      add_note(row, "time budget: first " + std::to_string(shape.ny_used) + " of " + std::to_string(full.ny) +
+                        " rows of one plane");
+
+    for (int w = 0; w < settings.warmup; ++w) run_on(shape);
+    std::vector<double> kernel_s, wall_s;
+    std::size_t unwritten = 0;
+    for (int r = 0; r < settings.repeats; ++r) {
+      const RunTiming t = run_on(shape);
+      kernel_s.push_back(t.kernel_seconds);
+      wall_s.push_back(t.wall_seconds);
+      row.device = t.device;
+      unwritten += count_nonfinite(buffer.data(), buffer.size());
+    }
+    const Stats k = summarize(kernel_s);
+    row.kernel_ms = {k.median * 1e3, k.min * 1e3, k.max * 1e3};
+    row.wall_ms_median = summarize(wall_s).median * 1e3;
+    row.evaluations = static_cast<double>(full.nx) * static_cast<double>(shape.rows()) *
+                      static_cast<double>(full.atom_count);
+    if (k.median > 0) {
+      row.atom_evals_per_s = row.evaluations / k.median;
+      row.gflops = row.atom_evals_per_s * kernel.flops_per_evaluation / 1e9;
+      if (kernel.backend == Backend::Cuda && settings.rsqrt_per_second > 0)
+        row.ceiling_fraction = row.atom_evals_per_s / settings.rsqrt_per_second;
+    }
+    if (row.wall_ms_median > 0) row.wall_evals_per_s = row.evaluations / (row.wall_ms_median / 1e3);
+
+    const OracleCheck check =
+        check_against_oracle(sub_problem(shape), problem.coordinate_extent(), settings.check_points, settings.seed);
+    row.points_checked = check.checked;
+    row.max_err_over_tol = check.max_err_over_tol;
+    row.status = check.ok() && unwritten == 0 ? Status::Ok : Status::Fail;
+    if (unwritten)
+      add_note(row, std::to_string(unwritten) + " points not written or not finite over " +
+                        std::to_string(settings.repeats) + " timed runs");
+    if (check.failures)
+      add_note(row, std::to_string(check.failures) + " of " + std::to_string(check.checked) +
+                        " sampled points outside the oracle tolerance");
+  } catch (const Error& e) {
+    row.status = refusal_is_unsupported ? Status::Unsupported : Status::Fail;
+    add_note(row, e.what());
+  }
+  return row;
+}
+
+// ---- output -----------------------------------------------------------------------------------------
+
+const std::vector<std::string>& csv_columns() {
+  static const std::vector<std::string> columns = {
+      "sweep", "kernel", "backend", "nx", "ny", "nz_used", "atoms", "block_x", "block_y", "coarsening", "repeats",
+      "kernel_ms_median", "kernel_ms_min", "kernel_ms_max", "wall_ms_median", "atom_evals_per_s", "gflops",
+      "ceiling_fraction", "max_err_over_tol", "verified", "note",
+      // beyond the agreed columns: the whole grid, the flop count, where it ran
+      "ny_full", "nz_full", "flops_per_evaluation", "device"};
+  return columns;
+}
+
+std::string csv_field(std::string_view text) {
+  if (text.find_first_of(",\"\r\n") == std::string_view::npos) return std::string(text);
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
+}
+
+namespace {
+
+std::string number_text(double value) {
+  if (std::isnan(value)) return "";
+  if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
+  char buffer[40];
+  std::snprintf(buffer, sizeof buffer, "%.6g", value);
+  return buffer;
+}
+
+}  // namespace
+
+std::string csv_header() {
+  std::string out;
+  for (const auto& c : csv_columns()) out += (out.empty() ? "" : ",") + c;
+  return out;
+}
+
+std::string csv_line(const Row& r) {
+  const std::vector<std::string> fields = {csv_field(r.sweep),
+                                           csv_field(r.kernel),
+                                           csv_field(r.backend),
+                                           std::to_string(r.nx),
+                                           std::to_string(r.ny_used),
+                                           std::to_string(r.nz_used),
+                                           std::to_string(r.atoms),
+                                           std::to_string(r.block_x),
+                                           std::to_string(r.block_y),
+                                           std::to_string(r.coarsening),
+                                           std::to_string(r.repeats),
+                                           number_text(r.kernel_ms.median),
+                                           number_text(r.kernel_ms.min),
+                                           number_text(r.kernel_ms.max),
+                                           number_text(r.wall_ms_median),
+                                           number_text(r.atom_evals_per_s),
+                                           number_text(r.gflops),
+                                           number_text(r.ceiling_fraction),
+                                           number_text(r.max_err_over_tol),
+                                           std::string(status_name(r.status)),
+                                           csv_field(r.note),
+                                           std::to_string(r.ny),
+                                           std::to_string(r.nz),
+                                           std::to_string(r.flops_per_evaluation),
+                                           csv_field(r.device)};
+  std::string out;
+  for (std::size_t i = 0; i < fields.size(); ++i) out += (i ? "," : "") + fields[i];
+  return out;
+}
+
+std::string json_string(std::string_view text) {
+  std::string out = "\"";
+  for (const char c : text) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          char buffer[8];
+          std::snprintf(buffer, sizeof buffer, "\\u%04x", static_cast<unsigned>(static_cast<unsigned char>(c)));
+          out += buffer;
+        } else {
+          out += c;
+        }
+    }
+  }
+  return out + "\"";
+}
+
+std::string json_number(double value) {
+  if (!std::isfinite(value)) return "null";
+  char buffer[40];
+  std::snprintf(buffer, sizeof buffer, "%.9g", value);
+  return buffer;
+}
+
+namespace {
+
+/// Collects "key": value pairs of one JSON object.
+class JsonObject {
+ public:
+  JsonObject& add(std::string_view key, const std::string& json_value) {
+    text_ += (text_.empty() ? "" : ", ") + json_string(key) + ": " + json_value;
+    return *this;
+  }
+  JsonObject& str(std::string_view key, std::string_view value) { return add(key, json_string(value)); }
+  JsonObject& num(std::string_view key, double value) { return add(key, json_number(value)); }
+  JsonObject& integer(std::string_view key, long long value) { return add(key, std::to_string(value)); }
+  std::string text() const { return "{" + text_ + "}"; }
+
+ private:
+  std::string text_;
+};
+
+std::string row_json(const Row& r) {
+  JsonObject o;
+  o.str("sweep", r.sweep).str("kernel", r.kernel).str("backend", r.backend);
+  o.integer("nx", r.nx).integer("ny", r.ny_used).integer("nz_used", r.nz_used);
+  o.integer("atoms", static_cast<long long>(r.atoms));
+  o.integer("block_x", r.block_x).integer("block_y", r.block_y).integer("coarsening", r.coarsening);
+  o.integer("repeats", r.repeats).integer("warmup", r.warmup);
+  o.num("kernel_ms_median", r.kernel_ms.median).num("kernel_ms_min", r.kernel_ms.min).num("kernel_ms_max", r.kernel_ms.max);
+  o.num("wall_ms_median", r.wall_ms_median).num("atom_evals_per_s", r.atom_evals_per_s).num("gflops", r.gflops);
+  o.num("ceiling_fraction", r.ceiling_fraction).num("max_err_over_tol", r.max_err_over_tol);
+  o.str("verified", status_name(r.status)).str("note", r.note);
+  o.integer("ny_full", r.ny).integer("nz_full", r.nz).integer("flops_per_evaluation", r.flops_per_evaluation);
+  o.num("evaluations", r.evaluations).num("wall_evals_per_s", r.wall_evals_per_s);
+  o.integer("points_checked", static_cast<long long>(r.points_checked)).str("device", r.device);
+  return o.text();
+}
+
+std::string speedup_json(const Speedup& s) {
+  JsonObject o;
+  o.str("label", s.label).integer("nx", s.nx).integer("ny", s.ny).integer("nz", s.nz);
+  o.integer("atoms", static_cast<long long>(s.atoms)).str("cpu_kernel", s.cpu_kernel).str("gpu_kernel", s.gpu_kernel);
+  o.num("cpu_evals_per_s", s.cpu_evals_per_s).num("gpu_evals_per_s", s.gpu_evals_per_s);
+  o.num("kernel_speedup", s.kernel_speedup).num("wall_speedup", s.wall_speedup);
+  return o.text();
+}
+
+}  // namespace
+
+std::string utc_now_iso() {
+  const std::time_t now = std::time(nullptr);
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  char buffer[32];
+  std::strftime(buffer, sizeof buffer, "%Y-%m-%dT%H:%M:%SZ", &utc);
+  return buffer;
+}
+
+std::string git_commit() {
+  if (const char* env = std::getenv("ESPGRID_COMMIT"); env && *env) return env;
+  const std::string embedded = ESPGRID_GIT_COMMIT;
+  return embedded.empty() ? "unknown" : embedded;
+}
+
+std::string host_cpu_model() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("model name", 0) == 0) {
+      const auto colon = line.find(':');
+      if (colon == std::string::npos) break;
+      std::string model = line.substr(colon + 1);
+      const auto first = model.find_first_not_of(" \t");
+      return first == std::string::npos ? "unknown" : model.substr(first);
+    }
+  }
+  return "unknown";
+}
+
+Metadata host_metadata() {
+  Metadata m;
+  m.date_utc = utc_now_iso();
+  m.espgrid_version = ESPGRID_VERSION;
+  m.git_commit = git_commit();
+  m.host_cpu = host_cpu_model();
+  m.host_threads = static_cast<int>(std::thread::hardware_concurrency());
+  m.cpu_threads = omp_get_max_threads();
+  return m;
+}
+
+std::string json_document(std::string_view kind, const Metadata& m, const std::vector<Row>& rows,
+                          const std::vector<Speedup>& speedups) {
+  JsonObject ceiling;
+  ceiling.num("rsqrt_per_second", m.rsqrt_per_second).num("sm_clock_ghz", m.sm_clock_ghz);
+  ceiling.integer("multiprocessors", m.multiprocessors).str("note", m.ceiling_note);
+  JsonObject settings;
+  settings.integer("repeats", m.settings.repeats).integer("warmup", m.settings.warmup);
+  settings.num("budget_seconds", m.settings.budget_seconds);
+  settings.integer("check_points", static_cast<long long>(m.settings.check_points));
+  settings.integer("seed", static_cast<long long>(m.settings.seed));
+  JsonObject meta;
+  meta.str("date_utc", m.date_utc).str("espgrid_version", m.espgrid_version).str("git_commit", m.git_commit);
+  meta.str("device", m.device).integer("device_index", m.device_index);
+  meta.add("cuda_available", m.cuda_available ? "true" : "false").str("cuda_reason", m.cuda_reason);
+  meta.add("rsqrt_ceiling", ceiling.text());
+  meta.str("host_cpu", m.host_cpu).integer("host_threads", m.host_threads).integer("cpu_threads", m.cpu_threads);
+  meta.str("command_line", m.command_line).str("input", m.input);
+  meta.add("settings", settings.text());
+
+  std::string out = "{\n  \"format\": \"espgrid-bench/1\",\n  \"kind\": " + json_string(kind) + ",\n";
+  out += "  \"metadata\": " + meta.text() + ",\n";
+  out += "  \"columns\": [";
+  for (std::size_t i = 0; i < csv_columns().size(); ++i) out += (i ? ", " : "") + json_string(csv_columns()[i]);
+  out += "],\n  \"rows\": [";
+  for (std::size_t i = 0; i < rows.size(); ++i) out += std::string(i ? "," : "") + "\n    " + row_json(rows[i]);
+  out += rows.empty() ? "],\n" : "\n  ],\n";
+  out += "  \"speedups\": [";
+  for (std::size_t i = 0; i < speedups.size(); ++i)
+    out += std::string(i ? "," : "") + "\n    " + speedup_json(speedups[i]);
+  out += speedups.empty() ? "]\n}\n" : "\n  ]\n}\n";
+  return out;
+}
+
+namespace {
+
+void write_text(const std::string& path, const std::string& text) {
+  AtomicOutputFile file(path);
+  {
+    std::ofstream out(file.temporary_path(), std::ios::binary | std::ios::trunc);
+    out << text;
+    out.flush();
+    if (!out) throw Error("cannot write " + path);
+  }
+  file.commit();
+}
+
+}  // namespace
+
+std::vector<std::string> write_results(const std::string& directory, std::string_view kind, const Metadata& meta,
+                                       const std::vector<Row>& rows, const std::vector<Speedup>& speedups) {
+  std::error_code ec;
+  std::filesystem::create_directories(directory, ec);
+  if (ec) throw Error("cannot create " + directory + ": " + ec.message());
+  const std::string base = (std::filesystem::path(directory) / ("bench-" + std::string(kind))).string();
+  std::string csv = csv_header() + "\n";
+  for (const Row& r : rows) csv += csv_line(r) + "\n";
+  write_text(base + ".csv", csv);
+  write_text(base + ".json", json_document(kind, meta, rows, speedups));
+  return {base + ".csv", base + ".json"};
+}
+
+// ---- sweep sets ---------------------------------------------------------------------------------------
+
+const std::vector<BlockShape>& sweep_block_shapes() {
+  static const std::vector<BlockShape> shapes = {
+      {64, 1},  {128, 1}, {256, 1}, {512, 1}, {1024, 1}, {32, 2},  {32, 4},  {32, 8},  {32, 16},
+      {32, 32}, {16, 4},  {16, 16}, {64, 2},  {64, 4},   {128, 2}, {128, 4}, {256, 2}, {256, 4}};
+  return shapes;
+}
+
+const std::vector<int>& sweep_coarsening_factors() {
+  static const std::vector<int> factors = {1, 2, 4, 8, 16};
+  return factors;
+}
+
+const std::vector<std::size_t>& sweep_atom_counts() {
+  static const std::vector<std::size_t> counts = {1000, 3000, 10000, 30000, 100000, 300000};
+  return counts;
+}
+
+const std::vector<std::array<std::int64_t, 3>>& sweep_grid_dims() {
+  static const std::vector<std::array<std::int64_t, 3>> dims = {
+      {16, 16, 16},    {32, 32, 32},    {48, 48, 48},    {64, 64, 64},   {96, 96, 96},
+      {128, 128, 128}, {192, 192, 192}, {256, 256, 256}, {512, 512, 256}};
+  return dims;
+}
+
+const std::vector<SpeedupSize>& sweep_speedup_sizes() {
+  static const std::vector<SpeedupSize> sizes = {
+      {{64, 64, 64}, 1000}, {{128, 128, 128}, 10000}, {{256, 256, 128}, 30000}, {{256, 256, 256}, 100000}};
+  return sizes;
+}
+
+}  // namespace espgrid::bench

@@ -1,0 +1,230 @@
+// The measuring half of `espgrid bench`: statistics, sizing the work of slow variants by a
+// time budget, random inputs, the oracle check of timed outputs, and the CSV/JSON rows. The
+// command line and the sweeps are in src/bench/bench_command.cpp.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "src/atoms.h"
+#include "src/grid.h"
+#include "src/kernel_registry.h"
+#include "src/prepared_problem.h"
+
+namespace espgrid::bench {
+
+inline constexpr double kNotAvailable = std::numeric_limits<double>::quiet_NaN();
+
+// ---- statistics ----------------------------------------------------------------------------
+
+struct Stats {
+  double median = kNotAvailable;
+  double min = kNotAvailable;
+  double max = kNotAvailable;
+};
+/// Median (mean of the two middle values for an even count), min and max; throws Error when
+/// `samples` is empty.
+Stats summarize(std::vector<double> samples);
+
+// ---- sizing the work by a time budget --------------------------------------------------------
+
+/// The part of the grid a measurement computes: its first `nz_used` z-planes, or, when even
+/// one plane is over the budget, the first `ny_used` rows of plane 0 (then nz_used = 1).
+/// Either way the points are the first nx·ny_used·nz_used of the map, and the sub-grid is a
+/// problem of its own: the same atoms, origin and spacing with smaller dims.
+struct WorkShape {
+  std::int64_t ny_used = 0;
+  std::int64_t nz_used = 0;
+  std::int64_t rows() const noexcept { return ny_used * nz_used; }
+  friend bool operator==(const WorkShape&, const WorkShape&) = default;
+};
+
+/// The largest shape of at most `rows` rows (at least one): whole planes once rows ≥ ny,
+/// otherwise the first `rows` rows of plane 0.
+WorkShape shape_for_rows(std::int64_t rows, std::int64_t ny, std::int64_t nz);
+
+/// Rows (nx × atoms evaluations each) that take about `budget_seconds` at `evals_per_second`,
+/// clamped to [1, total_rows]; total_rows when the rate is infinite or not positive.
+std::int64_t rows_for_budget(double evals_per_second, double budget_seconds, std::int64_t nx, std::size_t atoms,
+                             std::int64_t total_rows);
+
+struct Sizing {
+  WorkShape shape;
+  int probe_runs = 0;                  ///< runs the probe made (warm-up included)
+  double probe_evals_per_second = 0;   ///< throughput of the last probe
+};
+
+/// One run of the kernel on `shape`; returns its kernel seconds.
+using ProbeRun = std::function<double(WorkShape)>;
+
+/// Probes the kernel on growing parts of the grid (one row's warm-up first, then from about
+/// 10⁶ evaluations up, ×2 to ×64 a step) until a run takes at least budget/8 or covers the
+/// whole grid, then returns the shape that fits `budget_seconds` at the measured rate. Fast
+/// kernels get the whole grid; slow ones as many whole planes as fit, at least one row.
+Sizing size_by_budget(const ProbeRun& run, std::int64_t nx, std::int64_t ny, std::int64_t nz, std::size_t atoms,
+                      double budget_seconds);
+
+// ---- inputs ------------------------------------------------------------------------------------
+
+/// A grid with its origin at (0, 0, 0).
+GridSpec bench_grid(std::array<std::int64_t, 3> dims, std::array<double, 3> spacing);
+
+/// `count` atoms uniform in the grid's box extended by 2 Å on every side, charges uniform in
+/// [−1, 1] e and never exactly zero; the same seed gives the same atoms.
+Atoms random_atoms(std::size_t count, const GridSpec& grid, std::uint64_t seed);
+
+// ---- checking a timed output ---------------------------------------------------------------------
+
+struct OracleCheck {
+  std::size_t checked = 0;       ///< points compared with the oracle
+  std::size_t failures = 0;      ///< of them, outside float_tolerance (or not finite)
+  double max_err_over_tol = 0;   ///< largest |value − oracle| / tolerance; inf when a value is not finite
+  bool ok() const noexcept { return checked > 0 && failures == 0; }
+};
+
+/// Compares `computed` (problem.potential filled for its nx × ny × nz) with the double oracle
+/// at `samples` points drawn with `seed` (every point when there are fewer), plus the first
+/// and last point, each within float_tolerance. Samples are spread over OpenMP threads.
+OracleCheck check_against_oracle(const DcsProblem& computed, double coordinate_extent, std::size_t samples,
+                                 std::uint64_t seed);
+
+/// Values that are NaN or infinite (a NaN-poisoned point the kernel did not write).
+std::size_t count_nonfinite(const float* values, std::size_t count);
+
+// ---- one measurement -----------------------------------------------------------------------------
+
+struct Settings {
+  int repeats = 5;                ///< timed runs; the statistics are over these
+  int warmup = 1;                 ///< untimed runs before them
+  double budget_seconds = 0.5;    ///< kernel time one repetition should take, at most about
+  std::size_t check_points = 1000;  ///< oracle samples of the last repetition's output
+  std::uint64_t seed = 1;         ///< for the oracle's sample points
+  double rsqrt_per_second = 0;    ///< the device's measured ceiling; 0 when unknown
+};
+
+enum class Status { Ok, Fail, Skipped, Unsupported };
+/// "ok", "FAIL", "skipped", "unsupported": the `verified` column.
+std::string_view status_name(Status status);
+
+/// One measurement: one CSV row, one JSON row, one line of the table. Values not measured are
+/// NaN (an empty CSV field, null in JSON).
+struct Row {
+  std::string sweep;  ///< variants, blocks, coarsening, atoms, grid, speedup
+  std::string kernel;
+  std::string backend;
+  int flops_per_evaluation = 0;
+  std::int64_t nx = 0, ny = 0, nz = 0;            ///< the whole grid
+  std::int64_t ny_used = 0, nz_used = 0;          ///< the part computed (see WorkShape)
+  std::size_t atoms = 0;
+  int block_x = 0, block_y = 0, coarsening = 0;   ///< requested; 0 = the variant's default
+  int repeats = 0, warmup = 0;
+  Stats kernel_ms;
+  double wall_ms_median = kNotAvailable;
+  double evaluations = kNotAvailable;             ///< nx · ny_used · nz_used · atoms per run
+  double atom_evals_per_s = kNotAvailable;        ///< evaluations / median kernel time
+  double wall_evals_per_s = kNotAvailable;        ///< evaluations / median wall time
+  double gflops = kNotAvailable;                  ///< atom_evals_per_s × flops_per_evaluation / 1e9
+  double ceiling_fraction = kNotAvailable;        ///< atom_evals_per_s / rsqrt ceiling (GPU only)
+  double max_err_over_tol = kNotAvailable;
+  std::size_t points_checked = 0;
+  Status status = Status::Skipped;
+  std::string device;  ///< where it ran (RunTiming::device)
+  std::string note;
+};
+
+/// A row for `kernel` on `problem`'s full grid with nothing measured.
+Row blank_row(std::string sweep, const KernelVariant& kernel, const DcsProblem& problem, const RunOptions& options);
+
+/// Measures `kernel` on `problem`: sizes the work by the budget (size_by_budget), then runs
+/// warmup + repeats times on a NaN-poisoned output, scans every timed output for unwritten
+/// (non-finite) points, and checks the last one against the oracle. An espgrid::Error from
+/// the kernel gives status Unsupported when `refusal_is_unsupported` (a launch shape the
+/// variant refuses) and Fail otherwise, with the message as the note.
+Row measure(std::string sweep, const KernelVariant& kernel, const PreparedProblem& problem, const RunOptions& options,
+            const Settings& settings, bool refusal_is_unsupported = false);
+
+// ---- output files ---------------------------------------------------------------------------------
+
+/// The CSV columns, in order.
+const std::vector<std::string>& csv_columns();
+std::string csv_header();
+std::string csv_line(const Row& row);
+/// Quotes a CSV field when it holds a comma, quote or line break.
+std::string csv_field(std::string_view text);
+/// JSON string literal with escapes.
+std::string json_string(std::string_view text);
+/// JSON number, or null for NaN and infinities.
+std::string json_number(double value);
+
+/// CPU vs GPU at one problem size (the speedup sweep).
+struct Speedup {
+  std::string label;
+  std::int64_t nx = 0, ny = 0, nz = 0;
+  std::size_t atoms = 0;
+  std::string cpu_kernel, gpu_kernel;
+  double cpu_evals_per_s = kNotAvailable, gpu_evals_per_s = kNotAvailable;
+  double kernel_speedup = kNotAvailable;  ///< ratio of kernel throughputs
+  double wall_speedup = kNotAvailable;    ///< ratio of throughputs by wall time (GPU with transfers)
+};
+
+/// What the JSON says about the run besides its rows.
+struct Metadata {
+  std::string date_utc;
+  std::string espgrid_version;
+  std::string git_commit;
+  std::string device;          ///< the GPU's description, or "none: why"
+  int device_index = 0;
+  bool cuda_available = false;
+  std::string cuda_reason;     ///< why not, when not
+  double rsqrt_per_second = kNotAvailable;
+  double sm_clock_ghz = kNotAvailable;
+  int multiprocessors = 0;
+  std::string ceiling_note;    ///< why the ceiling is n/a, when it is
+  std::string host_cpu;
+  int host_threads = 0;        ///< hardware threads
+  int cpu_threads = 0;         ///< threads the CPU kernels used
+  std::string command_line;
+  std::string input;           ///< "random atoms (seed 1)" or the structure file
+  Settings settings;
+};
+
+/// Fills date, version, commit, host CPU and thread counts.
+Metadata host_metadata();
+/// ESPGRID_COMMIT from the environment, else the commit CMake saw at configure time, else "unknown".
+std::string git_commit();
+/// "model name" of /proc/cpuinfo, or "unknown".
+std::string host_cpu_model();
+std::string utc_now_iso();
+
+std::string json_document(std::string_view kind, const Metadata& meta, const std::vector<Row>& rows,
+                          const std::vector<Speedup>& speedups = {});
+/// Writes bench-KIND.csv and bench-KIND.json into `directory` (created if missing), each
+/// complete or not at all; returns the two paths.
+std::vector<std::string> write_results(const std::string& directory, std::string_view kind, const Metadata& meta,
+                                       const std::vector<Row>& rows, const std::vector<Speedup>& speedups = {});
+
+// ---- the sweeps' fixed sets ------------------------------------------------------------------------
+
+struct BlockShape {
+  int x, y;
+};
+/// 64 to 1024 threads, rows and tiles.
+const std::vector<BlockShape>& sweep_block_shapes();
+const std::vector<int>& sweep_coarsening_factors();
+const std::vector<std::size_t>& sweep_atom_counts();
+const std::vector<std::array<std::int64_t, 3>>& sweep_grid_dims();
+inline constexpr std::size_t kSweepGridAtoms = 4096;
+
+struct SpeedupSize {
+  std::array<std::int64_t, 3> dims;
+  std::size_t atoms;
+};
+const std::vector<SpeedupSize>& sweep_speedup_sizes();
+
+}  // namespace espgrid::bench

@@ -1,0 +1,542 @@
+// espgrid bench: every registered kernel variant, CPU and GPU, on the same input, plus the
+// sweeps (block shapes, coarsening, atoms, grid size, CPU-vs-GPU speedup). The measuring is
+// in src/bench/bench.cpp; this file parses options, runs the sweeps and prints the tables.
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cxxopts.hpp>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "kernels/dcs_cuda.h"
+#include "src/bench/bench.h"
+#include "src/cli/commands.h"
+#include "src/errors.h"
+#include "src/grid.h"
+#include "src/kernel_registry.h"
+#include "src/prepared_problem.h"
+#include "src/structure_reader.h"
+#include "src/text_parsing.h"
+#include "src/units.h"
+
+namespace espgrid::cli {
+namespace {
+
+using namespace espgrid::bench;
+using Clock = std::chrono::steady_clock;
+
+// ---- option values -------------------------------------------------------------------------
+
+std::vector<std::string> comma_list(const std::string& text) {
+  std::vector<std::string> parts;
+  std::size_t start = 0;
+  for (;;) {
+    const std::size_t comma = text.find(',', start);
+    parts.push_back(text.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+    if (comma == std::string::npos) return parts;
+    start = comma + 1;
+  }
+}
+
+double real_value(const std::string& option, const std::string& text) {
+  const auto v = parse_number(text);
+  if (!v || !std::isfinite(*v)) throw UsageError("--" + option + " expects a number, got '" + text + "'");
+  return *v;
+}
+
+long long whole_value(const std::string& option, const std::string& text) {
+  const auto v = parse_integer(text);
+  if (!v) throw UsageError("--" + option + " expects a whole number, got '" + text + "'");
+  return *v;
+}
+
+std::array<double, 3> spacing_value(const std::string& text) {
+  const auto parts = comma_list(text);
+  if (parts.size() == 1) {
+    const double h = real_value("spacing", parts[0]);
+    return {h, h, h};
+  }
+  if (parts.size() != 3) throw UsageError("--spacing expects H or HX,HY,HZ, got '" + text + "'");
+  return {real_value("spacing", parts[0]), real_value("spacing", parts[1]), real_value("spacing", parts[2])};
+}
+
+std::array<std::int64_t, 3> dims_value(const std::string& text) {
+  const auto parts = comma_list(text);
+  if (parts.size() != 3) throw UsageError("--dims expects NX,NY,NZ, got '" + text + "'");
+  return {whole_value("dims", parts[0]), whole_value("dims", parts[1]), whole_value("dims", parts[2])};
+}
+
+// ---- printing ------------------------------------------------------------------------------
+
+std::string fmt(const char* format, double value) {
+  if (!std::isfinite(value)) return "-";
+  char buffer[48];
+  std::snprintf(buffer, sizeof buffer, format, value);
+  return buffer;
+}
+
+std::string dims_text(std::int64_t nx, std::int64_t ny, std::int64_t nz) {
+  return std::to_string(nx) + "x" + std::to_string(ny) + "x" + std::to_string(nz);
+}
+
+std::string short_count(std::size_t n) {
+  if (n >= 1000 && n % 1000 == 0) return std::to_string(n / 1000) + "k";
+  return std::to_string(n);
+}
+
+void print_header(const std::string& title) {
+  std::printf("\n== %s ==\n", title.c_str());
+  std::printf("%-15s %-4s %5s %-16s %12s %10s %7s %10s %10s %9s %6s %7s %s\n", "KERNEL", "BKND", "FL/EV", "CONFIG",
+              "PLANES", "MEDIAN ms", "SPREAD", "WALL ms", "EVALS/s", "GFLOPS", "%CEIL", "ERR/TOL", "CHECK");
+  std::fflush(stdout);
+}
+
+void print_row(const Row& r, const std::string& config) {
+  std::printf("%-15s %-4s %5d %-16s ", r.kernel.c_str(), r.backend.c_str(), r.flops_per_evaluation, config.c_str());
+  if (r.status == Status::Skipped || r.status == Status::Unsupported || r.nz_used == 0) {
+    std::printf("%s: %s\n", std::string(status_name(r.status)).c_str(), r.note.c_str());
+    std::fflush(stdout);
+    return;
+  }
+  const std::string planes = r.ny_used < r.ny ? std::to_string(r.ny_used) + "/" + std::to_string(r.ny) + " rows"
+                                              : std::to_string(r.nz_used) + "/" + std::to_string(r.nz);
+  const double spread = r.kernel_ms.median > 0 ? (r.kernel_ms.max - r.kernel_ms.min) / r.kernel_ms.median * 100 : NAN;
+  std::printf("%12s %10s %7s %10s %10s %9s %6s %7s %s", planes.c_str(), fmt("%.3f", r.kernel_ms.median).c_str(),
+              (fmt("%.1f", spread) + (std::isfinite(spread) ? "%" : "")).c_str(), fmt("%.3f", r.wall_ms_median).c_str(),
+              fmt("%.3e", r.atom_evals_per_s).c_str(), fmt("%.1f", r.gflops).c_str(),
+              (fmt("%.1f", r.ceiling_fraction * 100) + (std::isfinite(r.ceiling_fraction) ? "%" : "")).c_str(),
+              fmt("%.3f", r.max_err_over_tol).c_str(), std::string(status_name(r.status)).c_str());
+  if (r.status == Status::Fail) std::printf("  (%s)", r.note.c_str());
+  std::printf("\n");
+  std::fflush(stdout);
+}
+
+// ---- the run ---------------------------------------------------------------------------------
+
+struct Bench {
+  Settings settings;
+  RunOptions run;
+  bool have_cuda = false;
+  std::string cuda_reason;
+  std::vector<const KernelVariant*> selected;  ///< --kernel ∩ --backend, in registry order
+  Metadata meta;
+  std::string out_dir;
+  std::array<double, 3> spacing{};
+  std::uint64_t seed = 1;
+  bool any_fail = false;
+
+  bool is_selected(const KernelVariant& k) const {
+    return std::find(selected.begin(), selected.end(), &k) != selected.end();
+  }
+
+  Row measure_one(const std::string& sweep, const KernelVariant& k, const PreparedProblem& problem,
+                  const RunOptions& options, const std::string& config, bool shape_sweep = false) {
+    Row row;
+    if (k.backend == Backend::Cuda && !have_cuda) {
+      row = blank_row(sweep, k, problem.view(nullptr), options);
+      row.status = Status::Skipped;
+      row.note = "no CUDA device: " + cuda_reason;
+    } else {
+      row = measure(sweep, k, problem, options, settings, shape_sweep);
+    }
+    if (row.status == Status::Fail) any_fail = true;
+    print_row(row, config);
+    return row;
+  }
+
+  void save(const std::string& kind, const std::vector<Row>& rows, const std::vector<Speedup>& speedups = {}) {
+    if (out_dir.empty()) return;
+    for (const auto& path : write_results(out_dir, kind, meta, rows, speedups)) std::printf("wrote %s\n", path.c_str());
+  }
+};
+
+/// GPU variants that take part in the atoms, grid and speedup sweeps (all but scatter, which is
+/// slow by design), plus cpu-parallel when `with_cpu`; only those selected.
+std::vector<const KernelVariant*> scaling_variants(const Bench& b, bool with_cpu) {
+  std::vector<const KernelVariant*> out;
+  for (const auto& k : kernel_variants()) {
+    const bool wanted = (k.backend == Backend::Cuda && k.name != "cuda-scatter") || (with_cpu && k.name == "cpu-parallel");
+    if (wanted && b.is_selected(k)) out.push_back(&k);
+  }
+  return out;
+}
+
+/// Adds one "skipped" row per GPU variant when there is no CUDA device, and drops them from `kernels`.
+void skip_gpu_variants(Bench& b, const std::string& sweep, std::vector<const KernelVariant*>& kernels,
+                       const PreparedProblem& problem, std::vector<Row>& rows) {
+  if (b.have_cuda) return;
+  std::vector<const KernelVariant*> kept;
+  for (const KernelVariant* k : kernels) {
+    if (k->backend == Backend::Cuda)
+      rows.push_back(b.measure_one(sweep, *k, problem, b.run, "-"));
+    else
+      kept.push_back(k);
+  }
+  kernels = kept;
+}
+
+void sweep_variants(Bench& b, const PreparedProblem& problem) {
+  print_header("variants: every selected kernel on the same input");
+  std::vector<Row> rows;
+  for (const KernelVariant* k : b.selected) rows.push_back(b.measure_one("variants", *k, problem, b.run, "default"));
+  b.save("variants", rows);
+}
+
+void sweep_blocks(Bench& b, const PreparedProblem& problem) {
+  std::vector<const KernelVariant*> kernels = scaling_variants(b, false);
+  print_header("blocks: CUDA block shapes, 64 to 1024 threads");
+  std::vector<Row> rows;
+  skip_gpu_variants(b, "blocks", kernels, problem, rows);
+  for (const KernelVariant* k : kernels) {
+    for (const BlockShape s : sweep_block_shapes()) {
+      RunOptions o = b.run;
+      o.block_x = s.x;
+      o.block_y = s.y;
+      rows.push_back(b.measure_one("blocks", *k, problem, o, "block " + std::to_string(s.x) + "x" + std::to_string(s.y), true));
+    }
+  }
+  b.save("blocks", rows);
+}
+
+void sweep_coarsening(Bench& b, const PreparedProblem& problem) {
+  std::vector<const KernelVariant*> kernels;
+  for (const char* name : {"cuda-coarsened", "cuda-unrolled"})
+    for (const auto& k : kernel_variants())
+      if (k.name == name && b.is_selected(k)) kernels.push_back(&k);
+  print_header("coarsening: points per thread along x");
+  std::vector<Row> rows;
+  skip_gpu_variants(b, "coarsening", kernels, problem, rows);
+  for (const KernelVariant* k : kernels) {
+    for (const int c : sweep_coarsening_factors()) {
+      RunOptions o = b.run;
+      o.coarsening = c;
+      rows.push_back(b.measure_one("coarsening", *k, problem, o, "coarsen " + std::to_string(c), true));
+    }
+  }
+  b.save("coarsening", rows);
+}
+
+void sweep_atoms(Bench& b, const GridSpec& grid) {
+  std::vector<const KernelVariant*> kernels = scaling_variants(b, true);
+  print_header("atoms: random atoms on the " + dims_text(grid.dims[0], grid.dims[1], grid.dims[2]) + " grid");
+  std::vector<Row> rows;
+  skip_gpu_variants(b, "atoms", kernels, PreparedProblem(random_atoms(1, grid, b.seed), grid, 1.0), rows);
+  for (const std::size_t n : sweep_atom_counts()) {
+    const PreparedProblem problem(random_atoms(n, grid, b.seed + n), grid, coulomb_factor({}));
+    for (const KernelVariant* k : kernels)
+      rows.push_back(b.measure_one("atoms", *k, problem, b.run, with_commas(n) + " atoms"));
+  }
+  b.save("atoms", rows);
+}
+
+void sweep_grid(Bench& b) {
+  std::vector<const KernelVariant*> kernels = scaling_variants(b, true);
+  print_header("grid: " + with_commas(kSweepGridAtoms) + " random atoms, growing grids");
+  std::vector<Row> rows;
+  {
+    const GridSpec g = bench_grid({8, 8, 8}, b.spacing);
+    skip_gpu_variants(b, "grid", kernels, PreparedProblem(random_atoms(kSweepGridAtoms, g, b.seed), g, 1.0), rows);
+  }
+  for (const auto& dims : sweep_grid_dims()) {
+    const GridSpec grid = bench_grid(dims, b.spacing);
+    const PreparedProblem problem(random_atoms(kSweepGridAtoms, grid, b.seed + static_cast<std::uint64_t>(dims[0])),
+                                  grid, coulomb_factor({}));
+    for (const KernelVariant* k : kernels)
+      rows.push_back(b.measure_one("grid", *k, problem, b.run, dims_text(dims[0], dims[1], dims[2])));
+  }
+  b.save("grid", rows);
+}
+
+void sweep_speedup(Bench& b) {
+  std::vector<const KernelVariant*> kernels = scaling_variants(b, true);
+  print_header("speedup: cpu-parallel vs the best GPU variant");
+  std::vector<Row> rows;
+  std::vector<Speedup> speedups;
+  {
+    const GridSpec g = bench_grid({8, 8, 8}, b.spacing);
+    skip_gpu_variants(b, "speedup", kernels, PreparedProblem(random_atoms(16, g, b.seed), g, 1.0), rows);
+  }
+  for (const SpeedupSize& size : sweep_speedup_sizes()) {
+    const GridSpec grid = bench_grid(size.dims, b.spacing);
+    const PreparedProblem problem(random_atoms(size.atoms, grid, b.seed + size.atoms), grid, coulomb_factor({}));
+    Speedup s;
+    s.label = dims_text(size.dims[0], size.dims[1], size.dims[2]) + ", " + with_commas(size.atoms) + " atoms";
+    s.nx = size.dims[0];
+    s.ny = size.dims[1];
+    s.nz = size.dims[2];
+    s.atoms = size.atoms;
+    const Row* cpu = nullptr;
+    const Row* best = nullptr;
+    const std::size_t first = rows.size();
+    for (const KernelVariant* k : kernels)
+      rows.push_back(b.measure_one("speedup", *k, problem, b.run,
+                                   dims_text(size.dims[0], size.dims[1], size.dims[2]) + " " + short_count(size.atoms)));
+    for (std::size_t i = first; i < rows.size(); ++i) {
+      const Row& r = rows[i];
+      if (r.status != Status::Ok) continue;
+      if (r.kernel == "cpu-parallel") cpu = &r;
+      if (r.backend == "cuda" && (!best || r.atom_evals_per_s > best->atom_evals_per_s)) best = &r;
+    }
+    if (cpu) {
+      s.cpu_kernel = cpu->kernel;
+      s.cpu_evals_per_s = cpu->atom_evals_per_s;
+    }
+    if (best) {
+      s.gpu_kernel = best->kernel;
+      s.gpu_evals_per_s = best->atom_evals_per_s;
+    }
+    if (cpu && best) {
+      s.kernel_speedup = best->atom_evals_per_s / cpu->atom_evals_per_s;
+      s.wall_speedup = best->wall_evals_per_s / cpu->wall_evals_per_s;
+      for (std::size_t i = first; i < rows.size(); ++i)
+        if (rows[i].backend == "cuda" && rows[i].status == Status::Ok)
+          rows[i].note += std::string(rows[i].note.empty() ? "" : "; ") + "speedup vs cpu-parallel " +
+                          fmt("%.1f", rows[i].atom_evals_per_s / cpu->atom_evals_per_s) + "x";
+    }
+    speedups.push_back(s);
+  }
+  std::printf("\n%-32s %-15s %12s %-15s %12s %9s %9s\n", "PROBLEM", "CPU", "EVALS/s", "BEST GPU", "EVALS/s",
+              "SPEEDUP", "WITH I/O");
+  for (const Speedup& s : speedups)
+    std::printf("%-32s %-15s %12s %-15s %12s %9s %9s\n", s.label.c_str(), s.cpu_kernel.empty() ? "-" : s.cpu_kernel.c_str(),
+                fmt("%.3e", s.cpu_evals_per_s).c_str(), s.gpu_kernel.empty() ? "-" : s.gpu_kernel.c_str(),
+                fmt("%.3e", s.gpu_evals_per_s).c_str(), (fmt("%.1f", s.kernel_speedup) + "x").c_str(),
+                (fmt("%.1f", s.wall_speedup) + "x").c_str());
+  std::printf("SPEEDUP: ratio of kernel throughputs; WITH I/O: of throughputs by wall time (GPU allocation and\n"
+              "copies included).%s\n",
+              b.have_cuda ? "" : " No CUDA device here, so no GPU column.");
+  b.save("speedup", rows, speedups);
+}
+
+cxxopts::ParseResult parse_args(cxxopts::Options& options, int argc, char** argv) {
+  try {
+    return options.parse(argc, argv);
+  } catch (const cxxopts::exceptions::exception& e) {
+    throw UsageError(std::string(e.what()) + " (see `espgrid bench --help`)");
+  }
+}
+
+std::string shell_word(const std::string& s) {
+  if (!s.empty() && s.find_first_of(" \t\n'\"\\$`*?;&|<>(){}[]!#~") == std::string::npos) return s;
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+const char* kSweepNames[] = {"blocks", "coarsening", "atoms", "grid", "speedup"};
+
+}  // namespace
+
+int run_bench(int argc, char** argv) {
+  cxxopts::Options options("espgrid bench",
+                           "Measure every kernel variant (CPU and CUDA) on the same input, and optionally sweep\n"
+                           "block shapes, coarsening, atom count, grid size and CPU-vs-GPU speedup.\n");
+  options.custom_help("[INPUT.pqr|INPUT.xyz] [options]");
+  options.positional_help("");
+  options.add_options("Input")
+      ("input", "structure file; without one, random atoms on a --dims grid", cxxopts::value<std::string>())
+      ("format", "input format when the extension does not say: pqr or xyz", cxxopts::value<std::string>())
+      ("atoms", "random atoms (charges uniform in [-1,1] e, in a box around the grid)",
+       cxxopts::value<std::string>()->default_value("100000"))
+      ("dims", "grid of the random input NX,NY,NZ", cxxopts::value<std::string>()->default_value("256,256,128"))
+      ("spacing", "grid spacing in Å: H or HX,HY,HZ", cxxopts::value<std::string>()->default_value("0.5"))
+      ("padding", "with a structure file: space around its bounding box, Å", cxxopts::value<std::string>()->default_value("10"))
+      ("seed", "seed of the random atoms and of the checked points", cxxopts::value<std::string>()->default_value("1"));
+  options.add_options("Kernels")
+      ("kernel", "all, or NAME[,NAME...] (see `espgrid kernels`)", cxxopts::value<std::string>()->default_value("all"))
+      ("backend", "auto (all), cpu or cuda", cxxopts::value<std::string>()->default_value("auto"))
+      ("device", "CUDA device number", cxxopts::value<int>()->default_value("0"))
+      ("threads", "CPU threads (0 = all cores)", cxxopts::value<int>()->default_value("0"))
+      ("require-cuda", "fail at once when no CUDA device is usable (instead of skipping the GPU variants)");
+  options.add_options("Measurement")
+      ("repeats", "timed runs per measurement", cxxopts::value<std::string>()->default_value("5"))
+      ("warmup", "untimed runs before them", cxxopts::value<std::string>()->default_value("1"))
+      ("budget", "kernel seconds one repetition may take; slower variants compute fewer z-planes",
+       cxxopts::value<std::string>()->default_value("0.5"))
+      ("check-points", "points of the last timed output checked against the double oracle",
+       cxxopts::value<std::string>()->default_value("1000"))
+      ("sweep", "none, all, or a comma list of blocks, coarsening, atoms, grid, speedup",
+       cxxopts::value<std::string>()->default_value("none"))
+      ("sweep-only", "run the sweeps only, not the table of every variant")
+      ("out", "write bench-KIND.csv and bench-KIND.json into this folder", cxxopts::value<std::string>());
+  options.add_options()("h,help", "show this help");
+  options.parse_positional({"input"});
+  const auto args = parse_args(options, argc, argv);
+  if (args.count("help")) {
+    std::cout << options.help({"Input", "Kernels", "Measurement", ""})
+              << "\nEach measurement probes the kernel on growing parts of the grid, then times it on as many whole\n"
+                 "z-planes as fit --budget seconds (at least one plane, or a plane's first rows when one plane is\n"
+                 "over budget). Throughput counts the work actually done. The last timed output is checked\n"
+                 "against the double-precision oracle; any failure makes the exit code 1.\n"
+                 "\nExamples:\n  espgrid bench\n  espgrid bench --sweep all --out benchmarks/results\n"
+                 "  espgrid bench data/actin_dimer.pqr --kernel cuda-unrolled,cpu-parallel\n";
+    return 0;
+  }
+
+  Bench b;
+  b.settings.repeats = static_cast<int>(whole_value("repeats", args["repeats"].as<std::string>()));
+  b.settings.warmup = static_cast<int>(whole_value("warmup", args["warmup"].as<std::string>()));
+  b.settings.budget_seconds = real_value("budget", args["budget"].as<std::string>());
+  const long long check_points = whole_value("check-points", args["check-points"].as<std::string>());
+  const long long seed = whole_value("seed", args["seed"].as<std::string>());
+  if (b.settings.repeats < 1 || b.settings.repeats > 1000) throw UsageError("--repeats must be 1 to 1000");
+  if (b.settings.warmup < 0 || b.settings.warmup > 1000) throw UsageError("--warmup must be 0 to 1000");
+  if (!(b.settings.budget_seconds > 0) || b.settings.budget_seconds > 600)
+    throw UsageError("--budget must be a positive number of seconds (at most 600)");
+  if (check_points < 1) throw UsageError("--check-points must be at least 1");
+  if (seed < 0) throw UsageError("--seed must be 0 or more");
+  b.settings.check_points = static_cast<std::size_t>(check_points);
+  b.seed = static_cast<std::uint64_t>(seed);
+  b.settings.seed = b.seed;
+  b.run.threads = args["threads"].as<int>();
+  b.run.device = args["device"].as<int>();
+  if (b.run.threads < 0) throw UsageError("--threads must be 0 (all cores) or more");
+  if (b.run.device < 0) throw UsageError("--device must be 0 or more");
+  b.spacing = spacing_value(args["spacing"].as<std::string>());
+  if (args.count("out")) b.out_dir = args["out"].as<std::string>();
+
+  // Sweeps.
+  std::vector<std::string> sweeps;
+  for (const std::string& name : comma_list(args["sweep"].as<std::string>())) {
+    if (name == "none") continue;
+    if (name == "all") {
+      for (const char* s : kSweepNames) sweeps.emplace_back(s);
+      continue;
+    }
+    if (std::find(std::begin(kSweepNames), std::end(kSweepNames), name) == std::end(kSweepNames))
+      throw UsageError("--sweep: unknown sweep '" + name + "' (none, all, blocks, coarsening, atoms, grid, speedup)");
+    sweeps.push_back(name);
+  }
+  const bool sweep_only = args.count("sweep-only") > 0;
+  if (sweep_only && sweeps.empty()) throw UsageError("--sweep-only needs --sweep");
+
+  // Kernels.
+  const std::string backend = args["backend"].as<std::string>();
+  if (backend != "auto" && backend != "cpu" && backend != "cuda")
+    throw UsageError("--backend must be auto, cpu or cuda, got '" + backend + "'");
+  b.have_cuda = cuda_available(&b.cuda_reason);
+  if (!b.have_cuda && (backend == "cuda" || args.count("require-cuda")))
+    throw Error((backend == "cuda" ? "--backend cuda: " : "--require-cuda: ") + b.cuda_reason);
+  const std::string which = args["kernel"].as<std::string>();
+  std::vector<const KernelVariant*> named;
+  if (which != "all")
+    for (const std::string& name : comma_list(which)) named.push_back(&find_kernel(name));
+  for (const auto& k : kernel_variants()) {
+    if (backend != "auto" && backend != backend_name(k.backend)) continue;
+    if (which != "all" && std::find(named.begin(), named.end(), &k) == named.end()) continue;
+    b.selected.push_back(&k);
+  }
+  if (b.selected.empty()) throw UsageError("no kernel left: --kernel " + which + " with --backend " + backend);
+
+  // Input.
+  GridSpec grid;
+  Atoms atoms;
+  std::string input_text;
+  if (args.count("input")) {
+    if (args.count("dims") || args.count("atoms"))
+      throw UsageError("--dims and --atoms set the random input; with a structure file the grid is its bounding box "
+                       "plus --padding");
+    const std::string path = args["input"].as<std::string>();
+    const StructureFormat format = args.count("format") ? parse_format_name(args["format"].as<std::string>())
+                                                        : format_from_extension(path);
+    GridRequest request;
+    request.spacing = b.spacing;
+    request.padding = real_value("padding", args["padding"].as<std::string>());
+    Structure structure = read_structure(path, format);
+    for (const auto& notice : structure.notices) std::fprintf(stderr, "espgrid: note: %s\n", notice.c_str());
+    atoms = std::move(structure.atoms);
+    grid = make_grid(request, atoms);
+    input_text = path + " (" + with_commas(atoms.size()) + " atoms)";
+  } else {
+    const long long count = whole_value("atoms", args["atoms"].as<std::string>());
+    if (count < 1 || count > 100'000'000) throw UsageError("--atoms must be 1 to 100,000,000");
+    grid = bench_grid(dims_value(args["dims"].as<std::string>()), b.spacing);
+    atoms = random_atoms(static_cast<std::size_t>(count), grid, b.seed);
+    input_text = with_commas(static_cast<std::uint64_t>(count)) + " random atoms (seed " + std::to_string(b.seed) + ")";
+  }
+
+  // Metadata and the device's ceiling.
+  b.meta = host_metadata();
+  b.meta.settings = b.settings;
+  b.meta.device_index = b.run.device;
+  b.meta.cuda_available = b.have_cuda;
+  b.meta.cuda_reason = b.have_cuda ? "" : b.cuda_reason;
+  b.meta.cpu_threads = b.run.threads > 0 ? b.run.threads : omp_get_max_threads();
+  b.meta.input = input_text;
+  b.meta.command_line = "espgrid";
+  for (int i = 0; i < argc; ++i) b.meta.command_line += " " + shell_word(argv[i]);
+  const bool wants_gpu = std::any_of(b.selected.begin(), b.selected.end(),
+                                     [](const KernelVariant* k) { return k->backend == Backend::Cuda; });
+  if (b.have_cuda) {
+    b.meta.device = cuda::describe_device(b.run.device);
+    if (wants_gpu) {
+      try {
+        const cuda::RsqrtCeiling c = cuda::measure_rsqrt_ceiling(b.run.device);
+        b.meta.rsqrt_per_second = c.rsqrt_per_second;
+        b.meta.sm_clock_ghz = c.sm_clock_ghz;
+        b.meta.multiprocessors = c.multiprocessors;
+        b.settings.rsqrt_per_second = c.rsqrt_per_second;
+        b.meta.settings = b.settings;
+      } catch (const Error& e) {
+        b.meta.ceiling_note = std::string("measurement failed: ") + e.what();
+      }
+    } else {
+      b.meta.ceiling_note = "not measured: no CUDA variant selected";
+    }
+  } else {
+    b.meta.device = "none (" + b.cuda_reason + ")";
+    b.meta.ceiling_note = "n/a: no CUDA device";
+  }
+
+  const PreparedProblem problem(atoms, grid, coulomb_factor({}));
+  std::printf("espgrid bench %s (commit %s), %s UTC\n", b.meta.espgrid_version.c_str(), b.meta.git_commit.c_str(),
+              b.meta.date_utc.c_str());
+  std::printf("input      %s; grid %s, spacing %g,%g,%g Å\n", input_text.c_str(), describe(grid).c_str(),
+              grid.spacing[0], grid.spacing[1], grid.spacing[2]);
+  std::printf("host       %s, %d hardware threads; CPU kernels use %d\n", b.meta.host_cpu.c_str(), b.meta.host_threads,
+              b.meta.cpu_threads);
+  std::printf("gpu        %s\n", b.have_cuda ? (b.meta.device + ", device " + std::to_string(b.run.device)).c_str()
+                                             : ("none: GPU variants skipped (" + b.cuda_reason + ")").c_str());
+  if (std::isfinite(b.meta.rsqrt_per_second))
+    std::printf("ceiling    %.4g rsqrt/s measured (%d SMs at %.3f GHz: %.1f per SM per clock); one rsqrt per atom "
+                "evaluation\n",
+                b.meta.rsqrt_per_second, b.meta.multiprocessors, b.meta.sm_clock_ghz,
+                b.meta.rsqrt_per_second / (b.meta.multiprocessors * b.meta.sm_clock_ghz * 1e9));
+  else
+    std::printf("ceiling    %s\n", b.meta.ceiling_note.c_str());
+  std::printf("timing     median of %d runs after %d warm-up; budget %g s per run: slower variants compute only the\n"
+              "           first z-planes that fit (PLANES used/total; at least one plane, or a plane's first rows when\n"
+              "           one plane is over budget), and throughput counts the work actually done\n",
+              b.settings.repeats, b.settings.warmup, b.settings.budget_seconds);
+  std::printf("check      last timed output vs the double oracle at %zu sampled points, every timed output scanned\n"
+              "           for unwritten (NaN-poisoned) points; ERR/TOL = max |err| / float_tolerance, ok when <= 1\n",
+              b.settings.check_points);
+  std::printf("columns    EVALS/s = grid points x atoms / median kernel time; GFLOPS = EVALS/s x FL/EV (FMA = 2);\n"
+              "           %%CEIL = EVALS/s / rsqrt ceiling; SPREAD = (max - min) / median; WALL includes transfers\n");
+  std::fflush(stdout);
+
+  const auto start = Clock::now();
+  auto timed = [&](const std::string& name, const auto& body) {
+    const auto t0 = Clock::now();
+    body();
+    std::printf("(%s: %.1f s)\n", name.c_str(), std::chrono::duration<double>(Clock::now() - t0).count());
+    std::fflush(stdout);
+  };
+  if (!sweep_only) timed("variants", [&] { sweep_variants(b, problem); });
+  for (const std::string& s : sweeps) {
+    if (s == "blocks") timed(s, [&] { sweep_blocks(b, problem); });
+    if (s == "coarsening") timed(s, [&] { sweep_coarsening(b, problem); });
+    if (s == "atoms") timed(s, [&] { sweep_atoms(b, grid); });
+    if (s == "grid") timed(s, [&] { sweep_grid(b); });
+    if (s == "speedup") timed(s, [&] { sweep_speedup(b); });
+  }
+  std::printf("\ntotal %.1f s. %s\n", std::chrono::duration<double>(Clock::now() - start).count(),
+              b.any_fail ? "Some measurements FAILED verification (exit code 1)." : "Every measured output verified.");
+  return b.any_fail ? 1 : 0;
+}
+
+}  // namespace espgrid::cli
