@@ -18,7 +18,7 @@ struct RunOptions {
   int block_x = 0;   ///< CUDA block shape override; 0 = the variant's default
   int block_y = 0;
   int coarsening = 0;  ///< CUDA: points per thread along x override; 0 = default
-  std::size_t max_slab_bytes = 0;  ///< CUDA: cap on the map slab held on the device; 0 = auto
+  std::size_t max_slab_bytes = 0;  ///< CUDA: cap on device memory for the map (both slab buffers); 0 = auto
   ProgressFn progress;             ///< optional, called from the calling thread
 };
 

@@ -138,6 +138,12 @@ class Structure:
     def __len__(self):
         return len(self.xyz)
 
+    def subset(self, mask):
+        mask = np.asarray(mask, bool)
+        return Structure(self.xyz[mask], self.charge[mask], self.radius[mask],
+                         [e for e, k in zip(self.element, mask) if k],
+                         [n for n, k in zip(self.names, mask) if k], self.path)
+
 
 # Bondi van der Waals radii (Å), as espgrid uses for XYZ; 1.70 for anything else.
 BONDI = {"H": 1.20, "He": 1.40, "C": 1.70, "N": 1.55, "O": 1.52, "F": 1.47, "Ne": 1.54, "Si": 2.10,

@@ -69,6 +69,8 @@ def parse_args(argv):
                         "the three mid-planes; the nearest grid plane is used")
     p.add_argument("--atoms", choices=("spheres", "sticks", "none"), default="spheres",
                    help="how atoms are drawn in the isosurface picture (default spheres)")
+    p.add_argument("--hydrogens", action="store_true",
+                   help="also draw hydrogen atoms in the isosurface picture (default: heavy atoms only)")
     p.add_argument("--atom-scale", type=float, default=0.3,
                    help="sphere radius = PQR/Bondi radius x this (default 0.3)")
     p.add_argument("--probe", type=float, default=0.0,
@@ -79,6 +81,8 @@ def parse_args(argv):
                         "normals (default 1.4 Å, as ChimeraX does)")
     p.add_argument("--surface-spacing", type=float, default=0.5,
                    help="surface: spacing of the grid the surface is contoured on (default 0.5 Å)")
+    p.add_argument("--palette", action="store_true",
+                   help="write 256-colour palette PNGs (about 3x smaller; needs python3-pil)")
     p.add_argument("--title", default=None, help="title text (default: the map's file name)")
     p.add_argument("--view", default="auto",
                    help="camera: auto (look along the molecule's thinnest axis), or +x,-x,+y,-y,+z,-z")
@@ -291,6 +295,20 @@ def read_map(path):
     raise InputError(f"{path}: unknown map format '{ext}' (expected .vti or .dx)")
 
 
+def to_palette(path):
+    try:
+        from PIL import Image
+    except ImportError:
+        raise InputError("--palette needs Pillow (apt-get install python3-pil)")
+    with Image.open(path) as im:
+        rgb = im.convert("RGB")
+    try:   # libimagequant keeps smooth gradients (colour bar, shading); not every Pillow has it
+        q = rgb.quantize(colors=256, method=Image.Quantize.LIBIMAGEQUANT, dither=Image.Dither.FLOYDSTEINBERG)
+    except (ValueError, OSError):
+        q = rgb.quantize(colors=256, method=Image.Quantize.FASTOCTREE, dither=Image.Dither.FLOYDSTEINBERG)
+    q.save(path, optimize=True)
+
+
 def nice_ceil(x):
     """Smallest 1, 2, 3 or 5 x 10^n that is >= x (x > 0)."""
     if not x > 0:
@@ -331,17 +349,32 @@ def render_slices(m, st, args, out_png, title):
         planes = [(2, m.dims[2] // 2), (1, m.dims[1] // 2), (0, m.dims[0] // 2)]
 
     w, h = args.size
-    dpi = 100
+    fig_w = max(8.0, w / 100.0)            # inches; small pictures keep a readable font size
+    dpi = w / fig_w
     n = len(planes)
-    ncols = 2 if n >= 3 else n
-    nrows = (n + ncols - 1) // ncols
-    fig = plt.figure(figsize=(w / dpi, h / dpi), dpi=dpi, facecolor="white")
-    fig.suptitle(title, fontsize=15)
-    gs = fig.add_gridspec(nrows, ncols, left=0.07, right=0.97, top=0.90, bottom=0.08,
-                          wspace=0.22, hspace=0.28)
+    fig = plt.figure(figsize=(fig_w, h / dpi), dpi=dpi, facecolor="white", layout="constrained")
+    info_lines = [f"grid {m.dims[0]} x {m.dims[1]} x {m.dims[2]}, spacing "
+                  + ", ".join(f"{s:g}" for s in m.spacing) + " Å",
+                  f"range {m.values.min():.4g} to {m.values.max():.4g} {m.units}".rstrip(),
+                  f"colour scale ±{lim:g} {m.units}, clamped".rstrip(),
+                  "contours at " + ", ".join(f"{l:g}" for l in sorted(set(args.levels)))]
+    if st is not None:
+        info_lines.append(f"dots: atoms of {os.path.basename(st.path)} within 1 Å of the plane")
+    if n == 3:
+        mosaic = fig.subplot_mosaic([["p0", "p1"], ["p2", "info"]])
+        plane_axes = [mosaic["p0"], mosaic["p1"], mosaic["p2"]]
+        fig.suptitle(title, fontsize=15)
+    else:
+        ncols = min(n, 3)
+        nrows = (n + ncols - 1) // ncols
+        grid = fig.subplots(nrows, ncols, squeeze=False)
+        plane_axes = list(grid.ravel()[:n])
+        for extra in grid.ravel()[n:]:
+            extra.axis("off")
+        fig.suptitle(title + "\n" + f"range {m.values.min():.4g} to {m.values.max():.4g}, "
+                     f"colour scale ±{lim:g} {m.units}".rstrip(), fontsize=12)
     image = None
-    for idx, (ax, k) in enumerate(planes):
-        a = fig.add_subplot(gs[idx // ncols, idx % ncols])
+    for a, (ax, k) in zip(plane_axes, planes):
         u, v = [i for i in range(3) if i != ax]          # in-plane axes, horizontal then vertical
         sl = np.take(m.values, k, axis=ax)                # shape (n_u, n_v)
         pos = m.origin[ax] + k * m.spacing[ax]
@@ -353,8 +386,7 @@ def render_slices(m, st, args, out_png, title):
         gv = m.origin[v] + m.spacing[v] * np.arange(m.dims[v])
         levels = sorted(set(args.levels))
         if sl.min() < max(levels) and sl.max() > min(levels):
-            cs = a.contour(gu, gv, sl.T, levels=levels, colors="k", linewidths=0.7)
-            a.clabel(cs, fmt="%g", fontsize=7)
+            a.contour(gu, gv, sl.T, levels=levels, colors="k", linewidths=0.6)
         if st is not None:
             near = np.abs(st.xyz[:, ax] - pos) <= 1.0
             if near.any():
@@ -365,24 +397,16 @@ def render_slices(m, st, args, out_png, title):
         a.set_xlim(ext[0], ext[1])
         a.set_ylim(ext[2], ext[3])
     if n == 3:
-        info = fig.add_subplot(gs[1, 1])
+        info = mosaic["info"]
         info.axis("off")
-        lines = [f"map: {os.path.basename(m.path)}",
-                 f"grid {m.dims[0]} x {m.dims[1]} x {m.dims[2]}, spacing "
-                 + ", ".join(f"{s:g}" for s in m.spacing) + " Å",
-                 f"range {m.values.min():.4g} to {m.values.max():.4g} {m.units}".rstrip(),
-                 f"colour scale ±{lim:g} {m.units} (clamped)".rstrip(),
-                 "contours at " + ", ".join(f"{l:g}" for l in sorted(set(args.levels))),
-                 ]
-        if st is not None:
-            lines.append(f"dots: atoms within 1 Å of the plane ({os.path.basename(st.path)})")
-        info.text(0.02, 0.98, "\n".join(lines), va="top", ha="left", fontsize=11, family="monospace",
-                  transform=info.transAxes)
-        cax = info.inset_axes([0.05, 0.22, 0.9, 0.07])
+        info.text(0.0, 0.97, "\n".join([f"map: {os.path.basename(m.path)}"] + info_lines), va="top",
+                  ha="left", fontsize=10.5, transform=info.transAxes, linespacing=1.5)
+        cax = info.inset_axes([0.04, 0.16, 0.92, 0.08])
+        cb = fig.colorbar(image, cax=cax, orientation="horizontal", extend="both")
     else:
-        cax = fig.add_axes([0.25, 0.025, 0.5, 0.022])
-    cb = fig.colorbar(image, cax=cax, orientation="horizontal", extend="both")
-    cb.set_label(unit_label(m.units) + "   red < 0 < blue", fontsize=11)
+        cb = fig.colorbar(image, ax=plane_axes, orientation="horizontal", extend="both",
+                          shrink=0.7, aspect=35, pad=0.02)
+    cb.set_label(unit_label(m.units) + ":  red < 0 < blue", fontsize=11)
     cb.set_ticks(np.linspace(-lim, lim, 5))
     fig.savefig(out_png, dpi=dpi, facecolor="white")
     plt.close(fig)
@@ -464,7 +488,7 @@ def add_scalar_bar(ren, lut, title, size):
     sb.SetTitle(title)
     sb.SetOrientationToHorizontal()
     sb.SetNumberOfLabels(5)
-    sb.SetLabelFormat("%.3g")
+    sb.SetLabelFormat("%.4g")
     sb.SetPosition(0.2, 0.015)
     sb.SetWidth(0.6)
     sb.SetHeight(0.12)
@@ -706,7 +730,10 @@ def render_iso(m, st, args, out_png, title):
         ren.AddActor(a)
         legend.append((f"{lev:+g} {m.units}".rstrip(), color))
     if st is not None and args.atoms != "none":
-        ren.AddActor(spheres_actor(st, args.atom_scale) if args.atoms == "spheres" else sticks_actor(st))
+        shown = st if args.hydrogens else st.subset([e != "H" for e in st.element])
+        if len(shown):
+            ren.AddActor(spheres_actor(shown, args.atom_scale) if args.atoms == "spheres"
+                         else sticks_actor(shown))
     if st is not None:
         view_pts = st.xyz
     else:
@@ -727,7 +754,7 @@ def render_iso(m, st, args, out_png, title):
         x += (len(text) + 2) * 0.55 * fs / size[0]
     notes = []
     if st is not None and args.atoms != "none":
-        notes.append(f"atoms of {os.path.basename(st.path)}: "
+        notes.append(f"{'atoms' if args.hydrogens else 'heavy atoms'} of {os.path.basename(st.path)}: "
                      + (f"spheres, radius x {args.atom_scale:g}" if args.atoms == "spheres" else "sticks"))
     if clipped:
         notes.append("surfaces end at the map's box")
@@ -885,7 +912,7 @@ def render_surface(m, st, args, out_png, title, surf, vals):
     sub = f"{kind} surface coloured by the potential {args.offset:g} \u00c5 outside it"
     add_text(ren, sub, size, (0.5, 0.935), fs, color=(0.2, 0.2, 0.2))
     if stats:
-        note = (f"surface values {stats['lo']:.3g} to {stats['hi']:.3g} {m.units}; "
+        note = (f"surface values {stats['lo']:.4g} to {stats['hi']:.4g} {m.units}; "
                 f"{100 * stats['clamped']:.0f}% beyond \u00b1{lim:g}").strip()
         add_text(ren, note, size, (0.02, 0.165), int(fs * 0.85), color=(0.3, 0.3, 0.3), justify="left")
     if not good.all():
@@ -965,6 +992,8 @@ def main(argv):
                       f"{m.units} (values {stats['lo']:.3g} to {stats['hi']:.3g}); a bare Coulomb sum "
                       f"(dielectric 1) is far larger than a screened APBS map: try --limit auto, "
                       f"or map with --dielectric 80", file=sys.stderr)
+        if args.palette:
+            to_palette(out_png)
         print(f"wrote      {out_png}")
     return 0
 

@@ -79,6 +79,8 @@ std::string fmt(const char* format, double value) {
   return buffer;
 }
 
+std::string times(double ratio) { return std::isfinite(ratio) ? fmt("%.1f", ratio) + "x" : "-"; }
+
 std::string dims_text(std::int64_t nx, std::int64_t ny, std::int64_t nz) {
   return std::to_string(nx) + "x" + std::to_string(ny) + "x" + std::to_string(nz);
 }
@@ -165,16 +167,22 @@ std::vector<const KernelVariant*> scaling_variants(const Bench& b, bool with_cpu
   return out;
 }
 
-/// Adds one "skipped" row per GPU variant when there is no CUDA device, and drops them from `kernels`.
+/// Adds one "skipped" row per GPU variant when there is no CUDA device, and drops them from
+/// `kernels`. The row carries `problem`'s sizes, or zeros when the sweep has no one problem.
 void skip_gpu_variants(Bench& b, const std::string& sweep, std::vector<const KernelVariant*>& kernels,
-                       const PreparedProblem& problem, std::vector<Row>& rows) {
+                       const PreparedProblem* problem, std::vector<Row>& rows) {
   if (b.have_cuda) return;
   std::vector<const KernelVariant*> kept;
   for (const KernelVariant* k : kernels) {
-    if (k->backend == Backend::Cuda)
-      rows.push_back(b.measure_one(sweep, *k, problem, b.run, "-"));
-    else
+    if (k->backend != Backend::Cuda) {
       kept.push_back(k);
+      continue;
+    }
+    Row row = blank_row(sweep, *k, problem ? problem->view(nullptr) : DcsProblem{}, b.run);
+    row.status = Status::Skipped;
+    row.note = "no CUDA device: " + b.cuda_reason;
+    print_row(row, "(whole sweep)");
+    rows.push_back(row);
   }
   kernels = kept;
 }
@@ -190,7 +198,7 @@ void sweep_blocks(Bench& b, const PreparedProblem& problem) {
   std::vector<const KernelVariant*> kernels = scaling_variants(b, false);
   print_header("blocks: CUDA block shapes, 64 to 1024 threads");
   std::vector<Row> rows;
-  skip_gpu_variants(b, "blocks", kernels, problem, rows);
+  skip_gpu_variants(b, "blocks", kernels, &problem, rows);
   for (const KernelVariant* k : kernels) {
     for (const BlockShape s : sweep_block_shapes()) {
       RunOptions o = b.run;
@@ -209,7 +217,7 @@ void sweep_coarsening(Bench& b, const PreparedProblem& problem) {
       if (k.name == name && b.is_selected(k)) kernels.push_back(&k);
   print_header("coarsening: points per thread along x");
   std::vector<Row> rows;
-  skip_gpu_variants(b, "coarsening", kernels, problem, rows);
+  skip_gpu_variants(b, "coarsening", kernels, &problem, rows);
   for (const KernelVariant* k : kernels) {
     for (const int c : sweep_coarsening_factors()) {
       RunOptions o = b.run;
@@ -224,7 +232,7 @@ void sweep_atoms(Bench& b, const GridSpec& grid) {
   std::vector<const KernelVariant*> kernels = scaling_variants(b, true);
   print_header("atoms: random atoms on the " + dims_text(grid.dims[0], grid.dims[1], grid.dims[2]) + " grid");
   std::vector<Row> rows;
-  skip_gpu_variants(b, "atoms", kernels, PreparedProblem(random_atoms(1, grid, b.seed), grid, 1.0), rows);
+  skip_gpu_variants(b, "atoms", kernels, nullptr, rows);
   for (const std::size_t n : sweep_atom_counts()) {
     const PreparedProblem problem(random_atoms(n, grid, b.seed + n), grid, coulomb_factor({}));
     for (const KernelVariant* k : kernels)
@@ -237,10 +245,7 @@ void sweep_grid(Bench& b) {
   std::vector<const KernelVariant*> kernels = scaling_variants(b, true);
   print_header("grid: " + with_commas(kSweepGridAtoms) + " random atoms, growing grids");
   std::vector<Row> rows;
-  {
-    const GridSpec g = bench_grid({8, 8, 8}, b.spacing);
-    skip_gpu_variants(b, "grid", kernels, PreparedProblem(random_atoms(kSweepGridAtoms, g, b.seed), g, 1.0), rows);
-  }
+  skip_gpu_variants(b, "grid", kernels, nullptr, rows);
   for (const auto& dims : sweep_grid_dims()) {
     const GridSpec grid = bench_grid(dims, b.spacing);
     const PreparedProblem problem(random_atoms(kSweepGridAtoms, grid, b.seed + static_cast<std::uint64_t>(dims[0])),
@@ -256,10 +261,7 @@ void sweep_speedup(Bench& b) {
   print_header("speedup: cpu-parallel vs the best GPU variant");
   std::vector<Row> rows;
   std::vector<Speedup> speedups;
-  {
-    const GridSpec g = bench_grid({8, 8, 8}, b.spacing);
-    skip_gpu_variants(b, "speedup", kernels, PreparedProblem(random_atoms(16, g, b.seed), g, 1.0), rows);
-  }
+  skip_gpu_variants(b, "speedup", kernels, nullptr, rows);
   for (const SpeedupSize& size : sweep_speedup_sizes()) {
     const GridSpec grid = bench_grid(size.dims, b.spacing);
     const PreparedProblem problem(random_atoms(size.atoms, grid, b.seed + size.atoms), grid, coulomb_factor({}));
@@ -304,8 +306,7 @@ void sweep_speedup(Bench& b) {
   for (const Speedup& s : speedups)
     std::printf("%-32s %-15s %12s %-15s %12s %9s %9s\n", s.label.c_str(), s.cpu_kernel.empty() ? "-" : s.cpu_kernel.c_str(),
                 fmt("%.3e", s.cpu_evals_per_s).c_str(), s.gpu_kernel.empty() ? "-" : s.gpu_kernel.c_str(),
-                fmt("%.3e", s.gpu_evals_per_s).c_str(), (fmt("%.1f", s.kernel_speedup) + "x").c_str(),
-                (fmt("%.1f", s.wall_speedup) + "x").c_str());
+                fmt("%.3e", s.gpu_evals_per_s).c_str(), times(s.kernel_speedup).c_str(), times(s.wall_speedup).c_str());
   std::printf("SPEEDUP: ratio of kernel throughputs; WITH I/O: of throughputs by wall time (GPU allocation and\n"
               "copies included).%s\n",
               b.have_cuda ? "" : " No CUDA device here, so no GPU column.");
