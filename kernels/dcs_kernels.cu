@@ -39,7 +39,7 @@ namespace {
 
 /// Atoms per __constant__ chunk: 4096 float4 = 64 KB, the whole constant bank.
 constexpr int kConstantChunk = 4096;
-/// (x, y, z, q) of the current chunk, for the Constant and Coarsened variants.
+/// (x, y, z, q) of the current chunk, for the Constant variant.
 __constant__ float4 c_atoms[kConstantChunk];
 
 /// Slab geometry, passed by value (kernel parameters live in the constant bank).
@@ -154,12 +154,16 @@ __global__ void constant_kernel(float* __restrict__ slab, const float4* __restri
 // CX stores is coalesced across the warp), for one row j of one plane. dy² + dz² + a² is
 // computed once per atom and reused for the CX points. The device slab is padded to whole
 // tiles (pitch_x a multiple of CX·blockDim.x, pitch_y of blockDim.y), so nothing in the
-// kernel tests bounds. Atoms come from c_atoms, one launch per 4096-atom chunk over the whole
-// slab; the first chunk writes, later chunks add (each thread reads back only its own points).
-// Per evaluation: FADD (dx), FFMA (r²), MUFU, FFMA (accumulate); per atom: LDC, 2 FADD, 2 FFMA.
+// kernel tests bounds. Atoms are read as float4 from global memory at a warp-uniform address
+// (one broadcast L1 transaction per warp, amortized over CX points), so one launch covers
+// all atoms and each result is written exactly once at the end.
+// (A first version streamed the atoms through __constant__ chunks, as the classic DCS code
+// does: on the H200 that ran at 33% of the rsqrt ceiling, because warps at different atoms
+// keep missing the small per-SM constant cache; see benchmarks/NOTES.md.)
+// Per evaluation: FADD (dx), FFMA (r²), MUFU, FFMA (accumulate); per atom: LDG, 2 FADD, 2 FFMA.
 template <int CX, int MAX_THREADS>
 __global__ void __launch_bounds__(MAX_THREADS)
-    coarsened_kernel(float* __restrict__ slab, int n, Geometry g, int accumulate) {
+    coarsened_kernel(float* __restrict__ slab, const float4* __restrict__ atoms, int n, Geometry g) {
   const int bx = static_cast<int>(blockDim.x);
   const int i0 = static_cast<int>(blockIdx.x) * (CX * bx) + static_cast<int>(threadIdx.x);
   const int j = static_cast<int>(blockIdx.y * blockDim.y + threadIdx.y);
@@ -174,7 +178,7 @@ __global__ void __launch_bounds__(MAX_THREADS)
   for (int c = 0; c < CX; ++c) sum[c] = 0.0f;
 #pragma unroll 2
   for (int a = 0; a < n; ++a) {
-    const float4 atom = c_atoms[a];
+    const float4 atom = __ldg(atoms + a);
     const float dy = gy - atom.y;
     const float dz = gz - atom.z;
     const float dyz2 = fmaf(dy, dy, fmaf(dz, dz, g.a2));
@@ -185,13 +189,8 @@ __global__ void __launch_bounds__(MAX_THREADS)
     }
   }
   float* p = slab + slab_index(g, i0, j, plane);
-  if (accumulate) {
 #pragma unroll
-    for (int c = 0; c < CX; ++c) p[c * bx] += sum[c];
-  } else {
-#pragma unroll
-    for (int c = 0; c < CX; ++c) p[c * bx] = sum[c];
-  }
+  for (int c = 0; c < CX; ++c) p[c * bx] = sum[c];
 }
 
 /// Unrolled: atom (x, y, dz²+a², q) applied to a CX × RY register tile.
@@ -289,7 +288,7 @@ constexpr int unrolled_rows(int cx) { return cx >= 16 ? 1 : 2; }
 constexpr int kSmallBlock = 256;
 constexpr int kLargeBlock = 1024;
 
-using CoarsenedFn = void (*)(float*, int, Geometry, int);
+using CoarsenedFn = void (*)(float*, const float4*, int, Geometry);
 using UnrolledFn = void (*)(float*, const float4*, int, Geometry);
 
 template <int T>
@@ -329,7 +328,7 @@ const char* variant_name(Variant v) {
   return "cuda-?";
 }
 
-bool uses_constant_memory(Variant v) { return v == Variant::Constant || v == Variant::Coarsened; }
+bool uses_constant_memory(Variant v) { return v == Variant::Constant; }
 
 /// Lowest compute capability (×10, e.g. 90) this build has code for.
 int lowest_built_arch() {
@@ -553,8 +552,7 @@ void enqueue_kernels(const Plan& plan, const DcsProblem& p, const float4* d_atom
       ESPGRID_CUDA_CHECK_LAUNCH();
       return;
     }
-    case Variant::Constant:
-    case Variant::Coarsened: {
+    case Variant::Constant: {
       const int chunks = std::max(1, static_cast<int>(ceil_div(n, kConstantChunk)));
       for (int c = 0; c < chunks; ++c) {
         const int base = c * kConstantChunk;
@@ -563,17 +561,18 @@ void enqueue_kernels(const Plan& plan, const DcsProblem& p, const float4* d_atom
           ESPGRID_CUDA_CHECK(cudaMemcpyToSymbolAsync(c_atoms, d_atoms + base, sizeof(float4) * count, 0,
                                                      cudaMemcpyDeviceToDevice, stream));
         const int accumulate = c > 0 ? 1 : 0;
-        if (plan.variant == Variant::Constant) {
-          const dim3 grid(up(p.nx, plan.bx), up(p.ny, plan.by), static_cast<unsigned>(planes));
-          const std::size_t shared = sizeof(float) * static_cast<std::size_t>(count);
-          constant_kernel<<<grid, block, shared, stream>>>(d_slab, d_atoms + base, count, g, accumulate);
-        } else {
-          const dim3 grid(up(plan.pitch_x, std::int64_t{plan.cx} * plan.bx), up(plan.pitch_y, plan.by),
-                          static_cast<unsigned>(planes));
-          plan.coarsened<<<grid, block, 0, stream>>>(d_slab, count, g, accumulate);
-        }
+        const dim3 grid(up(p.nx, plan.bx), up(p.ny, plan.by), static_cast<unsigned>(planes));
+        const std::size_t shared = sizeof(float) * static_cast<std::size_t>(count);
+        constant_kernel<<<grid, block, shared, stream>>>(d_slab, d_atoms + base, count, g, accumulate);
         ESPGRID_CUDA_CHECK_LAUNCH();
       }
+      return;
+    }
+    case Variant::Coarsened: {
+      const dim3 grid(up(plan.pitch_x, std::int64_t{plan.cx} * plan.bx), up(plan.pitch_y, plan.by),
+                      static_cast<unsigned>(planes));
+      plan.coarsened<<<grid, block, 0, stream>>>(d_slab, d_atoms, n, g);
+      ESPGRID_CUDA_CHECK_LAUNCH();
       return;
     }
     case Variant::Unrolled: {

@@ -28,8 +28,9 @@ step build cmake -S . -B "$BUILD_DIR" -DESPGRID_VTK=OFF -DCMAKE_BUILD_TYPE=Relea
   step build cmake --build "$BUILD_DIR" -j "$(nproc)" || { echo "build failed"; exit 1; }
 export ESPGRID_REQUIRE_GPU=1
 step ctest ctest --test-dir "$BUILD_DIR" --output-on-failure -j 4
-step memcheck compute-sanitizer --tool memcheck --error-exitcode 99 --leak-check full "$BUILD_DIR/tests/test_gpu_kernels"
-step racecheck compute-sanitizer --tool racecheck --error-exitcode 99 "$BUILD_DIR/tests/test_gpu_kernels"
+# Timing checks mean nothing under a sanitizer's slowdown: leave the ceiling test out there.
+step memcheck compute-sanitizer --tool memcheck --error-exitcode 99 --leak-check full "$BUILD_DIR/tests/test_gpu_kernels" --gtest_filter=-*RsqrtCeiling*
+step racecheck compute-sanitizer --tool racecheck --error-exitcode 99 "$BUILD_DIR/tests/test_gpu_kernels" --gtest_filter=-*RsqrtCeiling*
 step synccheck compute-sanitizer --tool synccheck --error-exitcode 99 "$BUILD_DIR/tests/test_gpu_kernels" --gtest_filter='*Random*:*Slab*'
 step verify-actin "$BUILD_DIR/espgrid" verify data/actin_dimer.pqr --kernel all --spacing 1.0
 step map-actin-cuda "$BUILD_DIR/espgrid" map data/actin_dimer.pqr --backend cuda -o /tmp/actin-cuda.dx

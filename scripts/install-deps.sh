@@ -9,8 +9,10 @@ packages=(
   python3-vtk9 python3-matplotlib python3-numpy  # viz/ renderer and benchmark plots
   xvfb                                      # headless rendering where no GPU/EGL exists
 )
+interop=0
 if [ "${1:-}" = "--interop" ]; then
-  # the clients the interop tests open our maps with (large: only with --interop)
+  # the clients the interop tests open our maps with: ParaView, PyMOL, APBS (multivalue)
+  interop=1
   packages+=(paraview pymol apbs)
 fi
 SUDO=""
@@ -26,4 +28,8 @@ if [ ${#missing[@]} -gt 0 ]; then
   echo "install-deps: installing ${missing[*]}"
   $SUDO apt-get update -q
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+if [ $interop = 1 ] && [ ! -e /opt/paraview-python/.espgrid-unpacked ]; then
+  # ParaView's Python modules conflict with python3-vtk9 as packages; unpack them privately.
+  $SUDO bash "$(dirname "$0")/../tests/interop/setup_paraview_python.sh"
 fi

@@ -29,6 +29,17 @@ std::string exact(double value) {
   return std::string(buffer, end);
 }
 
+/// `text` made safe for one header comment line: control characters (a newline in a path
+/// would end the comment and break VMD's and APBS's parsers) become '?', and the length is
+/// capped well inside VMD's 2040-byte line buffer.
+std::string comment_text(const std::string& text) {
+  std::string out = text.substr(0, 200);
+  for (char& c : out)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+  if (text.size() > 200) out += "...";
+  return out;
+}
+
 void check_finite(const PotentialMap& map) {
   const GridSpec& g = map.grid;
   if (map.values.size() != g.point_count())
@@ -78,7 +89,7 @@ void write_dx_to(const PotentialMap& map, const std::string& path) {
   const auto nx = g.dims[0], ny = g.dims[1], nz = g.dims[2];
   std::string header;
   header += "# Electrostatic potential by espgrid " ESPGRID_VERSION " (direct Coulomb summation)\n";
-  if (!map.source.empty()) header += "# " + map.source + "\n";
+  if (!map.source.empty()) header += "# " + comment_text(map.source) + "\n";
   header += "# Potential in " + map.unit + " (T = " + exact(map.temperature) + " K), dielectric " +
             exact(map.dielectric) + "\n";
   header += "object 1 class gridpositions counts " + std::to_string(nx) + " " + std::to_string(ny) + " " +

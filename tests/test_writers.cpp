@@ -96,6 +96,20 @@ TEST_F(Writers, DxHasApbsLayout) {
   EXPECT_EQ(text.count(), n + 31);
 }
 
+// A source path with a newline or of great length must not break the header's comment block.
+TEST_F(Writers, DxCommentIsOneSafeLine) {
+  map_.source = "/tmp/odd\ndir/" + std::string(3000, 'x') + ".pqr";
+  write_map(map_, path("m.dx"));
+  const TextLines text(path("m.dx"));
+  std::size_t n = 1;
+  while (text.line(n).substr(0, 1) == "#") {
+    EXPECT_LT(text.line(n).size(), 300u);
+    ++n;
+  }
+  EXPECT_EQ(text.line(n), "object 1 class gridpositions counts 5 4 3");
+  EXPECT_EQ(read_dx(path("m.dx")).values, map_.values);
+}
+
 TEST_F(Writers, DxWithCountNotAMultipleOfThree) {
   map_.grid.dims = {2, 2, 2};
   map_.values.resize(8);

@@ -485,17 +485,17 @@ def add_scalar_bar(ren, lut, title, size):
     import vtk
     sb = vtk.vtkScalarBarActor()
     sb.SetLookupTable(lut)
-    sb.SetTitle(title)
+    sb.SetTitle(" ")        # drawn as a separate text above the bar: VTK's own title collides with labels
     sb.SetOrientationToHorizontal()
     sb.SetNumberOfLabels(5)
     sb.SetLabelFormat("%.4g")
-    sb.SetPosition(0.2, 0.015)
+    sb.SetPosition(0.2, 0.0)
     sb.SetWidth(0.6)
-    sb.SetHeight(0.12)
+    sb.SetHeight(0.11)
     sb.SetBarRatio(0.3)
-    sb.SetTextPositionToSucceedScalarBar()
+    sb.SetTextPositionToPrecedeScalarBar()
     sb.UnconstrainedFontSizeOn()
-    fs = max(12, int(size[1] / 45))
+    fs = max(10, int(size[1] / 45))
     for tp in (sb.GetTitleTextProperty(), sb.GetLabelTextProperty()):
         tp.SetColor(0, 0, 0)
         tp.SetShadow(0)
@@ -506,6 +506,15 @@ def add_scalar_bar(ren, lut, title, size):
     sb.DrawAnnotationsOff()
     sb.SetMaximumNumberOfColors(256)
     ren.AddActor2D(sb)
+    t = vtk.vtkTextActor()
+    t.SetInput(title)
+    tp = t.GetTextProperty()
+    tp.SetFontSize(int(fs * 1.1))
+    tp.SetColor(0, 0, 0)
+    tp.SetJustificationToCentered()
+    tp.SetVerticalJustificationToBottom()
+    t.SetDisplayPosition(int(0.5 * size[0]), int(0.115 * size[1]))
+    ren.AddActor2D(t)
     return sb
 
 
@@ -744,7 +753,7 @@ def render_iso(m, st, args, out_png, title):
     fit_view(ren, np.vstack([view_pts] + pts_for_view), args.view, args.size, fill=0.80, vshift=-0.02,
              axes_points=view_pts)
     size = args.size
-    fs = max(14, size[1] // 40)
+    fs = max(10, size[1] // 40)
     add_text(ren, title, size, (0.5, 0.985), int(fs * 1.25), bold=True)
     # Legend: one row at the bottom, each level in its own colour.
     row = [("isosurfaces:", (0, 0, 0))] + legend
@@ -906,7 +915,7 @@ def render_surface(m, st, args, out_png, title, surf, vals):
     # The atoms' principal axes choose the view, as in the isosurface picture.
     fit_view(ren, np.vstack([st.xyz, pts]), args.view, args.size, fill=0.74, vshift=0.06, axes_points=st.xyz)
     size = args.size
-    fs = max(14, size[1] // 40)
+    fs = max(10, size[1] // 40)
     add_text(ren, title, size, (0.5, 0.985), int(fs * 1.25), bold=True)
     kind = "solvent-accessible" if args.probe > 0 else "molecular"
     sub = f"{kind} surface coloured by the potential {args.offset:g} \u00c5 outside it"
@@ -914,10 +923,10 @@ def render_surface(m, st, args, out_png, title, surf, vals):
     if stats:
         note = (f"surface values {stats['lo']:.4g} to {stats['hi']:.4g} {m.units}; "
                 f"{100 * stats['clamped']:.0f}% beyond \u00b1{lim:g}").strip()
-        add_text(ren, note, size, (0.02, 0.165), int(fs * 0.85), color=(0.3, 0.3, 0.3), justify="left")
+        add_text(ren, note, size, (0.02, 0.19), int(fs * 0.85), color=(0.3, 0.3, 0.3), justify="left")
     if not good.all():
         add_text(ren, f"grey: outside the map ({100 * (1 - good.mean()):.0f}% of the surface)", size,
-                 (0.98, 0.165), int(fs * 0.85), color=(0.4, 0.4, 0.4), justify="right")
+                 (0.98, 0.19), int(fs * 0.85), color=(0.4, 0.4, 0.4), justify="right")
     add_scalar_bar(ren, lut, unit_label(m.units), size)
     write_png(rw, out_png)
     return stats, float(1 - good.mean()) if len(good) else 1.0

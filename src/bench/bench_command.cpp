@@ -460,6 +460,8 @@ int run_bench(int argc, char** argv) {
     input_text = with_commas(static_cast<std::uint64_t>(count)) + " random atoms (seed " + std::to_string(b.seed) + ")";
   }
 
+  check_grid_fits(grid);  // the GPU variants may compute the whole map at once
+
   // Metadata and the device's ceiling.
   b.meta = host_metadata();
   b.meta.settings = b.settings;
