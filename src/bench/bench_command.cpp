@@ -4,6 +4,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <random>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -346,7 +347,8 @@ int run_bench(int argc, char** argv) {
       ("dims", "grid of the random input NX,NY,NZ", cxxopts::value<std::string>()->default_value("256,256,128"))
       ("spacing", "grid spacing in Å: H or HX,HY,HZ", cxxopts::value<std::string>()->default_value("0.5"))
       ("padding", "with a structure file: space around its bounding box, Å", cxxopts::value<std::string>()->default_value("10"))
-      ("seed", "seed of the random atoms and of the checked points", cxxopts::value<std::string>()->default_value("1"));
+      ("seed", "seed of the random atoms and of the checked points (default: a fresh one, printed)",
+       cxxopts::value<std::string>());
   options.add_options("Kernels")
       ("kernel", "all, or NAME[,NAME...] (see `espgrid kernels`)", cxxopts::value<std::string>()->default_value("all"))
       ("backend", "auto (all), cpu or cuda", cxxopts::value<std::string>()->default_value("auto"))
@@ -383,7 +385,9 @@ int run_bench(int argc, char** argv) {
   b.settings.warmup = static_cast<int>(whole_value("warmup", args["warmup"].as<std::string>()));
   b.settings.budget_seconds = real_value("budget", args["budget"].as<std::string>());
   const long long check_points = whole_value("check-points", args["check-points"].as<std::string>());
-  const long long seed = whole_value("seed", args["seed"].as<std::string>());
+  // Fresh inputs each run unless --seed asks to repeat one; the seed is printed and recorded.
+  const long long seed = args.count("seed") ? whole_value("seed", args["seed"].as<std::string>())
+                                            : static_cast<long long>(std::random_device{}() >> 1);
   if (b.settings.repeats < 1 || b.settings.repeats > 1000) throw UsageError("--repeats must be 1 to 1000");
   if (b.settings.warmup < 0 || b.settings.warmup > 1000) throw UsageError("--warmup must be 0 to 1000");
   if (!(b.settings.budget_seconds > 0) || b.settings.budget_seconds > 600)
