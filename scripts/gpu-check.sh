@@ -28,6 +28,8 @@ step build cmake -S . -B "$BUILD_DIR" -DESPGRID_VTK=OFF -DCMAKE_BUILD_TYPE=Relea
   step build cmake --build "$BUILD_DIR" -j "$(nproc)" || { echo "build failed"; exit 1; }
 export ESPGRID_REQUIRE_GPU=1
 step ctest ctest --test-dir "$BUILD_DIR" --output-on-failure -j 4
+# The same gtest binaries run directly: a full log of every GPU test, whatever ctest does.
+step gtest-gpu "$BUILD_DIR/tests/test_gpu_kernels"
 # Timing checks mean nothing under a sanitizer's slowdown: leave the ceiling test out there.
 step memcheck compute-sanitizer --tool memcheck --error-exitcode 99 --leak-check full "$BUILD_DIR/tests/test_gpu_kernels" --gtest_filter=-*RsqrtCeiling*
 step racecheck compute-sanitizer --tool racecheck --error-exitcode 99 "$BUILD_DIR/tests/test_gpu_kernels" --gtest_filter=-*RsqrtCeiling*

@@ -58,9 +58,9 @@ RunTiming run_cuda(const DcsProblem& p, const RunOptions& o) {
 // Keep the CUDA rows in the order of cuda::Variant. Flop counts: see each kernel's comment.
 constexpr std::array kVariants = {
     KernelVariant{"cpu-naive", "one point at a time over all atoms, recomputing dx, dy, dz (1 thread)",
-                  Backend::Cpu, 12, &run_cpu_naive},
+                  Backend::Cpu, 12, &run_cpu_naive, /*serial=*/true},
     KernelVariant{"cpu-reference", "per plane dz², per row dy²+dz², then a sweep along x (1 thread)",
-                  Backend::Cpu, 6, &run_cpu_reference},
+                  Backend::Cpu, 6, &run_cpu_reference, /*serial=*/true},
     KernelVariant{"cpu-parallel", "cpu-reference's arithmetic on all cores (OpenMP), x sweep vectorized",
                   Backend::Cpu, 6, &run_cpu_parallel},
     KernelVariant{"cuda-scatter", "one thread per atom (and plane), atomicAdd into every point of a slab",

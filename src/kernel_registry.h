@@ -38,6 +38,9 @@ struct KernelVariant {
   int flops_per_evaluation;
   /// Fills problem.potential (every point written); throws espgrid::Error on failure.
   RunTiming (*run)(const DcsProblem& problem, const RunOptions& options);
+  /// Runs on one CPU thread: benchmarks may time it on part of a plane. Parallel variants
+  /// are always timed on whole planes, so the measurement fills the machine.
+  bool serial = false;
 };
 
 std::span<const KernelVariant> kernel_variants();

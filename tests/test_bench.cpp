@@ -591,3 +591,29 @@ TEST(BenchCommand, BadOptionsAreUsageErrors) {
 
 }  // namespace
 }  // namespace espgrid::bench
+
+namespace espgrid::bench {
+namespace {
+
+/// A GPU-like kernel: a fixed launch latency per row of blocks makes small runs look slow.
+struct UnderfilledGpu {
+  std::vector<WorkShape> runs;
+  double operator()(WorkShape s) {
+    runs.push_back(s);
+    const double rows = static_cast<double>(s.rows());
+    // 40 µs per row until 4,096 rows fill the device, then 4e12 evaluations/s
+    return rows < 4096 ? 40e-6 * rows : 256.0 * rows * 300000.0 / 4e12;
+  }
+};
+
+// Run 2 on the H200 timed cuda-coarsened on 4 rows of a 300,000-atom problem and reported
+// 0.2% of the ceiling: the budget probe had shrunk the work below what fills the GPU.
+TEST(BenchSizing, ParallelKernelsAreTimedOnWholePlanes) {
+  UnderfilledGpu gpu;
+  const Sizing s = size_by_budget(std::ref(gpu), 256, 256, 128, 300000, 0.2, /*min_rows=*/256);
+  EXPECT_GE(s.shape.ny_used, 256);
+  for (std::size_t r = 1; r < gpu.runs.size(); ++r) EXPECT_GE(gpu.runs[r].rows(), 256);  // after the warm-up
+}
+
+}  // namespace
+}  // namespace espgrid::bench

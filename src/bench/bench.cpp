@@ -56,7 +56,7 @@ std::int64_t rows_for_budget(double evals_per_second, double budget_seconds, std
 }
 
 Sizing size_by_budget(const ProbeRun& run, std::int64_t nx, std::int64_t ny, std::int64_t nz, std::size_t atoms,
-                      double budget_seconds) {
+                      double budget_seconds, std::int64_t min_rows) {
   if (nx < 1 || ny < 1 || nz < 1) throw Error("cannot benchmark an empty grid");
   const std::int64_t total_rows = ny * nz;
   const double per_row = static_cast<double>(nx) * static_cast<double>(std::max<std::size_t>(atoms, 1));
@@ -65,23 +65,29 @@ Sizing size_by_budget(const ProbeRun& run, std::int64_t nx, std::int64_t ny, std
   run(shape_for_rows(1, ny, nz));
   ++sizing.probe_runs;
   const double start_rows = std::ceil(1e6 / per_row);
-  std::int64_t rows = start_rows >= static_cast<double>(total_rows) ? total_rows
-                                                                     : std::max<std::int64_t>(1, static_cast<std::int64_t>(start_rows));
+  // Parallel kernels are never timed on less than `min_rows` (a whole plane): a few rows leave
+  // most of a GPU or of the CPU's threads idle and would measure that, not the kernel.
+  min_rows = std::clamp<std::int64_t>(min_rows, 1, total_rows);
+  std::int64_t rows = start_rows >= static_cast<double>(total_rows)
+                          ? total_rows
+                          : std::max<std::int64_t>(min_rows, static_cast<std::int64_t>(start_rows));
   WorkShape shape;
   double seconds = 0;
   for (int step = 0;; ++step) {
     shape = shape_for_rows(rows, ny, nz);
     seconds = run(shape);
     ++sizing.probe_runs;
-    if (seconds >= budget_seconds / 8 || shape.rows() == total_rows || step >= 24) break;
-    const double grow = seconds > 0 ? std::clamp(budget_seconds / 4 / seconds, 2.0, 64.0) : 64.0;
+    // Probe until a run takes a quarter of the budget: small probes underfill a GPU, so their
+    // throughput would underestimate the kernel and shrink the timed work too far.
+    if (seconds >= budget_seconds / 4 || shape.rows() == total_rows || step >= 24) break;
+    const double grow = seconds > 0 ? std::clamp(budget_seconds / 3 / seconds, 2.0, 64.0) : 64.0;
     const double next = std::ceil(static_cast<double>(shape.rows()) * grow);
     rows = next >= static_cast<double>(total_rows) ? total_rows : static_cast<std::int64_t>(next);
   }
   sizing.probe_evals_per_second = seconds > 0 ? per_row * static_cast<double>(shape.rows()) / seconds
                                               : std::numeric_limits<double>::infinity();
-  sizing.shape =
-      shape_for_rows(rows_for_budget(sizing.probe_evals_per_second, budget_seconds, nx, atoms, total_rows), ny, nz);
+  sizing.shape = shape_for_rows(
+      std::max(min_rows, rows_for_budget(sizing.probe_evals_per_second, budget_seconds, nx, atoms, total_rows)), ny, nz);
   return sizing;
 }
 
@@ -236,7 +242,8 @@ Row measure(std::string sweep, const KernelVariant& kernel, const PreparedProble
 
   try {
     const Sizing sizing = size_by_budget([&](WorkShape s) { return run_on(s).kernel_seconds; }, full.nx, full.ny,
-                                         full.nz, full.atom_count, settings.budget_seconds);
+                                         full.nz, full.atom_count, settings.budget_seconds,
+                                         kernel.serial ? 1 : full.ny);
     const WorkShape shape = sizing.shape;
     row.ny_used = shape.ny_used;
     row.nz_used = shape.nz_used;

@@ -64,11 +64,13 @@ struct Sizing {
 using ProbeRun = std::function<double(WorkShape)>;
 
 /// Probes the kernel on growing parts of the grid (one row's warm-up first, then from about
-/// 10⁶ evaluations up, ×2 to ×64 a step) until a run takes at least budget/8 or covers the
-/// whole grid, then returns the shape that fits `budget_seconds` at the measured rate. Fast
-/// kernels get the whole grid; slow ones as many whole planes as fit, at least one row.
+/// 10⁶ evaluations or `min_rows` up, ×2 to ×64 a step) until a run takes at least budget/4 or
+/// covers the whole grid, then returns the shape that fits `budget_seconds` at the measured
+/// rate, never less than `min_rows` rows. Fast kernels get the whole grid; slow ones as many
+/// whole planes as fit. Parallel kernels pass a whole plane as `min_rows` (fewer rows would
+/// leave the GPU or the CPU threads idle); single-threaded ones 1.
 Sizing size_by_budget(const ProbeRun& run, std::int64_t nx, std::int64_t ny, std::int64_t nz, std::size_t atoms,
-                      double budget_seconds);
+                      double budget_seconds, std::int64_t min_rows = 1);
 
 // ---- inputs ------------------------------------------------------------------------------------
 
