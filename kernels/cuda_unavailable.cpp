@@ -13,6 +13,15 @@ DeviceTiming compute_potential(Variant, const DcsProblem&, const DeviceRunOption
   throw Error(kReason);
 }
 
+DeviceTiming compute_potential_multi(Variant, const DcsProblem&, const std::vector<int>&, const DeviceRunOptions&) {
+  throw Error(kReason);
+}
+
+std::vector<int> usable_devices(std::string* reason) {
+  if (reason) *reason = kReason;
+  return {};
+}
+
 int usable_device_count(std::string* reason) {
   if (reason) *reason = kReason;
   return 0;

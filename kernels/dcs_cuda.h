@@ -3,6 +3,8 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -38,25 +40,62 @@ struct DeviceRunOptions {
   /// in slabs of z-planes through two buffers of half this each (at least one plane each).
   /// Tests set it small to exercise slab streaming.
   std::size_t max_slab_bytes = 0;
+  /// Called from the calling thread as planes complete (compute_potential_multi too).
   ProgressFn progress;
+  /// compute_potential_multi: planes per work-queue chunk; 0 = automatic (about 8 chunks
+  /// per worker, at least 2^21 points each, equal sizes). A worker never takes more than its
+  /// slab buffer holds.
+  std::int64_t chunk_planes = 0;
+  /// Tests: called in the worker's own thread before each chunk is queued, with the worker's
+  /// index, its device and the chunk's first plane. An exception it throws fails that worker,
+  /// and so the whole call.
+  std::function<void(int worker, int device, std::int64_t k0)> chunk_hook;
+};
+
+/// What one worker (one host thread on one device) did.
+struct WorkerTiming {
+  int device = 0;
+  std::string device_name;
+  double kernel_seconds = 0;  ///< sum of its kernels' times, CUDA events
+  double wall_seconds = 0;    ///< its thread's whole run: setup, atoms, buffers, copies, kernels
+  std::int64_t planes = 0;    ///< z-planes it computed
+  int chunks = 0;             ///< plane ranges it took from the queue
 };
 
 struct DeviceTiming {
-  double kernel_seconds = 0;  ///< sum of kernel times, CUDA events
-  double wall_seconds = 0;    ///< whole call: allocation, copies and kernels
-  std::string device_name;
+  /// compute_potential: sum of kernel times, CUDA events. compute_potential_multi: the
+  /// largest worker's sum (the devices run concurrently; the busiest sets the pace).
+  double kernel_seconds = 0;
+  double wall_seconds = 0;    ///< whole call: allocation, copies and kernels (all threads)
+  std::string device_name;    ///< the device's description; several devices: a summary
+  std::vector<WorkerTiming> workers;  ///< one entry per worker (one for compute_potential)
 };
 
-/// Computes problem.potential on the GPU. Throws CudaError (an espgrid::Error) on failure.
-/// Calls for cuda-constant and cuda-coarsened are serialized process-wide (they share the
-/// device's __constant__ atom buffer); the others may run concurrently on separate threads.
+/// Computes problem.potential on one GPU. Throws CudaError (an espgrid::Error) on failure.
+/// Calls for cuda-constant on the same device are serialized (they share that device's
+/// __constant__ atom buffer); calls on different devices, and of the other variants, may
+/// run concurrently on separate threads.
 DeviceTiming compute_potential(Variant variant, const DcsProblem& problem,
                                const DeviceRunOptions& options);
+
+/// Computes problem.potential on several GPUs: one host thread per entry of `devices`, each
+/// with its own streams and slab buffers, pulls chunks of z-planes from a shared queue (an
+/// atomic counter) until none are left, so devices of unequal speed or load all stay busy.
+/// The atoms are uploaded once per distinct device. A device may appear more than once:
+/// its workers share the device (and its atoms). Per-point sums do not depend on the split:
+/// the map is bit-identical to compute_potential's for every variant but cuda-scatter
+/// (atomics). options.device is ignored. When a worker fails, the others stop taking chunks
+/// and the call throws that worker's error, naming its device; nothing is left running.
+DeviceTiming compute_potential_multi(Variant variant, const DcsProblem& problem, const std::vector<int>& devices,
+                                     const DeviceRunOptions& options);
 
 /// Number of usable CUDA devices (those whose compute capability this build has code for);
 /// 0 with `reason` filled when there are none (no driver, no device, or a build without
 /// CUDA). Never throws.
 int usable_device_count(std::string* reason = nullptr);
+/// The ordinals of the usable devices (those usable_device_count counts), for `--devices all`;
+/// empty with `reason` filled when there are none. Never throws.
+std::vector<int> usable_devices(std::string* reason = nullptr);
 /// "NVIDIA H100 80GB HBM3 (sm_90, 132 SMs)". Throws CudaError for a device that cannot be queried.
 std::string describe_device(int device);
 

@@ -17,16 +17,30 @@
 // overlap the kernels of slab s. Kernels of consecutive slabs are serialized on purpose
 // (cudaStreamWaitEvent): the event intervals never overlap, so their sum is the kernel time,
 // and the single __constant__ atom buffer is never rewritten under a running kernel.
+//
+// That loop is one worker (run_worker): it takes its slabs as ranges of planes from a work
+// queue (PlaneQueue, one atomic counter). compute_potential runs one worker in the calling
+// thread, taking slabs of the budget's size in order: the fixed slab sequence. compute_potential_multi
+// runs one worker per listed device, each in its own host thread with its own streams and
+// buffers, all pulling chunks from one queue, so a faster or less loaded GPU simply takes more
+// chunks. The atoms are uploaded once per device; the calling thread only reports progress.
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <climits>
 #include <cmath>
+#include <condition_variable>
 #include <cstdint>
 #include <cstring>
+#include <exception>
+#include <functional>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "kernels/cuda_runtime_support.h"
 #include "kernels/dcs_cuda.h"
@@ -314,9 +328,6 @@ constexpr std::array<UnrolledKernel, 8> kUnrolledKernels = {
 
 using Clock = std::chrono::steady_clock;
 
-/// Serializes the variants that use the process-wide __constant__ buffer.
-std::mutex g_constant_memory_mutex;
-
 const char* variant_name(Variant v) {
   switch (v) {
     case Variant::Scatter: return "cuda-scatter";
@@ -361,7 +372,9 @@ void validate(const DcsProblem& p) {
   constexpr std::int64_t kMaxExtent = std::int64_t{1} << 30;
   if (p.nx < 0 || p.ny < 0 || p.nz < 0)
     throw UsageError("grid dimensions must not be negative");
-  if (p.nx > kMaxExtent || p.ny > kMaxExtent || p.nz > kMaxExtent)
+  if (p.z_offset < 0 || p.z_offset > kMaxExtent)
+    throw UsageError("plane offset " + std::to_string(p.z_offset) + " is out of range for the CUDA kernels");
+  if (p.nx > kMaxExtent || p.ny > kMaxExtent || p.nz > kMaxExtent - p.z_offset)
     throw UsageError("grid of " + std::to_string(p.nx) + "x" + std::to_string(p.ny) + "x" + std::to_string(p.nz) +
                      " points is too large for the CUDA kernels (at most 2^30 per axis)");
   if (p.atom_count > static_cast<std::size_t>(INT_MAX))
@@ -524,7 +537,7 @@ void enqueue_kernels(const Plan& plan, const DcsProblem& p, const float4* d_atom
   g.ny = static_cast<int>(p.ny);
   g.pitch_x = plan.pitch_x;
   g.pitch_y = plan.pitch_y;
-  g.k0 = static_cast<int>(k0);
+  g.k0 = static_cast<int>(p.z_offset + k0);  // map plane index: grid z = (z_offset + k)·hz
   g.hx = p.hx;
   g.hy = p.hy;
   g.hz = p.hz;
@@ -633,18 +646,78 @@ double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-void run_slabs(Variant variant, const DcsProblem& p, const DeviceRunOptions& o, DeviceTiming& timing) {
-  const int sms = device_attribute(cudaDevAttrMultiProcessorCount, o.device);
-  const Plan plan = make_plan(variant, p, o.shape, sms);
-  const int n = static_cast<int>(p.atom_count);
+/// Whole z-planes [k0, k0 + planes) of the problem.
+struct PlaneRange {
+  std::int64_t k0 = 0;
+  std::int64_t planes = 0;
+};
 
-  // Atoms, once per call: packed as float4 (x, y, z, q) in pinned memory, then to the device.
+/// The work queue the workers share: consecutive ranges of z-planes handed out from one
+/// atomic counter. Each take asks for at most what the taker's slab buffer holds, so workers
+/// with different budgets share one queue; one worker alone gets exactly the fixed slab
+/// sequence of the single-GPU driver. After stop() (a worker failed) nothing more is handed out.
+class PlaneQueue {
+ public:
+  explicit PlaneQueue(std::int64_t nz) : nz_(nz) {}
+  std::optional<PlaneRange> take(std::int64_t max_planes) {
+    std::int64_t k0 = next_.load(std::memory_order_relaxed);
+    for (;;) {
+      if (stopped_.load(std::memory_order_relaxed) || k0 >= nz_) return std::nullopt;
+      const std::int64_t count = std::min(std::max<std::int64_t>(max_planes, 1), nz_ - k0);
+      if (next_.compare_exchange_weak(k0, k0 + count, std::memory_order_relaxed)) return PlaneRange{k0, count};
+    }
+  }
+  void stop() noexcept { stopped_.store(true, std::memory_order_relaxed); }
+
+ private:
+  const std::int64_t nz_;
+  std::atomic<std::int64_t> next_{0};
+  std::atomic<bool> stopped_{false};
+};
+
+/// The atoms as float4 (x, y, z, q) on the current device, through pinned staging.
+DeviceBuffer<float4> upload_atoms(const DcsProblem& p) {
   PinnedBuffer<float4> h_atoms(p.atom_count, "atoms (staging)");
   for (std::size_t a = 0; a < p.atom_count; ++a) h_atoms.get()[a] = make_float4(p.x[a], p.y[a], p.z[a], p.q[a]);
   DeviceBuffer<float4> d_atoms(p.atom_count, "atoms");
+  if (p.atom_count > 0) {
+    Stream stream;
+    ESPGRID_CUDA_CHECK(cudaMemcpyAsync(d_atoms.get(), h_atoms.get(), d_atoms.bytes(), cudaMemcpyHostToDevice,
+                                       stream.get()));
+    stream.synchronize();  // every stream of every worker on this device reads them
+  }
+  return d_atoms;
+}
+
+struct WorkerResult {
+  double kernel_seconds = 0;
+  std::int64_t planes = 0;
+  int chunks = 0;
+};
+
+/// Where a worker takes its planes from and what it reports.
+struct WorkerContext {
+  PlaneQueue* queue = nullptr;
+  std::int64_t max_planes = 0;  ///< never take more than this per chunk (the whole map: no cap)
+  std::size_t max_slab_bytes = 0;
+  int worker = 0;
+  int device = 0;
+  /// Called in the worker's thread when a range is in problem.potential.
+  std::function<void(const PlaneRange&)> done;
+  std::function<void(int, int, std::int64_t)> hook;  ///< DeviceRunOptions::chunk_hook
+};
+
+/// One worker on the current device: takes ranges of planes from the queue and computes
+/// them through two slab buffers on two streams (see the file comment), until the queue is
+/// empty. Slab s uses buffer and stream s mod 2; kernels of consecutive slabs are
+/// serialized, so the sum of their event intervals is this worker's kernel time.
+WorkerResult run_worker(const Plan& plan, const DcsProblem& p, const float4* d_atoms, std::size_t atom_bytes,
+                        const WorkerContext& ctx) {
+  const int n = static_cast<int>(p.atom_count);
 
   // Device slabs: in automatic sizing, halve the slab if the allocation fails anyway.
-  std::int64_t planes = planes_per_slab(p, plan, o.max_slab_bytes, d_atoms.bytes());
+  std::int64_t planes = std::min(planes_per_slab(p, plan, ctx.max_slab_bytes, atom_bytes),
+                                 std::max<std::int64_t>(ctx.max_planes, 1));
   const std::size_t plane_points = static_cast<std::size_t>(plan.pitch_x) * static_cast<std::size_t>(plan.pitch_y);
   const std::size_t map_plane_points = static_cast<std::size_t>(p.nx) * static_cast<std::size_t>(p.ny);
   std::array<DeviceBuffer<float>, 2> d_slab;
@@ -656,16 +729,15 @@ void run_slabs(Variant variant, const DcsProblem& p, const DeviceRunOptions& o, 
                       : DeviceBuffer<float>();
       break;
     } catch (const CudaError& e) {
-      if (o.max_slab_bytes != 0 || e.code() != cudaErrorMemoryAllocation || planes == 1) throw;
+      if (ctx.max_slab_bytes != 0 || e.code() != cudaErrorMemoryAllocation || planes == 1) throw;
       d_slab[0].reset();
       d_slab[1].reset();
       planes = ceil_div(p.nz, ceil_div(p.nz, (planes + 1) / 2));
     }
   }
-  const std::int64_t slabs = ceil_div(p.nz, planes);
   std::array<PinnedBuffer<float>, 2> h_slab;
   h_slab[0] = PinnedBuffer<float>(map_plane_points * static_cast<std::size_t>(planes), "potential slab (staging)");
-  if (slabs > 1)
+  if (planes < p.nz)
     h_slab[1] = PinnedBuffer<float>(map_plane_points * static_cast<std::size_t>(planes), "potential slab (staging 2)");
 
   // Streams after the buffers: their destructors wait for queued work before the buffers go.
@@ -673,31 +745,29 @@ void run_slabs(Variant variant, const DcsProblem& p, const DeviceRunOptions& o, 
   std::array<Event, 2> start, stop;
   std::array<Event, 2> done{Event(cudaEventDisableTiming), Event(cudaEventDisableTiming)};
 
-  if (n > 0) {
-    ESPGRID_CUDA_CHECK(cudaMemcpyAsync(d_atoms.get(), h_atoms.get(), d_atoms.bytes(), cudaMemcpyHostToDevice,
-                                       streams[0].get()));
-    streams[0].synchronize();  // both streams read the atoms
-  }
-
   struct InFlight {
-    std::int64_t k0;
-    int planes;
+    PlaneRange range;
     int buffer;
   };
   std::optional<InFlight> pending;
   double kernel_ms = 0;
+  WorkerResult result;
   const auto finish = [&](const InFlight& s) {
     done[s.buffer].synchronize();
     kernel_ms += Event::elapsed_ms(start[s.buffer], stop[s.buffer]);
-    std::memcpy(p.potential + static_cast<std::size_t>(s.k0) * map_plane_points, h_slab[s.buffer].get(),
-                sizeof(float) * map_plane_points * static_cast<std::size_t>(s.planes));
-    if (o.progress) o.progress(static_cast<std::size_t>(s.k0 + s.planes), static_cast<std::size_t>(p.nz));
+    std::memcpy(p.potential + static_cast<std::size_t>(s.range.k0) * map_plane_points, h_slab[s.buffer].get(),
+                sizeof(float) * map_plane_points * static_cast<std::size_t>(s.range.planes));
+    result.planes += s.range.planes;
+    if (ctx.done) ctx.done(s.range);
   };
 
-  for (std::int64_t s = 0; s < slabs; ++s) {
+  for (std::int64_t s = 0;; ++s) {
+    const std::optional<PlaneRange> range = ctx.queue->take(planes);
+    if (!range) break;
+    if (ctx.hook) ctx.hook(ctx.worker, ctx.device, range->k0);
     const int b = static_cast<int>(s & 1);
-    const std::int64_t k0 = s * planes;
-    const int count = static_cast<int>(std::min<std::int64_t>(planes, p.nz - k0));
+    const std::int64_t k0 = range->k0;
+    const int count = static_cast<int>(range->planes);
     const cudaStream_t stream = streams[b].get();
     float* slab = d_slab[b].get();
     // NaN poison (0xFFFFFFFF) shows any point a kernel fails to write; scatter needs zeros.
@@ -705,15 +775,89 @@ void run_slabs(Variant variant, const DcsProblem& p, const DeviceRunOptions& o, 
                                        sizeof(float) * plane_points * static_cast<std::size_t>(count), stream));
     if (s > 0) streams[b].wait(stop[1 - b].get());  // kernels run one slab at a time
     start[b].record(stream);
-    enqueue_kernels(plan, p, d_atoms.get(), n, slab, k0, count, stream);
+    enqueue_kernels(plan, p, d_atoms, n, slab, k0, count, stream);
     stop[b].record(stream);
     enqueue_copy_back(plan, p, slab, h_slab[b].get(), count, stream);
     done[b].record(stream);
+    ++result.chunks;
     if (pending) finish(*pending);
-    pending = InFlight{k0, count, b};
+    pending = InFlight{*range, b};
   }
   if (pending) finish(*pending);
-  timing.kernel_seconds = kernel_ms / 1000.0;
+  result.kernel_seconds = kernel_ms / 1000.0;
+  return result;
+}
+
+/// The per-device lock of the variants that use the device's __constant__ atom buffer.
+/// __constant__ memory is per device, so different devices never wait for each other.
+std::mutex& constant_memory_mutex(int device) {
+  static std::mutex table_mutex;
+  static std::map<int, std::mutex> table;  // nodes never move: references stay valid
+  std::lock_guard<std::mutex> lock(table_mutex);
+  return table[device];
+}
+
+/// Planes per queue chunk for `workers` workers: about 8 chunks each, so that a slower or
+/// busier device simply takes fewer and all finish within about one chunk of each other;
+/// at least 2^21 points (a chunk fills a GPU); equal sizes, no sliver at the end.
+std::int64_t auto_chunk_planes(const DcsProblem& p, int workers) {
+  const std::int64_t plane_points = std::max<std::int64_t>(p.nx * p.ny, 1);
+  const std::int64_t by_count = ceil_div(p.nz, std::int64_t{8} * std::max(workers, 1));
+  const std::int64_t by_fill = ceil_div(std::int64_t{1} << 21, plane_points);
+  const std::int64_t chunk = std::clamp<std::int64_t>(std::max(by_count, by_fill), 1, std::min<std::int64_t>(p.nz, 65535));
+  return ceil_div(p.nz, ceil_div(p.nz, chunk));
+}
+
+/// The atoms on one device, shared by the workers on it: the first to arrive uploads them,
+/// the last to leave frees them (on its own thread, with the device current).
+struct SharedAtoms {
+  std::mutex mutex;
+  int users = 0;
+  DeviceBuffer<float4> buffer;
+  bool ready = false;
+};
+
+class AtomsLease {
+ public:
+  AtomsLease(SharedAtoms& shared, const DcsProblem& p) : shared_(shared) {
+    std::lock_guard<std::mutex> lock(shared_.mutex);
+    if (!shared_.ready) {
+      shared_.buffer = upload_atoms(p);
+      shared_.ready = true;
+    }
+    ++shared_.users;
+  }
+  ~AtomsLease() {
+    std::lock_guard<std::mutex> lock(shared_.mutex);
+    if (--shared_.users == 0) {
+      shared_.buffer.reset();
+      shared_.ready = false;
+    }
+  }
+  AtomsLease(const AtomsLease&) = delete;
+  AtomsLease& operator=(const AtomsLease&) = delete;
+  const float4* get() const noexcept { return shared_.buffer.get(); }
+  std::size_t bytes() const noexcept { return shared_.buffer.bytes(); }
+
+ private:
+  SharedAtoms& shared_;
+};
+
+/// `error` with "CUDA device N (worker W): " in front, keeping CudaError's code.
+std::exception_ptr with_device(std::exception_ptr error, int device, int worker, bool several_on_device) {
+  const std::string where = "CUDA device " + std::to_string(device) +
+                            (several_on_device ? " (worker " + std::to_string(worker) + ")" : "") + ": ";
+  try {
+    std::rethrow_exception(error);
+  } catch (const CudaError& e) {
+    return std::make_exception_ptr(CudaError(e.code(), where + e.what()));
+  } catch (const UsageError&) {
+    return error;  // not about the device
+  } catch (const Error& e) {
+    return std::make_exception_ptr(Error(where + e.what()));
+  } catch (...) {
+    return error;
+  }
 }
 
 }  // namespace
@@ -725,11 +869,193 @@ DeviceTiming compute_potential(Variant variant, const DcsProblem& problem, const
   check_device_supported(options.device);
   DeviceTiming timing;
   timing.device_name = describe_device(options.device);
-  std::unique_lock<std::mutex> lock(g_constant_memory_mutex, std::defer_lock);
+  std::unique_lock<std::mutex> lock(constant_memory_mutex(options.device), std::defer_lock);
   if (uses_constant_memory(variant)) lock.lock();
-  if (problem.point_count() > 0) run_slabs(variant, problem, options, timing);
+  WorkerResult result;
+  if (problem.point_count() > 0) {
+    const int sms = device_attribute(cudaDevAttrMultiProcessorCount, options.device);
+    const Plan plan = make_plan(variant, problem, options.shape, sms);
+    // Atoms, once per call; freed after the worker's streams have drained.
+    const DeviceBuffer<float4> d_atoms = upload_atoms(problem);
+    PlaneQueue queue(problem.nz);
+    WorkerContext ctx;
+    ctx.queue = &queue;
+    ctx.max_planes = problem.nz;  // one worker: the slab budget alone sets the slabs
+    ctx.max_slab_bytes = options.max_slab_bytes;
+    ctx.device = options.device;
+    ctx.hook = options.chunk_hook;
+    if (options.progress)
+      ctx.done = [&](const PlaneRange& r) {
+        options.progress(static_cast<std::size_t>(r.k0 + r.planes), static_cast<std::size_t>(problem.nz));
+      };
+    result = run_worker(plan, problem, d_atoms.get(), d_atoms.bytes(), ctx);
+  }
+  timing.kernel_seconds = result.kernel_seconds;
+  timing.wall_seconds = seconds_since(wall_start);
+  timing.workers.push_back(WorkerTiming{options.device, timing.device_name, result.kernel_seconds, timing.wall_seconds,
+                                        result.planes, result.chunks});
+  return timing;
+}
+
+DeviceTiming compute_potential_multi(Variant variant, const DcsProblem& problem, const std::vector<int>& devices,
+                                     const DeviceRunOptions& options) {
+  const auto wall_start = Clock::now();
+  validate(problem);
+  if (devices.empty()) throw UsageError("compute_potential_multi: no CUDA devices given");
+  int device_count = 0;
+  ESPGRID_CUDA_CHECK(cudaGetDeviceCount(&device_count));
+  for (const int d : devices) {
+    if (d < 0 || d >= device_count)
+      throw Error("CUDA device " + std::to_string(d) + " does not exist (this machine has " +
+                  std::to_string(device_count) + (device_count == 1 ? " device" : " devices") + ")");
+    check_device_supported(d);
+  }
+  const int workers = static_cast<int>(devices.size());
+  DeviceTiming timing;
+  std::map<int, std::string> names;
+  std::map<int, int> per_device;
+  for (const int d : devices) {
+    if (!names.count(d)) names[d] = describe_device(d);
+    ++per_device[d];
+  }
+  {
+    std::string list;
+    for (const int d : devices) list += (list.empty() ? "" : ",") + std::to_string(d);
+    bool same = true;
+    for (const auto& entry : names) same = same && entry.second == names.begin()->second;
+    std::string what = names.begin()->second;
+    if (!same) {
+      what.clear();
+      for (const auto& [d, name] : names) what += (what.empty() ? "" : "; ") + std::to_string(d) + ": " + name;
+    }
+    const std::size_t gpus = names.size();
+    timing.device_name = (gpus == devices.size() ? std::to_string(gpus) + " GPUs"
+                                                 : std::to_string(workers) + " workers on " + std::to_string(gpus) +
+                                                       (gpus == 1 ? " GPU" : " GPUs")) +
+                         " (devices " + list + "): " + (same && gpus > 1 ? std::to_string(gpus) + " x " : "") + what;
+  }
+  timing.workers.resize(devices.size());
+  for (std::size_t w = 0; w < devices.size(); ++w) {
+    timing.workers[w].device = devices[w];
+    timing.workers[w].device_name = names[devices[w]];
+  }
+  if (problem.point_count() == 0) {
+    timing.wall_seconds = seconds_since(wall_start);
+    return timing;
+  }
+
+  const std::int64_t chunk = options.chunk_planes > 0 ? std::min<std::int64_t>(options.chunk_planes, problem.nz)
+                                                      : auto_chunk_planes(problem, workers);
+  PlaneQueue queue(problem.nz);
+  std::map<int, SharedAtoms> atoms;  // built before the threads start; nodes never move
+  for (const int d : devices) atoms[d];
+
+  std::mutex state_mutex;
+  std::condition_variable state_changed;
+  std::int64_t planes_done = 0;
+  int finished = 0;
+  std::exception_ptr first_error;
+  std::vector<WorkerResult> results(devices.size());
+
+  const auto worker_main = [&](int w) {
+    const int device = devices[static_cast<std::size_t>(w)];
+    const auto start = Clock::now();
+    std::exception_ptr error;
+    try {
+      ESPGRID_CUDA_CHECK(cudaSetDevice(device));  // this thread's device, for all it does
+      std::unique_lock<std::mutex> lock(constant_memory_mutex(device), std::defer_lock);
+      if (uses_constant_memory(variant)) lock.lock();
+      const int sms = device_attribute(cudaDevAttrMultiProcessorCount, device);
+      const Plan plan = make_plan(variant, problem, options.shape, sms);
+      const AtomsLease lease(atoms.at(device), problem);  // outlives run_worker's streams
+      WorkerContext ctx;
+      ctx.queue = &queue;
+      ctx.max_planes = chunk;
+      ctx.max_slab_bytes = options.max_slab_bytes;
+      ctx.worker = w;
+      ctx.device = device;
+      ctx.hook = options.chunk_hook;
+      ctx.done = [&](const PlaneRange& r) {
+        {
+          std::lock_guard<std::mutex> guard(state_mutex);
+          planes_done += r.planes;
+        }
+        state_changed.notify_one();
+      };
+      results[static_cast<std::size_t>(w)] = run_worker(plan, problem, lease.get(), lease.bytes(), ctx);
+    } catch (...) {
+      queue.stop();  // the others finish their chunks in flight and stop
+      error = with_device(std::current_exception(), device, w, per_device.at(device) > 1);  // at(): no insertion
+    }
+    timing.workers[static_cast<std::size_t>(w)].wall_seconds = seconds_since(start);
+    {
+      std::lock_guard<std::mutex> guard(state_mutex);
+      if (error && !first_error) first_error = error;
+      ++finished;
+    }
+    state_changed.notify_one();
+  };
+
+  std::vector<std::thread> threads;
+  threads.reserve(devices.size());
+  struct Joiner {
+    std::vector<std::thread>& threads;
+    PlaneQueue& queue;
+    ~Joiner() {
+      queue.stop();  // only matters when unwinding: the workers stop after their chunks in flight
+      for (std::thread& t : threads)
+        if (t.joinable()) t.join();
+    }
+  } joiner{threads, queue};
+  for (int w = 0; w < workers; ++w) threads.emplace_back(worker_main, w);
+
+  // Progress from the calling thread, as the single-device driver does.
+  {
+    std::unique_lock<std::mutex> lock(state_mutex);
+    std::int64_t reported = 0;
+    while (finished < workers) {
+      state_changed.wait(lock, [&] { return finished == workers || planes_done != reported; });
+      if (planes_done != reported && !first_error) {
+        reported = planes_done;
+        if (options.progress) {
+          lock.unlock();
+          options.progress(static_cast<std::size_t>(reported), static_cast<std::size_t>(problem.nz));
+          lock.lock();
+        }
+      }
+    }
+  }
+  for (std::thread& t : threads) t.join();
+  if (first_error) std::rethrow_exception(first_error);
+
+  for (std::size_t w = 0; w < devices.size(); ++w) {
+    timing.workers[w].kernel_seconds = results[w].kernel_seconds;
+    timing.workers[w].planes = results[w].planes;
+    timing.workers[w].chunks = results[w].chunks;
+    timing.kernel_seconds = std::max(timing.kernel_seconds, results[w].kernel_seconds);
+  }
   timing.wall_seconds = seconds_since(wall_start);
   return timing;
+}
+
+std::vector<int> usable_devices(std::string* reason) {
+  std::vector<int> out;
+  if (usable_device_count(reason) == 0) return out;
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    cudaGetLastError();
+    return out;
+  }
+  for (int d = 0; d < count; ++d) {
+    int major = 0, minor = 0;
+    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, d) != cudaSuccess ||
+        cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, d) != cudaSuccess) {
+      cudaGetLastError();
+      continue;
+    }
+    if (10 * major + minor >= lowest_built_arch()) out.push_back(d);
+  }
+  return out;
 }
 
 int usable_device_count(std::string* reason) {

@@ -8,6 +8,7 @@ packages=(
   googletest libgtest-dev libbenchmark-dev  # tests and benchmarks
   python3-vtk9 python3-matplotlib python3-numpy  # viz/ renderer and benchmark plots
   xvfb                                      # headless rendering where no GPU/EGL exists
+  libopenmpi-dev openmpi-bin                # MPI: mpirun -np N espgrid map (README, Scale-out)
 )
 interop=0
 if [ "${1:-}" = "--interop" ]; then

@@ -1,9 +1,14 @@
 #!/usr/bin/env bash
 # Installs packages (with the ParaView, PyMOL and APBS clients the interop tests use), builds,
-# and runs every test. GPU tests skip with a reason where no GPU is usable;
-# ESPGRID_REQUIRE_GPU=1 makes that a failure.
+# runs every test, then the hardening checks (scripts/hardening.sh). GPU tests skip with a
+# reason where no GPU is usable; ESPGRID_REQUIRE_GPU=1 makes that a failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh --interop
 bash scripts/build.sh
 ctest --test-dir "${BUILD_DIR:-build}" --output-on-failure -j "$(nproc)"
+# Sanitizer build + CPU tests, and the fuzzers for ESPGRID_FUZZ_SECONDS (default 60) each:
+# docs/reliability.md. ESPGRID_SKIP_HARDENING=1 leaves them out (e.g. for a quick local run).
+if [ "${ESPGRID_SKIP_HARDENING:-0}" != 1 ]; then
+  bash scripts/hardening.sh
+fi

@@ -13,7 +13,7 @@ void naive(const DcsProblem& p, const ProgressFn& progress) {
       for (std::int64_t i = 0; i < p.nx; ++i) {
         const float gx = static_cast<float>(i) * p.hx;
         const float gy = static_cast<float>(j) * p.hy;
-        const float gz = static_cast<float>(k) * p.hz;
+        const float gz = static_cast<float>(p.z_offset + k) * p.hz;
         float sum = 0.0f;
         for (std::size_t a = 0; a < p.atom_count; ++a) {
           const float dx = gx - p.x[a];
@@ -56,7 +56,7 @@ std::vector<float> grid_x(const DcsProblem& p) {
 }
 
 void plane_dz2(const DcsProblem& p, std::int64_t k, std::vector<float>& dz2) {
-  const float gz = static_cast<float>(k) * p.hz;
+  const float gz = static_cast<float>(p.z_offset + k) * p.hz;
   for (std::size_t a = 0; a < p.atom_count; ++a) {
     const float dz = gz - p.z[a];
     dz2[a] = dz * dz + p.softening2;

@@ -1,7 +1,7 @@
 // The problem every kernel solves, as plain data (no CUDA, no STL containers) so that the
 // CPU kernels and the CUDA driver functions in kernels/ share it.
 //
-//   potential[i + nx*(j + ny*k)] = Σ_atoms q / sqrt((i·hx − x)² + (j·hy − y)² + (k·hz − z)² + a²)
+//   potential[i + nx*(j + ny*k)] = Σ_atoms q / sqrt((i·hx − x)² + (j·hy − y)² + ((z_offset+k)·hz − z)² + a²)
 //
 // Atom positions are relative to the grid origin, so grid coordinates stay small and float32
 // keeps its precision far from the coordinate origin.
@@ -23,6 +23,10 @@ struct DcsProblem {
   float hx = 0, hy = 0, hz = 0;         ///< grid spacing, Å
   float softening2 = 0;                 ///< a², Å²
   float* potential = nullptr;           ///< host output, nx*ny*nz values, x fastest
+  /// Map z index of this problem's plane 0: a problem may be a slab of whole z-planes of a
+  /// larger map (MPI ranks compute one each). Plane k lies at z = (z_offset + k)·hz, so a
+  /// slab's values are bit-identical to the same planes of the whole map.
+  std::int64_t z_offset = 0;
 
   std::size_t point_count() const noexcept {
     return static_cast<std::size_t>(nx) * static_cast<std::size_t>(ny) * static_cast<std::size_t>(nz);

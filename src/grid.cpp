@@ -2,21 +2,30 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
 #include "src/errors.h"
+#include "src/text_parsing.h"
 
 namespace espgrid {
 namespace {
 
 const char* const kAxis[3] = {"x", "y", "z"};
 
+/// %g: 1e300 prints as "1e+300", not as 301 digits.
+std::string number_text(double value) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%g", value);
+  return buffer;
+}
+
 void check_spacing(const std::array<double, 3>& spacing) {
   for (int a = 0; a < 3; ++a)
-    if (!std::isfinite(spacing[a]) || spacing[a] <= 0.0)
+    if (!std::isfinite(spacing[a]) || spacing[a] <= 0.0 || spacing[a] > kMaxSpacing)
       throw UsageError(std::string("grid spacing along ") + kAxis[a] +
-                       " must be a positive number of Å, got " + std::to_string(spacing[a]));
+                       " must be a positive number of Å (at most 10000), got " + number_text(spacing[a]));
 }
 
 }  // namespace
@@ -41,7 +50,7 @@ GridSpec make_grid(const GridRequest& request, const Atoms& atoms) {
   }
   if (request.origin) throw UsageError("--origin needs --dims too");
   if (!std::isfinite(request.padding) || request.padding < 0.0)
-    throw UsageError("padding must be a non-negative number of Å, got " + std::to_string(request.padding));
+    throw UsageError("padding must be a non-negative number of Å, got " + number_text(request.padding));
   if (atoms.empty()) throw UsageError("cannot place a grid around zero atoms");
   const BoundingBox box = bounding_box(atoms);
   for (int a = 0; a < 3; ++a) {
@@ -51,7 +60,7 @@ GridSpec make_grid(const GridRequest& request, const Atoms& atoms) {
     const double cells = std::ceil(extent / grid.spacing[a] - 1e-9);
     if (!(cells + 1 <= static_cast<double>(kMaxAxisPoints)))
       throw UsageError(std::string("grid along ") + kAxis[a] + " would need " +
-                       std::to_string(cells + 1) + " points (limit " + std::to_string(kMaxAxisPoints) +
+                       number_text(cells + 1) + " points (limit " + std::to_string(kMaxAxisPoints) +
                        "); use a larger --spacing or smaller --padding");
     grid.dims[a] = static_cast<std::int64_t>(cells) + 1;
     // centre the box in the grid; round to 1e-6 Å so the origin prints short and exact
@@ -74,10 +83,23 @@ std::size_t available_memory_bytes() {
   return 0;
 }
 
+std::uint64_t max_grid_points_from_environment() {
+  const char* text = std::getenv("ESPGRID_MAX_GRID_POINTS");
+  if (text == nullptr || *text == '\0') return 0;
+  const auto value = parse_integer(text);
+  if (!value || *value < 1)
+    throw UsageError(std::string("ESPGRID_MAX_GRID_POINTS must be a positive whole number, got '") + text + "'");
+  return static_cast<std::uint64_t>(*value);
+}
+
 void check_grid_fits(const GridSpec& grid, std::size_t available) {
   const double points = static_cast<double>(grid.dims[0]) * static_cast<double>(grid.dims[1]) *
                         static_cast<double>(grid.dims[2]);
   if (points > 1e12) throw UsageError("grid of " + describe(grid) + " is absurdly large");
+  if (const std::uint64_t limit = max_grid_points_from_environment();
+      limit != 0 && points > static_cast<double>(limit))
+    throw UsageError("grid of " + describe(grid) + " is over the limit of " + with_commas(limit) +
+                     " points set by ESPGRID_MAX_GRID_POINTS");
   if (available == 0) available = available_memory_bytes();
   const double needed = static_cast<double>(map_bytes(grid));
   if (available != 0 && needed > 0.9 * static_cast<double>(available))

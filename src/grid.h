@@ -38,6 +38,10 @@ struct GridRequest {
 /// Largest number of points along one axis, and in all. Keeps 32-bit CUDA indexing within
 /// an axis safe and turns typos like "--dims 1e9,..." into an error, not an allocation.
 inline constexpr std::int64_t kMaxAxisPoints = 1 << 20;
+/// Largest grid spacing accepted, Å. Keeps every grid position (at most kMaxAxisPoints
+/// spacings from the origin), and its square, finite in float32: a spacing of 1e300 once
+/// became an infinite float spacing and a NaN map.
+inline constexpr double kMaxSpacing = 1.0e4;
 
 /// Builds the grid: the bounding box of the atoms plus padding on every side (dims rounded up
 /// so the box is covered), or the explicit origin and dims. Validates every value (positive
@@ -48,8 +52,14 @@ GridSpec make_grid(const GridRequest& request, const Atoms& atoms);
 std::size_t map_bytes(const GridSpec& grid) noexcept;
 /// Memory this machine could give the process now, bytes (MemAvailable), or 0 if unknown.
 std::size_t available_memory_bytes();
-/// Throws UsageError when the map would not fit in `available` bytes (0 means "ask the OS").
+/// Throws UsageError when the map would not fit in `available` bytes (0 means "ask the OS"),
+/// or when it has more points than the environment variable ESPGRID_MAX_GRID_POINTS allows
+/// (a whole number; unset means no limit beyond memory). The variable lets fuzzers, CI jobs
+/// and shared machines cap the work one run may take; see docs/reliability.md.
 void check_grid_fits(const GridSpec& grid, std::size_t available = 0);
+/// The ESPGRID_MAX_GRID_POINTS limit, or 0 when it is unset. Throws UsageError when it is set
+/// to anything but a positive whole number.
+std::uint64_t max_grid_points_from_environment();
 
 /// "97 x 97 x 97 = 912,673 points" for messages.
 std::string describe(const GridSpec& grid);

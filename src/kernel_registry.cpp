@@ -23,7 +23,14 @@ std::string cpu_description(int threads) {
   return "CPU, " + std::to_string(n) + (n == 1 ? " thread" : " threads");
 }
 
+void check_threads(const RunOptions& o) {
+  if (o.threads < 0 || o.threads > kMaxCpuThreads)
+    throw UsageError("CPU thread count " + std::to_string(o.threads) + " is out of range: --threads takes 0 (all cores) to " +
+                     std::to_string(kMaxCpuThreads));
+}
+
 RunTiming run_cpu_naive(const DcsProblem& p, const RunOptions& o) {
+  check_threads(o);
   const auto start = Clock::now();
   cpu::naive(p, o.progress);
   const double s = seconds_since(start);
@@ -31,6 +38,7 @@ RunTiming run_cpu_naive(const DcsProblem& p, const RunOptions& o) {
 }
 
 RunTiming run_cpu_reference(const DcsProblem& p, const RunOptions& o) {
+  check_threads(o);
   const auto start = Clock::now();
   cpu::reference(p, o.progress);
   const double s = seconds_since(start);
@@ -38,6 +46,7 @@ RunTiming run_cpu_reference(const DcsProblem& p, const RunOptions& o) {
 }
 
 RunTiming run_cpu_parallel(const DcsProblem& p, const RunOptions& o) {
+  check_threads(o);
   const auto start = Clock::now();
   cpu::parallel(p, o.threads, o.progress);
   const double s = seconds_since(start);
@@ -51,8 +60,13 @@ RunTiming run_cuda(const DcsProblem& p, const RunOptions& o) {
   d.shape = {o.block_x, o.block_y, o.coarsening};
   d.max_slab_bytes = o.max_slab_bytes;
   d.progress = o.progress;
-  const cuda::DeviceTiming t = cuda::compute_potential(V, p, d);
-  return {t.kernel_seconds, t.wall_seconds, t.device_name};
+  const bool several = o.devices.size() > 1;
+  if (o.devices.size() == 1) d.device = o.devices.front();
+  const cuda::DeviceTiming t = several ? cuda::compute_potential_multi(V, p, o.devices, d) : cuda::compute_potential(V, p, d);
+  RunTiming out{t.kernel_seconds, t.wall_seconds, t.device_name};
+  for (const cuda::WorkerTiming& w : t.workers)
+    out.parts.push_back({w.device, w.device_name, w.kernel_seconds, w.wall_seconds, w.planes, w.chunks});
+  return out;
 }
 
 // Keep the CUDA rows in the order of cuda::Variant. Flop counts: see each kernel's comment.

@@ -5,6 +5,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "src/dcs_problem.h"
 
@@ -12,9 +13,17 @@ namespace espgrid {
 
 enum class Backend { Cpu, Cuda };
 
+/// Most CPU threads a kernel may be asked for. libgomp crashed (SIGSEGV) when a parallel
+/// region asked for 65,536 threads; the CPU kernels refuse more than this with a UsageError.
+inline constexpr int kMaxCpuThreads = 1024;
+
 struct RunOptions {
-  int threads = 0;   ///< CPU threads; 0 = OpenMP's default
+  int threads = 0;   ///< CPU threads; 0 = OpenMP's default; at most kMaxCpuThreads
   int device = 0;    ///< CUDA device ordinal
+  /// CUDA devices; empty = {device}. With more than one entry the z-planes are shared out
+  /// through a work queue, one host thread per entry (cuda::compute_potential_multi); an
+  /// ordinal may repeat (several workers on one GPU). The CPU kernels ignore it.
+  std::vector<int> devices;
   int block_x = 0;   ///< CUDA block shape override; 0 = the variant's default
   int block_y = 0;
   int coarsening = 0;  ///< CUDA: points per thread along x override; 0 = default
@@ -22,10 +31,21 @@ struct RunOptions {
   ProgressFn progress;             ///< optional, called from the calling thread
 };
 
+/// One device worker's share of a CUDA run.
+struct DevicePart {
+  int device = 0;
+  std::string name;
+  double kernel_seconds = 0;
+  double wall_seconds = 0;
+  std::int64_t planes = 0;  ///< z-planes it computed
+  int chunks = 0;           ///< plane ranges it took from the queue
+};
+
 struct RunTiming {
-  double kernel_seconds = 0;  ///< compute only (CUDA events on the GPU)
+  double kernel_seconds = 0;  ///< compute only (CUDA events on the GPU; several GPUs: the busiest one's)
   double wall_seconds = 0;    ///< the whole call, including device allocation and copies
   std::string device;         ///< where it ran: "CPU, 2 threads" or the GPU's name
+  std::vector<DevicePart> parts = {};  ///< CUDA: one per device worker
 };
 
 struct KernelVariant {

@@ -71,10 +71,20 @@ void write_map(const PotentialMap& map, const std::string& path) {
                      "VTK 9 not found); write .dx instead or rebuild with libvtk9-dev");
   check_finite(map);
   AtomicOutputFile out(path);
-  if (format == MapFormat::Dx)
-    write_dx_to(map, out.temporary_path());
-  else
-    write_vti_to(map, out.temporary_path());
+  try {
+    if (format == MapFormat::Dx)
+      write_dx_to(map, out.temporary_path());
+    else
+      write_vti_to(map, out.temporary_path());
+  } catch (const UsageError&) {
+    throw;
+  } catch (const Error& e) {
+    // Name the map the user asked for, not the temporary file that is removed on the way out.
+    std::string what = e.what();
+    for (std::size_t at; (at = what.find(out.temporary_path())) != std::string::npos;)
+      what.replace(at, out.temporary_path().size(), path);
+    throw Error(what + " (nothing written to " + path + ")");
+  }
   out.commit();
 }
 

@@ -7,7 +7,7 @@ namespace espgrid {
 OracleValue oracle_at(const DcsProblem& p, std::int64_t i, std::int64_t j, std::int64_t k) {
   const double gx = static_cast<double>(i) * p.hx;
   const double gy = static_cast<double>(j) * p.hy;
-  const double gz = static_cast<double>(k) * p.hz;
+  const double gz = static_cast<double>(p.z_offset + k) * p.hz;
   OracleValue out;
   for (std::size_t a = 0; a < p.atom_count; ++a) {
     const double dx = gx - p.x[a], dy = gy - p.y[a], dz = gz - p.z[a];

@@ -19,6 +19,7 @@ constexpr std::size_t kSlots = 8;
 constexpr std::size_t kPathMax = 4096;
 std::array<std::array<char, kPathMax>, kSlots> g_pending{};
 std::array<std::atomic<bool>, kSlots> g_in_use{};
+std::atomic<int> g_committed{0};  // maps already renamed into place, for the interrupt message
 
 int register_pending(const std::string& path) {
   if (path.size() >= kPathMax) return -1;
@@ -39,8 +40,12 @@ void release_pending(int slot) {
 extern "C" void remove_pending_and_exit(int signal_number) {
   for (std::size_t s = 0; s < kSlots; ++s)
     if (g_in_use[s].load()) ::unlink(g_pending[s].data());  // async-signal-safe
-  const char message[] = "\nespgrid: interrupted; no output written\n";
-  [[maybe_unused]] auto ignored = ::write(STDERR_FILENO, message, sizeof message - 1);
+  static const char kNone[] = "\nespgrid: interrupted; no output written\n";
+  static const char kSome[] =
+      "\nespgrid: interrupted; the unfinished map was removed (maps already completed were kept)\n";
+  const bool some = g_committed.load() > 0;
+  [[maybe_unused]] auto ignored =
+      ::write(STDERR_FILENO, some ? kSome : kNone, (some ? sizeof kSome : sizeof kNone) - 1);
   ::_exit(128 + signal_number);
 }
 
@@ -51,10 +56,21 @@ void check_output_path(const std::string& destination) {
   namespace fs = std::filesystem;
   if (destination.empty()) throw UsageError("no output path given");
   const fs::path dest(destination);
-  if (fs::is_directory(dest)) throw Error("cannot write " + destination + ": it is a directory");
+  // error_code forms: the throwing ones raised std::filesystem_error (not an espgrid::Error)
+  // for a name over NAME_MAX or a directory that cannot be searched.
+  std::error_code ec;
+  const fs::file_status dest_status = fs::status(dest, ec);
+  if (ec && ec != std::errc::no_such_file_or_directory && ec != std::errc::not_a_directory)
+    throw Error("cannot write " + destination + ": " + ec.message());
+  if (fs::is_directory(dest_status)) throw Error("cannot write " + destination + ": it is a directory");
   fs::path dir = dest.parent_path();
   if (dir.empty()) dir = ".";
-  if (!fs::is_directory(dir))
+  const fs::file_status dir_status = fs::status(dir, ec);
+  if (ec && ec != std::errc::no_such_file_or_directory && ec != std::errc::not_a_directory)
+    throw Error("cannot write " + destination + ": " + ec.message());
+  if (fs::exists(dir_status) && !fs::is_directory(dir_status))
+    throw Error("cannot write " + destination + ": " + dir.string() + " is not a directory");
+  if (!fs::is_directory(dir_status))
     throw Error("cannot write " + destination + ": directory " + dir.string() + " does not exist");
   if (::access(dir.c_str(), W_OK) != 0)
     throw Error("cannot write " + destination + ": directory " + dir.string() + " is not writable (" +
@@ -87,6 +103,7 @@ void AtomicOutputFile::commit() {
   std::filesystem::rename(temporary_, destination_, ec);
   if (ec) throw Error("cannot move finished map to " + destination_ + ": " + ec.message());
   committed_ = true;
+  g_committed.fetch_add(1);
 }
 
 void install_interrupt_cleanup() {
@@ -95,6 +112,13 @@ void install_interrupt_cleanup() {
   sigemptyset(&action.sa_mask);
   sigaction(SIGINT, &action, nullptr);
   sigaction(SIGTERM, &action, nullptr);
+  sigaction(SIGHUP, &action, nullptr);  // terminal closed: same cleanup, exit 129
+  // Over the file-size limit (ulimit -f) the default action killed the process mid-write and
+  // left the temporary file behind; ignored, the write fails with EFBIG and is reported.
+  struct sigaction ignore{};
+  ignore.sa_handler = SIG_IGN;
+  sigemptyset(&ignore.sa_mask);
+  sigaction(SIGXFSZ, &ignore, nullptr);
 }
 
 }  // namespace espgrid

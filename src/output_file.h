@@ -1,6 +1,6 @@
 // A map is written to a temporary file beside its destination and renamed into place only
-// when complete, so a failed or interrupted run never leaves a half-written map. SIGINT and
-// SIGTERM remove the temporary file before the process ends.
+// when complete, so a failed or interrupted run never leaves a half-written map. SIGINT,
+// SIGTERM and SIGHUP remove the temporary file before the process ends.
 #pragma once
 
 #include <string>
@@ -33,8 +33,9 @@ class AtomicOutputFile {
 /// and is writable. The CLI calls it for every output before computing anything.
 void check_output_path(const std::string& destination);
 
-/// Installs SIGINT/SIGTERM handlers that delete every pending temporary file and exit with
-/// 128 + signal. Call once from main().
+/// Installs SIGINT/SIGTERM/SIGHUP handlers that delete every pending temporary file and exit
+/// with 128 + signal, and ignores SIGXFSZ so that a write over the file-size limit fails with
+/// an error (and cleanup) instead of killing the process. Call once from main().
 void install_interrupt_cleanup();
 
 }  // namespace espgrid

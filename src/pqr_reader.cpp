@@ -100,9 +100,11 @@ class PqrLineParser {
   }
 
   void parse(const std::vector<std::string_view>& tokens, std::string_view record, Atoms& atoms) {
-    const std::string usage = "; an " + std::string(record) +
-                              " record needs serial name resName [chain] resSeq x y z charge radius";
-    if (tokens.size() < 6) fail("too few fields (" + std::to_string(tokens.size()) + ")" + usage);
+    // Built only for a message: one string per atom was a measurable part of reading millions.
+    const auto usage = [record] {
+      return "; an " + std::string(record) + " record needs serial name resName [chain] resSeq x y z charge radius";
+    };
+    if (tokens.size() < 6) fail("too few fields (" + std::to_string(tokens.size()) + ")" + usage());
     const std::size_t n = tokens.size();
     const double radius = finite(tokens[n - 1], "radius");
     const double charge = finite(tokens[n - 2], "charge");
@@ -112,31 +114,32 @@ class PqrLineParser {
       fail("charge " + quoted(tokens[n - 2]) + " is implausible (beyond ±1000 e)");
 
     // Walk left collecting exactly three coordinates.
-    std::vector<double> coords;  // right to left
+    std::array<double, 3> coords{};  // right to left
+    std::size_t ncoords = 0;
     std::size_t next = n - 2;    // index one past the next token to take
-    while (coords.size() < 3) {
-      if (next <= 1) fail("too few fields: fewer than three coordinates" + usage);
+    while (ncoords < 3) {
+      if (next <= 1) fail("too few fields: fewer than three coordinates" + usage());
       std::string_view token = tokens[--next];
       if (auto value = parse_number(token)) {
         if (std::isfinite(*value) && !looks_like_coordinate(token))  // "inf" is reported below
           fail("expected a coordinate but found " + quoted(token) +
-               " (no decimal point): is a field missing?" + usage);
+               " (no decimal point): is a field missing?" + usage());
         if (!std::isfinite(*value)) fail("coordinate " + quoted(token) + " is not finite");
-        coords.push_back(*value);
+        coords[ncoords++] = *value;
         continue;
       }
       std::vector<double> pieces = split_fixed_columns(token);
       if (pieces.empty()) fail("coordinate " + quoted(token) + " is not a number");
-      if (coords.size() + pieces.size() > 3)
-        fail("cannot split " + quoted(token) + " into the remaining coordinates" + usage);
-      for (auto it = pieces.rbegin(); it != pieces.rend(); ++it) coords.push_back(*it);
+      if (ncoords + pieces.size() > 3)
+        fail("cannot split " + quoted(token) + " into the remaining coordinates" + usage());
+      for (auto it = pieces.rbegin(); it != pieces.rend(); ++it) coords[ncoords++] = *it;
     }
     // serial, name, resName, resSeq before the coordinates (the serial may be run into the
     // record name, as PDB's columns allow for serials of 5 digits).
     const std::size_t before = next - 1;
     const bool serial_merged = tokens[0].size() > record.size();
     if (before + (serial_merged ? 1 : 0) < 4)
-      fail("too few fields before the coordinates" + usage);
+      fail("too few fields before the coordinates" + usage());
     for (double c : coords)
       if (std::fabs(c) > kMaxCoordinate)
         fail("coordinate " + std::to_string(c) + " is beyond ±1e6 Å; check the file's units");

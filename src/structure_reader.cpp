@@ -28,7 +28,8 @@ StructureFormat format_from_extension(const std::string& path) {
 }
 
 Structure read_structure(const std::string& path, StructureFormat format) {
-  if (std::filesystem::is_directory(path)) throw Error(path + " is a directory, not a structure file");
+  std::error_code ec;  // the throwing form leaked std::filesystem_error for a name over NAME_MAX
+  if (std::filesystem::is_directory(path, ec)) throw Error(path + " is a directory, not a structure file");
   const TextLines text(path);
   return format == StructureFormat::Pqr ? read_pqr(text) : read_xyz(text);
 }

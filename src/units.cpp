@@ -2,10 +2,21 @@
 
 #include <cctype>
 #include <cmath>
+#include <cstdio>
 
 #include "src/errors.h"
 
 namespace espgrid {
+namespace {
+
+/// %g, so that 1e-300 does not print as 0.000000.
+std::string number_text(double value) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%g", value);
+  return buffer;
+}
+
+}  // namespace
 
 double coulomb_factor(const PhysicsOptions& options) {
   double k = kCoulombVoltAngstrom;  // V·Å/e
@@ -37,10 +48,13 @@ PotentialUnit parse_unit(const std::string& text) {
 }
 
 void validate(const PhysicsOptions& options) {
-  if (!std::isfinite(options.dielectric) || options.dielectric <= 0.0)
-    throw UsageError("dielectric must be a positive number, got " + std::to_string(options.dielectric));
-  if (!std::isfinite(options.temperature) || options.temperature <= 0.0)
-    throw UsageError("temperature must be a positive number of kelvin, got " + std::to_string(options.temperature));
+  // Lower limits keep k/ε (and q·k/ε, which the kernels hold in float32) far from float
+  // overflow: --dielectric 1e-300 once gave an infinite charge and a NaN map.
+  if (!std::isfinite(options.dielectric) || options.dielectric < kMinDielectric)
+    throw UsageError("dielectric must be a positive number (at least 0.001), got " + number_text(options.dielectric));
+  if (!std::isfinite(options.temperature) || options.temperature < kMinTemperature)
+    throw UsageError("temperature must be a positive number of kelvin (at least 0.001), got " +
+                     number_text(options.temperature));
 }
 
 }  // namespace espgrid

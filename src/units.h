@@ -40,7 +40,12 @@ double coulomb_factor(const PhysicsOptions& options);
 std::string unit_name(PotentialUnit unit);
 /// Parses "kT/e", "kcal/mol/e" (also "kcal/(mol*e)"), "V"; throws UsageError otherwise.
 PotentialUnit parse_unit(const std::string& text);
-/// Throws UsageError unless dielectric and temperature are positive and finite.
+/// Smallest relative permittivity and temperature accepted: with them k/ε stays below
+/// about 2e11 in every unit, so charges times k/ε and their sums stay finite in float32.
+inline constexpr double kMinDielectric = 1.0e-3;
+inline constexpr double kMinTemperature = 1.0e-3;  ///< K
+
+/// Throws UsageError unless dielectric and temperature are finite and at least the minima above.
 void validate(const PhysicsOptions& options);
 
 }  // namespace espgrid

@@ -97,7 +97,8 @@ GridSpec bench_grid(std::array<std::int64_t, 3> dims, std::array<double, 3> spac
   for (int a = 0; a < 3; ++a) {
     if (dims[a] < 1 || dims[a] > kMaxAxisPoints)
       throw UsageError("grid dims must be between 1 and " + std::to_string(kMaxAxisPoints) + " per axis");
-    if (!(spacing[a] > 0) || !std::isfinite(spacing[a])) throw UsageError("grid spacing must be positive");
+    if (!(spacing[a] > 0) || !std::isfinite(spacing[a]) || spacing[a] > kMaxSpacing)
+      throw UsageError("grid spacing must be positive (at most 10000 Å)");
   }
   GridSpec g;
   g.dims = dims;
@@ -540,6 +541,77 @@ std::vector<std::string> write_results(const std::string& directory, std::string
   for (const Row& r : rows) csv += csv_line(r) + "\n";
   write_text(base + ".csv", csv);
   write_text(base + ".json", json_document(kind, meta, rows, speedups));
+  return {base + ".csv", base + ".json"};
+}
+
+// ---- GPU scaling ----------------------------------------------------------------------------------------
+
+std::vector<int> gpu_sweep_counts(int available) {
+  std::vector<int> counts;
+  for (int n = 1; n < available; n *= 2) counts.push_back(n);
+  if (available >= 1) counts.push_back(available);
+  return counts;
+}
+
+namespace {
+
+std::string per_device_field(const std::vector<DevicePart>& parts, bool planes) {
+  std::string out;
+  for (const DevicePart& p : parts) {
+    if (!out.empty()) out += ' ';
+    out += std::to_string(p.device);
+    out += ':';
+    out += planes ? std::to_string(p.planes) : number_text(p.kernel_seconds * 1e3);
+  }
+  return out;
+}
+
+std::string scaling_json(const GpuScaling& g) {
+  JsonObject o;
+  o.str("kernel", g.kernel).integer("gpus", g.gpus).str("devices", g.devices);
+  o.num("kernel_ms_median", g.kernel_ms).num("wall_ms_median", g.wall_ms);
+  o.num("kernel_speedup", g.kernel_speedup).num("wall_speedup", g.wall_speedup);
+  o.num("kernel_efficiency", g.kernel_efficiency).num("wall_efficiency", g.wall_efficiency);
+  o.str("identical_to_1gpu", g.identical);
+  std::string parts;
+  for (const DevicePart& p : g.per_device) {
+    JsonObject d;
+    d.integer("device", p.device).str("name", p.name).integer("planes", p.planes).integer("chunks", p.chunks);
+    d.num("kernel_ms", p.kernel_seconds * 1e3).num("wall_ms", p.wall_seconds * 1e3);
+    parts += (parts.empty() ? "" : ", ") + d.text();
+  }
+  o.add("per_device", "[" + parts + "]");
+  return o.text();
+}
+
+}  // namespace
+
+std::vector<std::string> write_gpu_scaling(const std::string& directory, const Metadata& meta,
+                                           const std::vector<Row>& rows, const std::vector<GpuScaling>& scaling) {
+  if (rows.size() != scaling.size()) throw Error("write_gpu_scaling: rows and scaling entries do not pair up");
+  std::error_code ec;
+  std::filesystem::create_directories(directory, ec);
+  if (ec) throw Error("cannot create " + directory + ": " + ec.message());
+  const std::string base = (std::filesystem::path(directory) / "bench-gpus").string();
+  std::string csv = csv_header() +
+                    ",gpus,devices,kernel_speedup,wall_speedup,kernel_efficiency,wall_efficiency,identical_to_1gpu,"
+                    "per_device_planes,per_device_kernel_ms\n";
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const GpuScaling& g = scaling[i];
+    csv += csv_line(rows[i]) + "," + std::to_string(g.gpus) + "," + csv_field(g.devices) + "," +
+           number_text(g.kernel_speedup) + "," + number_text(g.wall_speedup) + "," + number_text(g.kernel_efficiency) +
+           "," + number_text(g.wall_efficiency) + "," + csv_field(g.identical) + "," +
+           csv_field(per_device_field(g.per_device, true)) + "," + csv_field(per_device_field(g.per_device, false)) +
+           "\n";
+  }
+  write_text(base + ".csv", csv);
+  std::string json = json_document("gpus", meta, rows);
+  const std::size_t end = json.rfind("\n}");
+  std::string entries;
+  for (std::size_t i = 0; i < scaling.size(); ++i)
+    entries += std::string(i ? "," : "") + "\n    " + scaling_json(scaling[i]);
+  json = json.substr(0, end) + ",\n  \"scaling\": [" + entries + (scaling.empty() ? "]" : "\n  ]") + "\n}\n";
+  write_text(base + ".json", json);
   return {base + ".csv", base + ".json"};
 }
 

@@ -211,6 +211,35 @@ std::string json_document(std::string_view kind, const Metadata& meta, const std
 std::vector<std::string> write_results(const std::string& directory, std::string_view kind, const Metadata& meta,
                                        const std::vector<Row>& rows, const std::vector<Speedup>& speedups = {});
 
+// ---- GPU scaling (espgrid bench --sweep gpus) ------------------------------------------------------
+
+/// One GPU count of the scaling sweep: the whole map per run, against the one-GPU run.
+struct GpuScaling {
+  std::string kernel;
+  int gpus = 0;
+  std::string devices;                       ///< "0,1,2,3"
+  double kernel_ms = kNotAvailable;          ///< median; several GPUs: the busiest device's kernel sum
+  double wall_ms = kNotAvailable;            ///< median of the whole call, end to end (copies included)
+  double kernel_speedup = kNotAvailable;     ///< one-GPU kernel time / this one
+  double wall_speedup = kNotAvailable;       ///< one-GPU wall time / this one
+  double kernel_efficiency = kNotAvailable;  ///< kernel_speedup / gpus
+  double wall_efficiency = kNotAvailable;    ///< wall_speedup / gpus
+  std::string identical;  ///< "reference" (one GPU), "yes"/"no" (bit-for-bit vs it), "oracle" (atomics)
+  std::vector<DevicePart> per_device;        ///< the last timed run's workers
+};
+
+/// Writes bench-gpus.csv (the rows' columns, then gpus, devices, speedups, efficiencies,
+/// identical_to_1gpu, per-device planes and kernel ms) and bench-gpus.json (the usual
+/// document plus a "scaling" array) into `directory`; `rows` and `scaling` pair up one to one.
+std::vector<std::string> write_gpu_scaling(const std::string& directory, const Metadata& meta,
+                                           const std::vector<Row>& rows, const std::vector<GpuScaling>& scaling);
+
+/// Map and atom count of the gpus sweep when no input is given: a one-GPU run takes seconds.
+inline constexpr std::array<std::int64_t, 3> kGpuSweepDims = {512, 512, 512};
+inline constexpr std::size_t kGpuSweepAtoms = 100000;
+/// 1, 2, 4, ... GPUs up to `available`, and `available` itself.
+std::vector<int> gpu_sweep_counts(int available);
+
 // ---- the sweeps' fixed sets ------------------------------------------------------------------------
 
 struct BlockShape {

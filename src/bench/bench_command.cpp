@@ -4,12 +4,15 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <optional>
 #include <random>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <cxxopts.hpp>
 #include <iostream>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -131,6 +134,8 @@ struct Bench {
   std::array<double, 3> spacing{};
   std::uint64_t seed = 1;
   bool any_fail = false;
+  bool kernels_named = false;  ///< --kernel named the variants (the gpus sweep then runs each CUDA one)
+  bool custom_input = false;   ///< an input file, --dims or --atoms (the gpus sweep then uses it)
 
   bool is_selected(const KernelVariant& k) const {
     return std::find(selected.begin(), selected.end(), &k) != selected.end();
@@ -314,6 +319,157 @@ void sweep_speedup(Bench& b) {
   b.save("speedup", rows, speedups);
 }
 
+/// The gpus sweep: the whole map on 1, 2, 4, ... of the devices (--devices, default all
+/// usable ones), each run end to end through the registry (the multi-GPU work queue for more
+/// than one); time, speedup and parallel efficiency against one GPU, by kernel time and by
+/// wall time; every multi-GPU map compared bit for bit with the one-GPU map.
+void sweep_gpus(Bench& b, const PreparedProblem& given) {
+  std::optional<PreparedProblem> own;
+  if (!b.custom_input) {
+    const GridSpec grid = bench_grid(kGpuSweepDims, b.spacing);
+    check_grid_fits(grid);
+    own.emplace(random_atoms(kGpuSweepAtoms, grid, b.seed), grid, coulomb_factor({}));
+  }
+  const PreparedProblem& problem = own ? *own : given;
+  const DcsProblem full = problem.view(nullptr);
+  std::vector<const KernelVariant*> kernels;
+  for (const KernelVariant* k : b.selected)
+    if (k->backend == Backend::Cuda && (b.kernels_named || k->name == "cuda-unrolled")) kernels.push_back(k);
+  std::printf("\n== gpus: %s on %s, %s atoms, the whole map per run; target: parallel efficiency >= 90%% ==\n",
+              kernels.empty() ? "no CUDA kernel selected" : "the CUDA kernels", dims_text(full.nx, full.ny, full.nz).c_str(),
+              with_commas(full.atom_count).c_str());
+  std::printf("%-15s %4s %-12s %11s %11s %9s %9s %7s %7s %11s %s\n", "KERNEL", "GPUS", "DEVICES", "KERNEL ms",
+              "WALL ms", "SPEEDUP", "WALL SPD", "EFF", "WALL EFF", "IDENTICAL", "CHECK");
+  std::fflush(stdout);
+  std::vector<Row> rows;
+  std::vector<GpuScaling> scaling;
+  std::vector<int> devices = b.run.devices;
+  std::string reason = b.cuda_reason;
+  if (b.have_cuda && devices.empty()) devices = cuda::usable_devices(&reason);
+  for (const KernelVariant* k : kernels) {
+    if (!b.have_cuda || devices.empty()) {
+      Row row = blank_row("gpus", *k, full, b.run);
+      row.status = Status::Skipped;
+      row.note = "no CUDA device: " + reason;
+      std::printf("%-15s skipped: %s\n", row.kernel.c_str(), row.note.c_str());
+      rows.push_back(row);
+      GpuScaling g;
+      g.kernel = row.kernel;
+      scaling.push_back(g);
+      continue;
+    }
+    std::vector<float> reference;
+    double base_kernel = kNotAvailable, base_wall = kNotAvailable;
+    for (const int count : gpu_sweep_counts(static_cast<int>(devices.size()))) {
+      RunOptions o = b.run;
+      o.devices.assign(devices.begin(), devices.begin() + count);
+      o.device = o.devices.front();
+      std::string list;
+      for (const int d : o.devices) list += (list.empty() ? "" : ",") + std::to_string(d);
+      Row row = blank_row("gpus", *k, full, o);
+      row.repeats = b.settings.repeats;
+      row.warmup = b.settings.warmup;
+      GpuScaling g;
+      g.kernel = row.kernel;
+      g.gpus = count;
+      g.devices = list;
+      std::vector<float> out;
+      try {
+        auto run_once = [&] {
+          out.assign(full.point_count(), std::numeric_limits<float>::quiet_NaN());  // poison, outside the timing
+          return k->run(problem.view(out.data()), o);
+        };
+        for (int w = 0; w < b.settings.warmup; ++w) run_once();  // contexts, modules, first-touch
+        std::vector<double> kernel_s, wall_s;
+        std::size_t unwritten = 0;
+        RunTiming last;
+        for (int r = 0; r < b.settings.repeats; ++r) {
+          last = run_once();
+          kernel_s.push_back(last.kernel_seconds);
+          wall_s.push_back(last.wall_seconds);
+          unwritten += count_nonfinite(out.data(), out.size());
+        }
+        const Stats ks = summarize(kernel_s);
+        row.ny_used = full.ny;
+        row.nz_used = full.nz;
+        row.kernel_ms = {ks.median * 1e3, ks.min * 1e3, ks.max * 1e3};
+        row.wall_ms_median = summarize(wall_s).median * 1e3;
+        row.evaluations = static_cast<double>(full.point_count()) * static_cast<double>(full.atom_count);
+        row.atom_evals_per_s = row.evaluations / ks.median;
+        row.wall_evals_per_s = row.evaluations / (row.wall_ms_median / 1e3);
+        row.gflops = row.atom_evals_per_s * k->flops_per_evaluation / 1e9;
+        if (b.settings.rsqrt_per_second > 0)
+          row.ceiling_fraction = row.atom_evals_per_s / (b.settings.rsqrt_per_second * count);  // per GPU
+        row.device = last.device;
+        g.per_device = last.parts;
+        g.kernel_ms = row.kernel_ms.median;
+        g.wall_ms = row.wall_ms_median;
+        bool same = true;
+        if (count == 1) {
+          const OracleCheck check =
+              check_against_oracle(problem.view(out.data()), problem.coordinate_extent(), b.settings.check_points,
+                                   b.settings.seed);
+          row.points_checked = check.checked;
+          row.max_err_over_tol = check.max_err_over_tol;
+          same = check.ok();
+          g.identical = "reference";
+          base_kernel = g.kernel_ms;
+          base_wall = g.wall_ms;
+          reference = out;
+        } else if (k->name == "cuda-scatter" || reference.empty()) {
+          const OracleCheck check =
+              check_against_oracle(problem.view(out.data()), problem.coordinate_extent(), b.settings.check_points,
+                                   b.settings.seed);
+          row.points_checked = check.checked;
+          row.max_err_over_tol = check.max_err_over_tol;
+          same = check.ok();
+          g.identical = "oracle";
+        } else {
+          same = std::memcmp(out.data(), reference.data(), sizeof(float) * out.size()) == 0;
+          g.identical = same ? "yes" : "no";
+          if (!same) row.note = "differs from the one-GPU map";
+        }
+        g.kernel_speedup = base_kernel / g.kernel_ms;
+        g.wall_speedup = base_wall / g.wall_ms;
+        g.kernel_efficiency = g.kernel_speedup / count;
+        g.wall_efficiency = g.wall_speedup / count;
+        row.status = same && unwritten == 0 ? Status::Ok : Status::Fail;
+        std::vector<std::string> notes;
+        if (!row.note.empty()) notes.push_back(row.note);
+        if (unwritten) notes.push_back(std::to_string(unwritten) + " points not written");
+        notes.push_back(std::to_string(count) + " GPUs: speedup " + fmt("%.2f", g.kernel_speedup) + "x kernel, " +
+                        fmt("%.2f", g.wall_speedup) + "x wall; efficiency " + fmt("%.1f", 100 * g.kernel_efficiency) +
+                        "% kernel, " + fmt("%.1f", 100 * g.wall_efficiency) + "% wall");
+        row.note.clear();
+        for (const std::string& n : notes) {
+          if (!row.note.empty()) row.note += "; ";
+          row.note += n;
+        }
+      } catch (const Error& e) {
+        row.status = Status::Fail;
+        row.note = e.what();
+      }
+      if (row.status == Status::Fail) b.any_fail = true;
+      std::printf("%-15s %4d %-12s %11s %11s %9s %9s %7s %7s %11s %s\n", row.kernel.c_str(), count, list.c_str(),
+                  fmt("%.1f", g.kernel_ms).c_str(), fmt("%.1f", g.wall_ms).c_str(), times(g.kernel_speedup).c_str(),
+                  times(g.wall_speedup).c_str(), (fmt("%.1f", 100 * g.kernel_efficiency) + "%").c_str(),
+                  (fmt("%.1f", 100 * g.wall_efficiency) + "%").c_str(), g.identical.empty() ? "-" : g.identical.c_str(),
+                  std::string(status_name(row.status)).c_str());
+      if (row.status == Status::Fail) std::printf("  (%s)\n", row.note.c_str());
+      for (const DevicePart& p : g.per_device)
+        std::printf("    device %d: %lld planes in %d chunks, kernel %.1f ms, wall %.1f ms\n", p.device,
+                    static_cast<long long>(p.planes), p.chunks, p.kernel_seconds * 1e3, p.wall_seconds * 1e3);
+      std::fflush(stdout);
+      rows.push_back(row);
+      scaling.push_back(g);
+    }
+  }
+  std::printf("KERNEL ms: median of the busiest GPU's kernel time; WALL ms: the whole call end to end (allocation,\n"
+              "atom upload, copies back into the host map); SPEEDUP and EFF (= speedup / GPUs) are against one GPU.\n");
+  if (!b.out_dir.empty())
+    for (const auto& path : write_gpu_scaling(b.out_dir, b.meta, rows, scaling)) std::printf("wrote %s\n", path.c_str());
+}
+
 cxxopts::ParseResult parse_args(cxxopts::Options& options, int argc, char** argv) {
   try {
     return options.parse(argc, argv);
@@ -353,6 +509,8 @@ int run_bench(int argc, char** argv) {
       ("kernel", "all, or NAME[,NAME...] (see `espgrid kernels`)", cxxopts::value<std::string>()->default_value("all"))
       ("backend", "auto (all), cpu or cuda", cxxopts::value<std::string>()->default_value("auto"))
       ("device", "CUDA device number", cxxopts::value<int>()->default_value("0"))
+      ("devices", "several CUDA devices: all or N,N,... (GPU variants run on all of them through the work "
+                  "queue; the gpus sweep uses 1, 2, 4, ... of them)", cxxopts::value<std::string>())
       ("threads", "CPU threads (0 = all cores)", cxxopts::value<int>()->default_value("0"))
       ("require-cuda", "fail at once when no CUDA device is usable (instead of skipping the GPU variants)");
   options.add_options("Measurement")
@@ -362,7 +520,8 @@ int run_bench(int argc, char** argv) {
        cxxopts::value<std::string>()->default_value("0.5"))
       ("check-points", "points of the last timed output checked against the double oracle",
        cxxopts::value<std::string>()->default_value("1000"))
-      ("sweep", "none, all, or a comma list of blocks, coarsening, atoms, grid, speedup",
+      ("sweep", "none, all, or a comma list of blocks, coarsening, atoms, grid, speedup; and gpus (not in all: "
+                "1, 2, 4, ... GPUs on a 512x512x512 map of 100,000 atoms)",
        cxxopts::value<std::string>()->default_value("none"))
       ("sweep-only", "run the sweeps only, not the table of every variant")
       ("out", "write bench-KIND.csv and bench-KIND.json into this folder", cxxopts::value<std::string>());
@@ -376,6 +535,7 @@ int run_bench(int argc, char** argv) {
                  "over budget). Throughput counts the work actually done. The last timed output is checked\n"
                  "against the double-precision oracle; any failure makes the exit code 1.\n"
                  "\nExamples:\n  espgrid bench\n  espgrid bench --sweep all --out benchmarks/results\n"
+                 "  espgrid bench --sweep gpus --sweep-only --devices all --out benchmarks/results\n"
                  "  espgrid bench data/actin_dimer.pqr --kernel cuda-unrolled,cpu-parallel\n";
     return 0;
   }
@@ -399,21 +559,41 @@ int run_bench(int argc, char** argv) {
   b.settings.seed = b.seed;
   b.run.threads = args["threads"].as<int>();
   b.run.device = args["device"].as<int>();
-  if (b.run.threads < 0) throw UsageError("--threads must be 0 (all cores) or more");
+  if (b.run.threads < 0 || b.run.threads > kMaxCpuThreads)
+    throw UsageError("--threads must be 0 (all cores) to " + std::to_string(kMaxCpuThreads));
   if (b.run.device < 0) throw UsageError("--device must be 0 or more");
   b.spacing = spacing_value(args["spacing"].as<std::string>());
   if (args.count("out")) b.out_dir = args["out"].as<std::string>();
+  if (args.count("devices")) {
+    if (args.count("device")) throw UsageError("give --device N or --devices LIST, not both");
+    const std::string text = args["devices"].as<std::string>();
+    if (text != "all") {
+      for (const std::string& part : comma_list(text)) {
+        const long long d = whole_value("devices", part);
+        if (d < 0 || d > 1'000'000) throw UsageError("--devices expects all or device numbers N,N,...");
+        b.run.devices.push_back(static_cast<int>(d));
+      }
+    } else {
+      b.run.devices = cuda::usable_devices();  // empty without a GPU: the GPU variants are skipped
+    }
+    if (!b.run.devices.empty()) b.run.device = b.run.devices.front();
+  }
 
   // Sweeps.
   std::vector<std::string> sweeps;
   for (const std::string& name : comma_list(args["sweep"].as<std::string>())) {
     if (name == "none") continue;
+    if (name == "gpus") {  // not part of "all": seconds per run by design
+      sweeps.push_back(name);
+      continue;
+    }
     if (name == "all") {
       for (const char* s : kSweepNames) sweeps.emplace_back(s);
       continue;
     }
     if (std::find(std::begin(kSweepNames), std::end(kSweepNames), name) == std::end(kSweepNames))
-      throw UsageError("--sweep: unknown sweep '" + name + "' (none, all, blocks, coarsening, atoms, grid, speedup)");
+      throw UsageError("--sweep: unknown sweep '" + name +
+                       "' (none, all, blocks, coarsening, atoms, grid, speedup, gpus)");
     sweeps.push_back(name);
   }
   const bool sweep_only = args.count("sweep-only") > 0;
@@ -430,6 +610,8 @@ int run_bench(int argc, char** argv) {
   std::vector<const KernelVariant*> named;
   if (which != "all")
     for (const std::string& name : comma_list(which)) named.push_back(&find_kernel(name));
+  b.kernels_named = which != "all";
+  b.custom_input = args.count("input") || args.count("dims") || args.count("atoms");
   for (const auto& k : kernel_variants()) {
     if (backend != "auto" && backend != backend_name(k.backend)) continue;
     if (which != "all" && std::find(named.begin(), named.end(), &k) == named.end()) continue;
@@ -540,6 +722,7 @@ int run_bench(int argc, char** argv) {
     if (s == "atoms") timed(s, [&] { sweep_atoms(b, grid); });
     if (s == "grid") timed(s, [&] { sweep_grid(b); });
     if (s == "speedup") timed(s, [&] { sweep_speedup(b); });
+    if (s == "gpus") timed(s, [&] { sweep_gpus(b, problem); });
   }
   std::printf("\ntotal %.1f s. %s\n", std::chrono::duration<double>(Clock::now() - start).count(),
               b.any_fail ? "Some measurements FAILED verification (exit code 1)." : "Every measured output verified.");

@@ -10,8 +10,11 @@
 #include <cxxopts.hpp>
 #include <iostream>
 #include <optional>
+#include <set>
 #include <sstream>
+#include <thread>
 
+#include "kernels/dcs_cuda.h"
 #include "src/cli/progress.h"
 #include "src/errors.h"
 #include "src/grid.h"
@@ -19,6 +22,8 @@
 #include "src/output_file.h"
 #include "src/potential_map.h"
 #include "src/prepared_problem.h"
+#include "src/scaleout/cluster.h"
+#include "src/scaleout/distributed_map.h"
 #include "src/structure_reader.h"
 #include "src/units.h"
 
@@ -111,6 +116,8 @@ void add_input_options(cxxopts::Options& options) {
       ("kernel", "kernel variant (see `espgrid kernels`)", cxxopts::value<std::string>())
       ("backend", "auto, cpu or cuda (auto: CUDA when a usable GPU is present)", cxxopts::value<std::string>()->default_value("auto"))
       ("device", "CUDA device number", cxxopts::value<int>()->default_value("0"))
+      ("devices", "several CUDA devices: all, or N,N,... (z-planes shared out through a work queue; a repeated "
+                  "number runs two workers on one GPU)", cxxopts::value<std::string>())
       ("threads", "CPU threads (0 = all cores)", cxxopts::value<int>()->default_value("0"));
   options.add_options()("h,help", "show this help");
   options.parse_positional({"input"});
@@ -179,13 +186,48 @@ KernelChoice choose_kernel(const cxxopts::ParseResult& args) {
   return {&default_kernel(Backend::Cpu), "backend auto: no GPU (" + reason + ")"};
 }
 
+/// --devices: "all" (every usable GPU) or a comma list of ordinals, repeats allowed.
+std::vector<int> devices_option(const std::string& text) {
+  if (text == "all") {
+    std::string reason;
+    std::vector<int> all = cuda::usable_devices(&reason);
+    if (all.empty()) throw Error("--devices all: " + reason);
+    return all;
+  }
+  std::vector<int> devices;
+  for (const auto& part : split_commas(text)) {
+    const auto v = parse_integer(part);
+    if (!v || *v < 0 || *v > 1'000'000)
+      throw UsageError("--devices expects all or device numbers N,N,..., got '" + text + "'");
+    devices.push_back(static_cast<int>(*v));
+  }
+  return devices;
+}
+
 RunOptions run_options(const cxxopts::ParseResult& args) {
   RunOptions o;
   o.threads = args["threads"].as<int>();
   o.device = args["device"].as<int>();
   if (o.threads < 0) throw UsageError("--threads must be 0 (all cores) or more");
   if (o.device < 0) throw UsageError("--device must be 0 or more");
+  if (args.count("devices")) {
+    if (args.count("device")) throw UsageError("give --device N or --devices LIST, not both");
+    o.devices = devices_option(args["devices"].as<std::string>());
+    o.device = o.devices.front();
+  }
   return o;
+}
+
+/// --devices only means something to the CUDA kernels.
+void check_devices_apply(const cxxopts::ParseResult& args, const KernelVariant& kernel) {
+  if (args.count("devices") && kernel.backend != Backend::Cuda)
+    throw UsageError("--devices applies to the CUDA kernels; " + std::string(kernel.name) + " runs on the CPU");
+}
+
+std::string part_line(const DevicePart& part) {
+  return std::to_string(part.planes) + " planes in " + std::to_string(part.chunks) +
+         (part.chunks == 1 ? " chunk" : " chunks") + ", kernel " + seconds_text(part.kernel_seconds) + ", wall " +
+         seconds_text(part.wall_seconds);
 }
 
 /// Runs one kernel on the whole grid with a progress bar; returns its timing.
@@ -208,6 +250,164 @@ cxxopts::ParseResult parse(cxxopts::Options& options, int argc, char** argv) {
 
 // ---- espgrid map ---------------------------------------------------------------------
 
+namespace {
+
+/// The -o paths, each checked before anything is computed (`check_paths`: by the process
+/// that writes them).
+std::vector<std::string> checked_outputs(const cxxopts::ParseResult& args, bool check_paths) {
+  if (!args.count("output")) throw UsageError("no output given: add -o map.vti and/or -o map.dx");
+  const auto outputs = args["output"].as<std::vector<std::string>>();
+  for (const auto& path : outputs) {  // fail on a bad output before computing anything
+    if (map_format_from_extension(path) == MapFormat::Vti && !vti_supported())
+      throw UsageError("cannot write " + path + ": this espgrid was built without VTK; write .dx instead");
+    if (check_paths) check_output_path(path);
+  }
+  return outputs;
+}
+
+void print_input(const LoadedInput& in) {
+  const Atoms& atoms = in.structure.atoms;
+  const GridSpec& grid = in.grid;
+  std::printf("input      %s: %s atoms, total charge %s e\n", in.path.c_str(),
+              with_commas(atoms.size()).c_str(), signed_charge(atoms.total_charge()).c_str());
+  std::printf("grid       %s, spacing %g,%g,%g Å, origin (%.3f, %.3f, %.3f) Å, map %s\n", describe(grid).c_str(),
+              grid.spacing[0], grid.spacing[1], grid.spacing[2], grid.origin[0], grid.origin[1], grid.origin[2],
+              human_bytes(static_cast<double>(map_bytes(grid))).c_str());
+  std::fflush(stdout);
+}
+
+/// The map's metadata; values not allocated.
+PotentialMap map_for(const LoadedInput& in) {
+  const Atoms& atoms = in.structure.atoms;
+  PotentialMap map;
+  map.grid = in.grid;
+  map.unit = unit_name(in.physics.unit);
+  map.dielectric = in.physics.dielectric;
+  map.temperature = in.physics.temperature;
+  map.source = in.path + ", " + std::to_string(atoms.size()) + " atoms, total charge " +
+               signed_charge(atoms.total_charge()) + " e";
+  return map;
+}
+
+/// The summary after the computation (kernel line first), then the outputs written.
+void finish_map(const PotentialMap& map, const LoadedInput& in, const std::string& kernel_line,
+                const RunTiming& timing, const std::string& time_note, const std::vector<std::string>& outputs) {
+  const double evaluations = static_cast<double>(in.grid.point_count()) * static_cast<double>(in.structure.atoms.size());
+  const auto [lo, hi] = std::minmax_element(map.values.begin(), map.values.end());
+  std::printf("kernel     %s\n", kernel_line.c_str());
+  if (timing.parts.size() > 1)
+    for (const DevicePart& part : timing.parts)
+      std::printf("  device %d %s: %s\n", part.device, part.name.c_str(), part_line(part).c_str());
+  std::printf("work       %s atom-evaluations\n", sci(evaluations).c_str());
+  std::printf("time       %s kernel, %s with transfers%s\n", seconds_text(timing.kernel_seconds).c_str(),
+              seconds_text(timing.wall_seconds).c_str(), time_note.c_str());
+  std::printf("throughput %s atom-evaluations/s\n",
+              sci(timing.kernel_seconds > 0 ? evaluations / timing.kernel_seconds : 0).c_str());
+  std::printf("potential  %.4g to %.4g %s (dielectric %g%s)\n", *lo, *hi, map.unit.c_str(), map.dielectric,
+              in.physics.unit == PotentialUnit::KTPerE ? (", T " + std::to_string(map.temperature).substr(0, 6) + " K").c_str() : "");
+  for (const auto& path : outputs) {
+    write_map(map, path);
+    std::printf("wrote      %s\n", path.c_str());
+  }
+}
+
+/// `espgrid map` under mpirun with more than one rank: every rank reads the input and computes
+/// a contiguous block of z-planes (its rank-local GPU, or the CPU); rank 0 gathers the map,
+/// prints the summary with every rank's timing, and writes the outputs. Any rank's failure
+/// stops every rank before anything is written (rank 0 reports it; see Cluster::agree).
+int run_map_distributed(const cxxopts::ParseResult& args, scaleout::Cluster& cluster) {
+  const bool root = cluster.is_root();
+  std::vector<std::string> outputs;
+  std::optional<KernelChoice> choice;
+  RunOptions run;
+  std::optional<LoadedInput> in;
+  std::optional<PreparedProblem> problem;
+  PotentialMap map;
+  scaleout::DistributedRun result;
+  // Every rank passes the same agreement points, so a failure anywhere reaches all of them:
+  // rank 0 prints it, everyone waits for that, then rank 0 exits non-zero and the rest 0.
+  int status = 0;
+  std::string error;
+  try {
+    cluster.agree("checking the command line and reading the input", [&] {
+      outputs = checked_outputs(args, root);  // only rank 0 writes
+      run = run_options(args);
+      choice = choose_kernel(args);
+      check_devices_apply(args, *choice->kernel);
+      if (choice->kernel->backend == Backend::Cuda && !args.count("device") && !args.count("devices")) {
+        run.device = scaleout::rank_local_device(cluster, cuda::usable_devices());
+        choice->why += "; rank-local GPU: local rank mod GPUs";
+      }
+      // CPU threads: a rank not pinned to a part of the machine shares it with the other
+      // ranks on its node instead of each taking every core.
+      if (choice->kernel->backend == Backend::Cpu && run.threads == 0 && cluster.local_size() > 1 &&
+          omp_get_num_procs() >= static_cast<int>(std::thread::hardware_concurrency()))
+        run.threads = std::max(1, omp_get_num_procs() / cluster.local_size());
+      in.emplace(load_input(args));
+      problem.emplace(in->structure.atoms, in->grid, coulomb_factor(in->physics));
+      if (root) {
+        map = map_for(*in);
+        map.values.assign(in->grid.point_count(), std::numeric_limits<float>::quiet_NaN());
+      }
+    });
+    if (root) {
+      print_input(*in);
+      std::printf("ranks      %d MPI ranks: z-planes in contiguous blocks, one per rank; the map is gathered to "
+                  "rank 0\n", cluster.size());
+      std::fflush(stdout);
+    }
+    ProgressBar bar(std::string(choice->kernel->name));
+    RunOptions options = run;
+    if (root) options.progress = [&bar](std::size_t done, std::size_t total) { bar.update(done, total); };
+    try {
+      result = scaleout::compute_distributed(cluster, *choice->kernel, *problem, root ? map.values.data() : nullptr,
+                                             options);
+    } catch (const scaleout::PeerFailure&) {
+      throw;
+    } catch (const UsageError&) {
+      throw;
+    } catch (const Error& e) {
+      throw Error(std::string(e.what()) + "; no map written");
+    }
+  } catch (const scaleout::PeerFailure&) {
+    status = 1;
+  } catch (const UsageError& e) {
+    status = 2;
+    error = e.what();
+  } catch (const std::exception& e) {
+    status = 1;
+    error = e.what();
+  }
+  if (status != 0) {
+    if (root) {
+      std::fprintf(stderr, "espgrid: error: %s\n", error.c_str());
+      std::fflush(stderr);
+    }
+    cluster.barrier();
+    return root ? status : 0;
+  }
+  if (!root) return 0;
+
+  for (const scaleout::RankReport& r : result.ranks) {
+    const std::string planes = r.planes.count() == 0 ? std::string("no planes")
+                                                     : "planes " + std::to_string(r.planes.begin) + "-" +
+                                                           std::to_string(r.planes.end - 1) + " (" +
+                                                           std::to_string(r.planes.count()) + ")";
+    std::printf("rank %-5d %s: %s, %s on %s: kernel %s, wall %s\n", r.rank, r.host.c_str(), planes.c_str(),
+                r.kernel.c_str(), r.device.c_str(), seconds_text(r.kernel_seconds).c_str(),
+                seconds_text(r.wall_seconds).c_str());
+  }
+  std::set<std::string> kernels;
+  for (const scaleout::RankReport& r : result.ranks) kernels.insert(r.kernel);
+  std::string kernel_names;
+  for (const std::string& k : kernels) kernel_names += (kernel_names.empty() ? "" : ", ") + k;
+  finish_map(map, *in, kernel_names + " on " + result.timing.device + " (" + choice->why + ")", result.timing,
+             " (slowest rank; all ranks and the gather, " + seconds_text(result.gather_seconds) + ")", outputs);
+  return 0;
+}
+
+}  // namespace
+
 int run_map(int argc, char** argv) {
   cxxopts::Options options("espgrid map", "Compute the electrostatic potential of a charged structure on a grid.\n");
   options.custom_help("INPUT -o OUTPUT.vti|OUTPUT.dx [-o ...] [options]");
@@ -219,55 +419,27 @@ int run_map(int argc, char** argv) {
   const auto args = parse(options, argc, argv);
   if (args.count("help")) {
     std::cout << options.help({"Input", "Output", "Grid", "Physics", "Compute", ""})
-              << "\nExample:\n  espgrid map data/fasciculin2.pqr -o fas2.vti -o fas2.dx --spacing 0.5\n";
+              << "\nExample:\n  espgrid map data/fasciculin2.pqr -o fas2.vti -o fas2.dx --spacing 0.5\n"
+              << "\nSeveral GPUs: --devices all (or 0,1,...). Under mpirun the z-planes are split over the ranks\n"
+                 "(each on its rank-local GPU, or the CPU) and rank 0 writes the map; see README, Scale-out.\n";
     return 0;
   }
-  if (!args.count("output")) throw UsageError("no output given: add -o map.vti and/or -o map.dx");
-  const auto outputs = args["output"].as<std::vector<std::string>>();
-  for (const auto& path : outputs) {  // fail on a bad output before computing anything
-    if (map_format_from_extension(path) == MapFormat::Vti && !vti_supported())
-      throw UsageError("cannot write " + path + ": this espgrid was built without VTK; write .dx instead");
-    check_output_path(path);
-  }
-  const KernelChoice choice = choose_kernel(args);
+  scaleout::Cluster& cluster = scaleout::Cluster::world();  // MPI starts here when launched by mpirun
+  if (cluster.distributed()) return run_map_distributed(args, cluster);
+
+  const auto outputs = checked_outputs(args, true);
   const RunOptions run = run_options(args);
+  const KernelChoice choice = choose_kernel(args);
+  check_devices_apply(args, *choice.kernel);
   LoadedInput in = load_input(args);
-  const Atoms& atoms = in.structure.atoms;
-  const GridSpec& grid = in.grid;
+  print_input(in);
 
-  std::printf("input      %s: %s atoms, total charge %s e\n", in.path.c_str(),
-              with_commas(atoms.size()).c_str(), signed_charge(atoms.total_charge()).c_str());
-  std::printf("grid       %s, spacing %g,%g,%g Å, origin (%.3f, %.3f, %.3f) Å, map %s\n", describe(grid).c_str(),
-              grid.spacing[0], grid.spacing[1], grid.spacing[2], grid.origin[0], grid.origin[1], grid.origin[2],
-              human_bytes(static_cast<double>(map_bytes(grid))).c_str());
-  std::fflush(stdout);
-
-  PotentialMap map;
-  map.grid = grid;
-  map.unit = unit_name(in.physics.unit);
-  map.dielectric = in.physics.dielectric;
-  map.temperature = in.physics.temperature;
-  map.source = in.path + ", " + std::to_string(atoms.size()) + " atoms, total charge " +
-               signed_charge(atoms.total_charge()) + " e";
-  map.values.assign(grid.point_count(), std::numeric_limits<float>::quiet_NaN());
-  const PreparedProblem problem(atoms, grid, coulomb_factor(in.physics));
+  PotentialMap map = map_for(in);
+  map.values.assign(in.grid.point_count(), std::numeric_limits<float>::quiet_NaN());
+  const PreparedProblem problem(in.structure.atoms, in.grid, coulomb_factor(in.physics));
   const RunTiming timing = run_kernel(*choice.kernel, problem, map.values, run);
-
-  const double evaluations = static_cast<double>(grid.point_count()) * static_cast<double>(atoms.size());
-  const auto [lo, hi] = std::minmax_element(map.values.begin(), map.values.end());
-  std::printf("kernel     %s on %s (%s)\n", std::string(choice.kernel->name).c_str(), timing.device.c_str(),
-              choice.why.c_str());
-  std::printf("work       %s atom-evaluations\n", sci(evaluations).c_str());
-  std::printf("time       %s kernel, %s with transfers\n", seconds_text(timing.kernel_seconds).c_str(),
-              seconds_text(timing.wall_seconds).c_str());
-  std::printf("throughput %s atom-evaluations/s\n",
-              sci(timing.kernel_seconds > 0 ? evaluations / timing.kernel_seconds : 0).c_str());
-  std::printf("potential  %.4g to %.4g %s (dielectric %g%s)\n", *lo, *hi, map.unit.c_str(), map.dielectric,
-              in.physics.unit == PotentialUnit::KTPerE ? (", T " + std::to_string(map.temperature).substr(0, 6) + " K").c_str() : "");
-  for (const auto& path : outputs) {
-    write_map(map, path);
-    std::printf("wrote      %s\n", path.c_str());
-  }
+  finish_map(map, in, std::string(choice.kernel->name) + " on " + timing.device + " (" + choice.why + ")", timing, "",
+             outputs);
   return 0;
 }
 

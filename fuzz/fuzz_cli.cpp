@@ -1,0 +1,197 @@
+// libFuzzer target for the command line: the input is split into words (on spaces, tabs,
+// line ends and NUL); the first word picks the verb (map, kernels, verify, bench) and the
+// words become its argv, as main() passes them (argv[0] is the verb). The verbs run
+// in-process: src/cli/commands.cpp, src/cli/progress.cpp and src/bench/bench_command.cpp are
+// compiled into this executable (fuzz/CMakeLists.txt).
+//
+// Accepted outcomes: a return code of 0 or 1, or espgrid::Error (UsageError included: cxxopts
+// errors surface as UsageError) unless its message says "internal error". Anything else —
+// another exception, a crash, a sanitizer report, a hang (libFuzzer's -timeout) — is a
+// finding, as is a ".NAME.partial.PID" file left in the working directory after the verb
+// returned or threw.
+//
+// Confinement, so that fuzzing can neither do huge work nor touch files outside a temp dir:
+//   * the process works in a fresh temporary directory holding copies of a few small
+//     fixtures (a.pqr, b.xyz, c.extxyz, d.pqr, bad.pqr, m.pdb); inputs with a word that
+//     could reach outside it (absolute paths, "..", see stays_inside) are skipped, so every
+//     path the verbs see is inside that directory;
+//     everything else there is removed after each input;
+//   * ESPGRID_MAX_GRID_POINTS=100000 caps every grid (check_grid_fits refuses larger ones);
+//   * inputs whose work options exceed small bounds are skipped: --threads over 4, and for
+//     bench --atoms over 2000, --repeats over 2, --warmup over 1, --budget over 0.01 s,
+//     --check-points over 100, any --sweep but none; bench also gets "--repeats 1
+//     --warmup 0 --budget 0.002 --check-points 20" in front of the fuzzed words (a later
+//     fuzzed value of the same option wins, within the bounds above);
+//   * at most 48 words of at most 300 bytes (names over NAME_MAX are reachable).
+// Set ESPGRID_FUZZ_VERBOSE=1 to see the verbs' standard output (normally sent to /dev/null).
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "src/cli/commands.h"
+#include "src/errors.h"
+#include "src/text_parsing.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path g_dir;
+const std::vector<std::pair<std::string, std::string>> kFixtures = {
+    {"tests/data/pqr_whitespace.pqr", "a.pqr"},         {"tests/data/xyz_plain.xyz", "b.xyz"},
+    {"tests/data/xyz_extended_reordered.xyz", "c.extxyz"}, {"tests/data/pqr_fixed_column.pqr", "d.pqr"},
+    {"tests/data/bad_nan_charge.pqr", "bad.pqr"},       {"tests/data/pqr_whitespace.pqr", "m.pdb"},
+};
+
+[[noreturn]] void finding(const std::string& what) {
+  std::fprintf(stderr, "\nespgrid fuzz finding: %s\n", what.c_str());
+  std::abort();
+}
+
+void remove_dir() {
+  std::error_code ignored;
+  if (!g_dir.empty()) fs::remove_all(g_dir, ignored);
+}
+
+/// False for a word that could name a file outside the working directory: one with "..",
+/// one starting with '/', "=/" (--output=/x), or a '/' in an option word other than
+/// --units=... ("-o/x" gives -o the value "/x"). Relative names with '/' ("kT/e", "dir/x.dx")
+/// stay inside.
+bool stays_inside(const std::string& w) {
+  if (w.find('/') == std::string::npos) return true;
+  if (w.find("..") != std::string::npos || w.front() == '/' || w.find("=/") != std::string::npos) return false;
+  return w.front() != '-' || w.rfind("--units=", 0) == 0;
+}
+
+/// The value given to option `name` by words[i] ("--name=v" or "--name v"), or nullopt when
+/// words[i] is not that option; `missing` is set when the option has no value word.
+std::optional<std::string> option_value(const std::vector<std::string>& words, std::size_t i,
+                                        std::string_view name, bool& missing) {
+  const std::string& w = words[i];
+  const std::string flag = "--" + std::string(name);
+  if (w == flag) {
+    if (i + 1 < words.size()) return words[i + 1];
+    missing = true;
+    return std::string();
+  }
+  if (w.rfind(flag + "=", 0) == 0) return w.substr(flag.size() + 1);
+  return std::nullopt;
+}
+
+bool within(const std::string& text, double lo, double hi) {
+  const auto v = espgrid::parse_number(text);
+  return v && std::isfinite(*v) && *v >= lo && *v <= hi;
+}
+
+/// False when the words could ask for more work than the bounds above allow.
+bool work_is_bounded(const std::string& verb, const std::vector<std::string>& words) {
+  struct Bound {
+    const char* option;
+    double lo, hi;
+    bool bench_only;
+  };
+  static const Bound kBounds[] = {{"threads", 0, 4, false}, {"atoms", 1, 2000, true},       {"repeats", 1, 2, true},
+                                  {"warmup", 0, 1, true},   {"budget", 1e-6, 0.01, true}, {"check-points", 1, 100, true}};
+  for (std::size_t i = 0; i < words.size(); ++i) {
+    for (const Bound& b : kBounds) {
+      if (b.bench_only && verb != "bench") continue;
+      bool missing = false;
+      const auto value = option_value(words, i, b.option, missing);
+      if (value && !missing && !within(*value, b.lo, b.hi)) return false;
+    }
+    if (verb == "bench" && words[i].rfind("--sweep", 0) == 0 && words[i] != "--sweep-only") {
+      bool missing = false;
+      const auto value = option_value(words, i, "sweep", missing);
+      if (!value || (!missing && *value != "none")) return false;
+    }
+  }
+  return true;
+}
+
+void clean_dir() {
+  for (const auto& entry : fs::directory_iterator(g_dir)) {
+    const std::string name = entry.path().filename().string();
+    if (name.find(".partial.") != std::string::npos) finding("temporary file left behind: " + name);
+    bool fixture = false;
+    for (const auto& f : kFixtures) fixture = fixture || f.second == name;
+    if (!fixture) fs::remove_all(entry.path());
+  }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  char templ[] = "/tmp/espgrid-fuzz-cli-XXXXXX";
+  if (::mkdtemp(templ) == nullptr) finding("mkdtemp failed");
+  g_dir = templ;
+  std::atexit(remove_dir);
+  for (const auto& [from, to] : kFixtures)
+    fs::copy_file(fs::path(ESPGRID_SOURCE_DIR) / from, g_dir / to, fs::copy_options::overwrite_existing);
+  if (::chdir(g_dir.c_str()) != 0) finding("chdir failed");
+  ::setenv("ESPGRID_MAX_GRID_POINTS", "100000", 1);
+  const char* verbose = std::getenv("ESPGRID_FUZZ_VERBOSE");
+  if (!(verbose && std::strcmp(verbose, "1") == 0)) {
+    const int devnull = ::open("/dev/null", O_WRONLY);
+    if (devnull >= 0) ::dup2(devnull, STDOUT_FILENO);  // libFuzzer reports on stderr
+  }
+  return 0;
+}
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  std::vector<std::string> words;
+  std::string current;
+  for (std::size_t i = 0; i <= size; ++i) {
+    const char c = i < size ? static_cast<char>(data[i]) : ' ';
+    if (c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\0') {
+      if (!current.empty()) words.push_back(std::move(current));
+      current.clear();
+    } else {
+      current += c;
+    }
+  }
+  if (words.empty() || words.size() > 48) return 0;
+  for (const std::string& w : words)
+    if (w.size() > 300 || !stays_inside(w)) return 0;
+  const std::string verb = words[0];
+  using Verb = int (*)(int, char**);
+  Verb run = nullptr;
+  if (verb == "map") run = espgrid::cli::run_map;
+  if (verb == "kernels") run = espgrid::cli::run_kernels;
+  if (verb == "verify") run = espgrid::cli::run_verify;
+  if (verb == "bench") run = espgrid::cli::run_bench;
+  if (run == nullptr) return 0;
+  if (!work_is_bounded(verb, words)) return 0;
+
+  std::vector<std::string> args = {verb};
+  if (verb == "bench")
+    for (const char* w : {"--repeats", "1", "--warmup", "0", "--budget", "0.002", "--check-points", "20"})
+      args.emplace_back(w);
+  args.insert(args.end(), words.begin() + 1, words.end());
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+
+  try {
+    const int code = run(static_cast<int>(args.size()), argv.data());
+    if (code != 0 && code != 1) finding("verb returned " + std::to_string(code));
+  } catch (const espgrid::Error& e) {
+    if (std::strlen(e.what()) == 0) finding("espgrid::Error with an empty message");
+    // "internal error" marks a state espgrid believes impossible (a non-finite potential, a
+    // map of the wrong size): reaching it from the command line is a bug.
+    if (std::strstr(e.what(), "internal error") != nullptr) finding(std::string("reached: ") + e.what());
+  }
+  // Any other exception escapes to libFuzzer, which reports it as a crash.
+  std::fflush(stdout);
+  clean_dir();
+  return 0;
+}

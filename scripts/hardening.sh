@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# Hardening checks (issue #6; docs/reliability.md), run by scripts/test.sh after the main tests:
+#   1. AddressSanitizer + UndefinedBehaviorSanitizer build of the CPU code (ESPGRID_SANITIZE=ON,
+#      ESPGRID_CUDA=OFF) in $ASAN_BUILD_DIR, and `ctest -L cpu` on it;
+#   2. the libFuzzer targets (fuzz/: fuzz_pqr, fuzz_xyz, fuzz_cli) built with clang in
+#      $FUZZ_BUILD_DIR; every saved regression input (fuzz/regressions/TARGET/) replayed; then
+#      each target fuzzed for $ESPGRID_FUZZ_SECONDS seconds (default 60) from the seed corpus
+#      (fuzz/seeds/, data/*.pqr|xyz, tests/data/*.pqr|xyz). A crash, sanitizer report, hang
+#      (-timeout) or out-of-memory is saved to $ESPGRID_FUZZ_CRASH_DIR and fails the script.
+# Environment: ESPGRID_FUZZ_SECONDS (0 skips fuzzing, the replay still runs),
+# ESPGRID_HARDENING_SKIP_ASAN=1, ASAN_BUILD_DIR (build-asan), FUZZ_BUILD_DIR (build-fuzz),
+# ESPGRID_FUZZ_CRASH_DIR ($FUZZ_BUILD_DIR/crashes). Needs clang 14, compiler-rt and libomp:
+# installed here when missing (Debian 12, as root or with sudo).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+FUZZ_SECONDS=${ESPGRID_FUZZ_SECONDS:-60}
+ASAN_DIR=${ASAN_BUILD_DIR:-build-asan}
+FUZZ_DIR=${FUZZ_BUILD_DIR:-build-fuzz}
+CRASH_DIR=${ESPGRID_FUZZ_CRASH_DIR:-$FUZZ_DIR/crashes}
+JOBS=$(nproc)
+status=0
+start_all=$SECONDS
+
+say() { echo "hardening: $*"; }
+fail() { say "FAILED: $*"; status=1; }
+
+# ---- packages: clang with libFuzzer and the sanitizer runtimes, OpenMP for clang ---------------
+SUDO=""
+[ "$(id -u)" = 0 ] || SUDO=sudo
+missing=()
+for p in clang libclang-rt-14-dev libomp-14-dev; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  say "installing ${missing[*]}"
+  $SUDO apt-get -o DPkg::Lock::Timeout=600 update -q &&
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get -o DPkg::Lock::Timeout=600 install -y -q --no-install-recommends \
+      "${missing[@]}" || { fail "could not install ${missing[*]}"; exit 1; }
+fi
+
+# ---- 1. ASan + UBSan build and the CPU tests ------------------------------------------------------
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:strict_string_checks=1:detect_stack_use_after_return=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+if [ "${ESPGRID_HARDENING_SKIP_ASAN:-0}" != 1 ]; then
+  t0=$SECONDS
+  say "ASan+UBSan build in $ASAN_DIR (ESPGRID_SANITIZE=ON, ESPGRID_CUDA=OFF)"
+  if cmake -S . -B "$ASAN_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DESPGRID_CUDA=OFF -DESPGRID_SANITIZE=ON >/dev/null &&
+     cmake --build "$ASAN_DIR" -j "$JOBS" >"$ASAN_DIR/hardening-build.log" 2>&1; then
+    say "built in $((SECONDS - t0)) s; ctest -L cpu under the sanitizers"
+    t1=$SECONDS
+    ctest --test-dir "$ASAN_DIR" -L cpu --output-on-failure -j "$JOBS" || fail "ctest -L cpu under ASan+UBSan"
+    say "sanitizer tests took $((SECONDS - t1)) s"
+  else
+    tail -n 40 "$ASAN_DIR/hardening-build.log" 2>/dev/null
+    fail "ASan+UBSan build"
+  fi
+fi
+
+# ---- 2. fuzzing -------------------------------------------------------------------------------------
+t0=$SECONDS
+say "libFuzzer targets in $FUZZ_DIR (clang, ASan+UBSan)"
+if ! { cmake -S . -B "$FUZZ_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ -DESPGRID_CUDA=OFF \
+         -DESPGRID_VTK=OFF -DESPGRID_TESTS=OFF -DESPGRID_SANITIZE=ON -DESPGRID_FUZZ=ON >/dev/null &&
+       cmake --build "$FUZZ_DIR" -j "$JOBS" --target fuzzers >"$FUZZ_DIR/hardening-build.log" 2>&1; }; then
+  tail -n 40 "$FUZZ_DIR/hardening-build.log" 2>/dev/null
+  fail "fuzz build"
+  exit 1
+fi
+say "fuzzers built in $((SECONDS - t0)) s"
+FUZZ_ABS=$(cd "$FUZZ_DIR" && pwd)
+mkdir -p "$CRASH_DIR"
+CRASH_DIR=$(cd "$CRASH_DIR" && pwd)  # absolute: fuzz_cli changes directory before reading flags
+
+# seeds: a fresh folder per target (libFuzzer reads them; the corpus it grows is kept apart)
+seed_dir() {  # seed_dir TARGET: prints the folder
+  local target=$1 dir="$FUZZ_ABS/seeds-$1"
+  rm -rf "$dir"
+  mkdir -p "$dir"
+  cp "$ROOT"/fuzz/seeds/"$target"/* "$dir"/
+  case $target in
+    pqr | xyz) cp "$ROOT"/data/*.pqr "$ROOT"/data/*.xyz "$ROOT"/tests/data/*.pqr "$ROOT"/tests/data/*.xyz "$dir"/ ;;
+  esac
+  echo "$dir"
+}
+
+# max_len: inputs are cut to this size; the real molecules (up to 1 MB) become prefixes.
+declare -A MAX_LEN=([pqr]=16384 [xyz]=16384 [cli]=1024)
+for target in pqr xyz cli; do
+  exe="$FUZZ_ABS/fuzz/fuzz_$target"
+  # Replay every saved regression input once (they are crashes that were fixed).
+  regressions=("$ROOT"/fuzz/regressions/"$target"/*)
+  if [ -e "${regressions[0]}" ]; then
+    if "$exe" -runs=1 "${regressions[@]}" >"$FUZZ_ABS/replay-$target.log" 2>&1; then
+      say "fuzz_$target: ${#regressions[@]} regression inputs replayed, all pass"
+    else
+      tail -n 30 "$FUZZ_ABS/replay-$target.log"
+      fail "fuzz_$target: a regression input fails again (log: $FUZZ_DIR/replay-$target.log)"
+    fi
+  fi
+  [ "$FUZZ_SECONDS" -gt 0 ] || continue
+  corpus="$FUZZ_ABS/corpus-$target"
+  mkdir -p "$corpus"
+  seeds=$(seed_dir "$target")
+  log="$FUZZ_ABS/fuzz-$target.log"
+  before=$(ls "$CRASH_DIR" | wc -l)
+  "$exe" -max_total_time="$FUZZ_SECONDS" -timeout=20 -rss_limit_mb=2560 -max_len="${MAX_LEN[$target]}" \
+    -dict="$ROOT/fuzz/$target.dict" -artifact_prefix="$CRASH_DIR/$target-" -print_final_stats=1 \
+    "$corpus" "$seeds" >"$log" 2>&1
+  rc=$?
+  runs=$(grep -E '^Done [0-9]+ runs in' "$log" | tail -1)
+  cov=$(grep -E '#[0-9]+ +DONE' "$log" | tail -1 | sed 's/^#[0-9]* *DONE *//')
+  after=$(ls "$CRASH_DIR" | wc -l)
+  if [ $rc -ne 0 ] || [ "$after" -gt "$before" ]; then
+    grep -E 'ERROR|finding|SUMMARY|runtime error|uncaught|Test unit written' "$log" | head -n 20
+    fail "fuzz_$target (exit $rc): inputs saved in $CRASH_DIR; reproduce with $exe FILE; log $FUZZ_DIR/fuzz-$target.log"
+  else
+    say "fuzz_$target: ${runs:-no summary} ($cov); no findings"
+  fi
+done
+
+say "done in $((SECONDS - start_all)) s: $([ $status = 0 ] && echo all checks passed || echo SOME CHECKS FAILED)"
+exit $status

@@ -1,0 +1,181 @@
+// MPI tests (label mpi), run by ctest under `mpirun -np 2` and `-np 3`: every rank runs every
+// test in the same order (they make collective calls), rank 0 checks the results. The map
+// split over the ranks equals the one-process map bit for bit on the CPU kernels, and a
+// failure on any rank reaches every rank without a hang.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "src/scaleout/cluster.h"
+#include "src/scaleout/distributed_map.h"
+#include "tests/test_support.h"
+
+namespace espgrid {
+namespace {
+
+using scaleout::Cluster;
+using scaleout::PeerFailure;
+using testing::make_test_grid;
+using testing::random_atoms;
+
+Cluster& world() { return Cluster::world(); }
+
+#define ESPGRID_REQUIRE_RANKS()                                                               \
+  do {                                                                                        \
+    if (!world().distributed()) GTEST_SKIP() << "one process: run under mpirun -np 2 or more"; \
+  } while (0)
+
+/// The same random problem on every rank: rank 0's seed.
+unsigned shared_seed() { return static_cast<unsigned>(world().broadcast_value(testing::test_seed())); }
+
+TEST(MpiMap, SplitMapEqualsTheOneProcessMapBitForBit) {
+  ESPGRID_REQUIRE_RANKS();
+  const unsigned seed = shared_seed();
+  struct Case {
+    const char* kernel;
+    std::int64_t nx, ny, nz;
+    std::size_t atoms;
+  };
+  // Including fewer planes than ranks (ranks without planes) and uneven splits.
+  for (const Case c : {Case{"cpu-parallel", 31, 17, 23, 300}, Case{"cpu-reference", 16, 9, 11, 123},
+                       Case{"cpu-naive", 7, 5, 4, 20}, Case{"cpu-parallel", 9, 8, 1, 50},
+                       Case{"cpu-parallel", 9, 8, 2, 50}, Case{"cpu-reference", 12, 10, 5, 1}}) {
+    SCOPED_TRACE(::testing::Message() << c.kernel << " " << c.nx << "x" << c.ny << "x" << c.nz << ", seed " << seed);
+    std::mt19937 rng(seed + static_cast<unsigned>(c.nz));
+    const GridSpec grid = make_test_grid(c.nx, c.ny, c.nz);
+    const PreparedProblem problem(random_atoms(rng, c.atoms, grid), grid, 1.0);
+    const KernelVariant& kernel = find_kernel(c.kernel);
+    std::vector<float> map;
+    if (world().is_root()) map = testing::poisoned(grid.point_count());
+    const scaleout::DistributedRun run =
+        scaleout::compute_distributed(world(), kernel, problem, world().is_root() ? map.data() : nullptr, RunOptions{});
+    if (!world().is_root()) continue;
+    const auto expected = testing::run_poisoned(kernel, problem);
+    std::size_t differ = 0;
+    for (std::size_t p = 0; p < map.size(); ++p)
+      if (std::memcmp(&map[p], &expected[p], sizeof(float)) != 0 && ++differ <= 5)
+        ADD_FAILURE() << "point " << p << ": split " << map[p] << ", one process " << expected[p];
+    EXPECT_EQ(differ, 0u);
+    ASSERT_EQ(run.ranks.size(), static_cast<std::size_t>(world().size()));
+    std::int64_t next = 0;
+    for (const scaleout::RankReport& r : run.ranks) {
+      EXPECT_EQ(r.planes.begin, next);
+      EXPECT_EQ(r.kernel, c.kernel);
+      next = r.planes.end;
+    }
+    EXPECT_EQ(next, c.nz);
+  }
+}
+
+TEST(MpiMap, OneFailingRankFailsEveryRank) {
+  ESPGRID_REQUIRE_RANKS();
+  const int last = world().size() - 1;
+  try {
+    world().agree("testing", [&] {
+      if (world().rank() == last) throw Error("broken on purpose");
+    });
+    ADD_FAILURE() << "rank " << world().rank() << ": no failure reported";
+  } catch (const PeerFailure& e) {
+    EXPECT_FALSE(world().is_root()) << e.what();
+  } catch (const Error& e) {
+    EXPECT_TRUE(world().is_root()) << e.what();
+    const std::string what = e.what();
+    EXPECT_NE(what.find("rank " + std::to_string(last) + " of " + std::to_string(world().size()) +
+                        " failed while testing: broken on purpose"),
+              std::string::npos)
+        << what;
+  }
+  // Nothing is left half-done: the next collective works.
+  EXPECT_NO_THROW(world().agree("testing again", [] {}));
+}
+
+TEST(MpiMap, TheSameFailureEverywhereIsReportedOnceWithItsType) {
+  ESPGRID_REQUIRE_RANKS();
+  try {
+    world().agree("testing", [] { throw UsageError("bad option"); });
+    ADD_FAILURE() << "no failure reported";
+  } catch (const PeerFailure&) {
+    EXPECT_FALSE(world().is_root());
+  } catch (const UsageError& e) {
+    EXPECT_TRUE(world().is_root());
+    EXPECT_STREQ(e.what(), "bad option");
+  }
+}
+
+TEST(MpiMap, InjectedRankFailureStopsTheMap) {
+  ESPGRID_REQUIRE_RANKS();
+  const GridSpec grid = make_test_grid(8, 6, 9);
+  std::mt19937 rng(5);
+  const PreparedProblem problem(random_atoms(rng, 10, grid), grid, 1.0);
+  std::vector<float> map(world().is_root() ? grid.point_count() : 0);
+  ::setenv("ESPGRID_TEST_FAIL_RANK", "1", 1);
+  try {
+    scaleout::compute_distributed(world(), find_kernel("cpu-parallel"), problem,
+                                  world().is_root() ? map.data() : nullptr, RunOptions{});
+    ADD_FAILURE() << "rank " << world().rank() << ": no failure";
+  } catch (const PeerFailure&) {
+    EXPECT_FALSE(world().is_root());
+  } catch (const Error& e) {
+    EXPECT_TRUE(world().is_root());
+    EXPECT_NE(std::string(e.what()).find("rank 1 of " + std::to_string(world().size()) + " failed"),
+              std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("ESPGRID_TEST_FAIL_RANK=1"), std::string::npos) << e.what();
+  }
+  ::unsetenv("ESPGRID_TEST_FAIL_RANK");
+}
+
+TEST(MpiMap, GatherHelpers) {
+  ESPGRID_REQUIRE_RANKS();
+  const int r = world().rank();
+  const auto texts = world().gather_text(std::string(static_cast<std::size_t>(r), 'x') + std::to_string(r));
+  const auto values = world().gather_values({static_cast<double>(r), -1.0 * r});
+  if (!world().is_root()) {
+    EXPECT_TRUE(texts.empty());
+    return;
+  }
+  ASSERT_EQ(texts.size(), static_cast<std::size_t>(world().size()));
+  ASSERT_EQ(values.size(), 2u * static_cast<std::size_t>(world().size()));
+  for (int i = 0; i < world().size(); ++i) {
+    EXPECT_EQ(texts[static_cast<std::size_t>(i)], std::string(static_cast<std::size_t>(i), 'x') + std::to_string(i));
+    EXPECT_EQ(values[2 * static_cast<std::size_t>(i)], i);
+    EXPECT_EQ(values[2 * static_cast<std::size_t>(i) + 1], -1.0 * i);
+  }
+}
+
+/// On ranks other than 0, failures only, each line marked with the rank.
+class RankFailurePrinter : public ::testing::EmptyTestEventListener {
+ public:
+  explicit RankFailurePrinter(int rank) : rank_(rank) {}
+  void OnTestPartResult(const ::testing::TestPartResult& result) override {
+    if (!result.failed()) return;
+    std::fprintf(stderr, "[rank %d] %s:%d: %s\n", rank_, result.file_name() ? result.file_name() : "?",
+                 result.line_number(), result.summary());
+  }
+
+ private:
+  int rank_;
+};
+
+}  // namespace
+}  // namespace espgrid
+
+int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  espgrid::scaleout::Cluster& cluster = espgrid::scaleout::Cluster::world();  // MPI starts here
+  if (!cluster.is_root()) {
+    auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
+    delete listeners.Release(listeners.default_result_printer());
+    listeners.Append(new espgrid::RankFailurePrinter(cluster.rank()));
+  } else {
+    std::printf("MPI: %d rank(s)%s\n", cluster.size(),
+                espgrid::scaleout::mpi_built() ? "" : " (this build has no MPI)");
+  }
+  const int status = RUN_ALL_TESTS();
+  const std::vector<double> all = cluster.gather_values({static_cast<double>(status)});
+  bool failed = status != 0;
+  for (const double s : all) failed = failed || s != 0;
+  return cluster.broadcast_flag(failed) ? 1 : 0;
+}
