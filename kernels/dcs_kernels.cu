@@ -1015,9 +1015,11 @@ DeviceTiming compute_potential_multi(Variant variant, const DcsProblem& problem,
     std::int64_t reported = 0;
     while (finished < workers) {
       state_changed.wait(lock, [&] { return finished == workers || planes_done != reported; });
-      if (planes_done != reported && !first_error) {
+      // Always catch up with planes_done: after a failure the predicate must turn false again,
+      // or this loop would spin holding state_mutex and the workers could never finish.
+      if (planes_done != reported) {
         reported = planes_done;
-        if (options.progress) {
+        if (options.progress && !first_error) {
           lock.unlock();
           options.progress(static_cast<std::size_t>(reported), static_cast<std::size_t>(problem.nz));
           lock.lock();

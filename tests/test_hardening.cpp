@@ -362,6 +362,14 @@ TEST_F(Hardening, RegressionOutputUnderAFileSaysNotADirectory) {
   expect_only({"plain"});
 }
 
+// A directory given as the input is named as such (exit 1), not read.
+TEST_F(Hardening, InputThatIsADirectoryIsRefused) {
+  fs::create_directory(path("folder.pqr"));
+  const Outcome r = run({"map", path("folder.pqr"), "-o", path("x.dx"), "--spacing", "1", "--padding", "3"});
+  expect_clean_error(r, 1, path("folder.pqr") + " is a directory, not a structure file");
+  expect_only({"folder.pqr"});
+}
+
 // ---- limits -------------------------------------------------------------------------------------
 
 /// Writes a PQR of `count` atoms in PDB2PQR's column layout, random coordinates in ±100 Å.
@@ -803,8 +811,16 @@ TEST_F(GpuFaults, ExplicitSlabCapThatCannotBeAllocatedNamesTheSlab) {
                 static_cast<double>(DeviceMemoryHog::free_now()) / (1 << 20));
   } catch (const Error& e) {
     const std::string what = e.what();
-    EXPECT_TRUE(contains(what, "cannot allocate 64.0 MiB for 'potential slab' on device 0")) << what;
-    EXPECT_TRUE(contains(what, "free of")) << what;
+    // Usually the slab allocation fails and names itself; with so little memory left the
+    // allocation can also succeed and the kernel launch fail (seen on an H200, 2026-11-21):
+    // either way the message must name what failed and say it was out of memory.
+    if (contains(what, "cannot allocate")) {
+      EXPECT_TRUE(contains(what, "cannot allocate 64.0 MiB for 'potential slab' on device 0")) << what;
+      EXPECT_TRUE(contains(what, "free of")) << what;
+    } else {
+      EXPECT_TRUE(contains(what, "CUDA kernel launch failed") || contains(what, "CUDA call '")) << what;
+      EXPECT_TRUE(contains(what, "out of memory")) << what;
+    }
   }
 }
 #endif  // ESPGRID_HAVE_CUDA
