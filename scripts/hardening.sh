@@ -109,7 +109,7 @@ for target in pqr xyz cli; do
     "$corpus" "$seeds" >"$log" 2>&1
   rc=$?
   runs=$(grep -E '^Done [0-9]+ runs in' "$log" | tail -1)
-  cov=$(grep -E '#[0-9]+ +DONE' "$log" | tail -1 | sed 's/^#[0-9]* *DONE *//')
+  cov=$(grep -E '#[0-9]+[[:space:]]+DONE' "$log" | tail -1 | sed -E 's/^#[0-9]+[[:space:]]+DONE[[:space:]]+//')
   after=$(ls "$CRASH_DIR" | wc -l)
   if [ $rc -ne 0 ] || [ "$after" -gt "$before" ]; then
     grep -E 'ERROR|finding|SUMMARY|runtime error|uncaught|Test unit written' "$log" | head -n 20
