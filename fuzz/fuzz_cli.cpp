@@ -131,8 +131,11 @@ void clean_dir() {
 }  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
-  char templ[] = "/tmp/espgrid-fuzz-cli-XXXXXX";
-  if (::mkdtemp(templ) == nullptr) finding("mkdtemp failed");
+  // Under $TMPDIR (scripts/hardening.sh points it into the build folder and empties it: when
+  // libFuzzer stops on a finding or a time limit, atexit handlers may not run).
+  const char* tmp = std::getenv("TMPDIR");
+  std::string templ = std::string(tmp && *tmp ? tmp : "/tmp") + "/espgrid-fuzz-cli-XXXXXX";
+  if (::mkdtemp(templ.data()) == nullptr) finding("mkdtemp failed in " + templ);
   g_dir = templ;
   std::atexit(remove_dir);
   for (const auto& [from, to] : kFixtures)

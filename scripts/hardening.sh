@@ -86,6 +86,10 @@ seed_dir() {  # seed_dir TARGET: prints the folder
 
 # max_len: inputs are cut to this size; the real molecules (up to 1 MB) become prefixes.
 declare -A MAX_LEN=([pqr]=16384 [xyz]=16384 [cli]=1024)
+# fuzz_cli works in a temporary folder under $TMPDIR: keep those inside the build folder.
+export TMPDIR="$FUZZ_ABS/tmp"
+rm -rf "$TMPDIR"
+mkdir -p "$TMPDIR"
 for target in pqr xyz cli; do
   exe="$FUZZ_ABS/fuzz/fuzz_$target"
   # Replay every saved regression input once (they are crashes that were fixed).
@@ -119,5 +123,6 @@ for target in pqr xyz cli; do
   fi
 done
 
+rm -rf "$FUZZ_ABS/tmp"
 say "done in $((SECONDS - start_all)) s: $([ $status = 0 ] && echo all checks passed || echo SOME CHECKS FAILED)"
 exit $status

@@ -34,6 +34,7 @@
 #include <thread>
 #include <vector>
 
+#include "kernels/dcs_cuda.h"
 #include "src/errors.h"
 #include "src/grid.h"
 #include "src/kernel_registry.h"
@@ -503,7 +504,7 @@ TEST_F(Hardening, MaxGridPointsEnvironmentVariable) {
 
 // ---- outputs that cannot be written -------------------------------------------------------------
 
-TEST_F(Hardening, UnwritableOutputsAreRefusedBeforeComputing) {
+TEST_F(Hardening, UnwritableOutputsAreClearErrors) {
   if (::geteuid() != 0) {
     fs::create_directory(path("ro"));
     fs::permissions(path("ro"), fs::perms::owner_read | fs::perms::owner_exec);
@@ -696,6 +697,37 @@ TEST_F(GpuFaults, CliOnAMissingDeviceFailsClearly) {
   EXPECT_TRUE(contains(r.err, "CUDA device 999 does not exist")) << r;
   EXPECT_FALSE(fs::exists(capture / "x.dx"));
   fs::remove_all(capture);
+}
+
+// A failure in the middle of a run (injected through DeviceRunOptions::chunk_hook before the
+// third slab is queued, while earlier slabs are in flight) ends the call with that error; the
+// streams drain, the buffers are freed, and the next run on the device is right.
+TEST_F(GpuFaults, AnErrorMidRunStopsTheRunAndTheDeviceStaysUsable) {
+  const GridSpec grid = testing::make_test_grid(64, 48, 40);
+  const PreparedProblem problem = gpu_problem(grid, 200, testing::test_seed() + 7);
+  const cuda::Variant variants[] = {cuda::Variant::Scatter, cuda::Variant::Gather, cuda::Variant::Constant,
+                                    cuda::Variant::Coarsened, cuda::Variant::Unrolled};
+  for (const cuda::Variant v : variants) {
+    SCOPED_TRACE(static_cast<int>(v));
+    std::vector<float> out = testing::poisoned(grid.point_count());
+    cuda::DeviceRunOptions options;
+    options.max_slab_bytes = 4 * 128 * 64 * sizeof(float);  // two planes of the padded grid per slab
+    int chunks = 0;
+    options.chunk_hook = [&](int, int, std::int64_t k0) {
+      if (++chunks == 3) throw Error("injected device fault before the slab at plane " + std::to_string(k0));
+    };
+    try {
+      cuda::compute_potential(v, problem.view(out.data()), options);
+      FAIL() << "the injected fault did not end the run";
+    } catch (const Error& e) {
+      EXPECT_TRUE(contains(e.what(), "injected device fault before the slab at plane")) << e.what();
+    }
+    EXPECT_EQ(chunks, 3);
+    cuda::DeviceRunOptions plain;
+    std::vector<float> again = testing::poisoned(grid.point_count());
+    cuda::compute_potential(v, problem.view(again.data()), plain);
+    testing::expect_matches_oracle(problem, again, 7);
+  }
 }
 
 #if ESPGRID_HAVE_CUDA
