@@ -70,29 +70,43 @@ std::size_t checked_bytes(std::size_t count, const std::string& name) {
 }
 }  // namespace detail
 
-/// Device memory for `count` elements of T on the current device (cudaMalloc). Move-only;
-/// the destructor frees it and never throws. A zero count allocates nothing (get() is null).
-template <class T>
-class DeviceBuffer {
+/// Where a buffer lives: device memory (cudaMalloc) or page-locked host memory
+/// (cudaMallocHost, for asynchronous copies).
+struct DeviceMemory {
+  static constexpr bool pinned_host = false;
+  static cudaError_t allocate(void** p, std::size_t bytes) { return cudaMalloc(p, bytes); }
+  static void release(void* p) noexcept { cudaFree(p); }
+};
+struct PinnedHostMemory {
+  static constexpr bool pinned_host = true;
+  static cudaError_t allocate(void** p, std::size_t bytes) { return cudaMallocHost(p, bytes); }
+  static void release(void* p) noexcept { cudaFreeHost(p); }
+};
+
+/// `count` elements of T in `Memory`, with a name for error messages. Move-only; the
+/// destructor frees it and never throws (a free's error is deliberately ignored). A zero
+/// count allocates nothing (get() is null).
+template <class T, class Memory>
+class CudaBuffer {
  public:
-  DeviceBuffer() = default;
-  DeviceBuffer(std::size_t count, std::string name) : name_(std::move(name)) {
+  CudaBuffer() = default;
+  CudaBuffer(std::size_t count, std::string name) : name_(std::move(name)) {
     const std::size_t bytes = detail::checked_bytes<T>(count, name_);
     if (bytes == 0) return;
     void* p = nullptr;
-    const cudaError_t status = cudaMalloc(&p, bytes);
-    if (status != cudaSuccess) throw_allocation_error(status, bytes, name_, false);
+    const cudaError_t status = Memory::allocate(&p, bytes);
+    if (status != cudaSuccess) throw_allocation_error(status, bytes, name_, Memory::pinned_host);
     ptr_ = static_cast<T*>(p);
     count_ = count;
   }
-  ~DeviceBuffer() { reset(); }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  DeviceBuffer(DeviceBuffer&& other) noexcept
+  ~CudaBuffer() { reset(); }
+  CudaBuffer(const CudaBuffer&) = delete;
+  CudaBuffer& operator=(const CudaBuffer&) = delete;
+  CudaBuffer(CudaBuffer&& other) noexcept
       : ptr_(std::exchange(other.ptr_, nullptr)),
         count_(std::exchange(other.count_, 0)),
         name_(std::move(other.name_)) {}
-  DeviceBuffer& operator=(DeviceBuffer&& other) noexcept {
+  CudaBuffer& operator=(CudaBuffer&& other) noexcept {
     if (this != &other) {
       reset();
       ptr_ = std::exchange(other.ptr_, nullptr);
@@ -103,7 +117,7 @@ class DeviceBuffer {
   }
 
   void reset() noexcept {
-    if (ptr_) cudaFree(ptr_);  // error deliberately ignored: destructors never throw
+    if (ptr_) Memory::release(ptr_);
     ptr_ = nullptr;
     count_ = 0;
   }
@@ -118,52 +132,12 @@ class DeviceBuffer {
   std::string name_;
 };
 
-/// Page-locked host memory (cudaMallocHost) for asynchronous copies. Move-only; the
-/// destructor frees it and never throws.
+/// Device memory on the current device.
 template <class T>
-class PinnedBuffer {
- public:
-  PinnedBuffer() = default;
-  PinnedBuffer(std::size_t count, std::string name) : name_(std::move(name)) {
-    const std::size_t bytes = detail::checked_bytes<T>(count, name_);
-    if (bytes == 0) return;
-    void* p = nullptr;
-    const cudaError_t status = cudaMallocHost(&p, bytes);
-    if (status != cudaSuccess) throw_allocation_error(status, bytes, name_, true);
-    ptr_ = static_cast<T*>(p);
-    count_ = count;
-  }
-  ~PinnedBuffer() { reset(); }
-  PinnedBuffer(const PinnedBuffer&) = delete;
-  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
-  PinnedBuffer(PinnedBuffer&& other) noexcept
-      : ptr_(std::exchange(other.ptr_, nullptr)),
-        count_(std::exchange(other.count_, 0)),
-        name_(std::move(other.name_)) {}
-  PinnedBuffer& operator=(PinnedBuffer&& other) noexcept {
-    if (this != &other) {
-      reset();
-      ptr_ = std::exchange(other.ptr_, nullptr);
-      count_ = std::exchange(other.count_, 0);
-      name_ = std::move(other.name_);
-    }
-    return *this;
-  }
-
-  void reset() noexcept {
-    if (ptr_) cudaFreeHost(ptr_);
-    ptr_ = nullptr;
-    count_ = 0;
-  }
-  T* get() const noexcept { return ptr_; }
-  std::size_t size() const noexcept { return count_; }
-  std::size_t bytes() const noexcept { return count_ * sizeof(T); }
-
- private:
-  T* ptr_ = nullptr;
-  std::size_t count_ = 0;
-  std::string name_;
-};
+using DeviceBuffer = CudaBuffer<T, DeviceMemory>;
+/// Page-locked host memory for asynchronous copies.
+template <class T>
+using PinnedBuffer = CudaBuffer<T, PinnedHostMemory>;
 
 /// A non-blocking stream. The destructor waits for the stream's work before destroying it,
 /// so buffers destroyed afterwards are never freed under a running copy or kernel (declare

@@ -4,25 +4,13 @@
 # espgrid verify / map --backend cuda on the largest bundled molecule. Logs go to $LOG_DIR
 # (default benchmarks/results/gpu-check-DATE), named so they can be committed as they are.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+here=$(cd "$(dirname "$0")" && pwd)
+cd "$here/.."
 LOG_DIR=${LOG_DIR:-benchmarks/results/gpu-check-$(date -u +%Y-%m-%d)}
 BUILD_DIR=${BUILD_DIR:-build-gpu}
 mkdir -p "$LOG_DIR"
-status=0
-step() {  # step NAME command...: runs it, logs to $LOG_DIR/NAME.log, remembers failure
-  local name=$1; shift
-  echo "== $name: $*"
-  { echo "# $name"; echo "# date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"; echo "# commit: ${ESPGRID_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}";
-    echo "# device: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | head -1)";
-    echo "# command: $*"; echo; } > "$LOG_DIR/$name.log"
-  local start=$SECONDS
-  "$@" >> "$LOG_DIR/$name.log" 2>&1
-  local rc=$?
-  echo "# exit code $rc after $((SECONDS - start)) s" >> "$LOG_DIR/$name.log"
-  echo "   exit $rc ($((SECONDS - start)) s); last lines:"; tail -n 4 "$LOG_DIR/$name.log" | sed 's/^/   | /'
-  [ $rc -eq 0 ] || status=1
-  return $rc
-}
+STEP_LOG_DIR=$LOG_DIR
+source "$here/lib/steps.sh"
 nvidia-smi > "$LOG_DIR/nvidia-smi.txt" 2>&1
 step build cmake -S . -B "$BUILD_DIR" -DESPGRID_VTK=OFF -DCMAKE_BUILD_TYPE=Release && \
   step build cmake --build "$BUILD_DIR" -j "$(nproc)" || { echo "build failed"; exit 1; }

@@ -10,25 +10,13 @@
 set -uo pipefail
 phases=" ${*:-build test memcheck bench} "
 want() { [[ "$phases" == *" $1 "* ]]; }
-cd "$(dirname "$0")/.."
+here=$(cd "$(dirname "$0")" && pwd)
+cd "$here/.."
 OUT_DIR=${OUT_DIR:-benchmarks/results/multi-gpu-$(date -u +%Y-%m-%d)}
 BUILD_DIR=${BUILD_DIR:-build-mgpu}
 mkdir -p "$OUT_DIR"
-status=0
-step() {  # step NAME command...: runs it, logs to $OUT_DIR/NAME.log, remembers failure
-  local name=$1; shift
-  echo "== $name: $*"
-  { echo "# $name"; echo "# date: $(date -u +%Y-%m-%dT%H:%M:%SZ)";
-    echo "# commit: ${ESPGRID_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}";
-    echo "# command: $*"; echo; } > "$OUT_DIR/$name.log"
-  local start=$SECONDS
-  "$@" >> "$OUT_DIR/$name.log" 2>&1
-  local rc=$?
-  echo "# exit code $rc after $((SECONDS - start)) s" >> "$OUT_DIR/$name.log"
-  echo "   exit $rc ($((SECONDS - start)) s); last lines:"; tail -n 4 "$OUT_DIR/$name.log" | sed 's/^/   | /'
-  [ $rc -eq 0 ] || status=1
-  return $rc
-}
+STEP_LOG_DIR=$OUT_DIR
+source "$here/lib/steps.sh"
 { nvidia-smi; echo; nvidia-smi topo -m; } > "$OUT_DIR/nvidia-smi.txt" 2>&1
 gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
 echo "multi-gpu-check: $gpus GPU(s); results in $OUT_DIR"

@@ -2,6 +2,8 @@
 // that input paths print as "tests/data/...". Every test writes into its own fresh
 // temporary directory and checks what is (and is not) left there.
 #include <gtest/gtest.h>
+
+#include "tests/file_helpers.h"
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -35,16 +37,8 @@ std::string shell_quote(const std::string& s) {
   return out + "'";
 }
 
-std::string slurp(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
-}
-
-bool contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
-}
+using espgrid::testing::contains;
+using espgrid::testing::slurp;
 
 struct Result {
   int code = -1;

@@ -8,6 +8,8 @@
 // can send it signals, set resource limits and change its environment.
 #include <fcntl.h>
 #include <gtest/gtest.h>
+
+#include "tests/file_helpers.h"
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -68,16 +70,8 @@ using Clock = std::chrono::steady_clock;
 
 // ---- helpers ----------------------------------------------------------------------------------
 
-std::string slurp(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
-}
-
-bool contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
-}
+using espgrid::testing::contains;
+using espgrid::testing::slurp;
 
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
