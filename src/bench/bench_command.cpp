@@ -405,24 +405,22 @@ void sweep_gpus(Bench& b, const PreparedProblem& given) {
         g.kernel_ms = row.kernel_ms.median;
         g.wall_ms = row.wall_ms_median;
         bool same = true;
-        if (count == 1) {
+        const auto check_oracle = [&] {
           const OracleCheck check =
               check_against_oracle(problem.view(out.data()), problem.coordinate_extent(), b.settings.check_points,
                                    b.settings.seed);
           row.points_checked = check.checked;
           row.max_err_over_tol = check.max_err_over_tol;
-          same = check.ok();
+          return check.ok();
+        };
+        if (count == 1) {
+          same = check_oracle();
           g.identical = "reference";
           base_kernel = g.kernel_ms;
           base_wall = g.wall_ms;
           reference = out;
         } else if (k->name == "cuda-scatter" || reference.empty()) {
-          const OracleCheck check =
-              check_against_oracle(problem.view(out.data()), problem.coordinate_extent(), b.settings.check_points,
-                                   b.settings.seed);
-          row.points_checked = check.checked;
-          row.max_err_over_tol = check.max_err_over_tol;
-          same = check.ok();
+          same = check_oracle();
           g.identical = "oracle";
         } else {
           same = std::memcmp(out.data(), reference.data(), sizeof(float) * out.size()) == 0;
