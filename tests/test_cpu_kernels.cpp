@@ -23,20 +23,8 @@ class CpuKernel : public ::testing::TestWithParam<std::string> {
 };
 
 // Sizes that are not multiples of any vector width, block or coarsening factor.
-struct Shape {
-  std::int64_t nx, ny, nz;
-  std::size_t atoms;
-};
-
 TEST_P(CpuKernel, RandomInputsMatchOracleAtEveryPoint) {
-  std::mt19937 rng(testing::test_seed());
-  for (const Shape s : {Shape{1, 1, 1, 1}, Shape{13, 7, 5, 1}, Shape{17, 3, 9, 37}, Shape{31, 11, 6, 600}}) {
-    SCOPED_TRACE(::testing::Message() << s.nx << "x" << s.ny << "x" << s.nz << ", " << s.atoms << " atoms");
-    const GridSpec grid = make_test_grid(s.nx, s.ny, s.nz);
-    const PreparedProblem problem(random_atoms(rng, s.atoms, grid), grid, 1.0);
-    const auto out = run_poisoned(kernel(), problem);
-    EXPECT_EQ(expect_matches_oracle(problem, out), grid.point_count());
-  }
+  testing::expect_random_cases_match_oracle(kernel(), {{1, 1, 1, 1}, {13, 7, 5, 1}, {17, 3, 9, 37}, {31, 11, 6, 600}});
 }
 
 TEST_P(CpuKernel, RealMoleculeMatchesOracle) {

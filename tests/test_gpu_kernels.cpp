@@ -23,25 +23,12 @@ class GpuKernel : public ::testing::TestWithParam<std::string> {
   const KernelVariant& kernel() const { return find_kernel(GetParam()); }
 };
 
-struct Shape {
-  std::int64_t nx, ny, nz;
-  std::size_t atoms;
-};
-
 // Sizes that are not multiples of the block (e.g. 16, 32, 128), of the coarsening factor (8),
 // with one atom, and with more atoms than one 4096-atom constant-memory chunk (9,001 = 2 full
 // chunks + 809).
 TEST_P(GpuKernel, RandomInputsMatchOracleAtEveryPoint) {
-  std::mt19937 rng(testing::test_seed());
-  for (const Shape s : {Shape{1, 1, 1, 1}, Shape{1, 1, 1, 5000}, Shape{13, 7, 5, 1}, Shape{67, 19, 3, 300},
-                        Shape{129, 33, 7, 4097}, Shape{37, 41, 4, 9001}}) {
-    SCOPED_TRACE(::testing::Message() << s.nx << "x" << s.ny << "x" << s.nz << ", " << s.atoms << " atoms, seed "
-                                      << testing::test_seed());
-    const GridSpec grid = make_test_grid(s.nx, s.ny, s.nz);
-    const PreparedProblem problem(random_atoms(rng, s.atoms, grid), grid, 1.0);
-    const auto out = run_poisoned(kernel(), problem);
-    EXPECT_EQ(expect_matches_oracle(problem, out), grid.point_count());
-  }
+  testing::expect_random_cases_match_oracle(kernel(), {{1, 1, 1, 1}, {1, 1, 1, 5000}, {13, 7, 5, 1}, {67, 19, 3, 300},
+                                                       {129, 33, 7, 4097}, {37, 41, 4, 9001}});
 }
 
 TEST_P(GpuKernel, ZeroAtomsGiveZeroMap) {

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <initializer_list>
 #include <limits>
 #include <random>
 #include <string>
@@ -94,6 +95,25 @@ inline std::vector<float> run_poisoned(const KernelVariant& kernel, const Prepar
   std::vector<float> out = poisoned(prepared.view(nullptr).point_count());
   kernel.run(prepared.view(out.data()), options);
   return out;
+}
+
+/// A random test case: grid dims and atom count.
+struct RandomCase {
+  std::int64_t nx, ny, nz;
+  std::size_t atoms;
+};
+
+/// Runs `kernel` on fresh random atoms for each case and checks every point against the oracle.
+inline void expect_random_cases_match_oracle(const KernelVariant& kernel, std::initializer_list<RandomCase> cases) {
+  std::mt19937 rng(test_seed());
+  for (const RandomCase c : cases) {
+    SCOPED_TRACE(::testing::Message() << c.nx << "x" << c.ny << "x" << c.nz << ", " << c.atoms << " atoms, seed "
+                                      << test_seed());
+    const GridSpec grid = make_test_grid(c.nx, c.ny, c.nz);
+    const PreparedProblem problem(random_atoms(rng, c.atoms, grid), grid, 1.0);
+    const auto out = run_poisoned(kernel, problem);
+    EXPECT_EQ(expect_matches_oracle(problem, out), grid.point_count());
+  }
 }
 
 /// GPU tests skip with the reason when no usable device exists, unless ESPGRID_REQUIRE_GPU=1
