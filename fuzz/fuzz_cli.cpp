@@ -39,8 +39,8 @@
 #include <vector>
 
 #include "src/cli/commands.h"
-#include "src/errors.h"
-#include "src/text_parsing.h"
+#include "src/core/errors.h"
+#include "src/io/text_parsing.h"
 
 namespace {
 

@@ -10,9 +10,9 @@
 #include <cstdlib>
 #include <string>
 
-#include "src/errors.h"
-#include "src/structure_reader.h"
-#include "src/text_parsing.h"
+#include "src/core/errors.h"
+#include "src/io/structure_reader.h"
+#include "src/io/text_parsing.h"
 
 namespace {
 

@@ -11,7 +11,7 @@
 #include <string>
 #include <utility>
 
-#include "src/errors.h"
+#include "src/core/errors.h"
 
 namespace espgrid::cuda {
 

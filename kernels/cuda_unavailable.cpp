@@ -1,7 +1,9 @@
 // Stand-in for the CUDA driver functions in a build without CUDA: the GPU variants stay in
-// the registry (so `espgrid kernels` lists them) but report why they cannot run.
+// the registry (so `espgrid kernels` lists them) but report why they cannot run. The kernel
+// families' launch functions are not defined here: the registry's rows hold null for them in
+// such a build (ESPGRID_CUDA_LAUNCH in src/compute/kernel_registry.cpp).
 #include "kernels/dcs_cuda.h"
-#include "src/errors.h"
+#include "src/core/errors.h"
 
 namespace espgrid::cuda {
 
@@ -9,11 +11,12 @@ namespace {
 constexpr const char* kReason = "this espgrid was built without CUDA (no nvcc found, or ESPGRID_CUDA=OFF)";
 }
 
-DeviceTiming compute_potential(Variant, const DcsProblem&, const DeviceRunOptions&) {
+ComputeTiming compute_potential(std::string_view, const DeviceKernel&, const DcsProblem&, const DeviceRunOptions&) {
   throw Error(kReason);
 }
 
-DeviceTiming compute_potential_multi(Variant, const DcsProblem&, const std::vector<int>&, const DeviceRunOptions&) {
+ComputeTiming compute_potential_multi(std::string_view, const DeviceKernel&, const DcsProblem&, const std::vector<int>&,
+                                      const DeviceRunOptions&) {
   throw Error(kReason);
 }
 

@@ -1,37 +1,63 @@
-// Driver functions for the CUDA kernels. Plain C++: no CUDA headers, so host code in src/
-// can include it and a build without CUDA links kernels/cuda_unavailable.cpp instead.
+// The CUDA side of espgrid, as plain C++ (no CUDA headers): host code in src/ includes it, and
+// a build without CUDA links kernels/cuda_unavailable.cpp instead of the .cu files.
+//
+// Two layers:
+//   - kernel families (kernels/scatter.cu, gather.cu, constant.cu, coarsened.cu, unrolled.cu):
+//     each defines the device kernels of one design and one launch function that queues them
+//     for one slab of z-planes (SlabLaunch). A registry row holds its family's launch function
+//     and DeviceLayout (src/compute/kernel_registry.cpp).
+//   - the device driver (kernels/device_driver.cu): carries out the host's LaunchPlan
+//     (src/compute/launch_plan.h) slab by slab through double-buffered device memory on one
+//     device, or on several devices through the host work queue (src/compute/device_scheduler.h).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
-#include "src/dcs_problem.h"
+#include "src/compute/compute_timing.h"
+#include "src/compute/dcs_problem.h"
+#include "src/compute/launch_plan.h"
 
 namespace espgrid::cuda {
 
-/// The GPU algorithms. Keep in the order of the rows in src/kernel_registry.cpp.
-enum class Variant {
-  Scatter,    ///< one thread per atom, atomicAdd into a slab of the grid
-  Gather,     ///< one thread per grid point, atoms from global memory
-  Constant,   ///< one thread per grid point, atoms in __constant__ memory chunks
-  Coarsened,  ///< 8 points per thread along x, one block-width apart, padded grid
-  Unrolled,   ///< espgrid's own design: 2D register tile per thread, atoms in shared-memory
-              ///< tiles, one launch per slab; see kernels/README.md
+/// Everything a family's launch function needs for one slab: planes [k0, k0 + planes) of the
+/// map (k0 counts from the map's plane 0, z_offset included) into `slab`, laid out as the
+/// plan's padded pitch.
+struct SlabLaunch {
+  float* slab = nullptr;          ///< device, plan.pitch_x × plan.pitch_y × planes floats
+  const float* atoms = nullptr;   ///< device, (x, y, z, q) per atom: float4, 16-byte aligned
+  int atom_count = 0;
+  int nx = 0, ny = 0;             ///< the map's extent (bounds of the unpadded families)
+  std::int64_t k0 = 0;            ///< map z index of the slab's first plane
+  int planes = 0;
+  float hx = 0, hy = 0, hz = 0;   ///< grid spacing, Å
+  float softening2 = 0;           ///< a², Å²
+  PairModel model = PairModel::Coulomb;
+  PairParameters pair;
+  LaunchPlan plan;
+  int sms = 0;                    ///< multiprocessors of the device
+  void* stream = nullptr;         ///< cudaStream_t
 };
 
-/// Launch shape override; 0 keeps the variant's tuned default. Any block of at most 1024
-/// threads is accepted; when only one of block_x/block_y is set, the other is chosen to keep
-/// the variant's default thread count. Unsupported values throw UsageError (an espgrid::Error).
-/// For cuda-unrolled, all three at 0 choose the tile for the map (kernels/README.md).
-struct LaunchShape {
-  int block_x = 0;
-  int block_y = 0;
-  /// Points per thread along x: 1, 2, 4, 8 or 16 for coarsened/unrolled; 0 or 1 for the others.
-  int coarsening = 0;
+/// Queues one slab's kernels on the slab's stream; throws CudaError on a launch failure.
+using LaunchFn = void (*)(const SlabLaunch&);
+
+/// The device side of one registry row.
+struct DeviceKernel {
+  LaunchFn launch = nullptr;  ///< null in a build without CUDA
+  DeviceLayout layout;
 };
+
+// The kernel families' launch functions (each in its own .cu file).
+void launch_scatter(const SlabLaunch& s);
+void launch_gather(const SlabLaunch& s);
+void launch_constant(const SlabLaunch& s);
+void launch_coarsened(const SlabLaunch& s);
+void launch_unrolled(const SlabLaunch& s);
 
 struct DeviceRunOptions {
   int device = 0;
@@ -42,9 +68,8 @@ struct DeviceRunOptions {
   std::size_t max_slab_bytes = 0;
   /// Called from the calling thread as planes complete (compute_potential_multi too).
   ProgressFn progress;
-  /// compute_potential_multi: planes per work-queue chunk; 0 = automatic (about 8 chunks
-  /// per worker, at least 2^21 points each, equal sizes). A worker never takes more than its
-  /// slab buffer holds.
+  /// compute_potential_multi: planes per work-queue chunk; 0 = automatic (auto_chunk_planes).
+  /// A worker never takes more than its slab buffer holds.
   std::int64_t chunk_planes = 0;
   /// Tests: called in the worker's own thread before each chunk is queued, with the worker's
   /// index, its device and the chunk's first plane. An exception it throws fails that worker,
@@ -52,42 +77,22 @@ struct DeviceRunOptions {
   std::function<void(int worker, int device, std::int64_t k0)> chunk_hook;
 };
 
-/// What one worker (one host thread on one device) did.
-struct WorkerTiming {
-  int device = 0;
-  std::string device_name;
-  double kernel_seconds = 0;  ///< sum of its kernels' times, CUDA events
-  double wall_seconds = 0;    ///< its thread's whole run: setup, atoms, buffers, copies, kernels
-  std::int64_t planes = 0;    ///< z-planes it computed
-  int chunks = 0;             ///< plane ranges it took from the queue
-};
-
-struct DeviceTiming {
-  /// compute_potential: sum of kernel times, CUDA events. compute_potential_multi: the
-  /// largest worker's sum (the devices run concurrently; the busiest sets the pace).
-  double kernel_seconds = 0;
-  double wall_seconds = 0;    ///< whole call: allocation, copies and kernels (all threads)
-  std::string device_name;    ///< the device's description; several devices: a summary
-  std::vector<WorkerTiming> workers;  ///< one entry per worker (one for compute_potential)
-};
-
-/// Computes problem.potential on one GPU. Throws CudaError (an espgrid::Error) on failure.
-/// Calls for cuda-constant on the same device are serialized (they share that device's
-/// __constant__ atom buffer); calls on different devices, and of the other variants, may
-/// run concurrently on separate threads.
-DeviceTiming compute_potential(Variant variant, const DcsProblem& problem,
-                               const DeviceRunOptions& options);
+/// Computes problem.potential on one GPU with `kernel` (named `variant` in messages). Throws
+/// CudaError (an espgrid::Error) on failure. Calls of a family that uses __constant__ memory
+/// on the same device are serialized; anything else may run concurrently on separate threads.
+ComputeTiming compute_potential(std::string_view variant, const DeviceKernel& kernel, const DcsProblem& problem,
+                                const DeviceRunOptions& options);
 
 /// Computes problem.potential on several GPUs: one host thread per entry of `devices`, each
-/// with its own streams and slab buffers, pulls chunks of z-planes from a shared queue (an
-/// atomic counter) until none are left, so devices of unequal speed or load all stay busy.
-/// The atoms are uploaded once per distinct device. A device may appear more than once:
-/// its workers share the device (and its atoms). Per-point sums do not depend on the split:
-/// the map is bit-identical to compute_potential's for every variant but cuda-scatter
-/// (atomics). options.device is ignored. When a worker fails, the others stop taking chunks
-/// and the call throws that worker's error, naming its device; nothing is left running.
-DeviceTiming compute_potential_multi(Variant variant, const DcsProblem& problem, const std::vector<int>& devices,
-                                     const DeviceRunOptions& options);
+/// with its own streams and slab buffers, pulls chunks of z-planes from a shared queue until
+/// none are left, so devices of unequal speed or load all stay busy. The atoms are uploaded
+/// once per distinct device. A device may appear more than once: its workers share the device
+/// (and its atoms). Per-point sums do not depend on the split: the map is bit-identical to
+/// compute_potential's for every deterministic family. options.device is ignored. When a
+/// worker fails, the others stop taking chunks and the call throws that worker's error,
+/// naming its device; nothing is left running.
+ComputeTiming compute_potential_multi(std::string_view variant, const DeviceKernel& kernel, const DcsProblem& problem,
+                                      const std::vector<int>& devices, const DeviceRunOptions& options);
 
 /// Number of usable CUDA devices (those whose compute capability this build has code for);
 /// 0 with `reason` filled when there are none (no driver, no device, or a build without

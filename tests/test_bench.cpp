@@ -21,9 +21,9 @@
 #include <vector>
 
 #include "src/bench/bench.h"
-#include "src/cpu_kernels.h"
-#include "src/errors.h"
-#include "src/units.h"
+#include "src/compute/cpu_kernels.h"
+#include "src/core/errors.h"
+#include "src/core/units.h"
 
 namespace espgrid::bench {
 namespace {
@@ -345,17 +345,24 @@ TEST(BenchCheck, OracleCheckPassesCorrectMapsAndCatchesWrongOnes) {
 
 // ---- measure() with real and fake kernels -----------------------------------------------------------
 
-RunTiming leaves_last_point(const DcsProblem& p, const RunOptions& o) {
-  const RunTiming t = find_kernel("cpu-reference").run(p, o);
+void leaves_last_point(const DcsProblem& p, const RunOptions& o) {
+  reference_kernel().run(p, o);
   p.potential[p.point_count() - 1] = std::numeric_limits<float>::quiet_NaN();
-  return t;
 }
-RunTiming off_by_a_percent(const DcsProblem& p, const RunOptions& o) {
-  const RunTiming t = find_kernel("cpu-reference").run(p, o);
+void off_by_a_percent(const DcsProblem& p, const RunOptions& o) {
+  reference_kernel().run(p, o);
   for (std::size_t i = 0; i < p.point_count(); ++i) p.potential[i] *= 1.01f;
-  return t;
 }
-RunTiming refuses(const DcsProblem&, const RunOptions&) { throw UsageError("block 4096x1 is too large"); }
+void refuses(const DcsProblem&, const RunOptions&) { throw UsageError("block 4096x1 is too large"); }
+
+/// A CPU registry row running `run`: a fake variant for the measuring code.
+KernelVariant fake_cpu_row(std::string_view name, KernelVariant::CpuRun run) {
+  KernelVariant k = reference_kernel();
+  k.name = name;
+  k.role = KernelRole::Alternative;
+  k.cpu_run = run;
+  return k;
+}
 
 TEST(BenchMeasure, CpuKernelOnATinyProblemVerifies) {
   const GridSpec grid = bench_grid({24, 16, 6}, {0.5, 0.5, 0.5});
@@ -364,9 +371,9 @@ TEST(BenchMeasure, CpuKernelOnATinyProblemVerifies) {
   settings.repeats = 3;
   settings.budget_seconds = 5;  // the whole grid fits
   settings.check_points = 5000;  // more than the map: every point is checked
-  for (const char* name : {"cpu-reference", "cpu-parallel"}) {
-    SCOPED_TRACE(name);
-    const Row r = measure("variants", find_kernel(name), problem, {}, settings);
+  for (const KernelVariant* k : {&reference_kernel(), &fast_reference_kernel()}) {
+    SCOPED_TRACE(k->name);
+    const Row r = measure("variants", *k, problem, {}, settings);
     EXPECT_EQ(r.status, Status::Ok) << r.note;
     EXPECT_EQ(r.ny_used, 16);
     EXPECT_EQ(r.nz_used, 6);
@@ -403,9 +410,9 @@ TEST(BenchMeasure, WrongOrUnwrittenOutputsFailAndRefusalsAreUnsupported) {
   const PreparedProblem problem(random_atoms(200, grid, 13), grid, 1.0);
   Settings settings;
   settings.repeats = 2;
-  const KernelVariant unwritten{"fake-unwritten", "", Backend::Cpu, 6, &leaves_last_point};
-  const KernelVariant wrong{"fake-wrong", "", Backend::Cpu, 6, &off_by_a_percent};
-  const KernelVariant refusing{"fake-refusing", "", Backend::Cuda, 5, &refuses};
+  const KernelVariant unwritten = fake_cpu_row("fake-unwritten", &leaves_last_point);
+  const KernelVariant wrong = fake_cpu_row("fake-wrong", &off_by_a_percent);
+  const KernelVariant refusing = fake_cpu_row("fake-refusing", &refuses);
 
   const Row u = measure("variants", unwritten, problem, {}, settings);
   EXPECT_EQ(u.status, Status::Fail);
@@ -414,8 +421,8 @@ TEST(BenchMeasure, WrongOrUnwrittenOutputsFailAndRefusalsAreUnsupported) {
   EXPECT_EQ(w.status, Status::Fail);
   EXPECT_GT(w.max_err_over_tol, 1.0);
   RunOptions shape;
-  shape.block_x = 4096;
-  shape.block_y = 1;
+  shape.shape.block_x = 4096;
+  shape.shape.block_y = 1;
   const Row refused = measure("blocks", refusing, problem, shape, settings, true);
   EXPECT_EQ(refused.status, Status::Unsupported);
   EXPECT_EQ(refused.block_x, 4096);

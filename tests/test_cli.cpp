@@ -18,13 +18,15 @@
 #include <string>
 #include <vector>
 
-#include "src/potential_map.h"
-#include "src/structure_reader.h"
-#include "src/units.h"
+#include "src/compute/kernel_registry.h"
+#include "src/io/map_formats.h"
+#include "src/io/structure_reader.h"
+#include "src/core/units.h"
 
 namespace {
 
 namespace fs = std::filesystem;
+using namespace espgrid;
 
 std::string shell_quote(const std::string& s) {
   std::string out = "'";
@@ -151,7 +153,7 @@ TEST_F(Cli, MapHelpMentionsItsOptions) {
 TEST_F(Cli, VerifyHelpMentionsItsOptions) {
   const Result r = run("verify --help");
   EXPECT_EQ(r.code, 0) << r;
-  for (const char* option : {"--kernel", "--spacing", "--padding", "--units", "--threads", "cpu-reference"})
+  for (const char* option : {"--kernel", "--spacing", "--padding", "--units", "--threads", "--model", "reference"})
     EXPECT_TRUE(contains(r.out, option)) << "verify --help lacks " << option << "\n" << r;
   EXPECT_FALSE(contains(r.out, "--output")) << r;
 }
@@ -332,7 +334,7 @@ TEST_F(Cli, BadOptionsFailClearlyAndWriteNothing) {
       {"no output", "--spacing 1 --padding 3", 2, "no output given"},
       {"unknown format", "-o {OUT} --spacing 1 --padding 3 --format pdb", 2, "unknown input format 'pdb'"},
       {"backend", "-o {OUT} --spacing 1 --padding 3 --backend gpu", 2, "--backend must be auto, cpu or cuda"},
-      {"threads", "-o {OUT} --spacing 1 --padding 3 --threads -1", 2, "--threads must be 0"},
+      {"threads", "-o {OUT} --spacing 1 --padding 3 --threads -1", 2, "--threads takes 0 (all cores) to 1024"},
   };
   for (const BadOption& c : cases) {
     SCOPED_TRACE(c.name);
@@ -380,18 +382,20 @@ TEST_F(Cli, UnknownVerbAndUnknownTopLevelOption) {
 TEST_F(Cli, KernelsListsEveryVariant) {
   const Result r = run("kernels");
   ASSERT_EQ(r.code, 0) << r;
-  for (const char* name : {"cpu-naive", "cpu-reference", "cpu-parallel", "cuda-scatter", "cuda-gather",
-                           "cuda-constant", "cuda-coarsened", "cuda-unrolled"}) {
-    const std::regex row(std::string("(^|\n)") + name + " +(cpu|cuda) +[0-9]+ +\\S");
-    EXPECT_TRUE(std::regex_search(r.out, row)) << "no row for " << name << "\n" << r;
+  // One row per registry entry: name, backend, role, accuracy, models, flops, summary.
+  for (const auto& k : kernel_variants()) {
+    const std::string role = k.role == KernelRole::Reference ? "reference" : k.role == KernelRole::Default ? "default" : "-";
+    const std::regex row(std::string("(^|\n)") + std::string(k.name) + " +" + std::string(backend_name(k.backend)) +
+                         " +" + (role == "-" ? std::string("-") : role) + " +\\S+ +\\S*coulomb\\S* +" +
+                         std::to_string(k.flops_per_evaluation) + " +\\S");
+    EXPECT_TRUE(std::regex_search(r.out, row)) << "no row for " << k.name << "\n" << r;
   }
-  EXPECT_TRUE(std::regex_search(r.out, std::regex("(^|\n)cpu-parallel +cpu "))) << r;
-  EXPECT_TRUE(std::regex_search(r.out, std::regex("(^|\n)cuda-unrolled +cuda "))) << r;
   EXPECT_TRUE(contains(r.out, "CUDA: ")) << r;
-  EXPECT_TRUE(std::regex_search(r.out, std::regex("Default: (cpu-parallel|cuda-unrolled)"))) << r;
+  const std::string cpu_default(default_kernel(Backend::Cpu).name), cuda_default(default_kernel(Backend::Cuda).name);
+  EXPECT_TRUE(contains(r.out, "Default: " + cpu_default) || contains(r.out, "Default: " + cuda_default)) << r;
 #if !ESPGRID_HAVE_CUDA
   EXPECT_TRUE(contains(r.out, "CUDA: unavailable")) << r;
-  EXPECT_TRUE(contains(r.out, "Default: cpu-parallel")) << r;
+  EXPECT_TRUE(contains(r.out, "Default: " + cpu_default)) << r;
 #endif
 }
 

@@ -4,9 +4,9 @@
 #include <algorithm>
 #include <cmath>
 
-#include "src/cpu_kernels.h"
-#include "src/errors.h"
-#include "src/units.h"
+#include "src/compute/cpu_kernels.h"
+#include "src/core/errors.h"
+#include "src/core/units.h"
 #include "tests/test_support.h"
 
 namespace espgrid {
@@ -71,14 +71,14 @@ TEST(CpuKernels, AreBitIdenticalToEachOther) {
   std::mt19937 rng(testing::test_seed() + 3);
   const GridSpec grid = make_test_grid(23, 9, 7);
   const PreparedProblem problem(random_atoms(rng, 333, grid), grid, 1.0);
-  const auto reference = run_poisoned(find_kernel("cpu-reference"), problem);
+  const auto reference = run_poisoned(reference_kernel(), problem);
   EXPECT_EQ(run_poisoned(find_kernel("cpu-naive"), problem), reference);
   RunOptions one_thread;
   one_thread.threads = 1;
-  EXPECT_EQ(run_poisoned(find_kernel("cpu-parallel"), problem, one_thread), reference);
+  EXPECT_EQ(run_poisoned(fast_reference_kernel(), problem, one_thread), reference);
   RunOptions two_threads;
   two_threads.threads = 2;
-  EXPECT_EQ(run_poisoned(find_kernel("cpu-parallel"), problem, two_threads), reference);
+  EXPECT_EQ(run_poisoned(fast_reference_kernel(), problem, two_threads), reference);
 }
 
 // ---- analytic cases ---------------------------------------------------------------------
@@ -114,7 +114,7 @@ TEST(Analytic, SuperpositionOfTwoHalves) {
   Atoms first, second;
   for (std::size_t a = 0; a < all.size(); ++a)
     (a % 2 ? second : first).push_back(all.x[a], all.y[a], all.z[a], all.charge[a], all.radius[a]);
-  const KernelVariant& k = find_kernel("cpu-parallel");
+  const KernelVariant& k = fast_reference_kernel();
   const auto whole = run_poisoned(k, PreparedProblem(all, grid, 1.0));
   const auto part1 = run_poisoned(k, PreparedProblem(first, grid, 1.0));
   const auto part2 = run_poisoned(k, PreparedProblem(second, grid, 1.0));
@@ -145,7 +145,7 @@ TEST(Analytic, TranslatingAtomsAndGridTogetherChangesNothing) {
     moved.z[a] += shift[2];
   }
   for (int axis = 0; axis < 3; ++axis) moved_grid.origin[static_cast<std::size_t>(axis)] += shift[axis];
-  const KernelVariant& k = find_kernel("cpu-reference");
+  const KernelVariant& k = reference_kernel();
   const PreparedProblem original(atoms, grid, 1.0);
   const auto a = run_poisoned(k, original);
   const auto b = run_poisoned(k, PreparedProblem(moved, moved_grid, 1.0));

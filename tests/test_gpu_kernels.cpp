@@ -6,7 +6,7 @@
 #include <cmath>
 
 #include "kernels/dcs_cuda.h"
-#include "src/errors.h"
+#include "src/core/errors.h"
 #include "tests/test_support.h"
 
 namespace espgrid {
@@ -49,12 +49,12 @@ TEST_P(GpuKernel, LargestMoleculeMatchesCpuReference) {
   const PreparedProblem problem(atoms, grid, coulomb_factor({}));
   const auto gpu = run_poisoned(kernel(), problem);
   RunOptions all_cores;
-  const auto cpu = run_poisoned(find_kernel("cpu-parallel"), problem, all_cores);  // bit-identical to cpu-reference
+  const auto cpu = run_poisoned(fast_reference_kernel(), problem, all_cores);  // bit-identical to cpu-reference
   // Σ|q|/r at each point, from the same kernel with |q|: the scale of float rounding.
   Atoms magnitude_atoms = atoms;
   for (double& q : magnitude_atoms.charge) q = std::fabs(q);
   const auto magnitude =
-      run_poisoned(find_kernel("cpu-parallel"), PreparedProblem(magnitude_atoms, grid, coulomb_factor({})));
+      run_poisoned(fast_reference_kernel(), PreparedProblem(magnitude_atoms, grid, coulomb_factor({})));
   // Both sums carry ≤ (4√n + 8) ulp of Σ|q|/r (see oracle.h); their difference twice that.
   const double bound = 2.0 * (4.0 * std::sqrt(static_cast<double>(atoms.size())) + 8.0) / (1 << 23);
   std::size_t failures = 0;
@@ -126,9 +126,9 @@ TEST(GpuLaunchShapes, EveryTunedShapeMatchesTheOracle) {
     SCOPED_TRACE(::testing::Message() << c.kernel << " block " << c.block_x << "x" << c.block_y << " coarsening "
                                       << c.coarsening);
     RunOptions options;
-    options.block_x = c.block_x;
-    options.block_y = c.block_y;
-    options.coarsening = c.coarsening;
+    options.shape.block_x = c.block_x;
+    options.shape.block_y = c.block_y;
+    options.shape.coarsening = c.coarsening;
     const auto out = run_poisoned(find_kernel(c.kernel), problem, options);
     expect_matches_oracle(problem, out);
   }
@@ -140,10 +140,10 @@ TEST(GpuLaunchShapes, UnsupportedShapeIsAClearError) {
   std::mt19937 rng(1);
   const PreparedProblem problem(random_atoms(rng, 3, grid), grid, 1.0);
   RunOptions options;
-  options.coarsening = 3;
+  options.shape.coarsening = 3;
   EXPECT_THROW(run_poisoned(find_kernel("cuda-coarsened"), problem, options), Error);
-  options.coarsening = 0;
-  options.block_x = 4096;
+  options.shape.coarsening = 0;
+  options.shape.block_x = 4096;
   EXPECT_THROW(run_poisoned(find_kernel("cuda-gather"), problem, options), Error);
 }
 

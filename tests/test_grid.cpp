@@ -3,8 +3,8 @@
 #include <cmath>
 #include <limits>
 
-#include "src/errors.h"
-#include "src/grid.h"
+#include "src/core/errors.h"
+#include "src/core/grid.h"
 
 namespace espgrid {
 namespace {

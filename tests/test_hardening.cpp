@@ -37,14 +37,14 @@
 #include <vector>
 
 #include "kernels/dcs_cuda.h"
-#include "src/errors.h"
-#include "src/grid.h"
-#include "src/kernel_registry.h"
-#include "src/output_file.h"
-#include "src/potential_map.h"
-#include "src/structure_reader.h"
-#include "src/text_parsing.h"
-#include "src/units.h"
+#include "src/core/errors.h"
+#include "src/core/grid.h"
+#include "src/compute/kernel_registry.h"
+#include "src/io/atomic_output_file.h"
+#include "src/io/map_formats.h"
+#include "src/io/structure_reader.h"
+#include "src/io/text_parsing.h"
+#include "src/core/units.h"
 #include "tests/test_support.h"
 
 #if ESPGRID_HAVE_CUDA
@@ -305,16 +305,16 @@ TEST_F(Hardening, RegressionHugeThreadCountIsAUsageErrorNotACrash) {
   const Outcome v = run({"verify", kSmall, "--spacing", "2", "--threads", "2000000"});
   expect_clean_error(v, 2, "--threads takes 0");
   const Outcome b = run({"bench", "--dims", "4,4,4", "--atoms", "10", "--threads", "65536"});
-  expect_clean_error(b, 2, "--threads must be 0 (all cores) to 1024");
+  expect_clean_error(b, 2, "--threads takes 0 (all cores) to 1024");
   // The registry refuses it too, for any caller.
   const GridSpec grid = testing::make_test_grid(3, 3, 3);
   std::mt19937 rng(1);
   const PreparedProblem problem(testing::random_atoms(rng, 4, grid), grid, 1.0);
   RunOptions options;
   options.threads = kMaxCpuThreads + 1;
-  EXPECT_THROW(testing::run_poisoned(find_kernel("cpu-parallel"), problem, options), UsageError);
+  EXPECT_THROW(testing::run_poisoned(fast_reference_kernel(), problem, options), UsageError);
   options.threads = kMaxCpuThreads;  // the limit itself runs
-  const auto out = testing::run_poisoned(find_kernel("cpu-parallel"), problem, options);
+  const auto out = testing::run_poisoned(fast_reference_kernel(), problem, options);
   testing::expect_matches_oracle(problem, out);
 }
 
@@ -674,7 +674,7 @@ TEST_F(GpuFaults, InvalidDeviceNumbersNameTheDevice) {
     RunOptions options;
     options.device = device;
     try {
-      testing::run_poisoned(find_kernel("cuda-unrolled"), problem, options);
+      testing::run_poisoned(default_kernel(Backend::Cuda), problem, options);
       FAIL() << "device " << device << " accepted";
     } catch (const Error& e) {
       EXPECT_TRUE(contains(e.what(), "CUDA device " + std::to_string(device) + " does not exist")) << e.what();
@@ -699,10 +699,9 @@ TEST_F(GpuFaults, CliOnAMissingDeviceFailsClearly) {
 TEST_F(GpuFaults, AnErrorMidRunStopsTheRunAndTheDeviceStaysUsable) {
   const GridSpec grid = testing::make_test_grid(64, 48, 40);
   const PreparedProblem problem = gpu_problem(grid, 200, testing::test_seed() + 7);
-  const cuda::Variant variants[] = {cuda::Variant::Scatter, cuda::Variant::Gather, cuda::Variant::Constant,
-                                    cuda::Variant::Coarsened, cuda::Variant::Unrolled};
-  for (const cuda::Variant v : variants) {
-    SCOPED_TRACE(static_cast<int>(v));
+  for (const auto& v : kernel_variants()) {
+    if (v.backend != Backend::Cuda) continue;
+    SCOPED_TRACE(v.name);
     std::vector<float> out = testing::poisoned(grid.point_count());
     cuda::DeviceRunOptions options;
     options.max_slab_bytes = 4 * 128 * 64 * sizeof(float);  // two planes of the padded grid per slab
@@ -711,7 +710,7 @@ TEST_F(GpuFaults, AnErrorMidRunStopsTheRunAndTheDeviceStaysUsable) {
       if (++chunks == 3) throw Error("injected device fault before the slab at plane " + std::to_string(k0));
     };
     try {
-      cuda::compute_potential(v, problem.view(out.data()), options);
+      cuda::compute_potential(v.name, v.device, problem.view(out.data()), options);
       FAIL() << "the injected fault did not end the run";
     } catch (const Error& e) {
       EXPECT_TRUE(contains(e.what(), "injected device fault before the slab at plane")) << e.what();
@@ -719,7 +718,7 @@ TEST_F(GpuFaults, AnErrorMidRunStopsTheRunAndTheDeviceStaysUsable) {
     EXPECT_EQ(chunks, 3);
     cuda::DeviceRunOptions plain;
     std::vector<float> again = testing::poisoned(grid.point_count());
-    cuda::compute_potential(v, problem.view(again.data()), plain);
+    cuda::compute_potential(v.name, v.device, problem.view(again.data()), plain);
     testing::expect_matches_oracle(problem, again, 7);
   }
 }

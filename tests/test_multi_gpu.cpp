@@ -24,7 +24,7 @@
 #include <thread>
 
 #include "kernels/dcs_cuda.h"
-#include "src/errors.h"
+#include "src/core/errors.h"
 #include "tests/test_support.h"
 
 namespace espgrid {
@@ -54,21 +54,11 @@ bool multi_gpu_required() {
     }                                                                                                     \
   } while (0)
 
-/// The cuda::Variant of a registry name (the CUDA rows are in the enum's order).
-cuda::Variant variant_of(const std::string& name) {
-  int index = 0;
-  for (const auto& k : kernel_variants()) {
-    if (k.backend != Backend::Cuda) continue;
-    if (k.name == name) return static_cast<cuda::Variant>(index);
-    ++index;
-  }
-  throw Error("no CUDA variant " + name);
-}
-
 std::vector<float> run_multi(const std::string& kernel, const PreparedProblem& problem, const std::vector<int>& devices,
-                             const cuda::DeviceRunOptions& options, cuda::DeviceTiming* timing = nullptr) {
+                             const cuda::DeviceRunOptions& options, ComputeTiming* timing = nullptr) {
   std::vector<float> out = testing::poisoned(problem.view(nullptr).point_count());
-  const cuda::DeviceTiming t = cuda::compute_potential_multi(variant_of(kernel), problem.view(out.data()), devices, options);
+  const KernelVariant& k = find_kernel(kernel);
+  const ComputeTiming t = cuda::compute_potential_multi(k.name, k.device, problem.view(out.data()), devices, options);
   if (timing) *timing = t;
   return out;
 }
@@ -104,13 +94,13 @@ TEST_P(MultiGpu, TwoWorkersOnOneGpuMatchTheOneGpuMap) {
     SCOPED_TRACE(::testing::Message() << "chunk_planes " << chunk << ", seed " << testing::test_seed());
     cuda::DeviceRunOptions options;
     options.chunk_planes = chunk;
-    cuda::DeviceTiming timing;
+    ComputeTiming timing;
     const auto two = run_multi(GetParam(), problem, {0, 0}, options, &timing);
     expect_same_map(GetParam(), problem, one, two);
-    ASSERT_EQ(timing.workers.size(), 2u);
+    ASSERT_EQ(timing.parts.size(), 2u);
     std::int64_t planes = 0;
     int chunks = 0;
-    for (const cuda::WorkerTiming& w : timing.workers) {
+    for (const WorkerTiming& w : timing.parts) {
       EXPECT_EQ(w.device, 0);
       EXPECT_GE(w.wall_seconds, 0.0);
       EXPECT_LE(w.kernel_seconds, timing.kernel_seconds);
@@ -162,15 +152,15 @@ TEST_P(MultiGpu, AllGpusMatchTheOneGpuMap) {
   expect_same_map(GetParam(), problem, one, out);
   ASSERT_EQ(timing.parts.size(), devices.size());
   std::set<int> seen;
-  for (const DevicePart& p : timing.parts) seen.insert(p.device);
+  for (const WorkerTiming& p : timing.parts) seen.insert(p.device);
   EXPECT_EQ(seen.size(), devices.size());
 
   cuda::DeviceRunOptions fine;
   fine.chunk_planes = 1;
-  cuda::DeviceTiming t;
+  ComputeTiming t;
   expect_same_map(GetParam(), problem, one, run_multi(GetParam(), problem, devices, fine, &t));
   std::int64_t planes = 0;
-  for (const cuda::WorkerTiming& w : t.workers) planes += w.planes;
+  for (const WorkerTiming& w : t.parts) planes += w.planes;
   EXPECT_EQ(planes, 64);
   // Repeated devices too: two workers on each GPU.
   std::vector<int> doubled = devices;
@@ -190,7 +180,7 @@ TEST(MultiGpuQueue, SlowerWorkerTakesFewerChunks) {
   std::mt19937 rng(testing::test_seed() + 43);
   const GridSpec grid = make_test_grid(64, 32, 60);
   const PreparedProblem problem(random_atoms(rng, 300, grid), grid, 1.0);
-  const auto one = run_poisoned(find_kernel("cuda-unrolled"), problem);
+  const auto one = run_poisoned(default_kernel(Backend::Cuda), problem);
   cuda::DeviceRunOptions options;
   options.chunk_planes = 1;
   std::mutex mutex;
@@ -203,13 +193,13 @@ TEST(MultiGpuQueue, SlowerWorkerTakesFewerChunks) {
     }
     if (worker == 0) std::this_thread::sleep_for(std::chrono::milliseconds(40));
   };
-  cuda::DeviceTiming timing;
+  ComputeTiming timing;
   const auto out = run_multi("cuda-unrolled", problem, {0, 0}, options, &timing);
   expect_same_map("cuda-unrolled", problem, one, out);
-  ASSERT_EQ(timing.workers.size(), 2u);
-  EXPECT_LT(timing.workers[0].chunks, timing.workers[1].chunks)
-      << "worker 0 (slowed) took " << timing.workers[0].chunks << " chunks, worker 1 " << timing.workers[1].chunks;
-  EXPECT_EQ(timing.workers[0].chunks + timing.workers[1].chunks, 60);
+  ASSERT_EQ(timing.parts.size(), 2u);
+  EXPECT_LT(timing.parts[0].chunks, timing.parts[1].chunks)
+      << "worker 0 (slowed) took " << timing.parts[0].chunks << " chunks, worker 1 " << timing.parts[1].chunks;
+  EXPECT_EQ(timing.parts[0].chunks + timing.parts[1].chunks, 60);
   EXPECT_EQ(worker_threads.size(), 2u) << "each worker runs in its own thread";
   EXPECT_EQ(worker_threads.count(std::this_thread::get_id()), 0u) << "workers are not the calling thread";
 }

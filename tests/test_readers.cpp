@@ -17,9 +17,9 @@
 #include <string>
 #include <vector>
 
-#include "src/errors.h"
-#include "src/structure_reader.h"
-#include "src/text_parsing.h"
+#include "src/core/errors.h"
+#include "src/io/structure_reader.h"
+#include "src/io/text_parsing.h"
 
 namespace espgrid {
 namespace {

@@ -12,13 +12,15 @@
 #include <string>
 #include <vector>
 
-#include "src/atoms.h"
-#include "src/grid.h"
-#include "src/kernel_registry.h"
-#include "src/oracle.h"
-#include "src/prepared_problem.h"
-#include "src/structure_reader.h"
-#include "src/units.h"
+#include "src/core/atoms.h"
+#include "src/core/random_atoms.h"
+#include "src/physics/physics_options.h"
+#include "src/core/grid.h"
+#include "src/compute/kernel_registry.h"
+#include "src/compute/oracle.h"
+#include "src/compute/prepared_problem.h"
+#include "src/io/structure_reader.h"
+#include "src/core/units.h"
 
 namespace espgrid::testing {
 
@@ -29,18 +31,10 @@ inline unsigned test_seed() {
   return seed;
 }
 
-/// Random atoms in a box that extends past the grid on every side (so some atoms lie
-/// outside it and some near grid points), charges uniform in [-1, 1] e.
+/// Random atoms around `grid` (core/random_atoms.h), drawn from `rng` so that successive cases
+/// of one test get different atoms from the one test seed.
 inline Atoms random_atoms(std::mt19937& rng, std::size_t count, const GridSpec& grid) {
-  Atoms atoms;
-  std::uniform_real_distribution<double> charge(-1.0, 1.0);
-  std::uniform_real_distribution<double> axis[3] = {
-      std::uniform_real_distribution<double>(grid.origin[0] - 2.0, grid.position(0, grid.dims[0] - 1) + 2.0),
-      std::uniform_real_distribution<double>(grid.origin[1] - 2.0, grid.position(1, grid.dims[1] - 1) + 2.0),
-      std::uniform_real_distribution<double>(grid.origin[2] - 2.0, grid.position(2, grid.dims[2] - 1) + 2.0)};
-  for (std::size_t a = 0; a < count; ++a)
-    atoms.push_back(axis[0](rng), axis[1](rng), axis[2](rng), charge(rng), 1.5);
-  return atoms;
+  return espgrid::random_atoms(count, grid, rng());
 }
 
 inline GridSpec make_test_grid(std::int64_t nx, std::int64_t ny, std::int64_t nz, double spacing = 0.7,
@@ -132,13 +126,27 @@ inline bool gpu_required() {
     }                                                                                        \
   } while (0)
 
-/// Variant names of one backend, for INSTANTIATE_TEST_SUITE_P.
+/// Variant names of one backend, for INSTANTIATE_TEST_SUITE_P: a row added to the registry is
+/// tested the moment it exists.
 inline std::vector<std::string> variant_names(Backend backend) {
   std::vector<std::string> names;
   for (const auto& k : kernel_variants())
     if (k.backend == backend) names.emplace_back(k.name);
   return names;
 }
+
+/// Every variant's name, CPU and CUDA.
+inline std::vector<std::string> all_variant_names() {
+  std::vector<std::string> names;
+  for (const auto& k : kernel_variants()) names.emplace_back(k.name);
+  return names;
+}
+
+/// Skips (or fails, see ESPGRID_REQUIRE_CUDA_OR_SKIP) a test of a CUDA variant without a GPU.
+#define ESPGRID_SKIP_UNLESS_RUNNABLE(kernel)                                   \
+  do {                                                                         \
+    if ((kernel).backend == ::espgrid::Backend::Cuda) ESPGRID_REQUIRE_CUDA_OR_SKIP(); \
+  } while (0)
 
 /// gtest parameter names may hold only letters, digits and '_'.
 inline std::string param_name(const ::testing::TestParamInfo<std::string>& info) {

@@ -11,9 +11,9 @@
 
 #include <unistd.h>
 
-#include "src/errors.h"
-#include "src/potential_map.h"
-#include "src/text_parsing.h"
+#include "src/core/errors.h"
+#include "src/io/map_formats.h"
+#include "src/io/text_parsing.h"
 
 #if ESPGRID_HAVE_VTK
 #include <vtkFieldData.h>
@@ -39,8 +39,8 @@ class Writers : public ::testing::Test {
     map_.grid.dims = {5, 4, 3};
     map_.grid.origin = {-12.345678, 0.125, 1e-3};
     map_.grid.spacing = {0.5, 0.37, 1.25};
-    map_.unit = "kcal/mol/e";
-    map_.dielectric = 2;
+    map_.physics.unit = PotentialUnit::KcalPerMolPerE;
+    map_.physics.dielectric = 2;
     map_.source = "unit test";
     std::mt19937 rng(7);
     std::uniform_real_distribution<float> value(-50.0f, 50.0f);

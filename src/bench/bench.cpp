@@ -13,9 +13,10 @@
 #include <sstream>
 #include <thread>
 
-#include "src/errors.h"
-#include "src/oracle.h"
-#include "src/output_file.h"
+#include "src/core/errors.h"
+#include "src/core/text_format.h"
+#include "src/compute/oracle.h"
+#include "src/io/atomic_output_file.h"
 
 #ifndef ESPGRID_GIT_COMMIT
 #define ESPGRID_GIT_COMMIT "unknown"
@@ -107,25 +108,6 @@ GridSpec bench_grid(std::array<std::int64_t, 3> dims, std::array<double, 3> spac
   return g;
 }
 
-Atoms random_atoms(std::size_t count, const GridSpec& grid, std::uint64_t seed) {
-  constexpr double margin = 2.0;  // Å beyond the grid on every side: some atoms outside it
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<double> charge(-1.0, 1.0);
-  std::uniform_real_distribution<double> axis[3] = {
-      std::uniform_real_distribution<double>(grid.origin[0] - margin, grid.position(0, grid.dims[0] - 1) + margin),
-      std::uniform_real_distribution<double>(grid.origin[1] - margin, grid.position(1, grid.dims[1] - 1) + margin),
-      std::uniform_real_distribution<double>(grid.origin[2] - margin, grid.position(2, grid.dims[2] - 1) + margin)};
-  Atoms atoms;
-  atoms.reserve(count);
-  for (std::size_t a = 0; a < count; ++a) {
-    const double x = axis[0](rng), y = axis[1](rng), z = axis[2](rng);
-    double q = 0;
-    while (q == 0.0) q = charge(rng);
-    atoms.push_back(x, y, z, q, 1.5);
-  }
-  return atoms;
-}
-
 // ---- checking -------------------------------------------------------------------------------------
 
 std::size_t count_nonfinite(const float* values, std::size_t count) {
@@ -201,9 +183,9 @@ Row blank_row(std::string sweep, const KernelVariant& kernel, const DcsProblem& 
   row.ny = problem.ny;
   row.nz = problem.nz;
   row.atoms = problem.atom_count;
-  row.block_x = options.block_x;
-  row.block_y = options.block_y;
-  row.coarsening = options.coarsening;
+  row.block_x = options.shape.block_x;
+  row.block_y = options.shape.block_y;
+  row.coarsening = options.shape.coarsening;
   return row;
 }
 
@@ -215,6 +197,37 @@ void add_note(Row& row, const std::string& note) {
 }
 
 }  // namespace
+
+TimedRuns time_runs(const std::function<RunTiming()>& run_once, const std::function<std::size_t()>& unwritten,
+                    const Settings& settings) {
+  for (int w = 0; w < settings.warmup; ++w) run_once();
+  std::vector<double> kernel_s, wall_s;
+  TimedRuns out;
+  for (int r = 0; r < settings.repeats; ++r) {
+    out.last = run_once();
+    kernel_s.push_back(out.last.kernel_seconds);
+    wall_s.push_back(out.last.wall_seconds);
+    out.unwritten += unwritten();
+  }
+  out.kernel_seconds = summarize(kernel_s);
+  out.wall_seconds_median = summarize(wall_s).median;
+  return out;
+}
+
+void fill_rates(Row& row, const TimedRuns& timed, double evaluations, const KernelVariant& kernel,
+                double ceiling_per_second) {
+  const Stats& k = timed.kernel_seconds;
+  row.kernel_ms = {k.median * 1e3, k.min * 1e3, k.max * 1e3};
+  row.wall_ms_median = timed.wall_seconds_median * 1e3;
+  row.evaluations = evaluations;
+  if (k.median > 0) {
+    row.atom_evals_per_s = evaluations / k.median;
+    row.gflops = row.atom_evals_per_s * kernel.flops_per_evaluation / 1e9;
+    if (kernel.backend == Backend::Cuda && ceiling_per_second > 0)
+      row.ceiling_fraction = row.atom_evals_per_s / ceiling_per_second;
+  }
+  if (row.wall_ms_median > 0) row.wall_evals_per_s = evaluations / timed.wall_seconds_median;
+}
 
 Row measure(std::string sweep, const KernelVariant& kernel, const PreparedProblem& problem, const RunOptions& options,
             const Settings& settings, bool refusal_is_unsupported) {
@@ -255,29 +268,13 @@ Row measure(std::string sweep, const KernelVariant& kernel, const PreparedProble
       add_note(row, "time budget: first " + std::to_string(shape.ny_used) + " of " + std::to_string(full.ny) +
                         " rows of one plane");
 
-    for (int w = 0; w < settings.warmup; ++w) run_on(shape);
-    std::vector<double> kernel_s, wall_s;
-    std::size_t unwritten = 0;
-    for (int r = 0; r < settings.repeats; ++r) {
-      const RunTiming t = run_on(shape);
-      kernel_s.push_back(t.kernel_seconds);
-      wall_s.push_back(t.wall_seconds);
-      row.device = t.device;
-      unwritten += count_nonfinite(buffer.data(), buffer.size());
-    }
-    const Stats k = summarize(kernel_s);
-    row.kernel_ms = {k.median * 1e3, k.min * 1e3, k.max * 1e3};
-    row.wall_ms_median = summarize(wall_s).median * 1e3;
-    row.evaluations = static_cast<double>(full.nx) * static_cast<double>(shape.rows()) *
-                      static_cast<double>(full.atom_count);
-    if (k.median > 0) {
-      row.atom_evals_per_s = row.evaluations / k.median;
-      row.gflops = row.atom_evals_per_s * kernel.flops_per_evaluation / 1e9;
-      if (kernel.backend == Backend::Cuda && settings.rsqrt_per_second > 0)
-        row.ceiling_fraction = row.atom_evals_per_s / settings.rsqrt_per_second;
-    }
-    if (row.wall_ms_median > 0) row.wall_evals_per_s = row.evaluations / (row.wall_ms_median / 1e3);
-
+    const TimedRuns timed = time_runs([&] { return run_on(shape); },
+                                      [&] { return count_nonfinite(buffer.data(), buffer.size()); }, settings);
+    row.device = timed.last.device;
+    const double evaluations =
+        static_cast<double>(full.nx) * static_cast<double>(shape.rows()) * static_cast<double>(full.atom_count);
+    fill_rates(row, timed, evaluations, kernel, settings.rsqrt_per_second);
+    const std::size_t unwritten = timed.unwritten;
     const OracleCheck check =
         check_against_oracle(sub_problem(shape), problem.coordinate_extent(), settings.check_points, settings.seed);
     row.points_checked = check.checked;
@@ -320,12 +317,11 @@ std::string csv_field(std::string_view text) {
 
 namespace {
 
-std::string number_text(double value) {
+/// A CSV number: empty for not measured (NaN), "inf"/"-inf", otherwise %g (6 digits).
+std::string csv_number(double value) {
   if (std::isnan(value)) return "";
   if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
-  char buffer[40];
-  std::snprintf(buffer, sizeof buffer, "%.6g", value);
-  return buffer;
+  return number_text(value);
 }
 
 }  // namespace
@@ -348,14 +344,14 @@ std::string csv_line(const Row& r) {
                                            std::to_string(r.block_y),
                                            std::to_string(r.coarsening),
                                            std::to_string(r.repeats),
-                                           number_text(r.kernel_ms.median),
-                                           number_text(r.kernel_ms.min),
-                                           number_text(r.kernel_ms.max),
-                                           number_text(r.wall_ms_median),
-                                           number_text(r.atom_evals_per_s),
-                                           number_text(r.gflops),
-                                           number_text(r.ceiling_fraction),
-                                           number_text(r.max_err_over_tol),
+                                           csv_number(r.kernel_ms.median),
+                                           csv_number(r.kernel_ms.min),
+                                           csv_number(r.kernel_ms.max),
+                                           csv_number(r.wall_ms_median),
+                                           csv_number(r.atom_evals_per_s),
+                                           csv_number(r.gflops),
+                                           csv_number(r.ceiling_fraction),
+                                           csv_number(r.max_err_over_tol),
                                            std::string(status_name(r.status)),
                                            csv_field(r.note),
                                            std::to_string(r.ny),
@@ -555,13 +551,13 @@ std::vector<int> gpu_sweep_counts(int available) {
 
 namespace {
 
-std::string per_device_field(const std::vector<DevicePart>& parts, bool planes) {
+std::string per_device_field(const std::vector<WorkerTiming>& parts, bool planes) {
   std::string out;
-  for (const DevicePart& p : parts) {
+  for (const WorkerTiming& p : parts) {
     if (!out.empty()) out += ' ';
     out += std::to_string(p.device);
     out += ':';
-    out += planes ? std::to_string(p.planes) : number_text(p.kernel_seconds * 1e3);
+    out += planes ? std::to_string(p.planes) : csv_number(p.kernel_seconds * 1e3);
   }
   return out;
 }
@@ -574,9 +570,9 @@ std::string scaling_json(const GpuScaling& g) {
   o.num("kernel_efficiency", g.kernel_efficiency).num("wall_efficiency", g.wall_efficiency);
   o.str("identical_to_1gpu", g.identical);
   std::string parts;
-  for (const DevicePart& p : g.per_device) {
+  for (const WorkerTiming& p : g.per_device) {
     JsonObject d;
-    d.integer("device", p.device).str("name", p.name).integer("planes", p.planes).integer("chunks", p.chunks);
+    d.integer("device", p.device).str("name", p.device_name).integer("planes", p.planes).integer("chunks", p.chunks);
     d.num("kernel_ms", p.kernel_seconds * 1e3).num("wall_ms", p.wall_seconds * 1e3);
     parts += (parts.empty() ? "" : ", ") + d.text();
   }
@@ -599,8 +595,8 @@ std::vector<std::string> write_gpu_scaling(const std::string& directory, const M
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const GpuScaling& g = scaling[i];
     csv += csv_line(rows[i]) + "," + std::to_string(g.gpus) + "," + csv_field(g.devices) + "," +
-           number_text(g.kernel_speedup) + "," + number_text(g.wall_speedup) + "," + number_text(g.kernel_efficiency) +
-           "," + number_text(g.wall_efficiency) + "," + csv_field(g.identical) + "," +
+           csv_number(g.kernel_speedup) + "," + csv_number(g.wall_speedup) + "," + csv_number(g.kernel_efficiency) +
+           "," + csv_number(g.wall_efficiency) + "," + csv_field(g.identical) + "," +
            csv_field(per_device_field(g.per_device, true)) + "," + csv_field(per_device_field(g.per_device, false)) +
            "\n";
   }

@@ -12,10 +12,11 @@
 #include <string_view>
 #include <vector>
 
-#include "src/atoms.h"
-#include "src/grid.h"
-#include "src/kernel_registry.h"
-#include "src/prepared_problem.h"
+#include "src/core/atoms.h"
+#include "src/core/random_atoms.h"
+#include "src/core/grid.h"
+#include "src/compute/kernel_registry.h"
+#include "src/compute/prepared_problem.h"
 
 namespace espgrid::bench {
 
@@ -77,10 +78,6 @@ Sizing size_by_budget(const ProbeRun& run, std::int64_t nx, std::int64_t ny, std
 /// A grid with its origin at (0, 0, 0).
 GridSpec bench_grid(std::array<std::int64_t, 3> dims, std::array<double, 3> spacing);
 
-/// `count` atoms uniform in the grid's box extended by 2 Å on every side, charges uniform in
-/// [−1, 1] e and never exactly zero; the same seed gives the same atoms.
-Atoms random_atoms(std::size_t count, const GridSpec& grid, std::uint64_t seed);
-
 // ---- checking a timed output ---------------------------------------------------------------------
 
 struct OracleCheck {
@@ -139,6 +136,23 @@ struct Row {
   std::string device;  ///< where it ran (RunTiming::device)
   std::string note;
 };
+
+/// The timed repetitions of one measurement.
+struct TimedRuns {
+  Stats kernel_seconds;              ///< over the repeats
+  double wall_seconds_median = kNotAvailable;
+  std::size_t unwritten = 0;         ///< non-finite points summed over every timed output
+  RunTiming last;                    ///< the last repetition's timing (device, per-worker parts)
+};
+/// settings.warmup untimed then settings.repeats timed calls of `run_once`, which poisons its
+/// output, runs the kernel and returns its timing; `unwritten` counts the non-finite points of
+/// the output just computed.
+TimedRuns time_runs(const std::function<RunTiming()>& run_once, const std::function<std::size_t()>& unwritten,
+                    const Settings& settings);
+/// The row's times and rates from `timed`: kernel ms statistics, wall ms, evaluations/s, GFLOPS
+/// and, for CUDA variants, the fraction of `ceiling_per_second` (the ceiling of every device used).
+void fill_rates(Row& row, const TimedRuns& timed, double evaluations, const KernelVariant& kernel,
+                double ceiling_per_second);
 
 /// A row for `kernel` on `problem`'s full grid with nothing measured.
 Row blank_row(std::string sweep, const KernelVariant& kernel, const DcsProblem& problem, const RunOptions& options);
@@ -225,7 +239,7 @@ struct GpuScaling {
   double kernel_efficiency = kNotAvailable;  ///< kernel_speedup / gpus
   double wall_efficiency = kNotAvailable;    ///< wall_speedup / gpus
   std::string identical;  ///< "reference" (one GPU), "yes"/"no" (bit-for-bit vs it), "oracle" (atomics)
-  std::vector<DevicePart> per_device;        ///< the last timed run's workers
+  std::vector<WorkerTiming> per_device;        ///< the last timed run's workers
 };
 
 /// Writes bench-gpus.csv (the rows' columns, then gpus, devices, speedups, efficiencies,

@@ -19,60 +19,22 @@
 #include "kernels/dcs_cuda.h"
 #include "src/bench/bench.h"
 #include "src/cli/commands.h"
-#include "src/errors.h"
-#include "src/grid.h"
-#include "src/kernel_registry.h"
-#include "src/prepared_problem.h"
-#include "src/structure_reader.h"
-#include "src/text_parsing.h"
-#include "src/units.h"
+#include "src/cli/options.h"
+#include "src/core/text_format.h"
+#include "src/pipeline/map_pipeline.h"
+#include "src/core/errors.h"
+#include "src/core/grid.h"
+#include "src/compute/kernel_registry.h"
+#include "src/compute/prepared_problem.h"
+#include "src/io/structure_reader.h"
+#include "src/io/text_parsing.h"
+#include "src/core/units.h"
 
 namespace espgrid::cli {
 namespace {
 
 using namespace espgrid::bench;
 using Clock = std::chrono::steady_clock;
-
-// ---- option values -------------------------------------------------------------------------
-
-std::vector<std::string> comma_list(const std::string& text) {
-  std::vector<std::string> parts;
-  std::size_t start = 0;
-  for (;;) {
-    const std::size_t comma = text.find(',', start);
-    parts.push_back(text.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
-    if (comma == std::string::npos) return parts;
-    start = comma + 1;
-  }
-}
-
-double real_value(const std::string& option, const std::string& text) {
-  const auto v = parse_number(text);
-  if (!v || !std::isfinite(*v)) throw UsageError("--" + option + " expects a number, got '" + text + "'");
-  return *v;
-}
-
-long long whole_value(const std::string& option, const std::string& text) {
-  const auto v = parse_integer(text);
-  if (!v) throw UsageError("--" + option + " expects a whole number, got '" + text + "'");
-  return *v;
-}
-
-std::array<double, 3> spacing_value(const std::string& text) {
-  const auto parts = comma_list(text);
-  if (parts.size() == 1) {
-    const double h = real_value("spacing", parts[0]);
-    return {h, h, h};
-  }
-  if (parts.size() != 3) throw UsageError("--spacing expects H or HX,HY,HZ, got '" + text + "'");
-  return {real_value("spacing", parts[0]), real_value("spacing", parts[1]), real_value("spacing", parts[2])};
-}
-
-std::array<std::int64_t, 3> dims_value(const std::string& text) {
-  const auto parts = comma_list(text);
-  if (parts.size() != 3) throw UsageError("--dims expects NX,NY,NZ, got '" + text + "'");
-  return {whole_value("dims", parts[0]), whole_value("dims", parts[1]), whole_value("dims", parts[2])};
-}
 
 // ---- printing ------------------------------------------------------------------------------
 
@@ -132,6 +94,7 @@ struct Bench {
   Metadata meta;
   std::string out_dir;
   std::array<double, 3> spacing{};
+  PhysicsOptions physics;  ///< --model and the unit of every map (kT/e at 298.15 K, vacuum by default)
   std::uint64_t seed = 1;
   bool any_fail = false;
   bool kernels_named = false;  ///< --kernel named the variants (the gpus sweep then runs each CUDA one)
@@ -167,7 +130,7 @@ struct Bench {
 std::vector<const KernelVariant*> scaling_variants(const Bench& b, bool with_cpu) {
   std::vector<const KernelVariant*> out;
   for (const auto& k : kernel_variants()) {
-    const bool wanted = (k.backend == Backend::Cuda && k.name != "cuda-scatter") || (with_cpu && k.name == "cpu-parallel");
+    const bool wanted = k.in_size_sweeps && (k.backend == Backend::Cuda || (with_cpu && &k == &default_kernel(Backend::Cpu)));
     if (wanted && b.is_selected(k)) out.push_back(&k);
   }
   return out;
@@ -208,8 +171,8 @@ void sweep_blocks(Bench& b, const PreparedProblem& problem) {
   for (const KernelVariant* k : kernels) {
     for (const BlockShape s : sweep_block_shapes()) {
       RunOptions o = b.run;
-      o.block_x = s.x;
-      o.block_y = s.y;
+      o.shape.block_x = s.x;
+      o.shape.block_y = s.y;
       rows.push_back(b.measure_one("blocks", *k, problem, o, "block " + std::to_string(s.x) + "x" + std::to_string(s.y), true));
     }
   }
@@ -218,16 +181,15 @@ void sweep_blocks(Bench& b, const PreparedProblem& problem) {
 
 void sweep_coarsening(Bench& b, const PreparedProblem& problem) {
   std::vector<const KernelVariant*> kernels;
-  for (const char* name : {"cuda-coarsened", "cuda-unrolled"})
-    for (const auto& k : kernel_variants())
-      if (k.name == name && b.is_selected(k)) kernels.push_back(&k);
+  for (const auto& k : kernel_variants())
+    if (k.takes_coarsening() && b.is_selected(k)) kernels.push_back(&k);
   print_header("coarsening: points per thread along x");
   std::vector<Row> rows;
   skip_gpu_variants(b, "coarsening", kernels, &problem, rows);
   for (const KernelVariant* k : kernels) {
     for (const int c : sweep_coarsening_factors()) {
       RunOptions o = b.run;
-      o.coarsening = c;
+      o.shape.coarsening = c;
       rows.push_back(b.measure_one("coarsening", *k, problem, o, "coarsen " + std::to_string(c), true));
     }
   }
@@ -240,7 +202,7 @@ void sweep_atoms(Bench& b, const GridSpec& grid) {
   std::vector<Row> rows;
   skip_gpu_variants(b, "atoms", kernels, nullptr, rows);
   for (const std::size_t n : sweep_atom_counts()) {
-    const PreparedProblem problem(random_atoms(n, grid, b.seed + n), grid, coulomb_factor({}));
+    const PreparedProblem problem = PreparedProblem::for_physics(random_atoms(n, grid, b.seed + n), grid, b.physics);
     for (const KernelVariant* k : kernels)
       rows.push_back(b.measure_one("atoms", *k, problem, b.run, with_commas(n) + " atoms"));
   }
@@ -254,8 +216,8 @@ void sweep_grid(Bench& b) {
   skip_gpu_variants(b, "grid", kernels, nullptr, rows);
   for (const auto& dims : sweep_grid_dims()) {
     const GridSpec grid = bench_grid(dims, b.spacing);
-    const PreparedProblem problem(random_atoms(kSweepGridAtoms, grid, b.seed + static_cast<std::uint64_t>(dims[0])),
-                                  grid, coulomb_factor({}));
+    const PreparedProblem problem = PreparedProblem::for_physics(
+        random_atoms(kSweepGridAtoms, grid, b.seed + static_cast<std::uint64_t>(dims[0])), grid, b.physics);
     for (const KernelVariant* k : kernels)
       rows.push_back(b.measure_one("grid", *k, problem, b.run, dims_text(dims[0], dims[1], dims[2])));
   }
@@ -264,13 +226,14 @@ void sweep_grid(Bench& b) {
 
 void sweep_speedup(Bench& b) {
   std::vector<const KernelVariant*> kernels = scaling_variants(b, true);
-  print_header("speedup: cpu-parallel vs the best GPU variant");
+  print_header("speedup: " + std::string(default_kernel(Backend::Cpu).name) + " vs the best GPU variant");
   std::vector<Row> rows;
   std::vector<Speedup> speedups;
   skip_gpu_variants(b, "speedup", kernels, nullptr, rows);
   for (const SpeedupSize& size : sweep_speedup_sizes()) {
     const GridSpec grid = bench_grid(size.dims, b.spacing);
-    const PreparedProblem problem(random_atoms(size.atoms, grid, b.seed + size.atoms), grid, coulomb_factor({}));
+    const PreparedProblem problem =
+        PreparedProblem::for_physics(random_atoms(size.atoms, grid, b.seed + size.atoms), grid, b.physics);
     Speedup s;
     s.label = dims_text(size.dims[0], size.dims[1], size.dims[2]) + ", " + with_commas(size.atoms) + " atoms";
     s.nx = size.dims[0];
@@ -286,7 +249,7 @@ void sweep_speedup(Bench& b) {
     for (std::size_t i = first; i < rows.size(); ++i) {
       const Row& r = rows[i];
       if (r.status != Status::Ok) continue;
-      if (r.kernel == "cpu-parallel") cpu = &r;
+      if (r.kernel == default_kernel(Backend::Cpu).name) cpu = &r;
       if (r.backend == "cuda" && (!best || r.atom_evals_per_s > best->atom_evals_per_s)) best = &r;
     }
     if (cpu) {
@@ -302,7 +265,7 @@ void sweep_speedup(Bench& b) {
       s.wall_speedup = best->wall_evals_per_s / cpu->wall_evals_per_s;
       for (std::size_t i = first; i < rows.size(); ++i)
         if (rows[i].backend == "cuda" && rows[i].status == Status::Ok)
-          rows[i].note += std::string(rows[i].note.empty() ? "" : "; ") + "speedup vs cpu-parallel " +
+          rows[i].note += std::string(rows[i].note.empty() ? "" : "; ") + "speedup vs " + cpu->kernel + " " +
                           fmt("%.1f", rows[i].atom_evals_per_s / cpu->atom_evals_per_s) + "x";
     }
     speedups.push_back(s);
@@ -328,13 +291,13 @@ void sweep_gpus(Bench& b, const PreparedProblem& given) {
   if (!b.custom_input) {
     const GridSpec grid = bench_grid(kGpuSweepDims, b.spacing);
     check_grid_fits(grid);
-    own.emplace(random_atoms(kGpuSweepAtoms, grid, b.seed), grid, coulomb_factor({}));
+    own.emplace(PreparedProblem::for_physics(random_atoms(kGpuSweepAtoms, grid, b.seed), grid, b.physics));
   }
   const PreparedProblem& problem = own ? *own : given;
   const DcsProblem full = problem.view(nullptr);
   std::vector<const KernelVariant*> kernels;
   for (const KernelVariant* k : b.selected)
-    if (k->backend == Backend::Cuda && (b.kernels_named || k->name == "cuda-unrolled")) kernels.push_back(k);
+    if (k->backend == Backend::Cuda && (b.kernels_named || k->role == KernelRole::Default)) kernels.push_back(k);
   std::printf("\n== gpus: %s on %s, %s atoms, the whole map per run; target: parallel efficiency >= 90%% ==\n",
               kernels.empty() ? "no CUDA kernel selected" : "the CUDA kernels", dims_text(full.nx, full.ny, full.nz).c_str(),
               with_commas(full.atom_count).c_str());
@@ -379,27 +342,15 @@ void sweep_gpus(Bench& b, const PreparedProblem& given) {
           out.assign(full.point_count(), std::numeric_limits<float>::quiet_NaN());  // poison, outside the timing
           return k->run(problem.view(out.data()), o);
         };
-        for (int w = 0; w < b.settings.warmup; ++w) run_once();  // contexts, modules, first-touch
-        std::vector<double> kernel_s, wall_s;
-        std::size_t unwritten = 0;
-        RunTiming last;
-        for (int r = 0; r < b.settings.repeats; ++r) {
-          last = run_once();
-          kernel_s.push_back(last.kernel_seconds);
-          wall_s.push_back(last.wall_seconds);
-          unwritten += count_nonfinite(out.data(), out.size());
-        }
-        const Stats ks = summarize(kernel_s);
+        const TimedRuns timed =  // warm-up: contexts, modules, first touch
+            time_runs(run_once, [&] { return count_nonfinite(out.data(), out.size()); }, b.settings);
+        const std::size_t unwritten = timed.unwritten;
+        const RunTiming& last = timed.last;
         row.ny_used = full.ny;
         row.nz_used = full.nz;
-        row.kernel_ms = {ks.median * 1e3, ks.min * 1e3, ks.max * 1e3};
-        row.wall_ms_median = summarize(wall_s).median * 1e3;
-        row.evaluations = static_cast<double>(full.point_count()) * static_cast<double>(full.atom_count);
-        row.atom_evals_per_s = row.evaluations / ks.median;
-        row.wall_evals_per_s = row.evaluations / (row.wall_ms_median / 1e3);
-        row.gflops = row.atom_evals_per_s * k->flops_per_evaluation / 1e9;
-        if (b.settings.rsqrt_per_second > 0)
-          row.ceiling_fraction = row.atom_evals_per_s / (b.settings.rsqrt_per_second * count);  // per GPU
+        // The ceiling of every GPU used: the fraction is per GPU.
+        fill_rates(row, timed, static_cast<double>(full.point_count()) * static_cast<double>(full.atom_count), *k,
+                   b.settings.rsqrt_per_second * count);
         row.device = last.device;
         g.per_device = last.parts;
         g.kernel_ms = row.kernel_ms.median;
@@ -419,7 +370,7 @@ void sweep_gpus(Bench& b, const PreparedProblem& given) {
           base_kernel = g.kernel_ms;
           base_wall = g.wall_ms;
           reference = out;
-        } else if (k->name == "cuda-scatter" || reference.empty()) {
+        } else if (!k->deterministic() || reference.empty()) {
           same = check_oracle();
           g.identical = "oracle";
         } else {
@@ -454,7 +405,7 @@ void sweep_gpus(Bench& b, const PreparedProblem& given) {
                   (fmt("%.1f", 100 * g.wall_efficiency) + "%").c_str(), g.identical.empty() ? "-" : g.identical.c_str(),
                   std::string(status_name(row.status)).c_str());
       if (row.status == Status::Fail) std::printf("  (%s)\n", row.note.c_str());
-      for (const DevicePart& p : g.per_device)
+      for (const WorkerTiming& p : g.per_device)
         std::printf("    device %d: %lld planes in %d chunks, kernel %.1f ms, wall %.1f ms\n", p.device,
                     static_cast<long long>(p.planes), p.chunks, p.kernel_seconds * 1e3, p.wall_seconds * 1e3);
       std::fflush(stdout);
@@ -466,14 +417,6 @@ void sweep_gpus(Bench& b, const PreparedProblem& given) {
               "atom upload, copies back into the host map); SPEEDUP and EFF (= speedup / GPUs) are against one GPU.\n");
   if (!b.out_dir.empty())
     for (const auto& path : write_gpu_scaling(b.out_dir, b.meta, rows, scaling)) std::printf("wrote %s\n", path.c_str());
-}
-
-cxxopts::ParseResult parse_args(cxxopts::Options& options, int argc, char** argv) {
-  try {
-    return options.parse(argc, argv);
-  } catch (const cxxopts::exceptions::exception& e) {
-    throw UsageError(std::string(e.what()) + " (see `espgrid bench --help`)");
-  }
 }
 
 std::string shell_word(const std::string& s) {
@@ -503,14 +446,9 @@ int run_bench(int argc, char** argv) {
       ("padding", "with a structure file: space around its bounding box, Å", cxxopts::value<std::string>()->default_value("10"))
       ("seed", "seed of the random atoms and of the checked points (default: a fresh one, printed)",
        cxxopts::value<std::string>());
-  options.add_options("Kernels")
-      ("kernel", "all, or NAME[,NAME...] (see `espgrid kernels`)", cxxopts::value<std::string>()->default_value("all"))
-      ("backend", "auto (all), cpu or cuda", cxxopts::value<std::string>()->default_value("auto"))
-      ("device", "CUDA device number", cxxopts::value<int>()->default_value("0"))
-      ("devices", "several CUDA devices: all or N,N,... (GPU variants run on all of them through the work "
-                  "queue; the gpus sweep uses 1, 2, 4, ... of them)", cxxopts::value<std::string>())
-      ("threads", "CPU threads (0 = all cores)", cxxopts::value<int>()->default_value("0"))
-      ("require-cuda", "fail at once when no CUDA device is usable (instead of skipping the GPU variants)");
+  add_physics_options(options);
+  add_compute_options(options, "all (default), or NAME[,NAME...] (see `espgrid kernels`)");
+  options.add_options("Compute")("require-cuda", "fail at once when no CUDA device is usable (instead of skipping the GPU variants)");
   options.add_options("Measurement")
       ("repeats", "timed runs per measurement", cxxopts::value<std::string>()->default_value("5"))
       ("warmup", "untimed runs before them", cxxopts::value<std::string>()->default_value("1"))
@@ -527,7 +465,7 @@ int run_bench(int argc, char** argv) {
   options.parse_positional({"input"});
   const auto args = parse_args(options, argc, argv);
   if (args.count("help")) {
-    std::cout << options.help({"Input", "Kernels", "Measurement", ""})
+    std::cout << options.help({"Input", "Physics", "Compute", "Measurement", ""})
               << "\nEach measurement probes the kernel on growing parts of the grid, then times it on as many whole\n"
                  "z-planes as fit --budget seconds (at least one plane, or a plane's first rows when one plane is\n"
                  "over budget). Throughput counts the work actually done. The last timed output is checked\n"
@@ -539,12 +477,12 @@ int run_bench(int argc, char** argv) {
   }
 
   Bench b;
-  b.settings.repeats = static_cast<int>(whole_value("repeats", args["repeats"].as<std::string>()));
-  b.settings.warmup = static_cast<int>(whole_value("warmup", args["warmup"].as<std::string>()));
-  b.settings.budget_seconds = real_value("budget", args["budget"].as<std::string>());
-  const long long check_points = whole_value("check-points", args["check-points"].as<std::string>());
+  b.settings.repeats = static_cast<int>(whole_option("repeats", args["repeats"].as<std::string>()));
+  b.settings.warmup = static_cast<int>(whole_option("warmup", args["warmup"].as<std::string>()));
+  b.settings.budget_seconds = number_option("budget", args["budget"].as<std::string>());
+  const long long check_points = whole_option("check-points", args["check-points"].as<std::string>());
   // Fresh inputs each run unless --seed asks to repeat one; the seed is printed and recorded.
-  const long long seed = args.count("seed") ? whole_value("seed", args["seed"].as<std::string>())
+  const long long seed = args.count("seed") ? whole_option("seed", args["seed"].as<std::string>())
                                             : static_cast<long long>(std::random_device{}() >> 1);
   if (b.settings.repeats < 1 || b.settings.repeats > 1000) throw UsageError("--repeats must be 1 to 1000");
   if (b.settings.warmup < 0 || b.settings.warmup > 1000) throw UsageError("--warmup must be 0 to 1000");
@@ -555,31 +493,15 @@ int run_bench(int argc, char** argv) {
   b.settings.check_points = static_cast<std::size_t>(check_points);
   b.seed = static_cast<std::uint64_t>(seed);
   b.settings.seed = b.seed;
-  b.run.threads = args["threads"].as<int>();
-  b.run.device = args["device"].as<int>();
-  if (b.run.threads < 0 || b.run.threads > kMaxCpuThreads)
-    throw UsageError("--threads must be 0 (all cores) to " + std::to_string(kMaxCpuThreads));
-  if (b.run.device < 0) throw UsageError("--device must be 0 or more");
-  b.spacing = spacing_value(args["spacing"].as<std::string>());
+  const ComputeOptions compute = compute_options(args);  // threads, device(s): checked as for map
+  b.run = compute.run;
+  b.physics = physics_options(args);
+  b.spacing = triple_option("spacing", args["spacing"].as<std::string>(), true);
   if (args.count("out")) b.out_dir = args["out"].as<std::string>();
-  if (args.count("devices")) {
-    if (args.count("device")) throw UsageError("give --device N or --devices LIST, not both");
-    const std::string text = args["devices"].as<std::string>();
-    if (text != "all") {
-      for (const std::string& part : comma_list(text)) {
-        const long long d = whole_value("devices", part);
-        if (d < 0 || d > 1'000'000) throw UsageError("--devices expects all or device numbers N,N,...");
-        b.run.devices.push_back(static_cast<int>(d));
-      }
-    } else {
-      b.run.devices = cuda::usable_devices();  // empty without a GPU: the GPU variants are skipped
-    }
-    if (!b.run.devices.empty()) b.run.device = b.run.devices.front();
-  }
 
   // Sweeps.
   std::vector<std::string> sweeps;
-  for (const std::string& name : comma_list(args["sweep"].as<std::string>())) {
+  for (const std::string& name : split_commas(args["sweep"].as<std::string>())) {
     if (name == "none") continue;
     if (name == "gpus") {  // not part of "all": seconds per run by design
       sweeps.push_back(name);
@@ -599,19 +521,18 @@ int run_bench(int argc, char** argv) {
 
   // Kernels.
   const std::string backend = args["backend"].as<std::string>();
-  if (backend != "auto" && backend != "cpu" && backend != "cuda")
-    throw UsageError("--backend must be auto, cpu or cuda, got '" + backend + "'");
+  const BackendChoice backend_choice = compute.backend;
   b.have_cuda = cuda_available(&b.cuda_reason);
-  if (!b.have_cuda && (backend == "cuda" || args.count("require-cuda")))
-    throw Error((backend == "cuda" ? "--backend cuda: " : "--require-cuda: ") + b.cuda_reason);
-  const std::string which = args["kernel"].as<std::string>();
+  if (!b.have_cuda && (backend_choice == BackendChoice::Cuda || args.count("require-cuda")))
+    throw Error((backend_choice == BackendChoice::Cuda ? "--backend cuda: " : "--require-cuda: ") + b.cuda_reason);
+  const std::string which = compute.kernel.empty() ? "all" : compute.kernel;
   std::vector<const KernelVariant*> named;
   if (which != "all")
-    for (const std::string& name : comma_list(which)) named.push_back(&find_kernel(name));
+    for (const std::string& name : split_commas(which)) named.push_back(&find_kernel(name));
   b.kernels_named = which != "all";
   b.custom_input = args.count("input") || args.count("dims") || args.count("atoms");
   for (const auto& k : kernel_variants()) {
-    if (backend != "auto" && backend != backend_name(k.backend)) continue;
+    if (backend_choice != BackendChoice::Auto && backend != backend_name(k.backend)) continue;
     if (which != "all" && std::find(named.begin(), named.end(), &k) == named.end()) continue;
     b.selected.push_back(&k);
   }
@@ -626,20 +547,19 @@ int run_bench(int argc, char** argv) {
       throw UsageError("--dims and --atoms set the random input; with a structure file the grid is its bounding box "
                        "plus --padding");
     const std::string path = args["input"].as<std::string>();
-    const StructureFormat format = args.count("format") ? parse_format_name(args["format"].as<std::string>())
-                                                        : format_from_extension(path);
     GridRequest request;
     request.spacing = b.spacing;
-    request.padding = real_value("padding", args["padding"].as<std::string>());
-    Structure structure = read_structure(path, format);
+    request.padding = number_option("padding", args["padding"].as<std::string>());
+    check_grid_request(request);
+    Structure structure = load_structure(path, format_option(args));
     for (const auto& notice : structure.notices) std::fprintf(stderr, "espgrid: note: %s\n", notice.c_str());
     atoms = std::move(structure.atoms);
     grid = make_grid(request, atoms);
     input_text = path + " (" + with_commas(atoms.size()) + " atoms)";
   } else {
-    const long long count = whole_value("atoms", args["atoms"].as<std::string>());
+    const long long count = whole_option("atoms", args["atoms"].as<std::string>());
     if (count < 1 || count > 100'000'000) throw UsageError("--atoms must be 1 to 100,000,000");
-    grid = bench_grid(dims_value(args["dims"].as<std::string>()), b.spacing);
+    grid = bench_grid(dims_option("dims", args["dims"].as<std::string>()), b.spacing);
     atoms = random_atoms(static_cast<std::size_t>(count), grid, b.seed);
     input_text = with_commas(static_cast<std::uint64_t>(count)) + " random atoms (seed " + std::to_string(b.seed) + ")";
   }
@@ -679,7 +599,7 @@ int run_bench(int argc, char** argv) {
     b.meta.ceiling_note = "n/a: no CUDA device";
   }
 
-  const PreparedProblem problem(atoms, grid, coulomb_factor({}));
+  const PreparedProblem problem = PreparedProblem::for_physics(atoms, grid, b.physics);
   std::printf("espgrid bench %s (commit %s), %s UTC\n", b.meta.espgrid_version.c_str(), b.meta.git_commit.c_str(),
               b.meta.date_utc.c_str());
   std::printf("input      %s; grid %s, spacing %g,%g,%g Å\n", input_text.c_str(), describe(grid).c_str(),

@@ -4,10 +4,11 @@
 
 namespace espgrid::cli {
 
-int run_map(int argc, char** argv);
-int run_kernels(int argc, char** argv);
-int run_verify(int argc, char** argv);
-/// Defined in src/bench/bench_command.cpp.
-int run_bench(int argc, char** argv);
+int run_map(int argc, char** argv);      ///< src/cli/map_command.cpp
+int run_verify(int argc, char** argv);   ///< src/cli/verify_command.cpp
+int run_kernels(int argc, char** argv);  ///< src/cli/inspect_commands.cpp
+int run_atoms(int argc, char** argv);    ///< src/cli/inspect_commands.cpp
+int run_convert(int argc, char** argv);  ///< src/cli/inspect_commands.cpp
+int run_bench(int argc, char** argv);    ///< src/bench/bench_command.cpp
 
 }  // namespace espgrid::cli

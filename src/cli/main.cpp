@@ -6,8 +6,8 @@
 #include <string>
 
 #include "src/cli/commands.h"
-#include "src/errors.h"
-#include "src/output_file.h"
+#include "src/core/errors.h"
+#include "src/io/atomic_output_file.h"
 
 namespace {
 
@@ -18,8 +18,10 @@ void print_usage() {
       "verbs:\n"
       "  map      compute a map from a .pqr/.xyz file and write .vti and/or .dx\n"
       "  kernels  list the kernel variants (CPU and CUDA) and which can run here\n"
-      "  verify   run kernels on a structure and compare them with cpu-reference\n"
-      "  bench    measure every kernel variant (and sweeps); see benchmarks/README.md\n\n"
+      "  verify   run kernels on a structure and compare them with the reference kernel\n"
+      "  bench    measure every kernel variant (and sweeps); see benchmarks/README.md\n"
+      "  atoms    print a structure's atoms as espgrid reads them\n"
+      "  convert  write a .dx map as .vti (or .dx)\n\n"
       "  espgrid VERB --help   shows a verb's options\n\n"
       "example:\n"
       "  espgrid map data/fasciculin2.pqr -o fas2.vti -o fas2.dx\n",
@@ -45,7 +47,11 @@ int main(int argc, char** argv) {
     if (verb == "kernels") return espgrid::cli::run_kernels(argc - 1, argv + 1);
     if (verb == "verify") return espgrid::cli::run_verify(argc - 1, argv + 1);
     if (verb == "bench") return espgrid::cli::run_bench(argc - 1, argv + 1);
-    std::fprintf(stderr, "espgrid: error: unknown verb '%s' (use map, kernels, verify or bench; see espgrid --help)\n",
+    if (verb == "atoms") return espgrid::cli::run_atoms(argc - 1, argv + 1);
+    if (verb == "convert") return espgrid::cli::run_convert(argc - 1, argv + 1);
+    std::fprintf(stderr,
+                 "espgrid: error: unknown verb '%s' (use map, kernels, verify, bench, atoms or convert; see espgrid "
+                 "--help)\n",
                  verb.c_str());
     return 2;
   } catch (const espgrid::UsageError& e) {

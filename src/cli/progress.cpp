@@ -10,8 +10,11 @@ ProgressBar::ProgressBar(std::string label)
     : label_(std::move(label)), enabled_(::isatty(STDERR_FILENO) == 1),
       start_(std::chrono::steady_clock::now()), last_draw_(start_) {}
 
-ProgressBar::~ProgressBar() {
+ProgressBar::~ProgressBar() { finish(); }
+
+void ProgressBar::finish() {
   if (drawn_) std::fprintf(stderr, "\r\033[K");
+  drawn_ = false;
 }
 
 void ProgressBar::update(std::size_t done, std::size_t total) {

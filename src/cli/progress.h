@@ -11,6 +11,8 @@ class ProgressBar {
  public:
   explicit ProgressBar(std::string label);
   ~ProgressBar();  ///< clears the bar
+  /// Clears the bar now (before printing a summary); later updates draw it again.
+  void finish();
   /// Records progress; draws at most ten times a second and only after half a second.
   void update(std::size_t done, std::size_t total);
 

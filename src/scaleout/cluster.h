@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "src/errors.h"
+#include "src/core/errors.h"
 
 namespace espgrid::scaleout {
 

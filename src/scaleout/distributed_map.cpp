@@ -6,17 +6,13 @@
 #include <limits>
 #include <set>
 
-#include "src/errors.h"
-#include "src/text_parsing.h"
+#include "src/core/errors.h"
+#include "src/core/number_parsing.h"
+#include "src/core/stopwatch.h"
+#include "src/pipeline/map_pipeline.h"
 
 namespace espgrid::scaleout {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
 
 /// ESPGRID_TEST_FAIL_RANK names the rank that fails (tests of the failure path).
 bool failure_injected(int rank) {
@@ -36,7 +32,7 @@ int rank_local_device(const Cluster& cluster, const std::vector<int>& usable_dev
 DistributedRun compute_distributed(Cluster& cluster, const KernelVariant& kernel, const PreparedProblem& problem,
                                    float* root_map, const RunOptions& options) {
   const auto start = Clock::now();
-  const DcsProblem whole = problem.view(root_map);
+  const DcsProblem whole = problem.view(nullptr);
   const PlaneSpan span = rank_planes(whole.nz, cluster.rank(), cluster.size());
   const std::size_t plane_points = static_cast<std::size_t>(whole.nx) * static_cast<std::size_t>(whole.ny);
   std::vector<float> local;
@@ -47,19 +43,17 @@ DistributedRun compute_distributed(Cluster& cluster, const KernelVariant& kernel
       throw Error("injected failure on planes " + std::to_string(span.begin) + "-" + std::to_string(span.end - 1) +
                   " (ESPGRID_TEST_FAIL_RANK=" + std::to_string(cluster.rank()) + ")");
     if (span.count() == 0) return;
-    DcsProblem part = whole;
+    float* out = nullptr;
     if (cluster.is_root()) {
       if (!root_map) throw Error("compute_distributed: rank 0 has no map buffer");
-      part.potential = root_map + static_cast<std::size_t>(span.begin) * plane_points;
+      out = root_map + static_cast<std::size_t>(span.begin) * plane_points;
     } else {
       local.assign(static_cast<std::size_t>(span.count()) * plane_points, std::numeric_limits<float>::quiet_NaN());
-      part.potential = local.data();
+      out = local.data();
     }
-    part.nz = span.count();
-    part.z_offset = whole.z_offset + span.begin;
     RunOptions o = options;
     if (!cluster.is_root()) o.progress = nullptr;
-    mine = kernel.run(part, o);
+    mine = compute_planes(kernel, problem, out, span.begin, span.count(), o);
   });
 
   DistributedRun run;

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "src/kernel_registry.h"
-#include "src/prepared_problem.h"
+#include "src/compute/kernel_registry.h"
+#include "src/compute/prepared_problem.h"
 #include "src/scaleout/cluster.h"
 
 namespace espgrid::scaleout {

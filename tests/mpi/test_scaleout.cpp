@@ -104,7 +104,7 @@ TEST(ComputeDistributed, OneProcessIsAPlainRun) {
   std::mt19937 rng(testing::test_seed() + 71);
   const GridSpec grid = make_test_grid(19, 11, 7);
   const PreparedProblem problem(random_atoms(rng, 99, grid), grid, 1.0);
-  const KernelVariant& kernel = find_kernel("cpu-parallel");
+  const KernelVariant& kernel = fast_reference_kernel();
   const auto expected = testing::run_poisoned(kernel, problem);
   std::vector<float> map = testing::poisoned(expected.size());
   const scaleout::DistributedRun run =
@@ -125,7 +125,7 @@ TEST(ComputeDistributed, InjectedFailureOnThisRankThrows) {
   std::vector<float> map(grid.point_count());
   ::setenv("ESPGRID_TEST_FAIL_RANK", "0", 1);
   try {
-    scaleout::compute_distributed(scaleout::Cluster::world(), find_kernel("cpu-reference"), problem, map.data(), {});
+    scaleout::compute_distributed(scaleout::Cluster::world(), reference_kernel(), problem, map.data(), {});
     ADD_FAILURE() << "no failure";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("ESPGRID_TEST_FAIL_RANK=0"), std::string::npos) << e.what();

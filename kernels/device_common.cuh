@@ -1,0 +1,69 @@
+// Device-side pieces every kernel family shares: the slab geometry passed by value, grid
+// coordinates, slab indexing, the device Math policy for the pair evaluators, and the one
+// switch from the run-time pair model to the evaluator template argument. Included only by
+// the .cu files in kernels/.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+
+#include "kernels/cuda_runtime_support.h"
+#include "kernels/dcs_cuda.h"
+#include "src/physics/pair_potentials.h"
+
+namespace espgrid::cuda {
+
+/// Slab geometry, passed by value (kernel parameters live in the constant bank).
+struct Geometry {
+  int nx, ny;            ///< the map's extent: bounds for the unpadded variants
+  int pitch_x, pitch_y;  ///< device slab layout: floats per row, rows per plane (padded)
+  int k0;                ///< map z index of the slab's first plane
+  float hx, hy, hz;      ///< grid spacing
+  float a2;              ///< softening²
+};
+
+inline Geometry geometry_of(const SlabLaunch& s) {
+  Geometry g{};
+  g.nx = s.nx;
+  g.ny = s.ny;
+  g.pitch_x = s.plan.pitch_x;
+  g.pitch_y = s.plan.pitch_y;
+  g.k0 = static_cast<int>(s.k0);  // map plane index: grid z = k·hz (validated ≤ 2^30 by the driver)
+  g.hx = s.hx;
+  g.hy = s.hy;
+  g.hz = s.hz;
+  g.a2 = s.softening2;
+  return g;
+}
+
+inline cudaStream_t stream_of(const SlabLaunch& s) { return static_cast<cudaStream_t>(s.stream); }
+inline const float4* atoms_of(const SlabLaunch& s) { return reinterpret_cast<const float4*>(s.atoms); }
+inline unsigned blocks_for(std::int64_t extent, std::int64_t per_block) {
+  return static_cast<unsigned>((extent + per_block - 1) / per_block);
+}
+
+/// Grid coordinate float(i)*h, rounded once and never fused with a following add (as in the
+/// CPU kernels: it keeps nvcc from contracting the product and a subtraction into one FFMA).
+__device__ __forceinline__ float grid_coord(int i, float h) { return __fmul_rn(static_cast<float>(i), h); }
+
+__device__ __forceinline__ std::size_t slab_index(const Geometry& g, int i, int j, int plane) {
+  return (static_cast<std::size_t>(plane) * static_cast<std::size_t>(g.pitch_y) + static_cast<std::size_t>(j)) *
+             static_cast<std::size_t>(g.pitch_x) +
+         static_cast<std::size_t>(i);
+}
+
+/// The Math policy of the pair evaluators on the device: rsqrtf is one MUFU.RSQ instruction
+/// under --ftz=true, and q·rsqrtf(r²) added to a sum contracts into one FFMA. (The host branch
+/// only exists so the host pass of nvcc sees a definition; kernels never run it.)
+struct DeviceMath {
+  __host__ __device__ __forceinline__ static float over_sqrt(float q, float r2) {
+#ifdef __CUDA_ARCH__
+    return q * rsqrtf(r2);
+#else
+    return q / sqrtf(r2);
+#endif
+  }
+};
+
+}  // namespace espgrid::cuda

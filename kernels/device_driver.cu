@@ -1,0 +1,473 @@
+// The device driver (kernels/dcs_cuda.h): carries out a host LaunchPlan on one or several GPUs.
+//
+// The map is computed in slabs of whole z-planes, double-buffered on two streams:
+//   stream b:  poison (or zero) the device slab → wait for the previous slab's kernels →
+//              start event → the family's launch function → stop event → copy the unpadded
+//              slab to pinned staging → done event
+//   host:      after queueing slab s, wait for slab s−1's done event, read its kernel time,
+//              copy its staging buffer into problem.potential, report progress.
+// So the copies of slab s−1 (device→pinned on the copy engine, pinned→pageable on the host)
+// overlap the kernels of slab s. Kernels of consecutive slabs are serialized on purpose
+// (cudaStreamWaitEvent): the event intervals never overlap, so their sum is the kernel time,
+// and the single __constant__ atom buffer is never rewritten under a running kernel.
+//
+// That loop is one worker (run_worker): it takes its slabs as ranges of planes from a work
+// queue (src/compute/device_scheduler.h). compute_potential runs one worker in the calling
+// thread, taking slabs of the budget's size in order. compute_potential_multi runs one worker
+// per listed device through run_plane_workers, each in its own host thread with its own
+// streams and buffers, all pulling chunks from one queue. The atoms are uploaded once per
+// device. Plans, slab and chunk sizes are decided by host code (src/compute/launch_plan.h).
+#include <algorithm>
+#include <array>
+#include <climits>
+#include <cstring>
+#include <exception>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kernels/device_common.cuh"
+#include "src/compute/device_scheduler.h"
+#include "src/core/errors.h"
+#include "src/core/stopwatch.h"
+
+namespace espgrid::cuda {
+namespace {
+
+/// Lowest compute capability (×10, e.g. 90) this build has code for.
+int lowest_built_arch() {
+#ifdef __CUDA_ARCH_LIST__
+  constexpr int archs[] = {__CUDA_ARCH_LIST__};
+  int lowest = archs[0];
+  for (int a : archs) lowest = std::min(lowest, a);
+  return lowest / 10;
+#else
+  return 90;
+#endif
+}
+
+int device_attribute(cudaDeviceAttr attribute, int device) {
+  int value = 0;
+  ESPGRID_CUDA_CHECK(cudaDeviceGetAttribute(&value, attribute, device));
+  return value;
+}
+
+void check_device_supported(int device) {
+  const int cc = 10 * device_attribute(cudaDevAttrComputeCapabilityMajor, device) +
+                 device_attribute(cudaDevAttrComputeCapabilityMinor, device);
+  if (cc < lowest_built_arch())
+    throw Error("CUDA device " + std::to_string(device) + " has compute capability " + std::to_string(cc / 10) + "." +
+                std::to_string(cc % 10) + "; this espgrid was built for sm_" + std::to_string(lowest_built_arch()) +
+                " and newer");
+}
+
+void validate(const DcsProblem& p) {
+  constexpr std::int64_t kMaxExtent = std::int64_t{1} << 30;
+  if (p.nx < 0 || p.ny < 0 || p.nz < 0) throw UsageError("grid dimensions must not be negative");
+  if (p.z_offset < 0 || p.z_offset > kMaxExtent)
+    throw UsageError("plane offset " + std::to_string(p.z_offset) + " is out of range for the CUDA kernels");
+  if (p.nx > kMaxExtent || p.ny > kMaxExtent || p.nz > kMaxExtent - p.z_offset)
+    throw UsageError("grid of " + std::to_string(p.nx) + "x" + std::to_string(p.ny) + "x" + std::to_string(p.nz) +
+                     " points is too large for the CUDA kernels (at most 2^30 per axis)");
+  if (p.atom_count > static_cast<std::size_t>(INT_MAX))
+    throw UsageError("too many atoms for the CUDA kernels (at most " + std::to_string(INT_MAX) + ")");
+  if (p.point_count() > 0 && p.potential == nullptr) throw Error("compute_potential: no output buffer");
+  if (p.atom_count > 0 && (!p.x || !p.y || !p.z || !p.q)) throw Error("compute_potential: missing atom arrays");
+}
+
+/// Copies `planes` planes of the (possibly padded) device slab into densely packed staging.
+void enqueue_copy_back(const LaunchPlan& plan, const DcsProblem& p, const float* d_slab, float* h_slab, int planes,
+                       cudaStream_t stream) {
+  const std::size_t row_bytes = sizeof(float) * static_cast<std::size_t>(p.nx);
+  if (plan.pitch_x == p.nx && plan.pitch_y == p.ny) {
+    ESPGRID_CUDA_CHECK(cudaMemcpyAsync(h_slab, d_slab, row_bytes * static_cast<std::size_t>(p.ny) * planes,
+                                       cudaMemcpyDeviceToHost, stream));
+    return;
+  }
+  cudaMemcpy3DParms copy{};
+  copy.srcPtr = make_cudaPitchedPtr(const_cast<float*>(d_slab), sizeof(float) * static_cast<std::size_t>(plan.pitch_x),
+                                    static_cast<std::size_t>(plan.pitch_x), static_cast<std::size_t>(plan.pitch_y));
+  copy.dstPtr = make_cudaPitchedPtr(h_slab, row_bytes, static_cast<std::size_t>(p.nx), static_cast<std::size_t>(p.ny));
+  copy.extent = make_cudaExtent(row_bytes, static_cast<std::size_t>(p.ny), static_cast<std::size_t>(planes));
+  copy.kind = cudaMemcpyDeviceToHost;
+  ESPGRID_CUDA_CHECK(cudaMemcpy3DAsync(&copy, stream));
+}
+
+/// The atoms as float4 (x, y, z, q) on the current device, through pinned staging.
+DeviceBuffer<float4> upload_atoms(const DcsProblem& p) {
+  PinnedBuffer<float4> h_atoms(p.atom_count, "atoms (staging)");
+  for (std::size_t a = 0; a < p.atom_count; ++a) h_atoms.get()[a] = make_float4(p.x[a], p.y[a], p.z[a], p.q[a]);
+  DeviceBuffer<float4> d_atoms(p.atom_count, "atoms");
+  if (p.atom_count > 0) {
+    Stream stream;
+    ESPGRID_CUDA_CHECK(
+        cudaMemcpyAsync(d_atoms.get(), h_atoms.get(), d_atoms.bytes(), cudaMemcpyHostToDevice, stream.get()));
+    stream.synchronize();  // every stream of every worker on this device reads them
+  }
+  return d_atoms;
+}
+
+/// Where a worker takes its planes from and what it reports.
+struct WorkerContext {
+  PlaneQueue* queue = nullptr;
+  std::int64_t max_planes = 0;  ///< never take more than this per chunk (the whole map: no cap)
+  std::size_t max_slab_bytes = 0;
+  int worker = 0;
+  int device = 0;
+  int sms = 0;
+  std::function<void(const PlaneRange&)> done;  ///< called in the worker's thread when a range is in the output
+  std::function<void(int, int, std::int64_t)> hook;  ///< DeviceRunOptions::chunk_hook
+};
+
+/// One worker on the current device: takes ranges of planes from the queue and computes
+/// them through two slab buffers on two streams (see the file comment), until the queue is
+/// empty. Slab s uses buffer and stream s mod 2; kernels of consecutive slabs are
+/// serialized, so the sum of their event intervals is this worker's kernel time.
+WorkerResult run_worker(const DeviceKernel& kernel, const LaunchPlan& plan, const DcsProblem& p,
+                        const float4* d_atoms, std::size_t atom_bytes, const WorkerContext& ctx) {
+  std::size_t free_bytes = 0, total_bytes = 0;
+  if (ctx.max_slab_bytes == 0) ESPGRID_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+  // Device slabs: in automatic sizing, halve the slab if the allocation fails anyway.
+  std::int64_t planes = std::min(planes_per_slab(p, plan, ctx.max_slab_bytes, free_bytes, atom_bytes),
+                                 std::max<std::int64_t>(ctx.max_planes, 1));
+  const std::size_t plane_points = plan.plane_floats();
+  const std::size_t map_plane_points = p.plane_points();
+  std::array<DeviceBuffer<float>, 2> d_slab;
+  for (;;) {
+    const bool two = planes < p.nz;
+    try {
+      d_slab[0] = DeviceBuffer<float>(plane_points * static_cast<std::size_t>(planes), "potential slab");
+      d_slab[1] = two ? DeviceBuffer<float>(plane_points * static_cast<std::size_t>(planes), "potential slab (2nd buffer)")
+                      : DeviceBuffer<float>();
+      break;
+    } catch (const CudaError& e) {
+      if (ctx.max_slab_bytes != 0 || e.code() != cudaErrorMemoryAllocation || planes == 1) throw;
+      d_slab[0].reset();
+      d_slab[1].reset();
+      const auto ceil_div = [](std::int64_t a, std::int64_t b) { return (a + b - 1) / b; };
+      planes = ceil_div(p.nz, ceil_div(p.nz, (planes + 1) / 2));  // equal slabs of about half the size
+    }
+  }
+  std::array<PinnedBuffer<float>, 2> h_slab;
+  h_slab[0] = PinnedBuffer<float>(map_plane_points * static_cast<std::size_t>(planes), "potential slab (staging)");
+  if (planes < p.nz)
+    h_slab[1] = PinnedBuffer<float>(map_plane_points * static_cast<std::size_t>(planes), "potential slab (staging 2)");
+
+  // Streams after the buffers: their destructors wait for queued work before the buffers go.
+  std::array<Stream, 2> streams;
+  std::array<Event, 2> start, stop;
+  std::array<Event, 2> done{Event(cudaEventDisableTiming), Event(cudaEventDisableTiming)};
+
+  SlabLaunch launch;
+  launch.atoms = reinterpret_cast<const float*>(d_atoms);
+  launch.atom_count = static_cast<int>(p.atom_count);
+  launch.nx = static_cast<int>(p.nx);
+  launch.ny = static_cast<int>(p.ny);
+  launch.hx = p.hx;
+  launch.hy = p.hy;
+  launch.hz = p.hz;
+  launch.softening2 = p.softening2;
+  launch.model = p.model;
+  launch.pair = p.pair;
+  launch.plan = plan;
+  launch.sms = ctx.sms;
+
+  struct InFlight {
+    PlaneRange range;
+    int buffer;
+  };
+  std::optional<InFlight> pending;
+  double kernel_ms = 0;
+  WorkerResult result;
+  const auto finish = [&](const InFlight& s) {
+    done[s.buffer].synchronize();
+    kernel_ms += Event::elapsed_ms(start[s.buffer], stop[s.buffer]);
+    std::memcpy(p.potential + static_cast<std::size_t>(s.range.k0) * map_plane_points, h_slab[s.buffer].get(),
+                sizeof(float) * map_plane_points * static_cast<std::size_t>(s.range.planes));
+    result.planes += s.range.planes;
+    if (ctx.done) ctx.done(s.range);
+  };
+
+  for (std::int64_t s = 0;; ++s) {
+    const std::optional<PlaneRange> range = ctx.queue->take(planes);
+    if (!range) break;
+    if (ctx.hook) ctx.hook(ctx.worker, ctx.device, range->k0);
+    const int b = static_cast<int>(s & 1);
+    const int count = static_cast<int>(range->planes);
+    const cudaStream_t stream = streams[b].get();
+    float* slab = d_slab[b].get();
+    // NaN poison (0xFFFFFFFF) shows any point a kernel fails to write; atomics need zeros.
+    ESPGRID_CUDA_CHECK(cudaMemsetAsync(slab, plan.zero_slab ? 0 : 0xFF,
+                                       sizeof(float) * plane_points * static_cast<std::size_t>(count), stream));
+    if (s > 0) streams[b].wait(stop[1 - b].get());  // kernels run one slab at a time
+    start[b].record(stream);
+    launch.slab = slab;
+    launch.k0 = p.z_offset + range->k0;  // map plane index: grid z = (z_offset + k)·hz
+    launch.planes = count;
+    launch.stream = stream;
+    kernel.launch(launch);
+    stop[b].record(stream);
+    enqueue_copy_back(plan, p, slab, h_slab[b].get(), count, stream);
+    done[b].record(stream);
+    ++result.chunks;
+    if (pending) finish(*pending);
+    pending = InFlight{*range, b};
+  }
+  if (pending) finish(*pending);
+  result.kernel_seconds = kernel_ms / 1000.0;
+  return result;
+}
+
+/// The per-device lock of the families that use the device's __constant__ atom buffer.
+/// __constant__ memory is per device, so different devices never wait for each other.
+std::mutex& constant_memory_mutex(int device) {
+  static std::mutex table_mutex;
+  static std::map<int, std::mutex> table;  // nodes never move: references stay valid
+  std::lock_guard<std::mutex> lock(table_mutex);
+  return table[device];
+}
+
+/// The atoms on one device, shared by the workers on it: the first to arrive uploads them,
+/// the last to leave frees them (on its own thread, with the device current).
+struct SharedAtoms {
+  std::mutex mutex;
+  int users = 0;
+  DeviceBuffer<float4> buffer;
+  bool ready = false;
+};
+
+class AtomsLease {
+ public:
+  AtomsLease(SharedAtoms& shared, const DcsProblem& p) : shared_(shared) {
+    std::lock_guard<std::mutex> lock(shared_.mutex);
+    if (!shared_.ready) {
+      shared_.buffer = upload_atoms(p);
+      shared_.ready = true;
+    }
+    ++shared_.users;
+  }
+  ~AtomsLease() {
+    std::lock_guard<std::mutex> lock(shared_.mutex);
+    if (--shared_.users == 0) {
+      shared_.buffer.reset();
+      shared_.ready = false;
+    }
+  }
+  AtomsLease(const AtomsLease&) = delete;
+  AtomsLease& operator=(const AtomsLease&) = delete;
+  const float4* get() const noexcept { return shared_.buffer.get(); }
+  std::size_t bytes() const noexcept { return shared_.buffer.bytes(); }
+
+ private:
+  SharedAtoms& shared_;
+};
+
+/// `error` with "CUDA device N (worker W): " in front, keeping CudaError's code.
+std::exception_ptr with_device(std::exception_ptr error, int device, int worker, bool several_on_device) {
+  const std::string where = "CUDA device " + std::to_string(device) +
+                            (several_on_device ? " (worker " + std::to_string(worker) + ")" : "") + ": ";
+  try {
+    std::rethrow_exception(error);
+  } catch (const CudaError& e) {
+    return std::make_exception_ptr(CudaError(e.code(), where + e.what()));
+  } catch (const UsageError&) {
+    return error;  // not about the device
+  } catch (const Error& e) {
+    return std::make_exception_ptr(Error(where + e.what()));
+  } catch (...) {
+    return error;
+  }
+}
+
+void check_kernel(std::string_view variant, const DeviceKernel& kernel) {
+  if (!kernel.launch) throw Error(std::string(variant) + " has no device kernel in this build");
+}
+
+}  // namespace
+
+ComputeTiming compute_potential(std::string_view variant, const DeviceKernel& kernel, const DcsProblem& problem,
+                                const DeviceRunOptions& options) {
+  const Stopwatch wall;
+  validate(problem);
+  check_kernel(variant, kernel);
+  DeviceGuard guard(options.device);
+  check_device_supported(options.device);
+  ComputeTiming timing;
+  timing.device = describe_device(options.device);
+  std::unique_lock<std::mutex> lock(constant_memory_mutex(options.device), std::defer_lock);
+  if (kernel.layout.uses_constant_memory) lock.lock();
+  WorkerResult result;
+  if (problem.point_count() > 0) {
+    WorkerContext ctx;
+    ctx.sms = device_attribute(cudaDevAttrMultiProcessorCount, options.device);
+    const LaunchPlan plan = make_launch_plan(variant, kernel.layout, problem, options.shape, ctx.sms);
+    // Atoms, once per call; freed after the worker's streams have drained.
+    const DeviceBuffer<float4> d_atoms = upload_atoms(problem);
+    PlaneQueue queue(problem.nz);
+    ctx.queue = &queue;
+    ctx.max_planes = problem.nz;  // one worker: the slab budget alone sets the slabs
+    ctx.max_slab_bytes = options.max_slab_bytes;
+    ctx.device = options.device;
+    ctx.hook = options.chunk_hook;
+    if (options.progress)
+      ctx.done = [&](const PlaneRange& r) {
+        options.progress(static_cast<std::size_t>(r.k0 + r.planes), static_cast<std::size_t>(problem.nz));
+      };
+    result = run_worker(kernel, plan, problem, d_atoms.get(), d_atoms.bytes(), ctx);
+  }
+  timing.kernel_seconds = result.kernel_seconds;
+  timing.wall_seconds = wall.seconds();
+  timing.parts.push_back(WorkerTiming{options.device, timing.device, result.kernel_seconds, timing.wall_seconds,
+                                      result.planes, result.chunks});
+  return timing;
+}
+
+ComputeTiming compute_potential_multi(std::string_view variant, const DeviceKernel& kernel, const DcsProblem& problem,
+                                      const std::vector<int>& devices, const DeviceRunOptions& options) {
+  const Stopwatch wall;
+  validate(problem);
+  check_kernel(variant, kernel);
+  if (devices.empty()) throw UsageError("compute_potential_multi: no CUDA devices given");
+  int device_count = 0;
+  ESPGRID_CUDA_CHECK(cudaGetDeviceCount(&device_count));
+  for (const int d : devices) {
+    if (d < 0 || d >= device_count)
+      throw Error("CUDA device " + std::to_string(d) + " does not exist (this machine has " +
+                  std::to_string(device_count) + (device_count == 1 ? " device" : " devices") + ")");
+    check_device_supported(d);
+  }
+  const int workers = static_cast<int>(devices.size());
+  ComputeTiming timing;
+  std::map<int, std::string> names;
+  std::map<int, int> per_device;
+  for (const int d : devices) {
+    if (!names.count(d)) names[d] = describe_device(d);
+    ++per_device[d];
+  }
+  {
+    std::string list;
+    for (const int d : devices) list += (list.empty() ? "" : ",") + std::to_string(d);
+    bool same = true;
+    for (const auto& entry : names) same = same && entry.second == names.begin()->second;
+    std::string what = names.begin()->second;
+    if (!same) {
+      what.clear();
+      for (const auto& [d, name] : names) what += (what.empty() ? "" : "; ") + std::to_string(d) + ": " + name;
+    }
+    const std::size_t gpus = names.size();
+    timing.device = (gpus == devices.size() ? std::to_string(gpus) + " GPUs"
+                                            : std::to_string(workers) + " workers on " + std::to_string(gpus) +
+                                                  (gpus == 1 ? " GPU" : " GPUs")) +
+                    " (devices " + list + "): " + (same && gpus > 1 ? std::to_string(gpus) + " x " : "") + what;
+  }
+  timing.parts.resize(devices.size());
+  for (std::size_t w = 0; w < devices.size(); ++w) {
+    timing.parts[w].device = devices[w];
+    timing.parts[w].device_name = names[devices[w]];
+  }
+  if (problem.point_count() == 0) {
+    timing.wall_seconds = wall.seconds();
+    return timing;
+  }
+
+  const std::int64_t chunk = options.chunk_planes > 0 ? std::min<std::int64_t>(options.chunk_planes, problem.nz)
+                                                      : auto_chunk_planes(problem, workers);
+  std::map<int, SharedAtoms> atoms;  // built before the threads start; nodes never move
+  for (const int d : devices) atoms[d];
+
+  const PlaneWorker worker = [&](int w, PlaneQueue& queue, const std::function<void(const PlaneRange&)>& done) {
+    const int device = devices[static_cast<std::size_t>(w)];
+    try {
+      ESPGRID_CUDA_CHECK(cudaSetDevice(device));  // this thread's device, for all it does
+      std::unique_lock<std::mutex> lock(constant_memory_mutex(device), std::defer_lock);
+      if (kernel.layout.uses_constant_memory) lock.lock();
+      WorkerContext ctx;
+      ctx.sms = device_attribute(cudaDevAttrMultiProcessorCount, device);
+      const LaunchPlan plan = make_launch_plan(variant, kernel.layout, problem, options.shape, ctx.sms);
+      const AtomsLease lease(atoms.at(device), problem);  // outlives run_worker's streams
+      ctx.queue = &queue;
+      ctx.max_planes = chunk;
+      ctx.max_slab_bytes = options.max_slab_bytes;
+      ctx.worker = w;
+      ctx.device = device;
+      ctx.hook = options.chunk_hook;
+      ctx.done = done;
+      return run_worker(kernel, plan, problem, lease.get(), lease.bytes(), ctx);
+    } catch (...) {
+      std::rethrow_exception(with_device(std::current_exception(), device, w, per_device.at(device) > 1));
+    }
+  };
+  const std::vector<WorkerResult> results = run_plane_workers(workers, problem.nz, worker, options.progress);
+
+  for (std::size_t w = 0; w < devices.size(); ++w) {
+    timing.parts[w].kernel_seconds = results[w].kernel_seconds;
+    timing.parts[w].wall_seconds = results[w].wall_seconds;
+    timing.parts[w].planes = results[w].planes;
+    timing.parts[w].chunks = results[w].chunks;
+    timing.kernel_seconds = std::max(timing.kernel_seconds, results[w].kernel_seconds);
+  }
+  timing.wall_seconds = wall.seconds();
+  return timing;
+}
+
+std::vector<int> usable_devices(std::string* reason) {
+  std::vector<int> out;
+  if (usable_device_count(reason) == 0) return out;
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    cudaGetLastError();
+    return out;
+  }
+  for (int d = 0; d < count; ++d) {
+    int major = 0, minor = 0;
+    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, d) != cudaSuccess ||
+        cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, d) != cudaSuccess) {
+      cudaGetLastError();
+      continue;
+    }
+    if (10 * major + minor >= lowest_built_arch()) out.push_back(d);
+  }
+  return out;
+}
+
+int usable_device_count(std::string* reason) {
+  int count = 0;
+  const cudaError_t status = cudaGetDeviceCount(&count);
+  if (status != cudaSuccess) {
+    cudaGetLastError();
+    if (reason)
+      *reason = std::string("no usable CUDA driver or device (cudaGetDeviceCount: ") + cudaGetErrorName(status) + ", " +
+                cudaGetErrorString(status) + ")";
+    return 0;
+  }
+  if (count == 0) {
+    if (reason) *reason = "no CUDA device found";
+    return 0;
+  }
+  int usable = 0;
+  for (int d = 0; d < count; ++d) {
+    int major = 0, minor = 0;
+    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, d) != cudaSuccess ||
+        cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, d) != cudaSuccess) {
+      cudaGetLastError();
+      continue;
+    }
+    if (10 * major + minor >= lowest_built_arch()) ++usable;
+  }
+  if (usable == 0 && reason)
+    *reason = "no CUDA device of compute capability " + std::to_string(lowest_built_arch() / 10) + "." +
+              std::to_string(lowest_built_arch() % 10) + " or newer (this espgrid was built for sm_" +
+              std::to_string(lowest_built_arch()) + ")";
+  return usable;
+}
+
+std::string describe_device(int device) {
+  cudaDeviceProp prop{};
+  ESPGRID_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+  return std::string(prop.name) + " (sm_" + std::to_string(prop.major) + std::to_string(prop.minor) + ", " +
+         std::to_string(prop.multiProcessorCount) + " SMs)";
+}
+
+}  // namespace espgrid::cuda

@@ -1,0 +1,132 @@
+// The small verbs: `kernels` (the registry and its capabilities), `atoms` (a structure as the
+// readers read it, for the renderer and for people) and `convert` (a map into another format).
+#include <cstdio>
+#include <iostream>
+
+#include "src/cli/commands.h"
+#include "src/cli/options.h"
+#include "src/core/errors.h"
+#include "src/core/text_format.h"
+#include "src/io/map_formats.h"
+
+namespace espgrid::cli {
+namespace {
+
+std::string role_text(const KernelVariant& k) {
+  switch (k.role) {
+    case KernelRole::Reference: return "reference";
+    case KernelRole::Default: return "default";
+    case KernelRole::Alternative: return "-";
+  }
+  return "?";
+}
+
+std::string models_text(const KernelVariant& k) {
+  std::string out;
+  for (const PairModel m : {PairModel::Coulomb})
+    if (k.supports(m)) out += (out.empty() ? "" : ",") + model_name(m);
+  return out;
+}
+
+std::string accuracy_text(const KernelVariant& k) {
+  if (k.accuracy == Accuracy::Approximate) return "~" + short_scientific(k.error_bound);
+  return k.reproducibility == Reproducibility::Varies ? "exact*" : "exact";
+}
+
+}  // namespace
+
+int run_kernels(int argc, char** argv) {
+  cxxopts::Options options("espgrid kernels", "List the kernel variants this espgrid can run.\n");
+  options.add_options()("h,help", "show this help");
+  const auto args = parse_args(options, argc, argv);
+  if (args.count("help")) {
+    std::cout << options.help();
+    return 0;
+  }
+  if (!args.unmatched().empty()) throw UsageError("espgrid kernels takes no arguments, got '" + args.unmatched()[0] + "'");
+  std::string reason;
+  const bool have_cuda = cuda_available(&reason);
+  std::printf("%-16s %-7s %-9s %-8s %-10s %-5s %s\n", "NAME", "BACKEND", "ROLE", "ACCURACY", "MODELS", "FLOPS",
+              "WHAT IT DOES");
+  for (const auto& k : kernel_variants())
+    std::printf("%-16s %-7s %-9s %-8s %-10s %-5d %s\n", std::string(k.name).c_str(),
+                std::string(backend_name(k.backend)).c_str(), role_text(k).c_str(), accuracy_text(k).c_str(),
+                models_text(k).c_str(), k.flops_per_evaluation, std::string(k.summary).c_str());
+  std::printf("\nFLOPS: floating-point operations per atom evaluation (FMA = 2). ACCURACY: exact = float32\n"
+              "rounding of the exact sum (exact*: atomics, the last bits vary between runs); ~E = an approximate\n"
+              "method with relative RMS error bound E.\n");
+  std::printf("CUDA: %s\n", have_cuda ? "available" : ("unavailable: " + reason).c_str());
+  std::printf("Default: %s\n", std::string(default_kernel(have_cuda ? Backend::Cuda : Backend::Cpu).name).c_str());
+  return 0;
+}
+
+int run_atoms(int argc, char** argv) {
+  cxxopts::Options options("espgrid atoms",
+                           "Print a structure's atoms as espgrid reads them: x y z (Å), charge (e), radius (Å), "
+                           "element.\n");
+  options.custom_help("INPUT [--format pqr|xyz]");
+  options.positional_help("");
+  add_structure_options(options, "structure file (.pqr or .xyz)");
+  options.add_options()("h,help", "show this help");
+  const auto args = parse_args(options, argc, argv);
+  if (args.count("help")) {
+    std::cout << options.help({"Input", ""})
+              << "\nOne line per atom, numbers written so that they read back exactly. The renderer\n"
+                 "(viz/render_potential.py) reads structures through this verb, so it sees what the map saw.\n";
+    return 0;
+  }
+  if (!args.count("input")) throw UsageError("no input file given");
+  const std::string path = args["input"].as<std::string>();
+  const Structure s = load_structure(path, format_option(args));
+  for (const auto& notice : s.notices) std::fprintf(stderr, "espgrid: note: %s\n", notice.c_str());
+  const Atoms& a = s.atoms;
+  std::printf("# espgrid atoms: %s, %zu atoms, total charge %s e\n# x y z charge radius element\n", path.c_str(),
+              a.size(), signed_charge_text(a.total_charge()).c_str());
+  std::string line;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    line = shortest_text(a.x[i]) + ' ' + shortest_text(a.y[i]) + ' ' + shortest_text(a.z[i]) + ' ' +
+           shortest_text(a.charge[i]) + ' ' + shortest_text(a.radius[i]) + ' ' + a.element[i].text() + '\n';
+    std::fputs(line.c_str(), stdout);
+  }
+  return 0;
+}
+
+int run_convert(int argc, char** argv) {
+  cxxopts::Options options("espgrid convert", "Write a map file in another format (the grid and values unchanged).\n");
+  options.custom_help("INPUT.dx -o OUTPUT.vti|OUTPUT.dx [--units U]");
+  options.positional_help("");
+  options.add_options("Input")("input", "map to read: .dx (espgrid, APBS or any DX of that layout)",
+                               cxxopts::value<std::string>());
+  options.add_options("Output")("o,output", "map to write (.vti or .dx); repeat for several",
+                                cxxopts::value<std::vector<std::string>>())(
+      "units", "the input's unit when its header does not say (kT/e, kcal/mol/e or V)", cxxopts::value<std::string>());
+  options.add_options()("h,help", "show this help");
+  options.parse_positional({"input"});
+  const auto args = parse_args(options, argc, argv);
+  if (args.count("help")) {
+    std::cout << options.help({"Input", "Output", ""});
+    return 0;
+  }
+  if (!args.count("input")) throw UsageError("no input map given");
+  if (!args.count("output")) throw UsageError("no output given: add -o map.vti and/or -o map.dx");
+  const auto outputs = args["output"].as<std::vector<std::string>>();
+  check_output_paths(outputs);
+  const std::string input = args["input"].as<std::string>();
+  if (map_format_from_extension(input) != MapFormat::Dx)
+    throw UsageError("espgrid convert reads .dx maps; " + input + " is not one");
+  bool unit_known = false;
+  PotentialMap map = read_dx(input, &unit_known);
+  if (args.count("units")) {
+    const PotentialUnit unit = parse_unit(args["units"].as<std::string>());
+    if (unit_known && unit != map.physics.unit)
+      throw UsageError(input + " says its unit is " + unit_name(map.physics.unit) + ", not " + unit_name(unit));
+    map.physics.unit = unit;
+  } else if (!unit_known) {
+    throw UsageError(input + " does not say its unit; name it with --units kT/e|kcal/mol/e|V");
+  }
+  map.source = "converted from " + input;
+  write_map_files(map, outputs, nullptr, [](const std::string& path) { std::printf("wrote      %s\n", path.c_str()); });
+  return 0;
+}
+
+}  // namespace espgrid::cli

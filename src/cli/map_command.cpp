@@ -1,0 +1,247 @@
+// espgrid map: a structure file in, map files out, through the library facade
+// (src/pipeline/map_pipeline.h); under mpirun with several ranks, the planes are split over
+// the ranks (src/scaleout/) and rank 0 writes.
+#include <omp.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <iostream>
+#include <optional>
+#include <set>
+#include <thread>
+
+#include "src/cli/commands.h"
+#include "src/cli/options.h"
+#include "src/cli/progress.h"
+#include "src/core/errors.h"
+#include "src/core/text_format.h"
+#include "src/scaleout/cluster.h"
+#include "src/scaleout/distributed_map.h"
+
+namespace espgrid::cli {
+namespace {
+
+/// Everything `map` was asked for, checked as far as possible before reading the input.
+struct MapCommand {
+  std::string input;
+  std::optional<StructureFormat> format;
+  std::vector<std::string> outputs;
+  GridRequest grid;
+  PhysicsOptions physics;
+  ComputeOptions compute;
+};
+
+MapCommand map_command(const cxxopts::ParseResult& args) {
+  MapCommand c;
+  if (!args.count("output")) throw UsageError("no output given: add -o map.vti and/or -o map.dx");
+  c.outputs = args["output"].as<std::vector<std::string>>();
+  if (!args.count("input")) throw UsageError("no input file given");
+  c.input = args["input"].as<std::string>();
+  c.format = format_option(args);
+  c.physics = physics_options(args);
+  c.grid = grid_request(args);
+  c.compute = compute_options(args);
+  return c;
+}
+
+void print_input(const std::string& path, const Atoms& atoms, const GridSpec& grid) {
+  std::printf("input      %s: %s atoms, total charge %s e\n", path.c_str(), with_commas(atoms.size()).c_str(),
+              signed_charge_text(atoms.total_charge()).c_str());
+  std::printf("grid       %s, spacing %g,%g,%g Å, origin (%.3f, %.3f, %.3f) Å, map %s\n", describe(grid).c_str(),
+              grid.spacing[0], grid.spacing[1], grid.spacing[2], grid.origin[0], grid.origin[1], grid.origin[2],
+              human_bytes(static_cast<double>(map_bytes(grid))).c_str());
+  std::fflush(stdout);
+}
+
+std::string part_line(const WorkerTiming& part) {
+  return std::to_string(part.planes) + " planes in " + std::to_string(part.chunks) +
+         (part.chunks == 1 ? " chunk" : " chunks") + ", kernel " + seconds_text(part.kernel_seconds) + ", wall " +
+         seconds_text(part.wall_seconds);
+}
+
+/// The summary after the computation (kernel line first), then the outputs, then the times.
+void finish_map(const PotentialMap& map, std::size_t atoms, const std::string& kernel_line, TimingReport& timing,
+                const std::string& compute_note, const std::vector<std::string>& outputs) {
+  const double evaluations = static_cast<double>(map.grid.point_count()) * static_cast<double>(atoms);
+  const auto [lo, hi] = std::minmax_element(map.values.begin(), map.values.end());
+  std::printf("kernel     %s\n", kernel_line.c_str());
+  if (timing.parts.size() > 1)
+    for (const WorkerTiming& part : timing.parts)
+      std::printf("  device %d %s: %s\n", part.device, part.device_name.c_str(), part_line(part).c_str());
+  std::printf("work       %s atom-evaluations\n", short_scientific(evaluations).c_str());
+  std::printf("throughput %s atom-evaluations/s\n",
+              short_scientific(timing.kernel_seconds > 0 ? evaluations / timing.kernel_seconds : 0).c_str());
+  std::printf("potential  %.4g to %.4g %s (dielectric %g%s)\n", *lo, *hi, unit_name(map.physics.unit).c_str(),
+              map.physics.dielectric,
+              map.physics.unit == PotentialUnit::KTPerE
+                  ? (", T " + std::to_string(map.physics.temperature).substr(0, 6) + " K").c_str()
+                  : "");
+  std::fflush(stdout);
+  write_map_files(map, outputs, &timing, [](const std::string& path) {
+    std::printf("wrote      %s\n", path.c_str());
+    std::fflush(stdout);
+  });
+  std::printf("time       read %s, prepare %s, kernel %s, transfers %s, write %s; total %s%s\n",
+              seconds_text(timing.read_seconds).c_str(), seconds_text(timing.prepare_seconds).c_str(),
+              seconds_text(timing.kernel_seconds).c_str(), seconds_text(timing.transfer_seconds).c_str(),
+              seconds_text(timing.write_seconds).c_str(), seconds_text(timing.total_seconds()).c_str(),
+              compute_note.c_str());
+}
+
+/// `espgrid map` under mpirun with more than one rank: every rank reads the input and computes
+/// a contiguous block of z-planes (its rank-local GPU, or the CPU); rank 0 gathers the map,
+/// prints the summary with every rank's timing, and writes the outputs. Any rank's failure
+/// stops every rank before anything is written (rank 0 reports it; see Cluster::agree).
+int run_map_distributed(const cxxopts::ParseResult& args, scaleout::Cluster& cluster) {
+  const bool root = cluster.is_root();
+  MapCommand command;
+  KernelSelection choice;
+  std::optional<Structure> structure;
+  std::optional<PreparedProblem> problem;
+  PotentialMap map;
+  TimingReport timing;
+  scaleout::DistributedRun result;
+  // Every rank passes the same agreement points, so a failure anywhere reaches all of them:
+  // rank 0 prints it, everyone waits for that, then rank 0 exits non-zero and the rest 0.
+  int status = 0;
+  std::string error;
+  try {
+    cluster.agree("checking the command line and reading the input", [&] {
+      command = map_command(args);
+      if (root) check_output_paths(command.outputs);  // only rank 0 writes
+      choice = select_kernel(command.compute, command.physics.model);
+      RunOptions& run = command.compute.run;
+      if (choice.kernel->backend == Backend::Cuda && !args.count("device") && !args.count("devices")) {
+        run.device = scaleout::rank_local_device(cluster, cuda::usable_devices());
+        choice.why += "; rank-local GPU: local rank mod GPUs";
+      }
+      // CPU threads: a rank not pinned to a part of the machine shares it with the other
+      // ranks on its node instead of each taking every core.
+      if (choice.kernel->backend == Backend::Cpu && run.threads == 0 && cluster.local_size() > 1 &&
+          omp_get_num_procs() >= static_cast<int>(std::thread::hardware_concurrency()))
+        run.threads = std::max(1, omp_get_num_procs() / cluster.local_size());
+      structure.emplace(load_structure(command.input, command.format, &timing));
+      const GridSpec grid = make_grid(command.grid, structure->atoms);
+      check_grid_fits(grid);
+      problem.emplace(PreparedProblem::for_physics(structure->atoms, grid, command.physics));
+      if (root) {
+        map.grid = grid;
+        map.physics = command.physics;
+        map.source = describe_source(command.input, structure->atoms);
+        map.values.assign(grid.point_count(), std::numeric_limits<float>::quiet_NaN());
+      }
+    });
+    if (root) {
+      for (const auto& notice : structure->notices) std::fprintf(stderr, "espgrid: note: %s\n", notice.c_str());
+      print_input(command.input, structure->atoms, problem->grid());
+      std::printf("ranks      %d MPI ranks: z-planes in contiguous blocks, one per rank; the map is gathered to "
+                  "rank 0\n",
+                  cluster.size());
+      std::fflush(stdout);
+    }
+    ProgressBar bar(std::string(choice.kernel->name));
+    RunOptions options = command.compute.run;
+    if (root) options.progress = [&bar](std::size_t done, std::size_t total) { bar.update(done, total); };
+    try {
+      result = scaleout::compute_distributed(cluster, *choice.kernel, *problem, root ? map.values.data() : nullptr,
+                                             options);
+    } catch (const scaleout::PeerFailure&) {
+      throw;
+    } catch (const UsageError&) {
+      throw;
+    } catch (const Error& e) {
+      throw Error(std::string(e.what()) + "; no map written");
+    }
+  } catch (const scaleout::PeerFailure&) {
+    status = 1;
+  } catch (const UsageError& e) {
+    status = 2;
+    error = e.what();
+  } catch (const std::exception& e) {
+    status = 1;
+    error = e.what();
+  }
+  if (status != 0) {
+    if (root) {
+      std::fprintf(stderr, "espgrid: error: %s\n", error.c_str());
+      std::fflush(stderr);
+    }
+    cluster.barrier();
+    return root ? status : 0;
+  }
+  if (!root) return 0;
+
+  for (const scaleout::RankReport& r : result.ranks) {
+    const std::string planes = r.planes.count() == 0 ? std::string("no planes")
+                                                     : "planes " + std::to_string(r.planes.begin) + "-" +
+                                                           std::to_string(r.planes.end - 1) + " (" +
+                                                           std::to_string(r.planes.count()) + ")";
+    std::printf("rank %-5d %s: %s, %s on %s: kernel %s, wall %s\n", r.rank, r.host.c_str(), planes.c_str(),
+                r.kernel.c_str(), r.device.c_str(), seconds_text(r.kernel_seconds).c_str(),
+                seconds_text(r.wall_seconds).c_str());
+  }
+  std::set<std::string> kernels;
+  for (const scaleout::RankReport& r : result.ranks) kernels.insert(r.kernel);
+  std::string kernel_names;
+  for (const std::string& k : kernels) kernel_names += (kernel_names.empty() ? "" : ", ") + k;
+  timing.kernel_seconds = result.timing.kernel_seconds;
+  timing.transfer_seconds = std::max(0.0, result.timing.wall_seconds - result.timing.kernel_seconds);
+  timing.parts = result.timing.parts;
+  finish_map(map, problem->atom_count(), kernel_names + " on " + result.timing.device + " (" + choice.why + ")",
+             timing, " (kernel: the slowest rank; transfers: all ranks and the gather, " +
+                         seconds_text(result.gather_seconds) + " gathering)",
+             command.outputs);
+  return 0;
+}
+
+}  // namespace
+
+int run_map(int argc, char** argv) {
+  cxxopts::Options options("espgrid map", "Compute the electrostatic potential of a charged structure on a grid.\n");
+  options.custom_help("INPUT -o OUTPUT.vti|OUTPUT.dx [-o ...] [options]");
+  options.positional_help("");
+  add_structure_options(options, "structure file (.pqr or .xyz)");
+  options.add_options("Output")
+      ("o,output", "map to write: .vti (ParaView) or .dx (VMD, PyMOL, ChimeraX, APBS); repeat for both",
+       cxxopts::value<std::vector<std::string>>());
+  add_grid_options(options);
+  add_physics_options(options);
+  add_compute_options(options, "kernel variant (see `espgrid kernels`)");
+  options.add_options()("h,help", "show this help");
+  const auto args = parse_args(options, argc, argv);
+  if (args.count("help")) {
+    std::cout << options.help({"Input", "Output", "Grid", "Physics", "Compute", ""})
+              << "\nExample:\n  espgrid map data/fasciculin2.pqr -o fas2.vti -o fas2.dx --spacing 0.5\n"
+              << "\nSeveral GPUs: --devices all (or 0,1,...). Under mpirun the z-planes are split over the ranks\n"
+                 "(each on its rank-local GPU, or the CPU) and rank 0 writes the map; see README, Scale-out.\n";
+    return 0;
+  }
+  scaleout::Cluster& cluster = scaleout::Cluster::world();  // MPI starts here when launched by mpirun
+  if (cluster.distributed()) return run_map_distributed(args, cluster);
+
+  MapCommand command = map_command(args);
+  check_output_paths(command.outputs);
+  const KernelSelection choice = select_kernel(command.compute, command.physics.model);
+  if (const std::optional<GridSpec> grid = explicit_grid(command.grid)) check_grid_fits(*grid);  // before reading
+  TimingReport read;
+  const Structure structure = load_structure(command.input, command.format, &read);
+  for (const auto& notice : structure.notices) std::fprintf(stderr, "espgrid: note: %s\n", notice.c_str());
+  MapRequest request;
+  request.grid = make_grid(command.grid, structure.atoms);
+  check_grid_fits(request.grid);
+  print_input(command.input, structure.atoms, request.grid);
+  request.physics = command.physics;
+  request.compute = command.compute;
+  request.source = describe_source(command.input, structure.atoms);
+  ProgressBar bar(std::string(choice.kernel->name));
+  request.progress = [&bar](std::size_t done, std::size_t total) { bar.update(done, total); };
+  MapResult result = compute_map(structure.atoms, request, choice);
+  bar.finish();
+  result.timing.read_seconds = read.read_seconds;
+  finish_map(result.map, structure.atoms.size(),
+             std::string(choice.kernel->name) + " on " + result.timing.device + " (" + choice.why + ")",
+             result.timing, "", command.outputs);
+  return 0;
+}
+
+}  // namespace espgrid::cli

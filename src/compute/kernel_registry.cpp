@@ -1,0 +1,163 @@
+#include "src/compute/kernel_registry.h"
+
+#include <omp.h>
+
+#include <array>
+
+#include "src/compute/cpu_kernels.h"
+#include "src/core/errors.h"
+#include "src/core/stopwatch.h"
+#include "src/physics/physics_options.h"
+
+// A CUDA row's launch function, or null in a build without CUDA (the row stays listed and
+// its run() reports why it cannot run).
+#if ESPGRID_HAVE_CUDA
+#define ESPGRID_CUDA_LAUNCH(fn) &cuda::fn
+#else
+#define ESPGRID_CUDA_LAUNCH(fn) nullptr
+#endif
+
+namespace espgrid {
+namespace {
+
+void cpu_naive(const DcsProblem& p, const RunOptions& o) { cpu::naive(p, o.progress); }
+void cpu_reference(const DcsProblem& p, const RunOptions& o) { cpu::reference(p, o.progress); }
+void cpu_parallel(const DcsProblem& p, const RunOptions& o) { cpu::parallel(p, o.threads, o.progress); }
+
+constexpr ModelSet kCoulombOnly = {PairModel::Coulomb};
+
+/// A CPU row.
+constexpr KernelVariant cpu_row(std::string_view name, std::string_view summary, KernelRole role,
+                                Reproducibility reproducibility, ModelSet models, int flops, bool serial,
+                                KernelVariant::CpuRun run) {
+  return KernelVariant{name,  summary, Backend::Cpu, role, Accuracy::Exact, 0.0, reproducibility, models, flops,
+                       serial, true,   run,          {}};
+}
+
+/// A CUDA row.
+constexpr KernelVariant cuda_row(std::string_view name, std::string_view summary, KernelRole role,
+                                 Reproducibility reproducibility, ModelSet models, int flops, bool in_size_sweeps,
+                                 cuda::LaunchFn launch, DeviceLayout layout) {
+  return KernelVariant{name,  summary,        Backend::Cuda, role,    Accuracy::Exact, 0.0,
+                       reproducibility, models, flops, false, in_size_sweeps, nullptr, cuda::DeviceKernel{launch, layout}};
+}
+
+DeviceLayout layout(int bx, int by) {
+  DeviceLayout l;
+  l.block_x = bx;
+  l.block_y = by;
+  return l;
+}
+
+// The table. Flop counts: see each kernel's comment (kernels/*.cu, src/compute/cpu_kernels.cpp).
+const std::array<KernelVariant, 8>& table() {
+  static const std::array<KernelVariant, 8> rows = [] {
+    DeviceLayout scatter = layout(128, 1);
+    scatter.accumulates = true;
+    scatter.thread_per_atom = true;
+    DeviceLayout constant = layout(32, 4);
+    constant.uses_constant_memory = true;
+    DeviceLayout coarsened = layout(16, 8);
+    coarsened.coarsening = 8;
+    coarsened.coarsens = true;
+    coarsened.pads_to_tiles = true;
+    DeviceLayout unrolled = coarsened;
+    unrolled.register_tile = true;
+    return std::array<KernelVariant, 8>{
+        cpu_row("cpu-naive", "one point at a time over all atoms, recomputing dx, dy, dz (1 thread)",
+                KernelRole::Alternative, Reproducibility::MatchesReference, kCoulombOnly, 12, true, &cpu_naive),
+        cpu_row("cpu-reference", "per plane dz², per row dy²+dz², then a sweep along x (1 thread)",
+                KernelRole::Reference, Reproducibility::MatchesReference, kCoulombOnly, 6, true, &cpu_reference),
+        cpu_row("cpu-parallel", "cpu-reference's arithmetic on all cores (OpenMP), x sweep vectorized",
+                KernelRole::Default, Reproducibility::MatchesReference, kCoulombOnly, 6, false, &cpu_parallel),
+        cuda_row("cuda-scatter", "one thread per atom (and plane), atomicAdd into every point of a slab",
+                 KernelRole::Alternative, Reproducibility::Varies, kCoulombOnly, 7, false,
+                 ESPGRID_CUDA_LAUNCH(launch_scatter), scatter),
+        cuda_row("cuda-gather", "one thread per grid point, atoms read from global memory", KernelRole::Alternative,
+                 Reproducibility::Deterministic, kCoulombOnly, 12, true, ESPGRID_CUDA_LAUNCH(launch_gather),
+                 layout(32, 4)),
+        cuda_row("cuda-constant",
+                 "one thread per point, atoms in __constant__ chunks, dz² per plane in shared memory",
+                 KernelRole::Alternative, Reproducibility::Deterministic, kCoulombOnly, 9, true,
+                 ESPGRID_CUDA_LAUNCH(launch_constant), constant),
+        cuda_row("cuda-coarsened", "8 points per thread along x, one block-width apart, padded grid",
+                 KernelRole::Alternative, Reproducibility::Deterministic, kCoulombOnly, 6, true,
+                 ESPGRID_CUDA_LAUNCH(launch_coarsened), coarsened),
+        cuda_row("cuda-unrolled",
+                 "register tile per thread (8x2 points), atoms in shared-memory tiles, one launch per slab",
+                 KernelRole::Default, Reproducibility::Deterministic, kCoulombOnly, 5, true,
+                 ESPGRID_CUDA_LAUNCH(launch_unrolled), unrolled),
+    };
+  }();
+  return rows;
+}
+
+std::string cpu_description(int threads) {
+  const int n = threads > 0 ? threads : omp_get_max_threads();
+  return "CPU, " + std::to_string(n) + (n == 1 ? " thread" : " threads");
+}
+
+}  // namespace
+
+RunTiming KernelVariant::run(const DcsProblem& problem, const RunOptions& options) const {
+  if (!supports(problem.model))
+    throw UsageError(std::string(name) + " does not compute the " + model_name(problem.model) +
+                     " model; use one of: " + variants_supporting(problem.model));
+  if (backend == Backend::Cpu) {
+    if (options.threads < 0 || options.threads > kMaxCpuThreads)
+      throw UsageError("CPU thread count " + std::to_string(options.threads) +
+                       " is out of range: --threads takes 0 (all cores) to " + std::to_string(kMaxCpuThreads));
+    const Stopwatch clock;
+    cpu_run(problem, options);
+    const double s = clock.seconds();
+    return {s, s, cpu_description(serial ? 1 : options.threads)};
+  }
+  cuda::DeviceRunOptions d;
+  d.device = options.devices.size() == 1 ? options.devices.front() : options.device;
+  d.shape = options.shape;
+  d.max_slab_bytes = options.max_slab_bytes;
+  d.progress = options.progress;
+  if (options.devices.size() > 1) return cuda::compute_potential_multi(name, device, problem, options.devices, d);
+  return cuda::compute_potential(name, device, problem, d);
+}
+
+std::span<const KernelVariant> kernel_variants() { return table(); }
+
+const KernelVariant& find_kernel(std::string_view name) {
+  for (const auto& v : table())
+    if (v.name == name) return v;
+  std::string names;
+  for (const auto& v : table()) names += (names.empty() ? "" : ", ") + std::string(v.name);
+  throw UsageError("unknown kernel '" + std::string(name) + "' (choose from " + names + ")");
+}
+
+const KernelVariant& default_kernel(Backend backend) {
+  for (const auto& v : table())
+    if (v.backend == backend && v.role == KernelRole::Default) return v;
+  throw Error("internal error: no default kernel for the " + std::string(backend_name(backend)) + " backend");
+}
+
+const KernelVariant& reference_kernel() {
+  for (const auto& v : table())
+    if (v.role == KernelRole::Reference) return v;
+  throw Error("internal error: no reference kernel");
+}
+
+const KernelVariant& fast_reference_kernel() {
+  for (const auto& k : table())
+    if (k.backend == Backend::Cpu && !k.serial && k.reproducibility == Reproducibility::MatchesReference) return k;
+  return reference_kernel();
+}
+
+bool cuda_available(std::string* reason) { return cuda::usable_device_count(reason) > 0; }
+
+std::string_view backend_name(Backend backend) { return backend == Backend::Cuda ? "cuda" : "cpu"; }
+
+std::string variants_supporting(PairModel model) {
+  std::string names;
+  for (const auto& v : table())
+    if (v.supports(model)) names += (names.empty() ? "" : ", ") + std::string(v.name);
+  return names;
+}
+
+}  // namespace espgrid

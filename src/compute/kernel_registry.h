@@ -1,0 +1,123 @@
+// The one table of kernel variants. The CLI's --kernel, `espgrid kernels`, `espgrid verify`,
+// the library facade, the tests and the benchmarks all iterate it and decide by the rows'
+// capabilities, never by a kernel's name: a new variant is one kernel plus one row
+// (docs/ARCHITECTURE.md has the checklist).
+#pragma once
+
+#include <initializer_list>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kernels/dcs_cuda.h"
+#include "src/compute/compute_timing.h"
+#include "src/compute/dcs_problem.h"
+#include "src/compute/launch_plan.h"
+
+namespace espgrid {
+
+enum class Backend { Cpu, Cuda };
+
+/// Most CPU threads a kernel may be asked for. libgomp crashed (SIGSEGV) when a parallel
+/// region asked for 65,536 threads; the CPU kernels refuse more than this with a UsageError.
+inline constexpr int kMaxCpuThreads = 1024;
+
+struct RunOptions {
+  int threads = 0;  ///< CPU threads; 0 = OpenMP's default; at most kMaxCpuThreads
+  int device = 0;   ///< CUDA device ordinal
+  /// CUDA devices; empty = {device}. With more than one entry the z-planes are shared out
+  /// through a work queue, one host thread per entry (cuda::compute_potential_multi); an
+  /// ordinal may repeat (several workers on one GPU). The CPU kernels ignore it.
+  std::vector<int> devices;
+  LaunchShape shape;               ///< CUDA launch shape override; zeros = the variant's default
+  std::size_t max_slab_bytes = 0;  ///< CUDA: cap on device memory for the map (both slab buffers); 0 = auto
+  ProgressFn progress;             ///< optional, called from the calling thread
+};
+
+using RunTiming = ComputeTiming;
+
+/// What a variant is for. default_kernel(backend) and reference_kernel() read it.
+enum class KernelRole {
+  Reference,    ///< what `verify` compares every other kernel with
+  Default,      ///< the backend's default (the fastest exact variant)
+  Alternative,  ///< any other
+};
+
+/// Whether a variant computes the exact sum (to float32 rounding) or approximates it.
+enum class Accuracy { Exact, Approximate };
+
+/// How repeatable a variant's map is.
+enum class Reproducibility {
+  MatchesReference,  ///< bit for bit what the reference kernel writes
+  Deterministic,     ///< the same bits on every run, for any slab or device split
+  Varies,            ///< the order of the additions varies (atomics): equal within rounding
+};
+
+/// A set of pair models, one bit per PairModel.
+class ModelSet {
+ public:
+  constexpr ModelSet(std::initializer_list<PairModel> models) {
+    for (PairModel m : models) bits_ |= 1u << static_cast<unsigned>(m);
+  }
+  constexpr bool contains(PairModel m) const { return (bits_ >> static_cast<unsigned>(m)) & 1u; }
+
+ private:
+  unsigned bits_ = 0;
+};
+
+struct KernelVariant {
+  using CpuRun = void (*)(const DcsProblem& problem, const RunOptions& options);
+
+  std::string_view name;
+  std::string_view summary;
+  Backend backend;
+  KernelRole role;
+  Accuracy accuracy;
+  /// Approximate variants: the bound `verify`, `bench` and the tests judge them by (relative
+  /// RMS error against the exact sum away from atoms). 0 for exact variants, which are judged
+  /// by the oracle's float32 tolerance (compute/oracle.h).
+  double error_bound;
+  Reproducibility reproducibility;
+  ModelSet models;  ///< the pair models it computes
+  /// Floating-point operations per atom evaluation by the DCS papers' convention (a fused
+  /// multiply-add counts 2, any other operation 1), counted from the variant's inner loop for
+  /// the Coulomb model; work amortized over many points (dy²+dz² per row, say) is left out.
+  int flops_per_evaluation;
+  /// Runs on one CPU thread: benchmarks may time it on part of a plane, and `verify --kernel
+  /// all` leaves it out (as slow as the reference). Parallel variants are always timed on
+  /// whole planes, so the measurement fills the machine.
+  bool serial;
+  /// Takes part in the benchmark's atom, grid and speedup sweeps (scatter does not: its
+  /// atomics are slow by design and would dominate the sweeps' time).
+  bool in_size_sweeps;
+  CpuRun cpu_run;             ///< CPU rows: the kernel
+  cuda::DeviceKernel device;  ///< CUDA rows: the launch function and layout
+
+  bool supports(PairModel model) const { return models.contains(model); }
+  bool takes_launch_shape() const { return backend == Backend::Cuda; }
+  bool takes_coarsening() const { return backend == Backend::Cuda && device.layout.coarsens; }
+  bool deterministic() const { return reproducibility != Reproducibility::Varies; }
+
+  /// Fills problem.potential (every point written). Throws UsageError for a model the variant
+  /// lacks (naming the variants that have it) or bad options, espgrid::Error on failure.
+  RunTiming run(const DcsProblem& problem, const RunOptions& options) const;
+};
+
+std::span<const KernelVariant> kernel_variants();
+/// The named variant; UsageError listing the valid names when there is none.
+const KernelVariant& find_kernel(std::string_view name);
+/// The backend's default variant (role Default).
+const KernelVariant& default_kernel(Backend backend);
+/// The variant every other is verified against (role Reference).
+const KernelVariant& reference_kernel();
+/// The reference's values computed fast: a parallel CPU variant whose maps are bit for bit the
+/// reference's (Reproducibility::MatchesReference), or the reference itself when there is none.
+const KernelVariant& fast_reference_kernel();
+/// True when CUDA variants can run here; otherwise `reason` says why not.
+bool cuda_available(std::string* reason = nullptr);
+std::string_view backend_name(Backend backend);
+/// "cpu-reference, cpu-parallel" for messages: the variants that compute `model`.
+std::string variants_supporting(PairModel model);
+
+}  // namespace espgrid

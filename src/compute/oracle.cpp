@@ -1,0 +1,47 @@
+#include "src/compute/oracle.h"
+
+#include <cmath>
+
+namespace espgrid {
+namespace {
+
+constexpr double kFloatUlp = 1.0 / (1 << 23);  // float32 unit in the last place at 1.0
+
+template <class Potential>
+OracleValue oracle_sum(const DcsProblem& p, std::int64_t i, std::int64_t j, std::int64_t k) {
+  const double gx = static_cast<double>(i) * p.hx;
+  const double gy = static_cast<double>(j) * p.hy;
+  const double gz = static_cast<double>(p.z_offset + k) * p.hz;
+  OracleValue out;
+  for (std::size_t a = 0; a < p.atom_count; ++a) {
+    const double dx = gx - p.x[a], dy = gy - p.y[a], dz = gz - p.z[a];
+    const double r2 = dx * dx + dy * dy + dz * dz + static_cast<double>(p.softening2);
+    const double q = p.q[a];
+    out.potential += Potential::template term<IeeeMath>(q, r2, p.pair);
+    out.magnitude += std::fabs(q) * Potential::value(r2, p.pair);
+    out.gradient += std::fabs(q) * Potential::slope(r2, p.pair);
+  }
+  return out;
+}
+
+}  // namespace
+
+OracleValue oracle_at(const DcsProblem& p, std::int64_t i, std::int64_t j, std::int64_t k) {
+  return with_pair_potential(p.model, [&](auto potential) { return oracle_sum<decltype(potential)>(p, i, j, k); });
+}
+
+double float_rounding_bound(std::size_t atom_count) {
+  return (4.0 * std::sqrt(static_cast<double>(atom_count)) + 8.0) * kFloatUlp;
+}
+
+double float_tolerance(const OracleValue& oracle, std::size_t atom_count, double coordinate_extent) {
+  const double rounding = float_rounding_bound(atom_count) * oracle.magnitude;
+  const double position = 2.0 * kFloatUlp * coordinate_extent * oracle.gradient;
+  return rounding + position;
+}
+
+double kernel_difference_bound(double magnitude, std::size_t atom_count) {
+  return 2.0 * float_rounding_bound(atom_count) * magnitude;
+}
+
+}  // namespace espgrid

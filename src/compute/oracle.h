@@ -1,0 +1,41 @@
+// Double-precision oracle for tests, `espgrid verify` and the benchmark's checks: the same sum
+// as the kernels, from the same float32 inputs, evaluated in double with the same pair
+// evaluator, together with the error scales that turn a float32 tolerance into a justified
+// bound. The one place the float32 error model lives.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "src/compute/dcs_problem.h"
+
+namespace espgrid {
+
+struct OracleValue {
+  double potential = 0;  ///< Σ q·f(r), double
+  double magnitude = 0;  ///< Σ |q|·f(r): the scale of float rounding in the sum
+  double gradient = 0;   ///< Σ |q|·|f'(r)|: sensitivity to a position error of 1 Å
+};
+
+/// Oracle value at grid point (i, j, k) of `problem` (problem.potential is not used).
+OracleValue oracle_at(const DcsProblem& problem, std::int64_t i, std::int64_t j, std::int64_t k);
+
+/// The float32 rounding a correct sum of `atom_count` terms may carry, as a multiple of its
+/// magnitude Σ|q|·f(r): each term carries a few ulp (rsqrt approximation ≤ 2 ulp, dx and r²
+/// rounding), and a sequential float sum of n terms drifts like a random walk, ~√n ulp of the
+/// running magnitude; (4√n + 8) ulp bounds both with margin.
+double float_rounding_bound(std::size_t atom_count);
+
+/// Largest error a correct float32 kernel may make at a point, for `atom_count` terms: the
+/// rounding bound above times the oracle's magnitude, plus positions: grid and atom
+/// coordinates each carry half an ulp of their size (≤ `coordinate_extent` Å), which moves
+/// each term by up to |q|·|f'(r)| × that error.
+double float_tolerance(const OracleValue& oracle, std::size_t atom_count, double coordinate_extent);
+
+/// Largest difference between two correct float32 kernels at a point whose magnitude map
+/// (Σ|q|·f(r), computed by a kernel from PreparedProblem::with_absolute_charges) is
+/// `magnitude`: each carries at most float_rounding_bound, so twice that. Positions are the
+/// same float32 inputs for both, so they add nothing here.
+double kernel_difference_bound(double magnitude, std::size_t atom_count);
+
+}  // namespace espgrid

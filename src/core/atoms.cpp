@@ -1,0 +1,73 @@
+#include "src/core/atoms.h"
+
+#include <algorithm>
+#include <cctype>
+#include <numeric>
+
+namespace espgrid {
+
+ElementSymbol ElementSymbol::from(std::string_view symbol) {
+  ElementSymbol e;
+  if (symbol.empty()) return e;
+  e.letters[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(symbol[0])));
+  e.letters[1] = symbol.size() > 1 && std::isalpha(static_cast<unsigned char>(symbol[1]))
+                     ? static_cast<char>(std::tolower(static_cast<unsigned char>(symbol[1])))
+                     : '\0';
+  if (!std::isalpha(static_cast<unsigned char>(e.letters[0]))) e = ElementSymbol{};
+  return e;
+}
+
+std::string ElementSymbol::text() const {
+  return letters[1] == '\0' ? std::string(1, letters[0]) : std::string(letters.data(), 2);
+}
+
+void Atoms::reserve(std::size_t n) {
+  for (auto* v : {&x, &y, &z, &charge, &radius}) v->reserve(n);
+  element.reserve(n);
+}
+
+void Atoms::push_back(double px, double py, double pz, double q, double r, ElementSymbol e) {
+  x.push_back(px);
+  y.push_back(py);
+  z.push_back(pz);
+  charge.push_back(q);
+  radius.push_back(r);
+  element.push_back(e);
+}
+
+double Atoms::total_charge() const noexcept {
+  return std::accumulate(charge.begin(), charge.end(), 0.0);
+}
+
+BoundingBox bounding_box(const Atoms& atoms) {
+  BoundingBox box{};
+  const std::vector<double>* axes[3] = {&atoms.x, &atoms.y, &atoms.z};
+  for (int a = 0; a < 3; ++a) {
+    if (axes[a]->empty()) continue;
+    auto [lo, hi] = std::minmax_element(axes[a]->begin(), axes[a]->end());
+    box.lo[a] = *lo;
+    box.hi[a] = *hi;
+  }
+  return box;
+}
+
+double bondi_radius(ElementSymbol element) {
+  struct Entry {
+    const char* symbol;
+    double radius;
+  };
+  // Bondi (1964) van der Waals radii, Å.
+  static constexpr Entry kRadii[] = {
+      {"H", 1.20},  {"He", 1.40}, {"C", 1.70},  {"N", 1.55},  {"O", 1.52},  {"F", 1.47},  {"Ne", 1.54},
+      {"Si", 2.10}, {"P", 1.80},  {"S", 1.80},  {"Cl", 1.75}, {"Ar", 1.88}, {"As", 1.85}, {"Se", 1.90},
+      {"Br", 1.85}, {"Kr", 2.02}, {"I", 1.98},  {"Xe", 2.16}, {"Li", 1.82}, {"Na", 2.27}, {"Mg", 1.73},
+      {"K", 2.75},  {"Ca", 2.31}, {"Ni", 1.63}, {"Cu", 1.40}, {"Zn", 1.39}, {"Fe", 1.94}, {"Ga", 1.87},
+      {"Pd", 1.63}, {"Ag", 1.72}, {"Cd", 1.58}, {"In", 1.93}, {"Sn", 2.17}, {"Pt", 1.75}, {"Au", 1.66},
+      {"Hg", 1.55}, {"Tl", 1.96}, {"Pb", 2.02}, {"U", 1.86}};
+  const std::string s = element.text();
+  for (const auto& e : kRadii)
+    if (s == e.symbol) return e.radius;
+  return 1.70;
+}
+
+}  // namespace espgrid

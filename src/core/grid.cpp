@@ -1,0 +1,125 @@
+#include "src/core/grid.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "src/core/errors.h"
+#include "src/core/number_parsing.h"
+
+namespace espgrid {
+namespace {
+
+const char* const kAxis[3] = {"x", "y", "z"};
+
+void check_spacing(const std::array<double, 3>& spacing) {
+  for (int a = 0; a < 3; ++a)
+    if (!std::isfinite(spacing[a]) || spacing[a] <= 0.0 || spacing[a] > kMaxSpacing)
+      throw UsageError(std::string("grid spacing along ") + kAxis[a] +
+                       " must be a positive number of Å (at most 10000), got " + number_text(spacing[a]));
+}
+
+}  // namespace
+
+void check_grid_request(const GridRequest& request) {
+  check_spacing(request.spacing);
+  if (request.dims.has_value() != request.origin.has_value())
+    throw UsageError(request.dims ? "--dims needs --origin too" : "--origin needs --dims too");
+  if (request.dims) {
+    for (int a = 0; a < 3; ++a) {
+      const std::int64_t n = (*request.dims)[a];
+      if (n < 1 || n > kMaxAxisPoints)
+        throw UsageError(std::string("grid dims along ") + kAxis[a] + " must be 1.." +
+                         std::to_string(kMaxAxisPoints) + ", got " + std::to_string(n));
+      if (!std::isfinite((*request.origin)[a]) || std::fabs((*request.origin)[a]) > 1e6)
+        throw UsageError(std::string("grid origin along ") + kAxis[a] + " must be a finite number of Å within ±1e6");
+    }
+    return;
+  }
+  if (!std::isfinite(request.padding) || request.padding < 0.0)
+    throw UsageError("padding must be a non-negative number of Å, got " + number_text(request.padding));
+}
+
+std::optional<GridSpec> explicit_grid(const GridRequest& request) {
+  check_grid_request(request);
+  if (!request.dims) return std::nullopt;
+  GridSpec grid;
+  grid.spacing = request.spacing;
+  grid.dims = *request.dims;
+  grid.origin = *request.origin;
+  return grid;
+}
+
+GridSpec make_grid(const GridRequest& request, const Atoms& atoms) {
+  if (const std::optional<GridSpec> grid = explicit_grid(request)) return *grid;
+  GridSpec grid;
+  grid.spacing = request.spacing;
+  if (atoms.empty()) throw UsageError("cannot place a grid around zero atoms");
+  const BoundingBox box = bounding_box(atoms);
+  for (int a = 0; a < 3; ++a) {
+    const double lo = box.lo[a] - request.padding;
+    const double extent = box.hi[a] + request.padding - lo;
+    // points needed so that the last one reaches the box's far side (tiny slack for rounding)
+    const double cells = std::ceil(extent / grid.spacing[a] - 1e-9);
+    if (!(cells + 1 <= static_cast<double>(kMaxAxisPoints)))
+      throw UsageError(std::string("grid along ") + kAxis[a] + " would need " +
+                       number_text(cells + 1) + " points (limit " + std::to_string(kMaxAxisPoints) +
+                       "); use a larger --spacing or smaller --padding");
+    grid.dims[a] = static_cast<std::int64_t>(cells) + 1;
+    // centre the box in the grid; round to 1e-6 Å so the origin prints short and exact
+    grid.origin[a] = std::round((lo - 0.5 * (cells * grid.spacing[a] - extent)) * 1e6) / 1e6;
+  }
+  return grid;
+}
+
+std::size_t map_bytes(const GridSpec& grid) noexcept {
+  return grid.point_count() * sizeof(float);
+}
+
+std::size_t available_memory_bytes() {
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  std::size_t kib = 0;
+  std::string unit;
+  while (meminfo >> key >> kib >> unit)
+    if (key == "MemAvailable:") return kib * 1024;
+  return 0;
+}
+
+std::uint64_t max_grid_points_from_environment() {
+  const char* text = std::getenv("ESPGRID_MAX_GRID_POINTS");
+  if (text == nullptr || *text == '\0') return 0;
+  const auto value = parse_integer(text);
+  if (!value || *value < 1)
+    throw UsageError(std::string("ESPGRID_MAX_GRID_POINTS must be a positive whole number, got '") + text + "'");
+  return static_cast<std::uint64_t>(*value);
+}
+
+void check_grid_fits(const GridSpec& grid, std::size_t available) {
+  const double points = static_cast<double>(grid.dims[0]) * static_cast<double>(grid.dims[1]) *
+                        static_cast<double>(grid.dims[2]);
+  if (points > 1e12) throw UsageError("grid of " + describe(grid) + " is absurdly large");
+  if (const std::uint64_t limit = max_grid_points_from_environment();
+      limit != 0 && points > static_cast<double>(limit))
+    throw UsageError("grid of " + describe(grid) + " is over the limit of " + with_commas(limit) +
+                     " points set by ESPGRID_MAX_GRID_POINTS");
+  if (available == 0) available = available_memory_bytes();
+  const double needed = static_cast<double>(map_bytes(grid));
+  if (available != 0 && needed > 0.9 * static_cast<double>(available))
+    throw UsageError("grid of " + describe(grid) + " needs " + human_bytes(needed) +
+                     " for the map but only " + human_bytes(static_cast<double>(available)) +
+                     " of memory is available; use a larger --spacing or a smaller region");
+}
+
+std::string describe(const GridSpec& grid) {
+  std::ostringstream out;
+  out << grid.dims[0] << " x " << grid.dims[1] << " x " << grid.dims[2] << " = "
+      << with_commas(static_cast<std::uint64_t>(grid.dims[0]) * static_cast<std::uint64_t>(grid.dims[1]) *
+                     static_cast<std::uint64_t>(grid.dims[2]))
+      << " points";
+  return out.str();
+}
+
+}  // namespace espgrid

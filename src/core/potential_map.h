@@ -1,0 +1,20 @@
+// A computed map: the grid, the values and what they mean. Writers and readers are in
+// io/map_formats.h; nothing here knows about kernels.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "src/core/grid.h"
+#include "src/physics/physics_options.h"
+
+namespace espgrid {
+
+struct PotentialMap {
+  GridSpec grid;
+  std::vector<float> values;  ///< potential in physics.unit, x fastest: i + nx*(j + ny*k)
+  PhysicsOptions physics;     ///< unit, medium and pair model the values were computed with
+  std::string source;         ///< one line on where the map came from, for file headers
+};
+
+}  // namespace espgrid

@@ -1,0 +1,165 @@
+// OpenDX: the writer (APBS layout) and a reader for maps of the same layout.
+#include <cctype>
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <cstring>
+
+#include "src/core/errors.h"
+#include "src/core/text_format.h"
+#include "src/io/atomic_output_file.h"
+#include "src/io/map_formats.h"
+#include "src/io/text_parsing.h"
+
+namespace espgrid {
+namespace {
+
+/// `text` made safe for one header comment line: control characters (a newline in a path
+/// would end the comment and break VMD's and APBS's parsers) become '?', and the length is
+/// capped well inside VMD's 2040-byte line buffer.
+std::string comment_text(const std::string& text) {
+  std::string out = text.substr(0, 200);
+  for (char& c : out)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+  if (text.size() > 200) out += "...";
+  return out;
+}
+
+}  // namespace
+
+void write_dx_to(const PotentialMap& map, const std::string& path) {
+  std::FILE* file = std::fopen(path.c_str(), "wb");
+  if (!file) throw Error("cannot write " + path + ": " + std::strerror(errno));
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> closer(file, &std::fclose);
+  static std::vector<char> buffer(1 << 20);
+  std::setvbuf(file, buffer.data(), _IOFBF, buffer.size());
+
+  const GridSpec& g = map.grid;
+  const auto nx = g.dims[0], ny = g.dims[1], nz = g.dims[2];
+  std::string header;
+  header += "# Electrostatic potential by espgrid " ESPGRID_VERSION " (direct Coulomb summation)\n";
+  if (!map.source.empty()) header += "# " + comment_text(map.source) + "\n";
+  header += "# " + physics_comment(map.physics) + "\n";
+  header += "object 1 class gridpositions counts " + std::to_string(nx) + " " + std::to_string(ny) + " " +
+            std::to_string(nz) + "\n";
+  header += "origin " + shortest_text(g.origin[0]) + " " + shortest_text(g.origin[1]) + " " + shortest_text(g.origin[2]) + "\n";
+  header += "delta " + shortest_text(g.spacing[0]) + " 0 0\n";
+  header += "delta 0 " + shortest_text(g.spacing[1]) + " 0\n";
+  header += "delta 0 0 " + shortest_text(g.spacing[2]) + "\n";
+  header += "object 2 class gridconnections counts " + std::to_string(nx) + " " + std::to_string(ny) + " " +
+            std::to_string(nz) + "\n";
+  header += "object 3 class array type double rank 0 items " + std::to_string(g.point_count()) +
+            " data follows\n";
+  std::fputs(header.c_str(), file);
+
+  // z varies fastest in DX; the map is stored x fastest. 9 significant digits round-trip a float.
+  char line[128];
+  int in_line = 0;
+  char* cursor = line;
+  for (std::int64_t i = 0; i < nx; ++i)
+    for (std::int64_t j = 0; j < ny; ++j)
+      for (std::int64_t k = 0; k < nz; ++k) {
+        const double v = map.values[static_cast<std::size_t>(i + nx * (j + ny * k))];
+        if (in_line > 0) *cursor++ = ' ';
+        cursor = std::to_chars(cursor, line + sizeof line, v, std::chars_format::scientific, 8).ptr;
+        if (++in_line == 3) {
+          *cursor++ = '\n';
+          std::fwrite(line, 1, static_cast<std::size_t>(cursor - line), file);
+          cursor = line;
+          in_line = 0;
+        }
+      }
+  if (in_line > 0) {
+    *cursor++ = '\n';
+    std::fwrite(line, 1, static_cast<std::size_t>(cursor - line), file);
+  }
+  std::fputs("attribute \"dep\" string \"positions\"\n"
+             "object \"regular positions regular connections\" class field\n"
+             "component \"positions\" value 1\n"
+             "component \"connections\" value 2\n"
+             "component \"data\" value 3\n",
+             file);
+  if (std::ferror(file) || std::fflush(file) != 0)
+    throw Error("cannot write " + path + ": " + std::strerror(errno));
+  if (std::fclose(closer.release()) != 0) throw Error("cannot write " + path + ": " + std::strerror(errno));
+}
+
+PotentialMap read_dx(const std::string& path, bool* unit_known) {
+  const TextLines text(path);
+  PotentialMap map;
+  bool known = false;
+  for (std::size_t n = 1; n <= text.count() && !known; ++n) {
+    const std::string_view line = text.line(n);
+    if (line.empty() || line.front() != '#') continue;
+    known = parse_physics_comment(line.substr(1), map.physics);
+  }
+  if (unit_known) *unit_known = known;
+  std::size_t number = 1;
+  auto fail = [&](const std::string& what) { throw InputError(path, number, what); };
+  auto next_tokens = [&]() {
+    while (number <= text.count()) {
+      auto tokens = split_whitespace(text.line(number));
+      if (!tokens.empty() && tokens[0].front() != '#') return tokens;
+      ++number;
+    }
+    fail("unexpected end of file");
+    return std::vector<std::string_view>{};
+  };
+  auto num = [&](std::string_view token) {
+    auto v = parse_number(token);
+    if (!v || !std::isfinite(*v)) fail("bad number " + quoted(token));
+    return *v;
+  };
+  auto tokens = next_tokens();
+  if (tokens.size() != 8 || tokens[3] != "gridpositions") fail("expected 'object 1 class gridpositions counts nx ny nz'");
+  for (int a = 0; a < 3; ++a) {
+    auto n = parse_integer(tokens[static_cast<std::size_t>(5 + a)]);
+    if (!n || *n < 1) fail("bad grid count " + quoted(tokens[static_cast<std::size_t>(5 + a)]));
+    map.grid.dims[static_cast<std::size_t>(a)] = *n;
+  }
+  ++number;
+  tokens = next_tokens();
+  if (tokens.size() != 4 || tokens[0] != "origin") fail("expected 'origin x y z'");
+  for (int a = 0; a < 3; ++a) map.grid.origin[static_cast<std::size_t>(a)] = num(tokens[static_cast<std::size_t>(1 + a)]);
+  for (int a = 0; a < 3; ++a) {
+    ++number;
+    tokens = next_tokens();
+    if (tokens.size() != 4 || tokens[0] != "delta") fail("expected 'delta dx dy dz'");
+    for (int b = 0; b < 3; ++b)
+      if (b != a && num(tokens[static_cast<std::size_t>(1 + b)]) != 0.0) fail("only axis-aligned grids are supported");
+    map.grid.spacing[static_cast<std::size_t>(a)] = num(tokens[static_cast<std::size_t>(1 + a)]);
+  }
+  ++number;
+  tokens = next_tokens();
+  if (tokens.size() < 4 || tokens[3] != "gridconnections") fail("expected 'object 2 class gridconnections'");
+  ++number;
+  tokens = next_tokens();
+  if (tokens.size() < 10 || tokens[3] != "array") fail("expected 'object 3 class array ... data follows'");
+  const auto items = parse_integer(tokens[9]);
+  if (!items || static_cast<std::size_t>(*items) != map.grid.point_count())
+    fail("item count does not match the grid counts");
+  std::vector<float> z_fastest;
+  z_fastest.reserve(map.grid.point_count());
+  ++number;
+  while (z_fastest.size() < map.grid.point_count()) {
+    if (number > text.count()) fail("file ends after " + std::to_string(z_fastest.size()) + " values");
+    for (auto token : split_whitespace(text.line(number))) {
+      if (z_fastest.size() == map.grid.point_count()) fail("more values than items");
+      z_fastest.push_back(static_cast<float>(num(token)));
+    }
+    ++number;
+  }
+  const auto nx = map.grid.dims[0], ny = map.grid.dims[1], nz = map.grid.dims[2];
+  map.values.resize(map.grid.point_count());
+  std::size_t n = 0;
+  for (std::int64_t i = 0; i < nx; ++i)
+    for (std::int64_t j = 0; j < ny; ++j)
+      for (std::int64_t k = 0; k < nz; ++k) map.values[static_cast<std::size_t>(i + nx * (j + ny * k))] = z_fastest[n++];
+  return map;
+}
+
+}  // namespace espgrid

@@ -1,0 +1,114 @@
+#include "src/io/map_formats.h"
+
+#include <cctype>
+#include <cmath>
+#include <algorithm>
+#include <filesystem>
+
+#include "src/core/errors.h"
+#include "src/core/number_parsing.h"
+#include "src/core/text_format.h"
+#include "src/io/atomic_output_file.h"
+
+namespace espgrid {
+namespace {
+
+std::string lower_extension(const std::string& path) {
+  std::string ext = std::filesystem::path(path).extension().string();
+  for (char& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return ext;
+}
+
+void check_finite(const PotentialMap& map) {
+  const GridSpec& g = map.grid;
+  if (map.values.size() != g.point_count())
+    throw Error("internal error: map holds " + std::to_string(map.values.size()) + " values for " + describe(g));
+  for (std::size_t n = 0; n < map.values.size(); ++n) {
+    if (!std::isfinite(map.values[n])) {
+      const auto nx = static_cast<std::size_t>(g.dims[0]), ny = static_cast<std::size_t>(g.dims[1]);
+      throw Error("internal error: the potential at grid point (" + std::to_string(n % nx) + ", " +
+                  std::to_string((n / nx) % ny) + ", " + std::to_string(n / (nx * ny)) +
+                  ") is not finite; no map written");
+    }
+  }
+}
+
+}  // namespace
+
+MapFormat map_format_from_extension(const std::string& path) {
+  const std::string ext = lower_extension(path);
+  if (ext == ".dx") return MapFormat::Dx;
+  if (ext == ".vti") return MapFormat::Vti;
+  throw UsageError("cannot tell the map format of '" + path + "': name it .dx (OpenDX) or .vti (VTK)");
+}
+
+void check_map_format_supported(const std::string& path) {
+  if (map_format_from_extension(path) == MapFormat::Vti && !vti_supported())
+    throw UsageError("cannot write " + path + ": this espgrid was built without VTK (ESPGRID_VTK=OFF or "
+                     "VTK 9 not found); write .dx instead or rebuild with libvtk9-dev");
+}
+
+std::string physics_comment(const PhysicsOptions& physics) {
+  return "Potential in " + unit_name(physics.unit) + " (T = " + shortest_text(physics.temperature) +
+         " K), dielectric " + shortest_text(physics.dielectric);
+}
+
+bool parse_physics_comment(std::string_view comment, PhysicsOptions& physics) {
+  const auto trimmed = [](std::string_view t) {
+    while (!t.empty() && std::isspace(static_cast<unsigned char>(t.front()))) t.remove_prefix(1);
+    while (!t.empty() && std::isspace(static_cast<unsigned char>(t.back()))) t.remove_suffix(1);
+    return t;
+  };
+  comment = trimmed(comment);
+  // APBS: "POTENTIAL (kT/e)" (its only unit).
+  if (comment.rfind("POTENTIAL (kT/e)", 0) == 0) {
+    physics = PhysicsOptions{};
+    return true;
+  }
+  // espgrid: "Potential in UNIT (T = X K), dielectric Y"
+  constexpr std::string_view kHead = "Potential in ";
+  if (comment.rfind(kHead, 0) != 0) return false;
+  comment.remove_prefix(kHead.size());
+  const std::size_t open = comment.find(" (T = ");
+  const std::size_t close = comment.find(" K), dielectric ");
+  if (open == std::string_view::npos || close == std::string_view::npos || close < open) return false;
+  PhysicsOptions parsed;
+  try {
+    parsed.unit = parse_unit(std::string(comment.substr(0, open)));
+  } catch (const UsageError&) {
+    return false;
+  }
+  const auto temperature = parse_number(comment.substr(open + 6, close - open - 6));
+  std::string_view rest = comment.substr(close + 16);
+  const std::size_t end = std::min(rest.find(','), rest.size());
+  const auto dielectric = parse_number(trimmed(rest.substr(0, end)));
+  if (!temperature || !dielectric) return false;
+  parsed.temperature = *temperature;
+  parsed.dielectric = *dielectric;
+  physics = parsed;
+  return true;
+}
+
+void write_map(const PotentialMap& map, const std::string& path) {
+  check_map_format_supported(path);
+  const MapFormat format = map_format_from_extension(path);
+  check_finite(map);
+  AtomicOutputFile out(path);
+  try {
+    if (format == MapFormat::Dx)
+      write_dx_to(map, out.temporary_path());
+    else
+      write_vti_to(map, out.temporary_path());
+  } catch (const UsageError&) {
+    throw;
+  } catch (const Error& e) {
+    // Name the map the user asked for, not the temporary file that is removed on the way out.
+    std::string what = e.what();
+    for (std::size_t at; (at = what.find(out.temporary_path())) != std::string::npos;)
+      what.replace(at, out.temporary_path().size(), path);
+    throw Error(what + " (nothing written to " + path + ")");
+  }
+  out.commit();
+}
+
+}  // namespace espgrid

@@ -1,0 +1,37 @@
+#include "src/io/structure_reader.h"
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+
+#include "src/core/errors.h"
+
+namespace espgrid {
+
+StructureFormat parse_format_name(const std::string& name) {
+  std::string lower = name;
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (lower == "pqr") return StructureFormat::Pqr;
+  if (lower == "xyz" || lower == "extxyz") return StructureFormat::Xyz;
+  throw UsageError("unknown input format '" + name + "' (use pqr or xyz)");
+}
+
+StructureFormat format_from_extension(const std::string& path) {
+  std::string ext = std::filesystem::path(path).extension().string();
+  if (!ext.empty()) ext.erase(0, 1);
+  try {
+    return parse_format_name(ext);
+  } catch (const UsageError&) {
+    throw UsageError("cannot tell the format of '" + path +
+                     "' from its extension; name it .pqr or .xyz, or pass --format pqr|xyz");
+  }
+}
+
+Structure read_structure(const std::string& path, StructureFormat format) {
+  std::error_code ec;  // the throwing form leaked std::filesystem_error for a name over NAME_MAX
+  if (std::filesystem::is_directory(path, ec)) throw Error(path + " is a directory, not a structure file");
+  const TextLines text(path);
+  return format == StructureFormat::Pqr ? read_pqr(text) : read_xyz(text);
+}
+
+}  // namespace espgrid

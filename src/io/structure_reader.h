@@ -1,0 +1,41 @@
+// Reading charged structures: PQR (APBS whitespace form and PDB2PQR fixed columns) and
+// XYZ (plain with a charge column, or extended XYZ with a Properties key).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "src/core/atoms.h"
+#include "src/io/text_parsing.h"
+
+namespace espgrid {
+
+enum class StructureFormat { Pqr, Xyz };
+
+/// Atoms plus the remarks a reader wants the user to see (never silent guesses).
+struct Structure {
+  Atoms atoms;
+  std::vector<std::string> notices;
+};
+
+/// "pqr" or "xyz" (any case) to a format; throws UsageError for anything else.
+StructureFormat parse_format_name(const std::string& name);
+/// The format named by the file's extension (.pqr, .xyz, .extxyz); throws UsageError when
+/// the extension is not one of them, asking for --format.
+StructureFormat format_from_extension(const std::string& path);
+
+Structure read_pqr(const TextLines& text);
+Structure read_xyz(const TextLines& text);
+/// Reads `path` in `format`. Every defect throws InputError("FILE:LINE: ..."); a file
+/// with no atoms is a defect too.
+Structure read_structure(const std::string& path, StructureFormat format);
+
+/// Largest |coordinate| accepted, Å. Keeps squared distances far from float overflow.
+inline constexpr double kMaxCoordinate = 1.0e6;
+/// Largest |charge| accepted, e: far above any partial or ionic charge, far below values
+/// whose sums could overflow float32 (a typo such as 1e39 is an error, not an inf map).
+inline constexpr double kMaxCharge = 1.0e3;
+/// Largest radius accepted, Å.
+inline constexpr double kMaxRadius = 100.0;
+
+}  // namespace espgrid

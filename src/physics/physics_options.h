@@ -1,0 +1,42 @@
+// What a map means physically: the unit, the medium and the pair model. The CLI, the library
+// facade and the Python module all describe a map's physics with this one struct; the output
+// files record it (core/potential_map.h).
+#pragma once
+
+#include <string>
+
+#include "src/core/units.h"
+#include "src/physics/pair_potentials.h"
+
+namespace espgrid {
+
+struct PhysicsOptions {
+  PotentialUnit unit = PotentialUnit::KTPerE;
+  double dielectric = 1.0;      ///< relative permittivity ε of the uniform medium
+  double temperature = 298.15;  ///< K; used by kT/e
+  PairModel model = PairModel::Coulomb;
+};
+
+/// Softening length a, Å. Every kernel evaluates f at r² + a², so a grid point on top of an
+/// atom gives a large finite value (q/a for Coulomb) instead of inf or NaN. With a = 1e-4 Å the
+/// change is below float32 resolution for r > 0.35 Å and below 5e-5 relative for r > 0.01 Å.
+inline constexpr double kSofteningLength = 1.0e-4;
+
+/// Smallest relative permittivity and temperature accepted: with them k/ε stays below
+/// about 2e11 in every unit, so charges times k/ε and their sums stay finite in float32.
+inline constexpr double kMinDielectric = 1.0e-3;
+inline constexpr double kMinTemperature = 1.0e-3;  ///< K
+
+/// k/ε: multiply Σ q·f(r) (q in e, r in Å) by this to get the potential in `options.unit`.
+double coulomb_factor(const PhysicsOptions& options);
+/// The model's parameters as the kernels take them.
+PairParameters pair_parameters(const PhysicsOptions& options);
+/// Throws UsageError unless dielectric and temperature are finite and at least the minima above.
+void validate(const PhysicsOptions& options);
+
+/// "coulomb".
+std::string model_name(PairModel model);
+/// Parses a model name (see model_name); throws UsageError listing the models otherwise.
+PairModel parse_model(const std::string& text);
+
+}  // namespace espgrid

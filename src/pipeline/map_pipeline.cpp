@@ -1,0 +1,119 @@
+#include "src/pipeline/map_pipeline.h"
+
+#include <limits>
+
+#include "src/core/errors.h"
+#include "src/core/stopwatch.h"
+#include "src/core/text_format.h"
+#include "src/io/atomic_output_file.h"
+#include "src/io/map_formats.h"
+
+namespace espgrid {
+
+BackendChoice parse_backend(const std::string& text) {
+  if (text == "auto") return BackendChoice::Auto;
+  if (text == "cpu") return BackendChoice::Cpu;
+  if (text == "cuda") return BackendChoice::Cuda;
+  throw UsageError("--backend must be auto, cpu or cuda, got '" + text + "'");
+}
+
+KernelSelection select_kernel(const ComputeOptions& options, PairModel model) {
+  std::string reason;
+  const bool have_cuda = cuda_available(&reason);
+  KernelSelection out;
+  if (!options.kernel.empty()) {
+    const KernelVariant& k = find_kernel(options.kernel);
+    const Backend wanted = options.backend == BackendChoice::Cuda ? Backend::Cuda : Backend::Cpu;
+    if (options.backend != BackendChoice::Auto && wanted != k.backend)
+      throw UsageError("kernel " + std::string(k.name) + " runs on " + std::string(backend_name(k.backend)) +
+                       ", not on --backend " + std::string(backend_name(wanted)));
+    if (!k.supports(model))
+      throw UsageError("kernel " + std::string(k.name) + " does not compute the " + model_name(model) +
+                       " model; use one of: " + variants_supporting(model));
+    if (k.backend == Backend::Cuda && !have_cuda)
+      throw Error("kernel " + std::string(k.name) + " needs a CUDA device: " + reason);
+    out = {&k, "chosen with --kernel"};
+  } else if (options.backend == BackendChoice::Cuda) {
+    if (!have_cuda) throw Error("--backend cuda: " + reason);
+    out = {&default_kernel(Backend::Cuda), "backend cuda"};
+  } else if (options.backend == BackendChoice::Cpu) {
+    out = {&default_kernel(Backend::Cpu), "backend cpu"};
+  } else if (have_cuda) {
+    out = {&default_kernel(Backend::Cuda), "backend auto: CUDA device found"};
+  } else {
+    out = {&default_kernel(Backend::Cpu), "backend auto: no GPU (" + reason + ")"};
+  }
+  if (!out.kernel->supports(model))
+    throw UsageError("the default kernel " + std::string(out.kernel->name) + " does not compute the " +
+                     model_name(model) + " model; choose one with --kernel: " + variants_supporting(model));
+  if (!options.run.devices.empty() && out.kernel->backend != Backend::Cuda)
+    throw UsageError("--devices applies to the CUDA kernels; " + std::string(out.kernel->name) + " runs on the CPU");
+  return out;
+}
+
+Structure load_structure(const std::string& path, std::optional<StructureFormat> format, TimingReport* timing) {
+  const Stopwatch clock;
+  Structure s = read_structure(path, format ? *format : format_from_extension(path));
+  if (timing) timing->read_seconds += clock.seconds();
+  return s;
+}
+
+std::string describe_source(const std::string& path, const Atoms& atoms) {
+  return path + ", " + std::to_string(atoms.size()) + " atoms, total charge " +
+         signed_charge_text(atoms.total_charge()) + " e";
+}
+
+MapResult compute_map(const Atoms& atoms, const MapRequest& request) {
+  return compute_map(atoms, request, select_kernel(request.compute, request.physics.model));
+}
+
+MapResult compute_map(const Atoms& atoms, const MapRequest& request, const KernelSelection& kernel) {
+  validate(request.physics);
+  MapResult result;
+  result.kernel = kernel;
+  const Stopwatch prepare;
+  const PreparedProblem problem = PreparedProblem::for_physics(atoms, request.grid, request.physics);
+  result.map.grid = request.grid;
+  result.map.physics = request.physics;
+  result.map.source = request.source;
+  result.map.values.assign(request.grid.point_count(), std::numeric_limits<float>::quiet_NaN());  // poison
+  result.timing.prepare_seconds = prepare.seconds();
+  RunOptions run = request.compute.run;
+  run.progress = request.progress;
+  const ComputeTiming t = kernel.kernel->run(problem.view(result.map.values.data()), run);
+  result.timing.kernel_seconds = t.kernel_seconds;
+  result.timing.transfer_seconds = std::max(0.0, t.wall_seconds - t.kernel_seconds);
+  result.timing.device = t.device;
+  result.timing.parts = t.parts;
+  return result;
+}
+
+ComputeTiming compute_planes(const KernelVariant& kernel, const PreparedProblem& problem, float* out,
+                             std::int64_t first_plane, std::int64_t planes, const RunOptions& run) {
+  DcsProblem part = problem.view(out);
+  if (first_plane < 0 || planes < 0 || first_plane + planes > part.nz)
+    throw Error("internal error: planes " + std::to_string(first_plane) + "+" + std::to_string(planes) +
+                " outside the map's " + std::to_string(part.nz));
+  part.nz = planes;
+  part.z_offset += first_plane;
+  return kernel.run(part, run);
+}
+
+void check_output_paths(const std::vector<std::string>& paths) {
+  for (const auto& path : paths) {
+    check_map_format_supported(path);
+    check_output_path(path);
+  }
+}
+
+void write_map_files(const PotentialMap& map, const std::vector<std::string>& paths, TimingReport* timing,
+                     const std::function<void(const std::string&)>& written) {
+  for (const auto& path : paths) {
+    const Stopwatch clock;
+    write_map(map, path);
+    if (timing) timing->write_seconds += clock.seconds();
+    if (written) written(path);
+  }
+}
+
+}  // namespace espgrid

@@ -1,0 +1,99 @@
+// The library facade: from a structure file (or atoms) to a map file, in calls that print
+// nothing and time every stage. The CLI verbs, the benchmark's end-to-end measurement, the MPI
+// ranks and the Python module all go through it, so a run behaves the same from every door.
+//
+//   load_structure  → Structure (atoms + notices)             timing.read_seconds
+//   make_grid       → GridSpec (core/grid.h)
+//   select_kernel   → the registry row that will run, and why
+//   compute_map     → PotentialMap + TimingReport              prepare, kernel, transfer
+//   write_map_files → the files, each replaced atomically      timing.write_seconds
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "src/compute/kernel_registry.h"
+#include "src/compute/prepared_problem.h"
+#include "src/core/potential_map.h"
+#include "src/io/structure_reader.h"
+
+namespace espgrid {
+
+enum class BackendChoice { Auto, Cpu, Cuda };
+/// "auto", "cpu" or "cuda"; UsageError otherwise.
+BackendChoice parse_backend(const std::string& text);
+
+struct ComputeOptions {
+  std::string kernel;  ///< a registry name; empty: the backend's default
+  BackendChoice backend = BackendChoice::Auto;
+  RunOptions run;  ///< threads, device(s), launch shape, slab cap (run.progress is set by compute_map)
+};
+
+struct KernelSelection {
+  const KernelVariant* kernel = nullptr;
+  std::string why;  ///< how it was chosen, for the summary: "backend auto: CUDA device found"
+};
+
+/// The kernel that runs: the named one (checked against the backend and the model), or the
+/// backend's default. Auto takes CUDA when a usable GPU is present and never switches an
+/// exact request to an approximate method. Throws UsageError for an impossible request and
+/// Error when the chosen kernel cannot run here (no GPU), naming why.
+KernelSelection select_kernel(const ComputeOptions& options, PairModel model);
+
+/// Where the time of one map went, seconds. Stages that did not run stay 0.
+struct TimingReport {
+  double read_seconds = 0;      ///< reading and checking the structure file
+  double prepare_seconds = 0;   ///< the float32 problem and the output buffer
+  double kernel_seconds = 0;    ///< the kernel (CUDA events on a GPU; the busiest device's)
+  double transfer_seconds = 0;  ///< device set-up, allocation and copies: compute wall − kernel
+  double write_seconds = 0;     ///< every output file, formatting included
+  std::string device;           ///< where the kernel ran
+  std::vector<WorkerTiming> parts;  ///< CUDA: one per device worker
+  double total_seconds() const {
+    return read_seconds + prepare_seconds + kernel_seconds + transfer_seconds + write_seconds;
+  }
+};
+
+/// Reads a structure (format from the extension unless given); adds the time to `timing`.
+Structure load_structure(const std::string& path, std::optional<StructureFormat> format = std::nullopt,
+                         TimingReport* timing = nullptr);
+
+struct MapRequest {
+  GridSpec grid;
+  PhysicsOptions physics;
+  ComputeOptions compute;
+  ProgressFn progress;  ///< (planes done, planes) from the calling thread
+  std::string source;   ///< one line for the file headers: where the atoms came from
+};
+
+struct MapResult {
+  PotentialMap map;
+  KernelSelection kernel;
+  TimingReport timing;
+};
+
+/// Computes the whole map with the selected kernel into a NaN-poisoned buffer.
+MapResult compute_map(const Atoms& atoms, const MapRequest& request);
+/// The same with the kernel already selected (the MPI ranks, the Python module's loops).
+MapResult compute_map(const Atoms& atoms, const MapRequest& request, const KernelSelection& kernel);
+
+/// Planes [first_plane, first_plane + planes) of `problem`'s map into `out` (planes × nx × ny
+/// floats): the slab a rank of a distributed run computes, bit-identical to the same planes of
+/// the whole map for every deterministic kernel.
+ComputeTiming compute_planes(const KernelVariant& kernel, const PreparedProblem& problem, float* out,
+                             std::int64_t first_plane, std::int64_t planes, const RunOptions& run);
+
+/// "FILE, N atoms, total charge +Q e": the map's source line.
+std::string describe_source(const std::string& path, const Atoms& atoms);
+
+/// Checks every output path before anything is computed: a known format this build can write,
+/// a writable directory (UsageError / Error naming the path).
+void check_output_paths(const std::vector<std::string>& paths);
+/// Writes the map to every path in turn, each atomically; `written` (if set) is called after
+/// each file; adds the time to `timing`.
+void write_map_files(const PotentialMap& map, const std::vector<std::string>& paths, TimingReport* timing = nullptr,
+                     const std::function<void(const std::string&)>& written = nullptr);
+
+}  // namespace espgrid
