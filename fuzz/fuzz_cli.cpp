@@ -48,9 +48,12 @@ namespace fs = std::filesystem;
 
 fs::path g_dir;
 const std::vector<std::pair<std::string, std::string>> kFixtures = {
-    {"tests/data/pqr_whitespace.pqr", "a.pqr"},         {"tests/data/xyz_plain.xyz", "b.xyz"},
-    {"tests/data/xyz_extended_reordered.xyz", "c.extxyz"}, {"tests/data/pqr_fixed_column.pqr", "d.pqr"},
-    {"tests/data/bad_nan_charge.pqr", "bad.pqr"},       {"tests/data/pqr_whitespace.pqr", "m.pdb"},
+    {"tests/data/pqr_whitespace.pqr", "a.pqr"},
+    {"tests/data/xyz_plain.xyz", "b.xyz"},
+    {"tests/data/xyz_extended_reordered.xyz", "c.extxyz"},
+    {"tests/data/pqr_fixed_column.pqr", "d.pqr"},
+    {"tests/data/bad_nan_charge.pqr", "bad.pqr"},
+    {"tests/data/pqr_whitespace.pqr", "m.pdb"},
 };
 
 [[noreturn]] void finding(const std::string& what) {
@@ -75,8 +78,8 @@ bool stays_inside(const std::string& w) {
 
 /// The value given to option `name` by words[i] ("--name=v" or "--name v"), or nullopt when
 /// words[i] is not that option; `missing` is set when the option has no value word.
-std::optional<std::string> option_value(const std::vector<std::string>& words, std::size_t i,
-                                        std::string_view name, bool& missing) {
+std::optional<std::string> option_value(const std::vector<std::string>& words, std::size_t i, std::string_view name,
+                                        bool& missing) {
   const std::string& w = words[i];
   const std::string flag = "--" + std::string(name);
   if (w == flag) {
@@ -100,8 +103,9 @@ bool work_is_bounded(const std::string& verb, const std::vector<std::string>& wo
     double lo, hi;
     bool bench_only;
   };
-  static const Bound kBounds[] = {{"threads", 0, 4, false}, {"atoms", 1, 2000, true},       {"repeats", 1, 2, true},
-                                  {"warmup", 0, 1, true},   {"budget", 1e-6, 0.01, true}, {"check-points", 1, 100, true}};
+  static const Bound kBounds[] = {{"threads", 0, 4, false},     {"atoms", 1, 2000, true},
+                                  {"repeats", 1, 2, true},      {"warmup", 0, 1, true},
+                                  {"budget", 1e-6, 0.01, true}, {"check-points", 1, 100, true}};
   for (std::size_t i = 0; i < words.size(); ++i) {
     for (const Bound& b : kBounds) {
       if (b.bench_only && verb != "bench") continue;

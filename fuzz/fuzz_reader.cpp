@@ -32,11 +32,14 @@ void check_structure(const espgrid::Structure& s, const espgrid::TextLines& text
   for (std::size_t i = 0; i < n; ++i) {
     for (const double c : {a.x[i], a.y[i], a.z[i]})
       if (!std::isfinite(c) || std::fabs(c) > espgrid::kMaxCoordinate)
-        finding("atom " + std::to_string(i) + ": coordinate " + std::to_string(c) + " not finite or beyond kMaxCoordinate");
+        finding("atom " + std::to_string(i) + ": coordinate " + std::to_string(c) +
+                " not finite or beyond kMaxCoordinate");
     if (!std::isfinite(a.charge[i]) || std::fabs(a.charge[i]) > espgrid::kMaxCharge)
-      finding("atom " + std::to_string(i) + ": charge " + std::to_string(a.charge[i]) + " not finite or beyond kMaxCharge");
+      finding("atom " + std::to_string(i) + ": charge " + std::to_string(a.charge[i]) +
+              " not finite or beyond kMaxCharge");
     if (!std::isfinite(a.radius[i]) || a.radius[i] < 0 || a.radius[i] > espgrid::kMaxRadius)
-      finding("atom " + std::to_string(i) + ": radius " + std::to_string(a.radius[i]) + " not finite or out of [0, kMaxRadius]");
+      finding("atom " + std::to_string(i) + ": radius " + std::to_string(a.radius[i]) +
+              " not finite or out of [0, kMaxRadius]");
   }
   if (!std::isfinite(a.total_charge())) finding("total charge not finite");
 }

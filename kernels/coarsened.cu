@@ -16,7 +16,8 @@ namespace {
 
 template <int CX, int MAX_THREADS, class Potential>
 __global__ void __launch_bounds__(MAX_THREADS)
-    coarsened_kernel(float* __restrict__ slab, const float4* __restrict__ atoms, int n, Geometry g, PairParameters pair) {
+    coarsened_kernel(float* __restrict__ slab, const float4* __restrict__ atoms, int n, Geometry g,
+                     PairParameters pair) {
   const int bx = static_cast<int>(blockDim.x);
   const int i0 = static_cast<int>(blockIdx.x) * (CX * bx) + static_cast<int>(threadIdx.x);
   const int j = static_cast<int>(blockIdx.y * blockDim.y + threadIdx.y);
@@ -54,7 +55,8 @@ void launch_tile(const SlabLaunch& s, const Geometry& g, dim3 grid, dim3 block) 
     coarsened_kernel<CX, kSmallBlockThreads, Potential>
         <<<grid, block, 0, stream_of(s)>>>(s.slab, atoms_of(s), s.atom_count, g, s.pair);
   else
-    coarsened_kernel<CX, 1024, Potential><<<grid, block, 0, stream_of(s)>>>(s.slab, atoms_of(s), s.atom_count, g, s.pair);
+    coarsened_kernel<CX, 1024, Potential>
+        <<<grid, block, 0, stream_of(s)>>>(s.slab, atoms_of(s), s.atom_count, g, s.pair);
 }
 
 }  // namespace
@@ -62,17 +64,28 @@ void launch_tile(const SlabLaunch& s, const Geometry& g, dim3 grid, dim3 block) 
 void launch_coarsened(const SlabLaunch& s) {
   const Geometry g = geometry_of(s);
   const dim3 block(static_cast<unsigned>(s.plan.bx), static_cast<unsigned>(s.plan.by));
-  const dim3 grid(blocks_for(s.plan.pitch_x, std::int64_t{s.plan.cx} * s.plan.bx), blocks_for(s.plan.pitch_y, s.plan.by),
-                  static_cast<unsigned>(s.planes));
+  const dim3 grid(blocks_for(s.plan.pitch_x, std::int64_t{s.plan.cx} * s.plan.bx),
+                  blocks_for(s.plan.pitch_y, s.plan.by), static_cast<unsigned>(s.planes));
   with_pair_potential(s.model, [&](auto potential) {
     using P = decltype(potential);
     switch (s.plan.cx) {  // the instantiations: kCoarsenings
-      case 1: launch_tile<1, P>(s, g, grid, block); break;
-      case 2: launch_tile<2, P>(s, g, grid, block); break;
-      case 4: launch_tile<4, P>(s, g, grid, block); break;
-      case 8: launch_tile<8, P>(s, g, grid, block); break;
-      case 16: launch_tile<16, P>(s, g, grid, block); break;
-      default: throw Error("no coarsened kernel for coarsening " + std::to_string(s.plan.cx));
+      case 1:
+        launch_tile<1, P>(s, g, grid, block);
+        break;
+      case 2:
+        launch_tile<2, P>(s, g, grid, block);
+        break;
+      case 4:
+        launch_tile<4, P>(s, g, grid, block);
+        break;
+      case 8:
+        launch_tile<8, P>(s, g, grid, block);
+        break;
+      case 16:
+        launch_tile<16, P>(s, g, grid, block);
+        break;
+      default:
+        throw Error("no coarsened kernel for coarsening " + std::to_string(s.plan.cx));
     }
   });
   ESPGRID_CUDA_CHECK_LAUNCH();

@@ -65,13 +65,13 @@ void launch_constant(const SlabLaunch& s) {
     const int base = c * kConstantChunk;
     const int count = std::min(kConstantChunk, s.atom_count - base);
     if (count > 0)
-      ESPGRID_CUDA_CHECK(cudaMemcpyToSymbolAsync(c_atoms, atoms + base, sizeof(float4) * count, 0,
-                                                 cudaMemcpyDeviceToDevice, stream));
+      ESPGRID_CUDA_CHECK(
+          cudaMemcpyToSymbolAsync(c_atoms, atoms + base, sizeof(float4) * count, 0, cudaMemcpyDeviceToDevice, stream));
     const int accumulate = c > 0 ? 1 : 0;
     const std::size_t shared = sizeof(float) * static_cast<std::size_t>(std::max(count, 0));
     with_pair_potential(s.model, [&](auto potential) {
-      constant_kernel<decltype(potential)><<<grid, block, shared, stream>>>(s.slab, atoms + base, count, g, accumulate,
-                                                                            s.pair);
+      constant_kernel<decltype(potential)>
+          <<<grid, block, shared, stream>>>(s.slab, atoms + base, count, g, accumulate, s.pair);
     });
     ESPGRID_CUDA_CHECK_LAUNCH();
   }

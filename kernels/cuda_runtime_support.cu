@@ -1,8 +1,8 @@
-#include "kernels/cuda_runtime_support.h"
-
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+
+#include "kernels/cuda_runtime_support.h"
 
 namespace espgrid::cuda {
 
@@ -22,8 +22,8 @@ const char* short_file(const char* file) {
 
 void throw_cuda_error(cudaError_t code, const char* expression, const char* file, int line) {
   cudaGetLastError();  // reset a non-sticky error so later, unrelated checks do not see it
-  throw CudaError(code, std::string("CUDA call '") + expression + "' failed: " + describe_status(code) +
-                            " at " + short_file(file) + ":" + std::to_string(line));
+  throw CudaError(code, std::string("CUDA call '") + expression + "' failed: " + describe_status(code) + " at " +
+                            short_file(file) + ":" + std::to_string(line));
 }
 
 bool sync_check_enabled() {
@@ -37,15 +37,14 @@ bool sync_check_enabled() {
 void check_launch(const char* file, int line) {
   cudaError_t code = cudaGetLastError();
   if (code != cudaSuccess)
-    throw CudaError(code, "CUDA kernel launch failed: " + describe_status(code) + " at " +
-                              short_file(file) + ":" + std::to_string(line));
+    throw CudaError(code, "CUDA kernel launch failed: " + describe_status(code) + " at " + short_file(file) + ":" +
+                              std::to_string(line));
   if (sync_check_enabled()) {
     code = cudaDeviceSynchronize();
     if (code != cudaSuccess) {
       cudaGetLastError();
       throw CudaError(code, "CUDA kernel failed: " + describe_status(code) + " in the kernel launched at " +
-                                short_file(file) + ":" + std::to_string(line) +
-                                " (ESPGRID_CUDA_SYNC_CHECK=1)");
+                                short_file(file) + ":" + std::to_string(line) + " (ESPGRID_CUDA_SYNC_CHECK=1)");
     }
   }
 }
@@ -66,15 +65,14 @@ std::string format_bytes(std::size_t bytes) {
   return text;
 }
 
-void throw_allocation_error(cudaError_t code, std::size_t bytes, const std::string& name,
-                            bool pinned_host) {
+void throw_allocation_error(cudaError_t code, std::size_t bytes, const std::string& name, bool pinned_host) {
   cudaGetLastError();  // an allocation failure is not sticky; clear it
   int device = -1;
   const bool have_device = cudaGetDevice(&device) == cudaSuccess;
   std::string where = pinned_host ? std::string("pinned host memory")
                                   : "device " + (have_device ? std::to_string(device) : std::string("?"));
-  std::string message = "cannot allocate " + format_bytes(bytes) + " for '" + name + "' on " + where +
-                        ": " + cudaGetErrorString(code);
+  std::string message =
+      "cannot allocate " + format_bytes(bytes) + " for '" + name + "' on " + where + ": " + cudaGetErrorString(code);
   if (!pinned_host) {
     std::size_t free_bytes = 0, total_bytes = 0;
     if (cudaMemGetInfo(&free_bytes, &total_bytes) == cudaSuccess)
@@ -89,8 +87,8 @@ DeviceGuard::DeviceGuard(int device) {
   int count = 0;
   ESPGRID_CUDA_CHECK(cudaGetDeviceCount(&count));
   if (device < 0 || device >= count)
-    throw Error("CUDA device " + std::to_string(device) + " does not exist (this machine has " +
-                std::to_string(count) + (count == 1 ? " device" : " devices") + ")");
+    throw Error("CUDA device " + std::to_string(device) + " does not exist (this machine has " + std::to_string(count) +
+                (count == 1 ? " device" : " devices") + ")");
   ESPGRID_CUDA_CHECK(cudaGetDevice(&previous_));
   ESPGRID_CUDA_CHECK(cudaSetDevice(device));
 }

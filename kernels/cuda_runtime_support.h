@@ -29,8 +29,7 @@ class CudaError : public Error {
 /// Throws CudaError for `code`: "CUDA call 'EXPR' failed: cudaErrorX (text) at FILE:LINE".
 /// Also clears the runtime's last-error slot so that a non-sticky error does not resurface
 /// in the next check.
-[[noreturn]] void throw_cuda_error(cudaError_t code, const char* expression, const char* file,
-                                   int line);
+[[noreturn]] void throw_cuda_error(cudaError_t code, const char* expression, const char* file, int line);
 
 /// After a kernel launch: throws on a launch error (cudaGetLastError); when the environment
 /// variable ESPGRID_CUDA_SYNC_CHECK=1 is set, also synchronizes the device so that a fault
@@ -49,10 +48,10 @@ std::string format_bytes(std::size_t bytes);
 
 }  // namespace espgrid::cuda
 
-#define ESPGRID_CUDA_CHECK(expr)                                                        \
-  do {                                                                                  \
-    const cudaError_t espgrid_cuda_status_ = (expr);                                    \
-    if (espgrid_cuda_status_ != cudaSuccess)                                            \
+#define ESPGRID_CUDA_CHECK(expr)                                                          \
+  do {                                                                                    \
+    const cudaError_t espgrid_cuda_status_ = (expr);                                      \
+    if (espgrid_cuda_status_ != cudaSuccess)                                              \
       ::espgrid::cuda::throw_cuda_error(espgrid_cuda_status_, #expr, __FILE__, __LINE__); \
   } while (0)
 
@@ -64,8 +63,7 @@ namespace detail {
 template <class T>
 std::size_t checked_bytes(std::size_t count, const std::string& name) {
   if (count > std::numeric_limits<std::size_t>::max() / sizeof(T))
-    throw Error("cannot allocate " + std::to_string(count) + " elements for '" + name +
-                "': size overflows");
+    throw Error("cannot allocate " + std::to_string(count) + " elements for '" + name + "': size overflows");
   return count * sizeof(T);
 }
 }  // namespace detail
@@ -175,9 +173,7 @@ class Stream {
 /// A CUDA event; timing-capable unless created with cudaEventDisableTiming.
 class Event {
  public:
-  explicit Event(unsigned flags = cudaEventDefault) {
-    ESPGRID_CUDA_CHECK(cudaEventCreateWithFlags(&event_, flags));
-  }
+  explicit Event(unsigned flags = cudaEventDefault) { ESPGRID_CUDA_CHECK(cudaEventCreateWithFlags(&event_, flags)); }
   ~Event() { reset(); }
   Event(const Event&) = delete;
   Event& operator=(const Event&) = delete;

@@ -28,19 +28,19 @@ namespace espgrid::cuda {
 /// map (k0 counts from the map's plane 0, z_offset included) into `slab`, laid out as the
 /// plan's padded pitch.
 struct SlabLaunch {
-  float* slab = nullptr;          ///< device, plan.pitch_x × plan.pitch_y × planes floats
-  const float* atoms = nullptr;   ///< device, (x, y, z, q) per atom: float4, 16-byte aligned
+  float* slab = nullptr;         ///< device, plan.pitch_x × plan.pitch_y × planes floats
+  const float* atoms = nullptr;  ///< device, (x, y, z, q) per atom: float4, 16-byte aligned
   int atom_count = 0;
-  int nx = 0, ny = 0;             ///< the map's extent (bounds of the unpadded families)
-  std::int64_t k0 = 0;            ///< map z index of the slab's first plane
+  int nx = 0, ny = 0;   ///< the map's extent (bounds of the unpadded families)
+  std::int64_t k0 = 0;  ///< map z index of the slab's first plane
   int planes = 0;
-  float hx = 0, hy = 0, hz = 0;   ///< grid spacing, Å
-  float softening2 = 0;           ///< a², Å²
+  float hx = 0, hy = 0, hz = 0;  ///< grid spacing, Å
+  float softening2 = 0;          ///< a², Å²
   PairModel model = PairModel::Coulomb;
   PairParameters pair;
   LaunchPlan plan;
-  int sms = 0;                    ///< multiprocessors of the device
-  void* stream = nullptr;         ///< cudaStream_t
+  int sms = 0;             ///< multiprocessors of the device
+  void* stream = nullptr;  ///< cudaStream_t
 };
 
 /// Queues one slab's kernels on the slab's stream; throws CudaError on a launch failure.

@@ -117,7 +117,7 @@ struct WorkerContext {
   int worker = 0;
   int device = 0;
   int sms = 0;
-  std::function<void(const PlaneRange&)> done;  ///< called in the worker's thread when a range is in the output
+  std::function<void(const PlaneRange&)> done;       ///< called in the worker's thread when a range is in the output
   std::function<void(int, int, std::int64_t)> hook;  ///< DeviceRunOptions::chunk_hook
 };
 
@@ -125,8 +125,8 @@ struct WorkerContext {
 /// them through two slab buffers on two streams (see the file comment), until the queue is
 /// empty. Slab s uses buffer and stream s mod 2; kernels of consecutive slabs are
 /// serialized, so the sum of their event intervals is this worker's kernel time.
-WorkerResult run_worker(const DeviceKernel& kernel, const LaunchPlan& plan, const DcsProblem& p,
-                        const float4* d_atoms, std::size_t atom_bytes, const WorkerContext& ctx) {
+WorkerResult run_worker(const DeviceKernel& kernel, const LaunchPlan& plan, const DcsProblem& p, const float4* d_atoms,
+                        std::size_t atom_bytes, const WorkerContext& ctx) {
   std::size_t free_bytes = 0, total_bytes = 0;
   if (ctx.max_slab_bytes == 0) ESPGRID_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
   // Device slabs: in automatic sizing, halve the slab if the allocation fails anyway.
@@ -139,8 +139,9 @@ WorkerResult run_worker(const DeviceKernel& kernel, const LaunchPlan& plan, cons
     const bool two = planes < p.nz;
     try {
       d_slab[0] = DeviceBuffer<float>(plane_points * static_cast<std::size_t>(planes), "potential slab");
-      d_slab[1] = two ? DeviceBuffer<float>(plane_points * static_cast<std::size_t>(planes), "potential slab (2nd buffer)")
-                      : DeviceBuffer<float>();
+      d_slab[1] =
+          two ? DeviceBuffer<float>(plane_points * static_cast<std::size_t>(planes), "potential slab (2nd buffer)")
+              : DeviceBuffer<float>();
       break;
     } catch (const CudaError& e) {
       if (ctx.max_slab_bytes != 0 || e.code() != cudaErrorMemoryAllocation || planes == 1) throw;

@@ -26,7 +26,8 @@ __global__ void __launch_bounds__(kThreads) rsqrt_chains_kernel(float* __restric
   const unsigned tid = blockIdx.x * blockDim.x + threadIdx.x;
   float v[kChains];
 #pragma unroll
-  for (int c = 0; c < kChains; ++c) v[c] = 1.0f + 0.001f * static_cast<float>(tid & 1023u) + 0.37f * static_cast<float>(c);
+  for (int c = 0; c < kChains; ++c)
+    v[c] = 1.0f + 0.001f * static_cast<float>(tid & 1023u) + 0.37f * static_cast<float>(c);
 #pragma unroll 4
   for (int it = 0; it < iterations; ++it) {
 #pragma unroll

@@ -46,7 +46,8 @@ void launch_scatter(const SlabLaunch& s) {
   const std::int64_t target = std::int64_t{s.sms} * 2048 * 4;
   const std::int64_t row_groups =
       std::clamp<std::int64_t>((target + atom_threads - 1) / atom_threads, 1, std::min<std::int64_t>(s.ny, 65535));
-  const dim3 grid(blocks_for(s.atom_count, threads), static_cast<unsigned>(s.planes), static_cast<unsigned>(row_groups));
+  const dim3 grid(blocks_for(s.atom_count, threads), static_cast<unsigned>(s.planes),
+                  static_cast<unsigned>(row_groups));
   const dim3 block(static_cast<unsigned>(s.plan.bx), static_cast<unsigned>(s.plan.by));
   with_pair_potential(s.model, [&](auto potential) {
     scatter_kernel<decltype(potential)><<<grid, block, 0, stream_of(s)>>>(s.slab, atoms_of(s), s.atom_count, g, s.pair);

@@ -34,7 +34,8 @@ __device__ __forceinline__ void unrolled_step(const float4 atom, const float (&g
 
 template <int CX, int RY, int MAX_THREADS, class Potential>
 __global__ void __launch_bounds__(MAX_THREADS)
-    unrolled_kernel(float* __restrict__ slab, const float4* __restrict__ atoms, int n, Geometry g, PairParameters pair) {
+    unrolled_kernel(float* __restrict__ slab, const float4* __restrict__ atoms, int n, Geometry g,
+                    PairParameters pair) {
   constexpr int kTile = MAX_THREADS < 256 ? 256 : MAX_THREADS;  // atoms per shared tile (even)
   __shared__ float4 s_atoms[kTile];
   const int bx = static_cast<int>(blockDim.x);
@@ -108,14 +109,30 @@ void launch_unrolled(const SlabLaunch& s) {
     // The instantiations: exactly kRegisterTiles (src/compute/launch_plan.h).
     const int tile = s.plan.cx * 100 + s.plan.ry;
     switch (tile) {
-      case 102: launch_tile<1, 2, P>(s, g, grid, block); break;
-      case 202: launch_tile<2, 2, P>(s, g, grid, block); break;
-      case 402: launch_tile<4, 2, P>(s, g, grid, block); break;
-      case 802: launch_tile<8, 2, P>(s, g, grid, block); break;
-      case 1601: launch_tile<16, 1, P>(s, g, grid, block); break;
-      case 204: launch_tile<2, 4, P>(s, g, grid, block); break;
-      case 404: launch_tile<4, 4, P>(s, g, grid, block); break;
-      case 208: launch_tile<2, 8, P>(s, g, grid, block); break;
+      case 102:
+        launch_tile<1, 2, P>(s, g, grid, block);
+        break;
+      case 202:
+        launch_tile<2, 2, P>(s, g, grid, block);
+        break;
+      case 402:
+        launch_tile<4, 2, P>(s, g, grid, block);
+        break;
+      case 802:
+        launch_tile<8, 2, P>(s, g, grid, block);
+        break;
+      case 1601:
+        launch_tile<16, 1, P>(s, g, grid, block);
+        break;
+      case 204:
+        launch_tile<2, 4, P>(s, g, grid, block);
+        break;
+      case 404:
+        launch_tile<4, 4, P>(s, g, grid, block);
+        break;
+      case 208:
+        launch_tile<2, 8, P>(s, g, grid, block);
+        break;
       default:
         throw Error("no register-tiled kernel for a " + std::to_string(s.plan.cx) + "x" + std::to_string(s.plan.ry) +
                     " tile");

@@ -1,7 +1,6 @@
 // `espgrid bench`: statistics, sizing by the time budget, the oracle check, CSV/JSON output,
 // and a CPU-only run end to end (the GPU part needs a device and is not tested here).
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -18,6 +17,7 @@
 #include <memory>
 #include <sstream>
 #include <string>
+#include <sys/wait.h>
 #include <vector>
 
 #include "src/bench/bench.h"
@@ -89,16 +89,27 @@ class JsonReader {
         if (pos_ >= text_.size()) fail("bad escape");
         const char e = text_[pos_++];
         switch (e) {
-          case 'n': c = '\n'; break;
-          case 't': c = '\t'; break;
-          case 'r': c = '\r'; break;
-          case '"': case '\\': case '/': c = e; break;
+          case 'n':
+            c = '\n';
+            break;
+          case 't':
+            c = '\t';
+            break;
+          case 'r':
+            c = '\r';
+            break;
+          case '"':
+          case '\\':
+          case '/':
+            c = e;
+            break;
           case 'u':
             if (pos_ + 4 > text_.size()) fail("bad \\u escape");
             c = static_cast<char>(std::stoi(text_.substr(pos_, 4), nullptr, 16));
             pos_ += 4;
             break;
-          default: fail("bad escape");
+          default:
+            fail("bad escape");
         }
       }
       out += c;
@@ -228,10 +239,10 @@ TEST(BenchStats, MedianMinMax) {
 
 TEST(BenchSizing, ShapeForRows) {
   EXPECT_EQ(shape_for_rows(1, 50, 40), (WorkShape{1, 1}));
-  EXPECT_EQ(shape_for_rows(0, 50, 40), (WorkShape{1, 1}));      // at least one row
-  EXPECT_EQ(shape_for_rows(49, 50, 40), (WorkShape{49, 1}));    // part of one plane
+  EXPECT_EQ(shape_for_rows(0, 50, 40), (WorkShape{1, 1}));    // at least one row
+  EXPECT_EQ(shape_for_rows(49, 50, 40), (WorkShape{49, 1}));  // part of one plane
   EXPECT_EQ(shape_for_rows(50, 50, 40), (WorkShape{50, 1}));
-  EXPECT_EQ(shape_for_rows(99, 50, 40), (WorkShape{50, 1}));    // whole planes only, rounded down
+  EXPECT_EQ(shape_for_rows(99, 50, 40), (WorkShape{50, 1}));  // whole planes only, rounded down
   EXPECT_EQ(shape_for_rows(120, 50, 40), (WorkShape{50, 2}));
   EXPECT_EQ(shape_for_rows(5000, 50, 40), (WorkShape{50, 40}));  // never more than the grid
 }
@@ -369,7 +380,7 @@ TEST(BenchMeasure, CpuKernelOnATinyProblemVerifies) {
   const PreparedProblem problem(random_atoms(500, grid, 11), grid, coulomb_factor({}));
   Settings settings;
   settings.repeats = 3;
-  settings.budget_seconds = 5;  // the whole grid fits
+  settings.budget_seconds = 5;   // the whole grid fits
   settings.check_points = 5000;  // more than the map: every point is checked
   for (const KernelVariant* k : {&reference_kernel(), &fast_reference_kernel()}) {
     SCOPED_TRACE(k->name);
@@ -462,10 +473,27 @@ Row sample_row() {
 TEST(BenchFiles, CsvRowsHaveEveryColumn) {
   const auto header = split_csv(csv_header());
   ASSERT_EQ(header, csv_columns());
-  const std::vector<std::string> agreed = {
-      "sweep", "kernel", "backend", "nx", "ny", "nz_used", "atoms", "block_x", "block_y", "coarsening", "repeats",
-      "kernel_ms_median", "kernel_ms_min", "kernel_ms_max", "wall_ms_median", "atom_evals_per_s", "gflops",
-      "ceiling_fraction", "max_err_over_tol", "verified", "note"};
+  const std::vector<std::string> agreed = {"sweep",
+                                           "kernel",
+                                           "backend",
+                                           "nx",
+                                           "ny",
+                                           "nz_used",
+                                           "atoms",
+                                           "block_x",
+                                           "block_y",
+                                           "coarsening",
+                                           "repeats",
+                                           "kernel_ms_median",
+                                           "kernel_ms_min",
+                                           "kernel_ms_max",
+                                           "wall_ms_median",
+                                           "atom_evals_per_s",
+                                           "gflops",
+                                           "ceiling_fraction",
+                                           "max_err_over_tol",
+                                           "verified",
+                                           "note"};
   ASSERT_GE(header.size(), agreed.size());
   EXPECT_TRUE(std::equal(agreed.begin(), agreed.end(), header.begin()));
 
@@ -533,8 +561,7 @@ TEST(BenchFiles, JsonReadsBackWithRowsAndMetadata) {
   ASSERT_EQ(doc["speedups"].array.size(), 1u);
   EXPECT_EQ(doc["speedups"].array[0]["kernel_speedup"].number, 123.5);
   // Every CSV column is a key of every row.
-  for (const std::string& column : csv_columns())
-    EXPECT_TRUE(r.object.count(column)) << column;
+  for (const std::string& column : csv_columns()) EXPECT_TRUE(r.object.count(column)) << column;
 
   std::ifstream csv(dir / "bench-blocks.csv");
   std::string line;
@@ -561,7 +588,8 @@ TEST(BenchCommand, CpuOnlyRunVerifiesAndWritesFiles) {
   std::string out;
   const int code = run_command(std::string(ESPGRID_BINARY) +
                                    " bench --dims 24,16,6 --atoms 400 --repeats 2 --budget 0.05 "
-                                   "--kernel cpu-naive,cpu-reference,cpu-parallel,cuda-unrolled --out " + dir.string(),
+                                   "--kernel cpu-naive,cpu-reference,cpu-parallel,cuda-unrolled --out " +
+                                   dir.string(),
                                &out);
   EXPECT_EQ(code, 0) << out;
   EXPECT_NE(out.find("cpu-parallel"), std::string::npos) << out;

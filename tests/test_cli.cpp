@@ -2,9 +2,6 @@
 // that input paths print as "tests/data/...". Every test writes into its own fresh
 // temporary directory and checks what is (and is not) left there.
 #include <gtest/gtest.h>
-
-#include "tests/file_helpers.h"
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -16,12 +13,14 @@
 #include <regex>
 #include <sstream>
 #include <string>
+#include <sys/wait.h>
 #include <vector>
 
 #include "src/compute/kernel_registry.h"
+#include "src/core/units.h"
 #include "src/io/map_formats.h"
 #include "src/io/structure_reader.h"
-#include "src/core/units.h"
+#include "tests/file_helpers.h"
 
 namespace {
 
@@ -61,8 +60,8 @@ class Cli : public ::testing::Test {
            ("espgrid_cli_" + std::to_string(::getpid()) + "_" + std::to_string(counter++) + "_" + info->name());
     fs::remove_all(dir_);
     ASSERT_TRUE(fs::create_directories(dir_));
-    capture_ = fs::temp_directory_path() / ("espgrid_cli_capture_" + std::to_string(::getpid()) + "_" +
-                                            std::to_string(counter++));
+    capture_ = fs::temp_directory_path() /
+               ("espgrid_cli_capture_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
     fs::remove_all(capture_);
     ASSERT_TRUE(fs::create_directories(capture_));
   }
@@ -75,9 +74,8 @@ class Cli : public ::testing::Test {
   /// Runs `espgrid ARGS` (ARGS already shell-quoted where needed) in the source directory.
   Result run(const std::string& args) const {
     const fs::path out = capture_ / "stdout", err = capture_ / "stderr";
-    const std::string command = "cd " + shell_quote(ESPGRID_SOURCE_DIR) + " && " + shell_quote(ESPGRID_BINARY) +
-                                " " + args + " </dev/null >" + shell_quote(out.string()) + " 2>" +
-                                shell_quote(err.string());
+    const std::string command = "cd " + shell_quote(ESPGRID_SOURCE_DIR) + " && " + shell_quote(ESPGRID_BINARY) + " " +
+                                args + " </dev/null >" + shell_quote(out.string()) + " 2>" + shell_quote(err.string());
     const int status = std::system(command.c_str());
     Result r;
     r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
@@ -168,7 +166,8 @@ TEST_F(Cli, MapWritesDxAndReportsTheRun) {
   EXPECT_TRUE(contains(r.out, "atom-evaluations/s")) << r;
   EXPECT_TRUE(contains(r.out, "wrote      " + path("X.dx"))) << r;
   std::smatch m;
-  ASSERT_TRUE(std::regex_search(r.out, m, std::regex(R"(grid +(\d+) x (\d+) x (\d+) = ([\d,]+) points, spacing 1,1,1)")))
+  ASSERT_TRUE(
+      std::regex_search(r.out, m, std::regex(R"(grid +(\d+) x (\d+) x (\d+) = ([\d,]+) points, spacing 1,1,1)")))
       << r;
   const long nx = std::stol(m[1]), ny = std::stol(m[2]), nz = std::stol(m[3]);
   ASSERT_TRUE(fs::is_regular_file(path("X.dx")));
@@ -266,8 +265,7 @@ TEST_F(Cli, BadInputsFailWithFileLineAndLeaveNothing) {
     SCOPED_TRACE(c.file);
     const Result r = run(std::string("map ") + c.file + " -o " + qpath("out.dx") + kCoarse);
     EXPECT_EQ(r.code, 1) << r;
-    EXPECT_TRUE(contains(r.err, std::string("espgrid: error: ") + c.file + ":" + std::to_string(c.line) + ": "))
-        << r;
+    EXPECT_TRUE(contains(r.err, std::string("espgrid: error: ") + c.file + ":" + std::to_string(c.line) + ": ")) << r;
     EXPECT_TRUE(contains(r.err, c.word)) << r;
     expect_clean_error(r);
     EXPECT_FALSE(fs::exists(path("out.dx")));
@@ -384,7 +382,9 @@ TEST_F(Cli, KernelsListsEveryVariant) {
   ASSERT_EQ(r.code, 0) << r;
   // One row per registry entry: name, backend, role, accuracy, models, flops, summary.
   for (const auto& k : kernel_variants()) {
-    const std::string role = k.role == KernelRole::Reference ? "reference" : k.role == KernelRole::Default ? "default" : "-";
+    const std::string role = k.role == KernelRole::Reference ? "reference"
+                             : k.role == KernelRole::Default ? "default"
+                                                             : "-";
     const std::regex row(std::string("(^|\n)") + std::string(k.name) + " +" + std::string(backend_name(k.backend)) +
                          " +" + (role == "-" ? std::string("-") : role) + " +\\S+ +\\S*coulomb\\S* +" +
                          std::to_string(k.flops_per_evaluation) + " +\\S");
@@ -419,9 +419,7 @@ TEST_F(Cli, VerifyNamedKernels) {
 
 TEST_F(Cli, ExistingOutputIsReplacedOnlyOnSuccess) {
   const std::string old_content = "old map, must survive a failed run\n";
-  {
-    std::ofstream(path("OUT.dx"), std::ios::binary) << old_content;
-  }
+  { std::ofstream(path("OUT.dx"), std::ios::binary) << old_content; }
   // A failing run (bad input) aimed at OUT.dx leaves it untouched.
   Result r = run("map tests/data/bad_nan_charge.pqr -o " + qpath("OUT.dx") + kCoarse);
   EXPECT_EQ(r.code, 1) << r;
@@ -438,9 +436,7 @@ TEST_F(Cli, ExistingOutputIsReplacedOnlyOnSuccess) {
   expect_clean_error(r);
   expect_dir_holds_only({"OUT.dx"});
   // A successful run replaces it.
-  {
-    std::ofstream(path("OUT.dx"), std::ios::binary) << old_content;
-  }
+  { std::ofstream(path("OUT.dx"), std::ios::binary) << old_content; }
   r = run(std::string("map ") + kSmall + " -o " + qpath("OUT.dx") + kCoarse);
   ASSERT_EQ(r.code, 0) << r;
   const std::string written = slurp(path("OUT.dx"));

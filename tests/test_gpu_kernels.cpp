@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "kernels/dcs_cuda.h"
+#include "src/compute/oracle.h"
 #include "src/core/errors.h"
 #include "tests/test_support.h"
 
@@ -27,8 +28,9 @@ class GpuKernel : public ::testing::TestWithParam<std::string> {
 // with one atom, and with more atoms than one 4096-atom constant-memory chunk (9,001 = 2 full
 // chunks + 809).
 TEST_P(GpuKernel, RandomInputsMatchOracleAtEveryPoint) {
-  testing::expect_random_cases_match_oracle(kernel(), {{1, 1, 1, 1}, {1, 1, 1, 5000}, {13, 7, 5, 1}, {67, 19, 3, 300},
-                                                       {129, 33, 7, 4097}, {37, 41, 4, 9001}});
+  testing::expect_random_cases_match_oracle(
+      kernel(),
+      {{1, 1, 1, 1}, {1, 1, 1, 5000}, {13, 7, 5, 1}, {67, 19, 3, 300}, {129, 33, 7, 4097}, {37, 41, 4, 9001}});
 }
 
 TEST_P(GpuKernel, ZeroAtomsGiveZeroMap) {
@@ -49,20 +51,15 @@ TEST_P(GpuKernel, LargestMoleculeMatchesCpuReference) {
   const PreparedProblem problem(atoms, grid, coulomb_factor({}));
   const auto gpu = run_poisoned(kernel(), problem);
   RunOptions all_cores;
-  const auto cpu = run_poisoned(fast_reference_kernel(), problem, all_cores);  // bit-identical to cpu-reference
+  const auto cpu = run_poisoned(fast_reference_kernel(), problem, all_cores);  // the reference's values
   // Σ|q|/r at each point, from the same kernel with |q|: the scale of float rounding.
-  Atoms magnitude_atoms = atoms;
-  for (double& q : magnitude_atoms.charge) q = std::fabs(q);
-  const auto magnitude =
-      run_poisoned(fast_reference_kernel(), PreparedProblem(magnitude_atoms, grid, coulomb_factor({})));
-  // Both sums carry ≤ (4√n + 8) ulp of Σ|q|/r (see oracle.h); their difference twice that.
-  const double bound = 2.0 * (4.0 * std::sqrt(static_cast<double>(atoms.size())) + 8.0) / (1 << 23);
+  const auto magnitude = run_poisoned(fast_reference_kernel(), problem.with_absolute_charges());
   std::size_t failures = 0;
   for (std::size_t p = 0; p < gpu.size(); ++p) {
     const double err = std::fabs(static_cast<double>(gpu[p]) - cpu[p]);
-    if (!(err <= bound * magnitude[p]) && ++failures <= 5)
-      ADD_FAILURE() << "point " << p << ": gpu " << gpu[p] << " cpu " << cpu[p] << " |err| " << err << " > "
-                    << bound * magnitude[p];
+    const double bound = kernel_difference_bound(magnitude[p], atoms.size());  // both sums' rounding
+    if (!(err <= bound) && ++failures <= 5)
+      ADD_FAILURE() << "point " << p << ": gpu " << gpu[p] << " cpu " << cpu[p] << " |err| " << err << " > " << bound;
   }
   EXPECT_EQ(failures, 0u);
   expect_matches_oracle(problem, gpu, 97);
@@ -119,10 +116,10 @@ TEST(GpuLaunchShapes, EveryTunedShapeMatchesTheOracle) {
     const char* kernel;
     int block_x, block_y, coarsening;
   };
-  for (const Case c : {Case{"cuda-gather", 64, 1, 0}, Case{"cuda-gather", 32, 32, 0}, Case{"cuda-constant", 128, 2, 0},
-                       Case{"cuda-coarsened", 32, 4, 1}, Case{"cuda-coarsened", 64, 4, 2},
-                       Case{"cuda-coarsened", 128, 2, 4}, Case{"cuda-coarsened", 16, 16, 16},
-                       Case{"cuda-unrolled", 0, 0, 4}, Case{"cuda-unrolled", 0, 0, 16}}) {
+  for (const Case c :
+       {Case{"cuda-gather", 64, 1, 0}, Case{"cuda-gather", 32, 32, 0}, Case{"cuda-constant", 128, 2, 0},
+        Case{"cuda-coarsened", 32, 4, 1}, Case{"cuda-coarsened", 64, 4, 2}, Case{"cuda-coarsened", 128, 2, 4},
+        Case{"cuda-coarsened", 16, 16, 16}, Case{"cuda-unrolled", 0, 0, 4}, Case{"cuda-unrolled", 0, 0, 16}}) {
     SCOPED_TRACE(::testing::Message() << c.kernel << " block " << c.block_x << "x" << c.block_y << " coarsening "
                                       << c.coarsening);
     RunOptions options;
@@ -157,14 +154,27 @@ TEST(GpuDevice, RsqrtCeilingIsPlausible) {
   EXPECT_LT(c.rsqrt_per_second, 2.0 * nominal) << cuda::describe_device(0);
 }
 
-TEST(GpuDevice, SkipRuleIsVisible) {
-  // Documents the rule in the test log: this test passes everywhere, and says which way it went.
-  std::string reason;
-  if (cuda_available(&reason))
-    std::printf("CUDA device: %s\n", cuda::describe_device(0).c_str());
-  else
-    std::printf("no CUDA device (%s); ESPGRID_REQUIRE_GPU=%s\n", reason.c_str(), testing::gpu_required() ? "1" : "unset");
-  SUCCEED();
+// The skip rule the GPU tests use (cuda_available) agrees with the device queries the CLI's
+// --devices all and the bench use, and a missing GPU always comes with a reason to print.
+TEST(GpuDevice, SkipRuleAgreesWithTheDeviceQueries) {
+  std::string reason, reason_count, reason_list;
+  const bool available = cuda_available(&reason);
+  const int count = cuda::usable_device_count(&reason_count);
+  const std::vector<int> devices = cuda::usable_devices(&reason_list);
+  EXPECT_EQ(available, count > 0);
+  EXPECT_EQ(static_cast<std::size_t>(count), devices.size());
+  if (available) {
+    std::printf("CUDA device: %s\n", cuda::describe_device(devices.front()).c_str());
+    EXPECT_FALSE(cuda::describe_device(devices.front()).empty());
+  } else {
+    std::printf("no CUDA device (%s); ESPGRID_REQUIRE_GPU=%s\n", reason.c_str(),
+                testing::gpu_required() ? "1" : "unset");
+    EXPECT_FALSE(reason.empty());
+    EXPECT_EQ(reason, reason_count);
+    EXPECT_EQ(reason, reason_list);
+    // With ESPGRID_REQUIRE_GPU=1 the GPU tests fail here instead of skipping.
+    EXPECT_FALSE(testing::gpu_required()) << "ESPGRID_REQUIRE_GPU=1 but " << reason;
+  }
 }
 
 }  // namespace

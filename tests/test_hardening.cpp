@@ -8,12 +8,7 @@
 // can send it signals, set resource limits and change its environment.
 #include <fcntl.h>
 #include <gtest/gtest.h>
-
-#include "tests/file_helpers.h"
 #include <signal.h>
-#include <sys/resource.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -33,18 +28,23 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <thread>
 #include <vector>
 
 #include "kernels/dcs_cuda.h"
+#include "src/compute/kernel_registry.h"
 #include "src/core/errors.h"
 #include "src/core/grid.h"
-#include "src/compute/kernel_registry.h"
+#include "src/core/stopwatch.h"
+#include "src/core/units.h"
 #include "src/io/atomic_output_file.h"
 #include "src/io/map_formats.h"
 #include "src/io/structure_reader.h"
 #include "src/io/text_parsing.h"
-#include "src/core/units.h"
+#include "tests/file_helpers.h"
 #include "tests/test_support.h"
 
 #if ESPGRID_HAVE_CUDA
@@ -66,16 +66,10 @@ namespace espgrid {
 namespace {
 
 namespace fs = std::filesystem;
-using Clock = std::chrono::steady_clock;
-
 // ---- helpers ----------------------------------------------------------------------------------
 
 using espgrid::testing::contains;
 using espgrid::testing::slurp;
-
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
 
 /// How the child ended: exit code, or 128 + signal when a signal killed it (as a shell shows it).
 struct Outcome {
@@ -86,7 +80,9 @@ struct Outcome {
 
 std::ostream& operator<<(std::ostream& os, const Outcome& r) {
   return os << (r.signaled ? "killed by signal " + std::to_string(r.code - 128) : "exit " + std::to_string(r.code))
-            << "\n--- stdout ---\n" << r.out << "--- stderr ---\n" << r.err;
+            << "\n--- stdout ---\n"
+            << r.out << "--- stderr ---\n"
+            << r.err;
 }
 
 /// The espgrid binary as a child process: stdout and stderr to files, stdin from /dev/null,
@@ -96,7 +92,7 @@ class Child {
  public:
   struct Options {
     std::map<std::string, std::optional<std::string>> env;  ///< value, or nullopt to unset
-    std::optional<rlim_t> file_size_limit;                   ///< RLIMIT_FSIZE, bytes
+    std::optional<rlim_t> file_size_limit;                  ///< RLIMIT_FSIZE, bytes
   };
 
   Child(const std::vector<std::string>& args, const fs::path& capture_dir, const Options& options) {
@@ -230,8 +226,8 @@ class Hardening : public ::testing::Test {
     EXPECT_EQ(r.code, code) << r;
     EXPECT_TRUE(contains(r.err, "espgrid: error: ")) << r;
     EXPECT_TRUE(contains(r.err, message)) << "expected '" << message << "'\n" << r;
-    for (const char* noise : {"terminate called", "std::", "filesystem error", "what()", "internal error",
-                              "Aborted", "Segmentation", "runtime error", "AddressSanitizer"})
+    for (const char* noise : {"terminate called", "std::", "filesystem error", "what()", "internal error", "Aborted",
+                              "Segmentation", "runtime error", "AddressSanitizer"})
       EXPECT_FALSE(contains(r.err, noise)) << "'" << noise << "' in stderr\n" << r;
     EXPECT_FALSE(contains(r.out, "wrote")) << r;
   }
@@ -284,7 +280,8 @@ TEST_F(Hardening, RegressionHugeSpacingIsAUsageError) {
     expect_clean_error(r, 2, "must be a positive number of Å (at most 10000)");
     expect_only({});
   }
-  const Outcome r = run({"map", kSmall, "-o", path("x.dx"), "--spacing", "1e300", "--origin", "0,0,0", "--dims", "2,2,2"});
+  const Outcome r =
+      run({"map", kSmall, "-o", path("x.dx"), "--spacing", "1e300", "--origin", "0,0,0", "--dims", "2,2,2"});
   expect_clean_error(r, 2, "at most 10000");
   GridRequest request;
   request.spacing = {kMaxSpacing, kMaxSpacing, kMaxSpacing};
@@ -562,7 +559,7 @@ TEST_F(Hardening, SignalDuringComputationLeavesNoOutput) {
       SCOPED_TRACE(kernel);
       // achbp: 16,090 atoms on a 0.5 Å grid, 10^11 atom-evaluations: minutes of work.
       std::vector<std::string> args = {"map", "data/achbp.pqr", "--kernel", kernel, "--spacing", "0.5",
-                                       "-o", path("achbp.dx")};
+                                       "-o",  path("achbp.dx")};
       if (vti_supported()) args.insert(args.end(), {"-o", path("achbp.vti")});
       Child child(args, capture_, {});
       std::this_thread::sleep_for(std::chrono::milliseconds(500));
@@ -623,7 +620,8 @@ TEST_F(Hardening, SignalDuringTheSecondMapKeepsTheFirstComplete) {
   const Outcome r = child.wait(60);
   ASSERT_TRUE(mid_write) << r;
   EXPECT_EQ(r.code, 130) << r;
-  EXPECT_TRUE(contains(r.err, "espgrid: interrupted; the unfinished map was removed (maps already completed were kept)"))
+  EXPECT_TRUE(
+      contains(r.err, "espgrid: interrupted; the unfinished map was removed (maps already completed were kept)"))
       << r;
   // (stdout's "wrote first.dx" may still sit in stdio's buffer when the handler calls _exit,
   // so it is not checked: the file itself is.)

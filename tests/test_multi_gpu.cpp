@@ -9,7 +9,6 @@
 // Without any usable GPU the GPU tests skip (ESPGRID_REQUIRE_GPU=1 makes that a failure);
 // the command-line checks at the end run everywhere.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -21,6 +20,7 @@
 #include <mutex>
 #include <set>
 #include <sstream>
+#include <sys/wait.h>
 #include <thread>
 
 #include "kernels/dcs_cuda.h"
@@ -42,16 +42,16 @@ bool multi_gpu_required() {
 }
 
 /// The usable devices when there are at least `n`; otherwise skips (or fails, see above).
-#define ESPGRID_REQUIRE_GPUS_OR_SKIP(n, devices_out)                                                        \
-  do {                                                                                                    \
-    std::string reason_;                                                                                  \
-    devices_out = cuda::usable_devices(&reason_);                                                         \
-    if (static_cast<int>(devices_out.size()) < (n)) {                                                     \
-      const std::string why_ = std::to_string(devices_out.size()) + " usable CUDA device(s), need " +      \
-                               std::to_string(n) + (devices_out.empty() ? " (" + reason_ + ")" : "");     \
-      if (multi_gpu_required()) FAIL() << "ESPGRID_REQUIRE_MULTI_GPU=1 but " << why_;                    \
-      GTEST_SKIP() << why_;                                                                               \
-    }                                                                                                     \
+#define ESPGRID_REQUIRE_GPUS_OR_SKIP(n, devices_out)                                                  \
+  do {                                                                                                \
+    std::string reason_;                                                                              \
+    devices_out = cuda::usable_devices(&reason_);                                                     \
+    if (static_cast<int>(devices_out.size()) < (n)) {                                                 \
+      const std::string why_ = std::to_string(devices_out.size()) + " usable CUDA device(s), need " + \
+                               std::to_string(n) + (devices_out.empty() ? " (" + reason_ + ")" : ""); \
+      if (multi_gpu_required()) FAIL() << "ESPGRID_REQUIRE_MULTI_GPU=1 but " << why_;                 \
+      GTEST_SKIP() << why_;                                                                           \
+    }                                                                                                 \
   } while (0)
 
 std::vector<float> run_multi(const std::string& kernel, const PreparedProblem& problem, const std::vector<int>& devices,

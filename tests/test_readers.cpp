@@ -99,8 +99,7 @@ AtomRow whitespace_row(const std::string& line) {
   return {num(n - 5), num(n - 4), num(n - 3), num(n - 2), num(n - 1)};
 }
 
-void expect_atom(const Atoms& atoms, std::size_t i, const AtomRow& want, bool check_radius,
-                 const std::string& where) {
+void expect_atom(const Atoms& atoms, std::size_t i, const AtomRow& want, bool check_radius, const std::string& where) {
   ASSERT_LT(i, atoms.size()) << where;
   EXPECT_NEAR(atoms.x[i], want.x, kTol) << where << " atom " << i + 1 << " x";
   EXPECT_NEAR(atoms.y[i], want.y, kTol) << where << " atom " << i + 1 << " y";
@@ -173,30 +172,41 @@ struct ValidFixture {
 
 // tests/data/README.md, tables "Valid inputs" and "first three atoms".
 const ValidFixture kValidFixtures[] = {
-    {"pqr_whitespace.pqr", StructureFormat::Pqr, 38, 2.0,
+    {"pqr_whitespace.pqr",
+     StructureFormat::Pqr,
+     38,
+     2.0,
      {{{21.725, 30.071, 27.284, -0.8001, 1.8240},
        {22.247, 30.264, 26.451, 0.4809, 0.6000},
        {22.164, 29.447, 27.953, 0.4905, 0.6000}}},
      true},
-    {"pqr_fixed_column.pqr", StructureFormat::Pqr, 31, -1.0,
+    {"pqr_fixed_column.pqr",
+     StructureFormat::Pqr,
+     31,
+     -1.0,
      {{{-83.914, -99.321, -102.579, 1.1662, 2.1000},
        {-85.157, -98.911, -101.888, -0.7760, 1.6612},
        {-83.555, -100.754, -102.665, -0.7760, 1.6612}}},
      true},
-    {"pqr_crlf_tabs.pqr", StructureFormat::Pqr, 39, 1.0020,
+    {"pqr_crlf_tabs.pqr",
+     StructureFormat::Pqr,
+     39,
+     1.0020,
      {{{25.615, 12.887, 29.588, -0.416, 1.821},
        {25.278, 12.764, 28.644, 0.272, 0.599},
        {25.262, 11.882, 30.585, -0.025, 1.904}}},
      true},
-    {"xyz_plain.xyz", StructureFormat::Xyz, 10, 0.0,
-     {{{18.698, 17.176, 20.771, 0.194, 0},
-       {18.156, 16.050, 21.663, -0.510, 0},
-       {17.782, 17.180, 19.226, -0.082, 0}}},
+    {"xyz_plain.xyz",
+     StructureFormat::Xyz,
+     10,
+     0.0,
+     {{{18.698, 17.176, 20.771, 0.194, 0}, {18.156, 16.050, 21.663, -0.510, 0}, {17.782, 17.180, 19.226, -0.082, 0}}},
      false},
-    {"xyz_extended_reordered.xyz", StructureFormat::Xyz, 8, -1.0,
-     {{{0.000, 0.000, 0.000, -0.137, 0},
-       {0.000, 0.000, 1.515, 0.780, 0},
-       {0.000, -1.028, -0.363, 0.059, 0}}},
+    {"xyz_extended_reordered.xyz",
+     StructureFormat::Xyz,
+     8,
+     -1.0,
+     {{{0.000, 0.000, 0.000, -0.137, 0}, {0.000, 0.000, 1.515, 0.780, 0}, {0.000, -1.028, -0.363, 0.059, 0}}},
      false},
 };
 
@@ -221,12 +231,11 @@ TEST_P(ValidFixtureTest, CountChargeAndFirstThreeAtoms) {
   EXPECT_TRUE(s.notices.empty()) << f.file << ": " << (s.notices.empty() ? "" : s.notices[0]);
 }
 
-INSTANTIATE_TEST_SUITE_P(Fixtures, ValidFixtureTest, ::testing::ValuesIn(kValidFixtures),
-                         [](const auto& info) {
-                           std::string name = info.param.file;
-                           std::replace(name.begin(), name.end(), '.', '_');
-                           return name;
-                         });
+INSTANTIATE_TEST_SUITE_P(Fixtures, ValidFixtureTest, ::testing::ValuesIn(kValidFixtures), [](const auto& info) {
+  std::string name = info.param.file;
+  std::replace(name.begin(), name.end(), '.', '_');
+  return name;
+});
 
 TEST(PqrFixedColumn, EveryAtomEqualsColumnSlices) {
   const std::string path = fixture("pqr_fixed_column.pqr");
@@ -339,9 +348,9 @@ struct RealMolecule {
 
 // data/README.md
 const std::map<std::string, RealMolecule> kRealMolecules = {
-    {"fasciculin2.pqr", {906, 4.0530}},         {"npep_boxb_complex.pqr", {998, -14.0}},
-    {"boxb_rna_pdb2pqr3.pqr", {619, -18.0}},    {"actin_dimer.pqr", {11754, -24.0}},
-    {"achbp.pqr", {16090, -49.6700}},           {"acetazolamide.xyz", {18, -1.0}},
+    {"fasciculin2.pqr", {906, 4.0530}},      {"npep_boxb_complex.pqr", {998, -14.0}},
+    {"boxb_rna_pdb2pqr3.pqr", {619, -18.0}}, {"actin_dimer.pqr", {11754, -24.0}},
+    {"achbp.pqr", {16090, -49.6700}},        {"acetazolamide.xyz", {18, -1.0}},
 };
 
 TEST(RealData, EveryFileInDataHasItsReadmeCountAndCharge) {
@@ -558,8 +567,7 @@ TEST(PqrText, AmbiguousMergedTokensAreRejected) {
 }
 
 TEST(PqrText, UnknownRecord) {
-  expect_pqr_error("REMARK ok\nATOM 1 N MET 1 1.000 2.000 3.000 0.5 1.5\nBOGUS 1 2 3\n", 3,
-                   "unknown record 'BOGUS'");
+  expect_pqr_error("REMARK ok\nATOM 1 N MET 1 1.000 2.000 3.000 0.5 1.5\nBOGUS 1 2 3\n", 3, "unknown record 'BOGUS'");
   expect_pqr_error("ATOMX 1 N MET 1 1.000 2.000 3.000 0.5 1.5\n", 1, "unknown record");
 }
 
@@ -578,12 +586,13 @@ TEST(PqrText, NegativeRadius) {
 
 TEST(PqrText, SecondModelIsIgnoredWithANotice) {
   const std::string model1 = "ATOM 1 N MET 1 1.000 2.000 3.000 0.5 1.5\nATOM 2 C MET 1 4.000 5.000 6.000 -0.25 1.7\n";
-  const std::string model2 = "ATOM 1 N MET 1 11.000 12.000 13.000 0.5 1.5\nATOM 2 C MET 1 14.000 15.000 16.000 -0.25 1.7\n"
-                             "ATOM 3 O MET 1 17.000 18.000 19.000 -0.5 1.6\n";
+  const std::string model2 =
+      "ATOM 1 N MET 1 11.000 12.000 13.000 0.5 1.5\nATOM 2 C MET 1 14.000 15.000 16.000 -0.25 1.7\n"
+      "ATOM 3 O MET 1 17.000 18.000 19.000 -0.5 1.6\n";
   for (const bool with_endmdl : {true, false}) {
     SCOPED_TRACE(with_endmdl ? "with ENDMDL" : "MODEL 2 without ENDMDL before it");
-    const Structure s = pqr_text("MODEL 1\n" + model1 + (with_endmdl ? "ENDMDL\n" : "") + "MODEL 2\n" + model2 +
-                                 "ENDMDL\nEND\n");
+    const Structure s =
+        pqr_text("MODEL 1\n" + model1 + (with_endmdl ? "ENDMDL\n" : "") + "MODEL 2\n" + model2 + "ENDMDL\nEND\n");
     ASSERT_EQ(s.atoms.size(), 2u);
     expect_atom(s.atoms, 0, {1, 2, 3, 0.5, 1.5}, true, "model 1 atom 1");
     expect_atom(s.atoms, 1, {4, 5, 6, -0.25, 1.7}, true, "model 1 atom 2");
@@ -664,8 +673,9 @@ TEST(PqrText, BareCarriageReturnLineEndsAreNotMisread) {
 // ---- XYZ in memory ------------------------------------------------------------------------
 
 TEST(XyzText, PlainReadsElementsAndCharges) {
-  const Structure s = xyz_text("3\nfree comment: x y z charge\nO 0.0 0.0 0.117 -0.834\nH 0 0.757 -0.469 +0.417\n"
-                               "h 0.0 -0.757 -0.469 0.417\n");
+  const Structure s = xyz_text(
+      "3\nfree comment: x y z charge\nO 0.0 0.0 0.117 -0.834\nH 0 0.757 -0.469 +0.417\n"
+      "h 0.0 -0.757 -0.469 0.417\n");
   ASSERT_EQ(s.atoms.size(), 3u);
   expect_atom(s.atoms, 0, {0, 0, 0.117, -0.834, 0}, false, "O");
   expect_atom(s.atoms, 1, {0, 0.757, -0.469, 0.417, 0}, false, "H (+0.417)");

@@ -12,15 +12,15 @@
 #include <string>
 #include <vector>
 
-#include "src/core/atoms.h"
-#include "src/core/random_atoms.h"
-#include "src/physics/physics_options.h"
-#include "src/core/grid.h"
 #include "src/compute/kernel_registry.h"
 #include "src/compute/oracle.h"
 #include "src/compute/prepared_problem.h"
-#include "src/io/structure_reader.h"
+#include "src/core/atoms.h"
+#include "src/core/grid.h"
+#include "src/core/random_atoms.h"
 #include "src/core/units.h"
+#include "src/io/structure_reader.h"
+#include "src/physics/physics_options.h"
 
 namespace espgrid::testing {
 
@@ -117,13 +117,13 @@ inline bool gpu_required() {
   return v && std::string(v) == "1";
 }
 
-#define ESPGRID_REQUIRE_CUDA_OR_SKIP()                                                       \
-  do {                                                                                       \
-    std::string reason_;                                                                     \
-    if (!::espgrid::cuda_available(&reason_)) {                                              \
+#define ESPGRID_REQUIRE_CUDA_OR_SKIP()                                                           \
+  do {                                                                                           \
+    std::string reason_;                                                                         \
+    if (!::espgrid::cuda_available(&reason_)) {                                                  \
       if (::espgrid::testing::gpu_required()) FAIL() << "ESPGRID_REQUIRE_GPU=1 but " << reason_; \
-      GTEST_SKIP() << "no usable CUDA device: " << reason_;                                 \
-    }                                                                                        \
+      GTEST_SKIP() << "no usable CUDA device: " << reason_;                                      \
+    }                                                                                            \
   } while (0)
 
 /// Variant names of one backend, for INSTANTIATE_TEST_SUITE_P: a row added to the registry is
@@ -143,8 +143,8 @@ inline std::vector<std::string> all_variant_names() {
 }
 
 /// Skips (or fails, see ESPGRID_REQUIRE_CUDA_OR_SKIP) a test of a CUDA variant without a GPU.
-#define ESPGRID_SKIP_UNLESS_RUNNABLE(kernel)                                   \
-  do {                                                                         \
+#define ESPGRID_SKIP_UNLESS_RUNNABLE(kernel)                                          \
+  do {                                                                                \
     if ((kernel).backend == ::espgrid::Backend::Cuda) ESPGRID_REQUIRE_CUDA_OR_SKIP(); \
   } while (0)
 

@@ -1,6 +1,7 @@
 // Writers round-trip: the .dx parsed back, the .vti read back with VTK, and the atomic
 // write never leaves a partial or non-finite map.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
@@ -8,8 +9,6 @@
 #include <limits>
 #include <random>
 #include <sstream>
-
-#include <unistd.h>
 
 #include "src/core/errors.h"
 #include "src/io/map_formats.h"
@@ -63,9 +62,9 @@ TEST_F(Writers, DxRoundTripsExactly) {
   write_map(map_, path("m.dx"));
   const PotentialMap back = read_dx(path("m.dx"));
   EXPECT_EQ(back.grid.dims, map_.grid.dims);
-  EXPECT_EQ(back.grid.origin, map_.grid.origin);    // shortest round-trip text: exact
+  EXPECT_EQ(back.grid.origin, map_.grid.origin);  // shortest round-trip text: exact
   EXPECT_EQ(back.grid.spacing, map_.grid.spacing);
-  EXPECT_EQ(back.values, map_.values);              // 9 significant digits: every float exact
+  EXPECT_EQ(back.values, map_.values);  // 9 significant digits: every float exact
 }
 
 TEST_F(Writers, DxHasApbsLayout) {
@@ -134,9 +133,7 @@ TEST_F(Writers, NonFiniteValueIsRefusedAndNothingIsWritten) {
 }
 
 TEST_F(Writers, FailedWriteLeavesTheExistingFileUntouched) {
-  {
-    std::ofstream(path("keep.dx")) << "old content\n";
-  }
+  { std::ofstream(path("keep.dx")) << "old content\n"; }
   map_.values[0] = std::numeric_limits<float>::quiet_NaN();
   EXPECT_THROW(write_map(map_, path("keep.dx")), Error);
   std::ifstream in(path("keep.dx"));

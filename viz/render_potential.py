@@ -5,7 +5,9 @@
                             [--limit 5] [--levels -1,1] [--size 1200x900] ...
 
 MAP is a .vti (VTK image data with a point array "potential" and a field-data string "units",
-as espgrid writes) or a .dx (OpenDX, APBS layout). FILE is the structure (.pqr, .xyz). Writes
+as espgrid writes) or a .dx (OpenDX, APBS layout). FILE is the structure (.pqr, .xyz). Both the
+structure and a .dx map are read by the espgrid program itself (`espgrid atoms`, `espgrid
+convert`: viz/espgrid_io.py), so the pictures follow espgrid's reading rules. Writes
 
     PREFIX-slices.png   three orthogonal mid-planes (or --plane), diverging colour map
     PREFIX-iso.png      isosurfaces at --levels (red negative, blue positive) with the atoms
@@ -27,7 +29,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import numpy as np  # noqa: E402
 
-from espgrid_io import InputError, read_dx, read_structure  # noqa: E402
+from espgrid_io import InputError, dx_to_vti, read_structure, set_espgrid  # noqa: E402
 
 KINDS = ("slices", "iso", "surface")
 
@@ -50,6 +52,11 @@ def parse_args(argv):
         description="Render an electrostatic potential map (.vti or .dx) to PNG: slices, "
                     "isosurfaces and a potential-coloured molecular surface.")
     p.add_argument("map", metavar="MAP", help="potential map, .vti (espgrid) or .dx (espgrid/APBS)")
+    p.add_argument("--espgrid", metavar="PATH",
+                   help="the espgrid program that reads the structure and .dx maps (default: $ESPGRID, "
+                        "build/espgrid beside viz/, or espgrid on the PATH)")
+    p.add_argument("--units", metavar="UNIT",
+                   help="the unit of a .dx map whose header does not say (kT/e, kcal/mol/e or V)")
     p.add_argument("--structure", "-s", metavar="FILE",
                    help="structure the map was computed from (.pqr, .xyz): atoms, molecular surface")
     p.add_argument("--out", "-o", metavar="PREFIX",
@@ -281,7 +288,7 @@ def read_vti(path):
     return Map(img.GetOrigin(), img.GetSpacing(), dims, vals, units, path, out)
 
 
-def read_map(path):
+def read_map(path, units=None):
     if not os.path.exists(path):
         raise InputError(f"{path}: no such file")
     if not os.path.isfile(path):
@@ -290,8 +297,14 @@ def read_map(path):
     if ext == ".vti":
         return read_vti(path)
     if ext == ".dx":
-        d = read_dx(path)
-        return Map(d.origin, d.spacing, d.dims, d.values, d.units, path)
+        # espgrid's own DX reader turns it into image data; VTK reads that.
+        import tempfile
+        with tempfile.TemporaryDirectory(prefix="espgrid-render-") as tmp:
+            vti = os.path.join(tmp, "map.vti")
+            dx_to_vti(path, vti, units)
+            m = read_vti(vti)
+        m.path = path
+        return m
     raise InputError(f"{path}: unknown map format '{ext}' (expected .vti or .dx)")
 
 
@@ -954,8 +967,10 @@ def main(argv):
         ensure_display(argv)
     if not args.structure and not args.kinds_explicit:
         print("note: no --structure, so no surface picture", file=sys.stderr)
+    if args.espgrid:
+        set_espgrid(args.espgrid)
     st = read_structure(args.structure) if args.structure else None
-    m = read_map(args.map)
+    m = read_map(args.map, args.units)
     prefix = args.out if args.out else os.path.splitext(args.map)[0]
     outdir = os.path.dirname(prefix)
     if outdir and not os.path.isdir(outdir):

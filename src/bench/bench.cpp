@@ -13,9 +13,9 @@
 #include <sstream>
 #include <thread>
 
+#include "src/compute/oracle.h"
 #include "src/core/errors.h"
 #include "src/core/text_format.h"
-#include "src/compute/oracle.h"
 #include "src/io/atomic_output_file.h"
 
 #ifndef ESPGRID_GIT_COMMIT
@@ -85,10 +85,11 @@ Sizing size_by_budget(const ProbeRun& run, std::int64_t nx, std::int64_t ny, std
     const double next = std::ceil(static_cast<double>(shape.rows()) * grow);
     rows = next >= static_cast<double>(total_rows) ? total_rows : static_cast<std::int64_t>(next);
   }
-  sizing.probe_evals_per_second = seconds > 0 ? per_row * static_cast<double>(shape.rows()) / seconds
-                                              : std::numeric_limits<double>::infinity();
+  sizing.probe_evals_per_second =
+      seconds > 0 ? per_row * static_cast<double>(shape.rows()) / seconds : std::numeric_limits<double>::infinity();
   sizing.shape = shape_for_rows(
-      std::max(min_rows, rows_for_budget(sizing.probe_evals_per_second, budget_seconds, nx, atoms, total_rows)), ny, nz);
+      std::max(min_rows, rows_for_budget(sizing.probe_evals_per_second, budget_seconds, nx, atoms, total_rows)), ny,
+      nz);
   return sizing;
 }
 
@@ -165,10 +166,14 @@ OracleCheck check_against_oracle(const DcsProblem& p, double coordinate_extent, 
 
 std::string_view status_name(Status status) {
   switch (status) {
-    case Status::Ok: return "ok";
-    case Status::Fail: return "FAIL";
-    case Status::Skipped: return "skipped";
-    case Status::Unsupported: return "unsupported";
+    case Status::Ok:
+      return "ok";
+    case Status::Fail:
+      return "FAIL";
+    case Status::Skipped:
+      return "skipped";
+    case Status::Unsupported:
+      return "unsupported";
   }
   return "?";
 }
@@ -255,15 +260,15 @@ Row measure(std::string sweep, const KernelVariant& kernel, const PreparedProble
   };
 
   try {
-    const Sizing sizing = size_by_budget([&](WorkShape s) { return run_on(s).kernel_seconds; }, full.nx, full.ny,
-                                         full.nz, full.atom_count, settings.budget_seconds,
-                                         kernel.serial ? 1 : full.ny);
+    const Sizing sizing =
+        size_by_budget([&](WorkShape s) { return run_on(s).kernel_seconds; }, full.nx, full.ny, full.nz,
+                       full.atom_count, settings.budget_seconds, kernel.serial ? 1 : full.ny);
     const WorkShape shape = sizing.shape;
     row.ny_used = shape.ny_used;
     row.nz_used = shape.nz_used;
     if (shape.nz_used < full.nz && shape.ny_used == full.ny)
-      add_note(row, "time budget: first " + std::to_string(shape.nz_used) + " of " + std::to_string(full.nz) +
-                        " planes");
+      add_note(row,
+               "time budget: first " + std::to_string(shape.nz_used) + " of " + std::to_string(full.nz) + " planes");
     else if (shape.ny_used < full.ny)
       add_note(row, "time budget: first " + std::to_string(shape.ny_used) + " of " + std::to_string(full.ny) +
                         " rows of one plane");
@@ -367,11 +372,21 @@ std::string json_string(std::string_view text) {
   std::string out = "\"";
   for (const char c : text) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
       default:
         if (static_cast<unsigned char>(c) < 0x20) {
           char buffer[8];
@@ -417,7 +432,9 @@ std::string row_json(const Row& r) {
   o.integer("atoms", static_cast<long long>(r.atoms));
   o.integer("block_x", r.block_x).integer("block_y", r.block_y).integer("coarsening", r.coarsening);
   o.integer("repeats", r.repeats).integer("warmup", r.warmup);
-  o.num("kernel_ms_median", r.kernel_ms.median).num("kernel_ms_min", r.kernel_ms.min).num("kernel_ms_max", r.kernel_ms.max);
+  o.num("kernel_ms_median", r.kernel_ms.median)
+      .num("kernel_ms_min", r.kernel_ms.min)
+      .num("kernel_ms_max", r.kernel_ms.max);
   o.num("wall_ms_median", r.wall_ms_median).num("atom_evals_per_s", r.atom_evals_per_s).num("gflops", r.gflops);
   o.num("ceiling_fraction", r.ceiling_fraction).num("max_err_over_tol", r.max_err_over_tol);
   o.str("verified", status_name(r.status)).str("note", r.note);
@@ -614,9 +631,9 @@ std::vector<std::string> write_gpu_scaling(const std::string& directory, const M
 // ---- sweep sets ---------------------------------------------------------------------------------------
 
 const std::vector<BlockShape>& sweep_block_shapes() {
-  static const std::vector<BlockShape> shapes = {
-      {64, 1},  {128, 1}, {256, 1}, {512, 1}, {1024, 1}, {32, 2},  {32, 4},  {32, 8},  {32, 16},
-      {32, 32}, {16, 4},  {16, 16}, {64, 2},  {64, 4},   {128, 2}, {128, 4}, {256, 2}, {256, 4}};
+  static const std::vector<BlockShape> shapes = {{64, 1}, {128, 1}, {256, 1}, {512, 1}, {1024, 1}, {32, 2},
+                                                 {32, 4}, {32, 8},  {32, 16}, {32, 32}, {16, 4},   {16, 16},
+                                                 {64, 2}, {64, 4},  {128, 2}, {128, 4}, {256, 2},  {256, 4}};
   return shapes;
 }
 
@@ -631,9 +648,9 @@ const std::vector<std::size_t>& sweep_atom_counts() {
 }
 
 const std::vector<std::array<std::int64_t, 3>>& sweep_grid_dims() {
-  static const std::vector<std::array<std::int64_t, 3>> dims = {
-      {16, 16, 16},    {32, 32, 32},    {48, 48, 48},    {64, 64, 64},   {96, 96, 96},
-      {128, 128, 128}, {192, 192, 192}, {256, 256, 256}, {512, 512, 256}};
+  static const std::vector<std::array<std::int64_t, 3>> dims = {{16, 16, 16},    {32, 32, 32},    {48, 48, 48},
+                                                                {64, 64, 64},    {96, 96, 96},    {128, 128, 128},
+                                                                {192, 192, 192}, {256, 256, 256}, {512, 512, 256}};
   return dims;
 }
 

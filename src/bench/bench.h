@@ -12,11 +12,11 @@
 #include <string_view>
 #include <vector>
 
-#include "src/core/atoms.h"
-#include "src/core/random_atoms.h"
-#include "src/core/grid.h"
 #include "src/compute/kernel_registry.h"
 #include "src/compute/prepared_problem.h"
+#include "src/core/atoms.h"
+#include "src/core/grid.h"
+#include "src/core/random_atoms.h"
 
 namespace espgrid::bench {
 
@@ -57,8 +57,8 @@ std::int64_t rows_for_budget(double evals_per_second, double budget_seconds, std
 
 struct Sizing {
   WorkShape shape;
-  int probe_runs = 0;                  ///< runs the probe made (warm-up included)
-  double probe_evals_per_second = 0;   ///< throughput of the last probe
+  int probe_runs = 0;                 ///< runs the probe made (warm-up included)
+  double probe_evals_per_second = 0;  ///< throughput of the last probe
 };
 
 /// One run of the kernel on `shape`; returns its kernel seconds.
@@ -81,9 +81,9 @@ GridSpec bench_grid(std::array<std::int64_t, 3> dims, std::array<double, 3> spac
 // ---- checking a timed output ---------------------------------------------------------------------
 
 struct OracleCheck {
-  std::size_t checked = 0;       ///< points compared with the oracle
-  std::size_t failures = 0;      ///< of them, outside float_tolerance (or not finite)
-  double max_err_over_tol = 0;   ///< largest |value − oracle| / tolerance; inf when a value is not finite
+  std::size_t checked = 0;      ///< points compared with the oracle
+  std::size_t failures = 0;     ///< of them, outside float_tolerance (or not finite)
+  double max_err_over_tol = 0;  ///< largest |value − oracle| / tolerance; inf when a value is not finite
   bool ok() const noexcept { return checked > 0 && failures == 0; }
 };
 
@@ -99,12 +99,12 @@ std::size_t count_nonfinite(const float* values, std::size_t count);
 // ---- one measurement -----------------------------------------------------------------------------
 
 struct Settings {
-  int repeats = 5;                ///< timed runs; the statistics are over these
-  int warmup = 1;                 ///< untimed runs before them
-  double budget_seconds = 0.5;    ///< kernel time one repetition should take, at most about
+  int repeats = 5;                  ///< timed runs; the statistics are over these
+  int warmup = 1;                   ///< untimed runs before them
+  double budget_seconds = 0.5;      ///< kernel time one repetition should take, at most about
   std::size_t check_points = 1000;  ///< oracle samples of the last repetition's output
-  std::uint64_t seed = 1;         ///< for the oracle's sample points
-  double rsqrt_per_second = 0;    ///< the device's measured ceiling; 0 when unknown
+  std::uint64_t seed = 1;           ///< for the oracle's sample points
+  double rsqrt_per_second = 0;      ///< the device's measured ceiling; 0 when unknown
 };
 
 enum class Status { Ok, Fail, Skipped, Unsupported };
@@ -118,18 +118,18 @@ struct Row {
   std::string kernel;
   std::string backend;
   int flops_per_evaluation = 0;
-  std::int64_t nx = 0, ny = 0, nz = 0;            ///< the whole grid
-  std::int64_t ny_used = 0, nz_used = 0;          ///< the part computed (see WorkShape)
+  std::int64_t nx = 0, ny = 0, nz = 0;    ///< the whole grid
+  std::int64_t ny_used = 0, nz_used = 0;  ///< the part computed (see WorkShape)
   std::size_t atoms = 0;
-  int block_x = 0, block_y = 0, coarsening = 0;   ///< requested; 0 = the variant's default
+  int block_x = 0, block_y = 0, coarsening = 0;  ///< requested; 0 = the variant's default
   int repeats = 0, warmup = 0;
   Stats kernel_ms;
   double wall_ms_median = kNotAvailable;
-  double evaluations = kNotAvailable;             ///< nx · ny_used · nz_used · atoms per run
-  double atom_evals_per_s = kNotAvailable;        ///< evaluations / median kernel time
-  double wall_evals_per_s = kNotAvailable;        ///< evaluations / median wall time
-  double gflops = kNotAvailable;                  ///< atom_evals_per_s × flops_per_evaluation / 1e9
-  double ceiling_fraction = kNotAvailable;        ///< atom_evals_per_s / rsqrt ceiling (GPU only)
+  double evaluations = kNotAvailable;       ///< nx · ny_used · nz_used · atoms per run
+  double atom_evals_per_s = kNotAvailable;  ///< evaluations / median kernel time
+  double wall_evals_per_s = kNotAvailable;  ///< evaluations / median wall time
+  double gflops = kNotAvailable;            ///< atom_evals_per_s × flops_per_evaluation / 1e9
+  double ceiling_fraction = kNotAvailable;  ///< atom_evals_per_s / rsqrt ceiling (GPU only)
   double max_err_over_tol = kNotAvailable;
   std::size_t points_checked = 0;
   Status status = Status::Skipped;
@@ -139,10 +139,10 @@ struct Row {
 
 /// The timed repetitions of one measurement.
 struct TimedRuns {
-  Stats kernel_seconds;              ///< over the repeats
+  Stats kernel_seconds;  ///< over the repeats
   double wall_seconds_median = kNotAvailable;
-  std::size_t unwritten = 0;         ///< non-finite points summed over every timed output
-  RunTiming last;                    ///< the last repetition's timing (device, per-worker parts)
+  std::size_t unwritten = 0;  ///< non-finite points summed over every timed output
+  RunTiming last;             ///< the last repetition's timing (device, per-worker parts)
 };
 /// settings.warmup untimed then settings.repeats timed calls of `run_once`, which poisons its
 /// output, runs the kernel and returns its timing; `unwritten` counts the non-finite points of
@@ -194,19 +194,19 @@ struct Metadata {
   std::string date_utc;
   std::string espgrid_version;
   std::string git_commit;
-  std::string device;          ///< the GPU's description, or "none: why"
+  std::string device;  ///< the GPU's description, or "none: why"
   int device_index = 0;
   bool cuda_available = false;
-  std::string cuda_reason;     ///< why not, when not
+  std::string cuda_reason;  ///< why not, when not
   double rsqrt_per_second = kNotAvailable;
   double sm_clock_ghz = kNotAvailable;
   int multiprocessors = 0;
-  std::string ceiling_note;    ///< why the ceiling is n/a, when it is
+  std::string ceiling_note;  ///< why the ceiling is n/a, when it is
   std::string host_cpu;
-  int host_threads = 0;        ///< hardware threads
-  int cpu_threads = 0;         ///< threads the CPU kernels used
+  int host_threads = 0;  ///< hardware threads
+  int cpu_threads = 0;   ///< threads the CPU kernels used
   std::string command_line;
-  std::string input;           ///< "random atoms (seed 1)" or the structure file
+  std::string input;  ///< "random atoms (seed 1)" or the structure file
   Settings settings;
 };
 
@@ -238,8 +238,8 @@ struct GpuScaling {
   double wall_speedup = kNotAvailable;       ///< one-GPU wall time / this one
   double kernel_efficiency = kNotAvailable;  ///< kernel_speedup / gpus
   double wall_efficiency = kNotAvailable;    ///< wall_speedup / gpus
-  std::string identical;  ///< "reference" (one GPU), "yes"/"no" (bit-for-bit vs it), "oracle" (atomics)
-  std::vector<WorkerTiming> per_device;        ///< the last timed run's workers
+  std::string identical;                 ///< "reference" (one GPU), "yes"/"no" (bit-for-bit vs it), "oracle" (atomics)
+  std::vector<WorkerTiming> per_device;  ///< the last timed run's workers
 };
 
 /// Writes bench-gpus.csv (the rows' columns, then gpus, devices, speedups, efficiencies,

@@ -4,8 +4,6 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <optional>
-#include <random>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -13,6 +11,8 @@
 #include <cxxopts.hpp>
 #include <iostream>
 #include <limits>
+#include <optional>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -20,21 +20,21 @@
 #include "src/bench/bench.h"
 #include "src/cli/commands.h"
 #include "src/cli/options.h"
-#include "src/core/text_format.h"
-#include "src/pipeline/map_pipeline.h"
-#include "src/core/errors.h"
-#include "src/core/grid.h"
 #include "src/compute/kernel_registry.h"
 #include "src/compute/prepared_problem.h"
+#include "src/core/errors.h"
+#include "src/core/grid.h"
+#include "src/core/stopwatch.h"
+#include "src/core/text_format.h"
+#include "src/core/units.h"
 #include "src/io/structure_reader.h"
 #include "src/io/text_parsing.h"
-#include "src/core/units.h"
+#include "src/pipeline/map_pipeline.h"
 
 namespace espgrid::cli {
 namespace {
 
 using namespace espgrid::bench;
-using Clock = std::chrono::steady_clock;
 
 // ---- printing ------------------------------------------------------------------------------
 
@@ -130,7 +130,8 @@ struct Bench {
 std::vector<const KernelVariant*> scaling_variants(const Bench& b, bool with_cpu) {
   std::vector<const KernelVariant*> out;
   for (const auto& k : kernel_variants()) {
-    const bool wanted = k.in_size_sweeps && (k.backend == Backend::Cuda || (with_cpu && &k == &default_kernel(Backend::Cpu)));
+    const bool wanted =
+        k.in_size_sweeps && (k.backend == Backend::Cuda || (with_cpu && &k == &default_kernel(Backend::Cpu)));
     if (wanted && b.is_selected(k)) out.push_back(&k);
   }
   return out;
@@ -173,7 +174,8 @@ void sweep_blocks(Bench& b, const PreparedProblem& problem) {
       RunOptions o = b.run;
       o.shape.block_x = s.x;
       o.shape.block_y = s.y;
-      rows.push_back(b.measure_one("blocks", *k, problem, o, "block " + std::to_string(s.x) + "x" + std::to_string(s.y), true));
+      rows.push_back(
+          b.measure_one("blocks", *k, problem, o, "block " + std::to_string(s.x) + "x" + std::to_string(s.y), true));
     }
   }
   b.save("blocks", rows);
@@ -244,8 +246,9 @@ void sweep_speedup(Bench& b) {
     const Row* best = nullptr;
     const std::size_t first = rows.size();
     for (const KernelVariant* k : kernels)
-      rows.push_back(b.measure_one("speedup", *k, problem, b.run,
-                                   dims_text(size.dims[0], size.dims[1], size.dims[2]) + " " + short_count(size.atoms)));
+      rows.push_back(
+          b.measure_one("speedup", *k, problem, b.run,
+                        dims_text(size.dims[0], size.dims[1], size.dims[2]) + " " + short_count(size.atoms)));
     for (std::size_t i = first; i < rows.size(); ++i) {
       const Row& r = rows[i];
       if (r.status != Status::Ok) continue;
@@ -270,15 +273,17 @@ void sweep_speedup(Bench& b) {
     }
     speedups.push_back(s);
   }
-  std::printf("\n%-32s %-15s %12s %-15s %12s %9s %9s\n", "PROBLEM", "CPU", "EVALS/s", "BEST GPU", "EVALS/s",
-              "SPEEDUP", "WITH I/O");
+  std::printf("\n%-32s %-15s %12s %-15s %12s %9s %9s\n", "PROBLEM", "CPU", "EVALS/s", "BEST GPU", "EVALS/s", "SPEEDUP",
+              "WITH I/O");
   for (const Speedup& s : speedups)
-    std::printf("%-32s %-15s %12s %-15s %12s %9s %9s\n", s.label.c_str(), s.cpu_kernel.empty() ? "-" : s.cpu_kernel.c_str(),
-                fmt("%.3e", s.cpu_evals_per_s).c_str(), s.gpu_kernel.empty() ? "-" : s.gpu_kernel.c_str(),
-                fmt("%.3e", s.gpu_evals_per_s).c_str(), times(s.kernel_speedup).c_str(), times(s.wall_speedup).c_str());
-  std::printf("SPEEDUP: ratio of kernel throughputs; WITH I/O: of throughputs by wall time (GPU allocation and\n"
-              "copies included).%s\n",
-              b.have_cuda ? "" : " No CUDA device here, so no GPU column.");
+    std::printf("%-32s %-15s %12s %-15s %12s %9s %9s\n", s.label.c_str(),
+                s.cpu_kernel.empty() ? "-" : s.cpu_kernel.c_str(), fmt("%.3e", s.cpu_evals_per_s).c_str(),
+                s.gpu_kernel.empty() ? "-" : s.gpu_kernel.c_str(), fmt("%.3e", s.gpu_evals_per_s).c_str(),
+                times(s.kernel_speedup).c_str(), times(s.wall_speedup).c_str());
+  std::printf(
+      "SPEEDUP: ratio of kernel throughputs; WITH I/O: of throughputs by wall time (GPU allocation and\n"
+      "copies included).%s\n",
+      b.have_cuda ? "" : " No CUDA device here, so no GPU column.");
   b.save("speedup", rows, speedups);
 }
 
@@ -299,8 +304,8 @@ void sweep_gpus(Bench& b, const PreparedProblem& given) {
   for (const KernelVariant* k : b.selected)
     if (k->backend == Backend::Cuda && (b.kernels_named || k->role == KernelRole::Default)) kernels.push_back(k);
   std::printf("\n== gpus: %s on %s, %s atoms, the whole map per run; target: parallel efficiency >= 90%% ==\n",
-              kernels.empty() ? "no CUDA kernel selected" : "the CUDA kernels", dims_text(full.nx, full.ny, full.nz).c_str(),
-              with_commas(full.atom_count).c_str());
+              kernels.empty() ? "no CUDA kernel selected" : "the CUDA kernels",
+              dims_text(full.nx, full.ny, full.nz).c_str(), with_commas(full.atom_count).c_str());
   std::printf("%-15s %4s %-12s %11s %11s %9s %9s %7s %7s %11s %s\n", "KERNEL", "GPUS", "DEVICES", "KERNEL ms",
               "WALL ms", "SPEEDUP", "WALL SPD", "EFF", "WALL EFF", "IDENTICAL", "CHECK");
   std::fflush(stdout);
@@ -343,7 +348,8 @@ void sweep_gpus(Bench& b, const PreparedProblem& given) {
           return k->run(problem.view(out.data()), o);
         };
         const TimedRuns timed =  // warm-up: contexts, modules, first touch
-            time_runs(run_once, [&] { return count_nonfinite(out.data(), out.size()); }, b.settings);
+            time_runs(
+                run_once, [&] { return count_nonfinite(out.data(), out.size()); }, b.settings);
         const std::size_t unwritten = timed.unwritten;
         const RunTiming& last = timed.last;
         row.ny_used = full.ny;
@@ -357,9 +363,8 @@ void sweep_gpus(Bench& b, const PreparedProblem& given) {
         g.wall_ms = row.wall_ms_median;
         bool same = true;
         const auto check_oracle = [&] {
-          const OracleCheck check =
-              check_against_oracle(problem.view(out.data()), problem.coordinate_extent(), b.settings.check_points,
-                                   b.settings.seed);
+          const OracleCheck check = check_against_oracle(problem.view(out.data()), problem.coordinate_extent(),
+                                                         b.settings.check_points, b.settings.seed);
           row.points_checked = check.checked;
           row.max_err_over_tol = check.max_err_over_tol;
           return check.ok();
@@ -413,10 +418,12 @@ void sweep_gpus(Bench& b, const PreparedProblem& given) {
       scaling.push_back(g);
     }
   }
-  std::printf("KERNEL ms: median of the busiest GPU's kernel time; WALL ms: the whole call end to end (allocation,\n"
-              "atom upload, copies back into the host map); SPEEDUP and EFF (= speedup / GPUs) are against one GPU.\n");
+  std::printf(
+      "KERNEL ms: median of the busiest GPU's kernel time; WALL ms: the whole call end to end (allocation,\n"
+      "atom upload, copies back into the host map); SPEEDUP and EFF (= speedup / GPUs) are against one GPU.\n");
   if (!b.out_dir.empty())
-    for (const auto& path : write_gpu_scaling(b.out_dir, b.meta, rows, scaling)) std::printf("wrote %s\n", path.c_str());
+    for (const auto& path : write_gpu_scaling(b.out_dir, b.meta, rows, scaling))
+      std::printf("wrote %s\n", path.c_str());
 }
 
 std::string shell_word(const std::string& s) {
@@ -436,6 +443,7 @@ int run_bench(int argc, char** argv) {
                            "block shapes, coarsening, atom count, grid size and CPU-vs-GPU speedup.\n");
   options.custom_help("[INPUT.pqr|INPUT.xyz] [options]");
   options.positional_help("");
+  // clang-format off
   options.add_options("Input")
       ("input", "structure file; without one, random atoms on a --dims grid", cxxopts::value<std::string>())
       ("format", "input format when the extension does not say: pqr or xyz", cxxopts::value<std::string>())
@@ -446,9 +454,12 @@ int run_bench(int argc, char** argv) {
       ("padding", "with a structure file: space around its bounding box, Å", cxxopts::value<std::string>()->default_value("10"))
       ("seed", "seed of the random atoms and of the checked points (default: a fresh one, printed)",
        cxxopts::value<std::string>());
+  // clang-format on
   add_physics_options(options);
   add_compute_options(options, "all (default), or NAME[,NAME...] (see `espgrid kernels`)");
-  options.add_options("Compute")("require-cuda", "fail at once when no CUDA device is usable (instead of skipping the GPU variants)");
+  options.add_options("Compute")("require-cuda",
+                                 "fail at once when no CUDA device is usable (instead of skipping the GPU variants)");
+  // clang-format off
   options.add_options("Measurement")
       ("repeats", "timed runs per measurement", cxxopts::value<std::string>()->default_value("5"))
       ("warmup", "untimed runs before them", cxxopts::value<std::string>()->default_value("1"))
@@ -461,6 +472,7 @@ int run_bench(int argc, char** argv) {
        cxxopts::value<std::string>()->default_value("none"))
       ("sweep-only", "run the sweeps only, not the table of every variant")
       ("out", "write bench-KIND.csv and bench-KIND.json into this folder", cxxopts::value<std::string>());
+  // clang-format on
   options.add_options()("h,help", "show this help");
   options.parse_positional({"input"});
   const auto args = parse_args(options, argc, argv);
@@ -544,8 +556,9 @@ int run_bench(int argc, char** argv) {
   std::string input_text;
   if (args.count("input")) {
     if (args.count("dims") || args.count("atoms"))
-      throw UsageError("--dims and --atoms set the random input; with a structure file the grid is its bounding box "
-                       "plus --padding");
+      throw UsageError(
+          "--dims and --atoms set the random input; with a structure file the grid is its bounding box "
+          "plus --padding");
     const std::string path = args["input"].as<std::string>();
     GridRequest request;
     request.spacing = b.spacing;
@@ -609,28 +622,32 @@ int run_bench(int argc, char** argv) {
   std::printf("gpu        %s\n", b.have_cuda ? (b.meta.device + ", device " + std::to_string(b.run.device)).c_str()
                                              : ("none: GPU variants skipped (" + b.cuda_reason + ")").c_str());
   if (std::isfinite(b.meta.rsqrt_per_second))
-    std::printf("ceiling    %.4g rsqrt/s measured (%d SMs at %.3f GHz: %.1f per SM per clock); one rsqrt per atom "
-                "evaluation\n",
-                b.meta.rsqrt_per_second, b.meta.multiprocessors, b.meta.sm_clock_ghz,
-                b.meta.rsqrt_per_second / (b.meta.multiprocessors * b.meta.sm_clock_ghz * 1e9));
+    std::printf(
+        "ceiling    %.4g rsqrt/s measured (%d SMs at %.3f GHz: %.1f per SM per clock); one rsqrt per atom "
+        "evaluation\n",
+        b.meta.rsqrt_per_second, b.meta.multiprocessors, b.meta.sm_clock_ghz,
+        b.meta.rsqrt_per_second / (b.meta.multiprocessors * b.meta.sm_clock_ghz * 1e9));
   else
     std::printf("ceiling    %s\n", b.meta.ceiling_note.c_str());
-  std::printf("timing     median of %d runs after %d warm-up; budget %g s per run: slower variants compute only the\n"
-              "           first z-planes that fit (PLANES used/total; at least one plane, or a plane's first rows when\n"
-              "           one plane is over budget), and throughput counts the work actually done\n",
-              b.settings.repeats, b.settings.warmup, b.settings.budget_seconds);
-  std::printf("check      last timed output vs the double oracle at %zu sampled points, every timed output scanned\n"
-              "           for unwritten (NaN-poisoned) points; ERR/TOL = max |err| / float_tolerance, ok when <= 1\n",
-              b.settings.check_points);
-  std::printf("columns    EVALS/s = grid points x atoms / median kernel time; GFLOPS = EVALS/s x FL/EV (FMA = 2);\n"
-              "           %%CEIL = EVALS/s / rsqrt ceiling; SPREAD = (max - min) / median; WALL includes transfers\n");
+  std::printf(
+      "timing     median of %d runs after %d warm-up; budget %g s per run: slower variants compute only the\n"
+      "           first z-planes that fit (PLANES used/total; at least one plane, or a plane's first rows when\n"
+      "           one plane is over budget), and throughput counts the work actually done\n",
+      b.settings.repeats, b.settings.warmup, b.settings.budget_seconds);
+  std::printf(
+      "check      last timed output vs the double oracle at %zu sampled points, every timed output scanned\n"
+      "           for unwritten (NaN-poisoned) points; ERR/TOL = max |err| / float_tolerance, ok when <= 1\n",
+      b.settings.check_points);
+  std::printf(
+      "columns    EVALS/s = grid points x atoms / median kernel time; GFLOPS = EVALS/s x FL/EV (FMA = 2);\n"
+      "           %%CEIL = EVALS/s / rsqrt ceiling; SPREAD = (max - min) / median; WALL includes transfers\n");
   std::fflush(stdout);
 
-  const auto start = Clock::now();
+  const Stopwatch total;
   auto timed = [&](const std::string& name, const auto& body) {
-    const auto t0 = Clock::now();
+    const Stopwatch clock;
     body();
-    std::printf("(%s: %.1f s)\n", name.c_str(), std::chrono::duration<double>(Clock::now() - t0).count());
+    std::printf("(%s: %.1f s)\n", name.c_str(), clock.seconds());
     std::fflush(stdout);
   };
   if (!sweep_only) timed("variants", [&] { sweep_variants(b, problem); });
@@ -642,7 +659,7 @@ int run_bench(int argc, char** argv) {
     if (s == "speedup") timed(s, [&] { sweep_speedup(b); });
     if (s == "gpus") timed(s, [&] { sweep_gpus(b, problem); });
   }
-  std::printf("\ntotal %.1f s. %s\n", std::chrono::duration<double>(Clock::now() - start).count(),
+  std::printf("\ntotal %.1f s. %s\n", total.seconds(),
               b.any_fail ? "Some measurements FAILED verification (exit code 1)." : "Every measured output verified.");
   return b.any_fail ? 1 : 0;
 }

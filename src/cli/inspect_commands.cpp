@@ -14,9 +14,12 @@ namespace {
 
 std::string role_text(const KernelVariant& k) {
   switch (k.role) {
-    case KernelRole::Reference: return "reference";
-    case KernelRole::Default: return "default";
-    case KernelRole::Alternative: return "-";
+    case KernelRole::Reference:
+      return "reference";
+    case KernelRole::Default:
+      return "default";
+    case KernelRole::Alternative:
+      return "-";
   }
   return "?";
 }
@@ -43,7 +46,8 @@ int run_kernels(int argc, char** argv) {
     std::cout << options.help();
     return 0;
   }
-  if (!args.unmatched().empty()) throw UsageError("espgrid kernels takes no arguments, got '" + args.unmatched()[0] + "'");
+  if (!args.unmatched().empty())
+    throw UsageError("espgrid kernels takes no arguments, got '" + args.unmatched()[0] + "'");
   std::string reason;
   const bool have_cuda = cuda_available(&reason);
   std::printf("%-16s %-7s %-9s %-8s %-10s %-5s %s\n", "NAME", "BACKEND", "ROLE", "ACCURACY", "MODELS", "FLOPS",
@@ -52,9 +56,10 @@ int run_kernels(int argc, char** argv) {
     std::printf("%-16s %-7s %-9s %-8s %-10s %-5d %s\n", std::string(k.name).c_str(),
                 std::string(backend_name(k.backend)).c_str(), role_text(k).c_str(), accuracy_text(k).c_str(),
                 models_text(k).c_str(), k.flops_per_evaluation, std::string(k.summary).c_str());
-  std::printf("\nFLOPS: floating-point operations per atom evaluation (FMA = 2). ACCURACY: exact = float32\n"
-              "rounding of the exact sum (exact*: atomics, the last bits vary between runs); ~E = an approximate\n"
-              "method with relative RMS error bound E.\n");
+  std::printf(
+      "\nFLOPS: floating-point operations per atom evaluation (FMA = 2). ACCURACY: exact = float32\n"
+      "rounding of the exact sum (exact*: atomics, the last bits vary between runs); ~E = an approximate\n"
+      "method with relative RMS error bound E.\n");
   std::printf("CUDA: %s\n", have_cuda ? "available" : ("unavailable: " + reason).c_str());
   std::printf("Default: %s\n", std::string(default_kernel(have_cuda ? Backend::Cuda : Backend::Cpu).name).c_str());
   return 0;
@@ -95,11 +100,13 @@ int run_convert(int argc, char** argv) {
   cxxopts::Options options("espgrid convert", "Write a map file in another format (the grid and values unchanged).\n");
   options.custom_help("INPUT.dx -o OUTPUT.vti|OUTPUT.dx [--units U]");
   options.positional_help("");
-  options.add_options("Input")("input", "map to read: .dx (espgrid, APBS or any DX of that layout)",
-                               cxxopts::value<std::string>());
-  options.add_options("Output")("o,output", "map to write (.vti or .dx); repeat for several",
-                                cxxopts::value<std::vector<std::string>>())(
-      "units", "the input's unit when its header does not say (kT/e, kcal/mol/e or V)", cxxopts::value<std::string>());
+  // clang-format off
+  options.add_options("Input")
+      ("input", "map to read: .dx (espgrid, APBS or any DX of that layout)", cxxopts::value<std::string>());
+  options.add_options("Output")
+      ("o,output", "map to write (.vti or .dx); repeat for several", cxxopts::value<std::vector<std::string>>())
+      ("units", "the input's unit when its header does not say (kT/e, kcal/mol/e or V)", cxxopts::value<std::string>());
+  // clang-format on
   options.add_options()("h,help", "show this help");
   options.parse_positional({"input"});
   const auto args = parse_args(options, argc, argv);

@@ -134,17 +134,18 @@ int run_map_distributed(const cxxopts::ParseResult& args, scaleout::Cluster& clu
     if (root) {
       for (const auto& notice : structure->notices) std::fprintf(stderr, "espgrid: note: %s\n", notice.c_str());
       print_input(command.input, structure->atoms, problem->grid());
-      std::printf("ranks      %d MPI ranks: z-planes in contiguous blocks, one per rank; the map is gathered to "
-                  "rank 0\n",
-                  cluster.size());
+      std::printf(
+          "ranks      %d MPI ranks: z-planes in contiguous blocks, one per rank; the map is gathered to "
+          "rank 0\n",
+          cluster.size());
       std::fflush(stdout);
     }
     ProgressBar bar(std::string(choice.kernel->name));
     RunOptions options = command.compute.run;
     if (root) options.progress = [&bar](std::size_t done, std::size_t total) { bar.update(done, total); };
     try {
-      result = scaleout::compute_distributed(cluster, *choice.kernel, *problem, root ? map.values.data() : nullptr,
-                                             options);
+      result =
+          scaleout::compute_distributed(cluster, *choice.kernel, *problem, root ? map.values.data() : nullptr, options);
     } catch (const scaleout::PeerFailure&) {
       throw;
     } catch (const UsageError&) {
@@ -187,9 +188,9 @@ int run_map_distributed(const cxxopts::ParseResult& args, scaleout::Cluster& clu
   timing.kernel_seconds = result.timing.kernel_seconds;
   timing.transfer_seconds = std::max(0.0, result.timing.wall_seconds - result.timing.kernel_seconds);
   timing.parts = result.timing.parts;
-  finish_map(map, problem->atom_count(), kernel_names + " on " + result.timing.device + " (" + choice.why + ")",
-             timing, " (kernel: the slowest rank; transfers: all ranks and the gather, " +
-                         seconds_text(result.gather_seconds) + " gathering)",
+  finish_map(map, problem->atom_count(), kernel_names + " on " + result.timing.device + " (" + choice.why + ")", timing,
+             " (kernel: the slowest rank; transfers: all ranks and the gather, " + seconds_text(result.gather_seconds) +
+                 " gathering)",
              command.outputs);
   return 0;
 }
@@ -201,9 +202,11 @@ int run_map(int argc, char** argv) {
   options.custom_help("INPUT -o OUTPUT.vti|OUTPUT.dx [-o ...] [options]");
   options.positional_help("");
   add_structure_options(options, "structure file (.pqr or .xyz)");
+  // clang-format off
   options.add_options("Output")
       ("o,output", "map to write: .vti (ParaView) or .dx (VMD, PyMOL, ChimeraX, APBS); repeat for both",
        cxxopts::value<std::vector<std::string>>());
+  // clang-format on
   add_grid_options(options);
   add_physics_options(options);
   add_compute_options(options, "kernel variant (see `espgrid kernels`)");
@@ -239,8 +242,8 @@ int run_map(int argc, char** argv) {
   bar.finish();
   result.timing.read_seconds = read.read_seconds;
   finish_map(result.map, structure.atoms.size(),
-             std::string(choice.kernel->name) + " on " + result.timing.device + " (" + choice.why + ")",
-             result.timing, "", command.outputs);
+             std::string(choice.kernel->name) + " on " + result.timing.device + " (" + choice.why + ")", result.timing,
+             "", command.outputs);
   return 0;
 }
 

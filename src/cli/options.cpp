@@ -79,29 +79,36 @@ std::vector<int> devices_option(const std::string& text) {
 }
 
 void add_structure_options(cxxopts::Options& options, const std::string& input_help) {
+  // clang-format off
   options.add_options("Input")
       ("input", input_help, cxxopts::value<std::string>())
       ("format", "input format when the extension does not say: pqr or xyz", cxxopts::value<std::string>());
+  // clang-format on
   options.parse_positional({"input"});
 }
 
 void add_grid_options(cxxopts::Options& options) {
+  // clang-format off
   options.add_options("Grid")
       ("spacing", "grid spacing in Å: H or HX,HY,HZ", cxxopts::value<std::string>()->default_value("0.5"))
       ("padding", "space around the atoms' bounding box on each side, Å", cxxopts::value<std::string>()->default_value("10"))
       ("origin", "explicit grid origin X,Y,Z in Å (with --dims)", cxxopts::value<std::string>())
       ("dims", "explicit grid points NX,NY,NZ (with --origin)", cxxopts::value<std::string>());
+  // clang-format on
 }
 
 void add_physics_options(cxxopts::Options& options) {
+  // clang-format off
   options.add_options("Physics")
       ("units", "potential unit: kT/e, kcal/mol/e or V", cxxopts::value<std::string>()->default_value("kT/e"))
       ("dielectric", "relative permittivity of the uniform medium", cxxopts::value<std::string>()->default_value("1"))
       ("temperature", "temperature for kT/e, K", cxxopts::value<std::string>()->default_value("298.15"))
       ("model", "pair model: coulomb", cxxopts::value<std::string>()->default_value("coulomb"));
+  // clang-format on
 }
 
 void add_compute_options(cxxopts::Options& options, const std::string& kernel_help) {
+  // clang-format off
   options.add_options("Compute")
       ("kernel", kernel_help, cxxopts::value<std::string>())
       ("backend", "auto, cpu or cuda (auto: CUDA when a usable GPU is present)", cxxopts::value<std::string>()->default_value("auto"))
@@ -109,6 +116,7 @@ void add_compute_options(cxxopts::Options& options, const std::string& kernel_he
       ("devices", "several CUDA devices: all, or N,N,... (z-planes shared out through a work queue; a repeated "
                   "number runs two workers on one GPU)", cxxopts::value<std::string>())
       ("threads", "CPU threads (0 = all cores)", cxxopts::value<int>()->default_value("0"));
+  // clang-format on
 }
 
 std::optional<StructureFormat> format_option(const cxxopts::ParseResult& args) {

@@ -5,6 +5,8 @@
 #include <cstddef>
 #include <string>
 
+#include "src/core/stopwatch.h"
+
 namespace espgrid::cli {
 
 class ProgressBar {
@@ -20,7 +22,7 @@ class ProgressBar {
   std::string label_;
   bool enabled_;
   bool drawn_ = false;
-  std::chrono::steady_clock::time_point start_, last_draw_;
+  Clock::time_point start_, last_draw_;
 };
 
 }  // namespace espgrid::cli

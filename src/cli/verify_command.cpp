@@ -77,10 +77,11 @@ int run_verify(int argc, char** argv) {
   const std::size_t n = grid.point_count();
 
   const KernelVariant& values_kernel = fast_reference_kernel();
-  std::printf("reference  %s%s\n", std::string(reference_kernel().name).c_str(),
-              &values_kernel == &reference_kernel()
-                  ? ""
-                  : (" (its values computed by " + std::string(values_kernel.name) + ", bit for bit the same)").c_str());
+  std::printf(
+      "reference  %s%s\n", std::string(reference_kernel().name).c_str(),
+      &values_kernel == &reference_kernel()
+          ? ""
+          : (" (its values computed by " + std::string(values_kernel.name) + ", bit for bit the same)").c_str());
   std::fflush(stdout);
   RunOptions cpu_run = compute.run;
   cpu_run.devices.clear();
@@ -89,7 +90,8 @@ int run_verify(int argc, char** argv) {
   const std::vector<float> magnitude = run_kernel(values_kernel, problem.with_absolute_charges(), cpu_run);
   const double bound_factor = kernel_difference_bound(1.0, atoms.size());
 
-  std::printf("%-16s %12s %12s %14s %10s  %s\n", "KERNEL", "MAX |ERR|", "MAX ERR/MAG", "MAX REL (>1%)", "TIME", "RESULT");
+  std::printf("%-16s %12s %12s %14s %10s  %s\n", "KERNEL", "MAX |ERR|", "MAX ERR/MAG", "MAX REL (>1%)", "TIME",
+              "RESULT");
   bool all_pass = true;
   const double big = 0.01 * std::max(std::fabs(*std::max_element(reference.begin(), reference.end())),
                                      std::fabs(*std::min_element(reference.begin(), reference.end())));
@@ -126,7 +128,8 @@ int run_verify(int argc, char** argv) {
     if (unwritten) std::printf(" (%zu points not written or not finite)", unwritten);
     std::printf("\n");
   }
-  std::printf("bound: |err| <= %.3e x sum|q| f(r) (%s at every point)\n", bound_factor, unit_name(physics.unit).c_str());
+  std::printf("bound: |err| <= %.3e x sum|q| f(r) (%s at every point)\n", bound_factor,
+              unit_name(physics.unit).c_str());
   return all_pass ? 0 : 1;
 }
 

@@ -22,8 +22,8 @@ struct ComputeTiming {
   /// Compute only: CUDA events on the GPU (several workers: the busiest one's sum, since they
   /// run concurrently), the host clock on the CPU.
   double kernel_seconds = 0;
-  double wall_seconds = 0;  ///< the whole call: device set-up, allocation, copies and kernels
-  std::string device;       ///< where it ran: "CPU, 2 threads" or the GPU's description
+  double wall_seconds = 0;               ///< the whole call: device set-up, allocation, copies and kernels
+  std::string device;                    ///< where it ran: "CPU, 2 threads" or the GPU's description
   std::vector<WorkerTiming> parts = {};  ///< CUDA: one per device worker
 };
 

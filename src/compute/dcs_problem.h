@@ -23,12 +23,12 @@ struct DcsProblem {
   const float* z = nullptr;  ///< atom z − grid origin z, Å
   const float* q = nullptr;  ///< charge × k/ε: output unit × Å
   std::size_t atom_count = 0;
-  std::int64_t nx = 0, ny = 0, nz = 0;  ///< grid points per axis
-  float hx = 0, hy = 0, hz = 0;         ///< grid spacing, Å
-  float softening2 = 0;                 ///< a², Å²
-  PairModel model = PairModel::Coulomb; ///< which f(r) is summed
-  PairParameters pair;                  ///< the model's parameters
-  float* potential = nullptr;           ///< host output, nx*ny*nz values, x fastest
+  std::int64_t nx = 0, ny = 0, nz = 0;   ///< grid points per axis
+  float hx = 0, hy = 0, hz = 0;          ///< grid spacing, Å
+  float softening2 = 0;                  ///< a², Å²
+  PairModel model = PairModel::Coulomb;  ///< which f(r) is summed
+  PairParameters pair;                   ///< the model's parameters
+  float* potential = nullptr;            ///< host output, nx*ny*nz values, x fastest
   /// Map z index of this problem's plane 0: a problem may be a slab of whole z-planes of a
   /// larger map (MPI ranks compute one each). Plane k lies at z = (z_offset + k)·hz, so a
   /// slab's values are bit-identical to the same planes of the whole map.

@@ -54,8 +54,8 @@ struct WorkerResult {
 
 /// A worker's run: takes ranges from `queue` until it is empty, calling `done` (from the
 /// worker's thread) as each range is in the output. Throws on failure.
-using PlaneWorker = std::function<WorkerResult(int worker, PlaneQueue& queue,
-                                               const std::function<void(const PlaneRange&)>& done)>;
+using PlaneWorker =
+    std::function<WorkerResult(int worker, PlaneQueue& queue, const std::function<void(const PlaneRange&)>& done)>;
 
 /// Runs `workers` workers, each in its own thread, on one queue over `nz` planes. Progress
 /// (planes done, nz) is reported from the calling thread. When a worker throws, the queue

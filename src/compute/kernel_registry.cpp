@@ -30,16 +30,27 @@ constexpr ModelSet kCoulombOnly = {PairModel::Coulomb};
 constexpr KernelVariant cpu_row(std::string_view name, std::string_view summary, KernelRole role,
                                 Reproducibility reproducibility, ModelSet models, int flops, bool serial,
                                 KernelVariant::CpuRun run) {
-  return KernelVariant{name,  summary, Backend::Cpu, role, Accuracy::Exact, 0.0, reproducibility, models, flops,
-                       serial, true,   run,          {}};
+  return KernelVariant{name,   summary, Backend::Cpu, role, Accuracy::Exact, 0.0, reproducibility, models, flops,
+                       serial, true,    run,          {}};
 }
 
 /// A CUDA row.
 constexpr KernelVariant cuda_row(std::string_view name, std::string_view summary, KernelRole role,
                                  Reproducibility reproducibility, ModelSet models, int flops, bool in_size_sweeps,
                                  cuda::LaunchFn launch, DeviceLayout layout) {
-  return KernelVariant{name,  summary,        Backend::Cuda, role,    Accuracy::Exact, 0.0,
-                       reproducibility, models, flops, false, in_size_sweeps, nullptr, cuda::DeviceKernel{launch, layout}};
+  return KernelVariant{name,
+                       summary,
+                       Backend::Cuda,
+                       role,
+                       Accuracy::Exact,
+                       0.0,
+                       reproducibility,
+                       models,
+                       flops,
+                       false,
+                       in_size_sweeps,
+                       nullptr,
+                       cuda::DeviceKernel{launch, layout}};
 }
 
 DeviceLayout layout(int bx, int by) {
@@ -76,8 +87,7 @@ const std::array<KernelVariant, 8>& table() {
         cuda_row("cuda-gather", "one thread per grid point, atoms read from global memory", KernelRole::Alternative,
                  Reproducibility::Deterministic, kCoulombOnly, 12, true, ESPGRID_CUDA_LAUNCH(launch_gather),
                  layout(32, 4)),
-        cuda_row("cuda-constant",
-                 "one thread per point, atoms in __constant__ chunks, dz² per plane in shared memory",
+        cuda_row("cuda-constant", "one thread per point, atoms in __constant__ chunks, dz² per plane in shared memory",
                  KernelRole::Alternative, Reproducibility::Deterministic, kCoulombOnly, 9, true,
                  ESPGRID_CUDA_LAUNCH(launch_constant), constant),
         cuda_row("cuda-coarsened", "8 points per thread along x, one block-width apart, padded grid",

@@ -12,7 +12,9 @@ namespace {
 
 constexpr std::size_t kMiB = std::size_t{1} << 20;
 
-std::int64_t round_up(std::int64_t value, std::int64_t multiple) { return (value + multiple - 1) / multiple * multiple; }
+std::int64_t round_up(std::int64_t value, std::int64_t multiple) {
+  return (value + multiple - 1) / multiple * multiple;
+}
 std::int64_t ceil_div(std::int64_t value, std::int64_t divisor) { return (value + divisor - 1) / divisor; }
 
 /// The block and coarsening asked for, with 0 replaced by the layout's default.
@@ -82,8 +84,7 @@ LaunchPlan choose_register_tile(const DcsProblem& p, int sms) {
   double best_score = register_tile_score(p, best.bx, best.by, best.cx, best.ry, sms);
   const double threshold = 1.03 * best_score;
   static constexpr std::array<int, 2> kTiles[] = {{8, 2}, {4, 4}, {2, 8}, {4, 2}, {2, 4}, {2, 2}};
-  static constexpr std::array<int, 2> kBlocks[] = {{16, 8}, {32, 4}, {8, 16}, {16, 4}, {8, 8},
-                                                   {4, 16}, {8, 4}, {4, 8}};
+  static constexpr std::array<int, 2> kBlocks[] = {{16, 8}, {32, 4}, {8, 16}, {16, 4}, {8, 8}, {4, 16}, {8, 4}, {4, 8}};
   for (const auto& t : kTiles) {
     for (const auto& b : kBlocks) {
       const double v = register_tile_score(p, b[0], b[1], t[0], t[1], sms);
@@ -102,7 +103,8 @@ LaunchPlan choose_register_tile(const DcsProblem& p, int sms) {
 LaunchPlan make_launch_plan(std::string_view variant, const DeviceLayout& layout, const DcsProblem& p,
                             const LaunchShape& shape, int sms) {
   const bool automatic = shape.block_x == 0 && shape.block_y == 0 && shape.coarsening == 0;
-  LaunchPlan plan = layout.register_tile && automatic ? choose_register_tile(p, sms) : resolve_shape(variant, layout, shape);
+  LaunchPlan plan =
+      layout.register_tile && automatic ? choose_register_tile(p, sms) : resolve_shape(variant, layout, shape);
   plan.zero_slab = layout.accumulates;
   std::int64_t px = p.nx, py = p.ny;
   if (layout.pads_to_tiles) {
@@ -130,8 +132,10 @@ std::int64_t planes_per_slab(const DcsProblem& p, const LaunchPlan& plan, std::s
     const std::size_t available = free_device_bytes > reserve ? free_device_bytes - reserve : 0;
     budget = std::min(2 * std::clamp(map_bytes / 8, 32 * kMiB, 256 * kMiB), available);
   }
-  std::int64_t planes = map_bytes <= budget ? p.nz : static_cast<std::int64_t>(budget / 2 / std::max<std::size_t>(plane_bytes, 1));
-  planes = std::clamp<std::int64_t>(planes, 1, std::max<std::int64_t>(1, std::min<std::int64_t>(p.nz, kMaxPlanesPerLaunch)));
+  std::int64_t planes =
+      map_bytes <= budget ? p.nz : static_cast<std::int64_t>(budget / 2 / std::max<std::size_t>(plane_bytes, 1));
+  planes =
+      std::clamp<std::int64_t>(planes, 1, std::max<std::int64_t>(1, std::min<std::int64_t>(p.nz, kMaxPlanesPerLaunch)));
   const std::int64_t slabs = ceil_div(std::max<std::int64_t>(p.nz, 1), planes);
   return ceil_div(std::max<std::int64_t>(p.nz, 1), slabs);
 }
@@ -141,7 +145,8 @@ std::int64_t auto_chunk_planes(const DcsProblem& p, int workers) {
   const std::int64_t nz = std::max<std::int64_t>(p.nz, 1);
   const std::int64_t by_count = ceil_div(nz, std::int64_t{8} * std::max(workers, 1));
   const std::int64_t by_fill = ceil_div(std::int64_t{1} << 21, plane_points);
-  const std::int64_t chunk = std::clamp<std::int64_t>(std::max(by_count, by_fill), 1, std::min<std::int64_t>(nz, kMaxPlanesPerLaunch));
+  const std::int64_t chunk =
+      std::clamp<std::int64_t>(std::max(by_count, by_fill), 1, std::min<std::int64_t>(nz, kMaxPlanesPerLaunch));
   return ceil_div(nz, ceil_div(nz, chunk));
 }
 

@@ -54,9 +54,9 @@ inline constexpr std::array<int, 5> kCoarsenings = {1, 2, 4, 8, 16};
 struct TileShape {
   int cx, ry;
 };
-inline constexpr std::array<TileShape, 8> kRegisterTiles = {
-    TileShape{1, 2}, TileShape{2, 2}, TileShape{4, 2}, TileShape{8, 2},
-    TileShape{16, 1}, TileShape{2, 4}, TileShape{4, 4}, TileShape{2, 8}};
+inline constexpr std::array<TileShape, 8> kRegisterTiles = {TileShape{1, 2}, TileShape{2, 2},  TileShape{4, 2},
+                                                            TileShape{8, 2}, TileShape{16, 1}, TileShape{2, 4},
+                                                            TileShape{4, 4}, TileShape{2, 8}};
 /// Rows per thread of a register tile with `cx` columns chosen by an explicit coarsening
 /// (16 columns × 2 rows would not fit the 64 registers that 1024-thread blocks allow).
 constexpr int register_tile_rows(int cx) { return cx >= 16 ? 1 : 2; }

@@ -14,8 +14,8 @@ class PreparedProblem {
  public:
   /// Positions relative to the grid origin (subtracted in double, then rounded to float),
   /// charges multiplied by `charge_scale` so kernels write the map's unit directly.
-  PreparedProblem(const Atoms& atoms, const GridSpec& grid, double charge_scale,
-                  PairModel model = PairModel::Coulomb, PairParameters pair = {});
+  PreparedProblem(const Atoms& atoms, const GridSpec& grid, double charge_scale, PairModel model = PairModel::Coulomb,
+                  PairParameters pair = {});
   /// The problem of a map with this physics: charge scale k/ε, its model and parameters.
   static PreparedProblem for_physics(const Atoms& atoms, const GridSpec& grid, const PhysicsOptions& physics);
 

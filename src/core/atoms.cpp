@@ -35,9 +35,7 @@ void Atoms::push_back(double px, double py, double pz, double q, double r, Eleme
   element.push_back(e);
 }
 
-double Atoms::total_charge() const noexcept {
-  return std::accumulate(charge.begin(), charge.end(), 0.0);
-}
+double Atoms::total_charge() const noexcept { return std::accumulate(charge.begin(), charge.end(), 0.0); }
 
 BoundingBox bounding_box(const Atoms& atoms) {
   BoundingBox box{};
@@ -58,12 +56,11 @@ double bondi_radius(ElementSymbol element) {
   };
   // Bondi (1964) van der Waals radii, Å.
   static constexpr Entry kRadii[] = {
-      {"H", 1.20},  {"He", 1.40}, {"C", 1.70},  {"N", 1.55},  {"O", 1.52},  {"F", 1.47},  {"Ne", 1.54},
-      {"Si", 2.10}, {"P", 1.80},  {"S", 1.80},  {"Cl", 1.75}, {"Ar", 1.88}, {"As", 1.85}, {"Se", 1.90},
-      {"Br", 1.85}, {"Kr", 2.02}, {"I", 1.98},  {"Xe", 2.16}, {"Li", 1.82}, {"Na", 2.27}, {"Mg", 1.73},
-      {"K", 2.75},  {"Ca", 2.31}, {"Ni", 1.63}, {"Cu", 1.40}, {"Zn", 1.39}, {"Fe", 1.94}, {"Ga", 1.87},
-      {"Pd", 1.63}, {"Ag", 1.72}, {"Cd", 1.58}, {"In", 1.93}, {"Sn", 2.17}, {"Pt", 1.75}, {"Au", 1.66},
-      {"Hg", 1.55}, {"Tl", 1.96}, {"Pb", 2.02}, {"U", 1.86}};
+      {"H", 1.20},  {"He", 1.40}, {"C", 1.70},  {"N", 1.55},  {"O", 1.52},  {"F", 1.47},  {"Ne", 1.54}, {"Si", 2.10},
+      {"P", 1.80},  {"S", 1.80},  {"Cl", 1.75}, {"Ar", 1.88}, {"As", 1.85}, {"Se", 1.90}, {"Br", 1.85}, {"Kr", 2.02},
+      {"I", 1.98},  {"Xe", 2.16}, {"Li", 1.82}, {"Na", 2.27}, {"Mg", 1.73}, {"K", 2.75},  {"Ca", 2.31}, {"Ni", 1.63},
+      {"Cu", 1.40}, {"Zn", 1.39}, {"Fe", 1.94}, {"Ga", 1.87}, {"Pd", 1.63}, {"Ag", 1.72}, {"Cd", 1.58}, {"In", 1.93},
+      {"Sn", 2.17}, {"Pt", 1.75}, {"Au", 1.66}, {"Hg", 1.55}, {"Tl", 1.96}, {"Pb", 2.02}, {"U", 1.86}};
   const std::string s = element.text();
   for (const auto& e : kRadii)
     if (s == e.symbol) return e.radius;

@@ -31,8 +31,8 @@ void check_grid_request(const GridRequest& request) {
     for (int a = 0; a < 3; ++a) {
       const std::int64_t n = (*request.dims)[a];
       if (n < 1 || n > kMaxAxisPoints)
-        throw UsageError(std::string("grid dims along ") + kAxis[a] + " must be 1.." +
-                         std::to_string(kMaxAxisPoints) + ", got " + std::to_string(n));
+        throw UsageError(std::string("grid dims along ") + kAxis[a] + " must be 1.." + std::to_string(kMaxAxisPoints) +
+                         ", got " + std::to_string(n));
       if (!std::isfinite((*request.origin)[a]) || std::fabs((*request.origin)[a]) > 1e6)
         throw UsageError(std::string("grid origin along ") + kAxis[a] + " must be a finite number of Å within ±1e6");
     }
@@ -64,8 +64,8 @@ GridSpec make_grid(const GridRequest& request, const Atoms& atoms) {
     // points needed so that the last one reaches the box's far side (tiny slack for rounding)
     const double cells = std::ceil(extent / grid.spacing[a] - 1e-9);
     if (!(cells + 1 <= static_cast<double>(kMaxAxisPoints)))
-      throw UsageError(std::string("grid along ") + kAxis[a] + " would need " +
-                       number_text(cells + 1) + " points (limit " + std::to_string(kMaxAxisPoints) +
+      throw UsageError(std::string("grid along ") + kAxis[a] + " would need " + number_text(cells + 1) +
+                       " points (limit " + std::to_string(kMaxAxisPoints) +
                        "); use a larger --spacing or smaller --padding");
     grid.dims[a] = static_cast<std::int64_t>(cells) + 1;
     // centre the box in the grid; round to 1e-6 Å so the origin prints short and exact
@@ -74,9 +74,7 @@ GridSpec make_grid(const GridRequest& request, const Atoms& atoms) {
   return grid;
 }
 
-std::size_t map_bytes(const GridSpec& grid) noexcept {
-  return grid.point_count() * sizeof(float);
-}
+std::size_t map_bytes(const GridSpec& grid) noexcept { return grid.point_count() * sizeof(float); }
 
 std::size_t available_memory_bytes() {
   std::ifstream meminfo("/proc/meminfo");
@@ -98,18 +96,17 @@ std::uint64_t max_grid_points_from_environment() {
 }
 
 void check_grid_fits(const GridSpec& grid, std::size_t available) {
-  const double points = static_cast<double>(grid.dims[0]) * static_cast<double>(grid.dims[1]) *
-                        static_cast<double>(grid.dims[2]);
+  const double points =
+      static_cast<double>(grid.dims[0]) * static_cast<double>(grid.dims[1]) * static_cast<double>(grid.dims[2]);
   if (points > 1e12) throw UsageError("grid of " + describe(grid) + " is absurdly large");
-  if (const std::uint64_t limit = max_grid_points_from_environment();
-      limit != 0 && points > static_cast<double>(limit))
+  if (const std::uint64_t limit = max_grid_points_from_environment(); limit != 0 && points > static_cast<double>(limit))
     throw UsageError("grid of " + describe(grid) + " is over the limit of " + with_commas(limit) +
                      " points set by ESPGRID_MAX_GRID_POINTS");
   if (available == 0) available = available_memory_bytes();
   const double needed = static_cast<double>(map_bytes(grid));
   if (available != 0 && needed > 0.9 * static_cast<double>(available))
-    throw UsageError("grid of " + describe(grid) + " needs " + human_bytes(needed) +
-                     " for the map but only " + human_bytes(static_cast<double>(available)) +
+    throw UsageError("grid of " + describe(grid) + " needs " + human_bytes(needed) + " for the map but only " +
+                     human_bytes(static_cast<double>(available)) +
                      " of memory is available; use a larger --spacing or a smaller region");
 }
 

@@ -14,13 +14,12 @@
 namespace espgrid {
 
 struct GridSpec {
-  std::array<std::int64_t, 3> dims{};   ///< points along x, y, z
+  std::array<std::int64_t, 3> dims{};  ///< points along x, y, z
   std::array<double, 3> origin{};      ///< position of point (0,0,0), Å
   std::array<double, 3> spacing{};     ///< distance between neighbouring points, Å
 
   std::size_t point_count() const noexcept {
-    return static_cast<std::size_t>(dims[0]) * static_cast<std::size_t>(dims[1]) *
-           static_cast<std::size_t>(dims[2]);
+    return static_cast<std::size_t>(dims[0]) * static_cast<std::size_t>(dims[1]) * static_cast<std::size_t>(dims[2]);
   }
   /// Position of point (i, j, k) along `axis`, Å.
   double position(int axis, std::int64_t index) const noexcept {
@@ -30,9 +29,9 @@ struct GridSpec {
 
 /// How the user asked for the grid: either padding around the atoms or explicit origin/dims.
 struct GridRequest {
-  std::array<double, 3> spacing{0.5, 0.5, 0.5};    ///< Å
-  double padding = 10.0;                           ///< Å on each side of the bounding box
-  std::optional<std::array<double, 3>> origin;      ///< Å; set together with dims
+  std::array<double, 3> spacing{0.5, 0.5, 0.5};  ///< Å
+  double padding = 10.0;                         ///< Å on each side of the bounding box
+  std::optional<std::array<double, 3>> origin;   ///< Å; set together with dims
   std::optional<std::array<std::int64_t, 3>> dims;
 };
 

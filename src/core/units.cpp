@@ -8,18 +8,24 @@ namespace espgrid {
 
 double coulomb_constant(PotentialUnit unit, double temperature) {
   switch (unit) {
-    case PotentialUnit::Volt: return kCoulombVoltAngstrom;
-    case PotentialUnit::KcalPerMolPerE: return kCoulombKcalAngstrom;
-    case PotentialUnit::KTPerE: return kCoulombVoltAngstrom * kElementaryCharge / (kBoltzmann * temperature);
+    case PotentialUnit::Volt:
+      return kCoulombVoltAngstrom;
+    case PotentialUnit::KcalPerMolPerE:
+      return kCoulombKcalAngstrom;
+    case PotentialUnit::KTPerE:
+      return kCoulombVoltAngstrom * kElementaryCharge / (kBoltzmann * temperature);
   }
   return kCoulombVoltAngstrom;
 }
 
 std::string unit_name(PotentialUnit unit) {
   switch (unit) {
-    case PotentialUnit::KTPerE: return "kT/e";
-    case PotentialUnit::KcalPerMolPerE: return "kcal/mol/e";
-    case PotentialUnit::Volt: return "V";
+    case PotentialUnit::KTPerE:
+      return "kT/e";
+    case PotentialUnit::KcalPerMolPerE:
+      return "kcal/mol/e";
+    case PotentialUnit::Volt:
+      return "V";
   }
   return "?";
 }
@@ -27,7 +33,8 @@ std::string unit_name(PotentialUnit unit) {
 PotentialUnit parse_unit(const std::string& text) {
   std::string s;
   for (char c : text)
-    if (!std::isspace(static_cast<unsigned char>(c))) s += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (!std::isspace(static_cast<unsigned char>(c)))
+      s += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   if (s == "kt/e" || s == "kt") return PotentialUnit::KTPerE;
   if (s == "kcal/mol/e" || s == "kcal/(mol*e)" || s == "kcal/mol") return PotentialUnit::KcalPerMolPerE;
   if (s == "v" || s == "volt" || s == "volts") return PotentialUnit::Volt;

@@ -49,7 +49,6 @@ extern "C" void remove_pending_and_exit(int signal_number) {
   ::_exit(128 + signal_number);
 }
 
-
 }  // namespace
 
 void check_output_path(const std::string& destination) {
@@ -107,7 +106,7 @@ void AtomicOutputFile::commit() {
 }
 
 void install_interrupt_cleanup() {
-  struct sigaction action{};
+  struct sigaction action {};
   action.sa_handler = remove_pending_and_exit;
   sigemptyset(&action.sa_mask);
   sigaction(SIGINT, &action, nullptr);
@@ -115,7 +114,7 @@ void install_interrupt_cleanup() {
   sigaction(SIGHUP, &action, nullptr);  // terminal closed: same cleanup, exit 129
   // Over the file-size limit (ulimit -f) the default action killed the process mid-write and
   // left the temporary file behind; ignored, the write fails with EFBIG and is reported.
-  struct sigaction ignore{};
+  struct sigaction ignore {};
   ignore.sa_handler = SIG_IGN;
   sigemptyset(&ignore.sa_mask);
   sigaction(SIGXFSZ, &ignore, nullptr);

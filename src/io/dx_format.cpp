@@ -4,10 +4,10 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <memory>
-#include <cstring>
 
 #include "src/core/errors.h"
 #include "src/core/text_format.h"
@@ -46,14 +46,14 @@ void write_dx_to(const PotentialMap& map, const std::string& path) {
   header += "# " + physics_comment(map.physics) + "\n";
   header += "object 1 class gridpositions counts " + std::to_string(nx) + " " + std::to_string(ny) + " " +
             std::to_string(nz) + "\n";
-  header += "origin " + shortest_text(g.origin[0]) + " " + shortest_text(g.origin[1]) + " " + shortest_text(g.origin[2]) + "\n";
+  header += "origin " + shortest_text(g.origin[0]) + " " + shortest_text(g.origin[1]) + " " +
+            shortest_text(g.origin[2]) + "\n";
   header += "delta " + shortest_text(g.spacing[0]) + " 0 0\n";
   header += "delta 0 " + shortest_text(g.spacing[1]) + " 0\n";
   header += "delta 0 0 " + shortest_text(g.spacing[2]) + "\n";
   header += "object 2 class gridconnections counts " + std::to_string(nx) + " " + std::to_string(ny) + " " +
             std::to_string(nz) + "\n";
-  header += "object 3 class array type double rank 0 items " + std::to_string(g.point_count()) +
-            " data follows\n";
+  header += "object 3 class array type double rank 0 items " + std::to_string(g.point_count()) + " data follows\n";
   std::fputs(header.c_str(), file);
 
   // z varies fastest in DX; the map is stored x fastest. 9 significant digits round-trip a float.
@@ -77,14 +77,14 @@ void write_dx_to(const PotentialMap& map, const std::string& path) {
     *cursor++ = '\n';
     std::fwrite(line, 1, static_cast<std::size_t>(cursor - line), file);
   }
-  std::fputs("attribute \"dep\" string \"positions\"\n"
-             "object \"regular positions regular connections\" class field\n"
-             "component \"positions\" value 1\n"
-             "component \"connections\" value 2\n"
-             "component \"data\" value 3\n",
-             file);
-  if (std::ferror(file) || std::fflush(file) != 0)
-    throw Error("cannot write " + path + ": " + std::strerror(errno));
+  std::fputs(
+      "attribute \"dep\" string \"positions\"\n"
+      "object \"regular positions regular connections\" class field\n"
+      "component \"positions\" value 1\n"
+      "component \"connections\" value 2\n"
+      "component \"data\" value 3\n",
+      file);
+  if (std::ferror(file) || std::fflush(file) != 0) throw Error("cannot write " + path + ": " + std::strerror(errno));
   if (std::fclose(closer.release()) != 0) throw Error("cannot write " + path + ": " + std::strerror(errno));
 }
 
@@ -115,7 +115,8 @@ PotentialMap read_dx(const std::string& path, bool* unit_known) {
     return *v;
   };
   auto tokens = next_tokens();
-  if (tokens.size() != 8 || tokens[3] != "gridpositions") fail("expected 'object 1 class gridpositions counts nx ny nz'");
+  if (tokens.size() != 8 || tokens[3] != "gridpositions")
+    fail("expected 'object 1 class gridpositions counts nx ny nz'");
   for (int a = 0; a < 3; ++a) {
     auto n = parse_integer(tokens[static_cast<std::size_t>(5 + a)]);
     if (!n || *n < 1) fail("bad grid count " + quoted(tokens[static_cast<std::size_t>(5 + a)]));
@@ -124,7 +125,8 @@ PotentialMap read_dx(const std::string& path, bool* unit_known) {
   ++number;
   tokens = next_tokens();
   if (tokens.size() != 4 || tokens[0] != "origin") fail("expected 'origin x y z'");
-  for (int a = 0; a < 3; ++a) map.grid.origin[static_cast<std::size_t>(a)] = num(tokens[static_cast<std::size_t>(1 + a)]);
+  for (int a = 0; a < 3; ++a)
+    map.grid.origin[static_cast<std::size_t>(a)] = num(tokens[static_cast<std::size_t>(1 + a)]);
   for (int a = 0; a < 3; ++a) {
     ++number;
     tokens = next_tokens();
@@ -158,7 +160,8 @@ PotentialMap read_dx(const std::string& path, bool* unit_known) {
   std::size_t n = 0;
   for (std::int64_t i = 0; i < nx; ++i)
     for (std::int64_t j = 0; j < ny; ++j)
-      for (std::int64_t k = 0; k < nz; ++k) map.values[static_cast<std::size_t>(i + nx * (j + ny * k))] = z_fastest[n++];
+      for (std::int64_t k = 0; k < nz; ++k)
+        map.values[static_cast<std::size_t>(i + nx * (j + ny * k))] = z_fastest[n++];
   return map;
 }
 

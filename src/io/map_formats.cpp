@@ -1,8 +1,8 @@
 #include "src/io/map_formats.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
-#include <algorithm>
 #include <filesystem>
 
 #include "src/core/errors.h"
@@ -44,7 +44,8 @@ MapFormat map_format_from_extension(const std::string& path) {
 
 void check_map_format_supported(const std::string& path) {
   if (map_format_from_extension(path) == MapFormat::Vti && !vti_supported())
-    throw UsageError("cannot write " + path + ": this espgrid was built without VTK (ESPGRID_VTK=OFF or "
+    throw UsageError("cannot write " + path +
+                     ": this espgrid was built without VTK (ESPGRID_VTK=OFF or "
                      "VTK 9 not found); write .dx instead or rebuild with libvtk9-dev");
 }
 

@@ -20,13 +20,12 @@ namespace {
 
 // PDB record names that carry no atoms; a PQR may keep any of them from its PDB source.
 constexpr std::array<std::string_view, 56> kIgnoredRecords = {
-    "HEADER", "OBSLTE", "TITLE",  "SPLIT",  "CAVEAT", "COMPND", "SOURCE", "KEYWDS",
-    "EXPDTA", "NUMMDL", "MDLTYP", "AUTHOR", "REVDAT", "SPRSDE", "JRNL",   "REMARK",
-    "DBREF",  "DBREF1", "DBREF2", "SEQADV", "SEQRES", "MODRES", "HET",    "HETNAM",
-    "HETSYN", "FORMUL", "HELIX",  "SHEET",  "SSBOND", "LINK",   "CISPEP", "SITE",
-    "CRYST1", "ORIGX1", "ORIGX2", "ORIGX3", "SCALE1", "SCALE2", "SCALE3", "MTRIX1",
-    "MTRIX2", "MTRIX3", "ANISOU", "TER",    "CONECT", "MASTER", "END",    "SIGATM",
-    "SIGUIJ", "LINKR",  "HYDBND", "SLTBRG", "TURN",   "FTNOTE", "USER",   "EXPDAT"};
+    "HEADER", "OBSLTE", "TITLE",  "SPLIT",  "CAVEAT", "COMPND", "SOURCE", "KEYWDS", "EXPDTA", "NUMMDL",
+    "MDLTYP", "AUTHOR", "REVDAT", "SPRSDE", "JRNL",   "REMARK", "DBREF",  "DBREF1", "DBREF2", "SEQADV",
+    "SEQRES", "MODRES", "HET",    "HETNAM", "HETSYN", "FORMUL", "HELIX",  "SHEET",  "SSBOND", "LINK",
+    "CISPEP", "SITE",   "CRYST1", "ORIGX1", "ORIGX2", "ORIGX3", "SCALE1", "SCALE2", "SCALE3", "MTRIX1",
+    "MTRIX2", "MTRIX3", "ANISOU", "TER",    "CONECT", "MASTER", "END",    "SIGATM", "SIGUIJ", "LINKR",
+    "HYDBND", "SLTBRG", "TURN",   "FTNOTE", "USER",   "EXPDAT"};
 
 std::string upper(std::string_view s) {
   std::string out(s);
@@ -48,8 +47,7 @@ std::string_view atom_record(std::string_view first_token) {
 
 bool is_ignored_record(std::string_view line, std::string_view first_token) {
   const std::string key = upper(first_token);
-  if (std::find(kIgnoredRecords.begin(), kIgnoredRecords.end(), key) != kIgnoredRecords.end())
-    return true;
+  if (std::find(kIgnoredRecords.begin(), kIgnoredRecords.end(), key) != kIgnoredRecords.end()) return true;
   // Column-based record names can run into their data (e.g. "REMARK350").
   std::string_view head = line.substr(0, std::min<std::size_t>(line.size(), 6));
   while (!head.empty() && head.back() == ' ') head.remove_suffix(1);
@@ -91,18 +89,14 @@ ElementSymbol element_of(std::string_view name, std::string_view residue) {
 }
 
 bool looks_like_coordinate(std::string_view token) {
-  return token.find('.') != std::string_view::npos ||
-         token.find_first_of("eE") != std::string_view::npos;
+  return token.find('.') != std::string_view::npos || token.find_first_of("eE") != std::string_view::npos;
 }
 
 class PqrLineParser {
  public:
-  PqrLineParser(const TextLines& text, std::size_t line_number)
-      : text_(text), line_number_(line_number) {}
+  PqrLineParser(const TextLines& text, std::size_t line_number) : text_(text), line_number_(line_number) {}
 
-  [[noreturn]] void fail(const std::string& what) const {
-    throw InputError(text_.path(), line_number_, what);
-  }
+  [[noreturn]] void fail(const std::string& what) const { throw InputError(text_.path(), line_number_, what); }
 
   double finite(std::string_view token, const char* what) const {
     auto value = parse_number(token);
@@ -122,20 +116,19 @@ class PqrLineParser {
     const double charge = finite(tokens[n - 2], "charge");
     if (radius < 0) fail("radius " + quoted(tokens[n - 1]) + " is negative");
     if (radius > kMaxRadius) fail("radius " + quoted(tokens[n - 1]) + " is implausible (over 100 Å)");
-    if (std::fabs(charge) > kMaxCharge)
-      fail("charge " + quoted(tokens[n - 2]) + " is implausible (beyond ±1000 e)");
+    if (std::fabs(charge) > kMaxCharge) fail("charge " + quoted(tokens[n - 2]) + " is implausible (beyond ±1000 e)");
 
     // Walk left collecting exactly three coordinates.
     std::array<double, 3> coords{};  // right to left
     std::size_t ncoords = 0;
-    std::size_t next = n - 2;    // index one past the next token to take
+    std::size_t next = n - 2;  // index one past the next token to take
     while (ncoords < 3) {
       if (next <= 1) fail("too few fields: fewer than three coordinates" + usage());
       std::string_view token = tokens[--next];
       if (auto value = parse_number(token)) {
         if (std::isfinite(*value) && !looks_like_coordinate(token))  // "inf" is reported below
-          fail("expected a coordinate but found " + quoted(token) +
-               " (no decimal point): is a field missing?" + usage());
+          fail("expected a coordinate but found " + quoted(token) + " (no decimal point): is a field missing?" +
+               usage());
         if (!std::isfinite(*value)) fail("coordinate " + quoted(token) + " is not finite");
         coords[ncoords++] = *value;
         continue;
@@ -150,8 +143,7 @@ class PqrLineParser {
     // record name, as PDB's columns allow for serials of 5 digits).
     const std::size_t before = next - 1;
     const bool serial_merged = tokens[0].size() > record.size();
-    if (before + (serial_merged ? 1 : 0) < 4)
-      fail("too few fields before the coordinates" + usage());
+    if (before + (serial_merged ? 1 : 0) < 4) fail("too few fields before the coordinates" + usage());
     for (double c : coords)
       if (std::fabs(c) > kMaxCoordinate)
         fail("coordinate " + std::to_string(c) + " is beyond ±1e6 Å; check the file's units");
@@ -203,9 +195,8 @@ Structure read_pqr(const TextLines& text) {
     throw InputError(text.path(), text.count() == 0 ? 1 : text.count(),
                      text.empty() ? "file is empty" : "no ATOM or HETATM records: no atoms to read");
   if (models_seen > 1)
-    result.notices.push_back(text.path() + ": " + std::to_string(models_seen) +
-                             " MODELs; used the first (" + std::to_string(skipped_atoms) +
-                             " atoms of later models ignored)");
+    result.notices.push_back(text.path() + ": " + std::to_string(models_seen) + " MODELs; used the first (" +
+                             std::to_string(skipped_atoms) + " atoms of later models ignored)");
   return result;
 }
 

@@ -47,8 +47,7 @@ TextLines::TextLines(std::string path) : path_(std::move(path)) {
   split_and_check();
 }
 
-TextLines::TextLines(std::string path, std::string text)
-    : path_(std::move(path)), text_(std::move(text)) {
+TextLines::TextLines(std::string path, std::string text) : path_(std::move(path)), text_(std::move(text)) {
   split_and_check();
 }
 
@@ -66,8 +65,8 @@ void TextLines::split_and_check() {
         char hex[8];
         std::snprintf(hex, sizeof hex, "0x%02x", byte);
         throw InputError(path_, lines_.size() + 1,
-                         "binary data (byte " + std::string(hex) + " at column " +
-                             std::to_string(col + 1) + "); is this a text structure file?");
+                         "binary data (byte " + std::string(hex) + " at column " + std::to_string(col + 1) +
+                             "); is this a text structure file?");
       }
     }
     lines_.push_back(line);

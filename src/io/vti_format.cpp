@@ -55,7 +55,7 @@ void write_vti_to(const PotentialMap& map, const std::string& path) {
   writer->SetDataModeToAppended();
   writer->EncodeAppendedDataOff();  // raw binary appended block, smaller and faster than base64
   writer->SetCompressorTypeToZLib();
-  writer->SetHeaderTypeToUInt64();  // maps over 4 GiB
+  writer->SetHeaderTypeToUInt64();    // maps over 4 GiB
   writer->GlobalWarningDisplayOff();  // VTK's own messages would show source paths; we report
   if (writer->Write() != 1 || writer->GetErrorCode() != 0)
     throw Error("cannot write " + path + ": VTK's XML writer failed (disk full or not writable?)");

@@ -15,7 +15,7 @@ namespace {
 
 struct Column {
   std::string name;
-  char type;        // S, R, I or L
+  char type;          // S, R, I or L
   std::size_t first;  // index of its first whitespace field
   std::size_t width;  // number of fields
 };
@@ -35,8 +35,7 @@ std::string find_key(std::string_view comment, std::string_view key) {
   while (pos < comment.size()) {
     while (pos < comment.size() && std::isspace(static_cast<unsigned char>(comment[pos]))) ++pos;
     const std::size_t key_start = pos;
-    while (pos < comment.size() && comment[pos] != '=' &&
-           !std::isspace(static_cast<unsigned char>(comment[pos])))
+    while (pos < comment.size() && comment[pos] != '=' && !std::isspace(static_cast<unsigned char>(comment[pos])))
       ++pos;
     std::string name(comment.substr(key_start, pos - key_start));
     std::string value;
@@ -72,8 +71,7 @@ XyzLayout parse_properties(const TextLines& text, const std::string& spec) {
     if (colon == std::string::npos) break;
     start = colon + 1;
   }
-  if (parts.size() % 3 != 0)
-    fail("Properties=" + spec + " is not a list of name:type:columns triples");
+  if (parts.size() % 3 != 0) fail("Properties=" + spec + " is not a list of name:type:columns triples");
   std::vector<Column> columns;
   std::size_t field = 0;
   for (std::size_t i = 0; i < parts.size(); i += 3) {
@@ -136,19 +134,19 @@ Structure read_xyz(const TextLines& text) {
     const std::size_t number = 3 + i;
     if (number > text.count())
       throw InputError(text.path(), 1,
-                       "file ends after " + std::to_string(i) + " atoms, but line 1 says " +
-                           std::to_string(n));
+                       "file ends after " + std::to_string(i) + " atoms, but line 1 says " + std::to_string(n));
     const auto tokens = split_whitespace(text.line(number));
     auto fail = [&](const std::string& what) { throw InputError(text.path(), number, what); };
     if (tokens.empty())
       fail("blank line where atom " + std::to_string(i + 1) + " of " + std::to_string(n) + " was expected");
     if (!extended && tokens.size() == 4)
-      fail("XYZ without charges: 4 fields; espgrid needs 'Element x y z charge' (or an "
-           "extended-XYZ Properties key naming a charge column)");
+      fail(
+          "XYZ without charges: 4 fields; espgrid needs 'Element x y z charge' (or an "
+          "extended-XYZ Properties key naming a charge column)");
     if (tokens.size() != layout.fields)
       fail("expected " + std::to_string(layout.fields) + " fields" +
-           (extended ? std::string(" (from Properties)") : std::string(" (Element x y z charge)")) +
-           ", found " + std::to_string(tokens.size()));
+           (extended ? std::string(" (from Properties)") : std::string(" (Element x y z charge)")) + ", found " +
+           std::to_string(tokens.size()));
     auto number_at = [&](std::size_t field, const char* what) {
       auto value = parse_number(tokens[field]);
       if (!value) fail(std::string(what) + " " + quoted(tokens[field]) + " is not a number");
@@ -167,9 +165,9 @@ Structure read_xyz(const TextLines& text) {
   }
   for (std::size_t number = 3 + n; number <= text.count(); ++number)
     if (!split_whitespace(text.line(number)).empty())
-      throw InputError(text.path(), number,
-                       "more lines than the " + std::to_string(n) +
-                           " atoms line 1 announces (multi-frame XYZ is not supported)");
+      throw InputError(
+          text.path(), number,
+          "more lines than the " + std::to_string(n) + " atoms line 1 announces (multi-frame XYZ is not supported)");
   return result;
 }
 

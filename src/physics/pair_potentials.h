@@ -64,7 +64,8 @@ struct CoulombPotential {
 template <class Body>
 decltype(auto) with_pair_potential(PairModel model, Body&& body) {
   switch (model) {
-    case PairModel::Coulomb: return body(CoulombPotential{});
+    case PairModel::Coulomb:
+      return body(CoulombPotential{});
   }
   throw Error("unknown pair model " + std::to_string(static_cast<int>(model)));
 }

@@ -25,7 +25,8 @@ void validate(const PhysicsOptions& options) {
 
 std::string model_name(PairModel model) {
   switch (model) {
-    case PairModel::Coulomb: return "coulomb";
+    case PairModel::Coulomb:
+      return "coulomb";
   }
   return "?";
 }

@@ -44,12 +44,12 @@ KernelSelection select_kernel(const ComputeOptions& options, PairModel model);
 
 /// Where the time of one map went, seconds. Stages that did not run stay 0.
 struct TimingReport {
-  double read_seconds = 0;      ///< reading and checking the structure file
-  double prepare_seconds = 0;   ///< the float32 problem and the output buffer
-  double kernel_seconds = 0;    ///< the kernel (CUDA events on a GPU; the busiest device's)
-  double transfer_seconds = 0;  ///< device set-up, allocation and copies: compute wall − kernel
-  double write_seconds = 0;     ///< every output file, formatting included
-  std::string device;           ///< where the kernel ran
+  double read_seconds = 0;          ///< reading and checking the structure file
+  double prepare_seconds = 0;       ///< the float32 problem and the output buffer
+  double kernel_seconds = 0;        ///< the kernel (CUDA events on a GPU; the busiest device's)
+  double transfer_seconds = 0;      ///< device set-up, allocation and copies: compute wall − kernel
+  double write_seconds = 0;         ///< every output file, formatting included
+  std::string device;               ///< where the kernel ran
   std::vector<WorkerTiming> parts;  ///< CUDA: one per device worker
   double total_seconds() const {
     return read_seconds + prepare_seconds + kernel_seconds + transfer_seconds + write_seconds;

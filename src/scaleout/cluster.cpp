@@ -111,8 +111,8 @@ void Cluster::agree(const std::string& phase, const std::function<void()>& body)
       continue;
     }
     all_same = all_same && messages[static_cast<std::size_t>(r)] == message;
-    report += (report.empty() ? "" : "; ") + std::string("rank ") + std::to_string(r) + " of " +
-              std::to_string(size_) + " failed while " + phase + ": " + messages[static_cast<std::size_t>(r)];
+    report += (report.empty() ? "" : "; ") + std::string("rank ") + std::to_string(r) + " of " + std::to_string(size_) +
+              " failed while " + phase + ": " + messages[static_cast<std::size_t>(r)];
   }
   if (error && all_same) std::rethrow_exception(error);  // the same error everywhere: say it once
   throw Error(report);
@@ -126,8 +126,8 @@ void Cluster::gather_planes(const float* local, const PlaneSpan& span, std::int6
                             std::int64_t nz) const {
   if (!distributed()) return;
 #if ESPGRID_HAVE_MPI
-  if (plane_points <= 0 || plane_points > INT_MAX) throw Error("gather: a plane of " + std::to_string(plane_points) +
-                                                               " points is too large for one MPI datatype");
+  if (plane_points <= 0 || plane_points > INT_MAX)
+    throw Error("gather: a plane of " + std::to_string(plane_points) + " points is too large for one MPI datatype");
   MPI_Datatype plane;
   MPI_Type_contiguous(static_cast<int>(plane_points), MPI_FLOAT, &plane);
   MPI_Type_commit(&plane);
@@ -166,8 +166,7 @@ std::vector<std::string> Cluster::gather_text(const std::string& text) const {
     total += lengths[r];
   }
   std::string all(static_cast<std::size_t>(total), '\0');
-  MPI_Gatherv(text.data(), length, MPI_CHAR, all.data(), lengths.data(), offsets.data(), MPI_CHAR, 0,
-              MPI_COMM_WORLD);
+  MPI_Gatherv(text.data(), length, MPI_CHAR, all.data(), lengths.data(), offsets.data(), MPI_CHAR, 0, MPI_COMM_WORLD);
   std::vector<std::string> out;
   for (std::size_t r = 0; r < lengths.size(); ++r)
     out.push_back(all.substr(static_cast<std::size_t>(offsets[r]), static_cast<std::size_t>(lengths[r])));

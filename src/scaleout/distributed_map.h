@@ -18,11 +18,11 @@ namespace espgrid::scaleout {
 struct RankReport {
   int rank = 0;
   std::string host;
-  std::string kernel;           ///< the variant it ran
-  std::string device;           ///< where (RunTiming::device): "CPU, 8 threads", a GPU, or several
+  std::string kernel;  ///< the variant it ran
+  std::string device;  ///< where (RunTiming::device): "CPU, 8 threads", a GPU, or several
   PlaneSpan planes;
-  double kernel_seconds = 0;    ///< RunTiming::kernel_seconds of its share
-  double wall_seconds = 0;      ///< RunTiming::wall_seconds of its share (transfers included)
+  double kernel_seconds = 0;  ///< RunTiming::kernel_seconds of its share
+  double wall_seconds = 0;    ///< RunTiming::wall_seconds of its share (transfers included)
 };
 
 struct DistributedRun {

@@ -61,7 +61,8 @@ def main():
                      ("slices", "surface")))
         for label, argv, kinds in runs:
             prefix = os.path.join(wd, "pics", label)
-            r = common.run([sys.executable, renderer] + argv + ["--out", prefix, "--size", "480x360"],
+            r = common.run([sys.executable, renderer] + argv + ["--espgrid", args.espgrid, "--out", prefix,
+                                                                  "--size", "480x360"],
                            timeout=600)
             if r.returncode != 0:
                 print(f"FAIL render {label}: exit {r.returncode}\n{r.stdout[-3000:]}")
@@ -103,12 +104,13 @@ def main():
         bad = [
             ("missing map", [os.path.join(wd, "nope.vti")], "no such file"),
             ("no potential array", [nopot, "--kinds", "slices"], "no point array named 'potential'"),
-            ("truncated dx", [truncated, "--kinds", "slices"], "expected"),
+            ("truncated dx", [truncated, "--kinds", "slices"], "truncated.dx:"),  # espgrid's FILE:LINE message
             ("surface without structure", [m["dx"], "--kinds", "surface"], "needs --structure"),
             ("missing structure", [m["dx"], "--structure", os.path.join(wd, "nope.pqr")], "no such file"),
         ]
         for what, argv, needle in bad:
-            r = subprocess.run([sys.executable, renderer] + argv + ["--out", os.path.join(wd, "bad")],
+            r = subprocess.run([sys.executable, renderer] + argv + ["--espgrid", args.espgrid,
+                                                                    "--out", os.path.join(wd, "bad")],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=300)
             if r.returncode != 1 or "Traceback" in r.stderr or needle not in r.stderr \
                     or not r.stderr.startswith("render_potential: error:"):

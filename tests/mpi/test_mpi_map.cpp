@@ -22,8 +22,8 @@ using testing::random_atoms;
 
 Cluster& world() { return Cluster::world(); }
 
-#define ESPGRID_REQUIRE_RANKS()                                                               \
-  do {                                                                                        \
+#define ESPGRID_REQUIRE_RANKS()                                                                \
+  do {                                                                                         \
     if (!world().distributed()) GTEST_SKIP() << "one process: run under mpirun -np 2 or more"; \
   } while (0)
 
@@ -39,9 +39,9 @@ TEST(MpiMap, SplitMapEqualsTheOneProcessMapBitForBit) {
     std::size_t atoms;
   };
   // Including fewer planes than ranks (ranks without planes) and uneven splits.
-  for (const Case c : {Case{"cpu-parallel", 31, 17, 23, 300}, Case{"cpu-reference", 16, 9, 11, 123},
-                       Case{"cpu-naive", 7, 5, 4, 20}, Case{"cpu-parallel", 9, 8, 1, 50},
-                       Case{"cpu-parallel", 9, 8, 2, 50}, Case{"cpu-reference", 12, 10, 5, 1}}) {
+  for (const Case c :
+       {Case{"cpu-parallel", 31, 17, 23, 300}, Case{"cpu-reference", 16, 9, 11, 123}, Case{"cpu-naive", 7, 5, 4, 20},
+        Case{"cpu-parallel", 9, 8, 1, 50}, Case{"cpu-parallel", 9, 8, 2, 50}, Case{"cpu-reference", 12, 10, 5, 1}}) {
     SCOPED_TRACE(::testing::Message() << c.kernel << " " << c.nx << "x" << c.ny << "x" << c.nz << ", seed " << seed);
     std::mt19937 rng(seed + static_cast<unsigned>(c.nz));
     const GridSpec grid = make_test_grid(c.nx, c.ny, c.nz);
@@ -112,15 +112,14 @@ TEST(MpiMap, InjectedRankFailureStopsTheMap) {
   std::vector<float> map(world().is_root() ? grid.point_count() : 0);
   ::setenv("ESPGRID_TEST_FAIL_RANK", "1", 1);
   try {
-    scaleout::compute_distributed(world(), fast_reference_kernel(), problem,
-                                  world().is_root() ? map.data() : nullptr, RunOptions{});
+    scaleout::compute_distributed(world(), fast_reference_kernel(), problem, world().is_root() ? map.data() : nullptr,
+                                  RunOptions{});
     ADD_FAILURE() << "rank " << world().rank() << ": no failure";
   } catch (const PeerFailure&) {
     EXPECT_FALSE(world().is_root());
   } catch (const Error& e) {
     EXPECT_TRUE(world().is_root());
-    EXPECT_NE(std::string(e.what()).find("rank 1 of " + std::to_string(world().size()) + " failed"),
-              std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("rank 1 of " + std::to_string(world().size()) + " failed"), std::string::npos)
         << e.what();
     EXPECT_NE(std::string(e.what()).find("ESPGRID_TEST_FAIL_RANK=1"), std::string::npos) << e.what();
   }
