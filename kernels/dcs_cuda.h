@@ -68,6 +68,8 @@ struct DeviceRunOptions {
   std::size_t max_slab_bytes = 0;
   /// Called from the calling thread as planes complete (compute_potential_multi too).
   ProgressFn progress;
+  /// Each range of planes once it is in problem.potential (see PlanesDoneFn for the threads).
+  PlanesDoneFn planes_done;
   /// compute_potential_multi: planes per work-queue chunk; 0 = automatic (auto_chunk_planes).
   /// A worker never takes more than its slab buffer holds.
   std::int64_t chunk_planes = 0;

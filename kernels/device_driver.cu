@@ -312,10 +312,11 @@ ComputeTiming compute_potential(std::string_view variant, const DeviceKernel& ke
     ctx.max_slab_bytes = options.max_slab_bytes;
     ctx.device = options.device;
     ctx.hook = options.chunk_hook;
-    if (options.progress)
-      ctx.done = [&](const PlaneRange& r) {
+    ctx.done = [&](const PlaneRange& r) {
+      if (options.planes_done) options.planes_done(r.k0, r.planes);
+      if (options.progress)
         options.progress(static_cast<std::size_t>(r.k0 + r.planes), static_cast<std::size_t>(problem.nz));
-      };
+    };
     result = run_worker(kernel, plan, problem, d_atoms.get(), d_atoms.bytes(), ctx);
   }
   timing.kernel_seconds = result.kernel_seconds;
@@ -394,7 +395,10 @@ ComputeTiming compute_potential_multi(std::string_view variant, const DeviceKern
       ctx.worker = w;
       ctx.device = device;
       ctx.hook = options.chunk_hook;
-      ctx.done = done;
+      ctx.done = [&](const PlaneRange& r) {
+        if (options.planes_done) options.planes_done(r.k0, r.planes);
+        done(r);
+      };
       return run_worker(kernel, plan, problem, lease.get(), lease.bytes(), ctx);
     } catch (...) {
       std::rethrow_exception(with_device(std::current_exception(), device, w, per_device.at(device) > 1));

@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <mutex>
 
 #include "src/compute/oracle.h"
 #include "src/core/errors.h"
@@ -150,6 +151,30 @@ TEST_P(EveryVariant, SlabWithAPlaneOffsetEqualsThoseOfTheWholeMap) {
     }
   }
   EXPECT_THROW(compute_planes(kernel(), problem, nullptr, 8, 4, {}), Error);  // past the last plane
+}
+
+// Every plane is reported once through RunOptions::planes_done, and when it is reported its
+// values are already in the output (a streaming writer may take them from there at once).
+TEST_P(EveryVariant, ReportsEveryPlaneOnceWhenItsValuesAreIn) {
+  std::mt19937 rng(testing::test_seed() + 7);
+  const GridSpec grid = make_test_grid(17, 9, 13);
+  const PreparedProblem problem(random_atoms(rng, 60, grid), grid, 1.0);
+  std::vector<float> out = testing::poisoned(grid.point_count());
+  std::vector<int> seen(13, 0);
+  std::size_t unwritten_when_reported = 0;
+  std::mutex mutex;
+  RunOptions options;
+  options.max_slab_bytes = 4 * 64 * 64 * sizeof(float);  // CUDA: several slabs
+  options.planes_done = [&](std::int64_t first, std::int64_t count) {
+    std::lock_guard<std::mutex> lock(mutex);
+    for (std::int64_t k = first; k < first + count; ++k) {
+      seen[static_cast<std::size_t>(k)]++;
+      for (std::size_t n = 0; n < 17 * 9; ++n) unwritten_when_reported += std::isnan(out[17 * 9 * k + n]) ? 1 : 0;
+    }
+  };
+  kernel().run(problem.view(out.data()), options);
+  for (int k = 0; k < 13; ++k) EXPECT_EQ(seen[static_cast<std::size_t>(k)], 1) << "plane " << k;
+  EXPECT_EQ(unwritten_when_reported, 0u);
 }
 
 INSTANTIATE_TEST_SUITE_P(Registry, EveryVariant, ::testing::ValuesIn(testing::all_variant_names()),

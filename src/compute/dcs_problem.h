@@ -42,5 +42,10 @@ struct DcsProblem {
 
 /// Called by kernels from the calling thread as work completes: (done, total) in z-planes.
 using ProgressFn = std::function<void(std::size_t done, std::size_t total)>;
+/// Called with planes [first, first + count) of the problem once their values are in
+/// problem.potential, so a writer can stream them out while the rest is computed. Every plane
+/// is reported exactly once; in plane order from the calling thread for the CPU kernels and one
+/// GPU, in any order and from the device workers' threads (possibly concurrently) for several GPUs.
+using PlanesDoneFn = std::function<void(std::int64_t first, std::int64_t count)>;
 
 }  // namespace espgrid

@@ -3,6 +3,7 @@
 #include <omp.h>
 
 #include <array>
+#include <memory>
 
 #include "src/compute/cpu_kernels.h"
 #include "src/core/errors.h"
@@ -118,7 +119,18 @@ RunTiming KernelVariant::run(const DcsProblem& problem, const RunOptions& option
       throw UsageError("CPU thread count " + std::to_string(options.threads) +
                        " is out of range: --threads takes 0 (all cores) to " + std::to_string(kMaxCpuThreads));
     const Stopwatch clock;
-    cpu_run(problem, options);
+    RunOptions with_planes = options;
+    if (options.planes_done) {
+      // The CPU kernels finish planes in order and report the count done: turn that into ranges.
+      auto reported = std::make_shared<std::int64_t>(0);
+      with_planes.progress = [options, reported](std::size_t done, std::size_t total) {
+        const auto now = static_cast<std::int64_t>(done);
+        if (now > *reported) options.planes_done(*reported, now - *reported);
+        *reported = now;
+        if (options.progress) options.progress(done, total);
+      };
+    }
+    cpu_run(problem, with_planes);
     const double s = clock.seconds();
     return {s, s, cpu_description(serial ? 1 : options.threads)};
   }
@@ -127,6 +139,7 @@ RunTiming KernelVariant::run(const DcsProblem& problem, const RunOptions& option
   d.shape = options.shape;
   d.max_slab_bytes = options.max_slab_bytes;
   d.progress = options.progress;
+  d.planes_done = options.planes_done;
   if (options.devices.size() > 1) return cuda::compute_potential_multi(name, device, problem, options.devices, d);
   return cuda::compute_potential(name, device, problem, d);
 }

@@ -33,6 +33,7 @@ struct RunOptions {
   LaunchShape shape;               ///< CUDA launch shape override; zeros = the variant's default
   std::size_t max_slab_bytes = 0;  ///< CUDA: cap on device memory for the map (both slab buffers); 0 = auto
   ProgressFn progress;             ///< optional, called from the calling thread
+  PlanesDoneFn planes_done;        ///< optional: each range of planes once it is in the output
 };
 
 using RunTiming = ComputeTiming;
