@@ -66,7 +66,7 @@ void launch_coarsened(const SlabLaunch& s) {
   const dim3 block(static_cast<unsigned>(s.plan.bx), static_cast<unsigned>(s.plan.by));
   const dim3 grid(blocks_for(s.plan.pitch_x, std::int64_t{s.plan.cx} * s.plan.bx),
                   blocks_for(s.plan.pitch_y, s.plan.by), static_cast<unsigned>(s.planes));
-  with_pair_potential(s.model, [&](auto potential) {
+  with_pair_potential_among<CoulombPotential>(s.model, [&](auto potential) {
     using P = decltype(potential);
     switch (s.plan.cx) {  // the instantiations: kCoarsenings
       case 1:

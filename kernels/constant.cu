@@ -69,7 +69,7 @@ void launch_constant(const SlabLaunch& s) {
           cudaMemcpyToSymbolAsync(c_atoms, atoms + base, sizeof(float4) * count, 0, cudaMemcpyDeviceToDevice, stream));
     const int accumulate = c > 0 ? 1 : 0;
     const std::size_t shared = sizeof(float) * static_cast<std::size_t>(std::max(count, 0));
-    with_pair_potential(s.model, [&](auto potential) {
+    with_pair_potential_among<CoulombPotential>(s.model, [&](auto potential) {
       constant_kernel<decltype(potential)>
           <<<grid, block, shared, stream>>>(s.slab, atoms + base, count, g, accumulate, s.pair);
     });

@@ -53,15 +53,34 @@ __device__ __forceinline__ std::size_t slab_index(const Geometry& g, int i, int 
          static_cast<std::size_t>(i);
 }
 
-/// The Math policy of the pair evaluators on the device: rsqrtf is one MUFU.RSQ instruction
-/// under --ftz=true, and q·rsqrtf(r²) added to a sum contracts into one FFMA. (The host branch
-/// only exists so the host pass of nvcc sees a definition; kernels never run it.)
+/// The Math policy of the pair evaluators on the device: each primitive is one MUFU instruction
+/// under --ftz=true (rsqrtf: MUFU.RSQ; rcp.approx: MUFU.RCP, ≤ 1 ulp; __expf: FMUL by log₂e and
+/// MUFU.EX2, ≤ 2 ulp plus the argument's rounding), and q times it added to a sum contracts
+/// into one FFMA. (The host branches only exist so nvcc's host pass sees a definition; kernels
+/// never run them.)
 struct DeviceMath {
-  __host__ __device__ __forceinline__ static float over_sqrt(float q, float r2) {
+  __host__ __device__ __forceinline__ static float rsqrt(float x) {
 #ifdef __CUDA_ARCH__
-    return q * rsqrtf(r2);
+    return rsqrtf(x);
 #else
-    return q / sqrtf(r2);
+    return 1.0f / sqrtf(x);
+#endif
+  }
+  __host__ __device__ __forceinline__ static float over_sqrt(float q, float r2) { return q * rsqrt(r2); }
+  __host__ __device__ __forceinline__ static float over(float q, float r2) {
+#ifdef __CUDA_ARCH__
+    float reciprocal;
+    asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(reciprocal) : "f"(r2));
+    return q * reciprocal;
+#else
+    return q / r2;
+#endif
+  }
+  __host__ __device__ __forceinline__ static float exp(float x) {
+#ifdef __CUDA_ARCH__
+    return __expf(x);
+#else
+    return expf(x);
 #endif
   }
 };

@@ -35,7 +35,7 @@ void launch_gather(const SlabLaunch& s) {
   const Geometry g = geometry_of(s);
   const dim3 block(static_cast<unsigned>(s.plan.bx), static_cast<unsigned>(s.plan.by));
   const dim3 grid(blocks_for(s.nx, s.plan.bx), blocks_for(s.ny, s.plan.by), static_cast<unsigned>(s.planes));
-  with_pair_potential(s.model, [&](auto potential) {
+  with_pair_potential_among<CoulombPotential>(s.model, [&](auto potential) {
     gather_kernel<decltype(potential)><<<grid, block, 0, stream_of(s)>>>(s.slab, atoms_of(s), s.atom_count, g, s.pair);
   });
   ESPGRID_CUDA_CHECK_LAUNCH();

@@ -49,7 +49,7 @@ void launch_scatter(const SlabLaunch& s) {
   const dim3 grid(blocks_for(s.atom_count, threads), static_cast<unsigned>(s.planes),
                   static_cast<unsigned>(row_groups));
   const dim3 block(static_cast<unsigned>(s.plan.bx), static_cast<unsigned>(s.plan.by));
-  with_pair_potential(s.model, [&](auto potential) {
+  with_pair_potential_among<CoulombPotential>(s.model, [&](auto potential) {
     scatter_kernel<decltype(potential)><<<grid, block, 0, stream_of(s)>>>(s.slab, atoms_of(s), s.atom_count, g, s.pair);
   });
   ESPGRID_CUDA_CHECK_LAUNCH();

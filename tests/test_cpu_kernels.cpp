@@ -33,9 +33,12 @@ TEST_P(CpuKernel, RealMoleculeMatchesOracle) {
   request.spacing = {1.5, 1.5, 1.5};
   request.padding = 4.0;
   const GridSpec grid = make_grid(request, atoms);
-  const PreparedProblem problem(atoms, grid, coulomb_factor({}));
-  const auto out = run_poisoned(kernel(), problem);
-  expect_matches_oracle(problem, out, 7);  // every 7th point: ~4,000 oracle points of 906 atoms
+  for (const auto& m : testing::model_cases(kernel())) {
+    SCOPED_TRACE(m.label);
+    const PreparedProblem problem(atoms, grid, coulomb_factor({}), m.model, m.pair);
+    const auto out = run_poisoned(kernel(), problem);
+    expect_matches_oracle(problem, out, 7);  // every 7th point: ~4,000 oracle points of 906 atoms
+  }
 }
 
 TEST_P(CpuKernel, WritesEveryPointOfAPoisonedBuffer) {
@@ -84,6 +87,38 @@ TEST(CpuKernels, ThoseThatSayTheyMatchTheReferenceDoSoBitForBit) {
     ++checked;
   }
   EXPECT_GE(checked, 2);  // the reference and at least its parallel twin
+}
+
+TEST(Physics, DebyeLengthAtPhysiologicalSaltIsTheTextbookValue) {
+  // κ⁻¹ = 0.304 nm / √(I/M) in water at 25 °C (Israelachvili): 7.85 Å at 0.15 M, with
+  // ε = 78.54; our CODATA constants give 7.86 Å, and κ grows as √I and falls as 1/√(εT).
+  EXPECT_NEAR(1.0 / debye_kappa(0.15, 78.54, 298.15), 7.86, 0.01);
+  EXPECT_NEAR(debye_kappa(0.6, 78.54, 298.15), 2.0 * debye_kappa(0.15, 78.54, 298.15), 1e-12);
+  EXPECT_NEAR(debye_kappa(0.15, 4 * 78.54, 298.15), 0.5 * debye_kappa(0.15, 78.54, 298.15), 1e-12);
+  EXPECT_EQ(debye_kappa(0.0, 78.54, 298.15), 0.0);
+  PhysicsOptions debye;
+  debye.model = PairModel::Debye;
+  debye.dielectric = 78.54;
+  debye.ionic_strength = 0.15;
+  EXPECT_FLOAT_EQ(pair_parameters(debye).kappa, static_cast<float>(debye_kappa(0.15, 78.54, 298.15)));
+  EXPECT_EQ(describe_model(debye), "debye (I = 0.15 M, Debye length 7.86 A)");
+  PhysicsOptions coulomb;
+  EXPECT_EQ(pair_parameters(coulomb).kappa, 0.0f);  // only Debye screens
+}
+
+TEST(Physics, ModelNamesAndChecks) {
+  for (int m = 0; m < kPairModelCount; ++m)
+    EXPECT_EQ(parse_model(model_name(static_cast<PairModel>(m))), static_cast<PairModel>(m));
+  EXPECT_THROW(parse_model("yukawa"), UsageError);
+  PhysicsOptions o;
+  o.ionic_strength = 0.15;  // an electrolyte with the Coulomb model means nothing: refused
+  EXPECT_THROW(validate(o), UsageError);
+  o.model = PairModel::Debye;
+  EXPECT_NO_THROW(validate(o));
+  for (const double bad : {-0.1, 11.0, std::nan(""), HUGE_VAL}) {
+    o.ionic_strength = bad;
+    EXPECT_THROW(validate(o), UsageError) << bad;
+  }
 }
 
 TEST(Units, CoulombConstantsMatchReferenceValues) {

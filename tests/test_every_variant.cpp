@@ -35,13 +35,13 @@ std::array<std::int64_t, 3> point_of(const GridSpec& grid, std::size_t idx) {
           static_cast<std::int64_t>(idx / (nx * ny))};
 }
 
-// One charge: φ = k q / (ε r). Points at 0.5 .. 20 Å; float32 gives ~1e-7 relative (rsqrt
-// approximations ≤ 2 ulp), the softening length changes 1/r by a²/2r² ≤ 2e-8 there, so 2e-6
-// relative is a firm bound.
-TEST_P(EveryVariant, SingleChargeGivesCoulombLaw) {
-  PhysicsOptions physics;
-  physics.unit = PotentialUnit::KcalPerMolPerE;
-  physics.dielectric = 4.0;
+// One charge, each model the variant computes: Coulomb k q/(ε r), the distance-dependent
+// dielectric k q/(ε r²), Debye k q e^(−κr)/(ε r) (κ from 0.15 M, ε 78.54). Points at 0.5 .. 20
+// Å; float32 gives ~1e-7 relative per operation (rsqrt, rcp ≤ 2 ulp), the softening length
+// changes r by a²/2r ≤ 1e-8 Å there, so 2e-6 relative is a firm bound for Coulomb and the
+// distance model. Debye's exponential argument −κr ≤ 2.6 carries ~2.6·2⁻²⁴ relative rounding,
+// and __expf ≤ 2 ulp: 2e-6 still holds, by a wide margin.
+TEST_P(EveryVariant, SingleChargeGivesEachModelsLaw) {
   const double q = -0.75;
   Atoms atoms;
   atoms.push_back(1.25, -2.5, 3.75, q, 1.0);
@@ -49,11 +49,45 @@ TEST_P(EveryVariant, SingleChargeGivesCoulombLaw) {
   grid.dims = {41, 1, 1};
   grid.origin = {1.25 + 0.5, -2.5, 3.75};
   grid.spacing = {0.5, 0.5, 0.5};
-  const auto out = run_poisoned(kernel(), PreparedProblem::for_physics(atoms, grid, physics));
-  for (std::int64_t i = 0; i < grid.dims[0]; ++i) {
-    const double r = 0.5 + 0.5 * static_cast<double>(i);
-    const double expected = kCoulombKcalAngstrom * q / (physics.dielectric * r);
-    EXPECT_NEAR(out[static_cast<std::size_t>(i)], expected, 2e-6 * std::fabs(expected)) << "r=" << r;
+  int models = 0;
+  for (int m = 0; m < kPairModelCount; ++m) {
+    PhysicsOptions physics;
+    physics.model = static_cast<PairModel>(m);
+    if (!kernel().supports(physics.model)) continue;
+    ++models;
+    physics.unit = PotentialUnit::KcalPerMolPerE;
+    physics.dielectric = physics.model == PairModel::Debye ? 78.54 : 4.0;
+    if (physics.model == PairModel::Debye) physics.ionic_strength = 0.15;
+    SCOPED_TRACE(describe_model(physics));
+    const double kappa = debye_kappa(physics.ionic_strength, physics.dielectric, physics.temperature);
+    const auto out = run_poisoned(kernel(), PreparedProblem::for_physics(atoms, grid, physics));
+    for (std::int64_t i = 0; i < grid.dims[0]; ++i) {
+      const double r = 0.5 + 0.5 * static_cast<double>(i);
+      const double f = physics.model == PairModel::Coulomb    ? 1.0 / r
+                       : physics.model == PairModel::Distance ? 1.0 / (r * r)
+                                                              : std::exp(-kappa * r) / r;
+      const double expected = kCoulombKcalAngstrom * q * f / physics.dielectric;
+      EXPECT_NEAR(out[static_cast<std::size_t>(i)], expected, 2e-6 * std::fabs(expected)) << "r=" << r;
+    }
+  }
+  EXPECT_GE(models, 1);
+}
+
+// Asking a variant for a model it lacks is a UsageError naming the variants that have it.
+TEST_P(EveryVariant, AModelItLacksIsAClearError) {
+  const GridSpec grid = make_test_grid(3, 3, 3);
+  std::mt19937 rng(1);
+  for (int m = 0; m < kPairModelCount; ++m) {
+    const PairModel model = static_cast<PairModel>(m);
+    if (kernel().supports(model)) continue;
+    const PreparedProblem problem(random_atoms(rng, 5, grid), grid, 1.0, model);
+    try {
+      run_poisoned(kernel(), problem);
+      FAIL() << "the " << model_name(model) << " model was accepted";
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find(model_name(model)), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(std::string(reference_kernel().name)), std::string::npos) << e.what();
+    }
   }
 }
 
@@ -66,15 +100,18 @@ TEST_P(EveryVariant, SuperpositionOfTwoHalves) {
   Atoms first, second;
   for (std::size_t a = 0; a < all.size(); ++a)
     (a % 2 ? second : first).push_back(all.x[a], all.y[a], all.z[a], all.charge[a], all.radius[a]);
-  const PreparedProblem prepared(all, grid, 1.0);
-  const auto whole = run_poisoned(kernel(), prepared);
-  const auto part1 = run_poisoned(kernel(), PreparedProblem(first, grid, 1.0));
-  const auto part2 = run_poisoned(kernel(), PreparedProblem(second, grid, 1.0));
-  const DcsProblem p = prepared.view(nullptr);
-  for (std::size_t idx = 0; idx < whole.size(); ++idx) {
-    const auto [i, j, k] = point_of(grid, idx);
-    const double tol = 3 * float_tolerance(oracle_at(p, i, j, k), all.size(), 0.0);
-    EXPECT_NEAR(whole[idx], part1[idx] + part2[idx], tol) << "point " << idx << ", seed " << testing::test_seed();
+  for (const auto& m : testing::model_cases(kernel())) {
+    SCOPED_TRACE(m.label);
+    const PreparedProblem prepared(all, grid, 1.0, m.model, m.pair);
+    const auto whole = run_poisoned(kernel(), prepared);
+    const auto part1 = run_poisoned(kernel(), PreparedProblem(first, grid, 1.0, m.model, m.pair));
+    const auto part2 = run_poisoned(kernel(), PreparedProblem(second, grid, 1.0, m.model, m.pair));
+    const DcsProblem p = prepared.view(nullptr);
+    for (std::size_t idx = 0; idx < whole.size(); ++idx) {
+      const auto [i, j, k] = point_of(grid, idx);
+      const double tol = 3 * float_tolerance(oracle_at(p, i, j, k), all.size(), 0.0);
+      EXPECT_NEAR(whole[idx], part1[idx] + part2[idx], tol) << "point " << idx << ", seed " << testing::test_seed();
+    }
   }
 }
 
@@ -93,17 +130,20 @@ TEST_P(EveryVariant, TranslatingAtomsAndGridTogetherChangesNothing) {
     moved.z[a] += shift[2];
   }
   for (int axis = 0; axis < 3; ++axis) moved_grid.origin[static_cast<std::size_t>(axis)] += shift[axis];
-  const PreparedProblem original(atoms, grid, 1.0);
-  const auto a = run_poisoned(kernel(), original);
-  const auto b = run_poisoned(kernel(), PreparedProblem(moved, moved_grid, 1.0));
-  const DcsProblem p = original.view(nullptr);
-  for (std::size_t idx = 0; idx < a.size(); ++idx) {
-    const auto [i, j, k] = point_of(grid, idx);
-    // Relative positions agree to double rounding (~1e-14 Å) before the float cast, so the
-    // float inputs differ by at most one rounding: the oracle's position term covers it; the
-    // two sums each carry their rounding, hence twice the tolerance.
-    EXPECT_NEAR(a[idx], b[idx],
-                2 * float_tolerance(oracle_at(p, i, j, k), atoms.size(), original.coordinate_extent()));
+  for (const auto& m : testing::model_cases(kernel())) {
+    SCOPED_TRACE(m.label);
+    const PreparedProblem original(atoms, grid, 1.0, m.model, m.pair);
+    const auto a = run_poisoned(kernel(), original);
+    const auto b = run_poisoned(kernel(), PreparedProblem(moved, moved_grid, 1.0, m.model, m.pair));
+    const DcsProblem p = original.view(nullptr);
+    for (std::size_t idx = 0; idx < a.size(); ++idx) {
+      const auto [i, j, k] = point_of(grid, idx);
+      // Relative positions agree to double rounding (~1e-14 Å) before the float cast, so the
+      // float inputs differ by at most one rounding: the oracle's position term covers it; the
+      // two sums each carry their rounding, hence twice the tolerance.
+      EXPECT_NEAR(a[idx], b[idx],
+                  2 * float_tolerance(oracle_at(p, i, j, k), atoms.size(), original.coordinate_extent()));
+    }
   }
 }
 

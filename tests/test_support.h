@@ -97,16 +97,43 @@ struct RandomCase {
   std::size_t atoms;
 };
 
-/// Runs `kernel` on fresh random atoms for each case and checks every point against the oracle.
+/// A pair model with parameters, for the tests that run every model a kernel computes.
+struct ModelCase {
+  PairModel model;
+  PairParameters pair;
+  std::string label;
+};
+
+/// Coulomb, the distance-dependent dielectric, and Debye screening at a physiological Debye
+/// length (7.86 Å: 0.15 M, ε 78.54) and at a strong one (1 Å, where e^(−κr) spans many decades
+/// across a grid), restricted to the models `kernel` computes.
+inline std::vector<ModelCase> model_cases(const KernelVariant& kernel) {
+  PairParameters physiological, strong;
+  physiological.kappa = static_cast<float>(1.0 / 7.86);
+  strong.kappa = 1.0f;
+  const std::vector<ModelCase> all = {{PairModel::Coulomb, {}, "coulomb"},
+                                      {PairModel::Distance, {}, "distance"},
+                                      {PairModel::Debye, physiological, "debye kappa=1/7.86"},
+                                      {PairModel::Debye, strong, "debye kappa=1"}};
+  std::vector<ModelCase> out;
+  for (const ModelCase& c : all)
+    if (kernel.supports(c.model)) out.push_back(c);
+  return out;
+}
+
+/// Runs `kernel` on fresh random atoms for each case and every model it computes, and checks
+/// every point against the oracle.
 inline void expect_random_cases_match_oracle(const KernelVariant& kernel, std::initializer_list<RandomCase> cases) {
   std::mt19937 rng(test_seed());
-  for (const RandomCase c : cases) {
-    SCOPED_TRACE(::testing::Message() << c.nx << "x" << c.ny << "x" << c.nz << ", " << c.atoms << " atoms, seed "
-                                      << test_seed());
-    const GridSpec grid = make_test_grid(c.nx, c.ny, c.nz);
-    const PreparedProblem problem(random_atoms(rng, c.atoms, grid), grid, 1.0);
-    const auto out = run_poisoned(kernel, problem);
-    EXPECT_EQ(expect_matches_oracle(problem, out), grid.point_count());
+  for (const ModelCase& m : model_cases(kernel)) {
+    for (const RandomCase c : cases) {
+      SCOPED_TRACE(::testing::Message() << m.label << ", " << c.nx << "x" << c.ny << "x" << c.nz << ", " << c.atoms
+                                        << " atoms, seed " << test_seed());
+      const GridSpec grid = make_test_grid(c.nx, c.ny, c.nz);
+      const PreparedProblem problem(random_atoms(rng, c.atoms, grid), grid, 1.0, m.model, m.pair);
+      const auto out = run_poisoned(kernel, problem);
+      EXPECT_EQ(expect_matches_oracle(problem, out), grid.point_count());
+    }
   }
 }
 

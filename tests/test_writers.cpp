@@ -199,3 +199,38 @@ TEST_F(Writers, VtiIsRefusedWithoutVtk) {
 
 }  // namespace
 }  // namespace espgrid
+
+namespace espgrid {
+namespace {
+
+// Every file records the map's physics in its header; reading it back gives the same model,
+// parameters, unit, temperature and dielectric (espgrid convert and the renderer rely on it).
+TEST(MapMetadata, PhysicsCommentRoundTripsForEveryModel) {
+  for (int m = 0; m < kPairModelCount; ++m) {
+    PhysicsOptions physics;
+    physics.model = static_cast<PairModel>(m);
+    physics.unit = PotentialUnit::KcalPerMolPerE;
+    physics.dielectric = physics.model == PairModel::Debye ? 78.54 : 4.0;
+    physics.temperature = 310.5;
+    if (physics.model == PairModel::Debye) physics.ionic_strength = 0.15;
+    const std::string comment = physics_comment(physics);
+    SCOPED_TRACE(comment);
+    PhysicsOptions read;
+    ASSERT_TRUE(parse_physics_comment(comment, read));
+    EXPECT_EQ(read.model, physics.model);
+    EXPECT_EQ(read.unit, physics.unit);
+    EXPECT_EQ(read.dielectric, physics.dielectric);
+    EXPECT_EQ(read.temperature, physics.temperature);
+    EXPECT_EQ(read.ionic_strength, physics.ionic_strength);
+  }
+  PhysicsOptions untouched;
+  untouched.dielectric = 7;
+  EXPECT_FALSE(parse_physics_comment("Potential in kT/e (T = 300 K), dielectric 2, model yukawa", untouched));
+  EXPECT_FALSE(parse_physics_comment("Data from somewhere else", untouched));
+  EXPECT_EQ(untouched.dielectric, 7);
+  ASSERT_TRUE(parse_physics_comment(" POTENTIAL (kT/e)", untouched));  // APBS
+  EXPECT_EQ(untouched.unit, PotentialUnit::KTPerE);
+}
+
+}  // namespace
+}  // namespace espgrid

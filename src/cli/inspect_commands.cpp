@@ -26,8 +26,8 @@ std::string role_text(const KernelVariant& k) {
 
 std::string models_text(const KernelVariant& k) {
   std::string out;
-  for (const PairModel m : {PairModel::Coulomb})
-    if (k.supports(m)) out += (out.empty() ? "" : ",") + model_name(m);
+  for (int m = 0; m < kPairModelCount; ++m)
+    if (k.supports(static_cast<PairModel>(m))) out += (out.empty() ? "" : ",") + model_name(static_cast<PairModel>(m));
   return out;
 }
 
@@ -50,10 +50,10 @@ int run_kernels(int argc, char** argv) {
     throw UsageError("espgrid kernels takes no arguments, got '" + args.unmatched()[0] + "'");
   std::string reason;
   const bool have_cuda = cuda_available(&reason);
-  std::printf("%-16s %-7s %-9s %-8s %-10s %-5s %s\n", "NAME", "BACKEND", "ROLE", "ACCURACY", "MODELS", "FLOPS",
+  std::printf("%-16s %-7s %-9s %-8s %-23s %-5s %s\n", "NAME", "BACKEND", "ROLE", "ACCURACY", "MODELS", "FLOPS",
               "WHAT IT DOES");
   for (const auto& k : kernel_variants())
-    std::printf("%-16s %-7s %-9s %-8s %-10s %-5d %s\n", std::string(k.name).c_str(),
+    std::printf("%-16s %-7s %-9s %-8s %-23s %-5d %s\n", std::string(k.name).c_str(),
                 std::string(backend_name(k.backend)).c_str(), role_text(k).c_str(), accuracy_text(k).c_str(),
                 models_text(k).c_str(), k.flops_per_evaluation, std::string(k.summary).c_str());
   std::printf(

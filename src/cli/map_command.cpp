@@ -71,6 +71,7 @@ void finish_map(const PotentialMap& map, std::size_t atoms, const std::string& k
   std::printf("work       %s atom-evaluations\n", short_scientific(evaluations).c_str());
   std::printf("throughput %s atom-evaluations/s\n",
               short_scientific(timing.kernel_seconds > 0 ? evaluations / timing.kernel_seconds : 0).c_str());
+  std::printf("model      %s, dielectric %g\n", describe_model(map.physics).c_str(), map.physics.dielectric);
   std::printf("potential  %.4g to %.4g %s (dielectric %g%s)\n", *lo, *hi, unit_name(map.physics.unit).c_str(),
               map.physics.dielectric,
               map.physics.unit == PotentialUnit::KTPerE
@@ -214,7 +215,10 @@ int run_map(int argc, char** argv) {
   const auto args = parse_args(options, argc, argv);
   if (args.count("help")) {
     std::cout << options.help({"Input", "Output", "Grid", "Physics", "Compute", ""})
-              << "\nExample:\n  espgrid map data/fasciculin2.pqr -o fas2.vti -o fas2.dx --spacing 0.5\n"
+              << "\n" << model_help()
+              << "\nExamples:\n  espgrid map data/fasciculin2.pqr -o fas2.vti -o fas2.dx --spacing 0.5\n"
+                 "  espgrid map data/fasciculin2.pqr -o fas2.dx --model distance --dielectric 4 --units kcal/mol/e\n"
+                 "  espgrid map data/fasciculin2.pqr -o fas2.dx --model debye --dielectric 78.54 --ionic-strength 0.15\n"
               << "\nSeveral GPUs: --devices all (or 0,1,...). Under mpirun the z-planes are split over the ranks\n"
                  "(each on its rank-local GPU, or the CPU) and rank 0 writes the map; see README, Scale-out.\n";
     return 0;

@@ -103,7 +103,8 @@ void add_physics_options(cxxopts::Options& options) {
       ("units", "potential unit: kT/e, kcal/mol/e or V", cxxopts::value<std::string>()->default_value("kT/e"))
       ("dielectric", "relative permittivity of the uniform medium", cxxopts::value<std::string>()->default_value("1"))
       ("temperature", "temperature for kT/e, K", cxxopts::value<std::string>()->default_value("298.15"))
-      ("model", "pair model: coulomb", cxxopts::value<std::string>()->default_value("coulomb"));
+      ("model", "pair model: coulomb, distance or debye (see Models below)", cxxopts::value<std::string>()->default_value("coulomb"))
+      ("ionic-strength", "debye model: ionic strength of the electrolyte, mol/L", cxxopts::value<std::string>()->default_value("0"));
   // clang-format on
 }
 
@@ -142,6 +143,7 @@ PhysicsOptions physics_options(const cxxopts::ParseResult& args) {
   physics.dielectric = number_option("dielectric", args["dielectric"].as<std::string>());
   physics.temperature = number_option("temperature", args["temperature"].as<std::string>());
   physics.model = parse_model(args["model"].as<std::string>());
+  physics.ionic_strength = number_option("ionic-strength", args["ionic-strength"].as<std::string>());
   validate(physics);
   return physics;
 }

@@ -88,7 +88,8 @@ int run_verify(int argc, char** argv) {
   const std::vector<float> reference = run_kernel(values_kernel, problem, cpu_run);
   // Σ|q|·f(r) per point: the same sum with |q|, which sets the float rounding scale.
   const std::vector<float> magnitude = run_kernel(values_kernel, problem.with_absolute_charges(), cpu_run);
-  const double bound_factor = kernel_difference_bound(1.0, atoms.size());
+  const double bound_factor =
+      kernel_difference_bound(1.0, atoms.size(), physics.model, pair_parameters(physics));
 
   std::printf("%-16s %12s %12s %14s %10s  %s\n", "KERNEL", "MAX |ERR|", "MAX ERR/MAG", "MAX REL (>1%)", "TIME",
               "RESULT");

@@ -26,6 +26,7 @@ void cpu_reference(const DcsProblem& p, const RunOptions& o) { cpu::reference(p,
 void cpu_parallel(const DcsProblem& p, const RunOptions& o) { cpu::parallel(p, o.threads, o.progress); }
 
 constexpr ModelSet kCoulombOnly = {PairModel::Coulomb};
+constexpr ModelSet kEveryModel = {PairModel::Coulomb, PairModel::Distance, PairModel::Debye};
 
 /// A CPU row.
 constexpr KernelVariant cpu_row(std::string_view name, std::string_view summary, KernelRole role,
@@ -77,11 +78,11 @@ const std::array<KernelVariant, 8>& table() {
     unrolled.register_tile = true;
     return std::array<KernelVariant, 8>{
         cpu_row("cpu-naive", "one point at a time over all atoms, recomputing dx, dy, dz (1 thread)",
-                KernelRole::Alternative, Reproducibility::MatchesReference, kCoulombOnly, 12, true, &cpu_naive),
+                KernelRole::Alternative, Reproducibility::MatchesReference, kEveryModel, 12, true, &cpu_naive),
         cpu_row("cpu-reference", "per plane dz², per row dy²+dz², then a sweep along x (1 thread)",
-                KernelRole::Reference, Reproducibility::MatchesReference, kCoulombOnly, 6, true, &cpu_reference),
+                KernelRole::Reference, Reproducibility::MatchesReference, kEveryModel, 6, true, &cpu_reference),
         cpu_row("cpu-parallel", "cpu-reference's arithmetic on all cores (OpenMP), x sweep vectorized",
-                KernelRole::Default, Reproducibility::MatchesReference, kCoulombOnly, 6, false, &cpu_parallel),
+                KernelRole::Default, Reproducibility::MatchesReference, kEveryModel, 6, false, &cpu_parallel),
         cuda_row("cuda-scatter", "one thread per atom (and plane), atomicAdd into every point of a slab",
                  KernelRole::Alternative, Reproducibility::Varies, kCoulombOnly, 7, false,
                  ESPGRID_CUDA_LAUNCH(launch_scatter), scatter),
@@ -96,7 +97,7 @@ const std::array<KernelVariant, 8>& table() {
                  ESPGRID_CUDA_LAUNCH(launch_coarsened), coarsened),
         cuda_row("cuda-unrolled",
                  "register tile per thread (8x2 points), atoms in shared-memory tiles, one launch per slab",
-                 KernelRole::Default, Reproducibility::Deterministic, kCoulombOnly, 5, true,
+                 KernelRole::Default, Reproducibility::Deterministic, kEveryModel, 5, true,
                  ESPGRID_CUDA_LAUNCH(launch_unrolled), unrolled),
     };
   }();

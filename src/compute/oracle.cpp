@@ -20,6 +20,7 @@ OracleValue oracle_sum(const DcsProblem& p, std::int64_t i, std::int64_t j, std:
     out.potential += Potential::template term<IeeeMath>(q, r2, p.pair);
     out.magnitude += std::fabs(q) * Potential::value(r2, p.pair);
     out.gradient += std::fabs(q) * Potential::slope(r2, p.pair);
+    out.term_rounding += std::fabs(q) * Potential::value(r2, p.pair) * Potential::term_ulps(r2, p.pair) * kFloatUlp;
   }
   return out;
 }
@@ -30,18 +31,22 @@ OracleValue oracle_at(const DcsProblem& p, std::int64_t i, std::int64_t j, std::
   return with_pair_potential(p.model, [&](auto potential) { return oracle_sum<decltype(potential)>(p, i, j, k); });
 }
 
-double float_rounding_bound(std::size_t atom_count) {
-  return (4.0 * std::sqrt(static_cast<double>(atom_count)) + 8.0) * kFloatUlp;
+double summation_rounding_bound(std::size_t atom_count) {
+  return 4.0 * std::sqrt(static_cast<double>(atom_count)) * kFloatUlp;
 }
 
 double float_tolerance(const OracleValue& oracle, std::size_t atom_count, double coordinate_extent) {
-  const double rounding = float_rounding_bound(atom_count) * oracle.magnitude;
+  const double rounding = summation_rounding_bound(atom_count) * oracle.magnitude + oracle.term_rounding;
   const double position = 2.0 * kFloatUlp * coordinate_extent * oracle.gradient;
   return rounding + position;
 }
 
-double kernel_difference_bound(double magnitude, std::size_t atom_count) {
-  return 2.0 * float_rounding_bound(atom_count) * magnitude;
+double kernel_difference_bound(double magnitude, std::size_t atom_count, PairModel model,
+                               const PairParameters& pair) {
+  const double term = with_pair_potential(model, [&](auto potential) {
+    return decltype(potential)::typical_term_ulps(pair);
+  });
+  return 2.0 * (summation_rounding_bound(atom_count) + term * kFloatUlp) * magnitude;
 }
 
 }  // namespace espgrid

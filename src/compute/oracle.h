@@ -12,30 +12,34 @@
 namespace espgrid {
 
 struct OracleValue {
-  double potential = 0;  ///< Σ q·f(r), double
-  double magnitude = 0;  ///< Σ |q|·f(r): the scale of float rounding in the sum
-  double gradient = 0;   ///< Σ |q|·|f'(r)|: sensitivity to a position error of 1 Å
+  double potential = 0;      ///< Σ q·f(r), double
+  double magnitude = 0;      ///< Σ |q|·f(r): the scale of float rounding in the sum
+  double gradient = 0;       ///< Σ |q|·|f'(r)|: sensitivity to a position error of 1 Å
+  double term_rounding = 0;  ///< Σ |q|·f(r)·(the term's float32 rounding, ulp) × ulp
 };
 
 /// Oracle value at grid point (i, j, k) of `problem` (problem.potential is not used).
 OracleValue oracle_at(const DcsProblem& problem, std::int64_t i, std::int64_t j, std::int64_t k);
 
-/// The float32 rounding a correct sum of `atom_count` terms may carry, as a multiple of its
-/// magnitude Σ|q|·f(r): each term carries a few ulp (rsqrt approximation ≤ 2 ulp, dx and r²
-/// rounding), and a sequential float sum of n terms drifts like a random walk, ~√n ulp of the
-/// running magnitude; (4√n + 8) ulp bounds both with margin.
-double float_rounding_bound(std::size_t atom_count);
+/// The float32 rounding of the summation of `atom_count` terms, as a multiple of the sum's
+/// magnitude Σ|q|·f(r): a sequential float sum of n terms drifts like a random walk, ~√n ulp of
+/// the running magnitude; 4√n ulp bounds it with margin. Each term's own rounding (a few ulp:
+/// rsqrt ≤ 2 ulp, dx and r²) is the evaluator's term_ulps, added separately.
+double summation_rounding_bound(std::size_t atom_count);
 
 /// Largest error a correct float32 kernel may make at a point, for `atom_count` terms: the
-/// rounding bound above times the oracle's magnitude, plus positions: grid and atom
-/// coordinates each carry half an ulp of their size (≤ `coordinate_extent` Å), which moves
-/// each term by up to |q|·|f'(r)| × that error.
+/// summation bound times the oracle's magnitude, each term's rounding (term_rounding: 8 ulp of
+/// each Coulomb term, so (4√n + 8) ulp of Σ|q|/r in all), plus positions: grid and atom
+/// coordinates each carry half an ulp of their size (≤ `coordinate_extent` Å), which moves each
+/// term by up to |q|·|f'(r)| × that error.
 double float_tolerance(const OracleValue& oracle, std::size_t atom_count, double coordinate_extent);
 
 /// Largest difference between two correct float32 kernels at a point whose magnitude map
 /// (Σ|q|·f(r), computed by a kernel from PreparedProblem::with_absolute_charges) is
-/// `magnitude`: each carries at most float_rounding_bound, so twice that. Positions are the
-/// same float32 inputs for both, so they add nothing here.
-double kernel_difference_bound(double magnitude, std::size_t atom_count);
+/// `magnitude`, for the pair model `model`: each carries at most (4√n + the model's typical
+/// term rounding) ulp of it, so twice that. Positions are the same float32 inputs for both,
+/// so they add nothing here.
+double kernel_difference_bound(double magnitude, std::size_t atom_count, PairModel model,
+                               const PairParameters& pair);
 
 }  // namespace espgrid

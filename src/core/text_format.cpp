@@ -52,6 +52,12 @@ std::string seconds_text(double s) {
   return buffer;
 }
 
+std::string short_fixed(double value, int decimals) {
+  char buffer[48];
+  std::snprintf(buffer, sizeof buffer, "%.*f", decimals, value);
+  return buffer;
+}
+
 std::string short_scientific(double value) {
   char buffer[32];
   std::snprintf(buffer, sizeof buffer, "%.3g", value);

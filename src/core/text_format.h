@@ -17,6 +17,8 @@ std::string with_commas(std::uint64_t value);
 std::string human_bytes(double bytes);
 /// Seconds to "12.3 µs", "4.56 ms" or "1.234 s".
 std::string seconds_text(double seconds);
+/// Fixed notation with `decimals` digits after the point: "7.86".
+std::string short_fixed(double value, int decimals);
 /// "%.3g": throughputs and evaluation counts in summaries.
 std::string short_scientific(double value);
 /// "+4.0530" (e), with values within 5e-5 of zero printed as "+0.0000".

@@ -44,6 +44,14 @@ void write_vti_to(const PotentialMap& map, const std::string& path) {
   dielectric->SetName("dielectric");
   dielectric->InsertNextValue(map.physics.dielectric);
   image->GetFieldData()->AddArray(dielectric);
+  vtkNew<vtkStringArray> model;
+  model->SetName("model");
+  model->InsertNextValue(describe_model(map.physics));
+  image->GetFieldData()->AddArray(model);
+  vtkNew<vtkDoubleArray> ionic_strength;
+  ionic_strength->SetName("ionic_strength_M");
+  ionic_strength->InsertNextValue(map.physics.ionic_strength);
+  if (map.physics.model == PairModel::Debye) image->GetFieldData()->AddArray(ionic_strength);
   vtkNew<vtkDoubleArray> temperature;
   temperature->SetName("temperature_K");
   temperature->InsertNextValue(map.physics.temperature);

@@ -3,11 +3,12 @@
 //   φ(point) = (k/ε) Σ_atoms q · f(r),   r² = |point − atom|² + a²  (a: softening length)
 //
 // Each evaluator gives q·f(r) from r², written once over a Math policy that says how the
-// backend evaluates square roots (and later exponentials): the CPU kernels instantiate it
-// with IeeeMath<float> (correctly rounded division and sqrt), the CUDA kernels with
-// kernels/device_math.cuh (rsqrtf: one MUFU instruction), and the double-precision oracle
-// with IeeeMath<double>. Evaluators also give f(r) and |f'(r)| in double: the scales of the
-// oracle's float32 error bound. Adding a model: see docs/ARCHITECTURE.md.
+// backend evaluates the primitives (reciprocal square root, reciprocal, exponential): the CPU
+// kernels instantiate it with IeeeMath and Real = float (correctly rounded operations), the
+// CUDA kernels with kernels/device_common.cuh's DeviceMath (one MUFU instruction each), and the
+// double-precision oracle with IeeeMath and Real = double. Evaluators also give f(r), |f'(r)|
+// and the float32 rounding of one term in double: the scales of the oracle's error bound.
+// Adding a model: see docs/ARCHITECTURE.md.
 //
 // C++17 and header-only: nvcc compiles it into the device code.
 #pragma once
@@ -25,49 +26,130 @@
 
 namespace espgrid {
 
-/// Which f(r) a map sums. Plain data: it travels in DcsProblem to every backend.
+/// Which f(r) a map sums (r in Å). Plain data: it travels in DcsProblem to every backend.
 enum class PairModel : int {
-  Coulomb = 0,  ///< f(r) = 1/r: vacuum (or uniform-medium) Coulomb potential
+  Coulomb = 0,   ///< f = 1/r: Coulomb's law in a uniform medium of permittivity ε
+  Distance = 1,  ///< f = 1/r² (r/Å as the dielectric's distance factor): ε(r) = ε·r, ChimeraX's default
+  Debye = 2,     ///< f = e^(−κr)/r: Debye–Hückel screening by an ionic strength I
 };
+inline constexpr int kPairModelCount = 3;
 
 /// Parameters of the pair models, plain data passed to the device by value.
 struct PairParameters {
-  float unused = 0;  ///< Coulomb has none; models with parameters add them here
+  float kappa = 0;  ///< Debye: inverse screening length κ, 1/Å
 };
 
-/// Host arithmetic: IEEE division and square root, each correctly rounded. With Real = float
-/// it is what cpu-reference computes; with Real = double it is the oracle.
+/// Host arithmetic: IEEE division, square root and exponential, each correctly rounded (the
+/// exponential to within libm's < 1 ulp). With Real = float it is what cpu-reference computes;
+/// with Real = double it is the oracle.
 struct IeeeMath {
   template <class Real>
   static Real over_sqrt(Real q, Real r2) {
     return q / std::sqrt(r2);
+  }
+  template <class Real>
+  static Real over(Real q, Real r2) {
+    return q / r2;
+  }
+  template <class Real>
+  static Real rsqrt(Real x) {
+    return Real(1) / std::sqrt(x);
+  }
+  template <class Real>
+  static Real exp(Real x) {
+    return std::exp(x);
   }
 };
 
 /// f(r) = 1/r.
 struct CoulombPotential {
   static constexpr PairModel model = PairModel::Coulomb;
-  /// q·f(r) from r² (Å², softening included), in the backend's arithmetic.
+  /// q·f(r) from r² (Å², softening included), in the backend's arithmetic: one rsqrt (or IEEE
+  /// sqrt and division) and one multiply, which a sum contracts into one FMA.
   template <class Math, class Real>
   ESPGRID_HOSTDEVICE static Real term(Real q, Real r2, const PairParameters&) {
     return Math::over_sqrt(q, r2);
   }
   /// f(r), 1/Å, in double.
   static double value(double r2, const PairParameters&) { return 1.0 / std::sqrt(r2); }
-  /// |f'(r)|, 1/Å², in double: how far f moves per Å of position error.
+  /// |f'(r)|, 1/Å²: how far f moves per Å of position error.
   static double slope(double r2, const PairParameters&) { return 1.0 / r2; }
+  /// Relative float32 rounding of one term, ulp: rsqrt ≤ 2, the products and r² a few more.
+  static double term_ulps(double, const PairParameters&) { return 8.0; }
+  /// term_ulps averaged over a sum's terms weighted by |q|·f: for kernel-to-kernel bounds
+  /// where only the magnitude map Σ|q|·f is known.
+  static double typical_term_ulps(const PairParameters&) { return 8.0; }
 };
 
-/// Calls `body(Evaluator{})` with the evaluator type of `model`: the one switch that turns
-/// the run-time model into a template argument, for the CPU loops, the oracle and the CUDA
-/// launch functions alike.
+/// f(r) = 1/r²: the Coulomb potential in a medium whose permittivity grows linearly with
+/// distance, ε(r) = ε·r (r in Å). ChimeraX's `coulombic` default is ε = 4.
+struct DistancePotential {
+  static constexpr PairModel model = PairModel::Distance;
+  /// One reciprocal (IEEE division, or one MUFU.RCP) and one multiply: Coulomb's cost.
+  template <class Math, class Real>
+  ESPGRID_HOSTDEVICE static Real term(Real q, Real r2, const PairParameters&) {
+    return Math::over(q, r2);
+  }
+  static double value(double r2, const PairParameters&) { return 1.0 / r2; }
+  static double slope(double r2, const PairParameters&) { return 2.0 / (r2 * std::sqrt(r2)); }
+  /// rcp ≤ 1 ulp and r² rounding: within Coulomb's budget.
+  static double term_ulps(double, const PairParameters&) { return 8.0; }
+  static double typical_term_ulps(const PairParameters&) { return 8.0; }
+};
+
+/// f(r) = e^(−κr)/r: Debye–Hückel screening (the linearized Poisson–Boltzmann potential of a
+/// point charge in an electrolyte; HOOMD-blue's Yukawa pair). κ = 0 is Coulomb.
+struct DebyePotential {
+  static constexpr PairModel model = PairModel::Debye;
+  /// rsqrt, then r = r²·(1/r) and the exponential: two special functions per pair (two MUFU
+  /// instructions on the GPU), so at most half of Coulomb's rate where the SFU is the limit.
+  template <class Math, class Real>
+  ESPGRID_HOSTDEVICE static Real term(Real q, Real r2, const PairParameters& pair) {
+    const Real inv_r = Math::rsqrt(r2);
+    const Real r = r2 * inv_r;
+    return q * inv_r * Math::exp(-static_cast<Real>(pair.kappa) * r);
+  }
+  static double value(double r2, const PairParameters& pair) {
+    const double r = std::sqrt(r2);
+    return std::exp(-static_cast<double>(pair.kappa) * r) / r;
+  }
+  static double slope(double r2, const PairParameters& pair) {
+    const double r = std::sqrt(r2);
+    return std::exp(-static_cast<double>(pair.kappa) * r) * (1.0 / r2 + static_cast<double>(pair.kappa) / r);
+  }
+  /// The exponential's float32 argument −κr carries half an ulp of its size, |κr|·2⁻²⁴, which
+  /// moves e^x by that much relative (d e^x = e^x dx): up to |κr| ulp with the rounding of κ·r
+  /// itself. Add the exponential's own error (ex2.approx ≤ 2 ulp after a float multiply by
+  /// log₂e on the GPU), rsqrt's and the products': 10 + |κr| ulp bounds a term.
+  static double term_ulps(double r2, const PairParameters& pair) {
+    return 10.0 + static_cast<double>(pair.kappa) * std::sqrt(r2);
+  }
+  /// Weighted by |q|·e^(−κr)/r over a uniform density of atoms, the mean of κr is
+  /// κ∫r²e^(−κr)dr / ∫r e^(−κr)dr = 2; 4 leaves room for atoms clustered far away.
+  static double typical_term_ulps(const PairParameters&) { return 10.0 + 4.0; }
+};
+
+/// Calls `body(Evaluator{})` with the evaluator type of `model`: the one switch that turns the
+/// run-time model into a template argument, for the CPU loops, the oracle and the CUDA launch
+/// functions alike.
 template <class Body>
 decltype(auto) with_pair_potential(PairModel model, Body&& body) {
   switch (model) {
-    case PairModel::Coulomb:
-      return body(CoulombPotential{});
+    case PairModel::Coulomb: return body(CoulombPotential{});
+    case PairModel::Distance: return body(DistancePotential{});
+    case PairModel::Debye: return body(DebyePotential{});
   }
   throw Error("unknown pair model " + std::to_string(static_cast<int>(model)));
+}
+
+/// The same switch restricted to `Potentials...`: a kernel family instantiated for some models
+/// only (its registry row's ModelSet lists them) dispatches with this, so the others are never
+/// compiled for it. Any other model is an Error (the registry refuses it before a launch).
+template <class... Potentials, class Body>
+void with_pair_potential_among(PairModel model, Body&& body) {
+  const bool found = ((model == Potentials::model ? (body(Potentials{}), true) : false) || ...);
+  if (!found) throw Error("internal error: pair model " + std::to_string(static_cast<int>(model)) +
+                          " is not instantiated for this kernel");
 }
 
 }  // namespace espgrid

@@ -12,9 +12,10 @@ namespace espgrid {
 
 struct PhysicsOptions {
   PotentialUnit unit = PotentialUnit::KTPerE;
-  double dielectric = 1.0;      ///< relative permittivity ε of the uniform medium
-  double temperature = 298.15;  ///< K; used by kT/e
+  double dielectric = 1.0;      ///< relative permittivity ε of the medium (distance model: ε(r) = ε·r/Å)
+  double temperature = 298.15;  ///< K; used by kT/e and by the Debye length
   PairModel model = PairModel::Coulomb;
+  double ionic_strength = 0;    ///< mol/L; the Debye model's electrolyte (0 for the others)
 };
 
 /// Softening length a, Å. Every kernel evaluates f at r² + a², so a grid point on top of an
@@ -31,12 +32,25 @@ inline constexpr double kMinTemperature = 1.0e-3;  ///< K
 double coulomb_factor(const PhysicsOptions& options);
 /// The model's parameters as the kernels take them.
 PairParameters pair_parameters(const PhysicsOptions& options);
-/// Throws UsageError unless dielectric and temperature are finite and at least the minima above.
+/// Largest ionic strength accepted, mol/L (saturated NaCl is about 6 M).
+inline constexpr double kMaxIonicStrength = 10.0;
+/// Throws UsageError unless dielectric and temperature are finite and at least the minima
+/// above, and the ionic strength is finite, in [0, kMaxIonicStrength] and set only for Debye.
 void validate(const PhysicsOptions& options);
 
-/// "coulomb".
+/// The Debye–Hückel inverse screening length κ, 1/Å:
+///   κ² = 2 N_A e² (1000 I) / (ε₀ ε k_B T),  I in mol/L (1000 I mol/m³)
+/// (7.86 Å Debye length at 0.15 M, ε = 78.54, 298.15 K).
+double debye_kappa(double ionic_strength, double dielectric, double temperature);
+
+/// "coulomb", "distance", "debye".
 std::string model_name(PairModel model);
 /// Parses a model name (see model_name); throws UsageError listing the models otherwise.
 PairModel parse_model(const std::string& text);
+/// The model with its parameters, for summaries and file headers: "coulomb",
+/// "distance (epsilon(r) = 4 r)", "debye (I = 0.15 M, Debye length 7.86 A)" (ASCII: headers).
+std::string describe_model(const PhysicsOptions& options);
+/// When to use which model: the text of `espgrid map --help`.
+std::string model_help();
 
 }  // namespace espgrid
