@@ -54,8 +54,8 @@ __device__ __forceinline__ std::size_t slab_index(const Geometry& g, int i, int 
 }
 
 /// The Math policy of the pair evaluators on the device: each primitive is one MUFU instruction
-/// under --ftz=true (rsqrtf: MUFU.RSQ; rcp.approx: MUFU.RCP, ≤ 1 ulp; __expf: FMUL by log₂e and
-/// MUFU.EX2, ≤ 2 ulp plus the argument's rounding), and q times it added to a sum contracts
+/// under --ftz=true (rsqrtf: MUFU.RSQ; rcp.approx: MUFU.RCP, ≤ 1 ulp; ex2.approx: MUFU.EX2,
+/// ≤ 2 ulp), and q times it added to a sum contracts
 /// into one FFMA. (The host branches only exist so nvcc's host pass sees a definition; kernels
 /// never run them.)
 struct DeviceMath {
@@ -76,11 +76,13 @@ struct DeviceMath {
     return q / r2;
 #endif
   }
-  __host__ __device__ __forceinline__ static float exp(float x) {
+  __host__ __device__ __forceinline__ static float exp2(float x) {
 #ifdef __CUDA_ARCH__
-    return __expf(x);
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
 #else
-    return expf(x);
+    return exp2f(x);
 #endif
   }
 };

@@ -108,9 +108,7 @@ struct ModelCase {
 /// length (7.86 Å: 0.15 M, ε 78.54) and at a strong one (1 Å, where e^(−κr) spans many decades
 /// across a grid), restricted to the models `kernel` computes.
 inline std::vector<ModelCase> model_cases(const KernelVariant& kernel) {
-  PairParameters physiological, strong;
-  physiological.kappa = static_cast<float>(1.0 / 7.86);
-  strong.kappa = 1.0f;
+  const PairParameters physiological = debye_parameters(1.0 / 7.86), strong = debye_parameters(1.0);
   const std::vector<ModelCase> all = {{PairModel::Coulomb, {}, "coulomb"},
                                       {PairModel::Distance, {}, "distance"},
                                       {PairModel::Debye, physiological, "debye kappa=1/7.86"},

@@ -1,5 +1,5 @@
 // The CPU loops are written once over the pair evaluator (Potential) and instantiated for
-// every model through with_pair_potential. Potential::term<IeeeMath> is what each pair adds:
+// every model through with_pair_potential. Potential::term<HostMath> is what each pair adds:
 // q / sqrt(r²) for Coulomb, exactly the expression these loops had before the evaluator seam,
 // so the maps are bit for bit what they were.
 #include "src/compute/cpu_kernels.h"
@@ -25,7 +25,7 @@ void naive_sum(const DcsProblem& p, const ProgressFn& progress) {
           const float dx = gx - p.x[a];
           const float dy = gy - p.y[a];
           const float dz = gz - p.z[a];
-          sum += Potential::template term<IeeeMath>(p.q[a], dx * dx + (dy * dy + (dz * dz + p.softening2)), p.pair);
+          sum += Potential::template term<HostMath>(p.q[a], dx * dx + (dy * dy + (dz * dz + p.softening2)), p.pair);
         }
         p.potential[static_cast<std::size_t>(i + p.nx * (j + p.ny * k))] = sum;
       }
@@ -48,7 +48,7 @@ inline void accumulate_row(const DcsProblem& p, const float* gx, const float* dz
 #pragma omp simd
     for (std::size_t i = 0; i < nx; ++i) {
       const float dx = gx[i] - xa;
-      row[i] += Potential::template term<IeeeMath>(qa, dx * dx + dyz2, p.pair);
+      row[i] += Potential::template term<HostMath>(qa, dx * dx + dyz2, p.pair);
     }
   }
 }

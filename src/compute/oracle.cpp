@@ -17,7 +17,7 @@ OracleValue oracle_sum(const DcsProblem& p, std::int64_t i, std::int64_t j, std:
     const double dx = gx - p.x[a], dy = gy - p.y[a], dz = gz - p.z[a];
     const double r2 = dx * dx + dy * dy + dz * dz + static_cast<double>(p.softening2);
     const double q = p.q[a];
-    out.potential += Potential::template term<IeeeMath>(q, r2, p.pair);
+    out.potential += Potential::template term<HostMath>(q, r2, p.pair);
     out.magnitude += std::fabs(q) * Potential::value(r2, p.pair);
     out.gradient += std::fabs(q) * Potential::slope(r2, p.pair);
     out.term_rounding += std::fabs(q) * Potential::value(r2, p.pair) * Potential::term_ulps(r2, p.pair) * kFloatUlp;

@@ -4,9 +4,9 @@
 //
 // Each evaluator gives q·f(r) from r², written once over a Math policy that says how the
 // backend evaluates the primitives (reciprocal square root, reciprocal, exponential): the CPU
-// kernels instantiate it with IeeeMath and Real = float (correctly rounded operations), the
+// kernels instantiate it with HostMath and Real = float (correctly rounded operations), the
 // CUDA kernels with kernels/device_common.cuh's DeviceMath (one MUFU instruction each), and the
-// double-precision oracle with IeeeMath and Real = double. Evaluators also give f(r), |f'(r)|
+// double-precision oracle with HostMath and Real = double. Evaluators also give f(r), |f'(r)|
 // and the float32 rounding of one term in double: the scales of the oracle's error bound.
 // Adding a model: see docs/ARCHITECTURE.md.
 //
@@ -14,6 +14,8 @@
 #pragma once
 
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <string>
 
 #include "src/core/errors.h"
@@ -36,13 +38,55 @@ inline constexpr int kPairModelCount = 3;
 
 /// Parameters of the pair models, plain data passed to the device by value.
 struct PairParameters {
-  float kappa = 0;  ///< Debye: inverse screening length κ, 1/Å
+  float kappa = 0;        ///< Debye: inverse screening length κ, 1/Å
+  float exp2_scale = 0;   ///< Debye: −κ·log₂e, 1/Å, so that e^(−κr) = 2^(exp2_scale·r): one multiply fewer per pair
 };
 
-/// Host arithmetic: IEEE division, square root and exponential, each correctly rounded (the
-/// exponential to within libm's < 1 ulp). With Real = float it is what cpu-reference computes;
-/// with Real = double it is the oracle.
-struct IeeeMath {
+/// The Debye parameters for κ (1/Å).
+inline PairParameters debye_parameters(double kappa) {
+  PairParameters p;
+  p.kappa = static_cast<float>(kappa);
+  p.exp2_scale = static_cast<float>(-kappa * 1.4426950408889634);  // log₂e
+  return p;
+}
+
+/// 2^x for x ≤ 0 in float32 from multiplies and adds only: x = n + f with n = round(x) (by
+/// adding and subtracting 1.5·2²³, which SSE2 vectorizes, unlike floor) and |f| ≤ 1/2, 2^f by its Taylor polynomial of degree 7 in Horner form (truncation ≤ 5e-9
+/// relative, below float's 6e-8 ulp; with rounding ≤ 3 ulp in all), then times 2^n built in the
+/// exponent bits. Arguments below −126 give 0 (flushed, as on the GPU with --ftz). Written out
+/// rather than calling exp2f so that the CPU loops vectorize (libm's vector exp2f is only
+/// declared under -ffast-math), a scalar loop gives the same bits as a vector one, and every
+/// machine gives the same map; the GPU can run it on its FMA pipe.
+ESPGRID_HOSTDEVICE float exp2_polynomial(float x) {
+  x = x < -126.0f ? -127.0f : (x > 0.0f ? 0.0f : x);
+  constexpr float kRound = 12582912.0f;  // 1.5·2²³: x + kRound rounds x to an integer (|x| < 2²²)
+  const float n = (x + kRound) - kRound;
+  const float f = x - n;  // exact: |f| ≤ 1/2
+  // ln2^k / k!, k = 7 .. 1, then 1.
+  float p = 1.5252733804059841e-05f;
+  p = p * f + 1.5403530393381609e-04f;
+  p = p * f + 1.3333558146428443e-03f;
+  p = p * f + 9.6181291076284772e-03f;
+  p = p * f + 5.5504108664821580e-02f;
+  p = p * f + 2.4022650695910071e-01f;
+  p = p * f + 6.9314718055994531e-01f;
+  p = p * f + 1.0f;
+  const std::int32_t biased = static_cast<std::int32_t>(n) + 127;  // 0 for x = −127: 2^n flushes to 0
+  const std::int32_t bits = biased << 23;
+  float scale;
+#if defined(__CUDA_ARCH__)
+  scale = __int_as_float(bits);
+#else
+  std::memcpy(&scale, &bits, sizeof scale);
+#endif
+  return p * scale;
+}
+
+/// Host arithmetic. Division and square root are IEEE, each correctly rounded; the float
+/// exponential is exp2_polynomial (≤ 3 ulp, vectorizable, the same on every machine), the
+/// double one libm's. With Real = float it is what cpu-reference computes; with Real = double
+/// it is the oracle.
+struct HostMath {
   template <class Real>
   static Real over_sqrt(Real q, Real r2) {
     return q / std::sqrt(r2);
@@ -55,10 +99,8 @@ struct IeeeMath {
   static Real rsqrt(Real x) {
     return Real(1) / std::sqrt(x);
   }
-  template <class Real>
-  static Real exp(Real x) {
-    return std::exp(x);
-  }
+  static float exp2(float x) { return exp2_polynomial(x); }
+  static double exp2(double x) { return std::exp2(x); }
 };
 
 /// f(r) = 1/r.
@@ -101,13 +143,14 @@ struct DistancePotential {
 /// point charge in an electrolyte; HOOMD-blue's Yukawa pair). κ = 0 is Coulomb.
 struct DebyePotential {
   static constexpr PairModel model = PairModel::Debye;
-  /// rsqrt, then r = r²·(1/r) and the exponential: two special functions per pair (two MUFU
-  /// instructions on the GPU), so at most half of Coulomb's rate where the SFU is the limit.
+  /// rsqrt, then r = r²·(1/r) and the exponential as 2^(−κ·log₂e·r): two special functions
+  /// per pair (MUFU.RSQ and MUFU.EX2 on the GPU), so at most half of Coulomb's rate where the
+  /// SFU is the limit.
   template <class Math, class Real>
   ESPGRID_HOSTDEVICE static Real term(Real q, Real r2, const PairParameters& pair) {
     const Real inv_r = Math::rsqrt(r2);
     const Real r = r2 * inv_r;
-    return q * inv_r * Math::exp(-static_cast<Real>(pair.kappa) * r);
+    return q * inv_r * Math::exp2(static_cast<Real>(pair.exp2_scale) * r);
   }
   static double value(double r2, const PairParameters& pair) {
     const double r = std::sqrt(r2);
@@ -117,10 +160,10 @@ struct DebyePotential {
     const double r = std::sqrt(r2);
     return std::exp(-static_cast<double>(pair.kappa) * r) * (1.0 / r2 + static_cast<double>(pair.kappa) / r);
   }
-  /// The exponential's float32 argument −κr carries half an ulp of its size, |κr|·2⁻²⁴, which
-  /// moves e^x by that much relative (d e^x = e^x dx): up to |κr| ulp with the rounding of κ·r
-  /// itself. Add the exponential's own error (ex2.approx ≤ 2 ulp after a float multiply by
-  /// log₂e on the GPU), rsqrt's and the products': 10 + |κr| ulp bounds a term.
+  /// The exponential's float32 argument x = −κr·log₂e carries half an ulp of its size, which
+  /// moves 2^x by |x|·ln2·2⁻²⁴ relative: about |κr|/2 ulp, |κr| ulp with the rounding of the
+  /// product itself. Add the exponential's own error (ex2.approx ≤ 2 ulp, exp2_polynomial ≤ 3),
+  /// rsqrt's and the products': 10 + |κr| ulp bounds a term.
   static double term_ulps(double r2, const PairParameters& pair) {
     return 10.0 + static_cast<double>(pair.kappa) * std::sqrt(r2);
   }

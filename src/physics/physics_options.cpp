@@ -12,10 +12,9 @@ double coulomb_factor(const PhysicsOptions& options) {
 }
 
 PairParameters pair_parameters(const PhysicsOptions& options) {
-  PairParameters p;
   if (options.model == PairModel::Debye)
-    p.kappa = static_cast<float>(debye_kappa(options.ionic_strength, options.dielectric, options.temperature));
-  return p;
+    return debye_parameters(debye_kappa(options.ionic_strength, options.dielectric, options.temperature));
+  return PairParameters{};
 }
 
 double debye_kappa(double ionic_strength, double dielectric, double temperature) {
