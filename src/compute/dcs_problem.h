@@ -22,9 +22,16 @@ struct DcsProblem {
   const float* y = nullptr;  ///< atom y − grid origin y, Å
   const float* z = nullptr;  ///< atom z − grid origin z, Å
   const float* q = nullptr;  ///< charge × k/ε: output unit × Å
+  /// The same positions relative to the grid origin in double (optional: null when only float
+  /// ones exist). The oracle uses them as the true positions; kernels that keep float32 error at
+  /// the rounding floor form each atom's offset from their tile's own origin from them.
+  const double* x64 = nullptr;
+  const double* y64 = nullptr;
+  const double* z64 = nullptr;
   std::size_t atom_count = 0;
   std::int64_t nx = 0, ny = 0, nz = 0;   ///< grid points per axis
   float hx = 0, hy = 0, hz = 0;          ///< grid spacing, Å
+  double hx64 = 0, hy64 = 0, hz64 = 0;   ///< the same in double (0: use the float spacing)
   float softening2 = 0;                  ///< a², Å²
   PairModel model = PairModel::Coulomb;  ///< which f(r) is summed
   PairParameters pair;                   ///< the model's parameters

@@ -68,7 +68,10 @@ const std::array<KernelVariant, 8>& table() {
     DeviceLayout scatter = layout(128, 1);
     scatter.accumulates = true;
     scatter.thread_per_atom = true;
-    DeviceLayout constant = layout(32, 4);
+    // 1024 threads a block: 48% of the rsqrt ceiling on an H200 against 5% at 32x4, the former
+    // default (bench --sweep blocks, 2026-11-21): fewer, wider blocks keep the warps of an SM on
+    // nearby atoms, so the small constant cache serves them.
+    DeviceLayout constant = layout(1024, 1);
     constant.uses_constant_memory = true;
     DeviceLayout coarsened = layout(16, 8);
     coarsened.coarsening = 8;

@@ -7,14 +7,18 @@ namespace {
 
 constexpr double kFloatUlp = 1.0 / (1 << 23);  // float32 unit in the last place at 1.0
 
+// The true positions: the double ones where the problem has them (grid points at i·h from the
+// origin, atoms before their rounding to float), else the float inputs.
 template <class Potential>
 OracleValue oracle_sum(const DcsProblem& p, std::int64_t i, std::int64_t j, std::int64_t k) {
-  const double gx = static_cast<double>(i) * p.hx;
-  const double gy = static_cast<double>(j) * p.hy;
-  const double gz = static_cast<double>(p.z_offset + k) * p.hz;
+  const double gx = static_cast<double>(i) * (p.hx64 > 0 ? p.hx64 : p.hx);
+  const double gy = static_cast<double>(j) * (p.hy64 > 0 ? p.hy64 : p.hy);
+  const double gz = static_cast<double>(p.z_offset + k) * (p.hz64 > 0 ? p.hz64 : p.hz);
+  const bool exact = p.x64 && p.y64 && p.z64;
   OracleValue out;
   for (std::size_t a = 0; a < p.atom_count; ++a) {
-    const double dx = gx - p.x[a], dy = gy - p.y[a], dz = gz - p.z[a];
+    const double dx = gx - (exact ? p.x64[a] : p.x[a]), dy = gy - (exact ? p.y64[a] : p.y[a]),
+                 dz = gz - (exact ? p.z64[a] : p.z[a]);
     const double r2 = dx * dx + dy * dy + dz * dz + static_cast<double>(p.softening2);
     const double q = p.q[a];
     out.potential += Potential::template term<HostMath>(q, r2, p.pair);

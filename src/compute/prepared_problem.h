@@ -35,6 +35,7 @@ class PreparedProblem {
  private:
   PreparedProblem() = default;
   std::vector<float> x_, y_, z_, q_;
+  std::vector<double> x64_, y64_, z64_;  ///< positions relative to the origin before rounding to float
   GridSpec grid_;
   PairModel model_ = PairModel::Coulomb;
   PairParameters pair_;
