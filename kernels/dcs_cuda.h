@@ -30,11 +30,15 @@ namespace espgrid::cuda {
 struct SlabLaunch {
   float* slab = nullptr;         ///< device, plan.pitch_x × plan.pitch_y × planes floats
   const float* atoms = nullptr;  ///< device, (x, y, z, q) per atom: float4, 16-byte aligned
+  /// device, (x, y, z, q) per atom in double, positions relative to the grid origin
+  /// (DeviceLayout::double_positions only, else null): 32 bytes an atom
+  const double* atoms64 = nullptr;
   int atom_count = 0;
   int nx = 0, ny = 0;   ///< the map's extent (bounds of the unpadded families)
   std::int64_t k0 = 0;  ///< map z index of the slab's first plane
   int planes = 0;
   float hx = 0, hy = 0, hz = 0;  ///< grid spacing, Å
+  double hx64 = 0, hy64 = 0, hz64 = 0;  ///< the same in double
   float softening2 = 0;          ///< a², Å²
   PairModel model = PairModel::Coulomb;
   PairParameters pair;
@@ -46,10 +50,19 @@ struct SlabLaunch {
 /// Queues one slab's kernels on the slab's stream; throws CudaError on a launch failure.
 using LaunchFn = void (*)(const SlabLaunch&);
 
+/// Settles what the plan leaves to the device (e.g. a tuned split) once per worker, before the
+/// slab loop, with the worker's device current.
+using PrepareFn = void (*)(LaunchPlan& plan, int device, const DcsProblem& problem);
+
+/// Settles what the plan leaves to the device (e.g. a tuned split) once per worker, before the
+/// slab loop, with the worker's device current.
+using PrepareFn = void (*)(LaunchPlan& plan, int device, const DcsProblem& problem);
+
 /// The device side of one registry row.
 struct DeviceKernel {
   LaunchFn launch = nullptr;  ///< null in a build without CUDA
   DeviceLayout layout;
+  PrepareFn prepare = nullptr;  ///< optional
 };
 
 // The kernel families' launch functions (each in its own .cu file).
@@ -58,6 +71,16 @@ void launch_gather(const SlabLaunch& s);
 void launch_constant(const SlabLaunch& s);
 void launch_coarsened(const SlabLaunch& s);
 void launch_unrolled(const SlabLaunch& s);
+void launch_dualpipe(const SlabLaunch& s);
+void prepare_dualpipe(LaunchPlan& plan, int device, const DcsProblem& problem);
+/// The dual-pipe family's FMA-pipe split for `model` on `device`: the value measured for the
+/// device's kind (kernels/dualpipe.cu has the table and where it was measured), or a default.
+int tuned_fma_split(int device, PairModel model);
+void launch_dualpipe(const SlabLaunch& s);
+void prepare_dualpipe(LaunchPlan& plan, int device, const DcsProblem& problem);
+/// The dual-pipe family's FMA-pipe split for `model` on `device`: the value measured for the
+/// device's kind (kernels/dualpipe.cu has the table and where it was measured), or a default.
+int tuned_fma_split(int device, PairModel model);
 
 struct DeviceRunOptions {
   int device = 0;

@@ -14,6 +14,12 @@
 
 namespace espgrid::cuda {
 
+/// One atom for the families that form tile-relative offsets: its position relative to the
+/// grid origin in double (Å) and its charge (q·k/ε as the float kernels have it).
+struct alignas(32) AtomDouble {
+  double x, y, z, q;
+};
+
 /// Slab geometry, passed by value (kernel parameters live in the constant bank).
 struct Geometry {
   int nx, ny;            ///< the map's extent: bounds for the unpadded variants
@@ -39,6 +45,7 @@ inline Geometry geometry_of(const SlabLaunch& s) {
 
 inline cudaStream_t stream_of(const SlabLaunch& s) { return static_cast<cudaStream_t>(s.stream); }
 inline const float4* atoms_of(const SlabLaunch& s) { return reinterpret_cast<const float4*>(s.atoms); }
+inline const AtomDouble* atoms64_of(const SlabLaunch& s) { return reinterpret_cast<const AtomDouble*>(s.atoms64); }
 inline unsigned blocks_for(std::int64_t extent, std::int64_t per_block) {
   return static_cast<unsigned>((extent + per_block - 1) / per_block);
 }

@@ -95,18 +95,38 @@ void enqueue_copy_back(const LaunchPlan& plan, const DcsProblem& p, const float*
   ESPGRID_CUDA_CHECK(cudaMemcpy3DAsync(&copy, stream));
 }
 
-/// The atoms as float4 (x, y, z, q) on the current device, through pinned staging.
-DeviceBuffer<float4> upload_atoms(const DcsProblem& p) {
+/// The atoms on the current device: float4 (x, y, z, q) for every family, and for the families
+/// that form tile-relative offsets (DeviceLayout::double_positions) their double positions too.
+struct DeviceAtoms {
+  DeviceBuffer<float4> xyzq;
+  DeviceBuffer<AtomDouble> xyz64;  ///< (x, y, z, q): Å relative to the grid origin, and q; empty unless asked for
+  std::size_t bytes() const noexcept { return xyzq.bytes() + xyz64.bytes(); }
+};
+
+/// Uploads the atoms through pinned staging.
+DeviceAtoms upload_atoms(const DcsProblem& p, bool with_double_positions) {
+  DeviceAtoms out;
   PinnedBuffer<float4> h_atoms(p.atom_count, "atoms (staging)");
   for (std::size_t a = 0; a < p.atom_count; ++a) h_atoms.get()[a] = make_float4(p.x[a], p.y[a], p.z[a], p.q[a]);
-  DeviceBuffer<float4> d_atoms(p.atom_count, "atoms");
+  out.xyzq = DeviceBuffer<float4>(p.atom_count, "atoms");
+  PinnedBuffer<AtomDouble> h_atoms64;
+  if (with_double_positions) {
+    if (p.atom_count > 0 && (!p.x64 || !p.y64 || !p.z64))
+      throw Error("internal error: this kernel needs the atoms' double positions");
+    h_atoms64 = PinnedBuffer<AtomDouble>(p.atom_count, "atoms in double (staging)");
+    for (std::size_t a = 0; a < p.atom_count; ++a) h_atoms64.get()[a] = AtomDouble{p.x64[a], p.y64[a], p.z64[a], static_cast<double>(p.q[a])};
+    out.xyz64 = DeviceBuffer<AtomDouble>(p.atom_count, "atoms in double");
+  }
   if (p.atom_count > 0) {
     Stream stream;
     ESPGRID_CUDA_CHECK(
-        cudaMemcpyAsync(d_atoms.get(), h_atoms.get(), d_atoms.bytes(), cudaMemcpyHostToDevice, stream.get()));
+        cudaMemcpyAsync(out.xyzq.get(), h_atoms.get(), out.xyzq.bytes(), cudaMemcpyHostToDevice, stream.get()));
+    if (with_double_positions)
+      ESPGRID_CUDA_CHECK(cudaMemcpyAsync(out.xyz64.get(), h_atoms64.get(), out.xyz64.bytes(), cudaMemcpyHostToDevice,
+                                         stream.get()));
     stream.synchronize();  // every stream of every worker on this device reads them
   }
-  return d_atoms;
+  return out;
 }
 
 /// Where a worker takes its planes from and what it reports.
@@ -125,8 +145,9 @@ struct WorkerContext {
 /// them through two slab buffers on two streams (see the file comment), until the queue is
 /// empty. Slab s uses buffer and stream s mod 2; kernels of consecutive slabs are
 /// serialized, so the sum of their event intervals is this worker's kernel time.
-WorkerResult run_worker(const DeviceKernel& kernel, const LaunchPlan& plan, const DcsProblem& p, const float4* d_atoms,
-                        std::size_t atom_bytes, const WorkerContext& ctx) {
+WorkerResult run_worker(const DeviceKernel& kernel, const LaunchPlan& plan, const DcsProblem& p,
+                        const DeviceAtoms& d_atoms, const WorkerContext& ctx) {
+  const std::size_t atom_bytes = d_atoms.bytes();
   std::size_t free_bytes = 0, total_bytes = 0;
   if (ctx.max_slab_bytes == 0) ESPGRID_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
   // Device slabs: in automatic sizing, halve the slab if the allocation fails anyway.
@@ -162,13 +183,17 @@ WorkerResult run_worker(const DeviceKernel& kernel, const LaunchPlan& plan, cons
   std::array<Event, 2> done{Event(cudaEventDisableTiming), Event(cudaEventDisableTiming)};
 
   SlabLaunch launch;
-  launch.atoms = reinterpret_cast<const float*>(d_atoms);
+  launch.atoms = reinterpret_cast<const float*>(d_atoms.xyzq.get());
+  launch.atoms64 = reinterpret_cast<const double*>(d_atoms.xyz64.get());
   launch.atom_count = static_cast<int>(p.atom_count);
   launch.nx = static_cast<int>(p.nx);
   launch.ny = static_cast<int>(p.ny);
   launch.hx = p.hx;
   launch.hy = p.hy;
   launch.hz = p.hz;
+  launch.hx64 = p.hx64 > 0 ? p.hx64 : p.hx;
+  launch.hy64 = p.hy64 > 0 ? p.hy64 : p.hy;
+  launch.hz64 = p.hz64 > 0 ? p.hz64 : p.hz;
   launch.softening2 = p.softening2;
   launch.model = p.model;
   launch.pair = p.pair;
@@ -235,16 +260,16 @@ std::mutex& constant_memory_mutex(int device) {
 struct SharedAtoms {
   std::mutex mutex;
   int users = 0;
-  DeviceBuffer<float4> buffer;
+  DeviceAtoms buffer;
   bool ready = false;
 };
 
 class AtomsLease {
  public:
-  AtomsLease(SharedAtoms& shared, const DcsProblem& p) : shared_(shared) {
+  AtomsLease(SharedAtoms& shared, const DcsProblem& p, bool with_double_positions) : shared_(shared) {
     std::lock_guard<std::mutex> lock(shared_.mutex);
     if (!shared_.ready) {
-      shared_.buffer = upload_atoms(p);
+      shared_.buffer = upload_atoms(p, with_double_positions);
       shared_.ready = true;
     }
     ++shared_.users;
@@ -252,14 +277,13 @@ class AtomsLease {
   ~AtomsLease() {
     std::lock_guard<std::mutex> lock(shared_.mutex);
     if (--shared_.users == 0) {
-      shared_.buffer.reset();
+      shared_.buffer = DeviceAtoms{};
       shared_.ready = false;
     }
   }
   AtomsLease(const AtomsLease&) = delete;
   AtomsLease& operator=(const AtomsLease&) = delete;
-  const float4* get() const noexcept { return shared_.buffer.get(); }
-  std::size_t bytes() const noexcept { return shared_.buffer.bytes(); }
+  const DeviceAtoms& get() const noexcept { return shared_.buffer; }
 
  private:
   SharedAtoms& shared_;
@@ -303,9 +327,10 @@ ComputeTiming compute_potential(std::string_view variant, const DeviceKernel& ke
   if (problem.point_count() > 0) {
     WorkerContext ctx;
     ctx.sms = device_attribute(cudaDevAttrMultiProcessorCount, options.device);
-    const LaunchPlan plan = make_launch_plan(variant, kernel.layout, problem, options.shape, ctx.sms);
+    LaunchPlan plan = make_launch_plan(variant, kernel.layout, problem, options.shape, ctx.sms);
+    if (kernel.prepare) kernel.prepare(plan, options.device, problem);
     // Atoms, once per call; freed after the worker's streams have drained.
-    const DeviceBuffer<float4> d_atoms = upload_atoms(problem);
+    const DeviceAtoms d_atoms = upload_atoms(problem, kernel.layout.double_positions);
     PlaneQueue queue(problem.nz);
     ctx.queue = &queue;
     ctx.max_planes = problem.nz;  // one worker: the slab budget alone sets the slabs
@@ -317,7 +342,7 @@ ComputeTiming compute_potential(std::string_view variant, const DeviceKernel& ke
       if (options.progress)
         options.progress(static_cast<std::size_t>(r.k0 + r.planes), static_cast<std::size_t>(problem.nz));
     };
-    result = run_worker(kernel, plan, problem, d_atoms.get(), d_atoms.bytes(), ctx);
+    result = run_worker(kernel, plan, problem, d_atoms, ctx);
   }
   timing.kernel_seconds = result.kernel_seconds;
   timing.wall_seconds = wall.seconds();
@@ -387,8 +412,10 @@ ComputeTiming compute_potential_multi(std::string_view variant, const DeviceKern
       if (kernel.layout.uses_constant_memory) lock.lock();
       WorkerContext ctx;
       ctx.sms = device_attribute(cudaDevAttrMultiProcessorCount, device);
-      const LaunchPlan plan = make_launch_plan(variant, kernel.layout, problem, options.shape, ctx.sms);
-      const AtomsLease lease(atoms.at(device), problem);  // outlives run_worker's streams
+      LaunchPlan plan = make_launch_plan(variant, kernel.layout, problem, options.shape, ctx.sms);
+      // Every worker settles the plan the same way on devices of one kind: the same map bits.
+      if (kernel.prepare) kernel.prepare(plan, device, problem);
+      const AtomsLease lease(atoms.at(device), problem, kernel.layout.double_positions);  // outlives the streams
       ctx.queue = &queue;
       ctx.max_planes = chunk;
       ctx.max_slab_bytes = options.max_slab_bytes;
@@ -399,7 +426,7 @@ ComputeTiming compute_potential_multi(std::string_view variant, const DeviceKern
         if (options.planes_done) options.planes_done(r.k0, r.planes);
         done(r);
       };
-      return run_worker(kernel, plan, problem, lease.get(), lease.bytes(), ctx);
+      return run_worker(kernel, plan, problem, lease.get(), ctx);
     } catch (...) {
       std::rethrow_exception(with_device(std::current_exception(), device, w, per_device.at(device) > 1));
     }

@@ -42,7 +42,7 @@ LaunchPlan resolve_shape(std::string_view variant, const DeviceLayout& layout, c
                      std::to_string(static_cast<long long>(r.bx) * r.by) +
                      " threads is too large (at most 1024 threads per block)");
   if (s.coarsening > 0) r.cx = s.coarsening;
-  if (!layout.coarsens && r.cx != 1)
+  if (!layout.coarsens && !layout.dual_pipe && r.cx != 1)
     throw UsageError(name + " computes one point per thread: coarsening must be 0 or 1 (got " + std::to_string(r.cx) +
                      ")");
   if (layout.coarsens && std::find(kCoarsenings.begin(), kCoarsenings.end(), r.cx) == kCoarsenings.end())

@@ -24,7 +24,16 @@ struct DeviceLayout {
   bool accumulates = false;           ///< adds into a zeroed slab (atomics) instead of writing once
   bool thread_per_atom = false;       ///< threads index atoms (and planes), not grid points
   bool uses_constant_memory = false;  ///< one call at a time per device (one __constant__ buffer)
+  /// An 8 × 2 register tile whose reciprocal square roots are split between the SFU and the FMA
+  /// pipe: accepts LaunchShape::fma_split (0..kMaxFmaSplit), not a coarsening.
+  bool dual_pipe = false;
+  bool double_positions = false;  ///< reads the atoms' double positions (tile-relative offsets)
 };
+
+/// The dual-pipe family's register tile and the most of its points that may use the FMA pipe.
+inline constexpr int kDualPipeColumns = 8;
+inline constexpr int kDualPipeRows = 2;
+inline constexpr int kMaxFmaSplit = 8;
 
 /// A requested launch shape; 0 keeps the family's default. When only one of block_x/block_y is
 /// set, the other keeps the default thread count. All three 0 for a register-tiled family
@@ -33,6 +42,9 @@ struct LaunchShape {
   int block_x = 0;
   int block_y = 0;
   int coarsening = 0;  ///< points per thread along x: 1, 2, 4, 8 or 16 where supported
+  /// Dual-pipe families: how many of each thread's 16 points take their reciprocal square root
+  /// on the FMA pipe (Newton iterations) instead of the SFU; −1: the device's tuned value.
+  int fma_split = -1;
 };
 
 /// The plan of one family on one problem.
@@ -41,6 +53,7 @@ struct LaunchPlan {
   int cx = 1, ry = 1;            ///< points per thread along x, rows per thread
   int pitch_x = 0, pitch_y = 0;  ///< device plane: floats per row, rows (padded for tiled families)
   bool zero_slab = false;        ///< the slab starts at zero (atomics); otherwise NaN poison
+  int fma_split = 0;             ///< dual-pipe: points per thread on the FMA pipe (−1: not yet tuned)
   std::size_t plane_floats() const noexcept {
     return static_cast<std::size_t>(pitch_x) * static_cast<std::size_t>(pitch_y);
   }

@@ -50,17 +50,20 @@ inline PairParameters debye_parameters(double kappa) {
   return p;
 }
 
-/// 2^x for x ≤ 0 in float32 from multiplies and adds only: x = n + f with n = round(x) (by
-/// adding and subtracting 1.5·2²³, which SSE2 vectorizes, unlike floor) and |f| ≤ 1/2, 2^f by its Taylor polynomial of degree 7 in Horner form (truncation ≤ 5e-9
-/// relative, below float's 6e-8 ulp; with rounding ≤ 3 ulp in all), then times 2^n built in the
-/// exponent bits. Arguments below −126 give 0 (flushed, as on the GPU with --ftz). Written out
-/// rather than calling exp2f so that the CPU loops vectorize (libm's vector exp2f is only
-/// declared under -ffast-math), a scalar loop gives the same bits as a vector one, and every
-/// machine gives the same map; the GPU can run it on its FMA pipe.
+/// 2^x for x ≤ 0 in float32 from adds, multiplies and integer operations only: x = n + f with
+/// n = round(x) by adding 1.5·2²³ (the sum's low mantissa bits are then n: no float-to-int
+/// conversion, which would run on the GPU's SFU and defeat the purpose there, and SSE2
+/// vectorizes it, unlike floor) and |f| ≤ 1/2; 2^f by its Taylor polynomial of degree 7 in
+/// Horner form (truncation ≤ 5e-9 relative, below float's 6e-8 ulp: ≤ 3 ulp with rounding);
+/// then times 2^n built in the exponent bits. Arguments below −126 give 0 (flushed, as on the
+/// GPU with --ftz). Written out rather than calling exp2f so that the CPU loops vectorize
+/// (libm's vector exp2f is only declared under -ffast-math), a scalar loop gives the same bits
+/// as a vector one, every machine gives the same map, and the GPU can run it on its FMA pipe.
 ESPGRID_HOSTDEVICE float exp2_polynomial(float x) {
-  x = x < -126.0f ? -127.0f : (x > 0.0f ? 0.0f : x);
-  constexpr float kRound = 12582912.0f;  // 1.5·2²³: x + kRound rounds x to an integer (|x| < 2²²)
-  const float n = (x + kRound) - kRound;
+  x = x < -127.0f ? -127.0f : (x > 0.0f ? 0.0f : x);
+  constexpr float kRound = 12582912.0f;  // 1.5·2²³
+  const float shifted = x + kRound;      // exact integer n = round(x) in the low mantissa bits
+  const float n = shifted - kRound;
   const float f = x - n;  // exact: |f| ≤ 1/2
   // ln2^k / k!, k = 7 .. 1, then 1.
   float p = 1.5252733804059841e-05f;
@@ -71,13 +74,19 @@ ESPGRID_HOSTDEVICE float exp2_polynomial(float x) {
   p = p * f + 2.4022650695910071e-01f;
   p = p * f + 6.9314718055994531e-01f;
   p = p * f + 1.0f;
-  const std::int32_t biased = static_cast<std::int32_t>(n) + 127;  // 0 for x = −127: 2^n flushes to 0
-  const std::int32_t bits = biased << 23;
+  std::int32_t shifted_bits;
+#if defined(__CUDA_ARCH__)
+  shifted_bits = __float_as_int(shifted);
+#else
+  std::memcpy(&shifted_bits, &shifted, sizeof shifted_bits);
+#endif
+  // n + 127 is 2^n's biased exponent: 0 for n = −127, i.e. 2^n flushes to 0.
+  const std::int32_t exponent_bits = (shifted_bits - 0x4B400000 + 127) << 23;
   float scale;
 #if defined(__CUDA_ARCH__)
-  scale = __int_as_float(bits);
+  scale = __int_as_float(exponent_bits);
 #else
-  std::memcpy(&scale, &bits, sizeof scale);
+  std::memcpy(&scale, &exponent_bits, sizeof scale);
 #endif
   return p * scale;
 }
