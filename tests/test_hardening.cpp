@@ -520,7 +520,7 @@ TEST_F(Hardening, NoVisibleDeviceFallsBackOrFailsClearly) {
   hidden.env["CUDA_VISIBLE_DEVICES"] = "";
   Outcome r = run({"map", kSmall, "-o", path("x.dx"), "--spacing", "1", "--padding", "3"}, hidden);
   ASSERT_EQ(r.code, 0) << r;
-  EXPECT_TRUE(contains(r.out, "cpu-parallel on CPU")) << r;
+  EXPECT_TRUE(contains(r.out, std::string(default_kernel(Backend::Cpu).name) + " on CPU")) << r;
   EXPECT_TRUE(contains(r.out, "backend auto: no GPU (")) << r;
   r = run({"map", kSmall, "-o", path("y.dx"), "--spacing", "1", "--padding", "3", "--backend", "cuda"}, hidden);
   expect_clean_error(r, 1, "--backend cuda: ");

@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "src/compute/cpu_kernels.h"
+#include "src/compute/simd_kernel.h"
 #include "src/core/errors.h"
 #include "src/core/stopwatch.h"
 #include "src/physics/physics_options.h"
@@ -25,6 +26,11 @@ namespace {
 void cpu_naive(const DcsProblem& p, const RunOptions& o) { cpu::naive(p, o.progress); }
 void cpu_reference(const DcsProblem& p, const RunOptions& o) { cpu::reference(p, o.progress); }
 void cpu_parallel(const DcsProblem& p, const RunOptions& o) { cpu::parallel(p, o.threads, o.progress); }
+void cpu_simd(const DcsProblem& p, const RunOptions& o) { cpu::simd(p, o.threads, o.progress); }
+
+// cpu-simd is the default without a GPU where the build has it (Google Highway).
+constexpr KernelRole kSimdRole = ESPGRID_HAVE_HWY ? KernelRole::Default : KernelRole::Alternative;
+constexpr KernelRole kParallelRole = ESPGRID_HAVE_HWY ? KernelRole::Alternative : KernelRole::Default;
 
 constexpr ModelSet kCoulombOnly = {PairModel::Coulomb};
 constexpr ModelSet kEveryModel = {PairModel::Coulomb, PairModel::Distance, PairModel::Debye};
@@ -64,8 +70,8 @@ DeviceLayout layout(int bx, int by) {
 }
 
 // The table. Flop counts: see each kernel's comment (kernels/*.cu, src/compute/cpu_kernels.cpp).
-const std::array<KernelVariant, 9>& table() {
-  static const std::array<KernelVariant, 9> rows = [] {
+const std::array<KernelVariant, 10>& table() {
+  static const std::array<KernelVariant, 10> rows = [] {
     DeviceLayout scatter = layout(128, 1);
     scatter.accumulates = true;
     scatter.thread_per_atom = true;
@@ -84,13 +90,18 @@ const std::array<KernelVariant, 9>& table() {
     dualpipe.coarsens = false;
     dualpipe.dual_pipe = true;
     dualpipe.double_positions = true;
-    return std::array<KernelVariant, 9>{
+    return std::array<KernelVariant, 10>{
         cpu_row("cpu-naive", "one point at a time over all atoms, recomputing dx, dy, dz (1 thread)",
                 KernelRole::Alternative, Reproducibility::MatchesReference, kEveryModel, 12, true, &cpu_naive),
         cpu_row("cpu-reference", "per plane dz², per row dy²+dz², then a sweep along x (1 thread)",
                 KernelRole::Reference, Reproducibility::MatchesReference, kEveryModel, 6, true, &cpu_reference),
         cpu_row("cpu-parallel", "cpu-reference's arithmetic on all cores (OpenMP), x sweep vectorized",
-                KernelRole::Default, Reproducibility::MatchesReference, kEveryModel, 6, false, &cpu_parallel),
+                kParallelRole, Reproducibility::MatchesReference, kEveryModel, 6, false, &cpu_parallel),
+        // 10: FMA r², the rsqrt estimate, the Newton step (3 MUL, 1 FNMADD), FMA accumulate.
+        cpu_row("cpu-simd",
+                "register tiles of 4 vectors x 2 rows, rsqrt estimate + Newton, tile-relative positions, "
+                "blocked sums; SSE4/AVX2/AVX-512 picked at run time (Highway)",
+                kSimdRole, Reproducibility::Deterministic, kEveryModel, 10, false, &cpu_simd),
         cuda_row("cuda-scatter", "one thread per atom (and plane), atomicAdd into every point of a slab",
                  KernelRole::Alternative, Reproducibility::Varies, kCoulombOnly, 7, false,
                  ESPGRID_CUDA_LAUNCH(launch_scatter), scatter),

@@ -1,0 +1,308 @@
+// cpu-simd: the CPU kernel for machines without a GPU, written once with Google Highway and
+// compiled for every x86-64 vector unit (SSE4, AVX2, AVX-512), the best one picked at run time
+// (HWY_DYNAMIC_DISPATCH): one binary runs anywhere, no -march=native.
+//
+// Work: tasks of (plane, two rows, a chunk of up to kChunkVectors·kTileVectors vectors along x),
+// spread over OpenMP threads, planes in order (so progress and planes_done report whole planes).
+// Each task forms every atom's offset from its own origin in double (x, y, dz² + a², q as
+// float32: the rounding of the pair's own distances, not of the coordinates' size), then sweeps
+// register tiles of 4 vectors × 2 rows over all atoms, in blocks of 256 atoms whose partial sums
+// are added to the totals at the end of each block (blocked summation). Per pair: dx (1 SUB per
+// vector, shared by both rows), r² (FMA), an approximate reciprocal square root (RSQRTPS,
+// 12 bits; RSQRT14 on AVX-512) and one Newton step (4 operations: to ~1e-7 relative, 2 ulp),
+// q·f accumulated (FMA). The distance model uses the approximate reciprocal and a Newton step,
+// the Debye model rsqrt and exp2_polynomial (src/physics/pair_potentials.h) in vectors.
+//
+// ESPGRID_SIMD=avx2 (or sse4) caps the vector unit, for measuring a smaller machine on a larger one.
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "src/compute/simd_kernel.h"
+#include "src/core/errors.h"
+#include "src/core/stopwatch.h"
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "src/compute/simd_kernel.cpp"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/highway.h>
+
+HWY_BEFORE_NAMESPACE();
+namespace espgrid {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+constexpr int kTileVectors = 4;  ///< register tile: 4 vectors along x
+constexpr int kRows = 2;         ///< × 2 rows
+constexpr int kChunkTiles = 4;   ///< register tiles along x per task (shares the per-task atom offsets)
+constexpr std::size_t kAtomBlock = 256;  ///< atoms per partial sum (blocked summation)
+
+using DF = hn::ScalableTag<float>;
+using DI = hn::RebindToSigned<DF>;
+using VF = hn::Vec<DF>;
+
+/// 1/√x: the hardware estimate and one Newton step.
+HWY_INLINE VF rsqrt(DF d, VF x) {
+  const VF y = hn::ApproximateReciprocalSqrt(x);
+  const VF half_x = hn::Mul(x, hn::Set(d, 0.5f));
+  return hn::Mul(y, hn::NegMulAdd(half_x, hn::Mul(y, y), hn::Set(d, 1.5f)));
+}
+
+/// 1/x: the hardware estimate and one Newton step.
+HWY_INLINE VF reciprocal(DF d, VF x) {
+  const VF y = hn::ApproximateReciprocal(x);
+  return hn::Mul(y, hn::NegMulAdd(x, y, hn::Set(d, 2.0f)));
+}
+
+/// exp2_polynomial (src/physics/pair_potentials.h) in vectors: the same steps.
+HWY_INLINE VF exp2_vector(DF d, VF x) {
+  const DI di;
+  x = hn::Min(hn::Max(x, hn::Set(d, -127.0f)), hn::Zero(d));
+  const VF round = hn::Set(d, 12582912.0f);
+  const VF shifted = hn::Add(x, round);
+  const VF f = hn::Sub(x, hn::Sub(shifted, round));
+  VF p = hn::Set(d, 1.5252733804059841e-05f);
+  p = hn::MulAdd(p, f, hn::Set(d, 1.5403530393381609e-04f));
+  p = hn::MulAdd(p, f, hn::Set(d, 1.3333558146428443e-03f));
+  p = hn::MulAdd(p, f, hn::Set(d, 9.6181291076284772e-03f));
+  p = hn::MulAdd(p, f, hn::Set(d, 5.5504108664821580e-02f));
+  p = hn::MulAdd(p, f, hn::Set(d, 2.4022650695910071e-01f));
+  p = hn::MulAdd(p, f, hn::Set(d, 6.9314718055994531e-01f));
+  p = hn::MulAdd(p, f, hn::Set(d, 1.0f));
+  const auto bits = hn::Sub(hn::BitCast(di, shifted), hn::Set(di, 0x4B400000 - 127));
+  return hn::Mul(p, hn::BitCast(d, hn::ShiftLeft<23>(bits)));
+}
+
+/// q·f(r) from r² for the model, in vectors.
+template <int kModel>
+HWY_INLINE VF pair_term(DF d, VF q, VF r2, float exp2_scale) {
+  if constexpr (kModel == static_cast<int>(PairModel::Coulomb)) {
+    return hn::Mul(q, rsqrt(d, r2));
+  } else if constexpr (kModel == static_cast<int>(PairModel::Distance)) {
+    return hn::Mul(q, reciprocal(d, r2));
+  } else {
+    const VF inv_r = rsqrt(d, r2);
+    const VF r = hn::Mul(r2, inv_r);
+    return hn::Mul(hn::Mul(q, inv_r), exp2_vector(d, hn::Mul(hn::Set(d, exp2_scale), r)));
+  }
+}
+
+/// The atoms relative to one task's origin, float32.
+struct TaskAtoms {
+  std::vector<float> x, y, dz2, q;
+  void resize(std::size_t n) {
+    x.resize(n);
+    y.resize(n);
+    dz2.resize(n);
+    q.resize(n);
+  }
+};
+
+/// One register tile: 4 vectors × 2 rows at local positions lx (per vector lane) and ly, over
+/// every atom in blocks of kAtomBlock; writes kRows × (4·lanes) sums to `out`.
+template <int kModel>
+HWY_INLINE void register_tile(DF d, const TaskAtoms& atoms, std::size_t n, const float* lx, const float ly[kRows],
+                              float exp2_scale, float* out) {
+  const std::size_t lanes = hn::Lanes(d);
+  VF x0 = hn::LoadU(d, lx), x1 = hn::LoadU(d, lx + lanes), x2 = hn::LoadU(d, lx + 2 * lanes),
+     x3 = hn::LoadU(d, lx + 3 * lanes);
+  VF s00 = hn::Zero(d), s01 = hn::Zero(d), s02 = hn::Zero(d), s03 = hn::Zero(d);
+  VF s10 = hn::Zero(d), s11 = hn::Zero(d), s12 = hn::Zero(d), s13 = hn::Zero(d);
+  for (std::size_t base = 0; base < n; base += kAtomBlock) {
+    const std::size_t end = std::min(n, base + kAtomBlock);
+    VF p00 = hn::Zero(d), p01 = hn::Zero(d), p02 = hn::Zero(d), p03 = hn::Zero(d);
+    VF p10 = hn::Zero(d), p11 = hn::Zero(d), p12 = hn::Zero(d), p13 = hn::Zero(d);
+    for (std::size_t a = base; a < end; ++a) {
+      const VF ax = hn::Set(d, atoms.x[a]);
+      const VF q = hn::Set(d, atoms.q[a]);
+      const float dy0 = ly[0] - atoms.y[a], dy1 = ly[1] - atoms.y[a];
+      const VF dyz0 = hn::Set(d, dy0 * dy0 + atoms.dz2[a]);
+      const VF dyz1 = hn::Set(d, dy1 * dy1 + atoms.dz2[a]);
+      const VF dx0 = hn::Sub(x0, ax), dx1 = hn::Sub(x1, ax), dx2 = hn::Sub(x2, ax), dx3 = hn::Sub(x3, ax);
+      p00 = hn::Add(p00, pair_term<kModel>(d, q, hn::MulAdd(dx0, dx0, dyz0), exp2_scale));
+      p01 = hn::Add(p01, pair_term<kModel>(d, q, hn::MulAdd(dx1, dx1, dyz0), exp2_scale));
+      p02 = hn::Add(p02, pair_term<kModel>(d, q, hn::MulAdd(dx2, dx2, dyz0), exp2_scale));
+      p03 = hn::Add(p03, pair_term<kModel>(d, q, hn::MulAdd(dx3, dx3, dyz0), exp2_scale));
+      p10 = hn::Add(p10, pair_term<kModel>(d, q, hn::MulAdd(dx0, dx0, dyz1), exp2_scale));
+      p11 = hn::Add(p11, pair_term<kModel>(d, q, hn::MulAdd(dx1, dx1, dyz1), exp2_scale));
+      p12 = hn::Add(p12, pair_term<kModel>(d, q, hn::MulAdd(dx2, dx2, dyz1), exp2_scale));
+      p13 = hn::Add(p13, pair_term<kModel>(d, q, hn::MulAdd(dx3, dx3, dyz1), exp2_scale));
+    }
+    s00 = hn::Add(s00, p00), s01 = hn::Add(s01, p01), s02 = hn::Add(s02, p02), s03 = hn::Add(s03, p03);
+    s10 = hn::Add(s10, p10), s11 = hn::Add(s11, p11), s12 = hn::Add(s12, p12), s13 = hn::Add(s13, p13);
+  }
+  hn::StoreU(s00, d, out), hn::StoreU(s01, d, out + lanes), hn::StoreU(s02, d, out + 2 * lanes),
+      hn::StoreU(s03, d, out + 3 * lanes);
+  float* row1 = out + kTileVectors * lanes;
+  hn::StoreU(s10, d, row1), hn::StoreU(s11, d, row1 + lanes), hn::StoreU(s12, d, row1 + 2 * lanes),
+      hn::StoreU(s13, d, row1 + 3 * lanes);
+}
+
+template <int kModel>
+void simd_sum(const DcsProblem& p, int team, const ProgressFn& progress) {
+  const DF d;
+  const std::size_t lanes = hn::Lanes(d);
+  const std::size_t tile_points = kTileVectors * lanes;
+  const std::size_t chunk_points = kChunkTiles * tile_points;
+  const std::int64_t chunks_x = (p.nx + static_cast<std::int64_t>(chunk_points) - 1) / static_cast<std::int64_t>(chunk_points);
+  const std::int64_t row_pairs = (p.ny + 1) / 2;
+  const std::int64_t tasks = chunks_x * row_pairs;
+  const double hx = p.hx64 > 0 ? p.hx64 : p.hx, hy = p.hy64 > 0 ? p.hy64 : p.hy, hz = p.hz64 > 0 ? p.hz64 : p.hz;
+  const bool exact = p.x64 && p.y64 && p.z64;
+  const float exp2_scale = p.pair.exp2_scale;
+  for (std::int64_t k = 0; k < p.nz; ++k) {
+    const double oz = static_cast<double>(p.z_offset + k) * hz;
+#pragma omp parallel num_threads(team)
+    {
+      TaskAtoms atoms;
+      atoms.resize(p.atom_count);
+      std::vector<float> lx(tile_points), out(kRows * tile_points);
+#pragma omp for schedule(dynamic, 1)
+      for (std::int64_t t = 0; t < tasks; ++t) {
+        const std::int64_t j0 = (t / chunks_x) * 2;
+        const std::int64_t i_chunk = (t % chunks_x) * static_cast<std::int64_t>(chunk_points);
+        const double ox = static_cast<double>(i_chunk) * hx, oy = static_cast<double>(j0) * hy;
+        for (std::size_t a = 0; a < p.atom_count; ++a) {
+          const double x = exact ? p.x64[a] : p.x[a], y = exact ? p.y64[a] : p.y[a], z = exact ? p.z64[a] : p.z[a];
+          atoms.x[a] = static_cast<float>(x - ox);
+          atoms.y[a] = static_cast<float>(y - oy);
+          const float dz = static_cast<float>(oz - z);
+          atoms.dz2[a] = dz * dz + p.softening2;
+          atoms.q[a] = p.q[a];
+        }
+        const float ly[kRows] = {0.0f, static_cast<float>(hy)};
+        for (std::int64_t i0 = i_chunk; i0 < std::min<std::int64_t>(p.nx, i_chunk + static_cast<std::int64_t>(chunk_points));
+             i0 += static_cast<std::int64_t>(tile_points)) {
+          for (std::size_t c = 0; c < tile_points; ++c)
+            lx[c] = static_cast<float>(static_cast<double>(i0 - i_chunk + static_cast<std::int64_t>(c)) * hx);
+          register_tile<kModel>(d, atoms, p.atom_count, lx.data(), ly, exp2_scale, out.data());
+          const std::size_t width = static_cast<std::size_t>(std::min<std::int64_t>(static_cast<std::int64_t>(tile_points), p.nx - i0));
+          for (int r = 0; r < kRows && j0 + r < p.ny; ++r)
+            std::memcpy(p.potential + static_cast<std::size_t>(i0 + p.nx * (j0 + r + p.ny * k)), out.data() + r * tile_points,
+                        sizeof(float) * width);
+        }
+      }
+    }
+    if (progress) progress(static_cast<std::size_t>(k + 1), static_cast<std::size_t>(p.nz));
+  }
+}
+
+void SimdSum(const DcsProblem& p, int team, const ProgressFn* progress) {
+  const ProgressFn& report = *progress;
+  switch (p.model) {
+    case PairModel::Coulomb: simd_sum<static_cast<int>(PairModel::Coulomb)>(p, team, report); return;
+    case PairModel::Distance: simd_sum<static_cast<int>(PairModel::Distance)>(p, team, report); return;
+    case PairModel::Debye: simd_sum<static_cast<int>(PairModel::Debye)>(p, team, report); return;
+  }
+}
+
+/// The ceiling: independent chains of the Coulomb evaluation (FMA r², rsqrt estimate, Newton,
+/// FMA accumulate) with no loads, on one core; returns evaluations done.
+double SimdCeilingEvaluations(std::size_t iterations, float* sink) {
+  const DF d;
+  const std::size_t lanes = hn::Lanes(d);
+  VF r[8], acc[8];
+  for (int c = 0; c < 8; ++c) {
+    r[c] = hn::Set(d, 1.0f + 0.01f * static_cast<float>(c));
+    acc[c] = hn::Zero(d);
+  }
+  const VF q = hn::Set(d, 1e-3f), bump = hn::Set(d, 1e-7f);
+  for (std::size_t it = 0; it < iterations; ++it) {
+    for (int c = 0; c < 8; ++c) {
+      const VF r2 = hn::MulAdd(r[c], r[c], bump);
+      acc[c] = hn::MulAdd(q, rsqrt(d, r2), acc[c]);
+      r[c] = hn::Add(r[c], bump);
+    }
+  }
+  VF total = hn::Zero(d);
+  for (int c = 0; c < 8; ++c) total = hn::Add(total, acc[c]);
+  *sink = hn::GetLane(hn::SumOfLanes(d, total));
+  return static_cast<double>(iterations) * 8.0 * static_cast<double>(lanes);
+}
+
+const char* SimdTargetName() { return hwy::TargetName(HWY_TARGET); }
+
+}  // namespace HWY_NAMESPACE
+}  // namespace espgrid
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace espgrid {
+HWY_EXPORT(SimdSum);
+HWY_EXPORT(SimdCeilingEvaluations);
+HWY_EXPORT(SimdTargetName);
+
+namespace {
+
+/// Applies ESPGRID_SIMD (sse4 | avx2 | avx512: the most capable unit to use) once.
+void apply_simd_cap() {
+  static const bool applied = [] {
+    const char* cap = std::getenv("ESPGRID_SIMD");
+    if (!cap || !*cap) return true;
+    const std::string c(cap);
+    std::int64_t disabled = 0;
+    if (c == "avx2" || c == "sse4") disabled |= HWY_AVX3 | HWY_AVX3_DL;
+    if (c == "sse4") disabled |= HWY_AVX2;
+    if (c != "avx2" && c != "sse4" && c != "avx512")
+      throw UsageError("ESPGRID_SIMD must be sse4, avx2 or avx512, got '" + c + "'");
+    hwy::DisableTargets(disabled);
+    return true;
+  }();
+  (void)applied;
+}
+
+}  // namespace
+
+namespace cpu {
+
+void simd(const DcsProblem& problem, int threads, const ProgressFn& progress) {
+  apply_simd_cap();
+  const int team = threads > 0 ? threads : omp_get_max_threads();
+  HWY_DYNAMIC_DISPATCH(SimdSum)(problem, team, &progress);
+}
+
+std::string simd_target() {
+  apply_simd_cap();
+  return HWY_DYNAMIC_DISPATCH(SimdTargetName)();
+}
+
+SimdCeiling measure_simd_ceiling(int threads) {
+  apply_simd_cap();
+  const int team = threads > 0 ? threads : omp_get_max_threads();
+  SimdCeiling out;
+  out.target = simd_target();
+  out.threads = team;
+  // One core: warm up, then the median of 5 runs of ~20 ms.
+  float sink = 0;
+  std::vector<double> rates;
+  for (int run = 0; run < 6; ++run) {
+    const Stopwatch clock;
+    const double evaluations = HWY_DYNAMIC_DISPATCH(SimdCeilingEvaluations)(std::size_t{1} << 20, &sink);
+    if (run > 0) rates.push_back(evaluations / clock.seconds());
+  }
+  std::sort(rates.begin(), rates.end());
+  out.per_core_evaluations_per_second = rates[rates.size() / 2];
+  // Every core at once: the chains run in each thread; the slowest thread sets the time.
+  const Stopwatch all;
+  double total = 0;
+#pragma omp parallel num_threads(team) reduction(+ : total)
+  {
+    float local = 0;
+    total += HWY_DYNAMIC_DISPATCH(SimdCeilingEvaluations)(std::size_t{1} << 20, &local);
+    if (local == 12345.0f) sink += local;  // keeps the work alive
+  }
+  out.all_cores_evaluations_per_second = total / all.seconds();
+  if (sink == 12345.0f) out.target += "";
+  return out;
+}
+
+}  // namespace cpu
+}  // namespace espgrid
+#endif
