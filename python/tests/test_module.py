@@ -5,6 +5,7 @@ module calls the same library) or with an independent double-precision sum in nu
 """
 
 import os
+import shutil
 import signal
 import threading
 import time
@@ -13,7 +14,7 @@ import numpy as np
 import pytest
 
 import espgrid
-from conftest import require_gpu
+from conftest import ROOT, require_gpu
 
 FAS2 = "data/fasciculin2.pqr"  # 906 atoms, +4.053 e
 SMALL = "tests/data/pqr_whitespace.pqr"  # 38 atoms
@@ -338,3 +339,37 @@ def test_atomics_kernel_within_rounding():
         phi = espgrid.compute_map(positions, charges, grid=reference.grid, kernel=kernel)
         diff = np.abs(np.asarray(phi.values, np.float64) - np.asarray(reference.values, np.float64))
         assert (diff <= bound).all(), f"{kernel}: worst excess {np.max(diff - bound)}"
+
+
+# ---- PDB input through pdb2pqr (the program's rules; tests/test_pdb2pqr.cpp tests them in depth) --
+
+def write_boxb_pdb(path):
+    """A PDB file from data/boxb_rna_pdb2pqr3.pqr (PDB2PQR's own output): its first 54 columns
+    are PDB columns; the charges and radii are dropped."""
+    with open("data/boxb_rna_pdb2pqr3.pqr") as pqr, open(path, "w") as pdb:
+        for line in pqr:
+            if line.startswith("ATOM"):
+                pdb.write(line[:54] + "  1.00  0.00           " + line[12:16].strip()[0] + "\n")
+        pdb.write("END\n")
+
+
+def test_pdb_through_pdb2pqr_equals_the_program(cli, tmp_path, monkeypatch):
+    if not shutil.which("pdb2pqr30"):
+        pytest.skip("pdb2pqr30 is not installed (Debian: pdb2pqr; scripts/install-deps.sh installs it)")
+    pdb = tmp_path / "boxb.pdb"
+    write_boxb_pdb(pdb)
+    r = cli("map", "boxb.pdb", "-o", "cli.dx", "--spacing", "2", "--forcefield", "parse", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    monkeypatch.chdir(tmp_path)  # the same relative input name, so the header lines match too
+    s = espgrid.read_structure("boxb.pdb", forcefield="parse", keep_pqr="kept.pqr")
+    assert s.charges_from.startswith("pdb2pqr 3.") and "PARSE force field" in s.charges_from
+    assert s.pdb2pqr_command == "pdb2pqr30 --ff PARSE boxb.pdb boxb.pqr"
+    assert len(s) == 619 and s.total_charge == pytest.approx(-18, abs=1e-3)
+    espgrid.compute_map(s, spacing=2).write("module.dx")
+    assert (tmp_path / "cli.dx").read_bytes() == (tmp_path / "module.dx").read_bytes()
+    kept = espgrid.read_structure("kept.pqr")
+    assert np.array_equal(kept.positions, s.positions) and np.array_equal(kept.charges, s.charges)
+    with pytest.raises(espgrid.UsageError, match="PDB and mmCIF"):
+        espgrid.read_structure(os.path.join(ROOT, FAS2), ph=7)
+    with pytest.raises(espgrid.UsageError, match="ph"):
+        espgrid.read_structure("boxb.pdb", ph=20)
