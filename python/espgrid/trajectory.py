@@ -208,6 +208,9 @@ def _parser():
 
 
 def main(argv=None):
+    import warnings
+    # MDAnalysis 2.4 on Python 3.11 warns about its own internals (xdrlib, DCD timesteps).
+    warnings.filterwarnings("ignore", category=DeprecationWarning)
     args = _parser().parse_args(argv)
     options = {k[len("map_"):]: v for k, v in vars(args).items() if k.startswith("map_") and v is not None}
     try:
