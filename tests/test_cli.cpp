@@ -330,7 +330,7 @@ TEST_F(Cli, BadOptionsFailClearlyAndWriteNothing) {
       {"dielectric 0", "-o {OUT} --spacing 1 --padding 3 --dielectric 0", 2, "dielectric must be a positive number"},
       {"unknown option", "-o {OUT} --spacing 1 --padding 3 --frobnicate", 2, "frobnicate"},
       {"no output", "--spacing 1 --padding 3", 2, "no output given"},
-      {"unknown format", "-o {OUT} --spacing 1 --padding 3 --format pdb", 2, "unknown input format 'pdb'"},
+      {"unknown format", "-o {OUT} --spacing 1 --padding 3 --format gro", 2, "unknown input format 'gro'"},
       {"backend", "-o {OUT} --spacing 1 --padding 3 --backend gpu", 2, "--backend must be auto, cpu or cuda"},
       {"threads", "-o {OUT} --spacing 1 --padding 3 --threads -1", 2, "--threads takes 0 (all cores) to 1024"},
   };
