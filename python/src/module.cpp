@@ -221,7 +221,7 @@ py::array values_view(const py::object& self) {
   py::array_t<float> view(
       {static_cast<py::ssize_t>(d[0]), static_cast<py::ssize_t>(d[1]), static_cast<py::ssize_t>(d[2])},
       {item, item * d[0], item * d[0] * d[1]}, m.map.values.data(), self);
-  py::detail::array_proxy(view.ptr())->flags &= ~py::detail::npy_api::NPY_ARRAY_WRITEABLE_;
+  view.attr("setflags")("write"_a = false);  // numpy's public call: no pybind11 internals
   return view;
 }
 
