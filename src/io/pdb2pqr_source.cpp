@@ -4,6 +4,7 @@
 #include <spawn.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cmath>
@@ -11,7 +12,6 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <regex>
 #include <set>
 #include <sstream>
 #include <sys/stat.h>
@@ -191,11 +191,28 @@ std::string gemmi_program() {
 
 Pdb2pqrLog parse_pdb2pqr_log(const std::string& output) {
   Pdb2pqrLog log;
-  static const std::regex banner(R"(PDB2PQR v([0-9][0-9A-Za-z.+-]*))");
-  static const std::regex exception(R"(^[A-Za-z_][A-Za-z0-9_.]*(Error|Exception)(:.*)?$)");
-  static const std::regex usage_error(R"(^[A-Za-z0-9_.-]+: error: .*)");  // argparse: "pdb2pqr: error: ..."
-  std::smatch m;
-  if (std::regex_search(output, m, banner)) log.version = m[1];
+  const auto word_char = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.'; };
+  // The banner: "INFO:PDB2PQR v3.5.2: biomolecular structure conversion software."
+  if (const std::size_t at = output.find("PDB2PQR v"); at != std::string::npos) {
+    std::size_t end = at + 9;
+    while (end < output.size() && (word_char(output[end]) || output[end] == '+' || output[end] == '-')) ++end;
+    log.version = output.substr(at + 9, end - at - 9);
+    while (!log.version.empty() && log.version.back() == '.') log.version.pop_back();
+  }
+  // "ValueError: ...", "RuntimeError": the exception that ended a Python traceback.
+  const auto exception_line = [&](const std::string& line) {
+    const std::string name = line.substr(0, line.find(':'));
+    if (name.empty() || !std::all_of(name.begin(), name.end(), word_char)) return false;
+    const auto ends = [&](const std::string& tail) {
+      return name.size() >= tail.size() && name.compare(name.size() - tail.size(), tail.size(), tail) == 0;
+    };
+    return ends("Error") || ends("Exception");
+  };
+  // argparse: "pdb2pqr: error: argument --ff: invalid choice ..."
+  const auto usage_error = [](const std::string& line) {
+    const std::size_t at = line.find(": error: ");
+    return at != std::string::npos && at > 0 && line.find(' ') > at;
+  };
   std::set<std::string> seen_warnings, seen_failures;
   for (const std::string& raw : lines_of(output)) {
     if (raw.empty() || std::isspace(static_cast<unsigned char>(raw[0]))) continue;  // traceback bodies
@@ -209,8 +226,7 @@ Pdb2pqrLog parse_pdb2pqr_log(const std::string& output) {
     if (starts("WARNING:") || starts("ERROR:")) {
       if (seen_warnings.insert(key).second) log.warnings.push_back(line);
     }
-    if (starts("CRITICAL:") || starts("ERROR:") || std::regex_match(line, exception) ||
-        std::regex_match(line, usage_error)) {
+    if (starts("CRITICAL:") || starts("ERROR:") || exception_line(line) || usage_error(line)) {
       if (seen_failures.insert(key).second) log.failure.push_back(line);
     }
   }
