@@ -17,6 +17,7 @@
 //     path the verbs see is inside that directory;
 //     everything else there is removed after each input;
 //   * ESPGRID_MAX_GRID_POINTS=100000 caps every grid (check_grid_fits refuses larger ones);
+//   * ESPGRID_PDB2PQR and ESPGRID_GEMMI name no program, so PDB/mmCIF input runs nothing;
 //   * inputs whose work options exceed small bounds are skipped: --threads over 4, and for
 //     bench --atoms over 2000, --repeats over 2, --warmup over 1, --budget over 0.01 s,
 //     --check-points over 100, any --sweep but none; bench also gets "--repeats 1
@@ -146,6 +147,10 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
     fs::copy_file(fs::path(ESPGRID_SOURCE_DIR) / from, g_dir / to, fs::copy_options::overwrite_existing);
   if (::chdir(g_dir.c_str()) != 0) finding("chdir failed");
   ::setenv("ESPGRID_MAX_GRID_POINTS", "100000", 1);
+  // PDB/mmCIF input would start pdb2pqr30 and gemmi (seconds each): point them at a program
+  // that does not exist, so m.pdb ends in espgrid's "not an executable program" error.
+  ::setenv("ESPGRID_PDB2PQR", "/nonexistent/pdb2pqr-disabled-while-fuzzing", 1);
+  ::setenv("ESPGRID_GEMMI", "/nonexistent/gemmi-disabled-while-fuzzing", 1);
   const char* verbose = std::getenv("ESPGRID_FUZZ_VERBOSE");
   if (!(verbose && std::strcmp(verbose, "1") == 0)) {
     const int devnull = ::open("/dev/null", O_WRONLY);

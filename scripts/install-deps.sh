@@ -9,6 +9,9 @@ packages=(
   python3-vtk9 python3-matplotlib python3-numpy  # viz/ renderer and benchmark plots
   xvfb                                      # headless rendering where no GPU/EGL exists
   libopenmpi-dev openmpi-bin                # MPI: mpirun -np N espgrid map (README, Scale-out)
+  pybind11-dev python3-dev python3-pytest   # the Python module and its tests (docs/python.md)
+  python3-mdanalysis python3-tqdm           # trajectory averages: espgrid-trajectory
+  pdb2pqr gemmi                             # PDB/mmCIF input: charges from pdb2pqr30 (gemmi: mmCIF -> PDB)
 )
 interop=0
 if [ "${1:-}" = "--interop" ]; then

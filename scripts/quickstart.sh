@@ -1,18 +1,24 @@
 #!/usr/bin/env bash
-# The main job from nothing: install packages, build, and map the bundled sample molecule
-# (fasciculin-2, 906 atoms) to out/fasciculin2.vti (ParaView) and out/fasciculin2.dx (VMD,
-# PyMOL, ChimeraX, APBS), then draw it: out/fasciculin2-{slices,iso,surface}.png.
+# The main job from nothing: install packages, build, install espgrid (cmake --install: the
+# program, espgrid-trajectory and espgrid-render in /usr/local/bin, the Python module where
+# /usr/bin/python3 finds it), and map the bundled sample molecule (fasciculin-2, 906 atoms) to
+# out/fasciculin2.vti (ParaView) and out/fasciculin2.dx (VMD, PyMOL, ChimeraX, APBS), then draw
+# it: out/fasciculin2-{slices,iso,surface}.png. ESPGRID_PREFIX=DIR installs elsewhere.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 bash scripts/build.sh
+prefix=${ESPGRID_PREFIX:-/usr/local}
+cmake --install "${BUILD_DIR:-build}" --prefix "$prefix"
+export PATH="$prefix/bin:$PATH"
+hash -r
 mkdir -p out
-./build/espgrid map data/fasciculin2.pqr -o out/fasciculin2.vti -o out/fasciculin2.dx
+espgrid map data/fasciculin2.pqr -o out/fasciculin2.vti -o out/fasciculin2.dx
 # Pictures next to the map: out/fasciculin2-{slices,iso,surface}.png (docs/viz.md). VTK renders
 # off screen; with no X display the renderer runs itself under xvfb-run. A bare Coulomb sum in
 # vacuum is ~100 kT/e at the surface, so the colour scale and isosurfaces are set from the map
 # (--limit auto --levels auto) rather than APBS's usual ±5 and ±1 kT/e.
-/usr/bin/python3 viz/render_potential.py out/fasciculin2.vti --structure data/fasciculin2.pqr \
-  --out out/fasciculin2 --limit auto --levels auto
+espgrid-render out/fasciculin2.vti --structure data/fasciculin2.pqr --out out/fasciculin2 --limit auto --levels auto
+echo "installed: $(command -v espgrid), espgrid-trajectory, espgrid-render; Python: import espgrid"
 echo "done: open out/fasciculin2.vti in ParaView or out/fasciculin2.dx in VMD/PyMOL (see README.md);"
 echo "      pictures: out/fasciculin2-slices.png, out/fasciculin2-iso.png, out/fasciculin2-surface.png"

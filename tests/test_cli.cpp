@@ -330,7 +330,7 @@ TEST_F(Cli, BadOptionsFailClearlyAndWriteNothing) {
       {"dielectric 0", "-o {OUT} --spacing 1 --padding 3 --dielectric 0", 2, "dielectric must be a positive number"},
       {"unknown option", "-o {OUT} --spacing 1 --padding 3 --frobnicate", 2, "frobnicate"},
       {"no output", "--spacing 1 --padding 3", 2, "no output given"},
-      {"unknown format", "-o {OUT} --spacing 1 --padding 3 --format pdb", 2, "unknown input format 'pdb'"},
+      {"unknown format", "-o {OUT} --spacing 1 --padding 3 --format gro", 2, "unknown input format 'gro'"},
       {"backend", "-o {OUT} --spacing 1 --padding 3 --backend gpu", 2, "--backend must be auto, cpu or cuda"},
       {"threads", "-o {OUT} --spacing 1 --padding 3 --threads -1", 2, "--threads takes 0 (all cores) to 1024"},
   };
@@ -348,16 +348,16 @@ TEST_F(Cli, BadOptionsFailClearlyAndWriteNothing) {
 }
 
 TEST_F(Cli, InputWithoutKnownExtensionAsksForFormat) {
-  fs::copy_file(std::string(ESPGRID_SOURCE_DIR) + "/" + kSmall, path("molecule.pdb"));
-  Result r = run("map " + qpath("molecule.pdb") + " -o " + qpath("out.dx") + kCoarse);
+  fs::copy_file(std::string(ESPGRID_SOURCE_DIR) + "/" + kSmall, path("molecule.txt"));
+  Result r = run("map " + qpath("molecule.txt") + " -o " + qpath("out.dx") + kCoarse);
   EXPECT_EQ(r.code, 2) << r;
   EXPECT_TRUE(contains(r.err, "--format")) << r;
   expect_clean_error(r);
-  expect_dir_holds_only({"molecule.pdb"});
-  r = run("map " + qpath("molecule.pdb") + " --format pqr -o " + qpath("out.dx") + kCoarse);
+  expect_dir_holds_only({"molecule.txt"});
+  r = run("map " + qpath("molecule.txt") + " --format pqr -o " + qpath("out.dx") + kCoarse);
   EXPECT_EQ(r.code, 0) << r;
   EXPECT_TRUE(contains(r.out, "38 atoms")) << r;
-  expect_dir_holds_only({"molecule.pdb", "out.dx"});
+  expect_dir_holds_only({"molecule.txt", "out.dx"});
 }
 
 TEST_F(Cli, UnknownVerbAndUnknownTopLevelOption) {

@@ -841,10 +841,26 @@ TEST(FormatFromExtension, KnownExtensions) {
   EXPECT_EQ(format_from_extension("a.XYZ"), StructureFormat::Xyz);
   EXPECT_EQ(format_from_extension("a.extxyz"), StructureFormat::Xyz);
   EXPECT_EQ(parse_format_name("PQR"), StructureFormat::Pqr);
+  // No charges: PDB2PQR assigns them (io/pdb2pqr_source.h; tests/test_pdb2pqr.cpp).
+  EXPECT_EQ(format_from_extension("a.pdb"), StructureFormat::Pdb);
+  EXPECT_EQ(format_from_extension("pdb1fsc.ent"), StructureFormat::Pdb);
+  EXPECT_EQ(format_from_extension("1FSC.CIF"), StructureFormat::Mmcif);
+  EXPECT_EQ(format_from_extension("a.mmcif"), StructureFormat::Mmcif);
+  EXPECT_EQ(parse_format_name("pdb"), StructureFormat::Pdb);
+  EXPECT_EQ(parse_format_name("cif"), StructureFormat::Mmcif);
+}
+
+TEST(FormatFromExtension, PdbIsNotReadAsAStructureWithCharges) {
+  try {
+    read_structure("a.pdb", StructureFormat::Pdb);
+    ADD_FAILURE() << "no throw";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("pdb2pqr"), std::string::npos) << e.what();
+  }
 }
 
 TEST(FormatFromExtension, UnknownExtensionAsksForFormat) {
-  for (const std::string path : {"a.pdb", "noextension", "dir.pqr/file", "a.pqr.gz", ""}) {
+  for (const std::string path : {"a.gro", "noextension", "dir.pqr/file", "a.pqr.gz", ""}) {
     SCOPED_TRACE(path);
     try {
       format_from_extension(path);
@@ -853,7 +869,7 @@ TEST(FormatFromExtension, UnknownExtensionAsksForFormat) {
       EXPECT_NE(std::string(e.what()).find("--format"), std::string::npos) << e.what();
     }
   }
-  EXPECT_THROW(parse_format_name("pdb"), UsageError);
+  EXPECT_THROW(parse_format_name("gro"), UsageError);
 }
 
 }  // namespace

@@ -16,7 +16,7 @@ void print_usage() {
       "espgrid %s: electrostatic potential maps by direct Coulomb summation\n\n"
       "usage: espgrid VERB [options]\n\n"
       "verbs:\n"
-      "  map      compute a map from a .pqr/.xyz file and write .vti and/or .dx\n"
+      "  map      compute a map from a .pqr/.xyz file (.pdb/.cif: charges from pdb2pqr) and write .vti and/or .dx\n"
       "  kernels  list the kernel variants (CPU and CUDA) and which can run here\n"
       "  verify   run kernels on a structure and compare them with the reference kernel\n"
       "  bench    measure every kernel variant (and sweeps); see benchmarks/README.md\n"

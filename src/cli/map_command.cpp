@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <optional>
 #include <set>
@@ -14,7 +15,10 @@
 #include "src/cli/options.h"
 #include "src/cli/progress.h"
 #include "src/core/errors.h"
+#include "src/core/stopwatch.h"
 #include "src/core/text_format.h"
+#include "src/io/atomic_output_file.h"
+#include "src/io/pdb2pqr_source.h"
 #include "src/scaleout/cluster.h"
 #include "src/scaleout/distributed_map.h"
 
@@ -25,7 +29,10 @@ namespace {
 struct MapCommand {
   std::string input;
   std::optional<StructureFormat> format;
+  StructureFormat input_format = StructureFormat::Pqr;  ///< format, or the extension's
   std::vector<std::string> outputs;
+  ChargeAssignment charges;  ///< PDB and mmCIF input: how pdb2pqr assigns charges and radii
+  std::string keep_pqr;      ///< PDB and mmCIF input: where pdb2pqr's PQR is kept
   GridRequest grid;
   PhysicsOptions physics;
   ComputeOptions compute;
@@ -38,10 +45,47 @@ MapCommand map_command(const cxxopts::ParseResult& args) {
   if (!args.count("input")) throw UsageError("no input file given");
   c.input = args["input"].as<std::string>();
   c.format = format_option(args);
+  c.input_format = c.format ? *c.format : format_from_extension(c.input);
+  if (!needs_charge_assignment(c.input_format)) {
+    for (const char* option : {"forcefield", "ph", "keep-pqr"})
+      if (args.count(option))
+        throw UsageError(std::string("--") + option + " applies to PDB and mmCIF input (charges from pdb2pqr); " +
+                         c.input + " has its charges already");
+  } else {
+    c.charges = make_charge_assignment(
+        args["forcefield"].as<std::string>(),
+        args.count("ph") ? std::optional<double>(number_option("ph", args["ph"].as<std::string>())) : std::nullopt);
+    namespace fs = std::filesystem;
+    // Beside the (first) map, named after the structure: out/protein.dx -> out/protein.pqr.
+    c.keep_pqr =
+        args.count("keep-pqr")
+            ? args["keep-pqr"].as<std::string>()
+            : (fs::path(c.outputs.front()).parent_path() / (fs::path(c.input).stem().string() + ".pqr")).string();
+    std::error_code ec;
+    const fs::path keep = fs::weakly_canonical(fs::absolute(c.keep_pqr), ec);
+    for (const std::string& other : c.outputs)
+      if (keep == fs::weakly_canonical(fs::absolute(other), ec))
+        throw UsageError("--keep-pqr " + c.keep_pqr + " is also a map output; name another file");
+    if (keep == fs::weakly_canonical(fs::absolute(c.input), ec))
+      throw UsageError("--keep-pqr " + c.keep_pqr + " would replace the input; name another file");
+  }
   c.physics = physics_options(args);
   c.grid = grid_request(args);
   c.compute = compute_options(args);
   return c;
+}
+
+/// The input's atoms: read (PQR, XYZ), or from pdb2pqr (PDB, mmCIF; printed with its version
+/// and its warnings). `assigned` keeps pdb2pqr's PQR until the maps are written.
+Structure read_input(const MapCommand& command, TimingReport& timing, std::optional<AssignedStructure>& assigned) {
+  if (!needs_charge_assignment(command.input_format)) return load_structure(command.input, command.format, &timing);
+  const Stopwatch clock;
+  assigned.emplace(assign_charges(command.input, command.input_format, command.charges));
+  timing.read_seconds += clock.seconds();
+  std::printf("charges    %s (%s): %s\n", assigned->describe().c_str(), seconds_text(clock.seconds()).c_str(),
+              assigned->command.c_str());
+  std::fflush(stdout);
+  return assigned->structure;
 }
 
 void print_input(const std::string& path, const Atoms& atoms, const GridSpec& grid) {
@@ -61,7 +105,8 @@ std::string part_line(const WorkerTiming& part) {
 
 /// The summary after the computation (kernel line first), then the outputs, then the times.
 void finish_map(const PotentialMap& map, std::size_t atoms, const std::string& kernel_line, TimingReport& timing,
-                const std::string& compute_note, const std::vector<std::string>& outputs) {
+                const std::string& compute_note, const std::vector<std::string>& outputs,
+                const std::function<void()>& after_maps = nullptr) {
   const double evaluations = static_cast<double>(map.grid.point_count()) * static_cast<double>(atoms);
   const auto [lo, hi] = std::minmax_element(map.values.begin(), map.values.end());
   std::printf("kernel     %s\n", kernel_line.c_str());
@@ -82,6 +127,7 @@ void finish_map(const PotentialMap& map, std::size_t atoms, const std::string& k
     std::printf("wrote      %s\n", path.c_str());
     std::fflush(stdout);
   });
+  if (after_maps) after_maps();
   std::printf("time       read %s, prepare %s, kernel %s, transfers %s, write %s; total %s%s\n",
               seconds_text(timing.read_seconds).c_str(), seconds_text(timing.prepare_seconds).c_str(),
               seconds_text(timing.kernel_seconds).c_str(), seconds_text(timing.transfer_seconds).c_str(),
@@ -109,6 +155,9 @@ int run_map_distributed(const cxxopts::ParseResult& args, scaleout::Cluster& clu
   try {
     cluster.agree("checking the command line and reading the input", [&] {
       command = map_command(args);
+      if (needs_charge_assignment(command.input_format))
+        throw UsageError("under mpirun, give a PQR file: run `espgrid map " + command.input +
+                         " --keep-pqr FILE.pqr ...` once without mpirun (or pdb2pqr30 yourself)");
       if (root) check_output_paths(command.outputs);  // only rank 0 writes
       choice = select_kernel(command.compute, command.physics.model);
       RunOptions& run = command.compute.run;
@@ -202,8 +251,15 @@ int run_map(int argc, char** argv) {
   cxxopts::Options options("espgrid map", "Compute the electrostatic potential of a charged structure on a grid.\n");
   options.custom_help("INPUT -o OUTPUT.vti|OUTPUT.dx [-o ...] [options]");
   options.positional_help("");
-  add_structure_options(options, "structure file (.pqr or .xyz)");
+  add_structure_options(options, "structure file (.pqr, .xyz; .pdb or .cif: charges from pdb2pqr)");
   // clang-format off
+  options.add_options("Input")
+      ("forcefield", "PDB/mmCIF input: pdb2pqr's force field (AMBER, CHARMM, PARSE, TYL06, PEOEPB, SWANSON)",
+       cxxopts::value<std::string>()->default_value("AMBER"))
+      ("ph", "PDB/mmCIF input: pH for the titratable residues, through PROPKA (default: pdb2pqr's standard "
+             "protonation states)", cxxopts::value<std::string>())
+      ("keep-pqr", "PDB/mmCIF input: where to keep the PQR pdb2pqr made (default: beside the first map, named "
+                   "after the input)", cxxopts::value<std::string>());
   options.add_options("Output")
       ("o,output", "map to write: .vti (ParaView) or .dx (VMD, PyMOL, ChimeraX, APBS); repeat for both",
        cxxopts::value<std::vector<std::string>>());
@@ -219,6 +275,8 @@ int run_map(int argc, char** argv) {
               << "\nExamples:\n  espgrid map data/fasciculin2.pqr -o fas2.vti -o fas2.dx --spacing 0.5\n"
                  "  espgrid map data/fasciculin2.pqr -o fas2.dx --model distance --dielectric 4 --units kcal/mol/e\n"
                  "  espgrid map data/fasciculin2.pqr -o fas2.dx --model debye --dielectric 78.54 --ionic-strength 0.15\n"
+              << "\nPDB or mmCIF input (.pdb, .ent, .cif): pdb2pqr30 assigns charges and radii (AMBER unless\n"
+                 "--forcefield says otherwise); the PQR it made is kept beside the map (or at --keep-pqr).\n"
               << "\nSeveral GPUs: --devices all (or 0,1,...). Under mpirun the z-planes are split over the ranks\n"
                  "(each on its rank-local GPU, or the CPU) and rank 0 writes the map; see README, Scale-out.\n";
     return 0;
@@ -228,10 +286,12 @@ int run_map(int argc, char** argv) {
 
   MapCommand command = map_command(args);
   check_output_paths(command.outputs);
+  if (!command.keep_pqr.empty()) check_output_path(command.keep_pqr);
   const KernelSelection choice = select_kernel(command.compute, command.physics.model);
   if (const std::optional<GridSpec> grid = explicit_grid(command.grid)) check_grid_fits(*grid);  // before reading
   TimingReport read;
-  const Structure structure = load_structure(command.input, command.format, &read);
+  std::optional<AssignedStructure> assigned;
+  const Structure structure = read_input(command, read, assigned);
   for (const auto& notice : structure.notices) std::fprintf(stderr, "espgrid: note: %s\n", notice.c_str());
   MapRequest request;
   request.grid = make_grid(command.grid, structure.atoms);
@@ -239,7 +299,8 @@ int run_map(int argc, char** argv) {
   print_input(command.input, structure.atoms, request.grid);
   request.physics = command.physics;
   request.compute = command.compute;
-  request.source = describe_source(command.input, structure.atoms);
+  request.source = describe_source(
+      assigned ? command.input + " (charges: " + assigned->describe() + ")" : command.input, structure.atoms);
   ProgressBar bar(std::string(choice.kernel->name));
   request.progress = [&bar](std::size_t done, std::size_t total) { bar.update(done, total); };
   MapResult result = compute_map(structure.atoms, request, choice);
@@ -247,7 +308,12 @@ int run_map(int argc, char** argv) {
   result.timing.read_seconds = read.read_seconds;
   finish_map(result.map, structure.atoms.size(),
              std::string(choice.kernel->name) + " on " + result.timing.device + " (" + choice.why + ")", result.timing,
-             "", command.outputs);
+             "", command.outputs, [&] {
+               if (!assigned) return;
+               assigned->keep(command.keep_pqr);  // only after every map is written: a failure leaves nothing
+               std::printf("wrote      %s (the PQR pdb2pqr made)\n", command.keep_pqr.c_str());
+               std::fflush(stdout);
+             });
   return 0;
 }
 

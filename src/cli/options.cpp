@@ -82,7 +82,7 @@ void add_structure_options(cxxopts::Options& options, const std::string& input_h
   // clang-format off
   options.add_options("Input")
       ("input", input_help, cxxopts::value<std::string>())
-      ("format", "input format when the extension does not say: pqr or xyz", cxxopts::value<std::string>());
+      ("format", "input format when the extension does not say: pqr, xyz, pdb or cif", cxxopts::value<std::string>());
   // clang-format on
   options.parse_positional({"input"});
 }

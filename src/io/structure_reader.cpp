@@ -13,7 +13,9 @@ StructureFormat parse_format_name(const std::string& name) {
   for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   if (lower == "pqr") return StructureFormat::Pqr;
   if (lower == "xyz" || lower == "extxyz") return StructureFormat::Xyz;
-  throw UsageError("unknown input format '" + name + "' (use pqr or xyz)");
+  if (lower == "pdb" || lower == "ent") return StructureFormat::Pdb;
+  if (lower == "cif" || lower == "mmcif") return StructureFormat::Mmcif;
+  throw UsageError("unknown input format '" + name + "' (use pqr, xyz, pdb or cif)");
 }
 
 StructureFormat format_from_extension(const std::string& path) {
@@ -23,13 +25,17 @@ StructureFormat format_from_extension(const std::string& path) {
     return parse_format_name(ext);
   } catch (const UsageError&) {
     throw UsageError("cannot tell the format of '" + path +
-                     "' from its extension; name it .pqr or .xyz, or pass --format pqr|xyz");
+                     "' from its extension; name it .pqr, .xyz, .pdb or .cif, or pass --format pqr|xyz|pdb|cif");
   }
 }
 
 Structure read_structure(const std::string& path, StructureFormat format) {
   std::error_code ec;  // the throwing form leaked std::filesystem_error for a name over NAME_MAX
   if (std::filesystem::is_directory(path, ec)) throw Error(path + " is a directory, not a structure file");
+  if (needs_charge_assignment(format))
+    throw UsageError(path +
+                     " has no charges or radii: `espgrid map` assigns them with pdb2pqr (--forcefield, --ph, "
+                     "--keep-pqr); elsewhere give the PQR it kept");
   const TextLines text(path);
   return format == StructureFormat::Pqr ? read_pqr(text) : read_xyz(text);
 }

@@ -10,7 +10,12 @@
 
 namespace espgrid {
 
-enum class StructureFormat { Pqr, Xyz };
+/// Pdb and Mmcif carry no charges or radii: PDB2PQR assigns them (io/pdb2pqr_source.h).
+enum class StructureFormat { Pqr, Xyz, Pdb, Mmcif };
+/// True for the formats whose charges and radii come from PDB2PQR.
+inline bool needs_charge_assignment(StructureFormat format) {
+  return format == StructureFormat::Pdb || format == StructureFormat::Mmcif;
+}
 
 /// Atoms plus the remarks a reader wants the user to see (never silent guesses).
 struct Structure {
@@ -18,16 +23,17 @@ struct Structure {
   std::vector<std::string> notices;
 };
 
-/// "pqr" or "xyz" (any case) to a format; throws UsageError for anything else.
+/// "pqr", "xyz", "pdb" or "cif" (any case; "extxyz", "ent", "mmcif" too) to a format; throws
+/// UsageError for anything else.
 StructureFormat parse_format_name(const std::string& name);
-/// The format named by the file's extension (.pqr, .xyz, .extxyz); throws UsageError when
-/// the extension is not one of them, asking for --format.
+/// The format named by the file's extension (.pqr, .xyz, .extxyz, .pdb, .ent, .cif, .mmcif);
+/// throws UsageError when the extension is not one of them, asking for --format.
 StructureFormat format_from_extension(const std::string& path);
 
 Structure read_pqr(const TextLines& text);
 Structure read_xyz(const TextLines& text);
 /// Reads `path` in `format`. Every defect throws InputError("FILE:LINE: ..."); a file
-/// with no atoms is a defect too.
+/// with no atoms is a defect too. PDB and mmCIF throw UsageError: they need assign_charges.
 Structure read_structure(const std::string& path, StructureFormat format);
 
 /// Largest |coordinate| accepted, Å. Keeps squared distances far from float overflow.

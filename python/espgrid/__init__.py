@@ -1,0 +1,169 @@
+"""espgrid: electrostatic potential maps by direct Coulomb summation, from Python.
+
+    import espgrid
+    fas = espgrid.read_structure("data/fasciculin2.pqr")          # or .pdb/.cif: charges from pdb2pqr
+    phi = espgrid.compute_map(fas, spacing=1.0)                    # any `espgrid map` option as a keyword
+    phi.values[i, j, k]                                            # kT/e at phi.origin + (i, j, k) * phi.spacing
+    phi.write("fas.dx", "fas.vti")
+
+    phi = espgrid.compute_map(positions, charges, kernel="cpu-reference", units="kcal/mol/e")
+    avg = espgrid.average_map("top.psf", "traj.dcd", select="protein", std=True)
+
+The calls go through espgrid's C++ library (the same facade as the `espgrid` program), so a
+map equals the program's bit for bit for the same inputs and options. Keywords are the Grid,
+Physics and Compute options of `espgrid map --help` with '-' written '_' (spacing, padding,
+origin, dims, units, dielectric, temperature, model, kernel, backend, device, devices,
+threads, and whatever those groups gain); they are parsed and checked by the program's own
+code, so their defaults and messages are the program's. The reference is docs/python.md.
+"""
+
+import numbers
+import os
+
+import numpy as _np
+
+from . import _espgrid
+from ._espgrid import Error, FrameAverage, Grid, InputError, Map, Structure, UsageError, __version__
+
+__all__ = [
+    "Error", "Grid", "InputError", "Map", "Structure", "UsageError", "__version__", "average_map", "compute_map",
+    "cuda_available", "grid_around", "kernels", "map_from_values", "map_options", "read_map", "read_structure",
+]
+
+
+def _option_specs():
+    """name (Python spelling) -> spec dict, for the Grid, Physics and Compute options."""
+    return {spec["name"].replace("-", "_"): spec for spec in _espgrid.map_option_specs()}
+
+
+_OPTIONS = _option_specs()
+
+
+def _text(value):
+    """An option value as the command line would spell it: numbers exactly (repr of a float
+    reads back as the same double), sequences comma-separated."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        raise TypeError("option values are numbers, text or sequences of numbers, not booleans")
+    if isinstance(value, numbers.Integral):
+        return str(int(value))
+    if isinstance(value, numbers.Real):
+        return repr(float(value))
+    if isinstance(value, (list, tuple, _np.ndarray)):
+        return ",".join(_text(v) for v in value)
+    raise TypeError(f"cannot use {value!r} as an option value")
+
+
+def _option_words(options):
+    words = []
+    for key, value in options.items():
+        if value is None:
+            continue
+        if key not in _OPTIONS:
+            raise TypeError(f"unknown option {key!r}; espgrid's options are: {', '.join(sorted(_OPTIONS))}")
+        words += ["--" + _OPTIONS[key]["name"], _text(value)]
+    return words
+
+
+def map_options(**options):
+    """The Grid, Physics and Compute options of `espgrid map`, checked by the program's parser."""
+    return _espgrid.parse_map_options(_option_words(options))
+
+
+def _with_grid(grid, options):
+    """Folds grid=Grid(...) into origin/dims/spacing, refusing a second description of the grid."""
+    if grid is None:
+        return options
+    if not isinstance(grid, Grid):
+        raise TypeError(f"grid must be an espgrid.Grid, got {type(grid).__name__}")
+    clash = [k for k in ("spacing", "padding", "origin", "dims") if options.get(k) is not None]
+    if clash:
+        raise TypeError(f"give grid= or {', '.join(clash)}=, not both")
+    return dict(options, origin=grid.origin, dims=grid.dims, spacing=grid.spacing)
+
+
+def read_structure(path, format=None, *, forcefield=None, ph=None, keep_pqr=None):
+    """Reads a structure as `espgrid map` does: .pqr and .xyz directly; .pdb and .cif through
+    pdb2pqr30 (forcefield, default AMBER; ph through PROPKA; keep_pqr: where to keep its PQR,
+    default nowhere). Raises InputError (a ValueError with .file and .line) for a defect."""
+    path = os.fspath(path)
+    if not os.path.exists(path):
+        raise FileNotFoundError(2, "No such file or directory", path)
+    return _espgrid.read_structure(path, format, forcefield, ph,
+                                   os.fspath(keep_pqr) if keep_pqr is not None else None)
+
+
+def _structure(atoms, charges, radii):
+    if isinstance(atoms, Structure):
+        if charges is not None or radii is not None:
+            raise TypeError("charges and radii come with the Structure; give them only with positions")
+        return atoms
+    if isinstance(atoms, (str, os.PathLike)):
+        if charges is not None or radii is not None:
+            raise TypeError("charges and radii come from the file; give them only with positions")
+        return read_structure(atoms)
+    if charges is None:
+        raise TypeError("positions need charges: compute_map(positions, charges, ...)")
+    return _espgrid.structure_from_arrays(atoms, charges, radii)
+
+
+def grid_around(atoms, charges=None, **options):
+    """The grid `espgrid map` would place around a structure (or an (N, 3) array of positions,
+    Å) with these options: the atoms' bounding box plus padding, at spacing."""
+    if isinstance(atoms, (Structure, str, os.PathLike)):
+        atoms = _structure(atoms, None, None).positions
+    return _espgrid.grid_around(map_options(**options), atoms)
+
+
+def compute_map(atoms, charges=None, *, radii=None, grid=None, progress=None, **options):
+    """The potential of `atoms` on a grid, as an espgrid.Map.
+
+    atoms: a Structure, a file name (read with read_structure), or an (N, 3) array of positions
+    in Å together with `charges` (N values, e). grid: an espgrid.Grid (otherwise the options
+    spacing/padding or origin/dims place it, as `espgrid map` does). progress: a callable
+    progress(planes_done, planes) called from this thread. Every other keyword is an
+    `espgrid map` option: spacing, padding, origin, dims, units, dielectric, temperature, model,
+    kernel, backend, device, devices, threads, ...
+
+    The GIL is released while the kernel runs; Ctrl-C stops it (KeyboardInterrupt) at the
+    next plane. A missing GPU raises espgrid.Error (a RuntimeError) naming why.
+    """
+    structure = _structure(atoms, charges, radii)
+    options = _with_grid(grid, options)
+    return _espgrid.compute(structure, map_options(**options), None, progress)
+
+
+def map_from_values(values, grid, *, like=None, source="", **options):
+    """A Map holding `values` ((nx, ny, nz), any float array) on `grid`, with the physics of the
+    map `like` or of the Physics options given (units, dielectric, ...): for writing maps made
+    in Python (an average, a difference) with espgrid's writers."""
+    return _espgrid.map_from_values(values, grid, like, map_options(**options), source)
+
+
+def read_map(path, units=None):
+    """Reads a .dx map (espgrid's, APBS's or any of that layout) as an espgrid.Map."""
+    path = os.fspath(path)
+    if not os.path.exists(path):
+        raise FileNotFoundError(2, "No such file or directory", path)
+    return _espgrid.read_map(path, units)
+
+
+def kernels():
+    """The kernel registry: one dict per variant (name, backend, role, accuracy, error_bound,
+    reproducibility, models, flops_per_evaluation, serial, summary, runnable)."""
+    return _espgrid.kernels()
+
+
+def cuda_available():
+    """(True, "") when CUDA kernels can run here, else (False, why not)."""
+    return _espgrid.cuda_available()
+
+
+def average_map(*args, **kwargs):
+    """The potential averaged over a trajectory's frames (espgrid.trajectory.average_map)."""
+    from .trajectory import average_map as _average_map
+    return _average_map(*args, **kwargs)
+
+
+average_map.__doc__ = "The potential averaged over a trajectory's frames; see espgrid.trajectory.average_map."

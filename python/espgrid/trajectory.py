@@ -1,0 +1,245 @@
+"""The potential averaged over the frames of a trajectory, read with MDAnalysis.
+
+    from espgrid.trajectory import average_map
+    result = average_map("top.psf", "traj.dcd", select="protein", step=10, std=True, spacing=1.0)
+    result.mean.write("mean.dx"); result.std.write("std.dx")
+
+or from a shell (the same as `python3 -m espgrid`):
+
+    espgrid-trajectory top.psf traj.dcd -o mean.dx --std-output std.dx --select protein --step 10
+
+Every selected frame's map is computed on one fixed grid (the atoms' bounding box over all
+selected frames plus padding, unless the grid is given) with any kernel, and folded into a
+running mean and standard deviation in double precision (C++: python/src/frame_average.h).
+The topology must carry charges (PSF, PRMTOP, TPR, PQR, ...); they are taken as they are.
+"""
+
+import argparse
+import os
+import sys
+import time
+
+import numpy as np
+
+import espgrid
+from espgrid import _espgrid
+
+
+class TrajectoryAverage:
+    """What average_map returns: the mean map, the standard-deviation map (or None), and the
+    frames that went into them."""
+
+    def __init__(self, mean, std, frames, atoms, kernel, seconds):
+        self.mean = mean          # espgrid.Map: mean potential over the frames
+        self.std = std            # espgrid.Map or None: population standard deviation
+        self.frames = frames      # trajectory frame indices used
+        self.atoms = atoms        # atoms selected
+        self.kernel = kernel      # registry name of the kernel that computed every frame
+        self.seconds = seconds    # wall time of the frame loop, s
+
+    def __repr__(self):
+        return (f"<TrajectoryAverage {len(self.frames)} frames, {self.atoms} atoms, kernel {self.kernel}, "
+                f"grid {self.mean.shape}>")
+
+
+def _mdanalysis():
+    try:
+        import MDAnalysis
+    except ImportError as e:
+        raise ImportError("trajectory averages need MDAnalysis (Debian: apt-get install python3-mdanalysis)") from e
+    return MDAnalysis
+
+
+def _atom_group(topology, trajectory, select):
+    mda = _mdanalysis()
+    if isinstance(topology, mda.AtomGroup):
+        if trajectory is not None:
+            raise TypeError("an AtomGroup brings its own trajectory; give no trajectory")
+        universe, base, name = topology.universe, topology, "atom group"
+    elif isinstance(topology, mda.Universe):
+        if trajectory is not None:
+            raise TypeError("a Universe brings its own trajectory; give no trajectory")
+        universe, base, name = topology, topology.atoms, "universe"
+    else:
+        files = [] if trajectory is None else ([trajectory] if isinstance(trajectory, (str, os.PathLike))
+                                                 else list(trajectory))
+        universe = mda.Universe(os.fspath(topology), *[os.fspath(f) for f in files])
+        base = universe.atoms
+        name = " + ".join([os.fspath(topology)] + [os.fspath(f) for f in files])
+    group = base.select_atoms(select) if select not in (None, "all") else base
+    if len(group) == 0:
+        raise espgrid.UsageError(f"selection {select!r} matches no atoms of {name}")
+    try:
+        charges = np.asarray(group.charges, dtype=np.float64)
+    except (AttributeError, mda.exceptions.NoDataError) as e:
+        raise espgrid.UsageError(f"{name} has no charges: use a topology that carries them "
+                                 "(PSF, PRMTOP, TPR, PQR, ...)") from e
+    return universe, group, charges, name
+
+
+def _progress_bar(enabled, total):
+    """A tqdm bar on stderr when enabled (True, or None and stderr is a terminal); None when off."""
+    if enabled is None:
+        enabled = sys.stderr.isatty()
+    if callable(enabled) or not enabled:
+        return None
+    try:
+        from tqdm import tqdm
+        return tqdm(total=total, unit="frame", desc="espgrid", file=sys.stderr)
+    except ImportError:
+        class _Plain:
+            def __init__(self):
+                self.n = 0
+
+            def update(self, k):
+                self.n += k
+                sys.stderr.write(f"\respgrid: frame {self.n}/{total}")
+                sys.stderr.flush()
+
+            def close(self):
+                sys.stderr.write("\n")
+        return _Plain()
+
+
+def average_map(topology, trajectory=None, *, select="all", start=None, stop=None, step=None, std=False,
+                grid=None, progress=None, **options):
+    """The potential averaged over a trajectory's frames, on one fixed grid.
+
+    topology, trajectory: file names (any MDAnalysis reads; trajectory may be a list, or None
+    for the topology's own coordinates), or an MDAnalysis Universe/AtomGroup (then no
+    trajectory). select: an MDAnalysis selection ("protein", "segid A"). start, stop, step: the
+    frames, as a slice of the trajectory. std: also the standard deviation over the frames.
+    grid: an espgrid.Grid; otherwise spacing/padding (or origin/dims) place it around the
+    selected atoms' bounding box over all selected frames (one extra pass over them).
+    progress: None (a bar when stderr is a terminal), True, False, or a callable
+    progress(frames_done, frames). Every other keyword is an `espgrid map` option (kernel,
+    units, dielectric, model, devices, threads, ...), as for espgrid.compute_map.
+    """
+    universe, group, charges, name = _atom_group(topology, trajectory, select)
+    frames = range(universe.trajectory.n_frames)[slice(start, stop, step)]
+    if len(frames) == 0:
+        raise espgrid.UsageError(f"no frames selected from {name} ({universe.trajectory.n_frames} frames, "
+                                 f"start={start}, stop={stop}, step={step})")
+    if grid is None and options.get("origin") is None and options.get("dims") is None:
+        # The bounding box over every selected frame, so no frame's atoms leave the grid.
+        lo = np.full(3, np.inf)
+        hi = np.full(3, -np.inf)
+        for _ in universe.trajectory[start:stop:step]:
+            xyz = group.positions
+            lo = np.minimum(lo, xyz.min(axis=0))
+            hi = np.maximum(hi, xyz.max(axis=0))
+        grid = espgrid.grid_around(np.array([lo, hi], dtype=np.float64), **options)
+        options = {k: v for k, v in options.items() if k not in ("spacing", "padding")}
+    if grid is not None:
+        options = espgrid._with_grid(grid, options)
+    parsed = espgrid.map_options(**options)
+    grid = parsed.explicit_grid
+    selection = "" if select in (None, "all") else f", selection {select!r}"
+    source = _espgrid.describe_source(
+        f"{name}{selection}, frames {frames.start}:{frames.stop}:{frames.step}",
+        _espgrid.structure_from_arrays(group.positions.astype(np.float64), charges))
+    average = FrameAverageLoop(parsed, grid, charges, std, source)
+    bar = _progress_bar(progress, len(frames))
+    began = time.perf_counter()
+    try:
+        for done, _ in enumerate(universe.trajectory[start:stop:step], start=1):
+            average.add(group.positions, universe.trajectory.frame)
+            if bar is not None:
+                bar.update(1)
+            if callable(progress):
+                progress(done, len(frames))
+    finally:
+        if bar is not None:
+            bar.close()
+    seconds = time.perf_counter() - began
+    return TrajectoryAverage(average.engine.mean(), average.engine.deviation() if std else None, list(frames),
+                             len(group), average.engine.kernel, seconds)
+
+
+class FrameAverageLoop:
+    """The per-frame step of average_map: hands a frame's positions to the C++ accumulator
+    (espgrid.FrameAverage: compute through the facade, Welford update), naming the frame in
+    any error. A persistent device session (atoms kept on the GPU between frames) would
+    replace the engine here without changing average_map."""
+
+    def __init__(self, options, grid, charges, std, source):
+        self.engine = _espgrid.FrameAverage(options, grid, charges, std, source)
+
+    def add(self, positions, frame):
+        try:
+            self.engine.add_frame(np.asarray(positions, dtype=np.float64))
+        except espgrid.UsageError as e:
+            raise espgrid.UsageError(f"frame {frame}: {e}") from e
+
+
+# ---- command line -------------------------------------------------------------------------------
+
+def _parser():
+    p = argparse.ArgumentParser(
+        prog="espgrid-trajectory",
+        description="The electrostatic potential averaged over a trajectory's frames (MDAnalysis reads the "
+                    "topology and trajectory; the topology must carry charges: PSF, PRMTOP, TPR, PQR, ...).",
+        epilog="The Grid, Physics and Compute options are those of `espgrid map` (same defaults and checks). "
+               "The grid is the selected atoms' bounding box over all selected frames plus --padding, unless "
+               "--origin and --dims fix it. See docs/python.md.")
+    p.add_argument("topology", metavar="TOPOLOGY", help="topology with charges (.psf, .prmtop, .tpr, .pqr, ...)")
+    p.add_argument("trajectory", metavar="TRAJECTORY", nargs="*",
+                   help="trajectory file(s) (.dcd, .xtc, .trr, .nc, ...); none: the topology's coordinates")
+    p.add_argument("-o", "--output", action="append", required=True, metavar="MAP",
+                   help="mean map to write (.dx, .vti, or any format `espgrid map -o` writes); repeat for several")
+    p.add_argument("--std-output", action="append", metavar="MAP",
+                   help="also write the standard deviation over the frames; repeat for several")
+    p.add_argument("--select", default="all", help="MDAnalysis selection of the atoms (default: all)")
+    p.add_argument("--start", type=int, help="first frame (default 0)")
+    p.add_argument("--stop", type=int, help="stop before this frame (default: the end)")
+    p.add_argument("--step", type=int, help="use every STEP-th frame (default 1)")
+    bar = p.add_mutually_exclusive_group()
+    bar.add_argument("--progress", dest="progress", action="store_true", default=None,
+                     help="show a progress bar (default: when stderr is a terminal)")
+    bar.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
+    groups = {}
+    for spec in _espgrid.map_option_specs():
+        group = groups.get(spec["group"]) or p.add_argument_group(spec["group"] + " (as `espgrid map`)")
+        groups[spec["group"]] = group
+        default = f" (default {spec['default']})" if spec["default"] is not None else ""
+        group.add_argument("--" + spec["name"], dest="map_" + spec["name"].replace("-", "_"), metavar="VALUE",
+                           help=spec["help"] + default)
+    return p
+
+
+def main(argv=None):
+    import warnings
+    # MDAnalysis 2.4 on Python 3.11 warns about its own internals (xdrlib, DCD timesteps).
+    warnings.filterwarnings("ignore", category=DeprecationWarning)
+    args = _parser().parse_args(argv)
+    options = {k[len("map_"):]: v for k, v in vars(args).items() if k.startswith("map_") and v is not None}
+    try:
+        outputs = args.output + (args.std_output or [])
+        _espgrid.check_output_paths(outputs)
+        result = average_map(args.topology, args.trajectory or None, select=args.select, start=args.start,
+                             stop=args.stop, step=args.step, std=bool(args.std_output), progress=args.progress,
+                             **options)
+        mean = result.mean
+        print(f"frames     {len(result.frames)} (of {args.topology}"
+              f"{' + ' + ', '.join(args.trajectory) if args.trajectory else ''}), {result.atoms} atoms")
+        print(f"grid       {' x '.join(map(str, mean.shape))}, spacing {','.join(f'{h:g}' for h in mean.spacing)} Å, "
+              f"origin ({', '.join(f'{o:.3f}' for o in mean.origin)}) Å")
+        print(f"kernel     {result.kernel} ({mean.kernel_choice})")
+        print(f"mean       {mean.values.min():.4g} to {mean.values.max():.4g} {mean.units}; {mean.physics}")
+        mean.write(args.output)
+        for path in args.output:
+            print(f"wrote      {path}")
+        if result.std is not None:
+            print(f"std        {result.std.values.min():.4g} to {result.std.values.max():.4g} {result.std.units}")
+            result.std.write(args.std_output)
+            for path in args.std_output:
+                print(f"wrote      {path}")
+        print(f"time       {result.seconds:.3f} s for {len(result.frames)} frames "
+              f"(kernel {mean.timing['kernel_seconds']:.3f} s)")
+        return 0
+    except (espgrid.InputError, espgrid.UsageError, ValueError, TypeError, FileNotFoundError) as e:
+        print(f"espgrid-trajectory: error: {e}", file=sys.stderr)
+        return 2
+    except (espgrid.Error, OSError, RuntimeError, ImportError) as e:
+        print(f"espgrid-trajectory: error: {e}", file=sys.stderr)
+        return 1

@@ -1,0 +1,69 @@
+// The mean (and standard deviation) of the potential over the frames of a trajectory, on one
+// fixed grid: the C++ half of espgrid.average_map (python/espgrid/trajectory.py). Python reads
+// the frames (MDAnalysis) and hands over each frame's positions; the map of every frame is
+// computed through the library facade and folded into running sums in double precision.
+//
+// Where a persistent device session would go: every frame runs compute_map, so a CUDA kernel
+// sets its device up, uploads the atoms and allocates its slab buffers once per frame. The
+// charges, the grid and the kernel stay the same from frame to frame; a session that keeps
+// them (and the buffers) on the device and takes only new positions would slot in behind
+// add_frame without changing the Python side (see docs/python.md, "Trajectories").
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "src/core/potential_map.h"
+#include "src/pipeline/map_pipeline.h"
+
+namespace espgrid::python {
+
+class FrameAverage {
+ public:
+  /// Selects the kernel once (so a missing GPU fails before any frame is read) for `charges`
+  /// (e) on `grid`. `source` describes the frames for the output files' headers.
+  FrameAverage(const GridSpec& grid, const PhysicsOptions& physics, const ComputeOptions& compute,
+               std::vector<double> charges, bool with_deviation, std::string source);
+
+  std::size_t atom_count() const noexcept { return charges_.size(); }
+  const KernelSelection& kernel() const noexcept { return kernel_; }
+
+  /// Computes the map of one frame from `xyz` (atom_count() × 3 positions, Å, row-major) and
+  /// adds it to the running mean and sum of squared deviations (Welford's update, in double:
+  /// stable where the deviation is tiny next to the potential). `progress` reports the
+  /// frame's planes and may throw to stop (an interrupt).
+  void add_frame(const double* xyz, const ProgressFn& progress);
+  std::size_t frames() const noexcept { return frames_; }
+  /// Kernel and transfer seconds summed over the frames so far.
+  double kernel_seconds() const noexcept { return kernel_seconds_; }
+  double transfer_seconds() const noexcept { return transfer_seconds_; }
+
+  /// The mean over the frames, float32 (rounded once, from the double sums).
+  PotentialMap mean() const;
+  /// The standard deviation over the frames, √(Σ(φ − mean)² / frames) (population form:
+  /// the frames are the whole set being described). Error unless built with_deviation.
+  PotentialMap deviation() const;
+
+ private:
+  PotentialMap map_with(std::vector<float> values, const std::string& what) const;
+
+  GridSpec grid_;
+  PhysicsOptions physics_;
+  ComputeOptions compute_;
+  KernelSelection kernel_;
+  std::vector<double> charges_;
+  bool with_deviation_;
+  std::string source_;
+  std::size_t frames_ = 0;
+  std::vector<double> mean_;  ///< running mean per point, output unit
+  std::vector<double> m2_;    ///< running Σ(φ − mean)² per point
+  double kernel_seconds_ = 0;
+  double transfer_seconds_ = 0;
+};
+
+/// Throws UsageError naming the first coordinate that is not finite or beyond the readers'
+/// ±1e6 Å (`what` names the array, e.g. "positions").
+void check_positions(const double* xyz, std::size_t atoms, const std::string& what);
+
+}  // namespace espgrid::python

@@ -1,0 +1,597 @@
+// espgrid._espgrid: the pybind11 bindings of the library facade (src/pipeline/map_pipeline.h),
+// the kernel registry, the readers (PDB2PQR for PDB/mmCIF) and the map formats. The package
+// python/espgrid/ wraps them into the documented API (docs/python.md).
+//
+// Rules kept here:
+//   * options are parsed by the CLI's own option groups (src/cli/options.h), so a keyword means
+//     what the `espgrid map` option of the same name means, with the same checks and defaults,
+//     and options other issues add to those groups (models, their parameters) appear unchanged;
+//   * the GIL is released while reading, computing and writing; each progress report takes it
+//     back briefly to call the Python callback and to notice Ctrl-C (KeyboardInterrupt);
+//   * a map's values are a read-only numpy view of the C++ buffer, no copy;
+//   * espgrid::InputError becomes espgrid.InputError (a ValueError with .file and .line),
+//     UsageError espgrid.UsageError (ValueError), any other espgrid::Error espgrid.Error
+//     (RuntimeError): a missing GPU, a failed pdb2pqr, an unwritable file.
+#include <array>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+#include <string>
+#include <vector>
+
+#include "python/src/frame_average.h"
+#include "src/cli/options.h"
+#include "src/compute/kernel_registry.h"
+#include "src/core/errors.h"
+#include "src/core/text_format.h"
+#include "src/io/atomic_output_file.h"
+#include "src/io/map_formats.h"
+#include "src/io/pdb2pqr_source.h"
+#include "src/pipeline/map_pipeline.h"
+
+namespace py = pybind11;
+using namespace pybind11::literals;
+
+namespace espgrid::python {
+namespace {
+
+PyObject* g_error = nullptr;
+PyObject* g_usage_error = nullptr;
+PyObject* g_input_error = nullptr;
+
+/// A structure as Python sees it: the atoms and where they came from.
+struct PyStructure {
+  Structure structure;
+  std::string path;          ///< the file as given; empty for arrays
+  std::string source;        ///< the maps' header line, exactly as `espgrid map` writes it
+  std::string charges_from;  ///< PDB/mmCIF: "pdb2pqr 3.5.2, AMBER force field, ..."; else empty
+  std::string pdb2pqr_command;
+};
+
+/// The `espgrid map` Grid, Physics and Compute options, parsed by the CLI's own groups.
+struct MapOptions {
+  GridRequest grid;
+  PhysicsOptions physics;
+  ComputeOptions compute;
+};
+
+/// A map and, when computed here, which kernel made it and how long it took.
+struct PyMap {
+  PotentialMap map;
+  std::string kernel;  ///< registry name; empty for a map read from a file or made from values
+  std::string kernel_why;
+  TimingReport timing;
+};
+
+cxxopts::Options map_option_groups() {
+  // Named like the verb, so option errors point at `espgrid map --help`, which lists the same options.
+  cxxopts::Options options("espgrid map", "");
+  cli::add_grid_options(options);
+  cli::add_physics_options(options);
+  cli::add_compute_options(options, "kernel variant (see espgrid.kernels())");
+  return options;
+}
+
+MapOptions parse_map_options(const std::vector<std::string>& args) {
+  cxxopts::Options options = map_option_groups();
+  std::vector<std::string> words = {"espgrid"};
+  words.insert(words.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (std::string& w : words) argv.push_back(w.data());
+  const auto parsed = cli::parse_args(options, static_cast<int>(argv.size()), argv.data());
+  if (!parsed.unmatched().empty()) throw UsageError("unexpected argument '" + parsed.unmatched().front() + "'");
+  MapOptions out;
+  out.grid = cli::grid_request(parsed);
+  out.physics = cli::physics_options(parsed);
+  out.compute = cli::compute_options(parsed);
+  return out;
+}
+
+/// The options of the three groups, for the Python keyword API and the trajectory script's
+/// argparse: group, long name, help, default (None when there is none).
+py::list map_option_specs() {
+  const cxxopts::Options options = map_option_groups();
+  py::list specs;
+  for (const char* group : {"Grid", "Physics", "Compute"}) {
+    for (const cxxopts::HelpOptionDetails& o : options.group_help(group).options) {
+      py::object fallback = py::none();
+      if (o.has_default) fallback = py::str(o.default_value);
+      specs.append(py::dict("group"_a = group, "name"_a = o.l.front(), "help"_a = o.desc, "default"_a = fallback));
+    }
+  }
+  return specs;
+}
+
+/// A progress callback that may run with the GIL released: it takes the GIL, lets a pending
+/// Ctrl-C stop the computation (KeyboardInterrupt), then calls `callback(done, total)` unless
+/// it is None. The Python object lives behind a shared_ptr whose deleter takes the GIL, so
+/// copies of the std::function made without the GIL never touch a reference count.
+ProgressFn interruptible(const py::object& callback) {
+  std::shared_ptr<py::object> held(new py::object(callback), [](py::object* o) {
+    py::gil_scoped_acquire gil;
+    delete o;
+  });
+  return [held](std::size_t done, std::size_t total) {
+    py::gil_scoped_acquire gil;
+    if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+    if (!held->is_none()) (*held)(done, total);
+  };
+}
+
+/// "(906, 3)" for messages.
+std::string shape_text(const py::array& array) {
+  std::string text = "(";
+  for (py::ssize_t d = 0; d < array.ndim(); ++d) text += (d ? ", " : "") + std::to_string(array.shape(d));
+  return text + (array.ndim() == 1 ? ",)" : ")");
+}
+
+/// N×3 positions as a C-ordered float64 array; UsageError for any other shape.
+py::array_t<double, py::array::c_style | py::array::forcecast> positions_array(const py::handle& positions,
+                                                                               const std::string& what) {
+  auto array = py::array_t<double, py::array::c_style | py::array::forcecast>::ensure(positions);
+  if (!array) throw UsageError(what + " must be an array of numbers");
+  if (array.ndim() != 2 || array.shape(1) != 3)
+    throw UsageError(what + " must have shape (N, 3) (x, y, z in Å), got " + shape_text(array));
+  return array;
+}
+
+std::vector<double> vector_of(const py::handle& values, const std::string& what, std::size_t expected) {
+  auto array = py::array_t<double, py::array::c_style | py::array::forcecast>::ensure(values);
+  if (!array) throw UsageError(what + " must be an array of numbers");
+  if (array.ndim() != 1 || static_cast<std::size_t>(array.shape(0)) != expected)
+    throw UsageError(what + " must have shape (" + std::to_string(expected) + ",), one per atom, got " +
+                     shape_text(array));
+  return std::vector<double>(array.data(), array.data() + expected);
+}
+
+Atoms atoms_of(const double* xyz, std::size_t n) {
+  Atoms atoms;
+  atoms.x.resize(n);
+  atoms.y.resize(n);
+  atoms.z.resize(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    atoms.x[i] = xyz[3 * i];
+    atoms.y[i] = xyz[3 * i + 1];
+    atoms.z[i] = xyz[3 * i + 2];
+  }
+  return atoms;
+}
+
+PyStructure structure_from_arrays(const py::handle& positions, const py::handle& charges, const py::handle& radii,
+                                  const std::string& name) {
+  const auto xyz = positions_array(positions, "positions");
+  const auto n = static_cast<std::size_t>(xyz.shape(0));
+  if (n == 0) throw UsageError("positions hold no atoms");
+  check_positions(xyz.data(), n, "positions");
+  PyStructure s;
+  s.structure.atoms = atoms_of(xyz.data(), n);
+  s.structure.atoms.charge = vector_of(charges, "charges", n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const double q = s.structure.atoms.charge[i];
+    if (!std::isfinite(q) || std::fabs(q) > kMaxCharge)
+      throw UsageError("charges[" + std::to_string(i) + "] is " + number_text(q) +
+                       ": charges must be finite numbers of e within ±1000");
+  }
+  s.structure.atoms.radius = radii.is_none() ? std::vector<double>(n, 0.0) : vector_of(radii, "radii", n);
+  s.structure.atoms.element.assign(n, ElementSymbol{});
+  s.source = describe_source(name, s.structure.atoms);
+  return s;
+}
+
+PyStructure read_structure_file(const std::string& path, const std::optional<std::string>& format,
+                                const std::optional<std::string>& forcefield, std::optional<double> ph,
+                                const std::optional<std::string>& keep_pqr) {
+  const StructureFormat f = format ? parse_format_name(*format) : format_from_extension(path);
+  PyStructure s;
+  s.path = path;
+  if (!needs_charge_assignment(f)) {
+    if (forcefield || ph || keep_pqr)
+      throw UsageError("forcefield=, ph= and keep_pqr= apply to PDB and mmCIF input (charges from pdb2pqr); " + path +
+                       " has its charges already");
+    py::gil_scoped_release release;
+    s.structure = load_structure(path, f);
+  } else {
+    const ChargeAssignment assignment = make_charge_assignment(forcefield.value_or("AMBER"), ph);
+    if (keep_pqr) check_output_path(*keep_pqr);
+    py::gil_scoped_release release;
+    const AssignedStructure assigned = assign_charges(path, f, assignment);
+    if (keep_pqr) assigned.keep(*keep_pqr);
+    s.structure = assigned.structure;
+    s.charges_from = assigned.describe();
+    s.pdb2pqr_command = assigned.command;
+  }
+  // What `espgrid map` writes in the header, so that the module's files equal the CLI's.
+  s.source =
+      describe_source(s.charges_from.empty() ? path : path + " (charges: " + s.charges_from + ")", s.structure.atoms);
+  return s;
+}
+
+py::array column(const std::vector<double>& values) { return py::array_t<double>(values.size(), values.data()); }
+
+/// The map's values as a read-only (nx, ny, nz) view in Fortran order over the x-fastest
+/// buffer: values[i, j, k] is the potential at origin + (i·hx, j·hy, k·hz). No copy; the
+/// array keeps the map alive.
+py::array values_view(const py::object& self) {
+  PyMap& m = self.cast<PyMap&>();
+  const auto& d = m.map.grid.dims;
+  const auto item = static_cast<py::ssize_t>(sizeof(float));
+  py::array_t<float> view(
+      {static_cast<py::ssize_t>(d[0]), static_cast<py::ssize_t>(d[1]), static_cast<py::ssize_t>(d[2])},
+      {item, item * d[0], item * d[0] * d[1]}, m.map.values.data(), self);
+  view.attr("setflags")("write"_a = false);  // numpy's public call: no pybind11 internals
+  return view;
+}
+
+std::string role_text(KernelRole role) {
+  switch (role) {
+    case KernelRole::Reference:
+      return "reference";
+    case KernelRole::Default:
+      return "default";
+    case KernelRole::Alternative:
+      return "alternative";
+  }
+  return "?";
+}
+
+std::string reproducibility_text(Reproducibility r) {
+  switch (r) {
+    case Reproducibility::MatchesReference:
+      return "matches-reference";
+    case Reproducibility::Deterministic:
+      return "deterministic";
+    case Reproducibility::Varies:
+      return "varies";
+  }
+  return "?";
+}
+
+/// Every model a row computes, by asking the row about each PairModel value that has a name
+/// (so models added to the enum appear here without a change).
+py::list model_names(const KernelVariant& k) {
+  py::list names;
+  for (int m = 0; m < 32; ++m) {
+    const auto model = static_cast<PairModel>(m);
+    if (!k.supports(model)) continue;
+    const std::string name = model_name(model);
+    if (name != "?") names.append(name);
+  }
+  return names;
+}
+
+py::list kernel_table() {
+  std::string reason;
+  const bool have_cuda = cuda_available(&reason);
+  py::list rows;
+  for (const KernelVariant& k : kernel_variants()) {
+    rows.append(
+        py::dict("name"_a = std::string(k.name), "backend"_a = std::string(backend_name(k.backend)),
+                 "role"_a = role_text(k.role), "accuracy"_a = k.accuracy == Accuracy::Exact ? "exact" : "approximate",
+                 "error_bound"_a = k.error_bound, "reproducibility"_a = reproducibility_text(k.reproducibility),
+                 "models"_a = model_names(k), "flops_per_evaluation"_a = k.flops_per_evaluation, "serial"_a = k.serial,
+                 "summary"_a = std::string(k.summary), "runnable"_a = k.backend == Backend::Cpu || have_cuda));
+  }
+  return rows;
+}
+
+PyMap compute(const PyStructure& s, const MapOptions& options, const std::optional<GridSpec>& grid,
+              const py::object& progress) {
+  MapRequest request;
+  request.grid = grid ? *grid : make_grid(options.grid, s.structure.atoms);
+  check_grid_fits(request.grid);
+  request.physics = options.physics;
+  request.compute = options.compute;
+  request.source = s.source;
+  request.progress = interruptible(progress);
+  const KernelSelection kernel = select_kernel(options.compute, options.physics.model);
+  PyMap out;
+  {
+    py::gil_scoped_release release;
+    MapResult result = compute_map(s.structure.atoms, request, kernel);
+    out.map = std::move(result.map);
+    out.timing = result.timing;
+  }
+  request.progress = nullptr;  // drop the callback while the GIL is held
+  out.kernel = std::string(kernel.kernel->name);
+  out.kernel_why = kernel.why;
+  return out;
+}
+
+PyMap map_from_values(const py::handle& values, const GridSpec& grid, const PhysicsOptions& physics,
+                      const std::string& source) {
+  auto array = py::array_t<float, py::array::f_style | py::array::forcecast>::ensure(values);
+  if (!array) throw UsageError("values must be an array of numbers");
+  const auto& d = grid.dims;
+  if (array.ndim() != 3 || array.shape(0) != d[0] || array.shape(1) != d[1] || array.shape(2) != d[2])
+    throw UsageError("values must have the grid's shape (" + std::to_string(d[0]) + ", " + std::to_string(d[1]) + ", " +
+                     std::to_string(d[2]) + "), got " + shape_text(array));
+  PyMap m;
+  m.map.grid = grid;
+  m.map.physics = physics;
+  m.map.source = source;
+  m.map.values.assign(array.data(), array.data() + grid.point_count());  // Fortran order = x fastest
+  return m;
+}
+
+PyMap read_map_file(const std::string& path, const std::optional<std::string>& units) {
+  if (map_format_from_extension(path) != MapFormat::Dx)
+    throw UsageError("espgrid reads .dx maps; " + path + " is not one");
+  PyMap m;
+  bool unit_known = false;
+  {
+    py::gil_scoped_release release;
+    m.map = read_dx(path, &unit_known);
+  }
+  if (units) {
+    const PotentialUnit unit = parse_unit(*units);
+    if (unit_known && unit != m.map.physics.unit)
+      throw UsageError(path + " says its unit is " + unit_name(m.map.physics.unit) + ", not " + unit_name(unit));
+    m.map.physics.unit = unit;
+  } else if (!unit_known) {
+    throw UsageError(path + " does not say its unit; name it with units='kT/e', 'kcal/mol/e' or 'V'");
+  }
+  return m;
+}
+
+py::tuple triple(const std::array<double, 3>& a) { return py::make_tuple(a[0], a[1], a[2]); }
+py::tuple triple(const std::array<std::int64_t, 3>& a) { return py::make_tuple(a[0], a[1], a[2]); }
+
+void raise(PyObject* type, const std::string& message) {
+  // PyErr_SetString would drop non-ASCII text ("Å") into mojibake; pass a str.
+  PyErr_SetObject(type, py::str(message).ptr());
+}
+
+}  // namespace
+}  // namespace espgrid::python
+
+PYBIND11_MODULE(_espgrid, m) {
+  using namespace espgrid;
+  using namespace espgrid::python;
+  m.doc() = "espgrid's C++ core (use the espgrid package; docs/python.md)";
+  m.attr("__version__") = ESPGRID_VERSION;
+
+  g_error = PyErr_NewExceptionWithDoc("espgrid.Error",
+                                      "espgrid failed: no GPU, pdb2pqr failed, a file could not be written...",
+                                      PyExc_RuntimeError, nullptr);
+  g_usage_error = PyErr_NewExceptionWithDoc("espgrid.UsageError", "an impossible option value or request",
+                                            PyExc_ValueError, nullptr);
+  g_input_error = PyErr_NewExceptionWithDoc(
+      "espgrid.InputError", "a defect in an input file; .file and .line say where", PyExc_ValueError, nullptr);
+  m.attr("Error") = py::handle(g_error);
+  m.attr("UsageError") = py::handle(g_usage_error);
+  m.attr("InputError") = py::handle(g_input_error);
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const InputError& e) {
+      py::object error = py::reinterpret_borrow<py::object>(g_input_error)(py::str(e.what()));
+      error.attr("file") = e.file();
+      error.attr("line") = e.line();
+      PyErr_SetObject(g_input_error, error.ptr());
+    } catch (const UsageError& e) {
+      raise(g_usage_error, e.what());
+    } catch (const Error& e) {
+      raise(g_error, e.what());
+    }
+  });
+
+  py::class_<GridSpec>(m, "Grid", "A regular grid: dims (points along x, y, z), origin (Å), spacing (Å).")
+      .def(py::init([](std::array<double, 3> origin, std::array<std::int64_t, 3> dims, std::array<double, 3> spacing) {
+             GridRequest request;
+             request.origin = origin;
+             request.dims = dims;
+             request.spacing = spacing;
+             return *explicit_grid(request);  // checks every value
+           }),
+           "origin"_a, "dims"_a, "spacing"_a)
+      .def_property_readonly("origin", [](const GridSpec& g) { return triple(g.origin); })
+      .def_property_readonly("dims", [](const GridSpec& g) { return triple(g.dims); })
+      .def_property_readonly("shape", [](const GridSpec& g) { return triple(g.dims); })
+      .def_property_readonly("spacing", [](const GridSpec& g) { return triple(g.spacing); })
+      .def_property_readonly("point_count", &GridSpec::point_count)
+      .def(
+          "coordinates",
+          [](const GridSpec& g, int axis) {
+            if (axis < 0 || axis > 2) throw UsageError("axis must be 0 (x), 1 (y) or 2 (z)");
+            std::vector<double> c(static_cast<std::size_t>(g.dims[axis]));
+            for (std::size_t i = 0; i < c.size(); ++i) c[i] = g.position(axis, static_cast<std::int64_t>(i));
+            return column(c);
+          },
+          "axis"_a, "Positions of the grid points along one axis, Å (0 = x, 1 = y, 2 = z).")
+      .def("__eq__",
+           [](const GridSpec& a, const GridSpec& b) {
+             return a.dims == b.dims && a.origin == b.origin && a.spacing == b.spacing;
+           })
+      .def("__repr__", [](const GridSpec& g) {
+        return "Grid(origin=" + py::repr(triple(g.origin)).cast<std::string>() +
+               ", dims=" + py::repr(triple(g.dims)).cast<std::string>() +
+               ", spacing=" + py::repr(triple(g.spacing)).cast<std::string>() + ")";
+      });
+
+  py::class_<PyStructure>(m, "Structure", "Atoms with charges, as espgrid read them.")
+      .def_property_readonly("positions",
+                             [](const PyStructure& s) {
+                               const Atoms& a = s.structure.atoms;
+                               py::array_t<double> xyz({static_cast<py::ssize_t>(a.size()), py::ssize_t{3}});
+                               auto w = xyz.mutable_unchecked<2>();
+                               for (std::size_t i = 0; i < a.size(); ++i) {
+                                 const auto r = static_cast<py::ssize_t>(i);
+                                 w(r, 0) = a.x[i];
+                                 w(r, 1) = a.y[i];
+                                 w(r, 2) = a.z[i];
+                               }
+                               return xyz;
+                             })
+      .def_property_readonly("charges", [](const PyStructure& s) { return column(s.structure.atoms.charge); })
+      .def_property_readonly("radii", [](const PyStructure& s) { return column(s.structure.atoms.radius); })
+      .def_property_readonly("elements",
+                             [](const PyStructure& s) {
+                               std::vector<std::string> e;
+                               for (const auto& symbol : s.structure.atoms.element) e.push_back(symbol.text());
+                               return e;
+                             })
+      .def_property_readonly("total_charge", [](const PyStructure& s) { return s.structure.atoms.total_charge(); })
+      .def_property_readonly("notices", [](const PyStructure& s) { return s.structure.notices; })
+      .def_readonly("path", &PyStructure::path)
+      .def_readonly("source", &PyStructure::source)
+      .def_property_readonly("charges_from",
+                             [](const PyStructure& s) -> py::object {
+                               if (s.charges_from.empty()) return py::none();
+                               return py::str(s.charges_from);
+                             })
+      .def_property_readonly("pdb2pqr_command",
+                             [](const PyStructure& s) -> py::object {
+                               if (s.pdb2pqr_command.empty()) return py::none();
+                               return py::str(s.pdb2pqr_command);
+                             })
+      .def("__len__", [](const PyStructure& s) { return s.structure.atoms.size(); })
+      .def("__repr__", [](const PyStructure& s) { return "<espgrid.Structure " + s.source + ">"; });
+
+  py::class_<MapOptions>(m, "MapOptions", "Grid, Physics and Compute options of `espgrid map`, parsed and checked.")
+      .def_property_readonly("units", [](const MapOptions& o) { return unit_name(o.physics.unit); })
+      .def_property_readonly("model", [](const MapOptions& o) { return model_name(o.physics.model); })
+      .def_property_readonly("explicit_grid", [](const MapOptions& o) { return explicit_grid(o.grid); });
+
+  py::class_<PyMap>(m, "Map", "A potential map: values on a grid, with its unit, medium and model.")
+      .def_property_readonly("values", &values_view,
+                             "Read-only (nx, ny, nz) view, no copy: values[i, j, k] is the potential at "
+                             "origin + (i*hx, j*hy, k*hz), in the map's units. Memory is x fastest (Fortran order).")
+      .def_property_readonly("grid", [](const PyMap& p) { return p.map.grid; })
+      .def_property_readonly("origin", [](const PyMap& p) { return triple(p.map.grid.origin); })
+      .def_property_readonly("spacing", [](const PyMap& p) { return triple(p.map.grid.spacing); })
+      .def_property_readonly("shape", [](const PyMap& p) { return triple(p.map.grid.dims); })
+      .def_property_readonly("units", [](const PyMap& p) { return unit_name(p.map.physics.unit); })
+      .def_property_readonly("model", [](const PyMap& p) { return model_name(p.map.physics.model); })
+      .def_property_readonly("dielectric", [](const PyMap& p) { return p.map.physics.dielectric; })
+      .def_property_readonly("temperature", [](const PyMap& p) { return p.map.physics.temperature; })
+      .def_property_readonly(
+          "physics", [](const PyMap& p) { return physics_comment(p.map.physics); },
+          "The physics line every output file records, e.g. 'Potential in kT/e (T = 298.15 K), "
+          "dielectric 1'.")
+      .def_property_readonly("source", [](const PyMap& p) { return p.map.source; })
+      .def_property_readonly("kernel",
+                             [](const PyMap& p) -> py::object {
+                               if (p.kernel.empty()) return py::none();
+                               return py::str(p.kernel);
+                             })
+      .def_property_readonly("kernel_choice", [](const PyMap& p) { return p.kernel_why; })
+      .def_property_readonly("device", [](const PyMap& p) { return p.timing.device; })
+      .def_property_readonly("timing",
+                             [](const PyMap& p) {
+                               return py::dict("read_seconds"_a = p.timing.read_seconds,
+                                               "prepare_seconds"_a = p.timing.prepare_seconds,
+                                               "kernel_seconds"_a = p.timing.kernel_seconds,
+                                               "transfer_seconds"_a = p.timing.transfer_seconds,
+                                               "write_seconds"_a = p.timing.write_seconds);
+                             })
+      .def(
+          "write",
+          [](PyMap& p, const py::args& args) {
+            // write("a.dx", "b.vti") or write(["a.dx", "b.vti"]); paths may be os.PathLike.
+            py::list items =
+                args.size() == 1 && (py::isinstance<py::list>(args[0]) || py::isinstance<py::tuple>(args[0]))
+                    ? py::list(args[0])
+                    : py::list(args);
+            std::vector<std::string> paths;
+            const py::object fspath = py::module_::import("os").attr("fspath");
+            for (const py::handle& item : items) paths.push_back(fspath(item).cast<std::string>());
+            if (paths.empty()) throw UsageError("no output given: write('map.dx') and/or write('map.vti')");
+            check_output_paths(paths);
+            py::gil_scoped_release release;
+            write_map_files(p.map, paths, &p.timing);
+          },
+          "Writes the map to every path (format from the extension, as `espgrid map -o`), each atomically.");
+
+  py::class_<FrameAverage>(m, "FrameAverage", "Running mean (and standard deviation) of per-frame maps.")
+      .def(py::init([](const MapOptions& o, const GridSpec& grid, const py::handle& charges, bool with_deviation,
+                       const std::string& source) {
+             const auto count = py::len(charges);
+             std::vector<double> q = vector_of(charges, "charges", count);
+             for (std::size_t i = 0; i < q.size(); ++i)
+               if (!std::isfinite(q[i]) || std::fabs(q[i]) > kMaxCharge)
+                 throw UsageError("charges[" + std::to_string(i) + "] is " + number_text(q[i]) +
+                                  ": charges must be finite numbers of e within ±1000");
+             return FrameAverage(grid, o.physics, o.compute, std::move(q), with_deviation, source);
+           }),
+           "options"_a, "grid"_a, "charges"_a, "with_deviation"_a, "source"_a)
+      .def(
+          "add_frame",
+          [](FrameAverage& f, const py::handle& positions, const py::object& progress) {
+            const auto xyz = positions_array(positions, "positions");
+            if (static_cast<std::size_t>(xyz.shape(0)) != f.atom_count())
+              throw UsageError("positions hold " + std::to_string(xyz.shape(0)) + " atoms, the charges " +
+                               std::to_string(f.atom_count()));
+            ProgressFn report = interruptible(progress);
+            py::gil_scoped_release release;
+            f.add_frame(xyz.data(), report);
+          },
+          "positions"_a, "progress"_a = py::none())
+      .def_property_readonly("frames", &FrameAverage::frames)
+      .def_property_readonly("kernel", [](const FrameAverage& f) { return std::string(f.kernel().kernel->name); })
+      .def_property_readonly("kernel_choice", [](const FrameAverage& f) { return f.kernel().why; })
+      .def_property_readonly("kernel_seconds", &FrameAverage::kernel_seconds)
+      .def_property_readonly("transfer_seconds", &FrameAverage::transfer_seconds)
+      .def("mean",
+           [](const FrameAverage& f) {
+             PyMap p;
+             p.map = f.mean();
+             p.kernel = std::string(f.kernel().kernel->name);
+             p.kernel_why = f.kernel().why;
+             p.timing.kernel_seconds = f.kernel_seconds();
+             p.timing.transfer_seconds = f.transfer_seconds();
+             return p;
+           })
+      .def("deviation", [](const FrameAverage& f) {
+        PyMap p;
+        p.map = f.deviation();
+        p.kernel = std::string(f.kernel().kernel->name);
+        p.kernel_why = f.kernel().why;
+        return p;
+      });
+
+  m.def("parse_map_options", &parse_map_options, "args"_a,
+        "Parses `espgrid map` Grid/Physics/Compute options (a list of words) with the CLI's own code.");
+  m.def("map_option_specs", &map_option_specs);
+  m.def("read_structure", &read_structure_file, "path"_a, "format"_a = py::none(), "forcefield"_a = py::none(),
+        "ph"_a = py::none(), "keep_pqr"_a = py::none());
+  m.def("structure_from_arrays", &structure_from_arrays, "positions"_a, "charges"_a, "radii"_a = py::none(),
+        "name"_a = "positions and charges from Python");
+  m.def(
+      "grid_around",
+      [](const MapOptions& o, const py::handle& positions) {
+        const auto xyz = positions_array(positions, "positions");
+        const auto n = static_cast<std::size_t>(xyz.shape(0));
+        if (n == 0) throw UsageError("positions hold no atoms");
+        check_positions(xyz.data(), n, "positions");
+        Atoms atoms = atoms_of(xyz.data(), n);
+        atoms.charge.assign(n, 0.0);
+        atoms.radius.assign(n, 0.0);
+        atoms.element.assign(n, ElementSymbol{});
+        return make_grid(o.grid, atoms);
+      },
+      "options"_a, "positions"_a, "The grid `espgrid map` would place around these positions with these options.");
+  m.def("compute", &compute, "structure"_a, "options"_a, "grid"_a = py::none(), "progress"_a = py::none());
+  m.def(
+      "map_from_values",
+      [](const py::handle& values, const GridSpec& grid, const py::object& like, const MapOptions* options,
+         const std::string& source) {
+        PhysicsOptions physics = options ? options->physics : PhysicsOptions{};
+        if (!like.is_none()) physics = like.cast<const PyMap&>().map.physics;
+        return map_from_values(values, grid, physics, source);
+      },
+      "values"_a, "grid"_a, "like"_a = py::none(), "options"_a = nullptr, "source"_a = "");
+  m.def("read_map", &read_map_file, "path"_a, "units"_a = py::none());
+  m.def("check_output_paths", &check_output_paths, "paths"_a,
+        "Raises unless every path is a map format this build writes, in a writable directory.");
+  m.def("kernels", &kernel_table);
+  m.def("cuda_available", [] {
+    std::string reason;
+    const bool ok = cuda_available(&reason);
+    return py::make_tuple(ok, reason);
+  });
+  m.def("describe_source",
+        [](const std::string& what, const PyStructure& s) { return describe_source(what, s.structure.atoms); });
+}

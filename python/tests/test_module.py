@@ -1,0 +1,393 @@
+"""The espgrid module against the espgrid program and against the physics.
+
+Every map is compared either with the program's output for the same inputs (bit for bit: the
+module calls the same library) or with an independent double-precision sum in numpy.
+"""
+
+import os
+import shutil
+import signal
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import espgrid
+from conftest import ROOT, require_gpu
+
+FAS2 = "data/fasciculin2.pqr"  # 906 atoms, +4.053 e
+SMALL = "tests/data/pqr_whitespace.pqr"  # 38 atoms
+COULOMB_KT = 560.459  # k in kT·Å/e² at 298.15 K (README: CODATA 2018), for the analytic checks
+
+
+def read_pqr_columns(path):
+    """x y z charge of every ATOM/HETATM line of a whitespace PQR: an independent reader."""
+    rows = [line.split() for line in open(path) if line.startswith(("ATOM", "HETATM"))]
+    values = np.array([[float(v) for v in r[-5:-1]] for r in rows])
+    return values[:, :3], values[:, 3]
+
+
+def cpu_rows():
+    return [k["name"] for k in espgrid.kernels() if k["backend"] == "cpu"]
+
+
+def cuda_rows():
+    return [k["name"] for k in espgrid.kernels() if k["backend"] == "cuda"]
+
+
+# ---- the module's map equals the program's ------------------------------------------------------
+
+@pytest.mark.parametrize("kernel", cpu_rows() + cuda_rows())
+def test_map_file_equals_the_programs_byte_for_byte(kernel, cli, tmp_path):
+    if kernel in cuda_rows():
+        require_gpu()
+    row = next(k for k in espgrid.kernels() if k["name"] == kernel)
+    if row["reproducibility"] == "varies":
+        pytest.skip(f"{kernel} adds with atomics in a varying order; test_atomics_kernel_within_rounding covers it")
+    options = ["--spacing", "1.5", "--units", "kcal/mol/e", "--dielectric", "4", "--kernel", kernel]
+    r = cli("map", FAS2, "-o", tmp_path / "cli.dx", *options)
+    assert r.returncode == 0, r.stderr
+    phi = espgrid.compute_map(FAS2, spacing=1.5, units="kcal/mol/e", dielectric=4, kernel=kernel)
+    phi.write(tmp_path / "module.dx")
+    # Same source line, physics line, grid and every value: the files are identical.
+    assert (tmp_path / "cli.dx").read_bytes() == (tmp_path / "module.dx").read_bytes()
+    assert phi.kernel == kernel
+
+
+def test_vti_equals_the_programs(cli, tmp_path):
+    r = cli("map", SMALL, "-o", tmp_path / "cli.vti", "--spacing", "0.7,0.8,0.9", "--padding", "3")
+    if r.returncode != 0 and "VTK" in r.stderr:
+        pytest.skip("this build writes no .vti (no VTK)")
+    assert r.returncode == 0, r.stderr
+    espgrid.compute_map(SMALL, spacing=(0.7, 0.8, 0.9), padding=3).write(tmp_path / "module.vti")
+    assert (tmp_path / "cli.vti").read_bytes() == (tmp_path / "module.vti").read_bytes()
+
+
+def test_arrays_give_the_programs_values(cli, tmp_path):
+    positions, charges = read_pqr_columns(FAS2)
+    r = cli("map", FAS2, "-o", tmp_path / "cli.dx", "--origin", "-30,-21,0.25", "--dims", "41,33,47",
+            "--spacing", "1.25", "--temperature", "310", "--kernel", "cpu-reference")
+    assert r.returncode == 0, r.stderr
+    phi = espgrid.compute_map(positions, charges, origin=(-30, -21, 0.25), dims=(41, 33, 47), spacing=1.25,
+                              temperature=310, kernel="cpu-reference")
+    program = espgrid.read_map(tmp_path / "cli.dx")  # DX keeps 9 digits: float32 values read back exactly
+    assert phi.grid == program.grid
+    assert np.array_equal(phi.values, program.values)
+    assert phi.values.dtype == np.float32
+
+
+def test_explicit_grid_object_equals_origin_and_dims():
+    grid = espgrid.Grid(origin=(-30.0, -21.0, 0.25), dims=(21, 17, 24), spacing=(2.0, 2.5, 1.5))
+    a = espgrid.compute_map(FAS2, grid=grid)
+    b = espgrid.compute_map(FAS2, origin=grid.origin, dims=grid.dims, spacing=grid.spacing)
+    assert a.grid == grid and np.array_equal(a.values, b.values)
+    with pytest.raises(TypeError, match="not both"):
+        espgrid.compute_map(FAS2, grid=grid, spacing=1.0)
+
+
+def test_grid_around_is_the_programs_grid(cli, tmp_path):
+    r = cli("map", FAS2, "-o", tmp_path / "cli.dx", "--spacing", "0.9", "--padding", "4.5")
+    assert r.returncode == 0, r.stderr
+    program = espgrid.read_map(tmp_path / "cli.dx")
+    assert espgrid.grid_around(FAS2, spacing=0.9, padding=4.5) == program.grid
+    positions, _ = read_pqr_columns(FAS2)
+    assert espgrid.grid_around(positions, spacing=0.9, padding=4.5) == program.grid
+
+
+# ---- the map's values and attributes ---------------------------------------------------------------
+
+def test_values_axis_order_and_units_against_coulombs_law():
+    # One charge off-centre on a grid with different sizes along x, y, z: values[i, j, k] must
+    # be k·q/r at origin + (i·hx, j·hy, k·hz). A transposed view would put r wrong everywhere.
+    atom = np.array([[1.3, -0.7, 2.1]])
+    grid = espgrid.Grid(origin=(-4.0, -3.0, -2.0), dims=(13, 9, 7), spacing=(0.75, 0.8, 1.1))
+    phi = espgrid.compute_map(atom, [0.5], grid=grid)
+    x, y, z = (grid.coordinates(a) for a in range(3))
+    r = np.sqrt((x[:, None, None] - 1.3) ** 2 + (y[None, :, None] + 0.7) ** 2 + (z[None, None, :] - 2.1) ** 2)
+    expected = COULOMB_KT * 0.5 / r
+    assert phi.values.shape == (13, 9, 7)
+    # float32 positions relative to the origin and a float32 sum: well inside 1e-5 relative
+    # (the program's oracle bound for one atom is a few float32 roundings, ~1e-6).
+    np.testing.assert_allclose(phi.values, expected, rtol=1e-5)
+    assert phi.units == "kT/e" and phi.model == "coulomb" and phi.dielectric == 1 and phi.temperature == 298.15
+    assert phi.physics == "Potential in kT/e (T = 298.15 K), dielectric 1"
+    assert phi.origin == (-4.0, -3.0, -2.0) and phi.spacing == (0.75, 0.8, 1.1) and phi.shape == (13, 9, 7)
+
+
+def test_values_are_a_read_only_view_without_a_copy():
+    phi = espgrid.compute_map(SMALL, spacing=1.0)
+    a, b = phi.values, phi.values
+    assert a.ctypes.data == b.ctypes.data  # the same C++ buffer each time
+    assert a.flags["F_CONTIGUOUS"] and not a.flags["WRITEABLE"] and not a.flags["OWNDATA"]
+    with pytest.raises(ValueError):
+        a[0, 0, 0] = 1.0
+    del phi
+    assert np.isfinite(a).all()  # the view keeps the map alive
+
+
+def test_units_and_dielectric_scale_the_map():
+    base = espgrid.compute_map(SMALL, spacing=1.0, kernel="cpu-reference")
+    other = espgrid.compute_map(SMALL, spacing=1.0, kernel="cpu-reference", units="kcal/mol/e", dielectric=4)
+    assert other.units == "kcal/mol/e" and other.dielectric == 4
+    # k in kcal/mol/e over k in kT/e at 298.15 K = 332.0637 / 560.459 (7 digits: 1e-6 relative),
+    # divided by ε = 4. Each map is a float32 sum of 38 terms: where they cancel, the error is
+    # relative to the largest value, so the absolute part is 1e-5 of the map's range.
+    np.testing.assert_allclose(other.values, base.values * (332.0637 / 560.459) / 4, rtol=1e-5,
+                               atol=1e-5 * np.abs(other.values).max())
+
+
+def test_structure_from_a_file():
+    s = espgrid.read_structure(FAS2)
+    positions, charges = read_pqr_columns(FAS2)
+    assert len(s) == 906 and s.positions.shape == (906, 3)
+    assert np.array_equal(s.positions, positions) and np.array_equal(s.charges, charges)
+    assert s.total_charge == pytest.approx(4.053, abs=1e-9)
+    assert s.source == "data/fasciculin2.pqr, 906 atoms, total charge +4.0530 e"
+    assert s.charges_from is None
+
+
+def test_kernels_list_the_programs_registry(cli):
+    r = cli("kernels")
+    assert r.returncode == 0
+    listed = [line.split()[0] for line in r.stdout.splitlines()[1:] if line.strip() and line.split()[0].startswith(("cpu-", "cuda-"))]
+    rows = espgrid.kernels()
+    assert [k["name"] for k in rows] == listed
+    ok, _ = espgrid.cuda_available()
+    for k in rows:
+        assert "coulomb" in k["models"]
+        assert k["runnable"] == (k["backend"] == "cpu" or ok)
+    assert sum(k["role"] == "reference" for k in rows) == 1
+
+
+def test_progress_reports_every_plane_in_order():
+    seen = []
+    phi = espgrid.compute_map(SMALL, spacing=0.5, kernel="cpu-reference", progress=lambda d, t: seen.append((d, t)))
+    planes = phi.shape[2]
+    assert seen == [(k, planes) for k in range(1, planes + 1)]
+
+
+def test_an_error_in_the_progress_callback_stops_the_computation():
+    def fail(done, total):
+        raise RuntimeError("stop here")
+    with pytest.raises(RuntimeError, match="stop here"):
+        espgrid.compute_map(SMALL, spacing=0.5, progress=fail)
+
+
+# ---- the GIL and Ctrl-C ---------------------------------------------------------------------------------
+
+def slow_problem(atoms):
+    """atoms × 64³ evaluations on one thread (cpu-reference runs about 2e9 a second on a fast
+    core): 4000 atoms take 0.5 s or more, 20,000 atoms 2.5 s or more."""
+    rng = np.random.default_rng(7)
+    positions = rng.uniform(-10, 10, size=(atoms, 3))
+    charges = rng.uniform(-1, 1, size=atoms)
+    return positions, charges, dict(origin=(-12, -12, -12), dims=(64, 64, 64), spacing=0.4, kernel="cpu-reference")
+
+
+def test_the_gil_is_released_while_computing():
+    positions, charges, options = slow_problem(4000)
+    window = {}
+
+    def compute():
+        window["start"] = time.perf_counter()
+        espgrid.compute_map(positions, charges, **options)
+        window["end"] = time.perf_counter()
+
+    worker = threading.Thread(target=compute)
+    ticks = []
+    worker.start()
+    while worker.is_alive():
+        ticks.append(time.perf_counter())
+    worker.join()
+    # Python ran in this thread while the kernel ran in the other. Holding the GIL would leave
+    # this loop only the moments around the call (a switch interval, 5 ms, at each end), so
+    # count ticks well inside the computation.
+    inside = [t for t in ticks if window["start"] + 0.05 < t < window["end"] - 0.05]
+    assert window["end"] - window["start"] > 0.3, "the problem was too small to show anything"
+    assert len(inside) > 1000, f"{len(inside)} iterations in {window['end'] - window['start']:.2f} s of computing"
+
+
+def test_ctrl_c_interrupts_a_computation():
+    # No Python callback runs during this computation, so only the module's own check for
+    # pending signals (at every plane) can stop it. SIGINT comes 0.2 s in; the whole map would
+    # take about 64 times one 1-plane slab, measured first on the same problem.
+    positions, charges, options = slow_problem(20000)
+    began = time.perf_counter()
+    espgrid.compute_map(positions, charges, **dict(options, dims=(64, 64, 1)))
+    whole = 64 * (time.perf_counter() - began)
+    assert whole > 1.0, f"the problem is too small to interrupt ({whole:.2f} s)"
+    computing = threading.Event()
+
+    def on_sigint(signum, frame):
+        # Python's own behaviour while the map is computed; a signal arriving after it (on a
+        # machine fast enough to finish in 0.2 s) must not escape into pytest.
+        if computing.is_set():
+            raise KeyboardInterrupt
+    previous = signal.signal(signal.SIGINT, on_sigint)
+    timer = threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGINT))
+    began = time.perf_counter()
+    try:
+        computing.set()
+        timer.start()
+        with pytest.raises(KeyboardInterrupt):
+            espgrid.compute_map(positions, charges, **options)
+    finally:
+        computing.clear()
+        timer.cancel()
+        signal.signal(signal.SIGINT, previous)
+    stopped = time.perf_counter() - began
+    assert stopped < 0.5 * whole, f"stopped after {stopped:.2f} s of a {whole:.2f} s computation"
+
+
+# ---- errors --------------------------------------------------------------------------------------
+
+def test_bad_input_file_is_an_input_error_with_file_and_line(cli):
+    path = "tests/data/bad_nan_charge.pqr"
+    r = cli("map", path, "-o", "/tmp/never-written.dx")
+    with pytest.raises(espgrid.InputError) as caught:
+        espgrid.read_structure(path)
+    e = caught.value
+    assert isinstance(e, ValueError)
+    assert e.file == path and e.line >= 1 and str(e).startswith(f"{path}:{e.line}: ")
+    assert f"espgrid: error: {e}" in r.stderr  # the program's message, word for word
+    with pytest.raises(espgrid.InputError):
+        espgrid.compute_map(path)
+
+
+def test_missing_file_is_file_not_found():
+    with pytest.raises(FileNotFoundError):
+        espgrid.read_structure("no/such/file.pqr")
+
+
+@pytest.mark.parametrize("options, message", [
+    (dict(spacing=-1), "spacing"),
+    (dict(dielectric=0), "dielectric"),
+    (dict(units="furlongs"), "unit"),
+    (dict(model="yukawa-ish"), "model"),
+    (dict(kernel="no-such-kernel"), "no-such-kernel"),
+    (dict(threads=5000), "threads"),
+    (dict(origin=(0, 0, 0)), "--dims"),
+])
+def test_bad_option_values_are_usage_errors(options, message):
+    with pytest.raises(espgrid.UsageError, match=message) as caught:
+        espgrid.compute_map(SMALL, **options)
+    assert isinstance(caught.value, ValueError)
+
+
+def test_unknown_keyword_is_a_type_error():
+    with pytest.raises(TypeError, match="spacng"):
+        espgrid.compute_map(SMALL, spacng=1.0)
+
+
+def test_bad_arrays_name_the_element():
+    positions, charges = read_pqr_columns(SMALL)
+    bad = positions.copy()
+    bad[5, 2] = np.nan
+    with pytest.raises(espgrid.UsageError, match=r"positions\[5, 2\]"):
+        espgrid.compute_map(bad, charges)
+    with pytest.raises(espgrid.UsageError, match=r"shape \(N, 3\)"):
+        espgrid.compute_map(positions[:, :2], charges)
+    with pytest.raises(espgrid.UsageError, match="one per atom"):
+        espgrid.compute_map(positions, charges[:-1])
+    with pytest.raises(espgrid.UsageError, match=r"charges\[3\]"):
+        espgrid.compute_map(positions, np.where(np.arange(len(charges)) == 3, np.inf, charges))
+    with pytest.raises(TypeError, match="need charges"):
+        espgrid.compute_map(positions)
+
+
+def test_no_gpu_is_a_runtime_error():
+    ok, reason = espgrid.cuda_available()
+    if ok:
+        pytest.skip("a GPU is present; test_map_file_equals_the_programs_byte_for_byte runs the CUDA rows")
+    with pytest.raises(espgrid.Error, match="cuda") as caught:
+        espgrid.compute_map(SMALL, backend="cuda")
+    assert isinstance(caught.value, RuntimeError) and reason in str(caught.value)
+    with pytest.raises(espgrid.Error, match="needs a CUDA device"):
+        espgrid.compute_map(SMALL, kernel=cuda_rows()[0])
+
+
+# ---- writing and reading ------------------------------------------------------------------------
+
+def test_write_by_extension_and_read_back(tmp_path):
+    phi = espgrid.compute_map(SMALL, spacing=0.8, units="V")
+    phi.write(tmp_path / "a.dx", str(tmp_path / "b.dx"))
+    for name in ("a.dx", "b.dx"):
+        back = espgrid.read_map(tmp_path / name)
+        assert back.grid == phi.grid and back.units == "V" and np.array_equal(back.values, phi.values)
+        assert back.kernel is None  # a map read from a file was computed elsewhere
+    with pytest.raises(espgrid.UsageError, match="tiff"):
+        phi.write(tmp_path / "c.tiff")
+    with pytest.raises(espgrid.Error, match="does not exist"):
+        phi.write(tmp_path / "no-such-dir" / "d.dx")
+    assert sorted(os.listdir(tmp_path)) == ["a.dx", "b.dx"]
+
+
+def test_map_from_values_keeps_physics_and_refuses_nan_on_write(tmp_path):
+    phi = espgrid.compute_map(SMALL, spacing=1.0, units="kcal/mol/e")
+    doubled = espgrid.map_from_values(np.asarray(phi.values) * 2, phi.grid, like=phi, source="twice the map")
+    assert doubled.units == "kcal/mol/e" and doubled.source == "twice the map"
+    assert np.array_equal(doubled.values, np.asarray(phi.values) * 2)
+    doubled.write(tmp_path / "twice.dx")
+    assert np.array_equal(espgrid.read_map(tmp_path / "twice.dx").values, doubled.values)
+    holes = np.array(phi.values)
+    holes[1, 2, 3] = np.nan
+    with pytest.raises(espgrid.Error, match="finite|NaN|nan"):
+        espgrid.map_from_values(holes, phi.grid, like=phi).write(tmp_path / "holes.dx")
+    assert not (tmp_path / "holes.dx").exists()
+    with pytest.raises(espgrid.UsageError, match="grid's shape"):
+        espgrid.map_from_values(holes[:, :, :-1], phi.grid)
+
+
+# ---- GPU (skips without one; ESPGRID_REQUIRE_GPU=1 makes that a failure) --------------------------
+
+def test_atomics_kernel_within_rounding():
+    varies = [k["name"] for k in espgrid.kernels() if k["reproducibility"] == "varies"]
+    if not varies:
+        pytest.skip("no kernel adds in a varying order")
+    require_gpu()
+    positions, charges = read_pqr_columns(FAS2)
+    reference = espgrid.compute_map(positions, charges, spacing=1.5, kernel="cpu-reference")
+    # S = Σ|q|/r at each point bounds the float32 error of either sum: at most one rounding
+    # (u = 2^-24) of the running sum per atom, (n − 1)·u·S for each of the two, in any order;
+    # plus a few units of u per term for the GPU's rsqrt against the CPU's 1/sqrt (4u·S).
+    scale = espgrid.compute_map(positions, np.abs(charges), grid=reference.grid, kernel="cpu-reference")
+    bound = (2 * len(charges) + 4) * 2.0 ** -24 * np.asarray(scale.values, dtype=np.float64)
+    for kernel in varies:
+        phi = espgrid.compute_map(positions, charges, grid=reference.grid, kernel=kernel)
+        diff = np.abs(np.asarray(phi.values, np.float64) - np.asarray(reference.values, np.float64))
+        assert (diff <= bound).all(), f"{kernel}: worst excess {np.max(diff - bound)}"
+
+
+# ---- PDB input through pdb2pqr (the program's rules; tests/test_pdb2pqr.cpp tests them in depth) --
+
+def write_boxb_pdb(path):
+    """A PDB file from data/boxb_rna_pdb2pqr3.pqr (PDB2PQR's own output): its first 54 columns
+    are PDB columns; the charges and radii are dropped."""
+    with open("data/boxb_rna_pdb2pqr3.pqr") as pqr, open(path, "w") as pdb:
+        for line in pqr:
+            if line.startswith("ATOM"):
+                pdb.write(line[:54] + "  1.00  0.00           " + line[12:16].strip()[0] + "\n")
+        pdb.write("END\n")
+
+
+def test_pdb_through_pdb2pqr_equals_the_program(cli, tmp_path, monkeypatch):
+    if not shutil.which("pdb2pqr30"):
+        pytest.skip("pdb2pqr30 is not installed (Debian: pdb2pqr; scripts/install-deps.sh installs it)")
+    pdb = tmp_path / "boxb.pdb"
+    write_boxb_pdb(pdb)
+    r = cli("map", "boxb.pdb", "-o", "cli.dx", "--spacing", "2", "--forcefield", "parse", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    monkeypatch.chdir(tmp_path)  # the same relative input name, so the header lines match too
+    s = espgrid.read_structure("boxb.pdb", forcefield="parse", keep_pqr="kept.pqr")
+    assert s.charges_from.startswith("pdb2pqr 3.") and "PARSE force field" in s.charges_from
+    assert s.pdb2pqr_command == "pdb2pqr30 --ff PARSE boxb.pdb boxb.pqr"
+    assert len(s) == 619 and s.total_charge == pytest.approx(-18, abs=1e-3)
+    espgrid.compute_map(s, spacing=2).write("module.dx")
+    assert (tmp_path / "cli.dx").read_bytes() == (tmp_path / "module.dx").read_bytes()
+    kept = espgrid.read_structure("kept.pqr")
+    assert np.array_equal(kept.positions, s.positions) and np.array_equal(kept.charges, s.charges)
+    with pytest.raises(espgrid.UsageError, match="PDB and mmCIF"):
+        espgrid.read_structure(os.path.join(ROOT, FAS2), ph=7)
+    with pytest.raises(espgrid.UsageError, match="ph"):
+        espgrid.read_structure("boxb.pdb", ph=20)
