@@ -250,45 +250,6 @@ void prolong_level(const Level& coarse, const std::vector<double>& ec, const Lev
       }
 }
 
-/// The long range at every point of plane k: e_1 contracted along z (a plane of the level-1
-/// grid), then along y per row, then along x per point.
-void long_range_plane(const DcsProblem& p, const Plan& plan, const std::vector<double>& e1, const AxisWeights& wx,
-                      const AxisWeights& wy, std::int64_t k, double* out, int team) {
-  const GridBox& g = plan.levels[0].grid;
-  const AxisWeights wz = axis_weights(1, p.z_offset + k, p.hz, plan.params.spacing, plan.order);
-  const std::size_t plane = static_cast<std::size_t>(g.n[0] * g.n[1]);
-  std::vector<double> contracted(plane);
-#pragma omp parallel num_threads(team)
-  {
-#pragma omp for schedule(static)
-    for (std::int64_t y = 0; y < g.n[1]; ++y)
-      for (std::int64_t x = 0; x < g.n[0]; ++x) {
-        double sum = 0;
-        for (int c = 0; c < wz.taps; ++c)
-          sum += wz.w[static_cast<std::size_t>(c)] * e1[g.index(g.lo[0] + x, g.lo[1] + y, wz.first[0] + c)];
-        contracted[static_cast<std::size_t>(x + g.n[0] * y)] = sum;
-      }
-    std::vector<double> row(static_cast<std::size_t>(g.n[0]));
-#pragma omp for schedule(static)
-    for (std::int64_t j = 0; j < p.ny; ++j) {
-      const std::int64_t y0 = wy.first[static_cast<std::size_t>(j)] - g.lo[1];
-      const double* w = &wy.w[static_cast<std::size_t>(j) * wy.taps];
-      for (std::int64_t x = 0; x < g.n[0]; ++x) {
-        double sum = 0;
-        for (int b = 0; b < wy.taps; ++b) sum += w[b] * contracted[static_cast<std::size_t>(x + g.n[0] * (y0 + b))];
-        row[static_cast<std::size_t>(x)] = sum;
-      }
-      for (std::int64_t i = 0; i < p.nx; ++i) {
-        const std::int64_t x0 = wx.first[static_cast<std::size_t>(i)] - g.lo[0];
-        const double* wi = &wx.w[static_cast<std::size_t>(i) * wx.taps];
-        double sum = 0;
-        for (int a = 0; a < wx.taps; ++a) sum += wi[a] * row[static_cast<std::size_t>(x0 + a)];
-        out[static_cast<std::size_t>(i + p.nx * j)] = sum;
-      }
-    }
-  }
-}
-
 /// Distance from coordinate v to the cell [c·size, (c+1)·size), Å.
 inline double distance_to_cell(double v, std::int64_t c, double size) {
   const double lo = static_cast<double>(c) * size, hi = lo + size;
@@ -335,17 +296,73 @@ double short_range_at(const DcsProblem& p, const Plan& plan, const BinnedAtoms& 
   return sum;
 }
 
-void short_range_plane(const DcsProblem& p, const Plan& plan, const BinnedAtoms& atoms, std::int64_t k, double* out,
-                       int team) {
-  const double z = static_cast<double>(p.z_offset + k) * static_cast<double>(p.hz);
-#pragma omp parallel for num_threads(team) schedule(dynamic, 1)
-  for (std::int64_t j = 0; j < p.ny; ++j) {
-    const double y = static_cast<double>(j) * static_cast<double>(p.hy);
-    for (std::int64_t i = 0; i < p.nx; ++i)
-      out[static_cast<std::size_t>(i + p.nx * j)] =
-          short_range_at(p, plan, atoms, static_cast<double>(i) * static_cast<double>(p.hx), y, z);
+/// Planes [k0, k0 + count) of the map, in one parallel region: the long range (e_1 contracted
+/// along z into one level-1 plane per map plane, then along y per row, then along x per point)
+/// into `long_out` and the short range into `short_out` (count·nx·ny doubles each). The wall
+/// time of each half is added to the two counters.
+void map_chunk(const DcsProblem& p, const Plan& plan, const std::vector<double>& e1, const BinnedAtoms& atoms,
+               const AxisWeights& wx, const AxisWeights& wy, std::int64_t k0, std::int64_t count, double* long_out,
+               double* short_out, int team, double& interpolation_seconds, double& short_seconds) {
+  const GridBox& g = plan.levels[0].grid;
+  const AxisWeights wz = axis_weights(count, p.z_offset + k0, p.hz, plan.params.spacing, plan.order);
+  const std::size_t level_plane = static_cast<std::size_t>(g.n[0] * g.n[1]);
+  const std::size_t map_plane = p.plane_points();
+  std::vector<double> contracted(level_plane * static_cast<std::size_t>(count));
+  Stopwatch clock;
+#pragma omp parallel num_threads(team)
+  {
+#pragma omp for schedule(static)
+    for (std::int64_t r = 0; r < count * g.n[1]; ++r) {
+      const std::int64_t c = r / g.n[1], y = r % g.n[1];
+      const double* w = &wz.w[static_cast<std::size_t>(c) * wz.taps];
+      for (std::int64_t x = 0; x < g.n[0]; ++x) {
+        double sum = 0;
+        for (int t = 0; t < wz.taps; ++t)
+          sum += w[t] * e1[g.index(g.lo[0] + x, g.lo[1] + y, wz.first[static_cast<std::size_t>(c)] + t)];
+        contracted[level_plane * static_cast<std::size_t>(c) + static_cast<std::size_t>(x + g.n[0] * y)] = sum;
+      }
+    }
+    std::vector<double> row(static_cast<std::size_t>(g.n[0]));
+#pragma omp for schedule(static)
+    for (std::int64_t r = 0; r < count * p.ny; ++r) {
+      const std::int64_t c = r / p.ny, j = r % p.ny;
+      const double* plane = &contracted[level_plane * static_cast<std::size_t>(c)];
+      const std::int64_t y0 = wy.first[static_cast<std::size_t>(j)] - g.lo[1];
+      const double* w = &wy.w[static_cast<std::size_t>(j) * wy.taps];
+      for (std::int64_t x = 0; x < g.n[0]; ++x) {
+        double sum = 0;
+        for (int b = 0; b < wy.taps; ++b) sum += w[b] * plane[static_cast<std::size_t>(x + g.n[0] * (y0 + b))];
+        row[static_cast<std::size_t>(x)] = sum;
+      }
+      double* out = long_out + map_plane * static_cast<std::size_t>(c) + static_cast<std::size_t>(p.nx * j);
+      for (std::int64_t i = 0; i < p.nx; ++i) {
+        const std::int64_t x0 = wx.first[static_cast<std::size_t>(i)] - g.lo[0];
+        const double* wi = &wx.w[static_cast<std::size_t>(i) * wx.taps];
+        double sum = 0;
+        for (int a = 0; a < wx.taps; ++a) sum += wi[a] * row[static_cast<std::size_t>(x0 + a)];
+        out[i] = sum;
+      }
+    }
+#pragma omp single
+    {
+      interpolation_seconds += clock.seconds();
+      clock.restart();
+    }
+#pragma omp for schedule(dynamic, 1)
+    for (std::int64_t r = 0; r < count * p.ny; ++r) {
+      const std::int64_t c = r / p.ny, j = r % p.ny;
+      const double z = static_cast<double>(p.z_offset + k0 + c) * static_cast<double>(p.hz);
+      const double y = static_cast<double>(j) * static_cast<double>(p.hy);
+      double* out = short_out + map_plane * static_cast<std::size_t>(c) + static_cast<std::size_t>(p.nx * j);
+      for (std::int64_t i = 0; i < p.nx; ++i)
+        out[i] = short_range_at(p, plan, atoms, static_cast<double>(i) * static_cast<double>(p.hx), y, z);
+    }
   }
+  short_seconds += clock.seconds();
 }
+
+/// Planes per parallel region: few enough barriers, a small contracted-plane buffer.
+constexpr std::int64_t kChunkPlanes = 8;
 
 void add_phase(std::vector<PhaseTiming>* phases, const char* name, double seconds) {
   if (!phases) return;
@@ -431,12 +448,13 @@ void cpu_map_parts(const DcsProblem& p, const Plan& plan, const LevelGrids<doubl
     std::fill(short_range, short_range + p.point_count(), 0.0);
     return;
   }
-  const int team = team_size(threads);
   const AxisWeights wx = axis_weights(p.nx, 0, p.hx, plan.params.spacing, plan.order);
   const AxisWeights wy = axis_weights(p.ny, 0, p.hy, plan.params.spacing, plan.order);
-  for (std::int64_t k = 0; k < p.nz; ++k) {
-    long_range_plane(p, plan, grids.potential[0], wx, wy, k, long_range + plane * static_cast<std::size_t>(k), team);
-    short_range_plane(p, plan, atoms, k, short_range + plane * static_cast<std::size_t>(k), team);
+  double unused_a = 0, unused_b = 0;
+  for (std::int64_t k = 0; k < p.nz; k += kChunkPlanes) {
+    const std::int64_t count = std::min(kChunkPlanes, p.nz - k);
+    map_chunk(p, plan, grids.potential[0], atoms, wx, wy, k, count, long_range + plane * static_cast<std::size_t>(k),
+              short_range + plane * static_cast<std::size_t>(k), team_size(threads), unused_a, unused_b);
   }
 }
 
@@ -459,19 +477,18 @@ ComputeTiming cpu_compute(const DcsProblem& p, const Plan& plan, int threads, co
   const LevelGrids<double> grids = cpu_level_grids(p, plan, team, &timing.phases);
   const AxisWeights wx = axis_weights(p.nx, 0, p.hx, plan.params.spacing, plan.order);
   const AxisWeights wy = axis_weights(p.ny, 0, p.hy, plan.params.spacing, plan.order);
-  std::vector<double> long_range(plane), short_range(plane);
+  std::vector<double> long_range(plane * static_cast<std::size_t>(std::min(kChunkPlanes, p.nz)));
+  std::vector<double> short_range(long_range.size());
   double interpolation = 0, short_seconds = 0;
-  for (std::int64_t k = 0; k < p.nz; ++k) {
-    clock.restart();
-    long_range_plane(p, plan, grids.potential[0], wx, wy, k, long_range.data(), team);
-    interpolation += clock.seconds();
-    clock.restart();
-    short_range_plane(p, plan, atoms, k, short_range.data(), team);
+  for (std::int64_t k = 0; k < p.nz; k += kChunkPlanes) {
+    const std::int64_t count = std::min(kChunkPlanes, p.nz - k);
+    map_chunk(p, plan, grids.potential[0], atoms, wx, wy, k, count, long_range.data(), short_range.data(), team,
+              interpolation, short_seconds);
     float* out = p.potential + plane * static_cast<std::size_t>(k);
-    for (std::size_t n = 0; n < plane; ++n) out[n] = static_cast<float>(long_range[n] + short_range[n]);
-    short_seconds += clock.seconds();
-    if (planes_done) planes_done(k, 1);
-    if (progress) progress(static_cast<std::size_t>(k + 1), static_cast<std::size_t>(p.nz));
+    for (std::size_t n = 0; n < plane * static_cast<std::size_t>(count); ++n)
+      out[n] = static_cast<float>(long_range[n] + short_range[n]);
+    if (planes_done) planes_done(k, count);
+    if (progress) progress(static_cast<std::size_t>(k + count), static_cast<std::size_t>(p.nz));
   }
   timing.phases.push_back({"interpolation", interpolation});
   timing.phases.push_back({"short_range", short_seconds});
