@@ -118,10 +118,11 @@ int run_verify(int argc, char** argv) {
       const ApproximationError e = approximation_error(problem.view(nullptr), out.data(), reference.data());
       const bool pass = e.within(bound);
       all_pass = all_pass && pass;
-      std::printf("%-16s %12.3e %12s %14s %10s  %s (approximate: relative RMS %.3e <= bound %.1e at %zu points >= "
-                  "%.1f Å from atoms; max |err| there %.3e)",
-                  std::string(k->name).c_str(), e.max_abs_anywhere, "-", "-", seconds_text(t.kernel_seconds).c_str(),
-                  pass ? "pass" : "FAIL", e.relative_rms, bound, e.points, kAwayFromAtoms, e.max_abs);
+      std::printf(
+          "%-16s %12.3e %12s %14s %10s  %s (approximate: relative RMS %.3e <= bound %.1e at %zu points >= "
+          "%.1f Å from atoms; max |err| there %.3e)",
+          std::string(k->name).c_str(), e.max_abs_anywhere, "-", "-", seconds_text(t.kernel_seconds).c_str(),
+          pass ? "pass" : "FAIL", e.relative_rms, bound, e.points, kAwayFromAtoms, e.max_abs);
       if (e.nonfinite) std::printf(" (%zu points not written or not finite)", e.nonfinite);
       if (e.points == 0) std::printf(" (no point of the grid is that far from every atom: nothing to judge)");
       std::printf("\n");

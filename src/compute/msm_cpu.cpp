@@ -24,28 +24,6 @@ int team_size(int threads) { return threads > 0 ? threads : omp_get_max_threads(
 std::int64_t floor_div2(std::int64_t v) { return v >= 0 ? v / 2 : -((-v + 1) / 2); }
 std::int64_t ceil_div2(std::int64_t v) { return -floor_div2(-v); }
 
-/// For each point of one map axis: the first lattice point it touches and its weights.
-struct AxisWeights {
-  std::vector<std::int64_t> first;  ///< lattice index of the first tap
-  std::vector<double> w;            ///< taps weights per point
-  int taps = 0;
-};
-
-/// Points (offset + i)·map_spacing, i ∈ [0, count), on a lattice of spacing h.
-AxisWeights axis_weights(std::int64_t count, std::int64_t offset, float map_spacing, double h, int order) {
-  AxisWeights out;
-  out.taps = 2 * support_width(order);
-  out.first.resize(static_cast<std::size_t>(count));
-  out.w.resize(static_cast<std::size_t>(count) * static_cast<std::size_t>(out.taps));
-  for (std::int64_t i = 0; i < count; ++i) {
-    const double x = static_cast<double>(offset + i) * static_cast<double>(map_spacing);
-    const std::int64_t m = lattice_floor(x, h);
-    out.first[static_cast<std::size_t>(i)] = m - (support_width(order) - 1);
-    point_weights(x / h - static_cast<double>(m), order, &out.w[static_cast<std::size_t>(i) * out.taps]);
-  }
-  return out;
-}
-
 std::vector<double> restriction_weights(int order) {
   const int rw = restriction_width(order);
   std::vector<double> w(static_cast<std::size_t>(2 * rw + 1));
@@ -304,7 +282,7 @@ void map_chunk(const DcsProblem& p, const Plan& plan, const std::vector<double>&
                const AxisWeights& wx, const AxisWeights& wy, std::int64_t k0, std::int64_t count, double* long_out,
                double* short_out, int team, double& interpolation_seconds, double& short_seconds) {
   const GridBox& g = plan.levels[0].grid;
-  const AxisWeights wz = axis_weights(count, p.z_offset + k0, p.hz, plan.params.spacing, plan.order);
+  const AxisWeights wz = axis_weights(plan, count, p.z_offset + k0, p.hz);
   const std::size_t level_plane = static_cast<std::size_t>(g.n[0] * g.n[1]);
   const std::size_t map_plane = p.plane_points();
   std::vector<double> contracted(level_plane * static_cast<std::size_t>(count));
@@ -448,8 +426,8 @@ void cpu_map_parts(const DcsProblem& p, const Plan& plan, const LevelGrids<doubl
     std::fill(short_range, short_range + p.point_count(), 0.0);
     return;
   }
-  const AxisWeights wx = axis_weights(p.nx, 0, p.hx, plan.params.spacing, plan.order);
-  const AxisWeights wy = axis_weights(p.ny, 0, p.hy, plan.params.spacing, plan.order);
+  const AxisWeights wx = axis_weights(plan, p.nx, 0, p.hx);
+  const AxisWeights wy = axis_weights(plan, p.ny, 0, p.hy);
   double unused_a = 0, unused_b = 0;
   for (std::int64_t k = 0; k < p.nz; k += kChunkPlanes) {
     const std::int64_t count = std::min(kChunkPlanes, p.nz - k);
@@ -475,8 +453,8 @@ ComputeTiming cpu_compute(const DcsProblem& p, const Plan& plan, int threads, co
   const BinnedAtoms atoms = bin_atoms(p, plan);
   timing.phases.push_back({"binning", clock.seconds()});
   const LevelGrids<double> grids = cpu_level_grids(p, plan, team, &timing.phases);
-  const AxisWeights wx = axis_weights(p.nx, 0, p.hx, plan.params.spacing, plan.order);
-  const AxisWeights wy = axis_weights(p.ny, 0, p.hy, plan.params.spacing, plan.order);
+  const AxisWeights wx = axis_weights(plan, p.nx, 0, p.hx);
+  const AxisWeights wy = axis_weights(plan, p.ny, 0, p.hy);
   std::vector<double> long_range(plane * static_cast<std::size_t>(std::min(kChunkPlanes, p.nz)));
   std::vector<double> short_range(long_range.size());
   double interpolation = 0, short_seconds = 0;

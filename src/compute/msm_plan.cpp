@@ -75,6 +75,44 @@ void check_size(const GridBox& box, const MsmParameters& p, const char* what) {
 
 }  // namespace
 
+AxisWeights axis_weights(const Plan& plan, std::int64_t count, std::int64_t offset, float map_spacing) {
+  AxisWeights out;
+  const double h = plan.params.spacing;
+  out.taps = 2 * plan.support;
+  out.first.resize(static_cast<std::size_t>(count));
+  out.w.resize(static_cast<std::size_t>(count) * static_cast<std::size_t>(out.taps));
+  for (std::int64_t i = 0; i < count; ++i) {
+    const double x = static_cast<double>(offset + i) * static_cast<double>(map_spacing);
+    const std::int64_t m = lattice_floor(x, h);
+    out.first[static_cast<std::size_t>(i)] = m - (plan.support - 1);
+    point_weights(x / h - static_cast<double>(m), plan.order, &out.w[static_cast<std::size_t>(i) * out.taps]);
+  }
+  return out;
+}
+
+std::int64_t slab_planes(const DcsProblem& p, const Plan& plan, std::size_t max_slab_bytes, std::size_t free_bytes) {
+  constexpr std::size_t kMiB = std::size_t{1} << 20;
+  const std::int64_t nz = std::max<std::int64_t>(p.nz, 1);
+  // Per plane: two slab buffers and the level-1 plane each map plane is contracted into.
+  const std::size_t slab_plane = sizeof(float) * p.plane_points();
+  const std::size_t contracted =
+      plan.levels.empty()
+          ? 0
+          : sizeof(float) * static_cast<std::size_t>(plan.levels[0].grid.n[0] * plan.levels[0].grid.n[1]);
+  std::int64_t planes = nz;
+  if (max_slab_bytes > 0) {
+    planes = static_cast<std::int64_t>(max_slab_bytes / 2 / std::max<std::size_t>(slab_plane, 1));
+  } else {
+    const std::size_t per_plane = 2 * slab_plane + 2 * contracted;
+    const std::size_t budget = std::min(free_bytes / 4, 2 * 512 * kMiB);
+    if (per_plane * static_cast<std::size_t>(nz) > budget)
+      planes = static_cast<std::int64_t>(budget / std::max<std::size_t>(per_plane, 1));
+  }
+  planes = std::clamp<std::int64_t>(planes, 1, std::min<std::int64_t>(nz, 65535));
+  const std::int64_t slabs = (nz + planes - 1) / planes;
+  return (nz + slabs - 1) / slabs;  // equal slabs
+}
+
 std::int64_t lattice_floor(double x, double h) {
   const double v = std::floor(x / h);
   if (!(std::fabs(v) < 1e15)) throw Error("MSM: coordinate " + std::to_string(x) + " Å is out of range");

@@ -98,6 +98,24 @@ inline constexpr std::size_t kMaxGridPoints = std::size_t{1} << 28;
 /// no levels (its map is zero). Throws UsageError when a grid would exceed kMaxGridPoints.
 Plan make_plan(const DcsProblem& problem, const MsmParameters& params);
 
+/// For each point of one map axis, the lattice points its value is interpolated from: the
+/// first one's index and the 2·support weights (double; the CUDA phases upload them as float).
+struct AxisWeights {
+  std::vector<std::int64_t> first;  ///< lattice index of the first tap, per map point
+  std::vector<double> w;            ///< `taps` weights per map point
+  int taps = 0;
+};
+
+/// Map points (offset + i)·map_spacing, i ∈ [0, count), on the level-1 lattice of `plan`.
+AxisWeights axis_weights(const Plan& plan, std::int64_t count, std::int64_t offset, float map_spacing);
+
+/// Planes per slab for the CUDA phases: `max_slab_bytes` caps the device memory of the two map
+/// slab buffers together (at least one plane each), as for the exact kernels; 0 sizes them from
+/// `free_bytes` (the whole map when it fits in a quarter of it, else slabs of at most 512 MiB
+/// each). Never more than the map's planes or 65,535.
+std::int64_t slab_planes(const DcsProblem& problem, const Plan& plan, std::size_t max_slab_bytes,
+                         std::size_t free_bytes);
+
 /// Lattice index of coordinate x (Å) on a lattice of spacing h: floor(x/h), the same rule for
 /// the plan, the CPU and the GPU (which compute it from the same float inputs).
 std::int64_t lattice_floor(double x, double h);

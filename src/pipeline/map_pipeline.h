@@ -33,8 +33,8 @@ struct ComputeOptions {
 
 struct KernelSelection {
   const KernelVariant* kernel = nullptr;
-  std::string why;          ///< how it was chosen, for the summary: "backend auto: CUDA device found"
-  double error_bound = 0;   ///< approximate kernels: the relative RMS error this run declares; 0: exact
+  std::string why;         ///< how it was chosen, for the summary: "backend auto: CUDA device found"
+  double error_bound = 0;  ///< approximate kernels: the relative RMS error this run declares; 0: exact
 };
 
 /// The kernel that runs: the named one (checked against the backend and the model), the
