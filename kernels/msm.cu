@@ -573,6 +573,12 @@ void launch_linear(Kernel kernel, std::size_t n, cudaStream_t stream, Args... ar
   ESPGRID_CUDA_CHECK_LAUNCH();
 }
 
+/// Waits for a stream's work when it goes out of scope (errors ignored: unwinding or done).
+struct DrainOnExit {
+  cudaStream_t stream;
+  ~DrainOnExit() { cudaStreamSynchronize(stream); }
+};
+
 /// Everything on the device that outlives the grid phases: the sorted atoms, cell starts, the
 /// level grids and the tables the slabs read.
 struct DeviceState {
@@ -638,6 +644,8 @@ void grid_phases(const DcsProblem& p, const Plan& plan, DeviceState& st, cudaStr
   const Uploaded<float> d_stencil = upload<float>(stencil, "MSM stencil", stream);
   const Uploaded<int> d_extent = upload<int>(plan.stencil_row_extent, "MSM stencil rows", stream);
   const Weights w = restriction_weights(plan.order);
+  // Declared after every local buffer: on an error, wait for the queued work before they are freed.
+  const DrainOnExit drain{stream};
 
   // ---- binning: a stable radix sort of (cell, atom index) pairs
   marks[0].record(stream);
@@ -900,7 +908,11 @@ ComputeTiming compute_msm(const DcsProblem& p, const Plan& plan, const MsmRunOpt
     return timing;
   }
 
+  // Buffers before the streams: the streams' destructors wait for their work, so nothing is
+  // freed under a running kernel or copy, also when an error unwinds this function.
   DeviceState st;
+  std::array<DeviceBuffer<float>, 2> d_slab, d_contracted;
+  std::array<PinnedBuffer<float>, 2> h_slab;
   std::array<Stream, 2> streams;
   std::array<Event, 7> marks;
   upload_axis_tables(p, plan, st, streams[0].get());
@@ -919,8 +931,6 @@ ComputeTiming compute_msm(const DcsProblem& p, const Plan& plan, const MsmRunOpt
   const std::size_t slab_points = p.plane_points() * static_cast<std::size_t>(planes);
   const std::size_t contracted_points =
       static_cast<std::size_t>(plan.levels[0].grid.n[0] * plan.levels[0].grid.n[1]) * static_cast<std::size_t>(planes);
-  std::array<DeviceBuffer<float>, 2> d_slab, d_contracted;
-  std::array<PinnedBuffer<float>, 2> h_slab;
   for (int b = 0; b < (two ? 2 : 1); ++b) {
     d_slab[static_cast<std::size_t>(b)] =
         DeviceBuffer<float>(slab_points, b ? "potential slab (2nd buffer)" : "potential slab");
@@ -1003,15 +1013,15 @@ void msm_map_parts(const DcsProblem& p, const Plan& plan, int device, float* lon
     return;
   }
   DeviceState st;
-  Stream stream;
-  std::array<Event, 7> marks;
-  upload_axis_tables(p, plan, st, stream.get());
-  grid_phases(p, plan, st, stream.get(), marks);
   const int planes = static_cast<int>(p.nz);
   DeviceBuffer<float> slab(p.point_count(), "potential slab");
   DeviceBuffer<float> contracted(
       static_cast<std::size_t>(plan.levels[0].grid.n[0] * plan.levels[0].grid.n[1]) * static_cast<std::size_t>(planes),
       "MSM contracted planes");
+  Stream stream;  // after the buffers: its destructor waits for the work on them
+  std::array<Event, 7> marks;
+  upload_axis_tables(p, plan, st, stream.get());
+  grid_phases(p, plan, st, stream.get(), marks);
   queue_slab(p, plan, st, 0, planes, slab.get(), contracted.get(), stream.get(), nullptr, true, false);
   ESPGRID_CUDA_CHECK(cudaMemcpyAsync(long_range, slab.get(), slab.bytes(), cudaMemcpyDeviceToHost, stream.get()));
   queue_slab(p, plan, st, 0, planes, slab.get(), contracted.get(), stream.get(), nullptr, false, true);

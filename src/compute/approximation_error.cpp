@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <random>
+
+#include "src/compute/oracle.h"
 
 namespace espgrid {
 
@@ -83,6 +86,49 @@ ApproximationError compare(const DcsProblem& p, const float* values, const Exact
 }
 
 }  // namespace
+
+ApproximationError sampled_approximation_error(const DcsProblem& p, std::size_t samples, std::uint64_t seed) {
+  const std::size_t n = p.point_count();
+  ApproximationErrorSum sum;
+  if (n == 0 || samples == 0) return sum.result();
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<std::size_t> pick(0, n - 1);
+  const auto nx = static_cast<std::size_t>(p.nx), ny = static_cast<std::size_t>(p.ny);
+  const double d2 = kAwayFromAtoms * kAwayFromAtoms;
+  std::size_t drawn = 0, far = 0;
+  // Batches of draws, each evaluated on every thread, until enough far points are in.
+  while (far < samples && drawn < 20 * samples) {
+    std::vector<std::size_t> batch;
+    if (drawn == 0) {
+      batch.push_back(0);
+      batch.push_back(n - 1);
+    }
+    while (batch.size() < std::max<std::size_t>(64, samples - far)) batch.push_back(pick(rng));
+    drawn += batch.size();
+    std::vector<double> exact(batch.size());
+    std::vector<std::uint8_t> near(batch.size());
+#pragma omp parallel for schedule(dynamic, 4)
+    for (std::int64_t b = 0; b < static_cast<std::int64_t>(batch.size()); ++b) {
+      const std::size_t idx = batch[static_cast<std::size_t>(b)];
+      const auto i = static_cast<std::int64_t>(idx % nx), j = static_cast<std::int64_t>((idx / nx) % ny),
+                 k = static_cast<std::int64_t>(idx / (nx * ny));
+      const double x = static_cast<double>(i) * p.hx, y = static_cast<double>(j) * p.hy,
+                   z = static_cast<double>(p.z_offset + k) * p.hz;
+      bool close = false;
+      for (std::size_t a = 0; a < p.atom_count && !close; ++a) {
+        const double dx = x - p.x[a], dy = y - p.y[a], dz = z - p.z[a];
+        close = dx * dx + dy * dy + dz * dz < d2;
+      }
+      near[static_cast<std::size_t>(b)] = close ? 1 : 0;
+      exact[static_cast<std::size_t>(b)] = oracle_at(p, i, j, k).potential;
+    }
+    for (std::size_t b = 0; b < batch.size(); ++b) {
+      sum.add(p.potential[batch[b]], exact[b], near[b] != 0);
+      far += near[b] ? 0 : 1;
+    }
+  }
+  return sum.result();
+}
 
 ApproximationError approximation_error(const DcsProblem& p, const float* values, const float* exact) {
   return compare(p, values, exact);

@@ -29,6 +29,20 @@ RunTiming run_cpu_msm(const DcsProblem& problem, const RunOptions& options) {
   return timing;
 }
 
+RunTiming run_msm_with(Backend backend, const DcsProblem& problem, const MsmParameters& params,
+                       const RunOptions& options) {
+  validate(params);
+  const msm::Plan plan = msm::make_plan(problem, params);
+  if (backend == Backend::Cpu)
+    return msm::cpu_compute(problem, plan, options.threads, options.progress, options.planes_done);
+  cuda::MsmRunOptions o;
+  o.device = options.devices.size() == 1 ? options.devices.front() : options.device;
+  o.max_slab_bytes = options.max_slab_bytes;
+  o.progress = options.progress;
+  o.planes_done = options.planes_done;
+  return cuda::compute_msm(problem, plan, o);
+}
+
 RunTiming run_cuda_msm(const DcsProblem& problem, const RunOptions& options) {
   const ResolvedMsm resolved = resolve_msm(options.method);
   const msm::Plan plan = msm::make_plan(problem, resolved.params);

@@ -11,6 +11,10 @@ namespace espgrid {
 RunTiming run_cpu_msm(const DcsProblem& problem, const RunOptions& options);
 /// cuda-msm: every phase on one GPU in float.
 RunTiming run_cuda_msm(const DcsProblem& problem, const RunOptions& options);
+/// The method with `params` as given (validated, but no bound from the measured table): what
+/// `espgrid bench --sweep msm-accuracy` measures the table with. CPU or one GPU (options.device).
+RunTiming run_msm_with(Backend backend, const DcsProblem& problem, const MsmParameters& params,
+                       const RunOptions& options);
 /// The error bound an MSM run with `method` declares (resolve_msm's).
 double msm_bound(const MethodParameters& method);
 
