@@ -26,7 +26,7 @@ struct MethodParameters {
 };
 
 /// One measured setting: cutoff and spacing at an order, and the largest relative RMS error
-/// (away from atoms) measured with it on the test structures (docs/msm-accuracy.md).
+/// (away from atoms) measured with it on the test structures (docs/msm.md).
 struct MsmTableRow {
   int order;
   double cutoff;          ///< Å
@@ -35,7 +35,7 @@ struct MsmTableRow {
   double bound;           ///< what a run with this setting declares: measured_error with margin
 };
 
-/// The measured table, cheapest setting first.
+/// The measured table, in the order the presets try it (quintic cheapest first, then cubic).
 const std::vector<MsmTableRow>& msm_accuracy_table();
 
 /// The accuracy the MSM rows declare when nothing is asked for (the registry's error_bound).
