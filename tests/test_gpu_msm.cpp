@@ -142,8 +142,10 @@ TEST_F(GpuMsm, MapPartsMatchTheCpuParts) {
 }
 
 // The whole map: cuda-msm (float) against cpu-msm (double) with the same parameters. The two
-// approximate the exact sum identically; what differs is rounding, which must stay a negligible
-// share (1%) of the declared error at the points the bound speaks about.
+// approximate the exact sum identically; what differs is float rounding, which must stay a small
+// share (a tenth) of the declared error at the points the bound speaks about: at the 1e-4
+// preset that is 1e-5 relative, about 80 float32 roundoffs, room for the stencil sums of ~2·10⁴
+// terms (√n ≈ 140 roundoffs of their terms, which partly cancel).
 TEST_F(GpuMsm, WholeMapMatchesCpuMsm) {
   for (const char* name : {"fasciculin2.pqr", "boxb_rna_pdb2pqr3.pqr"}) {
     SCOPED_TRACE(name);
@@ -160,7 +162,7 @@ TEST_F(GpuMsm, WholeMapMatchesCpuMsm) {
       const ApproximationError e = approximation_error(problem.view(nullptr), gpu.data(), cpu.data());
       std::printf("[ info     ] %s, accuracy %g: cuda-msm vs cpu-msm relative RMS %.2e at %zu points\n", name, accuracy,
                   e.relative_rms, e.points);
-      EXPECT_TRUE(e.within(0.01 * cuda_msm().bound_for(o.method))) << e.relative_rms;
+      EXPECT_TRUE(e.within(0.1 * cuda_msm().bound_for(o.method))) << e.relative_rms;
     }
   }
 }
