@@ -10,6 +10,9 @@ Reads every bench-*.json in the folder and writes PNGs beside them (or into --ou
   bench-coarsening.png  points per thread vs throughput
   bench-scaling.png     throughput vs atoms and vs grid points (log-log)
   bench-speedup.png     cpu-parallel vs the best GPU variant
+  bench-msm.png         multilevel summation vs the exact kernel: time against atoms (the crossover),
+                        error against its bound, per-phase times of the largest structure, map sizes
+  bench-msm-accuracy.png  the accuracy table: relative RMS error against a/h per order and molecule
 
 Only rows whose output verified ("ok") are drawn; a chart without such rows is skipped with a
 note, so CPU-only results give the charts they can. Needs Debian's python3-matplotlib only.
@@ -361,6 +364,135 @@ def plot_speedup(doc, out_dir):
     return None
 
 
+# ---- multilevel summation (espgrid bench --sweep msm, --sweep msm-accuracy) -------------------------
+
+PHASES = ["binning", "anterpolation", "restriction", "cutoff", "top", "prolongation", "interpolation", "short_range"]
+PRESET_COLOURS = {0.001: "#dd8452", 0.0001: "#55a868"}
+
+
+def plot_msm(doc, out_dir):
+    rows = [r for r in doc.get("msm_rows", []) if r.get("kernel_ms_median")]
+    if not rows:
+        return "no MSM measurement"
+    sizes = [r for r in rows if r.get("part") == "atoms"]
+    maps = [r for r in rows if r.get("part") == "map"]
+    fig, axes = plt.subplots(2, 2, figsize=(13, 9))
+    ax = axes[0][0]
+    exact = {}
+    for r in sizes:
+        if r.get("exact_ms"):
+            exact[r["atoms"]] = (r["exact_ms"], r.get("exact_scaled"))
+    if exact:
+        xs = sorted(exact)
+        ax.plot(xs, [exact[x][0] / 1e3 for x in xs], "o-", color=KERNEL_COLOURS.get(sizes[0]["exact_kernel"], "#8172b3"),
+                label=f"{sizes[0]['exact_kernel']} (exact; hollow: scaled from the planes timed)")
+        for x in xs:
+            if exact[x][1]:
+                ax.plot([x], [exact[x][0] / 1e3], "o", color="white", markeredgecolor="#8172b3", zorder=3)
+    for accuracy in sorted({r["accuracy"] for r in sizes}, reverse=True):
+        series = sorted([r for r in sizes if r["accuracy"] == accuracy], key=lambda r: r["atoms"])
+        colour = PRESET_COLOURS.get(accuracy, "#c44e52")
+        ax.plot([r["atoms"] for r in series], [r["kernel_ms_median"] / 1e3 for r in series], "s-", color=colour,
+                label=f"{series[0]['kernel']} --accuracy {accuracy:g}")
+    for c in doc.get("crossover", []):
+        if c.get("atoms"):
+            ax.axvline(c["atoms"], color=PRESET_COLOURS.get(c["accuracy"], "#c44e52"), linestyle=":", linewidth=1)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("atoms")
+    ax.set_ylabel("kernel time for the whole map, s (log)")
+    spacing = sizes[0]["spacing"] if sizes else 0
+    ax.set_title(f"Time vs atoms at {spacing:g} Å (dotted: crossover)", fontsize=10)
+    ax.grid(which="both", alpha=0.25)
+    ax.legend(fontsize=7)
+
+    ax = axes[0][1]
+    for accuracy in sorted({r["accuracy"] for r in sizes}, reverse=True):
+        series = sorted([r for r in sizes if r["accuracy"] == accuracy and r.get("relative_rms")],
+                        key=lambda r: r["atoms"])
+        if not series:
+            continue
+        colour = PRESET_COLOURS.get(accuracy, "#c44e52")
+        ax.plot([r["atoms"] for r in series], [r["relative_rms"] for r in series], "s-", color=colour,
+                label=f"--accuracy {accuracy:g}")
+        ax.axhline(series[0]["bound"], color=colour, linestyle="--", linewidth=1, label=f"bound {series[0]['bound']:g}")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("atoms")
+    ax.set_ylabel("relative RMS error, points >= 1.4 Å from atoms")
+    ax.set_title("Error against the exact sum (sampled, double oracle)", fontsize=10)
+    ax.grid(which="both", alpha=0.25)
+    ax.legend(fontsize=7)
+
+    ax = axes[1][0]
+    largest = max(sizes or rows, key=lambda r: r["atoms"])
+    picks = sorted([r for r in sizes if r["atoms"] == largest["atoms"]], key=lambda r: -r["accuracy"])
+    bottoms = [0.0] * len(picks)
+    for i, phase in enumerate(PHASES):
+        values = [(r.get("phases_ms") or {}).get(phase) or 0 for r in picks]
+        ax.bar(range(len(picks)), values, bottom=bottoms, color=PALETTE[i % len(PALETTE)], label=phase, zorder=2)
+        bottoms = [b + v for b, v in zip(bottoms, values)]
+    ax.set_xticks(range(len(picks)))
+    ax.set_xticklabels([f"--accuracy {r['accuracy']:g}\na={r['cutoff']:g} h={r['msm_spacing']:g} L{r['levels']}"
+                        for r in picks], fontsize=8)
+    ax.set_ylabel("ms")
+    ax.set_title(f"Phases at {largest['atoms']:,} atoms, {largest['points']:.3g} points", fontsize=10)
+    ax.grid(axis="y", alpha=0.25, zorder=0)
+    ax.legend(fontsize=7, ncol=2)
+
+    ax = axes[1][1]
+    if maps:
+        base = [r for r in sizes if r["structure"] == maps[0]["structure"]]
+        all_map = sorted(maps + base, key=lambda r: r["points"])
+        for accuracy in sorted({r["accuracy"] for r in all_map}, reverse=True):
+            series = [r for r in all_map if r["accuracy"] == accuracy]
+            ax.plot([r["points"] for r in series], [r["kernel_ms_median"] / 1e3 for r in series], "s-",
+                    color=PRESET_COLOURS.get(accuracy, "#c44e52"), label=f"MSM --accuracy {accuracy:g}")
+        ex = sorted({(r["points"], r["exact_ms"]) for r in all_map if r.get("exact_ms")})
+        ax.plot([p for p, _ in ex], [e / 1e3 for _, e in ex], "o-", color="#8172b3", label="exact kernel")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("map points")
+        ax.set_ylabel("kernel time, s (log)")
+        ax.set_title(f"Map sizes: {maps[0]['structure']} ({maps[0]['atoms']:,} atoms)", fontsize=10)
+        ax.grid(which="both", alpha=0.25)
+        ax.legend(fontsize=7)
+    else:
+        ax.set_axis_off()
+    fig.suptitle("Multilevel summation vs the exact sum", fontsize=11)
+    fig.tight_layout(rect=(0, 0.03, 1, 0.97))
+    save(fig, out_dir, "bench-msm.png", doc)
+    return None
+
+
+def plot_msm_accuracy(doc, out_dir):
+    rows = [r for r in doc.get("accuracy_rows", []) if r.get("relative_rms")]
+    if not rows:
+        return "no accuracy measurement"
+    fig, ax = plt.subplots(figsize=(9, 6))
+    markers = ["o", "s", "^", "D", "v", "P", "X"]
+    molecules = sorted({r["molecule"] for r in rows})
+    for order, colour in ((3, "#4c72b0"), (5, "#c44e52")):
+        for i, molecule in enumerate(molecules):
+            series = sorted([r for r in rows if r["order"] == order and r["molecule"] == molecule],
+                            key=lambda r: r["ratio"])
+            if series:
+                ax.plot([r["ratio"] for r in series], [r["relative_rms"] for r in series], markers[i % len(markers)],
+                        color=colour, alpha=0.8,
+                        label=f"{'cubic' if order == 3 else 'quintic'}, {molecule}")
+    for bound in (1e-3, 1e-4):
+        ax.axhline(bound, color="#555555", linestyle="--", linewidth=0.8)
+    ax.set_yscale("log")
+    ax.set_xlabel("a / h (cutoff over finest grid spacing)")
+    ax.set_ylabel("relative RMS error, points >= 1.4 Å from atoms")
+    ax.set_title("MSM error against the exact sum on the bundled molecules", fontsize=10)
+    ax.grid(which="both", alpha=0.25)
+    ax.legend(fontsize=6, ncol=2)
+    fig.tight_layout(rect=(0, 0.03, 1, 1))
+    save(fig, out_dir, "bench-msm-accuracy.png", doc)
+    return None
+
+
 def main(argv):
     parser = argparse.ArgumentParser(description="Charts from espgrid bench JSON results.")
     parser.add_argument("results", help="folder with bench-*.json (espgrid bench --out DIR)")
@@ -379,6 +511,9 @@ def main(argv):
          lambda: plot_coarsening(docs["coarsening"], out_dir) if "coarsening" in docs else "no bench-coarsening.json"),
         ("scaling", lambda: plot_scaling(docs, out_dir)),
         ("speedup", lambda: plot_speedup(docs["speedup"], out_dir) if "speedup" in docs else "no bench-speedup.json"),
+        ("msm", lambda: plot_msm(docs["msm"], out_dir) if "msm" in docs else "no bench-msm.json"),
+        ("msm-accuracy", lambda: plot_msm_accuracy(docs["msm-accuracy"], out_dir)
+         if "msm-accuracy" in docs else "no bench-msm-accuracy.json"),
     ]
     for name, make in charts:
         why_not = make()

@@ -168,7 +168,9 @@ TEST_P(MultiGpu, AllGpusMatchTheOneGpuMap) {
   expect_same_map(GetParam(), problem, one, run_multi(GetParam(), problem, doubled, fine));
 }
 
-INSTANTIATE_TEST_SUITE_P(AllCudaVariants, MultiGpu, ::testing::ValuesIn(testing::variant_names(Backend::Cuda)),
+// The rows the per-plane driver runs; cuda-msm runs on one GPU (its refusal of a device list is
+// tested in tests/test_gpu_msm.cpp).
+INSTANTIATE_TEST_SUITE_P(AllCudaVariants, MultiGpu, ::testing::ValuesIn(testing::plane_driver_variant_names()),
                          testing::param_name);
 
 // ---- the queue's behaviour ---------------------------------------------------------------------------

@@ -52,14 +52,14 @@ def why_skip(kind, line):
         return "this build writes no .vti (built without VTK)"
     if "mpirun" in line and os.environ.get("ESPGRID_README_MPI") != "1":
         return "needs MPI ranks (ESPGRID_README_MPI=1 runs it)"
-    if re.search(r"--backend cuda|--devices|--kernel cuda-", line):
+    if re.search(r"--backend cuda|--devices|--kernel cuda-|--require-cuda", line):
         ok, reason = espgrid.cuda_available()
         if not ok:
             return f"needs a GPU ({reason})"
         if "--device 1" in line and subprocess.run(["nvidia-smi", "-L"], stdout=subprocess.PIPE,
                                                    text=True).stdout.count("GPU ") < 2:
             return "needs a second GPU (--device 1)"
-    elif re.search(r"actin_dimer|achbp", line) and os.environ.get("ESPGRID_README_ALL") != "1":
+    elif re.search(r"actin_dimer|achbp|big\.pqr", line) and os.environ.get("ESPGRID_README_ALL") != "1":
         return "minutes of CPU time (ESPGRID_README_ALL=1 runs it)"
     return None
 

@@ -14,10 +14,12 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "kernels/dcs_cuda.h"
 #include "src/bench/bench.h"
+#include "src/bench/msm_sweeps.h"
 #include "src/cli/commands.h"
 #include "src/cli/options.h"
 #include "src/compute/kernel_registry.h"
@@ -302,7 +304,7 @@ void sweep_gpus(Bench& b, const PreparedProblem& given) {
   const DcsProblem full = problem.view(nullptr);
   std::vector<const KernelVariant*> kernels;
   for (const KernelVariant* k : b.selected)
-    if (k->backend == Backend::Cuda && (b.kernels_named || k->role == KernelRole::Default)) kernels.push_back(k);
+    if (k->uses_plane_driver() && (b.kernels_named || k->role == KernelRole::Default)) kernels.push_back(k);
   std::printf("\n== gpus: %s on %s, %s atoms, the whole map per run; target: parallel efficiency >= 90%% ==\n",
               kernels.empty() ? "no CUDA kernel selected" : "the CUDA kernels",
               dims_text(full.nx, full.ny, full.nz).c_str(), with_commas(full.atom_count).c_str());
@@ -468,7 +470,9 @@ int run_bench(int argc, char** argv) {
       ("check-points", "points of the last timed output checked against the double oracle",
        cxxopts::value<std::string>()->default_value("1000"))
       ("sweep", "none, all, or a comma list of blocks, coarsening, atoms, grid, speedup; and gpus (not in all: "
-                "1, 2, 4, ... GPUs on a 512x512x512 map of 100,000 atoms)",
+                "1, 2, 4, ... GPUs on a 512x512x512 map of 100,000 atoms); msm (not in all: multilevel summation "
+                "vs the exact kernel on lattices of the input molecule, default data/achbp.pqr, up to 1.6 M "
+                "atoms on a GPU); msm-accuracy (not in all: the error table behind --accuracy)",
        cxxopts::value<std::string>()->default_value("none"))
       ("sweep-only", "run the sweeps only, not the table of every variant")
       ("out", "write bench-KIND.csv and bench-KIND.json into this folder", cxxopts::value<std::string>());
@@ -515,7 +519,7 @@ int run_bench(int argc, char** argv) {
   std::vector<std::string> sweeps;
   for (const std::string& name : split_commas(args["sweep"].as<std::string>())) {
     if (name == "none") continue;
-    if (name == "gpus") {  // not part of "all": seconds per run by design
+    if (name == "gpus" || name == "msm" || name == "msm-accuracy") {  // not part of "all": minutes by design
       sweeps.push_back(name);
       continue;
     }
@@ -525,7 +529,7 @@ int run_bench(int argc, char** argv) {
     }
     if (std::find(std::begin(kSweepNames), std::end(kSweepNames), name) == std::end(kSweepNames))
       throw UsageError("--sweep: unknown sweep '" + name +
-                       "' (none, all, blocks, coarsening, atoms, grid, speedup, gpus)");
+                       "' (none, all, blocks, coarsening, atoms, grid, speedup, gpus, msm, msm-accuracy)");
     sweeps.push_back(name);
   }
   const bool sweep_only = args.count("sweep-only") > 0;
@@ -646,9 +650,18 @@ int run_bench(int argc, char** argv) {
   const Stopwatch total;
   auto timed = [&](const std::string& name, const auto& body) {
     const Stopwatch clock;
-    body();
-    std::printf("(%s: %.1f s)\n", name.c_str(), clock.seconds());
-    std::fflush(stdout);
+    const auto finish = [&] {
+      std::printf("(%s: %.1f s)\n", name.c_str(), clock.seconds());
+      std::fflush(stdout);
+    };
+    if constexpr (std::is_void_v<decltype(body())>) {
+      body();
+      finish();
+    } else {
+      const auto result = body();
+      finish();
+      return result;
+    }
   };
   if (!sweep_only) timed("variants", [&] { sweep_variants(b, problem); });
   for (const std::string& s : sweeps) {
@@ -658,6 +671,20 @@ int run_bench(int argc, char** argv) {
     if (s == "grid") timed(s, [&] { sweep_grid(b); });
     if (s == "speedup") timed(s, [&] { sweep_speedup(b); });
     if (s == "gpus") timed(s, [&] { sweep_gpus(b, problem); });
+    if (s == "msm" || s == "msm-accuracy") {
+      MsmSweepContext context;
+      context.run = b.run;
+      context.settings = b.settings;
+      context.physics = b.physics;
+      context.spacing = b.spacing;
+      context.use_gpu = b.have_cuda && backend_choice != BackendChoice::Cpu;
+      if (args.count("input")) context.base_structure = args["input"].as<std::string>();
+      context.out_dir = b.out_dir;
+      context.meta = b.meta;
+      const bool ok = s == "msm" ? timed(s, [&] { return sweep_msm(context); })
+                                 : timed(s, [&] { return sweep_msm_accuracy(context); });
+      b.any_fail = b.any_fail || !ok;
+    }
   }
   std::printf("\ntotal %.1f s. %s\n", total.seconds(),
               b.any_fail ? "Some measurements FAILED verification (exit code 1)." : "Every measured output verified.");

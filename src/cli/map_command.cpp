@@ -113,9 +113,20 @@ void finish_map(const PotentialMap& map, std::size_t atoms, const std::string& k
   if (timing.parts.size() > 1)
     for (const WorkerTiming& part : timing.parts)
       std::printf("  device %d %s: %s\n", part.device, part.device_name.c_str(), part_line(part).c_str());
-  std::printf("work       %s atom-evaluations\n", short_scientific(evaluations).c_str());
-  std::printf("throughput %s atom-evaluations/s\n",
-              short_scientific(timing.kernel_seconds > 0 ? evaluations / timing.kernel_seconds : 0).c_str());
+  // An approximate method does not evaluate every pair: its rate is the exact sum's work over its time.
+  const bool approximate = !timing.method.empty();
+  if (approximate) std::printf("method     %s\n", timing.method.c_str());
+  if (!timing.phases.empty()) {
+    std::string phases;
+    for (const PhaseTiming& phase : timing.phases)
+      phases += (phases.empty() ? "" : ", ") + phase.name + " " + seconds_text(phase.seconds);
+    std::printf("phases     %s\n", phases.c_str());
+  }
+  std::printf("work       %s atom-evaluations%s\n", short_scientific(evaluations).c_str(),
+              approximate ? " in the exact sum (the method evaluates far fewer)" : "");
+  std::printf("throughput %s atom-evaluations/s%s\n",
+              short_scientific(timing.kernel_seconds > 0 ? evaluations / timing.kernel_seconds : 0).c_str(),
+              approximate ? " (exact-sum equivalent)" : "");
   std::printf("model      %s, dielectric %g\n", describe_model(map.physics).c_str(), map.physics.dielectric);
   std::printf("potential  %.4g to %.4g %s (dielectric %g%s)\n", *lo, *hi, unit_name(map.physics.unit).c_str(),
               map.physics.dielectric,
@@ -238,6 +249,9 @@ int run_map_distributed(const cxxopts::ParseResult& args, scaleout::Cluster& clu
   timing.kernel_seconds = result.timing.kernel_seconds;
   timing.transfer_seconds = std::max(0.0, result.timing.wall_seconds - result.timing.kernel_seconds);
   timing.parts = result.timing.parts;
+  if (choice.error_bound > 0)
+    timing.method = "approximate, expected relative RMS error <= " + short_scientific(choice.error_bound) +
+                    " at points >= 1.4 Å from atoms";
   finish_map(map, problem->atom_count(), kernel_names + " on " + result.timing.device + " (" + choice.why + ")", timing,
              " (kernel: the slowest rank; transfers: all ranks and the gather, " + seconds_text(result.gather_seconds) +
                  " gathering)",

@@ -116,7 +116,14 @@ void add_compute_options(cxxopts::Options& options, const std::string& kernel_he
       ("device", "CUDA device number", cxxopts::value<int>()->default_value("0"))
       ("devices", "several CUDA devices: all, or N,N,... (z-planes shared out through a work queue; a repeated "
                   "number runs two workers on one GPU)", cxxopts::value<std::string>())
-      ("threads", "CPU threads (0 = all cores)", cxxopts::value<int>()->default_value("0"));
+      ("threads", "CPU threads (0 = all cores)", cxxopts::value<int>()->default_value("0"))
+      ("accuracy", "approximate method (multilevel summation, cpu-msm or cuda-msm) with this relative RMS error at "
+                   "points >= 1.4 Å from atoms, e.g. 1e-3 or 1e-4: parameters from measured tables (README, Large "
+                   "structures)", cxxopts::value<std::string>())
+      ("msm-cutoff", "experts: MSM short-range cutoff a, Å (with --msm-spacing and --msm-order)",
+       cxxopts::value<std::string>())
+      ("msm-spacing", "experts: MSM finest grid spacing h, Å", cxxopts::value<std::string>())
+      ("msm-order", "experts: MSM interpolation order, 3 (cubic) or 5 (quintic)", cxxopts::value<std::string>());
   // clang-format on
 }
 
@@ -163,6 +170,22 @@ ComputeOptions compute_options(const cxxopts::ParseResult& args) {
     o.run.devices = devices_option(args["devices"].as<std::string>());
     o.run.device = o.run.devices.front();
   }
+  MethodParameters& method = o.run.method;
+  if (args.count("accuracy")) {
+    method.accuracy = number_option("accuracy", args["accuracy"].as<std::string>());
+    if (!(method.accuracy > 0) || !(method.accuracy < 1))
+      throw UsageError("--accuracy must be a relative error between 0 and 1 (e.g. 1e-3), got '" +
+                       args["accuracy"].as<std::string>() + "'");
+  }
+  if (args.count("msm-cutoff")) method.msm.cutoff = number_option("msm-cutoff", args["msm-cutoff"].as<std::string>());
+  if (args.count("msm-spacing"))
+    method.msm.spacing = number_option("msm-spacing", args["msm-spacing"].as<std::string>());
+  if (args.count("msm-order")) {
+    const long long order = whole_option("msm-order", args["msm-order"].as<std::string>());
+    if (order != 3 && order != 5) throw UsageError("--msm-order must be 3 (cubic) or 5 (quintic)");
+    method.msm.order = static_cast<int>(order);
+  }
+  if (!method.msm.empty() || method.accuracy != 0) resolve_msm(method);  // every check before reading the input
   return o;
 }
 

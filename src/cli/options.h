@@ -40,7 +40,8 @@ void add_structure_options(cxxopts::Options& options, const std::string& input_h
 void add_grid_options(cxxopts::Options& options);
 /// --units, --dielectric, --temperature, --model.
 void add_physics_options(cxxopts::Options& options);
-/// --kernel, --backend, --device, --devices, --threads.
+/// --kernel, --backend, --device, --devices, --threads, and the approximate method's
+/// --accuracy and --msm-cutoff/--msm-spacing/--msm-order.
 void add_compute_options(cxxopts::Options& options, const std::string& kernel_help);
 
 /// The input's format: --format, or nothing (the extension decides).
@@ -48,7 +49,8 @@ std::optional<StructureFormat> format_option(const cxxopts::ParseResult& args);
 /// The grid request, checked as far as it can be without the atoms.
 GridRequest grid_request(const cxxopts::ParseResult& args);
 PhysicsOptions physics_options(const cxxopts::ParseResult& args);
-/// Threads (0..kMaxCpuThreads), --device N or --devices LIST (not both), backend and kernel.
+/// Threads (0..kMaxCpuThreads), --device N or --devices LIST (not both), backend and kernel,
+/// and run.method from --accuracy or --msm-* (checked).
 ComputeOptions compute_options(const cxxopts::ParseResult& args);
 
 }  // namespace espgrid::cli

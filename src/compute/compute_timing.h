@@ -18,6 +18,12 @@ struct WorkerTiming {
   int chunks = 0;             ///< plane ranges it took from the queue
 };
 
+/// One phase of a method that runs in phases (the MSM rows: binning, anterpolation, ...).
+struct PhaseTiming {
+  std::string name;
+  double seconds = 0;  ///< CUDA events on a GPU, the host clock on the CPU
+};
+
 struct ComputeTiming {
   /// Compute only: CUDA events on the GPU (several workers: the busiest one's sum, since they
   /// run concurrently), the host clock on the CPU.
@@ -25,6 +31,8 @@ struct ComputeTiming {
   double wall_seconds = 0;               ///< the whole call: device set-up, allocation, copies and kernels
   std::string device;                    ///< where it ran: "CPU, 2 threads" or the GPU's description
   std::vector<WorkerTiming> parts = {};  ///< CUDA: one per device worker
+  std::vector<PhaseTiming> phases = {};  ///< methods that run in phases: each phase's time, in order
+  std::string method = {};               ///< approximate methods: the method and its parameters, for summaries
 };
 
 }  // namespace espgrid

@@ -7,6 +7,7 @@
 
 #include "src/compute/cpu_kernels.h"
 #include "src/compute/simd_kernel.h"
+#include "src/compute/msm_method.h"
 #include "src/core/errors.h"
 #include "src/core/stopwatch.h"
 #include "src/physics/physics_options.h"
@@ -62,6 +63,28 @@ constexpr KernelVariant cuda_row(std::string_view name, std::string_view summary
                        cuda::DeviceKernel{launch, layout, prepare}};
 }
 
+/// A row that runs its own pipeline and approximates the sum (the MSM rows): judged by the
+/// bound it declares for its parameters, never by the float32 tolerance of the exact rows.
+KernelVariant approximate_row(std::string_view name, std::string_view summary, Backend backend, ModelSet models,
+                              KernelVariant::MethodRun run, KernelVariant::BoundFn bound) {
+  KernelVariant row{name,
+                    summary,
+                    backend,
+                    KernelRole::Alternative,  // never a default: --backend auto stays exact
+                    Accuracy::Approximate,
+                    bound(MethodParameters{}),  // the default preset's bound
+                    Reproducibility::Deterministic,
+                    models,
+                    0,  // no flop count: it does not evaluate every atom-point pair
+                    false,
+                    false,  // timed by its own sweep (bench --sweep msm), not the exact kernels' size sweeps
+                    nullptr,
+                    {}};
+  row.method_run = run;
+  row.bound = bound;
+  return row;
+}
+
 DeviceLayout layout(int bx, int by) {
   DeviceLayout l;
   l.block_x = bx;
@@ -70,8 +93,8 @@ DeviceLayout layout(int bx, int by) {
 }
 
 // The table. Flop counts: see each kernel's comment (kernels/*.cu, src/compute/cpu_kernels.cpp).
-const std::array<KernelVariant, 10>& table() {
-  static const std::array<KernelVariant, 10> rows = [] {
+const std::array<KernelVariant, 12>& table() {
+  static const std::array<KernelVariant, 12> rows = [] {
     DeviceLayout scatter = layout(128, 1);
     scatter.accumulates = true;
     scatter.thread_per_atom = true;
@@ -90,7 +113,7 @@ const std::array<KernelVariant, 10>& table() {
     dualpipe.coarsens = false;
     dualpipe.dual_pipe = true;
     dualpipe.double_positions = true;
-    return std::array<KernelVariant, 10>{
+    return std::array<KernelVariant, 12>{
         cpu_row("cpu-naive", "one point at a time over all atoms, recomputing dx, dy, dz (1 thread)",
                 KernelRole::Alternative, Reproducibility::MatchesReference, kEveryModel, 12, true, &cpu_naive),
         cpu_row("cpu-reference", "per plane dz², per row dy²+dz², then a sweep along x (1 thread)",
@@ -125,6 +148,16 @@ const std::array<KernelVariant, 10>& table() {
                  "positions, blocked sums",
                  KernelRole::Default, Reproducibility::Deterministic, kEveryModel, 5, true,
                  ESPGRID_CUDA_LAUNCH(launch_dualpipe), dualpipe, ESPGRID_CUDA_PREPARE(prepare_dualpipe)),
+        // Multilevel summation (src/compute/msm_*.h, kernels/msm.cu): Coulomb only, since the
+        // splitting is of 1/r (README, Large structures, says which other models could work).
+        approximate_row("cpu-msm",
+                        "multilevel summation in double: binned short range, nested grids, interpolation "
+                        "(approximate)",
+                        Backend::Cpu, kCoulombOnly, &run_cpu_msm, &msm_bound),
+        approximate_row("cuda-msm",
+                        "multilevel summation, every phase on the GPU: binned short range, grid levels, "
+                        "interpolation (approximate)",
+                        Backend::Cuda, kCoulombOnly, &run_cuda_msm, &msm_bound),
     };
   }();
   return rows;
@@ -141,10 +174,18 @@ RunTiming KernelVariant::run(const DcsProblem& problem, const RunOptions& option
   if (!supports(problem.model))
     throw UsageError(std::string(name) + " does not compute the " + model_name(problem.model) +
                      " model; use one of: " + variants_supporting(problem.model));
+  if (backend == Backend::Cpu && (options.threads < 0 || options.threads > kMaxCpuThreads))
+    throw UsageError("CPU thread count " + std::to_string(options.threads) +
+                     " is out of range: --threads takes 0 (all cores) to " + std::to_string(kMaxCpuThreads));
+  if (method_run) {
+    if (backend == Backend::Cuda && options.devices.size() > 1)
+      throw UsageError(std::string(name) + " runs on one GPU; give --device N instead of --devices (" +
+                       std::to_string(options.devices.size()) + " listed)");
+    RunTiming t = method_run(problem, options);
+    if (backend == Backend::Cpu) t.device = cpu_description(options.threads);
+    return t;
+  }
   if (backend == Backend::Cpu) {
-    if (options.threads < 0 || options.threads > kMaxCpuThreads)
-      throw UsageError("CPU thread count " + std::to_string(options.threads) +
-                       " is out of range: --threads takes 0 (all cores) to " + std::to_string(kMaxCpuThreads));
     const Stopwatch clock;
     RunOptions with_planes = options;
     if (options.planes_done) {
@@ -185,6 +226,13 @@ const KernelVariant& default_kernel(Backend backend) {
   for (const auto& v : table())
     if (v.backend == backend && v.role == KernelRole::Default) return v;
   throw Error("internal error: no default kernel for the " + std::string(backend_name(backend)) + " backend");
+}
+
+const KernelVariant& approximate_kernel(Backend backend, PairModel model) {
+  for (const auto& v : table())
+    if (v.backend == backend && v.approximate() && v.supports(model)) return v;
+  throw UsageError("no approximate " + std::string(backend_name(backend)) + " kernel computes the " +
+                   model_name(model) + " model; leave out --accuracy and --msm-* for an exact kernel");
 }
 
 const KernelVariant& reference_kernel() {

@@ -14,6 +14,7 @@
 #include "src/compute/compute_timing.h"
 #include "src/compute/dcs_problem.h"
 #include "src/compute/launch_plan.h"
+#include "src/compute/msm_parameters.h"
 
 namespace espgrid {
 
@@ -34,6 +35,7 @@ struct RunOptions {
   std::size_t max_slab_bytes = 0;  ///< CUDA: cap on device memory for the map (both slab buffers); 0 = auto
   ProgressFn progress;             ///< optional, called from the calling thread
   PlanesDoneFn planes_done;        ///< optional: each range of planes once it is in the output
+  MethodParameters method;         ///< approximate rows: accuracy preset or explicit parameters
 };
 
 using RunTiming = ComputeTiming;
@@ -69,6 +71,12 @@ class ModelSet {
 
 struct KernelVariant {
   using CpuRun = void (*)(const DcsProblem& problem, const RunOptions& options);
+  /// A row that runs its own pipeline (the MSM rows: grids, then slabs of planes) instead of
+  /// a per-plane kernel: it fills problem.potential, reports planes and returns its timing.
+  using MethodRun = RunTiming (*)(const DcsProblem& problem, const RunOptions& options);
+  /// Approximate rows: the error bound a run with these method parameters declares (UsageError
+  /// for parameters it cannot use).
+  using BoundFn = double (*)(const MethodParameters& method);
 
   std::string_view name;
   std::string_view summary;
@@ -76,8 +84,9 @@ struct KernelVariant {
   KernelRole role;
   Accuracy accuracy;
   /// Approximate variants: the bound `verify`, `bench` and the tests judge them by (relative
-  /// RMS error against the exact sum away from atoms). 0 for exact variants, which are judged
-  /// by the oracle's float32 tolerance (compute/oracle.h).
+  /// RMS error against the exact sum at points >= 1.4 Å from every atom) with their default
+  /// parameters; bound_for() gives it for other parameters. 0 for exact variants, which are
+  /// judged by the oracle's float32 tolerance (compute/oracle.h).
   double error_bound;
   Reproducibility reproducibility;
   ModelSet models;  ///< the pair models it computes
@@ -92,12 +101,20 @@ struct KernelVariant {
   /// Takes part in the benchmark's atom, grid and speedup sweeps (scatter does not: its
   /// atomics are slow by design and would dominate the sweeps' time).
   bool in_size_sweeps;
-  CpuRun cpu_run;             ///< CPU rows: the kernel
-  cuda::DeviceKernel device;  ///< CUDA rows: the launch function and layout
+  CpuRun cpu_run;                  ///< CPU rows: the kernel
+  cuda::DeviceKernel device;       ///< CUDA rows: the launch function and layout
+  MethodRun method_run = nullptr;  ///< rows with their own pipeline (either backend); null otherwise
+  BoundFn bound = nullptr;         ///< approximate rows
 
   bool supports(PairModel model) const { return models.contains(model); }
-  bool takes_launch_shape() const { return backend == Backend::Cuda; }
-  bool takes_coarsening() const { return backend == Backend::Cuda && device.layout.coarsens; }
+  bool approximate() const { return accuracy == Accuracy::Approximate; }
+  /// True for the rows the per-plane CUDA driver runs (cuda::compute_potential and _multi,
+  /// RunOptions::devices, shape and slab options): the CUDA rows without a pipeline of their own.
+  bool uses_plane_driver() const { return backend == Backend::Cuda && method_run == nullptr; }
+  /// The bound a run with `method` declares: 0 for exact rows.
+  double bound_for(const MethodParameters& method) const { return approximate() && bound ? bound(method) : 0.0; }
+  bool takes_launch_shape() const { return uses_plane_driver(); }
+  bool takes_coarsening() const { return uses_plane_driver() && device.layout.coarsens; }
   bool deterministic() const { return reproducibility != Reproducibility::Varies; }
 
   /// Fills problem.potential (every point written). Throws UsageError for a model the variant
@@ -110,6 +127,9 @@ std::span<const KernelVariant> kernel_variants();
 const KernelVariant& find_kernel(std::string_view name);
 /// The backend's default variant (role Default).
 const KernelVariant& default_kernel(Backend backend);
+/// The backend's approximate variant for `model` (the one `--accuracy` chooses); UsageError
+/// when the backend has none that computes the model.
+const KernelVariant& approximate_kernel(Backend backend, PairModel model);
 /// The variant every other is verified against (role Reference).
 const KernelVariant& reference_kernel();
 /// The reference's values computed fast: a parallel CPU variant whose maps are bit for bit the

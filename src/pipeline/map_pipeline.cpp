@@ -20,6 +20,8 @@ BackendChoice parse_backend(const std::string& text) {
 KernelSelection select_kernel(const ComputeOptions& options, PairModel model) {
   std::string reason;
   const bool have_cuda = cuda_available(&reason);
+  const MethodParameters& method = options.run.method;
+  const bool approximate_asked = method.accuracy != 0 || !method.msm.empty();
   KernelSelection out;
   if (!options.kernel.empty()) {
     const KernelVariant& k = find_kernel(options.kernel);
@@ -30,9 +32,20 @@ KernelSelection select_kernel(const ComputeOptions& options, PairModel model) {
     if (!k.supports(model))
       throw UsageError("kernel " + std::string(k.name) + " does not compute the " + model_name(model) +
                        " model; use one of: " + variants_supporting(model));
+    if (approximate_asked && !k.approximate())
+      throw UsageError("--accuracy and --msm-* choose an approximate method, but kernel " + std::string(k.name) +
+                       " computes the exact sum; leave them out, or name an approximate kernel");
     if (k.backend == Backend::Cuda && !have_cuda)
       throw Error("kernel " + std::string(k.name) + " needs a CUDA device: " + reason);
     out = {&k, "chosen with --kernel"};
+  } else if (approximate_asked) {
+    // Asked for by name of the method's parameters, never by --backend auto alone.
+    if (options.backend == BackendChoice::Cuda && !have_cuda) throw Error("--backend cuda: " + reason);
+    const bool on_gpu = options.backend == BackendChoice::Cuda || (options.backend == BackendChoice::Auto && have_cuda);
+    out = {&approximate_kernel(on_gpu ? Backend::Cuda : Backend::Cpu, model),
+           std::string(method.accuracy != 0 ? "--accuracy" : "--msm-* parameters") + ": approximate method, " +
+               (options.backend == BackendChoice::Auto ? (have_cuda ? "CUDA device found" : "no GPU (" + reason + ")")
+                                                       : "backend " + std::string(on_gpu ? "cuda" : "cpu"))};
   } else if (options.backend == BackendChoice::Cuda) {
     if (!have_cuda) throw Error("--backend cuda: " + reason);
     out = {&default_kernel(Backend::Cuda), "backend cuda"};
@@ -48,6 +61,9 @@ KernelSelection select_kernel(const ComputeOptions& options, PairModel model) {
                      model_name(model) + " model; choose one with --kernel: " + variants_supporting(model));
   if (!options.run.devices.empty() && out.kernel->backend != Backend::Cuda)
     throw UsageError("--devices applies to the CUDA kernels; " + std::string(out.kernel->name) + " runs on the CPU");
+  if (options.run.devices.size() > 1 && out.kernel->backend == Backend::Cuda && !out.kernel->uses_plane_driver())
+    throw UsageError(std::string(out.kernel->name) + " runs on one GPU; give --device N instead of --devices");
+  if (out.kernel->approximate()) out.error_bound = out.kernel->bound_for(method);  // checks the parameters
   return out;
 }
 
@@ -85,6 +101,8 @@ MapResult compute_map(const Atoms& atoms, const MapRequest& request, const Kerne
   result.timing.transfer_seconds = std::max(0.0, t.wall_seconds - t.kernel_seconds);
   result.timing.device = t.device;
   result.timing.parts = t.parts;
+  result.timing.phases = t.phases;
+  result.timing.method = t.method;
   return result;
 }
 

@@ -33,13 +33,17 @@ struct ComputeOptions {
 
 struct KernelSelection {
   const KernelVariant* kernel = nullptr;
-  std::string why;  ///< how it was chosen, for the summary: "backend auto: CUDA device found"
+  std::string why;         ///< how it was chosen, for the summary: "backend auto: CUDA device found"
+  double error_bound = 0;  ///< approximate kernels: the relative RMS error this run declares; 0: exact
 };
 
-/// The kernel that runs: the named one (checked against the backend and the model), or the
-/// backend's default. Auto takes CUDA when a usable GPU is present and never switches an
-/// exact request to an approximate method. Throws UsageError for an impossible request and
-/// Error when the chosen kernel cannot run here (no GPU), naming why.
+/// The kernel that runs: the named one (checked against the backend and the model), the
+/// backend's approximate kernel when an accuracy or method parameters are given
+/// (run.method), or the backend's default. Auto takes CUDA when a usable GPU is present and
+/// never switches an exact request to an approximate method: only --kernel NAME or
+/// run.method asks for one. Throws UsageError for an impossible request (method parameters
+/// with an exact kernel, parameters the method cannot use) and Error when the chosen kernel
+/// cannot run here (no GPU), naming why.
 KernelSelection select_kernel(const ComputeOptions& options, PairModel model);
 
 /// Where the time of one map went, seconds. Stages that did not run stay 0.
@@ -51,6 +55,8 @@ struct TimingReport {
   double write_seconds = 0;         ///< every output file, formatting included
   std::string device;               ///< where the kernel ran
   std::vector<WorkerTiming> parts;  ///< CUDA: one per device worker
+  std::vector<PhaseTiming> phases;  ///< methods that run in phases (MSM): each phase's time
+  std::string method;               ///< approximate kernels: the method, its parameters and bound
   double total_seconds() const {
     return read_seconds + prepare_seconds + kernel_seconds + transfer_seconds + write_seconds;
   }

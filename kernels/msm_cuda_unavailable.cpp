@@ -1,0 +1,18 @@
+// Stand-in for kernels/msm.cu in a build without CUDA: cuda-msm stays in the registry (so
+// `espgrid kernels` lists it) but reports why it cannot run.
+#include "kernels/msm_cuda.h"
+#include "src/core/errors.h"
+
+namespace espgrid::cuda {
+
+namespace {
+constexpr const char* kReason = "this espgrid was built without CUDA (no nvcc found, or ESPGRID_CUDA=OFF)";
+}
+
+ComputeTiming compute_msm(const DcsProblem&, const msm::Plan&, const MsmRunOptions&) { throw Error(kReason); }
+
+msm::LevelGrids<float> msm_level_grids(const DcsProblem&, const msm::Plan&, int) { throw Error(kReason); }
+
+void msm_map_parts(const DcsProblem&, const msm::Plan&, int, float*, float*) { throw Error(kReason); }
+
+}  // namespace espgrid::cuda

@@ -1,0 +1,477 @@
+// The CPU MSM phases (see msm_cpu.h). Every sum runs in an order fixed by the atoms and the
+// lattice (never by the threads or by which planes are asked for), so the map is the same on
+// every run and a slab of planes equals the same planes of the whole map bit for bit:
+// restriction and the level sums read only the "charged" boxes, which depend on the atoms alone.
+#include "src/compute/msm_cpu.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "src/compute/msm_math.h"
+#include "src/core/errors.h"
+#include "src/core/stopwatch.h"
+
+namespace espgrid::msm {
+namespace {
+
+constexpr int kMaxTaps = 6;  // 2·support_width for the quintic
+
+int team_size(int threads) { return threads > 0 ? threads : omp_get_max_threads(); }
+
+std::int64_t floor_div2(std::int64_t v) { return v >= 0 ? v / 2 : -((-v + 1) / 2); }
+std::int64_t ceil_div2(std::int64_t v) { return -floor_div2(-v); }
+
+std::vector<double> restriction_weights(int order) {
+  const int rw = restriction_width(order);
+  std::vector<double> w(static_cast<std::size_t>(2 * rw + 1));
+  for (int j = -rw; j <= rw; ++j) w[static_cast<std::size_t>(j + rw)] = restriction_weight(j, order);
+  return w;
+}
+
+void anterpolate(const DcsProblem& p, const Plan& plan, std::vector<double>& q1) {
+  const GridBox& box = plan.levels[0].grid;
+  q1.assign(box.points(), 0.0);
+  const double h = plan.params.spacing;
+  const int taps = 2 * plan.support;
+  for (std::size_t a = 0; a < p.atom_count; ++a) {
+    const double c[3] = {p.x[a], p.y[a], p.z[a]};
+    double w[3][kMaxTaps];
+    std::int64_t first[3];
+    for (int d = 0; d < 3; ++d) {
+      const std::int64_t m = lattice_floor(c[d], h);
+      first[d] = m - (plan.support - 1);
+      point_weights(c[d] / h - static_cast<double>(m), plan.order, w[d]);
+    }
+    const double q = p.q[a];
+    for (int kz = 0; kz < taps; ++kz)
+      for (int ky = 0; ky < taps; ++ky) {
+        const double qzy = q * w[2][kz] * w[1][ky];
+        double* row = &q1[box.index(first[0], first[1] + ky, first[2] + kz)];
+        for (int kx = 0; kx < taps; ++kx) row[kx] += qzy * w[0][kx];
+      }
+  }
+}
+
+/// q_{l+1} on coarse.grid from q_l on fine.grid, reading only fine.charged and writing only
+/// coarse.charged (the rest stays zero), one axis at a time.
+void restrict_level(const Level& fine, const std::vector<double>& qf, const Level& coarse, int order,
+                    std::vector<double>& qc) {
+  const int rw = restriction_width(order);
+  const std::vector<double> w = restriction_weights(order);
+  const GridBox& fc = fine.charged;
+  const GridBox& cc = coarse.charged;
+  // x: T1 over (coarse x) × (fine y) × (fine z), all charged.
+  std::vector<double> t1(static_cast<std::size_t>(cc.n[0] * fc.n[1] * fc.n[2]), 0.0);
+  for (std::int64_t z = 0; z < fc.n[2]; ++z)
+    for (std::int64_t y = 0; y < fc.n[1]; ++y)
+      for (std::int64_t n = 0; n < cc.n[0]; ++n) {
+        double sum = 0;
+        for (int j = -rw; j <= rw; ++j) {
+          const std::int64_t x = 2 * (cc.lo[0] + n) + j;
+          if (x < fc.lo[0] || x >= fc.lo[0] + fc.n[0] || w[static_cast<std::size_t>(j + rw)] == 0) continue;
+          sum += w[static_cast<std::size_t>(j + rw)] * qf[fine.grid.index(x, fc.lo[1] + y, fc.lo[2] + z)];
+        }
+        t1[static_cast<std::size_t>(n + cc.n[0] * (y + fc.n[1] * z))] = sum;
+      }
+  // y: T2 over (coarse x) × (coarse y) × (fine z).
+  std::vector<double> t2(static_cast<std::size_t>(cc.n[0] * cc.n[1] * fc.n[2]), 0.0);
+  for (std::int64_t z = 0; z < fc.n[2]; ++z)
+    for (std::int64_t n = 0; n < cc.n[1]; ++n)
+      for (std::int64_t x = 0; x < cc.n[0]; ++x) {
+        double sum = 0;
+        for (int j = -rw; j <= rw; ++j) {
+          const std::int64_t y = 2 * (cc.lo[1] + n) + j;
+          if (y < fc.lo[1] || y >= fc.lo[1] + fc.n[1] || w[static_cast<std::size_t>(j + rw)] == 0) continue;
+          sum += w[static_cast<std::size_t>(j + rw)] *
+                 t1[static_cast<std::size_t>(x + cc.n[0] * ((y - fc.lo[1]) + fc.n[1] * z))];
+        }
+        t2[static_cast<std::size_t>(x + cc.n[0] * (n + cc.n[1] * z))] = sum;
+      }
+  // z: into the coarse grid.
+  qc.assign(coarse.grid.points(), 0.0);
+  for (std::int64_t n = 0; n < cc.n[2]; ++n)
+    for (std::int64_t y = 0; y < cc.n[1]; ++y)
+      for (std::int64_t x = 0; x < cc.n[0]; ++x) {
+        double sum = 0;
+        for (int j = -rw; j <= rw; ++j) {
+          const std::int64_t z = 2 * (cc.lo[2] + n) + j;
+          if (z < fc.lo[2] || z >= fc.lo[2] + fc.n[2] || w[static_cast<std::size_t>(j + rw)] == 0) continue;
+          sum += w[static_cast<std::size_t>(j + rw)] *
+                 t2[static_cast<std::size_t>(x + cc.n[0] * (y + cc.n[1] * (z - fc.lo[2])))];
+        }
+        qc[coarse.grid.index(cc.lo[0] + x, cc.lo[1] + y, cc.lo[2] + n)] = sum;
+      }
+}
+
+/// e_l's own part on a non-top level: Σ_j 2^-(l-1) K_1(j) q_l(m + j) over the stencil,
+/// clipped to the charged box.
+void cutoff_sum(const Plan& plan, int l, const std::vector<double>& q, std::vector<double>& out, int team) {
+  const Level& level = plan.levels[static_cast<std::size_t>(l)];
+  const GridBox& g = level.grid;
+  const GridBox& c = level.charged;
+  const int r = plan.stencil_radius;
+  const double scale = std::ldexp(1.0, -l);
+  out.assign(g.points(), 0.0);
+  const std::int64_t rows = g.n[1] * g.n[2];
+#pragma omp parallel for num_threads(team) schedule(dynamic, 4)
+  for (std::int64_t row = 0; row < rows; ++row) {
+    const std::int64_t my = g.lo[1] + row % g.n[1];
+    const std::int64_t mz = g.lo[2] + row / g.n[1];
+    for (std::int64_t mx = g.lo[0]; mx < g.lo[0] + g.n[0]; ++mx) {
+      double sum = 0;
+      const std::int64_t jz0 = std::max<std::int64_t>(-r, c.lo[2] - mz),
+                         jz1 = std::min<std::int64_t>(r, c.lo[2] + c.n[2] - 1 - mz);
+      const std::int64_t jy0 = std::max<std::int64_t>(-r, c.lo[1] - my),
+                         jy1 = std::min<std::int64_t>(r, c.lo[1] + c.n[1] - 1 - my);
+      for (std::int64_t jz = jz0; jz <= jz1; ++jz)
+        for (std::int64_t jy = jy0; jy <= jy1; ++jy) {
+          const int extent = plan.row_extent(static_cast<int>(jy), static_cast<int>(jz));
+          const std::int64_t jx0 = std::max<std::int64_t>(-extent, c.lo[0] - mx);
+          const std::int64_t jx1 = std::min<std::int64_t>(extent, c.lo[0] + c.n[0] - 1 - mx);
+          if (jx0 > jx1) continue;
+          const double* k =
+              &plan.stencil[static_cast<std::size_t>((jx0 + r) + (2 * r + 1) * ((jy + r) + (2 * r + 1) * (jz + r)))];
+          const double* qs = &q[g.index(mx + jx0, my + jy, mz + jz)];
+          for (std::int64_t j = 0; j <= jx1 - jx0; ++j) sum += k[j] * qs[j];
+        }
+      out[g.index(mx, my, mz)] = sum * scale;
+    }
+  }
+}
+
+/// The top level: all pairs of g_{a_L}, from every grid point to every charged point.
+void top_sum(const Plan& plan, const std::vector<double>& q, std::vector<double>& out, int team) {
+  const int l = plan.level_count() - 1;
+  const Level& level = plan.levels[static_cast<std::size_t>(l)];
+  const GridBox& g = level.grid;
+  const GridBox& c = level.charged;
+  const double a_top = std::ldexp(plan.params.cutoff, l);
+  // g_{a_L} depends on the squared distance in lattice units only: one table over it.
+  std::int64_t span2 = 0;
+  for (int d = 0; d < 3; ++d) {
+    const std::int64_t span =
+        std::max(std::abs(g.lo[d] + g.n[d] - 1 - c.lo[d]), std::abs(c.lo[d] + c.n[d] - 1 - g.lo[d]));
+    span2 += span * span;
+  }
+  std::vector<double> kernel(static_cast<std::size_t>(span2 + 1));
+  for (std::int64_t d2 = 0; d2 <= span2; ++d2)
+    kernel[static_cast<std::size_t>(d2)] =
+        smoothed_coulomb(level.spacing * level.spacing * static_cast<double>(d2), a_top, plan.order);
+  out.assign(g.points(), 0.0);
+  const std::int64_t rows = g.n[1] * g.n[2];
+#pragma omp parallel for num_threads(team) schedule(dynamic, 4)
+  for (std::int64_t row = 0; row < rows; ++row) {
+    const std::int64_t my = g.lo[1] + row % g.n[1];
+    const std::int64_t mz = g.lo[2] + row / g.n[1];
+    for (std::int64_t mx = g.lo[0]; mx < g.lo[0] + g.n[0]; ++mx) {
+      double sum = 0;
+      for (std::int64_t nz = c.lo[2]; nz < c.lo[2] + c.n[2]; ++nz)
+        for (std::int64_t ny = c.lo[1]; ny < c.lo[1] + c.n[1]; ++ny) {
+          const std::int64_t dyz2 = (my - ny) * (my - ny) + (mz - nz) * (mz - nz);
+          const double* qs = &q[g.index(c.lo[0], ny, nz)];
+          for (std::int64_t nx = 0; nx < c.n[0]; ++nx) {
+            const std::int64_t dx = mx - (c.lo[0] + nx);
+            sum += kernel[static_cast<std::size_t>(dx * dx + dyz2)] * qs[nx];
+          }
+        }
+      out[g.index(mx, my, mz)] = sum;
+    }
+  }
+}
+
+/// e_l += prolongation of e_{l+1} (the transpose of restriction), one axis at a time.
+void prolong_level(const Level& coarse, const std::vector<double>& ec, const Level& fine, int order,
+                   std::vector<double>& ef) {
+  const int rw = restriction_width(order);
+  const std::vector<double> w = restriction_weights(order);
+  const GridBox& c = coarse.grid;
+  const GridBox& f = fine.grid;
+  const auto taps = [&](std::int64_t m, auto&& body) {  // coarse n touching fine m, ascending
+    for (std::int64_t n = ceil_div2(m - rw); n <= floor_div2(m + rw); ++n) {
+      const double weight = w[static_cast<std::size_t>(m - 2 * n + rw)];
+      if (weight != 0) body(n, weight);
+    }
+  };
+  // z: U over (coarse x) × (coarse y) × (fine z).
+  std::vector<double> u(static_cast<std::size_t>(c.n[0] * c.n[1] * f.n[2]));
+  for (std::int64_t z = 0; z < f.n[2]; ++z)
+    for (std::int64_t y = 0; y < c.n[1]; ++y)
+      for (std::int64_t x = 0; x < c.n[0]; ++x) {
+        double sum = 0;
+        taps(f.lo[2] + z,
+             [&](std::int64_t n, double weight) { sum += weight * ec[c.index(c.lo[0] + x, c.lo[1] + y, n)]; });
+        u[static_cast<std::size_t>(x + c.n[0] * (y + c.n[1] * z))] = sum;
+      }
+  // y: V over (coarse x) × (fine y) × (fine z).
+  std::vector<double> v(static_cast<std::size_t>(c.n[0] * f.n[1] * f.n[2]));
+  for (std::int64_t z = 0; z < f.n[2]; ++z)
+    for (std::int64_t y = 0; y < f.n[1]; ++y)
+      for (std::int64_t x = 0; x < c.n[0]; ++x) {
+        double sum = 0;
+        taps(f.lo[1] + y, [&](std::int64_t n, double weight) {
+          sum += weight * u[static_cast<std::size_t>(x + c.n[0] * ((n - c.lo[1]) + c.n[1] * z))];
+        });
+        v[static_cast<std::size_t>(x + c.n[0] * (y + f.n[1] * z))] = sum;
+      }
+  // x: added into the fine grid.
+  for (std::int64_t z = 0; z < f.n[2]; ++z)
+    for (std::int64_t y = 0; y < f.n[1]; ++y)
+      for (std::int64_t x = 0; x < f.n[0]; ++x) {
+        double sum = 0;
+        taps(f.lo[0] + x, [&](std::int64_t n, double weight) {
+          sum += weight * v[static_cast<std::size_t>((n - c.lo[0]) + c.n[0] * (y + f.n[1] * z))];
+        });
+        ef[f.index(f.lo[0] + x, f.lo[1] + y, f.lo[2] + z)] += sum;
+      }
+}
+
+/// Distance from coordinate v to the cell [c·size, (c+1)·size), Å.
+inline double distance_to_cell(double v, std::int64_t c, double size) {
+  const double lo = static_cast<double>(c) * size, hi = lo + size;
+  return v < lo ? lo - v : (v > hi ? v - hi : 0.0);
+}
+
+/// The short range at one point: rows of cells along x within the cutoff, nearest first
+/// never assumed; each row's atoms are contiguous in the sorted order.
+double short_range_at(const DcsProblem& p, const Plan& plan, const BinnedAtoms& atoms, double x, double y, double z) {
+  const double a = plan.params.cutoff, a2 = a * a, inv_a = 1.0 / a, inv_a2 = inv_a * inv_a;
+  const double size = plan.cell;
+  const double soft2 = p.softening2;
+  const GridBox& cells = plan.cells;
+  const std::int64_t cz0 = std::max(cells.lo[2], lattice_floor(z - a, size));
+  const std::int64_t cz1 = std::min(cells.lo[2] + cells.n[2] - 1, lattice_floor(z + a, size));
+  const std::int64_t cy0 = std::max(cells.lo[1], lattice_floor(y - a, size));
+  const std::int64_t cy1 = std::min(cells.lo[1] + cells.n[1] - 1, lattice_floor(y + a, size));
+  double sum = 0;
+  for (std::int64_t cz = cz0; cz <= cz1; ++cz) {
+    const double dz_min = distance_to_cell(z, cz, size);
+    for (std::int64_t cy = cy0; cy <= cy1; ++cy) {
+      const double dy_min = distance_to_cell(y, cy, size);
+      const double room = a2 - dz_min * dz_min - dy_min * dy_min;
+      if (room <= 0) continue;
+      const double half = std::sqrt(room);
+      const std::int64_t cx0 = std::max(cells.lo[0], lattice_floor(x - half, size));
+      const std::int64_t cx1 = std::min(cells.lo[0] + cells.n[0] - 1, lattice_floor(x + half, size));
+      if (cx0 > cx1) continue;
+      const std::size_t begin = atoms.cell_start[cells.index(cx0, cy, cz)];
+      const std::size_t end = atoms.cell_start[cells.index(cx1, cy, cz) + 1];
+      const double* ax = atoms.x.data();
+      const double* ay = atoms.y.data();
+      const double* az = atoms.z.data();
+      const double* aq = atoms.q.data();
+#pragma omp simd reduction(+ : sum)
+      for (std::size_t t = begin; t < end; ++t) {
+        const double dx = x - ax[t], dy = y - ay[t], dz = z - az[t];
+        const double r2 = dx * dx + dy * dy + dz * dz;
+        const double term = aq[t] * (1.0 / std::sqrt(r2 + soft2) - gamma_inside(r2 * inv_a2, plan.order) * inv_a);
+        sum += r2 < a2 ? term : 0.0;
+      }
+    }
+  }
+  return sum;
+}
+
+/// Planes [k0, k0 + count) of the map, in one parallel region: the long range (e_1 contracted
+/// along z into one level-1 plane per map plane, then along y per row, then along x per point)
+/// into `long_out` and the short range into `short_out` (count·nx·ny doubles each). The wall
+/// time of each half is added to the two counters.
+void map_chunk(const DcsProblem& p, const Plan& plan, const std::vector<double>& e1, const BinnedAtoms& atoms,
+               const AxisWeights& wx, const AxisWeights& wy, std::int64_t k0, std::int64_t count, double* long_out,
+               double* short_out, int team, double& interpolation_seconds, double& short_seconds) {
+  const GridBox& g = plan.levels[0].grid;
+  const AxisWeights wz = axis_weights(plan, count, p.z_offset + k0, p.hz);
+  const std::size_t level_plane = static_cast<std::size_t>(g.n[0] * g.n[1]);
+  const std::size_t map_plane = p.plane_points();
+  std::vector<double> contracted(level_plane * static_cast<std::size_t>(count));
+  Stopwatch clock;
+#pragma omp parallel num_threads(team)
+  {
+#pragma omp for schedule(static)
+    for (std::int64_t r = 0; r < count * g.n[1]; ++r) {
+      const std::int64_t c = r / g.n[1], y = r % g.n[1];
+      const double* w = &wz.w[static_cast<std::size_t>(c) * wz.taps];
+      for (std::int64_t x = 0; x < g.n[0]; ++x) {
+        double sum = 0;
+        for (int t = 0; t < wz.taps; ++t)
+          sum += w[t] * e1[g.index(g.lo[0] + x, g.lo[1] + y, wz.first[static_cast<std::size_t>(c)] + t)];
+        contracted[level_plane * static_cast<std::size_t>(c) + static_cast<std::size_t>(x + g.n[0] * y)] = sum;
+      }
+    }
+    std::vector<double> row(static_cast<std::size_t>(g.n[0]));
+#pragma omp for schedule(static)
+    for (std::int64_t r = 0; r < count * p.ny; ++r) {
+      const std::int64_t c = r / p.ny, j = r % p.ny;
+      const double* plane = &contracted[level_plane * static_cast<std::size_t>(c)];
+      const std::int64_t y0 = wy.first[static_cast<std::size_t>(j)] - g.lo[1];
+      const double* w = &wy.w[static_cast<std::size_t>(j) * wy.taps];
+      for (std::int64_t x = 0; x < g.n[0]; ++x) {
+        double sum = 0;
+        for (int b = 0; b < wy.taps; ++b) sum += w[b] * plane[static_cast<std::size_t>(x + g.n[0] * (y0 + b))];
+        row[static_cast<std::size_t>(x)] = sum;
+      }
+      double* out = long_out + map_plane * static_cast<std::size_t>(c) + static_cast<std::size_t>(p.nx * j);
+      for (std::int64_t i = 0; i < p.nx; ++i) {
+        const std::int64_t x0 = wx.first[static_cast<std::size_t>(i)] - g.lo[0];
+        const double* wi = &wx.w[static_cast<std::size_t>(i) * wx.taps];
+        double sum = 0;
+        for (int a = 0; a < wx.taps; ++a) sum += wi[a] * row[static_cast<std::size_t>(x0 + a)];
+        out[i] = sum;
+      }
+    }
+#pragma omp single
+    {
+      interpolation_seconds += clock.seconds();
+      clock.restart();
+    }
+#pragma omp for schedule(dynamic, 1)
+    for (std::int64_t r = 0; r < count * p.ny; ++r) {
+      const std::int64_t c = r / p.ny, j = r % p.ny;
+      const double z = static_cast<double>(p.z_offset + k0 + c) * static_cast<double>(p.hz);
+      const double y = static_cast<double>(j) * static_cast<double>(p.hy);
+      double* out = short_out + map_plane * static_cast<std::size_t>(c) + static_cast<std::size_t>(p.nx * j);
+      for (std::int64_t i = 0; i < p.nx; ++i)
+        out[i] = short_range_at(p, plan, atoms, static_cast<double>(i) * static_cast<double>(p.hx), y, z);
+    }
+  }
+  short_seconds += clock.seconds();
+}
+
+/// Planes per parallel region: few enough barriers, a small contracted-plane buffer.
+constexpr std::int64_t kChunkPlanes = 8;
+
+void add_phase(std::vector<PhaseTiming>* phases, const char* name, double seconds) {
+  if (!phases) return;
+  for (PhaseTiming& t : *phases)
+    if (t.name == name) {
+      t.seconds += seconds;
+      return;
+    }
+  phases->push_back({name, seconds});
+}
+
+}  // namespace
+
+BinnedAtoms bin_atoms(const DcsProblem& p, const Plan& plan) {
+  BinnedAtoms out;
+  const GridBox& cells = plan.cells;
+  out.cell_start.assign(cells.points() + 1, 0);
+  if (p.atom_count == 0 || plan.levels.empty()) return out;
+  std::vector<std::size_t> cell_of(p.atom_count);
+  for (std::size_t a = 0; a < p.atom_count; ++a) {
+    const std::int64_t c[3] = {lattice_floor(p.x[a], plan.cell), lattice_floor(p.y[a], plan.cell),
+                               lattice_floor(p.z[a], plan.cell)};
+    if (!cells.contains(c[0], c[1], c[2])) throw Error("internal error: MSM atom outside the plan's cells");
+    cell_of[a] = cells.index(c[0], c[1], c[2]);
+    ++out.cell_start[cell_of[a] + 1];
+  }
+  for (std::size_t c = 0; c < cells.points(); ++c) out.cell_start[c + 1] += out.cell_start[c];
+  std::vector<std::size_t> next(out.cell_start.begin(), out.cell_start.end() - 1);
+  out.x.resize(p.atom_count);
+  out.y.resize(p.atom_count);
+  out.z.resize(p.atom_count);
+  out.q.resize(p.atom_count);
+  for (std::size_t a = 0; a < p.atom_count; ++a) {  // stable: file order within a cell
+    const std::size_t t = next[cell_of[a]]++;
+    out.x[t] = p.x[a];
+    out.y[t] = p.y[a];
+    out.z[t] = p.z[a];
+    out.q[t] = p.q[a];
+  }
+  return out;
+}
+
+LevelGrids<double> cpu_level_grids(const DcsProblem& p, const Plan& plan, int threads,
+                                   std::vector<PhaseTiming>* phases) {
+  LevelGrids<double> g;
+  const int levels = plan.level_count();
+  if (levels == 0) return g;
+  const int team = team_size(threads);
+  g.charge.resize(static_cast<std::size_t>(levels));
+  g.direct.resize(static_cast<std::size_t>(levels));
+  g.potential.resize(static_cast<std::size_t>(levels));
+  Stopwatch clock;
+  anterpolate(p, plan, g.charge[0]);
+  add_phase(phases, "anterpolation", clock.seconds());
+  clock.restart();
+  for (int l = 0; l + 1 < levels; ++l)
+    restrict_level(plan.levels[static_cast<std::size_t>(l)], g.charge[static_cast<std::size_t>(l)],
+                   plan.levels[static_cast<std::size_t>(l + 1)], plan.order, g.charge[static_cast<std::size_t>(l + 1)]);
+  add_phase(phases, "restriction", clock.seconds());
+  clock.restart();
+  for (int l = 0; l + 1 < levels; ++l)
+    cutoff_sum(plan, l, g.charge[static_cast<std::size_t>(l)], g.direct[static_cast<std::size_t>(l)], team);
+  add_phase(phases, "cutoff", clock.seconds());
+  clock.restart();
+  top_sum(plan, g.charge.back(), g.direct.back(), team);
+  add_phase(phases, "top", clock.seconds());
+  clock.restart();
+  g.potential.back() = g.direct.back();
+  for (int l = levels - 2; l >= 0; --l) {
+    g.potential[static_cast<std::size_t>(l)] = g.direct[static_cast<std::size_t>(l)];
+    prolong_level(plan.levels[static_cast<std::size_t>(l + 1)], g.potential[static_cast<std::size_t>(l + 1)],
+                  plan.levels[static_cast<std::size_t>(l)], plan.order, g.potential[static_cast<std::size_t>(l)]);
+  }
+  add_phase(phases, "prolongation", clock.seconds());
+  return g;
+}
+
+void cpu_map_parts(const DcsProblem& p, const Plan& plan, const LevelGrids<double>& grids, const BinnedAtoms& atoms,
+                   double* long_range, double* short_range, int threads) {
+  const std::size_t plane = p.plane_points();
+  if (plan.levels.empty()) {
+    std::fill(long_range, long_range + p.point_count(), 0.0);
+    std::fill(short_range, short_range + p.point_count(), 0.0);
+    return;
+  }
+  const AxisWeights wx = axis_weights(plan, p.nx, 0, p.hx);
+  const AxisWeights wy = axis_weights(plan, p.ny, 0, p.hy);
+  double unused_a = 0, unused_b = 0;
+  for (std::int64_t k = 0; k < p.nz; k += kChunkPlanes) {
+    const std::int64_t count = std::min(kChunkPlanes, p.nz - k);
+    map_chunk(p, plan, grids.potential[0], atoms, wx, wy, k, count, long_range + plane * static_cast<std::size_t>(k),
+              short_range + plane * static_cast<std::size_t>(k), team_size(threads), unused_a, unused_b);
+  }
+}
+
+ComputeTiming cpu_compute(const DcsProblem& p, const Plan& plan, int threads, const ProgressFn& progress,
+                          const PlanesDoneFn& planes_done) {
+  const Stopwatch wall;
+  ComputeTiming timing;
+  const std::size_t plane = p.plane_points();
+  if (plan.levels.empty()) {  // no atoms: the map is zero
+    std::fill(p.potential, p.potential + p.point_count(), 0.0f);
+    if (planes_done && p.nz > 0) planes_done(0, p.nz);
+    if (progress && p.nz > 0) progress(static_cast<std::size_t>(p.nz), static_cast<std::size_t>(p.nz));
+    timing.kernel_seconds = timing.wall_seconds = wall.seconds();
+    return timing;
+  }
+  const int team = team_size(threads);
+  Stopwatch clock;
+  const BinnedAtoms atoms = bin_atoms(p, plan);
+  timing.phases.push_back({"binning", clock.seconds()});
+  const LevelGrids<double> grids = cpu_level_grids(p, plan, team, &timing.phases);
+  const AxisWeights wx = axis_weights(plan, p.nx, 0, p.hx);
+  const AxisWeights wy = axis_weights(plan, p.ny, 0, p.hy);
+  std::vector<double> long_range(plane * static_cast<std::size_t>(std::min(kChunkPlanes, p.nz)));
+  std::vector<double> short_range(long_range.size());
+  double interpolation = 0, short_seconds = 0;
+  for (std::int64_t k = 0; k < p.nz; k += kChunkPlanes) {
+    const std::int64_t count = std::min(kChunkPlanes, p.nz - k);
+    map_chunk(p, plan, grids.potential[0], atoms, wx, wy, k, count, long_range.data(), short_range.data(), team,
+              interpolation, short_seconds);
+    float* out = p.potential + plane * static_cast<std::size_t>(k);
+    for (std::size_t n = 0; n < plane * static_cast<std::size_t>(count); ++n)
+      out[n] = static_cast<float>(long_range[n] + short_range[n]);
+    if (planes_done) planes_done(k, count);
+    if (progress) progress(static_cast<std::size_t>(k + count), static_cast<std::size_t>(p.nz));
+  }
+  timing.phases.push_back({"interpolation", interpolation});
+  timing.phases.push_back({"short_range", short_seconds});
+  timing.kernel_seconds = timing.wall_seconds = wall.seconds();
+  return timing;
+}
+
+}  // namespace espgrid::msm

@@ -1,0 +1,83 @@
+// The formulas of multilevel summation (MSM) that the CPU phases (double) and the CUDA phases
+// (float) share: the softening γ of the kernel splitting and the nodal interpolants φ with
+// their restriction weights. C++17 and header-only: nvcc compiles it into the device code.
+//
+// Splitting (Hardy, Stone, Schulten 2009; Hardy et al. 2015), with a_l = 2^(l-1)·a:
+//   1/r = [1/r − g_a(r)] + Σ_{l<L} [g_{a_l}(r) − g_{a_{l+1}}(r)] + g_{a_L}(r),   g_s(r) = γ(r/s)/s,
+// where γ(ρ) = 1/ρ for ρ ≥ 1 and, for ρ < 1, the Taylor expansion of (1 + (ρ² − 1))^(−1/2) about
+// ρ² = 1 to k terms (C^k at ρ = 1). The first bracket is the short range (zero beyond a),
+// the middle ones live on grids of spacing h·2^(l-1) (zero beyond 2·a_l), the last on the top grid.
+// A degree-p interpolant pairs with k = (p + 1)/2: cubic with Taylor-2, quintic with Taylor-3.
+#pragma once
+
+#include <cmath>
+
+#if defined(__CUDACC__)
+#define ESPGRID_MSM_HOSTDEVICE __host__ __device__ __forceinline__
+#else
+#define ESPGRID_MSM_HOSTDEVICE inline
+#endif
+
+namespace espgrid::msm {
+
+/// Half-width of the interpolant's support in grid spacings: φ(t) = 0 for |t| ≥ it. A point
+/// x with m = floor(x/h) touches lattice points m − (width − 1) ... m + width.
+ESPGRID_MSM_HOSTDEVICE constexpr int support_width(int order) { return (order + 1) / 2; }
+/// Taylor terms of γ that pair with a degree-`order` interpolant (C^k smoothness).
+ESPGRID_MSM_HOSTDEVICE constexpr int taylor_terms(int order) { return (order + 1) / 2; }
+/// Half-width of the 1-D restriction stencil (in fine-grid points): 2·width − 1.
+ESPGRID_MSM_HOSTDEVICE constexpr int restriction_width(int order) { return 2 * support_width(order) - 1; }
+
+/// γ(ρ) for ρ² < 1: Σ_{n≤k} C(−1/2, n)(ρ² − 1)^n, k = taylor_terms(order). Taylor-2 is
+/// 15/8 − 5/4·ρ² + 3/8·ρ⁴; Taylor-3 adds −5/16·(ρ² − 1)³.
+template <class Real>
+ESPGRID_MSM_HOSTDEVICE Real gamma_inside(Real rho2, int order) {
+  const Real s = rho2 - Real(1);
+  // Horner in s: 1 − s/2 + 3/8 s² (− 5/16 s³)
+  if (order >= 5) return Real(1) + s * (Real(-0.5) + s * (Real(0.375) + s * Real(-0.3125)));
+  return Real(1) + s * (Real(-0.5) + s * Real(0.375));
+}
+
+/// γ(ρ) from ρ² ≥ 0: the polynomial inside the unit ball, 1/ρ outside (host, double).
+inline double gamma_of(double rho2, int order) {
+  return rho2 < 1.0 ? gamma_inside(rho2, order) : 1.0 / std::sqrt(rho2);
+}
+
+/// g_s(r) = γ(r/s)/s, 1/Å, from r² (Å²) and the softening scale s (Å).
+inline double smoothed_coulomb(double r2, double s, int order) { return gamma_of(r2 / (s * s), order) / s; }
+
+/// The nodal interpolant φ(t): φ(0) = 1, φ(k) = 0 at other integers, C¹, even, zero for
+/// |t| ≥ support_width. Cubic: reproduces polynomials of degree ≤ 2 (Catmull–Rom / Keys a = −1/2);
+/// quintic: degree ≤ 4.
+template <class Real>
+ESPGRID_MSM_HOSTDEVICE Real phi(Real t, int order) {
+  const Real u = t < Real(0) ? -t : t;
+  if (order >= 5) {
+    if (u <= Real(1))
+      return (Real(1) - u * u) * (Real(2) - u) * (Real(6) + u * (Real(3) - Real(5) * u)) * Real(1.0 / 12.0);
+    if (u <= Real(2))
+      return -(u - Real(1)) * (Real(2) - u) * (Real(3) - u) * (Real(4) + u * (Real(9) - Real(5) * u)) *
+             Real(1.0 / 24.0);
+    if (u < Real(3))
+      return (u - Real(1)) * (u - Real(2)) * (Real(3) - u) * (Real(3) - u) * (Real(4) - u) * Real(1.0 / 24.0);
+    return Real(0);
+  }
+  if (u <= Real(1)) return (Real(1) - u) * (Real(1) + u - Real(1.5) * u * u);
+  if (u < Real(2)) return Real(-0.5) * (u - Real(1)) * (Real(2) - u) * (Real(2) - u);
+  return Real(0);
+}
+
+/// The 2·width weights of a point at fractional position t ∈ [0, 1) past lattice point m
+/// (t = x/h − m): w[k] multiplies lattice point m − (width − 1) + k.
+template <class Real>
+ESPGRID_MSM_HOSTDEVICE void point_weights(Real t, int order, Real* w) {
+  const int width = support_width(order);
+  for (int k = 0; k < 2 * width; ++k) w[k] = phi(t - Real(k - (width - 1)), order);
+}
+
+/// Restriction weight of fine point 2n + j for coarse point n: φ(j/2), j ∈ [−rw, rw]
+/// (rw = restriction_width). Cubic: −1/16, 0, 9/16, 1, 9/16, 0, −1/16. Prolongation uses the
+/// same weights (it is restriction's transpose).
+inline double restriction_weight(int j, int order) { return phi(0.5 * j, order); }
+
+}  // namespace espgrid::msm

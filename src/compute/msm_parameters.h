@@ -1,0 +1,68 @@
+// What a multilevel summation (MSM) run is asked for: the method's three parameters, the
+// accuracy presets that choose them from measured error tables, and the error bound a run
+// declares (what `verify`, `bench` and the tests judge it by). C++17: nvcc reads it.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace espgrid {
+
+/// The three numbers of an MSM run. All zero means "from the accuracy preset".
+struct MsmParameters {
+  double cutoff = 0;   ///< a, Å: the short range is summed directly within it
+  double spacing = 0;  ///< h, Å: level-1 grid spacing (level l: h·2^(l-1))
+  int order = 0;       ///< interpolant degree: 3 (cubic, with Taylor-2 softening) or 5 (quintic, Taylor-3)
+
+  bool empty() const noexcept { return cutoff == 0 && spacing == 0 && order == 0; }
+};
+
+/// Parameters of the approximate methods (registry rows with Accuracy::Approximate); exact
+/// rows ignore them. Kept apart from the exact kernels' launch options so that another
+/// approximate method can add its own without touching them.
+struct MethodParameters {
+  double accuracy = 0;  ///< requested relative RMS error (--accuracy); 0: the default preset
+  MsmParameters msm;    ///< explicit parameters (--msm-cutoff, --msm-spacing, --msm-order); zeros: from `accuracy`
+};
+
+/// One measured setting: cutoff and spacing at an order, and the largest relative RMS error
+/// (away from atoms) measured with it on the test structures (docs/msm.md).
+struct MsmTableRow {
+  int order;
+  double cutoff;          ///< Å
+  double spacing;         ///< Å
+  double measured_error;  ///< worst relative RMS error over the structures measured
+  double bound;           ///< what a run with this setting declares: measured_error with margin
+};
+
+/// The measured table, in the order the presets try it (quintic cheapest first, then cubic).
+const std::vector<MsmTableRow>& msm_accuracy_table();
+
+/// The accuracy the MSM rows declare when nothing is asked for (the registry's error_bound).
+inline constexpr double kMsmDefaultAccuracy = 1e-3;
+
+/// The parameters a run uses and the bound it declares.
+struct ResolvedMsm {
+  MsmParameters params;
+  double error_bound = 0;  ///< relative RMS error against the exact sum at points ≥ 1.4 Å from atoms
+  std::string origin;      ///< "--accuracy 1e-4 preset" or "--msm-* parameters"
+};
+
+/// The parameters and bound for `method`: explicit --msm-* parameters (all three, checked;
+/// the bound is the table's for the same order at the next smaller a/h, or a UsageError when
+/// a/h is below every measured setting), else the cheapest table setting whose bound is at most
+/// `method.accuracy` (default kMsmDefaultAccuracy); UsageError for an accuracy finer than the
+/// table reaches or a value outside (0, 1).
+ResolvedMsm resolve_msm(const MethodParameters& method);
+
+/// Throws UsageError naming the option when `params` is not a usable setting: order 3 or 5,
+/// finite positive spacing and cutoff, a/h from kMsmMinRatio to kMsmMaxRatio.
+void validate(const MsmParameters& params);
+inline constexpr double kMsmMinRatio = 2.0;     ///< below it the interpolation error is of order 1
+inline constexpr double kMsmMaxRatio = 16.0;    ///< beyond it the grid stencils hold > 2·10⁵ points
+inline constexpr double kMsmMaxSpacing = 50.0;  ///< Å
+
+/// "a = 12 Å, h = 2 Å, cubic".
+std::string describe(const MsmParameters& params);
+
+}  // namespace espgrid

@@ -1,0 +1,194 @@
+#include "src/compute/msm_plan.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "src/compute/msm_math.h"
+#include "src/core/errors.h"
+
+namespace espgrid::msm {
+namespace {
+
+std::int64_t floor_div2(std::int64_t v) { return v >= 0 ? v / 2 : -((-v + 1) / 2); }
+std::int64_t ceil_div2(std::int64_t v) { return -floor_div2(-v); }
+
+/// Lattice indices [lo, hi] per axis.
+struct Range {
+  std::array<std::int64_t, 3> lo{}, hi{};
+  GridBox box() const {
+    GridBox b;
+    for (int d = 0; d < 3; ++d) {
+      b.lo[d] = lo[d];
+      b.n[d] = hi[d] - lo[d] + 1;
+    }
+    return b;
+  }
+};
+
+/// The lattice points the interpolant touches for positions in [min, max] (Å) per axis, one
+/// point of margin on each side: the CUDA phases round positions in float, which may move a
+/// position that lies on a cell boundary into the neighbouring cell.
+Range touched(const std::array<double, 3>& min, const std::array<double, 3>& max, double h, int support) {
+  Range r;
+  for (int d = 0; d < 3; ++d) {
+    r.lo[d] = lattice_floor(min[d], h) - (support - 1) - 1;
+    r.hi[d] = lattice_floor(max[d], h) + support + 1;
+  }
+  return r;
+}
+
+/// The next level's range: every coarse point that restriction from (or prolongation to)
+/// the fine range touches.
+Range coarsen(const Range& fine, int restriction) {
+  Range c;
+  for (int d = 0; d < 3; ++d) {
+    c.lo[d] = ceil_div2(fine.lo[d] - restriction);
+    c.hi[d] = floor_div2(fine.hi[d] + restriction);
+  }
+  return c;
+}
+
+Range join(const Range& a, const Range& b) {
+  Range r;
+  for (int d = 0; d < 3; ++d) {
+    r.lo[d] = std::min(a.lo[d], b.lo[d]);
+    r.hi[d] = std::max(a.hi[d], b.hi[d]);
+  }
+  return r;
+}
+
+std::int64_t widest(const Range& r) {
+  return std::max({r.hi[0] - r.lo[0] + 1, r.hi[1] - r.lo[1] + 1, r.hi[2] - r.lo[2] + 1});
+}
+
+void check_size(const GridBox& box, const MsmParameters& p, const char* what) {
+  const double points = static_cast<double>(box.n[0]) * static_cast<double>(box.n[1]) * static_cast<double>(box.n[2]);
+  if (points > static_cast<double>(kMaxGridPoints))
+    throw UsageError("the MSM " + std::string(what) + " would have " + std::to_string(box.n[0]) + "x" +
+                     std::to_string(box.n[1]) + "x" + std::to_string(box.n[2]) + " points at spacing " +
+                     std::to_string(p.spacing) + " Å (at most " + std::to_string(kMaxGridPoints) +
+                     "): the atoms or the map span too much space for this spacing; use a coarser --msm-spacing or "
+                     "an exact kernel");
+}
+
+}  // namespace
+
+AxisWeights axis_weights(const Plan& plan, std::int64_t count, std::int64_t offset, float map_spacing) {
+  AxisWeights out;
+  const double h = plan.params.spacing;
+  out.taps = 2 * plan.support;
+  out.first.resize(static_cast<std::size_t>(count));
+  out.w.resize(static_cast<std::size_t>(count) * static_cast<std::size_t>(out.taps));
+  for (std::int64_t i = 0; i < count; ++i) {
+    const double x = static_cast<double>(offset + i) * static_cast<double>(map_spacing);
+    const std::int64_t m = lattice_floor(x, h);
+    out.first[static_cast<std::size_t>(i)] = m - (plan.support - 1);
+    point_weights(x / h - static_cast<double>(m), plan.order, &out.w[static_cast<std::size_t>(i) * out.taps]);
+  }
+  return out;
+}
+
+std::int64_t slab_planes(const DcsProblem& p, const Plan& plan, std::size_t max_slab_bytes, std::size_t free_bytes) {
+  constexpr std::size_t kMiB = std::size_t{1} << 20;
+  const std::int64_t nz = std::max<std::int64_t>(p.nz, 1);
+  // Per plane: two slab buffers and the level-1 plane each map plane is contracted into.
+  const std::size_t slab_plane = sizeof(float) * p.plane_points();
+  const std::size_t contracted =
+      plan.levels.empty()
+          ? 0
+          : sizeof(float) * static_cast<std::size_t>(plan.levels[0].grid.n[0] * plan.levels[0].grid.n[1]);
+  std::int64_t planes = nz;
+  if (max_slab_bytes > 0) {
+    planes = static_cast<std::int64_t>(max_slab_bytes / 2 / std::max<std::size_t>(slab_plane, 1));
+  } else {
+    const std::size_t per_plane = 2 * slab_plane + 2 * contracted;
+    const std::size_t budget = std::min(free_bytes / 4, 2 * 512 * kMiB);
+    if (per_plane * static_cast<std::size_t>(nz) > budget)
+      planes = static_cast<std::int64_t>(budget / std::max<std::size_t>(per_plane, 1));
+  }
+  planes = std::clamp<std::int64_t>(planes, 1, std::min<std::int64_t>(nz, 65535));
+  const std::int64_t slabs = (nz + planes - 1) / planes;
+  return (nz + slabs - 1) / slabs;  // equal slabs
+}
+
+std::int64_t lattice_floor(double x, double h) {
+  const double v = std::floor(x / h);
+  if (!(std::fabs(v) < 1e15)) throw Error("MSM: coordinate " + std::to_string(x) + " Å is out of range");
+  return static_cast<std::int64_t>(v);
+}
+
+Plan make_plan(const DcsProblem& problem, const MsmParameters& params) {
+  validate(params);
+  Plan plan;
+  plan.params = params;
+  plan.order = params.order;
+  plan.support = support_width(params.order);
+  plan.restriction = restriction_width(params.order);
+  const double h = params.spacing;
+  const double a = params.cutoff;
+  if (problem.atom_count == 0 || problem.point_count() == 0) return plan;  // the map is zero (or empty)
+
+  std::array<double, 3> amin, amax;
+  amin.fill(std::numeric_limits<double>::infinity());
+  amax.fill(-std::numeric_limits<double>::infinity());
+  for (std::size_t i = 0; i < problem.atom_count; ++i) {
+    const double c[3] = {problem.x[i], problem.y[i], problem.z[i]};
+    for (int d = 0; d < 3; ++d) {
+      amin[d] = std::min(amin[d], c[d]);
+      amax[d] = std::max(amax[d], c[d]);
+    }
+  }
+  const std::array<double, 3> mmin = {0.0, 0.0, static_cast<double>(problem.z_offset) * problem.hz};
+  const std::array<double, 3> mmax = {static_cast<double>(problem.nx - 1) * problem.hx,
+                                      static_cast<double>(problem.ny - 1) * problem.hy,
+                                      static_cast<double>(problem.z_offset + problem.nz - 1) * problem.hz};
+
+  Range charged = touched(amin, amax, h, plan.support);
+  Range grid = join(charged, touched(mmin, mmax, h, plan.support));
+  double spacing = h;
+  for (;;) {
+    Level level;
+    level.spacing = spacing;
+    level.grid = grid.box();
+    level.charged = charged.box();
+    check_size(level.grid, params, plan.levels.empty() ? "level-1 grid" : "grid of a coarser level");
+    plan.levels.push_back(level);
+    // Coarsening stops on the atoms' extent alone (see the file comment), and at 40 levels,
+    // which no grid within kMaxGridPoints reaches.
+    if (widest(charged) <= kTopLevelAxisPoints || plan.levels.size() >= 40) break;
+    charged = coarsen(charged, plan.restriction);
+    grid = coarsen(grid, plan.restriction);
+    spacing *= 2;
+  }
+
+  // Level-1 cutoff stencil, in double: K_1(r) = g_a(r) − g_2a(r), zero from r = 2a on.
+  int radius = static_cast<int>(std::floor(2 * a / h));
+  if (radius * h >= 2 * a) --radius;
+  plan.stencil_radius = radius;
+  const int w = 2 * radius + 1;
+  plan.stencil.assign(static_cast<std::size_t>(w) * w * w, 0.0);
+  plan.stencil_row_extent.assign(static_cast<std::size_t>(w) * w, -1);
+  for (int jz = -radius; jz <= radius; ++jz)
+    for (int jy = -radius; jy <= radius; ++jy)
+      for (int jx = -radius; jx <= radius; ++jx) {
+        const double r2 = h * h * static_cast<double>(jx * jx + jy * jy + jz * jz);
+        if (r2 >= 4 * a * a) continue;
+        const double k = smoothed_coulomb(r2, a, plan.order) - smoothed_coulomb(r2, 2 * a, plan.order);
+        plan.stencil[static_cast<std::size_t>((jx + radius) + w * ((jy + radius) + w * (jz + radius)))] = k;
+        int& extent = plan.stencil_row_extent[static_cast<std::size_t>((jy + radius) + w * (jz + radius))];
+        extent = std::max(extent, std::abs(jx));
+      }
+
+  plan.cell = h;
+  Range cells;
+  for (int d = 0; d < 3; ++d) {
+    cells.lo[d] = lattice_floor(amin[d], h) - 1;
+    cells.hi[d] = lattice_floor(amax[d], h) + 1;
+  }
+  plan.cells = cells.box();
+  return plan;
+}
+
+}  // namespace espgrid::msm
