@@ -419,7 +419,8 @@ TEST_F(Hardening, TwoMillionAtomPqrReadsFastWithSaneMemory) {
 TEST_F(Hardening, AbsurdXyzCountFailsFast) {
   const auto start = Clock::now();
   try {
-    read_xyz(TextLines("claim.xyz", "1000000000000000000\ncomment\nH 0 0 0 0.1\n"));
+    LineSource lines("claim.xyz", "1000000000000000000\ncomment\nH 0 0 0 0.1\n");
+    read_xyz(lines);
     FAIL() << "accepted";
   } catch (const InputError& e) {
     EXPECT_EQ(e.line(), 1u);

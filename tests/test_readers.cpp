@@ -109,12 +109,12 @@ void expect_atom(const Atoms& atoms, std::size_t i, const AtomRow& want, bool ch
 }
 
 Structure pqr_text(const std::string& text, const std::string& path = "mem.pqr") {
-  const TextLines lines(path, text);
+  LineSource lines(path, text);
   return read_pqr(lines);
 }
 
 Structure xyz_text(const std::string& text, const std::string& path = "mem.xyz") {
-  const TextLines lines(path, text);
+  LineSource lines(path, text);
   return read_xyz(lines);
 }
 
@@ -866,7 +866,7 @@ namespace {
 TEST(PlausibilityLimits, HugeChargeOrRadiusIsRefusedAtItsLine) {
   for (const char* record : {"ATOM 1 N MET 1 1.000 2.000 3.000 1e39 1.5", "ATOM 1 N MET 1 1.000 2.000 3.000 0.5 1e5"}) {
     try {
-      read_pqr(TextLines("t.pqr", std::string("REMARK x\n") + record + "\n"));
+      pqr_text(std::string("REMARK x\n") + record + "\n", "t.pqr");
       ADD_FAILURE() << "accepted " << record;
     } catch (const InputError& e) {
       EXPECT_EQ(e.line(), 2u);
@@ -874,7 +874,7 @@ TEST(PlausibilityLimits, HugeChargeOrRadiusIsRefusedAtItsLine) {
     }
   }
   try {
-    read_xyz(TextLines("t.xyz", "1\nc\nC 0.0 0.0 0.0 -2e40\n"));
+    xyz_text("1\nc\nC 0.0 0.0 0.0 -2e40\n", "t.xyz");
     ADD_FAILURE() << "accepted a charge of -2e40";
   } catch (const InputError& e) {
     EXPECT_EQ(e.line(), 3u);

@@ -28,10 +28,8 @@ StructureFormat format_from_extension(const std::string& path) {
 }
 
 Structure read_structure(const std::string& path, StructureFormat format) {
-  std::error_code ec;  // the throwing form leaked std::filesystem_error for a name over NAME_MAX
-  if (std::filesystem::is_directory(path, ec)) throw Error(path + " is a directory, not a structure file");
-  const TextLines text(path);
-  return format == StructureFormat::Pqr ? read_pqr(text) : read_xyz(text);
+  LineSource lines(path);  // refuses directories and devices
+  return format == StructureFormat::Pqr ? read_pqr(lines) : read_xyz(lines);
 }
 
 }  // namespace espgrid

@@ -24,8 +24,9 @@ StructureFormat parse_format_name(const std::string& name);
 /// the extension is not one of them, asking for --format.
 StructureFormat format_from_extension(const std::string& path);
 
-Structure read_pqr(const TextLines& text);
-Structure read_xyz(const TextLines& text);
+/// Read a structure from a line source (io/text_parsing.h), to its end.
+Structure read_pqr(LineSource& lines);
+Structure read_xyz(LineSource& lines);
 /// Reads `path` in `format`. Every defect throws InputError("FILE:LINE: ..."); a file
 /// with no atoms is a defect too.
 Structure read_structure(const std::string& path, StructureFormat format);
