@@ -44,6 +44,7 @@
 #include "src/io/map_formats.h"
 #include "src/io/structure_reader.h"
 #include "src/io/text_parsing.h"
+#include "tests/child_process.h"
 #include "tests/file_helpers.h"
 #include "tests/test_support.h"
 
@@ -68,118 +69,11 @@ namespace {
 namespace fs = std::filesystem;
 // ---- helpers ----------------------------------------------------------------------------------
 
+using espgrid::testing::Child;
 using espgrid::testing::contains;
+using espgrid::testing::Outcome;
 using espgrid::testing::slurp;
-
-/// How the child ended: exit code, or 128 + signal when a signal killed it (as a shell shows it).
-struct Outcome {
-  int code = -1;
-  bool signaled = false;
-  std::string out, err;
-};
-
-std::ostream& operator<<(std::ostream& os, const Outcome& r) {
-  return os << (r.signaled ? "killed by signal " + std::to_string(r.code - 128) : "exit " + std::to_string(r.code))
-            << "\n--- stdout ---\n"
-            << r.out << "--- stderr ---\n"
-            << r.err;
-}
-
-/// The espgrid binary as a child process: stdout and stderr to files, stdin from /dev/null,
-/// optional environment changes and a file-size limit. Runs in the source directory, so
-/// relative paths such as "data/achbp.pqr" work.
-class Child {
- public:
-  struct Options {
-    std::map<std::string, std::optional<std::string>> env;  ///< value, or nullopt to unset
-    std::optional<rlim_t> file_size_limit;                  ///< RLIMIT_FSIZE, bytes
-  };
-
-  Child(const std::vector<std::string>& args, const fs::path& capture_dir, const Options& options) {
-    out_ = capture_dir / "stdout";
-    err_ = capture_dir / "stderr";
-    std::vector<std::string> argv_storage = {ESPGRID_BINARY};
-    argv_storage.insert(argv_storage.end(), args.begin(), args.end());
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      // child: only async-signal-safe work would be strictly correct after fork in a threaded
-      // process; gtest runs tests on one thread, and this is the usual test-harness pattern.
-      const int in = ::open("/dev/null", O_RDONLY);
-      const int o = ::open(out_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      const int e = ::open(err_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      if (in < 0 || o < 0 || e < 0) ::_exit(120);
-      ::dup2(in, 0);
-      ::dup2(o, 1);
-      ::dup2(e, 2);
-      if (::chdir(ESPGRID_SOURCE_DIR) != 0) ::_exit(121);
-      for (const auto& [name, value] : options.env) {
-        if (value)
-          ::setenv(name.c_str(), value->c_str(), 1);
-        else
-          ::unsetenv(name.c_str());
-      }
-      if (options.file_size_limit) {
-        const rlimit limit{*options.file_size_limit, *options.file_size_limit};
-        if (::setrlimit(RLIMIT_FSIZE, &limit) != 0) ::_exit(122);
-      }
-      std::vector<char*> argv;
-      for (std::string& a : argv_storage) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      ::execv(argv[0], argv.data());
-      ::_exit(123);
-    }
-  }
-  ~Child() {
-    if (pid_ > 0 && !reaped_) {
-      ::kill(pid_, SIGKILL);
-      ::waitpid(pid_, nullptr, 0);
-    }
-  }
-  Child(const Child&) = delete;
-  Child& operator=(const Child&) = delete;
-
-  pid_t pid() const { return pid_; }
-  bool running() {
-    if (reaped_) return false;
-    int status = 0;
-    const pid_t r = ::waitpid(pid_, &status, WNOHANG);
-    if (r == pid_) {
-      record(status);
-      return false;
-    }
-    return true;
-  }
-  void signal(int sig) const { ::kill(pid_, sig); }
-  /// Waits for the child (killing it after `timeout_s`) and returns how it ended.
-  Outcome wait(double timeout_s = 300) {
-    const auto start = Clock::now();
-    while (running()) {
-      if (seconds_since(start) > timeout_s) {
-        ::kill(pid_, SIGKILL);
-        ADD_FAILURE() << "the child ran over " << timeout_s << " s and was killed";
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    }
-    outcome_.out = slurp(out_);
-    outcome_.err = slurp(err_);
-    return outcome_;
-  }
-
- private:
-  void record(int status) {
-    reaped_ = true;
-    if (WIFEXITED(status)) {
-      outcome_.code = WEXITSTATUS(status);
-    } else if (WIFSIGNALED(status)) {
-      outcome_.signaled = true;
-      outcome_.code = 128 + WTERMSIG(status);
-    }
-  }
-  pid_t pid_ = -1;
-  bool reaped_ = false;
-  Outcome outcome_;
-  fs::path out_, err_;
-};
+using espgrid::testing::wait_for_partial;
 
 class Hardening : public ::testing::Test {
  protected:
@@ -215,7 +109,7 @@ class Hardening : public ::testing::Test {
     return names;
   }
 
-  /// Nothing in the output directory but `allowed`: no map, no ".NAME.partial.PID".
+  /// Nothing in the output directory but `allowed`: no map, no ".NAME.partial.PID.XXXXXX".
   void expect_only(std::vector<std::string> allowed) const {
     std::sort(allowed.begin(), allowed.end());
     EXPECT_EQ(entries(), allowed);
@@ -534,17 +428,6 @@ TEST_F(Hardening, NoVisibleDeviceFallsBackOrFailsClearly) {
 
 // ---- interrupted runs ---------------------------------------------------------------------------
 
-/// Polls until `file` exists (true) or the child ends or `timeout_s` passes (false).
-bool wait_for_file(Child& child, const fs::path& file, double timeout_s) {
-  const auto start = Clock::now();
-  while (seconds_since(start) < timeout_s) {
-    if (fs::exists(file)) return true;
-    if (!child.running()) return fs::exists(file);
-    std::this_thread::sleep_for(std::chrono::microseconds(500));
-  }
-  return false;
-}
-
 struct SignalCase {
   int signal;
   int code;
@@ -576,7 +459,7 @@ TEST_F(Hardening, SignalDuringComputationLeavesNoOutput) {
 }
 
 // A signal while a large map is being written: the process is stopped (SIGSTOP) as soon as
-// its ".NAME.partial.PID" file appears, signalled, then continued, so the signal lands
+// its ".NAME.partial.PID.XXXXXX" file appears, signalled, then continued, so the signal lands
 // during the write however fast the machine is. The partial file must be gone afterwards.
 TEST_F(Hardening, SignalDuringTheWriteOfALargeMapRemovesThePartialFile) {
   const std::string input = one_atom();
@@ -588,8 +471,8 @@ TEST_F(Hardening, SignalDuringTheWriteOfALargeMapRemovesThePartialFile) {
       Child child({"map", input, "-o", path(name), "--origin", "-50,-50,-50", "--dims", "200,200,200", "--spacing",
                    "0.5", "--kernel", "cpu-parallel"},
                   capture_, {});
-      const fs::path partial = dir_ / ("." + name + ".partial." + std::to_string(child.pid()));
-      ASSERT_TRUE(wait_for_file(child, partial, 120)) << "no " << partial << " appeared: " << child.wait();
+      const fs::path partial = wait_for_partial(child, dir_, name, 120);
+      ASSERT_FALSE(partial.empty()) << "no temporary file for " << name << " appeared: " << child.wait();
       child.signal(SIGSTOP);
       const bool mid_write = fs::exists(partial);
       child.signal(s.signal);
@@ -612,8 +495,8 @@ TEST_F(Hardening, SignalDuringTheSecondMapKeepsTheFirstComplete) {
   Child child({"map", input, "-o", path("first.dx"), "-o", path("second.dx"), "--origin", "-30,-30,-30", "--dims",
                "120,120,120", "--spacing", "0.5", "--kernel", "cpu-parallel"},
               capture_, {});
-  const fs::path partial = dir_ / (".second.dx.partial." + std::to_string(child.pid()));
-  ASSERT_TRUE(wait_for_file(child, partial, 120)) << child.wait();
+  const fs::path partial = wait_for_partial(child, dir_, "second.dx", 120);
+  ASSERT_FALSE(partial.empty()) << child.wait();
   child.signal(SIGSTOP);
   const bool mid_write = fs::exists(partial);
   child.signal(SIGINT);

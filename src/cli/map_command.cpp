@@ -108,7 +108,7 @@ int run_map_distributed(const cxxopts::ParseResult& args, scaleout::Cluster& clu
   try {
     cluster.agree("checking the command line and reading the input", [&] {
       command = map_command(args);
-      if (root) check_output_paths(command.outputs);  // only rank 0 writes
+      if (root) check_output_paths(command.outputs, {command.input});  // only rank 0 writes
       choice = select_kernel(command.compute, command.physics.model);
       RunOptions& run = command.compute.run;
       if (choice.kernel->backend == Backend::Cuda && !args.count("device") && !args.count("devices")) {
@@ -211,7 +211,7 @@ int run_map(int argc, char** argv) {
   add_physics_options(options);
   add_compute_options(options, "kernel variant (see `espgrid kernels`)");
   options.add_options()("h,help", "show this help");
-  const auto args = parse_args(options, argc, argv);
+  const auto args = parse_args(options, argc, argv, {"output"});
   if (args.count("help")) {
     std::cout << options.help({"Input", "Output", "Grid", "Physics", "Compute", ""})
               << "\nExample:\n  espgrid map data/fasciculin2.pqr -o fas2.vti -o fas2.dx --spacing 0.5\n"
@@ -223,7 +223,7 @@ int run_map(int argc, char** argv) {
   if (cluster.distributed()) return run_map_distributed(args, cluster);
 
   MapCommand command = map_command(args);
-  check_output_paths(command.outputs);
+  check_output_paths(command.outputs, {command.input});
   const KernelSelection choice = select_kernel(command.compute, command.physics.model);
   if (const std::optional<GridSpec> grid = explicit_grid(command.grid)) check_grid_fits(*grid);  // before reading
   TimingReport read;
