@@ -11,6 +11,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -196,5 +197,64 @@ inline std::filesystem::path wait_for_partial(Child& child, const std::filesyste
   }
   return {};
 }
+
+/// A test with its own scratch directory (dir_) for inputs and outputs, and a capture
+/// directory for the child's stdout and stderr; both removed afterwards.
+class ScratchDirTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    static int counter = 0;
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    dir_ = std::filesystem::temp_directory_path() /
+           ("espgrid_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++) + "_" + info->name());
+    capture_ = dir_.string() + ".capture";
+    std::filesystem::remove_all(dir_);
+    std::filesystem::remove_all(capture_);
+    ASSERT_TRUE(std::filesystem::create_directories(dir_));
+    ASSERT_TRUE(std::filesystem::create_directories(capture_));
+  }
+  void TearDown() override {
+    std::error_code ignored;
+    std::filesystem::permissions(dir_, std::filesystem::perms::owner_all, ignored);
+    std::filesystem::remove_all(dir_, ignored);
+    std::filesystem::remove_all(capture_, ignored);
+  }
+
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+
+  Outcome run(const std::vector<std::string>& args, const Child::Options& options = {}) {
+    Child child(args, capture_, options);
+    return child.wait();
+  }
+
+  /// The names in the scratch directory, sorted (hidden files included).
+  std::vector<std::string> entries() const {
+    std::vector<std::string> names;
+    for (const auto& e : std::filesystem::directory_iterator(dir_)) names.push_back(e.path().filename().string());
+    std::sort(names.begin(), names.end());
+    return names;
+  }
+
+  /// Nothing in the output directory but `allowed`: no map, no ".NAME.partial.PID.XXXXXX".
+  void expect_only(std::vector<std::string> allowed) const {
+    std::sort(allowed.begin(), allowed.end());
+    EXPECT_EQ(entries(), allowed);
+  }
+
+  /// A clean failure: exit `code`, "espgrid: error: ...message...", no crash or exception text,
+  /// no "wrote" line.
+  static void expect_clean_error(const Outcome& r, int code, const std::string& message) {
+    EXPECT_FALSE(r.signaled) << r;
+    EXPECT_EQ(r.code, code) << r;
+    EXPECT_TRUE(contains(r.err, "espgrid: error: ")) << r;
+    EXPECT_TRUE(contains(r.err, message)) << "expected '" << message << "'\n" << r;
+    for (const char* noise : {"terminate called", "std::", "filesystem error", "what()", "internal error", "Aborted",
+                              "Segmentation", "runtime error", "AddressSanitizer"})
+      EXPECT_FALSE(contains(r.err, noise)) << "'" << noise << "' in stderr\n" << r;
+    EXPECT_FALSE(contains(r.out, "wrote")) << r;
+  }
+
+  std::filesystem::path dir_, capture_;
+};
 
 }  // namespace espgrid::testing

@@ -75,57 +75,8 @@ using espgrid::testing::Outcome;
 using espgrid::testing::slurp;
 using espgrid::testing::wait_for_partial;
 
-class Hardening : public ::testing::Test {
+class Hardening : public testing::ScratchDirTest {
  protected:
-  void SetUp() override {
-    static int counter = 0;
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = fs::temp_directory_path() /
-           ("espgrid_hard_" + std::to_string(::getpid()) + "_" + std::to_string(counter++) + "_" + info->name());
-    capture_ = dir_.string() + ".capture";
-    fs::remove_all(dir_);
-    fs::remove_all(capture_);
-    ASSERT_TRUE(fs::create_directories(dir_));
-    ASSERT_TRUE(fs::create_directories(capture_));
-  }
-  void TearDown() override {
-    std::error_code ignored;
-    fs::permissions(dir_, fs::perms::owner_all, ignored);
-    fs::remove_all(dir_, ignored);
-    fs::remove_all(capture_, ignored);
-  }
-
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
-
-  Outcome run(const std::vector<std::string>& args, const Child::Options& options = {}) {
-    Child child(args, capture_, options);
-    return child.wait();
-  }
-
-  std::vector<std::string> entries() const {
-    std::vector<std::string> names;
-    for (const auto& e : fs::directory_iterator(dir_)) names.push_back(e.path().filename().string());
-    std::sort(names.begin(), names.end());
-    return names;
-  }
-
-  /// Nothing in the output directory but `allowed`: no map, no ".NAME.partial.PID.XXXXXX".
-  void expect_only(std::vector<std::string> allowed) const {
-    std::sort(allowed.begin(), allowed.end());
-    EXPECT_EQ(entries(), allowed);
-  }
-
-  static void expect_clean_error(const Outcome& r, int code, const std::string& message) {
-    EXPECT_FALSE(r.signaled) << r;
-    EXPECT_EQ(r.code, code) << r;
-    EXPECT_TRUE(contains(r.err, "espgrid: error: ")) << r;
-    EXPECT_TRUE(contains(r.err, message)) << "expected '" << message << "'\n" << r;
-    for (const char* noise : {"terminate called", "std::", "filesystem error", "what()", "internal error", "Aborted",
-                              "Segmentation", "runtime error", "AddressSanitizer"})
-      EXPECT_FALSE(contains(r.err, noise)) << "'" << noise << "' in stderr\n" << r;
-    EXPECT_FALSE(contains(r.out, "wrote")) << r;
-  }
-
   /// A PQR of one atom at the origin: computing is instant, so a large grid's time goes into
   /// writing the map.
   std::string one_atom() const {
@@ -133,8 +84,6 @@ class Hardening : public ::testing::Test {
     std::ofstream(p) << "ATOM      1  N   ALA A   1       0.000   0.000   0.000  1.0000 1.5000\n";
     return p;
   }
-
-  fs::path dir_, capture_;
 };
 
 constexpr const char* kSmall = "tests/data/pqr_whitespace.pqr";  // 38 atoms
