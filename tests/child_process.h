@@ -28,6 +28,18 @@
 #include "src/core/stopwatch.h"
 #include "tests/file_helpers.h"
 
+// ESPGRID_UNDER_SANITIZER: 1 in an AddressSanitizer build (slower; no address-space limits).
+#if defined(__SANITIZE_ADDRESS__)
+#define ESPGRID_UNDER_SANITIZER 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define ESPGRID_UNDER_SANITIZER 1
+#endif
+#endif
+#ifndef ESPGRID_UNDER_SANITIZER
+#define ESPGRID_UNDER_SANITIZER 0
+#endif
+
 namespace espgrid::testing {
 
 /// The binary under test: ESPGRID_TEST_BINARY when set, else the one built with the tests.
@@ -41,6 +53,7 @@ struct Outcome {
   int code = -1;
   bool signaled = false;
   std::string out, err;
+  long max_rss_kib = 0;  ///< the child's peak resident memory (getrusage of the child, KiB)
 };
 
 inline std::ostream& operator<<(std::ostream& os, const Outcome& r) {
@@ -135,9 +148,11 @@ class Child {
   bool running() {
     if (reaped_) return false;
     int status = 0;
-    const pid_t r = ::waitpid(pid_, &status, WNOHANG);
+    rusage usage{};
+    const pid_t r = ::wait4(pid_, &status, WNOHANG, &usage);
     if (r == pid_) {
       record(status);
+      outcome_.max_rss_kib = usage.ru_maxrss;
       return false;
     }
     return true;

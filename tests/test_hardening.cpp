@@ -52,17 +52,6 @@
 #include <cuda_runtime_api.h>
 #endif
 
-#if defined(__SANITIZE_ADDRESS__)
-#define ESPGRID_UNDER_SANITIZER 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define ESPGRID_UNDER_SANITIZER 1
-#endif
-#endif
-#ifndef ESPGRID_UNDER_SANITIZER
-#define ESPGRID_UNDER_SANITIZER 0
-#endif
-
 namespace espgrid {
 namespace {
 

@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "src/core/errors.h"
+#include "src/core/grid.h"
 
 namespace espgrid {
 
@@ -25,6 +26,12 @@ StructureFormat format_from_extension(const std::string& path) {
     throw UsageError("cannot tell the format of '" + path +
                      "' from its extension; name it .pqr or .xyz, or pass --format pqr|xyz");
   }
+}
+
+std::size_t affordable_atoms(std::size_t wanted) {
+  const std::size_t available = available_memory_bytes();
+  const std::size_t affordable = available != 0 ? available / (4 * kHostBytesPerAtom) : std::size_t{1} << 20;
+  return std::min(wanted, affordable);
 }
 
 Structure read_structure(const std::string& path, StructureFormat format) {

@@ -31,6 +31,11 @@ Structure read_xyz(LineSource& lines);
 /// with no atoms is a defect too.
 Structure read_structure(const std::string& path, StructureFormat format);
 
+/// At most `wanted`, and never more than a quarter of the memory the process may still use:
+/// what a reader reserves for the atoms a file's size promises (a 2 GB sparse file promises
+/// millions and holds none; the reservation must not be what fails).
+std::size_t affordable_atoms(std::size_t wanted);
+
 /// Largest |coordinate| accepted, Å. Keeps squared distances far from float overflow.
 inline constexpr double kMaxCoordinate = 1.0e6;
 /// Largest |charge| accepted, e: far above any partial or ionic charge, far below values

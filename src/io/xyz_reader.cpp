@@ -139,7 +139,7 @@ Structure read_xyz(LineSource& lines) {
   Structure result;
   // Never reserve what the count line claims beyond what the file can hold ("H 0 0 0 0" is
   // the shortest atom line): a claim of 10^18 atoms is an error, not an allocation.
-  result.atoms.reserve(std::min<std::size_t>(n, lines.size_hint() / 10 + 1));
+  result.atoms.reserve(affordable_atoms(std::min<std::size_t>(n, lines.size_hint() / 10 + 1)));
   for (std::size_t i = 0; i < n; ++i) {
     line = lines.next();
     if (!line)
