@@ -32,11 +32,8 @@ CudaError::CudaError(cudaError_t code, const std::string& message, std::string l
       location_(std::move(location)) {}
 
 bool debug_enabled() {
-  static const bool enabled = [] {
-    const char* value = std::getenv("ESPGRID_DEBUG");
-    return value != nullptr && std::strcmp(value, "1") == 0;
-  }();
-  return enabled;
+  const char* value = std::getenv("ESPGRID_DEBUG");  // read at each error: errors are rare
+  return value != nullptr && std::strcmp(value, "1") == 0;
 }
 
 void throw_cuda_error(cudaError_t code, const char* expression, const char* file, int line) {

@@ -33,7 +33,7 @@ class CudaError : public Error {
   std::string location_;
 };
 
-/// True when ESPGRID_DEBUG=1 (read once per process): CUDA errors then name their source location.
+/// True when ESPGRID_DEBUG=1: CUDA errors then name their source location in what().
 bool debug_enabled();
 
 /// Throws CudaError for `code`: "CUDA call 'EXPR' failed: cudaErrorX (text)", with FILE:LINE

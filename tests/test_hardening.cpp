@@ -631,6 +631,7 @@ TEST_F(GpuFaults, OutOfDeviceMemoryIsAClearErrorAndLeavesTheDeviceUsable) {
           if (contains(what, "cannot allocate")) EXPECT_TRUE(contains(what, "for '")) << "names the buffer: " << what;
           if (contains(what, "cannot allocate") && contains(what, " on device "))
             EXPECT_TRUE(contains(what, "free of")) << "says what was free: " << what;
+          EXPECT_FALSE(contains(what, ".cu:")) << "a source location in a user's message (issue #16): " << what;
         }
       }
     }

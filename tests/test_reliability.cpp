@@ -31,6 +31,10 @@
 #include "tests/child_process.h"
 #include "tests/file_helpers.h"
 
+#if ESPGRID_HAVE_CUDA
+#include "kernels/cuda_runtime_support.h"
+#endif
+
 namespace espgrid {
 namespace {
 
@@ -563,6 +567,36 @@ TEST_F(Reliability, BenchJsonIsValidUtf8WhateverThePaths) {
       "/usr/bin/python3 -c 'import json,sys; json.load(open(sys.argv[1], encoding=\"utf-8\"))' '" + json + "'";
   EXPECT_EQ(std::system(check.c_str()), 0) << slurp(json);
 }
+
+// ==== CUDA error messages ===========================================================================
+
+#if ESPGRID_HAVE_CUDA
+// A CUDA error showed an internal source location to users ("... at kernels/device_driver.cu:90").
+// Users get the call and the reason; the location is kept for developers (location(), and in
+// the message with ESPGRID_DEBUG=1). Needs the CUDA runtime library, not a GPU.
+TEST(CudaErrors, UsersGetTheCallAndTheReasonDevelopersTheLocation) {
+  ::unsetenv("ESPGRID_DEBUG");
+  try {
+    cuda::throw_cuda_error(cudaErrorInvalidValue, "cudaMemcpyAsync(d_atoms, h_atoms, bytes, kind, stream)",
+                           "/build/src/kernels/device_driver.cu", 90);
+    FAIL() << "no throw";
+  } catch (const cuda::CudaError& e) {
+    const std::string what = e.what();
+    EXPECT_TRUE(contains(what, "CUDA call 'cudaMemcpyAsync(")) << what;
+    EXPECT_TRUE(contains(what, "cudaErrorInvalidValue")) << what;
+    EXPECT_FALSE(contains(what, ".cu")) << "a source location in a user's message: " << what;
+    EXPECT_EQ(e.location(), "kernels/device_driver.cu:90");
+    EXPECT_EQ(e.code(), cudaErrorInvalidValue);
+  }
+  ::setenv("ESPGRID_DEBUG", "1", 1);
+  try {
+    cuda::throw_cuda_error(cudaErrorInvalidValue, "cudaFree(p)", "/build/src/kernels/device_driver.cu", 91);
+  } catch (const cuda::CudaError& e) {
+    EXPECT_TRUE(contains(e.what(), "[at kernels/device_driver.cu:91]")) << e.what();
+  }
+  ::unsetenv("ESPGRID_DEBUG");
+}
+#endif
 
 }  // namespace
 }  // namespace espgrid
