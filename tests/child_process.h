@@ -75,6 +75,7 @@ class Child {
     std::optional<rlim_t> address_space_limit;              ///< RLIMIT_AS, bytes
     bool stdout_to_closed_pipe = false;  ///< stdout is a pipe whose reader has gone (`| head -1` after its line)
     bool start_stopped = false;          ///< the child stops itself (SIGSTOP) before exec: see resume()
+    std::vector<int> ignored_signals;    ///< set to SIG_IGN before exec, as nohup does for SIGHUP
   };
 
   Child(const std::vector<std::string>& args, const std::filesystem::path& capture_dir, const Options& options) {
@@ -116,6 +117,7 @@ class Child {
         const rlimit limit{*options.address_space_limit, *options.address_space_limit};
         if (::setrlimit(RLIMIT_AS, &limit) != 0) ::_exit(122);
       }
+      for (const int ignored : options.ignored_signals) ::signal(ignored, SIG_IGN);
       if (options.start_stopped) ::raise(SIGSTOP);
       std::vector<char*> argv;
       for (std::string& a : argv_storage) argv.push_back(a.data());

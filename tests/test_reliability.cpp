@@ -376,6 +376,23 @@ TEST_F(Reliability, MoreSignalsDuringTheWriteRemoveThePartialFile) {
   }
 }
 
+// A signal ignored by whoever started espgrid stays ignored: `nohup espgrid map ...` must survive
+// the terminal closing (SIGHUP), as nohup promises; SIGTERM still ends it cleanly.
+TEST_F(Reliability, SignalsIgnoredAtStartStayIgnored) {
+  Child::Options nohup;
+  nohup.ignored_signals = {SIGHUP};
+  Child child({"map", "data/achbp.pqr", "--spacing", "0.5", "--kernel", "cpu-parallel", "-o", path("achbp.dx")},
+              capture_, nohup);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  child.signal(SIGHUP);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  ASSERT_TRUE(child.running()) << "SIGHUP ended a run started with SIGHUP ignored: " << child.wait();
+  child.signal(SIGTERM);
+  const Outcome r = child.wait(30);
+  EXPECT_EQ(r.code, 143) << r;
+  expect_only({});
+}
+
 // A CPU-time limit (ulimit -t, a batch system's) sends SIGXCPU, whose default action killed the
 // process with a core dump and no word.
 TEST_F(Reliability, CpuTimeLimitEndsTheRunCleanly) {
@@ -465,6 +482,7 @@ TEST_F(Reliability, CheapChecksComeBeforeTheInputIsOpened) {
       {{"verify", input, "--threads", "2000"}, 2, "--threads takes 0"},
       {{"bench", input, "--threads", "2000"}, 2, "--threads takes 0"},
       {{"bench", input, "--out", kSmall}, 2, "is not a folder"},
+      {{"bench", input, "--out", std::string(kSmall) + "/sub"}, 2, "is not a folder"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.args[0] + " " + c.args.back());
@@ -478,7 +496,7 @@ TEST_F(Reliability, CheapChecksComeBeforeTheInputIsOpened) {
 TEST_F(Reliability, BenchOutThatCannotBeWrittenFailsBeforeMeasuring) {
   const std::string file = write("results", "not a folder\n");
   Outcome r = run({"bench", "--dims", "16,16,16", "--atoms", "100", "--kernel", "cpu-parallel", "--out", file});
-  expect_clean_error(r, 2, "--out " + file + " is not a folder");
+  expect_clean_error(r, 2, "--out " + file + ": " + file + " is not a folder");
   EXPECT_FALSE(contains(r.out, "== variants")) << "measured before refusing\n" << r;
   r = run({"bench", "--dims", "16,16,16", "--atoms", "100", "--kernel", "cpu-parallel", "--out", "/proc/espgrid"});
   EXPECT_EQ(r.code, 1) << r;

@@ -437,16 +437,20 @@ std::string shell_word(const std::string& s) {
 
 const char* kSweepNames[] = {"blocks", "coarsening", "atoms", "grid", "speedup"};
 
-/// --out must be a folder this run can write: created now, and tried with a temporary file, so
-/// that a file given as --out or an unwritable place is found before minutes of measuring.
+/// --out must be a folder this run can write (or create), tried before minutes of measuring: a
+/// file given as --out, or an unwritable place, once failed only at the end. Nothing is created
+/// here; write_results creates the folder when it writes.
 void check_out_folder(const std::string& dir) {
+  namespace fs = std::filesystem;
   std::error_code ec;
-  const std::filesystem::file_status status = std::filesystem::status(dir, ec);
-  if (std::filesystem::exists(status) && !std::filesystem::is_directory(status))
-    throw UsageError("--out " + dir + " is not a folder: bench writes bench-KIND.csv and bench-KIND.json into one");
-  std::filesystem::create_directories(dir, ec);
-  if (ec) throw Error("cannot create --out folder " + dir + ": " + ec.message());
-  check_output_path((std::filesystem::path(dir) / "bench-variants.csv").string());
+  fs::path existing = fs::absolute(dir, ec).lexically_normal();
+  while (!fs::exists(fs::status(existing, ec)) && existing.has_parent_path() && existing != existing.parent_path())
+    existing = existing.parent_path();  // the folder that exists, where the new ones would be made
+  const fs::file_status status = fs::status(existing, ec);
+  if (!fs::is_directory(status))
+    throw UsageError("--out " + dir + ": " + existing.string() +
+                     " is not a folder (bench writes bench-KIND.csv and bench-KIND.json into a folder)");
+  check_output_path((existing / "bench-variants.csv").string());
 }
 
 /// The grids and atom counts every requested sweep will make, checked against memory and
