@@ -48,11 +48,22 @@ bool all_digits(std::string_view s) {
   return std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
 
+/// ASCII case-insensitive comparison, without building upper-case copies (once per record of
+/// a file of millions).
+bool same_letters(std::string_view a, std::string_view b) {
+  const auto up = [](char c) { return c >= 'a' && c <= 'z' ? static_cast<char>(c - 'a' + 'A') : c; };
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (up(a[i]) != up(b[i])) return false;
+  return true;
+}
+
 /// "ATOM", "HETATM", or a serial number run into them ("HETATM12345"); "" otherwise.
 std::string_view atom_record(std::string_view first_token) {
-  const std::string up = upper(first_token.substr(0, std::min<std::size_t>(first_token.size(), 6)));
-  if (up.rfind("HETATM", 0) == 0 && all_digits(first_token.substr(6))) return "HETATM";
-  if (up.rfind("ATOM", 0) == 0 && all_digits(first_token.substr(4))) return "ATOM";
+  if (first_token.size() >= 6 && same_letters(first_token.substr(0, 6), "HETATM") && all_digits(first_token.substr(6)))
+    return "HETATM";
+  if (first_token.size() >= 4 && same_letters(first_token.substr(0, 4), "ATOM") && all_digits(first_token.substr(4)))
+    return "ATOM";
   return "";
 }
 
@@ -95,7 +106,7 @@ ElementSymbol element_of(std::string_view name, std::string_view residue) {
   while (start < name.size() && std::isdigit(static_cast<unsigned char>(name[start]))) ++start;
   const std::string_view letters = name.substr(start);
   if (letters.empty()) return {};
-  if (letters.size() >= 2 && upper(name) == upper(residue)) return ElementSymbol::from(letters.substr(0, 2));
+  if (letters.size() >= 2 && same_letters(name, residue)) return ElementSymbol::from(letters.substr(0, 2));
   return ElementSymbol::from(letters.substr(0, 1));
 }
 

@@ -50,13 +50,16 @@ std::vector<std::string_view> split_whitespace(std::string_view line) {
 
 void split_whitespace(std::string_view line, std::vector<std::string_view>& tokens) {
   tokens.clear();
-  constexpr std::string_view kSpace = " \t\r\v\f";
+  // A direct test per byte: find_first_of with a set of five was a memchr per byte, the
+  // largest part of reading a large PQR.
+  const auto space = [](char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f'; };
   std::size_t pos = 0;
+  const std::size_t size = line.size();
   while (true) {
-    pos = line.find_first_not_of(kSpace, pos);
-    if (pos == std::string_view::npos) break;
-    std::size_t end = line.find_first_of(kSpace, pos);
-    if (end == std::string_view::npos) end = line.size();
+    while (pos < size && space(line[pos])) ++pos;
+    if (pos == size) break;
+    std::size_t end = pos;
+    while (end < size && !space(line[end])) ++end;
     tokens.push_back(line.substr(pos, end - pos));
     pos = end;
   }
