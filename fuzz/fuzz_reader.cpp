@@ -66,7 +66,8 @@ struct Outcome {
   bool operator==(const Outcome& o) const {
     // Bitwise: the two reads parse the same tokens, so even the last bit must agree.
     return error == o.error && values.size() == o.values.size() &&
-           std::memcmp(values.data(), o.values.data(), values.size() * sizeof(double)) == 0;
+           (values.empty() ||  // memcmp must not see the null data() of an empty vector
+            std::memcmp(values.data(), o.values.data(), values.size() * sizeof(double)) == 0);
   }
 };
 

@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <unistd.h>
 
 #include <array>
@@ -58,6 +59,28 @@ extern "C" void remove_pending_and_exit(int signal_number) {
   ::_exit(128 + signal_number);
 }
 
+/// The signals whose handler removes the pending temporary files.
+constexpr int kCleanupSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2, SIGALRM, SIGVTALRM, SIGXCPU};
+
+/// Holds the cleanup signals back for its lifetime: between creating a temporary file and
+/// entering its name in the table, a signal would leave the file behind (seen under ASan).
+/// A signal that arrives meanwhile is delivered when the guard ends.
+class CleanupSignalsHeld {
+ public:
+  CleanupSignalsHeld() {
+    sigset_t held;
+    sigemptyset(&held);
+    for (const int signal_number : kCleanupSignals) sigaddset(&held, signal_number);
+    pthread_sigmask(SIG_BLOCK, &held, &before_);
+  }
+  ~CleanupSignalsHeld() { pthread_sigmask(SIG_SETMASK, &before_, nullptr); }
+  CleanupSignalsHeld(const CleanupSignalsHeld&) = delete;
+  CleanupSignalsHeld& operator=(const CleanupSignalsHeld&) = delete;
+
+ private:
+  sigset_t before_;
+};
+
 std::string directory_of(const std::string& path) {
   const std::string dir = fs::path(path).parent_path().string();
   return dir.empty() ? "." : dir;
@@ -104,11 +127,12 @@ int try_creating_a_file(const std::string& dir, const std::string& prefix) {
   }
   if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL) return errno;
   std::string probe;
-  fd = create_temporary(dir, prefix, "probe", probe);
-  if (fd < 0) return errno;
-  const int slot = register_pending(probe);
-  ::unlink(probe.c_str());
-  release_pending(slot);
+  {
+    const CleanupSignalsHeld held;
+    fd = create_temporary(dir, prefix, "probe", probe);
+    if (fd < 0) return errno;
+    ::unlink(probe.c_str());
+  }
   ::close(fd);
   return 0;
 }
@@ -215,10 +239,13 @@ AtomicOutputFile::AtomicOutputFile(std::string destination) : destination_(std::
   const std::string dir = directory_of(target_);
   const std::string prefix = temporary_prefix(dir, fs::path(target_).filename().string());
   remove_stale_temporaries(dir, prefix);
-  fd_ = create_temporary(dir, prefix, "partial", partial_);
+  {
+    const CleanupSignalsHeld held;  // the file and its entry in the signal handler's table together
+    fd_ = create_temporary(dir, prefix, "partial", partial_);
+    if (fd_ >= 0) slot_ = register_pending(partial_);
+  }
   if (fd_ < 0)
     throw Error("cannot write " + destination_ + link_note(destination_, target_) + ": " + std::strerror(errno));
-  slot_ = register_pending(partial_);
   ::flock(fd_, LOCK_EX | LOCK_NB);  // new and ours: tells stale-file cleanup that a writer is alive
   // Writers open a path; through /proc/self/fd it is this very file even if its name is
   // replaced meanwhile by someone who may write to the directory.
@@ -281,7 +308,7 @@ void install_interrupt_cleanup() {
   // Every signal whose default action ends the process without a core dump and that a user,
   // a scheduler or a resource limit sends: the pending temporary files go first. SIGPROF is
   // left to profilers; SIGQUIT keeps its core dump.
-  for (const int signal_number : {SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2, SIGALRM, SIGVTALRM, SIGXCPU}) {
+  for (const int signal_number : kCleanupSignals) {
     struct sigaction before {};
     sigaction(signal_number, nullptr, &before);
     if (before.sa_handler == SIG_IGN) continue;  // ignored by whoever started us (nohup): keep it so
