@@ -14,6 +14,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -97,22 +98,42 @@ class Reliability : public testing::ScratchDirTest {
 // ==== silent wrong maps ===========================================================================
 
 // A read error part-way through the input (EIO from a failing disk) was taken as the end of the
-// file: a map of the first atoms, exit 0. Injected with tests/fault/io_faults.cpp.
+// file: a map of the first atoms, exit 0. Injected with tests/fault/io_faults.cpp: every read
+// of the file from byte N on fails. Two cases: records of 64 bytes with the fault after 8 KiB
+// (the old reader stopped on a record boundary: a map of 256 of the 1,000 atoms, exit 0),
+// and 2.8 MB with the fault after the first MiB (the streaming reader's first read).
 TEST_F(Reliability, ReadErrorPartWayThroughTheInputStopsTheRun) {
-  const std::string input = big_pqr("disk.pqr", 40'000);  // 2.8 MB: the error comes after the first MiB
-  const std::vector<std::string> args = {"map",   input,    "-o",    path("x.dx"), "--origin",
-                                         "0,0,0", "--dims", "3,3,3", "--spacing",  "1"};
-  const Outcome healthy = run(args, with_io_faults({}));
-  ASSERT_EQ(healthy.code, 0) << "the same run without the fault must work: " << healthy;
-  EXPECT_TRUE(contains(healthy.out, "40,000 atoms")) << healthy;
-  fs::remove(path("x.dx"));
+  std::string records;
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<double> coord(-9, 9), charge(-1, 1);
+  for (int i = 0; i < 1000; ++i) {
+    char line[80];
+    std::snprintf(line, sizeof line, "ATOM %5d CA ALA %4d %8.3f %8.3f %8.3f %6.3f 1.500", i, i, coord(rng), coord(rng),
+                  coord(rng), charge(rng));
+    records += std::string(line) + std::string(63 - std::strlen(line), ' ') + "\n";  // 64 bytes a record
+  }
+  const struct {
+    std::string input;
+    const char* atoms;
+    const char* fault;
+  } cases[] = {{write("records.pqr", records), "1,000 atoms", "records.pqr:8192"},
+               {big_pqr("disk.pqr", 40'000), "40,000 atoms", "disk.pqr:1048576"}};
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.fault);
+    const std::vector<std::string> args = {"map",   c.input,  "-o",    path("x.dx"), "--origin",
+                                           "0,0,0", "--dims", "3,3,3", "--spacing",  "1"};
+    const Outcome healthy = run(args, with_io_faults({}));
+    ASSERT_EQ(healthy.code, 0) << "the same run without the fault must work: " << healthy;
+    EXPECT_TRUE(contains(healthy.out, c.atoms)) << healthy;
+    fs::remove(path("x.dx"));
 
-  const auto faulty = with_io_faults({{"ESPGRID_FAULT_READ_EIO", "disk.pqr:1048576"}});
-  Outcome r = run(args, faulty);
-  expect_clean_error(r, 1, "cannot read " + input + ": Input/output error");
-  expect_only({"disk.pqr"});
-  r = run({"atoms", input}, faulty);
-  expect_clean_error(r, 1, "Input/output error");
+    const auto faulty = with_io_faults({{"ESPGRID_FAULT_READ_EIO", c.fault}});
+    Outcome r = run(args, faulty);
+    expect_clean_error(r, 1, "cannot read " + c.input + ": Input/output error");
+    EXPECT_FALSE(fs::exists(path("x.dx")));
+    r = run({"atoms", c.input}, faulty);
+    expect_clean_error(r, 1, "Input/output error");
+  }
 }
 
 struct Misread {
