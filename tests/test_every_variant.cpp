@@ -102,7 +102,8 @@ TEST_P(EveryVariant, TranslatingAtomsAndGridTogetherChangesNothing) {
     // Relative positions agree to double rounding (~1e-14 Å) before the float cast, so the
     // float inputs differ by at most one rounding: the oracle's position term covers it; the
     // two sums each carry their rounding, hence twice the tolerance.
-    EXPECT_NEAR(a[idx], b[idx], 2 * float_tolerance(oracle_at(p, i, j, k), atoms.size(), original.coordinate_extent()));
+    EXPECT_NEAR(a[idx], b[idx],
+                2 * float_tolerance(oracle_at(p, i, j, k), atoms.size(), original.coordinate_extent()));
   }
 }
 

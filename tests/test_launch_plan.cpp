@@ -148,8 +148,8 @@ TEST(LaunchPlan, AccumulatingFamiliesStartFromZero) {
 TEST(SlabPlan, AMapWithinTheBudgetIsOneSlab) {
   const DcsProblem p = problem_of(100, 100, 50);
   const LaunchPlan plan = make_launch_plan("v", simple(32, 4), p, {}, kSms);
-  EXPECT_EQ(planes_per_slab(p, plan, 0, std::size_t{80} << 30, 0), 50);           // 80 GiB free
-  EXPECT_EQ(planes_per_slab(p, plan, 100 * 100 * 50 * sizeof(float), 0, 0), 50);  // exact cap
+  EXPECT_EQ(planes_per_slab(p, plan, 0, std::size_t{80} << 30, 0), 50);                  // 80 GiB free
+  EXPECT_EQ(planes_per_slab(p, plan, 100 * 100 * 50 * sizeof(float), 0, 0), 50);         // exact cap
 }
 
 TEST(SlabPlan, ALargerMapStreamsThroughTwoBuffersOfHalfTheBudget) {

@@ -1,13 +1,12 @@
 #include "src/core/grid.h"
 
-#include <sys/resource.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
+#include <sys/resource.h>
 
 #include "src/core/errors.h"
 #include "src/core/number_parsing.h"
