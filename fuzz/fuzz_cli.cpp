@@ -1,28 +1,30 @@
 // libFuzzer target for the command line: the input is split into words (on spaces, tabs,
-// line ends and NUL); the first word picks the verb (map, kernels, verify, bench) and the
-// words become its argv, as main() passes them (argv[0] is the verb). The verbs run
-// in-process: src/cli/commands.cpp, src/cli/progress.cpp and src/bench/bench_command.cpp are
-// compiled into this executable (fuzz/CMakeLists.txt).
+// line ends and NUL); the first word picks the verb (map, kernels, verify, bench, atoms,
+// convert) and the words become its argv, as main() passes them (argv[0] is the verb). The
+// verbs run in-process: the command-line library (src/cli/, src/bench/bench_command.cpp) is
+// linked into this executable (fuzz/CMakeLists.txt).
 //
 // Accepted outcomes: a return code of 0 or 1, or espgrid::Error (UsageError included: cxxopts
 // errors surface as UsageError) unless its message says "internal error". Anything else —
 // another exception, a crash, a sanitizer report, a hang (libFuzzer's -timeout) — is a
-// finding, as is a ".NAME.partial.PID" file left in the working directory after the verb
-// returned or threw.
+// finding, as are, after the verb returned or threw:
+//   * a temporary file (".NAME.partial.PID.XXXXXX" or ".NAME.probe.PID.XXXXXX") left behind;
+//   * a fixture whose bytes changed: an input is never replaced or written through (issue
+//     #16: "-o p.dx" with the input p.dx once replaced the input with the map).
 //
 // Confinement, so that fuzzing can neither do huge work nor touch files outside a temp dir:
 //   * the process works in a fresh temporary directory holding copies of a few small
-//     fixtures (a.pqr, b.xyz, c.extxyz, d.pqr, bad.pqr, m.pdb); inputs with a word that
-//     could reach outside it (absolute paths, "..", see stays_inside) are skipped, so every
-//     path the verbs see is inside that directory;
-//     everything else there is removed after each input;
+//     fixtures (a.pqr, b.xyz, c.extxyz, d.pqr, bad.pqr, m.pdb, p.dx: a PQR named like a map,
+//     e.dx: a 2 x 2 x 3 map for convert); inputs with a word that could reach outside it
+//     (absolute paths, "..", see stays_inside) are skipped, so every path the verbs see is
+//     inside that directory; everything else there is removed after each input;
 //   * ESPGRID_MAX_GRID_POINTS=100000 caps every grid (check_grid_fits refuses larger ones);
 //   * ESPGRID_PDB2PQR and ESPGRID_GEMMI name no program, so PDB/mmCIF input runs nothing;
-//   * inputs whose work options exceed small bounds are skipped: --threads over 4, and for
-//     bench --atoms over 2000, --repeats over 2, --warmup over 1, --budget over 0.01 s,
-//     --check-points over 100, any --sweep but none; bench also gets "--repeats 1
-//     --warmup 0 --budget 0.002 --check-points 20" in front of the fuzzed words (a later
-//     fuzzed value of the same option wins, within the bounds above);
+//   * inputs whose work options exceed small bounds are skipped: --threads 5 to 1024 (above,
+//     it is refused before any thread starts), and for bench --atoms over 2000, --repeats
+//     over 2, --warmup over 1, --budget over 0.01 s, --check-points over 100, any --sweep but
+//     none; bench also gets "--repeats 1 --warmup 0 --budget 0.002 --check-points 20" in front
+//     of the fuzzed words, each unless the words give that option (a repeated option is refused);
 //   * at most 48 words of at most 300 bytes (names over NAME_MAX are reachable).
 // Set ESPGRID_FUZZ_VERBOSE=1 to see the verbs' standard output (normally sent to /dev/null).
 #include <fcntl.h>
@@ -34,6 +36,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -55,7 +59,10 @@ const std::vector<std::pair<std::string, std::string>> kFixtures = {
     {"tests/data/pqr_fixed_column.pqr", "d.pqr"},
     {"tests/data/bad_nan_charge.pqr", "bad.pqr"},
     {"tests/data/pqr_whitespace.pqr", "m.pdb"},
+    {"tests/data/pqr_whitespace.pqr", "p.dx"},
+    {"fuzz/fixtures/tiny.dx", "e.dx"},
 };
+std::vector<std::string> g_fixture_bytes;  // each fixture's bytes as copied, in kFixtures' order
 
 [[noreturn]] void finding(const std::string& what) {
   std::fprintf(stderr, "\nespgrid fuzz finding: %s\n", what.c_str());
@@ -104,10 +111,17 @@ bool work_is_bounded(const std::string& verb, const std::vector<std::string>& wo
     double lo, hi;
     bool bench_only;
   };
-  static const Bound kBounds[] = {{"threads", 0, 4, false},     {"atoms", 1, 2000, true},
-                                  {"repeats", 1, 2, true},      {"warmup", 0, 1, true},
-                                  {"budget", 1e-6, 0.01, true}, {"check-points", 1, 100, true}};
+  static const Bound kBounds[] = {{"atoms", 1, 2000, true},
+                                  {"repeats", 1, 2, true},
+                                  {"warmup", 0, 1, true},
+                                  {"budget", 1e-6, 0.01, true},
+                                  {"check-points", 1, 100, true}};
   for (std::size_t i = 0; i < words.size(); ++i) {
+    bool no_value = false;
+    if (const auto threads = option_value(words, i, "threads", no_value); threads && !no_value) {
+      const auto n = espgrid::parse_number(*threads);
+      if (n && *n > 4 && *n <= 1024) return false;  // beyond 1024 (or not a number) is refused at once
+    }
     for (const Bound& b : kBounds) {
       if (b.bench_only && verb != "bench") continue;
       bool missing = false;
@@ -123,13 +137,24 @@ bool work_is_bounded(const std::string& verb, const std::vector<std::string>& wo
   return true;
 }
 
+std::string file_bytes(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
 void clean_dir() {
   for (const auto& entry : fs::directory_iterator(g_dir)) {
     const std::string name = entry.path().filename().string();
-    if (name.find(".partial.") != std::string::npos) finding("temporary file left behind: " + name);
+    if (name.find(".partial.") != std::string::npos || name.find(".probe.") != std::string::npos)
+      finding("temporary file left behind: " + name);
     bool fixture = false;
     for (const auto& f : kFixtures) fixture = fixture || f.second == name;
     if (!fixture) fs::remove_all(entry.path());
+  }
+  for (std::size_t i = 0; i < kFixtures.size(); ++i) {
+    const fs::path file = g_dir / kFixtures[i].second;
+    if (fs::is_symlink(file) || !fs::is_regular_file(file) || file_bytes(file) != g_fixture_bytes[i])
+      finding("the input " + kFixtures[i].second + " was changed");
   }
 }
 
@@ -143,8 +168,10 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
   if (::mkdtemp(templ.data()) == nullptr) finding("mkdtemp failed in " + templ);
   g_dir = templ;
   std::atexit(remove_dir);
-  for (const auto& [from, to] : kFixtures)
+  for (const auto& [from, to] : kFixtures) {
     fs::copy_file(fs::path(ESPGRID_SOURCE_DIR) / from, g_dir / to, fs::copy_options::overwrite_existing);
+    g_fixture_bytes.push_back(file_bytes(g_dir / to));
+  }
   if (::chdir(g_dir.c_str()) != 0) finding("chdir failed");
   ::setenv("ESPGRID_MAX_GRID_POINTS", "100000", 1);
   // PDB/mmCIF input would start pdb2pqr30 and gemmi (seconds each): point them at a program
@@ -181,13 +208,21 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (verb == "kernels") run = espgrid::cli::run_kernels;
   if (verb == "verify") run = espgrid::cli::run_verify;
   if (verb == "bench") run = espgrid::cli::run_bench;
+  if (verb == "atoms") run = espgrid::cli::run_atoms;
+  if (verb == "convert") run = espgrid::cli::run_convert;
   if (run == nullptr) return 0;
   if (!work_is_bounded(verb, words)) return 0;
 
   std::vector<std::string> args = {verb};
-  if (verb == "bench")
-    for (const char* w : {"--repeats", "1", "--warmup", "0", "--budget", "0.002", "--check-points", "20"})
-      args.emplace_back(w);
+  if (verb == "bench") {
+    const std::pair<const char*, const char*> kQuick[] = {
+        {"repeats", "1"}, {"warmup", "0"}, {"budget", "0.002"}, {"check-points", "20"}};
+    for (const auto& [option, value] : kQuick) {
+      bool given = false, missing = false;
+      for (std::size_t i = 1; i < words.size(); ++i) given = given || option_value(words, i, option, missing);
+      if (!given) args.insert(args.end(), {std::string("--") + option, value});
+    }
+  }
   args.insert(args.end(), words.begin() + 1, words.end());
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());

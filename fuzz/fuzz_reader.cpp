@@ -1,14 +1,20 @@
 // libFuzzer target for the structure readers: the input is the text of a file, read with
 // espgrid::read_pqr (ESPGRID_FUZZ_PQR) or espgrid::read_xyz (ESPGRID_FUZZ_XYZ) through
-// TextLines("fuzz", text). The only accepted failure is espgrid::InputError; any other
+// LineSource("fuzz", text). The only accepted failure is espgrid::InputError; any other
 // exception, a crash, an ASan/UBSan report or a hang is a finding. On success every value
-// must be finite and within the limits documented in src/structure_reader.h.
+// must be finite and within the limits documented in src/io/structure_reader.h.
+//
+// The streaming invariant: the same text handed to the line splitter in small pieces (1 to 16
+// bytes, chosen from the input, so that lines, CRLF pairs and the byte-order mark cross the
+// reads) must give exactly the same atoms, or an InputError with the same message.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string>
+#include <vector>
 
 #include "src/core/errors.h"
 #include "src/io/structure_reader.h"
@@ -21,14 +27,14 @@ namespace {
   std::abort();  // libFuzzer saves the input as a crash
 }
 
-void check_structure(const espgrid::Structure& s, const espgrid::TextLines& text) {
+void check_structure(const espgrid::Structure& s, std::size_t line_count) {
   const espgrid::Atoms& a = s.atoms;
   if (a.empty()) finding("a reader returned no atoms without an InputError");
   const std::size_t n = a.size();
   if (a.y.size() != n || a.z.size() != n || a.charge.size() != n || a.radius.size() != n)
     finding("atom arrays of different lengths");
   // Every atom comes from its own line: more atoms than lines means a line was read twice.
-  if (n > text.count()) finding("more atoms than lines");
+  if (n > line_count) finding("more atoms than lines");
   for (std::size_t i = 0; i < n; ++i) {
     for (const double c : {a.x[i], a.y[i], a.z[i]})
       if (!std::isfinite(c) || std::fabs(c) > espgrid::kMaxCoordinate)
@@ -53,17 +59,22 @@ void check_error(const espgrid::InputError& e, std::size_t line_count) {
     finding("InputError line " + std::to_string(e.line()) + " outside 1.." + std::to_string(line_count) + ": " + what);
 }
 
-}  // namespace
+/// What one read of the text gave: the atoms' values in order, or the InputError's message.
+struct Outcome {
+  std::vector<double> values;
+  std::string error;
+  bool operator==(const Outcome& o) const {
+    // Bitwise: the two reads parse the same tokens, so even the last bit must agree.
+    return error == o.error && values.size() == o.values.size() &&
+           (values.empty() ||  // memcmp must not see the null data() of an empty vector
+            std::memcmp(values.data(), o.values.data(), values.size() * sizeof(double)) == 0);
+  }
+};
 
-extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  std::string text(reinterpret_cast<const char*>(data), size);
-  // An upper bound on the lines, independent of TextLines (which may refuse the text).
-  std::size_t line_count = 1;
-  for (const char c : text) line_count += (c == '\n' || c == '\r') ? 1 : 0;
+Outcome read_text(const std::string& text, std::size_t chunk_bytes, std::size_t line_count) {
+  Outcome out;
   try {
-    const espgrid::TextLines lines("fuzz", std::move(text));
-    if (lines.count() > line_count) finding("TextLines made more lines than the text has line ends + 1");
-    line_count = lines.count();
+    espgrid::LineSource lines("fuzz", text, chunk_bytes);
 #if defined(ESPGRID_FUZZ_PQR)
     const espgrid::Structure s = espgrid::read_pqr(lines);
 #elif defined(ESPGRID_FUZZ_XYZ)
@@ -71,11 +82,33 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
 #else
 #error "define ESPGRID_FUZZ_PQR or ESPGRID_FUZZ_XYZ"
 #endif
-    check_structure(s, lines);
+    if (lines.line_number() > line_count) finding("LineSource made more lines than the text has line ends + 1");
+    check_structure(s, line_count);
+    const espgrid::Atoms& a = s.atoms;
+    for (std::size_t i = 0; i < a.size(); ++i)
+      for (const double v : {a.x[i], a.y[i], a.z[i], a.charge[i], a.radius[i]}) out.values.push_back(v);
   } catch (const espgrid::InputError& e) {
     check_error(e, line_count);
+    out.error = e.what();
   }
   // Anything else (espgrid::Error that is not an InputError, std::exception, ...) escapes:
   // libFuzzer reports the uncaught exception as a crash.
+  return out;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  const std::string text(reinterpret_cast<const char*>(data), size);
+  // An upper bound on the lines, independent of LineSource (which may refuse the text).
+  std::size_t line_count = 1;
+  for (const char c : text) line_count += (c == '\n' || c == '\r') ? 1 : 0;
+  const Outcome whole = read_text(text, 0, line_count);
+  const std::size_t chunk = 1 + (size == 0 ? 0 : data[size / 2] % 16);
+  const Outcome pieces = read_text(text, chunk, line_count);
+  if (!(whole == pieces))
+    finding("reading in " + std::to_string(chunk) + "-byte pieces differs from reading at once: '" + pieces.error +
+            "' vs '" + whole.error + "', " + std::to_string(pieces.values.size()) + " vs " +
+            std::to_string(whole.values.size()) + " values");
   return 0;
 }

@@ -18,12 +18,28 @@ const char* short_file(const char* file) {
   return p ? p : file;
 }
 
+/// "kernels/FILE.cu:LINE".
+std::string location_of(const char* file, int line) {
+  return std::string(short_file(file)) + ":" + std::to_string(line);
+}
+
 }  // namespace
+
+CudaError::CudaError(cudaError_t code, const std::string& message, std::string location)
+    : Error(debug_enabled() && !location.empty() ? message + " [at " + location + "]" : message),
+      code_(code),
+      message_(message),
+      location_(std::move(location)) {}
+
+bool debug_enabled() {
+  const char* value = std::getenv("ESPGRID_DEBUG");  // read at each error: errors are rare
+  return value != nullptr && std::strcmp(value, "1") == 0;
+}
 
 void throw_cuda_error(cudaError_t code, const char* expression, const char* file, int line) {
   cudaGetLastError();  // reset a non-sticky error so later, unrelated checks do not see it
-  throw CudaError(code, std::string("CUDA call '") + expression + "' failed: " + describe_status(code) + " at " +
-                            short_file(file) + ":" + std::to_string(line));
+  throw CudaError(code, std::string("CUDA call '") + expression + "' failed: " + describe_status(code),
+                  location_of(file, line));
 }
 
 bool sync_check_enabled() {
@@ -37,14 +53,14 @@ bool sync_check_enabled() {
 void check_launch(const char* file, int line) {
   cudaError_t code = cudaGetLastError();
   if (code != cudaSuccess)
-    throw CudaError(code, "CUDA kernel launch failed: " + describe_status(code) + " at " + short_file(file) + ":" +
-                              std::to_string(line));
+    throw CudaError(code, "CUDA kernel launch failed: " + describe_status(code), location_of(file, line));
   if (sync_check_enabled()) {
     code = cudaDeviceSynchronize();
     if (code != cudaSuccess) {
       cudaGetLastError();
-      throw CudaError(code, "CUDA kernel failed: " + describe_status(code) + " in the kernel launched at " +
-                                short_file(file) + ":" + std::to_string(line) + " (ESPGRID_CUDA_SYNC_CHECK=1)");
+      throw CudaError(
+          code, "CUDA kernel failed: " + describe_status(code) + " (found at its launch: ESPGRID_CUDA_SYNC_CHECK=1)",
+          location_of(file, line));
     }
   }
 }

@@ -15,20 +15,30 @@
 
 namespace espgrid::cuda {
 
-/// A failed CUDA runtime call or kernel launch. what() names the call (or the allocation),
-/// the CUDA error's name and description, and the source location.
+/// A failed CUDA runtime call or kernel launch. what() is for users: the call (or the
+/// allocation) and the CUDA error's name and description. The source location is for
+/// developers: location(), and appended to what() when ESPGRID_DEBUG=1 (debug_enabled()).
 class CudaError : public Error {
  public:
-  CudaError(cudaError_t code, const std::string& message) : Error(message), code_(code) {}
+  CudaError(cudaError_t code, const std::string& message, std::string location = {});
   cudaError_t code() const noexcept { return code_; }
+  /// what() without the location.
+  const std::string& message() const noexcept { return message_; }
+  /// "kernels/FILE.cu:LINE" of the failed check, or "" when none was recorded.
+  const std::string& location() const noexcept { return location_; }
 
  private:
   cudaError_t code_;
+  std::string message_;
+  std::string location_;
 };
 
-/// Throws CudaError for `code`: "CUDA call 'EXPR' failed: cudaErrorX (text) at FILE:LINE".
-/// Also clears the runtime's last-error slot so that a non-sticky error does not resurface
-/// in the next check.
+/// True when ESPGRID_DEBUG=1: CUDA errors then name their source location in what().
+bool debug_enabled();
+
+/// Throws CudaError for `code`: "CUDA call 'EXPR' failed: cudaErrorX (text)", with FILE:LINE
+/// as its location(). Also clears the runtime's last-error slot so that a non-sticky error
+/// does not resurface in the next check.
 [[noreturn]] void throw_cuda_error(cudaError_t code, const char* expression, const char* file, int line);
 
 /// After a kernel launch: throws on a launch error (cudaGetLastError); when the environment

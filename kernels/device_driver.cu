@@ -296,7 +296,7 @@ std::exception_ptr with_device(std::exception_ptr error, int device, int worker,
   try {
     std::rethrow_exception(error);
   } catch (const CudaError& e) {
-    return std::make_exception_ptr(CudaError(e.code(), where + e.what()));
+    return std::make_exception_ptr(CudaError(e.code(), where + e.message(), e.location()));
   } catch (const UsageError&) {
     return error;  // not about the device
   } catch (const Error& e) {

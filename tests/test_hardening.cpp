@@ -44,22 +44,12 @@
 #include "src/io/map_formats.h"
 #include "src/io/structure_reader.h"
 #include "src/io/text_parsing.h"
+#include "tests/child_process.h"
 #include "tests/file_helpers.h"
 #include "tests/test_support.h"
 
 #if ESPGRID_HAVE_CUDA
 #include <cuda_runtime_api.h>
-#endif
-
-#if defined(__SANITIZE_ADDRESS__)
-#define ESPGRID_UNDER_SANITIZER 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define ESPGRID_UNDER_SANITIZER 1
-#endif
-#endif
-#ifndef ESPGRID_UNDER_SANITIZER
-#define ESPGRID_UNDER_SANITIZER 0
 #endif
 
 namespace espgrid {
@@ -68,170 +58,14 @@ namespace {
 namespace fs = std::filesystem;
 // ---- helpers ----------------------------------------------------------------------------------
 
+using espgrid::testing::Child;
 using espgrid::testing::contains;
+using espgrid::testing::Outcome;
 using espgrid::testing::slurp;
+using espgrid::testing::wait_for_partial;
 
-/// How the child ended: exit code, or 128 + signal when a signal killed it (as a shell shows it).
-struct Outcome {
-  int code = -1;
-  bool signaled = false;
-  std::string out, err;
-};
-
-std::ostream& operator<<(std::ostream& os, const Outcome& r) {
-  return os << (r.signaled ? "killed by signal " + std::to_string(r.code - 128) : "exit " + std::to_string(r.code))
-            << "\n--- stdout ---\n"
-            << r.out << "--- stderr ---\n"
-            << r.err;
-}
-
-/// The espgrid binary as a child process: stdout and stderr to files, stdin from /dev/null,
-/// optional environment changes and a file-size limit. Runs in the source directory, so
-/// relative paths such as "data/achbp.pqr" work.
-class Child {
- public:
-  struct Options {
-    std::map<std::string, std::optional<std::string>> env;  ///< value, or nullopt to unset
-    std::optional<rlim_t> file_size_limit;                  ///< RLIMIT_FSIZE, bytes
-  };
-
-  Child(const std::vector<std::string>& args, const fs::path& capture_dir, const Options& options) {
-    out_ = capture_dir / "stdout";
-    err_ = capture_dir / "stderr";
-    std::vector<std::string> argv_storage = {ESPGRID_BINARY};
-    argv_storage.insert(argv_storage.end(), args.begin(), args.end());
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      // child: only async-signal-safe work would be strictly correct after fork in a threaded
-      // process; gtest runs tests on one thread, and this is the usual test-harness pattern.
-      const int in = ::open("/dev/null", O_RDONLY);
-      const int o = ::open(out_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      const int e = ::open(err_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      if (in < 0 || o < 0 || e < 0) ::_exit(120);
-      ::dup2(in, 0);
-      ::dup2(o, 1);
-      ::dup2(e, 2);
-      if (::chdir(ESPGRID_SOURCE_DIR) != 0) ::_exit(121);
-      for (const auto& [name, value] : options.env) {
-        if (value)
-          ::setenv(name.c_str(), value->c_str(), 1);
-        else
-          ::unsetenv(name.c_str());
-      }
-      if (options.file_size_limit) {
-        const rlimit limit{*options.file_size_limit, *options.file_size_limit};
-        if (::setrlimit(RLIMIT_FSIZE, &limit) != 0) ::_exit(122);
-      }
-      std::vector<char*> argv;
-      for (std::string& a : argv_storage) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      ::execv(argv[0], argv.data());
-      ::_exit(123);
-    }
-  }
-  ~Child() {
-    if (pid_ > 0 && !reaped_) {
-      ::kill(pid_, SIGKILL);
-      ::waitpid(pid_, nullptr, 0);
-    }
-  }
-  Child(const Child&) = delete;
-  Child& operator=(const Child&) = delete;
-
-  pid_t pid() const { return pid_; }
-  bool running() {
-    if (reaped_) return false;
-    int status = 0;
-    const pid_t r = ::waitpid(pid_, &status, WNOHANG);
-    if (r == pid_) {
-      record(status);
-      return false;
-    }
-    return true;
-  }
-  void signal(int sig) const { ::kill(pid_, sig); }
-  /// Waits for the child (killing it after `timeout_s`) and returns how it ended.
-  Outcome wait(double timeout_s = 300) {
-    const auto start = Clock::now();
-    while (running()) {
-      if (seconds_since(start) > timeout_s) {
-        ::kill(pid_, SIGKILL);
-        ADD_FAILURE() << "the child ran over " << timeout_s << " s and was killed";
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    }
-    outcome_.out = slurp(out_);
-    outcome_.err = slurp(err_);
-    return outcome_;
-  }
-
- private:
-  void record(int status) {
-    reaped_ = true;
-    if (WIFEXITED(status)) {
-      outcome_.code = WEXITSTATUS(status);
-    } else if (WIFSIGNALED(status)) {
-      outcome_.signaled = true;
-      outcome_.code = 128 + WTERMSIG(status);
-    }
-  }
-  pid_t pid_ = -1;
-  bool reaped_ = false;
-  Outcome outcome_;
-  fs::path out_, err_;
-};
-
-class Hardening : public ::testing::Test {
+class Hardening : public testing::ScratchDirTest {
  protected:
-  void SetUp() override {
-    static int counter = 0;
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = fs::temp_directory_path() /
-           ("espgrid_hard_" + std::to_string(::getpid()) + "_" + std::to_string(counter++) + "_" + info->name());
-    capture_ = dir_.string() + ".capture";
-    fs::remove_all(dir_);
-    fs::remove_all(capture_);
-    ASSERT_TRUE(fs::create_directories(dir_));
-    ASSERT_TRUE(fs::create_directories(capture_));
-  }
-  void TearDown() override {
-    std::error_code ignored;
-    fs::permissions(dir_, fs::perms::owner_all, ignored);
-    fs::remove_all(dir_, ignored);
-    fs::remove_all(capture_, ignored);
-  }
-
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
-
-  Outcome run(const std::vector<std::string>& args, const Child::Options& options = {}) {
-    Child child(args, capture_, options);
-    return child.wait();
-  }
-
-  std::vector<std::string> entries() const {
-    std::vector<std::string> names;
-    for (const auto& e : fs::directory_iterator(dir_)) names.push_back(e.path().filename().string());
-    std::sort(names.begin(), names.end());
-    return names;
-  }
-
-  /// Nothing in the output directory but `allowed`: no map, no ".NAME.partial.PID".
-  void expect_only(std::vector<std::string> allowed) const {
-    std::sort(allowed.begin(), allowed.end());
-    EXPECT_EQ(entries(), allowed);
-  }
-
-  static void expect_clean_error(const Outcome& r, int code, const std::string& message) {
-    EXPECT_FALSE(r.signaled) << r;
-    EXPECT_EQ(r.code, code) << r;
-    EXPECT_TRUE(contains(r.err, "espgrid: error: ")) << r;
-    EXPECT_TRUE(contains(r.err, message)) << "expected '" << message << "'\n" << r;
-    for (const char* noise : {"terminate called", "std::", "filesystem error", "what()", "internal error", "Aborted",
-                              "Segmentation", "runtime error", "AddressSanitizer"})
-      EXPECT_FALSE(contains(r.err, noise)) << "'" << noise << "' in stderr\n" << r;
-    EXPECT_FALSE(contains(r.out, "wrote")) << r;
-  }
-
   /// A PQR of one atom at the origin: computing is instant, so a large grid's time goes into
   /// writing the map.
   std::string one_atom() const {
@@ -239,8 +73,6 @@ class Hardening : public ::testing::Test {
     std::ofstream(p) << "ATOM      1  N   ALA A   1       0.000   0.000   0.000  1.0000 1.5000\n";
     return p;
   }
-
-  fs::path dir_, capture_;
 };
 
 constexpr const char* kSmall = "tests/data/pqr_whitespace.pqr";  // 38 atoms
@@ -419,7 +251,8 @@ TEST_F(Hardening, TwoMillionAtomPqrReadsFastWithSaneMemory) {
 TEST_F(Hardening, AbsurdXyzCountFailsFast) {
   const auto start = Clock::now();
   try {
-    read_xyz(TextLines("claim.xyz", "1000000000000000000\ncomment\nH 0 0 0 0.1\n"));
+    LineSource lines("claim.xyz", "1000000000000000000\ncomment\nH 0 0 0 0.1\n");
+    read_xyz(lines);
     FAIL() << "accepted";
   } catch (const InputError& e) {
     EXPECT_EQ(e.line(), 1u);
@@ -533,17 +366,6 @@ TEST_F(Hardening, NoVisibleDeviceFallsBackOrFailsClearly) {
 
 // ---- interrupted runs ---------------------------------------------------------------------------
 
-/// Polls until `file` exists (true) or the child ends or `timeout_s` passes (false).
-bool wait_for_file(Child& child, const fs::path& file, double timeout_s) {
-  const auto start = Clock::now();
-  while (seconds_since(start) < timeout_s) {
-    if (fs::exists(file)) return true;
-    if (!child.running()) return fs::exists(file);
-    std::this_thread::sleep_for(std::chrono::microseconds(500));
-  }
-  return false;
-}
-
 struct SignalCase {
   int signal;
   int code;
@@ -575,7 +397,7 @@ TEST_F(Hardening, SignalDuringComputationLeavesNoOutput) {
 }
 
 // A signal while a large map is being written: the process is stopped (SIGSTOP) as soon as
-// its ".NAME.partial.PID" file appears, signalled, then continued, so the signal lands
+// its ".NAME.partial.PID.XXXXXX" file appears, signalled, then continued, so the signal lands
 // during the write however fast the machine is. The partial file must be gone afterwards.
 TEST_F(Hardening, SignalDuringTheWriteOfALargeMapRemovesThePartialFile) {
   const std::string input = one_atom();
@@ -587,8 +409,8 @@ TEST_F(Hardening, SignalDuringTheWriteOfALargeMapRemovesThePartialFile) {
       Child child({"map", input, "-o", path(name), "--origin", "-50,-50,-50", "--dims", "200,200,200", "--spacing",
                    "0.5", "--kernel", "cpu-parallel"},
                   capture_, {});
-      const fs::path partial = dir_ / ("." + name + ".partial." + std::to_string(child.pid()));
-      ASSERT_TRUE(wait_for_file(child, partial, 120)) << "no " << partial << " appeared: " << child.wait();
+      const fs::path partial = wait_for_partial(child, dir_, name, 120);
+      ASSERT_FALSE(partial.empty()) << "no temporary file for " << name << " appeared: " << child.wait();
       child.signal(SIGSTOP);
       const bool mid_write = fs::exists(partial);
       child.signal(s.signal);
@@ -611,8 +433,8 @@ TEST_F(Hardening, SignalDuringTheSecondMapKeepsTheFirstComplete) {
   Child child({"map", input, "-o", path("first.dx"), "-o", path("second.dx"), "--origin", "-30,-30,-30", "--dims",
                "120,120,120", "--spacing", "0.5", "--kernel", "cpu-parallel"},
               capture_, {});
-  const fs::path partial = dir_ / (".second.dx.partial." + std::to_string(child.pid()));
-  ASSERT_TRUE(wait_for_file(child, partial, 120)) << child.wait();
+  const fs::path partial = wait_for_partial(child, dir_, "second.dx", 120);
+  ASSERT_FALSE(partial.empty()) << child.wait();
   child.signal(SIGSTOP);
   const bool mid_write = fs::exists(partial);
   child.signal(SIGINT);
@@ -809,6 +631,7 @@ TEST_F(GpuFaults, OutOfDeviceMemoryIsAClearErrorAndLeavesTheDeviceUsable) {
           if (contains(what, "cannot allocate")) EXPECT_TRUE(contains(what, "for '")) << "names the buffer: " << what;
           if (contains(what, "cannot allocate") && contains(what, " on device "))
             EXPECT_TRUE(contains(what, "free of")) << "says what was free: " << what;
+          EXPECT_FALSE(contains(what, ".cu:")) << "a source location in a user's message (issue #16): " << what;
         }
       }
     }

@@ -2,6 +2,7 @@
 // computed there by an independent parser), every molecule of data/ (data/README.md), and
 // in-memory inputs for each rule the PQR and XYZ readers enforce.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -15,6 +16,8 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <sys/stat.h>
+#include <thread>
 #include <vector>
 
 #include "src/core/errors.h"
@@ -109,12 +112,12 @@ void expect_atom(const Atoms& atoms, std::size_t i, const AtomRow& want, bool ch
 }
 
 Structure pqr_text(const std::string& text, const std::string& path = "mem.pqr") {
-  const TextLines lines(path, text);
+  LineSource lines(path, text);
   return read_pqr(lines);
 }
 
 Structure xyz_text(const std::string& text, const std::string& path = "mem.xyz") {
-  const TextLines lines(path, text);
+  LineSource lines(path, text);
   return read_xyz(lines);
 }
 
@@ -882,7 +885,7 @@ namespace {
 TEST(PlausibilityLimits, HugeChargeOrRadiusIsRefusedAtItsLine) {
   for (const char* record : {"ATOM 1 N MET 1 1.000 2.000 3.000 1e39 1.5", "ATOM 1 N MET 1 1.000 2.000 3.000 0.5 1e5"}) {
     try {
-      read_pqr(TextLines("t.pqr", std::string("REMARK x\n") + record + "\n"));
+      pqr_text(std::string("REMARK x\n") + record + "\n", "t.pqr");
       ADD_FAILURE() << "accepted " << record;
     } catch (const InputError& e) {
       EXPECT_EQ(e.line(), 2u);
@@ -890,11 +893,199 @@ TEST(PlausibilityLimits, HugeChargeOrRadiusIsRefusedAtItsLine) {
     }
   }
   try {
-    read_xyz(TextLines("t.xyz", "1\nc\nC 0.0 0.0 0.0 -2e40\n"));
+    xyz_text("1\nc\nC 0.0 0.0 0.0 -2e40\n", "t.xyz");
     ADD_FAILURE() << "accepted a charge of -2e40";
   } catch (const InputError& e) {
     EXPECT_EQ(e.line(), 3u);
   }
+}
+
+}  // namespace
+}  // namespace espgrid
+
+// ---- issue #16: record layouts, models, streaming -----------------------------------------------
+
+namespace espgrid {
+namespace {
+
+/// The atoms of `text` read through a LineSource that hands over `chunk` bytes at a time.
+Structure pqr_in_pieces(const std::string& text, std::size_t chunk) {
+  LineSource lines("mem.pqr", text, chunk);
+  return read_pqr(lines);
+}
+
+// Files written by two real PQR writers from pqr_whitespace.pqr (tests/data/make_writer_fixtures.py):
+// every atom equals the source's. Exact equality: both files hold the same decimal text for
+// every number, so the same double comes out.
+TEST(PqrWriters, BiopythonAndMdanalysisFilesEqualTheirSource) {
+  const Structure source = read_structure(fixture("pqr_whitespace.pqr"), StructureFormat::Pqr);
+  for (const char* file : {"pqr_biopython.pqr", "pqr_mdanalysis.pqr"}) {
+    SCOPED_TRACE(file);
+    const Structure s = read_structure(fixture(file), StructureFormat::Pqr);
+    ASSERT_EQ(s.atoms.size(), source.atoms.size());
+    for (std::size_t i = 0; i < s.atoms.size(); ++i) {
+      EXPECT_EQ(s.atoms.x[i], source.atoms.x[i]) << "atom " << i + 1;
+      EXPECT_EQ(s.atoms.y[i], source.atoms.y[i]) << "atom " << i + 1;
+      EXPECT_EQ(s.atoms.z[i], source.atoms.z[i]) << "atom " << i + 1;
+      EXPECT_EQ(s.atoms.charge[i], source.atoms.charge[i]) << "atom " << i + 1;
+      EXPECT_EQ(s.atoms.radius[i], source.atoms.radius[i]) << "atom " << i + 1;
+    }
+  }
+  // Biopython's element column is what the atoms carry: the last field of each ATOM line.
+  const Structure bio = read_structure(fixture("pqr_biopython.pqr"), StructureFormat::Pqr);
+  std::size_t i = 0;
+  for (const std::string& line : file_lines(fixture("pqr_biopython.pqr"))) {
+    if (line.rfind("ATOM", 0) != 0) continue;
+    ASSERT_LT(i, bio.atoms.size());
+    EXPECT_EQ(bio.atoms.element[i].text(), line.substr(line.find_last_not_of(' '))) << line;
+    ++i;
+  }
+  EXPECT_EQ(i, bio.atoms.size());
+}
+
+struct LayoutCase {
+  const char* line;
+  const char* element;  // what the atom's element must be
+};
+
+// Every layout the reader accepts (src/io/pqr_reader.cpp), each giving x 1, y 2, z 3, q 0.5, r 1.5.
+TEST(PqrLayouts, AcceptedLayoutsReadTheSameNumbers) {
+  const LayoutCase cases[] = {
+      {"ATOM 1 N MET 1 1.000 2.000 3.000 0.5 1.5", "N"},          // APBS: no chain
+      {"ATOM 1 CA MET A 1 1.000 2.000 3.000 0.5 1.5", "C"},       // chain
+      {"ATOM 1 N MET A 52A 1.000 2.000 3.000 0.5 1.5", "N"},      // insertion code run into resSeq
+      {"ATOM 1 N MET A 52 B 1.000 2.000 3.000 0.5 1.5", "N"},     // insertion code apart
+      {"ATOM 1 N MET 52 B 1.000 2.000 3.000 0.5 1.5", "N"},       // insertion code, no chain
+      {"ATOM 1 N MET A1000 1.000 2.000 3.000 0.5 1.5", "N"},      // chain run into resSeq (PDB columns)
+      {"ATOM 1 N MET -5 1.000 2.000 3.000 0.5 1.5", "N"},         // negative resSeq
+      {"ATOM 1 FE HEM A 1 1.000 2.000 3.000 0.5 1.5 FE", "Fe"},   // Biopython: element after the radius
+      {"ATOM 1 CA CA A 1 1.000 2.000 3.000 0.5 1.5 Ca", "Ca"},    // element in mixed case
+      {"ATOM 1 XX UNK A 1 1.000 2.000 3.000 0.5 1.5 X", "X"},     // unknown element
+      {"HETATM12345 C LIG B 99 1.000 2.000 3.000 0.5 1.5", "C"},  // serial run into the record
+      {"ATOM  100000 N MET 1 1.000 2.000 3.000 0.5 1.5", "N"},    // 6-digit serial
+  };
+  for (const LayoutCase& c : cases) {
+    SCOPED_TRACE(c.line);
+    const Structure s = pqr_text(std::string(c.line) + "\n");
+    ASSERT_EQ(s.atoms.size(), 1u);
+    expect_atom(s.atoms, 0, {1, 2, 3, 0.5, 1.5}, true, c.line);
+    EXPECT_EQ(s.atoms.element[0].text(), c.element);
+  }
+}
+
+// A field too many or too few shifts every number: the radius read as the charge, a coordinate
+// as the residue number. Each is refused at its line (they were read as wrong atoms before).
+TEST(PqrLayouts, ShiftedOrExtraFieldsAreRefusedAtTheirLine) {
+  std::string hundreds = "ATOM 1 N MET 1";
+  for (int i = 0; i < 300; ++i) hundreds += " 7";
+  hundreds += " 1.000 2.000 3.000 0.5 1.5\n";
+  expect_pqr_error("REMARK x\nATOM 1 N MET 1 1.000 2.000 3.000 0.5 1.8 0.00\n", 2, "field too many");
+  expect_pqr_error("ATOM 1 N MET 1 1.000 2.000 3.000 0.5 1.8 0.00\n", 1, "expected the residue number");
+  expect_pqr_error("ATOM 1 N MET A 1 1.000 2.000 3.000 0.5 1.8 2.5 0.00\n", 1, "too many fields");
+  expect_pqr_error(hundreds, 1, "too many fields");
+  expect_pqr_error("ATOM 1 N MET A B 1 1.000 2.000 3.000 0.5 1.5\n", 1, "too many fields");
+  expect_pqr_error("ATOM 1 N MET A B C 1 1.000 2.000 3.000 0.5 1.5\n", 1, "too many fields");
+  expect_pqr_error("ATOM 1.5 N MET 1 1.000 2.000 3.000 0.5 1.5\n", 1, "serial number '1.5'");
+  expect_pqr_error("ATOM 1 N MET 1 1.000 2.000 3.000 0.5 1.5 foo\n", 1, "radius 'foo' is not a number");
+  expect_pqr_error("ATOM 1 N MET 1 1.000 2.000 3.000 0.5 1.5 QQ\n", 1, "radius 'QQ' is not a number");
+  expect_pqr_error("ATOM 1 N MET x 1.000 2.000 3.000 0.5 1.5\n", 1, "residue number");
+  // Biopython writes a missing charge as blanks: the element cannot hide the missing field.
+  expect_pqr_error("ATOM 1 N MET A 1 1.000 2.000 3.000 1.5 N\n", 1, "no decimal point");
+}
+
+// Models: a stray ENDMDL dropped every atom after it; atoms outside MODEL/ENDMDL were dropped
+// or merged into the first model silently.
+TEST(PqrModels, StrayOrMisplacedModelRecordsAreRefused) {
+  const std::string atom = "ATOM 1 N MET 1 1.000 2.000 3.000 0.5 1.5\n";
+  expect_pqr_error(atom + "ENDMDL\n" + atom, 2, "ENDMDL without a MODEL");
+  expect_pqr_error("MODEL 1\n" + atom + "ENDMDL\n" + atom, 4, "outside any MODEL");
+  expect_pqr_error(atom + "MODEL 1\n" + atom + "ENDMDL\n", 2, "MODEL after 1 atoms that belong to no model");
+  expect_pqr_error("MODEL 1\n" + atom + "ENDMDL\nENDMDL\n", 4, "ENDMDL without a MODEL");
+  // Still accepted: one model, several models (the first is read), MODEL without ENDMDL before the next.
+  EXPECT_EQ(pqr_text("MODEL 1\n" + atom + "ENDMDL\nEND\n").atoms.size(), 1u);
+  EXPECT_EQ(pqr_text("MODEL 1\n" + atom + atom + "MODEL 2\n" + atom + "ENDMDL\n").atoms.size(), 2u);
+}
+
+// A UTF-8 byte-order mark before the first record is an encoding marker (Windows editors write
+// one): the file reads as without it. One anywhere else is named, with its bytes shown.
+TEST(LineSource, ByteOrderMarkAtTheStartIsSkippedElsewhereNamed) {
+  const std::string bom = "\xEF\xBB\xBF";
+  const std::string pqr = slurp(fixture("pqr_whitespace.pqr"));
+  const Structure plain = pqr_text(pqr);
+  for (const std::size_t chunk : {0, 1, 2, 5}) {
+    SCOPED_TRACE(chunk);
+    const Structure marked = pqr_in_pieces(bom + pqr, chunk);
+    ASSERT_EQ(marked.atoms.size(), plain.atoms.size());
+    EXPECT_EQ(marked.atoms.x, plain.atoms.x);
+    EXPECT_EQ(marked.atoms.charge, plain.atoms.charge);
+  }
+  EXPECT_EQ(xyz_text(bom + "1\nc\nH 1.0 2.0 3.0 0.5\n").atoms.size(), 1u);
+  expect_pqr_error("ATOM 1 N MET 1 1.000 2.000 3.000 0.5 1.5\n" + bom + "ATOM 2 N MET 1 1.000 2.000 3.000 0.5 1.5\n", 2,
+                   "'\\xef\\xbb\\xbfATOM'");
+  expect_pqr_error(bom + bom + "ATOM 2 N MET 1 1.000 2.000 3.000 0.5 1.5\n", 1, "byte-order mark");
+  EXPECT_EQ(quoted("a\tb\xff"), "'a\\x09b\\xff'");
+}
+
+// Reading in pieces of any size gives what reading at once gives: every fixture, every piece size
+// from 1 byte (lines, CRLF pairs and the byte-order mark cross the reads).
+TEST(LineSource, PiecesOfAnySizeReadLikeTheWhole) {
+  for (const char* file : {"pqr_whitespace.pqr", "pqr_fixed_column.pqr", "pqr_crlf_tabs.pqr", "pqr_biopython.pqr"}) {
+    const std::string text = slurp(fixture(file));
+    const Structure whole = pqr_in_pieces(text, 0);
+    for (const std::size_t chunk : {1, 2, 3, 7, 64, 1000}) {
+      SCOPED_TRACE(std::string(file) + " in pieces of " + std::to_string(chunk));
+      const Structure pieces = pqr_in_pieces(text, chunk);
+      EXPECT_EQ(pieces.atoms.x, whole.atoms.x);
+      EXPECT_EQ(pieces.atoms.z, whole.atoms.z);
+      EXPECT_EQ(pieces.atoms.radius, whole.atoms.radius);
+    }
+  }
+  for (const std::size_t chunk : {1, 2, 3}) {
+    LineSource lines("p", "a\r\nb\rc\n\r\n", chunk);
+    std::vector<std::string> got;
+    while (const auto line = lines.next()) got.emplace_back(*line);
+    EXPECT_EQ(got, (std::vector<std::string>{"a", "b", "c", ""})) << "pieces of " << chunk;
+    EXPECT_EQ(lines.line_number(), 4u);
+  }
+  LineSource empty("p", "");
+  EXPECT_FALSE(empty.next());
+  EXPECT_TRUE(empty.empty());
+}
+
+// The first bad byte ends the reading at its line; a line that never ends is refused once it
+// passes kMaxLineBytes instead of filling memory.
+TEST(LineSource, StopsAtTheFirstBadByteAndAtEndlessLines) {
+  expect_pqr_error("ATOM 1 N MET 1 1.000 2.000 3.000 0.5 1.5\nATOM 2\x01\n" + std::string(1000, '\0'), 2, "byte 0x01");
+  auto e = input_error([] { pqr_in_pieces(std::string(LineSource::kMaxLineBytes + 10, 'A'), 4096); });
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->line(), 1u);
+  EXPECT_NE(std::string(e->what()).find("longer than 1 MiB"), std::string::npos) << e->what();
+}
+
+// A device may never end (/dev/zero) and is refused before any byte is read; a pipe is read.
+TEST(LineSource, DevicesAreRefusedPipesAreRead) {
+  try {
+    LineSource zero("/dev/zero");
+    ADD_FAILURE() << "/dev/zero accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("/dev/zero is a device"), std::string::npos) << e.what();
+  }
+  const fs::path fifo = fs::temp_directory_path() / ("espgrid_fifo_" + std::to_string(::getpid()) + ".pqr");
+  fs::remove(fifo);
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const std::string text = slurp(fixture("pqr_whitespace.pqr"));
+  std::thread writer([&] { std::ofstream(fifo) << text; });
+  const Structure s = read_structure(fifo.string(), StructureFormat::Pqr);
+  writer.join();
+  fs::remove(fifo);
+  EXPECT_EQ(s.atoms.size(), 38u);
+}
+
+TEST(XyzText, ColumnNamedTwiceIsRefused) {
+  // Two 'pos' columns were read as the last one, silently.
+  expect_xyz_error("1\nProperties=species:S:1:pos:R:3:pos:R:3:charge:R:1\nH 0 0 0 1 1 1 0.5\n", 2, "'pos' twice");
+  expect_xyz_error("1\nProperties=species:S:1:pos:R:3:species:S:1:charge:R:1\nH 0 0 0 H 0.5\n", 2, "'species' twice");
+  expect_xyz_error("1\nProperties=species:S:1:pos:R:3:charge:R:1:charge:R:1\nH 0 0 0 0.5 0.5\n", 2, "twice");
 }
 
 }  // namespace

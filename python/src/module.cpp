@@ -584,8 +584,9 @@ PYBIND11_MODULE(_espgrid, m) {
       },
       "values"_a, "grid"_a, "like"_a = py::none(), "options"_a = nullptr, "source"_a = "");
   m.def("read_map", &read_map_file, "path"_a, "units"_a = py::none());
-  m.def("check_output_paths", &check_output_paths, "paths"_a,
-        "Raises unless every path is a map format this build writes, in a writable directory.");
+  m.def(
+      "check_output_paths", [](const std::vector<std::string>& paths) { check_output_paths(paths); }, "paths"_a,
+      "Raises unless every path is a map format this build writes, in a writable directory.");
   m.def("kernels", &kernel_table);
   m.def("cuda_available", [] {
     std::string reason;

@@ -173,7 +173,7 @@ std::string csv_header();
 std::string csv_line(const Row& row);
 /// Quotes a CSV field when it holds a comma, quote or line break.
 std::string csv_field(std::string_view text);
-/// JSON string literal with escapes.
+/// JSON string literal with escapes; bytes that are not well-formed UTF-8 become U+FFFD (JSON is UTF-8).
 std::string json_string(std::string_view text);
 /// JSON number, or null for NaN and infinities.
 std::string json_number(double value);

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstring>
 #include <cxxopts.hpp>
+#include <filesystem>
 #include <iostream>
 #include <limits>
 #include <optional>
@@ -29,6 +30,7 @@
 #include "src/core/stopwatch.h"
 #include "src/core/text_format.h"
 #include "src/core/units.h"
+#include "src/io/atomic_output_file.h"
 #include "src/io/structure_reader.h"
 #include "src/io/text_parsing.h"
 #include "src/pipeline/map_pipeline.h"
@@ -437,6 +439,45 @@ std::string shell_word(const std::string& s) {
 
 const char* kSweepNames[] = {"blocks", "coarsening", "atoms", "grid", "speedup"};
 
+/// --out must be a folder this run can write (or create), tried before minutes of measuring: a
+/// file given as --out, or an unwritable place, once failed only at the end. Nothing is created
+/// here; write_results creates the folder when it writes.
+void check_out_folder(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::path existing = fs::absolute(dir, ec).lexically_normal();
+  while (!fs::exists(fs::status(existing, ec)) && existing.has_parent_path() && existing != existing.parent_path())
+    existing = existing.parent_path();  // the folder that exists, where the new ones would be made
+  const fs::file_status status = fs::status(existing, ec);
+  if (!fs::is_directory(status))
+    throw UsageError("--out " + dir + ": " + existing.string() +
+                     " is not a folder (bench writes bench-KIND.csv and bench-KIND.json into a folder)");
+  check_output_path((existing / "bench-variants.csv").string());
+}
+
+/// The grids and atom counts every requested sweep will make, checked against memory and
+/// ESPGRID_MAX_GRID_POINTS before anything runs (a sweep once ignored the limit).
+void check_sweeps_fit(const std::vector<std::string>& sweeps, const std::array<double, 3>& spacing, bool custom_input) {
+  for (const std::string& sweep : sweeps) {
+    std::vector<std::pair<std::array<std::int64_t, 3>, std::size_t>> sizes;  // grid dims, atoms
+    if (sweep == "atoms")
+      for (const std::size_t n : sweep_atom_counts()) check_atoms_fit(n);
+    if (sweep == "grid")
+      for (const auto& dims : sweep_grid_dims()) sizes.push_back({dims, kSweepGridAtoms});
+    if (sweep == "speedup")
+      for (const SpeedupSize& size : sweep_speedup_sizes()) sizes.push_back({size.dims, size.atoms});
+    if (sweep == "gpus" && !custom_input) sizes.push_back({kGpuSweepDims, kGpuSweepAtoms});
+    for (const auto& [dims, atoms] : sizes) {
+      try {
+        check_grid_fits(bench_grid(dims, spacing));
+        check_atoms_fit(atoms);
+      } catch (const UsageError& e) {
+        throw UsageError("--sweep " + sweep + ": " + e.what());
+      }
+    }
+  }
+}
+
 }  // namespace
 
 int run_bench(int argc, char** argv) {
@@ -513,7 +554,10 @@ int run_bench(int argc, char** argv) {
   b.run = compute.run;
   b.physics = physics_options(args);
   b.spacing = triple_option("spacing", args["spacing"].as<std::string>(), true);
-  if (args.count("out")) b.out_dir = args["out"].as<std::string>();
+  if (args.count("out")) {
+    b.out_dir = args["out"].as<std::string>();
+    check_out_folder(b.out_dir);
+  }
 
   // Sweeps.
   std::vector<std::string> sweeps;
@@ -534,6 +578,7 @@ int run_bench(int argc, char** argv) {
   }
   const bool sweep_only = args.count("sweep-only") > 0;
   if (sweep_only && sweeps.empty()) throw UsageError("--sweep-only needs --sweep");
+  check_sweeps_fit(sweeps, b.spacing, args.count("input") || args.count("dims") || args.count("atoms"));
 
   // Kernels.
   const std::string backend = args["backend"].as<std::string>();
@@ -576,7 +621,9 @@ int run_bench(int argc, char** argv) {
   } else {
     const long long count = whole_option("atoms", args["atoms"].as<std::string>());
     if (count < 1 || count > 100'000'000) throw UsageError("--atoms must be 1 to 100,000,000");
+    check_atoms_fit(static_cast<std::size_t>(count));
     grid = bench_grid(dims_option("dims", args["dims"].as<std::string>()), b.spacing);
+    check_grid_fits(grid);
     atoms = random_atoms(static_cast<std::size_t>(count), grid, b.seed);
     input_text = with_commas(static_cast<std::uint64_t>(count)) + " random atoms (seed " + std::to_string(b.seed) + ")";
   }

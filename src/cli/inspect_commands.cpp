@@ -1,6 +1,8 @@
 // The small verbs: `kernels` (the registry and its capabilities), `atoms` (a structure as the
 // readers read it, for the renderer and for people) and `convert` (a map into another format).
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <iostream>
 
 #include "src/cli/commands.h"
@@ -46,8 +48,6 @@ int run_kernels(int argc, char** argv) {
     std::cout << options.help();
     return 0;
   }
-  if (!args.unmatched().empty())
-    throw UsageError("espgrid kernels takes no arguments, got '" + args.unmatched()[0] + "'");
   std::string reason;
   const bool have_cuda = cuda_available(&reason);
   std::printf("%-16s %-7s %-9s %-8s %-23s %-5s %s\n", "NAME", "BACKEND", "ROLE", "ACCURACY", "MODELS", "FLOPS",
@@ -88,11 +88,18 @@ int run_atoms(int argc, char** argv) {
   std::printf("# espgrid atoms: %s, %zu atoms, total charge %s e\n# x y z charge radius element\n", path.c_str(),
               a.size(), signed_charge_text(a.total_charge()).c_str());
   std::string line;
+  // stdout is this verb's product: a reader that went away (SIGPIPE is ignored, see
+  // io/atomic_output_file.h) or a full disk ends the run with an error, not a silent cut.
+  const auto check_stdout = [] {
+    if (std::ferror(stdout) || std::fflush(stdout) != 0)
+      throw Error(std::string("cannot write the atoms to standard output: ") + std::strerror(errno));
+  };
   for (std::size_t i = 0; i < a.size(); ++i) {
     line = shortest_text(a.x[i]) + ' ' + shortest_text(a.y[i]) + ' ' + shortest_text(a.z[i]) + ' ' +
            shortest_text(a.charge[i]) + ' ' + shortest_text(a.radius[i]) + ' ' + a.element[i].text() + '\n';
-    std::fputs(line.c_str(), stdout);
+    if (std::fputs(line.c_str(), stdout) == EOF) check_stdout();
   }
+  check_stdout();
   return 0;
 }
 
@@ -109,7 +116,7 @@ int run_convert(int argc, char** argv) {
   // clang-format on
   options.add_options()("h,help", "show this help");
   options.parse_positional({"input"});
-  const auto args = parse_args(options, argc, argv);
+  const auto args = parse_args(options, argc, argv, {"output"});
   if (args.count("help")) {
     std::cout << options.help({"Input", "Output", ""});
     return 0;
@@ -117,8 +124,8 @@ int run_convert(int argc, char** argv) {
   if (!args.count("input")) throw UsageError("no input map given");
   if (!args.count("output")) throw UsageError("no output given: add -o map.vti and/or -o map.dx");
   const auto outputs = args["output"].as<std::vector<std::string>>();
-  check_output_paths(outputs);
   const std::string input = args["input"].as<std::string>();
+  check_output_paths(outputs, {input});
   if (map_format_from_extension(input) != MapFormat::Dx)
     throw UsageError("espgrid convert reads .dx maps; " + input + " is not one");
   bool unit_known = false;

@@ -169,7 +169,7 @@ int run_map_distributed(const cxxopts::ParseResult& args, scaleout::Cluster& clu
       if (needs_charge_assignment(command.input_format))
         throw UsageError("under mpirun, give a PQR file: run `espgrid map " + command.input +
                          " --keep-pqr FILE.pqr ...` once without mpirun (or pdb2pqr30 yourself)");
-      if (root) check_output_paths(command.outputs);  // only rank 0 writes
+      if (root) check_output_paths(command.outputs, {command.input});  // only rank 0 writes
       choice = select_kernel(command.compute, command.physics.model);
       RunOptions& run = command.compute.run;
       if (choice.kernel->backend == Backend::Cuda && !args.count("device") && !args.count("devices")) {
@@ -282,7 +282,7 @@ int run_map(int argc, char** argv) {
   add_physics_options(options);
   add_compute_options(options, "kernel variant (see `espgrid kernels`)");
   options.add_options()("h,help", "show this help");
-  const auto args = parse_args(options, argc, argv);
+  const auto args = parse_args(options, argc, argv, {"output"});
   if (args.count("help")) {
     std::cout << options.help({"Input", "Output", "Grid", "Physics", "Compute", ""})
               << "\n" << model_help()
@@ -299,7 +299,7 @@ int run_map(int argc, char** argv) {
   if (cluster.distributed()) return run_map_distributed(args, cluster);
 
   MapCommand command = map_command(args);
-  check_output_paths(command.outputs);
+  check_output_paths(command.outputs, {command.input});
   if (!command.keep_pqr.empty()) check_output_path(command.keep_pqr);
   const KernelSelection choice = select_kernel(command.compute, command.physics.model);
   if (const std::optional<GridSpec> grid = explicit_grid(command.grid)) check_grid_fits(*grid);  // before reading

@@ -1,18 +1,44 @@
 #include "src/cli/options.h"
 
+#include <algorithm>
 #include <cmath>
+#include <string_view>
 
 #include "src/core/errors.h"
 #include "src/core/number_parsing.h"
 
 namespace espgrid::cli {
 
-cxxopts::ParseResult parse_args(cxxopts::Options& options, int argc, char** argv) {
-  try {
-    return options.parse(argc, argv);
-  } catch (const cxxopts::exceptions::exception& e) {
-    throw UsageError(std::string(e.what()) + " (see `" + options.program() + " --help`)");
+cxxopts::ParseResult parse_args(cxxopts::Options& options, int argc, char** argv,
+                                const std::vector<std::string>& repeatable) {
+  const std::string help = " (see `" + options.program() + " --help`)";
+  // "-o=x.dx" gives -o the value "=x.dx": a file named "=x.dx" is never what was meant.
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view word = argv[i];
+    if (word.size() > 2 && word[0] == '-' && word[1] != '-' && word[2] == '=')
+      throw UsageError("write '-" + std::string(1, word[1]) + " " + std::string(word.substr(3)) + "', not '" +
+                       std::string(word) + "': a short option takes what follows it, so its value would be '" +
+                       std::string(word.substr(2)) + "'" + help);
   }
+  cxxopts::ParseResult args;
+  try {
+    args = options.parse(argc, argv);
+  } catch (const cxxopts::exceptions::exception& e) {
+    throw UsageError(std::string(e.what()) + help);
+  }
+  // Words cxxopts could not place (a second input file, a stray word) were silently ignored.
+  if (!args.unmatched().empty()) throw UsageError("unexpected argument '" + args.unmatched().front() + "'" + help);
+  // A repeated option silently took its last value.
+  std::vector<std::string> seen;
+  for (const cxxopts::KeyValue& kv : args.arguments()) {
+    if (std::find(repeatable.begin(), repeatable.end(), kv.key()) != repeatable.end()) continue;
+    if (std::find(seen.begin(), seen.end(), kv.key()) != seen.end())
+      throw UsageError(
+          (kv.key() == "input" ? std::string("more than one input file") : "--" + kv.key() + " given twice") +
+          "; give it once" + help);
+    seen.push_back(kv.key());
+  }
+  return args;
 }
 
 std::vector<std::string> split_commas(const std::string& text) {
@@ -113,10 +139,10 @@ void add_compute_options(cxxopts::Options& options, const std::string& kernel_he
   options.add_options("Compute")
       ("kernel", kernel_help, cxxopts::value<std::string>())
       ("backend", "auto, cpu or cuda (auto: CUDA when a usable GPU is present)", cxxopts::value<std::string>()->default_value("auto"))
-      ("device", "CUDA device number", cxxopts::value<int>()->default_value("0"))
+      ("device", "CUDA device number", cxxopts::value<std::string>()->default_value("0"))
       ("devices", "several CUDA devices: all, or N,N,... (z-planes shared out through a work queue; a repeated "
                   "number runs two workers on one GPU)", cxxopts::value<std::string>())
-      ("threads", "CPU threads (0 = all cores)", cxxopts::value<int>()->default_value("0"))
+      ("threads", "CPU threads (0 = all cores)", cxxopts::value<std::string>()->default_value("0"))
       ("accuracy", "approximate method (multilevel summation, cpu-msm or cuda-msm) with this relative RMS error at "
                    "points >= 1.4 Å from atoms, e.g. 1e-3 or 1e-4: parameters from measured tables (README, Large "
                    "structures)", cxxopts::value<std::string>())
@@ -159,12 +185,15 @@ ComputeOptions compute_options(const cxxopts::ParseResult& args) {
   ComputeOptions o;
   o.backend = parse_backend(args["backend"].as<std::string>());
   if (args.count("kernel")) o.kernel = args["kernel"].as<std::string>();
-  o.run.threads = args["threads"].as<int>();
-  o.run.device = args["device"].as<int>();
-  if (o.run.threads < 0 || o.run.threads > kMaxCpuThreads)
+  // Read as text: a number beyond int ("--threads 99999999999") must still name its option.
+  const long long threads = whole_option("threads", args["threads"].as<std::string>());
+  const long long device = whole_option("device", args["device"].as<std::string>());
+  if (threads < 0 || threads > kMaxCpuThreads)
     throw UsageError("--threads takes 0 (all cores) to " + std::to_string(kMaxCpuThreads) + ", got " +
-                     std::to_string(o.run.threads));
-  if (o.run.device < 0) throw UsageError("--device must be 0 or more");
+                     std::to_string(threads));
+  if (device < 0 || device > 1'000'000) throw UsageError("--device must be a device number, 0 or more");
+  o.run.threads = static_cast<int>(threads);
+  o.run.device = static_cast<int>(device);
   if (args.count("devices")) {
     if (args.count("device")) throw UsageError("give --device N or --devices LIST, not both");
     o.run.devices = devices_option(args["devices"].as<std::string>());

@@ -17,8 +17,11 @@
 
 namespace espgrid::cli {
 
-/// Parses argv; cxxopts' own errors become UsageError with a pointer to the verb's --help.
-cxxopts::ParseResult parse_args(cxxopts::Options& options, int argc, char** argv);
+/// Parses argv; cxxopts' own errors become UsageError with a pointer to the verb's --help. Also
+/// refuses what cxxopts would accept silently: a word it cannot place (a second input file), an
+/// option given twice unless it is `repeatable` (long names), and "-o=x.dx" (the value "=x.dx").
+cxxopts::ParseResult parse_args(cxxopts::Options& options, int argc, char** argv,
+                                const std::vector<std::string>& repeatable = {});
 
 // ---- values ---------------------------------------------------------------------------------
 std::vector<std::string> split_commas(const std::string& text);

@@ -1,10 +1,12 @@
 #include "src/core/grid.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
+#include <sys/resource.h>
 
 #include "src/core/errors.h"
 #include "src/core/number_parsing.h"
@@ -76,14 +78,32 @@ GridSpec make_grid(const GridRequest& request, const Atoms& atoms) {
 
 std::size_t map_bytes(const GridSpec& grid) noexcept { return grid.point_count() * sizeof(float); }
 
-std::size_t available_memory_bytes() {
-  std::ifstream meminfo("/proc/meminfo");
-  std::string key;
+namespace {
+
+/// A "Key: N kB" line of a /proc file, bytes, or 0 when absent.
+std::size_t proc_kib_field(const char* file, const std::string& wanted) {
+  std::ifstream in(file);
+  std::string key, unit;
   std::size_t kib = 0;
-  std::string unit;
-  while (meminfo >> key >> kib >> unit)
-    if (key == "MemAvailable:") return kib * 1024;
+  while (in >> key) {
+    if (key == wanted && in >> kib) return kib * 1024;
+    in.ignore(1 << 16, '\n');
+  }
   return 0;
+}
+
+}  // namespace
+
+std::size_t available_memory_bytes() {
+  std::size_t available = proc_kib_field("/proc/meminfo", "MemAvailable:");
+  // An address-space limit (ulimit -v, a batch system's) binds before the machine's memory does.
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_AS, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY) {
+    const std::size_t used = proc_kib_field("/proc/self/status", "VmSize:");
+    const std::size_t room = limit.rlim_cur > used ? static_cast<std::size_t>(limit.rlim_cur) - used : 1;
+    available = available == 0 ? room : std::min(available, room);
+  }
+  return available;
 }
 
 std::uint64_t max_grid_points_from_environment() {
@@ -108,6 +128,14 @@ void check_grid_fits(const GridSpec& grid, std::size_t available) {
     throw UsageError("grid of " + describe(grid) + " needs " + human_bytes(needed) + " for the map but only " +
                      human_bytes(static_cast<double>(available)) +
                      " of memory is available; use a larger --spacing or a smaller region");
+}
+
+void check_atoms_fit(std::size_t atoms, std::size_t available) {
+  if (available == 0) available = available_memory_bytes();
+  const double needed = static_cast<double>(atoms) * static_cast<double>(kHostBytesPerAtom);
+  if (available != 0 && needed > 0.9 * static_cast<double>(available))
+    throw UsageError(with_commas(atoms) + " atoms need " + human_bytes(needed) + " of memory but only " +
+                     human_bytes(static_cast<double>(available)) + " is available");
 }
 
 std::string describe(const GridSpec& grid) {

@@ -57,13 +57,20 @@ GridSpec make_grid(const GridRequest& request, const Atoms& atoms);
 
 /// Bytes the run needs in host memory for a float map of this grid, plus its DX text.
 std::size_t map_bytes(const GridSpec& grid) noexcept;
-/// Memory this machine could give the process now, bytes (MemAvailable), or 0 if unknown.
+/// Memory this machine could give the process now, bytes (MemAvailable, or less under an
+/// address-space limit: RLIMIT_AS minus what the process maps), or 0 if unknown.
 std::size_t available_memory_bytes();
 /// Throws UsageError when the map would not fit in `available` bytes (0 means "ask the OS"),
 /// or when it has more points than the environment variable ESPGRID_MAX_GRID_POINTS allows
 /// (a whole number; unset means no limit beyond memory). The variable lets fuzzers, CI jobs
 /// and shared machines cap the work one run may take; see docs/reliability.md.
 void check_grid_fits(const GridSpec& grid, std::size_t available = 0);
+/// Host memory one atom takes in a run, bytes: as read (five doubles and an element symbol) and
+/// as the kernels take it (four floats).
+inline constexpr std::size_t kHostBytesPerAtom = 5 * sizeof(double) + 2 + 4 * sizeof(float);
+/// Throws UsageError when `atoms` atoms would not fit in `available` bytes (0 means "ask the
+/// OS"), before they are allocated.
+void check_atoms_fit(std::size_t atoms, std::size_t available = 0);
 /// The ESPGRID_MAX_GRID_POINTS limit, or 0 when it is unset. Throws UsageError when it is set
 /// to anything but a positive whole number.
 std::uint64_t max_grid_points_from_environment();

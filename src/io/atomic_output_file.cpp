@@ -1,18 +1,28 @@
 #include "src/io/atomic_output_file.h"
 
+#include <dirent.h>
+#include <fcntl.h>
+#include <pthread.h>
 #include <unistd.h>
 
 #include <array>
 #include <atomic>
 #include <cerrno>
 #include <csignal>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <sys/file.h>
+#include <sys/stat.h>
 
 #include "src/core/errors.h"
 
 namespace espgrid {
 namespace {
+
+namespace fs = std::filesystem;
 
 // Pending temporary paths, readable from a signal handler: fixed slots of plain char arrays.
 constexpr std::size_t kSlots = 8;
@@ -49,75 +59,270 @@ extern "C" void remove_pending_and_exit(int signal_number) {
   ::_exit(128 + signal_number);
 }
 
+/// The signals whose handler removes the pending temporary files.
+constexpr int kCleanupSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2, SIGALRM, SIGVTALRM, SIGXCPU};
+
+/// Holds the cleanup signals back for its lifetime: between creating a temporary file and
+/// entering its name in the table, a signal would leave the file behind (seen under ASan).
+/// A signal that arrives meanwhile is delivered when the guard ends.
+class CleanupSignalsHeld {
+ public:
+  CleanupSignalsHeld() {
+    sigset_t held;
+    sigemptyset(&held);
+    for (const int signal_number : kCleanupSignals) sigaddset(&held, signal_number);
+    pthread_sigmask(SIG_BLOCK, &held, &before_);
+  }
+  ~CleanupSignalsHeld() { pthread_sigmask(SIG_SETMASK, &before_, nullptr); }
+  CleanupSignalsHeld(const CleanupSignalsHeld&) = delete;
+  CleanupSignalsHeld& operator=(const CleanupSignalsHeld&) = delete;
+
+ private:
+  sigset_t before_;
+};
+
+std::string directory_of(const std::string& path) {
+  const std::string dir = fs::path(path).parent_path().string();
+  return dir.empty() ? "." : dir;
+}
+
+/// " (a symbolic link to TARGET)" when the destination is a link, for messages.
+std::string link_note(const std::string& destination, const std::string& target) {
+  return target == destination ? "" : " (a symbolic link to " + target + ")";
+}
+
+/// The part of a temporary name before ".partial.": "." plus the file's name, shortened so
+/// that the whole temporary name fits the file system's NAME_MAX (a destination name that
+/// fits must never fail because its temporary name is longer).
+std::string temporary_prefix(const std::string& dir, const std::string& name) {
+  long name_max = ::pathconf(dir.c_str(), _PC_NAME_MAX);
+  if (name_max <= 0) name_max = 255;
+  // ".partial." + up to 10 digits of PID + "." + 6 random characters
+  const std::size_t suffix = 9 + 10 + 1 + 6;
+  const std::size_t room = static_cast<std::size_t>(name_max) > suffix + 2 ? name_max - suffix - 1 : 1;
+  std::size_t keep = std::min(name.size(), room);
+  // never cut a UTF-8 sequence in half
+  while (keep > 0 && keep < name.size() && (static_cast<unsigned char>(name[keep]) & 0xC0) == 0x80) --keep;
+  std::string prefix(1, '.');
+  return prefix.append(name, 0, keep);
+}
+
+/// Creates "DIR/PREFIX.KIND.PID.XXXXXX" exclusively (mkostemp: O_CREAT | O_EXCL, mode 0600,
+/// an unpredictable suffix); returns its descriptor and sets `path`, or -1 with errno set.
+int create_temporary(const std::string& dir, const std::string& prefix, const char* kind, std::string& path) {
+  std::string name = (fs::path(dir) / (prefix + "." + kind + "." + std::to_string(::getpid()) + ".XXXXXX")).string();
+  const int fd = ::mkostemp(name.data(), O_CLOEXEC);
+  if (fd >= 0) path = name;
+  return fd;
+}
+
+/// Whether `dir` accepts a new file for `prefix`: an unnamed file (O_TMPFILE, nothing to clean
+/// up whatever happens), or where the file system cannot make one, a named ".probe." file
+/// removed at once (and by the signal handler). Returns 0 or an errno value.
+int try_creating_a_file(const std::string& dir, const std::string& prefix) {
+  int fd = ::open(dir.c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
+  if (fd >= 0) {
+    ::close(fd);
+    return 0;
+  }
+  if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL) return errno;
+  std::string probe;
+  {
+    const CleanupSignalsHeld held;
+    fd = create_temporary(dir, prefix, "probe", probe);
+    if (fd < 0) return errno;
+    ::unlink(probe.c_str());
+  }
+  ::close(fd);
+  return 0;
+}
+
+/// Removes "PREFIX.partial.PID[.XXXXXX]" and "PREFIX.probe.PID.XXXXXX" files in `dir` left by
+/// processes that no longer run: only regular files of this user whose PID is gone and whose
+/// lock nobody holds (a writer on another host of a network file system holds its lock).
+void remove_stale_temporaries(const std::string& dir, const std::string& prefix) {
+  DIR* listing = ::opendir(dir.c_str());
+  if (listing == nullptr) return;
+  const int dir_fd = ::dirfd(listing);
+  while (const dirent* entry = ::readdir(listing)) {
+    const std::string_view name(entry->d_name);
+    std::string_view rest;
+    for (const char* kind : {".partial.", ".probe."})
+      if (name.substr(0, prefix.size()) == prefix && name.substr(prefix.size()).rfind(kind, 0) == 0)
+        rest = name.substr(prefix.size() + std::strlen(kind));
+    if (rest.empty()) continue;
+    const std::size_t digits = std::min(rest.find('.'), rest.size());
+    if (digits == 0 || digits > 10 || rest.substr(0, digits).find_first_not_of("0123456789") != std::string::npos)
+      continue;
+    const long pid = std::strtol(std::string(rest.substr(0, digits)).c_str(), nullptr, 10);
+    if (pid == ::getpid() || ::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;
+    const int fd = ::openat(dir_fd, entry->d_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) continue;
+    struct stat st {};
+    if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == ::geteuid() && ::flock(fd, LOCK_EX | LOCK_NB) == 0)
+      ::unlinkat(dir_fd, entry->d_name, 0);
+    ::close(fd);
+  }
+  ::closedir(listing);
+}
+
+/// The process's umask, read without changing it where /proc says it (umask() can only be read
+/// by setting it, which races with other threads creating files).
+mode_t current_umask() {
+  std::ifstream status("/proc/self/status");
+  std::string key;
+  while (status >> key) {
+    if (key == "Umask:") {
+      std::string octal;
+      status >> octal;
+      return static_cast<mode_t>(std::strtol(octal.c_str(), nullptr, 8));
+    }
+    status.ignore(1 << 16, '\n');
+  }
+  const mode_t mask = ::umask(022);
+  ::umask(mask);
+  return mask;
+}
+
 }  // namespace
 
+std::string resolve_output_target(const std::string& destination) {
+  std::string path = destination;
+  for (int hops = 0; hops < 40; ++hops) {
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) != 0 || !S_ISLNK(st.st_mode)) return path;
+    std::error_code ec;
+    const fs::path link = fs::read_symlink(path, ec);
+    if (ec) return path;
+    path = link.is_absolute() ? link.string() : (fs::path(path).parent_path() / link).string();
+  }
+  throw Error("cannot write " + destination + ": too many levels of symbolic links");
+}
+
 void check_output_path(const std::string& destination) {
-  namespace fs = std::filesystem;
   if (destination.empty()) throw UsageError("no output path given");
-  const fs::path dest(destination);
-  // error_code forms: the throwing ones raised std::filesystem_error (not an espgrid::Error)
-  // for a name over NAME_MAX or a directory that cannot be searched.
-  std::error_code ec;
-  const fs::file_status dest_status = fs::status(dest, ec);
-  if (ec && ec != std::errc::no_such_file_or_directory && ec != std::errc::not_a_directory)
-    throw Error("cannot write " + destination + ": " + ec.message());
-  if (fs::is_directory(dest_status)) throw Error("cannot write " + destination + ": it is a directory");
-  fs::path dir = dest.parent_path();
-  if (dir.empty()) dir = ".";
-  const fs::file_status dir_status = fs::status(dir, ec);
-  if (ec && ec != std::errc::no_such_file_or_directory && ec != std::errc::not_a_directory)
-    throw Error("cannot write " + destination + ": " + ec.message());
-  if (fs::exists(dir_status) && !fs::is_directory(dir_status))
-    throw Error("cannot write " + destination + ": " + dir.string() + " is not a directory");
-  if (!fs::is_directory(dir_status))
-    throw Error("cannot write " + destination + ": directory " + dir.string() + " does not exist");
+  const std::string target = resolve_output_target(destination);
+  const std::string what = "cannot write " + destination + link_note(destination, target) + ": ";
+  struct stat st {};
+  if (::stat(target.c_str(), &st) == 0) {
+    if (S_ISDIR(st.st_mode)) throw Error(what + "it is a directory");
+    if (!S_ISREG(st.st_mode))
+      throw Error(what + "it is not a regular file (a device, FIFO or socket); espgrid replaces regular files only");
+    // root passes access(W_OK) for any file: a file without write bits is read-only for it too
+    if (::access(target.c_str(), W_OK) != 0 || (st.st_mode & 0222) == 0) {
+      char mode[8];
+      std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+      throw Error(what + "it is read-only (mode " + mode +
+                  "); espgrid does not replace a file you may not write: remove it or make it writable first");
+    }
+  } else if (errno != ENOENT && errno != ENOTDIR) {
+    throw Error(what + std::strerror(errno));
+  }
+  const std::string dir = directory_of(target);
+  if (::stat(dir.c_str(), &st) != 0) {
+    if (errno == ENOTDIR) throw Error(what + "a part of " + dir + " is not a directory");
+    if (errno == ENOENT) throw Error(what + "directory " + dir + " does not exist");
+    throw Error(what + std::strerror(errno));
+  }
+  if (!S_ISDIR(st.st_mode)) throw Error(what + dir + " is not a directory");
   if (::access(dir.c_str(), W_OK) != 0)
-    throw Error("cannot write " + destination + ": directory " + dir.string() + " is not writable (" +
-                std::strerror(errno) + ")");
+    throw Error(what + "directory " + dir + " is not writable (" + std::strerror(errno) + ")");
+  // Try it: a file system may refuse new files although access() allows them (read-only
+  // mounts, /proc, quotas), and that must be found before the computation, not after it.
+  if (const int error = try_creating_a_file(dir, temporary_prefix(dir, fs::path(target).filename().string())))
+    throw Error(what + std::strerror(error));
 }
 
 AtomicOutputFile::AtomicOutputFile(std::string destination) : destination_(std::move(destination)) {
   check_output_path(destination_);
-  const std::filesystem::path dest(destination_);
-  std::filesystem::path dir = dest.parent_path();
-  if (dir.empty()) dir = ".";
-  // ".NAME.partial.PID": hidden, beside the destination so the final rename stays on one file system
-  std::string name = dest.filename().string();
-  name.insert(0, 1, '.');
-  name.append(".partial.").append(std::to_string(::getpid()));
-  temporary_ = (dir / name).string();
-  slot_ = register_pending(temporary_);
+  target_ = resolve_output_target(destination_);
+  const std::string dir = directory_of(target_);
+  const std::string prefix = temporary_prefix(dir, fs::path(target_).filename().string());
+  remove_stale_temporaries(dir, prefix);
+  {
+    const CleanupSignalsHeld held;  // the file and its entry in the signal handler's table together
+    fd_ = create_temporary(dir, prefix, "partial", partial_);
+    if (fd_ >= 0) slot_ = register_pending(partial_);
+  }
+  if (fd_ < 0)
+    throw Error("cannot write " + destination_ + link_note(destination_, target_) + ": " + std::strerror(errno));
+  ::flock(fd_, LOCK_EX | LOCK_NB);  // new and ours: tells stale-file cleanup that a writer is alive
+  // Writers open a path; through /proc/self/fd it is this very file even if its name is
+  // replaced meanwhile by someone who may write to the directory.
+  write_path_ = partial_;
+  const std::string by_descriptor = "/proc/self/fd/" + std::to_string(fd_);
+  struct stat mine {
+  }, seen{};
+  if (::fstat(fd_, &mine) == 0 && ::stat(by_descriptor.c_str(), &seen) == 0 && mine.st_dev == seen.st_dev &&
+      mine.st_ino == seen.st_ino)
+    write_path_ = by_descriptor;
 }
 
 AtomicOutputFile::~AtomicOutputFile() {
-  if (!committed_) {
-    std::error_code ignored;
-    std::filesystem::remove(temporary_, ignored);
-  }
+  if (!committed_) ::unlink(partial_.c_str());
   release_pending(slot_);
+  if (fd_ >= 0) ::close(fd_);
 }
 
 void AtomicOutputFile::commit() {
-  std::error_code ec;
-  std::filesystem::rename(temporary_, destination_, ec);
-  if (ec) throw Error("cannot move finished map to " + destination_ + ": " + ec.message());
+  const std::string what = "cannot write " + destination_ + link_note(destination_, target_) + ": ";
+  const std::string nothing = " (nothing written to " + destination_ + ")";
+  // On disk before the rename: otherwise a power loss can leave the new name on an empty file.
+  if (::fsync(fd_) != 0) throw Error(what + std::strerror(errno) + " while flushing it to disk" + nothing);
+  // The name must still be this file: someone who may write to the directory could have put
+  // something else there, and the rename would move that into place.
+  struct stat mine {
+  }, named{};
+  if (::fstat(fd_, &mine) != 0 || ::lstat(partial_.c_str(), &named) != 0 || mine.st_dev != named.st_dev ||
+      mine.st_ino != named.st_ino)
+    throw Error(what + "its temporary file " + partial_ + " was removed or replaced by another program" + nothing);
+  struct stat old {};
+  if (::stat(target_.c_str(), &old) == 0 && S_ISREG(old.st_mode)) {
+    ::fchmod(fd_, old.st_mode & 0777);  // the replaced map's permissions, never setuid/setgid
+    if (::fchown(fd_, old.st_uid, old.st_gid) != 0) {
+      [[maybe_unused]] const int group_only = ::fchown(fd_, static_cast<uid_t>(-1), old.st_gid);
+    }
+  } else {
+    ::fchmod(fd_, 0666 & ~current_umask());
+  }
+  if (::rename(partial_.c_str(), target_.c_str()) != 0) {
+    const int error = errno;
+    throw Error("cannot move the finished map to " + destination_ + link_note(destination_, target_) + ": " +
+                std::strerror(error) + nothing);
+  }
   committed_ = true;
   g_committed.fetch_add(1);
+  // The rename itself is durable once its directory is flushed; best effort (some file
+  // systems cannot fsync a directory, and the map is in place either way).
+  const int dir_fd = ::open(directory_of(target_).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir_fd >= 0) {
+    ::fsync(dir_fd);
+    ::close(dir_fd);
+  }
 }
 
 void install_interrupt_cleanup() {
   struct sigaction action {};
   action.sa_handler = remove_pending_and_exit;
   sigemptyset(&action.sa_mask);
-  sigaction(SIGINT, &action, nullptr);
-  sigaction(SIGTERM, &action, nullptr);
-  sigaction(SIGHUP, &action, nullptr);  // terminal closed: same cleanup, exit 129
+  // Every signal whose default action ends the process without a core dump and that a user,
+  // a scheduler or a resource limit sends: the pending temporary files go first. SIGPROF is
+  // left to profilers; SIGQUIT keeps its core dump.
+  for (const int signal_number : kCleanupSignals) {
+    struct sigaction before {};
+    sigaction(signal_number, nullptr, &before);
+    if (before.sa_handler == SIG_IGN) continue;  // ignored by whoever started us (nohup): keep it so
+    sigaction(signal_number, &action, nullptr);
+  }
   // Over the file-size limit (ulimit -f) the default action killed the process mid-write and
-  // left the temporary file behind; ignored, the write fails with EFBIG and is reported.
+  // left the temporary file behind; ignored, the write fails with EFBIG and is reported. A
+  // closed pipe on stdout (espgrid map ... | head -1) likewise fails a write of the report
+  // instead of killing a run whose maps are its product.
   struct sigaction ignore {};
   ignore.sa_handler = SIG_IGN;
   sigemptyset(&ignore.sa_mask);
   sigaction(SIGXFSZ, &ignore, nullptr);
+  sigaction(SIGPIPE, &ignore, nullptr);
 }
 
 }  // namespace espgrid

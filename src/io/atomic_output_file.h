@@ -1,6 +1,23 @@
 // A map is written to a temporary file beside its destination and renamed into place only
-// when complete, so a failed or interrupted run never leaves a half-written map. SIGINT,
-// SIGTERM and SIGHUP remove the temporary file before the process ends.
+// when complete and flushed to disk, so a failed or interrupted run, or a power loss, never
+// leaves a half-written map under the destination's name.
+//
+// The rules (docs/reliability.md, "Output files"):
+//   * the temporary file ".NAME.partial.PID.XXXXXX" is created exclusively (O_EXCL) with an
+//     unpredictable suffix, so nothing planted under a guessed name (a symlink to another
+//     file) is ever opened, and the writer writes to that file itself (/proc/self/fd/N), not
+//     to whatever its name points to later; it is locked (flock) while it is written;
+//   * a destination that is a symbolic link is written through: the file it points to is
+//     replaced (atomically, from a temporary file in that file's directory) and the link stays;
+//   * an existing destination keeps its permission bits (and, where allowed, owner and group);
+//     a new one gets 0666 minus the umask, as any file the user creates;
+//   * an existing destination must be a regular file the user may write: a read-only map, a
+//     device or a FIFO is refused, never replaced;
+//   * stale temporary files of the same destination, left by processes that no longer run
+//     (SIGKILL, a crash, a power loss), are removed when a new one is created;
+//   * SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2, SIGALRM, SIGVTALRM and SIGXCPU remove the
+//     pending temporary files before the process ends with 128 + signal; SIGPIPE and SIGXFSZ
+//     are ignored, so a closed stdout or a file-size limit is an error of one write, not death.
 #pragma once
 
 #include <string>
@@ -9,33 +26,47 @@ namespace espgrid {
 
 class AtomicOutputFile {
  public:
-  /// Reserves a temporary path in the destination's directory; checks that the directory
-  /// exists and is writable (throws Error naming the path otherwise).
+  /// Checks the destination (check_output_path), removes its stale temporary files, and
+  /// creates a new temporary file beside the file the destination names. Throws Error naming
+  /// the destination when any of that fails.
   explicit AtomicOutputFile(std::string destination);
   ~AtomicOutputFile();  ///< removes the temporary file unless commit() succeeded
   AtomicOutputFile(const AtomicOutputFile&) = delete;
   AtomicOutputFile& operator=(const AtomicOutputFile&) = delete;
 
-  /// Where the writer should write.
-  const std::string& temporary_path() const noexcept { return temporary_; }
+  /// Where the writer should write: the temporary file this object created, by a path that
+  /// cannot be redirected (/proc/self/fd/N where /proc is mounted, else its name).
+  const std::string& temporary_path() const noexcept { return write_path_; }
+  /// The temporary file's name in the destination's directory.
+  const std::string& partial_file() const noexcept { return partial_; }
   const std::string& destination() const noexcept { return destination_; }
-  /// Renames the finished temporary file onto the destination.
+  /// Flushes the finished temporary file to disk, gives it the destination's permissions and
+  /// renames it onto the destination (the symlink's target when the destination is a link).
   void commit();
 
  private:
   std::string destination_;
-  std::string temporary_;
+  std::string target_;      // the file to replace: the destination with symlinks followed
+  std::string partial_;     // the temporary file
+  std::string write_path_;  // the temporary file, by its file descriptor where possible
+  int fd_ = -1;             // the temporary file, open and locked until commit or removal
   bool committed_ = false;
   int slot_ = -1;  // index in the signal handler's table of pending files
 };
 
-/// Throws Error unless `destination` could be written: not a directory, its directory exists
-/// and is writable. The CLI calls it for every output before computing anything.
+/// Throws Error unless `destination` could be written, before anything is computed: its name
+/// fits the file system, the file it names (symlinks followed) is absent or a regular file the
+/// user may write, and its directory exists and accepts a new file (tried: an unnamed O_TMPFILE
+/// file, or where the file system has none a ".NAME.probe.PID.XXXXXX" file removed at once, so
+/// a read-only file system, /proc or a full quota is found now).
 void check_output_path(const std::string& destination);
 
-/// Installs SIGINT/SIGTERM/SIGHUP handlers that delete every pending temporary file and exit
-/// with 128 + signal, and ignores SIGXFSZ so that a write over the file-size limit fails with
-/// an error (and cleanup) instead of killing the process. Call once from main().
+/// The file `destination` names once symbolic links are followed (the destination itself when
+/// it is not a link; a dangling link gives the path it points to). Throws Error for a loop.
+std::string resolve_output_target(const std::string& destination);
+
+/// Installs the signal handling described at the top of this file. Signals that were ignored
+/// when the process started (nohup ignores SIGHUP) stay ignored. Call once from main().
 void install_interrupt_cleanup();
 
 }  // namespace espgrid

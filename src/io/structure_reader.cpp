@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "src/core/errors.h"
+#include "src/core/grid.h"
 
 namespace espgrid {
 
@@ -29,15 +30,19 @@ StructureFormat format_from_extension(const std::string& path) {
   }
 }
 
+std::size_t affordable_atoms(std::size_t wanted) {
+  const std::size_t available = available_memory_bytes();
+  const std::size_t affordable = available != 0 ? available / (4 * kHostBytesPerAtom) : std::size_t{1} << 20;
+  return std::min(wanted, affordable);
+}
+
 Structure read_structure(const std::string& path, StructureFormat format) {
-  std::error_code ec;  // the throwing form leaked std::filesystem_error for a name over NAME_MAX
-  if (std::filesystem::is_directory(path, ec)) throw Error(path + " is a directory, not a structure file");
   if (needs_charge_assignment(format))
     throw UsageError(path +
                      " has no charges or radii: `espgrid map` assigns them with pdb2pqr (--forcefield, --ph, "
                      "--keep-pqr); elsewhere give the PQR it kept");
-  const TextLines text(path);
-  return format == StructureFormat::Pqr ? read_pqr(text) : read_xyz(text);
+  LineSource lines(path);  // refuses directories and devices
+  return format == StructureFormat::Pqr ? read_pqr(lines) : read_xyz(lines);
 }
 
 }  // namespace espgrid

@@ -30,11 +30,17 @@ StructureFormat parse_format_name(const std::string& name);
 /// throws UsageError when the extension is not one of them, asking for --format.
 StructureFormat format_from_extension(const std::string& path);
 
-Structure read_pqr(const TextLines& text);
-Structure read_xyz(const TextLines& text);
+/// Read a structure from a line source (io/text_parsing.h), to its end.
+Structure read_pqr(LineSource& lines);
+Structure read_xyz(LineSource& lines);
 /// Reads `path` in `format`. Every defect throws InputError("FILE:LINE: ..."); a file
 /// with no atoms is a defect too. PDB and mmCIF throw UsageError: they need assign_charges.
 Structure read_structure(const std::string& path, StructureFormat format);
+
+/// At most `wanted`, and never more than a quarter of the memory the process may still use:
+/// what a reader reserves for the atoms a file's size promises (a 2 GB sparse file promises
+/// millions and holds none; the reservation must not be what fails).
+std::size_t affordable_atoms(std::size_t wanted);
 
 /// Largest |coordinate| accepted, Å. Keeps squared distances far from float overflow.
 inline constexpr double kMaxCoordinate = 1.0e6;

@@ -1,5 +1,6 @@
-// Small strict text helpers for the readers: whitespace splitting
-// and a line source that numbers lines and rejects binary data.
+// Small strict text helpers for the readers: whitespace splitting, opening an input file, a
+// streaming line source for structure files and a whole-file line table for map files. Both
+// number lines, reject binary data and turn a read error into an error, never into an end of file.
 #pragma once
 
 #include <cstddef>
@@ -14,8 +15,72 @@ namespace espgrid {
 
 /// Splits on spaces, tabs, CR, VT and FF.
 std::vector<std::string_view> split_whitespace(std::string_view line);
+/// The same into `tokens` (cleared first), so a reader can reuse one vector for every line.
+void split_whitespace(std::string_view line, std::vector<std::string_view>& tokens);
 
-/// The text of a file split into lines (LF, CRLF or bare CR), numbered from 1.
+/// Opens `path` for reading and returns its file descriptor. Throws Error naming the path when
+/// it cannot be opened, when it is a directory, or when it is a device (/dev/zero, a terminal,
+/// a disk: a device may never end). Regular files, pipes and sockets are accepted.
+int open_input_file(const std::string& path);
+
+/// A structure file as a stream of numbered lines (LF, CRLF or bare CR), read in chunks so that
+/// memory stays bounded by the longest line whatever the file's size. Each line is checked as
+/// it is read: reading stops at the first line with binary data (InputError at that line), at a
+/// line longer than kMaxLineBytes, and at any read error (Error naming the file and the last
+/// line read: a failing disk must never look like the end of the file). A UTF-8 byte-order
+/// mark at the start of the file is skipped.
+class LineSource {
+ public:
+  /// Longest line accepted, bytes: far above any PQR or XYZ record, far below memory trouble.
+  static constexpr std::size_t kMaxLineBytes = std::size_t{1} << 20;
+  /// Bytes asked of the file per read.
+  static constexpr std::size_t kChunkBytes = std::size_t{1} << 20;
+
+  /// Opens `path` (see open_input_file).
+  explicit LineSource(std::string path);
+  /// Reads `text` as if it were a file named `name` (tests and fuzzers), handing it to the line
+  /// splitter `chunk_bytes` at a time (0: all at once) to exercise lines that cross reads.
+  LineSource(std::string name, std::string text, std::size_t chunk_bytes = 0);
+  ~LineSource();
+  LineSource(const LineSource&) = delete;
+  LineSource& operator=(const LineSource&) = delete;
+
+  /// The next line without its terminator (valid until the next call), or nullopt at the end.
+  std::optional<std::string_view> next();
+  /// Number of the line next() returned last (1-based); after the end, the number of lines.
+  std::size_t line_number() const noexcept { return line_number_; }
+  /// The file's name as given, for messages.
+  const std::string& path() const noexcept { return path_; }
+  /// True when the file holds no bytes at all (known once next() returned nullopt).
+  bool empty() const noexcept { return at_end_ && bytes_read_ == 0; }
+  /// The file's size in bytes when known in advance (a regular file, text in memory), else 0:
+  /// lets a reader reserve memory for its atoms.
+  std::size_t size_hint() const noexcept { return size_hint_; }
+  /// Throws InputError("PATH:LINE: what") for the line next() returned last.
+  [[noreturn]] void fail(const std::string& what) const;
+
+ private:
+  /// Reads more bytes after the unread ones; returns false at the end of the file.
+  bool fill();
+  /// Numbers a line about to be returned (and drops a byte-order mark from the first).
+  std::string_view counted(std::string_view line);
+  std::string path_;
+  int fd_ = -1;
+  std::string memory_;             // in-memory text, consumed from memory_offset_
+  std::size_t memory_offset_ = 0;  //
+  std::size_t chunk_bytes_ = 0;    // in-memory: bytes handed over per fill (0 = all)
+  std::vector<char> buffer_;       // unread bytes are [begin_, end_)
+  std::size_t begin_ = 0, end_ = 0;
+  std::size_t line_number_ = 0;
+  std::size_t bytes_read_ = 0;
+  std::size_t size_hint_ = 0;
+  bool eof_ = false;     // the file has no more bytes to give
+  bool at_end_ = false;  // next() has returned nullopt
+};
+
+/// The text of a file split into lines (LF, CRLF or bare CR), numbered from 1, all in memory:
+/// for map files, whose readers look back and forth. The file is opened with open_input_file
+/// and read to its end; a read error is an Error.
 class TextLines {
  public:
   /// Reads the whole file; throws Error when it cannot be opened or read, and InputError
@@ -40,7 +105,9 @@ class TextLines {
   std::vector<std::string_view> lines_;
 };
 
-/// Quoted form of a token for error messages, shortened to 40 characters.
+/// Quoted form of a token for error messages, shortened to 40 characters. Bytes that would be
+/// invisible or garbled on a terminal (control bytes, anything outside ASCII such as a UTF-8
+/// byte-order mark) are shown as \xHH, so the message names what is really there.
 std::string quoted(std::string_view token);
 
 }  // namespace espgrid

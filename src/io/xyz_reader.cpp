@@ -1,8 +1,10 @@
 // XYZ reader: count line, comment line, then one atom a line. Plain XYZ must have exactly
 // "Element x y z charge"; extended XYZ names its columns in the comment line's Properties
 // key, and the charge column may be called charge, charges or initial_charges.
+#include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -61,8 +63,8 @@ std::string find_key(std::string_view comment, std::string_view key) {
   return "";
 }
 
-XyzLayout parse_properties(const TextLines& text, const std::string& spec) {
-  auto fail = [&](const std::string& what) -> void { throw InputError(text.path(), 2, what); };
+XyzLayout parse_properties(const LineSource& lines, const std::string& spec) {
+  auto fail = [&](const std::string& what) -> void { lines.fail(what); };
   std::vector<std::string> parts;
   std::size_t start = 0;
   while (true) {
@@ -88,6 +90,10 @@ XyzLayout parse_properties(const TextLines& text, const std::string& spec) {
   layout.fields = field;
   layout.has_species = false;
   bool has_pos = false, has_charge = false;
+  for (std::size_t i = 0; i < columns.size(); ++i)
+    for (std::size_t j = 0; j < i; ++j)
+      if (columns[i].name == columns[j].name)  // two 'pos' columns were once read as the last one
+        fail("Properties names the column " + quoted(columns[i].name) + " twice: which one is meant?");
   for (const Column& c : columns) {
     if (c.name == "species" && c.width == 1) {
       layout.species = c.first;
@@ -112,31 +118,35 @@ XyzLayout parse_properties(const TextLines& text, const std::string& spec) {
 
 }  // namespace
 
-Structure read_xyz(const TextLines& text) {
-  if (text.empty()) throw InputError(text.path(), 1, "file is empty");
-  const auto count_tokens = split_whitespace(text.line(1));
-  if (count_tokens.size() != 1)
-    throw InputError(text.path(), 1, "the first line of an XYZ file must hold only the atom count");
-  const auto count = parse_integer(count_tokens[0]);
-  if (!count) throw InputError(text.path(), 1, "atom count " + quoted(count_tokens[0]) + " is not a whole number");
-  if (*count <= 0) throw InputError(text.path(), 1, "atom count is " + std::to_string(*count) + ": no atoms to read");
-  if (text.count() < 2) throw InputError(text.path(), 1, "the comment line (line 2) is missing");
+Structure read_xyz(LineSource& lines) {
+  std::optional<std::string_view> line = lines.next();
+  if (!line) lines.fail("file is empty");
+  std::vector<std::string_view> tokens;
+  split_whitespace(*line, tokens);
+  if (tokens.size() != 1) lines.fail("the first line of an XYZ file must hold only the atom count");
+  const auto count = parse_integer(tokens[0]);
+  if (!count) lines.fail("atom count " + quoted(tokens[0]) + " is not a whole number");
+  if (*count <= 0) lines.fail("atom count is " + std::to_string(*count) + ": no atoms to read");
+  const auto n = static_cast<std::size_t>(*count);
+  line = lines.next();
+  if (!line) throw InputError(lines.path(), 1, "the comment line (line 2) is missing");
 
   XyzLayout layout;
-  const std::string properties = find_key(text.line(2), "properties");
+  const std::string properties = find_key(*line, "properties");
   const bool extended = !properties.empty();
-  if (extended) layout = parse_properties(text, properties);
+  if (extended) layout = parse_properties(lines, properties);
 
-  const auto n = static_cast<std::size_t>(*count);
   Structure result;
-  result.atoms.reserve(std::min<std::size_t>(n, text.count()));
+  // Never reserve what the count line claims beyond what the file can hold ("H 0 0 0 0" is
+  // the shortest atom line): a claim of 10^18 atoms is an error, not an allocation.
+  result.atoms.reserve(affordable_atoms(std::min<std::size_t>(n, lines.size_hint() / 10 + 1)));
   for (std::size_t i = 0; i < n; ++i) {
-    const std::size_t number = 3 + i;
-    if (number > text.count())
-      throw InputError(text.path(), 1,
+    line = lines.next();
+    if (!line)
+      throw InputError(lines.path(), 1,
                        "file ends after " + std::to_string(i) + " atoms, but line 1 says " + std::to_string(n));
-    const auto tokens = split_whitespace(text.line(number));
-    auto fail = [&](const std::string& what) { throw InputError(text.path(), number, what); };
+    split_whitespace(*line, tokens);
+    auto fail = [&](const std::string& what) { lines.fail(what); };
     if (tokens.empty())
       fail("blank line where atom " + std::to_string(i + 1) + " of " + std::to_string(n) + " was expected");
     if (!extended && tokens.size() == 4)
@@ -163,11 +173,10 @@ Structure read_xyz(const TextLines& text) {
     const ElementSymbol element = layout.has_species ? ElementSymbol::from(tokens[layout.species]) : ElementSymbol{};
     result.atoms.push_back(x, y, z, q, bondi_radius(element), element);
   }
-  for (std::size_t number = 3 + n; number <= text.count(); ++number)
-    if (!split_whitespace(text.line(number)).empty())
-      throw InputError(
-          text.path(), number,
-          "more lines than the " + std::to_string(n) + " atoms line 1 announces (multi-frame XYZ is not supported)");
+  while ((line = lines.next()))
+    if (!split_whitespace(*line).empty())
+      lines.fail("more lines than the " + std::to_string(n) +
+                 " atoms line 1 announces (multi-frame XYZ is not supported)");
   return result;
 }
 

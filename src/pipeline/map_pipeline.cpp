@@ -1,6 +1,8 @@
 #include "src/pipeline/map_pipeline.h"
 
+#include <filesystem>
 #include <limits>
+#include <sys/stat.h>
 
 #include "src/core/errors.h"
 #include "src/core/stopwatch.h"
@@ -117,9 +119,33 @@ ComputeTiming compute_planes(const KernelVariant& kernel, const PreparedProblem&
   return kernel.run(part, run);
 }
 
-void check_output_paths(const std::vector<std::string>& paths) {
-  for (const auto& path : paths) {
+namespace {
+
+/// The same file: both exist and share device and inode (hard links and symlinks included).
+bool same_file(const std::string& a, const std::string& b) {
+  struct stat sa {
+  }, sb{};
+  return ::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+/// Where an output lands, for comparing two outputs before either exists.
+std::string landing_place(const std::string& output) {
+  return std::filesystem::absolute(resolve_output_target(output)).lexically_normal().string();
+}
+
+}  // namespace
+
+void check_output_paths(const std::vector<std::string>& paths, const std::vector<std::string>& inputs) {
+  for (std::size_t i = 0; i < paths.size(); ++i) {
+    const std::string& path = paths[i];
     check_map_format_supported(path);
+    for (const std::string& input : inputs)
+      if (same_file(path, input))
+        throw UsageError("the output " + path + " is the input file " + input +
+                         ": writing the map there would destroy the input; choose another name");
+    for (std::size_t j = 0; j < i; ++j)
+      if (same_file(path, paths[j]) || landing_place(path) == landing_place(paths[j]))
+        throw UsageError("the outputs " + paths[j] + " and " + path + " are the same file; name each output once");
     check_output_path(path);
   }
 }

@@ -94,9 +94,11 @@ ComputeTiming compute_planes(const KernelVariant& kernel, const PreparedProblem&
 /// "FILE, N atoms, total charge +Q e": the map's source line.
 std::string describe_source(const std::string& path, const Atoms& atoms);
 
-/// Checks every output path before anything is computed: a known format this build can write,
-/// a writable directory (UsageError / Error naming the path).
-void check_output_paths(const std::vector<std::string>& paths);
+/// Checks every output path before anything is read or computed: a known format this build can
+/// write, a file that may be replaced in a directory that accepts a new one (io/atomic_output_file.h),
+/// and neither one of `inputs` (same device and inode: the map would replace its own input)
+/// nor an output named twice (UsageError / Error naming the path).
+void check_output_paths(const std::vector<std::string>& paths, const std::vector<std::string>& inputs = {});
 /// Writes the map to every path in turn, each atomically; `written` (if set) is called after
 /// each file; adds the time to `timing`.
 void write_map_files(const PotentialMap& map, const std::vector<std::string>& paths, TimingReport* timing = nullptr,
