@@ -179,6 +179,15 @@ std::string_view status_name(Status status) {
   return "?";
 }
 
+double ceiling_for(const KernelVariant& kernel, const Settings& settings) {
+  if (kernel.backend == Backend::Cuda) return settings.rsqrt_per_second;
+  // Every exact CPU variant is set against the vector unit's ceiling for cpu-simd's arithmetic,
+  // so the column shows how far each design is from what the core can do; an approximate
+  // method (no flop count: it does not evaluate every pair) is not.
+  if (kernel.flops_per_evaluation == 0) return 0;
+  return kernel.serial ? settings.cpu_core_evals_per_second : settings.cpu_all_evals_per_second;
+}
+
 Row blank_row(std::string sweep, const KernelVariant& kernel, const DcsProblem& problem, const RunOptions& options) {
   Row row;
   row.sweep = std::move(sweep);
@@ -192,6 +201,7 @@ Row blank_row(std::string sweep, const KernelVariant& kernel, const DcsProblem& 
   row.block_x = options.shape.block_x;
   row.block_y = options.shape.block_y;
   row.coarsening = options.shape.coarsening;
+  row.fma_split = options.shape.fma_split;
   return row;
 }
 
@@ -230,8 +240,7 @@ void fill_rates(Row& row, const TimedRuns& timed, double evaluations, const Kern
     row.atom_evals_per_s = evaluations / k.median;
     // An approximate method has no flop count per evaluation (it does not evaluate every pair).
     if (kernel.flops_per_evaluation > 0) row.gflops = row.atom_evals_per_s * kernel.flops_per_evaluation / 1e9;
-    if (kernel.backend == Backend::Cuda && ceiling_per_second > 0)
-      row.ceiling_fraction = row.atom_evals_per_s / ceiling_per_second;
+    if (ceiling_per_second > 0) row.ceiling_fraction = row.atom_evals_per_s / ceiling_per_second;
   }
   if (row.wall_ms_median > 0) row.wall_evals_per_s = evaluations / timed.wall_seconds_median;
 }
@@ -280,7 +289,7 @@ Row measure(std::string sweep, const KernelVariant& kernel, const PreparedProble
     row.device = timed.last.device;
     const double evaluations =
         static_cast<double>(full.nx) * static_cast<double>(shape.rows()) * static_cast<double>(full.atom_count);
-    fill_rates(row, timed, evaluations, kernel, settings.rsqrt_per_second);
+    fill_rates(row, timed, evaluations, kernel, ceiling_for(kernel, settings));
     const std::size_t unwritten = timed.unwritten;
     if (kernel.approximate()) {
       // Judged by its declared bound: relative RMS error at sampled points >= 1.4 Å from atoms;
@@ -321,7 +330,7 @@ const std::vector<std::string>& csv_columns() {
       "kernel_ms_median", "kernel_ms_min", "kernel_ms_max", "wall_ms_median", "atom_evals_per_s", "gflops",
       "ceiling_fraction", "max_err_over_tol", "verified", "note",
       // beyond the agreed columns: the whole grid, the flop count, where it ran
-      "ny_full", "nz_full", "flops_per_evaluation", "device"};
+      "ny_full", "nz_full", "flops_per_evaluation", "device", "fma_split"};
   return columns;
 }
 
@@ -377,7 +386,8 @@ std::string csv_line(const Row& r) {
                                            std::to_string(r.ny),
                                            std::to_string(r.nz),
                                            std::to_string(r.flops_per_evaluation),
-                                           csv_field(r.device)};
+                                           csv_field(r.device),
+                                           std::to_string(r.fma_split)};
   std::string out;
   for (std::size_t i = 0; i < fields.size(); ++i) out += (i ? "," : "") + fields[i];
   return out;
@@ -484,6 +494,7 @@ std::string row_json(const Row& r) {
   o.integer("nx", r.nx).integer("ny", r.ny_used).integer("nz_used", r.nz_used);
   o.integer("atoms", static_cast<long long>(r.atoms));
   o.integer("block_x", r.block_x).integer("block_y", r.block_y).integer("coarsening", r.coarsening);
+  o.integer("fma_split", r.fma_split);
   o.integer("repeats", r.repeats).integer("warmup", r.warmup);
   o.num("kernel_ms_median", r.kernel_ms.median)
       .num("kernel_ms_min", r.kernel_ms.min)
@@ -554,6 +565,8 @@ std::string json_document(std::string_view kind, const Metadata& m, const std::v
   JsonObject ceiling;
   ceiling.num("rsqrt_per_second", m.rsqrt_per_second).num("sm_clock_ghz", m.sm_clock_ghz);
   ceiling.integer("multiprocessors", m.multiprocessors).str("note", m.ceiling_note);
+  ceiling.str("cpu_simd_target", m.cpu_simd_target).num("cpu_core_evals_per_second", m.cpu_core_evals_per_second);
+  ceiling.num("cpu_all_evals_per_second", m.cpu_all_evals_per_second);
   JsonObject settings;
   settings.integer("repeats", m.settings.repeats).integer("warmup", m.settings.warmup);
   settings.num("budget_seconds", m.settings.budget_seconds);

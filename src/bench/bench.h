@@ -105,11 +105,19 @@ struct Settings {
   std::size_t check_points = 1000;  ///< oracle samples of the last repetition's output
   std::uint64_t seed = 1;           ///< for the oracle's sample points
   double rsqrt_per_second = 0;      ///< the device's measured ceiling; 0 when unknown
+  /// The CPU's measured ceiling for cpu-simd's evaluation (cpu::measure_simd_ceiling): one core,
+  /// and every thread the CPU kernels use; 0 when unknown. Serial CPU variants are compared with
+  /// the first, parallel ones with the second.
+  double cpu_core_evals_per_second = 0;
+  double cpu_all_evals_per_second = 0;
 };
 
 enum class Status { Ok, Fail, Skipped, Unsupported };
 /// "ok", "FAIL", "skipped", "unsupported": the `verified` column.
 std::string_view status_name(Status status);
+/// The ceiling `kernel` is compared with: the GPU's rsqrt rate, or the CPU's for one core
+/// (serial variants) or every thread (parallel ones); 0 when not measured.
+double ceiling_for(const KernelVariant& kernel, const Settings& settings);
 
 /// One measurement: one CSV row, one JSON row, one line of the table. Values not measured are
 /// NaN (an empty CSV field, null in JSON).
@@ -122,6 +130,7 @@ struct Row {
   std::int64_t ny_used = 0, nz_used = 0;  ///< the part computed (see WorkShape)
   std::size_t atoms = 0;
   int block_x = 0, block_y = 0, coarsening = 0;  ///< requested; 0 = the variant's default
+  int fma_split = -1;  ///< requested FMA-pipe split; -1 = the device's tuned value
   int repeats = 0, warmup = 0;
   Stats kernel_ms;
   double wall_ms_median = kNotAvailable;
@@ -150,7 +159,7 @@ struct TimedRuns {
 TimedRuns time_runs(const std::function<RunTiming()>& run_once, const std::function<std::size_t()>& unwritten,
                     const Settings& settings);
 /// The row's times and rates from `timed`: kernel ms statistics, wall ms, evaluations/s, GFLOPS
-/// and, for CUDA variants, the fraction of `ceiling_per_second` (the ceiling of every device used).
+/// and the fraction of `ceiling_per_second` (the ceiling of every device or core used; 0: none).
 void fill_rates(Row& row, const TimedRuns& timed, double evaluations, const KernelVariant& kernel,
                 double ceiling_per_second);
 
@@ -202,6 +211,9 @@ struct Metadata {
   double sm_clock_ghz = kNotAvailable;
   int multiprocessors = 0;
   std::string ceiling_note;  ///< why the ceiling is n/a, when it is
+  std::string cpu_simd_target;                   ///< the vector unit cpu-simd runs on here
+  double cpu_core_evals_per_second = kNotAvailable;  ///< the CPU ceiling (Settings has the same)
+  double cpu_all_evals_per_second = kNotAvailable;
   std::string host_cpu;
   int host_threads = 0;  ///< hardware threads
   int cpu_threads = 0;   ///< threads the CPU kernels used

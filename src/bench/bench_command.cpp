@@ -27,6 +27,7 @@
 #include "src/compute/prepared_problem.h"
 #include "src/core/errors.h"
 #include "src/core/grid.h"
+#include "src/compute/simd_kernel.h"
 #include "src/core/stopwatch.h"
 #include "src/core/text_format.h"
 #include "src/core/units.h"
@@ -200,6 +201,34 @@ void sweep_coarsening(Bench& b, const PreparedProblem& problem) {
     }
   }
   b.save("coarsening", rows);
+}
+
+/// The dual-pipe families: every FMA-pipe split of the 16-point tile, to choose the split for
+/// this device and model (kernels/dualpipe.cu's table takes the fastest).
+void sweep_split(Bench& b, const PreparedProblem& problem) {
+  std::vector<const KernelVariant*> kernels;
+  for (const auto& k : kernel_variants())
+    if (k.backend == Backend::Cuda && k.device.layout.dual_pipe && b.is_selected(k)) kernels.push_back(&k);
+  print_header("split: points of each thread's 16 on the FMA pipe instead of the SFU (" +
+               model_name(b.physics.model) + " model)");
+  std::vector<Row> rows;
+  skip_gpu_variants(b, "split", kernels, &problem, rows);
+  for (const KernelVariant* k : kernels) {
+    const Row* best = nullptr;
+    const std::size_t first = rows.size();
+    for (int split = 0; split <= kMaxFmaSplit; ++split) {
+      RunOptions o = b.run;
+      o.shape.fma_split = split;
+      rows.push_back(b.measure_one("split", *k, problem, o, "split " + std::to_string(split) + "/16", true));
+    }
+    for (std::size_t i = first; i < rows.size(); ++i)
+      if (rows[i].status == Status::Ok && (!best || rows[i].atom_evals_per_s > best->atom_evals_per_s)) best = &rows[i];
+    if (best)
+      std::printf("fastest split for %s, %s model: %d of 16 points on the FMA pipe (%.1f%% of the rsqrt ceiling)\n",
+                  best->kernel.c_str(), model_name(b.physics.model).c_str(), best->fma_split,
+                  100 * best->ceiling_fraction);
+  }
+  b.save(std::string("split-") + model_name(b.physics.model), rows);
 }
 
 void sweep_atoms(Bench& b, const GridSpec& grid) {
@@ -437,7 +466,7 @@ std::string shell_word(const std::string& s) {
   return out + "'";
 }
 
-const char* kSweepNames[] = {"blocks", "coarsening", "atoms", "grid", "speedup"};
+const char* kSweepNames[] = {"blocks", "coarsening", "split", "atoms", "grid", "speedup"};
 
 /// --out must be a folder this run can write (or create), tried before minutes of measuring: a
 /// file given as --out, or an unwritable place, once failed only at the end. Nothing is created
@@ -573,7 +602,7 @@ int run_bench(int argc, char** argv) {
     }
     if (std::find(std::begin(kSweepNames), std::end(kSweepNames), name) == std::end(kSweepNames))
       throw UsageError("--sweep: unknown sweep '" + name +
-                       "' (none, all, blocks, coarsening, atoms, grid, speedup, gpus, msm, msm-accuracy)");
+                       "' (none, all, blocks, coarsening, split, atoms, grid, speedup, gpus, msm, msm-accuracy)");
     sweeps.push_back(name);
   }
   const bool sweep_only = args.count("sweep-only") > 0;
@@ -662,6 +691,20 @@ int run_bench(int argc, char** argv) {
     b.meta.device = "none (" + b.cuda_reason + ")";
     b.meta.ceiling_note = "n/a: no CUDA device";
   }
+  // The CPU's ceiling for cpu-simd's evaluation, on one core and on the threads the CPU kernels use.
+  const bool wants_cpu = std::any_of(b.selected.begin(), b.selected.end(),
+                                     [](const KernelVariant* k) { return k->backend == Backend::Cpu; });
+  if (wants_cpu) {
+    try {
+      const cpu::SimdCeiling c = cpu::measure_simd_ceiling(b.run.threads);
+      b.meta.cpu_simd_target = c.target;
+      b.meta.cpu_core_evals_per_second = b.settings.cpu_core_evals_per_second = c.per_core_evaluations_per_second;
+      b.meta.cpu_all_evals_per_second = b.settings.cpu_all_evals_per_second = c.all_cores_evaluations_per_second;
+      b.meta.settings = b.settings;
+    } catch (const Error& e) {
+      b.meta.cpu_simd_target = std::string("not measured: ") + e.what();
+    }
+  }
 
   const PreparedProblem problem = PreparedProblem::for_physics(atoms, grid, b.physics);
   std::printf("espgrid bench %s (commit %s), %s UTC\n", b.meta.espgrid_version.c_str(), b.meta.git_commit.c_str(),
@@ -680,6 +723,11 @@ int run_bench(int argc, char** argv) {
         b.meta.rsqrt_per_second / (b.meta.multiprocessors * b.meta.sm_clock_ghz * 1e9));
   else
     std::printf("ceiling    %s\n", b.meta.ceiling_note.c_str());
+  if (std::isfinite(b.meta.cpu_core_evals_per_second))
+    std::printf("cpu ceil.  %.4g evaluations/s on one core, %.4g on %d threads (%s: FMA r², rsqrt estimate, Newton, "
+                "FMA, from registers); %%CEIL of CPU rows is against these\n",
+                b.meta.cpu_core_evals_per_second, b.meta.cpu_all_evals_per_second, b.meta.cpu_threads,
+                b.meta.cpu_simd_target.c_str());
   std::printf(
       "timing     median of %d runs after %d warm-up; budget %g s per run: slower variants compute only the\n"
       "           first z-planes that fit (PLANES used/total; at least one plane, or a plane's first rows when\n"
@@ -714,6 +762,7 @@ int run_bench(int argc, char** argv) {
   for (const std::string& s : sweeps) {
     if (s == "blocks") timed(s, [&] { sweep_blocks(b, problem); });
     if (s == "coarsening") timed(s, [&] { sweep_coarsening(b, problem); });
+    if (s == "split") timed(s, [&] { sweep_split(b, problem); });
     if (s == "atoms") timed(s, [&] { sweep_atoms(b, grid); });
     if (s == "grid") timed(s, [&] { sweep_grid(b); });
     if (s == "speedup") timed(s, [&] { sweep_speedup(b); });

@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# The device run: on a machine with an NVIDIA GPU, in phases so that each call of the lent device
+# stays under its time limit (a warm machine keeps build-gpu/ between calls, so later phases
+# skip the build):
+#
+#   build       CUDA build in build-gpu/ (no VTK, no Python module), Highway from .device/hwy
+#               when the machine has no libhwy-dev (carry .device/)
+#   test        ctest with ESPGRID_REQUIRE_GPU=1 (every label but interop/python), and the GPU
+#               test binaries run directly for full logs
+#   sanitize    compute-sanitizer memcheck and racecheck over the CUDA families' tests
+#   maps        verify every kernel on the actin dimer, maps of each model on the GPU
+#   old         build the commit before the architecture change (.device/old-src) and bench it
+#   bench       bench variants (the standard input: 100,000 random atoms on 256x256x128, one
+#               seed for old and new), per model, the dual-pipe split sweep, the CPU ceiling
+#               and cpu-simd with AVX2 and AVX-512
+#   sweeps      blocks, coarsening, atoms, grid, speedup sweeps with the final kernels
+#
+# Logs go to $LOG_DIR (default $OUT/device-check or benchmarks/results/device-check-DATE) and
+# are packed into $OUT/device-check-PHASES.tar.gz when $OUT is set (the device returns at most
+# 8 files). Exit code 1 if any step failed.
+set -uo pipefail
+phases=" ${*:-build test} "
+want() { [[ "$phases" == *" $1 "* ]]; }
+here=$(cd "$(dirname "$0")" && pwd)
+cd "$here/.."
+LOG_DIR=${LOG_DIR:-${OUT:+$OUT/device-check}}
+LOG_DIR=${LOG_DIR:-benchmarks/results/device-check-$(date -u +%Y-%m-%d)}
+BUILD_DIR=${BUILD_DIR:-build-gpu}
+mkdir -p "$LOG_DIR"
+STEP_LOG_DIR=$LOG_DIR
+source "$here/lib/steps.sh"
+JOBS=$(nproc)
+SEED=${ESPGRID_BENCH_SEED:-20261122}
+{ nvidia-smi; echo; lscpu | head -20; } > "$LOG_DIR/machine.txt" 2>&1
+espgrid="$BUILD_DIR/espgrid"
+hwy_prefix=()
+[ -d .device/hwy ] && hwy_prefix=(-DCMAKE_PREFIX_PATH="$PWD/.device/hwy")
+
+if want build; then
+  step build-configure cmake -S . -B "$BUILD_DIR" -DESPGRID_VTK=OFF -DESPGRID_PYTHON=OFF -DCMAKE_BUILD_TYPE=Release \
+    "${hwy_prefix[@]}" && step build cmake --build "$BUILD_DIR" -j "$JOBS" || { echo "build failed"; }
+fi
+export ESPGRID_REQUIRE_GPU=1
+
+if want test; then
+  step ctest ctest --test-dir "$BUILD_DIR" --output-on-failure -j 8 -LE 'interop|python' --timeout 900
+  for t in test_gpu_kernels test_every_variant test_precision test_gpu_msm; do
+    [ -x "$BUILD_DIR/tests/$t" ] && step "gtest-$t" "$BUILD_DIR/tests/$t" --gtest_filter='*cuda*:*Cuda*:*Gpu*:*GPU*'
+  done
+fi
+
+if want sanitize; then
+  # Timing checks mean nothing under a sanitizer's slowdown: the ceiling test is left out.
+  filter='*cuda_dualpipe*:*cuda_unrolled*:*cuda_constant*:*cuda_scatter*:-*RsqrtCeiling*'
+  step memcheck compute-sanitizer --tool memcheck --error-exitcode 99 --leak-check full \
+    "$BUILD_DIR/tests/test_gpu_kernels" --gtest_filter="$filter"
+  step racecheck compute-sanitizer --tool racecheck --error-exitcode 99 \
+    "$BUILD_DIR/tests/test_gpu_kernels" --gtest_filter='*Random*cuda_dualpipe*:*Random*cuda_unrolled*'
+  step memcheck-every-variant compute-sanitizer --tool memcheck --error-exitcode 99 \
+    "$BUILD_DIR/tests/test_every_variant" --gtest_filter='*cuda_dualpipe*:*cuda_msm*'
+  [ -x "$BUILD_DIR/tests/test_gpu_msm" ] && step memcheck-msm compute-sanitizer --tool memcheck --error-exitcode 99 \
+    "$BUILD_DIR/tests/test_gpu_msm"
+fi
+
+if want maps; then
+  step verify-actin "$espgrid" verify data/actin_dimer.pqr --kernel all --spacing 1.0
+  step verify-actin-debye "$espgrid" verify data/actin_dimer.pqr --kernel all --spacing 1.0 --model debye \
+    --dielectric 78.54 --ionic-strength 0.15
+  step map-actin-cuda "$espgrid" map data/actin_dimer.pqr --backend cuda -o /tmp/actin-cuda.dx
+fi
+
+if want old; then
+  if [ -d .device/old-src ]; then
+    step old-build bash -c "cmake -S .device/old-src -B .device/old-build -DESPGRID_VTK=OFF -DCMAKE_BUILD_TYPE=Release \
+      -DESPGRID_TESTS=OFF >/dev/null && cmake --build .device/old-build -j $JOBS --target espgrid"
+    step old-bench-variants .device/old-build/espgrid bench --seed "$SEED" --require-cuda --out "$LOG_DIR/old"
+  fi
+fi
+
+if want bench; then
+  step bench-variants "$espgrid" bench --seed "$SEED" --require-cuda --out "$LOG_DIR/new"
+  for m in distance debye; do
+    extra=(); [ $m = debye ] && extra=(--dielectric 78.54 --ionic-strength 0.15)
+    step "bench-$m" "$espgrid" bench --seed "$SEED" --require-cuda --model $m "${extra[@]}" \
+      --kernel cpu-parallel,cpu-simd,cuda-unrolled,cuda-dualpipe --out "$LOG_DIR/model-$m"
+  done
+  step bench-split "$espgrid" bench --seed "$SEED" --require-cuda --sweep split --sweep-only --out "$LOG_DIR/new"
+  for m in distance debye; do
+    extra=(); [ $m = debye ] && extra=(--dielectric 78.54 --ionic-strength 0.15)
+    step "bench-split-$m" "$espgrid" bench --seed "$SEED" --require-cuda --sweep split --sweep-only --model $m \
+      "${extra[@]}" --out "$LOG_DIR/model-$m"
+  done
+  for cap in avx512 avx2; do
+    ESPGRID_SIMD=$cap step "bench-cpu-$cap" "$espgrid" bench --seed "$SEED" --backend cpu \
+      --kernel cpu-reference,cpu-parallel,cpu-simd --threads 1 --dims 128,128,16 --atoms 20000 --out "$LOG_DIR/cpu-$cap"
+  done
+fi
+
+if want sweeps; then
+  step sweeps "$espgrid" bench --seed "$SEED" --require-cuda --sweep all --sweep-only --out "$LOG_DIR/new"
+fi
+
+if [ -n "${OUT:-}" ]; then
+  name=device-check-$(echo $phases | tr ' ' '-')
+  tar -czf "$OUT/$name.tar.gz" -C "$(dirname "$LOG_DIR")" "$(basename "$LOG_DIR")" && rm -rf "$LOG_DIR"
+fi
+echo "device-check ($phases): $( [ $status -eq 0 ] && echo all steps passed || echo SOME STEPS FAILED )"
+exit $status
