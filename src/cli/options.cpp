@@ -119,6 +119,22 @@ void add_compute_options(cxxopts::Options& options, const std::string& kernel_he
   // clang-format on
 }
 
+void add_map_output_options(cxxopts::Options& options) {
+  // clang-format off
+  options.add_options("Output")
+      ("compression", ".vti compressor: lz4 (default: fast to write and read), zlib (smaller, several times slower), "
+                      "lzma (smallest, slowest) or none", cxxopts::value<std::string>()->default_value(
+                          std::string(compression_name(MapWriteOptions{}.vti_compression))));
+  // clang-format on
+}
+
+MapWriteOptions map_write_options(const cxxopts::ParseResult& args, int threads) {
+  MapWriteOptions o;
+  o.vti_compression = parse_compression(args["compression"].as<std::string>());
+  o.threads = threads;
+  return o;
+}
+
 std::optional<StructureFormat> format_option(const cxxopts::ParseResult& args) {
   if (!args.count("format")) return std::nullopt;
   return parse_format_name(args["format"].as<std::string>());

@@ -42,6 +42,8 @@ void add_grid_options(cxxopts::Options& options);
 void add_physics_options(cxxopts::Options& options);
 /// --kernel, --backend, --device, --devices, --threads.
 void add_compute_options(cxxopts::Options& options, const std::string& kernel_help);
+/// --compression (into the "Output" group).
+void add_map_output_options(cxxopts::Options& options);
 
 /// The input's format: --format, or nothing (the extension decides).
 std::optional<StructureFormat> format_option(const cxxopts::ParseResult& args);
@@ -50,5 +52,7 @@ GridRequest grid_request(const cxxopts::ParseResult& args);
 PhysicsOptions physics_options(const cxxopts::ParseResult& args);
 /// Threads (0..kMaxCpuThreads), --device N or --devices LIST (not both), backend and kernel.
 ComputeOptions compute_options(const cxxopts::ParseResult& args);
+/// --compression; `threads` (the verb's --threads, checked; 0 = all cores) format .dx text.
+MapWriteOptions map_write_options(const cxxopts::ParseResult& args, int threads = 0);
 
 }  // namespace espgrid::cli

@@ -19,11 +19,16 @@ std::string lower_extension(const std::string& path) {
   return ext;
 }
 
-void check_finite(const PotentialMap& map) {
+}  // namespace
+
+void check_finite(const PotentialMap& map, std::int64_t first_plane, std::int64_t planes) {
   const GridSpec& g = map.grid;
   if (map.values.size() != g.point_count())
     throw Error("internal error: map holds " + std::to_string(map.values.size()) + " values for " + describe(g));
-  for (std::size_t n = 0; n < map.values.size(); ++n) {
+  const auto plane_points = static_cast<std::size_t>(g.dims[0]) * static_cast<std::size_t>(g.dims[1]);
+  const std::size_t begin = static_cast<std::size_t>(first_plane) * plane_points;
+  const std::size_t end = begin + static_cast<std::size_t>(planes) * plane_points;
+  for (std::size_t n = begin; n < end; ++n) {
     if (!std::isfinite(map.values[n])) {
       const auto nx = static_cast<std::size_t>(g.dims[0]), ny = static_cast<std::size_t>(g.dims[1]);
       throw Error("internal error: the potential at grid point (" + std::to_string(n % nx) + ", " +
@@ -33,13 +38,45 @@ void check_finite(const PotentialMap& map) {
   }
 }
 
-}  // namespace
-
 MapFormat map_format_from_extension(const std::string& path) {
   const std::string ext = lower_extension(path);
   if (ext == ".dx") return MapFormat::Dx;
   if (ext == ".vti") return MapFormat::Vti;
-  throw UsageError("cannot tell the map format of '" + path + "': name it .dx (OpenDX) or .vti (VTK)");
+  if (ext == ".mrc" || ext == ".map" || ext == ".ccp4") return MapFormat::Mrc;
+  throw UsageError("cannot tell the map format of '" + path +
+                   "': name it .dx (OpenDX), .vti (VTK) or .mrc, .map, .ccp4 (MRC2014)");
+}
+
+std::string_view map_format_name(MapFormat format) {
+  switch (format) {
+    case MapFormat::Dx:
+      return "OpenDX";
+    case MapFormat::Vti:
+      return "VTK image data";
+    case MapFormat::Mrc:
+      return "MRC2014";
+  }
+  return "?";
+}
+
+std::string_view compression_name(VtiCompression compression) {
+  switch (compression) {
+    case VtiCompression::None:
+      return "none";
+    case VtiCompression::Lz4:
+      return "lz4";
+    case VtiCompression::ZLib:
+      return "zlib";
+    case VtiCompression::Lzma:
+      return "lzma";
+  }
+  return "?";
+}
+
+VtiCompression parse_compression(const std::string& text) {
+  for (const VtiCompression c : {VtiCompression::None, VtiCompression::Lz4, VtiCompression::ZLib, VtiCompression::Lzma})
+    if (text == compression_name(c)) return c;
+  throw UsageError("--compression must be none, lz4, zlib or lzma, got '" + text + "'");
 }
 
 void check_map_format_supported(const std::string& path) {
@@ -90,16 +127,23 @@ bool parse_physics_comment(std::string_view comment, PhysicsOptions& physics) {
   return true;
 }
 
-void write_map(const PotentialMap& map, const std::string& path) {
+void write_map(const PotentialMap& map, const std::string& path, const MapWriteOptions& options) {
   check_map_format_supported(path);
   const MapFormat format = map_format_from_extension(path);
-  check_finite(map);
+  check_finite(map, 0, map.grid.dims[2]);
   AtomicOutputFile out(path);
   try {
-    if (format == MapFormat::Dx)
-      write_dx_to(map, out.temporary_path());
-    else
-      write_vti_to(map, out.temporary_path());
+    switch (format) {
+      case MapFormat::Dx:
+        write_dx_to(map, out.temporary_path(), options);
+        break;
+      case MapFormat::Vti:
+        write_vti_to(map, out.temporary_path(), options);
+        break;
+      case MapFormat::Mrc:
+        write_mrc_to(map, out.temporary_path());
+        break;
+    }
   } catch (const UsageError&) {
     throw;
   } catch (const Error& e) {

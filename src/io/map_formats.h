@@ -1,8 +1,10 @@
 // Map files: which formats espgrid writes and reads, chosen by extension. Every writer goes
 // through write_map, which refuses non-finite values and replaces the destination atomically
-// (io/atomic_output_file.h). Writers know nothing about kernels.
+// (io/atomic_output_file.h), or, for formats stored x fastest, through the streaming writer
+// (io/map_stream.h), which writes planes while they are computed. Writers know nothing about kernels.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -10,10 +12,28 @@
 
 namespace espgrid {
 
-enum class MapFormat { Dx, Vti };
+enum class MapFormat { Dx, Vti, Mrc };
 
-/// .dx or .vti from the output path's extension; UsageError otherwise.
+/// The format from the output path's extension: .dx, .vti, or .mrc/.map/.ccp4 (MRC2014);
+/// UsageError otherwise.
 MapFormat map_format_from_extension(const std::string& path);
+/// "OpenDX", "VTK image data", "MRC2014".
+std::string_view map_format_name(MapFormat format);
+
+/// The compressors VTK 9 offers for .vti's appended data; ParaView 5.11 reads all four.
+enum class VtiCompression { None, Lz4, ZLib, Lzma };
+/// "none", "lz4", "zlib", "lzma".
+std::string_view compression_name(VtiCompression compression);
+/// Parses a compression_name; UsageError listing them otherwise.
+VtiCompression parse_compression(const std::string& text);
+
+/// How maps are written. The defaults are what `espgrid map` uses.
+struct MapWriteOptions {
+  /// .vti compressor. LZ4 by measurement (benchmarks/NOTES.md, "Writing maps"): zlib's files
+  /// are smaller but take several times longer to write and to read.
+  VtiCompression vti_compression = VtiCompression::Lz4;
+  int threads = 0;  ///< threads that format .dx text; 0 = OpenMP's default (all cores)
+};
 /// Whether this build can write .vti (built with VTK).
 bool vti_supported() noexcept;
 /// UsageError when this build cannot write `path`'s format (e.g. .vti without VTK), so the
@@ -23,12 +43,21 @@ void check_map_format_supported(const std::string& path);
 /// Writes the map atomically (temporary file, then rename). Throws Error when any value is
 /// not finite, when the format is unsupported, or when writing fails; the destination is
 /// then untouched.
-void write_map(const PotentialMap& map, const std::string& path);
+void write_map(const PotentialMap& map, const std::string& path, const MapWriteOptions& options = {});
 
-/// OpenDX in the layout APBS writes (z fastest, three values a line), straight to `path`.
-void write_dx_to(const PotentialMap& map, const std::string& path);
-/// VTK XML image data (compressed appended, point data "potential"), straight to `path`.
-void write_vti_to(const PotentialMap& map, const std::string& path);
+/// OpenDX in the layout APBS writes (z fastest, three values a line, "%.8e": every float reads
+/// back exactly), straight to `path`. Blocks of lines are formatted on options.threads threads
+/// and written in order; the file is byte for byte what one thread would write.
+void write_dx_to(const PotentialMap& map, const std::string& path, const MapWriteOptions& options = {});
+/// VTK XML image data (appended, options.vti_compression, point data "potential"), straight to `path`.
+void write_vti_to(const PotentialMap& map, const std::string& path, const MapWriteOptions& options = {});
+/// MRC2014, mode 2 (float32), axes 1,2,3 (x fastest), straight to `path`; see io/mrc_format.h.
+void write_mrc_to(const PotentialMap& map, const std::string& path);
+
+/// Throws Error naming the first grid point among planes [first_plane, first_plane + planes)
+/// whose value is not finite ("... grid point (i, j, k) is not finite; no map written"), or when
+/// the map does not hold one value per grid point.
+void check_finite(const PotentialMap& map, std::int64_t first_plane, std::int64_t planes);
 
 /// The header line that records a map's physics in every text format:
 /// "Potential in kT/e (T = 298.15 K), dielectric 1".

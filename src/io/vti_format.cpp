@@ -18,7 +18,7 @@ namespace espgrid {
 
 bool vti_supported() noexcept { return true; }
 
-void write_vti_to(const PotentialMap& map, const std::string& path) {
+void write_vti_to(const PotentialMap& map, const std::string& path, const MapWriteOptions& options) {
   const GridSpec& g = map.grid;
   vtkNew<vtkImageData> image;
   image->SetDimensions(static_cast<int>(g.dims[0]), static_cast<int>(g.dims[1]), static_cast<int>(g.dims[2]));
@@ -54,7 +54,20 @@ void write_vti_to(const PotentialMap& map, const std::string& path) {
   writer->SetInputData(image);
   writer->SetDataModeToAppended();
   writer->EncodeAppendedDataOff();  // raw binary appended block, smaller and faster than base64
-  writer->SetCompressorTypeToZLib();
+  switch (options.vti_compression) {
+    case VtiCompression::None:
+      writer->SetCompressorTypeToNone();
+      break;
+    case VtiCompression::Lz4:
+      writer->SetCompressorTypeToLZ4();
+      break;
+    case VtiCompression::ZLib:
+      writer->SetCompressorTypeToZLib();
+      break;
+    case VtiCompression::Lzma:
+      writer->SetCompressorTypeToLZMA();
+      break;
+  }
   writer->SetHeaderTypeToUInt64();    // maps over 4 GiB
   writer->GlobalWarningDisplayOff();  // VTK's own messages would show source paths; we report
   if (writer->Write() != 1 || writer->GetErrorCode() != 0)
@@ -65,7 +78,7 @@ void write_vti_to(const PotentialMap& map, const std::string& path) {
 
 bool vti_supported() noexcept { return false; }
 
-void write_vti_to(const PotentialMap&, const std::string& path) {
+void write_vti_to(const PotentialMap&, const std::string& path, const MapWriteOptions&) {
   throw UsageError("cannot write " + path + ": this espgrid was built without VTK");
 }
 

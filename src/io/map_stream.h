@@ -1,0 +1,89 @@
+// Writing a map while it is computed. A format that stores the map x fastest (MRC) keeps every
+// z-plane in one contiguous range at a known place in the file, so each plane can be written
+// as soon as the kernel reports it (RunOptions::planes_done): the write overlaps the
+// computation and reads the planes from the map being filled (nothing is copied). OpenDX
+// stores z fastest (its first line needs planes 0, 1 and 2) and .vti goes through VTK's
+// writer, which takes the whole array; both are written after the computation.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "src/core/potential_map.h"
+#include "src/io/atomic_output_file.h"
+#include "src/io/file_output.h"
+#include "src/io/map_formats.h"
+
+namespace espgrid {
+
+/// A format's writer that takes the map plane by plane.
+class PlaneWriter {
+ public:
+  virtual ~PlaneWriter() = default;
+  /// Writes planes [first, first + count) of the map, whose values are final. Calls come one
+  /// at a time, in any order, each plane once.
+  virtual void write_planes(std::int64_t first, std::int64_t count) = 0;
+  /// After every plane: what needs the whole map (MRC: the header with the statistics).
+  virtual void finish() = 0;
+};
+
+/// Whether `format` is written plane by plane (MRC: yes; OpenDX, VTK image data: no).
+bool streams_planes(MapFormat format) noexcept;
+
+/// MRC2014's plane writer into `file` (io/mrc_format.cpp). `map` (grid, physics, source, values
+/// sized) must outlive it; statistics are computed on `threads` threads (0: all cores).
+std::unique_ptr<PlaneWriter> make_mrc_plane_writer(const PotentialMap& map, OutputFile& file, int threads);
+
+/// One map file written plane by plane on its own thread, into a temporary file that replaces
+/// the destination only when every plane was written and every value is finite.
+class StreamingMapWriter {
+ public:
+  /// Opens the temporary file beside `path` (a format that streams_planes). `map` must outlive
+  /// the writer; its grid, physics and source must be set and its values sized: they are read
+  /// plane by plane as they are reported.
+  StreamingMapWriter(const PotentialMap& map, std::string path);
+  /// Stops the thread; the destination is untouched unless finish() succeeded.
+  ~StreamingMapWriter();
+  StreamingMapWriter(const StreamingMapWriter&) = delete;
+  StreamingMapWriter& operator=(const StreamingMapWriter&) = delete;
+
+  /// Planes [first, first + count) of the map are final. From any thread; returns at once (the
+  /// writing happens on the writer's thread).
+  void planes_ready(std::int64_t first, std::int64_t count);
+  /// Waits for every reported plane to be written, then writes what needs the whole map and
+  /// moves the file into place. Throws Error (nothing at the destination) when a plane was not
+  /// reported or reported twice, a value is not finite, or writing failed.
+  void finish();
+
+  const std::string& path() const noexcept { return out_.destination(); }
+  /// Seconds the writer's thread spent checking and writing planes, so far.
+  double busy_seconds() const;
+
+ private:
+  void run();
+
+  const PotentialMap& map_;
+  AtomicOutputFile out_;
+  OutputFile file_;
+  std::unique_ptr<PlaneWriter> writer_;
+  mutable std::mutex mutex_;
+  std::condition_variable changed_;
+  std::deque<std::pair<std::int64_t, std::int64_t>> queue_;  ///< reported, not yet written
+  std::vector<char> reported_;                               ///< per plane: reported yet
+  std::string report_error_;                                 ///< a plane reported twice or out of range
+  std::exception_ptr write_error_;                           ///< from the writer's thread
+  bool closing_ = false;
+  bool abandoned_ = false;  ///< destroyed without finish(): skip what is still queued
+  double busy_seconds_ = 0;
+  std::thread thread_;  ///< last: starts once everything above exists
+};
+
+}  // namespace espgrid
