@@ -118,7 +118,8 @@ int run_convert(int argc, char** argv) {
   if (!args.count("input")) throw UsageError("no input map given");
   if (!args.count("output")) throw UsageError("no output given: add -o map.vti, -o map.dx and/or -o map.mrc");
   const auto outputs = args["output"].as<std::vector<std::string>>();
-  check_output_paths(outputs);
+  const MapWriteOptions write = map_write_options(args);
+  check_output_paths(outputs, write);
   const std::string input = args["input"].as<std::string>();
   if (map_format_from_extension(input) != MapFormat::Dx)
     throw UsageError("espgrid convert reads .dx maps; " + input + " is not one");
@@ -134,8 +135,7 @@ int run_convert(int argc, char** argv) {
   }
   map.source = "converted from " + input;
   write_map_files(
-      map, outputs, nullptr, [](const std::string& path) { std::printf("wrote      %s\n", path.c_str()); },
-      map_write_options(args));
+      map, outputs, nullptr, [](const std::string& path) { std::printf("wrote      %s\n", path.c_str()); }, write);
   return 0;
 }
 

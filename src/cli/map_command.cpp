@@ -114,7 +114,7 @@ int run_map_distributed(const cxxopts::ParseResult& args, scaleout::Cluster& clu
   try {
     cluster.agree("checking the command line and reading the input", [&] {
       command = map_command(args);
-      if (root) check_output_paths(command.outputs);  // only rank 0 writes
+      if (root) check_output_paths(command.outputs, command.write);  // only rank 0 writes
       choice = select_kernel(command.compute, command.physics.model);
       RunOptions& run = command.compute.run;
       if (choice.kernel->backend == Backend::Cuda && !args.count("device") && !args.count("devices")) {
@@ -232,7 +232,7 @@ int run_map(int argc, char** argv) {
   if (cluster.distributed()) return run_map_distributed(args, cluster);
 
   MapCommand command = map_command(args);
-  check_output_paths(command.outputs);
+  check_output_paths(command.outputs, command.write);
   const KernelSelection choice = select_kernel(command.compute, command.physics.model);
   if (const std::optional<GridSpec> grid = explicit_grid(command.grid)) check_grid_fits(*grid);  // before reading
   TimingReport read;

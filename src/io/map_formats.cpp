@@ -79,11 +79,12 @@ VtiCompression parse_compression(const std::string& text) {
   throw UsageError("--compression must be none, lz4, zlib or lzma, got '" + text + "'");
 }
 
-void check_map_format_supported(const std::string& path) {
-  if (map_format_from_extension(path) == MapFormat::Vti && !vti_supported())
-    throw UsageError("cannot write " + path +
-                     ": this espgrid was built without VTK (ESPGRID_VTK=OFF or "
-                     "VTK 9 not found); write .dx instead or rebuild with libvtk9-dev");
+void check_map_format_supported(const std::string& path, const MapWriteOptions& options) {
+  if (map_format_from_extension(path) == MapFormat::Vti && options.vti_compression != VtiCompression::None &&
+      !vti_supported())
+    throw UsageError("cannot write " + path + " with " + std::string(compression_name(options.vti_compression)) +
+                     " compression: this espgrid was built without VTK (ESPGRID_VTK=OFF or VTK 9 not found); use "
+                     "--compression none, write .dx or .mrc instead, or rebuild with libvtk9-dev");
 }
 
 std::string physics_comment(const PhysicsOptions& physics) {
@@ -128,7 +129,7 @@ bool parse_physics_comment(std::string_view comment, PhysicsOptions& physics) {
 }
 
 void write_map(const PotentialMap& map, const std::string& path, const MapWriteOptions& options) {
-  check_map_format_supported(path);
+  check_map_format_supported(path, options);
   const MapFormat format = map_format_from_extension(path);
   check_finite(map, 0, map.grid.dims[2]);
   AtomicOutputFile out(path);

@@ -29,16 +29,20 @@ VtiCompression parse_compression(const std::string& text);
 
 /// How maps are written. The defaults are what `espgrid map` uses.
 struct MapWriteOptions {
-  /// .vti compressor. LZ4 by measurement (benchmarks/NOTES.md, "Writing maps"): zlib's files
-  /// are smaller but take several times longer to write and to read.
-  VtiCompression vti_compression = VtiCompression::Lz4;
+  /// .vti compressor. None by measurement (benchmarks/NOTES.md, "Writing maps"): float32
+  /// potentials hardly compress (LZ4 saves nothing, zlib 15% at 20-30x the write time and 5x
+  /// the read time, LZMA 33% at 200x), and uncompressed .vti is written plane by plane while
+  /// the map is computed.
+  VtiCompression vti_compression = VtiCompression::None;
   int threads = 0;  ///< threads that format .dx text; 0 = OpenMP's default (all cores)
 };
-/// Whether this build can write .vti (built with VTK).
+
+/// UsageError when this build cannot write `path`'s format with `options` (compressed .vti
+/// without VTK), so the CLI can refuse before computing.
+void check_map_format_supported(const std::string& path, const MapWriteOptions& options = {});
+/// Whether this build has VTK, whose writer compresses .vti (lz4, zlib, lzma). Uncompressed
+/// .vti is written by espgrid itself and needs no VTK.
 bool vti_supported() noexcept;
-/// UsageError when this build cannot write `path`'s format (e.g. .vti without VTK), so the
-/// CLI can refuse before computing.
-void check_map_format_supported(const std::string& path);
 
 /// Writes the map atomically (temporary file, then rename). Throws Error when any value is
 /// not finite, when the format is unsupported, or when writing fails; the destination is
@@ -49,7 +53,8 @@ void write_map(const PotentialMap& map, const std::string& path, const MapWriteO
 /// back exactly), straight to `path`. Blocks of lines are formatted on options.threads threads
 /// and written in order; the file is byte for byte what one thread would write.
 void write_dx_to(const PotentialMap& map, const std::string& path, const MapWriteOptions& options = {});
-/// VTK XML image data (appended, options.vti_compression, point data "potential"), straight to `path`.
+/// VTK XML image data (appended, point data "potential"), straight to `path`: uncompressed by
+/// espgrid's own writer (io/map_stream.h: make_vti_plane_writer), compressed by VTK's.
 void write_vti_to(const PotentialMap& map, const std::string& path, const MapWriteOptions& options = {});
 /// MRC2014, mode 2 (float32), axes 1,2,3 (x fastest), straight to `path`; see io/mrc_format.h.
 void write_mrc_to(const PotentialMap& map, const std::string& path);

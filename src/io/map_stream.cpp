@@ -22,16 +22,19 @@ Error naming_destination(const std::exception_ptr& error, const std::string& tem
 
 }  // namespace
 
-bool streams_planes(MapFormat format) noexcept { return format == MapFormat::Mrc; }
+bool streams_planes(MapFormat format, const MapWriteOptions& options) noexcept {
+  return format == MapFormat::Mrc || (format == MapFormat::Vti && options.vti_compression == VtiCompression::None);
+}
 
-StreamingMapWriter::StreamingMapWriter(const PotentialMap& map, std::string path)
+StreamingMapWriter::StreamingMapWriter(const PotentialMap& map, std::string path, const MapWriteOptions& options)
     : map_(map), out_(std::move(path)), file_(out_.temporary_path()) {
-  if (!streams_planes(map_format_from_extension(out_.destination())))
-    throw Error("internal error: " + out_.destination() + " is not a format written plane by plane");
+  const MapFormat format = map_format_from_extension(out_.destination());
+  if (!streams_planes(format, options))
+    throw Error("internal error: " + out_.destination() + " is not written plane by plane");
   if (map.values.size() != map.grid.point_count())
     throw Error("internal error: map holds " + std::to_string(map.values.size()) + " values for " + describe(map.grid));
   // One thread for the statistics: the kernel may be using every core while this one writes.
-  writer_ = make_mrc_plane_writer(map_, file_, 1);
+  writer_ = format == MapFormat::Mrc ? make_mrc_plane_writer(map_, file_, 1) : make_vti_plane_writer(map_, file_);
   reported_.assign(static_cast<std::size_t>(map.grid.dims[2]), 0);
   thread_ = std::thread([this] { run(); });
 }

@@ -1,9 +1,10 @@
-// Writing a map while it is computed. A format that stores the map x fastest (MRC) keeps every
-// z-plane in one contiguous range at a known place in the file, so each plane can be written
-// as soon as the kernel reports it (RunOptions::planes_done): the write overlaps the
-// computation and reads the planes from the map being filled (nothing is copied). OpenDX
-// stores z fastest (its first line needs planes 0, 1 and 2) and .vti goes through VTK's
-// writer, which takes the whole array; both are written after the computation.
+// Writing a map while it is computed. A format that stores the map x fastest, uncompressed (MRC,
+// .vti without compression), keeps every z-plane in one contiguous range at a known place in
+// the file, so each plane can be written as soon as the kernel reports it
+// (RunOptions::planes_done): the write overlaps the computation and reads the planes from the
+// map being filled (nothing is copied). OpenDX stores z fastest (its first line needs planes 0,
+// 1 and 2), and compressed .vti goes through VTK's writer, which takes the whole array; both
+// are written after the computation.
 #pragma once
 
 #include <condition_variable>
@@ -35,21 +36,25 @@ class PlaneWriter {
   virtual void finish() = 0;
 };
 
-/// Whether `format` is written plane by plane (MRC: yes; OpenDX, VTK image data: no).
-bool streams_planes(MapFormat format) noexcept;
+/// Whether `format` is written plane by plane with `options` (MRC and uncompressed .vti: yes;
+/// OpenDX and compressed .vti: no).
+bool streams_planes(MapFormat format, const MapWriteOptions& options) noexcept;
 
 /// MRC2014's plane writer into `file` (io/mrc_format.cpp). `map` (grid, physics, source, values
 /// sized) must outlive it; statistics are computed on `threads` threads (0: all cores).
 std::unique_ptr<PlaneWriter> make_mrc_plane_writer(const PotentialMap& map, OutputFile& file, int threads);
+/// Uncompressed .vti's plane writer into `file` (io/vti_format.cpp); writes the XML header and
+/// the field data at once, the points as they come, the potential's range last.
+std::unique_ptr<PlaneWriter> make_vti_plane_writer(const PotentialMap& map, OutputFile& file);
 
 /// One map file written plane by plane on its own thread, into a temporary file that replaces
 /// the destination only when every plane was written and every value is finite.
 class StreamingMapWriter {
  public:
-  /// Opens the temporary file beside `path` (a format that streams_planes). `map` must outlive
-  /// the writer; its grid, physics and source must be set and its values sized: they are read
-  /// plane by plane as they are reported.
-  StreamingMapWriter(const PotentialMap& map, std::string path);
+  /// Opens the temporary file beside `path` (a format that streams_planes with `options`). `map`
+  /// must outlive the writer; its grid, physics and source must be set and its values sized:
+  /// they are read plane by plane as they are reported.
+  StreamingMapWriter(const PotentialMap& map, std::string path, const MapWriteOptions& options = {});
   /// Stops the thread; the destination is untouched unless finish() succeeded.
   ~StreamingMapWriter();
   StreamingMapWriter(const StreamingMapWriter&) = delete;

@@ -70,23 +70,29 @@ void combine(PlaneStats& into, const PlaneStats& more) {
   into.max = std::max(into.max, more.max);
 }
 
-/// The float32 cell length whose voxel size, cell / points (as readers compute it), is the
-/// float32 nearest `spacing`: the nearest float to spacing × points, or a neighbour of it when
-/// that one's quotient rounds to a different float.
+/// The float32 cell length (CELLA, Å) for `points` samples of `spacing` Å. Readers compute the
+/// voxel size as cell / points: those that keep it in float32 (mrcfile) get the float nearest
+/// the spacing whenever some float cell gives it (the closest such cell within 4 ulps of
+/// spacing × points); otherwise, and for readers in double, the nearest float to spacing ×
+/// points, whose voxel size is within half a float32 ulp of the cell divided by points. A
+/// float cell cannot do better: for large `points` its quotients step over some floats.
 float cell_length(double spacing, std::int64_t points) {
   const auto target = static_cast<float>(spacing);
-  const auto voxel = [points](float cell) {
-    return static_cast<float>(static_cast<double>(cell) / static_cast<double>(points));
-  };
+  const auto quotient = [points](float cell) { return static_cast<double>(cell) / static_cast<double>(points); };
   const auto nearest = static_cast<float>(spacing * static_cast<double>(points));
+  float best = nearest;
+  bool found = false;
   float up = nearest, down = nearest;
-  for (int step = 0; step < 4; ++step) {
-    if (voxel(up) == target) return up;
-    if (voxel(down) == target) return down;
+  for (int step = 0; step <= 4; ++step) {
+    for (const float cell : {up, down}) {
+      if (static_cast<float>(quotient(cell)) != target) continue;
+      if (!found || std::fabs(quotient(cell) - spacing) < std::fabs(quotient(best) - spacing)) best = cell;
+      found = true;
+    }
     up = std::nextafter(up, std::numeric_limits<float>::infinity());
     down = std::nextafter(down, 0.0f);
   }
-  return nearest;
+  return best;
 }
 
 /// Printable ASCII, at most 80 characters: a header label.
@@ -158,7 +164,9 @@ class MrcPlaneWriter final : public PlaneWriter {
     const float* values = map_.values.data() + static_cast<std::size_t>(first) * plane_points_;
     file_.write_at(kHeaderBytes + sizeof(float) * plane_points_ * static_cast<std::size_t>(first), values,
                    sizeof(float) * plane_points_ * static_cast<std::size_t>(count));
-#pragma omp parallel for num_threads(threads_) schedule(static) if (count > 1 && threads_ > 1)
+#pragma omp parallel for num_threads(threads_)        \
+    schedule(static) if (threads_ > 1 && count > 1 && \
+                         plane_points_ * static_cast <std::size_t>(count) > (std::size_t{1} << 20))
     for (std::int64_t k = first; k < first + count; ++k)
       stats_[static_cast<std::size_t>(k)] =
           plane_stats(map_.values.data() + static_cast<std::size_t>(k) * plane_points_, plane_points_);

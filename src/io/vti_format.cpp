@@ -1,5 +1,15 @@
+// VTK XML image data (.vti). Uncompressed, espgrid writes it itself, plane by plane as the map
+// is computed (the layout of VTK's own writer: appended raw data, UInt64 headers, field data
+// first, then the points x fastest); compressed, VTK's writer does, from the finished map.
+#include <bit>
+#include <cstring>
+#include <limits>
+#include <vector>
+
 #include "src/core/errors.h"
+#include "src/core/text_format.h"
 #include "src/io/map_formats.h"
+#include "src/io/map_stream.h"
 
 #if ESPGRID_HAVE_VTK
 #include <vtkDoubleArray.h>
@@ -13,12 +23,149 @@
 #endif
 
 namespace espgrid {
+namespace {
+
+/// Width reserved for RangeMin/RangeMax, filled in when the last plane is written (VTK's own
+/// writer reserves and overwrites the same way; readers skip the trailing spaces).
+constexpr std::size_t kRangeWidth = 24;
+
+/// Text for a String array's bytes: no NUL (it ends the string), no other control characters.
+std::string string_value(const std::string& text) {
+  std::string out = text;
+  for (char& c : out)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+  return out;
+}
+
+class VtiPlaneWriter final : public PlaneWriter {
+ public:
+  VtiPlaneWriter(const PotentialMap& map, OutputFile& file)
+      : map_(map),
+        file_(file),
+        plane_points_(static_cast<std::size_t>(map.grid.dims[0]) * static_cast<std::size_t>(map.grid.dims[1])),
+        range_(static_cast<std::size_t>(map.grid.dims[2])) {
+    const GridSpec& g = map.grid;
+    // The appended block: each array is a UInt64 byte count, then its bytes.
+    std::string block;
+    const auto add = [&block](const void* data, std::uint64_t bytes) {
+      block.append(reinterpret_cast<const char*>(&bytes), sizeof bytes);
+      block.append(static_cast<const char*>(data), bytes);
+    };
+    std::vector<std::size_t> offsets;
+    const std::string units = unit_name(map.physics.unit) + '\0', source = string_value(map.source) + '\0';
+    offsets.push_back(block.size());
+    add(units.data(), units.size());
+    offsets.push_back(block.size());
+    add(source.data(), source.size());
+    offsets.push_back(block.size());
+    add(&map.physics.dielectric, sizeof(double));
+    offsets.push_back(block.size());
+    add(&map.physics.temperature, sizeof(double));
+    offsets.push_back(block.size());  // the potential
+    const std::uint64_t data_bytes = sizeof(float) * map.values.size();
+    block.append(reinterpret_cast<const char*>(&data_bytes), sizeof data_bytes);
+
+    const std::string extent = "0 " + std::to_string(g.dims[0] - 1) + " 0 " + std::to_string(g.dims[1] - 1) + " 0 " +
+                               std::to_string(g.dims[2] - 1);
+    const auto triple = [](const std::array<double, 3>& v) {
+      return shortest_text(v[0]) + " " + shortest_text(v[1]) + " " + shortest_text(v[2]);
+    };
+    const auto number = [](double v) { return shortest_text(v); };
+    std::string xml = std::string("<VTKFile type=\"ImageData\" version=\"1.0\" byte_order=\"") +
+                      (std::endian::native == std::endian::little ? "LittleEndian" : "BigEndian") +
+                      "\" header_type=\"UInt64\">\n";
+    xml += "  <ImageData WholeExtent=\"" + extent + "\" Origin=\"" + triple(g.origin) + "\" Spacing=\"" +
+           triple(g.spacing) + "\" Direction=\"1 0 0 0 1 0 0 0 1\">\n";
+    xml += "    <FieldData>\n";
+    xml += "      <Array type=\"String\" Name=\"units\" NumberOfTuples=\"1\" format=\"appended\" offset=\"" +
+           std::to_string(offsets[0]) + "\"/>\n";
+    xml += "      <Array type=\"String\" Name=\"source\" NumberOfTuples=\"1\" format=\"appended\" offset=\"" +
+           std::to_string(offsets[1]) + "\"/>\n";
+    xml +=
+        "      <DataArray type=\"Float64\" Name=\"dielectric\" NumberOfTuples=\"1\" format=\"appended\" RangeMin=\"" +
+        number(map.physics.dielectric) + "\" RangeMax=\"" + number(map.physics.dielectric) + "\" offset=\"" +
+        std::to_string(offsets[2]) + "\"/>\n";
+    xml +=
+        "      <DataArray type=\"Float64\" Name=\"temperature_K\" NumberOfTuples=\"1\" format=\"appended\" "
+        "RangeMin=\"" +
+        number(map.physics.temperature) + "\" RangeMax=\"" + number(map.physics.temperature) + "\" offset=\"" +
+        std::to_string(offsets[3]) + "\"/>\n";
+    xml += "    </FieldData>\n";
+    xml += "    <Piece Extent=\"" + extent + "\">\n";
+    xml += "      <PointData Scalars=\"potential\">\n";
+    xml += "        <DataArray type=\"Float32\" Name=\"potential\" format=\"appended\" RangeMin=\"";
+    range_min_at_ = xml.size();
+    xml += std::string(kRangeWidth, ' ') + "\" RangeMax=\"";
+    range_max_at_ = xml.size();
+    xml += std::string(kRangeWidth, ' ') + "\" offset=\"" + std::to_string(offsets[4]) + "\"/>\n";
+    xml += "      </PointData>\n";
+    xml += "      <CellData>\n";
+    xml += "      </CellData>\n";
+    xml += "    </Piece>\n";
+    xml += "  </ImageData>\n";
+    xml += "  <AppendedData encoding=\"raw\">\n   _";
+    file_.write_at(0, xml.data(), xml.size());
+    file_.write_at(xml.size(), block.data(), block.size());
+    data_at_ = xml.size() + block.size();
+    static constexpr char kTrailer[] = "\n  </AppendedData>\n</VTKFile>\n";
+    file_.write_at(data_at_ + data_bytes, kTrailer, sizeof kTrailer - 1);
+  }
+
+  void write_planes(std::int64_t first, std::int64_t count) override {
+    const float* values = map_.values.data() + static_cast<std::size_t>(first) * plane_points_;
+    file_.write_at(data_at_ + sizeof(float) * plane_points_ * static_cast<std::size_t>(first), values,
+                   sizeof(float) * plane_points_ * static_cast<std::size_t>(count));
+    for (std::int64_t k = first; k < first + count; ++k) {
+      const float* plane = map_.values.data() + static_cast<std::size_t>(k) * plane_points_;
+      std::pair<float, float>& r = range_[static_cast<std::size_t>(k)];
+      r = {std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity()};
+      for (std::size_t n = 0; n < plane_points_; ++n) {
+        r.first = std::min(r.first, plane[n]);
+        r.second = std::max(r.second, plane[n]);
+      }
+    }
+  }
+
+  void finish() override {
+    float lo = std::numeric_limits<float>::infinity(), hi = -lo;
+    for (const auto& [plane_lo, plane_hi] : range_) {
+      lo = std::min(lo, plane_lo);
+      hi = std::max(hi, plane_hi);
+    }
+    const std::string min_text = shortest_text(lo), max_text = shortest_text(hi);
+    file_.write_at(range_min_at_, min_text.data(), std::min(min_text.size(), kRangeWidth));
+    file_.write_at(range_max_at_, max_text.data(), std::min(max_text.size(), kRangeWidth));
+  }
+
+ private:
+  const PotentialMap& map_;
+  OutputFile& file_;
+  std::size_t plane_points_;
+  std::vector<std::pair<float, float>> range_;  ///< per z-plane: min, max
+  std::size_t range_min_at_ = 0, range_max_at_ = 0;
+  std::uint64_t data_at_ = 0;  ///< where point (0, 0, 0)'s value goes
+};
+
+}  // namespace
+
+std::unique_ptr<PlaneWriter> make_vti_plane_writer(const PotentialMap& map, OutputFile& file) {
+  return std::make_unique<VtiPlaneWriter>(map, file);
+}
+
+void write_uncompressed_vti_to(const PotentialMap& map, const std::string& path) {
+  OutputFile file(path);
+  VtiPlaneWriter writer(map, file);
+  writer.write_planes(0, map.grid.dims[2]);
+  writer.finish();
+  file.close();
+}
 
 #if ESPGRID_HAVE_VTK
 
 bool vti_supported() noexcept { return true; }
 
 void write_vti_to(const PotentialMap& map, const std::string& path, const MapWriteOptions& options) {
+  if (options.vti_compression == VtiCompression::None) return write_uncompressed_vti_to(map, path);
   const GridSpec& g = map.grid;
   vtkNew<vtkImageData> image;
   image->SetDimensions(static_cast<int>(g.dims[0]), static_cast<int>(g.dims[1]), static_cast<int>(g.dims[2]));
@@ -55,8 +202,7 @@ void write_vti_to(const PotentialMap& map, const std::string& path, const MapWri
   writer->SetDataModeToAppended();
   writer->EncodeAppendedDataOff();  // raw binary appended block, smaller and faster than base64
   switch (options.vti_compression) {
-    case VtiCompression::None:
-      writer->SetCompressorTypeToNone();
+    case VtiCompression::None:  // espgrid's own writer, above
       break;
     case VtiCompression::Lz4:
       writer->SetCompressorTypeToLZ4();
@@ -78,8 +224,10 @@ void write_vti_to(const PotentialMap& map, const std::string& path, const MapWri
 
 bool vti_supported() noexcept { return false; }
 
-void write_vti_to(const PotentialMap&, const std::string& path, const MapWriteOptions&) {
-  throw UsageError("cannot write " + path + ": this espgrid was built without VTK");
+void write_vti_to(const PotentialMap& map, const std::string& path, const MapWriteOptions& options) {
+  if (options.vti_compression == VtiCompression::None) return write_uncompressed_vti_to(map, path);
+  throw UsageError("cannot write " + path + " with " + std::string(compression_name(options.vti_compression)) +
+                   " compression: this espgrid was built without VTK");
 }
 
 #endif

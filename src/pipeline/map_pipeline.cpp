@@ -107,9 +107,9 @@ ComputeTiming compute_planes(const KernelVariant& kernel, const PreparedProblem&
   return kernel.run(part, run);
 }
 
-void check_output_paths(const std::vector<std::string>& paths) {
+void check_output_paths(const std::vector<std::string>& paths, const MapWriteOptions& options) {
   for (const auto& path : paths) {
-    check_map_format_supported(path);
+    check_map_format_supported(path, options);
     check_output_path(path);
   }
 }
@@ -132,13 +132,14 @@ MapFiles::~MapFiles() = default;
 std::vector<std::string> MapFiles::streamed_paths() const {
   std::vector<std::string> out;
   for (const auto& path : paths_)
-    if (streams_planes(map_format_from_extension(path))) out.push_back(path);
+    if (streams_planes(map_format_from_extension(path), options_)) out.push_back(path);
   return out;
 }
 
 void MapFiles::start(const PotentialMap& map) {
   streams_.clear();
-  for (const auto& path : streamed_paths()) streams_.push_back(std::make_unique<StreamingMapWriter>(map, path));
+  for (const auto& path : streamed_paths())
+    streams_.push_back(std::make_unique<StreamingMapWriter>(map, path, options_));
 }
 
 void MapFiles::planes_ready(std::int64_t first, std::int64_t count) {
@@ -150,7 +151,7 @@ void MapFiles::finish(const PotentialMap& map, TimingReport* timing,
   std::size_t next_stream = 0;
   for (const auto& path : paths_) {
     const Stopwatch clock;
-    if (streams_planes(map_format_from_extension(path)) && next_stream < streams_.size()) {
+    if (streams_planes(map_format_from_extension(path), options_) && next_stream < streams_.size()) {
       StreamingMapWriter& stream = *streams_[next_stream++];
       const double during = stream.busy_seconds();  // what it wrote while the kernel ran
       stream.finish();

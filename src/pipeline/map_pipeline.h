@@ -83,9 +83,10 @@ struct MapResult {
 
 class StreamingMapWriter;
 
-/// The files one map goes to. Formats stored x fastest (MRC; io/map_stream.h) are opened when
-/// the computation starts and written plane by plane while the kernel runs; the others (OpenDX:
-/// z fastest; .vti: VTK takes the whole array) are written by finish() from the finished map.
+/// The files one map goes to. Formats stored x fastest and uncompressed (MRC, .vti without
+/// compression; io/map_stream.h) are opened when the computation starts and written plane by
+/// plane while the kernel runs; the others (OpenDX: z fastest; compressed .vti: VTK takes the
+/// whole array) are written by finish() from the finished map.
 /// Destroyed without finish(), it leaves every destination untouched.
 class MapFiles {
  public:
@@ -131,9 +132,9 @@ ComputeTiming compute_planes(const KernelVariant& kernel, const PreparedProblem&
 /// "FILE, N atoms, total charge +Q e": the map's source line.
 std::string describe_source(const std::string& path, const Atoms& atoms);
 
-/// Checks every output path before anything is computed: a known format this build can write,
-/// a writable directory (UsageError / Error naming the path).
-void check_output_paths(const std::vector<std::string>& paths);
+/// Checks every output path before anything is computed: a known format this build can write
+/// with `options`, a writable directory (UsageError / Error naming the path).
+void check_output_paths(const std::vector<std::string>& paths, const MapWriteOptions& options = {});
 /// Writes the map to every path in turn, each atomically; `written` (if set) is called after
 /// each file; adds the time to `timing`.
 void write_map_files(const PotentialMap& map, const std::vector<std::string>& paths, TimingReport* timing = nullptr,
