@@ -1,5 +1,7 @@
 #include "src/io/map_stream.h"
 
+#include <algorithm>
+
 #include "src/core/errors.h"
 #include "src/core/stopwatch.h"
 
@@ -22,6 +24,21 @@ Error naming_destination(const std::exception_ptr& error, const std::string& tem
 
 }  // namespace
 
+void PlaneWriter::write_planes(const PotentialMap& map, std::int64_t first, std::int64_t count) {
+  const std::int64_t plane_bytes = static_cast<std::int64_t>(sizeof(float)) * map.grid.dims[0] * map.grid.dims[1];
+  const std::int64_t step = std::max<std::int64_t>(1, (std::int64_t{1} << 20) / std::max<std::int64_t>(plane_bytes, 1));
+  for (std::int64_t k = first; k < first + count; k += step) {
+    const std::int64_t planes = std::min(step, first + count - k);
+    summarize_planes(k, planes);
+    write_plane_bytes(k, planes);
+  }
+}
+
+void write_all_planes(const PotentialMap& map, PlaneWriter& writer) {
+  writer.write_planes(map, 0, map.grid.dims[2]);
+  writer.finish();
+}
+
 bool streams_planes(MapFormat format, const MapWriteOptions& options) noexcept {
   return format == MapFormat::Mrc || (format == MapFormat::Vti && options.vti_compression == VtiCompression::None);
 }
@@ -33,8 +50,7 @@ StreamingMapWriter::StreamingMapWriter(const PotentialMap& map, std::string path
     throw Error("internal error: " + out_.destination() + " is not written plane by plane");
   if (map.values.size() != map.grid.point_count())
     throw Error("internal error: map holds " + std::to_string(map.values.size()) + " values for " + describe(map.grid));
-  // One thread for the statistics: the kernel may be using every core while this one writes.
-  writer_ = format == MapFormat::Mrc ? make_mrc_plane_writer(map_, file_, 1) : make_vti_plane_writer(map_, file_);
+  writer_ = format == MapFormat::Mrc ? make_mrc_plane_writer(map_, file_) : make_vti_plane_writer(map_, file_);
   reported_.assign(static_cast<std::size_t>(map.grid.dims[2]), 0);
   thread_ = std::thread([this] { run(); });
 }
@@ -85,8 +101,7 @@ void StreamingMapWriter::run() {
     if (!skip) {
       const Stopwatch clock;
       try {
-        check_finite(map_, first, count);
-        writer_->write_planes(first, count);
+        writer_->write_planes(map_, first, count);
       } catch (...) {
         error = std::current_exception();
       }

@@ -29,20 +29,33 @@ namespace espgrid {
 class PlaneWriter {
  public:
   virtual ~PlaneWriter() = default;
-  /// Writes planes [first, first + count) of the map, whose values are final. Calls come one
-  /// at a time, in any order, each plane once.
-  virtual void write_planes(std::int64_t first, std::int64_t count) = 0;
+  /// Writes planes [first, first + count) of the map, whose values are final, about 1 MiB at a
+  /// time: summarized (a vectorized pass that also checks every value), then written while
+  /// still in cache. Calls come one at a time, in any order, each plane once. Throws Error
+  /// naming the first point that is not finite.
+  void write_planes(const PotentialMap& map, std::int64_t first, std::int64_t count);
+  /// What the format records about planes [first, first + count) (ranges, statistics). Throws
+  /// Error naming the first point that is not finite (check_finite): the writers notice it in
+  /// this pass, so checking costs no pass of its own over memory.
+  virtual void summarize_planes(std::int64_t first, std::int64_t count) = 0;
+  /// The planes' values at their place in the file. Never throws: the file keeps the error.
+  virtual void write_plane_bytes(std::int64_t first, std::int64_t count) noexcept = 0;
   /// After every plane: what needs the whole map (MRC: the header with the statistics).
   virtual void finish() = 0;
 };
+
+/// Every plane (PlaneWriter::write_planes), then writer.finish(): a whole map into a plane
+/// writer. (Writing the bytes on a second thread while this one checked and summarized was
+/// slower on a busy 2-core machine: the passes share memory bandwidth.)
+void write_all_planes(const PotentialMap& map, PlaneWriter& writer);
 
 /// Whether `format` is written plane by plane with `options` (MRC and uncompressed .vti: yes;
 /// OpenDX and compressed .vti: no).
 bool streams_planes(MapFormat format, const MapWriteOptions& options) noexcept;
 
 /// MRC2014's plane writer into `file` (io/mrc_format.cpp). `map` (grid, physics, source, values
-/// sized) must outlive it; statistics are computed on `threads` threads (0: all cores).
-std::unique_ptr<PlaneWriter> make_mrc_plane_writer(const PotentialMap& map, OutputFile& file, int threads);
+/// sized) must outlive it.
+std::unique_ptr<PlaneWriter> make_mrc_plane_writer(const PotentialMap& map, OutputFile& file);
 /// Uncompressed .vti's plane writer into `file` (io/vti_format.cpp); writes the XML header and
 /// the field data at once, the points as they come, the potential's range last.
 std::unique_ptr<PlaneWriter> make_vti_plane_writer(const PotentialMap& map, OutputFile& file);

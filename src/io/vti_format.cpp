@@ -1,13 +1,16 @@
 // VTK XML image data (.vti). Uncompressed, espgrid writes it itself, plane by plane as the map
 // is computed (the layout of VTK's own writer: appended raw data, UInt64 headers, field data
 // first, then the points x fastest); compressed, VTK's writer does, from the finished map.
+#include <algorithm>
 #include <bit>
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <vector>
 
 #include "src/core/errors.h"
 #include "src/core/text_format.h"
+#include "src/io/float4.h"
 #include "src/io/map_formats.h"
 #include "src/io/map_stream.h"
 
@@ -111,19 +114,34 @@ class VtiPlaneWriter final : public PlaneWriter {
     file_.write_at(data_at_ + data_bytes, kTrailer, sizeof kTrailer - 1);
   }
 
-  void write_planes(std::int64_t first, std::int64_t count) override {
-    const float* values = map_.values.data() + static_cast<std::size_t>(first) * plane_points_;
-    file_.write_at(data_at_ + sizeof(float) * plane_points_ * static_cast<std::size_t>(first), values,
-                   sizeof(float) * plane_points_ * static_cast<std::size_t>(count));
+  void summarize_planes(std::int64_t first, std::int64_t count) override {
     for (std::int64_t k = first; k < first + count; ++k) {
       const float* plane = map_.values.data() + static_cast<std::size_t>(k) * plane_points_;
-      std::pair<float, float>& r = range_[static_cast<std::size_t>(k)];
-      r = {std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity()};
-      for (std::size_t n = 0; n < plane_points_; ++n) {
-        r.first = std::min(r.first, plane[n]);
-        r.second = std::max(r.second, plane[n]);
+      // zero collects 0·v: 0 for every finite v, NaN for a NaN or an infinity (the check).
+      Float4 lo = {plane[0], plane[0], plane[0], plane[0]}, hi = lo, zero = {0, 0, 0, 0};
+      std::size_t n = 0;
+      for (; n + 4 <= plane_points_; n += 4) {
+        const Float4 x = load4(plane + n);
+        lo = x < lo ? x : lo;
+        hi = x > hi ? x : hi;
+        zero += x * 0.0f;
       }
+      if (!(zero[0] == 0 && zero[1] == 0 && zero[2] == 0 && zero[3] == 0)) check_finite(map_, k, 1);
+      float lowest = std::min(std::min(lo[0], lo[1]), std::min(lo[2], lo[3]));
+      float highest = std::max(std::max(hi[0], hi[1]), std::max(hi[2], hi[3]));
+      for (; n < plane_points_; ++n) {
+        if (!std::isfinite(plane[n])) check_finite(map_, k, 1);
+        lowest = std::min(lowest, plane[n]);
+        highest = std::max(highest, plane[n]);
+      }
+      range_[static_cast<std::size_t>(k)] = {lowest, highest};
     }
+  }
+
+  void write_plane_bytes(std::int64_t first, std::int64_t count) noexcept override {
+    file_.write_at(data_at_ + sizeof(float) * plane_points_ * static_cast<std::size_t>(first),
+                   map_.values.data() + static_cast<std::size_t>(first) * plane_points_,
+                   sizeof(float) * plane_points_ * static_cast<std::size_t>(count));
   }
 
   void finish() override {
@@ -155,8 +173,7 @@ std::unique_ptr<PlaneWriter> make_vti_plane_writer(const PotentialMap& map, Outp
 void write_uncompressed_vti_to(const PotentialMap& map, const std::string& path) {
   OutputFile file(path);
   VtiPlaneWriter writer(map, file);
-  writer.write_planes(0, map.grid.dims[2]);
-  writer.finish();
+  write_all_planes(map, writer);
   file.close();
 }
 
