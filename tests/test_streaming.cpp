@@ -219,6 +219,28 @@ TEST_F(Streaming, ComputeMapStreamsFromSeveralDeviceWorkers) {
   expect_streamed_files_match(std::string(default_kernel(Backend::Cuda).name), run, dir_);
 }
 
+// --no-stream: nothing is written during the computation, and the files are the same.
+TEST_F(Streaming, NoStreamWritesTheSameFilesAfterwards) {
+  MapRequest request;
+  request.grid = testing::make_test_grid(21, 17, 19);
+  std::mt19937 rng(testing::test_seed());
+  const Atoms atoms = testing::random_atoms(rng, 50, request.grid);
+  const KernelVariant& cpu = default_kernel(Backend::Cpu);
+  MapWriteOptions later;
+  later.stream = false;
+  for (const std::string ext : kStreamed) {
+    MapFiles streamed({path("s" + ext)}), after({path("a" + ext)}, later);
+    EXPECT_EQ(streamed.streamed_paths(), std::vector<std::string>{path("s" + ext)});
+    EXPECT_EQ(after.streamed_paths(), std::vector<std::string>{});
+    MapResult one = compute_map(atoms, request, KernelSelection{&cpu, "test"}, &streamed);
+    streamed.finish(one.map, &one.timing);
+    MapResult two = compute_map(atoms, request, KernelSelection{&cpu, "test"}, &after);
+    after.finish(two.map, &two.timing);
+    EXPECT_EQ(two.timing.streamed_write_seconds, 0.0);
+    EXPECT_TRUE(testing::slurp(path("s" + ext)) == testing::slurp(path("a" + ext))) << ext;
+  }
+}
+
 // A computation that throws leaves no streamed file behind (MapFiles destroyed unfinished).
 TEST_F(Streaming, FailedComputationLeavesNoFile) {
   MapRequest request;

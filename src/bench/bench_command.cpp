@@ -517,11 +517,12 @@ int run_bench(int argc, char** argv) {
       ("sweep-only", "run the sweeps only, not the table of every variant")
       ("out", "write bench-KIND.csv and bench-KIND.json into this folder", cxxopts::value<std::string>());
   // clang-format on
+  add_map_output_options(options);  // end-to-end: --compression, --no-stream
   options.add_options()("h,help", "show this help");
   options.parse_positional({"input"});
   const auto args = parse_args(options, argc, argv);
   if (args.count("help")) {
-    std::cout << options.help({"Input", "Physics", "Compute", "Measurement", ""})
+    std::cout << options.help({"Input", "Physics", "Compute", "Measurement", "Output", ""})
               << "\nEach measurement probes the kernel on growing parts of the grid, then times it on as many whole\n"
                  "z-planes as fit --budget seconds (at least one plane, or a plane's first rows when one plane is\n"
                  "over budget). Throughput counts the work actually done. The last timed output is checked\n"
@@ -593,7 +594,7 @@ int run_bench(int argc, char** argv) {
     e2e.compute = compute_options(args);
     if (e2e.compute.kernel.find(',') != std::string::npos || e2e.compute.kernel == "all")
       throw UsageError("--sweep end-to-end runs one kernel: name it with --kernel NAME, or leave the default");
-    e2e.write.threads = e2e.compute.run.threads;
+    e2e.write = map_write_options(args, e2e.compute.run.threads);
     e2e.scratch_dir =
         args.count("scratch") ? args["scratch"].as<std::string>() : std::filesystem::temp_directory_path().string();
   }

@@ -80,13 +80,13 @@ void finish_map(const PotentialMap& map, std::size_t atoms, const std::string& k
                   ? (", T " + std::to_string(map.physics.temperature).substr(0, 6) + " K").c_str()
                   : "");
   std::fflush(stdout);
+  const bool any_streamed = files.streaming();
   files.finish(map, &timing, [](const std::string& path) {
     std::printf("wrote      %s\n", path.c_str());
     std::fflush(stdout);
   });
-  const std::string streamed = timing.streamed_write_seconds > 0
-                                   ? " (+ " + seconds_text(timing.streamed_write_seconds) + " streamed during compute)"
-                                   : "";
+  const std::string streamed =
+      any_streamed ? " (+ " + seconds_text(timing.streamed_write_seconds) + " streamed during compute)" : "";
   std::printf("time       read %s, prepare %s, kernel %s, transfers %s, write %s%s; total %s%s\n",
               seconds_text(timing.read_seconds).c_str(), seconds_text(timing.prepare_seconds).c_str(),
               seconds_text(timing.kernel_seconds).c_str(), seconds_text(timing.transfer_seconds).c_str(),

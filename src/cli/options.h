@@ -42,7 +42,7 @@ void add_grid_options(cxxopts::Options& options);
 void add_physics_options(cxxopts::Options& options);
 /// --kernel, --backend, --device, --devices, --threads.
 void add_compute_options(cxxopts::Options& options, const std::string& kernel_help);
-/// --compression (into the "Output" group).
+/// --compression and --no-stream (into the "Output" group).
 void add_map_output_options(cxxopts::Options& options);
 
 /// The input's format: --format, or nothing (the extension decides).
@@ -52,7 +52,7 @@ GridRequest grid_request(const cxxopts::ParseResult& args);
 PhysicsOptions physics_options(const cxxopts::ParseResult& args);
 /// Threads (0..kMaxCpuThreads), --device N or --devices LIST (not both), backend and kernel.
 ComputeOptions compute_options(const cxxopts::ParseResult& args);
-/// --compression; `threads` (the verb's --threads, checked; 0 = all cores) format .dx text.
+/// --compression, --no-stream; `threads` (the verb's --threads, checked; 0 = all cores) format .dx text.
 MapWriteOptions map_write_options(const cxxopts::ParseResult& args, int threads = 0);
 
 }  // namespace espgrid::cli

@@ -154,7 +154,7 @@ void write_map(const PotentialMap& map, const std::string& path, const MapWriteO
   const MapFormat format = map_format_from_extension(path);
   // Plane writers check each plane as they write it (one pass over memory instead of two); the
   // file is then removed, so no map is written either way.
-  if (!streams_planes(format, options)) check_finite(map, 0, map.grid.dims[2]);
+  if (!has_plane_writer(format, options)) check_finite(map, 0, map.grid.dims[2]);
   AtomicOutputFile out(path);
   try {
     switch (format) {

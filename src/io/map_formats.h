@@ -34,7 +34,8 @@ struct MapWriteOptions {
   /// the read time, LZMA 33% at 200x), and uncompressed .vti is written plane by plane while
   /// the map is computed.
   VtiCompression vti_compression = VtiCompression::None;
-  int threads = 0;  ///< threads that format .dx text; 0 = OpenMP's default (all cores)
+  int threads = 0;     ///< threads that format .dx text; 0 = OpenMP's default (all cores)
+  bool stream = true;  ///< write the formats that allow it while the map is computed (io/map_stream.h)
 };
 
 /// UsageError when this build cannot write `path`'s format with `options` (compressed .vti

@@ -39,8 +39,12 @@ void write_all_planes(const PotentialMap& map, PlaneWriter& writer) {
   writer.finish();
 }
 
-bool streams_planes(MapFormat format, const MapWriteOptions& options) noexcept {
+bool has_plane_writer(MapFormat format, const MapWriteOptions& options) noexcept {
   return format == MapFormat::Mrc || (format == MapFormat::Vti && options.vti_compression == VtiCompression::None);
+}
+
+bool streams_planes(MapFormat format, const MapWriteOptions& options) noexcept {
+  return options.stream && has_plane_writer(format, options);
 }
 
 StreamingMapWriter::StreamingMapWriter(const PotentialMap& map, std::string path, const MapWriteOptions& options)

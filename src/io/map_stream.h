@@ -49,8 +49,11 @@ class PlaneWriter {
 /// slower on a busy 2-core machine: the passes share memory bandwidth.)
 void write_all_planes(const PotentialMap& map, PlaneWriter& writer);
 
-/// Whether `format` is written plane by plane with `options` (MRC and uncompressed .vti: yes;
-/// OpenDX and compressed .vti: no).
+/// Whether `format` has a PlaneWriter with `options` (MRC and uncompressed .vti: yes; OpenDX
+/// and compressed .vti: no).
+bool has_plane_writer(MapFormat format, const MapWriteOptions& options) noexcept;
+/// Whether `format` is written while the map is computed: it has a plane writer and
+/// options.stream is on.
 bool streams_planes(MapFormat format, const MapWriteOptions& options) noexcept;
 
 /// MRC2014's plane writer into `file` (io/mrc_format.cpp). `map` (grid, physics, source, values

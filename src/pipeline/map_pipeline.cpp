@@ -140,6 +140,7 @@ void MapFiles::start(const PotentialMap& map) {
   streams_.clear();
   for (const auto& path : streamed_paths())
     streams_.push_back(std::make_unique<StreamingMapWriter>(map, path, options_));
+  streamed_files_ = streams_.size();
 }
 
 void MapFiles::planes_ready(std::int64_t first, std::int64_t count) {

@@ -106,12 +106,15 @@ class MapFiles {
   /// computation to timing->streamed_write_seconds.
   void finish(const PotentialMap& map, TimingReport* timing = nullptr,
               const std::function<void(const std::string&)>& written = nullptr);
-  /// The paths written plane by plane.
+  /// The paths written plane by plane once start() is called.
   std::vector<std::string> streamed_paths() const;
+  /// Whether start() opened any file to be written plane by plane.
+  bool streaming() const noexcept { return streamed_files_ > 0; }
 
  private:
   std::vector<std::string> paths_;
   MapWriteOptions options_;
+  std::size_t streamed_files_ = 0;
   std::vector<std::unique_ptr<StreamingMapWriter>> streams_;  ///< one per streamed path, in order
 };
 
