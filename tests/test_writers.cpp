@@ -21,6 +21,10 @@
 #include "src/io/text_parsing.h"
 #include "tests/file_helpers.h"
 
+#if ESPGRID_HAVE_ZLIB
+#include <zlib.h>
+#endif
+
 #if ESPGRID_HAVE_VTK
 #include <vtkFieldData.h>
 #include <vtkFloatArray.h>
@@ -194,6 +198,45 @@ TEST_F(Writers, ParallelDxEqualsSequentialDx) {
   }
 }
 
+#if ESPGRID_HAVE_ZLIB
+/// The whole decompressed content of a gzip file (every member), read with zlib's gzread.
+std::string gunzip(const std::string& file) {
+  gzFile in = gzopen(file.c_str(), "rb");
+  if (!in) return "";
+  std::string out;
+  char buffer[1 << 16];
+  for (int n; (n = gzread(in, buffer, sizeof buffer)) > 0;) out.append(buffer, static_cast<std::size_t>(n));
+  gzclose(in);
+  return out;
+}
+
+// .dx.gz: the same text as the .dx, in gzip members compressed on several threads; zlib reads
+// the members back as one stream, for one block and for many.
+TEST_F(Writers, DxGzDecompressesToTheDx) {
+  const std::array<std::int64_t, 3> shapes[] = {{5, 4, 3}, {61, 47, 53}};
+  for (const auto& dims : shapes) {
+    const PotentialMap map = random_map(dims, 23);
+    for (const int threads : {1, 3}) {
+      MapWriteOptions options;
+      options.threads = threads;
+      write_map(map, path("p.dx.gz"), options);
+      const std::string packed = testing::slurp(path("p.dx.gz"));
+      ASSERT_GE(packed.size(), 2u);
+      EXPECT_EQ(static_cast<unsigned char>(packed[0]), 0x1f);  // gzip magic
+      EXPECT_EQ(static_cast<unsigned char>(packed[1]), 0x8b);
+      EXPECT_TRUE(gunzip(path("p.dx.gz")) == sequential_dx(map)) << dims[2] << " planes, " << threads << " threads";
+    }
+  }
+  EXPECT_EQ(map_format_from_extension("x.DX.GZ"), MapFormat::DxGz);
+  EXPECT_THROW(map_format_from_extension("x.pqr.gz"), UsageError);
+}
+#else
+TEST_F(Writers, DxGzIsRefusedWithoutZlib) {
+  EXPECT_THROW(write_map(map_, path("m.dx.gz")), UsageError);
+  EXPECT_EQ(files_in_dir(), 0u);
+}
+#endif
+
 // No state shared between calls: maps written at the same time from several threads each
 // come out whole and right.
 TEST_F(Writers, DxWritersRunConcurrently) {
@@ -344,7 +387,7 @@ TEST_F(Writers, MrcVoxelSizeIsAsExactAsAFloatCellAllows) {
 TEST_F(Writers, NonFiniteValueIsRefusedAndNothingIsWritten) {
   for (float bad : {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity()}) {
     map_.values[17] = bad;
-    for (const char* name : {"bad.dx", "bad.vti", "bad.mrc"}) {
+    for (const char* name : {"bad.dx", "bad.vti", "bad.mrc", "bad.dx.gz"}) {
       if (std::string(name).ends_with(".vti") && !vti_supported()) continue;
       try {
         write_map(map_, path(name));
@@ -369,8 +412,8 @@ TEST_F(Writers, PlaneWritersFindANonFiniteValueAnywhere) {
         write_map(map_, path(name));
         ADD_FAILURE() << name << " written with a non-finite value at " << at;
       } catch (const Error& e) {
-        const std::string where = "(" + std::to_string(at % 5) + ", " + std::to_string(at / 5 % 3) + ", " +
-                                  std::to_string(at / 15) + ")";
+        const std::string where =
+            "(" + std::to_string(at % 5) + ", " + std::to_string(at / 5 % 3) + ", " + std::to_string(at / 15) + ")";
         EXPECT_NE(std::string(e.what()).find(where), std::string::npos) << e.what();
       }
       EXPECT_EQ(files_in_dir(), 0u);

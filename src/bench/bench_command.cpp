@@ -510,7 +510,7 @@ int run_bench(int argc, char** argv) {
                 "1, 2, 4, ... GPUs on a 512x512x512 map of 100,000 atoms) and end-to-end (not in all: a structure "
                 "file to map files through espgrid map's path)",
        cxxopts::value<std::string>()->default_value("none"))
-      ("formats", "end-to-end: the map formats to write, a comma list of mrc, dx, vti",
+      ("formats", "end-to-end: the map formats to write, a comma list of mrc, dx, dx.gz, vti",
        cxxopts::value<std::string>()->default_value("mrc,dx,vti"))
       ("scratch", "end-to-end: folder for the map files (removed after each run; they may be GBs)",
        cxxopts::value<std::string>())
@@ -582,7 +582,8 @@ int run_bench(int argc, char** argv) {
     if (!args.count("input"))
       throw UsageError("--sweep end-to-end needs a structure file: espgrid bench FILE.pqr --sweep end-to-end");
     for (const std::string& f : split_commas(args["formats"].as<std::string>())) {
-      if (f != "mrc" && f != "dx" && f != "vti") throw UsageError("--formats takes mrc, dx and vti, got '" + f + "'");
+      if (f != "mrc" && f != "dx" && f != "dx.gz" && f != "vti")
+        throw UsageError("--formats takes mrc, dx, dx.gz and vti, got '" + f + "'");
       e2e_formats.push_back(f);
     }
     e2e.input = args["input"].as<std::string>();

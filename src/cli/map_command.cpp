@@ -211,8 +211,9 @@ int run_map(int argc, char** argv) {
   add_structure_options(options, "structure file (.pqr or .xyz)");
   // clang-format off
   options.add_options("Output")
-      ("o,output", "map to write: .vti (ParaView), .dx (VMD, PyMOL, ChimeraX, APBS) or .mrc/.map/.ccp4 "
-                   "(MRC2014: ChimeraX, PyMOL, VMD, Coot, Mol*; written while the map is computed); repeat for several",
+      ("o,output", "map to write: .vti (ParaView), .dx or .dx.gz (VMD, PyMOL, ChimeraX, APBS) or "
+                   ".mrc/.map/.ccp4 (MRC2014: ChimeraX, PyMOL, VMD, Coot, Mol*); .mrc and .vti are written while the "
+                   "map is computed; repeat for several",
        cxxopts::value<std::vector<std::string>>());
   // clang-format on
   add_map_output_options(options);

@@ -7,9 +7,14 @@
 #include <cmath>
 #include <condition_variable>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
+
+#if ESPGRID_HAVE_ZLIB
+#include <zlib.h>
+#endif
 
 #include "src/core/errors.h"
 #include "src/core/float_text.h"
@@ -70,7 +75,50 @@ char* format_dx_values(const float* values, const GridSpec& g, std::size_t first
 
 }  // namespace
 
-void write_dx_to(const PotentialMap& map, const std::string& path, const MapWriteOptions& options) {
+namespace {
+
+#if ESPGRID_HAVE_ZLIB
+/// Compresses text into gzip members, one per call (deflate with the gzip wrapper), reusing its
+/// zlib state. Level 1: the measured best trade for DX text (benchmarks/NOTES.md).
+class GzipMembers {
+ public:
+  GzipMembers() {
+    if (deflateInit2(&z_, 1, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+      throw Error("zlib's deflateInit2 failed (out of memory?)");
+  }
+  ~GzipMembers() { deflateEnd(&z_); }
+  GzipMembers(const GzipMembers&) = delete;
+  GzipMembers& operator=(const GzipMembers&) = delete;
+  /// `bytes` of `text` as one gzip member in `out`; false when zlib fails.
+  bool compress(const char* text, std::size_t bytes, std::vector<char>& out) noexcept {
+    if (deflateReset(&z_) != Z_OK) return false;
+    out.resize(deflateBound(&z_, static_cast<uLong>(bytes)));
+    z_.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(text));
+    z_.avail_in = static_cast<uInt>(bytes);
+    z_.next_out = reinterpret_cast<Bytef*>(out.data());
+    z_.avail_out = static_cast<uInt>(out.size());
+    const int rc = deflate(&z_, Z_FINISH);
+    out.resize(out.size() - z_.avail_out);
+    return rc == Z_STREAM_END;
+  }
+
+ private:
+  z_stream z_{};
+};
+#else
+class GzipMembers {  // never made: check_map_format_supported refuses .dx.gz without zlib
+ public:
+  GzipMembers() { throw UsageError("this espgrid was built without zlib: it cannot write .dx.gz"); }
+  bool compress(const char*, std::size_t, std::vector<char>&) noexcept { return false; }
+};
+#endif
+
+/// The DX text of `map` into `path`, gzip members when `gzip`. Blocks of whole lines are
+/// formatted (and compressed) on every thread, each into its own buffers, and written in order:
+/// the text is the one a single thread would write, byte for byte. Plain threads that sleep
+/// while they wait for their turn to write: OpenMP's `ordered` spun, and on a busy machine two
+/// spinning threads wrote slower than one.
+void write_dx(const PotentialMap& map, const std::string& path, const MapWriteOptions& options, bool gzip) {
   OutputFile file(path);
   const GridSpec& g = map.grid;
   const auto nx = g.dims[0], ny = g.dims[1], nz = g.dims[2];
@@ -88,12 +136,13 @@ void write_dx_to(const PotentialMap& map, const std::string& path, const MapWrit
   header += "object 2 class gridconnections counts " + std::to_string(nx) + " " + std::to_string(ny) + " " +
             std::to_string(nz) + "\n";
   header += "object 3 class array type double rank 0 items " + std::to_string(g.point_count()) + " data follows\n";
-  file.append(header.data(), header.size());
+  static constexpr char kTrailer[] =
+      "attribute \"dep\" string \"positions\"\n"
+      "object \"regular positions regular connections\" class field\n"
+      "component \"positions\" value 1\n"
+      "component \"connections\" value 2\n"
+      "component \"data\" value 3\n";
 
-  // Blocks of whole lines are formatted on every thread, each into its own buffer, and written
-  // in order: the file is the one a single thread would write, byte for byte. Plain threads
-  // that sleep while they wait for their turn to write: OpenMP's `ordered` spun, and on a busy
-  // machine two spinning threads wrote slower than one.
   const std::size_t total = g.point_count();
   const auto blocks = static_cast<std::int64_t>((total + kDxBlockValues - 1) / kDxBlockValues);
   const int threads = static_cast<int>(std::clamp<std::int64_t>(
@@ -101,8 +150,22 @@ void write_dx_to(const PotentialMap& map, const std::string& path, const MapWrit
   struct Buffers {
     std::vector<float> gathered = std::vector<float>(kDxBlockValues);
     std::vector<char> text = std::vector<char>(kDxBlockValues * (kScientific9MaxChars + 1));
+    std::vector<char> compressed;
+    std::unique_ptr<GzipMembers> gzip;
   };
-  std::vector<Buffers> buffers(static_cast<std::size_t>(threads));  // allocated here: bad_alloc reaches the caller
+  // Allocated here, so that bad_alloc (and zlib's failure to start) reaches the caller.
+  std::vector<Buffers> buffers(static_cast<std::size_t>(threads));
+  if (gzip)
+    for (Buffers& b : buffers) b.gzip = std::make_unique<GzipMembers>();
+  std::atomic<bool> gzip_failed{false};
+  // Text as it goes into the file: as it is, or as a gzip member (compressed into `b`).
+  const auto put = [&](Buffers& b, const char* text, std::size_t bytes) {
+    if (!gzip) return file.append(text, bytes);
+    if (!b.gzip->compress(text, bytes, b.compressed)) gzip_failed = true;
+    file.append(b.compressed.data(), b.compressed.size());
+  };
+  put(buffers[0], header.data(), header.size());
+
   std::atomic<std::int64_t> next_block{0};
   std::mutex turn_mutex;
   std::condition_variable turn_changed;
@@ -114,10 +177,15 @@ void write_dx_to(const PotentialMap& map, const std::string& path, const MapWrit
       const std::size_t first = static_cast<std::size_t>(block) * kDxBlockValues;
       const std::size_t end = std::min(total, first + kDxBlockValues);
       const char* text_end = format_dx_values(map.values.data(), g, first, end, b.gathered.data(), b.text.data());
+      const auto bytes = static_cast<std::size_t>(text_end - b.text.data());
+      if (gzip && !b.gzip->compress(b.text.data(), bytes, b.compressed)) gzip_failed = true;
       std::unique_lock<std::mutex> lock(turn_mutex);
       turn_changed.wait(lock, [&] { return turn == block; });
       lock.unlock();
-      file.append(b.text.data(), static_cast<std::size_t>(text_end - b.text.data()));
+      if (gzip)
+        file.append(b.compressed.data(), b.compressed.size());
+      else
+        file.append(b.text.data(), bytes);
       lock.lock();
       ++turn;
       turn_changed.notify_all();
@@ -127,15 +195,22 @@ void write_dx_to(const PotentialMap& map, const std::string& path, const MapWrit
   for (int t = 1; t < threads; ++t) helpers.emplace_back(work, std::ref(buffers[static_cast<std::size_t>(t)]));
   work(buffers[0]);
   for (auto& h : helpers) h.join();
-  static constexpr char kTrailer[] =
-      "attribute \"dep\" string \"positions\"\n"
-      "object \"regular positions regular connections\" class field\n"
-      "component \"positions\" value 1\n"
-      "component \"connections\" value 2\n"
-      "component \"data\" value 3\n";
-  file.append(kTrailer, sizeof kTrailer - 1);
+  put(buffers[0], kTrailer, sizeof kTrailer - 1);
+  if (gzip_failed) throw Error("cannot write " + path + ": zlib failed to compress the text");
   file.close();
 }
+
+}  // namespace
+
+void write_dx_to(const PotentialMap& map, const std::string& path, const MapWriteOptions& options) {
+  write_dx(map, path, options, false);
+}
+
+void write_dx_gz_to(const PotentialMap& map, const std::string& path, const MapWriteOptions& options) {
+  write_dx(map, path, options, true);
+}
+
+bool gzip_supported() noexcept { return ESPGRID_HAVE_ZLIB; }
 
 PotentialMap read_dx(const std::string& path, bool* unit_known) {
   const TextLines text(path);

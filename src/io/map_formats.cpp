@@ -62,16 +62,19 @@ void check_finite(const PotentialMap& map, std::int64_t first_plane, std::int64_
 MapFormat map_format_from_extension(const std::string& path) {
   const std::string ext = lower_extension(path);
   if (ext == ".dx") return MapFormat::Dx;
+  if (ext == ".gz" && lower_extension(std::filesystem::path(path).stem().string()) == ".dx") return MapFormat::DxGz;
   if (ext == ".vti") return MapFormat::Vti;
   if (ext == ".mrc" || ext == ".map" || ext == ".ccp4") return MapFormat::Mrc;
   throw UsageError("cannot tell the map format of '" + path +
-                   "': name it .dx (OpenDX), .vti (VTK) or .mrc, .map, .ccp4 (MRC2014)");
+                   "': name it .dx or .dx.gz (OpenDX), .vti (VTK) or .mrc, .map, .ccp4 (MRC2014)");
 }
 
 std::string_view map_format_name(MapFormat format) {
   switch (format) {
     case MapFormat::Dx:
       return "OpenDX";
+    case MapFormat::DxGz:
+      return "OpenDX (gzip)";
     case MapFormat::Vti:
       return "VTK image data";
     case MapFormat::Mrc:
@@ -101,6 +104,9 @@ VtiCompression parse_compression(const std::string& text) {
 }
 
 void check_map_format_supported(const std::string& path, const MapWriteOptions& options) {
+  if (map_format_from_extension(path) == MapFormat::DxGz && !gzip_supported())
+    throw UsageError("cannot write " + path +
+                     ": this espgrid was built without zlib; write .dx, or rebuild with zlib1g-dev");
   if (map_format_from_extension(path) == MapFormat::Vti && options.vti_compression != VtiCompression::None &&
       !vti_supported())
     throw UsageError("cannot write " + path + " with " + std::string(compression_name(options.vti_compression)) +
@@ -160,6 +166,9 @@ void write_map(const PotentialMap& map, const std::string& path, const MapWriteO
     switch (format) {
       case MapFormat::Dx:
         write_dx_to(map, out.temporary_path(), options);
+        break;
+      case MapFormat::DxGz:
+        write_dx_gz_to(map, out.temporary_path(), options);
         break;
       case MapFormat::Vti:
         write_vti_to(map, out.temporary_path(), options);

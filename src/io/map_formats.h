@@ -12,12 +12,12 @@
 
 namespace espgrid {
 
-enum class MapFormat { Dx, Vti, Mrc };
+enum class MapFormat { Dx, DxGz, Vti, Mrc };
 
-/// The format from the output path's extension: .dx, .vti, or .mrc/.map/.ccp4 (MRC2014);
-/// UsageError otherwise.
+/// The format from the output path's extension: .dx, .dx.gz (OpenDX, gzip), .vti, or
+/// .mrc/.map/.ccp4 (MRC2014); UsageError otherwise.
 MapFormat map_format_from_extension(const std::string& path);
-/// "OpenDX", "VTK image data", "MRC2014".
+/// "OpenDX", "OpenDX (gzip)", "VTK image data", "MRC2014".
 std::string_view map_format_name(MapFormat format);
 
 /// The compressors VTK 9 offers for .vti's appended data; ParaView 5.11 reads all four.
@@ -39,11 +39,13 @@ struct MapWriteOptions {
 };
 
 /// UsageError when this build cannot write `path`'s format with `options` (compressed .vti
-/// without VTK), so the CLI can refuse before computing.
+/// without VTK, .dx.gz without zlib), so the CLI can refuse before computing.
 void check_map_format_supported(const std::string& path, const MapWriteOptions& options = {});
 /// Whether this build has VTK, whose writer compresses .vti (lz4, zlib, lzma). Uncompressed
 /// .vti is written by espgrid itself and needs no VTK.
 bool vti_supported() noexcept;
+/// Whether this build has zlib, for .dx.gz.
+bool gzip_supported() noexcept;
 
 /// Writes the map atomically (temporary file, then rename). Throws Error when any value is
 /// not finite, when the format is unsupported, or when writing fails; the destination is
@@ -54,6 +56,10 @@ void write_map(const PotentialMap& map, const std::string& path, const MapWriteO
 /// back exactly), straight to `path`. Blocks of lines are formatted on options.threads threads
 /// and written in order; the file is byte for byte what one thread would write.
 void write_dx_to(const PotentialMap& map, const std::string& path, const MapWriteOptions& options = {});
+/// The same text gzip-compressed (.dx.gz): each block a gzip member of its own, compressed on
+/// the thread that formatted it (RFC 1952 allows members one after another; gunzip, zlib's
+/// gzread, Python's gzip and PyMOL read them as one stream).
+void write_dx_gz_to(const PotentialMap& map, const std::string& path, const MapWriteOptions& options = {});
 /// VTK XML image data (appended, point data "potential"), straight to `path`: uncompressed by
 /// espgrid's own writer (io/map_stream.h: make_vti_plane_writer), compressed by VTK's.
 void write_vti_to(const PotentialMap& map, const std::string& path, const MapWriteOptions& options = {});

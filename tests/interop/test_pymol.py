@@ -1,6 +1,6 @@
 #!/usr/bin/python3
-"""PyMOL loads our .dx and our .mrc, and each map holds our values at every node, with our origin
-and extent.
+"""PyMOL loads our .dx, .dx.gz and .mrc, and each map holds our values at every node, with our
+origin and extent.
 
 Client: PyMOL's Python module (Debian: pymol / python3-pymol), run headless in this process
 (pymol.finish_launching(['pymol', '-cq'])). cmd.get_volume_field(name) returns the map as an
@@ -35,11 +35,11 @@ def main():
     print(f"client: PyMOL {version[0]} (module {os.path.dirname(pymol.__file__)})")
     errors = 0
     with common.Workdir(args.keep) as wd:
-        for name, structure, options, ext in [c + (e,) for c in common.CASES for e in ("dx", "mrc")]:
-            m = common.make_map(args, wd, name, structure, options, formats=("dx", "mrc"))
+        for name, structure, options, ext in [c + (e,) for c in common.CASES for e in ("dx", "dx.gz", "mrc")]:
+            m = common.make_map(args, wd, name, structure, options, formats=("dx", "dx.gz", "mrc"))
             dx = common.read_dx_strict(m["dx"])
             before = errors
-            obj = f"esp_{name}_{ext}"
+            obj = f"esp_{name}_{ext.replace('.', '_')}"
             cmd.set("normalize_ccp4_maps", 0)
             cmd.load(m[ext], obj)
             if cmd.get_type(obj) != "object:map":
