@@ -8,7 +8,7 @@
 namespace espgrid {
 namespace {
 
-/// `e`'s message with the temporary path replaced by the destination the user named.
+/// The message of `error` with the temporary path replaced by the destination the user named.
 Error naming_destination(const std::exception_ptr& error, const std::string& temporary,
                          const std::string& destination) {
   std::string what;
