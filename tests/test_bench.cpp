@@ -614,6 +614,56 @@ TEST(BenchCommand, CpuOnlyRunVerifiesAndWritesFiles) {
   fs::remove_all(dir);
 }
 
+// A structure file to a map file of each format through `espgrid map`'s path: every stage
+// timed, wall at least the kernel, the map verified, and no map file left in the scratch folder.
+TEST(BenchEndToEnd, EveryFormatIsTimedVerifiedAndCleanedUp) {
+  const fs::path dir = fresh_dir("e2e");
+  fs::create_directories(dir);
+  EndToEndRequest request;
+  request.input = std::string(ESPGRID_SOURCE_DIR) + "/tests/data/pqr_whitespace.pqr";
+  request.grid.spacing = {0.5, 0.5, 0.5};
+  request.grid.padding = 3;
+  request.compute.backend = BackendChoice::Cpu;
+  request.scratch_dir = dir.string();
+  Settings settings;
+  settings.repeats = 2;
+  settings.warmup = 0;
+  std::vector<EndToEnd> rows;
+  for (const std::string format : {"mrc", "dx", "vti"}) {
+    const EndToEnd e = measure_end_to_end(request, format, settings);
+    EXPECT_EQ(e.status, Status::Ok) << format << ": " << e.note;
+    EXPECT_EQ(e.streamed, format != "dx") << format;
+    EXPECT_EQ(e.atoms, 38u);
+    EXPECT_GT(e.kernel_ms, 0);
+    EXPECT_GE(e.wall_ms, e.kernel_ms);
+    EXPECT_GE(e.wall_over_kernel, 1.0);
+    EXPECT_GE(e.file_bytes, sizeof(float) * static_cast<std::uint64_t>(e.nx * e.ny * e.nz));
+    EXPECT_GT(e.points_checked, 0u);
+    rows.push_back(e);
+  }
+  EXPECT_TRUE(fs::is_empty(dir)) << "a map file was left in the scratch folder";
+  Metadata meta = host_metadata();
+  const auto files = write_end_to_end(dir.string(), meta, rows);
+  const Json doc = parse_json_file(files[1]);
+  ASSERT_EQ(doc["end_to_end"].array.size(), 3u);
+  EXPECT_EQ(doc["end_to_end"].array[1]["format"].string, "dx");
+  EXPECT_EQ(doc["end_to_end"].array[1]["verified"].string, "ok");
+  fs::remove_all(dir);
+}
+
+// A map that cannot be written fails the measurement with the reason; it is not timed.
+TEST(BenchEndToEnd, AnUnwritableScratchFolderFails) {
+  EndToEndRequest request;
+  request.input = std::string(ESPGRID_SOURCE_DIR) + "/tests/data/pqr_whitespace.pqr";
+  request.grid.spacing = {1, 1, 1};
+  request.compute.backend = BackendChoice::Cpu;
+  request.scratch_dir = "/nonexistent/espgrid";
+  const EndToEnd e = measure_end_to_end(request, "mrc", Settings{});
+  EXPECT_EQ(e.status, Status::Fail);
+  EXPECT_NE(e.note.find("does not exist"), std::string::npos) << e.note;
+  EXPECT_TRUE(std::isnan(e.wall_ms));
+}
+
 TEST(BenchCommand, BadOptionsAreUsageErrors) {
   std::string out;
   EXPECT_EQ(run_command(std::string(ESPGRID_BINARY) + " bench --sweep nonsense", &out), 2) << out;
@@ -622,6 +672,9 @@ TEST(BenchCommand, BadOptionsAreUsageErrors) {
   EXPECT_EQ(run_command(std::string(ESPGRID_BINARY) + " bench --repeats 0", &out), 2) << out;
   out.clear();
   EXPECT_EQ(run_command(std::string(ESPGRID_BINARY) + " bench --kernel nope", &out), 2) << out;
+  out.clear();
+  EXPECT_EQ(run_command(std::string(ESPGRID_BINARY) + " bench --sweep end-to-end", &out), 2) << out;
+  EXPECT_NE(out.find("needs a structure file"), std::string::npos) << out;
 }
 
 }  // namespace

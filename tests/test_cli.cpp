@@ -210,9 +210,22 @@ TEST_F(Cli, MapWritesDxAndReportsTheRun) {
   }
 }
 
+// MRC is written while the map is computed; the time line says how much writing was streamed.
+TEST_F(Cli, MapWritesMrcWhileComputing) {
+  const Result r = run(std::string("map ") + kSmall + " -o " + qpath("X.mrc") + " -o " + qpath("X.ccp4") + kCoarse);
+  ASSERT_EQ(r.code, 0) << r;
+  const std::string mrc = slurp(path("X.mrc"));
+  ASSERT_GT(mrc.size(), 1024u);
+  EXPECT_EQ(mrc.substr(208, 4), "MAP ");
+  EXPECT_EQ(mrc, slurp(path("X.ccp4")));
+  EXPECT_TRUE(contains(r.out, "wrote      " + path("X.mrc"))) << r;
+  EXPECT_TRUE(contains(r.out, "streamed during compute")) << r;
+  expect_dir_holds_only({"X.mrc", "X.ccp4"});
+}
+
 TEST_F(Cli, MapWritesVtiWhenBuiltWithVtk) {
+  // Uncompressed (the default) espgrid writes itself, with or without VTK.
   const Result r = run(std::string("map ") + kSmall + " -o " + qpath("X.vti") + " -o " + qpath("X.dx") + kCoarse);
-#if ESPGRID_HAVE_VTK
   ASSERT_EQ(r.code, 0) << r;
   ASSERT_TRUE(fs::is_regular_file(path("X.vti")));
   const std::string vti = slurp(path("X.vti"));
@@ -222,11 +235,17 @@ TEST_F(Cli, MapWritesVtiWhenBuiltWithVtk) {
   EXPECT_TRUE(contains(r.out, "wrote      " + path("X.vti"))) << r;
   EXPECT_TRUE(fs::is_regular_file(path("X.dx")));
   expect_dir_holds_only({"X.vti", "X.dx"});
+  // Compressed needs VTK's writer.
+  const Result z = run(std::string("map ") + kSmall + " -o " + qpath("Z.vti") + " --compression zlib" + kCoarse);
+#if ESPGRID_HAVE_VTK
+  ASSERT_EQ(z.code, 0) << z;
+  EXPECT_TRUE(contains(slurp(path("Z.vti")), "vtkZLibDataCompressor"));
+  expect_dir_holds_only({"X.vti", "X.dx", "Z.vti"});
 #else
-  EXPECT_EQ(r.code, 2) << r;
-  EXPECT_TRUE(contains(r.err, "without VTK")) << r;
-  expect_clean_error(r);
-  expect_dir_holds_only({});  // refused before anything, the .dx included
+  EXPECT_EQ(z.code, 2) << z;
+  EXPECT_TRUE(contains(z.err, "without VTK")) << z;
+  expect_clean_error(z);
+  expect_dir_holds_only({"X.vti", "X.dx"});  // refused before anything was computed
 #endif
 }
 
@@ -405,7 +424,18 @@ TEST_F(Cli, VerifyPassesForCpuParallel) {
   EXPECT_TRUE(contains(r.out, "38 atoms")) << r;
   EXPECT_TRUE(std::regex_search(r.out, std::regex("(^|\n)cpu-parallel +[^\n]* pass\n"))) << r;
   EXPECT_FALSE(contains(r.out, "FAIL")) << r;
+  // Before the reference is computed: how long it will take, from a timed probe.
+  EXPECT_TRUE(std::regex_search(r.out, std::regex("(^|\n)estimate +[^\n]*atom-evaluations twice[^\n]*: about "))) << r;
   expect_dir_holds_only({});
+}
+
+TEST_F(Cli, VerifySampledChecksAgainstTheOracle) {
+  const Result r = run(std::string("verify ") + kSmall + " --sample 500 --seed 3" + kCoarse);
+  EXPECT_EQ(r.code, 0) << r;
+  EXPECT_TRUE(contains(r.out, "double oracle at 500 sampled points")) << r;
+  EXPECT_TRUE(std::regex_search(r.out, std::regex("(^|\n)cpu-parallel +502 +[^\n]* pass\n"))) << r;
+  EXPECT_FALSE(contains(r.out, "estimate")) << "no reference map is computed: " << r;
+  EXPECT_EQ(run(std::string("verify ") + kSmall + " --sample 0" + kCoarse).code, 2);
 }
 
 TEST_F(Cli, VerifyNamedKernels) {

@@ -1,18 +1,29 @@
-// Writers round-trip: the .dx parsed back, the .vti read back with VTK, and the atomic
-// write never leaves a partial or non-finite map.
+// Writers round-trip: the .dx parsed back (and byte for byte what a plain sequential writer
+// makes), the .mrc header and data read back, the .vti read back with VTK with every
+// compressor, and the atomic write never leaves a partial or non-finite map.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <charconv>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <limits>
 #include <random>
 #include <sstream>
+#include <thread>
 
 #include "src/core/errors.h"
+#include "src/core/text_format.h"
 #include "src/io/map_formats.h"
 #include "src/io/text_parsing.h"
+#include "tests/file_helpers.h"
+
+#if ESPGRID_HAVE_ZLIB
+#include <zlib.h>
+#endif
 
 #if ESPGRID_HAVE_VTK
 #include <vtkFieldData.h>
@@ -116,11 +127,268 @@ TEST_F(Writers, DxWithCountNotAMultipleOfThree) {
   EXPECT_EQ(read_dx(path("m.dx")).values, map_.values);
 }
 
+/// The DX file of `map` as the writer made it before it was parallel: one thread, std::to_chars
+/// with 8 digits after the point, z fastest, three values a line, the same header and trailer.
+/// Independent of the writer under test (src/io/dx_format.cpp), so a difference is a defect.
+std::string sequential_dx(const PotentialMap& map) {
+  const GridSpec& g = map.grid;
+  std::string out = "# Electrostatic potential by espgrid " ESPGRID_VERSION " (direct Coulomb summation)\n";
+  if (!map.source.empty()) out += "# " + map.source + "\n";
+  out += "# " + physics_comment(map.physics) + "\n";
+  const std::string counts =
+      std::to_string(g.dims[0]) + " " + std::to_string(g.dims[1]) + " " + std::to_string(g.dims[2]) + "\n";
+  out += "object 1 class gridpositions counts " + counts;
+  out += "origin " + shortest_text(g.origin[0]) + " " + shortest_text(g.origin[1]) + " " + shortest_text(g.origin[2]) +
+         "\n";
+  out += "delta " + shortest_text(g.spacing[0]) + " 0 0\n";
+  out += "delta 0 " + shortest_text(g.spacing[1]) + " 0\n";
+  out += "delta 0 0 " + shortest_text(g.spacing[2]) + "\n";
+  out += "object 2 class gridconnections counts " + counts;
+  out += "object 3 class array type double rank 0 items " + std::to_string(g.point_count()) + " data follows\n";
+  std::size_t n = 0;
+  for (std::int64_t i = 0; i < g.dims[0]; ++i)
+    for (std::int64_t j = 0; j < g.dims[1]; ++j)
+      for (std::int64_t k = 0; k < g.dims[2]; ++k) {
+        char text[32];
+        const double v = map.values[static_cast<std::size_t>(i + g.dims[0] * (j + g.dims[1] * k))];
+        const auto end = std::to_chars(text, text + sizeof text, v, std::chars_format::scientific, 8).ptr;
+        out.append(text, end);
+        out += (++n % 3 == 0 || n == g.point_count()) ? '\n' : ' ';
+      }
+  out +=
+      "attribute \"dep\" string \"positions\"\n"
+      "object \"regular positions regular connections\" class field\n"
+      "component \"positions\" value 1\n"
+      "component \"connections\" value 2\n"
+      "component \"data\" value 3\n";
+  return out;
+}
+
+/// A map of random values of every magnitude and sign, `dims` points.
+PotentialMap random_map(std::array<std::int64_t, 3> dims, unsigned seed) {
+  PotentialMap map;
+  map.grid.dims = dims;
+  map.grid.origin = {-31.25, 0.1, 7.0};
+  map.grid.spacing = {0.5, 0.3, 0.7};
+  map.source = "random values";
+  std::mt19937 rng(seed);
+  std::normal_distribution<double> log_magnitude(0.0, 5.0);
+  map.values.resize(map.grid.point_count());
+  for (std::size_t n = 0; n < map.values.size(); ++n)
+    map.values[n] = static_cast<float>(std::exp(log_magnitude(rng)) * (rng() % 2 ? 1 : -1));
+  return map;
+}
+
+// The parallel writer formats blocks of lines on several threads; the file must be the one
+// the sequential writer makes, byte for byte, for any thread count and for maps smaller than
+// one block, of exactly one, and of many with a ragged end (point counts not a multiple of 3).
+TEST_F(Writers, ParallelDxEqualsSequentialDx) {
+  const std::array<std::int64_t, 3> shapes[] = {{1, 1, 1}, {2, 2, 2}, {5, 4, 3}, {1, 1, 65538}, {61, 47, 53}};
+  for (const auto& dims : shapes) {
+    const PotentialMap map = random_map(dims, 11 + static_cast<unsigned>(dims[2]));
+    const std::string want = sequential_dx(map);
+    for (const int threads : {1, 2, 3, 8}) {
+      MapWriteOptions options;
+      options.threads = threads;
+      write_map(map, path("p.dx"), options);
+      EXPECT_TRUE(testing::slurp(path("p.dx")) == want)
+          << dims[0] << "x" << dims[1] << "x" << dims[2] << " on " << threads << " threads";
+    }
+    EXPECT_EQ(read_dx(path("p.dx")).values, map.values);
+  }
+}
+
+#if ESPGRID_HAVE_ZLIB
+/// The whole decompressed content of a gzip file (every member), read with zlib's gzread.
+std::string gunzip(const std::string& file) {
+  gzFile in = gzopen(file.c_str(), "rb");
+  if (!in) return "";
+  std::string out;
+  char buffer[1 << 16];
+  for (int n; (n = gzread(in, buffer, sizeof buffer)) > 0;) out.append(buffer, static_cast<std::size_t>(n));
+  gzclose(in);
+  return out;
+}
+
+// .dx.gz: the same text as the .dx, in gzip members compressed on several threads; zlib reads
+// the members back as one stream, for one block and for many.
+TEST_F(Writers, DxGzDecompressesToTheDx) {
+  const std::array<std::int64_t, 3> shapes[] = {{5, 4, 3}, {61, 47, 53}};
+  for (const auto& dims : shapes) {
+    const PotentialMap map = random_map(dims, 23);
+    for (const int threads : {1, 3}) {
+      MapWriteOptions options;
+      options.threads = threads;
+      write_map(map, path("p.dx.gz"), options);
+      const std::string packed = testing::slurp(path("p.dx.gz"));
+      ASSERT_GE(packed.size(), 2u);
+      EXPECT_EQ(static_cast<unsigned char>(packed[0]), 0x1f);  // gzip magic
+      EXPECT_EQ(static_cast<unsigned char>(packed[1]), 0x8b);
+      EXPECT_TRUE(gunzip(path("p.dx.gz")) == sequential_dx(map)) << dims[2] << " planes, " << threads << " threads";
+    }
+  }
+  EXPECT_EQ(map_format_from_extension("x.DX.GZ"), MapFormat::DxGz);
+  EXPECT_THROW(map_format_from_extension("x.pqr.gz"), UsageError);
+}
+#else
+TEST_F(Writers, DxGzIsRefusedWithoutZlib) {
+  EXPECT_THROW(write_map(map_, path("m.dx.gz")), UsageError);
+  EXPECT_EQ(files_in_dir(), 0u);
+}
+#endif
+
+// No state shared between calls: maps written at the same time from several threads each
+// come out whole and right.
+TEST_F(Writers, DxWritersRunConcurrently) {
+  std::vector<PotentialMap> maps;
+  for (unsigned m = 0; m < 4; ++m) maps.push_back(random_map({23, 19, 37 + m}, 100 + m));
+  std::vector<std::thread> threads;
+  for (std::size_t m = 0; m < maps.size(); ++m)
+    threads.emplace_back([&, m] {
+      MapWriteOptions options;
+      options.threads = 2;
+      write_map(maps[m], path("c" + std::to_string(m) + ".dx"), options);
+    });
+  for (auto& t : threads) t.join();
+  for (std::size_t m = 0; m < maps.size(); ++m)
+    EXPECT_TRUE(testing::slurp(path("c" + std::to_string(m) + ".dx")) == sequential_dx(maps[m])) << "map " << m;
+}
+
+/// The fields of an MRC2014 file, read independently of the writer (the spec's word layout).
+struct MrcFile {
+  std::int32_t n[3], mode, start[3], m[3], map_axes[3], ispg, nsymbt, nversion, nlabl;
+  float cell[3], angles[3], dmin, dmax, dmean, rms, origin[3];
+  std::string map_id, labels[10];
+  unsigned char stamp[4];
+  std::vector<float> data;
+  std::size_t file_bytes = 0;
+};
+
+MrcFile read_mrc(const std::string& file) {
+  const std::string bytes = testing::slurp(file);
+  MrcFile f{};
+  f.file_bytes = bytes.size();
+  if (bytes.size() < 1024) return f;
+  auto word = [&](int w, auto& into) { std::memcpy(&into, bytes.data() + 4 * (w - 1), 4); };
+  for (int a = 0; a < 3; ++a) {
+    word(1 + a, f.n[a]);
+    word(5 + a, f.start[a]);
+    word(8 + a, f.m[a]);
+    word(11 + a, f.cell[a]);
+    word(14 + a, f.angles[a]);
+    word(17 + a, f.map_axes[a]);
+    word(50 + a, f.origin[a]);
+  }
+  word(4, f.mode);
+  word(20, f.dmin);
+  word(21, f.dmax);
+  word(22, f.dmean);
+  word(23, f.ispg);
+  word(24, f.nsymbt);
+  word(28, f.nversion);
+  word(55, f.rms);
+  word(56, f.nlabl);
+  f.map_id = bytes.substr(208, 4);
+  std::memcpy(f.stamp, bytes.data() + 212, 4);
+  for (int l = 0; l < 10; ++l) f.labels[l] = bytes.substr(224 + 80 * static_cast<std::size_t>(l), 80);
+  f.data.resize((bytes.size() - 1024) / 4);
+  std::memcpy(f.data.data(), bytes.data() + 1024, 4 * f.data.size());
+  return f;
+}
+
+TEST_F(Writers, MrcRoundTrips) {
+  for (const char* name : {"m.mrc", "m.map", "m.ccp4", "M.MRC"}) {
+    write_map(map_, path(name));
+    const MrcFile f = read_mrc(path(name));
+    ASSERT_EQ(f.file_bytes, 1024 + 4 * map_.values.size()) << name;
+    EXPECT_EQ(f.map_id, "MAP ");
+    EXPECT_EQ(f.stamp[0], 0x44);  // little-endian, as this machine (x86-64) is
+    EXPECT_EQ(f.stamp[1], 0x44);
+    EXPECT_EQ(f.mode, 2);
+    EXPECT_EQ(f.ispg, 1);
+    EXPECT_EQ(f.nsymbt, 0);
+    EXPECT_EQ(f.nversion, 20140);
+    for (int a = 0; a < 3; ++a) {
+      const auto s = static_cast<std::size_t>(a);
+      EXPECT_EQ(f.n[a], map_.grid.dims[s]);
+      EXPECT_EQ(f.m[a], map_.grid.dims[s]);
+      EXPECT_EQ(f.start[a], 0);
+      EXPECT_EQ(f.map_axes[a], a + 1);  // x fastest: columns x, rows y, sections z
+      EXPECT_EQ(f.angles[a], 90.0f);
+      // What the format can hold: the float32 nearest the grid's origin and spacing. Readers
+      // compute the voxel size as cell / samples.
+      EXPECT_EQ(f.origin[a], static_cast<float>(map_.grid.origin[s]));
+      EXPECT_EQ(static_cast<float>(static_cast<double>(f.cell[a]) / f.m[a]), static_cast<float>(map_.grid.spacing[s]));
+    }
+    EXPECT_EQ(f.data, map_.values);  // x fastest, as the map is stored
+    const auto [lo, hi] = std::minmax_element(map_.values.begin(), map_.values.end());
+    EXPECT_EQ(f.dmin, *lo);
+    EXPECT_EQ(f.dmax, *hi);
+    double sum = 0, squares = 0;
+    for (const float v : map_.values) sum += v;
+    const double mean = sum / static_cast<double>(map_.values.size());
+    for (const float v : map_.values) squares += (v - mean) * (v - mean);
+    // The writer sums each lane of 16 values in float before double (io/mrc_format.cpp):
+    // within ~1e-6 of the mean magnitude and of the RMS deviation; 4e-6 leaves margin.
+    const double rms = std::sqrt(squares / static_cast<double>(map_.values.size()));
+    EXPECT_NEAR(f.dmean, mean, 4e-6 * rms);
+    EXPECT_NEAR(f.rms, rms, 4e-6 * rms);
+    EXPECT_EQ(f.nlabl, 3);
+    EXPECT_NE(f.labels[0].find("espgrid"), std::string::npos) << f.labels[0];
+    EXPECT_NE(f.labels[1].find("Potential in kcal/mol/e"), std::string::npos) << f.labels[1];
+    EXPECT_NE(f.labels[1].find("model coulomb"), std::string::npos) << f.labels[1];
+    EXPECT_EQ(f.labels[2].substr(0, 9), "unit test");
+    EXPECT_EQ(f.labels[3], std::string(80, ' '));
+  }
+}
+
+// Labels are 80 printable ASCII characters: a long source or one with a newline is cut and
+// cleaned, never spilling into the next label.
+TEST_F(Writers, MrcLabelsStayInTheirEightyCharacters) {
+  map_.source = "/tmp/odd\ndir/" + std::string(300, 'x') + ".pqr";
+  write_map(map_, path("m.mrc"));
+  const MrcFile f = read_mrc(path("m.mrc"));
+  EXPECT_EQ(f.labels[2], "/tmp/odd?dir/" + std::string(67, 'x'));
+  EXPECT_EQ(f.labels[3], std::string(80, ' '));
+}
+
+// The voxel size readers compute (cell / samples) for awkward spacings: the float32 nearest the
+// spacing whenever a float32 cell can give it (found here by brute force over ±16 ulps of
+// spacing × samples), and always within one float32 ulp of the spacing (relative 2^-23: a
+// float cell of about spacing × samples carries 2^-24 of itself).
+TEST_F(Writers, MrcVoxelSizeIsAsExactAsAFloatCellAllows) {
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<double> spacing(0.01, 5.0);
+  std::size_t unreachable = 0;
+  for (int trial = 0; trial < 200; ++trial) {
+    map_.grid.spacing = {spacing(rng), spacing(rng), spacing(rng)};
+    map_.grid.dims = {static_cast<std::int64_t>(1 + rng() % 700), 4, 3};
+    map_.values.assign(map_.grid.point_count(), 1.5f);
+    write_map(map_, path("v.mrc"));
+    const MrcFile f = read_mrc(path("v.mrc"));
+    for (int a = 0; a < 3; ++a) {
+      const double h = map_.grid.spacing[static_cast<std::size_t>(a)];
+      const double voxel = static_cast<double>(f.cell[a]) / f.m[a];
+      EXPECT_LE(std::fabs(voxel - h), h * 0x1p-23) << "spacing " << h << " x " << f.m[a];
+      bool reachable = false;
+      float cell = static_cast<float>(h * f.m[a]);
+      for (int s = 0; s < 16; ++s) cell = std::nextafter(cell, 0.0f);
+      for (int s = 0; s <= 32; ++s, cell = std::nextafter(cell, 1e30f))
+        reachable = reachable || static_cast<float>(static_cast<double>(cell) / f.m[a]) == static_cast<float>(h);
+      if (reachable)
+        EXPECT_EQ(static_cast<float>(voxel), static_cast<float>(h)) << "spacing " << h << " x " << f.m[a];
+      else
+        ++unreachable;
+    }
+  }
+  EXPECT_LT(unreachable, 200u) << "almost no spacing reachable: the test would check little";
+}
+
 TEST_F(Writers, NonFiniteValueIsRefusedAndNothingIsWritten) {
   for (float bad : {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity()}) {
     map_.values[17] = bad;
-    for (const char* name : {"bad.dx", "bad.vti"}) {
-      if (std::string(name).ends_with(".vti") && !vti_supported()) continue;
+    for (const char* name : {"bad.dx", "bad.vti", "bad.mrc", "bad.dx.gz"}) {
+      if (std::string(name).ends_with(".gz") && !gzip_supported()) continue;
       try {
         write_map(map_, path(name));
         ADD_FAILURE() << "wrote a map holding " << bad;
@@ -130,6 +398,45 @@ TEST_F(Writers, NonFiniteValueIsRefusedAndNothingIsWritten) {
       EXPECT_EQ(files_in_dir(), 0u) << "a partial file was left behind";
     }
   }
+}
+
+// The plane writers (MRC, uncompressed .vti) check values in their vectorized summary pass,
+// four at a time, with a scalar tail: a NaN or infinity anywhere in a plane is caught and named.
+TEST_F(Writers, PlaneWritersFindANonFiniteValueAnywhere) {
+  map_.grid.dims = {5, 3, 4};  // 15 points a plane: three groups of four and a tail of three
+  for (const char* name : {"p.mrc", "p.vti"}) {
+    for (std::size_t at = 0; at < 60; at += 1) {
+      map_.values.assign(60, 1.25f);
+      map_.values[at] = at % 2 ? std::numeric_limits<float>::infinity() : -std::numeric_limits<float>::quiet_NaN();
+      try {
+        write_map(map_, path(name));
+        ADD_FAILURE() << name << " written with a non-finite value at " << at;
+      } catch (const Error& e) {
+        const std::string where =
+            "(" + std::to_string(at % 5) + ", " + std::to_string(at / 5 % 3) + ", " + std::to_string(at / 15) + ")";
+        EXPECT_NE(std::string(e.what()).find(where), std::string::npos) << e.what();
+      }
+      EXPECT_EQ(files_in_dir(), 0u);
+    }
+  }
+}
+
+// Finite values whose squares overflow float (|v| > 1.8e19) take the summary's double path:
+// the header still holds the right statistics.
+TEST_F(Writers, MrcStatisticsOfHugeFiniteValues) {
+  map_.values.assign(map_.grid.point_count(), 3e30f);
+  map_.values[0] = -1e38f;
+  map_.values[59] = 2e38f;
+  write_map(map_, path("h.mrc"));
+  const MrcFile f = read_mrc(path("h.mrc"));
+  EXPECT_EQ(f.dmin, -1e38f);
+  EXPECT_EQ(f.dmax, 2e38f);
+  double sum = 0, squares = 0;
+  for (const float v : map_.values) sum += v;
+  const double mean = sum / 60;
+  for (const float v : map_.values) squares += (v - mean) * (v - mean);
+  EXPECT_FLOAT_EQ(f.dmean, static_cast<float>(mean));
+  EXPECT_FLOAT_EQ(f.rms, static_cast<float>(std::sqrt(squares / 60)));
 }
 
 TEST_F(Writers, FailedWriteLeavesTheExistingFileUntouched) {
@@ -145,6 +452,7 @@ TEST_F(Writers, FailedWriteLeavesTheExistingFileUntouched) {
 
 TEST_F(Writers, RejectsUnknownExtensionAndMissingDirectory) {
   EXPECT_THROW(write_map(map_, path("m.txt")), UsageError);
+  EXPECT_THROW(write_map(map_, path("m.mrcs")), UsageError);  // an MRC image stack: not a volume
   try {
     write_map(map_, path("no/such/dir/m.dx"));
     FAIL() << "wrote into a missing directory";
@@ -179,21 +487,64 @@ TEST_F(Writers, VtiReadsBackWithVtk) {
   auto* units = vtkStringArray::SafeDownCast(image->GetFieldData()->GetAbstractArray("units"));
   ASSERT_NE(units, nullptr);
   EXPECT_EQ(units->GetValue(0), "kcal/mol/e");
+  auto* source = vtkStringArray::SafeDownCast(image->GetFieldData()->GetAbstractArray("source"));
+  ASSERT_NE(source, nullptr);
+  EXPECT_EQ(source->GetValue(0), "unit test");
+  auto* dielectric = image->GetFieldData()->GetArray("dielectric");
+  auto* temperature = image->GetFieldData()->GetArray("temperature_K");
+  ASSERT_NE(dielectric, nullptr);
+  ASSERT_NE(temperature, nullptr);
+  EXPECT_EQ(dielectric->GetTuple1(0), 2.0);
+  EXPECT_EQ(temperature->GetTuple1(0), 298.15);
 
   std::ifstream raw(path("m.vti"));
   std::string head(600, '\0');
   raw.read(head.data(), 600);
-  EXPECT_NE(head.find("compressor=\"vtkZLibDataCompressor\""), std::string::npos);
+  EXPECT_EQ(head.find("compressor="), std::string::npos);  // the default: uncompressed, espgrid's own writer
   EXPECT_NE(head.find("format=\"appended\""), std::string::npos);
 }
+
+// Every compressor --compression offers writes a file VTK reads back exactly, and says so in
+// its header (ParaView reads the header to pick the decompressor).
+TEST_F(Writers, VtiEveryCompressorReadsBack) {
+  const PotentialMap map = random_map({37, 29, 31}, 5);
+  const std::pair<VtiCompression, const char*> compressors[] = {{VtiCompression::None, nullptr},
+                                                                {VtiCompression::Lz4, "vtkLZ4DataCompressor"},
+                                                                {VtiCompression::ZLib, "vtkZLibDataCompressor"},
+                                                                {VtiCompression::Lzma, "vtkLZMADataCompressor"}};
+  for (const auto& [compression, name] : compressors) {
+    MapWriteOptions options;
+    options.vti_compression = compression;
+    write_map(map, path("c.vti"), options);
+    const std::string text = testing::slurp(path("c.vti"));
+    const std::string head = text.substr(0, 600);
+    if (name)
+      EXPECT_NE(head.find(std::string("compressor=\"") + name + "\""), std::string::npos) << head;
+    else
+      EXPECT_EQ(head.find("compressor="), std::string::npos) << head;
+    vtkNew<vtkXMLImageDataReader> reader;
+    reader->SetFileName(path("c.vti").c_str());
+    reader->Update();
+    auto* values = vtkFloatArray::SafeDownCast(reader->GetOutput()->GetPointData()->GetArray("potential"));
+    ASSERT_NE(values, nullptr) << compression_name(compression);
+    ASSERT_EQ(values->GetNumberOfTuples(), static_cast<vtkIdType>(map.values.size()));
+    EXPECT_EQ(std::memcmp(values->GetPointer(0), map.values.data(), sizeof(float) * map.values.size()), 0)
+        << compression_name(compression);
+  }
+  EXPECT_EQ(parse_compression("zlib"), VtiCompression::ZLib);
+  EXPECT_THROW(parse_compression("gzip"), UsageError);
+}
 #else
-TEST_F(Writers, VtiIsRefusedWithoutVtk) {
+TEST_F(Writers, CompressedVtiIsRefusedWithoutVtk) {
+  MapWriteOptions options;
+  options.vti_compression = VtiCompression::ZLib;
   try {
-    write_map(map_, path("m.vti"));
-    FAIL() << "wrote .vti without VTK";
+    write_map(map_, path("m.vti"), options);
+    FAIL() << "wrote compressed .vti without VTK";
   } catch (const UsageError& e) {
     EXPECT_NE(std::string(e.what()).find("without VTK"), std::string::npos);
   }
+  EXPECT_EQ(files_in_dir(), 0u);
 }
 #endif
 

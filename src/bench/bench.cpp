@@ -1,6 +1,7 @@
 #include "src/bench/bench.h"
 
 #include <omp.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -16,8 +17,10 @@
 #include "src/compute/approximation_error.h"
 #include "src/compute/oracle.h"
 #include "src/core/errors.h"
+#include "src/core/stopwatch.h"
 #include "src/core/text_format.h"
 #include "src/io/atomic_output_file.h"
+#include "src/io/map_stream.h"
 
 #ifndef ESPGRID_GIT_COMMIT
 #define ESPGRID_GIT_COMMIT "unknown"
@@ -690,6 +693,138 @@ std::vector<std::string> write_gpu_scaling(const std::string& directory, const M
   for (std::size_t i = 0; i < scaling.size(); ++i)
     entries += std::string(i ? "," : "") + "\n    " + scaling_json(scaling[i]);
   json = json.substr(0, end) + ",\n  \"scaling\": [" + entries + (scaling.empty() ? "]" : "\n  ]") + "\n}\n";
+  write_text(base + ".json", json);
+  return {base + ".csv", base + ".json"};
+}
+
+// ---- end to end -----------------------------------------------------------------------------------------
+
+EndToEnd measure_end_to_end(const EndToEndRequest& request, const std::string& extension, const Settings& settings) {
+  EndToEnd e;
+  e.format = extension;
+  e.repeats = settings.repeats;
+  e.warmup = settings.warmup;
+  e.streamed = streams_planes(map_format_from_extension("map." + extension), request.write);
+  const std::string path = (std::filesystem::path(request.scratch_dir) /
+                            ("espgrid-end-to-end-" + std::to_string(::getpid()) + "." + extension))
+                               .string();
+  std::vector<double> read, prepare, kernel, transfer, write, streamed, wall;
+  try {
+    check_output_paths({path}, {request.input}, request.write);
+    for (int run = 0; run < settings.warmup + settings.repeats; ++run) {
+      const Stopwatch clock;
+      TimingReport read_timing;
+      const Structure structure = load_structure(request.input, request.format, &read_timing);
+      MapRequest map_request;
+      map_request.grid = make_grid(request.grid, structure.atoms);
+      check_grid_fits(map_request.grid);
+      map_request.physics = request.physics;
+      map_request.compute = request.compute;
+      map_request.source = describe_source(request.input, structure.atoms);
+      const KernelSelection kernel_choice = select_kernel(request.compute, request.physics.model);
+      MapFiles files({path}, request.write);
+      MapResult result = compute_map(structure.atoms, map_request, kernel_choice, &files);
+      result.timing.read_seconds = read_timing.read_seconds;
+      files.finish(result.map, &result.timing);
+      const double seconds = clock.seconds();
+      const TimingReport& t = result.timing;
+      e.kernel = std::string(kernel_choice.kernel->name);
+      e.device = t.device;
+      e.nx = map_request.grid.dims[0];
+      e.ny = map_request.grid.dims[1];
+      e.nz = map_request.grid.dims[2];
+      e.atoms = structure.atoms.size();
+      std::error_code ec;
+      e.file_bytes = std::filesystem::file_size(path, ec);
+      if (run >= settings.warmup) {
+        read.push_back(t.read_seconds);
+        prepare.push_back(t.prepare_seconds);
+        kernel.push_back(t.kernel_seconds);
+        transfer.push_back(t.transfer_seconds);
+        write.push_back(t.write_seconds);
+        streamed.push_back(t.streamed_write_seconds);
+        wall.push_back(seconds);
+      }
+      if (run + 1 == settings.warmup + settings.repeats) {
+        // Never a time for an empty or wrong map: the last map against the oracle, the file whole.
+        const PreparedProblem problem =
+            PreparedProblem::for_physics(structure.atoms, map_request.grid, request.physics);
+        const OracleCheck check = check_against_oracle(
+            problem.view(result.map.values.data()), problem.coordinate_extent(), settings.check_points, settings.seed);
+        e.points_checked = check.checked;
+        e.max_err_over_tol = check.max_err_over_tol;
+        const std::uint64_t smallest = sizeof(float) * result.map.values.size();  // binary formats; text is larger
+        e.status = check.ok() && e.file_bytes >= smallest ? Status::Ok : Status::Fail;
+        if (!check.ok())
+          e.note = std::to_string(check.failures) + " of " + std::to_string(check.checked) +
+                   " sampled points outside the oracle tolerance";
+        if (e.file_bytes < smallest)
+          e.note += (e.note.empty() ? "" : "; ") + std::string("the file holds ") + std::to_string(e.file_bytes) +
+                    " bytes, fewer than the map's " + std::to_string(smallest);
+      }
+      std::filesystem::remove(path, ec);
+    }
+  } catch (const Error& err) {
+    std::error_code ec;
+    std::filesystem::remove(path, ec);
+    e.status = Status::Fail;
+    e.note = err.what();
+    return e;
+  }
+  const auto ms = [](const std::vector<double>& seconds) { return 1e3 * summarize(seconds).median; };
+  e.read_ms = ms(read);
+  e.prepare_ms = ms(prepare);
+  e.kernel_ms = ms(kernel);
+  e.transfer_ms = ms(transfer);
+  e.write_ms = ms(write);
+  e.streamed_ms = ms(streamed);
+  e.wall_ms = ms(wall);
+  e.wall_over_kernel = e.kernel_ms > 0 ? e.wall_ms / e.kernel_ms : kNotAvailable;
+  return e;
+}
+
+namespace {
+
+std::string end_to_end_json(const EndToEnd& e) {
+  JsonObject o;
+  o.str("format", e.format).str("kernel", e.kernel).str("device", e.device);
+  o.integer("nx", e.nx).integer("ny", e.ny).integer("nz", e.nz).integer("atoms", static_cast<long long>(e.atoms));
+  o.integer("repeats", e.repeats).integer("warmup", e.warmup).add("streamed", e.streamed ? "true" : "false");
+  o.integer("file_bytes", static_cast<long long>(e.file_bytes));
+  o.num("read_ms", e.read_ms).num("prepare_ms", e.prepare_ms).num("kernel_ms", e.kernel_ms);
+  o.num("transfer_ms", e.transfer_ms).num("write_ms", e.write_ms).num("streamed_ms", e.streamed_ms);
+  o.num("wall_ms", e.wall_ms).num("wall_over_kernel", e.wall_over_kernel);
+  o.num("max_err_over_tol", e.max_err_over_tol).integer("points_checked", static_cast<long long>(e.points_checked));
+  o.str("verified", status_name(e.status)).str("note", e.note);
+  return o.text();
+}
+
+}  // namespace
+
+std::vector<std::string> write_end_to_end(const std::string& directory, const Metadata& meta,
+                                          const std::vector<EndToEnd>& rows) {
+  std::error_code ec;
+  std::filesystem::create_directories(directory, ec);
+  if (ec) throw Error("cannot create " + directory + ": " + ec.message());
+  const std::string base = (std::filesystem::path(directory) / "bench-end-to-end").string();
+  std::string csv =
+      "format,kernel,device,nx,ny,nz,atoms,repeats,streamed,file_bytes,read_ms,prepare_ms,kernel_ms,transfer_ms,"
+      "write_ms,streamed_ms,wall_ms,wall_over_kernel,max_err_over_tol,verified,note\n";
+  for (const EndToEnd& e : rows)
+    csv += csv_field(e.format) + "," + csv_field(e.kernel) + "," + csv_field(e.device) + "," + std::to_string(e.nx) +
+           "," + std::to_string(e.ny) + "," + std::to_string(e.nz) + "," + std::to_string(e.atoms) + "," +
+           std::to_string(e.repeats) + "," + (e.streamed ? "yes" : "no") + "," + std::to_string(e.file_bytes) + "," +
+           csv_number(e.read_ms) + "," + csv_number(e.prepare_ms) + "," + csv_number(e.kernel_ms) + "," +
+           csv_number(e.transfer_ms) + "," + csv_number(e.write_ms) + "," + csv_number(e.streamed_ms) + "," +
+           csv_number(e.wall_ms) + "," + csv_number(e.wall_over_kernel) + "," + csv_number(e.max_err_over_tol) + "," +
+           std::string(status_name(e.status)) + "," + csv_field(e.note) + "\n";
+  write_text(base + ".csv", csv);
+  std::string json = json_document("end-to-end", meta, {});
+  const std::size_t end = json.rfind("\n}");
+  std::string entries;
+  for (std::size_t i = 0; i < rows.size(); ++i)
+    entries += std::string(i ? "," : "") + "\n    " + end_to_end_json(rows[i]);
+  json = json.substr(0, end) + ",\n  \"end_to_end\": [" + entries + (rows.empty() ? "]" : "\n  ]") + "\n}\n";
   write_text(base + ".json", json);
   return {base + ".csv", base + ".json"};
 }

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -17,6 +18,7 @@
 #include "src/core/atoms.h"
 #include "src/core/grid.h"
 #include "src/core/random_atoms.h"
+#include "src/pipeline/map_pipeline.h"
 
 namespace espgrid::bench {
 
@@ -265,6 +267,56 @@ inline constexpr std::array<std::int64_t, 3> kGpuSweepDims = {512, 512, 512};
 inline constexpr std::size_t kGpuSweepAtoms = 100000;
 /// 1, 2, 4, ... GPUs up to `available`, and `available` itself.
 std::vector<int> gpu_sweep_counts(int available);
+
+// ---- end to end (espgrid bench --sweep end-to-end) -------------------------------------------------
+
+/// What the end-to-end measurement runs: `espgrid map INPUT -o FILE` with these options, through
+/// the library facade, as the CLI does (streaming formats written while the kernel runs).
+struct EndToEndRequest {
+  std::string input;                      ///< structure file
+  std::optional<StructureFormat> format;  ///< from the extension when empty
+  GridRequest grid;
+  PhysicsOptions physics;
+  ComputeOptions compute;
+  MapWriteOptions write;
+  std::string scratch_dir;  ///< where the map files go (each removed after its run)
+};
+
+/// One output format timed end to end, a structure file in and a map file out: the median of
+/// every stage over the timed runs, and wall / kernel, which is 1 when nothing around the
+/// kernel costs anything (the figure this measurement tracks, as %CEIL tracks the kernel).
+struct EndToEnd {
+  std::string format;  ///< the output's extension: "mrc", "dx", "vti"
+  std::string kernel;
+  std::string device;
+  std::int64_t nx = 0, ny = 0, nz = 0;
+  std::size_t atoms = 0;
+  int repeats = 0, warmup = 0;
+  bool streamed = false;  ///< written plane by plane while the kernel ran
+  std::uint64_t file_bytes = 0;
+  double read_ms = kNotAvailable;      ///< reading the structure file
+  double prepare_ms = kNotAvailable;   ///< float32 problem and the poisoned map
+  double kernel_ms = kNotAvailable;    ///< the kernel (CUDA events on a GPU)
+  double transfer_ms = kNotAvailable;  ///< device set-up and copies: compute wall − kernel
+  double write_ms = kNotAvailable;     ///< writing after the computation (all of it, unless streamed)
+  double streamed_ms = kNotAvailable;  ///< writing during the computation (streamed formats)
+  double wall_ms = kNotAvailable;      ///< from opening the structure to the file in place
+  double wall_over_kernel = kNotAvailable;
+  double max_err_over_tol = kNotAvailable;  ///< the last map at sampled points vs the oracle
+  std::size_t points_checked = 0;
+  Status status = Status::Skipped;
+  std::string note;
+};
+
+/// Runs settings.warmup untimed and settings.repeats timed end-to-end maps writing
+/// `extension` ("mrc", "dx", "vti"), checks the last map against the double oracle at
+/// settings.check_points points and the file's size, and removes the files. Errors become
+/// status Fail with the message as the note.
+EndToEnd measure_end_to_end(const EndToEndRequest& request, const std::string& extension, const Settings& settings);
+
+/// Writes bench-end-to-end.csv and bench-end-to-end.json into `directory`; returns the paths.
+std::vector<std::string> write_end_to_end(const std::string& directory, const Metadata& meta,
+                                          const std::vector<EndToEnd>& rows);
 
 // ---- the sweeps' fixed sets ------------------------------------------------------------------------
 

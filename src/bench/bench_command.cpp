@@ -459,6 +459,44 @@ void sweep_gpus(Bench& b, const PreparedProblem& given) {
       std::printf("wrote %s\n", path.c_str());
 }
 
+/// The end-to-end measurement: the structure file through `espgrid map`'s path to a map file of
+/// each format, every stage timed; wall / kernel is the figure to watch (1 = nothing but the kernel).
+void sweep_end_to_end(Bench& b, const EndToEndRequest& request, const std::vector<std::string>& formats) {
+  const KernelSelection choice = select_kernel(request.compute, request.physics.model);
+  std::printf("\n== end-to-end: %s -> map file, %s (%s), through espgrid map's path ==\n", request.input.c_str(),
+              std::string(choice.kernel->name).c_str(), choice.why.c_str());
+  std::printf("%-6s %-8s %10s %9s %9s %10s %10s %10s %11s %10s %11s %s\n", "FORMAT", "STREAMED", "FILE", "READ ms",
+              "PREP ms", "KERNEL ms", "TRANSF ms", "WRITE ms", "STREAMED ms", "WALL ms", "WALL/KERNEL", "CHECK");
+  std::fflush(stdout);
+  std::vector<EndToEnd> rows;
+  for (const std::string& format : formats) {
+    const EndToEnd e = measure_end_to_end(request, format, b.settings);
+    if (e.status == Status::Fail) b.any_fail = true;
+    std::printf("%-6s %-8s %10s %9s %9s %10s %10s %10s %11s %10s %11s %s", e.format.c_str(), e.streamed ? "yes" : "no",
+                human_bytes(static_cast<double>(e.file_bytes)).c_str(), fmt("%.1f", e.read_ms).c_str(),
+                fmt("%.1f", e.prepare_ms).c_str(), fmt("%.1f", e.kernel_ms).c_str(), fmt("%.1f", e.transfer_ms).c_str(),
+                fmt("%.1f", e.write_ms).c_str(), fmt("%.1f", e.streamed_ms).c_str(), fmt("%.1f", e.wall_ms).c_str(),
+                fmt("%.2f", e.wall_over_kernel).c_str(), std::string(status_name(e.status)).c_str());
+    if (!e.note.empty()) std::printf("  (%s)", e.note.c_str());
+    std::printf("\n");
+    std::fflush(stdout);
+    rows.push_back(e);
+  }
+  if (!rows.empty() && rows.front().nx > 0)
+    std::printf("map        %s x %s x %s points, %s atoms, on %s; median of %d runs after %d warm-up\n",
+                with_commas(static_cast<std::uint64_t>(rows.front().nx)).c_str(),
+                with_commas(static_cast<std::uint64_t>(rows.front().ny)).c_str(),
+                with_commas(static_cast<std::uint64_t>(rows.front().nz)).c_str(),
+                with_commas(rows.front().atoms).c_str(), rows.front().device.c_str(), b.settings.repeats,
+                b.settings.warmup);
+  std::printf(
+      "WRITE: after the computation; STREAMED: written while the kernel ran (not in the wall's critical path);\n"
+      "WALL: from opening the structure file to the map file in place (in one process: the first run's CUDA\n"
+      "context is in its TRANSF); WALL/KERNEL = 1 when nothing around the kernel costs anything.\n");
+  if (!b.out_dir.empty())
+    for (const auto& path : write_end_to_end(b.out_dir, b.meta, rows)) std::printf("wrote %s\n", path.c_str());
+}
+
 std::string shell_word(const std::string& s) {
   if (!s.empty() && s.find_first_of(" \t\n'\"\\$`*?;&|<>(){}[]!#~") == std::string::npos) return s;
   std::string out = "'";
@@ -542,16 +580,22 @@ int run_bench(int argc, char** argv) {
       ("sweep", "none, all, or a comma list of blocks, coarsening, atoms, grid, speedup; and gpus (not in all: "
                 "1, 2, 4, ... GPUs on a 512x512x512 map of 100,000 atoms); msm (not in all: multilevel summation "
                 "vs the exact kernel on lattices of the input molecule, default data/achbp.pqr, up to 1.6 M "
-                "atoms on a GPU); msm-accuracy (not in all: the error table behind --accuracy)",
+                "atoms on a GPU); msm-accuracy (not in all: the error table behind --accuracy); end-to-end (not in "
+                "all: a structure file to map files through espgrid map's path)",
        cxxopts::value<std::string>()->default_value("none"))
+      ("formats", "end-to-end: the map formats to write, a comma list of mrc, dx, dx.gz, vti",
+       cxxopts::value<std::string>()->default_value("mrc,dx,vti"))
+      ("scratch", "end-to-end: folder for the map files (removed after each run; they may be GBs)",
+       cxxopts::value<std::string>())
       ("sweep-only", "run the sweeps only, not the table of every variant")
       ("out", "write bench-KIND.csv and bench-KIND.json into this folder", cxxopts::value<std::string>());
   // clang-format on
+  add_map_output_options(options);  // end-to-end: --compression, --no-stream
   options.add_options()("h,help", "show this help");
   options.parse_positional({"input"});
   const auto args = parse_args(options, argc, argv);
   if (args.count("help")) {
-    std::cout << options.help({"Input", "Physics", "Compute", "Measurement", ""})
+    std::cout << options.help({"Input", "Physics", "Compute", "Measurement", "Output", ""})
               << "\nEach measurement probes the kernel on growing parts of the grid, then times it on as many whole\n"
                  "z-planes as fit --budget seconds (at least one plane, or a plane's first rows when one plane is\n"
                  "over budget). Throughput counts the work actually done. The last timed output is checked\n"
@@ -592,7 +636,7 @@ int run_bench(int argc, char** argv) {
   std::vector<std::string> sweeps;
   for (const std::string& name : split_commas(args["sweep"].as<std::string>())) {
     if (name == "none") continue;
-    if (name == "gpus" || name == "msm" || name == "msm-accuracy") {  // not part of "all": minutes by design
+    if (name == "gpus" || name == "msm" || name == "msm-accuracy" || name == "end-to-end") {  // not in "all": minutes
       sweeps.push_back(name);
       continue;
     }
@@ -602,12 +646,37 @@ int run_bench(int argc, char** argv) {
     }
     if (std::find(std::begin(kSweepNames), std::end(kSweepNames), name) == std::end(kSweepNames))
       throw UsageError("--sweep: unknown sweep '" + name +
-                       "' (none, all, blocks, coarsening, split, atoms, grid, speedup, gpus, msm, msm-accuracy)");
+                       "' (none, all, blocks, coarsening, split, atoms, grid, speedup, gpus, msm, msm-accuracy, "
+                       "end-to-end)");
     sweeps.push_back(name);
   }
   const bool sweep_only = args.count("sweep-only") > 0;
   if (sweep_only && sweeps.empty()) throw UsageError("--sweep-only needs --sweep");
   check_sweeps_fit(sweeps, b.spacing, args.count("input") || args.count("dims") || args.count("atoms"));
+  const bool end_to_end = std::find(sweeps.begin(), sweeps.end(), "end-to-end") != sweeps.end();
+  EndToEndRequest e2e;
+  std::vector<std::string> e2e_formats;
+  if (end_to_end) {
+    if (!args.count("input"))
+      throw UsageError("--sweep end-to-end needs a structure file: espgrid bench FILE.pqr --sweep end-to-end");
+    for (const std::string& f : split_commas(args["formats"].as<std::string>())) {
+      if (f != "mrc" && f != "dx" && f != "dx.gz" && f != "vti")
+        throw UsageError("--formats takes mrc, dx, dx.gz and vti, got '" + f + "'");
+      e2e_formats.push_back(f);
+    }
+    e2e.input = args["input"].as<std::string>();
+    e2e.format = format_option(args);
+    e2e.grid.spacing = triple_option("spacing", args["spacing"].as<std::string>(), true);
+    e2e.grid.padding = number_option("padding", args["padding"].as<std::string>());
+    check_grid_request(e2e.grid);
+    e2e.physics = physics_options(args);
+    e2e.compute = compute_options(args);
+    if (e2e.compute.kernel.find(',') != std::string::npos || e2e.compute.kernel == "all")
+      throw UsageError("--sweep end-to-end runs one kernel: name it with --kernel NAME, or leave the default");
+    e2e.write = map_write_options(args, e2e.compute.run.threads);
+    e2e.scratch_dir =
+        args.count("scratch") ? args["scratch"].as<std::string>() : std::filesystem::temp_directory_path().string();
+  }
 
   // Kernels.
   const std::string backend = args["backend"].as<std::string>();
@@ -781,6 +850,7 @@ int run_bench(int argc, char** argv) {
                                  : timed(s, [&] { return sweep_msm_accuracy(context); });
       b.any_fail = b.any_fail || !ok;
     }
+    if (s == "end-to-end") timed(s, [&] { sweep_end_to_end(b, e2e, e2e_formats); });
   }
   std::printf("\ntotal %.1f s. %s\n", total.seconds(),
               b.any_fail ? "Some measurements FAILED verification (exit code 1)." : "Every measured output verified.");

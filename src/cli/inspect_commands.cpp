@@ -105,15 +105,16 @@ int run_atoms(int argc, char** argv) {
 
 int run_convert(int argc, char** argv) {
   cxxopts::Options options("espgrid convert", "Write a map file in another format (the grid and values unchanged).\n");
-  options.custom_help("INPUT.dx -o OUTPUT.vti|OUTPUT.dx [--units U]");
+  options.custom_help("INPUT.dx -o OUTPUT.vti|OUTPUT.dx|OUTPUT.mrc [--units U]");
   options.positional_help("");
   // clang-format off
   options.add_options("Input")
       ("input", "map to read: .dx (espgrid, APBS or any DX of that layout)", cxxopts::value<std::string>());
   options.add_options("Output")
-      ("o,output", "map to write (.vti or .dx); repeat for several", cxxopts::value<std::vector<std::string>>())
+      ("o,output", "map to write (.vti, .dx or .mrc/.map/.ccp4); repeat for several", cxxopts::value<std::vector<std::string>>())
       ("units", "the input's unit when its header does not say (kT/e, kcal/mol/e or V)", cxxopts::value<std::string>());
   // clang-format on
+  add_map_output_options(options);
   options.add_options()("h,help", "show this help");
   options.parse_positional({"input"});
   const auto args = parse_args(options, argc, argv, {"output"});
@@ -122,10 +123,11 @@ int run_convert(int argc, char** argv) {
     return 0;
   }
   if (!args.count("input")) throw UsageError("no input map given");
-  if (!args.count("output")) throw UsageError("no output given: add -o map.vti and/or -o map.dx");
+  if (!args.count("output")) throw UsageError("no output given: add -o map.vti, -o map.dx and/or -o map.mrc");
   const auto outputs = args["output"].as<std::vector<std::string>>();
+  const MapWriteOptions write = map_write_options(args);
   const std::string input = args["input"].as<std::string>();
-  check_output_paths(outputs, {input});
+  check_output_paths(outputs, {input}, write);
   if (map_format_from_extension(input) != MapFormat::Dx)
     throw UsageError("espgrid convert reads .dx maps; " + input + " is not one");
   bool unit_known = false;
@@ -139,7 +141,8 @@ int run_convert(int argc, char** argv) {
     throw UsageError(input + " does not say its unit; name it with --units kT/e|kcal/mol/e|V");
   }
   map.source = "converted from " + input;
-  write_map_files(map, outputs, nullptr, [](const std::string& path) { std::printf("wrote      %s\n", path.c_str()); });
+  write_map_files(
+      map, outputs, nullptr, [](const std::string& path) { std::printf("wrote      %s\n", path.c_str()); }, write);
   return 0;
 }
 

@@ -36,11 +36,12 @@ struct MapCommand {
   GridRequest grid;
   PhysicsOptions physics;
   ComputeOptions compute;
+  MapWriteOptions write;
 };
 
 MapCommand map_command(const cxxopts::ParseResult& args) {
   MapCommand c;
-  if (!args.count("output")) throw UsageError("no output given: add -o map.vti and/or -o map.dx");
+  if (!args.count("output")) throw UsageError("no output given: add -o map.vti, -o map.dx and/or -o map.mrc");
   c.outputs = args["output"].as<std::vector<std::string>>();
   if (!args.count("input")) throw UsageError("no input file given");
   c.input = args["input"].as<std::string>();
@@ -72,6 +73,7 @@ MapCommand map_command(const cxxopts::ParseResult& args) {
   c.physics = physics_options(args);
   c.grid = grid_request(args);
   c.compute = compute_options(args);
+  c.write = map_write_options(args, c.compute.run.threads);
   return c;
 }
 
@@ -103,10 +105,10 @@ std::string part_line(const WorkerTiming& part) {
          seconds_text(part.wall_seconds);
 }
 
-/// The summary after the computation (kernel line first), then the outputs, then the times.
+/// The summary after the computation (kernel line first), then the outputs (the streamed ones
+/// completed, the others written), then the times.
 void finish_map(const PotentialMap& map, std::size_t atoms, const std::string& kernel_line, TimingReport& timing,
-                const std::string& compute_note, const std::vector<std::string>& outputs,
-                const std::function<void()>& after_maps = nullptr) {
+                const std::string& compute_note, MapFiles& files, const std::function<void()>& after_maps = nullptr) {
   const double evaluations = static_cast<double>(map.grid.point_count()) * static_cast<double>(atoms);
   const auto [lo, hi] = std::minmax_element(map.values.begin(), map.values.end());
   std::printf("kernel     %s\n", kernel_line.c_str());
@@ -134,16 +136,19 @@ void finish_map(const PotentialMap& map, std::size_t atoms, const std::string& k
                   ? (", T " + std::to_string(map.physics.temperature).substr(0, 6) + " K").c_str()
                   : "");
   std::fflush(stdout);
-  write_map_files(map, outputs, &timing, [](const std::string& path) {
+  const bool any_streamed = files.streaming();
+  files.finish(map, &timing, [](const std::string& path) {
     std::printf("wrote      %s\n", path.c_str());
     std::fflush(stdout);
   });
   if (after_maps) after_maps();
-  std::printf("time       read %s, prepare %s, kernel %s, transfers %s, write %s; total %s%s\n",
+  const std::string streamed =
+      any_streamed ? " (+ " + seconds_text(timing.streamed_write_seconds) + " streamed during compute)" : "";
+  std::printf("time       read %s, prepare %s, kernel %s, transfers %s, write %s%s; total %s%s\n",
               seconds_text(timing.read_seconds).c_str(), seconds_text(timing.prepare_seconds).c_str(),
               seconds_text(timing.kernel_seconds).c_str(), seconds_text(timing.transfer_seconds).c_str(),
-              seconds_text(timing.write_seconds).c_str(), seconds_text(timing.total_seconds()).c_str(),
-              compute_note.c_str());
+              seconds_text(timing.write_seconds).c_str(), streamed.c_str(),
+              seconds_text(timing.total_seconds()).c_str(), compute_note.c_str());
 }
 
 /// `espgrid map` under mpirun with more than one rank: every rank reads the input and computes
@@ -169,7 +174,7 @@ int run_map_distributed(const cxxopts::ParseResult& args, scaleout::Cluster& clu
       if (needs_charge_assignment(command.input_format))
         throw UsageError("under mpirun, give a PQR file: run `espgrid map " + command.input +
                          " --keep-pqr FILE.pqr ...` once without mpirun (or pdb2pqr30 yourself)");
-      if (root) check_output_paths(command.outputs, {command.input});  // only rank 0 writes
+      if (root) check_output_paths(command.outputs, {command.input}, command.write);  // only rank 0 writes
       choice = select_kernel(command.compute, command.physics.model);
       RunOptions& run = command.compute.run;
       if (choice.kernel->backend == Backend::Cuda && !args.count("device") && !args.count("devices")) {
@@ -252,10 +257,11 @@ int run_map_distributed(const cxxopts::ParseResult& args, scaleout::Cluster& clu
   if (choice.error_bound > 0)
     timing.method = "approximate, expected relative RMS error <= " + short_scientific(choice.error_bound) +
                     " at points >= 1.4 Å from atoms";
+  MapFiles files(command.outputs, command.write);  // rank 0 has the whole map only now: nothing streams
   finish_map(map, problem->atom_count(), kernel_names + " on " + result.timing.device + " (" + choice.why + ")", timing,
              " (kernel: the slowest rank; transfers: all ranks and the gather, " + seconds_text(result.gather_seconds) +
                  " gathering)",
-             command.outputs);
+             files);
   return 0;
 }
 
@@ -263,7 +269,7 @@ int run_map_distributed(const cxxopts::ParseResult& args, scaleout::Cluster& clu
 
 int run_map(int argc, char** argv) {
   cxxopts::Options options("espgrid map", "Compute the electrostatic potential of a charged structure on a grid.\n");
-  options.custom_help("INPUT -o OUTPUT.vti|OUTPUT.dx [-o ...] [options]");
+  options.custom_help("INPUT -o OUTPUT.vti|OUTPUT.dx|OUTPUT.mrc [-o ...] [options]");
   options.positional_help("");
   add_structure_options(options, "structure file (.pqr, .xyz; .pdb or .cif: charges from pdb2pqr)");
   // clang-format off
@@ -275,9 +281,12 @@ int run_map(int argc, char** argv) {
       ("keep-pqr", "PDB/mmCIF input: where to keep the PQR pdb2pqr made (default: beside the first map, named "
                    "after the input)", cxxopts::value<std::string>());
   options.add_options("Output")
-      ("o,output", "map to write: .vti (ParaView) or .dx (VMD, PyMOL, ChimeraX, APBS); repeat for both",
+      ("o,output", "map to write: .vti (ParaView), .dx or .dx.gz (VMD, PyMOL, ChimeraX, APBS) or "
+                   ".mrc/.map/.ccp4 (MRC2014: ChimeraX, PyMOL, VMD, Coot, Mol*); .mrc and .vti are written while the "
+                   "map is computed; repeat for several",
        cxxopts::value<std::vector<std::string>>());
   // clang-format on
+  add_map_output_options(options);
   add_grid_options(options);
   add_physics_options(options);
   add_compute_options(options, "kernel variant (see `espgrid kernels`)");
@@ -299,7 +308,7 @@ int run_map(int argc, char** argv) {
   if (cluster.distributed()) return run_map_distributed(args, cluster);
 
   MapCommand command = map_command(args);
-  check_output_paths(command.outputs, {command.input});
+  check_output_paths(command.outputs, {command.input}, command.write);
   if (!command.keep_pqr.empty()) check_output_path(command.keep_pqr);
   const KernelSelection choice = select_kernel(command.compute, command.physics.model);
   if (const std::optional<GridSpec> grid = explicit_grid(command.grid)) check_grid_fits(*grid);  // before reading
@@ -317,12 +326,13 @@ int run_map(int argc, char** argv) {
       assigned ? command.input + " (charges: " + assigned->describe() + ")" : command.input, structure.atoms);
   ProgressBar bar(std::string(choice.kernel->name));
   request.progress = [&bar](std::size_t done, std::size_t total) { bar.update(done, total); };
-  MapResult result = compute_map(structure.atoms, request, choice);
+  MapFiles files(command.outputs, command.write);
+  MapResult result = compute_map(structure.atoms, request, choice, &files);
   bar.finish();
   result.timing.read_seconds = read.read_seconds;
   finish_map(result.map, structure.atoms.size(),
              std::string(choice.kernel->name) + " on " + result.timing.device + " (" + choice.why + ")", result.timing,
-             "", command.outputs, [&] {
+             "", files, [&] {
                if (!assigned) return;
                assigned->keep(command.keep_pqr);  // only after every map is written: a failure leaves nothing
                std::printf("wrote      %s (the PQR pdb2pqr made)\n", command.keep_pqr.c_str());

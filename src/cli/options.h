@@ -46,6 +46,8 @@ void add_physics_options(cxxopts::Options& options);
 /// --kernel, --backend, --device, --devices, --threads, and the approximate method's
 /// --accuracy and --msm-cutoff/--msm-spacing/--msm-order.
 void add_compute_options(cxxopts::Options& options, const std::string& kernel_help);
+/// --compression and --no-stream (into the "Output" group).
+void add_map_output_options(cxxopts::Options& options);
 
 /// The input's format: --format, or nothing (the extension decides).
 std::optional<StructureFormat> format_option(const cxxopts::ParseResult& args);
@@ -55,5 +57,7 @@ PhysicsOptions physics_options(const cxxopts::ParseResult& args);
 /// Threads (0..kMaxCpuThreads), --device N or --devices LIST (not both), backend and kernel,
 /// and run.method from --accuracy or --msm-* (checked).
 ComputeOptions compute_options(const cxxopts::ParseResult& args);
+/// --compression, --no-stream; `threads` (the verb's --threads, checked; 0 = all cores) format .dx text.
+MapWriteOptions map_write_options(const cxxopts::ParseResult& args, int threads = 0);
 
 }  // namespace espgrid::cli

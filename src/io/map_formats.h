@@ -1,8 +1,10 @@
 // Map files: which formats espgrid writes and reads, chosen by extension. Every writer goes
 // through write_map, which refuses non-finite values and replaces the destination atomically
-// (io/atomic_output_file.h). Writers know nothing about kernels.
+// (io/atomic_output_file.h), or, for formats stored x fastest, through the streaming writer
+// (io/map_stream.h), which writes planes while they are computed. Writers know nothing about kernels.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -10,25 +12,64 @@
 
 namespace espgrid {
 
-enum class MapFormat { Dx, Vti };
+enum class MapFormat { Dx, DxGz, Vti, Mrc };
 
-/// .dx or .vti from the output path's extension; UsageError otherwise.
+/// The format from the output path's extension: .dx, .dx.gz (OpenDX, gzip), .vti, or
+/// .mrc/.map/.ccp4 (MRC2014); UsageError otherwise.
 MapFormat map_format_from_extension(const std::string& path);
-/// Whether this build can write .vti (built with VTK).
+/// "OpenDX", "OpenDX (gzip)", "VTK image data", "MRC2014".
+std::string_view map_format_name(MapFormat format);
+
+/// The compressors VTK 9 offers for .vti's appended data; ParaView 5.11 reads all four.
+enum class VtiCompression { None, Lz4, ZLib, Lzma };
+/// "none", "lz4", "zlib", "lzma".
+std::string_view compression_name(VtiCompression compression);
+/// Parses a compression_name; UsageError listing them otherwise.
+VtiCompression parse_compression(const std::string& text);
+
+/// How maps are written. The defaults are what `espgrid map` uses.
+struct MapWriteOptions {
+  /// .vti compressor. None by measurement (benchmarks/NOTES.md, "Writing maps"): float32
+  /// potentials hardly compress (LZ4 saves nothing, zlib 15% at 20-30x the write time and 5x
+  /// the read time, LZMA 33% at 200x), and uncompressed .vti is written plane by plane while
+  /// the map is computed.
+  VtiCompression vti_compression = VtiCompression::None;
+  int threads = 0;     ///< threads that format .dx text; 0 = OpenMP's default (all cores)
+  bool stream = true;  ///< write the formats that allow it while the map is computed (io/map_stream.h)
+};
+
+/// UsageError when this build cannot write `path`'s format with `options` (compressed .vti
+/// without VTK, .dx.gz without zlib), so the CLI can refuse before computing.
+void check_map_format_supported(const std::string& path, const MapWriteOptions& options = {});
+/// Whether this build has VTK, whose writer compresses .vti (lz4, zlib, lzma). Uncompressed
+/// .vti is written by espgrid itself and needs no VTK.
 bool vti_supported() noexcept;
-/// UsageError when this build cannot write `path`'s format (e.g. .vti without VTK), so the
-/// CLI can refuse before computing.
-void check_map_format_supported(const std::string& path);
+/// Whether this build has zlib, for .dx.gz.
+bool gzip_supported() noexcept;
 
 /// Writes the map atomically (temporary file, then rename). Throws Error when any value is
 /// not finite, when the format is unsupported, or when writing fails; the destination is
 /// then untouched.
-void write_map(const PotentialMap& map, const std::string& path);
+void write_map(const PotentialMap& map, const std::string& path, const MapWriteOptions& options = {});
 
-/// OpenDX in the layout APBS writes (z fastest, three values a line), straight to `path`.
-void write_dx_to(const PotentialMap& map, const std::string& path);
-/// VTK XML image data (compressed appended, point data "potential"), straight to `path`.
-void write_vti_to(const PotentialMap& map, const std::string& path);
+/// OpenDX in the layout APBS writes (z fastest, three values a line, "%.8e": every float reads
+/// back exactly), straight to `path`. Blocks of lines are formatted on options.threads threads
+/// and written in order; the file is byte for byte what one thread would write.
+void write_dx_to(const PotentialMap& map, const std::string& path, const MapWriteOptions& options = {});
+/// The same text gzip-compressed (.dx.gz): each block a gzip member of its own, compressed on
+/// the thread that formatted it (RFC 1952 allows members one after another; gunzip, zlib's
+/// gzread, Python's gzip and PyMOL read them as one stream).
+void write_dx_gz_to(const PotentialMap& map, const std::string& path, const MapWriteOptions& options = {});
+/// VTK XML image data (appended, point data "potential"), straight to `path`: uncompressed by
+/// espgrid's own writer (io/map_stream.h: make_vti_plane_writer), compressed by VTK's.
+void write_vti_to(const PotentialMap& map, const std::string& path, const MapWriteOptions& options = {});
+/// MRC2014, mode 2 (float32), axes 1,2,3 (x fastest), straight to `path`; see io/mrc_format.h.
+void write_mrc_to(const PotentialMap& map, const std::string& path);
+
+/// Throws Error naming the first grid point among planes [first_plane, first_plane + planes)
+/// whose value is not finite ("... grid point (i, j, k) is not finite; no map written"), or when
+/// the map does not hold one value per grid point.
+void check_finite(const PotentialMap& map, std::int64_t first_plane, std::int64_t planes);
 
 /// The header line that records a map's physics in every text format:
 /// "Potential in kT/e (T = 298.15 K), dielectric 1".

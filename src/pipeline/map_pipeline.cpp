@@ -9,6 +9,7 @@
 #include "src/core/text_format.h"
 #include "src/io/atomic_output_file.h"
 #include "src/io/map_formats.h"
+#include "src/io/map_stream.h"
 
 namespace espgrid {
 
@@ -85,7 +86,7 @@ MapResult compute_map(const Atoms& atoms, const MapRequest& request) {
   return compute_map(atoms, request, select_kernel(request.compute, request.physics.model));
 }
 
-MapResult compute_map(const Atoms& atoms, const MapRequest& request, const KernelSelection& kernel) {
+MapResult compute_map(const Atoms& atoms, const MapRequest& request, const KernelSelection& kernel, MapFiles* files) {
   validate(request.physics);
   MapResult result;
   result.kernel = kernel;
@@ -98,6 +99,13 @@ MapResult compute_map(const Atoms& atoms, const MapRequest& request, const Kerne
   result.timing.prepare_seconds = prepare.seconds();
   RunOptions run = request.compute.run;
   run.progress = request.progress;
+  if (files) {
+    files->start(result.map);
+    run.planes_done = [files, also = request.compute.run.planes_done](std::int64_t first, std::int64_t count) {
+      files->planes_ready(first, count);
+      if (also) also(first, count);
+    };
+  }
   const ComputeTiming t = kernel.kernel->run(problem.view(result.map.values.data()), run);
   result.timing.kernel_seconds = t.kernel_seconds;
   result.timing.transfer_seconds = std::max(0.0, t.wall_seconds - t.kernel_seconds);
@@ -135,10 +143,11 @@ std::string landing_place(const std::string& output) {
 
 }  // namespace
 
-void check_output_paths(const std::vector<std::string>& paths, const std::vector<std::string>& inputs) {
+void check_output_paths(const std::vector<std::string>& paths, const std::vector<std::string>& inputs,
+                        const MapWriteOptions& options) {
   for (std::size_t i = 0; i < paths.size(); ++i) {
     const std::string& path = paths[i];
-    check_map_format_supported(path);
+    check_map_format_supported(path, options);
     for (const std::string& input : inputs)
       if (same_file(path, input))
         throw UsageError("the output " + path + " is the input file " + input +
@@ -151,13 +160,55 @@ void check_output_paths(const std::vector<std::string>& paths, const std::vector
 }
 
 void write_map_files(const PotentialMap& map, const std::vector<std::string>& paths, TimingReport* timing,
-                     const std::function<void(const std::string&)>& written) {
+                     const std::function<void(const std::string&)>& written, const MapWriteOptions& options) {
   for (const auto& path : paths) {
     const Stopwatch clock;
-    write_map(map, path);
+    write_map(map, path, options);
     if (timing) timing->write_seconds += clock.seconds();
     if (written) written(path);
   }
+}
+
+MapFiles::MapFiles(std::vector<std::string> paths, MapWriteOptions options)
+    : paths_(std::move(paths)), options_(options) {}
+
+MapFiles::~MapFiles() = default;
+
+std::vector<std::string> MapFiles::streamed_paths() const {
+  std::vector<std::string> out;
+  for (const auto& path : paths_)
+    if (streams_planes(map_format_from_extension(path), options_)) out.push_back(path);
+  return out;
+}
+
+void MapFiles::start(const PotentialMap& map) {
+  streams_.clear();
+  for (const auto& path : streamed_paths())
+    streams_.push_back(std::make_unique<StreamingMapWriter>(map, path, options_));
+  streamed_files_ = streams_.size();
+}
+
+void MapFiles::planes_ready(std::int64_t first, std::int64_t count) {
+  for (auto& stream : streams_) stream->planes_ready(first, count);
+}
+
+void MapFiles::finish(const PotentialMap& map, TimingReport* timing,
+                      const std::function<void(const std::string&)>& written) {
+  std::size_t next_stream = 0;
+  for (const auto& path : paths_) {
+    const Stopwatch clock;
+    if (streams_planes(map_format_from_extension(path), options_) && next_stream < streams_.size()) {
+      StreamingMapWriter& stream = *streams_[next_stream++];
+      const double during = stream.busy_seconds();  // what it wrote while the kernel ran
+      stream.finish();
+      if (timing) timing->streamed_write_seconds += during;
+    } else {
+      write_map(map, path, options_);
+    }
+    if (timing) timing->write_seconds += clock.seconds();
+    if (written) written(path);
+  }
+  streams_.clear();
 }
 
 }  // namespace espgrid

@@ -6,10 +6,13 @@
 //   make_grid       → GridSpec (core/grid.h)
 //   select_kernel   → the registry row that will run, and why
 //   compute_map     → PotentialMap + TimingReport              prepare, kernel, transfer
-//   write_map_files → the files, each replaced atomically      timing.write_seconds
+//                     (with MapFiles: MRC written plane by plane meanwhile)
+//   MapFiles::finish / write_map_files → the files, each replaced atomically   timing.write_seconds
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -17,6 +20,7 @@
 #include "src/compute/kernel_registry.h"
 #include "src/compute/prepared_problem.h"
 #include "src/core/potential_map.h"
+#include "src/io/map_formats.h"
 #include "src/io/structure_reader.h"
 
 namespace espgrid {
@@ -48,11 +52,14 @@ KernelSelection select_kernel(const ComputeOptions& options, PairModel model);
 
 /// Where the time of one map went, seconds. Stages that did not run stay 0.
 struct TimingReport {
-  double read_seconds = 0;          ///< reading and checking the structure file
-  double prepare_seconds = 0;       ///< the float32 problem and the output buffer
-  double kernel_seconds = 0;        ///< the kernel (CUDA events on a GPU; the busiest device's)
-  double transfer_seconds = 0;      ///< device set-up, allocation and copies: compute wall − kernel
-  double write_seconds = 0;         ///< every output file, formatting included
+  double read_seconds = 0;      ///< reading and checking the structure file
+  double prepare_seconds = 0;   ///< the float32 problem and the output buffer
+  double kernel_seconds = 0;    ///< the kernel (CUDA events on a GPU; the busiest device's)
+  double transfer_seconds = 0;  ///< device set-up, allocation and copies: compute wall − kernel
+  double write_seconds = 0;     ///< every output file, formatting included, after the computation
+  /// Writing streamed planes during the computation (MapFiles): overlapped with the kernel, so
+  /// not part of total_seconds().
+  double streamed_write_seconds = 0;
   std::string device;               ///< where the kernel ran
   std::vector<WorkerTiming> parts;  ///< CUDA: one per device worker
   std::vector<PhaseTiming> phases;  ///< methods that run in phases (MSM): each phase's time
@@ -80,10 +87,50 @@ struct MapResult {
   TimingReport timing;
 };
 
+class StreamingMapWriter;
+
+/// The files one map goes to. Formats stored x fastest and uncompressed (MRC, .vti without
+/// compression; io/map_stream.h) are opened when the computation starts and written plane by
+/// plane while the kernel runs; the others (OpenDX: z fastest; compressed .vti: VTK takes the
+/// whole array) are written by finish() from the finished map.
+/// Destroyed without finish(), it leaves every destination untouched.
+class MapFiles {
+ public:
+  explicit MapFiles(std::vector<std::string> paths, MapWriteOptions options = {});
+  ~MapFiles();
+  MapFiles(const MapFiles&) = delete;
+  MapFiles& operator=(const MapFiles&) = delete;
+
+  /// Opens the streamed files for `map` (grid, physics and source set, values sized), which
+  /// must outlive this object; compute_map calls it before the kernel runs.
+  void start(const PotentialMap& map);
+  /// Planes [first, first + count) of the map are final (RunOptions::planes_done); any thread.
+  void planes_ready(std::int64_t first, std::int64_t count);
+  /// Completes every file in the order given, each replaced atomically: the streamed ones (the
+  /// planes still queued, then the header), then the others from `map`. Calls `written` after
+  /// each; adds the time to timing->write_seconds and the streamed files' writing during the
+  /// computation to timing->streamed_write_seconds.
+  void finish(const PotentialMap& map, TimingReport* timing = nullptr,
+              const std::function<void(const std::string&)>& written = nullptr);
+  /// The paths written plane by plane once start() is called.
+  std::vector<std::string> streamed_paths() const;
+  /// Whether start() opened any file to be written plane by plane.
+  bool streaming() const noexcept { return streamed_files_ > 0; }
+
+ private:
+  std::vector<std::string> paths_;
+  MapWriteOptions options_;
+  std::size_t streamed_files_ = 0;
+  std::vector<std::unique_ptr<StreamingMapWriter>> streams_;  ///< one per streamed path, in order
+};
+
 /// Computes the whole map with the selected kernel into a NaN-poisoned buffer.
 MapResult compute_map(const Atoms& atoms, const MapRequest& request);
-/// The same with the kernel already selected (the MPI ranks, the Python module's loops).
-MapResult compute_map(const Atoms& atoms, const MapRequest& request, const KernelSelection& kernel);
+/// The same with the kernel already selected (the MPI ranks, the Python module's loops). With
+/// `files`, the formats that stream are written while the kernel runs; call files->finish()
+/// with the result's map to complete them and write the rest.
+MapResult compute_map(const Atoms& atoms, const MapRequest& request, const KernelSelection& kernel,
+                      MapFiles* files = nullptr);
 
 /// Planes [first_plane, first_plane + planes) of `problem`'s map into `out` (planes × nx × ny
 /// floats): the slab a rank of a distributed run computes, bit-identical to the same planes of
@@ -95,13 +142,15 @@ ComputeTiming compute_planes(const KernelVariant& kernel, const PreparedProblem&
 std::string describe_source(const std::string& path, const Atoms& atoms);
 
 /// Checks every output path before anything is read or computed: a known format this build can
-/// write, a file that may be replaced in a directory that accepts a new one (io/atomic_output_file.h),
-/// and neither one of `inputs` (same device and inode: the map would replace its own input)
-/// nor an output named twice (UsageError / Error naming the path).
-void check_output_paths(const std::vector<std::string>& paths, const std::vector<std::string>& inputs = {});
+/// write with `options`, a file that may be replaced in a directory that accepts a new one
+/// (io/atomic_output_file.h), and neither one of `inputs` (same device and inode: the map would
+/// replace its own input) nor an output named twice (UsageError / Error naming the path).
+void check_output_paths(const std::vector<std::string>& paths, const std::vector<std::string>& inputs = {},
+                        const MapWriteOptions& options = {});
 /// Writes the map to every path in turn, each atomically; `written` (if set) is called after
 /// each file; adds the time to `timing`.
 void write_map_files(const PotentialMap& map, const std::vector<std::string>& paths, TimingReport* timing = nullptr,
-                     const std::function<void(const std::string&)>& written = nullptr);
+                     const std::function<void(const std::string&)>& written = nullptr,
+                     const MapWriteOptions& options = {});
 
 }  // namespace espgrid

@@ -1,0 +1,42 @@
+// A map file being written, through plain POSIX calls. Writers call it from inside parallel
+// regions and from a streaming writer's thread, where an exception must not escape, so it
+// never throws while writing: the first failure is kept, later writes are skipped, and close()
+// reports it naming the file.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace espgrid {
+
+class OutputFile {
+ public:
+  /// Creates (or truncates) `path`; throws Error naming it when that fails.
+  explicit OutputFile(std::string path);
+  ~OutputFile();  ///< closes the descriptor if close() was not called; never throws
+  OutputFile(const OutputFile&) = delete;
+  OutputFile& operator=(const OutputFile&) = delete;
+
+  /// Writes at the end of what append wrote so far. Not for concurrent calls: the callers
+  /// order them (the DX writer's `omp ordered`).
+  void append(const void* data, std::size_t bytes) noexcept;
+  /// Writes at `offset`, independently of append; safe from several threads at once.
+  void write_at(std::uint64_t offset, const void* data, std::size_t bytes) noexcept;
+  /// Whether a write has failed (the rest are skipped).
+  bool failed() const noexcept { return error_.load() != 0; }
+  /// Closes the file; throws Error "cannot write PATH: REASON" for the first failure.
+  void close();
+  const std::string& path() const noexcept { return path_; }
+
+ private:
+  void record(int error) noexcept;
+
+  std::string path_;
+  int fd_ = -1;
+  std::uint64_t end_ = 0;      ///< where the next append goes
+  std::atomic<int> error_{0};  ///< errno of the first failure, 0 while none
+};
+
+}  // namespace espgrid

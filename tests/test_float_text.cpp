@@ -1,0 +1,139 @@
+// write_scientific_9 against std::to_chars(double, scientific, 8), the text the DX writer wrote
+// before it was made fast: every difference is a defect (the DX files must stay byte for byte
+// the same). The full check over every finite float takes minutes; ESPGRID_EXHAUSTIVE=1 runs it.
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <limits>
+#include <random>
+#include <string>
+
+#include "src/core/float_text.h"
+#include "tests/test_support.h"
+
+namespace espgrid {
+namespace {
+
+std::string reference_text(float value) {
+  char buffer[64];
+  const auto end =
+      std::to_chars(buffer, buffer + sizeof buffer, static_cast<double>(value), std::chars_format::scientific, 8);
+  return std::string(buffer, end.ptr);
+}
+
+std::string fast_text(float value) {
+  char buffer[kScientific9MaxChars + 1];
+  char* end = write_scientific_9(value, buffer);
+  EXPECT_LE(static_cast<std::size_t>(end - buffer), kScientific9MaxChars);
+  return std::string(buffer, end);
+}
+
+/// Compares the two on every float bit pattern b = first, first + stride, ... (NaNs and
+/// infinities included: they go through to_chars too). Returns the number of differences,
+/// reporting the first few.
+std::size_t count_differences(std::uint64_t first, std::uint64_t stride) {
+  std::size_t differences = 0;
+  for (std::uint64_t b = first; b <= 0xffffffffu; b += stride) {
+    const float f = std::bit_cast<float>(static_cast<std::uint32_t>(b));
+    const std::string want = reference_text(f), got = fast_text(f);
+    if (want != got && ++differences <= 5)
+      ADD_FAILURE() << "bits 0x" << std::hex << b << std::dec << ": to_chars " << want << ", fast " << got;
+  }
+  return differences;
+}
+
+TEST(FloatText, SpecialValues) {
+  const float special[] = {0.0f,
+                           -0.0f,
+                           1.0f,
+                           -1.0f,
+                           std::numeric_limits<float>::denorm_min(),
+                           -std::numeric_limits<float>::denorm_min(),
+                           std::numeric_limits<float>::min(),
+                           std::numeric_limits<float>::max(),
+                           -std::numeric_limits<float>::max(),
+                           std::numeric_limits<float>::infinity(),
+                           std::numeric_limits<float>::quiet_NaN(),
+                           1e8f,
+                           1e9f,
+                           9.99999999e8f,
+                           0.1f,
+                           1.2345678e-30f,
+                           -9.8765432e+20f,
+                           5.8599731e+01f};
+  for (const float f : special) EXPECT_EQ(fast_text(f), reference_text(f)) << f;
+  EXPECT_EQ(fast_text(-1.5f), "-1.50000000e+00");
+  EXPECT_EQ(fast_text(0.0f), "0.00000000e+00");
+}
+
+// Around every power of ten a float can hold, where the decimal exponent changes and the
+// scaled value sits at the edges of [10^8, 10^9): 64 floats on each side.
+TEST(FloatText, AroundPowersOfTen) {
+  for (int e = -45; e <= 38; ++e) {
+    const auto p = static_cast<float>(std::pow(10.0, e));
+    float up = p, down = p;
+    for (int step = 0; step < 64; ++step) {
+      EXPECT_EQ(fast_text(up), reference_text(up));
+      EXPECT_EQ(fast_text(down), reference_text(down));
+      up = std::nextafter(up, std::numeric_limits<float>::infinity());
+      down = std::nextafter(down, 0.0f);
+    }
+  }
+}
+
+// Floats whose tenth significant digit is exactly 5 (ties: round half to even) or within
+// 2^-20 of it: the cases the fast path hands to std::to_chars. Built as d·10^-n + 5·10^-(n+1)
+// for small integers, which floats hold exactly only at a few magnitudes; searched for, so
+// the test also proves such values exist and go through the careful path.
+TEST(FloatText, NearHalfwayCases) {
+  std::size_t near_half = 0, careful_path = 0;
+  for (std::uint32_t m = 1; m < (1u << 24); m += 7) {
+    for (const int shift : {-24, -12, -3, 0, 3, 7}) {
+      const float f = std::ldexp(static_cast<float>(m), shift);
+      const int e10 = static_cast<int>(std::floor(std::log10(static_cast<double>(f))));
+      const double x = static_cast<double>(f) * std::pow(10.0, 8 - e10);
+      const double from_half = std::fabs(x - std::floor(x) - 0.5);
+      if (from_half < 1e-4) {
+        ++near_half;
+        careful_path += from_half <= 0x1p-20 ? 1 : 0;
+        EXPECT_EQ(fast_text(f), reference_text(f)) << f;
+      }
+    }
+  }
+  EXPECT_GT(near_half, 100u) << "the search found too few values near a rounding midpoint to test anything";
+  EXPECT_GT(careful_path, 0u) << "no value within 2^-20 of a midpoint: the careful path went untested";
+}
+
+// One float bit pattern in 251 (a prime stride, so every exponent and sign and many mantissa
+// patterns come up): 17 million values, about two seconds.
+TEST(FloatText, StrideThroughEveryExponent) {
+  EXPECT_EQ(count_differences(testing::test_seed() % 251, 251), 0u) << "seed " << testing::test_seed();
+}
+
+TEST(FloatText, RandomPotentials) {
+  std::mt19937 rng(testing::test_seed());
+  std::uniform_real_distribution<float> small(-50.0f, 50.0f);
+  std::normal_distribution<double> log_magnitude(0.0, 6.0);
+  std::size_t differences = 0;
+  for (int n = 0; n < 2'000'000; ++n) {
+    const float f = n % 2 ? small(rng) : static_cast<float>(std::exp(log_magnitude(rng)) * (n % 4 ? 1 : -1));
+    if (fast_text(f) != reference_text(f) && ++differences <= 5)
+      ADD_FAILURE() << f << ": " << fast_text(f) << " vs " << reference_text(f);
+  }
+  EXPECT_EQ(differences, 0u) << "seed " << testing::test_seed();
+}
+
+// Every one of the 2^32 bit patterns: minutes, so only on request (benchmarks/NOTES.md records
+// a run). ESPGRID_EXHAUSTIVE=1 ./tests/test_float_text --gtest_filter=*EveryFloat*
+TEST(FloatText, EveryFloat) {
+  const char* on = std::getenv("ESPGRID_EXHAUSTIVE");
+  if (!on || std::string(on) != "1") GTEST_SKIP() << "set ESPGRID_EXHAUSTIVE=1 to compare all 2^32 floats (minutes)";
+  EXPECT_EQ(count_differences(0, 1), 0u);
+}
+
+}  // namespace
+}  // namespace espgrid
