@@ -5,8 +5,10 @@
 #
 #   build       CUDA build in build-gpu/ (no VTK, no Python module), Highway from .device/hwy
 #               when the machine has no libhwy-dev (carry .device/)
-#   test        ctest with ESPGRID_REQUIRE_GPU=1 (every label but interop/python), and the GPU
-#               test binaries run directly for full logs
+#   gputest     with ESPGRID_REQUIRE_GPU=1, every ctest entry that exercises a GPU (CUDA rows,
+#               GPU faults, streaming from GPUs, MSM, precision), and the GPU test binaries'
+#               CUDA cases run directly for full logs
+#   test        ctest with ESPGRID_REQUIRE_GPU=1: every label but interop/python
 #   sanitize    compute-sanitizer memcheck and racecheck over the CUDA families' tests
 #   maps        verify every kernel on the actin dimer, maps of each model on the GPU
 #   old         build the commit before the architecture change (.device/old-src) and bench it
@@ -42,11 +44,16 @@ if want build; then
 fi
 export ESPGRID_REQUIRE_GPU=1
 
+if want gputest; then
+  step ctest-gpu ctest --test-dir "$BUILD_DIR" --output-on-failure -j 6 --timeout 600 \
+    -R 'cuda|Cuda|Gpu|GPU|Msm|msm|Precision|Streaming|MultiGpu|CudaErrors'
+  for t in test_gpu_kernels test_every_variant test_precision test_gpu_msm test_multi_gpu; do
+    [ -x "$BUILD_DIR/tests/$t" ] && step "gtest-$t" "$BUILD_DIR/tests/$t" --gtest_filter='*cuda*:*Cuda*:*Gpu*:*GPU*:*Precision*'
+  done
+fi
+
 if want test; then
   step ctest ctest --test-dir "$BUILD_DIR" --output-on-failure -j 8 -LE 'interop|python' --timeout 900
-  for t in test_gpu_kernels test_every_variant test_precision test_gpu_msm; do
-    [ -x "$BUILD_DIR/tests/$t" ] && step "gtest-$t" "$BUILD_DIR/tests/$t" --gtest_filter='*cuda*:*Cuda*:*Gpu*:*GPU*'
-  done
 fi
 
 if want sanitize; then
@@ -78,7 +85,9 @@ if want old; then
 fi
 
 if want bench; then
-  step bench-variants "$espgrid" bench --seed "$SEED" --require-cuda --out "$LOG_DIR/new"
+  # The exact variants (the old build has the same set but cpu-simd and cuda-dualpipe).
+  step bench-variants "$espgrid" bench --seed "$SEED" --require-cuda --out "$LOG_DIR/new" --kernel \
+    cpu-naive,cpu-reference,cpu-parallel,cpu-simd,cuda-scatter,cuda-gather,cuda-constant,cuda-coarsened,cuda-unrolled,cuda-dualpipe
   for m in distance debye; do
     extra=(); [ $m = debye ] && extra=(--dielectric 78.54 --ionic-strength 0.15)
     step "bench-$m" "$espgrid" bench --seed "$SEED" --require-cuda --model $m "${extra[@]}" \
@@ -91,7 +100,7 @@ if want bench; then
       "${extra[@]}" --out "$LOG_DIR/model-$m"
   done
   for cap in avx512 avx2; do
-    ESPGRID_SIMD=$cap step "bench-cpu-$cap" "$espgrid" bench --seed "$SEED" --backend cpu \
+    step "bench-cpu-$cap" env ESPGRID_SIMD=$cap "$espgrid" bench --seed "$SEED" --backend cpu \
       --kernel cpu-reference,cpu-parallel,cpu-simd --threads 1 --dims 128,128,16 --atoms 20000 --out "$LOG_DIR/cpu-$cap"
   done
 fi
