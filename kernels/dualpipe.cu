@@ -160,6 +160,10 @@ void launch_split(const SlabLaunch& s, const Geometry& g, dim3 grid, dim3 block)
 }  // namespace
 
 void launch_dualpipe(const SlabLaunch& s) {
+  // The kernel writes whole CX × RY tiles without bounds tests: the slab must be padded to them.
+  if (s.plan.cx != CX || s.plan.ry != RY || s.plan.pitch_x % (CX * s.plan.bx) != 0 ||
+      s.plan.pitch_y % (RY * s.plan.by) != 0)
+    throw Error("internal error: cuda-dualpipe launched on a slab not padded to its 8 x 2 tiles");
   const Geometry g = geometry_of(s);
   const dim3 block(static_cast<unsigned>(s.plan.bx), static_cast<unsigned>(s.plan.by));
   const dim3 grid(blocks_for(s.plan.pitch_x, std::int64_t{CX} * s.plan.bx),

@@ -404,7 +404,9 @@ __device__ __forceinline__ float interval_gap(float lo, float hi, int c, float s
 __global__ void __launch_bounds__(kShortThreads)
     short_range_kernel(const float4* __restrict__ atoms, const unsigned* __restrict__ cell_start, ShortRangeArgs a,
                        float* __restrict__ slab) {
-  using Scan = cub::BlockScan<int, kShortThreads>;
+  // The block is 3-D: CUB must be told its shape, or it ranks threads by threadIdx.x alone (the
+  // first device run read past the atoms that way).
+  using Scan = cub::BlockScan<int, kTile, cub::BLOCK_SCAN_RAKING, kTile, kTile / kPointsPerThread>;
   __shared__ typename Scan::TempStorage scan_storage;
   __shared__ unsigned s_begin[kRowBatch];
   __shared__ int s_prefix[kRowBatch + 1];
@@ -833,7 +835,6 @@ void check_problem(const DcsProblem& p) {
                      " points is too large for cuda-msm (at most 524,280 points along y)");
   if (p.atom_count >= static_cast<std::size_t>(INT_MAX))
     throw UsageError("too many atoms for cuda-msm (at most " + std::to_string(INT_MAX - 1) + ")");
-  if (p.point_count() > 0 && p.potential == nullptr) throw Error("compute_msm: no output buffer");
   if (p.atom_count > 0 && (!p.x || !p.y || !p.z || !p.q)) throw Error("compute_msm: missing atom arrays");
 }
 
@@ -894,6 +895,7 @@ const char* const kPhaseNames[6] = {"binning", "anterpolation", "restriction", "
 ComputeTiming compute_msm(const DcsProblem& p, const Plan& plan, const MsmRunOptions& options) {
   const Stopwatch wall;
   check_problem(p);
+  if (p.point_count() > 0 && p.potential == nullptr) throw Error("compute_msm: no output buffer");
   ComputeTiming timing;
   const auto report = [&](std::int64_t k0, std::int64_t planes) {
     if (options.planes_done) options.planes_done(k0, planes);

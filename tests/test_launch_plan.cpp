@@ -204,7 +204,37 @@ TEST(LaunchPlan, EveryCudaRowsDefaultShapeIsValid) {
     EXPECT_LE(plan.bx * plan.by, 1024);
     EXPECT_GE(plan.pitch_x, 77);
     EXPECT_GE(plan.pitch_y, 33);
+    if (k.device.layout.pads_to_tiles) {  // such kernels write whole tiles without bounds tests
+      EXPECT_EQ(plan.pitch_x % (plan.cx * plan.bx), 0);
+      EXPECT_EQ(plan.pitch_y % (plan.ry * plan.by), 0);
+    }
   }
+}
+
+// The dual-pipe family's fixed 8 x 2 tile: the slab pads to it (the first device run wrote
+// rows past each plane when the plan said 1 row a thread), and the requested FMA-pipe split
+// reaches the plan (−1: the prepare hook's tuned value).
+TEST(LaunchPlan, DualPipeTilePadsTheSlabAndCarriesTheSplit) {
+  const KernelVariant& k = find_kernel("cuda-dualpipe");
+  const LaunchPlan plan = make_launch_plan(k.name, k.device.layout, problem_of(129, 33, 7), {}, kSms);
+  EXPECT_EQ(plan.cx, kDualPipeColumns);
+  EXPECT_EQ(plan.ry, kDualPipeRows);
+  EXPECT_EQ(plan.pitch_x, 256);                 // 129 → whole 8 × 16 tiles
+  EXPECT_EQ(plan.pitch_y, 48);                  // 33 → whole 2 × 8 tiles
+  EXPECT_EQ(plan.fma_split, -1);                // not yet tuned
+  LaunchShape shape;
+  shape.fma_split = 5;
+  EXPECT_EQ(make_launch_plan(k.name, k.device.layout, problem_of(129, 33, 7), shape, kSms).fma_split, 5);
+  shape.fma_split = kMaxFmaSplit + 1;
+  EXPECT_THROW(make_launch_plan(k.name, k.device.layout, problem_of(129, 33, 7), shape, kSms), UsageError);
+  shape = LaunchShape{};
+  shape.coarsening = 4;  // the tile is fixed
+  EXPECT_THROW(make_launch_plan(k.name, k.device.layout, problem_of(129, 33, 7), shape, kSms), UsageError);
+  shape = LaunchShape{};
+  shape.fma_split = 2;  // only the dual-pipe family has a split
+  const KernelVariant& unrolled = find_kernel("cuda-unrolled");
+  EXPECT_THROW(make_launch_plan(unrolled.name, unrolled.device.layout, problem_of(129, 33, 7), shape, kSms),
+               UsageError);
 }
 
 }  // namespace

@@ -48,6 +48,14 @@ LaunchPlan resolve_shape(std::string_view variant, const DeviceLayout& layout, c
   if (layout.coarsens && std::find(kCoarsenings.begin(), kCoarsenings.end(), r.cx) == kCoarsenings.end())
     throw UsageError(name + ": coarsening must be 1, 2, 4, 8 or 16 (got " + std::to_string(r.cx) + ")");
   r.ry = layout.register_tile ? register_tile_rows(r.cx) : 1;
+  if (layout.dual_pipe) {  // one fixed register tile: the slab pads to it
+    if (s.coarsening > 0 && s.coarsening != kDualPipeColumns)
+      throw UsageError(name + " computes a fixed tile of " + std::to_string(kDualPipeColumns) + " x " +
+                       std::to_string(kDualPipeRows) + " points per thread: coarsening must be 0 or " +
+                       std::to_string(kDualPipeColumns) + " (got " + std::to_string(s.coarsening) + ")");
+    r.cx = kDualPipeColumns;
+    r.ry = kDualPipeRows;
+  }
   return r;
 }
 
@@ -106,6 +114,13 @@ LaunchPlan make_launch_plan(std::string_view variant, const DeviceLayout& layout
   LaunchPlan plan =
       layout.register_tile && automatic ? choose_register_tile(p, sms) : resolve_shape(variant, layout, shape);
   plan.zero_slab = layout.accumulates;
+  if (shape.fma_split < -1 || shape.fma_split > kMaxFmaSplit)
+    throw UsageError(std::string(variant) + ": the FMA-pipe split must be 0.." + std::to_string(kMaxFmaSplit) +
+                     " points of 16 (got " + std::to_string(shape.fma_split) + ")");
+  if (shape.fma_split >= 0 && !layout.dual_pipe)
+    throw UsageError(std::string(variant) + " has no FMA-pipe split (only the dual-pipe family does)");
+  // −1: the device's tuned split, filled in by the family's prepare hook (it knows the device).
+  plan.fma_split = layout.dual_pipe ? shape.fma_split : 0;
   std::int64_t px = p.nx, py = p.ny;
   if (layout.pads_to_tiles) {
     px = round_up(p.nx, std::int64_t{plan.cx} * plan.bx);

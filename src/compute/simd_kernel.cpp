@@ -29,6 +29,19 @@
 #include "src/core/errors.h"
 #include "src/core/stopwatch.h"
 
+// Defined once, outside the per-target namespaces (foreach_target.h includes this file again
+// for every target).
+#ifndef ESPGRID_SIMD_KERNEL_ONCE
+#define ESPGRID_SIMD_KERNEL_ONCE
+namespace espgrid {
+/// One thread's working memory: the atoms relative to its task's origin (float32) and a tile.
+struct SimdScratch {
+  std::vector<float> x, y, dz2, q;
+  std::vector<float> lx, out;
+};
+}  // namespace espgrid
+#endif
+
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "src/compute/simd_kernel.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
@@ -94,21 +107,10 @@ HWY_INLINE VF pair_term(DF d, VF q, VF r2, float exp2_scale) {
   }
 }
 
-/// The atoms relative to one task's origin, float32.
-struct TaskAtoms {
-  std::vector<float> x, y, dz2, q;
-  void resize(std::size_t n) {
-    x.resize(n);
-    y.resize(n);
-    dz2.resize(n);
-    q.resize(n);
-  }
-};
-
 /// One register tile: 4 vectors × 2 rows at local positions lx (per vector lane) and ly, over
 /// every atom in blocks of kAtomBlock; writes kRows × (4·lanes) sums to `out`.
 template <int kModel>
-HWY_INLINE void register_tile(DF d, const TaskAtoms& atoms, std::size_t n, const float* lx, const float ly[kRows],
+HWY_INLINE void register_tile(DF d, const SimdScratch& atoms, std::size_t n, const float* lx, const float ly[kRows],
                               float exp2_scale, float* out) {
   const std::size_t lanes = hn::Lanes(d);
   VF x0 = hn::LoadU(d, lx), x1 = hn::LoadU(d, lx + lanes), x2 = hn::LoadU(d, lx + 2 * lanes),
@@ -145,61 +147,55 @@ HWY_INLINE void register_tile(DF d, const TaskAtoms& atoms, std::size_t n, const
       hn::StoreU(s13, d, row1 + 3 * lanes);
 }
 
+/// Points along x per task for this target's vector width.
+std::size_t SimdChunkPoints() { return kChunkTiles * kTileVectors * hn::Lanes(DF()); }
+
 template <int kModel>
-void simd_sum(const DcsProblem& p, int team, const ProgressFn& progress) {
+void simd_task(const DcsProblem& p, std::int64_t k, std::int64_t t, SimdScratch& s) {
   const DF d;
   const std::size_t lanes = hn::Lanes(d);
   const std::size_t tile_points = kTileVectors * lanes;
   const std::size_t chunk_points = kChunkTiles * tile_points;
   const std::int64_t chunks_x = (p.nx + static_cast<std::int64_t>(chunk_points) - 1) / static_cast<std::int64_t>(chunk_points);
-  const std::int64_t row_pairs = (p.ny + 1) / 2;
-  const std::int64_t tasks = chunks_x * row_pairs;
   const double hx = p.hx64 > 0 ? p.hx64 : p.hx, hy = p.hy64 > 0 ? p.hy64 : p.hy, hz = p.hz64 > 0 ? p.hz64 : p.hz;
   const bool exact = p.x64 && p.y64 && p.z64;
-  const float exp2_scale = p.pair.exp2_scale;
-  for (std::int64_t k = 0; k < p.nz; ++k) {
-    const double oz = static_cast<double>(p.z_offset + k) * hz;
-#pragma omp parallel num_threads(team)
-    {
-      TaskAtoms atoms;
-      atoms.resize(p.atom_count);
-      std::vector<float> lx(tile_points), out(kRows * tile_points);
-#pragma omp for schedule(dynamic, 1)
-      for (std::int64_t t = 0; t < tasks; ++t) {
-        const std::int64_t j0 = (t / chunks_x) * 2;
-        const std::int64_t i_chunk = (t % chunks_x) * static_cast<std::int64_t>(chunk_points);
-        const double ox = static_cast<double>(i_chunk) * hx, oy = static_cast<double>(j0) * hy;
-        for (std::size_t a = 0; a < p.atom_count; ++a) {
-          const double x = exact ? p.x64[a] : p.x[a], y = exact ? p.y64[a] : p.y[a], z = exact ? p.z64[a] : p.z[a];
-          atoms.x[a] = static_cast<float>(x - ox);
-          atoms.y[a] = static_cast<float>(y - oy);
-          const float dz = static_cast<float>(oz - z);
-          atoms.dz2[a] = dz * dz + p.softening2;
-          atoms.q[a] = p.q[a];
-        }
-        const float ly[kRows] = {0.0f, static_cast<float>(hy)};
-        for (std::int64_t i0 = i_chunk; i0 < std::min<std::int64_t>(p.nx, i_chunk + static_cast<std::int64_t>(chunk_points));
-             i0 += static_cast<std::int64_t>(tile_points)) {
-          for (std::size_t c = 0; c < tile_points; ++c)
-            lx[c] = static_cast<float>(static_cast<double>(i0 - i_chunk + static_cast<std::int64_t>(c)) * hx);
-          register_tile<kModel>(d, atoms, p.atom_count, lx.data(), ly, exp2_scale, out.data());
-          const std::size_t width = static_cast<std::size_t>(std::min<std::int64_t>(static_cast<std::int64_t>(tile_points), p.nx - i0));
-          for (int r = 0; r < kRows && j0 + r < p.ny; ++r)
-            std::memcpy(p.potential + static_cast<std::size_t>(i0 + p.nx * (j0 + r + p.ny * k)), out.data() + r * tile_points,
-                        sizeof(float) * width);
-        }
-      }
-    }
-    if (progress) progress(static_cast<std::size_t>(k + 1), static_cast<std::size_t>(p.nz));
+  const double oz = static_cast<double>(p.z_offset + k) * hz;
+  if (s.x.size() < p.atom_count) {
+    s.x.resize(p.atom_count), s.y.resize(p.atom_count), s.dz2.resize(p.atom_count), s.q.resize(p.atom_count);
+  }
+  s.lx.resize(tile_points), s.out.resize(kRows * tile_points);
+  const std::int64_t j0 = (t / chunks_x) * 2;
+  const std::int64_t i_chunk = (t % chunks_x) * static_cast<std::int64_t>(chunk_points);
+  const double ox = static_cast<double>(i_chunk) * hx, oy = static_cast<double>(j0) * hy;
+  for (std::size_t a = 0; a < p.atom_count; ++a) {
+    const double x = exact ? p.x64[a] : p.x[a], y = exact ? p.y64[a] : p.y[a], z = exact ? p.z64[a] : p.z[a];
+    s.x[a] = static_cast<float>(x - ox);
+    s.y[a] = static_cast<float>(y - oy);
+    const float dz = static_cast<float>(oz - z);
+    s.dz2[a] = dz * dz + p.softening2;
+    s.q[a] = p.q[a];
+  }
+  const float ly[kRows] = {0.0f, static_cast<float>(hy)};
+  for (std::int64_t i0 = i_chunk; i0 < std::min<std::int64_t>(p.nx, i_chunk + static_cast<std::int64_t>(chunk_points));
+       i0 += static_cast<std::int64_t>(tile_points)) {
+    for (std::size_t c = 0; c < tile_points; ++c)
+      s.lx[c] = static_cast<float>(static_cast<double>(i0 - i_chunk + static_cast<std::int64_t>(c)) * hx);
+    register_tile<kModel>(d, s, p.atom_count, s.lx.data(), ly, p.pair.exp2_scale, s.out.data());
+    const std::size_t width = static_cast<std::size_t>(std::min<std::int64_t>(static_cast<std::int64_t>(tile_points), p.nx - i0));
+    for (int r = 0; r < kRows && j0 + r < p.ny; ++r)
+      std::memcpy(p.potential + static_cast<std::size_t>(i0 + p.nx * (j0 + r + p.ny * k)), s.out.data() + r * tile_points,
+                  sizeof(float) * width);
   }
 }
 
-void SimdSum(const DcsProblem& p, int team, const ProgressFn* progress) {
-  const ProgressFn& report = *progress;
+/// One task: plane k, rows 2·(t / chunks) and +1, chunk t % chunks along x. The OpenMP loop
+/// over tasks lives outside the per-target code: clang 14 outlines an OpenMP region without the
+/// target's attributes and then cannot lower its AVX2/AVX-512 vectors (a backend crash).
+void SimdTask(const DcsProblem& p, std::int64_t k, std::int64_t t, SimdScratch* scratch) {
   switch (p.model) {
-    case PairModel::Coulomb: simd_sum<static_cast<int>(PairModel::Coulomb)>(p, team, report); return;
-    case PairModel::Distance: simd_sum<static_cast<int>(PairModel::Distance)>(p, team, report); return;
-    case PairModel::Debye: simd_sum<static_cast<int>(PairModel::Debye)>(p, team, report); return;
+    case PairModel::Coulomb: simd_task<static_cast<int>(PairModel::Coulomb)>(p, k, t, *scratch); return;
+    case PairModel::Distance: simd_task<static_cast<int>(PairModel::Distance)>(p, k, t, *scratch); return;
+    case PairModel::Debye: simd_task<static_cast<int>(PairModel::Debye)>(p, k, t, *scratch); return;
   }
 }
 
@@ -235,7 +231,8 @@ HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
 namespace espgrid {
-HWY_EXPORT(SimdSum);
+HWY_EXPORT(SimdChunkPoints);
+HWY_EXPORT(SimdTask);
 HWY_EXPORT(SimdCeilingEvaluations);
 HWY_EXPORT(SimdTargetName);
 
@@ -265,7 +262,18 @@ namespace cpu {
 void simd(const DcsProblem& problem, int threads, const ProgressFn& progress) {
   apply_simd_cap();
   const int team = threads > 0 ? threads : omp_get_max_threads();
-  HWY_DYNAMIC_DISPATCH(SimdSum)(problem, team, &progress);
+  const auto chunk_points = static_cast<std::int64_t>(HWY_DYNAMIC_DISPATCH(SimdChunkPoints)());
+  const std::int64_t tasks = ((problem.nx + chunk_points - 1) / chunk_points) * ((problem.ny + 1) / 2);
+  // Planes in order (progress reports whole planes); the tasks of a plane over every thread.
+  for (std::int64_t k = 0; k < problem.nz; ++k) {
+#pragma omp parallel num_threads(team)
+    {
+      SimdScratch scratch;
+#pragma omp for schedule(dynamic, 1)
+      for (std::int64_t t = 0; t < tasks; ++t) HWY_DYNAMIC_DISPATCH(SimdTask)(problem, k, t, &scratch);
+    }
+    if (progress) progress(static_cast<std::size_t>(k + 1), static_cast<std::size_t>(problem.nz));
+  }
 }
 
 std::string simd_target() {
