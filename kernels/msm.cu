@@ -281,9 +281,15 @@ __global__ void cutoff_kernel(const float* __restrict__ q, const float* __restri
       const int row = (jy + r) + w * (jz + r);
       const int extent = row_extent[row];
       const int jx0 = max(-extent, ch.lo[0] - x), jx1 = min(extent, ch.lo[0] + ch.n[0] - 1 - x);
-      const float* k = stencil + static_cast<std::size_t>(row) * w + r;
-      const float* qs = q + box_index(c.grid, x, y + jy, z + jz);
-      for (int jx = jx0; jx <= jx1; ++jx) sum = fmaf(k[jx], qs[jx], sum);
+      // A count from zero, not `for (jx = jx0; jx <= jx1; ++jx)`: with that form, nvcc 13.0's
+      // sm_90 code computed the unrolled loop's remainder from max(lo − x, extent, jx1) (a
+      // three-way VIMNMX3 that lost the negation of −extent) while exiting on jx1, so it read up
+      // to 3 values past the row (compute-sanitizer: reads past the charge grid; wrong sums).
+      const int count = jx1 - jx0 + 1;
+      if (count <= 0) continue;
+      const float* k = stencil + static_cast<std::size_t>(row) * w + r + jx0;
+      const float* qs = q + box_index(c.grid, x + jx0, y + jy, z + jz);
+      for (int i = 0; i < count; ++i) sum = fmaf(k[i], qs[i], sum);
     }
   out[idx] = sum * c.scale;
 }

@@ -182,7 +182,7 @@ TEST(MultiGpuQueue, SlowerWorkerTakesFewerChunks) {
   std::mt19937 rng(testing::test_seed() + 43);
   const GridSpec grid = make_test_grid(64, 32, 60);
   const PreparedProblem problem(random_atoms(rng, 300, grid), grid, 1.0);
-  const auto one = run_poisoned(default_kernel(Backend::Cuda), problem);
+  const auto one = run_poisoned(find_kernel("cuda-unrolled"), problem);  // the kernel the workers run
   cuda::DeviceRunOptions options;
   options.chunk_planes = 1;
   std::mutex mutex;
