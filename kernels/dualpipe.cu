@@ -195,9 +195,9 @@ int tuned_fma_split(int device, PairModel model) {
     int compute_capability;  ///< ×10: 90 = Hopper (H100, H200)
     int coulomb, distance, debye;
   };
-  // Hopper: provisional values from the issue-slot model until the first sweep on an H100/H200
-  // replaces them (benchmarks/NOTES.md records the measurement that set them).
-  static constexpr Entry kTable[] = {{90, 4, 4, 4}};
+  // Hopper: the H200 sweep of 2026-11-23 (benchmarks/results/h200-2026-11-23/bench): Coulomb
+  // 2/16 (95.4% of the rsqrt ceiling; 0/16 91.8%), distance 4/16 (101.6%), Debye 2/16 (48.0%).
+  static constexpr Entry kTable[] = {{90, 2, 4, 2}};
   constexpr int kDefaultSplit = 4;
   int major = 0, minor = 0;
   ESPGRID_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
