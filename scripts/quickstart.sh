@@ -13,12 +13,14 @@ cmake --install "${BUILD_DIR:-build}" --prefix "$prefix"
 export PATH="$prefix/bin:$PATH"
 hash -r
 mkdir -p out
-espgrid map data/fasciculin2.pqr -o out/fasciculin2.vti -o out/fasciculin2.dx
+# Debye-Hückel screening at 0.15 M: the model measured closest to Poisson-Boltzmann (README,
+# Pair models); its values are on the scale of APBS maps.
+espgrid map data/fasciculin2.pqr --model debye --dielectric 78.54 --ionic-strength 0.15 \
+  -o out/fasciculin2.vti -o out/fasciculin2.dx
 # Pictures next to the map: out/fasciculin2-{slices,iso,surface}.png (docs/viz.md). VTK renders
-# off screen; with no X display the renderer runs itself under xvfb-run. A bare Coulomb sum in
-# vacuum is ~100 kT/e at the surface, so the colour scale and isosurfaces are set from the map
-# (--limit auto --levels auto) rather than APBS's usual ±5 and ±1 kT/e.
-espgrid-render out/fasciculin2.vti --structure data/fasciculin2.pqr --out out/fasciculin2 --limit auto --levels auto
+# off screen; with no X display the renderer runs itself under xvfb-run. Colours on APBS's
+# customary ±5 kT/e, isosurfaces at ±1 kT/e.
+espgrid-render out/fasciculin2.vti --structure data/fasciculin2.pqr --out out/fasciculin2 --limit 5 --levels -1,1
 echo "installed: $(command -v espgrid), espgrid-trajectory, espgrid-render; Python: import espgrid"
 echo "done: open out/fasciculin2.vti in ParaView or out/fasciculin2.dx in VMD/PyMOL (see README.md);"
 echo "      pictures: out/fasciculin2-slices.png, out/fasciculin2-iso.png, out/fasciculin2-surface.png"
