@@ -10,7 +10,8 @@
 //    ≤ 2 ulp with the rounding of its last steps, as MUFU.RSQ), about 9 FP32 and 2 integer
 //    instructions; reciprocals and exponentials likewise from Newton steps and
 //    exp2_polynomial. Per atom and warp the SFU then needs 8·(16 − SPLIT) clocks and the issue
-//    slots ~61 + 10·SPLIT: balanced near SPLIT = 4 (~1.25× the ceiling in theory). The split is
+//    slots ~61 + 10·SPLIT: balanced near SPLIT = 4 (~1.25× the ceiling in theory; measured on an
+//    H200: 0.955× at SPLIT = 2, limited by occupancy and dispatch, benchmarks/NOTES.md). The split is
 //    a template argument (no run-time branch in the tile loop) chosen per device kind and model
 //    by measurement (tuned_fma_split below; `espgrid bench --sweep split`).
 // 2. Float32 error at the rounding floor, positions: each block forms every atom's offset from

@@ -53,7 +53,7 @@ struct LaunchPlan {
   int cx = 1, ry = 1;            ///< points per thread along x, rows per thread
   int pitch_x = 0, pitch_y = 0;  ///< device plane: floats per row, rows (padded for tiled families)
   bool zero_slab = false;        ///< the slab starts at zero (atomics); otherwise NaN poison
-  int fma_split = 0;             ///< dual-pipe: points per thread on the FMA pipe (−1: not yet tuned)
+  int fma_split = 0;             ///< dual-pipe: points per thread on the FMA pipe (−1: the tuned value)
   std::size_t plane_floats() const noexcept {
     return static_cast<std::size_t>(pitch_x) * static_cast<std::size_t>(pitch_y);
   }
