@@ -49,21 +49,6 @@ struct Compared {
   double bound = 0;
 };
 
-std::vector<double> exact_map(const PreparedProblem& problem) {
-  const DcsProblem p = problem.view(nullptr);
-  std::vector<double> exact(p.point_count());
-  const auto nx = static_cast<std::size_t>(p.nx), ny = static_cast<std::size_t>(p.ny);
-  const auto n = static_cast<std::int64_t>(exact.size());
-#pragma omp parallel for schedule(dynamic, 64)
-  for (std::int64_t idx = 0; idx < n; ++idx) {
-    const auto u = static_cast<std::size_t>(idx);
-    exact[u] = oracle_at(p, static_cast<std::int64_t>(u % nx), static_cast<std::int64_t>((u / nx) % ny),
-                         static_cast<std::int64_t>(u / (nx * ny)))
-                   .potential;
-  }
-  return exact;
-}
-
 PreparedProblem molecule_problem(const std::string& name, double spacing, double padding) {
   const Atoms atoms = testing::load_molecule(name);
   GridRequest request;
@@ -321,7 +306,7 @@ TEST(MsmAccuracy, RealMoleculesAreWithinTheDeclaredBound) {
   for (const char* name : {"fasciculin2.pqr", "boxb_rna_pdb2pqr3.pqr", "npep_boxb_complex.pqr"}) {
     SCOPED_TRACE(name);
     const PreparedProblem problem = molecule_problem(name, 1.0, 6.0);
-    const std::vector<double> exact = exact_map(problem);
+    const std::vector<double> exact = testing::oracle_map(problem);
     for (const double accuracy : {1e-3, 1e-4}) {
       RunOptions o;
       o.method.accuracy = accuracy;
@@ -436,7 +421,7 @@ TEST(MsmInvariance, MoleculeAtNonGridOffsetsStaysWithinTheBound) {
       moved.z[a] += shift[2];
     }
     const PreparedProblem problem(moved, grid, coulomb_factor({}));
-    const ApproximationError e = msm_error(problem, exact_map(problem), {});
+    const ApproximationError e = msm_error(problem, testing::oracle_map(problem), {});
     EXPECT_TRUE(e.within(cpu_msm().error_bound)) << e.relative_rms;
   }
 }

@@ -11,6 +11,19 @@
 
 namespace espgrid::python {
 
+Atoms atoms_of(const double* xyz, std::size_t n) {
+  Atoms atoms;
+  atoms.x.resize(n);
+  atoms.y.resize(n);
+  atoms.z.resize(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    atoms.x[i] = xyz[3 * i];
+    atoms.y[i] = xyz[3 * i + 1];
+    atoms.z[i] = xyz[3 * i + 2];
+  }
+  return atoms;
+}
+
 void check_positions(const double* xyz, std::size_t atoms, const std::string& what) {
   static const char* const kAxis[] = {"x", "y", "z"};
   for (std::size_t i = 0; i < atoms * 3; ++i) {
@@ -41,15 +54,7 @@ FrameAverage::FrameAverage(const GridSpec& grid, const PhysicsOptions& physics, 
 void FrameAverage::add_frame(const double* xyz, const ProgressFn& progress) {
   const std::size_t n = charges_.size();
   check_positions(xyz, n, "positions");
-  Atoms atoms;
-  atoms.x.resize(n);
-  atoms.y.resize(n);
-  atoms.z.resize(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    atoms.x[i] = xyz[3 * i];
-    atoms.y[i] = xyz[3 * i + 1];
-    atoms.z[i] = xyz[3 * i + 2];
-  }
+  Atoms atoms = atoms_of(xyz, n);
   atoms.charge = charges_;
   atoms.radius.assign(n, 0.0);
   atoms.element.assign(n, ElementSymbol{});

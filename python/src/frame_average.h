@@ -66,4 +66,7 @@ class FrameAverage {
 /// ±1e6 Å (`what` names the array, e.g. "positions").
 void check_positions(const double* xyz, std::size_t atoms, const std::string& what);
 
+/// Atoms at `n` positions `xyz` (n × 3, Å, row-major); charges, radii and elements left empty.
+Atoms atoms_of(const double* xyz, std::size_t n);
+
 }  // namespace espgrid::python

@@ -147,18 +147,6 @@ std::vector<double> vector_of(const py::handle& values, const std::string& what,
   return std::vector<double>(array.data(), array.data() + expected);
 }
 
-Atoms atoms_of(const double* xyz, std::size_t n) {
-  Atoms atoms;
-  atoms.x.resize(n);
-  atoms.y.resize(n);
-  atoms.z.resize(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    atoms.x[i] = xyz[3 * i];
-    atoms.y[i] = xyz[3 * i + 1];
-    atoms.z[i] = xyz[3 * i + 2];
-  }
-  return atoms;
-}
 
 PyStructure structure_from_arrays(const py::handle& positions, const py::handle& charges, const py::handle& radii,
                                   const std::string& name) {
