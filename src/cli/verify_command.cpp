@@ -36,6 +36,20 @@ std::vector<float> run_kernel(const KernelVariant& kernel, const PreparedProblem
   return out;
 }
 
+/// Runs `kernel` with `base` (CPU kernels on this host only: no devices); on failure prints the
+/// kernel's row with the reason and returns false.
+bool run_or_report(const KernelVariant& kernel, const PreparedProblem& problem, RunOptions base,
+                   std::vector<float>& out, RunTiming& timing) {
+  try {
+    if (kernel.backend == Backend::Cpu) base.devices.clear();
+    out = run_kernel(kernel, problem, base, &timing);
+    return true;
+  } catch (const Error& e) {
+    std::printf("%-16s %s\n", std::string(kernel.name).c_str(), e.what());
+    return false;
+  }
+}
+
 /// "cpu-parallel on 16 threads" for the estimate line.
 std::string cpu_description_text(const KernelVariant& kernel, const RunOptions& run) {
   const int threads = kernel.serial ? 1 : (run.threads > 0 ? run.threads : omp_get_max_threads());
@@ -135,12 +149,7 @@ int run_verify(int argc, char** argv) {
     for (const KernelVariant* k : kernels) {
       std::vector<float> out;
       RunTiming t;
-      try {
-        RunOptions run = compute.run;
-        if (k->backend == Backend::Cpu) run.devices.clear();
-        out = run_kernel(*k, problem, run, &t);
-      } catch (const Error& e) {
-        std::printf("%-16s %s\n", std::string(k->name).c_str(), e.what());
+      if (!run_or_report(*k, problem, compute.run, out, t)) {
         all_pass = false;
         continue;
       }
@@ -205,12 +214,7 @@ int run_verify(int argc, char** argv) {
   for (const KernelVariant* k : kernels) {
     std::vector<float> out;
     RunTiming t;
-    try {
-      RunOptions run = compute.run;
-      if (k->backend == Backend::Cpu) run.devices.clear();
-      out = run_kernel(*k, problem, run, &t);
-    } catch (const Error& e) {
-      std::printf("%-16s %s\n", std::string(k->name).c_str(), e.what());
+    if (!run_or_report(*k, problem, compute.run, out, t)) {
       all_pass = false;
       continue;
     }
