@@ -8,7 +8,8 @@
 // errors surface as UsageError) unless its message says "internal error". Anything else —
 // another exception, a crash, a sanitizer report, a hang (libFuzzer's -timeout) — is a
 // finding, as are, after the verb returned or threw:
-//   * a temporary file (".NAME.partial.PID.XXXXXX" or ".NAME.probe.PID.XXXXXX") left behind;
+//   * a temporary file (".NAME.partial.PID[.XXXXXX]" or ".NAME.probe.PID.XXXXXX", PID this
+//     process's) left behind;
 //   * a fixture whose bytes changed: an input is never replaced or written through (issue
 //     #16: "-o p.dx" with the input p.dx once replaced the input with the map).
 //
@@ -142,11 +143,28 @@ std::string file_bytes(const fs::path& file) {
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
+/// Whether `name` has the shape of a temporary file of this process: "....partial.PID" with
+/// an optional ".XXXXXX", or "....probe.PID.XXXXXX" (src/io/atomic_output_file.cpp), PID being
+/// ours (the verbs run in-process). A fuzzed output name may itself contain ".probe." (CI found
+/// "-o .probe.\x01x.dx" written as asked and flagged); only the exact shape with our PID is ours.
+bool is_our_temporary(const std::string& name) {
+  const std::string pid = std::to_string(::getpid());
+  for (const std::string kind : {".partial.", ".probe."}) {
+    for (std::size_t at = name.find(kind + pid); at != std::string::npos; at = name.find(kind + pid, at + 1)) {
+      const std::string rest = name.substr(at + kind.size() + pid.size());
+      const bool suffix = rest.size() == 7 && rest[0] == '.' &&
+                          rest.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789", 1) ==
+                              std::string::npos;
+      if (suffix || (kind == ".partial." && rest.empty())) return true;
+    }
+  }
+  return false;
+}
+
 void clean_dir() {
   for (const auto& entry : fs::directory_iterator(g_dir)) {
     const std::string name = entry.path().filename().string();
-    if (name.find(".partial.") != std::string::npos || name.find(".probe.") != std::string::npos)
-      finding("temporary file left behind: " + name);
+    if (is_our_temporary(name)) finding("temporary file left behind: " + name);
     bool fixture = false;
     for (const auto& f : kFixtures) fixture = fixture || f.second == name;
     if (!fixture) fs::remove_all(entry.path());
@@ -173,6 +191,11 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
     g_fixture_bytes.push_back(file_bytes(g_dir / to));
   }
   if (::chdir(g_dir.c_str()) != 0) finding("chdir failed");
+  // The leftover check must still see the writer's real names (and not a user's look-alike).
+  const std::string pid = std::to_string(::getpid());
+  if (!is_our_temporary(".m.dx.partial." + pid + ".aZ09xY") || !is_our_temporary(".m.dx.probe." + pid + ".aZ09xY") ||
+      is_our_temporary(".probe.x.dx") || is_our_temporary(".m.dx.probe." + pid + ".dx"))
+    finding("is_our_temporary no longer matches the temporary names of src/io/atomic_output_file.cpp");
   ::setenv("ESPGRID_MAX_GRID_POINTS", "100000", 1);
   // PDB/mmCIF input would start pdb2pqr30 and gemmi (seconds each): point them at a program
   // that does not exist, so m.pdb ends in espgrid's "not an executable program" error.
