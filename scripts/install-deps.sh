@@ -15,11 +15,16 @@ packages=(
   pdb2pqr gemmi                             # PDB/mmCIF input: charges from pdb2pqr30 (gemmi: mmCIF -> PDB)
 )
 interop=0
-if [ "${1:-}" = "--interop" ]; then
-  # the clients the interop tests open our maps with: ParaView, PyMOL, APBS (multivalue)
-  interop=1
-  packages+=(paraview pymol apbs)
-fi
+for option in "$@"; do
+  case $option in
+    --interop)  # the clients the interop tests open our maps with: ParaView, PyMOL, APBS (multivalue)
+      interop=1
+      packages+=(paraview pymol apbs) ;;
+    --hardening)  # scripts/hardening.sh: clang with libFuzzer, its sanitizer runtimes, OpenMP for clang
+      packages+=(clang libclang-rt-14-dev libomp-14-dev) ;;
+    *) echo "install-deps: unknown option $option (--interop, --hardening)" >&2; exit 2 ;;
+  esac
+done
 SUDO=""
 if [ "$(id -u)" != 0 ]; then
   command -v sudo >/dev/null || { echo "install-deps: run as root or install sudo" >&2; exit 1; }
