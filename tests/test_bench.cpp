@@ -416,6 +416,23 @@ TEST(BenchMeasure, SlowKernelComputesOnlyWhatFitsTheBudget) {
   EXPECT_NE(r.note.find("time budget"), std::string::npos) << r.note;
 }
 
+// An approximate kernel is judged by its bound at points >= 1.4 Å from every atom. On a small
+// grid packed with atoms there is none: the row must not pass, and must say why (it once read
+// "relative RMS 0 at 0 sampled points", found by fuzzing `bench --dims 8,8,8`).
+TEST(BenchMeasure, ApproximateKernelWithNoPointFarFromAtomsIsNotPassed) {
+  const GridSpec grid = bench_grid({8, 8, 8}, {0.5, 0.5, 0.5});
+  const PreparedProblem problem(random_atoms(2000, grid, 13), grid, coulomb_factor({}));
+  Settings settings;
+  settings.repeats = 1;
+  settings.warmup = 0;
+  settings.check_points = 20;
+  const Row r = measure("variants", find_kernel("cpu-msm"), problem, {}, settings);
+  EXPECT_EQ(r.status, Status::Fail) << r.note;
+  EXPECT_EQ(r.points_checked, 0u);
+  EXPECT_NE(r.note.find("not judged: no sampled point is >= 1.4 Å from every atom"), std::string::npos) << r.note;
+  EXPECT_EQ(r.note.find("relative RMS 0"), std::string::npos) << r.note;
+}
+
 TEST(BenchMeasure, WrongOrUnwrittenOutputsFailAndRefusalsAreUnsupported) {
   const GridSpec grid = bench_grid({16, 8, 3}, {0.6, 0.6, 0.6});
   const PreparedProblem problem(random_atoms(200, grid, 13), grid, 1.0);

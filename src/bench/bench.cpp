@@ -303,8 +303,12 @@ Row measure(std::string sweep, const KernelVariant& kernel, const PreparedProble
       row.points_checked = e.points;
       row.max_err_over_tol = e.relative_rms / bound;
       row.status = e.within(bound) && unwritten == 0 ? Status::Ok : Status::Fail;
-      add_note(row, "approximate: relative RMS " + number_text(e.relative_rms) + " (bound " + number_text(bound) +
-                        ") at " + std::to_string(e.points) + " sampled points >= 1.4 Å from atoms");
+      if (e.points == 0)  // a grid packed with atoms: nothing the declared bound speaks of, so no verdict of "ok"
+        add_note(row, "approximate: not judged: no sampled point is >= 1.4 Å from every atom (its bound, " +
+                          number_text(bound) + ", holds there only)");
+      else
+        add_note(row, "approximate: relative RMS " + number_text(e.relative_rms) + " (bound " + number_text(bound) +
+                          ") at " + std::to_string(e.points) + " sampled points >= 1.4 Å from atoms");
     } else {
       const OracleCheck check =
           check_against_oracle(sub_problem(shape), problem.coordinate_extent(), settings.check_points, settings.seed);
