@@ -602,8 +602,6 @@ std::string json_document(std::string_view kind, const Metadata& m, const std::v
   return out;
 }
 
-namespace {
-
 void write_text(const std::string& path, const std::string& text) {
   AtomicOutputFile file(path);
   {
@@ -614,8 +612,6 @@ void write_text(const std::string& path, const std::string& text) {
   }
   file.commit();
 }
-
-}  // namespace
 
 std::vector<std::string> write_results(const std::string& directory, std::string_view kind, const Metadata& meta,
                                        const std::vector<Row>& rows, const std::vector<Speedup>& speedups) {

@@ -188,6 +188,9 @@ std::string csv_field(std::string_view text);
 std::string json_string(std::string_view text);
 /// JSON number, or null for NaN and infinities.
 std::string json_number(double value);
+/// Writes `text` to `path` through a temporary file renamed into place (AtomicOutputFile):
+/// a result file is whole or absent. Throws Error naming `path` on failure.
+void write_text(const std::string& path, const std::string& text);
 
 /// CPU vs GPU at one problem size (the speedup sweep).
 struct Speedup {

@@ -4,7 +4,6 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <limits>
 #include <random>
 
@@ -14,7 +13,6 @@
 #include "src/core/errors.h"
 #include "src/core/grid.h"
 #include "src/core/text_format.h"
-#include "src/io/atomic_output_file.h"
 #include "src/io/structure_reader.h"
 
 namespace espgrid::bench {
@@ -51,17 +49,6 @@ RunOptions with_accuracy(RunOptions run, double accuracy) {
 Atoms read_molecule(const std::string& path) {
   Structure s = read_structure(path, format_from_extension(path));
   return std::move(s.atoms);
-}
-
-void write_text(const std::string& path, const std::string& text) {
-  AtomicOutputFile file(path);
-  {
-    std::ofstream out(file.temporary_path(), std::ios::binary | std::ios::trunc);
-    out << text;
-    out.flush();
-    if (!out) throw Error("cannot write " + path);
-  }
-  file.commit();
 }
 
 /// The usual bench JSON document with `arrays` (name → JSON array text) added at the end.
