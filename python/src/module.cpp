@@ -251,16 +251,17 @@ py::list model_names(const KernelVariant& k) {
 }
 
 py::list kernel_table() {
-  std::string reason;
-  const bool have_cuda = cuda_available(&reason);
   py::list rows;
   for (const KernelVariant& k : kernel_variants()) {
+    std::string why;
+    const bool runnable = k.available(&why);
     rows.append(
         py::dict("name"_a = std::string(k.name), "backend"_a = std::string(backend_name(k.backend)),
                  "role"_a = role_text(k.role), "accuracy"_a = k.accuracy == Accuracy::Exact ? "exact" : "approximate",
                  "error_bound"_a = k.error_bound, "reproducibility"_a = reproducibility_text(k.reproducibility),
                  "models"_a = model_names(k), "flops_per_evaluation"_a = k.flops_per_evaluation, "serial"_a = k.serial,
-                 "summary"_a = std::string(k.summary), "runnable"_a = k.backend == Backend::Cpu || have_cuda));
+                 "summary"_a = std::string(k.summary), "runnable"_a = runnable,
+                 "why_not"_a = runnable ? py::none() : py::object(py::str(why))));
   }
   return rows;
 }

@@ -7,6 +7,7 @@ module calls the same library) or with an independent double-precision sum in nu
 import os
 import shutil
 import signal
+import subprocess
 import threading
 import time
 
@@ -34,6 +35,22 @@ def cpu_rows():
 
 def cuda_rows():
     return [k["name"] for k in espgrid.kernels() if k["backend"] == "cuda"]
+
+
+# ---- the module's own C++ runtime -----------------------------------------------------------------
+
+def test_the_module_exports_only_its_init_function():
+    # A module that exports its C++ runtime's symbols lets the dynamic linker merge them with the
+    # interpreter's libstdc++ (numpy, PyTorch): with a statically linked libstdc++ of another
+    # version that crashed `import espgrid` on the GPU host (issue 20). python/src/exports.map
+    # keeps everything but PyInit__espgrid local.
+    nm = shutil.which("nm")
+    if nm is None:
+        pytest.skip("nm (binutils) is not installed")
+    out = subprocess.run([nm, "-D", "--defined-only", espgrid._espgrid.__file__], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, check=True).stdout
+    exported = sorted(line.split()[-1] for line in out.splitlines() if line.strip())
+    assert exported == ["PyInit__espgrid"], exported[:20]
 
 
 # ---- the module's map equals the program's ------------------------------------------------------
@@ -150,14 +167,25 @@ def test_structure_from_a_file():
 def test_kernels_list_the_programs_registry(cli):
     r = cli("kernels")
     assert r.returncode == 0
-    listed = [line.split()[0] for line in r.stdout.splitlines()[1:] if line.strip() and line.split()[0].startswith(("cpu-", "cuda-"))]
+    table = [line.split() for line in r.stdout.splitlines()[1:] if line.strip() and line.split()[0].startswith(("cpu-", "cuda-"))]
     rows = espgrid.kernels()
-    assert [k["name"] for k in rows] == listed
-    ok, _ = espgrid.cuda_available()
+    assert [k["name"] for k in rows] == [t[0] for t in table]
+    # The program's RUNS column and the module's runnable come from one registry call: they agree.
+    runs = {t[0]: t[6] for t in table}
     for k in rows:
         assert "coulomb" in k["models"]
-        assert k["runnable"] == (k["backend"] == "cpu" or ok)
+        assert runs[k["name"]] == ("yes" if k["runnable"] else "no"), k
+        assert (k["why_not"] is None) == k["runnable"], k
+    default = r.stdout.split("Default: ")[1].split()[0]
+    assert next(k for k in rows if k["name"] == default)["runnable"], default
     assert sum(k["role"] == "reference" for k in rows) == 1
+
+
+@pytest.mark.parametrize("kernel", [k["name"] for k in espgrid.kernels() if k["backend"] == "cpu" and k["runnable"]])
+def test_every_runnable_cpu_row_runs(kernel):
+    # "runnable" is a promise: a row listed as runnable computes a map here.
+    phi = espgrid.compute_map(SMALL, spacing=1.0, kernel=kernel)
+    assert np.isfinite(phi.values).all() and phi.kernel == kernel
 
 
 def test_progress_reports_every_plane_in_order():

@@ -1,9 +1,11 @@
 // The small verbs: `kernels` (the registry and its capabilities), `atoms` (a structure as the
 // readers read it, for the renderer and for people) and `convert` (a map into another format).
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <iostream>
+#include <vector>
 
 #include "src/cli/commands.h"
 #include "src/cli/options.h"
@@ -50,16 +52,23 @@ int run_kernels(int argc, char** argv) {
   }
   std::string reason;
   const bool have_cuda = cuda_available(&reason);
-  std::printf("%-16s %-7s %-9s %-8s %-23s %-5s %s\n", "NAME", "BACKEND", "ROLE", "ACCURACY", "MODELS", "FLOPS",
-              "WHAT IT DOES");
-  for (const auto& k : kernel_variants())
-    std::printf("%-16s %-7s %-9s %-8s %-23s %-5d %s\n", std::string(k.name).c_str(),
+  std::printf("%-16s %-7s %-9s %-8s %-23s %-5s %-4s %s\n", "NAME", "BACKEND", "ROLE", "ACCURACY", "MODELS", "FLOPS",
+              "RUNS", "WHAT IT DOES");
+  std::vector<std::string> not_here;  // why a row cannot run here, once per reason
+  for (const auto& k : kernel_variants()) {
+    std::string why;
+    const bool runs = k.available(&why);
+    if (!runs && std::find(not_here.begin(), not_here.end(), why) == not_here.end()) not_here.push_back(why);
+    std::printf("%-16s %-7s %-9s %-8s %-23s %-5d %-4s %s\n", std::string(k.name).c_str(),
                 std::string(backend_name(k.backend)).c_str(), role_text(k).c_str(), accuracy_text(k).c_str(),
-                models_text(k).c_str(), k.flops_per_evaluation, std::string(k.summary).c_str());
+                models_text(k).c_str(), k.flops_per_evaluation, runs ? "yes" : "no", std::string(k.summary).c_str());
+  }
   std::printf(
       "\nFLOPS: floating-point operations per atom evaluation (FMA = 2). ACCURACY: exact = float32\n"
       "rounding of the exact sum (exact*: atomics, the last bits vary between runs); ~E = an approximate\n"
-      "method with relative RMS error bound E.\n");
+      "method with relative RMS error bound E. RUNS: whether the row can run here.\n");
+  for (const std::string& why : not_here)
+    if (why != reason) std::printf("Cannot run here: %s\n", why.c_str());  // the CUDA reason follows
   std::printf("CUDA: %s\n", have_cuda ? "available" : ("unavailable: " + reason).c_str());
   std::printf("Default: %s\n", std::string(default_kernel(have_cuda ? Backend::Cuda : Backend::Cpu).name).c_str());
   return 0;

@@ -30,6 +30,9 @@ void cpu_parallel(const DcsProblem& p, const RunOptions& o) { cpu::parallel(p, o
 void cpu_simd(const DcsProblem& p, const RunOptions& o) { cpu::simd(p, o.threads, o.progress); }
 
 // cpu-simd is the default without a GPU where the build has it (Google Highway).
+constexpr std::string_view kSimdNotBuilt =
+    ESPGRID_HAVE_HWY ? ""
+                     : "this espgrid was built without Google Highway (libhwy-dev not found, or ESPGRID_SIMD=OFF)";
 constexpr KernelRole kSimdRole = ESPGRID_HAVE_HWY ? KernelRole::Default : KernelRole::Alternative;
 constexpr KernelRole kParallelRole = ESPGRID_HAVE_HWY ? KernelRole::Alternative : KernelRole::Default;
 
@@ -113,7 +116,7 @@ const std::array<KernelVariant, 12>& table() {
     dualpipe.coarsens = false;
     dualpipe.dual_pipe = true;
     dualpipe.double_positions = true;
-    return std::array<KernelVariant, 12>{
+    std::array<KernelVariant, 12> rows{
         cpu_row("cpu-naive", "one point at a time over all atoms, recomputing dx, dy, dz (1 thread)",
                 KernelRole::Alternative, Reproducibility::MatchesReference, kEveryModel, 12, true, &cpu_naive),
         cpu_row("cpu-reference", "per plane dz², per row dy²+dz², then a sweep along x (1 thread)",
@@ -159,6 +162,9 @@ const std::array<KernelVariant, 12>& table() {
                         "interpolation (approximate)",
                         Backend::Cuda, kCoulombOnly, &run_cuda_msm, &msm_bound),
     };
+    for (KernelVariant& row : rows)
+      if (row.name == "cpu-simd") row.not_built = kSimdNotBuilt;
+    return rows;
   }();
   return rows;
 }
@@ -170,7 +176,16 @@ std::string cpu_description(int threads) {
 
 }  // namespace
 
+bool KernelVariant::available(std::string* why) const {
+  if (!not_built.empty()) {
+    if (why) *why = std::string(not_built);
+    return false;
+  }
+  return backend == Backend::Cpu || cuda_available(why);
+}
+
 RunTiming KernelVariant::run(const DcsProblem& problem, const RunOptions& options) const {
+  if (!not_built.empty()) throw Error(std::string(name) + " cannot run: " + std::string(not_built));
   if (!supports(problem.model))
     throw UsageError(std::string(name) + " does not compute the " + model_name(problem.model) +
                      " model; use one of: " + variants_supporting(problem.model));

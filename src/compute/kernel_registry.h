@@ -105,6 +105,8 @@ struct KernelVariant {
   cuda::DeviceKernel device;       ///< CUDA rows: the launch function and layout
   MethodRun method_run = nullptr;  ///< rows with their own pipeline (either backend); null otherwise
   BoundFn bound = nullptr;         ///< approximate rows
+  /// Why this build lacks the row's code (cpu-simd without Google Highway); empty when built.
+  std::string_view not_built = {};
 
   bool supports(PairModel model) const { return models.contains(model); }
   bool approximate() const { return accuracy == Accuracy::Approximate; }
@@ -116,6 +118,10 @@ struct KernelVariant {
   bool takes_launch_shape() const { return uses_plane_driver(); }
   bool takes_coarsening() const { return uses_plane_driver() && device.layout.coarsens; }
   bool deterministic() const { return reproducibility != Reproducibility::Varies; }
+  /// Whether the row can run here: built into this espgrid and, for CUDA rows, a usable GPU
+  /// present. Otherwise `why` says why not. `espgrid kernels`, `espgrid.kernels()` and run()
+  /// all ask this, so they agree.
+  bool available(std::string* why = nullptr) const;
 
   /// Fills problem.potential (every point written). Throws UsageError for a model the variant
   /// lacks (naming the variants that have it) or bad options, espgrid::Error on failure.
