@@ -128,7 +128,7 @@ int run_convert(int argc, char** argv) {
   options.parse_positional({"input"});
   const auto args = parse_args(options, argc, argv, {"output"});
   if (args.count("help")) {
-    std::cout << options.help({"Input", "Output", ""});
+    std::cout << options.help({"Output", ""});  // INPUT is positional: the usage line names it
     return 0;
   }
   if (!args.count("input")) throw UsageError("no input map given");

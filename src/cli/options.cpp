@@ -129,7 +129,7 @@ void add_physics_options(cxxopts::Options& options) {
       ("units", "potential unit: kT/e, kcal/mol/e or V", cxxopts::value<std::string>()->default_value("kT/e"))
       ("dielectric", "relative permittivity of the uniform medium", cxxopts::value<std::string>()->default_value("1"))
       ("temperature", "temperature for kT/e, K", cxxopts::value<std::string>()->default_value("298.15"))
-      ("model", "pair model: coulomb, distance or debye (see Models below)", cxxopts::value<std::string>()->default_value("coulomb"))
+      ("model", "pair model: coulomb, distance or debye (each described under Models in `espgrid map --help`)", cxxopts::value<std::string>()->default_value("coulomb"))
       ("ionic-strength", "debye model: ionic strength of the electrolyte, mol/L", cxxopts::value<std::string>()->default_value("0"));
   // clang-format on
 }

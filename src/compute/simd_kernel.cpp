@@ -3,7 +3,7 @@
 // (HWY_DYNAMIC_DISPATCH): one binary runs anywhere, no -march=native.
 //
 // Work: tasks of (plane, two rows, a chunk of up to kChunkVectors·kTileVectors vectors along x),
-// spread over OpenMP threads, planes in order (so progress and planes_done report whole planes).
+// handed out in plane order over one OpenMP region (compute/plane_tasks.h: whole planes reported in order).
 // Each task forms every atom's offset from its own origin in double (x, y, dz² + a², q as
 // float32: the rounding of the pair's own distances, not of the coordinates' size), then sweeps
 // register tiles of 4 vectors × 2 rows over all atoms, in blocks of 256 atoms whose partial sums
@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "src/compute/plane_tasks.h"
 #include "src/compute/simd_kernel.h"
 #include "src/core/errors.h"
 #include "src/core/stopwatch.h"
@@ -261,19 +262,15 @@ namespace cpu {
 
 void simd(const DcsProblem& problem, int threads, const ProgressFn& progress) {
   apply_simd_cap();
-  const int team = threads > 0 ? threads : omp_get_max_threads();
   const auto chunk_points = static_cast<std::int64_t>(HWY_DYNAMIC_DISPATCH(SimdChunkPoints)());
   const std::int64_t tasks = ((problem.nx + chunk_points - 1) / chunk_points) * ((problem.ny + 1) / 2);
-  // Planes in order (progress reports whole planes); the tasks of a plane over every thread.
-  for (std::int64_t k = 0; k < problem.nz; ++k) {
-#pragma omp parallel num_threads(team)
-    {
-      SimdScratch scratch;
-#pragma omp for schedule(dynamic, 1)
-      for (std::int64_t t = 0; t < tasks; ++t) HWY_DYNAMIC_DISPATCH(SimdTask)(problem, k, t, &scratch);
-    }
-    if (progress) progress(static_cast<std::size_t>(k + 1), static_cast<std::size_t>(problem.nz));
-  }
+  // Per task: 2 rows of a chunk over every atom, after forming every atom's offset once.
+  const double work = static_cast<double>(problem.nz * tasks) * static_cast<double>(problem.atom_count) *
+                      (2.0 * static_cast<double>(chunk_points) + 4.0);
+  run_plane_tasks<SimdScratch>(problem.nz, tasks, team_for(work, threads, problem.nz * tasks), progress,
+                               [&](std::int64_t k, std::int64_t t, SimdScratch& scratch) {
+                                 HWY_DYNAMIC_DISPATCH(SimdTask)(problem, k, t, &scratch);
+                               });
 }
 
 std::string simd_target() {

@@ -79,8 +79,8 @@ std::string model_help() {
          "            With --dielectric 78.54 --ionic-strength 0.15 the values are on APBS's +-5 kT/e\n"
          "            scale. Two special functions per pair: about half coulomb's speed on a GPU.\n"
          "  For molecular surfaces coloured like a Poisson-Boltzmann map use distance or debye; for the\n"
-         "  textbook sum (and exact comparison with other DCS codes) coulomb. README, 'Physics models',\n"
-         "  has their measured agreement with APBS.\n";
+         "  textbook sum (and exact comparison with other DCS codes) coulomb. README.md, section 'Pair\n"
+         "  models, and how close they come to Poisson-Boltzmann', has their measured agreement with APBS.\n";
 }
 
 }  // namespace espgrid
