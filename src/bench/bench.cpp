@@ -704,36 +704,34 @@ EndToEnd measure_end_to_end(const EndToEndRequest& request, const std::string& e
   e.format = extension;
   e.repeats = settings.repeats;
   e.warmup = settings.warmup;
-  e.streamed = streams_planes(map_format_from_extension("map." + extension), request.write);
   const std::string path = (std::filesystem::path(request.scratch_dir) /
                             ("espgrid-end-to-end-" + std::to_string(::getpid()) + "." + extension))
                                .string();
   std::vector<double> read, prepare, kernel, transfer, write, streamed, wall;
+  MapJob job = request.job;
+  job.outputs = {path};
+  e.streamed = streams_planes(map_format_from_extension(path), job.write);
+  // What the oracle check needs from the pipeline's run: the atoms and the grid it placed.
+  struct Kept : MapObserver {
+    Atoms atoms;
+    GridSpec grid;
+    void prepared(const PreparedJob& p) override {
+      atoms = p.structure.atoms;
+      grid = p.grid;
+    }
+  } kept;
   try {
-    check_output_paths({path}, {request.input}, request.write);
     for (int run = 0; run < settings.warmup + settings.repeats; ++run) {
       const Stopwatch clock;
-      TimingReport read_timing;
-      const Structure structure = load_structure(request.input, request.format, &read_timing);
-      MapRequest map_request;
-      map_request.grid = make_grid(request.grid, structure.atoms);
-      check_grid_fits(map_request.grid);
-      map_request.physics = request.physics;
-      map_request.compute = request.compute;
-      map_request.source = describe_source(request.input, structure.atoms);
-      const KernelSelection kernel_choice = select_kernel(request.compute, request.physics.model);
-      MapFiles files({path}, request.write);
-      MapResult result = compute_map(structure.atoms, map_request, kernel_choice, &files);
-      result.timing.read_seconds = read_timing.read_seconds;
-      files.finish(result.map, &result.timing);
+      MapResult result = run_map_job(job, kept);
       const double seconds = clock.seconds();
       const TimingReport& t = result.timing;
-      e.kernel = std::string(kernel_choice.kernel->name);
+      e.kernel = std::string(result.kernel.kernel->name);
       e.device = t.device;
-      e.nx = map_request.grid.dims[0];
-      e.ny = map_request.grid.dims[1];
-      e.nz = map_request.grid.dims[2];
-      e.atoms = structure.atoms.size();
+      e.nx = kept.grid.dims[0];
+      e.ny = kept.grid.dims[1];
+      e.nz = kept.grid.dims[2];
+      e.atoms = kept.atoms.size();
       std::error_code ec;
       e.file_bytes = std::filesystem::file_size(path, ec);
       if (run >= settings.warmup) {
@@ -747,8 +745,7 @@ EndToEnd measure_end_to_end(const EndToEndRequest& request, const std::string& e
       }
       if (run + 1 == settings.warmup + settings.repeats) {
         // Never a time for an empty or wrong map: the last map against the oracle, the file whole.
-        const PreparedProblem problem =
-            PreparedProblem::for_physics(structure.atoms, map_request.grid, request.physics);
+        const PreparedProblem problem = PreparedProblem::for_physics(kept.atoms, kept.grid, job.physics);
         const OracleCheck check = check_against_oracle(
             problem.view(result.map.values.data()), problem.coordinate_extent(), settings.check_points, settings.seed);
         e.points_checked = check.checked;

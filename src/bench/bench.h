@@ -276,12 +276,7 @@ std::vector<int> gpu_sweep_counts(int available);
 /// What the end-to-end measurement runs: `espgrid map INPUT -o FILE` with these options, through
 /// the library facade, as the CLI does (streaming formats written while the kernel runs).
 struct EndToEndRequest {
-  std::string input;                      ///< structure file
-  std::optional<StructureFormat> format;  ///< from the extension when empty
-  GridRequest grid;
-  PhysicsOptions physics;
-  ComputeOptions compute;
-  MapWriteOptions write;
+  MapJob job;               ///< the structure file, grid, physics, compute and write options (no outputs)
   std::string scratch_dir;  ///< where the map files go (each removed after its run)
 };
 

@@ -12,6 +12,7 @@
 #include "src/core/errors.h"
 #include "src/core/text_format.h"
 #include "src/io/map_formats.h"
+#include "src/pipeline/map_pipeline.h"
 
 namespace espgrid::cli {
 namespace {
@@ -80,7 +81,8 @@ int run_atoms(int argc, char** argv) {
                            "element.\n");
   options.custom_help("INPUT [--format pqr|xyz]");
   options.positional_help("");
-  add_structure_options(options, "structure file (.pqr or .xyz)");
+  const JobOptionSet input_options{{OptionGroup::Input}, {"forcefield", "ph", "keep-pqr"}};
+  add_job_options(options, input_options, "structure file (.pqr or .xyz)");
   options.add_options()("h,help", "show this help");
   const auto args = parse_args(options, argc, argv);
   if (args.count("help")) {
@@ -89,9 +91,9 @@ int run_atoms(int argc, char** argv) {
                  "(viz/render_potential.py) reads structures through this verb, so it sees what the map saw.\n";
     return 0;
   }
-  if (!args.count("input")) throw UsageError("no input file given");
-  const std::string path = args["input"].as<std::string>();
-  const Structure s = load_structure(path, format_option(args));
+  const MapJob job = job_from_args(args, input_options, JobUse::Values);
+  const std::string& path = job.input.path;
+  const Structure s = load_structure(path, job.input.format);
   for (const auto& notice : s.notices) std::fprintf(stderr, "espgrid: note: %s\n", notice.c_str());
   const Atoms& a = s.atoms;
   std::printf("# espgrid atoms: %s, %zu atoms, total charge %s e\n# x y z charge radius element\n", path.c_str(),
@@ -123,7 +125,8 @@ int run_convert(int argc, char** argv) {
       ("o,output", "map to write (.vti, .dx or .mrc/.map/.ccp4); repeat for several", cxxopts::value<std::vector<std::string>>())
       ("units", "the input's unit when its header does not say (kT/e, kcal/mol/e or V)", cxxopts::value<std::string>());
   // clang-format on
-  add_map_output_options(options);
+  const JobOptionSet write_options{{OptionGroup::Output}, {"output"}};  // --compression, --no-stream
+  add_job_options(options, write_options);
   options.add_options()("h,help", "show this help");
   options.parse_positional({"input"});
   const auto args = parse_args(options, argc, argv, {"output"});
@@ -134,7 +137,9 @@ int run_convert(int argc, char** argv) {
   if (!args.count("input")) throw UsageError("no input map given");
   if (!args.count("output")) throw UsageError("no output given: add -o map.vti, -o map.dx and/or -o map.mrc");
   const auto outputs = args["output"].as<std::vector<std::string>>();
-  const MapWriteOptions write = map_write_options(args);
+  MapJob job;
+  apply_args(args, write_options, job);
+  const MapWriteOptions write = job.write;
   const std::string input = args["input"].as<std::string>();
   check_output_paths(outputs, {input}, write);
   if (map_format_from_extension(input) != MapFormat::Dx)
