@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "src/core/potential_map.h"
+#include "src/physics/potential_map.h"
 #include "src/pipeline/map_pipeline.h"
 
 namespace espgrid::python {

@@ -152,7 +152,7 @@ int run_verify(int argc, char** argv) {
         all_pass = false;
         continue;
       }
-      const std::size_t unwritten = bench::count_nonfinite(out.data(), out.size());
+      const std::size_t unwritten = count_nonfinite(out.data(), out.size());
       if (k->approximate()) {
         // By its declared bound: relative RMS error against the oracle at sampled points away from atoms.
         const ApproximationError e = sampled_approximation_error(
@@ -166,8 +166,8 @@ int run_verify(int argc, char** argv) {
         std::printf("\n");
         continue;
       }
-      const bench::OracleCheck check =
-          bench::check_against_oracle(problem.view(out.data()), problem.coordinate_extent(),
+      const OracleCheck check =
+          check_against_oracle(problem.view(out.data()), problem.coordinate_extent(),
                                       static_cast<std::size_t>(samples), static_cast<std::uint64_t>(seed));
       const bool pass = check.ok() && unwritten == 0;
       all_pass = all_pass && pass;

@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "kernels/dcs_cuda.h"
+#include "src/compute/cuda_driver.h"
 #include "src/compute/compute_timing.h"
 #include "src/compute/dcs_problem.h"
 #include "src/compute/launch_plan.h"

@@ -1,6 +1,6 @@
 // What a map means physically: the unit, the medium and the pair model. The CLI, the library
 // facade and the Python module all describe a map's physics with this one struct; the output
-// files record it (core/potential_map.h).
+// files record it (physics/potential_map.h).
 #pragma once
 
 #include <string>

@@ -22,7 +22,7 @@
 
 #include "src/compute/kernel_registry.h"
 #include "src/compute/prepared_problem.h"
-#include "src/core/potential_map.h"
+#include "src/physics/potential_map.h"
 #include "src/io/map_formats.h"
 #include "src/io/pdb2pqr_source.h"
 #include "src/io/structure_reader.h"

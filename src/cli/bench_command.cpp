@@ -18,7 +18,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "kernels/dcs_cuda.h"
+#include "src/compute/cuda_driver.h"
 #include "src/bench/bench.h"
 #include "src/bench/msm_sweeps.h"
 #include "src/cli/commands.h"
