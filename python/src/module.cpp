@@ -284,7 +284,7 @@ std::string reproducibility_text(Reproducibility r) {
 /// (so models added to the enum appear here without a change).
 py::list model_names(const KernelVariant& k) {
   py::list names;
-  for (int m = 0; m < 32; ++m) {
+  for (int m = 0; m < kPairModelCount; ++m) {
     const auto model = static_cast<PairModel>(m);
     if (!k.supports(model)) continue;
     const std::string name = model_name(model);

@@ -63,6 +63,12 @@ class ModelSet {
   constexpr ModelSet(std::initializer_list<PairModel> models) {
     for (PairModel m : models) bits_ |= 1u << static_cast<unsigned>(m);
   }
+  /// Every model in PairModels: the rows whose kernels are templated on the evaluator.
+  static constexpr ModelSet every_model() {
+    ModelSet all{};
+    all.bits_ = (1u << kPairModelCount) - 1u;
+    return all;
+  }
   constexpr bool contains(PairModel m) const { return (bits_ >> static_cast<unsigned>(m)) & 1u; }
 
  private:

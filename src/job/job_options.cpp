@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <functional>
 
 #include "src/core/errors.h"
 #include "src/core/number_parsing.h"
@@ -202,7 +203,7 @@ std::vector<int> devices_value(const OptionValue& value) {
 std::vector<JobOption> make_table() {
   using G = OptionGroup;
   const auto value = [](std::string_view name, G group, std::string help, std::string default_text,
-                        void (*apply)(MapJob&, const OptionValue&)) {
+                        std::function<void(MapJob&, const OptionValue&)> apply) {
     return JobOption{name, 0, group, std::move(help), std::move(default_text), false, false, apply};
   };
   std::vector<JobOption> t;
@@ -272,13 +273,30 @@ std::vector<JobOption> make_table() {
                     [](MapJob& j, const OptionValue& v) { j.physics.dielectric = v.as_number("dielectric"); }));
   t.push_back(value("temperature", G::Physics, "temperature for kT/e, K", "298.15",
                     [](MapJob& j, const OptionValue& v) { j.physics.temperature = v.as_number("temperature"); }));
+  std::string models, screened;
+  for_each_pair_model([&](auto potential) {
+    models += (models.empty() ? "" : ", ") + std::string(potential.name);
+    if (potential.screened) screened += (screened.empty() ? "" : "/") + std::string(potential.name);
+  });
   t.push_back(value("model", G::Physics,
-                    "pair model: coulomb, distance or debye (each described under Models in `espgrid map --help`)",
-                    "coulomb", [](MapJob& j, const OptionValue& v) { j.physics.model = parse_model(v.as_text("model")); }));
-  t.push_back(value("ionic-strength", G::Physics, "debye model: ionic strength of the electrolyte, mol/L", "0",
+                    "pair model: " + models + " (each described under Models in `espgrid map --help`)", "coulomb",
+                    [](MapJob& j, const OptionValue& v) { j.physics.model = parse_model(v.as_text("model")); }));
+  t.push_back(value("ionic-strength", G::Physics, screened + " model: ionic strength of the electrolyte, mol/L", "0",
                     [](MapJob& j, const OptionValue& v) {
                       j.physics.ionic_strength = v.as_number("ionic-strength");
                     }));
+  // Each model's own parameters, as its evaluator declares them (pair_potentials.h).
+  for_each_pair_model([&](auto potential) {
+    for (const ModelParameter& p : potential.parameters) {
+      const bool listed = std::any_of(t.begin(), t.end(), [&](const JobOption& o) { return o.name == p.name; });
+      if (listed) continue;  // two models may share a parameter's name: one option sets it for either
+      t.push_back(JobOption{p.name, 0, G::Physics,
+                            std::string(potential.name) + " model: " + p.help + ", " + p.unit, "", false, false,
+                            [name = std::string(p.name)](MapJob& j, const OptionValue& v) {
+                              j.physics.set_parameter(name, v.as_number(name));
+                            }});
+    }
+  });
   // Compute
   t.push_back(value("kernel", G::Compute, "kernel variant (see `espgrid kernels`)", "",
                     [](MapJob& j, const OptionValue& v) { j.compute.kernel = v.as_text("kernel"); }));

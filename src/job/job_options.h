@@ -9,6 +9,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -61,7 +62,7 @@ struct JobOption {
   bool repeatable;           ///< may be given several times (-o): each adds a value
   bool is_switch;            ///< takes no value on the command line
   /// Checks the value and sets the job's field(s).
-  void (*apply)(MapJob& job, const OptionValue& value);
+  std::function<void(MapJob& job, const OptionValue& value)> apply;
 };
 
 /// Every option, in the order help lists them.
