@@ -19,6 +19,7 @@
 #   same        every CUDA row and model (and cuda-msm) maps the same structure as the build of
 #               .device/old-src (carry it: `git archive COMMIT`): values compared bit for bit
 #   model       the added-model test (tests/models/) with its library's CUDA kernels built
+#   speed       cuda-unrolled and cuda-dualpipe, Coulomb and Debye, new and old build in one run
 #   shared      the CPU kernels on two cores with one kept busy (taskset -c 0,1), against the
 #               old build: benchmarks/shared_core.py
 #   python      the Python module built for the interpreter first on the PATH (a venv with
@@ -97,7 +98,8 @@ fi
 if want python; then
   pytest_path=""
   python3 -c "import pytest" 2>/dev/null || pytest_path="$PWD/.device/pylib:"
-  step python-import python3 -X faulthandler -c "import torch, numpy, espgrid; print(espgrid.cuda_available())"
+  step python-import env PYTHONPATH="$PWD/$BUILD_DIR/python" python3 -X faulthandler -c \
+    "import torch, numpy, espgrid; print(espgrid.cuda_available(), [k['name'] for k in espgrid.kernels() if k['runnable']])"
   step python-suite env PYTHONPATH="$pytest_path$PWD/$BUILD_DIR/python" ESPGRID="$PWD/$espgrid" \
     python3 -m pytest -p no:cacheprovider -rs -q python/tests/test_module.py
 fi
@@ -110,6 +112,19 @@ if want same; then
   else
     echo "same: no .device/old-src to compare with"; status=1
   fi
+fi
+
+if want speed; then
+  # Old and new side by side on the standard input, one seed: the refactored kernels' rates.
+  for m in coulomb debye; do
+    extra=(); [ $m = debye ] && extra=(--dielectric 78.54 --ionic-strength 0.15)
+    for build in new old; do
+      exe=$espgrid; [ $build = old ] && exe=.device/old-build/espgrid
+      [ -x "$exe" ] || continue
+      step "speed-$m-$build" "$exe" bench --seed "$SEED" --require-cuda --model $m "${extra[@]}" \
+        --kernel cuda-unrolled,cuda-dualpipe --out "$LOG_DIR/speed-$m-$build"
+    done
+  done
 fi
 
 if want shared; then
