@@ -200,14 +200,16 @@ std::vector<int> devices_value(const OptionValue& value) {
   return devices;
 }
 
-std::vector<JobOption> make_table() {
-  using G = OptionGroup;
-  const auto value = [](std::string_view name, G group, std::string help, std::string default_text,
-                        std::function<void(MapJob&, const OptionValue&)> apply) {
-    return JobOption{name, 0, group, std::move(help), std::move(default_text), false, false, apply};
-  };
-  std::vector<JobOption> t;
-  // Input
+using G = OptionGroup;
+
+/// An option that takes a value (the common case).
+JobOption value(std::string_view name, G group, std::string help, std::string default_text,
+                std::function<void(MapJob&, const OptionValue&)> apply) {
+  return JobOption{name, 0, group, std::move(help), std::move(default_text), false, false, std::move(apply)};
+}
+
+/// The structure file's format and, for PDB/mmCIF, how pdb2pqr assigns charges.
+void add_input_options(std::vector<JobOption>& t) {
   t.push_back(value("format", G::Input, "input format when the extension does not say: pqr, xyz, pdb or cif", "",
                     [](MapJob& j, const OptionValue& v) { j.input.format = parse_format_name(v.as_text("format")); }));
   t.push_back(value("forcefield", G::Input,
@@ -231,7 +233,10 @@ std::vector<JobOption> make_table() {
                       if (j.input.keep_pqr.empty()) throw UsageError("--keep-pqr needs a file name");
                       if (j.input.charge_option.empty()) j.input.charge_option = "--keep-pqr";
                     }));
-  // Output
+}
+
+/// The map files and how they are written.
+void add_output_options(std::vector<JobOption>& t) {
   JobOption output = value(
       "output", G::Output,
       "map to write: .vti (ParaView), .dx or .dx.gz (VMD, PyMOL, ChimeraX, APBS) or .mrc/.map/.ccp4 (MRC2014: "
@@ -257,7 +262,10 @@ std::vector<JobOption> make_table() {
                               [](MapJob& j, const OptionValue& v) { j.write.stream = !v.is_on("no-stream"); });
   no_stream.is_switch = true;
   t.push_back(no_stream);
-  // Grid
+}
+
+/// Where the grid lies: padding around the atoms, or an exact origin and dims.
+void add_grid_options(std::vector<JobOption>& t) {
   t.push_back(value("spacing", G::Grid, "grid spacing in Å: H or HX,HY,HZ", "0.5",
                     [](MapJob& j, const OptionValue& v) { j.grid.spacing = v.as_triple("spacing", true); }));
   t.push_back(value("padding", G::Grid, "space around the atoms' bounding box on each side, Å", "10",
@@ -266,7 +274,10 @@ std::vector<JobOption> make_table() {
                     [](MapJob& j, const OptionValue& v) { j.grid.origin = v.as_triple("origin", false); }));
   t.push_back(value("dims", G::Grid, "explicit grid points NX,NY,NZ (with --origin)", "",
                     [](MapJob& j, const OptionValue& v) { j.grid.dims = v.as_dims("dims"); }));
-  // Physics
+}
+
+/// Unit, medium and model, and every model's own parameters (from its evaluator).
+void add_physics_options(std::vector<JobOption>& t) {
   t.push_back(value("units", G::Physics, "potential unit: kT/e, kcal/mol/e or V", "kT/e",
                     [](MapJob& j, const OptionValue& v) { j.physics.unit = parse_unit(v.as_text("units")); }));
   t.push_back(value("dielectric", G::Physics, "relative permittivity of the uniform medium", "1",
@@ -297,7 +308,10 @@ std::vector<JobOption> make_table() {
                             }});
     }
   });
-  // Compute
+}
+
+/// Which kernel runs where, and the approximate method's parameters.
+void add_compute_options(std::vector<JobOption>& t) {
   t.push_back(value("kernel", G::Compute, "kernel variant (see `espgrid kernels`)", "",
                     [](MapJob& j, const OptionValue& v) { j.compute.kernel = v.as_text("kernel"); }));
   t.push_back(value("backend", G::Compute, "auto, cpu or cuda (auto: CUDA when a usable GPU is present)", "auto",
@@ -349,6 +363,15 @@ std::vector<JobOption> make_table() {
                       if (order != 3 && order != 5) throw UsageError("--msm-order must be 3 (cubic) or 5 (quintic)");
                       j.compute.run.method.msm.order = static_cast<int>(order);
                     }));
+}
+
+std::vector<JobOption> make_table() {
+  std::vector<JobOption> t;
+  add_input_options(t);
+  add_output_options(t);
+  add_grid_options(t);
+  add_physics_options(t);
+  add_compute_options(t);
   return t;
 }
 
