@@ -116,20 +116,24 @@ void finish_map(const PotentialMap& map, std::size_t atoms, const std::string& k
     for (const WorkerTiming& part : timing.parts)
       std::printf("  device %d %s: %s\n", part.device, part.device_name.c_str(), part_line(part).c_str());
   // An approximate method does not evaluate every pair: its rate is the exact sum's work over its time.
-  const bool approximate = !timing.method.empty();
-  if (approximate) std::printf("method     %s\n", timing.method.c_str());
+  const bool pb = map.physics.poisson_boltzmann;  // issue 23: a field solve, not a sum over pairs
+  const bool approximate = !timing.method.empty() && !pb;
+  if (!timing.method.empty()) std::printf("method     %s\n", timing.method.c_str());
   if (!timing.phases.empty()) {
     std::string phases;
     for (const PhaseTiming& phase : timing.phases)
       phases += (phases.empty() ? "" : ", ") + phase.name + " " + seconds_text(phase.seconds);
     std::printf("phases     %s\n", phases.c_str());
   }
-  std::printf("work       %s atom-evaluations%s\n", short_scientific(evaluations).c_str(),
-              approximate ? " in the exact sum (the method evaluates far fewer)" : "");
-  std::printf("throughput %s atom-evaluations/s%s\n",
-              short_scientific(timing.kernel_seconds > 0 ? evaluations / timing.kernel_seconds : 0).c_str(),
-              approximate ? " (exact-sum equivalent)" : "");
-  std::printf("model      %s, dielectric %g\n", describe_model(map.physics).c_str(), map.physics.dielectric);
+  if (!pb) {
+    std::printf("work       %s atom-evaluations%s\n", short_scientific(evaluations).c_str(),
+                approximate ? " in the exact sum (the method evaluates far fewer)" : "");
+    std::printf("throughput %s atom-evaluations/s%s\n",
+                short_scientific(timing.kernel_seconds > 0 ? evaluations / timing.kernel_seconds : 0).c_str(),
+                approximate ? " (exact-sum equivalent)" : "");
+  }
+  std::printf("model      %s%s\n", describe_model(map.physics).c_str(),
+              pb ? "" : (", dielectric " + shortest_text(map.physics.dielectric)).c_str());
   std::printf("potential  %.4g to %.4g %s (dielectric %g%s)\n", *lo, *hi, unit_name(map.physics.unit).c_str(),
               map.physics.dielectric,
               map.physics.unit == PotentialUnit::KTPerE
@@ -171,6 +175,8 @@ int run_map_distributed(const cxxopts::ParseResult& args, scaleout::Cluster& clu
   try {
     cluster.agree("checking the command line and reading the input", [&] {
       command = map_command(args);
+      if (command.physics.poisson_boltzmann)  // issue 23: one process solves the whole grid
+        throw UsageError("--model pb runs in one process; run it without mpirun (on a GPU it takes seconds)");
       if (needs_charge_assignment(command.input_format))
         throw UsageError("under mpirun, give a PQR file: run `espgrid map " + command.input +
                          " --keep-pqr FILE.pqr ...` once without mpirun (or pdb2pqr30 yourself)");
@@ -330,8 +336,12 @@ int run_map(int argc, char** argv) {
   MapResult result = compute_map(structure.atoms, request, choice, &files);
   bar.finish();
   result.timing.read_seconds = read.read_seconds;
-  finish_map(result.map, structure.atoms.size(),
-             std::string(choice.kernel->name) + " on " + result.timing.device + " (" + choice.why + ")", result.timing,
+  const std::string kernel_line =
+      command.physics.poisson_boltzmann  // issue 23: the solver ran; the kernel did its direct sums
+          ? "Poisson-Boltzmann solve on " + result.timing.device + " (direct sums: " + std::string(choice.kernel->name) +
+                ", " + choice.why + ")"
+          : std::string(choice.kernel->name) + " on " + result.timing.device + " (" + choice.why + ")";
+  finish_map(result.map, structure.atoms.size(), kernel_line, result.timing,
              "", files, [&] {
                if (!assigned) return;
                assigned->keep(command.keep_pqr);  // only after every map is written: a failure leaves nothing

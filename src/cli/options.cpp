@@ -129,8 +129,21 @@ void add_physics_options(cxxopts::Options& options) {
       ("units", "potential unit: kT/e, kcal/mol/e or V", cxxopts::value<std::string>()->default_value("kT/e"))
       ("dielectric", "relative permittivity of the uniform medium", cxxopts::value<std::string>()->default_value("1"))
       ("temperature", "temperature for kT/e, K", cxxopts::value<std::string>()->default_value("298.15"))
-      ("model", "pair model: coulomb, distance or debye (see Models below)", cxxopts::value<std::string>()->default_value("coulomb"))
-      ("ionic-strength", "debye model: ionic strength of the electrolyte, mol/L", cxxopts::value<std::string>()->default_value("0"));
+      ("model", "coulomb, distance, debye (pair models) or pb (Poisson-Boltzmann; see Models below)", cxxopts::value<std::string>()->default_value("coulomb"))
+      ("ionic-strength", "debye and pb: ionic strength of the 1:1 electrolyte, mol/L (pb: default 0.15)", cxxopts::value<std::string>()->default_value("0"))
+      // ---- --model pb (issue 23, src/pb/): APBS's keyword in brackets
+      ("solvent-dielectric", "pb: the solvent's relative permittivity [sdie]", cxxopts::value<std::string>()->default_value("78.54"))
+      ("ion-radius", "pb: radius of the ions, Å: no ions within it of an atom's surface [ion radius]", cxxopts::value<std::string>()->default_value("2"))
+      ("probe-radius", "pb: solvent probe radius, Å, for mol and smol [srad]", cxxopts::value<std::string>()->default_value("1.4"))
+      ("surface", "pb: dielectric boundary: smol (mol, then 9-point harmonic smoothing), mol (molecular surface) or "
+                  "spl2 (per-atom cubic splines of width --surface-window) [srfm]", cxxopts::value<std::string>()->default_value("smol"))
+      ("surface-window", "pb: spl2's spline window, Å [swin]", cxxopts::value<std::string>()->default_value("0.3"))
+      ("surface-density", "pb: SAS points per Å² for mol and smol [sdens]", cxxopts::value<std::string>()->default_value("10"))
+      ("pb-formulation", "pb: split (Coulomb part summed exactly at every point, the reaction field solved; the default, "
+                         "see docs/pb.md) or direct (APBS's own discretization: spl2 charges on the grid)",
+       cxxopts::value<std::string>()->default_value("split"))
+      ("pb-tolerance", "pb: relative residual at which the solver stops [etol]", cxxopts::value<std::string>()->default_value("1e-6"))
+      ("pb-max-iterations", "pb: most solver iterations", cxxopts::value<std::string>()->default_value("200"));
   // clang-format on
 }
 
@@ -194,8 +207,38 @@ PhysicsOptions physics_options(const cxxopts::ParseResult& args) {
   physics.unit = parse_unit(args["units"].as<std::string>());
   physics.dielectric = number_option("dielectric", args["dielectric"].as<std::string>());
   physics.temperature = number_option("temperature", args["temperature"].as<std::string>());
-  physics.model = parse_model(args["model"].as<std::string>());
   physics.ionic_strength = number_option("ionic-strength", args["ionic-strength"].as<std::string>());
+  // ---- --model pb (issue 23): the Poisson-Boltzmann options, APBS's customary values as defaults.
+  static const char* const kPbOnly[] = {"solvent-dielectric", "ion-radius",     "probe-radius",
+                                        "surface",            "surface-window", "surface-density",
+                                        "pb-formulation",     "pb-tolerance",   "pb-max-iterations"};
+  if (args["model"].as<std::string>() == "pb") {
+    physics.poisson_boltzmann = true;
+    PbOptions& pb = physics.pb;
+    if (args.count("dielectric")) pb.solute_dielectric = physics.dielectric;  // else APBS's pdie 2
+    physics.dielectric = pb.solute_dielectric;
+    if (args.count("ionic-strength")) pb.ionic_strength = physics.ionic_strength;  // else 0.15 M
+    physics.ionic_strength = 0;
+    pb.temperature = physics.temperature;
+    pb.solvent_dielectric = number_option("solvent-dielectric", args["solvent-dielectric"].as<std::string>());
+    pb.ion_radius = number_option("ion-radius", args["ion-radius"].as<std::string>());
+    pb.probe_radius = number_option("probe-radius", args["probe-radius"].as<std::string>());
+    pb.surface = parse_surface(args["surface"].as<std::string>());
+    pb.spline_window = number_option("surface-window", args["surface-window"].as<std::string>());
+    pb.surface_density = number_option("surface-density", args["surface-density"].as<std::string>());
+    pb.formulation = parse_formulation(args["pb-formulation"].as<std::string>());
+    pb.tolerance = number_option("pb-tolerance", args["pb-tolerance"].as<std::string>());
+    const long long iterations = whole_option("pb-max-iterations", args["pb-max-iterations"].as<std::string>());
+    if (iterations < 1 || iterations > 100000) throw UsageError("--pb-max-iterations must be 1 to 100000");
+    pb.max_iterations = static_cast<int>(iterations);
+    if (args.count("surface-window") && pb.surface != PbSurface::Spline)
+      throw UsageError("--surface-window applies to --surface spl2 (mol and smol have no window)");
+  } else {
+    physics.model = parse_model(args["model"].as<std::string>());
+    for (const char* option : kPbOnly)
+      if (args.count(option))
+        throw UsageError(std::string("--") + option + " applies to --model pb, not --model " + model_name(physics.model));
+  }
   validate(physics);
   return physics;
 }

@@ -120,6 +120,7 @@ std::string physics_comment(const PhysicsOptions& physics) {
   // The Coulomb model's line is what espgrid has always written (readers that parse it keep
   // working); the others name themselves and their parameters.
   if (physics.model == PairModel::Distance) text += ", model distance (epsilon(r) = epsilon r, r in A)";
+  if (physics.poisson_boltzmann) return text + ", model pb: " + describe(physics.pb);  // issue 23
   if (physics.model == PairModel::Debye)
     text += ", model debye, ionic strength " + shortest_text(physics.ionic_strength) + " M";
   return text;
@@ -158,7 +159,11 @@ bool parse_physics_comment(std::string_view comment, PhysicsOptions& physics) {
   parsed.temperature = *temperature;
   parsed.dielectric = *dielectric;
   rest.remove_prefix(end);
-  if (rest.rfind(", model distance", 0) == 0) {
+  if (rest.rfind(", model pb", 0) == 0) {  // a Poisson-Boltzmann map (its parameters are not read back)
+    parsed.poisson_boltzmann = true;
+    parsed.pb.solute_dielectric = parsed.dielectric;
+    parsed.pb.temperature = parsed.temperature;
+  } else if (rest.rfind(", model distance", 0) == 0) {
     parsed.model = PairModel::Distance;
   } else if (rest.rfind(", model debye, ionic strength ", 0) == 0) {
     rest.remove_prefix(std::string_view(", model debye, ionic strength ").size());

@@ -181,8 +181,9 @@ std::array<char, kHeaderBytes> mrc_header(const PotentialMap& map, const PlaneSt
   std::memcpy(h.data() + 212, stamp, 4);
   const double variance = stats.count ? stats.squared_deviations / static_cast<double>(stats.count) : 0.0;
   put(h, 55, static_cast<float>(std::sqrt(variance)));  // RMS: deviation from the mean
-  std::vector<std::string> labels = {"espgrid " ESPGRID_VERSION ": electrostatic potential by direct Coulomb summation",
-                                     physics_comment(map.physics) + ", model " + model_name(map.physics.model)};
+  std::vector<std::string> labels = {map.physics.poisson_boltzmann ? "espgrid " ESPGRID_VERSION ": electrostatic potential, Poisson-Boltzmann"
+                                                                 : "espgrid " ESPGRID_VERSION ": electrostatic potential by direct Coulomb summation",
+                                     physics_comment(map.physics) + ", model " + model_label(map.physics)};
   if (!map.source.empty()) labels.push_back(map.source);
   put(h, 56, static_cast<std::int32_t>(labels.size()));  // NLABL
   std::memset(h.data() + 224, ' ', kLabelBytes * kLabels);

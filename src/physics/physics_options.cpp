@@ -34,6 +34,10 @@ void validate(const PhysicsOptions& options) {
   if (!std::isfinite(options.ionic_strength) || options.ionic_strength < 0 ||
       options.ionic_strength > kMaxIonicStrength)
     throw UsageError("ionic strength must be 0 to 10 mol/L, got " + number_text(options.ionic_strength));
+  if (options.poisson_boltzmann) {  // its ionic strength is options.pb's (issue 23)
+    validate(options.pb);
+    return;
+  }
   if (options.ionic_strength != 0 && options.model != PairModel::Debye)
     throw UsageError("--ionic-strength applies to --model debye (the " + model_name(options.model) +
                      " model has no electrolyte)");
@@ -51,10 +55,15 @@ std::string model_name(PairModel model) {
 PairModel parse_model(const std::string& text) {
   for (int m = 0; m < kPairModelCount; ++m)
     if (text == model_name(static_cast<PairModel>(m))) return static_cast<PairModel>(m);
-  throw UsageError("unknown model '" + text + "' (use coulomb, distance or debye)");
+  throw UsageError("unknown model '" + text + "' (use coulomb, distance, debye or pb)");
+}
+
+std::string model_label(const PhysicsOptions& options) {
+  return options.poisson_boltzmann ? "pb" : model_name(options.model);
 }
 
 std::string describe_model(const PhysicsOptions& o) {
+  if (o.poisson_boltzmann) return "pb (" + describe(o.pb) + ")";
   switch (o.model) {
     case PairModel::Coulomb: return "coulomb";
     case PairModel::Distance: return "distance (epsilon(r) = " + number_text(o.dielectric) + " r)";
@@ -78,9 +87,15 @@ std::string model_help() {
          "            (mol/L; kappa from I, eps and T: Debye length 7.86 A at 0.15 M, eps 78.54, 298.15 K).\n"
          "            With --dielectric 78.54 --ionic-strength 0.15 the values are on APBS's +-5 kT/e\n"
          "            scale. Two special functions per pair: about half coulomb's speed on a GPU.\n"
-         "  For molecular surfaces coloured like a Poisson-Boltzmann map use distance or debye; for the\n"
-         "  textbook sum (and exact comparison with other DCS codes) coulomb. README, 'Physics models',\n"
-         "  has their measured agreement with APBS.\n";
+         "  pb        the linearized Poisson-Boltzmann equation solved on the map's grid (APBS mg-manual's\n"
+         "            definitions and defaults): solute --dielectric (default 2 with pb), --solvent-dielectric\n"
+         "            78.54, --ionic-strength (default 0.15 M with pb) of ions of --ion-radius 2 A, --surface\n"
+         "            smol|mol|spl2 with --probe-radius 1.4 A, multiple Debye-Hueckel boundary values. The low\n"
+         "            dielectric interior and the solvent boundary's shape: what no pair model has. Costs a\n"
+         "            field solve (hypre on the CPU, espgrid's multigrid on a GPU); docs/pb.md.\n"
+         "  For molecular surfaces coloured like APBS use pb (or, cheaper, debye); for the textbook sum (and\n"
+         "  exact comparison with other DCS codes) coulomb. README, 'Physics models', has their measured\n"
+         "  agreement with APBS.\n";
 }
 
 }  // namespace espgrid

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "src/core/units.h"
+#include "src/pb/pb_options.h"
 #include "src/physics/pair_potentials.h"
 
 namespace espgrid {
@@ -16,7 +17,14 @@ struct PhysicsOptions {
   double temperature = 298.15;  ///< K; used by kT/e and by the Debye length
   PairModel model = PairModel::Coulomb;
   double ionic_strength = 0;    ///< mol/L; the Debye model's electrolyte (0 for the others)
+  // ---- Poisson-Boltzmann (issue 23; src/pb/). `--model pb` is a field solve, not a pair model:
+  // `model` stays Coulomb (the direct sums PB uses), `dielectric` is the solute's, `pb` has the rest.
+  bool poisson_boltzmann = false;  ///< the map is a linearized PB solution (src/pb/pb_solve.h)
+  PbOptions pb;                    ///< its parameters (pb.solute_dielectric == dielectric, pb.temperature == temperature)
 };
+
+/// "pb" for a Poisson-Boltzmann map, else model_name(options.model).
+std::string model_label(const PhysicsOptions& options);
 
 /// Softening length a, Å. Every kernel evaluates f at r² + a², so a grid point on top of an
 /// atom gives a large finite value (q/a for Coulomb) instead of inf or NaN. With a = 1e-4 Å the

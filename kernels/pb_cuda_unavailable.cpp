@@ -1,0 +1,11 @@
+// Stand-in for the PB solver's CUDA driver in a build without CUDA.
+#include "kernels/pb_cuda.h"
+#include "src/core/errors.h"
+
+namespace espgrid::cuda {
+
+PbMgResult solve_pb_multigrid(const PbMgLevel*, int, const double*, double*, const PbMgRun&) {
+  throw Error("this espgrid was built without CUDA (no nvcc found, or ESPGRID_CUDA=OFF): the GPU PB solver is unavailable");
+}
+
+}  // namespace espgrid::cuda

@@ -1,0 +1,396 @@
+#include "src/pb/pb_coefficients.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "src/core/errors.h"
+#include "src/core/text_format.h"
+#include "src/core/units.h"
+#include "src/pb/pb_geometry.h"
+
+namespace espgrid::pb {
+namespace {
+
+constexpr double kPi = 3.14159265358979323846;
+
+int thread_count(int threads) { return threads > 0 ? threads : omp_get_max_threads(); }
+
+/// APBS's VRINT: round half up.
+int round_half_up(double x) { return static_cast<int>(std::floor(x + 0.5)); }
+
+double max_radius(const Atoms& atoms) {
+  double r = 0;
+  for (const double v : atoms.radius) r = std::max(r, v);
+  return r;
+}
+
+/// Atoms binned into cubic cells of side `cell` (Å): CSR lists, atoms in index order within a cell.
+struct CellList {
+  double lo[3] = {0, 0, 0};
+  double cell = 1;
+  long n[3] = {1, 1, 1};
+  std::vector<std::int64_t> start;  ///< n0·n1·n2 + 1 offsets into `atoms`
+  std::vector<std::int32_t> atoms;
+
+  long cell_of(double p, int axis) const {
+    const long c = static_cast<long>(std::floor((p - lo[axis]) / cell));
+    return std::clamp(c, 0L, n[axis] - 1);
+  }
+
+  CellList(const Atoms& a, double cell_size) : cell(cell_size) {
+    const BoundingBox box = bounding_box(a);
+    for (int d = 0; d < 3; ++d) {
+      lo[d] = box.lo[d];
+      n[d] = std::max(1L, static_cast<long>(std::ceil((box.hi[d] - box.lo[d]) / cell)) + 1);
+    }
+    const std::size_t cells = static_cast<std::size_t>(n[0] * n[1] * n[2]);
+    std::vector<std::int64_t> count(cells + 1, 0);
+    std::vector<std::size_t> of(a.size());
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      of[i] = static_cast<std::size_t>(cell_of(a.x[i], 0) + n[0] * (cell_of(a.y[i], 1) + n[1] * cell_of(a.z[i], 2)));
+      ++count[of[i] + 1];
+    }
+    for (std::size_t c = 0; c < cells; ++c) count[c + 1] += count[c];
+    start = count;
+    atoms.resize(a.size());
+    for (std::size_t i = 0; i < a.size(); ++i) atoms[static_cast<std::size_t>(count[of[i]]++)] = static_cast<std::int32_t>(i);
+  }
+
+};
+
+/// Marks `value` at every point of one array within `radius` of (x, y, z): APBS's markSphere
+/// (points at distance ≤ radius). `shift` is the array's offset from the nodes in spacings (½
+/// along the face's axis). Same-value writes from several threads are atomic: the result does
+/// not depend on the order.
+void mark_sphere(double* array, const GridSpec& g, const double shift[3], double x, double y, double z, double radius,
+                 double value) {
+  const long n[3] = {static_cast<long>(g.dims[0]), static_cast<long>(g.dims[1]), static_cast<long>(g.dims[2])};
+  const double p[3] = {x - (g.origin[0] + shift[0] * g.spacing[0]), y - (g.origin[1] + shift[1] * g.spacing[1]),
+                       z - (g.origin[2] + shift[2] * g.spacing[2])};
+  long lo[3], hi[3];
+  for (int d = 0; d < 3; ++d) sphere_index_range(p[d], radius, g.spacing[d], n[d], lo[d], hi[d]);
+  const double r2 = radius * radius;
+  for (long i = lo[0]; i <= hi[0]; ++i) {
+    const double dx = p[0] - g.spacing[0] * static_cast<double>(i);
+    const double dx2 = dx * dx;
+    for (long j = lo[1]; j <= hi[1]; ++j) {
+      const double dy = p[1] - g.spacing[1] * static_cast<double>(j);
+      const double dy2 = dy * dy;
+      if (dx2 + dy2 > r2) continue;
+      for (long k = lo[2]; k <= hi[2]; ++k) {
+        const double dz = p[2] - g.spacing[2] * static_cast<double>(k);
+        if (dz * dz + dy2 + dx2 <= r2) {
+          double& cell = array[i + n[0] * (j + n[1] * k)];
+#pragma omp atomic write
+          cell = value;
+        }
+      }
+    }
+  }
+}
+
+constexpr double kNoShift[3] = {0, 0, 0};
+constexpr double kFaceShift[3][3] = {{0.5, 0, 0}, {0, 0.5, 0}, {0, 0, 0.5}};
+
+/// The `mol` dielectric (APBS fillcoCoefMolDielNoSmooth): solvent everywhere, solute within
+/// atom + probe radius of any atom, solvent again within a probe radius of any accessible SAS point.
+void mol_dielectric(const Atoms& atoms, const PbOptions& o, PbCoefficients& c, int threads) {
+  const std::size_t points = c.grid.point_count();
+  double* eps[3] = {c.eps_x.data(), c.eps_y.data(), c.eps_z.data()};
+  for (double* e : eps) std::fill(e, e + points, o.solvent_dielectric);
+  const long natoms = static_cast<long>(atoms.size());
+#pragma omp parallel for schedule(dynamic, 16) num_threads(threads)
+  for (long a = 0; a < natoms; ++a) {
+    const double r = atoms.radius[a];
+    if (r <= kNoRadius) continue;
+    for (int d = 0; d < 3; ++d)
+      mark_sphere(eps[d], c.grid, kFaceShift[d], atoms.x[a], atoms.y[a], atoms.z[a], r + o.probe_radius,
+                  o.solute_dielectric);
+  }
+  if (o.probe_radius <= kNoRadius) return;
+  const SasPoints sas = accessible_sas_points(atoms, o, threads);
+  c.sas_points = sas.x.size();
+  const long npts = static_cast<long>(sas.x.size());
+#pragma omp parallel for schedule(dynamic, 256) num_threads(threads)
+  for (long s = 0; s < npts; ++s)
+    for (int d = 0; d < 3; ++d)
+      mark_sphere(eps[d], c.grid, kFaceShift[d], sas.x[s], sas.y[s], sas.z[s], o.probe_radius, o.solvent_dielectric);
+}
+
+/// `smol`: each face value becomes the 9-point harmonic mean of the `mol` values around it.
+void smooth_dielectric(PbCoefficients& c, int threads) {
+  const std::vector<double> x = c.eps_x, y = c.eps_y, z = c.eps_z;  // the unsmoothed values
+  const long n[3] = {static_cast<long>(c.grid.dims[0]), static_cast<long>(c.grid.dims[1]),
+                     static_cast<long>(c.grid.dims[2])};
+  const long sx = 1, sy = n[0], sz = n[0] * n[1];
+#pragma omp parallel for schedule(static) num_threads(threads)
+  for (long k = 0; k < n[2]; ++k)
+    for (long j = 0; j < n[1]; ++j)
+      for (long i = 0; i < n[0]; ++i) {
+        const long idx = i + sy * j + sz * k;
+        c.eps_x[idx] = smooth_face(x.data(), y.data(), z.data(), 0, i, j, k, n, sx, sy, sz);
+        c.eps_y[idx] = smooth_face(y.data(), x.data(), z.data(), 1, i, j, k, n, sx, sy, sz);
+        c.eps_z[idx] = smooth_face(z.data(), x.data(), y.data(), 2, i, j, k, n, sx, sy, sz);
+      }
+}
+
+/// `mol`/`smol` ion accessibility (APBS fillcoCoefMolIon): 1, except 0 within ion + atom radius.
+void mol_accessibility(const Atoms& atoms, const PbOptions& o, PbCoefficients& c, int threads) {
+  std::fill(c.accessibility.begin(), c.accessibility.end(), o.ionic_strength > 0 ? 1.0 : 0.0);
+  if (!(o.ionic_strength > 0)) return;
+  const long natoms = static_cast<long>(atoms.size());
+#pragma omp parallel for schedule(dynamic, 16) num_threads(threads)
+  for (long a = 0; a < natoms; ++a) {
+    const double r = atoms.radius[a];
+    if (r <= kNoRadius) continue;
+    mark_sphere(c.accessibility.data(), c.grid, kNoShift, atoms.x[a], atoms.y[a], atoms.z[a], r + o.ion_radius, 0.0);
+  }
+}
+
+/// `spl2` (APBS fillcoCoefSpline): products of per-atom switching functions, the atoms taken in
+/// their order at every point (so the products round as APBS's do). Planes in parallel.
+void spline_coefficients(const Atoms& atoms, const PbOptions& o, PbCoefficients& c, int threads) {
+  const GridSpec& g = c.grid;
+  const long n[3] = {static_cast<long>(g.dims[0]), static_cast<long>(g.dims[1]), static_cast<long>(g.dims[2])};
+  const double w = o.spline_window;
+  const double ion = o.ionic_strength > 0 ? o.ion_radius : 0.0;  // APBS: the largest ion radius, none without ions
+  std::fill(c.eps_x.begin(), c.eps_x.end(), 1.0);
+  std::fill(c.eps_y.begin(), c.eps_y.end(), 1.0);
+  std::fill(c.eps_z.begin(), c.eps_z.end(), 1.0);
+  std::fill(c.accessibility.begin(), c.accessibility.end(), 1.0);
+  // Each atom's box of nodes, as APBS's loop bounds: floor/ceil of (p ∓ (R + h/2))/h, R the larger of
+  // the accessibility and dielectric reaches.
+  struct Box {
+    long lo[3], hi[3];
+  };
+  std::vector<Box> boxes(atoms.size());
+  std::vector<std::vector<std::int32_t>> by_plane(static_cast<std::size_t>(n[2]));
+  for (std::size_t a = 0; a < atoms.size(); ++a) {
+    if (atoms.radius[a] <= kSplineSmall) continue;
+    const double reach = std::max(ion + atoms.radius[a] + w, atoms.radius[a] + w);
+    const double p[3] = {atoms.x[a] - g.origin[0], atoms.y[a] - g.origin[1], atoms.z[a] - g.origin[2]};
+    for (int d = 0; d < 3; ++d) {
+      const double span = reach + 0.5 * g.spacing[d];
+      boxes[a].lo[d] = std::max(0L, static_cast<long>(std::floor((p[d] - span) / g.spacing[d])));
+      boxes[a].hi[d] = std::min(n[d] - 1, static_cast<long>(std::ceil((p[d] + span) / g.spacing[d])));
+    }
+    for (long k = boxes[a].lo[2]; k <= boxes[a].hi[2]; ++k) by_plane[static_cast<std::size_t>(k)].push_back(static_cast<std::int32_t>(a));
+  }
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
+  for (long k = 0; k < n[2]; ++k) {
+    for (const std::int32_t a : by_plane[static_cast<std::size_t>(k)]) {
+      const double r = atoms.radius[a];
+      const double p[3] = {atoms.x[a] - g.origin[0], atoms.y[a] - g.origin[1], atoms.z[a] - g.origin[2]};
+      const Box& b = boxes[a];
+      const double dz = p[2] - static_cast<double>(k) * g.spacing[2];
+      const double dzf = p[2] - (static_cast<double>(k) + 0.5) * g.spacing[2];
+      for (long j = b.lo[1]; j <= b.hi[1]; ++j) {
+        const double dy = p[1] - static_cast<double>(j) * g.spacing[1];
+        const double dyf = p[1] - (static_cast<double>(j) + 0.5) * g.spacing[1];
+        for (long i = b.lo[0]; i <= b.hi[0]; ++i) {
+          const double dx = p[0] - static_cast<double>(i) * g.spacing[0];
+          const double dxf = p[0] - (static_cast<double>(i) + 0.5) * g.spacing[0];
+          const std::size_t idx = static_cast<std::size_t>(i + n[0] * (j + n[1] * k));
+          if (c.accessibility[idx] > kSplineSmall)
+            c.accessibility[idx] *= spline_switch(dz * dz + dy * dy + dx * dx, ion + r, w);
+          if (c.eps_x[idx] > kSplineSmall) c.eps_x[idx] *= spline_switch(dz * dz + dy * dy + dxf * dxf, r, w);
+          if (c.eps_y[idx] > kSplineSmall) c.eps_y[idx] *= spline_switch(dz * dz + dyf * dyf + dx * dx, r, w);
+          if (c.eps_z[idx] > kSplineSmall) c.eps_z[idx] *= spline_switch(dzf * dzf + dy * dy + dx * dx, r, w);
+        }
+      }
+    }
+  }
+  const double mask = o.ionic_strength > 0 ? 1.0 : 0.0;
+  const double de = o.solvent_dielectric - o.solute_dielectric;
+  const long points = static_cast<long>(g.point_count());
+#pragma omp parallel for schedule(static) num_threads(threads)
+  for (long i = 0; i < points; ++i) {
+    c.accessibility[i] *= mask;
+    c.eps_x[i] = de * c.eps_x[i] + o.solute_dielectric;
+    c.eps_y[i] = de * c.eps_y[i] + o.solute_dielectric;
+    c.eps_z[i] = de * c.eps_z[i] + o.solute_dielectric;
+  }
+}
+
+/// APBS fillcoChargeSpline2: each charge onto the 3 × 3 × 3 nodes around it with quadratic
+/// B-spline weights (sequential: the sums round in atom order, as APBS's do).
+void spread_charges_spl2(const Atoms& atoms, PbCoefficients& c) {
+  const GridSpec& g = c.grid;
+  const long n[3] = {static_cast<long>(g.dims[0]), static_cast<long>(g.dims[1]), static_cast<long>(g.dims[2])};
+  std::fill(c.charge.begin(), c.charge.end(), 0.0);
+  for (std::size_t a = 0; a < atoms.size(); ++a) {
+    const double f[3] = {(atoms.x[a] - g.origin[0]) / g.spacing[0], (atoms.y[a] - g.origin[1]) / g.spacing[1],
+                         (atoms.z[a] - g.origin[2]) / g.spacing[2]};
+    long lo[3], hi[3];
+    for (int d = 0; d < 3; ++d) {
+      lo[d] = std::max(0L, static_cast<long>(std::floor(f[d])) - 1);
+      hi[d] = std::min(n[d] - 1, static_cast<long>(std::ceil(f[d])) + 1);
+    }
+    for (long i = lo[0]; i <= hi[0]; ++i) {
+      const double mx = bspline2(1.5 + static_cast<double>(i) - f[0]);
+      for (long j = lo[1]; j <= hi[1]; ++j) {
+        const double my = bspline2(1.5 + static_cast<double>(j) - f[1]);
+        for (long k = lo[2]; k <= hi[2]; ++k) {
+          const double mz = bspline2(1.5 + static_cast<double>(k) - f[2]);
+          c.charge[static_cast<std::size_t>(i + n[0] * (j + n[1] * k))] += atoms.charge[a] * mx * my * mz;
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+double source_scale(double temperature) {
+  return 4.0 * kPi * coulomb_constant(PotentialUnit::KTPerE, temperature);
+}
+
+int reference_sphere_request(const Atoms& atoms, const PbOptions& o) {
+  const double ion = o.ionic_strength > 0 ? o.ion_radius : 0.0;
+  const double reach = max_radius(atoms) + std::max(ion, o.probe_radius) + kCellListWindow;
+  return static_cast<int>(std::ceil(4.0 * kPi * reach * reach * o.surface_density));
+}
+
+ReferenceSphere reference_sphere(int points) {
+  ReferenceSphere s;
+  const int rings = round_half_up(std::sqrt(kPi * static_cast<double>(points) / 4.0));
+  if (rings <= 0) return s;
+  const double dtheta = kPi / static_cast<double>(rings);
+  const int most = 2 * rings;
+  for (int t = 0; t < rings; ++t) {
+    const double theta = dtheta * static_cast<double>(t);
+    const double sin_t = std::sin(theta), cos_t = std::cos(theta);
+    const int ring = round_half_up(sin_t * most);
+    if (ring == 0) continue;
+    const double dphi = 2.0 * kPi / static_cast<double>(ring);
+    for (int p = 0; p < ring; ++p) {
+      const double phi = dphi * static_cast<double>(p);
+      s.x.push_back(std::cos(phi) * sin_t);
+      s.y.push_back(std::sin(phi) * sin_t);
+      s.z.push_back(cos_t);
+    }
+  }
+  return s;
+}
+
+SasPoints accessible_sas_points(const Atoms& atoms, const PbOptions& o, int threads) {
+  threads = thread_count(threads);
+  const ReferenceSphere ref = reference_sphere(reference_sphere_request(atoms, o));
+  const double probe = o.probe_radius;
+  // A SAS point of atom i is blocked by atom j ≠ i when it lies strictly within r_j + probe of
+  // j (APBS ivdwAccExclus). Cells of the largest r + probe find every such j among 27 cells.
+  const CellList cells(atoms, max_radius(atoms) + probe + 1e-6);
+  const std::size_t natoms = atoms.size(), nref = ref.x.size();
+  std::vector<std::vector<double>> per_atom(natoms);
+#pragma omp parallel num_threads(threads)
+  {
+    std::vector<std::int32_t> neighbours;
+#pragma omp for schedule(dynamic, 8)
+    for (long a = 0; a < static_cast<long>(natoms); ++a) {
+      const double ra = atoms.radius[a];
+      if (ra <= kNoRadius) continue;  // APBS: atoms without a radius have no SAS points
+      const double rad = ra + probe;
+      // Atoms whose probe-inflated sphere can reach this atom's SAS sphere.
+      neighbours.clear();
+      const double ax = atoms.x[a], ay = atoms.y[a], az = atoms.z[a];
+      // Candidates: every atom b within rad + r_b + probe of the centre (b's inflated sphere can
+      // reach some SAS point); cells of side r_max + probe, searched far enough to cover that.
+      const long span = static_cast<long>(std::ceil((rad + cells.cell) / cells.cell)) + 1;
+      const long cx = cells.cell_of(ax, 0), cy = cells.cell_of(ay, 1), cz = cells.cell_of(az, 2);
+      for (long k = std::max(0L, cz - span); k <= std::min(cells.n[2] - 1, cz + span); ++k)
+        for (long j = std::max(0L, cy - span); j <= std::min(cells.n[1] - 1, cy + span); ++j)
+          for (long i = std::max(0L, cx - span); i <= std::min(cells.n[0] - 1, cx + span); ++i) {
+            const std::size_t c = static_cast<std::size_t>(i + cells.n[0] * (j + cells.n[1] * k));
+            for (std::int64_t s = cells.start[c]; s < cells.start[c + 1]; ++s) {
+              const std::int32_t b = cells.atoms[static_cast<std::size_t>(s)];
+              if (b == a) continue;
+              const double reach = rad + atoms.radius[b] + probe;
+              const double dx = atoms.x[b] - ax, dy = atoms.y[b] - ay, dz = atoms.z[b] - az;
+              if (dx * dx + dy * dy + dz * dz < reach * reach) neighbours.push_back(b);
+            }
+          }
+      std::vector<double>& out = per_atom[static_cast<std::size_t>(a)];
+      for (std::size_t p = 0; p < nref; ++p) {
+        const double px = rad * ref.x[p] + ax, py = rad * ref.y[p] + ay, pz = rad * ref.z[p] + az;
+        bool open = true;
+        for (const std::int32_t b : neighbours) {
+          const double dx = px - atoms.x[b], dy = py - atoms.y[b], dz = pz - atoms.z[b];
+          const double reach = atoms.radius[b] + probe;
+          if (dx * dx + dy * dy + dz * dz < reach * reach) {
+            open = false;
+            break;
+          }
+        }
+        if (open) {
+          out.push_back(px);
+          out.push_back(py);
+          out.push_back(pz);
+        }
+      }
+    }
+  }
+  SasPoints sas;
+  std::size_t total = 0;
+  for (const auto& v : per_atom) total += v.size() / 3;
+  sas.x.reserve(total);
+  sas.y.reserve(total);
+  sas.z.reserve(total);
+  for (const auto& v : per_atom)
+    for (std::size_t i = 0; i < v.size(); i += 3) {
+      sas.x.push_back(v[i]);
+      sas.y.push_back(v[i + 1]);
+      sas.z.push_back(v[i + 2]);
+    }
+  return sas;
+}
+
+void check_atoms_inside(const Atoms& atoms, const GridSpec& g) {
+  for (std::size_t a = 0; a < atoms.size(); ++a) {
+    const double p[3] = {atoms.x[a], atoms.y[a], atoms.z[a]};
+    for (int d = 0; d < 3; ++d) {
+      const double lo = g.origin[d] + 2.0 * g.spacing[d];
+      const double hi = g.origin[d] + static_cast<double>(g.dims[d] - 3) * g.spacing[d];
+      if (!(p[d] >= lo && p[d] <= hi))
+        throw UsageError("--model pb needs every atom at least two grid spacings inside the grid; atom " +
+                         std::to_string(a + 1) + " at (" + short_fixed(p[0], 3) + ", " + short_fixed(p[1], 3) + ", " +
+                         short_fixed(p[2], 3) + ") is not (grid " + std::string(1, "xyz"[d]) + " " +
+                         short_fixed(g.origin[d], 3) + " to " +
+                         short_fixed(g.origin[d] + static_cast<double>(g.dims[d] - 1) * g.spacing[d], 3) +
+                         " Å): enlarge --padding or the explicit grid");
+    }
+  }
+}
+
+PbCoefficients build_coefficients(const Atoms& atoms, const GridSpec& grid, const PbOptions& options,
+                                  bool spread_charges, int threads) {
+  threads = thread_count(threads);
+  PbCoefficients c;
+  c.grid = grid;
+  const std::size_t points = grid.point_count();
+  c.eps_x.assign(points, 0.0);
+  c.eps_y.assign(points, 0.0);
+  c.eps_z.assign(points, 0.0);
+  c.accessibility.assign(points, 0.0);
+  // APBS treats a uniform medium without salt as the plain Laplacian (Vpmg_fillco: islap).
+  const bool laplacian = !(options.ionic_strength > 0) && options.solute_dielectric == options.solvent_dielectric;
+  if (laplacian) {
+    std::fill(c.eps_x.begin(), c.eps_x.end(), options.solute_dielectric);
+    std::fill(c.eps_y.begin(), c.eps_y.end(), options.solute_dielectric);
+    std::fill(c.eps_z.begin(), c.eps_z.end(), options.solute_dielectric);
+  } else if (options.surface == PbSurface::Spline) {
+    spline_coefficients(atoms, options, c, threads);
+  } else {
+    mol_dielectric(atoms, options, c, threads);
+    if (options.surface == PbSurface::Smol) smooth_dielectric(c, threads);
+    mol_accessibility(atoms, options, c, threads);
+  }
+  if (spread_charges) {
+    c.charge.assign(points, 0.0);
+    spread_charges_spl2(atoms, c);
+  }
+  return c;
+}
+
+}  // namespace espgrid::pb

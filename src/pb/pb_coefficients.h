@@ -1,0 +1,54 @@
+// The coefficient maps of the linearized PB equation on a grid, built on the host exactly as
+// APBS 3.4.1 builds them (src/pb/pb_geometry.h names each definition): dielectric on the faces,
+// ion accessibility and spread charges on the nodes, multiple-Debye–Hückel boundary values.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "src/core/atoms.h"
+#include "src/core/grid.h"
+#include "src/pb/pb_options.h"
+
+namespace espgrid::pb {
+
+/// x fastest: index = i + nx·(j + ny·k), like every espgrid map.
+struct PbCoefficients {
+  GridSpec grid;
+  std::vector<double> eps_x, eps_y, eps_z;  ///< relative permittivity on the faces (i+½, j, k), (i, j+½, k), (i, j, k+½)
+  std::vector<double> accessibility;        ///< ion accessibility λ ∈ [0, 1] at the nodes (0 everywhere without salt)
+  std::vector<double> charge;               ///< `chgm spl2`: charge spread onto the nodes, e (Direct formulation)
+  std::size_t sas_points = 0;               ///< accessible SAS points that carved the surface (mol, smol)
+};
+
+/// The reference sphere APBS places solvent-accessible-surface points with (vacc.c
+/// VaccSurf_refSphere): unit vectors on rings of constant polar angle, about `points` of them.
+struct ReferenceSphere {
+  std::vector<double> x, y, z;
+};
+ReferenceSphere reference_sphere(int points);
+/// The point count APBS asks the reference sphere for: ceil(4π R² · density), R = the largest
+/// atom radius + the surface cell list's reach (the larger of probe and ion radius, + 0.5 Å).
+int reference_sphere_request(const Atoms& atoms, const PbOptions& options);
+
+/// Every atom's accessible SAS points (the surface of the union of atom + probe spheres that
+/// no other such sphere contains), as APBS's Vacc_atomSASPoints builds them. Concatenated.
+struct SasPoints {
+  std::vector<double> x, y, z;
+};
+SasPoints accessible_sas_points(const Atoms& atoms, const PbOptions& options, int threads = 0);
+
+/// Throws UsageError naming the first atom that lies outside the grid or within two spacings of
+/// its boundary (charges there would be spread onto the fixed boundary values).
+void check_atoms_inside(const Atoms& atoms, const GridSpec& grid);
+
+/// Dielectric, accessibility and (with `spread_charges`) the spl2 charges, OpenMP over `threads`
+/// (0: all cores). Deterministic: the same maps for any thread count.
+PbCoefficients build_coefficients(const Atoms& atoms, const GridSpec& grid, const PbOptions& options,
+                                  bool spread_charges, int threads = 0);
+
+/// The charge scale of APBS's source term, zmagic = 4π e²/(kT·Å): the equation's right-hand side
+/// is zmagic·(spread charge)/volume and u is in kT/e.
+double source_scale(double temperature);
+
+}  // namespace espgrid::pb
