@@ -136,6 +136,222 @@ void smooth_dielectric(PbCoefficients& c, int threads) {
       }
 }
 
+/// Marks `value` at every node of a byte grid (dims n, spacing h, origin o) within `radius` of p.
+void mark_sphere_bytes(unsigned char* array, const long* n, const double* h, const double* o, double x, double y,
+                       double z, double radius, unsigned char value) {
+  const double p[3] = {x - o[0], y - o[1], z - o[2]};
+  long lo[3], hi[3];
+  for (int d = 0; d < 3; ++d) sphere_index_range(p[d], radius, h[d], n[d], lo[d], hi[d]);
+  const double r2 = radius * radius;
+  for (long k = lo[2]; k <= hi[2]; ++k) {
+    const double dz = p[2] - h[2] * static_cast<double>(k);
+    for (long j = lo[1]; j <= hi[1]; ++j) {
+      const double dy = p[1] - h[1] * static_cast<double>(j);
+      if (dz * dz + dy * dy > r2) continue;
+      for (long i = lo[0]; i <= hi[0]; ++i) {
+        const double dx = p[0] - h[0] * static_cast<double>(i);
+        if (dz * dz + dy * dy + dx * dx <= r2) {
+          unsigned char& cell = array[i + n[0] * (j + n[1] * k)];
+#pragma omp atomic write
+          cell = value;
+        }
+      }
+    }
+  }
+}
+
+/// Points binned into cubic cells (CSR), for "is any point within r of here" queries with r ≤ cell.
+struct PointCells {
+  double lo[3] = {0, 0, 0};
+  double cell = 1;
+  long n[3] = {1, 1, 1};
+  std::vector<std::int64_t> start;
+  std::vector<double> x, y, z;  ///< the points, sorted by cell
+
+  PointCells(const SasPoints& p, double cell_size) : cell(cell_size) {
+    const std::size_t count = p.x.size();
+    if (count == 0) {
+      start.assign(2, 0);
+      return;
+    }
+    double hi[3] = {p.x[0], p.y[0], p.z[0]};
+    lo[0] = p.x[0], lo[1] = p.y[0], lo[2] = p.z[0];
+    for (std::size_t i = 0; i < count; ++i) {
+      lo[0] = std::min(lo[0], p.x[i]), hi[0] = std::max(hi[0], p.x[i]);
+      lo[1] = std::min(lo[1], p.y[i]), hi[1] = std::max(hi[1], p.y[i]);
+      lo[2] = std::min(lo[2], p.z[i]), hi[2] = std::max(hi[2], p.z[i]);
+    }
+    for (int d = 0; d < 3; ++d) n[d] = static_cast<long>(std::floor((hi[d] - lo[d]) / cell)) + 1;
+    std::vector<std::size_t> of(count);
+    start.assign(static_cast<std::size_t>(n[0] * n[1] * n[2]) + 1, 0);
+    for (std::size_t i = 0; i < count; ++i) {
+      of[i] = static_cast<std::size_t>(index(p.x[i], 0) + n[0] * (index(p.y[i], 1) + n[1] * index(p.z[i], 2)));
+      ++start[of[i] + 1];
+    }
+    for (std::size_t c = 1; c < start.size(); ++c) start[c] += start[c - 1];
+    std::vector<std::int64_t> fill(start.begin(), start.end() - 1);
+    x.resize(count), y.resize(count), z.resize(count);
+    for (std::size_t i = 0; i < count; ++i) {
+      const std::size_t at = static_cast<std::size_t>(fill[of[i]]++);
+      x[at] = p.x[i], y[at] = p.y[i], z[at] = p.z[i];
+    }
+  }
+  long index(double v, int d) const { return std::clamp(static_cast<long>(std::floor((v - lo[d]) / cell)), 0L, n[d] - 1); }
+  /// Whether some point lies within √r2 (≤ cell) of (px, py, pz).
+  bool any_within(double px, double py, double pz, double r2) const {
+    if (x.empty()) return false;
+    const long c[3] = {static_cast<long>(std::floor((px - lo[0]) / cell)), static_cast<long>(std::floor((py - lo[1]) / cell)),
+                       static_cast<long>(std::floor((pz - lo[2]) / cell))};
+    for (long k = std::max(0L, c[2] - 1); k <= std::min(n[2] - 1, c[2] + 1); ++k)
+      for (long j = std::max(0L, c[1] - 1); j <= std::min(n[1] - 1, c[1] + 1); ++j)
+        for (long i = std::max(0L, c[0] - 1); i <= std::min(n[0] - 1, c[0] + 1); ++i) {
+          const std::size_t cc = static_cast<std::size_t>(i + n[0] * (j + n[1] * k));
+          for (std::int64_t s = start[cc]; s < start[cc + 1]; ++s) {
+            const double dx = px - x[static_cast<std::size_t>(s)], dy = py - y[static_cast<std::size_t>(s)],
+                         dz = pz - z[static_cast<std::size_t>(s)];
+            if (dx * dx + dy * dy + dz * dz <= r2) return true;
+          }
+        }
+    return false;
+  }
+};
+
+/// The `mol` surface sampled `s` times finer than the grid (espgrid's, not APBS's): each face's
+/// permittivity is the flux-tube average of the sharp surface's region (harmonic along the face's
+/// axis: the layers are in series; arithmetic across: the lines are in parallel), each node's ion
+/// accessibility the fraction of its cell the ions reach. The same surface as APBS's `mol` (atom +
+/// probe spheres carved by probes at APBS's SAS points), with a far smaller error at a given
+/// spacing (benchmarks/NOTES.md, PB).
+void sampled_coefficients(const Atoms& atoms, const PbOptions& o, PbCoefficients& c, int threads, int s) {
+  const GridSpec& g = c.grid;
+  const long n[3] = {static_cast<long>(g.dims[0]), static_cast<long>(g.dims[1]), static_cast<long>(g.dims[2])};
+  const long nf[3] = {(n[0] - 1) * s + 1, (n[1] - 1) * s + 1, (n[2] - 1) * s + 1};
+  const double hf[3] = {g.spacing[0] / s, g.spacing[1] / s, g.spacing[2] / s};
+  const double* of = g.origin.data();
+  const std::size_t fine = static_cast<std::size_t>(nf[0] * nf[1] * nf[2]);
+  auto fidx = [&](long i, long j, long k) { return static_cast<std::size_t>(i + nf[0] * (j + nf[1] * k)); };
+  // region: 0 solvent, 1 within atom + probe radius of an atom, 2 within an atom's radius.
+  std::vector<unsigned char> region(fine, 0), ions(fine, 1);
+  const long natoms = static_cast<long>(atoms.size());
+  for (const unsigned char mark : {static_cast<unsigned char>(1), static_cast<unsigned char>(2)}) {
+#pragma omp parallel for schedule(dynamic, 16) num_threads(threads)
+    for (long a = 0; a < natoms; ++a) {
+      const double r = atoms.radius[a];
+      if (r <= kNoRadius) continue;
+      mark_sphere_bytes(region.data(), nf, hf, of, atoms.x[a], atoms.y[a], atoms.z[a],
+                        mark == 1 ? r + o.probe_radius : r, mark);
+      if (mark == 1 && o.ionic_strength > 0)
+        mark_sphere_bytes(ions.data(), nf, hf, of, atoms.x[a], atoms.y[a], atoms.z[a], r + o.ion_radius, 0);
+    }
+  }
+  // Carving: points of the band (1) within a probe radius of an accessible SAS point are solvent.
+  // A probe at a SAS point never reaches into an atom (2), so only the band is tested.
+  if (o.probe_radius > kNoRadius) {
+    const SasPoints sas = accessible_sas_points(atoms, o, threads);
+    c.sas_points = sas.x.size();
+    const PointCells cells(sas, o.probe_radius);
+    const double r2 = o.probe_radius * o.probe_radius;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
+    for (long k = 0; k < nf[2]; ++k)
+      for (long j = 0; j < nf[1]; ++j)
+        for (long i = 0; i < nf[0]; ++i) {
+          unsigned char& r = region[fidx(i, j, k)];
+          if (r == 1 && cells.any_within(of[0] + hf[0] * static_cast<double>(i), of[1] + hf[1] * static_cast<double>(j),
+                                         of[2] + hf[2] * static_cast<double>(k), r2)) r = 0;
+        }
+  }
+  // Cells between nodes (n − 1 per axis) that are all solute, all solvent, or mixed: tubes and node
+  // cells lying in pure cells take the pure value without sampling.
+  const long nc[3] = {n[0] - 1, n[1] - 1, n[2] - 1};
+  std::vector<unsigned char> pure(static_cast<std::size_t>(nc[0] * nc[1] * nc[2]));  // bit0 solute, bit1 solvent, bit2 ions, bit3 no ions
+#pragma omp parallel for schedule(static) num_threads(threads)
+  for (long k = 0; k < nc[2]; ++k)
+    for (long j = 0; j < nc[1]; ++j)
+      for (long i = 0; i < nc[0]; ++i) {
+        unsigned char seen = 0;
+        for (long ff = k * s; ff <= (k + 1) * s; ++ff)
+          for (long ee = j * s; ee <= (j + 1) * s; ++ee)
+            for (long dd = i * s; dd <= (i + 1) * s; ++dd) {
+              const std::size_t f = fidx(dd, ee, ff);
+              seen = static_cast<unsigned char>(seen | (region[f] ? 1 : 2));
+              seen = static_cast<unsigned char>(seen | (ions[f] ? 4 : 8));
+            }
+        pure[static_cast<std::size_t>(i + nc[0] * (j + nc[1] * k))] = seen;
+      }
+  auto cells_seen = [&](long i0, long i1, long j0, long j1, long k0, long k1) {
+    unsigned char seen = 0;
+    for (long k = std::max(0L, k0); k <= std::min(nc[2] - 1, k1); ++k)
+      for (long j = std::max(0L, j0); j <= std::min(nc[1] - 1, j1); ++j)
+        for (long i = std::max(0L, i0); i <= std::min(nc[0] - 1, i1); ++i)
+          seen = static_cast<unsigned char>(seen | pure[static_cast<std::size_t>(i + nc[0] * (j + nc[1] * k))]);
+    return seen;
+  };
+  const double inv_solvent = 1.0 / o.solvent_dielectric, inv_solute = 1.0 / o.solute_dielectric;
+  const long half = s / 2;
+  auto weight = [](long f, long lo, long hi) { return (f == lo || f == hi) ? 0.5 : 1.0; };
+  double* out[3] = {c.eps_x.data(), c.eps_y.data(), c.eps_z.data()};
+  const double mask = o.ionic_strength > 0 ? 1.0 : 0.0;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
+  for (long k = 0; k < n[2]; ++k)
+    for (long j = 0; j < n[1]; ++j)
+      for (long i = 0; i < n[0]; ++i) {
+        const long node[3] = {i, j, k};
+        const std::size_t idx = static_cast<std::size_t>(i + n[0] * (j + n[1] * k));
+        for (int d = 0; d < 3; ++d) {
+          if (node[d] == n[d] - 1) {
+            out[d][idx] = o.solvent_dielectric;  // past the last node: unused
+            continue;
+          }
+          const int t1 = d == 0 ? 1 : 0, t2 = d == 2 ? 1 : 2;
+          long lo[3], hi[3];  // the tube's cells
+          lo[d] = hi[d] = node[d];
+          lo[t1] = node[t1] - 1, hi[t1] = node[t1];
+          lo[t2] = node[t2] - 1, hi[t2] = node[t2];
+          const int seen = cells_seen(lo[0], hi[0], lo[1], hi[1], lo[2], hi[2]) & 3;
+          if (seen == 1 || seen == 2) {
+            out[d][idx] = seen == 1 ? o.solute_dielectric : o.solvent_dielectric;
+            continue;
+          }
+          const long a0 = node[d] * s, a1 = a0 + s;
+          const long b0 = std::max(0L, node[t1] * s - half), b1 = std::min(nf[t1] - 1, node[t1] * s + half);
+          const long c0 = std::max(0L, node[t2] * s - half), c1 = std::min(nf[t2] - 1, node[t2] * s + half);
+          double sum = 0, wsum = 0;
+          for (long cc = c0; cc <= c1; ++cc)
+            for (long bb = b0; bb <= b1; ++bb) {
+              double resist = 0, along = 0;
+              for (long aa = a0; aa <= a1; ++aa) {
+                long f[3];
+                f[d] = aa, f[t1] = bb, f[t2] = cc;
+                const double w = weight(aa, a0, a1);
+                resist += w * (region[fidx(f[0], f[1], f[2])] ? inv_solute : inv_solvent);
+                along += w;
+              }
+              const double w = weight(bb, b0, b1) * weight(cc, c0, c1);
+              sum += w * along / resist;
+              wsum += w;
+            }
+          out[d][idx] = sum / wsum;
+        }
+        // Ion accessibility: the accessible fraction of the node's cell.
+        const int seen = cells_seen(i - 1, i, j - 1, j, k - 1, k) & 12;
+        if (seen == 4 || seen == 8) {
+          c.accessibility[idx] = seen == 4 ? mask : 0.0;
+          continue;
+        }
+        double acc = 0, wsum = 0;
+        const long i0 = i * s - half, i1 = i * s + half, j0 = j * s - half, j1 = j * s + half, k0 = k * s - half,
+                   k1 = k * s + half;
+        for (long cc = std::max(0L, k0); cc <= std::min(nf[2] - 1, k1); ++cc)
+          for (long bb = std::max(0L, j0); bb <= std::min(nf[1] - 1, j1); ++bb)
+            for (long aa = std::max(0L, i0); aa <= std::min(nf[0] - 1, i1); ++aa) {
+              const double w = weight(aa, i0, i1) * weight(bb, j0, j1) * weight(cc, k0, k1);
+              acc += w * ions[fidx(aa, bb, cc)];
+              wsum += w;
+            }
+        c.accessibility[idx] = mask * acc / wsum;
+      }
+}
+
 /// `mol`/`smol` ion accessibility (APBS fillcoCoefMolIon): 1, except 0 within ion + atom radius.
 void mol_accessibility(const Atoms& atoms, const PbOptions& o, PbCoefficients& c, int threads) {
   std::fill(c.accessibility.begin(), c.accessibility.end(), o.ionic_strength > 0 ? 1.0 : 0.0);
@@ -381,6 +597,8 @@ PbCoefficients build_coefficients(const Atoms& atoms, const GridSpec& grid, cons
     std::fill(c.eps_z.begin(), c.eps_z.end(), options.solute_dielectric);
   } else if (options.surface == PbSurface::Spline) {
     spline_coefficients(atoms, options, c, threads);
+  } else if (options.sampling >= 2) {
+    sampled_coefficients(atoms, options, c, threads, options.sampling);
   } else {
     mol_dielectric(atoms, options, c, threads);
     if (options.surface == PbSurface::Smol) smooth_dielectric(c, threads);

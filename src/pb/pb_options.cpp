@@ -60,6 +60,10 @@ void validate(const PbOptions& o) {
           "more than 0 and at most 5 Å", o.spline_window);
   require(std::isfinite(o.surface_density) && o.surface_density > 0 && o.surface_density <= 1000,
           "surface-density", "more than 0 and at most 1000 points per Å²", o.surface_density);
+  require(o.sampling == 0 || (o.sampling >= 2 && o.sampling <= 16), "surface-sampling", "0 (APBS's rule) or 2 to 16",
+          o.sampling);
+  if (o.sampling != 0 && o.surface == PbSurface::Spline)
+    throw UsageError("--surface-sampling applies to --surface mol and smol (spl2 is already smooth)");
   require(std::isfinite(o.temperature) && o.temperature >= kMinTemperature && o.temperature <= 1e5, "temperature",
           "0.001 to 100000 K", o.temperature);
   require(std::isfinite(o.tolerance) && o.tolerance >= 1e-14 && o.tolerance < 1, "pb-tolerance",
@@ -82,8 +86,10 @@ std::string describe(const PbOptions& o) {
   if (o.surface == PbSurface::Spline)
     text += " (swin " + shortest_text(o.spline_window) + " A)";
   else
-    text += " (srad " + shortest_text(o.probe_radius) + " A, sdens " + shortest_text(o.surface_density) + ")";
-  text += ", chgm spl2, bcfl mdh, " + formulation_name(o.formulation);
+    text += " (srad " + shortest_text(o.probe_radius) + " A, sdens " + shortest_text(o.surface_density) +
+            (o.sampling ? ", sampled " + std::to_string(o.sampling) + "x per spacing" : std::string()) + ")";
+  text += o.formulation == PbFormulation::Direct ? ", chgm spl2" : ", Coulomb part summed exactly (split)";
+  text += ", bcfl mdh";
   return text;
 }
 
