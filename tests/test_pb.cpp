@@ -7,6 +7,8 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <numeric>
 #include <random>
 #include <string>
@@ -20,6 +22,7 @@
 #include "src/pb/pb_hypre.h"
 #include "src/pb/pb_multigrid.h"
 #include "src/pb/pb_solve.h"
+#include "tests/child_process.h"
 #include "tests/test_support.h"
 
 namespace espgrid {
@@ -192,6 +195,31 @@ TEST(PbGeometry, CoefficientsDoNotDependOnThreads) {
   }
 }
 
+TEST(PbGeometry, SampledSurfaceIsBetweenItsBoundsAndPureAwayFromIt) {
+  // The flux-tube average of a two-valued region lies between the two values, is the solute's deep
+  // inside and the solvent's far outside, and does not depend on the thread count.
+  const Atoms atoms = small_molecule(23);
+  const GridSpec g = grid_around(atoms, 0.8, 7);
+  PbOptions o;
+  o.sampling = 3;
+  const pb::PbCoefficients one = pb::build_coefficients(atoms, g, o, false, 1);
+  const pb::PbCoefficients two = pb::build_coefficients(atoms, g, o, false, 2);
+  EXPECT_EQ(one.eps_y, two.eps_y);
+  EXPECT_EQ(one.accessibility, two.accessibility);
+  std::size_t mixed = 0;
+  for (std::size_t i = 0; i < one.eps_y.size(); ++i) {
+    ASSERT_GE(one.eps_y[i], o.solute_dielectric - 1e-12);
+    ASSERT_LE(one.eps_y[i], o.solvent_dielectric + 1e-12);
+    ASSERT_GE(one.accessibility[i], 0.0);
+    ASSERT_LE(one.accessibility[i], 1.0);
+    mixed += one.eps_y[i] > o.solute_dielectric && one.eps_y[i] < o.solvent_dielectric;
+  }
+  EXPECT_GT(mixed, 0u);  // the surface is resolved below the spacing, not a staircase
+  // A face whose tube lies inside an atom's vdW sphere by 1 spacing is solute; the box's corner solvent.
+  EXPECT_DOUBLE_EQ(one.eps_x[0], o.solvent_dielectric);
+  EXPECT_DOUBLE_EQ(one.accessibility[0], 1.0);
+}
+
 // ---- the multigrid's pieces ------------------------------------------------------------------
 
 TEST(PbMultigrid, CoarseningKeepsEveryOtherNodeAndTheLast) {
@@ -276,6 +304,7 @@ TEST(PbSolve, SplitInAUniformMediumIsTheCoulombSum) {
   PbOptions o = tight();
   o.solvent_dielectric = o.solute_dielectric;
   o.ionic_strength = 0;
+  o.formulation = PbFormulation::Split;
   PhysicsOptions coulomb;
   coulomb.dielectric = o.solute_dielectric;
   const PreparedProblem problem = PreparedProblem::for_physics(atoms, g, coulomb);
@@ -330,7 +359,7 @@ TEST(PbSolve, DirectInAUniformMediumApproachesCoulombAtSecondOrder) {
 TEST(PbSolve, MultigridEmulationEqualsHypre) {
   if (!have_hypre()) GTEST_SKIP() << "this build has no hypre";
   const Atoms atoms = testing::load_molecule("fasciculin2.pqr");
-  const GridSpec g = grid_around(atoms, 1.0, 8);
+  const GridSpec g = grid_around(atoms, 1.2, 7);
   for (const PbFormulation f : {PbFormulation::Split, PbFormulation::Direct}) {
     PbOptions o = tight();
     o.formulation = f;
@@ -395,6 +424,8 @@ TEST(PbSolveGpu, CudaMultigridEqualsItsCpuEmulation) {
   const Atoms atoms = testing::load_molecule("fasciculin2.pqr");
   const GridSpec g = grid_around(atoms, 0.7, 8);
   PbOptions o = tight();
+  o.formulation = PbFormulation::Split;  // the CUDA direct sum, the surface and the solver all take part
+  o.sampling = 4;
   PbRun gpu, cpu;
   gpu.solver = PbSolver::CudaMultigrid;
   cpu.solver = PbSolver::CpuMultigrid;
@@ -456,6 +487,70 @@ TEST(PbErrors, NotConvergingIsAnError) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("--pb-max-iterations"), std::string::npos) << e.what();
   }
+}
+
+// ---- the command line ---------------------------------------------------------------------------
+
+testing::Outcome run_cli(const std::vector<std::string>& args, const std::filesystem::path& dir) {
+  testing::Child child(args, dir, {});
+  return child.wait(600);
+}
+
+TEST(PbCli, MapWritesAPoissonBoltzmannMapThatSaysSo) {
+  const std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) / "pb_cli";
+  std::filesystem::create_directories(dir);
+  const std::string dx = (dir / "fas.dx").string(), mrc = (dir / "fas.mrc").string();
+  const std::vector<std::string> solver = have_hypre() ? std::vector<std::string>{"--backend", "cpu"}
+                                                       : std::vector<std::string>{};
+  if (!have_hypre() && !cuda_available()) GTEST_SKIP() << "neither hypre nor a GPU: --model pb has no solver here";
+  std::vector<std::string> args = {"map", "data/fasciculin2.pqr", "-o", dx, "-o", mrc, "--model", "pb", "--spacing",
+                                   "1.5", "--padding", "8"};
+  args.insert(args.end(), solver.begin(), solver.end());
+  const testing::Outcome r = run_cli(args, dir);
+  ASSERT_EQ(r.code, 0) << r;
+  // The summary: method and parameters, iterations, final residual; no atom-evaluation rate.
+  EXPECT_NE(r.out.find("pdie 2, sdie 78.54, I 0.15 M (ion radius 2 A), srfm smol"), std::string::npos) << r;
+  EXPECT_NE(r.out.find("iterations, relative residual"), std::string::npos) << r;
+  EXPECT_EQ(r.out.find("atom-evaluations/s"), std::string::npos) << r;
+  // The file records the model, its parameters and the solve.
+  std::ifstream in(dx);
+  std::string header, line;
+  for (int i = 0; i < 4 && std::getline(in, line); ++i) header += line + "\n";
+  EXPECT_NE(header.find("linearized Poisson-Boltzmann"), std::string::npos) << header;
+  EXPECT_NE(header.find("model pb: linearized PB, pdie 2, sdie 78.54"), std::string::npos) << header;
+  EXPECT_NE(header.find("iterations, relative residual"), std::string::npos) << header;
+  // Read back, it is a PB map in kT/e.
+  bool unit_known = false;
+  const PotentialMap back = read_dx(dx, &unit_known);
+  EXPECT_TRUE(unit_known);
+  EXPECT_TRUE(back.physics.poisson_boltzmann);
+}
+
+TEST(PbCli, PbOptionsNeedModelPbAndBadValuesAreNamed) {
+  const std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) / "pb_cli_errors";
+  std::filesystem::create_directories(dir);
+  const std::string out = (dir / "x.dx").string();
+  const std::pair<std::vector<std::string>, std::string> cases[] = {
+      {{"--model", "debye", "--ionic-strength", "0.1", "--probe-radius", "1.2"}, "--probe-radius applies to --model pb"},
+      {{"--model", "pb", "--surface", "sas"}, "--surface must be mol, smol or spl2"},
+      {{"--model", "pb", "--surface-window", "0.5"}, "--surface-window applies to --surface spl2"},
+      {{"--model", "pb", "--ion-radius", "-2"}, "--ion-radius must be"},
+      {{"--model", "pb", "--surface-sampling", "1"}, "--surface-sampling must be"},
+      {{"--model", "pb", "--pb-formulation", "both"}, "--pb-formulation must be split or direct"},
+  };
+  for (const auto& [extra, message] : cases) {
+    std::vector<std::string> args = {"map", "data/fasciculin2.pqr", "-o", out};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const testing::Outcome r = run_cli(args, dir);
+    EXPECT_EQ(r.code, 2) << r;
+    EXPECT_NE(r.err.find(message), std::string::npos) << r;
+  }
+  // An explicit grid that cuts through the molecule: the atom is named, nothing is written.
+  const testing::Outcome r =
+      run_cli({"map", "data/fasciculin2.pqr", "-o", out, "--model", "pb", "--origin", "0,0,0", "--dims", "9,9,9"}, dir);
+  EXPECT_EQ(r.code, 2) << r;
+  EXPECT_NE(r.err.find("needs every atom at least two grid spacings inside the grid; atom 1 "), std::string::npos) << r;
+  EXPECT_FALSE(std::filesystem::exists(out));
 }
 
 }  // namespace
