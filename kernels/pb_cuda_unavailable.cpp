@@ -9,3 +9,11 @@ PbMgResult solve_pb_multigrid(const PbMgLevel*, int, const double*, double*, con
 }
 
 }  // namespace espgrid::cuda
+
+namespace espgrid::cuda {
+
+void build_pb_surface(const PbSurfaceInput&, PbSurfaceOutput&) {
+  throw Error("this espgrid was built without CUDA: the GPU PB surface is unavailable");
+}
+
+}  // namespace espgrid::cuda

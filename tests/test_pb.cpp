@@ -419,6 +419,27 @@ TEST(PbSolveGpu, DirectMatchesApbsWithTheCudaMultigrid) {
   expect_matches_apbs(PbSolver::CudaMultigrid);
 }
 
+TEST(PbSolveGpu, DeviceCoefficientsEqualTheHosts) {
+  SKIP_WITHOUT_GPU();
+  // The same per-node functions, sums without FMA contraction on both sides: bit for bit.
+  const Atoms atoms = testing::load_molecule("fasciculin2.pqr");
+  const GridSpec g = grid_around(atoms, 0.8, 8);
+  for (const PbSurface s : {PbSurface::Mol, PbSurface::Smol, PbSurface::Spline}) {
+    for (const double salt : {0.0, 0.15}) {
+      PbOptions o;
+      o.surface = s;
+      o.ionic_strength = salt;
+      const pb::PbCoefficients host = pb::build_coefficients(atoms, g, o, true, 0);
+      const pb::PbCoefficients device = pb::build_coefficients_on_device(atoms, g, o, true, 0);
+      EXPECT_EQ(device.eps_x, host.eps_x) << surface_name(s) << " I " << salt;
+      EXPECT_EQ(device.eps_y, host.eps_y) << surface_name(s) << " I " << salt;
+      EXPECT_EQ(device.eps_z, host.eps_z) << surface_name(s) << " I " << salt;
+      EXPECT_EQ(device.accessibility, host.accessibility) << surface_name(s) << " I " << salt;
+      EXPECT_EQ(device.sas_points, host.sas_points) << surface_name(s) << " I " << salt;
+    }
+  }
+}
+
 TEST(PbSolveGpu, CudaMultigridEqualsItsCpuEmulation) {
   SKIP_WITHOUT_GPU();
   const Atoms atoms = testing::load_molecule("fasciculin2.pqr");

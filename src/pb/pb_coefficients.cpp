@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "kernels/pb_cuda.h"
 #include "src/core/errors.h"
 #include "src/core/text_format.h"
 #include "src/core/units.h"
@@ -72,21 +73,18 @@ void mark_sphere(double* array, const GridSpec& g, const double shift[3], double
   long lo[3], hi[3];
   for (int d = 0; d < 3; ++d) sphere_index_range(p[d], radius, g.spacing[d], n[d], lo[d], hi[d]);
   const double r2 = radius * radius;
+  const double* h = g.spacing.data();
   for (long i = lo[0]; i <= hi[0]; ++i) {
-    const double dx = p[0] - g.spacing[0] * static_cast<double>(i);
-    const double dx2 = dx * dx;
+    const double dx = p[0] - h[0] * static_cast<double>(i);
     for (long j = lo[1]; j <= hi[1]; ++j) {
-      const double dy = p[1] - g.spacing[1] * static_cast<double>(j);
-      const double dy2 = dy * dy;
-      if (dx2 + dy2 > r2) continue;
-      for (long k = lo[2]; k <= hi[2]; ++k) {
-        const double dz = p[2] - g.spacing[2] * static_cast<double>(k);
-        if (dz * dz + dy2 + dx2 <= r2) {
+      const double dy = p[1] - h[1] * static_cast<double>(j);
+      if (dx * dx + dy * dy > r2) continue;  // the row misses the sphere (never changes a result)
+      for (long k = lo[2]; k <= hi[2]; ++k)
+        if (in_sphere(p, h, i, j, k, r2)) {
           double& cell = array[i + n[0] * (j + n[1] * k)];
 #pragma omp atomic write
           cell = value;
         }
-      }
     }
   }
 }
@@ -365,6 +363,29 @@ void mol_accessibility(const Atoms& atoms, const PbOptions& o, PbCoefficients& c
   }
 }
 
+struct SplineBox {
+  long lo[3] = {0, 0, 0}, hi[3] = {-1, -1, -1};
+};
+
+/// Each atom's box of nodes for `spl2`, as APBS's loop bounds: floor/ceil of (p ∓ (R + h/2))/h, R
+/// the larger of the accessibility and dielectric reaches. Empty for atoms without a radius.
+std::vector<SplineBox> spline_boxes(const Atoms& atoms, const GridSpec& g, const PbOptions& o) {
+  const long n[3] = {static_cast<long>(g.dims[0]), static_cast<long>(g.dims[1]), static_cast<long>(g.dims[2])};
+  const double ion = o.ionic_strength > 0 ? o.ion_radius : 0.0;
+  std::vector<SplineBox> boxes(atoms.size());
+  for (std::size_t a = 0; a < atoms.size(); ++a) {
+    if (atoms.radius[a] <= kSplineSmall) continue;
+    const double reach = std::max(ion + atoms.radius[a] + o.spline_window, atoms.radius[a] + o.spline_window);
+    const double p[3] = {atoms.x[a] - g.origin[0], atoms.y[a] - g.origin[1], atoms.z[a] - g.origin[2]};
+    for (int d = 0; d < 3; ++d) {
+      const double span = reach + 0.5 * g.spacing[d];
+      boxes[a].lo[d] = std::max(0L, static_cast<long>(std::floor((p[d] - span) / g.spacing[d])));
+      boxes[a].hi[d] = std::min(n[d] - 1, static_cast<long>(std::ceil((p[d] + span) / g.spacing[d])));
+    }
+  }
+  return boxes;
+}
+
 /// `spl2` (APBS fillcoCoefSpline): products of per-atom switching functions, the atoms taken in
 /// their order at every point (so the products round as APBS's do). Planes in parallel.
 void spline_coefficients(const Atoms& atoms, const PbOptions& o, PbCoefficients& c, int threads) {
@@ -376,46 +397,23 @@ void spline_coefficients(const Atoms& atoms, const PbOptions& o, PbCoefficients&
   std::fill(c.eps_y.begin(), c.eps_y.end(), 1.0);
   std::fill(c.eps_z.begin(), c.eps_z.end(), 1.0);
   std::fill(c.accessibility.begin(), c.accessibility.end(), 1.0);
-  // Each atom's box of nodes, as APBS's loop bounds: floor/ceil of (p ∓ (R + h/2))/h, R the larger of
-  // the accessibility and dielectric reaches.
-  struct Box {
-    long lo[3], hi[3];
-  };
-  std::vector<Box> boxes(atoms.size());
+  const std::vector<SplineBox> boxes = spline_boxes(atoms, g, o);
   std::vector<std::vector<std::int32_t>> by_plane(static_cast<std::size_t>(n[2]));
-  for (std::size_t a = 0; a < atoms.size(); ++a) {
-    if (atoms.radius[a] <= kSplineSmall) continue;
-    const double reach = std::max(ion + atoms.radius[a] + w, atoms.radius[a] + w);
-    const double p[3] = {atoms.x[a] - g.origin[0], atoms.y[a] - g.origin[1], atoms.z[a] - g.origin[2]};
-    for (int d = 0; d < 3; ++d) {
-      const double span = reach + 0.5 * g.spacing[d];
-      boxes[a].lo[d] = std::max(0L, static_cast<long>(std::floor((p[d] - span) / g.spacing[d])));
-      boxes[a].hi[d] = std::min(n[d] - 1, static_cast<long>(std::ceil((p[d] + span) / g.spacing[d])));
-    }
-    for (long k = boxes[a].lo[2]; k <= boxes[a].hi[2]; ++k) by_plane[static_cast<std::size_t>(k)].push_back(static_cast<std::int32_t>(a));
-  }
+  for (std::size_t a = 0; a < atoms.size(); ++a)
+    if (atoms.radius[a] > kSplineSmall)
+      for (long k = boxes[a].lo[2]; k <= boxes[a].hi[2]; ++k)
+        by_plane[static_cast<std::size_t>(k)].push_back(static_cast<std::int32_t>(a));
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
   for (long k = 0; k < n[2]; ++k) {
     for (const std::int32_t a : by_plane[static_cast<std::size_t>(k)]) {
-      const double r = atoms.radius[a];
       const double p[3] = {atoms.x[a] - g.origin[0], atoms.y[a] - g.origin[1], atoms.z[a] - g.origin[2]};
-      const Box& b = boxes[a];
-      const double dz = p[2] - static_cast<double>(k) * g.spacing[2];
-      const double dzf = p[2] - (static_cast<double>(k) + 0.5) * g.spacing[2];
-      for (long j = b.lo[1]; j <= b.hi[1]; ++j) {
-        const double dy = p[1] - static_cast<double>(j) * g.spacing[1];
-        const double dyf = p[1] - (static_cast<double>(j) + 0.5) * g.spacing[1];
+      const SplineBox& b = boxes[static_cast<std::size_t>(a)];
+      for (long j = b.lo[1]; j <= b.hi[1]; ++j)
         for (long i = b.lo[0]; i <= b.hi[0]; ++i) {
-          const double dx = p[0] - static_cast<double>(i) * g.spacing[0];
-          const double dxf = p[0] - (static_cast<double>(i) + 0.5) * g.spacing[0];
           const std::size_t idx = static_cast<std::size_t>(i + n[0] * (j + n[1] * k));
-          if (c.accessibility[idx] > kSplineSmall)
-            c.accessibility[idx] *= spline_switch(dz * dz + dy * dy + dx * dx, ion + r, w);
-          if (c.eps_x[idx] > kSplineSmall) c.eps_x[idx] *= spline_switch(dz * dz + dy * dy + dxf * dxf, r, w);
-          if (c.eps_y[idx] > kSplineSmall) c.eps_y[idx] *= spline_switch(dz * dz + dyf * dyf + dx * dx, r, w);
-          if (c.eps_z[idx] > kSplineSmall) c.eps_z[idx] *= spline_switch(dzf * dzf + dy * dy + dx * dx, r, w);
+          spline_factors(p, g.spacing.data(), i, j, k, atoms.radius[a], ion, w, c.accessibility[idx], c.eps_x[idx],
+                         c.eps_y[idx], c.eps_z[idx]);
         }
-      }
     }
   }
   const double mask = o.ionic_strength > 0 ? 1.0 : 0.0;
@@ -491,59 +489,66 @@ ReferenceSphere reference_sphere(int points) {
   return s;
 }
 
+SasNeighbours sas_neighbours(const Atoms& atoms, const PbOptions& o, int threads) {
+  threads = thread_count(threads);
+  const double probe = o.probe_radius;
+  // A SAS point of atom a is blocked by atom b ≠ a when it lies strictly within r_b + probe of b
+  // (APBS ivdwAccExclus); b can block some point of a's SAS sphere only if it lies within
+  // r_a + probe + r_b + probe of a's centre. Cells of side r_max + probe, searched far enough.
+  const CellList cells(atoms, max_radius(atoms) + probe + 1e-6);
+  const std::size_t natoms = atoms.size();
+  std::vector<std::vector<std::int32_t>> lists(natoms);
+#pragma omp parallel for schedule(dynamic, 8) num_threads(threads)
+  for (long a = 0; a < static_cast<long>(natoms); ++a) {
+    const double ra = atoms.radius[a];
+    if (ra <= kNoRadius) continue;  // APBS: atoms without a radius have no SAS points
+    const double rad = ra + probe;
+    const double ax = atoms.x[a], ay = atoms.y[a], az = atoms.z[a];
+    const long span = static_cast<long>(std::ceil((rad + cells.cell) / cells.cell)) + 1;
+    const long cx = cells.cell_of(ax, 0), cy = cells.cell_of(ay, 1), cz = cells.cell_of(az, 2);
+    std::vector<std::int32_t>& out = lists[static_cast<std::size_t>(a)];
+    for (long k = std::max(0L, cz - span); k <= std::min(cells.n[2] - 1, cz + span); ++k)
+      for (long j = std::max(0L, cy - span); j <= std::min(cells.n[1] - 1, cy + span); ++j)
+        for (long i = std::max(0L, cx - span); i <= std::min(cells.n[0] - 1, cx + span); ++i) {
+          const std::size_t c = static_cast<std::size_t>(i + cells.n[0] * (j + cells.n[1] * k));
+          for (std::int64_t s = cells.start[c]; s < cells.start[c + 1]; ++s) {
+            const std::int32_t b = cells.atoms[static_cast<std::size_t>(s)];
+            if (b == a) continue;
+            const double reach = rad + atoms.radius[b] + probe;
+            const double dx = atoms.x[b] - ax, dy = atoms.y[b] - ay, dz = atoms.z[b] - az;
+            if (dx * dx + dy * dy + dz * dz < reach * reach) out.push_back(b);
+          }
+        }
+  }
+  SasNeighbours n;
+  n.start.assign(natoms + 1, 0);
+  for (std::size_t a = 0; a < natoms; ++a) n.start[a + 1] = n.start[a] + static_cast<std::int64_t>(lists[a].size());
+  n.atoms.reserve(static_cast<std::size_t>(n.start[natoms]));
+  for (const auto& l : lists) n.atoms.insert(n.atoms.end(), l.begin(), l.end());
+  return n;
+}
+
 SasPoints accessible_sas_points(const Atoms& atoms, const PbOptions& o, int threads) {
   threads = thread_count(threads);
   const ReferenceSphere ref = reference_sphere(reference_sphere_request(atoms, o));
-  const double probe = o.probe_radius;
-  // A SAS point of atom i is blocked by atom j ≠ i when it lies strictly within r_j + probe of
-  // j (APBS ivdwAccExclus). Cells of the largest r + probe find every such j among 27 cells.
-  const CellList cells(atoms, max_radius(atoms) + probe + 1e-6);
+  const SasNeighbours nb = sas_neighbours(atoms, o, threads);
   const std::size_t natoms = atoms.size(), nref = ref.x.size();
   std::vector<std::vector<double>> per_atom(natoms);
-#pragma omp parallel num_threads(threads)
-  {
-    std::vector<std::int32_t> neighbours;
-#pragma omp for schedule(dynamic, 8)
-    for (long a = 0; a < static_cast<long>(natoms); ++a) {
-      const double ra = atoms.radius[a];
-      if (ra <= kNoRadius) continue;  // APBS: atoms without a radius have no SAS points
-      const double rad = ra + probe;
-      // Atoms whose probe-inflated sphere can reach this atom's SAS sphere.
-      neighbours.clear();
-      const double ax = atoms.x[a], ay = atoms.y[a], az = atoms.z[a];
-      // Candidates: every atom b within rad + r_b + probe of the centre (b's inflated sphere can
-      // reach some SAS point); cells of side r_max + probe, searched far enough to cover that.
-      const long span = static_cast<long>(std::ceil((rad + cells.cell) / cells.cell)) + 1;
-      const long cx = cells.cell_of(ax, 0), cy = cells.cell_of(ay, 1), cz = cells.cell_of(az, 2);
-      for (long k = std::max(0L, cz - span); k <= std::min(cells.n[2] - 1, cz + span); ++k)
-        for (long j = std::max(0L, cy - span); j <= std::min(cells.n[1] - 1, cy + span); ++j)
-          for (long i = std::max(0L, cx - span); i <= std::min(cells.n[0] - 1, cx + span); ++i) {
-            const std::size_t c = static_cast<std::size_t>(i + cells.n[0] * (j + cells.n[1] * k));
-            for (std::int64_t s = cells.start[c]; s < cells.start[c + 1]; ++s) {
-              const std::int32_t b = cells.atoms[static_cast<std::size_t>(s)];
-              if (b == a) continue;
-              const double reach = rad + atoms.radius[b] + probe;
-              const double dx = atoms.x[b] - ax, dy = atoms.y[b] - ay, dz = atoms.z[b] - az;
-              if (dx * dx + dy * dy + dz * dz < reach * reach) neighbours.push_back(b);
-            }
-          }
-      std::vector<double>& out = per_atom[static_cast<std::size_t>(a)];
-      for (std::size_t p = 0; p < nref; ++p) {
-        const double px = rad * ref.x[p] + ax, py = rad * ref.y[p] + ay, pz = rad * ref.z[p] + az;
-        bool open = true;
-        for (const std::int32_t b : neighbours) {
-          const double dx = px - atoms.x[b], dy = py - atoms.y[b], dz = pz - atoms.z[b];
-          const double reach = atoms.radius[b] + probe;
-          if (dx * dx + dy * dy + dz * dz < reach * reach) {
-            open = false;
-            break;
-          }
-        }
-        if (open) {
-          out.push_back(px);
-          out.push_back(py);
-          out.push_back(pz);
-        }
+#pragma omp parallel for schedule(dynamic, 8) num_threads(threads)
+  for (long a = 0; a < static_cast<long>(natoms); ++a) {
+    const double ra = atoms.radius[a];
+    if (ra <= kNoRadius) continue;
+    const double rad = ra + o.probe_radius;
+    const double ax = atoms.x[a], ay = atoms.y[a], az = atoms.z[a];
+    std::vector<double>& out = per_atom[static_cast<std::size_t>(a)];
+    for (std::size_t p = 0; p < nref; ++p) {
+      const double px = rad * ref.x[p] + ax, py = rad * ref.y[p] + ay, pz = rad * ref.z[p] + az;
+      if (sas_point_open(px, py, pz, atoms.x.data(), atoms.y.data(), atoms.z.data(), atoms.radius.data(),
+                         nb.atoms.data(), static_cast<long>(nb.start[static_cast<std::size_t>(a)]),
+                         static_cast<long>(nb.start[static_cast<std::size_t>(a) + 1]), o.probe_radius)) {
+        out.push_back(px);
+        out.push_back(py);
+        out.push_back(pz);
       }
     }
   }
@@ -604,6 +609,91 @@ PbCoefficients build_coefficients(const Atoms& atoms, const GridSpec& grid, cons
     if (options.surface == PbSurface::Smol) smooth_dielectric(c, threads);
     mol_accessibility(atoms, options, c, threads);
   }
+  if (spread_charges) {
+    c.charge.assign(points, 0.0);
+    spread_charges_spl2(atoms, c);
+  }
+  return c;
+}
+
+PbCoefficients build_coefficients_on_device(const Atoms& atoms, const GridSpec& grid, const PbOptions& options,
+                                            bool spread_charges, int device, int threads, double* kernel_seconds) {
+  threads = thread_count(threads);
+  const bool laplacian = !(options.ionic_strength > 0) && options.solute_dielectric == options.solvent_dielectric;
+  if (laplacian || options.sampling >= 2)  // trivial, or the sampled surface (built on the host)
+    return build_coefficients(atoms, grid, options, spread_charges, threads);
+  PbCoefficients c;
+  c.grid = grid;
+  const std::size_t points = grid.point_count();
+  c.eps_x.assign(points, 0.0);
+  c.eps_y.assign(points, 0.0);
+  c.eps_z.assign(points, 0.0);
+  c.accessibility.assign(points, 0.0);
+  cuda::PbSurfaceInput in;
+  in.atoms = static_cast<long>(atoms.size());
+  in.x = atoms.x.data();
+  in.y = atoms.y.data();
+  in.z = atoms.z.data();
+  in.radius = atoms.radius.data();
+  for (int d = 0; d < 3; ++d) {
+    in.n[d] = static_cast<long>(grid.dims[d]);
+    in.origin[d] = grid.origin[d];
+    in.spacing[d] = grid.spacing[d];
+  }
+  in.surface = options.surface == PbSurface::Mol ? 0 : options.surface == PbSurface::Smol ? 1 : 2;
+  in.solute_dielectric = options.solute_dielectric;
+  in.solvent_dielectric = options.solvent_dielectric;
+  in.probe_radius = options.probe_radius;
+  in.ion_radius = options.ion_radius;
+  in.spline_window = options.spline_window;
+  in.salt = options.ionic_strength > 0;
+  in.device = device;
+  ReferenceSphere ref;
+  SasNeighbours nb;
+  std::vector<long long> nb_start, row_start;
+  std::vector<int> rows_atoms;
+  std::vector<long> box_lo, box_hi;
+  if (options.surface == PbSurface::Spline) {
+    const std::vector<SplineBox> boxes = spline_boxes(atoms, grid, options);
+    const long ny = in.n[1], nz = in.n[2];
+    std::vector<std::vector<int>> rows(static_cast<std::size_t>(ny * nz));
+    box_lo.resize(atoms.size());
+    box_hi.resize(atoms.size());
+    for (std::size_t a = 0; a < atoms.size(); ++a) {
+      box_lo[a] = boxes[a].lo[0];
+      box_hi[a] = boxes[a].hi[0];
+      if (atoms.radius[a] <= kSplineSmall) continue;
+      for (long k = boxes[a].lo[2]; k <= boxes[a].hi[2]; ++k)
+        for (long j = boxes[a].lo[1]; j <= boxes[a].hi[1]; ++j)
+          rows[static_cast<std::size_t>(j + ny * k)].push_back(static_cast<int>(a));  // ascending: the host's order
+    }
+    row_start.assign(rows.size() + 1, 0);
+    for (std::size_t r = 0; r < rows.size(); ++r) row_start[r + 1] = row_start[r] + static_cast<long long>(rows[r].size());
+    rows_atoms.reserve(static_cast<std::size_t>(row_start.back()));
+    for (const auto& r : rows) rows_atoms.insert(rows_atoms.end(), r.begin(), r.end());
+    in.row_start = row_start.data();
+    in.row_atoms = rows_atoms.data();
+    in.box_x_lo = box_lo.data();
+    in.box_x_hi = box_hi.data();
+  } else if (options.probe_radius > kNoRadius) {
+    ref = reference_sphere(reference_sphere_request(atoms, options));
+    nb = sas_neighbours(atoms, options, threads);
+    nb_start.assign(nb.start.begin(), nb.start.end());
+    in.reference_points = static_cast<long>(ref.x.size());
+    in.reference_x = ref.x.data();
+    in.reference_y = ref.y.data();
+    in.reference_z = ref.z.data();
+    in.neighbour_start = nb_start.data();
+    in.neighbours = nb.atoms.data();
+  }
+  cuda::PbSurfaceOutput out;
+  out.eps_x = c.eps_x.data();
+  out.eps_y = c.eps_y.data();
+  out.eps_z = c.eps_z.data();
+  out.accessibility = c.accessibility.data();
+  cuda::build_pb_surface(in, out);
+  c.sas_points = out.sas_points;
+  if (kernel_seconds) *kernel_seconds = out.kernel_seconds;
   if (spread_charges) {
     c.charge.assign(points, 0.0);
     spread_charges_spl2(atoms, c);

@@ -37,6 +37,14 @@ struct SasPoints {
   std::vector<double> x, y, z;
 };
 SasPoints accessible_sas_points(const Atoms& atoms, const PbOptions& options, int threads = 0);
+/// For each atom, the atoms that can block a point of its SAS sphere (CSR: atoms[start[a] ..
+/// start[a+1])); empty for atoms without a radius. What the SAS test (pb_geometry.h
+/// sas_point_open) loops over, on the host and on the device.
+struct SasNeighbours {
+  std::vector<std::int64_t> start;
+  std::vector<std::int32_t> atoms;
+};
+SasNeighbours sas_neighbours(const Atoms& atoms, const PbOptions& options, int threads = 0);
 
 /// Throws UsageError naming the first atom that lies outside the grid or within two spacings of
 /// its boundary (charges there would be spread onto the fixed boundary values).
@@ -46,6 +54,13 @@ void check_atoms_inside(const Atoms& atoms, const GridSpec& grid);
 /// (0: all cores). Deterministic: the same maps for any thread count.
 PbCoefficients build_coefficients(const Atoms& atoms, const GridSpec& grid, const PbOptions& options,
                                   bool spread_charges, int threads = 0);
+
+/// The same maps built on CUDA device `device` (kernels/pb_surface.cu; bit for bit the host's), for
+/// mol, smol and spl2; the sampled surface (sampling ≥ 2) is built on the host. `kernel_seconds`
+/// (optional) receives the device's kernel time.
+PbCoefficients build_coefficients_on_device(const Atoms& atoms, const GridSpec& grid, const PbOptions& options,
+                                            bool spread_charges, int device, int threads = 0,
+                                            double* kernel_seconds = nullptr);
 
 /// The charge scale of APBS's source term, zmagic = 4π e²/(kT·Å): the equation's right-hand side
 /// is zmagic·(spread charge)/volume and u is in kT/e.

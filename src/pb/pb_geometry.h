@@ -61,6 +61,46 @@ ESPGRID_PB_HD void sphere_index_range(double p, double radius, double h, long n,
   hi = b > static_cast<double>(n - 1) ? n - 1 : static_cast<long>(b);
 }
 
+/// APBS markSphere's test: whether node (i, j, k) of an array lies within √r2 of a centre `p`
+/// given relative to the array's own origin (the nodes' origin, shifted by h/2 for a face array).
+/// The sum's order is the host's and the device's alike (built without FMA contraction).
+ESPGRID_PB_HD bool in_sphere(const double* p, const double* h, long i, long j, long k, double r2) {
+  const double dx = p[0] - h[0] * static_cast<double>(i);
+  const double dy = p[1] - h[1] * static_cast<double>(j);
+  const double dz = p[2] - h[2] * static_cast<double>(k);
+  return dz * dz + dy * dy + dx * dx <= r2;
+}
+
+/// Whether a point of atom a's SAS sphere is accessible (APBS ivdwAccExclus): strictly outside
+/// r_b + probe of every other atom b; `neighbours[begin, end)` lists the atoms that can reach it.
+ESPGRID_PB_HD bool sas_point_open(double px, double py, double pz, const double* x, const double* y, const double* z,
+                                  const double* radius, const int* neighbours, long begin, long end, double probe) {
+  for (long s = begin; s < end; ++s) {
+    const int b = neighbours[s];
+    const double dx = px - x[b], dy = py - y[b], dz = pz - z[b];
+    const double reach = radius[b] + probe;
+    if (dx * dx + dy * dy + dz * dz < reach * reach) return false;
+  }
+  return true;
+}
+
+/// One atom's `spl2` factors at node (i, j, k), multiplied into acc (ion accessibility, node) and
+/// ex, ey, ez (the faces (i+½, j, k), ...): APBS fillcoCoefSpline's inner loop. `p` is the atom's
+/// centre relative to the grid origin; values already at 0 (≤ 1e-12) stay.
+ESPGRID_PB_HD void spline_factors(const double* p, const double* h, long i, long j, long k, double r, double ion,
+                                  double w, double& acc, double& ex, double& ey, double& ez) {
+  const double dz = p[2] - static_cast<double>(k) * h[2];
+  const double dzf = p[2] - (static_cast<double>(k) + 0.5) * h[2];
+  const double dy = p[1] - static_cast<double>(j) * h[1];
+  const double dyf = p[1] - (static_cast<double>(j) + 0.5) * h[1];
+  const double dx = p[0] - static_cast<double>(i) * h[0];
+  const double dxf = p[0] - (static_cast<double>(i) + 0.5) * h[0];
+  if (acc > kSplineSmall) acc *= spline_switch(dz * dz + dy * dy + dx * dx, ion + r, w);
+  if (ex > kSplineSmall) ex *= spline_switch(dz * dz + dy * dy + dxf * dxf, r, w);
+  if (ey > kSplineSmall) ey *= spline_switch(dz * dz + dyf * dyf + dx * dx, r, w);
+  if (ez > kSplineSmall) ez *= spline_switch(dzf * dzf + dy * dy + dx * dx, r, w);
+}
+
 /// The 9-point harmonic mean `smol` applies to one face value (APBS fillcoCoefMolDielSmooth,
 /// after Bruccoleri et al., J Comput Chem 18, 268 (1997)): the face itself and the other two
 /// orientations' faces within h/√2 of its midpoint, those outside the grid left out.

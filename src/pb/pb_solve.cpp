@@ -289,7 +289,11 @@ PbResult solve_pb(const Atoms& atoms, const GridSpec& grid, const PbOptions& opt
   auto phase = [&](const char* name, const Stopwatch& clock) { result.phases.push_back({name, clock.seconds()}); };
   Stopwatch clock;
   const bool split = options.formulation == PbFormulation::Split;
-  const PbCoefficients coefficients = build_coefficients(atoms, grid, options, !split, threads);
+  // On the GPU path the maps are built on the device (the same maps: kernels/pb_surface.cu).
+  const PbCoefficients coefficients =
+      solver == PbSolver::CudaMultigrid
+          ? build_coefficients_on_device(atoms, grid, options, !split, run.device, threads)
+          : build_coefficients(atoms, grid, options, !split, threads);
   phase("surface", clock);
   result.sas_points = coefficients.sas_points;
   clock.restart();
