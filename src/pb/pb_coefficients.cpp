@@ -92,6 +92,79 @@ void mark_sphere(double* array, const GridSpec& g, const double shift[3], double
 constexpr double kNoShift[3] = {0, 0, 0};
 constexpr double kFaceShift[3][3] = {{0.5, 0, 0}, {0, 0.5, 0}, {0, 0, 0.5}};
 
+/// Points binned into cubic cells (CSR), for "is any point within r of here" queries with r ≤ cell.
+struct PointCells {
+  double lo[3] = {0, 0, 0};
+  double cell = 1;
+  long n[3] = {1, 1, 1};
+  std::vector<std::int64_t> start;
+  std::vector<double> x, y, z;  ///< the points, sorted by cell
+
+  PointCells(const SasPoints& p, double cell_size) : cell(cell_size) {
+    const std::size_t count = p.x.size();
+    if (count == 0) {
+      start.assign(2, 0);
+      return;
+    }
+    double hi[3] = {p.x[0], p.y[0], p.z[0]};
+    lo[0] = p.x[0], lo[1] = p.y[0], lo[2] = p.z[0];
+    for (std::size_t i = 0; i < count; ++i) {
+      lo[0] = std::min(lo[0], p.x[i]), hi[0] = std::max(hi[0], p.x[i]);
+      lo[1] = std::min(lo[1], p.y[i]), hi[1] = std::max(hi[1], p.y[i]);
+      lo[2] = std::min(lo[2], p.z[i]), hi[2] = std::max(hi[2], p.z[i]);
+    }
+    for (int d = 0; d < 3; ++d) n[d] = static_cast<long>(std::floor((hi[d] - lo[d]) / cell)) + 1;
+    std::vector<std::size_t> of(count);
+    start.assign(static_cast<std::size_t>(n[0] * n[1] * n[2]) + 1, 0);
+    for (std::size_t i = 0; i < count; ++i) {
+      of[i] = static_cast<std::size_t>(index(p.x[i], 0) + n[0] * (index(p.y[i], 1) + n[1] * index(p.z[i], 2)));
+      ++start[of[i] + 1];
+    }
+    for (std::size_t c = 1; c < start.size(); ++c) start[c] += start[c - 1];
+    std::vector<std::int64_t> fill(start.begin(), start.end() - 1);
+    x.resize(count), y.resize(count), z.resize(count);
+    for (std::size_t i = 0; i < count; ++i) {
+      const std::size_t at = static_cast<std::size_t>(fill[of[i]]++);
+      x[at] = p.x[i], y[at] = p.y[i], z[at] = p.z[i];
+    }
+  }
+  long index(double v, int d) const { return std::clamp(static_cast<long>(std::floor((v - lo[d]) / cell)), 0L, n[d] - 1); }
+  /// Whether pred(x, y, z) holds for some point of the cells around (px, py, pz): every point
+  /// within one cell side of it is among them.
+  template <class Pred>
+  bool any(double px, double py, double pz, Pred&& pred) const {
+    if (x.empty()) return false;
+    const long c[3] = {static_cast<long>(std::floor((px - lo[0]) / cell)), static_cast<long>(std::floor((py - lo[1]) / cell)),
+                       static_cast<long>(std::floor((pz - lo[2]) / cell))};
+    for (long k = std::max(0L, c[2] - 1); k <= std::min(n[2] - 1, c[2] + 1); ++k)
+      for (long j = std::max(0L, c[1] - 1); j <= std::min(n[1] - 1, c[1] + 1); ++j)
+        for (long i = std::max(0L, c[0] - 1); i <= std::min(n[0] - 1, c[0] + 1); ++i) {
+          const std::size_t cc = static_cast<std::size_t>(i + n[0] * (j + n[1] * k));
+          for (std::int64_t s = start[cc]; s < start[cc + 1]; ++s)
+            if (pred(x[static_cast<std::size_t>(s)], y[static_cast<std::size_t>(s)], z[static_cast<std::size_t>(s)]))
+              return true;
+        }
+    return false;
+  }
+  /// Whether some point lies within √r2 (≤ cell) of (px, py, pz).
+  bool any_within(double px, double py, double pz, double r2) const {
+    if (x.empty()) return false;
+    const long c[3] = {static_cast<long>(std::floor((px - lo[0]) / cell)), static_cast<long>(std::floor((py - lo[1]) / cell)),
+                       static_cast<long>(std::floor((pz - lo[2]) / cell))};
+    for (long k = std::max(0L, c[2] - 1); k <= std::min(n[2] - 1, c[2] + 1); ++k)
+      for (long j = std::max(0L, c[1] - 1); j <= std::min(n[1] - 1, c[1] + 1); ++j)
+        for (long i = std::max(0L, c[0] - 1); i <= std::min(n[0] - 1, c[0] + 1); ++i) {
+          const std::size_t cc = static_cast<std::size_t>(i + n[0] * (j + n[1] * k));
+          for (std::int64_t s = start[cc]; s < start[cc + 1]; ++s) {
+            const double dx = px - x[static_cast<std::size_t>(s)], dy = py - y[static_cast<std::size_t>(s)],
+                         dz = pz - z[static_cast<std::size_t>(s)];
+            if (dx * dx + dy * dy + dz * dz <= r2) return true;
+          }
+        }
+    return false;
+  }
+};
+
 /// The `mol` dielectric (APBS fillcoCoefMolDielNoSmooth): solvent everywhere, solute within
 /// atom + probe radius of any atom, solvent again within a probe radius of any accessible SAS point.
 void mol_dielectric(const Atoms& atoms, const PbOptions& o, PbCoefficients& c, int threads) {
@@ -110,11 +183,33 @@ void mol_dielectric(const Atoms& atoms, const PbOptions& o, PbCoefficients& c, i
   if (o.probe_radius <= kNoRadius) return;
   const SasPoints sas = accessible_sas_points(atoms, o, threads);
   c.sas_points = sas.x.size();
-  const long npts = static_cast<long>(sas.x.size());
-#pragma omp parallel for schedule(dynamic, 256) num_threads(threads)
-  for (long s = 0; s < npts; ++s)
-    for (int d = 0; d < 3; ++d)
-      mark_sphere(eps[d], c.grid, kFaceShift[d], sas.x[s], sas.y[s], sas.z[s], o.probe_radius, o.solvent_dielectric);
+  // APBS marks solvent within a probe radius of every accessible SAS point. The same test, gathered:
+  // each face still marked solute looks for a SAS point within the probe radius (the same arithmetic
+  // as the marking, so the same faces), among the points binned near it. Far fewer tests than
+  // marking every point's sphere, as the points crowd (10 per Å²).
+  const PointCells cells(sas, o.probe_radius);
+  const GridSpec& g = c.grid;
+  const long n[3] = {static_cast<long>(g.dims[0]), static_cast<long>(g.dims[1]), static_cast<long>(g.dims[2])};
+  const double r2 = o.probe_radius * o.probe_radius;
+  for (int d = 0; d < 3; ++d) {
+    const double o3[3] = {g.origin[0] + kFaceShift[d][0] * g.spacing[0], g.origin[1] + kFaceShift[d][1] * g.spacing[1],
+                          g.origin[2] + kFaceShift[d][2] * g.spacing[2]};
+    double* e = eps[d];
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
+    for (long k = 0; k < n[2]; ++k)
+      for (long j = 0; j < n[1]; ++j)
+        for (long i = 0; i < n[0]; ++i) {
+          double& face = e[i + n[0] * (j + n[1] * k)];
+          if (face != o.solute_dielectric) continue;
+          const double at[3] = {o3[0] + g.spacing[0] * static_cast<double>(i), o3[1] + g.spacing[1] * static_cast<double>(j),
+                                o3[2] + g.spacing[2] * static_cast<double>(k)};
+          if (cells.any(at[0], at[1], at[2], [&](double sx, double sy, double sz) {
+                const double p[3] = {sx - o3[0], sy - o3[1], sz - o3[2]};
+                return in_sphere(p, g.spacing.data(), i, j, k, r2);
+              }))
+            face = o.solvent_dielectric;
+        }
+  }
 }
 
 /// `smol`: each face value becomes the 9-point harmonic mean of the `mol` values around it.
@@ -157,62 +252,6 @@ void mark_sphere_bytes(unsigned char* array, const long* n, const double* h, con
     }
   }
 }
-
-/// Points binned into cubic cells (CSR), for "is any point within r of here" queries with r ≤ cell.
-struct PointCells {
-  double lo[3] = {0, 0, 0};
-  double cell = 1;
-  long n[3] = {1, 1, 1};
-  std::vector<std::int64_t> start;
-  std::vector<double> x, y, z;  ///< the points, sorted by cell
-
-  PointCells(const SasPoints& p, double cell_size) : cell(cell_size) {
-    const std::size_t count = p.x.size();
-    if (count == 0) {
-      start.assign(2, 0);
-      return;
-    }
-    double hi[3] = {p.x[0], p.y[0], p.z[0]};
-    lo[0] = p.x[0], lo[1] = p.y[0], lo[2] = p.z[0];
-    for (std::size_t i = 0; i < count; ++i) {
-      lo[0] = std::min(lo[0], p.x[i]), hi[0] = std::max(hi[0], p.x[i]);
-      lo[1] = std::min(lo[1], p.y[i]), hi[1] = std::max(hi[1], p.y[i]);
-      lo[2] = std::min(lo[2], p.z[i]), hi[2] = std::max(hi[2], p.z[i]);
-    }
-    for (int d = 0; d < 3; ++d) n[d] = static_cast<long>(std::floor((hi[d] - lo[d]) / cell)) + 1;
-    std::vector<std::size_t> of(count);
-    start.assign(static_cast<std::size_t>(n[0] * n[1] * n[2]) + 1, 0);
-    for (std::size_t i = 0; i < count; ++i) {
-      of[i] = static_cast<std::size_t>(index(p.x[i], 0) + n[0] * (index(p.y[i], 1) + n[1] * index(p.z[i], 2)));
-      ++start[of[i] + 1];
-    }
-    for (std::size_t c = 1; c < start.size(); ++c) start[c] += start[c - 1];
-    std::vector<std::int64_t> fill(start.begin(), start.end() - 1);
-    x.resize(count), y.resize(count), z.resize(count);
-    for (std::size_t i = 0; i < count; ++i) {
-      const std::size_t at = static_cast<std::size_t>(fill[of[i]]++);
-      x[at] = p.x[i], y[at] = p.y[i], z[at] = p.z[i];
-    }
-  }
-  long index(double v, int d) const { return std::clamp(static_cast<long>(std::floor((v - lo[d]) / cell)), 0L, n[d] - 1); }
-  /// Whether some point lies within √r2 (≤ cell) of (px, py, pz).
-  bool any_within(double px, double py, double pz, double r2) const {
-    if (x.empty()) return false;
-    const long c[3] = {static_cast<long>(std::floor((px - lo[0]) / cell)), static_cast<long>(std::floor((py - lo[1]) / cell)),
-                       static_cast<long>(std::floor((pz - lo[2]) / cell))};
-    for (long k = std::max(0L, c[2] - 1); k <= std::min(n[2] - 1, c[2] + 1); ++k)
-      for (long j = std::max(0L, c[1] - 1); j <= std::min(n[1] - 1, c[1] + 1); ++j)
-        for (long i = std::max(0L, c[0] - 1); i <= std::min(n[0] - 1, c[0] + 1); ++i) {
-          const std::size_t cc = static_cast<std::size_t>(i + n[0] * (j + n[1] * k));
-          for (std::int64_t s = start[cc]; s < start[cc + 1]; ++s) {
-            const double dx = px - x[static_cast<std::size_t>(s)], dy = py - y[static_cast<std::size_t>(s)],
-                         dz = pz - z[static_cast<std::size_t>(s)];
-            if (dx * dx + dy * dy + dz * dz <= r2) return true;
-          }
-        }
-    return false;
-  }
-};
 
 /// The `mol` surface sampled `s` times finer than the grid (espgrid's, not APBS's): each face's
 /// permittivity is the flux-tube average of the sharp surface's region (harmonic along the face's
@@ -519,6 +558,16 @@ SasNeighbours sas_neighbours(const Atoms& atoms, const PbOptions& o, int threads
             if (dx * dx + dy * dy + dz * dz < reach * reach) out.push_back(b);
           }
         }
+    // Closest first: they block most of the sphere, so the test of a buried point ends early. The
+    // order changes no result (a point is open when no neighbour blocks it).
+    auto dist2 = [&](std::int32_t b) {
+      const double dx = atoms.x[b] - ax, dy = atoms.y[b] - ay, dz = atoms.z[b] - az;
+      return dx * dx + dy * dy + dz * dz;
+    };
+    std::sort(out.begin(), out.end(), [&](std::int32_t l, std::int32_t r) {
+      const double dl = dist2(l), dr = dist2(r);
+      return dl < dr || (dl == dr && l < r);
+    });
   }
   SasNeighbours n;
   n.start.assign(natoms + 1, 0);
@@ -541,11 +590,20 @@ SasPoints accessible_sas_points(const Atoms& atoms, const PbOptions& o, int thre
     const double rad = ra + o.probe_radius;
     const double ax = atoms.x[a], ay = atoms.y[a], az = atoms.z[a];
     std::vector<double>& out = per_atom[static_cast<std::size_t>(a)];
+    const long begin = static_cast<long>(nb.start[static_cast<std::size_t>(a)]);
+    const long end = static_cast<long>(nb.start[static_cast<std::size_t>(a) + 1]);
+    long last = -1;  // the neighbour that blocked the previous point: it likely blocks this one too
     for (std::size_t p = 0; p < nref; ++p) {
       const double px = rad * ref.x[p] + ax, py = rad * ref.y[p] + ay, pz = rad * ref.z[p] + az;
-      if (sas_point_open(px, py, pz, atoms.x.data(), atoms.y.data(), atoms.z.data(), atoms.radius.data(),
-                         nb.atoms.data(), static_cast<long>(nb.start[static_cast<std::size_t>(a)]),
-                         static_cast<long>(nb.start[static_cast<std::size_t>(a) + 1]), o.probe_radius)) {
+      if (last >= 0 && !sas_point_open(px, py, pz, atoms.x.data(), atoms.y.data(), atoms.z.data(),
+                                       atoms.radius.data(), nb.atoms.data(), last, last + 1, o.probe_radius))
+        continue;
+      last = -1;
+      for (long s = begin; s < end && last < 0; ++s)
+        if (!sas_point_open(px, py, pz, atoms.x.data(), atoms.y.data(), atoms.z.data(), atoms.radius.data(),
+                            nb.atoms.data(), s, s + 1, o.probe_radius))
+          last = s;
+      if (last < 0) {
         out.push_back(px);
         out.push_back(py);
         out.push_back(pz);
