@@ -163,8 +163,10 @@ DeviceBuffer<T> upload(const T* host, std::size_t count, const std::string& name
 
 class Solver {
  public:
-  Solver(const PbMgLevel* levels, int count, const PbMgRun& run, cudaStream_t stream)
-      : run_(run), stream_(stream), levels_(static_cast<std::size_t>(count)) {
+  Solver(const PbMgLevel* levels, int count, const PbMgRun& run)
+      : run_(run), levels_(static_cast<std::size_t>(count)) {
+    stream_ = owned_stream_.get();
+    const cudaStream_t stream = stream_;
     for (int l = 0; l < count; ++l) {
       const PbMgLevel& h = levels[l];
       DeviceLevel& d = levels_[static_cast<std::size_t>(l)];
@@ -310,9 +312,14 @@ class Solver {
   void precondition() { v_cycle(0, z_.get(), r_.get()); }
 
   PbMgRun run_;
-  cudaStream_t stream_;
   std::vector<DeviceLevel> levels_;
   DeviceBuffer<double> u_, r_, z_, p_, q_, partial_, scalar_;
+  // Last: destroyed first, it waits for the stream's work before the buffers above are freed.
+  Stream owned_stream_;
+  cudaStream_t stream_ = nullptr;
+
+ public:
+  cudaStream_t stream() const { return stream_; }
 };
 
 }  // namespace
@@ -326,25 +333,24 @@ PbMgResult solve_pb_multigrid(const PbMgLevel* levels, int level_count, const do
   const auto wall = [] { return std::chrono::steady_clock::now(); };
   const auto seconds = [](auto a, auto b) { return std::chrono::duration<double>(b - a).count(); };
   const auto t0 = wall();
-  Stream stream;
-  Solver solver(levels, level_count, run, stream.get());
+  Solver solver(levels, level_count, run);
+  const cudaStream_t stream = solver.stream();
   const std::size_t size = static_cast<std::size_t>(solver.size());
-  ESPGRID_CUDA_CHECK(
-      cudaMemcpyAsync(solver.rhs_buffer(), rhs, size * sizeof(double), cudaMemcpyHostToDevice, stream.get()));
-  stream.synchronize();
+  ESPGRID_CUDA_CHECK(cudaMemcpyAsync(solver.rhs_buffer(), rhs, size * sizeof(double), cudaMemcpyHostToDevice, stream));
+  ESPGRID_CUDA_CHECK(cudaStreamSynchronize(stream));
   const auto t1 = wall();
   result.upload_seconds = seconds(t0, t1);
   Event start, stop;
-  ESPGRID_CUDA_CHECK(cudaEventRecord(start.get(), stream.get()));
+  ESPGRID_CUDA_CHECK(cudaEventRecord(start.get(), stream));
   result.iterations = solver.solve(run.tolerance, run.max_iterations, result.own_residual);
-  ESPGRID_CUDA_CHECK(cudaEventRecord(stop.get(), stream.get()));
+  ESPGRID_CUDA_CHECK(cudaEventRecord(stop.get(), stream));
   ESPGRID_CUDA_CHECK(cudaEventSynchronize(stop.get()));
   float ms = 0;
   ESPGRID_CUDA_CHECK(cudaEventElapsedTime(&ms, start.get(), stop.get()));
   result.solve_seconds = ms * 1e-3;
   const auto t2 = wall();
-  ESPGRID_CUDA_CHECK(cudaMemcpyAsync(u, solver.solution(), size * sizeof(double), cudaMemcpyDeviceToHost, stream.get()));
-  stream.synchronize();
+  ESPGRID_CUDA_CHECK(cudaMemcpyAsync(u, solver.solution(), size * sizeof(double), cudaMemcpyDeviceToHost, stream));
+  ESPGRID_CUDA_CHECK(cudaStreamSynchronize(stream));
   result.download_seconds = seconds(t2, wall());
   return result;
 }
