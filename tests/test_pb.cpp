@@ -473,6 +473,13 @@ TEST(PbErrors, AtomOutsideTheGridIsNamed) {
   }
 }
 
+TEST(PbErrors, AtomsWithoutRadiiAreRefused) {
+  Atoms atoms = small_molecule(29);
+  const GridSpec g = grid_around(atoms, 0.8, 6);
+  std::fill(atoms.radius.begin(), atoms.radius.end(), 0.0);  // what positions + charges alone give
+  EXPECT_THROW(solve_pb(atoms, g, PbOptions{}, PbRun{PbSolver::CpuMultigrid}), UsageError);
+}
+
 TEST(PbErrors, BadOptionsNameTheirOption) {
   const std::pair<void (*)(PbOptions&), const char*> cases[] = {
       {[](PbOptions& o) { o.probe_radius = -1; }, "--probe-radius"},

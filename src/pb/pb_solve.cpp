@@ -11,6 +11,7 @@
 #include "src/core/errors.h"
 #include "src/core/stopwatch.h"
 #include "src/core/text_format.h"
+#include "src/pb/pb_geometry.h"
 #include "src/pb/pb_hypre.h"
 #include "src/pb/pb_multigrid.h"
 #include "src/physics/physics_options.h"
@@ -253,6 +254,9 @@ PbResult solve_pb(const Atoms& atoms, const GridSpec& grid, const PbOptions& opt
   const Stopwatch total;
   validate(options);
   if (atoms.empty()) throw UsageError("--model pb needs at least one atom");
+  if (*std::max_element(atoms.radius.begin(), atoms.radius.end()) <= pb::kNoRadius)
+    throw UsageError("--model pb needs atomic radii (they draw the molecular surface), and every atom's radius is 0: "
+                     "give a PQR with its radius column (or, from Python, radii=)");
   for (int d = 0; d < 3; ++d)
     if (grid.dims[d] < 5)
       throw UsageError("--model pb needs at least 5 grid points along every axis (the faces hold the boundary values)");
