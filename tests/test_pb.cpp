@@ -547,6 +547,14 @@ TEST(PbCli, MapWritesAPoissonBoltzmannMapThatSaysSo) {
   EXPECT_NE(header.find("linearized Poisson-Boltzmann"), std::string::npos) << header;
   EXPECT_NE(header.find("model pb: linearized PB, pdie 2, sdie 78.54"), std::string::npos) << header;
   EXPECT_NE(header.find("iterations, relative residual"), std::string::npos) << header;
+  // The .mrc's 80-character labels carry the same, the parameters wrapped over several labels.
+  std::ifstream m(mrc, std::ios::binary);
+  std::string labels(800, ' ');
+  m.seekg(224);
+  m.read(labels.data(), 800);
+  EXPECT_NE(labels.find("model pb"), std::string::npos) << labels;
+  EXPECT_NE(labels.find("srfm smol (srad 1.4 A, sdens 10)"), std::string::npos) << labels;
+  EXPECT_NE(labels.find("bcfl mdh"), std::string::npos) << labels;
   // Read back, it is a PB map in kT/e.
   bool unit_known = false;
   const PotentialMap back = read_dx(dx, &unit_known);
