@@ -1,5 +1,5 @@
 // Stand-in for the PB solver's CUDA driver in a build without CUDA.
-#include "kernels/pb_cuda.h"
+#include "src/pb/pb_cuda_driver.h"
 #include "src/core/errors.h"
 
 namespace espgrid::cuda {

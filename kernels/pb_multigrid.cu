@@ -12,7 +12,7 @@
 
 #include "kernels/cuda_runtime_support.h"
 #include "kernels/dcs_cuda.h"
-#include "kernels/pb_cuda.h"
+#include "src/pb/pb_cuda_driver.h"
 #include "src/pb/pb_multigrid_math.h"
 
 namespace espgrid::cuda {

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "kernels/cuda_runtime_support.h"
-#include "kernels/pb_cuda.h"
+#include "src/pb/pb_cuda_driver.h"
 #include "src/pb/pb_geometry.h"
 
 namespace espgrid::cuda {

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "kernels/pb_cuda.h"
+#include "src/pb/pb_cuda_driver.h"
 #include "src/core/errors.h"
 #include "src/core/text_format.h"
 #include "src/core/units.h"

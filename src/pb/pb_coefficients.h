@@ -8,7 +8,7 @@
 
 #include "src/core/atoms.h"
 #include "src/core/grid.h"
-#include "src/pb/pb_options.h"
+#include "src/physics/pb_options.h"
 
 namespace espgrid::pb {
 

@@ -1,6 +1,6 @@
 // espgrid's geometric multigrid for the PB operator: the level hierarchy (built on the host, used
 // by both implementations) and the CPU emulation of the GPU solver. The CUDA solver
-// (kernels/pb_cuda.h) runs the same algorithm on the same hierarchy; the emulation is what tests
+// (src/pb/pb_cuda_driver.h) runs the same algorithm on the same hierarchy; the emulation is what tests
 // check it against, and what lets the algorithm be tested on a machine without a GPU.
 //
 // Solver: conjugate gradients preconditioned by one V-cycle: on each level ν red-black

@@ -6,7 +6,7 @@
 #include <cmath>
 #include <limits>
 
-#include "kernels/pb_cuda.h"
+#include "src/pb/pb_cuda_driver.h"
 #include "src/compute/prepared_problem.h"
 #include "src/core/errors.h"
 #include "src/core/stopwatch.h"

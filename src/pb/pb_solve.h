@@ -21,7 +21,7 @@
 #include "src/core/grid.h"
 #include "src/core/units.h"
 #include "src/pb/pb_coefficients.h"
-#include "src/pb/pb_options.h"
+#include "src/physics/pb_options.h"
 #include "src/pb/pb_system.h"
 
 namespace espgrid {

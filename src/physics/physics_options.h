@@ -6,7 +6,7 @@
 #include <string>
 
 #include "src/core/units.h"
-#include "src/pb/pb_options.h"
+#include "src/physics/pb_options.h"
 #include "src/physics/pair_potentials.h"
 
 namespace espgrid {

@@ -1,5 +1,7 @@
-// The CUDA side of the Poisson–Boltzmann solver, as plain C++ (no CUDA headers): src/pb/ calls
-// it; a build without CUDA links kernels/pb_cuda_unavailable.cpp instead of kernels/pb_multigrid.cu.
+// What src/pb/ needs from the GPU, declared here in plain C++ (no CUDA headers) and implemented
+// by kernels/pb_multigrid.cu and kernels/pb_surface.cu (kernels/ includes src/pb/, never the
+// reverse: the pattern of src/compute/cuda_driver.h). A build without CUDA links
+// kernels/pb_cuda_unavailable.cpp instead.
 //
 // The solver is espgrid's multigrid-preconditioned conjugate gradients (src/pb/pb_multigrid.h
 // describes the algorithm; src/pb/pb_multigrid_math.h holds the per-node arithmetic both the

@@ -1,4 +1,4 @@
-#include "src/pb/pb_options.h"
+#include "src/physics/pb_options.h"
 
 #include <cmath>
 
