@@ -25,7 +25,7 @@ bool hypre_available(std::string* reason) {
   return false;
 }
 
-SolveReport solve_hypre(const PbSystem&, std::vector<double>&, double, int, int) {
+SolveReport solve_hypre(const PbSystem&, std::vector<double>&, double, int, int, bool) {
   std::string reason;
   hypre_available(&reason);
   throw Error(reason);
@@ -87,25 +87,38 @@ struct HypreObjects {
 }  // namespace
 
 SolveReport solve_hypre(const PbSystem& system, std::vector<double>& u, double tolerance, int max_iterations,
-                        int threads) {
+                        int threads, bool across_ranks) {
   if (threads <= 0) threads = omp_get_max_threads();
+  if (across_ranks) {
+    int initialized = 0;
+    MPI_Initialized(&initialized);
+    if (!initialized) throw Error("hypre across MPI ranks: MPI is not running (start espgrid with mpirun)");
+  }
   ensure_mpi();
   const long n[3] = {static_cast<long>(system.grid.dims[0]), static_cast<long>(system.grid.dims[1]),
                      static_cast<long>(system.grid.dims[2])};
   for (int d = 0; d < 3; ++d)
     if (n[d] < 3 || n[d] > (1L << 30)) throw Error("hypre: the PB grid needs 3 or more points along every axis");
+  const MPI_Comm comm = across_ranks ? MPI_COMM_WORLD : MPI_COMM_SELF;
+  int rank = 0, ranks = 1;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &ranks);
   SolveReport report;
   report.method = "hypre PCG + PFMG (Galerkin coarse operators, symmetric red-black Gauss-Seidel)";
-  report.device = "CPU, 1 MPI rank (hypre; the grid set-up on " + std::to_string(threads) + " threads)";
+  report.device = "CPU, " + std::to_string(ranks) + (ranks == 1 ? " MPI rank" : " MPI ranks") +
+                  " (hypre; the grid set-up on " + std::to_string(threads) + " threads)";
   const Stopwatch setup;
-  const MPI_Comm comm = MPI_COMM_SELF;
   HypreObjects h;
-  // The unknowns: the interior nodes, indices 1 .. n − 2 along each axis.
-  HYPRE_Int lower[3] = {1, 1, 1};
+  // The unknowns: the interior nodes, indices 1 .. n − 2 along each axis; this rank owns interior
+  // planes [first, last] (contiguous blocks, balanced to one plane; a rank may own none).
+  const long nzi_all = n[2] - 2;
+  const long first = 1 + rank * (nzi_all / ranks) + std::min<long>(rank, nzi_all % ranks);
+  const long last = first + nzi_all / ranks + (rank < nzi_all % ranks ? 1 : 0) - 1;
+  HYPRE_Int lower[3] = {1, 1, static_cast<HYPRE_Int>(first)};
   HYPRE_Int upper[3] = {static_cast<HYPRE_Int>(n[0] - 2), static_cast<HYPRE_Int>(n[1] - 2),
-                        static_cast<HYPRE_Int>(n[2] - 2)};
+                        static_cast<HYPRE_Int>(last)};
   check(HYPRE_StructGridCreate(comm, 3, &h.grid), "HYPRE_StructGridCreate");
-  check(HYPRE_StructGridSetExtents(h.grid, lower, upper), "HYPRE_StructGridSetExtents");
+  if (last >= first) check(HYPRE_StructGridSetExtents(h.grid, lower, upper), "HYPRE_StructGridSetExtents");
   check(HYPRE_StructGridAssemble(h.grid), "HYPRE_StructGridAssemble");
   // Stencil entries: centre, −x, +x, −y, +y, −z, +z.
   HYPRE_Int offsets[7][3] = {{0, 0, 0}, {-1, 0, 0}, {1, 0, 0}, {0, -1, 0}, {0, 1, 0}, {0, 0, -1}, {0, 0, 1}};
@@ -124,8 +137,8 @@ SolveReport solve_hypre(const PbSystem& system, std::vector<double>& u, double t
   HYPRE_Int entries[7] = {0, 1, 2, 3, 4, 5, 6};
   std::vector<double> values, rhs, zero;
   const long sy = n[0], sz = n[0] * n[1];
-  for (long k0 = 1; k0 <= nzi; k0 += slab) {
-    const long k1 = std::min(nzi, k0 + slab - 1);
+  for (long k0 = first; k0 <= last; k0 += slab) {
+    const long k1 = std::min(last, k0 + slab - 1);
     const std::size_t count = static_cast<std::size_t>(nxi * nyi * (k1 - k0 + 1));
     values.assign(7 * count, 0.0);
     rhs.assign(count, 0.0);
@@ -192,8 +205,8 @@ SolveReport solve_hypre(const PbSystem& system, std::vector<double>& u, double t
   report.iterations = static_cast<int>(iterations);
   report.solve_seconds = solve.seconds();
   u.assign(system.size(), 0.0);
-  for (long k0 = 1; k0 <= nzi; k0 += slab) {
-    const long k1 = std::min(nzi, k0 + slab - 1);
+  for (long k0 = first; k0 <= last; k0 += slab) {
+    const long k1 = std::min(last, k0 + slab - 1);
     std::vector<double> out(static_cast<std::size_t>(nxi * nyi * (k1 - k0 + 1)));
     HYPRE_Int lo[3] = {1, 1, static_cast<HYPRE_Int>(k0)}, hi[3] = {static_cast<HYPRE_Int>(nxi),
                                                                      static_cast<HYPRE_Int>(nyi),
@@ -206,6 +219,11 @@ SolveReport solve_hypre(const PbSystem& system, std::vector<double>& u, double t
           u[static_cast<std::size_t>(i + sy * j + sz * k)] =
               out[static_cast<std::size_t>((i - 1) + nxi * ((j - 1) + nyi * (k - k0)))];
   }
+  // Every rank gets the whole solution: each entry has one owner, so the sum is exact.
+  if (ranks > 1)
+    for (std::size_t at = 0; at < u.size(); at += std::size_t{1} << 26)  // counts stay within int
+      MPI_Allreduce(MPI_IN_PLACE, u.data() + at, static_cast<int>(std::min(u.size() - at, std::size_t{1} << 26)),
+                    MPI_DOUBLE, MPI_SUM, comm);
   report.relative_residual = relative_residual(system, u, threads);
   // hypre's own (recursively updated) residual decides, as it decided when to stop; the one
   // reported is recomputed from the solution and differs from it by rounding only.

@@ -14,9 +14,11 @@ namespace espgrid::pb {
 bool hypre_available(std::string* reason = nullptr);
 
 /// Solves `system` (u = 0 on the faces on return, the interior solved to `tolerance`). Initializes
-/// MPI (hypre needs it) when nothing has yet; runs on this process alone (MPI_COMM_SELF).
-/// Throws Error when hypre is missing or fails.
+/// MPI (hypre needs it) when nothing has yet. On this process alone (MPI_COMM_SELF), or with
+/// `across_ranks` over every rank of MPI_COMM_WORLD (collective: every rank calls it with the same
+/// system): each rank owns a contiguous block of z-planes of hypre's grid, and every rank gets the
+/// whole solution back. Throws Error when hypre is missing or fails.
 SolveReport solve_hypre(const PbSystem& system, std::vector<double>& u, double tolerance, int max_iterations,
-                        int threads = 0);
+                        int threads = 0, bool across_ranks = false);
 
 }  // namespace espgrid::pb

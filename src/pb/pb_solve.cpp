@@ -280,6 +280,8 @@ PbResult solve_pb(const Atoms& atoms, const GridSpec& grid, const PbOptions& opt
     std::string reason;
     if (!hypre_available(&reason)) throw Error(reason);
   }
+  if (run.across_ranks && solver != PbSolver::Hypre)
+    throw UsageError("a PB solve across MPI ranks runs on hypre (--backend cpu)");
   const Backend backend = solver == PbSolver::CudaMultigrid ? Backend::Cuda : Backend::Cpu;
   const KernelVariant& faces_kernel = default_kernel(backend);
   const KernelVariant& coulomb_kernel = run.direct_sum ? *run.direct_sum : faces_kernel;
@@ -316,7 +318,9 @@ PbResult solve_pb(const Atoms& atoms, const GridSpec& grid, const PbOptions& opt
   std::vector<double> u;
   clock.restart();
   switch (solver) {
-    case PbSolver::Hypre: result.solve = solve_hypre(system, u, options.tolerance, options.max_iterations, threads); break;
+    case PbSolver::Hypre:
+      result.solve = solve_hypre(system, u, options.tolerance, options.max_iterations, threads, run.across_ranks);
+      break;
     case PbSolver::CpuMultigrid:
       result.solve = solve_multigrid_cpu(system, u, options.tolerance, options.max_iterations, MgSettings{}, threads);
       break;

@@ -47,6 +47,10 @@ struct PbRun {
   /// The boundary faces always use the backend's default exact kernel (they need Debye–Hückel).
   const KernelVariant* direct_sum = nullptr;
   PotentialUnit unit = PotentialUnit::KTPerE;  ///< unit of PbResult::values
+  /// hypre over every rank of MPI_COMM_WORLD (collective: every rank calls solve_pb with the same
+  /// atoms, grid and options, and every rank gets the whole map). The coefficient maps and the
+  /// direct sums are computed on every rank; only the solve is split (z-planes per rank).
+  bool across_ranks = false;
 };
 
 struct PbResult {
