@@ -93,9 +93,10 @@ namespace {
 /// --model pb (issue 23): the map is a Poisson-Boltzmann solution (src/pb/pb_solve.h); the selected
 /// kernel computes its direct sums, and the backend picks the solver (cpu: hypre, cuda: the GPU
 /// multigrid, auto: the GPU when there is one).
-MapResult compute_pb_map(const Atoms& atoms, const MapRequest& request, const KernelSelection& kernel,
-                         MapFiles* files) {
-  MapResult result;
+/// Fills `result` in place: the streamed files hold a reference to result.map, so it must be the
+/// caller's object (compute_map returns it by its one name: no move).
+void compute_pb_map(MapResult& result, const Atoms& atoms, const MapRequest& request, const KernelSelection& kernel,
+                    MapFiles* files) {
   result.kernel = kernel;
   result.map.grid = request.grid;
   result.map.physics = request.physics;
@@ -123,15 +124,17 @@ MapResult compute_pb_map(const Atoms& atoms, const MapRequest& request, const Ke
   result.timing.device = pb.solve.device;
   result.timing.phases = pb.phases;
   result.timing.method = pb.summary + "; direct sums: " + pb.direct_sum;
-  return result;
 }
 
 }  // namespace
 
 MapResult compute_map(const Atoms& atoms, const MapRequest& request, const KernelSelection& kernel, MapFiles* files) {
   validate(request.physics);
-  if (request.physics.poisson_boltzmann) return compute_pb_map(atoms, request, kernel, files);  // issue 23
-  MapResult result;
+  MapResult result;  // returned by this one name on every path: the streamed files refer to result.map
+  if (request.physics.poisson_boltzmann) {  // issue 23
+    compute_pb_map(result, atoms, request, kernel, files);
+    return result;
+  }
   result.kernel = kernel;
   const Stopwatch prepare;
   const PreparedProblem problem = PreparedProblem::for_physics(atoms, request.grid, request.physics);
