@@ -8,32 +8,11 @@
 #include "src/core/errors.h"
 #include "src/core/stopwatch.h"
 
-#if ESPGRID_HAVE_HYPRE
 #include <HYPRE_struct_ls.h>
 #include <mpi.h>
-#endif
 
 namespace espgrid::pb {
 
-#if !ESPGRID_HAVE_HYPRE
-
-bool hypre_available(std::string* reason) {
-  if (reason)
-    *reason =
-        "this espgrid was built without hypre, the CPU Poisson-Boltzmann solver (Debian: apt-get install "
-        "libhypre-dev, then rebuild); --model pb runs on a CUDA GPU (--backend cuda) instead";
-  return false;
-}
-
-SolveReport solve_hypre(const PbSystem&, std::vector<double>&, double, int, int, bool) {
-  std::string reason;
-  hypre_available(&reason);
-  throw Error(reason);
-}
-
-#else
-
-bool hypre_available(std::string*) { return true; }
 
 namespace {
 
@@ -84,10 +63,8 @@ struct HypreObjects {
   }
 };
 
-}  // namespace
-
-SolveReport solve_hypre(const PbSystem& system, std::vector<double>& u, double tolerance, int max_iterations,
-                        int threads, bool across_ranks) {
+SolveReport solve_with_hypre(const PbSystem& system, std::vector<double>& u, double tolerance, int max_iterations,
+                             int threads, bool across_ranks) {
   if (threads <= 0) threads = omp_get_max_threads();
   if (across_ranks) {
     int initialized = 0;
@@ -231,6 +208,12 @@ SolveReport solve_hypre(const PbSystem& system, std::vector<double>& u, double t
   return report;
 }
 
-#endif
+/// Registers the solver when the program loads (this object file is linked into it whole).
+const bool registered = [] {
+  register_hypre_solver(&solve_with_hypre);
+  return true;
+}();
+
+}  // namespace
 
 }  // namespace espgrid::pb
