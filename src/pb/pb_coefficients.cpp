@@ -543,7 +543,9 @@ SasNeighbours sas_neighbours(const Atoms& atoms, const PbOptions& o, int threads
     if (ra <= kNoRadius) continue;  // APBS: atoms without a radius have no SAS points
     const double rad = ra + probe;
     const double ax = atoms.x[a], ay = atoms.y[a], az = atoms.z[a];
-    const long span = static_cast<long>(std::ceil((rad + cells.cell) / cells.cell)) + 1;
+    // Two points d apart lie at most ceil(d / cell) cells apart along an axis (floor(a) − floor(b) ≤
+    // ceil(a − b)), and a blocking atom lies within rad + r_b + probe ≤ rad + cell of this one.
+    const long span = static_cast<long>(std::ceil((rad + cells.cell) / cells.cell));
     const long cx = cells.cell_of(ax, 0), cy = cells.cell_of(ay, 1), cz = cells.cell_of(az, 2);
     std::vector<std::int32_t>& out = lists[static_cast<std::size_t>(a)];
     for (long k = std::max(0L, cz - span); k <= std::min(cells.n[2] - 1, cz + span); ++k)
