@@ -17,3 +17,11 @@ void build_pb_surface(const PbSurfaceInput&, PbSurfaceOutput&) {
 }
 
 }  // namespace espgrid::cuda
+
+namespace espgrid::cuda {
+
+void solve_pb_on_device(const PbDeviceSolveInput&, PbDeviceSolveResult&) {
+  throw Error("this espgrid was built without CUDA: the GPU PB solver is unavailable");
+}
+
+}  // namespace espgrid::cuda

@@ -13,7 +13,9 @@
 #include "kernels/cuda_runtime_support.h"
 #include "kernels/dcs_cuda.h"
 #include "src/pb/pb_cuda_driver.h"
+#include "kernels/pb_device.cuh"
 #include "src/pb/pb_multigrid_math.h"
+#include "src/pb/pb_system_math.h"
 
 namespace espgrid::cuda {
 namespace {
@@ -133,6 +135,38 @@ __global__ void dot_final_kernel(const double* partial, int count, double* out) 
   if (threadIdx.x == 0) *out = sums[0];
 }
 
+/// A coarse level's operator from the finer one's (pb::coarse_node), one thread per coarse node.
+__global__ void coarse_operator_kernel(TransferArgs t, MgOperator fine, double* wx, double* wy, double* wz,
+                                       double* c) {
+  const long idx = static_cast<long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  DeviceIndex p;
+  if (!node_of(idx, t.nc, p)) return;
+  pb::coarse_node(fine, t.nf, t.nc, t.maps, t.coarsened, p.i, p.j, p.k, wx[idx], wy[idx], wz[idx], c[idx]);
+}
+
+__global__ void assemble_coefficients_kernel(pb::AssemblyArgs a) {
+  const long idx = static_cast<long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  DeviceIndex p;
+  if (!node_of(idx, a.n, p)) return;
+  pb::assemble_coefficients(a, p.i, p.j, p.k);
+}
+
+__global__ void assemble_rhs_kernel(pb::AssemblyArgs a) {
+  const long idx = static_cast<long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  DeviceIndex p;
+  if (!node_of(idx, a.n, p)) return;
+  pb::assemble_rhs(a, p.i, p.j, p.k);
+}
+
+/// The map in its unit, as floats: boundary values on the faces, the solution (+ φ_Coulomb) inside.
+__global__ void combine_kernel(OperatorArgs a, const double* boundary, const double* u, const double* coulomb,
+                               double scale, float* out) {
+  const long idx = static_cast<long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  DeviceIndex p;
+  if (!node_of(idx, a.op.n, p)) return;
+  out[idx] = static_cast<float>(pb::combined_value(a.op.n, boundary, u, coulomb, p.i, p.j, p.k) * scale);
+}
+
 unsigned blocks_for(long size) { return static_cast<unsigned>((size + kBlock - 1) / kBlock); }
 
 /// One level on the device: its operator and the V-cycle's vectors.
@@ -163,45 +197,58 @@ DeviceBuffer<T> upload(const T* host, std::size_t count, const std::string& name
 
 class Solver {
  public:
-  Solver(const PbMgLevel* levels, int count, const PbMgRun& run)
-      : run_(run), levels_(static_cast<std::size_t>(count)) {
-    stream_ = owned_stream_.get();
-    const cudaStream_t stream = stream_;
+  explicit Solver(const PbMgRun& run) : run_(run) { stream_ = owned_stream_.get(); }
+
+  /// The hierarchy's operators uploaded from the host (every level's arrays given).
+  void upload_levels(const PbMgLevel* levels, int count) {
+    levels_.resize(static_cast<std::size_t>(count));
     for (int l = 0; l < count; ++l) {
       const PbMgLevel& h = levels[l];
       DeviceLevel& d = levels_[static_cast<std::size_t>(l)];
-      for (int a = 0; a < 3; ++a) d.n[a] = h.n[a];
-      d.size = h.n[0] * h.n[1] * h.n[2];
-      const std::size_t size = static_cast<std::size_t>(d.size);
+      const std::size_t size = shape(d, h, l > 0 ? &levels[l - 1] : nullptr, l);
       const std::string level = "PB level " + std::to_string(l) + " ";
-      d.wx = upload(h.wx, size, level + "wx", stream);
-      d.wy = upload(h.wy, size, level + "wy", stream);
-      d.wz = upload(h.wz, size, level + "wz", stream);
-      d.c = upload(h.c, size, level + "c", stream);
-      d.x = DeviceBuffer<double>(size, level + "x");
-      d.b = DeviceBuffer<double>(size, level + "b");
-      d.r = DeviceBuffer<double>(size, level + "r");
-      ESPGRID_CUDA_CHECK(cudaMemsetAsync(d.r.get(), 0, size * sizeof(double), stream));
-      if (l == 0) continue;
-      const PbMgLevel& above = levels[l - 1];
-      for (int a = 0; a < 3; ++a) {
-        d.coarsened[a] = h.coarsened[a];
-        if (!h.coarsened[a]) continue;
-        d.fine_of[a] = upload(h.fine_of[a], static_cast<std::size_t>(h.n[a]), level + "fine_of", stream);
-        d.coarse_lo[a] = upload(h.coarse_lo[a], static_cast<std::size_t>(above.n[a]), level + "coarse_lo", stream);
-        d.mid[a] = upload(h.mid[a], static_cast<std::size_t>(above.n[a]), level + "mid", stream);
-      }
+      d.wx = upload(h.wx, size, level + "wx", stream_);
+      d.wy = upload(h.wy, size, level + "wy", stream_);
+      d.wz = upload(h.wz, size, level + "wz", stream_);
+      d.c = upload(h.c, size, level + "c", stream_);
     }
-    const std::size_t size = static_cast<std::size_t>(levels_[0].size);
-    u_ = DeviceBuffer<double>(size, "PB solution");
-    r_ = DeviceBuffer<double>(size, "PB residual");
-    z_ = DeviceBuffer<double>(size, "PB preconditioned residual");
-    p_ = DeviceBuffer<double>(size, "PB search direction");
-    q_ = DeviceBuffer<double>(size, "PB A p");
-    partial_ = DeviceBuffer<double>(kDotBlocks, "PB dot partial sums");
-    scalar_ = DeviceBuffer<double>(1, "PB dot");
-    for (DeviceBuffer<double>* v : {&u_, &z_, &p_, &q_})
-      ESPGRID_CUDA_CHECK(cudaMemsetAsync(v->get(), 0, size * sizeof(double), stream));
+    allocate_vectors();
+  }
+
+  /// Level 0's operator already on the device (moved in); the coarser ones computed there.
+  void device_levels(const PbMgLevel* levels, int count, DeviceBuffer<double>&& wx, DeviceBuffer<double>&& wy,
+                     DeviceBuffer<double>&& wz, DeviceBuffer<double>&& c) {
+    levels_.resize(static_cast<std::size_t>(count));
+    shape(levels_[0], levels[0], nullptr, 0);
+    levels_[0].wx = std::move(wx);
+    levels_[0].wy = std::move(wy);
+    levels_[0].wz = std::move(wz);
+    levels_[0].c = std::move(c);
+    for (int l = 1; l < count; ++l) {
+      DeviceLevel& d = levels_[static_cast<std::size_t>(l)];
+      const std::size_t size = shape(d, levels[l], &levels[l - 1], l);
+      const std::string level = "PB level " + std::to_string(l) + " ";
+      d.wx = DeviceBuffer<double>(size, level + "wx");
+      d.wy = DeviceBuffer<double>(size, level + "wy");
+      d.wz = DeviceBuffer<double>(size, level + "wz");
+      d.c = DeviceBuffer<double>(size, level + "c");
+      const TransferArgs t = transfer(static_cast<std::size_t>(l));
+      coarse_operator_kernel<<<blocks_for(d.size), kBlock, 0, stream_>>>(t, levels_[static_cast<std::size_t>(l) - 1].args().op,
+                                                                           d.wx.get(), d.wy.get(), d.wz.get(), d.c.get());
+      ESPGRID_CUDA_CHECK_LAUNCH();
+    }
+    allocate_vectors();
+  }
+
+  cudaStream_t stream() const { return stream_; }
+  OperatorArgs top() const { return levels_[0].args(); }
+  double* scratch() { return q_.get(); }
+  /// ‖r‖₂/‖b‖₂ for r = b − A x on level 0 (uses the scratch vector).
+  double relative_residual(const double* x, const double* b) {
+    residual_kernel<<<blocks_for(levels_[0].size), kBlock, 0, stream_>>>(levels_[0].args(), x, b, q_.get());
+    ESPGRID_CUDA_CHECK_LAUNCH();
+    const double rr = dot(q_.get(), q_.get()), bb = dot(b, b);
+    return bb > 0 ? std::sqrt(rr / bb) : std::sqrt(rr);
   }
 
   double* rhs_buffer() { return r_.get(); }
@@ -247,6 +294,40 @@ class Solver {
   }
 
  private:
+  /// Sizes and (coarse levels) the axis maps of level l; returns its node count.
+  std::size_t shape(DeviceLevel& d, const PbMgLevel& h, const PbMgLevel* above, int l) {
+    for (int a = 0; a < 3; ++a) d.n[a] = h.n[a];
+    d.size = h.n[0] * h.n[1] * h.n[2];
+    const std::size_t size = static_cast<std::size_t>(d.size);
+    const std::string level = "PB level " + std::to_string(l) + " ";
+    d.x = DeviceBuffer<double>(size, level + "x");
+    d.b = DeviceBuffer<double>(size, level + "b");
+    d.r = DeviceBuffer<double>(size, level + "r");
+    ESPGRID_CUDA_CHECK(cudaMemsetAsync(d.r.get(), 0, size * sizeof(double), stream_));
+    if (!above) return size;
+    for (int a = 0; a < 3; ++a) {
+      d.coarsened[a] = h.coarsened[a];
+      if (!h.coarsened[a]) continue;
+      d.fine_of[a] = upload(h.fine_of[a], static_cast<std::size_t>(h.n[a]), level + "fine_of", stream_);
+      d.coarse_lo[a] = upload(h.coarse_lo[a], static_cast<std::size_t>(above->n[a]), level + "coarse_lo", stream_);
+      d.mid[a] = upload(h.mid[a], static_cast<std::size_t>(above->n[a]), level + "mid", stream_);
+    }
+    return size;
+  }
+
+  void allocate_vectors() {
+    const std::size_t size = static_cast<std::size_t>(levels_[0].size);
+    u_ = DeviceBuffer<double>(size, "PB solution");
+    r_ = DeviceBuffer<double>(size, "PB residual");
+    z_ = DeviceBuffer<double>(size, "PB preconditioned residual");
+    p_ = DeviceBuffer<double>(size, "PB search direction");
+    q_ = DeviceBuffer<double>(size, "PB A p");
+    partial_ = DeviceBuffer<double>(kDotBlocks, "PB dot partial sums");
+    scalar_ = DeviceBuffer<double>(1, "PB dot");
+    for (DeviceBuffer<double>* v : {&u_, &r_, &z_, &p_, &q_})
+      ESPGRID_CUDA_CHECK(cudaMemsetAsync(v->get(), 0, size * sizeof(double), stream_));
+  }
+
   double dot(const double* a, const double* b) {
     dot_partial_kernel<<<kDotBlocks, kBlock, 0, stream_>>>(levels_[0].size, a, b, partial_.get());
     ESPGRID_CUDA_CHECK_LAUNCH();
@@ -317,9 +398,6 @@ class Solver {
   // Last: destroyed first, it waits for the stream's work before the buffers above are freed.
   Stream owned_stream_;
   cudaStream_t stream_ = nullptr;
-
- public:
-  cudaStream_t stream() const { return stream_; }
 };
 
 }  // namespace
@@ -333,7 +411,8 @@ PbMgResult solve_pb_multigrid(const PbMgLevel* levels, int level_count, const do
   const auto wall = [] { return std::chrono::steady_clock::now(); };
   const auto seconds = [](auto a, auto b) { return std::chrono::duration<double>(b - a).count(); };
   const auto t0 = wall();
-  Solver solver(levels, level_count, run);
+  Solver solver(run);
+  solver.upload_levels(levels, level_count);
   const cudaStream_t stream = solver.stream();
   const std::size_t size = static_cast<std::size_t>(solver.size());
   ESPGRID_CUDA_CHECK(cudaMemcpyAsync(solver.rhs_buffer(), rhs, size * sizeof(double), cudaMemcpyHostToDevice, stream));
@@ -353,6 +432,69 @@ PbMgResult solve_pb_multigrid(const PbMgLevel* levels, int level_count, const do
   ESPGRID_CUDA_CHECK(cudaStreamSynchronize(stream));
   result.download_seconds = seconds(t2, wall());
   return result;
+}
+
+void solve_pb_on_device(const PbDeviceSolveInput& in, PbDeviceSolveResult& out) {
+  if (in.level_count < 1) throw Error("internal error: the PB multigrid needs at least one level");
+  const auto wall0 = std::chrono::steady_clock::now();
+  const DeviceGuard guard(in.surface.device);
+  out.device = describe_device(in.surface.device);
+  const long n[3] = {in.assembly.n[0], in.assembly.n[1], in.assembly.n[2]};
+  const std::size_t size = static_cast<std::size_t>(n[0] * n[1] * n[2]);
+  // The solver owns the stream. Every path that returns normally has synchronized it; on an error the
+  // buffers' cudaFree waits for the device before releasing them.
+  Solver solver(in.run);
+  const cudaStream_t st = solver.stream();
+  Event e0, e1, e2, e3;
+  e0.record(st);
+  DeviceSurface surface = build_surface_on_device(in.surface, st);
+  out.sas_points = surface.sas_points;
+  e1.record(st);
+  // The system, assembled where the maps are.
+  DeviceBuffer<double> boundary = upload(in.boundary, size, "PB boundary values", st);
+  DeviceBuffer<double> charge, coulomb;
+  if (in.assembly.split)
+    coulomb = upload(in.coulomb, size, "PB Coulomb map", st);
+  else
+    charge = upload(in.charge, size, "PB charges", st);
+  DeviceBuffer<double> wx(size, "PB level 0 wx"), wy(size, "PB level 0 wy"), wz(size, "PB level 0 wz"),
+      c(size, "PB level 0 c"), rhs(size, "PB right-hand side");
+  pb::AssemblyArgs a = in.assembly;
+  a.eps_x = surface.eps[0].get();
+  a.eps_y = surface.eps[1].get();
+  a.eps_z = surface.eps[2].get();
+  a.accessibility = surface.accessibility.get();
+  a.charge = charge.get();
+  a.coulomb = coulomb.get();
+  a.boundary = boundary.get();
+  a.wx = wx.get();
+  a.wy = wy.get();
+  a.wz = wz.get();
+  a.c = c.get();
+  a.rhs = rhs.get();
+  const unsigned blocks = blocks_for(static_cast<long>(size));
+  assemble_coefficients_kernel<<<blocks, kBlock, 0, st>>>(a);
+  ESPGRID_CUDA_CHECK_LAUNCH();
+  assemble_rhs_kernel<<<blocks, kBlock, 0, st>>>(a);
+  ESPGRID_CUDA_CHECK_LAUNCH();
+  ESPGRID_CUDA_CHECK(cudaStreamSynchronize(st));
+  surface = DeviceSurface{};  // the maps are in the operator now: free them before the hierarchy
+  solver.device_levels(in.levels, in.level_count, std::move(wx), std::move(wy), std::move(wz), std::move(c));
+  ESPGRID_CUDA_CHECK(cudaMemcpyAsync(solver.rhs_buffer(), rhs.get(), size * sizeof(double), cudaMemcpyDeviceToDevice, st));
+  e2.record(st);
+  out.iterations = solver.solve(in.run.tolerance, in.run.max_iterations, out.own_residual);
+  e3.record(st);
+  out.relative_residual = solver.relative_residual(solver.solution(), rhs.get());
+  DeviceBuffer<float> map(size, "PB map");
+  combine_kernel<<<blocks, kBlock, 0, st>>>(solver.top(), boundary.get(), solver.solution(), coulomb.get(),
+                                            in.unit_scale, map.get());
+  ESPGRID_CUDA_CHECK_LAUNCH();
+  ESPGRID_CUDA_CHECK(cudaMemcpyAsync(in.values, map.get(), size * sizeof(float), cudaMemcpyDeviceToHost, st));
+  ESPGRID_CUDA_CHECK(cudaStreamSynchronize(st));
+  out.surface_seconds = Event::elapsed_ms(e0, e1) * 1e-3;
+  out.assemble_seconds = Event::elapsed_ms(e1, e2) * 1e-3;
+  out.solve_seconds = Event::elapsed_ms(e2, e3) * 1e-3;
+  out.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
 }
 
 }  // namespace espgrid::cuda

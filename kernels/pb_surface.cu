@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "kernels/cuda_runtime_support.h"
+#include "kernels/pb_device.cuh"
 #include "src/pb/pb_cuda_driver.h"
 #include "src/pb/pb_geometry.h"
 
@@ -131,11 +132,8 @@ DeviceBuffer<T> upload(const T* host, std::size_t count, const char* name, cudaS
 
 }  // namespace
 
-void build_pb_surface(const PbSurfaceInput& in, PbSurfaceOutput& out) {
-  const auto wall0 = std::chrono::steady_clock::now();
-  const DeviceGuard guard(in.device);
-  Stream stream;
-  const cudaStream_t st = stream.get();
+DeviceSurface build_surface_on_device(const PbSurfaceInput& in, cudaStream_t st) {
+  DeviceSurface out;
   Grid g;
   for (int d = 0; d < 3; ++d) {
     g.n[d] = in.n[d];
@@ -146,10 +144,12 @@ void build_pb_surface(const PbSurfaceInput& in, PbSurfaceOutput& out) {
   const std::size_t natoms = static_cast<std::size_t>(in.atoms);
   DeviceBuffer<double> x = upload(in.x, natoms, "PB atom x", st), y = upload(in.y, natoms, "PB atom y", st),
                        z = upload(in.z, natoms, "PB atom z", st), r = upload(in.radius, natoms, "PB atom radii", st);
-  DeviceBuffer<double> eps[3] = {DeviceBuffer<double>(static_cast<std::size_t>(points), "PB eps_x"),
-                                 DeviceBuffer<double>(static_cast<std::size_t>(points), "PB eps_y"),
-                                 DeviceBuffer<double>(static_cast<std::size_t>(points), "PB eps_z")};
-  DeviceBuffer<double> acc(static_cast<std::size_t>(points), "PB ion accessibility");
+  out.eps[0] = DeviceBuffer<double>(static_cast<std::size_t>(points), "PB eps_x");
+  out.eps[1] = DeviceBuffer<double>(static_cast<std::size_t>(points), "PB eps_y");
+  out.eps[2] = DeviceBuffer<double>(static_cast<std::size_t>(points), "PB eps_z");
+  out.accessibility = DeviceBuffer<double>(static_cast<std::size_t>(points), "PB ion accessibility");
+  DeviceBuffer<double>* eps = out.eps;
+  DeviceBuffer<double>& acc = out.accessibility;
   Event start, stop;
   start.record(st);
   const unsigned atom_blocks = static_cast<unsigned>(in.atoms);
@@ -165,7 +165,7 @@ void build_pb_surface(const PbSurfaceInput& in, PbSurfaceOutput& out) {
         in.salt ? in.ion_radius : 0.0, in.spline_window, in.salt ? 1.0 : 0.0, in.solute_dielectric,
         in.solvent_dielectric, acc.get(), eps[0].get(), eps[1].get(), eps[2].get());
     ESPGRID_CUDA_CHECK_LAUNCH();
-    stream.synchronize();  // the uploads above are freed at the end of this scope
+    ESPGRID_CUDA_CHECK(cudaStreamSynchronize(st));  // the uploads above are freed at the end of this scope
   } else {
     const double shifts[3][3] = {{0.5, 0, 0}, {0, 0.5, 0}, {0, 0, 0.5}};
     for (int d = 0; d < 3; ++d) {
@@ -197,7 +197,7 @@ void build_pb_surface(const PbSurfaceInput& in, PbSurfaceOutput& out) {
       ESPGRID_CUDA_CHECK_LAUNCH();
       std::vector<int> counts(natoms);
       ESPGRID_CUDA_CHECK(cudaMemcpyAsync(counts.data(), count.get(), natoms * sizeof(int), cudaMemcpyDeviceToHost, st));
-      stream.synchronize();
+      ESPGRID_CUDA_CHECK(cudaStreamSynchronize(st));
       std::vector<long long> offsets(natoms + 1, 0);
       for (std::size_t a = 0; a < natoms; ++a) offsets[a + 1] = offsets[a] + counts[a];
       const std::size_t total = static_cast<std::size_t>(offsets[natoms]);
@@ -217,7 +217,7 @@ void build_pb_surface(const PbSurfaceInput& in, PbSurfaceOutput& out) {
               in.solvent_dielectric, eps[d].get());
           ESPGRID_CUDA_CHECK_LAUNCH();
         }
-        stream.synchronize();
+        ESPGRID_CUDA_CHECK(cudaStreamSynchronize(st));
       }
     }
     if (in.surface == 1) {  // smol: the 9-point harmonic mean of the mol values
@@ -230,7 +230,7 @@ void build_pb_surface(const PbSurfaceInput& in, PbSurfaceOutput& out) {
       smooth_kernel<<<blocks_for(points), kThreads, 0, st>>>(g, mol[0].get(), mol[1].get(), mol[2].get(), eps[0].get(),
                                                              eps[1].get(), eps[2].get());
       ESPGRID_CUDA_CHECK_LAUNCH();
-      stream.synchronize();
+      ESPGRID_CUDA_CHECK(cudaStreamSynchronize(st));
     }
     fill_kernel<<<blocks_for(points), kThreads, 0, st>>>(acc.get(), points, in.salt ? 1.0 : 0.0);
     ESPGRID_CUDA_CHECK_LAUNCH();
@@ -242,10 +242,21 @@ void build_pb_surface(const PbSurfaceInput& in, PbSurfaceOutput& out) {
   }
   stop.record(st);
   stop.synchronize();
-  out.kernel_seconds = Event::elapsed_ms(start, stop) * 1e-3;
-  const std::size_t bytes = static_cast<std::size_t>(points) * sizeof(double);
+  out.kernel_ms = Event::elapsed_ms(start, stop);
+  return out;
+}
+
+void build_pb_surface(const PbSurfaceInput& in, PbSurfaceOutput& out) {
+  const auto wall0 = std::chrono::steady_clock::now();
+  const DeviceGuard guard(in.device);
+  Stream stream;
+  const cudaStream_t st = stream.get();
+  DeviceSurface maps = build_surface_on_device(in, st);
+  out.sas_points = maps.sas_points;
+  out.kernel_seconds = maps.kernel_ms * 1e-3;
+  const std::size_t bytes = static_cast<std::size_t>(in.n[0] * in.n[1] * in.n[2]) * sizeof(double);
   double* host[4] = {out.eps_x, out.eps_y, out.eps_z, out.accessibility};
-  const DeviceBuffer<double>* dev[4] = {&eps[0], &eps[1], &eps[2], &acc};
+  const DeviceBuffer<double>* dev[4] = {&maps.eps[0], &maps.eps[1], &maps.eps[2], &maps.accessibility};
   for (int m = 0; m < 4; ++m)
     ESPGRID_CUDA_CHECK(cudaMemcpyAsync(host[m], dev[m]->get(), bytes, cudaMemcpyDeviceToHost, st));
   stream.synchronize();

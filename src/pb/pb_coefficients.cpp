@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 
 #include "src/pb/pb_cuda_driver.h"
 #include "src/core/errors.h"
@@ -676,29 +677,20 @@ PbCoefficients build_coefficients(const Atoms& atoms, const GridSpec& grid, cons
   return c;
 }
 
-PbCoefficients build_coefficients_on_device(const Atoms& atoms, const GridSpec& grid, const PbOptions& options,
-                                            bool spread_charges, int device, int threads, double* kernel_seconds) {
+std::unique_ptr<DeviceSurfaceInputs> device_surface_inputs(const Atoms& atoms, const GridSpec& grid,
+                                                           const PbOptions& options, int device, int threads) {
   threads = thread_count(threads);
-  const bool laplacian = !(options.ionic_strength > 0) && options.solute_dielectric == options.solvent_dielectric;
-  if (laplacian || options.sampling >= 2)  // trivial, or the sampled surface (built on the host)
-    return build_coefficients(atoms, grid, options, spread_charges, threads);
-  PbCoefficients c;
-  c.grid = grid;
-  const std::size_t points = grid.point_count();
-  c.eps_x.assign(points, 0.0);
-  c.eps_y.assign(points, 0.0);
-  c.eps_z.assign(points, 0.0);
-  c.accessibility.assign(points, 0.0);
-  cuda::PbSurfaceInput in;
+  auto d = std::make_unique<DeviceSurfaceInputs>();
+  cuda::PbSurfaceInput& in = d->input;
   in.atoms = static_cast<long>(atoms.size());
   in.x = atoms.x.data();
   in.y = atoms.y.data();
   in.z = atoms.z.data();
   in.radius = atoms.radius.data();
-  for (int d = 0; d < 3; ++d) {
-    in.n[d] = static_cast<long>(grid.dims[d]);
-    in.origin[d] = grid.origin[d];
-    in.spacing[d] = grid.spacing[d];
+  for (int a = 0; a < 3; ++a) {
+    in.n[a] = static_cast<long>(grid.dims[a]);
+    in.origin[a] = grid.origin[a];
+    in.spacing[a] = grid.spacing[a];
   }
   in.surface = options.surface == PbSurface::Mol ? 0 : options.surface == PbSurface::Smol ? 1 : 2;
   in.solute_dielectric = options.solute_dielectric;
@@ -708,56 +700,78 @@ PbCoefficients build_coefficients_on_device(const Atoms& atoms, const GridSpec& 
   in.spline_window = options.spline_window;
   in.salt = options.ionic_strength > 0;
   in.device = device;
-  ReferenceSphere ref;
-  SasNeighbours nb;
-  std::vector<long long> nb_start, row_start;
-  std::vector<int> rows_atoms;
-  std::vector<long> box_lo, box_hi;
   if (options.surface == PbSurface::Spline) {
     const std::vector<SplineBox> boxes = spline_boxes(atoms, grid, options);
     const long ny = in.n[1], nz = in.n[2];
     std::vector<std::vector<int>> rows(static_cast<std::size_t>(ny * nz));
-    box_lo.resize(atoms.size());
-    box_hi.resize(atoms.size());
+    d->box_lo.resize(atoms.size());
+    d->box_hi.resize(atoms.size());
     for (std::size_t a = 0; a < atoms.size(); ++a) {
-      box_lo[a] = boxes[a].lo[0];
-      box_hi[a] = boxes[a].hi[0];
+      d->box_lo[a] = boxes[a].lo[0];
+      d->box_hi[a] = boxes[a].hi[0];
       if (atoms.radius[a] <= kSplineSmall) continue;
       for (long k = boxes[a].lo[2]; k <= boxes[a].hi[2]; ++k)
         for (long j = boxes[a].lo[1]; j <= boxes[a].hi[1]; ++j)
           rows[static_cast<std::size_t>(j + ny * k)].push_back(static_cast<int>(a));  // ascending: the host's order
     }
-    row_start.assign(rows.size() + 1, 0);
-    for (std::size_t r = 0; r < rows.size(); ++r) row_start[r + 1] = row_start[r] + static_cast<long long>(rows[r].size());
-    rows_atoms.reserve(static_cast<std::size_t>(row_start.back()));
-    for (const auto& r : rows) rows_atoms.insert(rows_atoms.end(), r.begin(), r.end());
-    in.row_start = row_start.data();
-    in.row_atoms = rows_atoms.data();
-    in.box_x_lo = box_lo.data();
-    in.box_x_hi = box_hi.data();
+    d->row_start.assign(rows.size() + 1, 0);
+    for (std::size_t r = 0; r < rows.size(); ++r)
+      d->row_start[r + 1] = d->row_start[r] + static_cast<long long>(rows[r].size());
+    d->row_atoms.reserve(static_cast<std::size_t>(d->row_start.back()));
+    for (const auto& r : rows) d->row_atoms.insert(d->row_atoms.end(), r.begin(), r.end());
+    in.row_start = d->row_start.data();
+    in.row_atoms = d->row_atoms.data();
+    in.box_x_lo = d->box_lo.data();
+    in.box_x_hi = d->box_hi.data();
   } else if (options.probe_radius > kNoRadius) {
-    ref = reference_sphere(reference_sphere_request(atoms, options));
-    nb = sas_neighbours(atoms, options, threads);
-    nb_start.assign(nb.start.begin(), nb.start.end());
-    in.reference_points = static_cast<long>(ref.x.size());
-    in.reference_x = ref.x.data();
-    in.reference_y = ref.y.data();
-    in.reference_z = ref.z.data();
-    in.neighbour_start = nb_start.data();
-    in.neighbours = nb.atoms.data();
+    d->reference = reference_sphere(reference_sphere_request(atoms, options));
+    d->neighbours = sas_neighbours(atoms, options, threads);
+    d->neighbour_start.assign(d->neighbours.start.begin(), d->neighbours.start.end());
+    in.reference_points = static_cast<long>(d->reference.x.size());
+    in.reference_x = d->reference.x.data();
+    in.reference_y = d->reference.y.data();
+    in.reference_z = d->reference.z.data();
+    in.neighbour_start = d->neighbour_start.data();
+    in.neighbours = d->neighbours.atoms.data();
   }
+  return d;
+}
+
+bool surface_on_device(const PbOptions& options) {
+  const bool laplacian = !(options.ionic_strength > 0) && options.solute_dielectric == options.solvent_dielectric;
+  return !laplacian && options.sampling < 2;
+}
+
+std::vector<double> spl2_charges(const Atoms& atoms, const GridSpec& grid) {
+  PbCoefficients c;
+  c.grid = grid;
+  c.charge.assign(grid.point_count(), 0.0);
+  spread_charges_spl2(atoms, c);
+  return std::move(c.charge);
+}
+
+PbCoefficients build_coefficients_on_device(const Atoms& atoms, const GridSpec& grid, const PbOptions& options,
+                                            bool spread_charges, int device, int threads, double* kernel_seconds) {
+  threads = thread_count(threads);
+  if (!surface_on_device(options))  // trivial, or the sampled surface (built on the host)
+    return build_coefficients(atoms, grid, options, spread_charges, threads);
+  PbCoefficients c;
+  c.grid = grid;
+  const std::size_t points = grid.point_count();
+  c.eps_x.assign(points, 0.0);
+  c.eps_y.assign(points, 0.0);
+  c.eps_z.assign(points, 0.0);
+  c.accessibility.assign(points, 0.0);
+  const std::unique_ptr<DeviceSurfaceInputs> inputs = device_surface_inputs(atoms, grid, options, device, threads);
   cuda::PbSurfaceOutput out;
   out.eps_x = c.eps_x.data();
   out.eps_y = c.eps_y.data();
   out.eps_z = c.eps_z.data();
   out.accessibility = c.accessibility.data();
-  cuda::build_pb_surface(in, out);
+  cuda::build_pb_surface(inputs->input, out);
   c.sas_points = out.sas_points;
   if (kernel_seconds) *kernel_seconds = out.kernel_seconds;
-  if (spread_charges) {
-    c.charge.assign(points, 0.0);
-    spread_charges_spl2(atoms, c);
-  }
+  if (spread_charges) c.charge = spl2_charges(atoms, grid);
   return c;
 }
 

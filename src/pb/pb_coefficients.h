@@ -4,10 +4,12 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "src/core/atoms.h"
 #include "src/core/grid.h"
+#include "src/pb/pb_cuda_driver.h"
 #include "src/physics/pb_options.h"
 
 namespace espgrid::pb {
@@ -61,6 +63,24 @@ PbCoefficients build_coefficients(const Atoms& atoms, const GridSpec& grid, cons
 PbCoefficients build_coefficients_on_device(const Atoms& atoms, const GridSpec& grid, const PbOptions& options,
                                             bool spread_charges, int device, int threads = 0,
                                             double* kernel_seconds = nullptr);
+
+/// The inputs of the device's coefficient maps (src/pb/pb_cuda_driver.h) and the host arrays they
+/// point into: the reference sphere and SAS neighbour lists (mol, smol) or the spline rows (spl2).
+struct DeviceSurfaceInputs {
+  cuda::PbSurfaceInput input;
+  ReferenceSphere reference;
+  SasNeighbours neighbours;
+  std::vector<long long> neighbour_start, row_start;
+  std::vector<int> row_atoms;
+  std::vector<long> box_lo, box_hi;
+};
+std::unique_ptr<DeviceSurfaceInputs> device_surface_inputs(const Atoms& atoms, const GridSpec& grid,
+                                                           const PbOptions& options, int device, int threads = 0);
+/// Whether the device builds these options' maps (not for a uniform medium without salt, which is
+/// trivial, nor for the sampled surface, which the host builds).
+bool surface_on_device(const PbOptions& options);
+/// `chgm spl2`: the charges spread onto the nodes, e.
+std::vector<double> spl2_charges(const Atoms& atoms, const GridSpec& grid);
 
 /// The charge scale of APBS's source term, zmagic = 4π e²/(kT·Å): the equation's right-hand side
 /// is zmagic·(spread charge)/volume and u is in kT/e.

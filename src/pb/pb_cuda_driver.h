@@ -9,7 +9,10 @@
 // iterates on the device in double precision, and copies the solution back.
 #pragma once
 
+#include <cstddef>
 #include <string>
+
+#include "src/pb/pb_system_math.h"
 
 namespace espgrid::cuda {
 
@@ -97,5 +100,39 @@ struct PbSurfaceOutput {
 
 /// Builds the dielectric (faces) and ion-accessibility (nodes) maps on `in.device`.
 void build_pb_surface(const PbSurfaceInput& in, PbSurfaceOutput& out);
+
+}  // namespace espgrid::cuda
+
+namespace espgrid::cuda {
+
+/// The whole PB map on one device: the coefficient maps, the system's assembly, the multigrid
+/// hierarchy, the solve and the combination run there (the per-node code of src/pb/pb_geometry.h,
+/// pb_system_math.h and pb_multigrid_math.h); only the float map comes back.
+struct PbDeviceSolveInput {
+  PbSurfaceInput surface;           ///< the coefficient maps' inputs; surface.device is the device
+  pb::AssemblyArgs assembly;        ///< its scalars (n, geo, mass, zmagic, eps_p, split); pointers ignored
+  const double* charge = nullptr;   ///< host: Direct's spl2 charges, e
+  const double* coulomb = nullptr;  ///< host: Split's φ_Coulomb, kT/e
+  const double* boundary = nullptr; ///< host: the boundary values (0 inside), kT/e
+  const PbMgLevel* levels = nullptr;  ///< the hierarchy's shape (n, coarsened, maps); operators ignored
+  int level_count = 0;
+  PbMgRun run;
+  double unit_scale = 1;            ///< kT/e → the map's unit
+  float* values = nullptr;          ///< host, written: the map
+};
+
+struct PbDeviceSolveResult {
+  int iterations = 0;
+  double own_residual = 0;       ///< the CG recursion's relative residual at the end
+  double relative_residual = 0;  ///< ‖b − Au‖₂/‖b‖₂ recomputed from the solution, on the device
+  std::size_t sas_points = 0;
+  double surface_seconds = 0;    ///< CUDA events
+  double assemble_seconds = 0;   ///< assembly and hierarchy, CUDA events
+  double solve_seconds = 0;      ///< CUDA events
+  double wall_seconds = 0;       ///< the whole call: allocation, copies in and out, kernels
+  std::string device;
+};
+
+void solve_pb_on_device(const PbDeviceSolveInput& in, PbDeviceSolveResult& out);
 
 }  // namespace espgrid::cuda

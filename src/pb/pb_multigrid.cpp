@@ -120,15 +120,9 @@ MgAxis coarsen_axis(long n) {
   return axis;
 }
 
-std::vector<MgLevel> build_hierarchy(const PbSystem& system, const MgSettings& settings, int threads) {
-  threads = thread_count(threads);
+std::vector<MgLevel> hierarchy_shape(const std::array<long, 3>& dims, const MgSettings& settings) {
   std::vector<MgLevel> levels(1);
-  MgLevel& top = levels[0];
-  for (int d = 0; d < 3; ++d) top.n[static_cast<std::size_t>(d)] = static_cast<long>(system.grid.dims[d]);
-  top.wx = system.wx;
-  top.wy = system.wy;
-  top.wz = system.wz;
-  top.c = system.c;
+  levels[0].n = dims;
   for (;;) {
     const MgLevel& fine = levels.back();
     bool any = false;
@@ -144,6 +138,24 @@ std::vector<MgLevel> build_hierarchy(const PbSystem& system, const MgSettings& s
       }
     }
     if (!any) break;
+    levels.push_back(std::move(coarse));
+  }
+  return levels;
+}
+
+std::vector<MgLevel> build_hierarchy(const PbSystem& system, const MgSettings& settings, int threads) {
+  threads = thread_count(threads);
+  std::vector<MgLevel> levels = hierarchy_shape(
+      {static_cast<long>(system.grid.dims[0]), static_cast<long>(system.grid.dims[1]),
+       static_cast<long>(system.grid.dims[2])},
+      settings);
+  levels[0].wx = system.wx;
+  levels[0].wy = system.wy;
+  levels[0].wz = system.wz;
+  levels[0].c = system.c;
+  for (std::size_t l = 1; l < levels.size(); ++l) {
+    const MgLevel& fine = levels[l - 1];
+    MgLevel& coarse = levels[l];
     const std::size_t size = coarse.size();
     coarse.wx.assign(size, 0.0);
     coarse.wy.assign(size, 0.0);
@@ -153,17 +165,15 @@ std::vector<MgLevel> build_hierarchy(const PbSystem& system, const MgSettings& s
     const bool coarsened[3] = {coarse.axes[0].coarsened, coarse.axes[1].coarsened, coarse.axes[2].coarsened};
     const long nf[3] = {fine.n[0], fine.n[1], fine.n[2]};
     const long nc[3] = {coarse.n[0], coarse.n[1], coarse.n[2]};
+    const MgOperator f = fine.op();
 #pragma omp parallel for schedule(static) num_threads(threads)
     for (long K = 0; K < nc[2]; ++K)
       for (long J = 0; J < nc[1]; ++J)
         for (long I = 0; I < nc[0]; ++I) {
           const std::size_t idx = static_cast<std::size_t>(I + nc[0] * (J + nc[1] * K));
-          coarse.wx[idx] = coarse_face(fine.wx.data(), 0, nf, nc, maps, coarsened, I, J, K);
-          coarse.wy[idx] = coarse_face(fine.wy.data(), 1, nf, nc, maps, coarsened, I, J, K);
-          coarse.wz[idx] = coarse_face(fine.wz.data(), 2, nf, nc, maps, coarsened, I, J, K);
-          if (interior(nc, I, J, K)) coarse.c[idx] = coarse_mass(fine.c.data(), nf, maps, coarsened, I, J, K);
+          coarse_node(f, nf, nc, maps, coarsened, I, J, K, coarse.wx[idx], coarse.wy[idx], coarse.wz[idx],
+                      coarse.c[idx]);
         }
-    levels.push_back(std::move(coarse));
   }
   return levels;
 }

@@ -54,6 +54,9 @@ struct MgSettings {
 /// The axis map for coarsening `n` fine nodes (n > 3): coarse nodes at min(2I, n − 1).
 MgAxis coarsen_axis(long n);
 
+/// The levels' sizes and axis maps for a grid of `dims` nodes, without their operators.
+std::vector<MgLevel> hierarchy_shape(const std::array<long, 3>& dims, const MgSettings& settings = {});
+
 /// Level 0 is the system's operator; each next level halves every axis with more than
 /// settings.coarsest_nodes nodes, until none has. OpenMP over `threads`.
 std::vector<MgLevel> build_hierarchy(const PbSystem& system, const MgSettings& settings, int threads = 0);

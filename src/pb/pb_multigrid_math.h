@@ -211,4 +211,14 @@ ESPGRID_MG_HD double coarse_mass(const double* c, const long* nf, const MgAxisMa
   return restrict_value(c, nf, m, coarsened, I, J, K);
 }
 
+/// A coarse node's whole operator: its three face conductances and (interior nodes) its mass term.
+ESPGRID_MG_HD void coarse_node(const MgOperator& fine, const long* nf, const long* nc, const MgAxisMap* m,
+                               const bool* coarsened, long I, long J, long K, double& wx, double& wy, double& wz,
+                               double& c) {
+  wx = coarse_face(fine.wx, 0, nf, nc, m, coarsened, I, J, K);
+  wy = coarse_face(fine.wy, 1, nf, nc, m, coarsened, I, J, K);
+  wz = coarse_face(fine.wz, 2, nf, nc, m, coarsened, I, J, K);
+  c = interior(nc, I, J, K) ? coarse_mass(fine.c, nf, m, coarsened, I, J, K) : 0.0;
+}
+
 }  // namespace espgrid::pb

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <memory>
 
 #include "src/pb/pb_cuda_driver.h"
 #include "src/compute/prepared_problem.h"
@@ -14,6 +15,7 @@
 #include "src/pb/pb_geometry.h"
 #include "src/pb/pb_hypre.h"
 #include "src/pb/pb_multigrid.h"
+#include "src/pb/pb_system_math.h"
 #include "src/physics/physics_options.h"
 
 namespace espgrid {
@@ -118,72 +120,65 @@ std::vector<double> coulomb_map(const Atoms& atoms, const GridSpec& grid, const 
   return direct_sum(atoms, grid, physics, kernel, run);
 }
 
+AssemblyArgs assembly_args(const GridSpec& g, const PbOptions& o, bool split) {
+  AssemblyArgs a;
+  for (int d = 0; d < 3; ++d) a.n[d] = static_cast<long>(g.dims[d]);
+  const double hx = g.spacing[0], hy = g.spacing[1], hz = g.spacing[2];
+  a.geo[0] = hy * hz / hx;
+  a.geo[1] = hx * hz / hy;
+  a.geo[2] = hx * hy / hz;
+  const double kappa = pb_kappa(o);
+  a.mass = o.solvent_dielectric * kappa * kappa * (hx * hy * hz);  // APBS zkappa2 · volume
+  a.zmagic = source_scale(o.temperature);
+  a.eps_p = o.solute_dielectric;
+  a.split = split;
+  return a;
+}
+
 PbSystem assemble_system(const PbCoefficients& coef, const std::vector<double>& boundary, const PbOptions& o,
                          PbFormulation formulation, const std::vector<double>* coulomb, int threads) {
   threads = thread_count(threads);
   const GridSpec& g = coef.grid;
-  if (formulation == PbFormulation::Split && (!coulomb || coulomb->size() != g.point_count()))
+  const bool split = formulation == PbFormulation::Split;
+  if (split && (!coulomb || coulomb->size() != g.point_count()))
     throw Error("internal error: the split formulation needs the Coulomb map");
-  if (formulation == PbFormulation::Direct && coef.charge.size() != g.point_count())
+  if (!split && coef.charge.size() != g.point_count())
     throw Error("internal error: the direct formulation needs the spread charges");
   PbSystem s;
   s.grid = g;
   const std::size_t size = g.point_count();
-  const long n[3] = {static_cast<long>(g.dims[0]), static_cast<long>(g.dims[1]), static_cast<long>(g.dims[2])};
-  const long sy = n[0], sz = n[0] * n[1];
-  const double hx = g.spacing[0], hy = g.spacing[1], hz = g.spacing[2];
-  const double geo[3] = {hy * hz / hx, hx * hz / hy, hx * hy / hz};  // face area / node distance, Å
-  const double volume = hx * hy * hz;
-  const double kappa = pb_kappa(o);
-  const double mass = o.solvent_dielectric * kappa * kappa * volume;  // APBS zkappa2 · volume
-  const double zmagic = source_scale(o.temperature);
   s.wx.assign(size, 0.0);
   s.wy.assign(size, 0.0);
   s.wz.assign(size, 0.0);
   s.c.assign(size, 0.0);
   s.rhs.assign(size, 0.0);
   s.fixed.assign(size, 0.0);
+  AssemblyArgs a = assembly_args(g, o, split);
+  a.eps_x = coef.eps_x.data();
+  a.eps_y = coef.eps_y.data();
+  a.eps_z = coef.eps_z.data();
+  a.accessibility = coef.accessibility.data();
+  a.charge = split ? nullptr : coef.charge.data();
+  a.coulomb = split ? coulomb->data() : nullptr;
+  a.boundary = boundary.data();
+  a.wx = s.wx.data();
+  a.wy = s.wy.data();
+  a.wz = s.wz.data();
+  a.c = s.c.data();
+  a.rhs = s.rhs.data();
+  const long* n = a.n;
 #pragma omp parallel for schedule(static) num_threads(threads)
   for (long k = 0; k < n[2]; ++k)
     for (long j = 0; j < n[1]; ++j)
       for (long i = 0; i < n[0]; ++i) {
-        const long idx = i + sy * j + sz * k;
-        // Faces on the boundary planes (and past the last node) join no interior node: left at 0.
-        const bool ij = j > 0 && j < n[1] - 1, ik = k > 0 && k < n[2] - 1, ii = i > 0 && i < n[0] - 1;
-        if (i < n[0] - 1 && ij && ik) s.wx[idx] = coef.eps_x[idx] * geo[0];
-        if (j < n[1] - 1 && ii && ik) s.wy[idx] = coef.eps_y[idx] * geo[1];
-        if (k < n[2] - 1 && ii && ij) s.wz[idx] = coef.eps_z[idx] * geo[2];
-        if (ii && ij && ik)
-          s.c[idx] = mass * coef.accessibility[idx];
-        else
-          s.fixed[idx] = boundary[idx];
+        assemble_coefficients(a, i, j, k);
+        if (s.on_boundary(i, j, k)) s.fixed[static_cast<std::size_t>(i + n[0] * (j + n[1] * k))] =
+            boundary[static_cast<std::size_t>(i + n[0] * (j + n[1] * k))];
       }
-  const double eps_p = o.solute_dielectric;
 #pragma omp parallel for schedule(static) num_threads(threads)
-  for (long k = 1; k < n[2] - 1; ++k)
-    for (long j = 1; j < n[1] - 1; ++j)
-      for (long i = 1; i < n[0] - 1; ++i) {
-        const long idx = i + sy * j + sz * k;
-        const long nb[6] = {idx - 1, idx + 1, idx - sy, idx + sy, idx - sz, idx + sz};
-        const double w[6] = {s.wx[idx - 1], s.wx[idx], s.wy[idx - sy], s.wy[idx], s.wz[idx - sz], s.wz[idx]};
-        const double gf[6] = {geo[0], geo[0], geo[1], geo[1], geo[2], geo[2]};
-        const bool edge[6] = {i == 1, i == n[0] - 2, j == 1, j == n[1] - 2, k == 1, k == n[2] - 2};
-        double b = 0.0;
-        if (formulation == PbFormulation::Direct) {
-          b = zmagic * coef.charge[idx];
-          for (int f = 0; f < 6; ++f)
-            if (edge[f]) b += w[f] * s.fixed[nb[f]];
-        } else {
-          // A φ_R = A_εp φ_C − A φ_C: the source lives where ε ≠ ε_solute and where ions are.
-          const std::vector<double>& phi = *coulomb;
-          for (int f = 0; f < 6; ++f) {
-            b += (eps_p * gf[f] - w[f]) * (phi[idx] - phi[nb[f]]);
-            if (edge[f]) b += w[f] * (s.fixed[nb[f]] - phi[nb[f]]);
-          }
-          b -= s.c[idx] * phi[idx];
-        }
-        s.rhs[idx] = b;
-      }
+  for (long k = 0; k < n[2]; ++k)
+    for (long j = 0; j < n[1]; ++j)
+      for (long i = 0; i < n[0]; ++i) assemble_rhs(a, i, j, k);
   return s;
 }
 
@@ -194,13 +189,9 @@ std::vector<double> combine(const PbSystem& s, const std::vector<double>& u, con
 #pragma omp parallel for schedule(static)
   for (long k = 0; k < n[2]; ++k)
     for (long j = 0; j < n[1]; ++j)
-      for (long i = 0; i < n[0]; ++i) {
-        const std::size_t idx = static_cast<std::size_t>(i + n[0] * (j + n[1] * k));
-        if (s.on_boundary(i, j, k))
-          phi[idx] = s.fixed[idx];
-        else
-          phi[idx] = u[idx] + (coulomb ? (*coulomb)[idx] : 0.0);
-      }
+      for (long i = 0; i < n[0]; ++i)
+        phi[static_cast<std::size_t>(i + n[0] * (j + n[1] * k))] =
+            combined_value(n, s.fixed.data(), u.data(), coulomb ? coulomb->data() : nullptr, i, j, k);
   return phi;
 }
 
@@ -295,14 +286,8 @@ PbResult solve_pb(const Atoms& atoms, const GridSpec& grid, const PbOptions& opt
   auto phase = [&](const char* name, const Stopwatch& clock) { result.phases.push_back({name, clock.seconds()}); };
   Stopwatch clock;
   const bool split = options.formulation == PbFormulation::Split;
-  // On the GPU path the maps are built on the device (the same maps: kernels/pb_surface.cu).
-  const PbCoefficients coefficients =
-      solver == PbSolver::CudaMultigrid
-          ? build_coefficients_on_device(atoms, grid, options, !split, run.device, threads)
-          : build_coefficients(atoms, grid, options, !split, threads);
-  phase("surface", clock);
-  result.sas_points = coefficients.sas_points;
-  clock.restart();
+  const double scale = coulomb_constant(run.unit, options.temperature) /
+                       coulomb_constant(PotentialUnit::KTPerE, options.temperature);
   const std::vector<double> boundary = mdh_boundary(atoms, grid, options, faces_kernel, dcs);
   phase("boundary", clock);
   std::vector<double> coulomb;
@@ -311,36 +296,98 @@ PbResult solve_pb(const Atoms& atoms, const GridSpec& grid, const PbOptions& opt
     coulomb = coulomb_map(atoms, grid, options, coulomb_kernel, dcs);
     phase("coulomb", clock);
   }
-  clock.restart();
-  const PbSystem system = assemble_system(coefficients, boundary, options, options.formulation,
-                                          split ? &coulomb : nullptr, threads);
-  phase("assemble", clock);
-  std::vector<double> u;
-  clock.restart();
-  switch (solver) {
-    case PbSolver::Hypre:
-      result.solve = solve_hypre(system, u, options.tolerance, options.max_iterations, threads, run.across_ranks);
-      break;
-    case PbSolver::CpuMultigrid:
-      result.solve = solve_multigrid_cpu(system, u, options.tolerance, options.max_iterations, MgSettings{}, threads);
-      break;
-    case PbSolver::CudaMultigrid: result.solve = solve_cuda(system, u, options, run.device, threads); break;
-    case PbSolver::Auto: break;
+  if (solver == PbSolver::CudaMultigrid && surface_on_device(options)) {
+    // The GPU: the maps, the system, the hierarchy, the solve and the combination on the device;
+    // the host prepares the inputs (SAS neighbour lists or spline rows, spl2 charges, the levels'
+    // shape) and gets the float map back.
+    clock.restart();
+    const std::unique_ptr<DeviceSurfaceInputs> inputs = device_surface_inputs(atoms, grid, options, run.device, threads);
+    std::vector<double> charge;
+    if (!split) charge = spl2_charges(atoms, grid);
+    const MgSettings settings;
+    const std::vector<MgLevel> shape =
+        hierarchy_shape({static_cast<long>(grid.dims[0]), static_cast<long>(grid.dims[1]),
+                         static_cast<long>(grid.dims[2])},
+                        settings);
+    std::vector<cuda::PbMgLevel> levels(shape.size());
+    for (std::size_t l = 0; l < shape.size(); ++l)
+      for (int d = 0; d < 3; ++d) {
+        const MgAxis& axis = shape[l].axes[static_cast<std::size_t>(d)];
+        levels[l].n[d] = shape[l].n[static_cast<std::size_t>(d)];
+        levels[l].coarsened[d] = l > 0 && axis.coarsened;
+        levels[l].fine_of[d] = axis.fine_of.data();
+        levels[l].coarse_lo[d] = axis.coarse_lo.data();
+        levels[l].mid[d] = axis.mid.data();
+      }
+    cuda::PbDeviceSolveInput in;
+    in.surface = inputs->input;
+    in.assembly = assembly_args(grid, options, split);
+    in.charge = split ? nullptr : charge.data();
+    in.coulomb = split ? coulomb.data() : nullptr;
+    in.boundary = boundary.data();
+    in.levels = levels.data();
+    in.level_count = static_cast<int>(levels.size());
+    in.run.smoothing = settings.smoothing;
+    in.run.coarsest_sweeps = settings.coarsest_sweeps;
+    in.run.tolerance = options.tolerance;
+    in.run.max_iterations = options.max_iterations;
+    in.run.device = run.device;
+    in.unit_scale = scale;
+    result.values.assign(grid.point_count(), 0.0f);
+    in.values = result.values.data();
+    phase("host inputs", clock);
+    cuda::PbDeviceSolveResult r;
+    cuda::solve_pb_on_device(in, r);
+    result.sas_points = r.sas_points;
+    result.solve.method = "espgrid multigrid-preconditioned CG (CUDA, double precision; surface, assembly and "
+                          "hierarchy on the device)";
+    result.solve.device = r.device;
+    result.solve.iterations = r.iterations;
+    result.solve.relative_residual = r.relative_residual;
+    result.solve.setup_seconds = r.surface_seconds + r.assemble_seconds;
+    result.solve.solve_seconds = r.solve_seconds;
+    result.solve.converged = r.own_residual <= options.tolerance;
+    result.phases.push_back({"device surface", r.surface_seconds});
+    result.phases.push_back({"device assembly and hierarchy", r.assemble_seconds});
+    result.phases.push_back({"device solve", r.solve_seconds});
+    result.phases.push_back({"device call (all, with copies)", r.wall_seconds});
+  } else {
+    clock.restart();
+    // With the sampled surface (or a uniform medium) the maps come from the host, also for the GPU.
+    const PbCoefficients coefficients = build_coefficients(atoms, grid, options, !split, threads);
+    phase("surface", clock);
+    result.sas_points = coefficients.sas_points;
+    clock.restart();
+    const PbSystem system = assemble_system(coefficients, boundary, options, options.formulation,
+                                            split ? &coulomb : nullptr, threads);
+    phase("assemble", clock);
+    std::vector<double> u;
+    switch (solver) {
+      case PbSolver::Hypre:
+        result.solve = solve_hypre(system, u, options.tolerance, options.max_iterations, threads, run.across_ranks);
+        break;
+      case PbSolver::CpuMultigrid:
+        result.solve =
+            solve_multigrid_cpu(system, u, options.tolerance, options.max_iterations, MgSettings{}, threads);
+        break;
+      case PbSolver::CudaMultigrid: result.solve = solve_cuda(system, u, options, run.device, threads); break;
+      case PbSolver::Auto: break;
+    }
+    result.phases.push_back({"solver setup", result.solve.setup_seconds});
+    result.phases.push_back({"solve", result.solve.solve_seconds});
+    if (result.solve.converged) {
+      clock.restart();
+      const std::vector<double> phi = combine(system, u, split ? &coulomb : nullptr);
+      result.values.resize(phi.size());
+      for (std::size_t i = 0; i < phi.size(); ++i) result.values[i] = static_cast<float>(phi[i] * scale);
+      phase("combine", clock);
+    }
   }
-  result.phases.push_back({"solver setup", result.solve.setup_seconds});
-  result.phases.push_back({"solve", result.solve.solve_seconds});
   if (!result.solve.converged)
     throw Error("the PB solver (" + result.solve.method + ") did not reach the relative residual " +
                 short_scientific(options.tolerance) + " in " + std::to_string(options.max_iterations) +
                 " iterations (it reached " + short_scientific(result.solve.relative_residual) +
                 "); raise --pb-max-iterations or --pb-tolerance");
-  clock.restart();
-  const std::vector<double> phi = combine(system, u, split ? &coulomb : nullptr);
-  const double scale = coulomb_constant(run.unit, options.temperature) /
-                       coulomb_constant(PotentialUnit::KTPerE, options.temperature);
-  result.values.resize(phi.size());
-  for (std::size_t i = 0; i < phi.size(); ++i) result.values[i] = static_cast<float>(phi[i] * scale);
-  phase("combine", clock);
   result.direct_sum = "boundary " + std::string(faces_kernel.name) +
                       (split ? ", Coulomb part " + std::string(coulomb_kernel.name) : std::string());
   result.summary = describe(options) + "; " + result.solve.method + ": " + std::to_string(result.solve.iterations) +

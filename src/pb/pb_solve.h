@@ -23,6 +23,7 @@
 #include "src/pb/pb_coefficients.h"
 #include "src/physics/pb_options.h"
 #include "src/pb/pb_system.h"
+#include "src/pb/pb_system_math.h"
 
 namespace espgrid {
 
@@ -83,6 +84,9 @@ std::vector<double> coulomb_map(const Atoms& atoms, const GridSpec& grid, const 
 PbSystem assemble_system(const PbCoefficients& coefficients, const std::vector<double>& boundary,
                          const PbOptions& options, PbFormulation formulation, const std::vector<double>* coulomb,
                          int threads = 0);
+
+/// The scalars of the assembly (dims, geometry, mass, source scale, ε_solute, formulation).
+AssemblyArgs assembly_args(const GridSpec& grid, const PbOptions& options, bool split);
 
 /// The potential in kT/e at every node from the solver's `u` (interior), the system's boundary
 /// values and, for Split, φ_Coulomb.
