@@ -14,6 +14,7 @@ packages=(
   pybind11-dev python3-dev python3-pytest   # the Python module and its tests (docs/python.md)
   python3-mdanalysis python3-tqdm           # trajectory averages: espgrid-trajectory
   pdb2pqr gemmi                             # PDB/mmCIF input: charges from pdb2pqr30 (gemmi: mmCIF -> PDB)
+  libhypre-dev python3-scipy                # --model pb on the CPU: hypre PCG + PFMG; the PB benchmarks' scipy
 )
 interop=0
 for option in "$@"; do

@@ -17,10 +17,15 @@ mkdir -p out
 # Pair models); its values are on the scale of APBS maps.
 espgrid map data/fasciculin2.pqr --model debye --dielectric 78.54 --ionic-strength 0.15 \
   -o out/fasciculin2.vti -o out/fasciculin2.dx
+# The Poisson-Boltzmann map beside it (docs/pb.md): APBS's customary settings, solved by hypre
+# on the CPU (or espgrid's multigrid on a GPU).
+espgrid map data/fasciculin2.pqr --model pb -o out/fasciculin2-pb.vti -o out/fasciculin2-pb.dx
 # Pictures next to the map: out/fasciculin2-{slices,iso,surface}.png (docs/viz.md). VTK renders
 # off screen; with no X display the renderer runs itself under xvfb-run. Colours on APBS's
 # customary ±5 kT/e, isosurfaces at ±1 kT/e.
 espgrid-render out/fasciculin2.vti --structure data/fasciculin2.pqr --out out/fasciculin2 --limit 5 --levels -1,1
+espgrid-render out/fasciculin2-pb.vti --structure data/fasciculin2.pqr --out out/fasciculin2-pb --kinds surface --limit 5
 echo "installed: $(command -v espgrid), espgrid-trajectory, espgrid-render; Python: import espgrid"
 echo "done: open out/fasciculin2.vti in ParaView or out/fasciculin2.dx in VMD/PyMOL (see README.md);"
-echo "      pictures: out/fasciculin2-slices.png, out/fasciculin2-iso.png, out/fasciculin2-surface.png"
+echo "      pictures: out/fasciculin2-slices.png, out/fasciculin2-iso.png, out/fasciculin2-surface.png,"
+echo "      and the Poisson-Boltzmann map's surface: out/fasciculin2-pb-surface.png"

@@ -544,7 +544,7 @@ PYBIND11_MODULE(_espgrid, m) {
 
   py::class_<MapJob>(m, "MapOptions", "Grid, Physics and Compute options of `espgrid map`, parsed and checked.")
       .def_property_readonly("units", [](const MapJob& o) { return unit_name(o.physics.unit); })
-      .def_property_readonly("model", [](const MapJob& o) { return model_name(o.physics.model); })
+      .def_property_readonly("model", [](const MapJob& o) { return model_label(o.physics); })
       .def_property_readonly("explicit_grid", [](const MapJob& o) { return explicit_grid(o.grid); });
 
   py::class_<PyMap>(m, "Map", "A potential map: values on a grid, with its unit, medium and model.")
@@ -556,7 +556,7 @@ PYBIND11_MODULE(_espgrid, m) {
       .def_property_readonly("spacing", [](const PyMap& p) { return triple(p.map.grid.spacing); })
       .def_property_readonly("shape", [](const PyMap& p) { return triple(p.map.grid.dims); })
       .def_property_readonly("units", [](const PyMap& p) { return unit_name(p.map.physics.unit); })
-      .def_property_readonly("model", [](const PyMap& p) { return model_name(p.map.physics.model); })
+      .def_property_readonly("model", [](const PyMap& p) { return model_label(p.map.physics); })
       .def_property_readonly("dielectric", [](const PyMap& p) { return p.map.physics.dielectric; })
       .def_property_readonly("temperature", [](const PyMap& p) { return p.map.physics.temperature; })
       .def_property_readonly(

@@ -72,6 +72,23 @@ def test_map_file_equals_the_programs_byte_for_byte(kernel, cli, tmp_path):
     assert phi.kernel == kernel
 
 
+def test_poisson_boltzmann_map_equals_the_programs(cli, tmp_path):
+    """--model pb (issue 23) from Python: the same keywords, the same file as the program's."""
+    options = ["--spacing", "1.5", "--model", "pb", "--surface", "mol", "--ionic-strength", "0.1", "--backend", "cpu"]
+    r = cli("map", FAS2, "-o", tmp_path / "cli.dx", *options)
+    if r.returncode != 0 and "without hypre" in r.stderr:
+        pytest.skip("this build has no CPU PB solver (hypre)")
+    assert r.returncode == 0, r.stderr
+    phi = espgrid.compute_map(FAS2, spacing=1.5, model="pb", surface="mol", ionic_strength=0.1, backend="cpu")
+    phi.write(tmp_path / "module.dx")
+    assert (tmp_path / "cli.dx").read_bytes() == (tmp_path / "module.dx").read_bytes()
+    assert phi.model == "pb"
+    assert espgrid.read_map(tmp_path / "module.dx").model == "pb"
+    positions, charges = read_pqr_columns(FAS2)
+    with pytest.raises(espgrid.UsageError, match="radii"):  # positions and charges alone draw no surface
+        espgrid.compute_map(positions, charges, spacing=1.5, model="pb", backend="cpu")
+
+
 def test_vti_equals_the_programs(cli, tmp_path):
     r = cli("map", SMALL, "-o", tmp_path / "cli.vti", "--spacing", "0.7,0.8,0.9", "--padding", "3")
     if r.returncode != 0 and "VTK" in r.stderr:

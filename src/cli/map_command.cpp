@@ -54,20 +54,24 @@ void print_summary(const PotentialMap& map, std::size_t atoms, const std::string
     for (const WorkerTiming& part : timing.parts)
       std::printf("  device %d %s: %s\n", part.device, part.device_name.c_str(), part_line(part).c_str());
   // An approximate method does not evaluate every pair: its rate is the exact sum's work over its time.
-  const bool approximate = !timing.method.empty();
-  if (approximate) std::printf("method     %s\n", timing.method.c_str());
+  const bool pb = map.physics.poisson_boltzmann;  // issue 23: a field solve, not a sum over pairs
+  const bool approximate = !timing.method.empty() && !pb;
+  if (!timing.method.empty()) std::printf("method     %s\n", timing.method.c_str());
   if (!timing.phases.empty()) {
     std::string phases;
     for (const PhaseTiming& phase : timing.phases)
       phases += (phases.empty() ? "" : ", ") + phase.name + " " + seconds_text(phase.seconds);
     std::printf("phases     %s\n", phases.c_str());
   }
-  std::printf("work       %s atom-evaluations%s\n", short_scientific(evaluations).c_str(),
-              approximate ? " in the exact sum (the method evaluates far fewer)" : "");
-  std::printf("throughput %s atom-evaluations/s%s\n",
-              short_scientific(timing.kernel_seconds > 0 ? evaluations / timing.kernel_seconds : 0).c_str(),
-              approximate ? " (exact-sum equivalent)" : "");
-  std::printf("model      %s, dielectric %g\n", describe_model(map.physics).c_str(), map.physics.dielectric);
+  if (!pb) {
+    std::printf("work       %s atom-evaluations%s\n", short_scientific(evaluations).c_str(),
+                approximate ? " in the exact sum (the method evaluates far fewer)" : "");
+    std::printf("throughput %s atom-evaluations/s%s\n",
+                short_scientific(timing.kernel_seconds > 0 ? evaluations / timing.kernel_seconds : 0).c_str(),
+                approximate ? " (exact-sum equivalent)" : "");
+  }
+  std::printf("model      %s%s\n", describe_model(map.physics).c_str(),
+              pb ? "" : (", dielectric " + shortest_text(map.physics.dielectric)).c_str());
   std::printf("potential  %.4g to %.4g %s (dielectric %g%s)\n", *lo, *hi, unit_name(map.physics.unit).c_str(),
               map.physics.dielectric,
               map.physics.unit == PotentialUnit::KTPerE
@@ -115,7 +119,7 @@ class PrintingObserver : public MapObserver {
   void prepared(const PreparedJob& p) override {
     print_input(job_.input.path, p.structure.atoms, p.grid);
     bar_.emplace(std::string(p.kernel.kernel->name));
-    kernel_line_ = std::string(p.kernel.kernel->name) + " on ";
+    kernel_name_ = std::string(p.kernel.kernel->name);
     why_ = p.kernel.why;
     atoms_ = p.structure.atoms.size();
   }
@@ -124,14 +128,19 @@ class PrintingObserver : public MapObserver {
   }
   void computed(const MapResult& result) override {
     if (bar_) bar_->finish();
-    print_summary(result.map, atoms_, kernel_line_ + result.timing.device + " (" + why_ + ")", result.timing);
+    // --model pb: the solver ran; the kernel did its direct sums (issue 23).
+    const std::string line = result.map.physics.poisson_boltzmann
+                                 ? "Poisson-Boltzmann solve on " + result.timing.device + " (direct sums: " +
+                                       kernel_name_ + ", " + why_ + ")"
+                                 : kernel_name_ + " on " + result.timing.device + " (" + why_ + ")";
+    print_summary(result.map, atoms_, line, result.timing);
   }
   void written(const std::string& path, const std::string& what) override { print_written(path, what); }
 
  private:
   const MapJob& job_;
   std::optional<ProgressBar> bar_;
-  std::string kernel_line_, why_;
+  std::string kernel_name_, why_;
   std::size_t atoms_ = 0;
 };
 
@@ -156,6 +165,8 @@ int run_map_distributed(const cxxopts::ParseResult& args, scaleout::Cluster& clu
       job = job_from_args(args, kMapOptions, JobUse::Map);
       if (is_standard_input(job.input.path))
         throw UsageError("under mpirun, give a file: every rank reads the input, and only one has standard input");
+      if (job.physics.poisson_boltzmann)  // issue 23: one process solves the whole grid
+        throw UsageError("--model pb runs in one process; run it without mpirun (on a GPU it takes seconds)");
       if (needs_charge_assignment(job.input.file_format()))
         throw UsageError("under mpirun, give a PQR file: run `espgrid map " + job.input.path +
                          " --keep-pqr FILE.pqr ...` once without mpirun (or pdb2pqr30 yourself)");

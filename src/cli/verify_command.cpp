@@ -73,6 +73,135 @@ double probe_rate(const KernelVariant& kernel, const PreparedProblem& problem, c
   return plane_evaluations * static_cast<double>(planes) / std::max(clock.seconds(), 1e-9);
 }
 
+/// --sample: each kernel's map at `samples` points (drawn with `seed`) against the double oracle:
+/// an exact kernel within the float32 tolerance, an approximate one within its bound. Exit code.
+int verify_sampled(const std::vector<const KernelVariant*>& kernels, const PreparedProblem& problem,
+                   const RunOptions& run, std::size_t samples, std::uint64_t seed) {
+  std::printf("reference  the double oracle at %s sampled points of each map (seed %lld), plus the first and last\n",
+              with_commas(samples).c_str(), static_cast<long long>(seed));
+  std::printf("%-16s %10s %12s %10s  %s\n", "KERNEL", "POINTS", "MAX ERR/TOL", "TIME", "RESULT");
+  std::fflush(stdout);
+  bool all_pass = true;
+  for (const KernelVariant* k : kernels) {
+    std::vector<float> out;
+    RunTiming t;
+    if (!run_or_report(*k, problem, run, out, t)) {
+      all_pass = false;
+      continue;
+    }
+    const std::size_t unwritten = count_nonfinite(out.data(), out.size());
+    if (k->approximate()) {
+      // By its declared bound: relative RMS error against the oracle at sampled points away from atoms.
+      const ApproximationError e = sampled_approximation_error(
+          problem.view(out.data()), samples, seed);
+      const bool pass = e.points > 0 && e.relative_rms <= k->error_bound && unwritten == 0;
+      all_pass = all_pass && pass;
+      std::printf("%-16s %10s %12s %10s  %s (relative RMS %.3e at points >= 1.4 A from atoms, bound %.0e)",
+                  std::string(k->name).c_str(), with_commas(e.points).c_str(), "-",
+                  seconds_text(t.kernel_seconds).c_str(), pass ? "pass" : "FAIL", e.relative_rms, k->error_bound);
+      if (unwritten) std::printf(" (%zu points not written or not finite)", unwritten);
+      std::printf("\n");
+      continue;
+    }
+    const OracleCheck check =
+        check_against_oracle(problem.view(out.data()), problem.coordinate_extent(),
+                                    samples, seed);
+    const bool pass = check.ok() && unwritten == 0;
+    all_pass = all_pass && pass;
+    std::printf("%-16s %10s %12.3e %10s  %s", std::string(k->name).c_str(), with_commas(check.checked).c_str(),
+                check.max_err_over_tol, seconds_text(t.kernel_seconds).c_str(), pass ? "pass" : "FAIL");
+    if (unwritten) std::printf(" (%zu points not written or not finite)", unwritten);
+    std::printf("\n");
+  }
+  std::printf(
+      "tolerance: float32 rounding of the sum (4 sqrt(N) + 8 ulp of sum|q| f(r)) plus positions rounded to "
+      "float32 (compute/oracle.h); ERR/TOL <= 1 passes\n");
+  return all_pass ? 0 : 1;
+}
+
+/// Every point of each kernel's map against the reference kernel's, computed on every core:
+/// within the float32 bound of both sums (an approximate kernel: its declared bound). Exit code.
+int verify_every_point(const std::vector<const KernelVariant*>& kernels, const PreparedProblem& problem,
+                       const RunOptions& run, std::size_t atom_count, const PhysicsOptions& physics) {
+  const std::size_t n = problem.point_count();
+  const double evaluations = static_cast<double>(n) * static_cast<double>(atom_count);
+  const KernelVariant& values_kernel = fast_reference_kernel();
+  std::printf(
+      "reference  %s%s\n", std::string(reference_kernel().name).c_str(),
+      &values_kernel == &reference_kernel()
+          ? ""
+          : (" (its values computed by " + std::string(values_kernel.name) + ", bit for bit the same)").c_str());
+  std::fflush(stdout);
+  RunOptions cpu_run = run;
+  cpu_run.devices.clear();
+  // Twice the map's work (values, and magnitudes for the bound), at the rate of a timed probe.
+  const double rate = probe_rate(values_kernel, problem, cpu_run);
+  const double estimate = 2 * evaluations / rate;
+  std::printf("estimate   %s atom-evaluations twice (values and magnitudes) at %s/s measured on %s: about %s%s\n",
+              short_scientific(evaluations).c_str(), short_scientific(rate).c_str(),
+              cpu_description_text(values_kernel, cpu_run).c_str(), seconds_text(estimate).c_str(),
+              estimate > 60 ? "; --sample N checks N points against the double oracle instead" : "");
+  std::fflush(stdout);
+  const std::vector<float> reference = run_kernel(values_kernel, problem, cpu_run);
+  // Σ|q|·f(r) per point: the same sum with |q|, which sets the float rounding scale.
+  const std::vector<float> magnitude = run_kernel(values_kernel, problem.with_absolute_charges(), cpu_run);
+  const double bound_factor =
+      kernel_difference_bound(1.0, atom_count, physics.model, pair_parameters(physics));
+
+  std::printf("%-16s %12s %12s %14s %10s  %s\n", "KERNEL", "MAX |ERR|", "MAX ERR/MAG", "MAX REL (>1%)", "TIME",
+              "RESULT");
+  bool all_pass = true;
+  const double big = 0.01 * std::max(std::fabs(*std::max_element(reference.begin(), reference.end())),
+                                     std::fabs(*std::min_element(reference.begin(), reference.end())));
+  for (const KernelVariant* k : kernels) {
+    std::vector<float> out;
+    RunTiming t;
+    if (!run_or_report(*k, problem, run, out, t)) {
+      all_pass = false;
+      continue;
+    }
+    if (k->approximate()) {
+      // Judged by its declared bound; the reference's float32 rounding (~1e-7 relative) is far below it.
+      const double bound = k->bound_for(run.method);
+      const ApproximationError e = approximation_error(problem.view(nullptr), out.data(), reference.data());
+      const bool pass = e.within(bound);
+      all_pass = all_pass && pass;
+      std::printf(
+          "%-16s %12.3e %12s %14s %10s  %s (approximate: relative RMS %.3e <= bound %.1e at %zu points >= "
+          "%.1f Å from atoms; max |err| there %.3e)",
+          std::string(k->name).c_str(), e.max_abs_anywhere, "-", "-", seconds_text(t.kernel_seconds).c_str(),
+          pass ? "pass" : "FAIL", e.relative_rms, bound, e.points, kAwayFromAtoms, e.max_abs);
+      if (e.nonfinite) std::printf(" (%zu points not written or not finite)", e.nonfinite);
+      if (e.points == 0) std::printf(" (no point of the grid is that far from every atom: nothing to judge)");
+      std::printf("\n");
+      continue;
+    }
+    double max_abs = 0, max_scaled = 0, max_rel = 0;
+    bool pass = true;
+    std::size_t unwritten = 0;
+    for (std::size_t p = 0; p < n; ++p) {
+      if (!std::isfinite(out[p])) {
+        ++unwritten;
+        pass = false;
+        continue;
+      }
+      const double err = std::fabs(static_cast<double>(out[p]) - reference[p]);
+      max_abs = std::max(max_abs, err);
+      max_scaled = std::max(max_scaled, err / magnitude[p]);
+      if (std::fabs(reference[p]) > big) max_rel = std::max(max_rel, err / std::fabs(reference[p]));
+      if (err > bound_factor * magnitude[p]) pass = false;
+    }
+    all_pass = all_pass && pass;
+    std::printf("%-16s %12.3e %12.3e %14.3e %10s  %s", std::string(k->name).c_str(), max_abs, max_scaled, max_rel,
+                seconds_text(t.kernel_seconds).c_str(), pass ? "pass" : "FAIL");
+    if (unwritten) std::printf(" (%zu points not written or not finite)", unwritten);
+    std::printf("\n");
+  }
+  std::printf("bound: |err| <= %.3e x sum|q| f(r) (%s at every point)\n", bound_factor,
+              unit_name(physics.unit).c_str());
+  return all_pass ? 0 : 1;
+}
+
 }  // namespace
 
 int run_verify(int argc, char** argv) {
@@ -131,8 +260,6 @@ int run_verify(int argc, char** argv) {
   std::printf("input      %s: %s atoms; grid %s\n", job.input.path.c_str(), with_commas(atoms.size()).c_str(),
               describe(grid).c_str());
   const PreparedProblem problem = PreparedProblem::for_physics(atoms, grid, physics);
-  const std::size_t n = grid.point_count();
-  const double evaluations = static_cast<double>(n) * static_cast<double>(atoms.size());
 
   if (args.count("sample")) {
     const long long samples = whole_option("sample", args["sample"].as<std::string>());
@@ -140,123 +267,10 @@ int run_verify(int argc, char** argv) {
     const long long seed = args.count("seed") ? whole_option("seed", args["seed"].as<std::string>())
                                               : static_cast<long long>(std::random_device{}() >> 1);
     if (seed < 0) throw UsageError("--seed must be 0 or more");
-    std::printf("reference  the double oracle at %s sampled points of each map (seed %lld), plus the first and last\n",
-                with_commas(static_cast<std::uint64_t>(samples)).c_str(), seed);
-    std::printf("%-16s %10s %12s %10s  %s\n", "KERNEL", "POINTS", "MAX ERR/TOL", "TIME", "RESULT");
-    std::fflush(stdout);
-    bool all_pass = true;
-    for (const KernelVariant* k : kernels) {
-      std::vector<float> out;
-      RunTiming t;
-      if (!run_or_report(*k, problem, compute.run, out, t)) {
-        all_pass = false;
-        continue;
-      }
-      const std::size_t unwritten = count_nonfinite(out.data(), out.size());
-      if (k->approximate()) {
-        // By its declared bound: relative RMS error against the oracle at sampled points away from atoms.
-        const ApproximationError e = sampled_approximation_error(
-            problem.view(out.data()), static_cast<std::size_t>(samples), static_cast<std::uint64_t>(seed));
-        const bool pass = e.points > 0 && e.relative_rms <= k->error_bound && unwritten == 0;
-        all_pass = all_pass && pass;
-        std::printf("%-16s %10s %12s %10s  %s (relative RMS %.3e at points >= 1.4 A from atoms, bound %.0e)",
-                    std::string(k->name).c_str(), with_commas(e.points).c_str(), "-",
-                    seconds_text(t.kernel_seconds).c_str(), pass ? "pass" : "FAIL", e.relative_rms, k->error_bound);
-        if (unwritten) std::printf(" (%zu points not written or not finite)", unwritten);
-        std::printf("\n");
-        continue;
-      }
-      const OracleCheck check =
-          check_against_oracle(problem.view(out.data()), problem.coordinate_extent(),
-                                      static_cast<std::size_t>(samples), static_cast<std::uint64_t>(seed));
-      const bool pass = check.ok() && unwritten == 0;
-      all_pass = all_pass && pass;
-      std::printf("%-16s %10s %12.3e %10s  %s", std::string(k->name).c_str(), with_commas(check.checked).c_str(),
-                  check.max_err_over_tol, seconds_text(t.kernel_seconds).c_str(), pass ? "pass" : "FAIL");
-      if (unwritten) std::printf(" (%zu points not written or not finite)", unwritten);
-      std::printf("\n");
-    }
-    std::printf(
-        "tolerance: float32 rounding of the sum (4 sqrt(N) + 8 ulp of sum|q| f(r)) plus positions rounded to "
-        "float32 (compute/oracle.h); ERR/TOL <= 1 passes\n");
-    return all_pass ? 0 : 1;
+    return verify_sampled(kernels, problem, compute.run, static_cast<std::size_t>(samples),
+                          static_cast<std::uint64_t>(seed));
   }
-
-  const KernelVariant& values_kernel = fast_reference_kernel();
-  std::printf(
-      "reference  %s%s\n", std::string(reference_kernel().name).c_str(),
-      &values_kernel == &reference_kernel()
-          ? ""
-          : (" (its values computed by " + std::string(values_kernel.name) + ", bit for bit the same)").c_str());
-  std::fflush(stdout);
-  RunOptions cpu_run = compute.run;
-  cpu_run.devices.clear();
-  // Twice the map's work (values, and magnitudes for the bound), at the rate of a timed probe.
-  const double rate = probe_rate(values_kernel, problem, cpu_run);
-  const double estimate = 2 * evaluations / rate;
-  std::printf("estimate   %s atom-evaluations twice (values and magnitudes) at %s/s measured on %s: about %s%s\n",
-              short_scientific(evaluations).c_str(), short_scientific(rate).c_str(),
-              cpu_description_text(values_kernel, cpu_run).c_str(), seconds_text(estimate).c_str(),
-              estimate > 60 ? "; --sample N checks N points against the double oracle instead" : "");
-  std::fflush(stdout);
-  const std::vector<float> reference = run_kernel(values_kernel, problem, cpu_run);
-  // Σ|q|·f(r) per point: the same sum with |q|, which sets the float rounding scale.
-  const std::vector<float> magnitude = run_kernel(values_kernel, problem.with_absolute_charges(), cpu_run);
-  const double bound_factor =
-      kernel_difference_bound(1.0, atoms.size(), physics.model, pair_parameters(physics));
-
-  std::printf("%-16s %12s %12s %14s %10s  %s\n", "KERNEL", "MAX |ERR|", "MAX ERR/MAG", "MAX REL (>1%)", "TIME",
-              "RESULT");
-  bool all_pass = true;
-  const double big = 0.01 * std::max(std::fabs(*std::max_element(reference.begin(), reference.end())),
-                                     std::fabs(*std::min_element(reference.begin(), reference.end())));
-  for (const KernelVariant* k : kernels) {
-    std::vector<float> out;
-    RunTiming t;
-    if (!run_or_report(*k, problem, compute.run, out, t)) {
-      all_pass = false;
-      continue;
-    }
-    if (k->approximate()) {
-      // Judged by its declared bound; the reference's float32 rounding (~1e-7 relative) is far below it.
-      const double bound = k->bound_for(compute.run.method);
-      const ApproximationError e = approximation_error(problem.view(nullptr), out.data(), reference.data());
-      const bool pass = e.within(bound);
-      all_pass = all_pass && pass;
-      std::printf(
-          "%-16s %12.3e %12s %14s %10s  %s (approximate: relative RMS %.3e <= bound %.1e at %zu points >= "
-          "%.1f Å from atoms; max |err| there %.3e)",
-          std::string(k->name).c_str(), e.max_abs_anywhere, "-", "-", seconds_text(t.kernel_seconds).c_str(),
-          pass ? "pass" : "FAIL", e.relative_rms, bound, e.points, kAwayFromAtoms, e.max_abs);
-      if (e.nonfinite) std::printf(" (%zu points not written or not finite)", e.nonfinite);
-      if (e.points == 0) std::printf(" (no point of the grid is that far from every atom: nothing to judge)");
-      std::printf("\n");
-      continue;
-    }
-    double max_abs = 0, max_scaled = 0, max_rel = 0;
-    bool pass = true;
-    std::size_t unwritten = 0;
-    for (std::size_t p = 0; p < n; ++p) {
-      if (!std::isfinite(out[p])) {
-        ++unwritten;
-        pass = false;
-        continue;
-      }
-      const double err = std::fabs(static_cast<double>(out[p]) - reference[p]);
-      max_abs = std::max(max_abs, err);
-      max_scaled = std::max(max_scaled, err / magnitude[p]);
-      if (std::fabs(reference[p]) > big) max_rel = std::max(max_rel, err / std::fabs(reference[p]));
-      if (err > bound_factor * magnitude[p]) pass = false;
-    }
-    all_pass = all_pass && pass;
-    std::printf("%-16s %12.3e %12.3e %14.3e %10s  %s", std::string(k->name).c_str(), max_abs, max_scaled, max_rel,
-                seconds_text(t.kernel_seconds).c_str(), pass ? "pass" : "FAIL");
-    if (unwritten) std::printf(" (%zu points not written or not finite)", unwritten);
-    std::printf("\n");
-  }
-  std::printf("bound: |err| <= %.3e x sum|q| f(r) (%s at every point)\n", bound_factor,
-              unit_name(physics.unit).c_str());
-  return all_pass ? 0 : 1;
+  return verify_every_point(kernels, problem, compute.run, atoms.size(), physics);
 }
 
 }  // namespace espgrid::cli

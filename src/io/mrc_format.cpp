@@ -181,9 +181,30 @@ std::array<char, kHeaderBytes> mrc_header(const PotentialMap& map, const PlaneSt
   std::memcpy(h.data() + 212, stamp, 4);
   const double variance = stats.count ? stats.squared_deviations / static_cast<double>(stats.count) : 0.0;
   put(h, 55, static_cast<float>(std::sqrt(variance)));  // RMS: deviation from the mean
-  std::vector<std::string> labels = {"espgrid " ESPGRID_VERSION ": electrostatic potential by direct Coulomb summation",
-                                     physics_comment(map.physics) + ", model " + model_name(map.physics.model)};
+  std::vector<std::string> labels = {map.physics.poisson_boltzmann ? "espgrid " ESPGRID_VERSION ": electrostatic potential, Poisson-Boltzmann"
+                                                                 : "espgrid " ESPGRID_VERSION ": electrostatic potential by direct Coulomb summation",
+                                     physics_comment(map.physics) + ", model " + model_label(map.physics)};
+  if (map.physics.poisson_boltzmann) {  // issue 23: the PB parameters do not fit one label; wrap them at ", "
+    PhysicsOptions plain = map.physics;
+    plain.poisson_boltzmann = false;
+    labels[1] = physics_comment(plain) + ", model pb";
+    std::string line;
+    const std::string parameters = describe(map.physics.pb);
+    std::string_view rest = parameters;
+    while (!rest.empty()) {
+      const std::size_t comma = rest.find(", ");
+      const std::string_view piece = rest.substr(0, comma == std::string_view::npos ? rest.size() : comma + 2);
+      if (!line.empty() && line.size() + piece.size() > kLabelBytes) {
+        labels.push_back(line);
+        line.clear();
+      }
+      line += piece;
+      rest.remove_prefix(piece.size());
+    }
+    if (!line.empty()) labels.push_back(line);
+  }
   if (!map.source.empty()) labels.push_back(map.source);
+  if (labels.size() > static_cast<std::size_t>(kLabels)) labels.resize(kLabels);
   put(h, 56, static_cast<std::int32_t>(labels.size()));  // NLABL
   std::memset(h.data() + 224, ' ', kLabelBytes * kLabels);
   for (std::size_t l = 0; l < labels.size(); ++l) {

@@ -201,14 +201,21 @@ std::vector<int> devices_value(const OptionValue& value) {
   return devices;
 }
 
-std::vector<JobOption> make_table() {
-  using G = OptionGroup;
-  const auto value = [](std::string_view name, G group, std::string help, std::string default_text,
-                        std::function<void(MapJob&, const OptionValue&)> apply) {
-    return JobOption{name, 0, group, std::move(help), std::move(default_text), false, false, apply};
+using G = OptionGroup;
+
+/// An option that takes a value (the common case). The job records that it was given, for the
+/// checks that depend on it (finish_job: --model pb's own defaults, options of another model).
+JobOption value(std::string_view name, G group, std::string help, std::string default_text,
+                std::function<void(MapJob&, const OptionValue&)> apply) {
+  auto record = [name, apply = std::move(apply)](MapJob& job, const OptionValue& v) {
+    apply(job, v);
+    job.given.emplace_back(name);
   };
-  std::vector<JobOption> t;
-  // Input
+  return JobOption{name, 0, group, std::move(help), std::move(default_text), false, false, std::move(record)};
+}
+
+/// The structure file's format and, for PDB/mmCIF, how pdb2pqr assigns charges.
+void add_input_options(std::vector<JobOption>& t) {
   t.push_back(value("format", G::Input, "input format when the extension does not say: pqr, xyz, pdb or cif", "",
                     [](MapJob& j, const OptionValue& v) { j.input.format = parse_format_name(v.as_text("format")); }));
   t.push_back(value("forcefield", G::Input,
@@ -232,7 +239,10 @@ std::vector<JobOption> make_table() {
                       if (j.input.keep_pqr.empty()) throw UsageError("--keep-pqr needs a file name");
                       if (j.input.charge_option.empty()) j.input.charge_option = "--keep-pqr";
                     }));
-  // Output
+}
+
+/// The map files and how they are written.
+void add_output_options(std::vector<JobOption>& t) {
   JobOption output = value(
       "output", G::Output,
       "map to write: .vti (ParaView), .dx or .dx.gz (VMD, PyMOL, ChimeraX, APBS) or .mrc/.map/.ccp4 (MRC2014: "
@@ -258,7 +268,10 @@ std::vector<JobOption> make_table() {
                               [](MapJob& j, const OptionValue& v) { j.write.stream = !v.is_on("no-stream"); });
   no_stream.is_switch = true;
   t.push_back(no_stream);
-  // Grid
+}
+
+/// Where the grid lies: padding around the atoms, or an exact origin and dims.
+void add_grid_options(std::vector<JobOption>& t) {
   t.push_back(value("spacing", G::Grid, "grid spacing in Å: H or HX,HY,HZ", "0.5",
                     [](MapJob& j, const OptionValue& v) { j.grid.spacing = v.as_triple("spacing", true); }));
   t.push_back(value("padding", G::Grid, "space around the atoms' bounding box on each side, Å", "10",
@@ -267,7 +280,54 @@ std::vector<JobOption> make_table() {
                     [](MapJob& j, const OptionValue& v) { j.grid.origin = v.as_triple("origin", false); }));
   t.push_back(value("dims", G::Grid, "explicit grid points NX,NY,NZ (with --origin)", "",
                     [](MapJob& j, const OptionValue& v) { j.grid.dims = v.as_dims("dims"); }));
-  // Physics
+}
+
+/// --model pb's own options (issue 23, src/pb/; APBS's keyword in brackets).
+void add_pb_options(std::vector<JobOption>& t) {
+  const auto pb = [&t](std::string_view name, std::string help, std::string fallback,
+                       std::function<void(PbOptions&, const OptionValue&)> set) {
+    t.push_back(value(name, G::Physics, "pb: " + std::move(help), std::move(fallback),
+                      [set = std::move(set)](MapJob& j, const OptionValue& v) { set(j.physics.pb, v); }));
+  };
+  pb("solvent-dielectric", "the solvent's relative permittivity [sdie]", "78.54",
+     [](PbOptions& o, const OptionValue& v) { o.solvent_dielectric = v.as_number("solvent-dielectric"); });
+  pb("ion-radius", "radius of the ions, Å: no ions within it of an atom's surface [ion radius]", "2",
+     [](PbOptions& o, const OptionValue& v) { o.ion_radius = v.as_number("ion-radius"); });
+  pb("probe-radius", "solvent probe radius, Å, for mol and smol [srad]", "1.4",
+     [](PbOptions& o, const OptionValue& v) { o.probe_radius = v.as_number("probe-radius"); });
+  pb("surface",
+     "dielectric boundary: smol (mol, then 9-point harmonic smoothing), mol (molecular surface) or spl2 (per-atom "
+     "cubic splines of width --surface-window) [srfm]",
+     "smol", [](PbOptions& o, const OptionValue& v) { o.surface = parse_surface(v.as_text("surface")); });
+  pb("surface-window", "spl2's spline window, Å [swin]", "0.3",
+     [](PbOptions& o, const OptionValue& v) { o.spline_window = v.as_number("surface-window"); });
+  pb("surface-density", "SAS points per Å² for mol and smol [sdens]", "10",
+     [](PbOptions& o, const OptionValue& v) { o.surface_density = v.as_number("surface-density"); });
+  pb("surface-sampling",
+     "mol and smol: 0 = APBS's dielectric on the faces (the same map as APBS); N = 2..16: the surface sampled N "
+     "times finer per spacing and averaged over each face (espgrid's; about 2x closer to the converged map at the "
+     "same spacing, docs/pb.md)",
+     "0", [](PbOptions& o, const OptionValue& v) {
+       const long long sampling = v.as_whole("surface-sampling");
+       if (sampling < 0 || sampling > 16) throw UsageError("--surface-sampling must be 0 (APBS's rule) or 2 to 16");
+       o.sampling = static_cast<int>(sampling);
+     });
+  pb("pb-formulation",
+     "direct (APBS's discretization: charges spread onto the grid by B-splines; the default) or split (the Coulomb "
+     "part summed exactly at every point, only the reaction field solved: exact in a uniform medium; no better at "
+     "the molecular surface, docs/pb.md)",
+     "direct", [](PbOptions& o, const OptionValue& v) { o.formulation = parse_formulation(v.as_text("pb-formulation")); });
+  pb("pb-tolerance", "relative residual at which the solver stops [etol]", "1e-6",
+     [](PbOptions& o, const OptionValue& v) { o.tolerance = v.as_number("pb-tolerance"); });
+  pb("pb-max-iterations", "most solver iterations", "200", [](PbOptions& o, const OptionValue& v) {
+    const long long iterations = v.as_whole("pb-max-iterations");
+    if (iterations < 1 || iterations > 100000) throw UsageError("--pb-max-iterations must be 1 to 100000");
+    o.max_iterations = static_cast<int>(iterations);
+  });
+}
+
+/// Unit, medium and model, and every model's own parameters (from its evaluator).
+void add_physics_options(std::vector<JobOption>& t) {
   t.push_back(value("units", G::Physics, "potential unit: kT/e, kcal/mol/e or V", "kT/e",
                     [](MapJob& j, const OptionValue& v) { j.physics.unit = parse_unit(v.as_text("units")); }));
   t.push_back(value("dielectric", G::Physics, "relative permittivity of the uniform medium", "1",
@@ -280,12 +340,19 @@ std::vector<JobOption> make_table() {
     if (potential.screened) screened += (screened.empty() ? "" : "/") + std::string(potential.name);
   });
   t.push_back(value("model", G::Physics,
-                    "pair model: " + models + " (each described under Models in `espgrid map --help`)", "coulomb",
-                    [](MapJob& j, const OptionValue& v) { j.physics.model = parse_model(v.as_text("model")); }));
-  t.push_back(value("ionic-strength", G::Physics, screened + " model: ionic strength of the electrolyte, mol/L", "0",
+                    models + " (pair models) or pb (Poisson-Boltzmann); each described under Models in `espgrid map "
+                             "--help`",
+                    "coulomb", [](MapJob& j, const OptionValue& v) {
+                      const std::string name = v.as_text("model");
+                      j.physics.poisson_boltzmann = name == "pb";  // a field solve (issue 23, src/pb/)
+                      j.physics.model = j.physics.poisson_boltzmann ? PairModel::Coulomb : parse_model(name);
+                    }));
+  t.push_back(value("ionic-strength", G::Physics,
+                    screened + " and pb: ionic strength of the 1:1 electrolyte, mol/L (pb: default 0.15)", "0",
                     [](MapJob& j, const OptionValue& v) {
                       j.physics.ionic_strength = v.as_number("ionic-strength");
                     }));
+  add_pb_options(t);
   // Each model's own parameters, as its evaluator declares them (pair_potentials.h).
   for_each_pair_model([&](auto potential) {
     for (const ModelParameter& p : potential.parameters) {
@@ -298,7 +365,10 @@ std::vector<JobOption> make_table() {
                             }});
     }
   });
-  // Compute
+}
+
+/// Which kernel runs where, and the approximate method's parameters.
+void add_compute_options(std::vector<JobOption>& t) {
   t.push_back(value("kernel", G::Compute, "kernel variant (see `espgrid kernels`)", "",
                     [](MapJob& j, const OptionValue& v) { j.compute.kernel = v.as_text("kernel"); }));
   t.push_back(value("backend", G::Compute, "auto, cpu or cuda (auto: CUDA when a usable GPU is present)", "auto",
@@ -350,6 +420,15 @@ std::vector<JobOption> make_table() {
                       if (order != 3 && order != 5) throw UsageError("--msm-order must be 3 (cubic) or 5 (quintic)");
                       j.compute.run.method.msm.order = static_cast<int>(order);
                     }));
+}
+
+std::vector<JobOption> make_table() {
+  std::vector<JobOption> t;
+  add_input_options(t);
+  add_output_options(t);
+  add_grid_options(t);
+  add_physics_options(t);
+  add_compute_options(t);
   return t;
 }
 
@@ -382,7 +461,41 @@ const JobOption* find_job_option(std::string_view name) {
   return nullptr;
 }
 
+namespace {
+
+bool given(const MapJob& job, std::string_view name) {
+  return std::find(job.given.begin(), job.given.end(), name) != job.given.end();
+}
+
+/// --model pb takes APBS's defaults where the pair models have theirs (solute dielectric 2,
+/// 0.15 M) and its own options; the pair models refuse those (issue 23).
+void finish_pb(MapJob& job) {
+  static constexpr std::string_view kPbOnly[] = {"solvent-dielectric", "ion-radius",      "probe-radius",
+                                                 "surface",            "surface-window",  "surface-density",
+                                                 "surface-sampling",   "pb-formulation",  "pb-tolerance",
+                                                 "pb-max-iterations"};
+  PhysicsOptions& physics = job.physics;
+  if (!physics.poisson_boltzmann) {
+    for (const std::string_view option : kPbOnly)
+      if (given(job, option))
+        throw UsageError("--" + std::string(option) + " applies to --model pb, not --model " +
+                         model_name(physics.model));
+    return;
+  }
+  PbOptions& pb = physics.pb;
+  if (given(job, "dielectric")) pb.solute_dielectric = physics.dielectric;  // else APBS's pdie 2
+  physics.dielectric = pb.solute_dielectric;
+  if (given(job, "ionic-strength")) pb.ionic_strength = physics.ionic_strength;  // else 0.15 M
+  physics.ionic_strength = 0;
+  pb.temperature = physics.temperature;
+  if (given(job, "surface-window") && pb.surface != PbSurface::Spline)
+    throw UsageError("--surface-window applies to --surface spl2 (mol and smol have no window)");
+}
+
+}  // namespace
+
 void finish_job(MapJob& job, JobUse use) {
+  finish_pb(job);
   // Grid: origin and dims together, every value checked (needs no atoms).
   if (job.grid.dims.has_value() != job.grid.origin.has_value())
     throw UsageError(job.grid.dims ? "--dims needs --origin too" : "--origin needs --dims too");

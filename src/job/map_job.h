@@ -55,6 +55,7 @@ struct MapJob {
   ComputeOptions compute;
   std::vector<std::string> outputs;  ///< map files; none: the map is only returned
   MapWriteOptions write;
+  std::vector<std::string> given;  ///< the options given, by name (the table's apply records them)
 };
 
 }  // namespace espgrid

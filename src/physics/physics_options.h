@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "src/core/units.h"
+#include "src/physics/pb_options.h"
 #include "src/physics/pair_potentials.h"
 
 namespace espgrid {
@@ -34,7 +35,14 @@ struct PhysicsOptions {
   }
   /// Sets (or replaces) a model parameter's value.
   void set_parameter(const std::string& name, double value);
+  // ---- Poisson-Boltzmann (issue 23; src/pb/). `--model pb` is a field solve, not a pair model:
+  // `model` stays Coulomb (the direct sums PB uses), `dielectric` is the solute's, `pb` has the rest.
+  bool poisson_boltzmann = false;  ///< the map is a linearized PB solution (src/pb/pb_solve.h)
+  PbOptions pb;                    ///< its parameters (pb.solute_dielectric == dielectric, pb.temperature == temperature)
 };
+
+/// "pb" for a Poisson-Boltzmann map, else model_name(options.model).
+std::string model_label(const PhysicsOptions& options);
 
 /// Softening length a, Å. Every kernel evaluates f at r² + a², so a grid point on top of an
 /// atom gives a large finite value (q/a for Coulomb) instead of inf or NaN. With a = 1e-4 Å the

@@ -1,5 +1,6 @@
 #include "src/pipeline/map_pipeline.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <limits>
 #include <sys/stat.h>
@@ -10,6 +11,7 @@
 #include "src/io/atomic_output_file.h"
 #include "src/io/map_formats.h"
 #include "src/io/map_stream.h"
+#include "src/pb/pb_solve.h"
 
 namespace espgrid {
 
@@ -79,9 +81,53 @@ MapResult compute_map(const Atoms& atoms, const MapRequest& request) {
   return compute_map(atoms, request, select_kernel(request.compute, request.physics.model));
 }
 
+namespace {
+
+/// --model pb (issue 23): the map is a Poisson-Boltzmann solution (src/pb/pb_solve.h); the selected
+/// kernel computes its direct sums, and the backend picks the solver (cpu: hypre, cuda: the GPU
+/// multigrid, auto: the GPU when there is one).
+/// Fills `result` in place: the streamed files hold a reference to result.map, so it must be the
+/// caller's object (compute_map returns it by its one name: no move).
+void compute_pb_map(MapResult& result, const Atoms& atoms, const MapRequest& request, const KernelSelection& kernel,
+                    MapFiles* files) {
+  result.kernel = kernel;
+  result.map.grid = request.grid;
+  result.map.physics = request.physics;
+  result.map.source = request.source;
+  result.map.values.assign(request.grid.point_count(), std::numeric_limits<float>::quiet_NaN());
+  if (files) files->start(result.map);
+  PbRun run;
+  run.solver = request.compute.backend == BackendChoice::Cpu    ? PbSolver::Hypre
+               : request.compute.backend == BackendChoice::Cuda ? PbSolver::CudaMultigrid
+                                                                : PbSolver::Auto;
+  run.threads = request.compute.run.threads;
+  run.device = request.compute.run.device;
+  run.direct_sum = kernel.kernel;
+  run.unit = request.physics.unit;
+  if (request.progress) request.progress(0, 1);
+  const PbResult pb = solve_pb(atoms, request.grid, request.physics.pb, run);
+  std::copy(pb.values.begin(), pb.values.end(), result.map.values.begin());
+  // The files record how the map was solved (their source line), beside the physics.
+  result.map.source += "; " + pb.solve.method + ", " + std::to_string(pb.solve.iterations) +
+                       " iterations, relative residual " + short_scientific(pb.solve.relative_residual);
+  if (request.progress) request.progress(1, 1);
+  if (files) files->planes_ready(0, request.grid.dims[2]);
+  if (request.compute.run.planes_done) request.compute.run.planes_done(0, request.grid.dims[2]);
+  result.timing.kernel_seconds = pb.seconds;
+  result.timing.device = pb.solve.device;
+  result.timing.phases = pb.phases;
+  result.timing.method = pb.summary + "; direct sums: " + pb.direct_sum;
+}
+
+}  // namespace
+
 MapResult compute_map(const Atoms& atoms, const MapRequest& request, const KernelSelection& kernel, MapFiles* files) {
   validate(request.physics);
-  MapResult result;
+  MapResult result;  // returned by this one name on every path: the streamed files refer to result.map
+  if (request.physics.poisson_boltzmann) {  // issue 23
+    compute_pb_map(result, atoms, request, kernel, files);
+    return result;
+  }
   result.kernel = kernel;
   const Stopwatch prepare;
   const PreparedProblem problem = PreparedProblem::for_physics(atoms, request.grid, request.physics);

@@ -1,0 +1,27 @@
+// Stand-in for the PB solver's CUDA driver in a build without CUDA.
+#include "src/pb/pb_cuda_driver.h"
+#include "src/core/errors.h"
+
+namespace espgrid::cuda {
+
+PbMgResult solve_pb_multigrid(const PbMgLevel*, int, const double*, double*, const PbMgRun&) {
+  throw Error("this espgrid was built without CUDA (no nvcc found, or ESPGRID_CUDA=OFF): the GPU PB solver is unavailable");
+}
+
+}  // namespace espgrid::cuda
+
+namespace espgrid::cuda {
+
+void build_pb_surface(const PbSurfaceInput&, PbSurfaceOutput&) {
+  throw Error("this espgrid was built without CUDA: the GPU PB surface is unavailable");
+}
+
+}  // namespace espgrid::cuda
+
+namespace espgrid::cuda {
+
+void solve_pb_on_device(const PbDeviceSolveInput&, PbDeviceSolveResult&) {
+  throw Error("this espgrid was built without CUDA: the GPU PB solver is unavailable");
+}
+
+}  // namespace espgrid::cuda

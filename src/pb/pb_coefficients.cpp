@@ -1,0 +1,778 @@
+#include "src/pb/pb_coefficients.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+
+#include "src/pb/pb_cuda_driver.h"
+#include "src/core/errors.h"
+#include "src/core/text_format.h"
+#include "src/core/units.h"
+#include "src/pb/pb_geometry.h"
+
+namespace espgrid::pb {
+namespace {
+
+constexpr double kPi = 3.14159265358979323846;
+
+int thread_count(int threads) { return threads > 0 ? threads : omp_get_max_threads(); }
+
+/// APBS's VRINT: round half up.
+int round_half_up(double x) { return static_cast<int>(std::floor(x + 0.5)); }
+
+double max_radius(const Atoms& atoms) {
+  double r = 0;
+  for (const double v : atoms.radius) r = std::max(r, v);
+  return r;
+}
+
+/// Atoms binned into cubic cells of side `cell` (Å): CSR lists, atoms in index order within a cell.
+struct CellList {
+  double lo[3] = {0, 0, 0};
+  double cell = 1;
+  long n[3] = {1, 1, 1};
+  std::vector<std::int64_t> start;  ///< n0·n1·n2 + 1 offsets into `atoms`
+  std::vector<std::int32_t> atoms;
+
+  long cell_of(double p, int axis) const {
+    const long c = static_cast<long>(std::floor((p - lo[axis]) / cell));
+    return std::clamp(c, 0L, n[axis] - 1);
+  }
+
+  CellList(const Atoms& a, double cell_size) : cell(cell_size) {
+    const BoundingBox box = bounding_box(a);
+    for (int d = 0; d < 3; ++d) {
+      lo[d] = box.lo[d];
+      n[d] = std::max(1L, static_cast<long>(std::ceil((box.hi[d] - box.lo[d]) / cell)) + 1);
+    }
+    const std::size_t cells = static_cast<std::size_t>(n[0] * n[1] * n[2]);
+    std::vector<std::int64_t> count(cells + 1, 0);
+    std::vector<std::size_t> of(a.size());
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      of[i] = static_cast<std::size_t>(cell_of(a.x[i], 0) + n[0] * (cell_of(a.y[i], 1) + n[1] * cell_of(a.z[i], 2)));
+      ++count[of[i] + 1];
+    }
+    for (std::size_t c = 0; c < cells; ++c) count[c + 1] += count[c];
+    start = count;
+    atoms.resize(a.size());
+    for (std::size_t i = 0; i < a.size(); ++i) atoms[static_cast<std::size_t>(count[of[i]]++)] = static_cast<std::int32_t>(i);
+  }
+
+};
+
+/// Marks `value` at every point of one array within `radius` of (x, y, z): APBS's markSphere
+/// (points at distance ≤ radius). `shift` is the array's offset from the nodes in spacings (½
+/// along the face's axis). Same-value writes from several threads are atomic: the result does
+/// not depend on the order.
+void mark_sphere(double* array, const GridSpec& g, const double shift[3], double x, double y, double z, double radius,
+                 double value) {
+  const long n[3] = {static_cast<long>(g.dims[0]), static_cast<long>(g.dims[1]), static_cast<long>(g.dims[2])};
+  const double p[3] = {x - (g.origin[0] + shift[0] * g.spacing[0]), y - (g.origin[1] + shift[1] * g.spacing[1]),
+                       z - (g.origin[2] + shift[2] * g.spacing[2])};
+  long lo[3], hi[3];
+  for (int d = 0; d < 3; ++d) sphere_index_range(p[d], radius, g.spacing[d], n[d], lo[d], hi[d]);
+  const double r2 = radius * radius;
+  const double* h = g.spacing.data();
+  for (long i = lo[0]; i <= hi[0]; ++i) {
+    const double dx = p[0] - h[0] * static_cast<double>(i);
+    for (long j = lo[1]; j <= hi[1]; ++j) {
+      const double dy = p[1] - h[1] * static_cast<double>(j);
+      if (dx * dx + dy * dy > r2) continue;  // the row misses the sphere (never changes a result)
+      for (long k = lo[2]; k <= hi[2]; ++k)
+        if (in_sphere(p, h, i, j, k, r2)) {
+          double& cell = array[i + n[0] * (j + n[1] * k)];
+#pragma omp atomic write
+          cell = value;
+        }
+    }
+  }
+}
+
+constexpr double kNoShift[3] = {0, 0, 0};
+constexpr double kFaceShift[3][3] = {{0.5, 0, 0}, {0, 0.5, 0}, {0, 0, 0.5}};
+
+/// Points binned into cubic cells (CSR), for "is any point within r of here" queries with r ≤ cell.
+struct PointCells {
+  double lo[3] = {0, 0, 0};
+  double cell = 1;
+  long n[3] = {1, 1, 1};
+  std::vector<std::int64_t> start;
+  std::vector<double> x, y, z;  ///< the points, sorted by cell
+
+  PointCells(const SasPoints& p, double cell_size) : cell(cell_size) {
+    const std::size_t count = p.x.size();
+    if (count == 0) {
+      start.assign(2, 0);
+      return;
+    }
+    double hi[3] = {p.x[0], p.y[0], p.z[0]};
+    lo[0] = p.x[0], lo[1] = p.y[0], lo[2] = p.z[0];
+    for (std::size_t i = 0; i < count; ++i) {
+      lo[0] = std::min(lo[0], p.x[i]), hi[0] = std::max(hi[0], p.x[i]);
+      lo[1] = std::min(lo[1], p.y[i]), hi[1] = std::max(hi[1], p.y[i]);
+      lo[2] = std::min(lo[2], p.z[i]), hi[2] = std::max(hi[2], p.z[i]);
+    }
+    for (int d = 0; d < 3; ++d) n[d] = static_cast<long>(std::floor((hi[d] - lo[d]) / cell)) + 1;
+    std::vector<std::size_t> of(count);
+    start.assign(static_cast<std::size_t>(n[0] * n[1] * n[2]) + 1, 0);
+    for (std::size_t i = 0; i < count; ++i) {
+      of[i] = static_cast<std::size_t>(index(p.x[i], 0) + n[0] * (index(p.y[i], 1) + n[1] * index(p.z[i], 2)));
+      ++start[of[i] + 1];
+    }
+    for (std::size_t c = 1; c < start.size(); ++c) start[c] += start[c - 1];
+    std::vector<std::int64_t> fill(start.begin(), start.end() - 1);
+    x.resize(count), y.resize(count), z.resize(count);
+    for (std::size_t i = 0; i < count; ++i) {
+      const std::size_t at = static_cast<std::size_t>(fill[of[i]]++);
+      x[at] = p.x[i], y[at] = p.y[i], z[at] = p.z[i];
+    }
+  }
+  long index(double v, int d) const { return std::clamp(static_cast<long>(std::floor((v - lo[d]) / cell)), 0L, n[d] - 1); }
+  /// Whether pred(x, y, z) holds for some point of the cells around (px, py, pz): every point
+  /// within one cell side of it is among them.
+  template <class Pred>
+  bool any(double px, double py, double pz, Pred&& pred) const {
+    if (x.empty()) return false;
+    const long c[3] = {static_cast<long>(std::floor((px - lo[0]) / cell)), static_cast<long>(std::floor((py - lo[1]) / cell)),
+                       static_cast<long>(std::floor((pz - lo[2]) / cell))};
+    for (long k = std::max(0L, c[2] - 1); k <= std::min(n[2] - 1, c[2] + 1); ++k)
+      for (long j = std::max(0L, c[1] - 1); j <= std::min(n[1] - 1, c[1] + 1); ++j)
+        for (long i = std::max(0L, c[0] - 1); i <= std::min(n[0] - 1, c[0] + 1); ++i) {
+          const std::size_t cc = static_cast<std::size_t>(i + n[0] * (j + n[1] * k));
+          for (std::int64_t s = start[cc]; s < start[cc + 1]; ++s)
+            if (pred(x[static_cast<std::size_t>(s)], y[static_cast<std::size_t>(s)], z[static_cast<std::size_t>(s)]))
+              return true;
+        }
+    return false;
+  }
+  /// Whether some point lies within √r2 (≤ cell) of (px, py, pz).
+  bool any_within(double px, double py, double pz, double r2) const {
+    if (x.empty()) return false;
+    const long c[3] = {static_cast<long>(std::floor((px - lo[0]) / cell)), static_cast<long>(std::floor((py - lo[1]) / cell)),
+                       static_cast<long>(std::floor((pz - lo[2]) / cell))};
+    for (long k = std::max(0L, c[2] - 1); k <= std::min(n[2] - 1, c[2] + 1); ++k)
+      for (long j = std::max(0L, c[1] - 1); j <= std::min(n[1] - 1, c[1] + 1); ++j)
+        for (long i = std::max(0L, c[0] - 1); i <= std::min(n[0] - 1, c[0] + 1); ++i) {
+          const std::size_t cc = static_cast<std::size_t>(i + n[0] * (j + n[1] * k));
+          for (std::int64_t s = start[cc]; s < start[cc + 1]; ++s) {
+            const double dx = px - x[static_cast<std::size_t>(s)], dy = py - y[static_cast<std::size_t>(s)],
+                         dz = pz - z[static_cast<std::size_t>(s)];
+            if (dx * dx + dy * dy + dz * dz <= r2) return true;
+          }
+        }
+    return false;
+  }
+};
+
+/// The `mol` dielectric (APBS fillcoCoefMolDielNoSmooth): solvent everywhere, solute within
+/// atom + probe radius of any atom, solvent again within a probe radius of any accessible SAS point.
+void mol_dielectric(const Atoms& atoms, const PbOptions& o, PbCoefficients& c, int threads) {
+  const std::size_t points = c.grid.point_count();
+  double* eps[3] = {c.eps_x.data(), c.eps_y.data(), c.eps_z.data()};
+  for (double* e : eps) std::fill(e, e + points, o.solvent_dielectric);
+  const long natoms = static_cast<long>(atoms.size());
+#pragma omp parallel for schedule(dynamic, 16) num_threads(threads)
+  for (long a = 0; a < natoms; ++a) {
+    const double r = atoms.radius[a];
+    if (r <= kNoRadius) continue;
+    for (int d = 0; d < 3; ++d)
+      mark_sphere(eps[d], c.grid, kFaceShift[d], atoms.x[a], atoms.y[a], atoms.z[a], r + o.probe_radius,
+                  o.solute_dielectric);
+  }
+  if (o.probe_radius <= kNoRadius) return;
+  const SasPoints sas = accessible_sas_points(atoms, o, threads);
+  c.sas_points = sas.x.size();
+  // APBS marks solvent within a probe radius of every accessible SAS point. The same test, gathered:
+  // each face still marked solute looks for a SAS point within the probe radius (the same arithmetic
+  // as the marking, so the same faces), among the points binned near it. Far fewer tests than
+  // marking every point's sphere, as the points crowd (10 per Å²).
+  const PointCells cells(sas, o.probe_radius);
+  const GridSpec& g = c.grid;
+  const long n[3] = {static_cast<long>(g.dims[0]), static_cast<long>(g.dims[1]), static_cast<long>(g.dims[2])};
+  const double r2 = o.probe_radius * o.probe_radius;
+  for (int d = 0; d < 3; ++d) {
+    const double o3[3] = {g.origin[0] + kFaceShift[d][0] * g.spacing[0], g.origin[1] + kFaceShift[d][1] * g.spacing[1],
+                          g.origin[2] + kFaceShift[d][2] * g.spacing[2]};
+    double* e = eps[d];
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
+    for (long k = 0; k < n[2]; ++k)
+      for (long j = 0; j < n[1]; ++j)
+        for (long i = 0; i < n[0]; ++i) {
+          double& face = e[i + n[0] * (j + n[1] * k)];
+          if (face != o.solute_dielectric) continue;
+          const double at[3] = {o3[0] + g.spacing[0] * static_cast<double>(i), o3[1] + g.spacing[1] * static_cast<double>(j),
+                                o3[2] + g.spacing[2] * static_cast<double>(k)};
+          if (cells.any(at[0], at[1], at[2], [&](double sx, double sy, double sz) {
+                const double p[3] = {sx - o3[0], sy - o3[1], sz - o3[2]};
+                return in_sphere(p, g.spacing.data(), i, j, k, r2);
+              }))
+            face = o.solvent_dielectric;
+        }
+  }
+}
+
+/// `smol`: each face value becomes the 9-point harmonic mean of the `mol` values around it.
+void smooth_dielectric(PbCoefficients& c, int threads) {
+  const std::vector<double> x = c.eps_x, y = c.eps_y, z = c.eps_z;  // the unsmoothed values
+  const long n[3] = {static_cast<long>(c.grid.dims[0]), static_cast<long>(c.grid.dims[1]),
+                     static_cast<long>(c.grid.dims[2])};
+  const long sx = 1, sy = n[0], sz = n[0] * n[1];
+#pragma omp parallel for schedule(static) num_threads(threads)
+  for (long k = 0; k < n[2]; ++k)
+    for (long j = 0; j < n[1]; ++j)
+      for (long i = 0; i < n[0]; ++i) {
+        const long idx = i + sy * j + sz * k;
+        c.eps_x[idx] = smooth_face(x.data(), y.data(), z.data(), 0, i, j, k, n, sx, sy, sz);
+        c.eps_y[idx] = smooth_face(y.data(), x.data(), z.data(), 1, i, j, k, n, sx, sy, sz);
+        c.eps_z[idx] = smooth_face(z.data(), x.data(), y.data(), 2, i, j, k, n, sx, sy, sz);
+      }
+}
+
+/// Marks `value` at every node of a byte grid (dims n, spacing h, origin o) within `radius` of p.
+void mark_sphere_bytes(unsigned char* array, const long* n, const double* h, const double* o, double x, double y,
+                       double z, double radius, unsigned char value) {
+  const double p[3] = {x - o[0], y - o[1], z - o[2]};
+  long lo[3], hi[3];
+  for (int d = 0; d < 3; ++d) sphere_index_range(p[d], radius, h[d], n[d], lo[d], hi[d]);
+  const double r2 = radius * radius;
+  for (long k = lo[2]; k <= hi[2]; ++k) {
+    const double dz = p[2] - h[2] * static_cast<double>(k);
+    for (long j = lo[1]; j <= hi[1]; ++j) {
+      const double dy = p[1] - h[1] * static_cast<double>(j);
+      if (dz * dz + dy * dy > r2) continue;
+      for (long i = lo[0]; i <= hi[0]; ++i) {
+        const double dx = p[0] - h[0] * static_cast<double>(i);
+        if (dz * dz + dy * dy + dx * dx <= r2) {
+          unsigned char& cell = array[i + n[0] * (j + n[1] * k)];
+#pragma omp atomic write
+          cell = value;
+        }
+      }
+    }
+  }
+}
+
+/// The `mol` surface sampled `s` times finer than the grid (espgrid's, not APBS's): each face's
+/// permittivity is the flux-tube average of the sharp surface's region (harmonic along the face's
+/// axis: the layers are in series; arithmetic across: the lines are in parallel), each node's ion
+/// accessibility the fraction of its cell the ions reach. The same surface as APBS's `mol` (atom +
+/// probe spheres carved by probes at APBS's SAS points), with a far smaller error at a given
+/// spacing (benchmarks/NOTES.md, PB).
+void sampled_coefficients(const Atoms& atoms, const PbOptions& o, PbCoefficients& c, int threads, int s) {
+  const GridSpec& g = c.grid;
+  const long n[3] = {static_cast<long>(g.dims[0]), static_cast<long>(g.dims[1]), static_cast<long>(g.dims[2])};
+  const long nf[3] = {(n[0] - 1) * s + 1, (n[1] - 1) * s + 1, (n[2] - 1) * s + 1};
+  const double hf[3] = {g.spacing[0] / s, g.spacing[1] / s, g.spacing[2] / s};
+  const double* of = g.origin.data();
+  const std::size_t fine = static_cast<std::size_t>(nf[0] * nf[1] * nf[2]);
+  auto fidx = [&](long i, long j, long k) { return static_cast<std::size_t>(i + nf[0] * (j + nf[1] * k)); };
+  // region: 0 solvent, 1 within atom + probe radius of an atom, 2 within an atom's radius.
+  std::vector<unsigned char> region(fine, 0), ions(fine, 1);
+  const long natoms = static_cast<long>(atoms.size());
+  for (const unsigned char mark : {static_cast<unsigned char>(1), static_cast<unsigned char>(2)}) {
+#pragma omp parallel for schedule(dynamic, 16) num_threads(threads)
+    for (long a = 0; a < natoms; ++a) {
+      const double r = atoms.radius[a];
+      if (r <= kNoRadius) continue;
+      mark_sphere_bytes(region.data(), nf, hf, of, atoms.x[a], atoms.y[a], atoms.z[a],
+                        mark == 1 ? r + o.probe_radius : r, mark);
+      if (mark == 1 && o.ionic_strength > 0)
+        mark_sphere_bytes(ions.data(), nf, hf, of, atoms.x[a], atoms.y[a], atoms.z[a], r + o.ion_radius, 0);
+    }
+  }
+  // Carving: points of the band (1) within a probe radius of an accessible SAS point are solvent.
+  // A probe at a SAS point never reaches into an atom (2), so only the band is tested.
+  if (o.probe_radius > kNoRadius) {
+    const SasPoints sas = accessible_sas_points(atoms, o, threads);
+    c.sas_points = sas.x.size();
+    const PointCells cells(sas, o.probe_radius);
+    const double r2 = o.probe_radius * o.probe_radius;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
+    for (long k = 0; k < nf[2]; ++k)
+      for (long j = 0; j < nf[1]; ++j)
+        for (long i = 0; i < nf[0]; ++i) {
+          unsigned char& r = region[fidx(i, j, k)];
+          if (r == 1 && cells.any_within(of[0] + hf[0] * static_cast<double>(i), of[1] + hf[1] * static_cast<double>(j),
+                                         of[2] + hf[2] * static_cast<double>(k), r2)) r = 0;
+        }
+  }
+  // Cells between nodes (n − 1 per axis) that are all solute, all solvent, or mixed: tubes and node
+  // cells lying in pure cells take the pure value without sampling.
+  const long nc[3] = {n[0] - 1, n[1] - 1, n[2] - 1};
+  std::vector<unsigned char> pure(static_cast<std::size_t>(nc[0] * nc[1] * nc[2]));  // bit0 solute, bit1 solvent, bit2 ions, bit3 no ions
+#pragma omp parallel for schedule(static) num_threads(threads)
+  for (long k = 0; k < nc[2]; ++k)
+    for (long j = 0; j < nc[1]; ++j)
+      for (long i = 0; i < nc[0]; ++i) {
+        unsigned char seen = 0;
+        for (long ff = k * s; ff <= (k + 1) * s; ++ff)
+          for (long ee = j * s; ee <= (j + 1) * s; ++ee)
+            for (long dd = i * s; dd <= (i + 1) * s; ++dd) {
+              const std::size_t f = fidx(dd, ee, ff);
+              seen = static_cast<unsigned char>(seen | (region[f] ? 1 : 2));
+              seen = static_cast<unsigned char>(seen | (ions[f] ? 4 : 8));
+            }
+        pure[static_cast<std::size_t>(i + nc[0] * (j + nc[1] * k))] = seen;
+      }
+  auto cells_seen = [&](long i0, long i1, long j0, long j1, long k0, long k1) {
+    unsigned char seen = 0;
+    for (long k = std::max(0L, k0); k <= std::min(nc[2] - 1, k1); ++k)
+      for (long j = std::max(0L, j0); j <= std::min(nc[1] - 1, j1); ++j)
+        for (long i = std::max(0L, i0); i <= std::min(nc[0] - 1, i1); ++i)
+          seen = static_cast<unsigned char>(seen | pure[static_cast<std::size_t>(i + nc[0] * (j + nc[1] * k))]);
+    return seen;
+  };
+  const double inv_solvent = 1.0 / o.solvent_dielectric, inv_solute = 1.0 / o.solute_dielectric;
+  const long half = s / 2;
+  auto weight = [](long f, long lo, long hi) { return (f == lo || f == hi) ? 0.5 : 1.0; };
+  double* out[3] = {c.eps_x.data(), c.eps_y.data(), c.eps_z.data()};
+  const double mask = o.ionic_strength > 0 ? 1.0 : 0.0;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
+  for (long k = 0; k < n[2]; ++k)
+    for (long j = 0; j < n[1]; ++j)
+      for (long i = 0; i < n[0]; ++i) {
+        const long node[3] = {i, j, k};
+        const std::size_t idx = static_cast<std::size_t>(i + n[0] * (j + n[1] * k));
+        for (int d = 0; d < 3; ++d) {
+          if (node[d] == n[d] - 1) {
+            out[d][idx] = o.solvent_dielectric;  // past the last node: unused
+            continue;
+          }
+          const int t1 = d == 0 ? 1 : 0, t2 = d == 2 ? 1 : 2;
+          long lo[3], hi[3];  // the tube's cells
+          lo[d] = hi[d] = node[d];
+          lo[t1] = node[t1] - 1, hi[t1] = node[t1];
+          lo[t2] = node[t2] - 1, hi[t2] = node[t2];
+          const int seen = cells_seen(lo[0], hi[0], lo[1], hi[1], lo[2], hi[2]) & 3;
+          if (seen == 1 || seen == 2) {
+            out[d][idx] = seen == 1 ? o.solute_dielectric : o.solvent_dielectric;
+            continue;
+          }
+          const long a0 = node[d] * s, a1 = a0 + s;
+          const long b0 = std::max(0L, node[t1] * s - half), b1 = std::min(nf[t1] - 1, node[t1] * s + half);
+          const long c0 = std::max(0L, node[t2] * s - half), c1 = std::min(nf[t2] - 1, node[t2] * s + half);
+          double sum = 0, wsum = 0;
+          for (long cc = c0; cc <= c1; ++cc)
+            for (long bb = b0; bb <= b1; ++bb) {
+              double resist = 0, along = 0;
+              for (long aa = a0; aa <= a1; ++aa) {
+                long f[3];
+                f[d] = aa, f[t1] = bb, f[t2] = cc;
+                const double w = weight(aa, a0, a1);
+                resist += w * (region[fidx(f[0], f[1], f[2])] ? inv_solute : inv_solvent);
+                along += w;
+              }
+              const double w = weight(bb, b0, b1) * weight(cc, c0, c1);
+              sum += w * along / resist;
+              wsum += w;
+            }
+          out[d][idx] = sum / wsum;
+        }
+        // Ion accessibility: the accessible fraction of the node's cell.
+        const int seen = cells_seen(i - 1, i, j - 1, j, k - 1, k) & 12;
+        if (seen == 4 || seen == 8) {
+          c.accessibility[idx] = seen == 4 ? mask : 0.0;
+          continue;
+        }
+        double acc = 0, wsum = 0;
+        const long i0 = i * s - half, i1 = i * s + half, j0 = j * s - half, j1 = j * s + half, k0 = k * s - half,
+                   k1 = k * s + half;
+        for (long cc = std::max(0L, k0); cc <= std::min(nf[2] - 1, k1); ++cc)
+          for (long bb = std::max(0L, j0); bb <= std::min(nf[1] - 1, j1); ++bb)
+            for (long aa = std::max(0L, i0); aa <= std::min(nf[0] - 1, i1); ++aa) {
+              const double w = weight(aa, i0, i1) * weight(bb, j0, j1) * weight(cc, k0, k1);
+              acc += w * ions[fidx(aa, bb, cc)];
+              wsum += w;
+            }
+        c.accessibility[idx] = mask * acc / wsum;
+      }
+}
+
+/// `mol`/`smol` ion accessibility (APBS fillcoCoefMolIon): 1, except 0 within ion + atom radius.
+void mol_accessibility(const Atoms& atoms, const PbOptions& o, PbCoefficients& c, int threads) {
+  std::fill(c.accessibility.begin(), c.accessibility.end(), o.ionic_strength > 0 ? 1.0 : 0.0);
+  if (!(o.ionic_strength > 0)) return;
+  const long natoms = static_cast<long>(atoms.size());
+#pragma omp parallel for schedule(dynamic, 16) num_threads(threads)
+  for (long a = 0; a < natoms; ++a) {
+    const double r = atoms.radius[a];
+    if (r <= kNoRadius) continue;
+    mark_sphere(c.accessibility.data(), c.grid, kNoShift, atoms.x[a], atoms.y[a], atoms.z[a], r + o.ion_radius, 0.0);
+  }
+}
+
+struct SplineBox {
+  long lo[3] = {0, 0, 0}, hi[3] = {-1, -1, -1};
+};
+
+/// Each atom's box of nodes for `spl2`, as APBS's loop bounds: floor/ceil of (p ∓ (R + h/2))/h, R
+/// the larger of the accessibility and dielectric reaches. Empty for atoms without a radius.
+std::vector<SplineBox> spline_boxes(const Atoms& atoms, const GridSpec& g, const PbOptions& o) {
+  const long n[3] = {static_cast<long>(g.dims[0]), static_cast<long>(g.dims[1]), static_cast<long>(g.dims[2])};
+  const double ion = o.ionic_strength > 0 ? o.ion_radius : 0.0;
+  std::vector<SplineBox> boxes(atoms.size());
+  for (std::size_t a = 0; a < atoms.size(); ++a) {
+    if (atoms.radius[a] <= kSplineSmall) continue;
+    const double reach = std::max(ion + atoms.radius[a] + o.spline_window, atoms.radius[a] + o.spline_window);
+    const double p[3] = {atoms.x[a] - g.origin[0], atoms.y[a] - g.origin[1], atoms.z[a] - g.origin[2]};
+    for (int d = 0; d < 3; ++d) {
+      const double span = reach + 0.5 * g.spacing[d];
+      boxes[a].lo[d] = std::max(0L, static_cast<long>(std::floor((p[d] - span) / g.spacing[d])));
+      boxes[a].hi[d] = std::min(n[d] - 1, static_cast<long>(std::ceil((p[d] + span) / g.spacing[d])));
+    }
+  }
+  return boxes;
+}
+
+/// `spl2` (APBS fillcoCoefSpline): products of per-atom switching functions, the atoms taken in
+/// their order at every point (so the products round as APBS's do). Planes in parallel.
+void spline_coefficients(const Atoms& atoms, const PbOptions& o, PbCoefficients& c, int threads) {
+  const GridSpec& g = c.grid;
+  const long n[3] = {static_cast<long>(g.dims[0]), static_cast<long>(g.dims[1]), static_cast<long>(g.dims[2])};
+  const double w = o.spline_window;
+  const double ion = o.ionic_strength > 0 ? o.ion_radius : 0.0;  // APBS: the largest ion radius, none without ions
+  std::fill(c.eps_x.begin(), c.eps_x.end(), 1.0);
+  std::fill(c.eps_y.begin(), c.eps_y.end(), 1.0);
+  std::fill(c.eps_z.begin(), c.eps_z.end(), 1.0);
+  std::fill(c.accessibility.begin(), c.accessibility.end(), 1.0);
+  const std::vector<SplineBox> boxes = spline_boxes(atoms, g, o);
+  std::vector<std::vector<std::int32_t>> by_plane(static_cast<std::size_t>(n[2]));
+  for (std::size_t a = 0; a < atoms.size(); ++a)
+    if (atoms.radius[a] > kSplineSmall)
+      for (long k = boxes[a].lo[2]; k <= boxes[a].hi[2]; ++k)
+        by_plane[static_cast<std::size_t>(k)].push_back(static_cast<std::int32_t>(a));
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
+  for (long k = 0; k < n[2]; ++k) {
+    for (const std::int32_t a : by_plane[static_cast<std::size_t>(k)]) {
+      const double p[3] = {atoms.x[a] - g.origin[0], atoms.y[a] - g.origin[1], atoms.z[a] - g.origin[2]};
+      const SplineBox& b = boxes[static_cast<std::size_t>(a)];
+      for (long j = b.lo[1]; j <= b.hi[1]; ++j)
+        for (long i = b.lo[0]; i <= b.hi[0]; ++i) {
+          const std::size_t idx = static_cast<std::size_t>(i + n[0] * (j + n[1] * k));
+          spline_factors(p, g.spacing.data(), i, j, k, atoms.radius[a], ion, w, c.accessibility[idx], c.eps_x[idx],
+                         c.eps_y[idx], c.eps_z[idx]);
+        }
+    }
+  }
+  const double mask = o.ionic_strength > 0 ? 1.0 : 0.0;
+  const double de = o.solvent_dielectric - o.solute_dielectric;
+  const long points = static_cast<long>(g.point_count());
+#pragma omp parallel for schedule(static) num_threads(threads)
+  for (long i = 0; i < points; ++i) {
+    c.accessibility[i] *= mask;
+    c.eps_x[i] = de * c.eps_x[i] + o.solute_dielectric;
+    c.eps_y[i] = de * c.eps_y[i] + o.solute_dielectric;
+    c.eps_z[i] = de * c.eps_z[i] + o.solute_dielectric;
+  }
+}
+
+/// APBS fillcoChargeSpline2: each charge onto the 3 × 3 × 3 nodes around it with quadratic
+/// B-spline weights (sequential: the sums round in atom order, as APBS's do).
+void spread_charges_spl2(const Atoms& atoms, PbCoefficients& c) {
+  const GridSpec& g = c.grid;
+  const long n[3] = {static_cast<long>(g.dims[0]), static_cast<long>(g.dims[1]), static_cast<long>(g.dims[2])};
+  std::fill(c.charge.begin(), c.charge.end(), 0.0);
+  for (std::size_t a = 0; a < atoms.size(); ++a) {
+    const double f[3] = {(atoms.x[a] - g.origin[0]) / g.spacing[0], (atoms.y[a] - g.origin[1]) / g.spacing[1],
+                         (atoms.z[a] - g.origin[2]) / g.spacing[2]};
+    long lo[3], hi[3];
+    for (int d = 0; d < 3; ++d) {
+      lo[d] = std::max(0L, static_cast<long>(std::floor(f[d])) - 1);
+      hi[d] = std::min(n[d] - 1, static_cast<long>(std::ceil(f[d])) + 1);
+    }
+    for (long i = lo[0]; i <= hi[0]; ++i) {
+      const double mx = bspline2(1.5 + static_cast<double>(i) - f[0]);
+      for (long j = lo[1]; j <= hi[1]; ++j) {
+        const double my = bspline2(1.5 + static_cast<double>(j) - f[1]);
+        for (long k = lo[2]; k <= hi[2]; ++k) {
+          const double mz = bspline2(1.5 + static_cast<double>(k) - f[2]);
+          c.charge[static_cast<std::size_t>(i + n[0] * (j + n[1] * k))] += atoms.charge[a] * mx * my * mz;
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+double source_scale(double temperature) {
+  return 4.0 * kPi * coulomb_constant(PotentialUnit::KTPerE, temperature);
+}
+
+int reference_sphere_request(const Atoms& atoms, const PbOptions& o) {
+  const double ion = o.ionic_strength > 0 ? o.ion_radius : 0.0;
+  const double reach = max_radius(atoms) + std::max(ion, o.probe_radius) + kCellListWindow;
+  return static_cast<int>(std::ceil(4.0 * kPi * reach * reach * o.surface_density));
+}
+
+ReferenceSphere reference_sphere(int points) {
+  ReferenceSphere s;
+  const int rings = round_half_up(std::sqrt(kPi * static_cast<double>(points) / 4.0));
+  if (rings <= 0) return s;
+  const double dtheta = kPi / static_cast<double>(rings);
+  const int most = 2 * rings;
+  for (int t = 0; t < rings; ++t) {
+    const double theta = dtheta * static_cast<double>(t);
+    const double sin_t = std::sin(theta), cos_t = std::cos(theta);
+    const int ring = round_half_up(sin_t * most);
+    if (ring == 0) continue;
+    const double dphi = 2.0 * kPi / static_cast<double>(ring);
+    for (int p = 0; p < ring; ++p) {
+      const double phi = dphi * static_cast<double>(p);
+      s.x.push_back(std::cos(phi) * sin_t);
+      s.y.push_back(std::sin(phi) * sin_t);
+      s.z.push_back(cos_t);
+    }
+  }
+  return s;
+}
+
+SasNeighbours sas_neighbours(const Atoms& atoms, const PbOptions& o, int threads) {
+  threads = thread_count(threads);
+  const double probe = o.probe_radius;
+  // A SAS point of atom a is blocked by atom b ≠ a when it lies strictly within r_b + probe of b
+  // (APBS ivdwAccExclus); b can block some point of a's SAS sphere only if it lies within
+  // r_a + probe + r_b + probe of a's centre. Cells of side r_max + probe, searched far enough.
+  const CellList cells(atoms, max_radius(atoms) + probe + 1e-6);
+  const std::size_t natoms = atoms.size();
+  std::vector<std::vector<std::int32_t>> lists(natoms);
+#pragma omp parallel for schedule(dynamic, 8) num_threads(threads)
+  for (long a = 0; a < static_cast<long>(natoms); ++a) {
+    const double ra = atoms.radius[a];
+    if (ra <= kNoRadius) continue;  // APBS: atoms without a radius have no SAS points
+    const double rad = ra + probe;
+    const double ax = atoms.x[a], ay = atoms.y[a], az = atoms.z[a];
+    // Two points d apart lie at most ceil(d / cell) cells apart along an axis (floor(a) − floor(b) ≤
+    // ceil(a − b)), and a blocking atom lies within rad + r_b + probe ≤ rad + cell of this one.
+    const long span = static_cast<long>(std::ceil((rad + cells.cell) / cells.cell));
+    const long cx = cells.cell_of(ax, 0), cy = cells.cell_of(ay, 1), cz = cells.cell_of(az, 2);
+    std::vector<std::int32_t>& out = lists[static_cast<std::size_t>(a)];
+    for (long k = std::max(0L, cz - span); k <= std::min(cells.n[2] - 1, cz + span); ++k)
+      for (long j = std::max(0L, cy - span); j <= std::min(cells.n[1] - 1, cy + span); ++j)
+        for (long i = std::max(0L, cx - span); i <= std::min(cells.n[0] - 1, cx + span); ++i) {
+          const std::size_t c = static_cast<std::size_t>(i + cells.n[0] * (j + cells.n[1] * k));
+          for (std::int64_t s = cells.start[c]; s < cells.start[c + 1]; ++s) {
+            const std::int32_t b = cells.atoms[static_cast<std::size_t>(s)];
+            if (b == a) continue;
+            const double reach = rad + atoms.radius[b] + probe;
+            const double dx = atoms.x[b] - ax, dy = atoms.y[b] - ay, dz = atoms.z[b] - az;
+            if (dx * dx + dy * dy + dz * dz < reach * reach) out.push_back(b);
+          }
+        }
+    // Closest first: they block most of the sphere, so the test of a buried point ends early. The
+    // order changes no result (a point is open when no neighbour blocks it).
+    auto dist2 = [&](std::int32_t b) {
+      const double dx = atoms.x[b] - ax, dy = atoms.y[b] - ay, dz = atoms.z[b] - az;
+      return dx * dx + dy * dy + dz * dz;
+    };
+    std::sort(out.begin(), out.end(), [&](std::int32_t l, std::int32_t r) {
+      const double dl = dist2(l), dr = dist2(r);
+      return dl < dr || (dl == dr && l < r);
+    });
+  }
+  SasNeighbours n;
+  n.start.assign(natoms + 1, 0);
+  for (std::size_t a = 0; a < natoms; ++a) n.start[a + 1] = n.start[a] + static_cast<std::int64_t>(lists[a].size());
+  n.atoms.reserve(static_cast<std::size_t>(n.start[natoms]));
+  for (const auto& l : lists) n.atoms.insert(n.atoms.end(), l.begin(), l.end());
+  return n;
+}
+
+SasPoints accessible_sas_points(const Atoms& atoms, const PbOptions& o, int threads) {
+  threads = thread_count(threads);
+  const ReferenceSphere ref = reference_sphere(reference_sphere_request(atoms, o));
+  const SasNeighbours nb = sas_neighbours(atoms, o, threads);
+  const std::size_t natoms = atoms.size(), nref = ref.x.size();
+  std::vector<std::vector<double>> per_atom(natoms);
+#pragma omp parallel for schedule(dynamic, 8) num_threads(threads)
+  for (long a = 0; a < static_cast<long>(natoms); ++a) {
+    const double ra = atoms.radius[a];
+    if (ra <= kNoRadius) continue;
+    const double rad = ra + o.probe_radius;
+    const double ax = atoms.x[a], ay = atoms.y[a], az = atoms.z[a];
+    std::vector<double>& out = per_atom[static_cast<std::size_t>(a)];
+    const long begin = static_cast<long>(nb.start[static_cast<std::size_t>(a)]);
+    const long end = static_cast<long>(nb.start[static_cast<std::size_t>(a) + 1]);
+    long last = -1;  // the neighbour that blocked the previous point: it likely blocks this one too
+    for (std::size_t p = 0; p < nref; ++p) {
+      const double px = rad * ref.x[p] + ax, py = rad * ref.y[p] + ay, pz = rad * ref.z[p] + az;
+      if (last >= 0 && !sas_point_open(px, py, pz, atoms.x.data(), atoms.y.data(), atoms.z.data(),
+                                       atoms.radius.data(), nb.atoms.data(), last, last + 1, o.probe_radius))
+        continue;
+      last = -1;
+      for (long s = begin; s < end && last < 0; ++s)
+        if (!sas_point_open(px, py, pz, atoms.x.data(), atoms.y.data(), atoms.z.data(), atoms.radius.data(),
+                            nb.atoms.data(), s, s + 1, o.probe_radius))
+          last = s;
+      if (last < 0) {
+        out.push_back(px);
+        out.push_back(py);
+        out.push_back(pz);
+      }
+    }
+  }
+  SasPoints sas;
+  std::size_t total = 0;
+  for (const auto& v : per_atom) total += v.size() / 3;
+  sas.x.reserve(total);
+  sas.y.reserve(total);
+  sas.z.reserve(total);
+  for (const auto& v : per_atom)
+    for (std::size_t i = 0; i < v.size(); i += 3) {
+      sas.x.push_back(v[i]);
+      sas.y.push_back(v[i + 1]);
+      sas.z.push_back(v[i + 2]);
+    }
+  return sas;
+}
+
+void check_atoms_inside(const Atoms& atoms, const GridSpec& g) {
+  for (std::size_t a = 0; a < atoms.size(); ++a) {
+    const double p[3] = {atoms.x[a], atoms.y[a], atoms.z[a]};
+    for (int d = 0; d < 3; ++d) {
+      const double lo = g.origin[d] + 2.0 * g.spacing[d];
+      const double hi = g.origin[d] + static_cast<double>(g.dims[d] - 3) * g.spacing[d];
+      if (!(p[d] >= lo && p[d] <= hi))
+        throw UsageError("--model pb needs every atom at least two grid spacings inside the grid; atom " +
+                         std::to_string(a + 1) + " at (" + short_fixed(p[0], 3) + ", " + short_fixed(p[1], 3) + ", " +
+                         short_fixed(p[2], 3) + ") is not (grid " + std::string(1, "xyz"[d]) + " " +
+                         short_fixed(g.origin[d], 3) + " to " +
+                         short_fixed(g.origin[d] + static_cast<double>(g.dims[d] - 1) * g.spacing[d], 3) +
+                         " Å): enlarge --padding or the explicit grid");
+    }
+  }
+}
+
+PbCoefficients build_coefficients(const Atoms& atoms, const GridSpec& grid, const PbOptions& options,
+                                  bool spread_charges, int threads) {
+  threads = thread_count(threads);
+  PbCoefficients c;
+  c.grid = grid;
+  const std::size_t points = grid.point_count();
+  c.eps_x.assign(points, 0.0);
+  c.eps_y.assign(points, 0.0);
+  c.eps_z.assign(points, 0.0);
+  c.accessibility.assign(points, 0.0);
+  // APBS treats a uniform medium without salt as the plain Laplacian (Vpmg_fillco: islap).
+  const bool laplacian = !(options.ionic_strength > 0) && options.solute_dielectric == options.solvent_dielectric;
+  if (laplacian) {
+    std::fill(c.eps_x.begin(), c.eps_x.end(), options.solute_dielectric);
+    std::fill(c.eps_y.begin(), c.eps_y.end(), options.solute_dielectric);
+    std::fill(c.eps_z.begin(), c.eps_z.end(), options.solute_dielectric);
+  } else if (options.surface == PbSurface::Spline) {
+    spline_coefficients(atoms, options, c, threads);
+  } else if (options.sampling >= 2) {
+    sampled_coefficients(atoms, options, c, threads, options.sampling);
+  } else {
+    mol_dielectric(atoms, options, c, threads);
+    if (options.surface == PbSurface::Smol) smooth_dielectric(c, threads);
+    mol_accessibility(atoms, options, c, threads);
+  }
+  if (spread_charges) {
+    c.charge.assign(points, 0.0);
+    spread_charges_spl2(atoms, c);
+  }
+  return c;
+}
+
+std::unique_ptr<DeviceSurfaceInputs> device_surface_inputs(const Atoms& atoms, const GridSpec& grid,
+                                                           const PbOptions& options, int device, int threads) {
+  threads = thread_count(threads);
+  auto d = std::make_unique<DeviceSurfaceInputs>();
+  cuda::PbSurfaceInput& in = d->input;
+  in.atoms = static_cast<long>(atoms.size());
+  in.x = atoms.x.data();
+  in.y = atoms.y.data();
+  in.z = atoms.z.data();
+  in.radius = atoms.radius.data();
+  for (int a = 0; a < 3; ++a) {
+    in.n[a] = static_cast<long>(grid.dims[a]);
+    in.origin[a] = grid.origin[a];
+    in.spacing[a] = grid.spacing[a];
+  }
+  in.surface = options.surface == PbSurface::Mol ? 0 : options.surface == PbSurface::Smol ? 1 : 2;
+  in.solute_dielectric = options.solute_dielectric;
+  in.solvent_dielectric = options.solvent_dielectric;
+  in.probe_radius = options.probe_radius;
+  in.ion_radius = options.ion_radius;
+  in.spline_window = options.spline_window;
+  in.salt = options.ionic_strength > 0;
+  in.device = device;
+  if (options.surface == PbSurface::Spline) {
+    const std::vector<SplineBox> boxes = spline_boxes(atoms, grid, options);
+    const long ny = in.n[1], nz = in.n[2];
+    std::vector<std::vector<int>> rows(static_cast<std::size_t>(ny * nz));
+    d->box_lo.resize(atoms.size());
+    d->box_hi.resize(atoms.size());
+    for (std::size_t a = 0; a < atoms.size(); ++a) {
+      d->box_lo[a] = boxes[a].lo[0];
+      d->box_hi[a] = boxes[a].hi[0];
+      if (atoms.radius[a] <= kSplineSmall) continue;
+      for (long k = boxes[a].lo[2]; k <= boxes[a].hi[2]; ++k)
+        for (long j = boxes[a].lo[1]; j <= boxes[a].hi[1]; ++j)
+          rows[static_cast<std::size_t>(j + ny * k)].push_back(static_cast<int>(a));  // ascending: the host's order
+    }
+    d->row_start.assign(rows.size() + 1, 0);
+    for (std::size_t r = 0; r < rows.size(); ++r)
+      d->row_start[r + 1] = d->row_start[r] + static_cast<long long>(rows[r].size());
+    d->row_atoms.reserve(static_cast<std::size_t>(d->row_start.back()));
+    for (const auto& r : rows) d->row_atoms.insert(d->row_atoms.end(), r.begin(), r.end());
+    in.row_start = d->row_start.data();
+    in.row_atoms = d->row_atoms.data();
+    in.box_x_lo = d->box_lo.data();
+    in.box_x_hi = d->box_hi.data();
+  } else if (options.probe_radius > kNoRadius) {
+    d->reference = reference_sphere(reference_sphere_request(atoms, options));
+    d->neighbours = sas_neighbours(atoms, options, threads);
+    d->neighbour_start.assign(d->neighbours.start.begin(), d->neighbours.start.end());
+    in.reference_points = static_cast<long>(d->reference.x.size());
+    in.reference_x = d->reference.x.data();
+    in.reference_y = d->reference.y.data();
+    in.reference_z = d->reference.z.data();
+    in.neighbour_start = d->neighbour_start.data();
+    in.neighbours = d->neighbours.atoms.data();
+  }
+  return d;
+}
+
+bool surface_on_device(const PbOptions& options) {
+  const bool laplacian = !(options.ionic_strength > 0) && options.solute_dielectric == options.solvent_dielectric;
+  return !laplacian && options.sampling < 2;
+}
+
+std::vector<double> spl2_charges(const Atoms& atoms, const GridSpec& grid) {
+  PbCoefficients c;
+  c.grid = grid;
+  c.charge.assign(grid.point_count(), 0.0);
+  spread_charges_spl2(atoms, c);
+  return std::move(c.charge);
+}
+
+PbCoefficients build_coefficients_on_device(const Atoms& atoms, const GridSpec& grid, const PbOptions& options,
+                                            bool spread_charges, int device, int threads, double* kernel_seconds) {
+  threads = thread_count(threads);
+  if (!surface_on_device(options))  // trivial, or the sampled surface (built on the host)
+    return build_coefficients(atoms, grid, options, spread_charges, threads);
+  PbCoefficients c;
+  c.grid = grid;
+  const std::size_t points = grid.point_count();
+  c.eps_x.assign(points, 0.0);
+  c.eps_y.assign(points, 0.0);
+  c.eps_z.assign(points, 0.0);
+  c.accessibility.assign(points, 0.0);
+  const std::unique_ptr<DeviceSurfaceInputs> inputs = device_surface_inputs(atoms, grid, options, device, threads);
+  cuda::PbSurfaceOutput out;
+  out.eps_x = c.eps_x.data();
+  out.eps_y = c.eps_y.data();
+  out.eps_z = c.eps_z.data();
+  out.accessibility = c.accessibility.data();
+  cuda::build_pb_surface(inputs->input, out);
+  c.sas_points = out.sas_points;
+  if (kernel_seconds) *kernel_seconds = out.kernel_seconds;
+  if (spread_charges) c.charge = spl2_charges(atoms, grid);
+  return c;
+}
+
+}  // namespace espgrid::pb

@@ -1,0 +1,89 @@
+// The coefficient maps of the linearized PB equation on a grid, built on the host exactly as
+// APBS 3.4.1 builds them (src/pb/pb_geometry.h names each definition): dielectric on the faces,
+// ion accessibility and spread charges on the nodes, multiple-Debye–Hückel boundary values.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "src/core/atoms.h"
+#include "src/core/grid.h"
+#include "src/pb/pb_cuda_driver.h"
+#include "src/physics/pb_options.h"
+
+namespace espgrid::pb {
+
+/// x fastest: index = i + nx·(j + ny·k), like every espgrid map.
+struct PbCoefficients {
+  GridSpec grid;
+  std::vector<double> eps_x, eps_y, eps_z;  ///< relative permittivity on the faces (i+½, j, k), (i, j+½, k), (i, j, k+½)
+  std::vector<double> accessibility;        ///< ion accessibility λ ∈ [0, 1] at the nodes (0 everywhere without salt)
+  std::vector<double> charge;               ///< `chgm spl2`: charge spread onto the nodes, e (Direct formulation)
+  std::size_t sas_points = 0;               ///< accessible SAS points that carved the surface (mol, smol)
+};
+
+/// The reference sphere APBS places solvent-accessible-surface points with (vacc.c
+/// VaccSurf_refSphere): unit vectors on rings of constant polar angle, about `points` of them.
+struct ReferenceSphere {
+  std::vector<double> x, y, z;
+};
+ReferenceSphere reference_sphere(int points);
+/// The point count APBS asks the reference sphere for: ceil(4π R² · density), R = the largest
+/// atom radius + the surface cell list's reach (the larger of probe and ion radius, + 0.5 Å).
+int reference_sphere_request(const Atoms& atoms, const PbOptions& options);
+
+/// Every atom's accessible SAS points (the surface of the union of atom + probe spheres that
+/// no other such sphere contains), as APBS's Vacc_atomSASPoints builds them. Concatenated.
+struct SasPoints {
+  std::vector<double> x, y, z;
+};
+SasPoints accessible_sas_points(const Atoms& atoms, const PbOptions& options, int threads = 0);
+/// For each atom, the atoms that can block a point of its SAS sphere (CSR: atoms[start[a] ..
+/// start[a+1])); empty for atoms without a radius. What the SAS test (pb_geometry.h
+/// sas_point_open) loops over, on the host and on the device.
+struct SasNeighbours {
+  std::vector<std::int64_t> start;
+  std::vector<std::int32_t> atoms;
+};
+SasNeighbours sas_neighbours(const Atoms& atoms, const PbOptions& options, int threads = 0);
+
+/// Throws UsageError naming the first atom that lies outside the grid or within two spacings of
+/// its boundary (charges there would be spread onto the fixed boundary values).
+void check_atoms_inside(const Atoms& atoms, const GridSpec& grid);
+
+/// Dielectric, accessibility and (with `spread_charges`) the spl2 charges, OpenMP over `threads`
+/// (0: all cores). Deterministic: the same maps for any thread count.
+PbCoefficients build_coefficients(const Atoms& atoms, const GridSpec& grid, const PbOptions& options,
+                                  bool spread_charges, int threads = 0);
+
+/// The same maps built on CUDA device `device` (kernels/pb_surface.cu; bit for bit the host's), for
+/// mol, smol and spl2; the sampled surface (sampling ≥ 2) is built on the host. `kernel_seconds`
+/// (optional) receives the device's kernel time.
+PbCoefficients build_coefficients_on_device(const Atoms& atoms, const GridSpec& grid, const PbOptions& options,
+                                            bool spread_charges, int device, int threads = 0,
+                                            double* kernel_seconds = nullptr);
+
+/// The inputs of the device's coefficient maps (src/pb/pb_cuda_driver.h) and the host arrays they
+/// point into: the reference sphere and SAS neighbour lists (mol, smol) or the spline rows (spl2).
+struct DeviceSurfaceInputs {
+  cuda::PbSurfaceInput input;
+  ReferenceSphere reference;
+  SasNeighbours neighbours;
+  std::vector<long long> neighbour_start, row_start;
+  std::vector<int> row_atoms;
+  std::vector<long> box_lo, box_hi;
+};
+std::unique_ptr<DeviceSurfaceInputs> device_surface_inputs(const Atoms& atoms, const GridSpec& grid,
+                                                           const PbOptions& options, int device, int threads = 0);
+/// Whether the device builds these options' maps (not for a uniform medium without salt, which is
+/// trivial, nor for the sampled surface, which the host builds).
+bool surface_on_device(const PbOptions& options);
+/// `chgm spl2`: the charges spread onto the nodes, e.
+std::vector<double> spl2_charges(const Atoms& atoms, const GridSpec& grid);
+
+/// The charge scale of APBS's source term, zmagic = 4π e²/(kT·Å): the equation's right-hand side
+/// is zmagic·(spread charge)/volume and u is in kT/e.
+double source_scale(double temperature);
+
+}  // namespace espgrid::pb

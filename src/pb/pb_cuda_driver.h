@@ -1,0 +1,138 @@
+// What src/pb/ needs from the GPU, declared here in plain C++ (no CUDA headers) and implemented
+// by kernels/pb_multigrid.cu and kernels/pb_surface.cu (kernels/ includes src/pb/, never the
+// reverse: the pattern of src/compute/cuda_driver.h). A build without CUDA links
+// kernels/pb_cuda_unavailable.cpp instead.
+//
+// The solver is espgrid's multigrid-preconditioned conjugate gradients (src/pb/pb_multigrid.h
+// describes the algorithm; src/pb/pb_multigrid_math.h holds the per-node arithmetic both the
+// CUDA kernels and the CPU emulation call). The host builds the level hierarchy; this uploads it,
+// iterates on the device in double precision, and copies the solution back.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include "src/pb/pb_system_math.h"
+
+namespace espgrid::cuda {
+
+/// One level of the multigrid hierarchy in host memory (see pb::MgLevel).
+struct PbMgLevel {
+  long n[3] = {0, 0, 0};  ///< nodes per axis, faces included
+  const double* wx = nullptr;  ///< face conductances and mass term, n[0]·n[1]·n[2] each
+  const double* wy = nullptr;
+  const double* wz = nullptr;
+  const double* c = nullptr;
+  bool coarsened[3] = {false, false, false};  ///< whether this level halves the axis of the level above
+  const int* fine_of[3] = {nullptr, nullptr, nullptr};            ///< n[d] entries (coarsened axes)
+  const int* coarse_lo[3] = {nullptr, nullptr, nullptr};          ///< the level above's n[d] entries
+  const unsigned char* mid[3] = {nullptr, nullptr, nullptr};      ///< the level above's n[d] entries
+};
+
+struct PbMgRun {
+  int smoothing = 2;         ///< red-black sweeps before and after the coarse correction
+  int coarsest_sweeps = 50;  ///< symmetric sweeps on the coarsest level
+  double tolerance = 1e-6;   ///< relative residual ‖r‖₂/‖b‖₂ to stop at
+  int max_iterations = 200;
+  int device = 0;
+};
+
+struct PbMgResult {
+  int iterations = 0;
+  double own_residual = 0;     ///< the CG recursion's ‖r‖₂/‖b‖₂ at the end (what decided to stop)
+  double upload_seconds = 0;   ///< device set-up, allocation and copies in
+  double solve_seconds = 0;    ///< the iterations (CUDA events)
+  double download_seconds = 0;
+  std::string device;          ///< the GPU's description
+};
+
+/// Solves A u = rhs (u = 0 on the faces) on `run.device`. `levels[0]` is the system's operator;
+/// `rhs` and `u` hold levels[0]'s n[0]·n[1]·n[2] values (u is written). Throws CudaError / Error.
+PbMgResult solve_pb_multigrid(const PbMgLevel* levels, int level_count, const double* rhs, double* u,
+                              const PbMgRun& run);
+
+}  // namespace espgrid::cuda
+
+namespace espgrid::cuda {
+
+/// The inputs of the PB coefficient maps on the device (host memory; src/pb/pb_coefficients.cpp
+/// prepares them). The maps are APBS's, computed by the same per-node functions as the host's
+/// (src/pb/pb_geometry.h; kernels/pb_surface.cu is built without FMA contraction, so the device's
+/// maps equal the host's bit for bit).
+struct PbSurfaceInput {
+  long atoms = 0;
+  const double* x = nullptr;  ///< atom centres, Å
+  const double* y = nullptr;
+  const double* z = nullptr;
+  const double* radius = nullptr;  ///< Å
+  long n[3] = {0, 0, 0};           ///< grid nodes per axis
+  double origin[3] = {0, 0, 0};    ///< Å
+  double spacing[3] = {0, 0, 0};   ///< Å
+  int surface = 1;                 ///< 0 mol, 1 smol, 2 spl2
+  double solute_dielectric = 2, solvent_dielectric = 78.54;
+  double probe_radius = 1.4, ion_radius = 2, spline_window = 0.3;
+  bool salt = true;  ///< ionic strength > 0
+  // mol and smol: the reference sphere and each atom's SAS neighbours (CSR over the atoms)
+  long reference_points = 0;
+  const double* reference_x = nullptr;
+  const double* reference_y = nullptr;
+  const double* reference_z = nullptr;
+  const long long* neighbour_start = nullptr;  ///< atoms + 1 entries
+  const int* neighbours = nullptr;
+  // spl2: for each (j, k) row of nodes, the atoms whose box covers it in ascending order (CSR over
+  // n[1]·n[2] rows), and each atom's box along x
+  const long long* row_start = nullptr;
+  const int* row_atoms = nullptr;
+  const long* box_x_lo = nullptr;
+  const long* box_x_hi = nullptr;
+  int device = 0;
+};
+
+struct PbSurfaceOutput {
+  double* eps_x = nullptr;  ///< host, n[0]·n[1]·n[2] each: written
+  double* eps_y = nullptr;
+  double* eps_z = nullptr;
+  double* accessibility = nullptr;
+  std::size_t sas_points = 0;  ///< accessible SAS points (mol, smol)
+  double kernel_seconds = 0;   ///< CUDA events around the kernels
+  double wall_seconds = 0;     ///< the whole call: allocation, copies, kernels
+};
+
+/// Builds the dielectric (faces) and ion-accessibility (nodes) maps on `in.device`.
+void build_pb_surface(const PbSurfaceInput& in, PbSurfaceOutput& out);
+
+}  // namespace espgrid::cuda
+
+namespace espgrid::cuda {
+
+/// The whole PB map on one device: the coefficient maps, the system's assembly, the multigrid
+/// hierarchy, the solve and the combination run there (the per-node code of src/pb/pb_geometry.h,
+/// pb_system_math.h and pb_multigrid_math.h); only the float map comes back.
+struct PbDeviceSolveInput {
+  PbSurfaceInput surface;           ///< the coefficient maps' inputs; surface.device is the device
+  pb::AssemblyArgs assembly;        ///< its scalars (n, geo, mass, zmagic, eps_p, split); pointers ignored
+  const double* charge = nullptr;   ///< host: Direct's spl2 charges, e
+  const double* coulomb = nullptr;  ///< host: Split's φ_Coulomb, kT/e
+  const double* boundary = nullptr; ///< host: the boundary values (0 inside), kT/e
+  const PbMgLevel* levels = nullptr;  ///< the hierarchy's shape (n, coarsened, maps); operators ignored
+  int level_count = 0;
+  PbMgRun run;
+  double unit_scale = 1;            ///< kT/e → the map's unit
+  float* values = nullptr;          ///< host, written: the map
+};
+
+struct PbDeviceSolveResult {
+  int iterations = 0;
+  double own_residual = 0;       ///< the CG recursion's relative residual at the end
+  double relative_residual = 0;  ///< ‖b − Au‖₂/‖b‖₂ recomputed from the solution, on the device
+  std::size_t sas_points = 0;
+  double surface_seconds = 0;    ///< CUDA events
+  double assemble_seconds = 0;   ///< assembly and hierarchy, CUDA events
+  double solve_seconds = 0;      ///< CUDA events
+  double wall_seconds = 0;       ///< the whole call: allocation, copies in and out, kernels
+  std::string device;
+};
+
+void solve_pb_on_device(const PbDeviceSolveInput& in, PbDeviceSolveResult& out);
+
+}  // namespace espgrid::cuda

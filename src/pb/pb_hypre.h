@@ -1,0 +1,33 @@
+// The CPU solver of the PB system: hypre's structured-grid interface (HYPRE_Struct*), conjugate
+// gradients preconditioned by one PFMG V-cycle. hypre is optional (ESPGRID_HAVE_HYPRE): a build
+// without it reports that the CPU PB solver is unavailable and why.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "src/pb/pb_system.h"
+
+namespace espgrid::pb {
+
+/// Whether this program has the hypre solver; otherwise `reason` says how to get it. The solver
+/// (pb_hypre.cpp, CMake target espgrid_hypre) is linked only into the programs that solve PB on
+/// the CPU (espgrid, the Python module, the PB tests) and registers itself when they load: linking
+/// libHYPRE (through superlu_dist's dependencies) keeps freed memory resident, which every other
+/// program and test of espgrid_core should not pay.
+bool hypre_available(std::string* reason = nullptr);
+
+/// The solver's signature, and its registration (pb_hypre.cpp calls it at load time).
+using HypreSolveFn = SolveReport (*)(const PbSystem& system, std::vector<double>& u, double tolerance,
+                                     int max_iterations, int threads, bool across_ranks);
+void register_hypre_solver(HypreSolveFn solve);
+
+/// Solves `system` (u = 0 on the faces on return, the interior solved to `tolerance`). Initializes
+/// MPI (hypre needs it) when nothing has yet. On this process alone (MPI_COMM_SELF), or with
+/// `across_ranks` over every rank of MPI_COMM_WORLD (collective: every rank calls it with the same
+/// system): each rank owns a contiguous block of z-planes of hypre's grid, and every rank gets the
+/// whole solution back. Throws Error when hypre is missing or fails.
+SolveReport solve_hypre(const PbSystem& system, std::vector<double>& u, double tolerance, int max_iterations,
+                        int threads = 0, bool across_ranks = false);
+
+}  // namespace espgrid::pb

@@ -1,0 +1,36 @@
+// The hypre solver's slot in espgrid_core: pb_hypre.cpp (target espgrid_hypre, linked whole into
+// the programs that solve PB on the CPU) fills it at load time; everything else sees "unavailable".
+#include "src/core/errors.h"
+#include "src/pb/pb_hypre.h"
+
+namespace espgrid::pb {
+namespace {
+
+HypreSolveFn& slot() {
+  static HypreSolveFn solve = nullptr;  // a function-local static: safe whatever the load order
+  return solve;
+}
+
+}  // namespace
+
+void register_hypre_solver(HypreSolveFn solve) { slot() = solve; }
+
+bool hypre_available(std::string* reason) {
+  if (slot()) return true;
+  if (reason)
+    *reason = ESPGRID_HAVE_HYPRE
+                  ? "this program was linked without espgrid's hypre solver (CMake target espgrid_hypre); "
+                    "the espgrid program and the Python module have it"
+                  : "this espgrid was built without hypre, the CPU Poisson-Boltzmann solver (Debian: apt-get "
+                    "install libhypre-dev, then rebuild); --model pb runs on a CUDA GPU (--backend cuda) instead";
+  return false;
+}
+
+SolveReport solve_hypre(const PbSystem& system, std::vector<double>& u, double tolerance, int max_iterations,
+                        int threads, bool across_ranks) {
+  std::string reason;
+  if (!hypre_available(&reason)) throw Error(reason);
+  return slot()(system, u, tolerance, max_iterations, threads, across_ranks);
+}
+
+}  // namespace espgrid::pb

@@ -1,0 +1,51 @@
+// The discrete linearized PB problem every solver takes: APBS's 7-point finite-volume
+// operator (pmgc/buildAd.c VbuildA_fv) on the map's grid, Dirichlet values on its six faces.
+//
+//   (A u)ᵢ = Σ_faces w_f (uᵢ − u_nb) + cᵢ uᵢ = bᵢ   at every interior node,
+//   w_f = ε_f · (face area) / (node distance),  cᵢ = ε_w κ² λᵢ · (cell volume),
+//
+// with u at the boundary nodes fixed. The solvers work on the interior: the boundary values are
+// moved into b, and the unknown vector is the full grid with zeros on its faces.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "src/core/grid.h"
+
+namespace espgrid::pb {
+
+struct PbSystem {
+  GridSpec grid;
+  /// Conductance of the face between node i and i+1 along x (stored at i), and likewise along y and
+  /// z: relative permittivity × Å (ε·area/length). Faces beyond the last node are unused (0).
+  std::vector<double> wx, wy, wz;
+  std::vector<double> c;      ///< ε_w κ² λ · volume at every node, Å (0 on the faces)
+  std::vector<double> rhs;    ///< b at the interior nodes, boundary values moved in; 0 on the faces
+  std::vector<double> fixed;  ///< the Dirichlet values at the boundary nodes, kT/e; 0 in the interior
+
+  std::size_t size() const noexcept { return grid.point_count(); }
+  /// Whether node (i, j, k) lies on one of the six faces.
+  bool on_boundary(long i, long j, long k) const noexcept {
+    return i == 0 || j == 0 || k == 0 || i == grid.dims[0] - 1 || j == grid.dims[1] - 1 || k == grid.dims[2] - 1;
+  }
+};
+
+/// y = A x on the interior (x is 0 on the faces; y is written 0 there). Double precision, OpenMP.
+void apply_operator(const PbSystem& system, const std::vector<double>& x, std::vector<double>& y, int threads = 0);
+/// ‖b − A x‖₂ / ‖b‖₂ over the interior (0 when b = 0 and x solves it).
+double relative_residual(const PbSystem& system, const std::vector<double>& x, int threads = 0);
+
+/// What a solver reports.
+struct SolveReport {
+  std::string method;        ///< "hypre 2.26 PCG + PFMG (Galerkin, symmetric red-black GS)", ...
+  std::string device;        ///< "CPU, 2 threads" or the GPU
+  int iterations = 0;        ///< Krylov iterations
+  double relative_residual = 0;  ///< ‖b − A u‖₂ / ‖b‖₂ at the end, recomputed by espgrid in double
+  double setup_seconds = 0;  ///< building the solver's hierarchy
+  double solve_seconds = 0;  ///< the iterations
+  bool converged = false;
+};
+
+}  // namespace espgrid::pb
