@@ -338,6 +338,10 @@ void check_output_path(const std::string& destination) {
     if (S_ISDIR(st.st_mode)) throw Error(what + "it is a directory");
     if (!S_ISREG(st.st_mode))
       throw Error(what + "it is not a regular file (a device, FIFO or socket); espgrid replaces regular files only");
+    // A read-only file system is not a matter of the file's mode: say which it is (access()
+    // says EROFS whatever the mode, for root too).
+    if (::access(target.c_str(), W_OK) != 0 && errno == EROFS)
+      throw Error(what + "it is on a read-only file system; write the map to another place");
     // root passes access(W_OK) for any file: a file without write bits is read-only for it too
     if (::access(target.c_str(), W_OK) != 0 || (st.st_mode & 0222) == 0) {
       char mode[8];
@@ -356,7 +360,9 @@ void check_output_path(const std::string& destination) {
   }
   if (!S_ISDIR(st.st_mode)) throw Error(what + dir + " is not a directory");
   if (::access(dir.c_str(), W_OK) != 0)
-    throw Error(what + "directory " + dir + " is not writable (" + std::strerror(errno) + ")");
+    throw Error(what + "directory " + dir +
+                (errno == EROFS ? std::string(" is on a read-only file system")
+                                : " is not writable (" + std::string(std::strerror(errno)) + ")"));
   // Try it: a file system may refuse new files although access() allows them (read-only
   // mounts, /proc, quotas), and that must be found before the computation, not after it.
   if (const int error = try_creating_a_file(dir, temporary_prefix(dir, fs::path(target).filename().string())))

@@ -427,7 +427,12 @@ AssignedStructure assign_charges(const std::string& input, StructureFormat forma
   // let it see a name that is not a file.
   const bool standard_input = is_standard_input(input);
   if (!standard_input && fs::is_directory(input, ec)) throw Error(input + " is a directory, not a structure file");
-  const bool copied = standard_input || read_through_gzip(input);
+  // /dev/stdin and /proc/self/fd/N name this process's own descriptors: pdb2pqr, another
+  // process with stdin from /dev/null, would read something else under the same name.
+  const bool own_descriptor = input.rfind("/dev/", 0) == 0 || input.rfind("/proc/", 0) == 0;
+  const bool gzip = !standard_input && (input.size() > 3 && (input.compare(input.size() - 3, 3, ".gz") == 0 ||
+                                                              input.compare(input.size() - 3, 3, ".GZ") == 0));
+  const bool copied = standard_input || own_descriptor || read_through_gzip(input);
   if (!copied && !fs::is_regular_file(input, ec)) throw Error("cannot open " + input + ": no such file");
   const std::string pdb2pqr = pdb2pqr_program();
   const std::string gemmi = format == StructureFormat::Mmcif ? gemmi_program() : std::string();
@@ -446,6 +451,7 @@ AssignedStructure assign_charges(const std::string& input, StructureFormat forma
     // Through the structure reader's line source: a read error, binary data or a gzip stream
     // cut short stops here with the file and line, never as a shorter structure.
     given = stem + (format == StructureFormat::Mmcif ? ".cif" : ".pdb");
+    if (fs::path(input).filename() == given) given = stem + "-gunzipped" + fs::path(given).extension().string();
     const std::unique_ptr<LineSource> lines = open_structure_lines(input);
     std::string text;
     while (const auto line = lines->next()) {
@@ -463,10 +469,10 @@ AssignedStructure assign_charges(const std::string& input, StructureFormat forma
     }
     ::close(fd);
     pdb_input = copy.string();
+    const bool compressed = gzip || (!standard_input && !own_descriptor && is_gzip_file(input));
     result.command_prefix_ = standard_input ? "cat > " + given + " && "
-                             : input.size() > 3 && input.compare(input.size() - 3, 3, ".gz") == 0
-                                 ? "gunzip -c " + shell_word(input) + " > " + given + " && "
-                                 : "cat " + shell_word(input) + " > " + given + " && ";
+                             : compressed   ? "gunzip -c " + shell_word(input) + " > " + given + " && "
+                                            : "cat " + shell_word(input) + " > " + given + " && ";
   } else {
     given = input;
     pdb_input = fs::absolute(input).string();
@@ -475,7 +481,7 @@ AssignedStructure assign_charges(const std::string& input, StructureFormat forma
   if (format == StructureFormat::Mmcif) {
     // --shorten: PDB holds chain names of one or two characters; PDB2PQR drops them anyway,
     // but keeps chains apart by them (termini).
-    const std::string converted = (copied ? stem + "-converted" : stem) + ".pdb";
+    const std::string converted = stem + ".pdb";
     const ProgramRun run = run_program(
         {gemmi, "convert", "--from=mmcif", "--to=pdb", "--shorten", pdb_input, converted}, folder, "gemmi.log",
         waiting);

@@ -60,13 +60,9 @@ StructureFormat format_from_extension(const std::string& path) {
   }
 }
 
-bool read_through_gzip(const std::string& path) {
-  if (is_standard_input(path)) return true;
-  if (without_gz(path) != path) return true;
+bool is_gzip_file(const std::string& path) {
   struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) return false;  // the reader says why it cannot open it
-  if (!S_ISREG(st.st_mode)) return !S_ISDIR(st.st_mode) && !S_ISCHR(st.st_mode) && !S_ISBLK(st.st_mode);
-  // A gzip file under another name (downloads are often saved without their .gz).
+  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return false;
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return false;
   unsigned char magic[2] = {0, 0};
@@ -75,8 +71,18 @@ bool read_through_gzip(const std::string& path) {
   return gzip;
 }
 
+bool read_through_gzip(const std::string& path) {
+  if (is_standard_input(path)) return true;
+  if (without_gz(path) != path) return true;
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return false;  // the reader says why it cannot open it
+  if (!S_ISREG(st.st_mode)) return !S_ISDIR(st.st_mode) && !S_ISCHR(st.st_mode) && !S_ISBLK(st.st_mode);
+  return is_gzip_file(path);  // downloads are often saved without their .gz
+}
+
 std::string structure_stem(const std::string& path) {
-  if (is_standard_input(path)) return "";
+  // "-", /dev/stdin, /dev/fd/63, /proc/self/fd/0: names of a descriptor, not of a structure
+  if (is_standard_input(path) || path.rfind("/dev/", 0) == 0 || path.rfind("/proc/", 0) == 0) return "";
   struct stat st {};
   if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) return "";
   return std::filesystem::path(without_gz(path)).stem().string();

@@ -40,9 +40,11 @@ bool is_standard_input(const std::string& path);
 /// anything that is not a regular file (a pipe, standard input), whose first bytes cannot be
 /// looked at before reading; zlib passes text that is not gzip through unchanged.
 bool read_through_gzip(const std::string& path);
+/// Whether `path` is a regular file that starts as gzip data does (1f 8b), whatever its name.
+bool is_gzip_file(const std::string& path);
 /// What a structure's by-products are named after: "protein" for protein.pqr, dir/protein.pdb.gz
-/// or protein.cif; empty for standard input and for anything that is not a regular file (a pipe
-/// such as /dev/fd/63 from `<(zcat x.pdb.gz)` has no useful name).
+/// or protein.cif; empty for standard input, for names under /dev and /proc (/dev/stdin,
+/// /dev/fd/63 from `<(zcat x.pdb.gz)`) and for anything that is not a regular file.
 std::string structure_stem(const std::string& path);
 /// The lines of a structure file: "-" is standard input, and gzip data is decompressed
 /// (read_through_gzip); a truncated or corrupt gzip stream is an error, never an early end.
