@@ -5,6 +5,8 @@
 // and running `espgrid map` must give the map of running pdb2pqr30 directly and mapping its
 // PQR. The end-to-end tests skip (saying why) where pdb2pqr30 or gemmi is not installed;
 // scripts/install-deps.sh installs both. The log parser and the argument checks need neither.
+// ESPGRID_TEST_BINARY=PATH runs another binary (tests/child_process.h): docs/reliability.md
+// records these tests against the code before issues 21 and 25.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -187,7 +189,8 @@ class PdbInput : public ::testing::Test {
   /// input from `input` (a file in the folder).
   Result run(const std::string& args, const std::string& env = "", const std::string& input = "/dev/null") const {
     const fs::path out = dir_ / ".stdout", err = dir_ / ".stderr";
-    const std::string command = "cd " + quote(dir_.string()) + " && " + env + " " + quote(ESPGRID_BINARY) + " " + args +
+    const std::string command = "cd " + quote(dir_.string()) + " && " + env + " " +
+                                quote(espgrid::testing::espgrid_binary()) + " " + args +
                                 " <" + quote(input) + " >" + quote(out.string()) + " 2>" + quote(err.string());
     const int status = std::system(command.c_str());
     Result r;

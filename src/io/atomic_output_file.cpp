@@ -676,7 +676,7 @@ ChildExit run_child(const std::vector<std::string>& argv, const std::string& dir
     while (!child.wait(false)) {
       waiting();  // may throw: the child's group is ended on the way out
       sleep_seconds(pause);
-      pause = std::min(0.1, pause * 2);
+      pause = std::min(0.02, pause * 2);
     }
   }
   return child.reap();

@@ -109,7 +109,7 @@ struct ChildExit {
 /// /dev/null, stdout and stderr to `output_fd`, in a process group of its own whose ending the
 /// signal handler takes care of (see the top of this file). The child gets the default signal
 /// dispositions and mask, and SIGKILL if this process dies without the handler running
-/// (PR_SET_PDEATHSIG). `waiting` (if set) is called about every 0.1 s while the child runs; if it
+/// (PR_SET_PDEATHSIG). `waiting` (if set) is called every 20 ms at most while the child runs; if it
 /// throws, the child's group is ended (SIGTERM, then SIGKILL) and reaped before the exception
 /// goes on, as on any other way out. Throws Error when the program cannot be started.
 ChildExit run_child(const std::vector<std::string>& argv, const std::string& directory, int output_fd,

@@ -125,7 +125,7 @@ class AssignedStructure {
 /// the PQR it writes. Throws Error when the input is missing, when a program is not installed
 /// (saying which package to install), or when a program fails (with its own messages, and an
 /// explanation where they are known to mislead); nothing is written outside the temporary
-/// folder, which is removed. `waiting` is called about every 0.1 s while a program runs; if it
+/// folder, which is removed. `waiting` is called every 20 ms at most while a program runs; if it
 /// throws (Python's Ctrl-C), the program is ended and the folder removed.
 AssignedStructure assign_charges(const std::string& input, StructureFormat format, const ChargeAssignment& assignment,
                                  const std::function<void()>& waiting = nullptr);

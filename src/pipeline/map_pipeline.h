@@ -169,7 +169,7 @@ class MapObserver {
   virtual void computed(const MapResult& result);
   /// A file is written: a map, or (`what` says) pdb2pqr's PQR or log.
   virtual void written(const std::string& path, const std::string& what);
-  /// About every 0.1 s while an outside program (pdb2pqr, gemmi) runs for the input; throwing
+  /// Every 20 ms at most while an outside program (pdb2pqr, gemmi) runs for the input; throwing
   /// ends the program and removes its folder (Python: Ctrl-C).
   virtual void waiting();
 };
