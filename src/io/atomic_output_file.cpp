@@ -113,6 +113,13 @@ void end_child_group(pid_t pid) noexcept {
   child_ended(pid, true);
 }
 
+/// Waits up to `seconds` until no process is left in process group `group` (a killed member
+/// counts until its parent, or init, reaps it): once espgrid goes, nothing of the program runs.
+void wait_group_gone(pid_t group, double seconds) noexcept {
+  const double deadline = monotonic_seconds() + seconds;
+  while (::kill(-group, 0) == 0 && monotonic_seconds() < deadline) sleep_seconds(0.002);
+}
+
 // linux_dirent64, as getdents64 fills it (opendir/readdir allocate: not for a signal handler).
 struct DirectoryEntry {
   std::uint64_t inode;
@@ -171,6 +178,7 @@ extern "C" void remove_pending_and_exit(int signal_number) {
     if (const pid_t pid = g_children[s].load(); pid > 0) {
       end_child_group(pid);
       ::waitpid(pid, nullptr, WNOHANG);  // reaped here rather than left to init as a zombie
+      wait_group_gone(pid, 1.0);         // its own children, killed with it, gone too
     }
   for (std::size_t s = 0; s < kFolderSlots; ++s)
     if (g_folder_in_use[s].load()) remove_tree_at(AT_FDCWD, g_folders[s].data(), 0);
@@ -598,6 +606,9 @@ class RegisteredChild {
     // r < 0 (ECHILD: SIGCHLD ignored, the child reaped by the system) leaves the exit unknown.
     if (r == pid_ && WIFEXITED(status)) exit.exit_code = WEXITSTATUS(status);
     if (r == pid_ && WIFSIGNALED(status)) exit.signal = WTERMSIG(status);
+    // Whatever the program left running in its group (a helper it started) ends with it.
+    ::kill(-pid_, SIGKILL);
+    wait_group_gone(pid_, 1.0);
     reaped_ = true;
     exit_ = exit;
     return exit;
