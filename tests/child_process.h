@@ -208,7 +208,8 @@ class Child {
 inline const std::string& small_fs_unshare() {
   static const std::string command = [] {
     const std::string probe =
-        " sh -c 'd=$(mktemp -d) && mount -t tmpfs -o size=64k tmpfs \"$d\" && umount \"$d\"; r=$?; rmdir \"$d\"; exit $r'"
+        " sh -c 'd=$(mktemp -d) && mount -t tmpfs -o size=64k tmpfs \"$d\" && umount \"$d\"; r=$?; rmdir \"$d\"; exit "
+        "$r'"
         " >/dev/null 2>&1";
     for (const char* unshare : {"unshare -rm", "unshare -m"})
       if (std::system((std::string(unshare) + probe).c_str()) == 0) return std::string(unshare);
@@ -237,8 +238,8 @@ inline int run_with_small_fs(const std::filesystem::path& mount_point, int kib, 
   };
   const std::string body = "mount -t tmpfs -o size=" + std::to_string(kib) + "k tmpfs " + quote(mount_point.string()) +
                            " || exit 125\n" + script;
-  const int status = std::system(
-      ("ESPGRID=" + quote(espgrid_binary()) + " " + small_fs_unshare() + " sh -c " + quote(body)).c_str());
+  const int status =
+      std::system(("ESPGRID=" + quote(espgrid_binary()) + " " + small_fs_unshare() + " sh -c " + quote(body)).c_str());
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 

@@ -3,9 +3,6 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <pthread.h>
-#include <sys/prctl.h>
-#include <sys/syscall.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -19,7 +16,10 @@
 #include <filesystem>
 #include <fstream>
 #include <sys/file.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 
 #include "src/core/errors.h"
 
@@ -86,7 +86,8 @@ double monotonic_seconds() noexcept {
 }
 
 void sleep_seconds(double seconds) noexcept {
-  timespec t{static_cast<time_t>(seconds), static_cast<long>((seconds - static_cast<double>(static_cast<time_t>(seconds))) * 1e9)};
+  timespec t{static_cast<time_t>(seconds),
+             static_cast<long>((seconds - static_cast<double>(static_cast<time_t>(seconds))) * 1e9)};
   while (::nanosleep(&t, &t) != 0 && errno == EINTR) {
   }
 }

@@ -27,10 +27,9 @@
 // the handler takes, so no signal on any thread finds one created and not yet registered.
 #pragma once
 
-#include <sys/types.h>
-
 #include <functional>
 #include <string>
+#include <sys/types.h>
 #include <vector>
 
 namespace espgrid {

@@ -1,7 +1,6 @@
 #include "src/io/pdb2pqr_source.h"
 
 #include <fcntl.h>
-#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -18,6 +17,7 @@
 #include <set>
 #include <sstream>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 
 #include "src/core/errors.h"
 #include "src/core/number_parsing.h"
@@ -190,7 +190,7 @@ std::string explain_failure(const std::string& output, const std::string& force_
 /// Heavy atoms of a PDB text, for account_for_atoms: position (in 0.001 Å), residue, element.
 struct PdbAtom {
   std::array<long long, 3> milli;
-  std::string residue;  ///< "NAG B 501"
+  std::string residue;   ///< "NAG B 501"
   std::string identity;  ///< residue + atom name: alternate locations share it
   bool hydrogen = false;
 };
@@ -231,8 +231,8 @@ Pdb2pqrAccount account_for_atoms(const std::string& pdb, const Atoms& pqr) {
   // The input's atoms of the first model, each once (its alternate locations: one atom).
   std::istringstream in(pdb);
   std::string line;
-  std::map<std::string, bool> atom_kept;           // identity -> a position of it is in the PQR
-  std::map<std::string, std::size_t> residue_at;   // residue -> index in `residues`
+  std::map<std::string, bool> atom_kept;                                   // identity -> a position of it is in the PQR
+  std::map<std::string, std::size_t> residue_at;                           // residue -> index in `residues`
   std::vector<std::pair<std::string, std::vector<std::string>>> residues;  // in input order
   while (std::getline(in, line)) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
@@ -283,9 +283,10 @@ void check_charge_assignment(const ChargeAssignment& assignment) {
   // Known before pdb2pqr runs: its --ff takes these names only (it would fail late, and only
   // after the PROPKA run, with an argparse message).
   if (std::find(kPdb2pqrForceFields.begin(), kPdb2pqrForceFields.end(), ff) == kPdb2pqrForceFields.end())
-    throw UsageError("--forcefield takes one of pdb2pqr's force fields (AMBER, CHARMM, PARSE, TYL06, PEOEPB or "
-                     "SWANSON; any case), got " +
-                     espgrid::quoted(ff));
+    throw UsageError(
+        "--forcefield takes one of pdb2pqr's force fields (AMBER, CHARMM, PARSE, TYL06, PEOEPB or "
+        "SWANSON; any case), got " +
+        espgrid::quoted(ff));
   if (assignment.ph && !(std::isfinite(*assignment.ph) && *assignment.ph >= 0 && *assignment.ph <= 14))
     throw UsageError("--ph must be a number from 0 to 14, got " + number_text(*assignment.ph));
 }
@@ -431,7 +432,7 @@ AssignedStructure assign_charges(const std::string& input, StructureFormat forma
   // process with stdin from /dev/null, would read something else under the same name.
   const bool own_descriptor = input.rfind("/dev/", 0) == 0 || input.rfind("/proc/", 0) == 0;
   const bool gzip = !standard_input && (input.size() > 3 && (input.compare(input.size() - 3, 3, ".gz") == 0 ||
-                                                              input.compare(input.size() - 3, 3, ".GZ") == 0));
+                                                             input.compare(input.size() - 3, 3, ".GZ") == 0));
   const bool copied = standard_input || own_descriptor || read_through_gzip(input);
   if (!copied && !fs::is_regular_file(input, ec)) throw Error("cannot open " + input + ": no such file");
   const std::string pdb2pqr = pdb2pqr_program();
@@ -482,9 +483,9 @@ AssignedStructure assign_charges(const std::string& input, StructureFormat forma
     // --shorten: PDB holds chain names of one or two characters; PDB2PQR drops them anyway,
     // but keeps chains apart by them (termini).
     const std::string converted = stem + ".pdb";
-    const ProgramRun run = run_program(
-        {gemmi, "convert", "--from=mmcif", "--to=pdb", "--shorten", pdb_input, converted}, folder, "gemmi.log",
-        waiting);
+    const ProgramRun run =
+        run_program({gemmi, "convert", "--from=mmcif", "--to=pdb", "--shorten", pdb_input, converted}, folder,
+                    "gemmi.log", waiting);
     if (run.exit_code != 0)
       throw Error("gemmi could not convert " + shown_input + " from mmCIF to PDB for pdb2pqr (" +
                   (run.signal ? "killed by signal " + std::to_string(run.signal)
@@ -518,9 +519,9 @@ AssignedStructure assign_charges(const std::string& input, StructureFormat forma
     std::vector<std::string> said = log.failure.empty() ? tail(run.output, kTailLines) : log.failure;
     if (said.empty()) said.push_back("(it printed nothing)");
     throw Error("pdb2pqr " + result.version + " failed on " + shown_input + " (" +
-                (run.signal ? "killed by signal " + std::to_string(run.signal)
-                            : run.exit_code < 0 ? std::string("it ended in a way the system did not report")
-                                                : "exit code " + std::to_string(run.exit_code)) +
+                (run.signal          ? "killed by signal " + std::to_string(run.signal)
+                 : run.exit_code < 0 ? std::string("it ended in a way the system did not report")
+                                     : "exit code " + std::to_string(run.exit_code)) +
                 "); its messages:" + indented(said) + explain_failure(run.output, assignment.force_field) +
                 (format == StructureFormat::Mmcif
                      ? "\n  (the PDB file it read was converted from mmCIF by " + result.converted_with + ")"
@@ -544,9 +545,9 @@ AssignedStructure assign_charges(const std::string& input, StructureFormat forma
   if (result.account.left_out_atoms > 0)
     result.structure.notices.push_back(
         "pdb2pqr left " + std::to_string(result.account.left_out_atoms) + " of the " +
-        std::to_string(result.account.input_atoms - result.account.input_hydrogens) + " heavy atoms of " +
-        shown_input + " out of its PQR, so the map does not include them: " + result.account.left_out_text() +
-        ". Its " + assignment.force_field +
+        std::to_string(result.account.input_atoms - result.account.input_hydrogens) + " heavy atoms of " + shown_input +
+        " out of its PQR, so the map does not include them: " + result.account.left_out_text() + ". Its " +
+        assignment.force_field +
         " templates have no place for them (a ligand, an ion, a modified residue, or atoms a terminal residue "
         "lacks); to include them, give a PQR with their charges and radii");
   for (std::size_t i = 0; i < log.warnings.size() && i < kMaxNotices; ++i) {

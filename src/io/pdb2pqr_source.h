@@ -37,8 +37,8 @@ struct ChargeAssignment {
 };
 
 /// PDB2PQR's force fields (its --ff choices, pdb2pqr 3.x).
-inline constexpr std::array<std::string_view, 6> kPdb2pqrForceFields = {"AMBER",  "CHARMM", "PARSE",
-                                                                           "TYL06", "PEOEPB", "SWANSON"};
+inline constexpr std::array<std::string_view, 6> kPdb2pqrForceFields = {"AMBER", "CHARMM", "PARSE",
+                                                                        "TYL06", "PEOEPB", "SWANSON"};
 
 /// Throws UsageError unless the force field is one of PDB2PQR's and the pH is within 0..14.
 /// Needs no program: callers check before anything runs.
@@ -58,16 +58,16 @@ std::string gemmi_program();
 struct Pdb2pqrAccount {
   /// An input residue with heavy atoms left out.
   struct Residue {
-    std::string name;         ///< "NAG B 501" (residue, chain, number and insertion code as in the input)
+    std::string name;          ///< "NAG B 501" (residue, chain, number and insertion code as in the input)
     std::size_t left_out = 0;  ///< its heavy atoms missing from the PQR
     std::size_t heavy = 0;     ///< its heavy atoms in the input
   };
-  std::size_t input_atoms = 0;        ///< ATOM/HETATM atoms of the first model (alternate locations once)
-  std::size_t input_hydrogens = 0;    ///< of them, hydrogen (H, D)
-  std::size_t output_atoms = 0;       ///< atoms in PDB2PQR's PQR
-  std::size_t output_hydrogens = 0;   ///< of them, hydrogen
-  std::size_t left_out_atoms = 0;     ///< input heavy atoms at no position of the PQR's atoms
-  std::vector<Residue> left_out;      ///< their residues, in input order
+  std::size_t input_atoms = 0;       ///< ATOM/HETATM atoms of the first model (alternate locations once)
+  std::size_t input_hydrogens = 0;   ///< of them, hydrogen (H, D)
+  std::size_t output_atoms = 0;      ///< atoms in PDB2PQR's PQR
+  std::size_t output_hydrogens = 0;  ///< of them, hydrogen
+  std::size_t left_out_atoms = 0;    ///< input heavy atoms at no position of the PQR's atoms
+  std::vector<Residue> left_out;     ///< their residues, in input order
 
   /// "NAG B 501 (3 of 3 heavy atoms), ZN C 601 (1 of 1)", at most `most` residues named.
   std::string left_out_text(std::size_t most = 10) const;
@@ -94,8 +94,8 @@ class AssignedStructure {
   std::string command;         ///< the equivalent command line, PQR named after the input (command_for)
   std::string converted_with;  ///< mmCIF input: "gemmi 0.5.7", the PDB conversion; else empty
   ChargeAssignment assignment;
-  Pdb2pqrAccount account;      ///< atoms in and out, and what was left out
-  std::string log;             ///< everything PDB2PQR printed (stdout and stderr), kept with keep()
+  Pdb2pqrAccount account;  ///< atoms in and out, and what was left out
+  std::string log;         ///< everything PDB2PQR printed (stdout and stderr), kept with keep()
 
   /// "pdb2pqr 3.5.2, AMBER force field, standard protonation states" for summaries and headers.
   std::string describe() const;
