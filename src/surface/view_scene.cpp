@@ -1,0 +1,276 @@
+#include "src/surface/view_scene.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "src/core/errors.h"
+#include "src/core/stopwatch.h"
+#include "src/core/text_format.h"
+#include "src/core/units.h"
+#include "src/surface/vertex_potential.h"
+
+namespace espgrid::surface {
+namespace {
+
+/// Auto takes the direct sum only when it agrees with the map: the median |sum − interpolated
+/// map| over the vertices inside the map at most this fraction of the median |sum|. Measured
+/// on fasciculin-2 (2026-11-24): the map made from the same structure gives 0.0013 (Coulomb,
+/// 0.5 Å and 1 Å grids) to 0.0056 (Debye, 1 Å), trilinear interpolation error that grows as
+/// h², so ≈ 0.02 at 2 Å; the same structure with charges 10% larger gives 0.09, shifted by
+/// 1 Å 0.19, another dielectric or an APBS map far more. 0.05 separates the two.
+constexpr double kAgreement = 0.05;
+
+double one_kt_in(PotentialUnit unit, double temperature) {
+  return coulomb_constant(unit, temperature) / coulomb_constant(PotentialUnit::KTPerE, temperature);
+}
+
+std::string level_text(double level, const std::string& units) {
+  return (level > 0 ? "+" : "") + number_text(level) + " " + units;
+}
+
+double median_of(std::vector<double> v) {
+  if (v.empty()) return 0;
+  const auto mid = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
+  std::nth_element(v.begin(), mid, v.end());
+  return *mid;
+}
+
+}  // namespace
+
+VertexValues parse_vertex_values(const std::string& text) {
+  if (text == "auto") return VertexValues::Auto;
+  if (text == "sum") return VertexValues::Sum;
+  if (text == "map") return VertexValues::Map;
+  throw UsageError("--values must be auto, sum or map, got '" + text + "'");
+}
+
+double customary_limit(PotentialUnit unit, double temperature) {
+  switch (unit) {
+    case PotentialUnit::KTPerE: return 5.0;
+    case PotentialUnit::KcalPerMolPerE: return 10.0;
+    case PotentialUnit::Volt: return 5.0 * one_kt_in(PotentialUnit::Volt, temperature);
+  }
+  return 5.0;
+}
+
+double nice_ceiling(double x) {
+  if (!(x > 0) || !std::isfinite(x)) return 1.0;
+  const double e = std::floor(std::log10(x));
+  for (double f : {1.0, 2.0, 3.0, 5.0, 10.0})
+    if (f * std::pow(10.0, e) >= x * (1 - 1e-9)) return f * std::pow(10.0, e);
+  return std::pow(10.0, e + 1);
+}
+
+ViewScene build_view_scene(const Atoms& atoms, const PotentialMap& map, const MapOrigin& origin,
+                           const ViewOptions& options) {
+  if (!(options.offset >= 0 && options.offset <= 20))
+    throw UsageError("--offset must be between 0 and 20 Å, got " + number_text(options.offset));
+  if (options.limit && !(*options.limit > 0 && std::isfinite(*options.limit)))
+    throw UsageError("--limit must be a positive number or 'auto'");
+  if (options.levels)
+    for (double level : *options.levels)
+      if (!std::isfinite(level) || level == 0)
+        throw UsageError("--levels must be non-zero numbers, got " + number_text(level));
+  if (map.values.size() != map.grid.point_count() || map.grid.point_count() == 0)
+    throw Error("internal error: the map holds no values for its grid");
+  if (atoms.empty()) throw UsageError("the structure has no atoms");
+
+  ViewScene scene;
+  scene.offset = options.offset;
+  scene.units = unit_name(map.physics.unit);
+  const GridSpec& g = map.grid;
+
+  // The structure must be the map's: at least one atom inside the map's box.
+  std::size_t inside = 0;
+  for (std::size_t i = 0; i < atoms.size(); ++i) {
+    const double p[3] = {atoms.x[i], atoms.y[i], atoms.z[i]};
+    bool in = true;
+    for (int a = 0; a < 3; ++a) {
+      const double lo = g.origin[a], hi = g.position(a, g.dims[a] - 1);
+      in = in && p[a] >= lo - 1e-6 && p[a] <= hi + 1e-6;
+    }
+    inside += in ? 1 : 0;
+  }
+  if (inside == 0)
+    throw UsageError("no atom of the structure lies inside the map's box: is it the structure the map was computed from?");
+  if (inside < atoms.size())
+    scene.notes.push_back(with_commas(atoms.size() - inside) + " of " + with_commas(atoms.size()) +
+                          " atoms lie outside the map");
+
+  // The surface.
+  SurfaceOptions surface_options = options.surface;
+  surface_options.coarsen = true;
+  Stopwatch clock;
+  SurfaceResult result = molecular_surface(atoms, surface_options);
+  scene.surface = std::move(result.mesh);
+  scene.surface_info = result;
+  scene.surface_info.mesh = TriangleMesh{};
+  scene.seconds_surface = clock.seconds();
+  if (scene.surface_info.spacing > options.surface.spacing)
+    scene.notes.push_back("surface grid spacing " + shortest_text(scene.surface_info.spacing) + " Å instead of " +
+                          shortest_text(options.surface.spacing) + " Å: the structure is large");
+
+  // The values at the sample points.
+  clock.restart();
+  const std::vector<double> points = offset_points(scene.surface, options.offset);
+  const double pairs = static_cast<double>(scene.surface.vertex_count()) * static_cast<double>(atoms.size());
+  const std::string sum_text = "exact direct sum over " + with_commas(atoms.size()) + " atoms (" +
+                               describe_model(map.physics) + ", dielectric " + shortest_text(map.physics.dielectric) + ")";
+  const std::string map_text = "trilinear interpolation of the map";
+  std::vector<float> interpolated = interpolate(map, points);
+  if (options.values == VertexValues::Map) {
+    scene.values = std::move(interpolated);
+    scene.method = VertexValues::Map;
+    scene.method_text = map_text + " (asked for)";
+  } else if (options.values == VertexValues::Sum) {
+    scene.values = potential_at(atoms, map.physics, points);
+    scene.method = VertexValues::Sum;
+    scene.method_text = sum_text + " (asked for)";
+  } else if (!origin.espgrid_physics) {
+    scene.values = std::move(interpolated);
+    scene.method = VertexValues::Map;
+    scene.method_text = map_text + " (the map's header names no espgrid pair model to sum)";
+  } else if (pairs > options.sum_budget) {
+    scene.values = std::move(interpolated);
+    scene.method = VertexValues::Map;
+    scene.method_text = map_text + " (a direct sum would take " + short_scientific(pairs) +
+                        " pair evaluations; --values sum forces it)";
+  } else {
+    std::vector<float> sum = potential_at(atoms, map.physics, points);
+    std::vector<double> difference, magnitude;
+    for (std::size_t i = 0; i < sum.size(); ++i) {
+      if (!std::isfinite(interpolated[i])) continue;
+      difference.push_back(std::fabs(double(sum[i]) - double(interpolated[i])));
+      magnitude.push_back(std::fabs(double(sum[i])));
+    }
+    const double d = median_of(difference), m = median_of(magnitude);
+    if (difference.empty() || d <= kAgreement * m) {
+      scene.values = std::move(sum);
+      scene.method = VertexValues::Sum;
+      scene.method_text = sum_text + (difference.empty() ? "" : "; agrees with the map (median difference " +
+                                                                    short_scientific(d) + " " + scene.units + ")");
+    } else {
+      scene.values = std::move(interpolated);
+      scene.method = VertexValues::Map;
+      scene.method_text = map_text + " (the structure's direct sum differs from the map: median " + short_scientific(d) +
+                          " " + scene.units + " of a median |potential| of " + short_scientific(m) + ")";
+      scene.notes.push_back("the structure's direct sum differs from the map at the surface (median " +
+                            short_scientific(d) + " " + scene.units +
+                            "): the page shows the map's values; is the structure the map's?");
+    }
+  }
+  scene.seconds_values = clock.seconds();
+
+  // Statistics and the colour scale.
+  std::vector<double> finite_abs;
+  double lo = std::numeric_limits<double>::infinity(), hi = -lo;
+  std::size_t outside = 0;
+  for (float v : scene.values) {
+    if (!std::isfinite(v)) {
+      ++outside;
+      continue;
+    }
+    lo = std::min(lo, double(v));
+    hi = std::max(hi, double(v));
+    finite_abs.push_back(std::fabs(double(v)));
+  }
+  scene.value_min = finite_abs.empty() ? 0 : lo;
+  scene.value_max = finite_abs.empty() ? 0 : hi;
+  scene.outside_fraction = scene.values.empty() ? 0 : double(outside) / double(scene.values.size());
+  if (scene.outside_fraction > 0)
+    scene.notes.push_back(short_fixed(100 * scene.outside_fraction, 0) +
+                          "% of the surface samples lie outside the map (drawn grey)");
+  if (options.limit) {
+    scene.limit = *options.limit;
+    scene.limit_text = "as asked";
+  } else if (options.limit_auto) {
+    double p95 = 0;
+    if (!finite_abs.empty()) {
+      std::sort(finite_abs.begin(), finite_abs.end());
+      // numpy's default percentile: linear between the two nearest ranks.
+      const double rank = 0.95 * static_cast<double>(finite_abs.size() - 1);
+      const auto below = static_cast<std::size_t>(std::floor(rank));
+      const std::size_t above = std::min(below + 1, finite_abs.size() - 1);
+      p95 = finite_abs[below] + (rank - double(below)) * (finite_abs[above] - finite_abs[below]);
+    }
+    scene.limit = nice_ceiling(p95);
+    scene.limit_text = "auto: the 95th percentile of |potential| at the surface, rounded up";
+  } else {
+    scene.limit = customary_limit(map.physics.unit, map.physics.temperature);
+    scene.limit_text = map.physics.unit == PotentialUnit::KTPerE        ? "APBS's and PyMOL's customary ±5 kT/e"
+                       : map.physics.unit == PotentialUnit::KcalPerMolPerE ? "ChimeraX's customary ±10 kcal/mol/e"
+                                                                         : "5 kT/e in volts";
+  }
+  std::size_t clamped = 0;
+  for (double a : finite_abs) clamped += a > scene.limit ? 1 : 0;
+  scene.clamped_fraction = finite_abs.empty() ? 0 : double(clamped) / double(finite_abs.size());
+  if (scene.clamped_fraction > 0.5)
+    scene.notes.push_back(short_fixed(100 * scene.clamped_fraction, 0) + "% of the surface is beyond ±" +
+                          number_text(scene.limit) + " " + scene.units + " (values " + number_text(scene.value_min) +
+                          " to " + number_text(scene.value_max) +
+                          "); a bare Coulomb sum (dielectric 1) is far larger than a screened map: try --limit auto, "
+                          "or map with --model debye --dielectric 78.54 --ionic-strength 0.15");
+
+  // Isosurfaces of the map.
+  clock.restart();
+  std::vector<double> levels;
+  if (options.levels) {
+    levels = *options.levels;
+  } else {
+    const double one = one_kt_in(map.physics.unit, map.physics.temperature);
+    levels = {-one, one};
+  }
+  int stride = 1;
+  while (static_cast<double>((g.dims[0] - 1) / stride + 1) * static_cast<double>((g.dims[1] - 1) / stride + 1) *
+             static_cast<double>((g.dims[2] - 1) / stride + 1) >
+         options.max_isosurface_points)
+    ++stride;
+  ScalarField field;
+  field.values = map.values.data();
+  field.dims = g.dims;
+  field.origin = g.origin;
+  field.spacing = g.spacing;
+  for (double level : levels) {
+    Isosurface iso;
+    iso.level = level;
+    iso.stride = stride;
+    iso.mesh = contour(field, level, level > 0, stride);
+    compute_normals(iso.mesh);
+    scene.isosurfaces.push_back(std::move(iso));
+  }
+  scene.seconds_isosurfaces = clock.seconds();
+
+  // Provenance.
+  auto& prov = scene.provenance;
+  if (!origin.path.empty()) prov.emplace_back("map", origin.path);
+  for (const std::string& line : origin.header) prov.emplace_back("map header", line);
+  if (!origin.kernel.empty()) prov.emplace_back("kernel", origin.kernel);
+  prov.emplace_back("physics", describe_model(map.physics) + ", dielectric " + shortest_text(map.physics.dielectric) +
+                                   ", " + shortest_text(map.physics.temperature) + " K, values in " + scene.units);
+  prov.emplace_back("grid", std::to_string(g.dims[0]) + " × " + std::to_string(g.dims[1]) + " × " +
+                                std::to_string(g.dims[2]) + " points, spacing " + shortest_text(g.spacing[0]) + ", " +
+                                shortest_text(g.spacing[1]) + ", " + shortest_text(g.spacing[2]) + " Å, origin (" +
+                                short_fixed(g.origin[0], 3) + ", " + short_fixed(g.origin[1], 3) + ", " +
+                                short_fixed(g.origin[2], 3) + ") Å");
+  prov.emplace_back("surface", "Gaussian molecular surface (f = 1, α = 2) of " + with_commas(result.atoms_used) +
+                                   " atoms on a " + shortest_text(scene.surface_info.spacing) + " Å grid" +
+                                   (options.surface.probe > 0 ? ", probe " + shortest_text(options.surface.probe) + " Å" : "") +
+                                   ", smoothed: " + with_commas(scene.surface.vertex_count()) + " vertices, " +
+                                   with_commas(scene.surface.triangle_count()) + " triangles");
+  prov.emplace_back("surface values", "potential " + shortest_text(options.offset) +
+                                          " Å outside the surface along its normals: " + scene.method_text);
+  prov.emplace_back("surface range", number_text(scene.value_min) + " to " + number_text(scene.value_max) + " " +
+                                         scene.units + "; " + short_fixed(100 * scene.clamped_fraction, 0) +
+                                         "% beyond ±" + number_text(scene.limit));
+  std::string iso_text;
+  for (const Isosurface& iso : scene.isosurfaces) {
+    if (!iso_text.empty()) iso_text += "; ";
+    iso_text += level_text(iso.level, scene.units) + ": " + with_commas(iso.mesh.triangle_count()) + " triangles";
+  }
+  if (stride > 1) iso_text += " (contoured on the map's points at stride " + std::to_string(stride) + ")";
+  prov.emplace_back("isosurfaces", iso_text);
+  return scene;
+}
+
+}  // namespace espgrid::surface
