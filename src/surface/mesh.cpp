@@ -152,7 +152,7 @@ TriangleMesh contour(const ScalarField& field, double level, bool inside_above, 
   return mesh;
 }
 
-TriangleMesh largest_component(const TriangleMesh& mesh) {
+TriangleMesh outer_components(const TriangleMesh& mesh) {
   const std::size_t nv = mesh.vertex_count(), nt = mesh.triangle_count();
   if (nt == 0) return mesh;
   DisjointSets sets(nv);
@@ -160,15 +160,25 @@ TriangleMesh largest_component(const TriangleMesh& mesh) {
     sets.join(mesh.triangles[3 * t], mesh.triangles[3 * t + 1]);
     sets.join(mesh.triangles[3 * t], mesh.triangles[3 * t + 2]);
   }
-  std::vector<std::size_t> count(nv, 0);
-  for (std::size_t t = 0; t < nt; ++t) ++count[sets.find(mesh.triangles[3 * t])];
-  const auto best = static_cast<std::uint32_t>(std::max_element(count.begin(), count.end()) - count.begin());
+  // Each piece's signed volume (the divergence theorem: the sum of the tetrahedra from the
+  // origin to its triangles), relative to its first vertex to keep the sum well conditioned.
+  std::vector<double> volume(nv, 0.0);
+  for (std::size_t t = 0; t < nt; ++t) {
+    const std::uint32_t root = sets.find(mesh.triangles[3 * t]);
+    const float* o = &mesh.positions[3 * root];
+    double p[3][3];
+    for (int c = 0; c < 3; ++c)
+      for (int a = 0; a < 3; ++a)
+        p[c][a] = double(mesh.positions[3 * mesh.triangles[3 * t + static_cast<std::size_t>(c)] + static_cast<std::uint32_t>(a)]) - o[a];
+    volume[root] += (p[0][0] * (p[1][1] * p[2][2] - p[1][2] * p[2][1]) - p[0][1] * (p[1][0] * p[2][2] - p[1][2] * p[2][0]) +
+                     p[0][2] * (p[1][0] * p[2][1] - p[1][1] * p[2][0])) / 6.0;
+  }
   TriangleMesh out;
   std::vector<std::uint32_t> renumber(nv, 0xFFFFFFFFu);
   for (std::size_t t = 0; t < nt; ++t) {
-    if (sets.find(mesh.triangles[3 * t]) != best) continue;
+    if (!(volume[sets.find(mesh.triangles[3 * t])] > 0)) continue;
     for (int c = 0; c < 3; ++c) {
-      const std::uint32_t v = mesh.triangles[3 * t + c];
+      const std::uint32_t v = mesh.triangles[3 * t + static_cast<std::size_t>(c)];
       if (renumber[v] == 0xFFFFFFFFu) {
         renumber[v] = static_cast<std::uint32_t>(out.vertex_count());
         out.positions.insert(out.positions.end(), mesh.positions.begin() + 3 * v, mesh.positions.begin() + 3 * v + 3);

@@ -39,9 +39,12 @@ struct ScalarField {
 /// Every `stride`-th point along each axis is used (1: all), for fields too fine to draw.
 TriangleMesh contour(const ScalarField& field, double level, bool inside_above, int stride = 1);
 
-/// The connected piece (triangles sharing vertices) with the most triangles; the others
-/// (cavities inside a molecule, specks) are dropped and the vertices renumbered.
-TriangleMesh largest_component(const TriangleMesh& mesh);
+/// The connected pieces (triangles sharing vertices) of a closed, outward-facing mesh that
+/// enclose a positive volume: every molecule of a complex, each chain apart from the others.
+/// Pieces of negative volume are the walls of cavities inside a molecule (their triangles face
+/// into the cavity), which no one outside can see: they are dropped and the vertices renumbered.
+/// (viz/render_potential.py keeps only the largest piece, which also drops a second molecule.)
+TriangleMesh outer_components(const TriangleMesh& mesh);
 
 /// Taubin's windowed-sinc low-pass filter of the vertex positions (Taubin, Zhang and Golub,
 /// "Optimal surface smoothing as filter design", 1996), as VTK's vtkWindowedSincPolyDataFilter

@@ -163,7 +163,7 @@ SurfaceResult molecular_surface(const Atoms& atoms, const SurfaceOptions& option
   field.origin = density.origin;
   field.spacing = {spacing, spacing, spacing};
   SurfaceResult result;
-  result.mesh = largest_component(contour(field, 1.0, true));
+  result.mesh = outer_components(contour(field, 1.0, true));
   if (result.mesh.empty()) throw Error("the molecular surface is empty (are all atom radii zero?)");
   smooth_windowed_sinc(result.mesh, options.smoothing_iterations, options.pass_band);
   compute_normals(result.mesh);

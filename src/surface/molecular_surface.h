@@ -4,8 +4,9 @@
 //     f(x) = Σᵢ exp(−α (|x − cᵢ|² / Rᵢ² − 1)),   Rᵢ = rᵢ + probe,  α = 2,
 //
 // summed over atoms of radius > 0.05 Å within 2.6 Rᵢ (a box of that half-width, as the
-// renderer does), sampled on a grid of `spacing` Å padded by 2.6 max R + 2 spacings, contoured,
-// reduced to its largest connected piece (the outer shell: cavities inside are never seen),
+// renderer does), sampled on a grid of `spacing` Å padded by 2.6 max R + 2 spacings, contoured
+// (surface nets: mesh.h), rid of the walls of cavities inside (never seen; the renderer keeps
+// only the largest piece, which also drops a second molecule: mesh.h, outer_components),
 // smoothed by a windowed-sinc filter (15 iterations, pass band 0.1, as the renderer's VTK
 // filter) and given outward vertex normals. When no atom has a radius (an XYZ file read with
 // zero radii), every atom gets 1.2 Å (hydrogen) or 1.7 Å, as the renderer does.

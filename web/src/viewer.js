@@ -97,9 +97,19 @@
     return out;
   }
 
+  function box(positions) {
+    const min = { x: Infinity, y: Infinity, z: Infinity }, max = { x: -Infinity, y: -Infinity, z: -Infinity };
+    for (let i = 0; i < positions.length; i += 3) {
+      min.x = Math.min(min.x, positions[i]); max.x = Math.max(max.x, positions[i]);
+      min.y = Math.min(min.y, positions[i + 1]); max.y = Math.max(max.y, positions[i + 1]);
+      min.z = Math.min(min.z, positions[i + 2]); max.z = Math.max(max.z, positions[i + 2]);
+    }
+    return { min, max };
+  }
+
   const data = JSON.parse($("espgrid-data").textContent);
   state.data = data;
-  let viewer = null, surfacePieces = null, surfaceValues = null, surfaceShapes = [];
+  let viewer = null, surfacePieces = null, surfaceValues = null, surfaceShapes = [], surfaceBox = null;
   const isoShapes = {};
   let limit = data.limit;
 
@@ -110,8 +120,12 @@
     const opacity = Number($("espgrid-opacity").value);
     for (const p of surfacePieces) {
       const colours = p.index.map((v) => { const c = ramp(surfaceValues[v], limit); return new $3Dmol.Color(c[0], c[1], c[2]); });
-      surfaceShapes.push(viewer.addCustom({ vertexArr: p.vertexArr, normalArr: p.normalArr, faceArr: p.faceArr,
-                                            color: colours, opacity: opacity, hidden: hidden }));
+      const shape = viewer.addCustom({ vertexArr: p.vertexArr, normalArr: p.normalArr, faceArr: p.faceArr,
+                                       color: colours, opacity: opacity, hidden: hidden });
+      // 3Dmol.js computes a custom shape's bounds only for clickable shapes (which also builds
+      // a triangle list for picking); zoomTo() frames the surface by these bounds.
+      shape.boundingSphere.box = surfaceBox;
+      surfaceShapes.push(shape);
     }
   }
   function colourBar() {
@@ -202,6 +216,7 @@
     const surface = mesh(surfaceBytes, data.surface);
     surfaceValues = surface.values;
     surfacePieces = pieces(surface);
+    surfaceBox = box(surface.positions);
     state.timing.pieces = performance.now();
     viewer = $3Dmol.createViewer($("espgrid-viewer"), { backgroundColor: "white", antialias: true, upscale: false });
     state.viewer = viewer;
