@@ -223,7 +223,9 @@ bool gzip_bytes(const std::string& bytes, std::string& out) {
 
 std::vector<std::string> web_asset_directories() {
   std::vector<std::string> dirs;
-  if (const char* env = std::getenv("ESPGRID_WEB_DIR"); env && *env) dirs.emplace_back(env);
+  // A directory the user names is the only one looked in: a mistake there must not be hidden
+  // by another copy.
+  if (const char* env = std::getenv("ESPGRID_WEB_DIR"); env && *env) return {env};
   if (std::strlen(ESPGRID_WEB_BUILD_DIR) > 0) dirs.emplace_back(ESPGRID_WEB_BUILD_DIR);
   char exe[4096];
   const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);

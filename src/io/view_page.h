@@ -21,9 +21,10 @@ struct WebAssets {
   std::string viewer_script;   ///< viewer.js
 };
 
-/// The directories searched for the web assets, in order: $ESPGRID_WEB_DIR, the build tree's
-/// web/ (where `cmake --build` puts them), PREFIX/share/espgrid/web beside the running program
-/// (bin/../share/espgrid/web) and the configured install directory.
+/// The directories searched for the web assets, in order: the build tree's web/ (where
+/// `cmake --build` puts them), PREFIX/share/espgrid/web beside the running program
+/// (bin/../share/espgrid/web) and the configured install directory; only $ESPGRID_WEB_DIR
+/// when it is set.
 std::vector<std::string> web_asset_directories();
 /// Reads the assets from the first directory that has them all; Error naming every directory
 /// tried and what to do (the build bundles 3Dmol.js only where Node.js and npm were found)
