@@ -156,20 +156,43 @@ SurfaceResult molecular_surface(const Atoms& atoms, const SurfaceOptions& option
     if (spacing > kSpacingMax) throw UsageError("the structure is too large to make a surface of");
     dims = gaussian_grid_dims(atoms, options.probe, spacing);
   }
-  const GaussianDensity density = gaussian_density(atoms, options.probe, spacing);
-  ScalarField field;
-  field.values = density.values.data();
-  field.dims = density.dims;
-  field.origin = density.origin;
-  field.spacing = {spacing, spacing, spacing};
+  // A vertex budget and a large grid: contour a small grid first (4 million points, no
+  // smoothing) to learn how many vertices the asked spacing would give, instead of computing
+  // the full-size density only to throw it away.
+  constexpr double kProbePoints = 4.0e6;
+  if (options.coarsen && options.max_vertices > 0 && points(dims) > 2 * kProbePoints) {
+    const double probe_spacing = std::ceil(spacing * std::cbrt(points(dims) / kProbePoints) * 100.0) / 100.0;
+    const GaussianDensity probe = gaussian_density(atoms, options.probe, probe_spacing);
+    ScalarField field;
+    field.values = probe.values.data();
+    field.dims = probe.dims;
+    field.origin = probe.origin;
+    field.spacing = {probe_spacing, probe_spacing, probe_spacing};
+    const double expected = double(outer_components(contour(field, 1.0, true)).vertex_count()) *
+                            (probe_spacing / spacing) * (probe_spacing / spacing);
+    if (expected > double(options.max_vertices))
+      spacing = std::ceil(spacing * std::sqrt(expected / double(options.max_vertices)) * 1.05 * 100.0) / 100.0;
+  }
   SurfaceResult result;
-  result.mesh = outer_components(contour(field, 1.0, true));
+  for (int attempt = 0;; ++attempt) {
+    const GaussianDensity density = gaussian_density(atoms, options.probe, spacing);
+    ScalarField field;
+    field.values = density.values.data();
+    field.dims = density.dims;
+    field.origin = density.origin;
+    field.spacing = {spacing, spacing, spacing};
+    result.mesh = outer_components(contour(field, 1.0, true));
+    result.grid_dims = density.dims;
+    result.atoms_used = density.atoms_used;
+    const std::size_t count = result.mesh.vertex_count();
+    if (!options.coarsen || options.max_vertices == 0 || count <= options.max_vertices || attempt == 3) break;
+    spacing = std::ceil(spacing * std::sqrt(double(count) / double(options.max_vertices)) * 1.05 * 100.0) / 100.0;
+    if (spacing > kSpacingMax) throw UsageError("the structure is too large to make a surface of");
+  }
   if (result.mesh.empty()) throw Error("the molecular surface is empty (are all atom radii zero?)");
   smooth_windowed_sinc(result.mesh, options.smoothing_iterations, options.pass_band);
   compute_normals(result.mesh);
   result.spacing = spacing;
-  result.grid_dims = density.dims;
-  result.atoms_used = density.atoms_used;
   result.seconds = clock.seconds();
   return result;
 }

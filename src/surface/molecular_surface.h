@@ -31,6 +31,9 @@ struct SurfaceOptions {
   /// `coarsen` is set, in which case the spacing grows until the grid fits.
   std::int64_t max_grid_points = 60'000'000;
   bool coarsen = false;
+  /// With `coarsen`: a surface of more vertices (counted before smoothing) is contoured again
+  /// on a grid coarser by the square root of the excess (vertices scale as 1/spacing²); 0: no limit.
+  std::size_t max_vertices = 0;
 };
 
 struct SurfaceResult {

@@ -26,7 +26,8 @@ double one_kt_in(PotentialUnit unit, double temperature) {
 }
 
 std::string level_text(double level, const std::string& units) {
-  return (level > 0 ? "+" : "") + number_text(level) + " " + units;
+  std::string text = level > 0 ? "+" : "";
+  return text + number_text(level) + " " + units;
 }
 
 double median_of(std::vector<double> v) {
@@ -102,14 +103,16 @@ ViewScene build_view_scene(const Atoms& atoms, const PotentialMap& map, const Ma
   SurfaceOptions surface_options = options.surface;
   surface_options.coarsen = true;
   Stopwatch clock;
+  surface_options.max_vertices = options.max_surface_vertices;
   SurfaceResult result = molecular_surface(atoms, surface_options);
   scene.surface = std::move(result.mesh);
   scene.surface_info = result;
   scene.surface_info.mesh = TriangleMesh{};
   scene.seconds_surface = clock.seconds();
   if (scene.surface_info.spacing > options.surface.spacing)
-    scene.notes.push_back("surface grid spacing " + shortest_text(scene.surface_info.spacing) + " Å instead of " +
-                          shortest_text(options.surface.spacing) + " Å: the structure is large");
+    scene.notes.push_back("surface grid spacing " + short_fixed(scene.surface_info.spacing, 2) + " Å instead of " +
+                          shortest_text(options.surface.spacing) + " Å: the structure is large (at most " +
+                          with_commas(options.max_surface_vertices) + " vertices in a page)");
 
   // The values at the sample points.
   clock.restart();
@@ -209,8 +212,12 @@ ViewScene build_view_scene(const Atoms& atoms, const PotentialMap& map, const Ma
     scene.notes.push_back(short_fixed(100 * scene.clamped_fraction, 0) + "% of the surface is beyond ±" +
                           number_text(scene.limit) + " " + scene.units + " (values " + number_text(scene.value_min) +
                           " to " + number_text(scene.value_max) +
-                          "); a bare Coulomb sum (dielectric 1) is far larger than a screened map: try --limit auto, "
-                          "or map with --model debye --dielectric 78.54 --ionic-strength 0.15");
+                          "): try --limit auto" +
+                          (map.physics.model == PairModel::Coulomb && map.physics.dielectric < 10
+                               ? std::string(", or map with --model debye --dielectric 78.54 --ionic-strength 0.15 "
+                                             "(a Coulomb sum at dielectric ") +
+                                     shortest_text(map.physics.dielectric) + " is far larger than a screened map)"
+                               : std::string()));
 
   // Isosurfaces of the map.
   clock.restart();

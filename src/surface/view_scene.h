@@ -39,6 +39,10 @@ struct ViewOptions {
   /// Auto takes the sum only up to this many pair evaluations (vertices × atoms): about 1 s of
   /// Coulomb sums on 2 cores (measured 2026-11-24); beyond it the map is interpolated.
   double sum_budget = 5.0e8;
+  /// A surface of more vertices is contoured again on a coarser grid (vertices scale as
+  /// 1/spacing²), so that a large structure's page stays a few tens of MB and a browser draws it:
+  /// 600,000 vertices make about 14 MB of page.
+  std::size_t max_surface_vertices = 600'000;
   /// The isosurfaces are contoured on every s-th map point, s the smallest stride that keeps
   /// the contoured grid within this many points (a page for a browser, not an archive).
   double max_isosurface_points = 8.0e6;

@@ -58,16 +58,26 @@
     if (bytes.length !== spec.bytes) throw new Error("data block '" + name + "' holds " + bytes.length + " bytes, expected " + spec.bytes);
     return bytes;
   }
-  // Layout written by src/io/view_page.cpp: float32 positions (3n), float32 values (n, when
-  // the mesh has values), uint32 triangles (3m), int8 normals (3n, ×127).
+  // Layout written by src/io/view_page.cpp (mesh_block): int32 triangle corners as
+  // differences (3m), uint16 positions quantized in the mesh's box (3n), int16 values quantized
+  // over their range, -32768 for NaN (n, when the mesh has values), int8 normals x127 (3n).
   function mesh(bytes, spec) {
     const n = spec.vertices, m = spec.triangles;
-    let at = 0;
-    const positions = new Float32Array(bytes.buffer, bytes.byteOffset + at, 3 * n); at += 12 * n;
+    let at = bytes.byteOffset;
+    const deltas = new Int32Array(bytes.buffer, at, 3 * m); at += 12 * m;
+    const triangles = new Uint32Array(3 * m);
+    let corner = 0;
+    for (let i = 0; i < 3 * m; i++) { corner += deltas[i]; triangles[i] = corner; }
+    const q = new Uint16Array(bytes.buffer, at, 3 * n); at += 6 * n;
+    const positions = new Float32Array(3 * n);
+    for (let i = 0; i < 3 * n; i++) positions[i] = spec.origin[i % 3] + q[i] * spec.step[i % 3];
     let values = null;
-    if (spec.values) { values = new Float32Array(bytes.buffer, bytes.byteOffset + at, n); at += 4 * n; }
-    const triangles = new Uint32Array(bytes.buffer, bytes.byteOffset + at, 3 * m); at += 12 * m;
-    const normals = new Int8Array(bytes.buffer, bytes.byteOffset + at, 3 * n);
+    if (spec.values) {
+      const qv = new Int16Array(bytes.buffer, at, n); at += 2 * n;
+      values = new Float32Array(n);
+      for (let i = 0; i < n; i++) values[i] = qv[i] === -32768 ? NaN : spec.value_min + (qv[i] + 32767) * spec.value_step;
+    }
+    const normals = new Int8Array(bytes.buffer, at, 3 * n);
     return { positions, values, triangles, normals, n, m };
   }
   // 3Dmol.js draws a custom mesh with 16-bit indices: pieces of fewer than 64,000 vertices.
