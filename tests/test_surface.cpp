@@ -251,6 +251,33 @@ TEST(MolecularSurface, LargeGridsAreRefusedOrCoarsened) {
   EXPECT_THROW(molecular_surface(atoms, o), UsageError);
 }
 
+TEST(MolecularSurface, AVertexBudgetCoarsensTheGrid) {
+  // A solid block of atoms (a 2 Å lattice of 1.5 Å atoms, whose densities overlap everywhere
+  // inside; 40 Å on a side: its area hardly changes with the spacing). At 0.22 Å its grid has
+  // 11 million points, so the budget is met from a probe contour (4 million points) and a retry
+  // if needed; on fasciculin-2 by retries alone.
+  Atoms block;
+  for (int i = 0; i < 20; ++i)
+    for (int j = 0; j < 20; ++j)
+      for (int k = 0; k < 20; ++k) block.push_back(2.0 * i, 2.0 * j, 2.0 * k, 0, 1.5, ElementSymbol::from("C"));
+  SurfaceOptions o;
+  o.spacing = 0.22;
+  o.coarsen = true;
+  o.max_vertices = 10'000;
+  const SurfaceResult s = molecular_surface(block, o);
+  EXPECT_LE(s.mesh.vertex_count(), 10'000u);
+  // Not coarser than needed: a spacing 20% finer would have broken the budget (vertices scale
+  // as 1/spacing²: 1.2² = 1.44 times as many, while the budget leaves the 5% margin it adds).
+  EXPECT_GT(double(s.mesh.vertex_count()) * 1.44, 10'000.0) << "spacing " << s.spacing;
+  EXPECT_GT(s.spacing, 0.22);
+  const Atoms fas = espgrid::testing::load_molecule("fasciculin2.pqr");
+  o.spacing = 0.5;
+  o.max_vertices = 8'000;
+  const SurfaceResult f = molecular_surface(fas, o);
+  EXPECT_LE(f.mesh.vertex_count(), 8'000u);
+  EXPECT_GT(f.spacing, 0.5);
+}
+
 TEST(MolecularSurface, FasciculinIsClosedAndThreadCountDoesNotMatter) {
   const Atoms fas = espgrid::testing::load_molecule("fasciculin2.pqr");
   const SurfaceResult s = molecular_surface(fas);
