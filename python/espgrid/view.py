@@ -50,7 +50,7 @@ def _check_page_path(path):
 
 
 def view(self, structure, path=None, *, limit=None, levels=None, values="auto", offset=1.4,
-         surface_spacing=0.5, probe=0.0, title=None):
+         surface_spacing=0.5, probe=0.0, title=None, view="auto"):
     """The page showing this map on `structure`'s molecular surface, as an espgrid.View;
     written to `path` (.html) when given.
 
@@ -61,6 +61,7 @@ def view(self, structure, path=None, *, limit=None, levels=None, values="auto", 
     atoms where it agrees with the map and is affordable, else the map interpolated), "sum"
     or "map". offset: Å outside the surface where the potential is taken. surface_spacing,
     probe: the molecular surface's grid (Å) and probe radius (Å). title: the page's heading.
+    view: the first view, "auto" (along the atoms' thinnest axis) or "+x", "-x", ..., "-z".
     """
     from . import Structure, read_structure
     if not isinstance(structure, Structure):
@@ -71,7 +72,7 @@ def view(self, structure, path=None, *, limit=None, levels=None, values="auto", 
     if levels is not None:
         levels = [float(x) for x in levels]
     html, info = _espgrid.view_page(self, structure, limit, levels, values, float(offset),
-                                    float(surface_spacing), float(probe), title or "")
+                                    float(surface_spacing), float(probe), title or "", view)
     page = View(html.decode("utf-8"), None, info)
     if path is not None:
         page.save(path)

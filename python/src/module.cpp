@@ -589,8 +589,10 @@ PYBIND11_MODULE(_espgrid, m) {
   m.def(
       "view_page",
       [](const PyMap& p, const PyStructure& s, const py::object& limit, const py::object& levels,
-         const std::string& values, double offset, double surface_spacing, double probe, const std::string& title) {
+         const std::string& values, double offset, double surface_spacing, double probe, const std::string& title,
+         const std::string& view) {
         surface::ViewOptions options;
+        options.view = view;
         if (py::isinstance<py::str>(limit)) {
           if (limit.cast<std::string>() != "auto") throw UsageError("limit must be a positive number or 'auto'");
           options.limit_auto = true;
@@ -623,7 +625,7 @@ PYBIND11_MODULE(_espgrid, m) {
         return py::make_tuple(py::bytes(result.html), info);
       },
       "map"_a, "structure"_a, "limit"_a = py::none(), "levels"_a = py::none(), "values"_a = "auto", "offset"_a = 1.4,
-      "surface_spacing"_a = 0.5, "probe"_a = 0.0, "title"_a = "");
+      "surface_spacing"_a = 0.5, "probe"_a = 0.0, "title"_a = "", "view"_a = "auto");
   m.def(
       "write_page",
       [](const std::string& path, const py::bytes& html) {

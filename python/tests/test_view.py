@@ -45,7 +45,7 @@ def test_view_writes_the_programs_page(fas_map, tmp_path):
     r = run_cli("view", FAS, tmp_path / "fas.dx", "-o", tmp_path / "cli.html")
     assert r.returncode == 0, r.stderr
     ours, theirs = page_data(page.html), page_data(open(tmp_path / "cli.html", encoding="utf-8").read())
-    for key in ("units", "limit", "offset", "surface", "isosurfaces", "atoms"):
+    for key in ("units", "limit", "offset", "surface", "isosurfaces", "atoms", "camera"):
         assert ours[key] == theirs[key], key
     assert re.search(r'id="espgrid-blob-surface">([^<]*)<', page.html).group(1) == \
         re.search(r'id="espgrid-blob-surface">([^<]*)<', open(tmp_path / "cli.html", encoding="utf-8").read()).group(1)
@@ -71,4 +71,6 @@ def test_refusals(fas_map, tmp_path):
         fas_map.view(FAS, values="guess")
     with pytest.raises(espgrid.UsageError, match="limit"):
         fas_map.view(FAS, limit="big")
+    with pytest.raises(espgrid.UsageError, match="--view must be"):
+        fas_map.view(FAS, view="top")
     assert os.listdir(tmp_path) == []

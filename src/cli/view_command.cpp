@@ -75,6 +75,9 @@ int run_view(int argc, char** argv) {
       ("values", "potential at the surface: auto (the exact direct sum over the atoms when the map is espgrid's, "
                  "the sum is affordable and agrees with the map; else the map interpolated), sum or map",
        cxxopts::value<std::string>()->default_value("auto"));
+  options.add_options("View")
+      ("view", "the first view: auto (along the atoms' thinnest axis, as espgrid-render draws), or +x, -x, +y, -y, +z, -z",
+       cxxopts::value<std::string>()->default_value("auto"));
   options.add_options("Surface")
       ("offset", "sample the potential this far outside the surface along its normals, Å",
        cxxopts::value<std::string>()->default_value("1.4"))
@@ -90,7 +93,7 @@ int run_view(int argc, char** argv) {
   for (std::string& w : words) args_v.push_back(w.data());
   const auto args = parse_args(options, static_cast<int>(args_v.size()), args_v.data());
   if (args.count("help")) {
-    std::cout << options.help({"Input", "Output", "Colours", "Surface", ""});
+    std::cout << options.help({"Input", "Output", "Colours", "View", "Surface", ""});
     return 0;
   }
   if (!args.count("structure") || !args.count("map"))
@@ -121,6 +124,8 @@ int run_view(int argc, char** argv) {
     view.levels = levels;
   }
   view.values = surface::parse_vertex_values(args["values"].as<std::string>());
+  view.view = args["view"].as<std::string>();
+  surface::camera_axes(Atoms{}, view.view);  // refuses a bad --view before anything is read
   view.offset = number_option("offset", args["offset"].as<std::string>());
   view.surface.spacing = number_option("surface-spacing", args["surface-spacing"].as<std::string>());
   view.surface.probe = number_option("probe", args["probe"].as<std::string>());

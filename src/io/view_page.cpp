@@ -357,6 +357,10 @@ std::string view_page_html(const surface::ViewScene& scene, const ViewPageText& 
   json += ",\"offset\":" + json_number(scene.offset);
   json += ",\"surface\":{" + mesh_json(surface_block, "surface", scene.surface, true) + ",\"min\":" +
           json_number(scene.value_min) + ",\"max\":" + json_number(scene.value_max) + "}";
+  const auto vec = [](const std::array<double, 3>& u) {
+    return std::string("[") + json_number(u[0]) + "," + json_number(u[1]) + "," + json_number(u[2]) + "]";
+  };
+  json += ",\"camera\":{\"direction\":" + vec(scene.camera_direction) + ",\"up\":" + vec(scene.camera_up) + "}";
   json += ",\"isosurfaces\":[";
   for (std::size_t i = 0; i < scene.isosurfaces.size(); ++i) {
     const surface::Isosurface& iso = scene.isosurfaces[i];

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <tuple>
 
 #include "src/core/errors.h"
 #include "src/core/stopwatch.h"
@@ -63,6 +64,77 @@ double nice_ceiling(double x) {
   return std::pow(10.0, e + 1);
 }
 
+std::pair<std::array<double, 3>, std::array<double, 3>> camera_axes(const Atoms& atoms, const std::string& view) {
+  if (view != "auto") {
+    static const std::string kViews[] = {"+x", "-x", "+y", "-y", "+z", "-z"};
+    if (std::find(std::begin(kViews), std::end(kViews), view) == std::end(kViews))
+      throw UsageError("--view must be auto, +x, -x, +y, -y, +z or -z, got '" + view + "'");
+    const int axis = view[1] - 'x';
+    std::array<double, 3> d{0, 0, 0}, up{0, 0, 0};
+    d[static_cast<std::size_t>(axis)] = view[0] == '+' ? 1.0 : -1.0;
+    up[axis != 2 ? 2 : 1] = 1.0;
+    return {d, up};
+  }
+  if (atoms.size() < 3) return {{0, 0, -1}, {0, 1, 0}};
+  double mean[3] = {0, 0, 0};
+  for (std::size_t i = 0; i < atoms.size(); ++i) {
+    mean[0] += atoms.x[i];
+    mean[1] += atoms.y[i];
+    mean[2] += atoms.z[i];
+  }
+  for (double& m : mean) m /= double(atoms.size());
+  double a[3][3] = {};
+  for (std::size_t i = 0; i < atoms.size(); ++i) {
+    const double p[3] = {atoms.x[i] - mean[0], atoms.y[i] - mean[1], atoms.z[i] - mean[2]};
+    for (int r = 0; r < 3; ++r)
+      for (int c = 0; c < 3; ++c) a[r][c] += p[r] * p[c];
+  }
+  // Cyclic Jacobi rotations: a symmetric 3 × 3 matrix converges to machine precision in a few
+  // sweeps; the columns of v are the eigenvectors.
+  double v[3][3] = {{1, 0, 0}, {0, 1, 0}, {0, 0, 1}};
+  for (int sweep = 0; sweep < 50; ++sweep) {
+    const double off = a[0][1] * a[0][1] + a[0][2] * a[0][2] + a[1][2] * a[1][2];
+    if (off < 1e-30 * (a[0][0] * a[0][0] + a[1][1] * a[1][1] + a[2][2] * a[2][2]) || off == 0) break;
+    for (int p = 0; p < 2; ++p)
+      for (int q = p + 1; q < 3; ++q) {
+        if (a[p][q] == 0) continue;
+        const double theta = (a[q][q] - a[p][p]) / (2 * a[p][q]);
+        const double t = (theta >= 0 ? 1.0 : -1.0) / (std::fabs(theta) + std::sqrt(theta * theta + 1));
+        const double c = 1 / std::sqrt(t * t + 1), sn = t * c;
+        for (int k = 0; k < 3; ++k) {  // a = Jᵀ a J
+          const double akp = a[k][p], akq = a[k][q];
+          a[k][p] = c * akp - sn * akq;
+          a[k][q] = sn * akp + c * akq;
+        }
+        for (int k = 0; k < 3; ++k) {
+          const double apk = a[p][k], aqk = a[q][k];
+          a[p][k] = c * apk - sn * aqk;
+          a[q][k] = sn * apk + c * aqk;
+        }
+        for (int k = 0; k < 3; ++k) {
+          const double vkp = v[k][p], vkq = v[k][q];
+          v[k][p] = c * vkp - sn * vkq;
+          v[k][q] = sn * vkp + c * vkq;
+        }
+      }
+  }
+  int order[3] = {0, 1, 2};
+  std::sort(order, order + 3, [&](int i, int j) { return a[i][i] < a[j][j]; });
+  std::array<double, 3> d{}, up{};
+  for (int k = 0; k < 3; ++k) {
+    d[static_cast<std::size_t>(k)] = v[k][order[0]];
+    up[static_cast<std::size_t>(k)] = v[k][order[1]];
+  }
+  const auto largest = [](const std::array<double, 3>& u) {
+    return std::max_element(u.begin(), u.end(), [](double x, double y) { return std::fabs(x) < std::fabs(y); });
+  };
+  if (*largest(d) > 0)
+    for (double& x : d) x = -x;
+  if (*largest(up) < 0)
+    for (double& x : up) x = -x;
+  return {d, up};
+}
+
 ViewScene build_view_scene(const Atoms& atoms, const PotentialMap& map, const MapOrigin& origin,
                            const ViewOptions& options) {
   if (!(options.offset >= 0 && options.offset <= 20))
@@ -78,6 +150,7 @@ ViewScene build_view_scene(const Atoms& atoms, const PotentialMap& map, const Ma
   if (atoms.empty()) throw UsageError("the structure has no atoms");
 
   ViewScene scene;
+  std::tie(scene.camera_direction, scene.camera_up) = camera_axes(atoms, options.view);
   scene.offset = options.offset;
   scene.units = unit_name(map.physics.unit);
   const GridSpec& g = map.grid;

@@ -4,6 +4,7 @@
 // (src/io/view_page.h) turns a ViewScene into one HTML file; nothing here knows about HTML.
 #pragma once
 
+#include <array>
 #include <optional>
 #include <string>
 #include <utility>
@@ -36,6 +37,10 @@ struct ViewOptions {
   /// Isosurface levels in the map's unit; unset: ±1 kT/e in the map's unit.
   std::optional<std::vector<double>> levels;
   VertexValues values = VertexValues::Auto;
+  /// The first view: "auto" looks along the atoms' thinnest principal axis with the largest
+  /// extent across (the renderer's --view auto), or "+x", "-x", "+y", "-y", "+z", "-z": looking
+  /// along that direction, with +z up (+y up for the z views).
+  std::string view = "auto";
   /// Auto takes the sum only up to this many pair evaluations (vertices × atoms): about 1 s of
   /// Coulomb sums on 2 cores (measured 2026-11-24); beyond it the map is interpolated.
   double sum_budget = 5.0e8;
@@ -78,6 +83,8 @@ struct ViewScene {
   double value_min = 0, value_max = 0;  ///< over the finite values
   double clamped_fraction = 0;          ///< finite values beyond ±limit
   double outside_fraction = 0;          ///< values NaN (outside the map)
+  std::array<double, 3> camera_direction{0, 0, -1};  ///< unit vector the first view looks along
+  std::array<double, 3> camera_up{0, 1, 0};          ///< unit vector up on the screen, ⟂ the direction
   std::vector<std::pair<std::string, std::string>> provenance;  ///< (label, text) lines
   std::vector<std::string> notes;       ///< remarks for the user (stderr, and the page)
   double seconds_surface = 0, seconds_values = 0, seconds_isosurfaces = 0;
@@ -88,6 +95,12 @@ struct ViewScene {
 double customary_limit(PotentialUnit unit, double temperature);
 /// Smallest 1, 2, 3 or 5 × 10ⁿ at least x (x > 0), as the renderer rounds --limit auto.
 double nice_ceiling(double x);
+
+/// The first view's (direction, up) for `view` ("auto" or ±x, ±y, ±z; UsageError otherwise), by
+/// viz/render_potential.py's camera_axes: for "auto" the eigenvectors of the atoms' covariance
+/// with the smallest and middle eigenvalues, signs fixed so that the direction's largest
+/// component is negative and up's positive.
+std::pair<std::array<double, 3>, std::array<double, 3>> camera_axes(const Atoms& atoms, const std::string& view);
 
 /// Computes the scene. Throws UsageError for bad options or a structure that lies outside the
 /// map entirely, Error when the surface is empty.

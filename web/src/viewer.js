@@ -180,6 +180,36 @@
     viewer.render();
   }
 
+  // The first view, as the renderer's pictures: looking along data.camera.direction with
+  // data.camera.up up. 3Dmol.js looks down -z with +y up, so the model is turned by the
+  // rotation whose rows are (right, up, -direction), as a quaternion.
+  function firstView() {
+    viewer.zoomTo();
+    const d = data.camera.direction, u = data.camera.up;
+    const r = [d[1] * u[2] - d[2] * u[1], d[2] * u[0] - d[0] * u[2], d[0] * u[1] - d[1] * u[0]];
+    const m = [r, u, [-d[0], -d[1], -d[2]]];
+    const trace = m[0][0] + m[1][1] + m[2][2];
+    let x, y, z, w;
+    if (trace > 0) {
+      const s = 0.5 / Math.sqrt(trace + 1);
+      w = 0.25 / s; x = (m[2][1] - m[1][2]) * s; y = (m[0][2] - m[2][0]) * s; z = (m[1][0] - m[0][1]) * s;
+    } else if (m[0][0] > m[1][1] && m[0][0] > m[2][2]) {
+      const s = 2 * Math.sqrt(1 + m[0][0] - m[1][1] - m[2][2]);
+      w = (m[2][1] - m[1][2]) / s; x = 0.25 * s; y = (m[0][1] + m[1][0]) / s; z = (m[0][2] + m[2][0]) / s;
+    } else if (m[1][1] > m[2][2]) {
+      const s = 2 * Math.sqrt(1 + m[1][1] - m[0][0] - m[2][2]);
+      w = (m[0][2] - m[2][0]) / s; x = (m[0][1] + m[1][0]) / s; y = 0.25 * s; z = (m[1][2] + m[2][1]) / s;
+    } else {
+      const s = 2 * Math.sqrt(1 + m[2][2] - m[0][0] - m[1][1]);
+      w = (m[1][0] - m[0][1]) / s; x = (m[0][2] + m[2][0]) / s; y = (m[1][2] + m[2][1]) / s; z = 0.25 * s;
+    }
+    const view = viewer.getView();
+    viewer.setView([view[0], view[1], view[2], view[3], x, y, z, w]);
+    // zoomTo() leaves room for the bounding box's diagonal in every direction; the surface
+    // itself fills about 60% of the width then: closer, as the renderer frames it.
+    viewer.zoom(1.3);
+  }
+
   function panel() {
     $("espgrid-title").textContent = data.title;
     $("espgrid-subtitle").textContent = data.subtitle;
@@ -243,7 +273,7 @@
     // one full draw fewer before the page is ready (about a third of the time in SwiftShader).
     const show = viewer.show;
     viewer.show = () => {};
-    viewer.zoomTo();
+    firstView();
     viewer.show = show;
     state.timing.zoomed = performance.now();
     viewer.render();
@@ -277,7 +307,7 @@
     });
     $("espgrid-opacity").addEventListener("change", () => { setOpacity(); viewer.render(); });
     $("espgrid-atoms").addEventListener("change", async () => { await setAtoms($("espgrid-atoms").value); viewer.render(); });
-    $("espgrid-reset").addEventListener("click", () => { viewer.zoomTo(); viewer.render(); });
+    $("espgrid-reset").addEventListener("click", () => { firstView(); viewer.render(); });
   }
   state.ready = main().catch((e) => fail(e && e.message ? e.message : e));
 })();
