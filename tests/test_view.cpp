@@ -15,6 +15,7 @@
 #include "src/io/display_structure.h"
 #include "src/io/structure_reader.h"
 #include "src/io/view_page.h"
+#include "src/surface/view_scene.h"
 #include "tests/file_helpers.h"
 
 #if ESPGRID_HAVE_ZLIB
@@ -193,6 +194,7 @@ TEST_F(View, Refusals) {
   expect_refused(run("view " + fas + " " + map + " --limit -1 -o " + quote(path("x.html"))), 2, "--limit");
   expect_refused(run("view " + fas + " " + map + " --values guess -o " + quote(path("x.html"))), 2, "--values must be");
   expect_refused(run("view " + fas + " " + map + " --levels 0 -o " + quote(path("x.html"))), 2, "--levels");
+  expect_refused(run("view " + fas + " " + map + " --view top -o " + quote(path("x.html"))), 2, "--view must be");
   expect_refused(run("view " + fas + " " + map + " --surface-spacing 0 -o " + quote(path("x.html"))), 2,
                  "--surface-spacing");
   expect_refused(run("view " + fas + " " + quote(path("missing.dx")) + " -o " + quote(path("x.html"))), 1, "missing.dx");
@@ -235,6 +237,25 @@ TEST_F(View, MissingLibraryIsAClearError) {
 }
 
 // ---- the pieces -------------------------------------------------------------------------------------
+
+TEST(ViewScene, CameraAxesAsTheRenderer) {
+  // Atoms spread 20 Å along x, 6 Å along y, 1 Å along z: look along the thin z axis (from +z,
+  // the direction's largest component negative), with y, the middle extent, up.
+  espgrid::Atoms atoms;
+  for (int i = 0; i < 11; ++i)
+    for (int j = 0; j < 4; ++j)
+      for (int k = 0; k < 2; ++k) atoms.push_back(2.0 * i, 2.0 * j, 1.0 * k, 0, 1.5);
+  const auto [d, up] = espgrid::surface::camera_axes(atoms, "auto");
+  EXPECT_NEAR(d[2], -1.0, 1e-9);
+  EXPECT_NEAR(up[1], 1.0, 1e-9);
+  const auto [dx, upx] = espgrid::surface::camera_axes(atoms, "+x");
+  EXPECT_EQ(dx, (std::array<double, 3>{1, 0, 0}));
+  EXPECT_EQ(upx, (std::array<double, 3>{0, 0, 1}));
+  const auto [dz, upz] = espgrid::surface::camera_axes(atoms, "-z");
+  EXPECT_EQ(dz, (std::array<double, 3>{0, 0, -1}));
+  EXPECT_EQ(upz, (std::array<double, 3>{0, 1, 0}));
+  EXPECT_THROW(espgrid::surface::camera_axes(atoms, "z"), espgrid::UsageError);
+}
 
 TEST(ViewPage, Base64AndGzip) {
   // RFC 4648's test vectors.
