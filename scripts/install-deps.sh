@@ -24,9 +24,9 @@ interop=0
 for option in "$@"; do
   case $option in
     --interop)  # the clients the interop tests open our files with: ParaView, PyMOL, APBS (multivalue),
-                # and Chromium for the `espgrid view` page (ctest label browser)
+                # and Chromium and Firefox for the `espgrid view` page (ctest label browser)
       interop=1
-      packages+=(paraview pymol apbs chromium) ;;
+      packages+=(paraview pymol apbs chromium firefox-esr) ;;
     --hardening)  # scripts/hardening.sh: clang with libFuzzer, its sanitizer runtimes, OpenMP for clang
       packages+=(clang libclang-rt-14-dev libomp-14-dev) ;;
     *) echo "install-deps: unknown option $option (--interop, --hardening)" >&2; exit 2 ;;

@@ -17,6 +17,7 @@ import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { createRequire } from "node:module";
+import { PHYSICS, classify, makeTwoSpheres } from "./two_spheres.mjs";
 
 const args = {};
 for (let i = 2; i < process.argv.length; i += 2) args[process.argv[i].replace(/^--/, "")] = process.argv[i + 1];
@@ -53,35 +54,11 @@ function run(argv) {
   return execFileSync(espgrid, argv, { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
 }
 
-// ---- the two-sphere structure -------------------------------------------------------------------
-// Atoms on a 1.5 Å lattice within 3.5 Å of each centre, radius 1.7 Å, the sphere's charge
-// (∓8 e) spread evenly: 1.4 Å outside its surface the Debye-screened potential is about ∓4 kT/e
-// (well into the ±5 colour scale), and the other sphere, 18 Å away and screened, adds under
-// 0.5 kT/e of the opposite sign, so each sphere keeps one colour all round.
-const pqr = [];
-let serial = 0;
-for (const [centre, charge, name] of [[-9, -8, "NEG"], [9, 8, "POS"]]) {
-  const sites = [];
-  for (let i = -3; i <= 3; i++)
-    for (let j = -3; j <= 3; j++)
-      for (let k = -3; k <= 3; k++)
-        if (Math.hypot(i, j, k) * 1.5 <= 3.5) sites.push([centre + 1.5 * i, 1.5 * j, 1.5 * k]);
-  for (const [x, y, z] of sites) {
-    serial++;
-    pqr.push(`ATOM  ${String(serial).padStart(5)}  C   ${name} A${String(serial).padStart(4)}    ` +
-             `${x.toFixed(3).padStart(8)}${y.toFixed(3).padStart(8)}${z.toFixed(3).padStart(8)}` +
-             ` ${(charge / sites.length).toFixed(4).padStart(7)} 1.7000`);
-  }
-}
-const spheres = path.join(work, "two_spheres.pqr");
-fs.writeFileSync(spheres, pqr.join("\n") + "\nEND\n");
-const physics = ["--model", "debye", "--dielectric", "78.54", "--ionic-strength", "0.15"];
-run(["map", spheres, ...physics, "--spacing", "0.5", "--padding", "6", "--backend", "cpu", "-o", path.join(work, "two_spheres.dx")]);
-// Looking along -z with +y up puts +x to the right (the default view would look along the
-// spheres' thinnest axis, whose sign is arbitrary for this symmetric pair).
-const summary = run(["view", spheres, path.join(work, "two_spheres.dx"), "--view", "-z", "-o", path.join(work, "two_spheres.html")]);
+// ---- the two-sphere page -------------------------------------------------------------------------
+const { pqr: spheres, html: spheresPage, summary } = makeTwoSpheres(espgrid, work);
 process.stdout.write(summary.split("\n").map((l) => "  " + l).join("\n") + "\n");
 check(/values +1\.4 Å outside: exact direct sum/.test(summary), "the view sums the potential at the vertices (the map is espgrid's)");
+const physics = PHYSICS;
 
 // ---- opening a page -------------------------------------------------------------------------------
 const browser = await chromium.launch({
@@ -112,7 +89,7 @@ async function open(file) {
 async function pixels(page, name) {
   const png = await page.screenshot({ path: path.join(work, name), clip: { x: 0, y: 0, width: VIEWPORT.width - 300, height: VIEWPORT.height } });
   const decoder = await browser.newPage();
-  const counts = await decoder.evaluate(async (b64) => {
+  const decoded = await decoder.evaluate(async (b64) => {
     const img = new Image();
     img.src = "data:image/png;base64," + b64;
     await img.decode();
@@ -120,18 +97,9 @@ async function pixels(page, name) {
     c.width = img.width; c.height = img.height;
     const g = c.getContext("2d");
     g.drawImage(img, 0, 0);
-    const d = g.getImageData(0, 0, c.width, c.height).data;
-    const out = { width: c.width, height: c.height, drawn: 0, left: { red: 0, blue: 0 }, right: { red: 0, blue: 0 } };
-    for (let y = 0; y < c.height; y++)
-      for (let x = 0; x < c.width; x++) {
-        const i = 4 * (y * c.width + x), r = d[i], gr = d[i + 1], b = d[i + 2];
-        if (r < 250 || gr < 250 || b < 250) out.drawn++;  // anything but the white background
-        const side = x < c.width / 2 ? out.left : out.right;
-        if (r - b > 40) side.red++;
-        if (b - r > 40) side.blue++;
-      }
-    return out;
+    return { width: c.width, height: c.height, rgba: Array.from(g.getImageData(0, 0, c.width, c.height).data) };
   }, png.toString("base64"));
+  const counts = classify(decoded.rgba, decoded.width, decoded.height);
   await decoder.close();
   return counts;
 }
@@ -141,7 +109,7 @@ function noProblems(opened, what) {
         (opened.problems.length ? `\n       ${opened.problems.join("\n       ")}` : ""));
 }
 
-const opened = await open(path.join(work, "two_spheres.html"));
+const opened = await open(spheresPage);
 const { page } = opened;
 check(opened.state.state === "ready", `the two-sphere page is drawn (state ${opened.state.state}${opened.state.error ? ": " + opened.state.error : ""})`);
 const before = await pixels(page, "two_spheres.png");
