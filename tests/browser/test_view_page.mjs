@@ -89,7 +89,9 @@ async function open(file) {
 async function pixels(page, name) {
   const png = await page.screenshot({ path: path.join(work, name), clip: { x: 0, y: 0, width: VIEWPORT.width - 300, height: VIEWPORT.height } });
   const decoder = await browser.newPage();
-  const decoded = await decoder.evaluate(async (b64) => {
+  // Classified in the page (classify from two_spheres.mjs, passed as text): moving the pixels
+  // themselves to Node would cost seconds a screenshot.
+  const counts = await decoder.evaluate(async ([b64, classifyText]) => {
     const img = new Image();
     img.src = "data:image/png;base64," + b64;
     await img.decode();
@@ -97,9 +99,9 @@ async function pixels(page, name) {
     c.width = img.width; c.height = img.height;
     const g = c.getContext("2d");
     g.drawImage(img, 0, 0);
-    return { width: c.width, height: c.height, rgba: Array.from(g.getImageData(0, 0, c.width, c.height).data) };
-  }, png.toString("base64"));
-  const counts = classify(decoded.rgba, decoded.width, decoded.height);
+    const classify = (0, eval)("(" + classifyText + ")");
+    return classify(g.getImageData(0, 0, c.width, c.height).data, c.width, c.height);
+  }, [png.toString("base64"), classify.toString()]);
   await decoder.close();
   return counts;
 }
