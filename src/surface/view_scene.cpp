@@ -16,9 +16,9 @@ namespace {
 
 /// Auto takes the direct sum only when it agrees with the map: the median |sum − interpolated
 /// map| over the vertices inside the map at most this fraction of the median |sum|. Measured
-/// on fasciculin-2 (2026-11-24): the map made from the same structure gives 0.0013 (Coulomb,
-/// 0.5 Å and 1 Å grids) to 0.0056 (Debye, 1 Å), trilinear interpolation error that grows as
-/// h², so ≈ 0.02 at 2 Å; the same structure with charges 10% larger gives 0.09, shifted by
+/// on fasciculin-2 (2026-11-24): the map made from the same structure gives 0.0003 (Coulomb,
+/// 0.5 Å grid), 0.0013 (Debye 0.5 Å; Coulomb 1 Å) and 0.0056 (Debye, 1 Å), trilinear
+/// interpolation error that grows as h², so ≈ 0.02 at 2 Å; the same structure with charges 10% larger gives 0.09, shifted by
 /// 1 Å 0.19, another dielectric or an APBS map far more. 0.05 separates the two.
 constexpr double kAgreement = 0.05;
 
