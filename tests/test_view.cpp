@@ -236,6 +236,38 @@ TEST_F(View, MissingLibraryIsAClearError) {
   EXPECT_FALSE(fs::exists(path("y.html")));
 }
 
+TEST_F(View, SurfaceMeshFilesAndRefusals) {
+  // `espgrid surface` (issue 25): the files themselves are read by VTK and Khronos' glTF
+  // validator in tests/interop/test_surface_mesh.py; here the command's choices and refusals.
+  const std::string fas = quote(source("data/fasciculin2.pqr"));
+  Result r = run("surface " + fas + " --model debye --dielectric 78.54 --ionic-strength 0.15 -o " + quote(path("s.glb")) +
+                 " -o " + quote(path("s.ply")));
+  ASSERT_EQ(r.code, 0) << r;
+  EXPECT_TRUE(contains(r.out, "exact direct sum over 906 atoms, debye")) << r;
+  EXPECT_TRUE(contains(r.out, "range      -2.15755 to 2.70969 kT/e")) << r;  // as `espgrid view` (FasciculinPage...)
+  EXPECT_TRUE(fs::file_size(path("s.glb")) > 100000 && fs::file_size(path("s.ply")) > 100000);
+  fs::remove(path("s.glb"));
+  fs::remove(path("s.ply"));
+  // With a map: its values where the sum disagrees with them (a header claiming another
+  // dielectric), and the map's physics (Physics options refused).
+  const std::string wrong =
+      map_with_header("wrong.dx", "# Potential in kT/e (T = 298.15 K), dielectric 39.27, model debye, ionic strength 0.15 M");
+  r = run("surface " + fas + " --map " + quote(wrong) + " -o " + quote(path("m.vtp")));
+  ASSERT_EQ(r.code, 0) << r;
+  EXPECT_TRUE(contains(r.out, "trilinear interpolation of the map (the structure's direct sum differs")) << r;
+  fs::remove(path("m.vtp"));
+  fs::remove(wrong);
+  expect_refused(run("surface " + fas + " -o " + quote(path("s.obj"))), 2, "name it .ply (PLY), .glb (glTF binary) or .vtp");
+  expect_refused(run("surface " + fas), 2, "no output given");
+  expect_refused(run("surface " + fas + " --map " + quote(fas_map()) + " --dielectric 4 -o " + quote(path("s.ply"))), 2,
+                 "--dielectric does not apply with --map");
+  expect_refused(run("surface " + fas + " --values sum -o " + quote(path("s.ply"))), 2, "--values applies with --map only");
+  expect_refused(run("surface " + fas + " -o " + quote(path("s.ply")) + " -o " + quote(path("s.ply"))), 2, "given twice");
+  expect_refused(run("surface " + quote(source("data/boxb_rna.pdb")) + " -o " + quote(path("s.ply"))), 2,
+                 "give a structure with charges");
+  expect_refused(run("surface " + fas + " --offset -1 -o " + quote(path("s.ply"))), 2, "--offset");
+}
+
 // ---- the pieces -------------------------------------------------------------------------------------
 
 TEST(ViewScene, CameraAxesAsTheRenderer) {

@@ -135,6 +135,102 @@ std::pair<std::array<double, 3>, std::array<double, 3>> camera_axes(const Atoms&
   return {d, up};
 }
 
+SurfaceValues surface_values(const Atoms& atoms, const PotentialMap& map, const MapOrigin& origin,
+                             const TriangleMesh& surface, const ViewOptions& options) {
+  SurfaceValues out;
+  const std::string units = unit_name(map.physics.unit);
+  const std::vector<double> points = offset_points(surface, options.offset);
+  const double pairs = static_cast<double>(surface.vertex_count()) * static_cast<double>(atoms.size());
+  const std::string sum_text = "exact direct sum over " + with_commas(atoms.size()) + " atoms (" +
+                               describe_model(map.physics) + ", dielectric " + shortest_text(map.physics.dielectric) + ")";
+  const std::string map_text = "trilinear interpolation of the map";
+  std::vector<float> interpolated = interpolate(map, points);
+  if (options.values == VertexValues::Map) {
+    out.values = std::move(interpolated);
+    out.method = VertexValues::Map;
+    out.method_text = map_text + " (asked for)";
+  } else if (options.values == VertexValues::Sum) {
+    out.values = potential_at(atoms, map.physics, points);
+    out.method = VertexValues::Sum;
+    out.method_text = sum_text + " (asked for)";
+  } else if (!origin.espgrid_physics) {
+    out.values = std::move(interpolated);
+    out.method = VertexValues::Map;
+    out.method_text = map_text + " (the map's header names no espgrid pair model to sum)";
+  } else if (pairs > options.sum_budget) {
+    out.values = std::move(interpolated);
+    out.method = VertexValues::Map;
+    out.method_text = map_text + " (a direct sum would take " + short_scientific(pairs) +
+                      " pair evaluations; --values sum forces it)";
+  } else {
+    std::vector<float> sum = potential_at(atoms, map.physics, points);
+    std::vector<double> difference, magnitude;
+    for (std::size_t i = 0; i < sum.size(); ++i) {
+      if (!std::isfinite(interpolated[i])) continue;
+      difference.push_back(std::fabs(double(sum[i]) - double(interpolated[i])));
+      magnitude.push_back(std::fabs(double(sum[i])));
+    }
+    const double d = median_of(difference), m = median_of(magnitude);
+    if (difference.empty() || d <= kAgreement * m) {
+      out.values = std::move(sum);
+      out.method = VertexValues::Sum;
+      out.method_text = sum_text + (difference.empty() ? "" : "; agrees with the map (median difference " +
+                                                                  short_scientific(d) + " " + units + ")");
+    } else {
+      out.values = std::move(interpolated);
+      out.method = VertexValues::Map;
+      out.method_text = map_text + " (the structure's direct sum differs from the map: median " + short_scientific(d) +
+                        " " + units + " of a median |potential| of " + short_scientific(m) + ")";
+      out.notes.push_back("the structure's direct sum differs from the map at the surface (median " +
+                          short_scientific(d) + " " + units +
+                          "): the map's values are shown; is the structure the map's?");
+    }
+  }
+  return out;
+}
+
+std::pair<double, std::string> colour_limit(const std::vector<float>& values, const ViewOptions& options,
+                                            const PhysicsOptions& physics) {
+  if (options.limit) return {*options.limit, "as asked"};
+  if (options.limit_auto) {
+    std::vector<double> finite_abs;
+    for (float v : values)
+      if (std::isfinite(v)) finite_abs.push_back(std::fabs(double(v)));
+    double p95 = 0;
+    if (!finite_abs.empty()) {
+      std::sort(finite_abs.begin(), finite_abs.end());
+      // numpy's default percentile: linear between the two nearest ranks.
+      const double rank = 0.95 * static_cast<double>(finite_abs.size() - 1);
+      const auto below = static_cast<std::size_t>(std::floor(rank));
+      const std::size_t above = std::min(below + 1, finite_abs.size() - 1);
+      p95 = finite_abs[below] + (rank - double(below)) * (finite_abs[above] - finite_abs[below]);
+    }
+    return {nice_ceiling(p95), "auto: the 95th percentile of |potential| at the surface, rounded up"};
+  }
+  return {customary_limit(physics.unit, physics.temperature),
+          physics.unit == PotentialUnit::KTPerE           ? "APBS's and PyMOL's customary ±5 kT/e"
+          : physics.unit == PotentialUnit::KcalPerMolPerE ? "ChimeraX's customary ±10 kcal/mol/e"
+                                                          : "5 kT/e in volts"};
+}
+
+std::array<std::uint8_t, 3> potential_rgb(double value, double limit) {
+  // viz/render_potential.py's DIVERGING stops (and web/src/viewer.js's STOPS): red at -limit,
+  // white at 0, blue at +limit, equal steps, linear in RGB, clamped; NaN grey (0.6).
+  static constexpr double kStops[7][3] = {{0.70, 0.04, 0.09}, {0.85, 0.25, 0.22}, {0.95, 0.60, 0.55},
+                                          {0.97, 0.97, 0.97}, {0.58, 0.71, 0.94}, {0.25, 0.45, 0.85},
+                                          {0.07, 0.22, 0.70}};
+  double rgb[3] = {0.6, 0.6, 0.6};
+  if (std::isfinite(value)) {
+    const double t = std::clamp((value + limit) / (2 * limit), 0.0, 1.0) * 6.0;
+    const int i = std::min(5, static_cast<int>(std::floor(t)));
+    const double f = t - i;
+    for (int c = 0; c < 3; ++c) rgb[c] = kStops[i][c] + f * (kStops[i + 1][c] - kStops[i][c]);
+  }
+  std::array<std::uint8_t, 3> out{};
+  for (int c = 0; c < 3; ++c) out[static_cast<std::size_t>(c)] = static_cast<std::uint8_t>(std::lround(255.0 * rgb[c]));
+  return out;
+}
+
 ViewScene build_view_scene(const Atoms& atoms, const PotentialMap& map, const MapOrigin& origin,
                            const ViewOptions& options) {
   if (!(options.offset >= 0 && options.offset <= 20))
@@ -189,53 +285,11 @@ ViewScene build_view_scene(const Atoms& atoms, const PotentialMap& map, const Ma
 
   // The values at the sample points.
   clock.restart();
-  const std::vector<double> points = offset_points(scene.surface, options.offset);
-  const double pairs = static_cast<double>(scene.surface.vertex_count()) * static_cast<double>(atoms.size());
-  const std::string sum_text = "exact direct sum over " + with_commas(atoms.size()) + " atoms (" +
-                               describe_model(map.physics) + ", dielectric " + shortest_text(map.physics.dielectric) + ")";
-  const std::string map_text = "trilinear interpolation of the map";
-  std::vector<float> interpolated = interpolate(map, points);
-  if (options.values == VertexValues::Map) {
-    scene.values = std::move(interpolated);
-    scene.method = VertexValues::Map;
-    scene.method_text = map_text + " (asked for)";
-  } else if (options.values == VertexValues::Sum) {
-    scene.values = potential_at(atoms, map.physics, points);
-    scene.method = VertexValues::Sum;
-    scene.method_text = sum_text + " (asked for)";
-  } else if (!origin.espgrid_physics) {
-    scene.values = std::move(interpolated);
-    scene.method = VertexValues::Map;
-    scene.method_text = map_text + " (the map's header names no espgrid pair model to sum)";
-  } else if (pairs > options.sum_budget) {
-    scene.values = std::move(interpolated);
-    scene.method = VertexValues::Map;
-    scene.method_text = map_text + " (a direct sum would take " + short_scientific(pairs) +
-                        " pair evaluations; --values sum forces it)";
-  } else {
-    std::vector<float> sum = potential_at(atoms, map.physics, points);
-    std::vector<double> difference, magnitude;
-    for (std::size_t i = 0; i < sum.size(); ++i) {
-      if (!std::isfinite(interpolated[i])) continue;
-      difference.push_back(std::fabs(double(sum[i]) - double(interpolated[i])));
-      magnitude.push_back(std::fabs(double(sum[i])));
-    }
-    const double d = median_of(difference), m = median_of(magnitude);
-    if (difference.empty() || d <= kAgreement * m) {
-      scene.values = std::move(sum);
-      scene.method = VertexValues::Sum;
-      scene.method_text = sum_text + (difference.empty() ? "" : "; agrees with the map (median difference " +
-                                                                    short_scientific(d) + " " + scene.units + ")");
-    } else {
-      scene.values = std::move(interpolated);
-      scene.method = VertexValues::Map;
-      scene.method_text = map_text + " (the structure's direct sum differs from the map: median " + short_scientific(d) +
-                          " " + scene.units + " of a median |potential| of " + short_scientific(m) + ")";
-      scene.notes.push_back("the structure's direct sum differs from the map at the surface (median " +
-                            short_scientific(d) + " " + scene.units +
-                            "): the page shows the map's values; is the structure the map's?");
-    }
-  }
+  SurfaceValues values = surface_values(atoms, map, origin, scene.surface, options);
+  scene.values = std::move(values.values);
+  scene.method = values.method;
+  scene.method_text = std::move(values.method_text);
+  scene.notes.insert(scene.notes.end(), values.notes.begin(), values.notes.end());
   scene.seconds_values = clock.seconds();
 
   // Statistics and the colour scale.
@@ -257,27 +311,7 @@ ViewScene build_view_scene(const Atoms& atoms, const PotentialMap& map, const Ma
   if (scene.outside_fraction > 0)
     scene.notes.push_back(short_fixed(100 * scene.outside_fraction, 0) +
                           "% of the surface samples lie outside the map (drawn grey)");
-  if (options.limit) {
-    scene.limit = *options.limit;
-    scene.limit_text = "as asked";
-  } else if (options.limit_auto) {
-    double p95 = 0;
-    if (!finite_abs.empty()) {
-      std::sort(finite_abs.begin(), finite_abs.end());
-      // numpy's default percentile: linear between the two nearest ranks.
-      const double rank = 0.95 * static_cast<double>(finite_abs.size() - 1);
-      const auto below = static_cast<std::size_t>(std::floor(rank));
-      const std::size_t above = std::min(below + 1, finite_abs.size() - 1);
-      p95 = finite_abs[below] + (rank - double(below)) * (finite_abs[above] - finite_abs[below]);
-    }
-    scene.limit = nice_ceiling(p95);
-    scene.limit_text = "auto: the 95th percentile of |potential| at the surface, rounded up";
-  } else {
-    scene.limit = customary_limit(map.physics.unit, map.physics.temperature);
-    scene.limit_text = map.physics.unit == PotentialUnit::KTPerE        ? "APBS's and PyMOL's customary ±5 kT/e"
-                       : map.physics.unit == PotentialUnit::KcalPerMolPerE ? "ChimeraX's customary ±10 kcal/mol/e"
-                                                                         : "5 kT/e in volts";
-  }
+  std::tie(scene.limit, scene.limit_text) = colour_limit(scene.values, options, map.physics);
   std::size_t clamped = 0;
   for (double a : finite_abs) clamped += a > scene.limit ? 1 : 0;
   scene.clamped_fraction = finite_abs.empty() ? 0 : double(clamped) / double(finite_abs.size());

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <array>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <utility>
@@ -101,6 +102,27 @@ double nice_ceiling(double x);
 /// with the smallest and middle eigenvalues, signs fixed so that the direction's largest
 /// component is negative and up's positive.
 std::pair<std::array<double, 3>, std::array<double, 3>> camera_axes(const Atoms& atoms, const std::string& view);
+
+/// The potential at each vertex's sample point (offset outside along its normal) and how it was
+/// obtained, by options.values (see VertexValues and docs/viz.md): shared by `espgrid view` and
+/// `espgrid surface --map`.
+struct SurfaceValues {
+  std::vector<float> values;  ///< map units; NaN where interpolation falls outside the map
+  VertexValues method = VertexValues::Map;
+  std::string method_text;
+  std::vector<std::string> notes;
+};
+SurfaceValues surface_values(const Atoms& atoms, const PotentialMap& map, const MapOrigin& origin,
+                             const TriangleMesh& surface, const ViewOptions& options);
+
+/// The colour scale's ±limit for these values and why: options.limit, --limit auto (the 95th
+/// percentile of |value|, rounded up by nice_ceiling) or the unit's customary range.
+std::pair<double, std::string> colour_limit(const std::vector<float>& values, const ViewOptions& options,
+                                            const PhysicsOptions& physics);
+
+/// The renderer's colour (0..255 RGB) of `value` on ±limit: red negative, white 0, blue positive,
+/// clamped; grey for NaN.
+std::array<std::uint8_t, 3> potential_rgb(double value, double limit);
 
 /// Computes the scene. Throws UsageError for bad options or a structure that lies outside the
 /// map entirely, Error when the surface is empty.
