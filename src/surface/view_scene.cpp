@@ -140,7 +140,8 @@ SurfaceValues surface_values(const Atoms& atoms, const PotentialMap& map, const 
   SurfaceValues out;
   const std::string units = unit_name(map.physics.unit);
   const std::vector<double> points = offset_points(surface, options.offset);
-  const double pairs = static_cast<double>(surface.vertex_count()) * static_cast<double>(atoms.size());
+  const double pairs = static_cast<double>(surface.vertex_count()) * static_cast<double>(atoms.size()) *
+                       (map.physics.model == PairModel::Debye ? 5.0 : 1.0);
   const std::string sum_text = "exact direct sum over " + with_commas(atoms.size()) + " atoms (" +
                                describe_model(map.physics) + ", dielectric " + shortest_text(map.physics.dielectric) + ")";
   const std::string map_text = "trilinear interpolation of the map";
@@ -161,7 +162,7 @@ SurfaceValues surface_values(const Atoms& atoms, const PotentialMap& map, const 
     out.values = std::move(interpolated);
     out.method = VertexValues::Map;
     out.method_text = map_text + " (a direct sum would take " + short_scientific(pairs) +
-                      " pair evaluations; --values sum forces it)";
+                      " Coulomb-equivalent pair evaluations; --values sum forces it)";
   } else {
     std::vector<float> sum = potential_at(atoms, map.physics, points);
     std::vector<double> difference, magnitude;

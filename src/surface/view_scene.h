@@ -42,8 +42,10 @@ struct ViewOptions {
   /// extent across (the renderer's --view auto), or "+x", "-x", "+y", "-y", "+z", "-z": looking
   /// along that direction, with +z up (+y up for the z views).
   std::string view = "auto";
-  /// Auto takes the sum only up to this many pair evaluations (vertices × atoms): about 1 s of
-  /// Coulomb sums on 2 cores (measured 2026-11-24); beyond it the map is interpolated.
+  /// Auto takes the sum only up to this many Coulomb-equivalent pair evaluations (vertices ×
+  /// atoms, × 5 for Debye, whose exponential costs five times a Coulomb term: 0.40 s against
+  /// 0.076 s for fasciculin-2's 2.2e7 pairs): about 2 s on 2 cores (measured 2026-11-24, under
+  /// load); beyond it the map is interpolated.
   double sum_budget = 5.0e8;
   /// A surface of more vertices is contoured again on a coarser grid (vertices scale as
   /// 1/spacing²), so that a large structure's page stays a few tens of MB and a browser draws it:
