@@ -20,7 +20,8 @@
 #include "src/io/mesh_formats.h"
 #include "src/surface/molecular_surface.h"
 #include "src/surface/vertex_potential.h"
-#include "src/surface/view.h"
+#include "src/io/view.h"
+#include "src/pipeline/map_pipeline.h"
 
 namespace espgrid::cli {
 
@@ -31,7 +32,9 @@ int run_surface(int argc, char** argv) {
       "web viewers), .ply (Blender, MeshLab, ParaView) or .vtp (ParaView). Vertices carry the colour and the potential.\n");
   options.custom_help("STRUCTURE.pqr|.xyz -o SURFACE.glb|.ply|.vtp [--map MAP.dx] [options]");
   options.positional_help("");
-  add_structure_options(options, "structure file (.pqr, .xyz)");
+  // The structure and the physics as `espgrid map` takes them (job/job_options.h).
+  const JobOptionSet job_options_here{{OptionGroup::Input, OptionGroup::Physics}, {"forcefield", "ph", "keep-pqr"}};
+  add_job_options(options, job_options_here, "structure file (.pqr, .xyz)");
   // clang-format off
   options.add_options("Output")
       ("o,output", "mesh to write: .glb, .ply or .vtp; repeat for several", cxxopts::value<std::vector<std::string>>());
@@ -48,7 +51,6 @@ int run_surface(int argc, char** argv) {
       ("surface-spacing", "grid spacing of the surface, Å", cxxopts::value<std::string>()->default_value("0.5"))
       ("probe", "add this to every radius, Å (1.4: a solvent-accessible surface)", cxxopts::value<std::string>()->default_value("0"));
   // clang-format on
-  add_physics_options(options);
   options.add_options()("h,help", "show this help");
   const auto args = parse_args(options, argc, argv, {"output"});
   if (args.count("help")) {
@@ -60,9 +62,9 @@ int run_surface(int argc, char** argv) {
   const std::string input = args["input"].as<std::string>();
   const auto outputs = args["output"].as<std::vector<std::string>>();
   const bool with_map = args.count("map") > 0;
-  for (const char* option : {"units", "dielectric", "temperature", "model", "ionic-strength"})
-    if (with_map && args.count(option))
-      throw UsageError(std::string("--") + option + " does not apply with --map: the map's header gives its physics");
+  for (const JobOption& option : job_options())
+    if (with_map && option.group == OptionGroup::Physics && args.count(std::string(option.name)))
+      throw UsageError("--" + std::string(option.name) + " does not apply with --map: the map's header gives its physics");
   for (const char* option : {"values", "map-units"})
     if (!with_map && args.count(option)) throw UsageError(std::string("--") + option + " applies with --map only");
 
@@ -83,8 +85,8 @@ int run_surface(int argc, char** argv) {
   surface::SurfaceOptions surface_options;
   surface_options.spacing = number_option("surface-spacing", args["surface-spacing"].as<std::string>());
   surface_options.probe = number_option("probe", args["probe"].as<std::string>());
-  PhysicsOptions physics = physics_options(args);
-  validate(physics);
+  const MapJob job = job_from_args(args, job_options_here, JobUse::Values);  // checks the physics
+  PhysicsOptions physics = job.physics;
 
   // Refused before anything is read: unknown formats, unwritable files, an output named twice
   // or naming an input.
@@ -102,8 +104,7 @@ int run_surface(int argc, char** argv) {
     check_output_path(outputs[i]);
   }
 
-  const std::optional<StructureFormat> format = format_option(args);
-  const StructureFormat structure_format = format ? *format : format_from_extension(input);
+  const StructureFormat structure_format = job.input.format ? *job.input.format : format_from_extension(input);
   if (needs_charge_assignment(structure_format))
     throw UsageError(input + ": give a structure with charges (.pqr, .xyz); for a PDB/mmCIF file, `espgrid map` "
                      "keeps pdb2pqr's PQR beside the map");
@@ -132,8 +133,8 @@ int run_surface(int argc, char** argv) {
     }
     surface::MapOrigin origin;
     origin.path = map_path;
-    origin.header = surface::map_header_comments(map_path);
-    origin.espgrid_physics = surface::header_has_espgrid_physics(origin.header);
+    origin.header = map_header_comments(map_path);
+    origin.espgrid_physics = header_has_espgrid_physics(origin.header);
     surface::SurfaceValues v = surface::surface_values(structure.atoms, map, origin, surf.mesh, view);
     values = std::move(v.values);
     method = v.method_text;

@@ -15,7 +15,8 @@
 #include "src/core/text_format.h"
 #include "src/io/atomic_output_file.h"
 #include "src/io/map_formats.h"
-#include "src/surface/view.h"
+#include "src/io/view.h"
+#include "src/pipeline/map_pipeline.h"
 
 namespace espgrid::cli {
 namespace {
@@ -133,7 +134,8 @@ int run_view(int argc, char** argv) {
   // Refused before anything is read: an output that cannot be written or that names an input.
   check_page_path(output, {structure_path, map_path});
 
-  const std::optional<StructureFormat> format = format_option(args);
+  const std::optional<StructureFormat> format =
+      args.count("format") ? std::optional(parse_format_name(args["format"].as<std::string>())) : std::nullopt;
   const StructureFormat structure_format = format ? *format : format_from_extension(structure_path);
   if (needs_charge_assignment(structure_format))
     throw UsageError(structure_path + ": give the PQR the map was computed from (espgrid map keeps pdb2pqr's PQR "
@@ -158,11 +160,11 @@ int run_view(int argc, char** argv) {
   }
   surface::MapOrigin origin;
   origin.path = map_path;
-  origin.header = surface::map_header_comments(map_path);
-  origin.espgrid_physics = surface::header_has_espgrid_physics(origin.header);
+  origin.header = map_header_comments(map_path);
+  origin.espgrid_physics = header_has_espgrid_physics(origin.header);
 
   const std::string title = args.count("title") ? args["title"].as<std::string>() : "";
-  const surface::ViewResult result = surface::make_view(structure.atoms, structure_path,
+  const ViewResult result = make_view(structure.atoms, structure_path,
                                                         describe_source(structure_path, structure.atoms), map, origin,
                                                         view, title);
   write_text_file_atomically(output, result.html);

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "src/core/atoms.h"
-#include "src/core/potential_map.h"
+#include "src/physics/potential_map.h"
 #include "src/physics/physics_options.h"
 #include "src/surface/mesh.h"
 

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "src/core/atoms.h"
-#include "src/core/potential_map.h"
+#include "src/physics/potential_map.h"
 #include "src/surface/mesh.h"
 #include "src/surface/molecular_surface.h"
 

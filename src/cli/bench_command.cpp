@@ -18,7 +18,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "kernels/dcs_cuda.h"
+#include "src/compute/cuda_driver.h"
 #include "src/bench/bench.h"
 #include "src/bench/msm_sweeps.h"
 #include "src/cli/commands.h"
@@ -462,8 +462,8 @@ void sweep_gpus(Bench& b, const PreparedProblem& given) {
 /// The end-to-end measurement: the structure file through `espgrid map`'s path to a map file of
 /// each format, every stage timed; wall / kernel is the figure to watch (1 = nothing but the kernel).
 void sweep_end_to_end(Bench& b, const EndToEndRequest& request, const std::vector<std::string>& formats) {
-  const KernelSelection choice = select_kernel(request.compute, request.physics.model);
-  std::printf("\n== end-to-end: %s -> map file, %s (%s), through espgrid map's path ==\n", request.input.c_str(),
+  const KernelSelection choice = select_kernel(request.job.compute, request.job.physics.model);
+  std::printf("\n== end-to-end: %s -> map file, %s (%s), through espgrid map's path ==\n", request.job.input.path.c_str(),
               std::string(choice.kernel->name).c_str(), choice.why.c_str());
   std::printf("%-6s %-8s %10s %9s %9s %10s %10s %10s %11s %10s %11s %s\n", "FORMAT", "STREAMED", "FILE", "READ ms",
               "PREP ms", "KERNEL ms", "TRANSF ms", "WRITE ms", "STREAMED ms", "WALL ms", "WALL/KERNEL", "CHECK");
@@ -545,162 +545,19 @@ void check_sweeps_fit(const std::vector<std::string>& sweeps, const std::array<d
   }
 }
 
-}  // namespace
-
-int run_bench(int argc, char** argv) {
-  cxxopts::Options options("espgrid bench",
-                           "Measure every kernel variant (CPU and CUDA) on the same input, and optionally sweep\n"
-                           "block shapes, coarsening, atom count, grid size and CPU-vs-GPU speedup.\n");
-  options.custom_help("[INPUT.pqr|INPUT.xyz] [options]");
-  options.positional_help("");
-  // clang-format off
-  options.add_options("Input")
-      ("input", "structure file; without one, random atoms on a --dims grid", cxxopts::value<std::string>())
-      ("format", "input format when the extension does not say: pqr or xyz", cxxopts::value<std::string>())
-      ("atoms", "random atoms (charges uniform in [-1,1] e, in a box around the grid)",
-       cxxopts::value<std::string>()->default_value("100000"))
-      ("dims", "grid of the random input NX,NY,NZ", cxxopts::value<std::string>()->default_value("256,256,128"))
-      ("spacing", "grid spacing in Å: H or HX,HY,HZ", cxxopts::value<std::string>()->default_value("0.5"))
-      ("padding", "with a structure file: space around its bounding box, Å", cxxopts::value<std::string>()->default_value("10"))
-      ("seed", "seed of the random atoms and of the checked points (default: a fresh one, printed)",
-       cxxopts::value<std::string>());
-  // clang-format on
-  add_physics_options(options);
-  add_compute_options(options, "all (default), or NAME[,NAME...] (see `espgrid kernels`)");
-  options.add_options("Compute")("require-cuda",
-                                 "fail at once when no CUDA device is usable (instead of skipping the GPU variants)");
-  // clang-format off
-  options.add_options("Measurement")
-      ("repeats", "timed runs per measurement", cxxopts::value<std::string>()->default_value("5"))
-      ("warmup", "untimed runs before them", cxxopts::value<std::string>()->default_value("1"))
-      ("budget", "kernel seconds one repetition may take; slower variants compute fewer z-planes",
-       cxxopts::value<std::string>()->default_value("0.5"))
-      ("check-points", "points of the last timed output checked against the double oracle",
-       cxxopts::value<std::string>()->default_value("1000"))
-      ("sweep", "none, all, or a comma list of blocks, coarsening, atoms, grid, speedup; and gpus (not in all: "
-                "1, 2, 4, ... GPUs on a 512x512x512 map of 100,000 atoms); msm (not in all: multilevel summation "
-                "vs the exact kernel on lattices of the input molecule, default data/achbp.pqr, up to 1.6 M "
-                "atoms on a GPU); msm-accuracy (not in all: the error table behind --accuracy); end-to-end (not in "
-                "all: a structure file to map files through espgrid map's path)",
-       cxxopts::value<std::string>()->default_value("none"))
-      ("formats", "end-to-end: the map formats to write, a comma list of mrc, dx, dx.gz, vti",
-       cxxopts::value<std::string>()->default_value("mrc,dx,vti"))
-      ("scratch", "end-to-end: folder for the map files (removed after each run; they may be GBs)",
-       cxxopts::value<std::string>())
-      ("sweep-only", "run the sweeps only, not the table of every variant")
-      ("out", "write bench-KIND.csv and bench-KIND.json into this folder", cxxopts::value<std::string>());
-  // clang-format on
-  add_map_output_options(options);  // end-to-end: --compression, --no-stream
-  options.add_options()("h,help", "show this help");
-  options.parse_positional({"input"});
-  const auto args = parse_args(options, argc, argv);
-  if (args.count("help")) {
-    std::cout << options.help({"Input", "Physics", "Compute", "Measurement", "Output", ""})
-              << "\nEach measurement probes the kernel on growing parts of the grid, then times it on as many whole\n"
-                 "z-planes as fit --budget seconds (at least one plane, or a plane's first rows when one plane is\n"
-                 "over budget). Throughput counts the work actually done. The last timed output is checked\n"
-                 "against the double-precision oracle; any failure makes the exit code 1.\n"
-                 "\nExamples:\n  espgrid bench\n  espgrid bench --sweep all --out benchmarks/results\n"
-                 "  espgrid bench --sweep gpus --sweep-only --devices all --out benchmarks/results\n"
-                 "  espgrid bench data/actin_dimer.pqr --kernel cuda-unrolled,cpu-parallel\n";
-    return 0;
-  }
-
-  Bench b;
-  b.settings.repeats = static_cast<int>(whole_option("repeats", args["repeats"].as<std::string>()));
-  b.settings.warmup = static_cast<int>(whole_option("warmup", args["warmup"].as<std::string>()));
-  b.settings.budget_seconds = number_option("budget", args["budget"].as<std::string>());
-  const long long check_points = whole_option("check-points", args["check-points"].as<std::string>());
-  // Fresh inputs each run unless --seed asks to repeat one; the seed is printed and recorded.
-  const long long seed = args.count("seed") ? whole_option("seed", args["seed"].as<std::string>())
-                                            : static_cast<long long>(std::random_device{}() >> 1);
-  if (b.settings.repeats < 1 || b.settings.repeats > 1000) throw UsageError("--repeats must be 1 to 1000");
-  if (b.settings.warmup < 0 || b.settings.warmup > 1000) throw UsageError("--warmup must be 0 to 1000");
-  if (!(b.settings.budget_seconds > 0) || b.settings.budget_seconds > 600)
-    throw UsageError("--budget must be a positive number of seconds (at most 600)");
-  if (check_points < 1) throw UsageError("--check-points must be at least 1");
-  if (seed < 0) throw UsageError("--seed must be 0 or more");
-  b.settings.check_points = static_cast<std::size_t>(check_points);
-  b.seed = static_cast<std::uint64_t>(seed);
-  b.settings.seed = b.seed;
-  const ComputeOptions compute = compute_options(args);  // threads, device(s): checked as for map
-  b.run = compute.run;
-  b.physics = physics_options(args);
-  b.spacing = triple_option("spacing", args["spacing"].as<std::string>(), true);
-  if (args.count("out")) {
-    b.out_dir = args["out"].as<std::string>();
-    check_out_folder(b.out_dir);
-  }
-
-  // Sweeps.
-  std::vector<std::string> sweeps;
-  for (const std::string& name : split_commas(args["sweep"].as<std::string>())) {
-    if (name == "none") continue;
-    if (name == "gpus" || name == "msm" || name == "msm-accuracy" || name == "end-to-end") {  // not in "all": minutes
-      sweeps.push_back(name);
-      continue;
-    }
-    if (name == "all") {
-      for (const char* s : kSweepNames) sweeps.emplace_back(s);
-      continue;
-    }
-    if (std::find(std::begin(kSweepNames), std::end(kSweepNames), name) == std::end(kSweepNames))
-      throw UsageError("--sweep: unknown sweep '" + name +
-                       "' (none, all, blocks, coarsening, split, atoms, grid, speedup, gpus, msm, msm-accuracy, "
-                       "end-to-end)");
-    sweeps.push_back(name);
-  }
-  const bool sweep_only = args.count("sweep-only") > 0;
-  if (sweep_only && sweeps.empty()) throw UsageError("--sweep-only needs --sweep");
-  check_sweeps_fit(sweeps, b.spacing, args.count("input") || args.count("dims") || args.count("atoms"));
-  const bool end_to_end = std::find(sweeps.begin(), sweeps.end(), "end-to-end") != sweeps.end();
-  EndToEndRequest e2e;
-  std::vector<std::string> e2e_formats;
-  if (end_to_end) {
-    if (!args.count("input"))
-      throw UsageError("--sweep end-to-end needs a structure file: espgrid bench FILE.pqr --sweep end-to-end");
-    for (const std::string& f : split_commas(args["formats"].as<std::string>())) {
-      if (f != "mrc" && f != "dx" && f != "dx.gz" && f != "vti")
-        throw UsageError("--formats takes mrc, dx, dx.gz and vti, got '" + f + "'");
-      e2e_formats.push_back(f);
-    }
-    e2e.input = args["input"].as<std::string>();
-    e2e.format = format_option(args);
-    e2e.grid.spacing = triple_option("spacing", args["spacing"].as<std::string>(), true);
-    e2e.grid.padding = number_option("padding", args["padding"].as<std::string>());
-    check_grid_request(e2e.grid);
-    e2e.physics = physics_options(args);
-    e2e.compute = compute_options(args);
-    if (e2e.compute.kernel.find(',') != std::string::npos || e2e.compute.kernel == "all")
-      throw UsageError("--sweep end-to-end runs one kernel: name it with --kernel NAME, or leave the default");
-    e2e.write = map_write_options(args, e2e.compute.run.threads);
-    e2e.scratch_dir =
-        args.count("scratch") ? args["scratch"].as<std::string>() : std::filesystem::temp_directory_path().string();
-  }
-
-  // Kernels.
-  const std::string backend = args["backend"].as<std::string>();
-  const BackendChoice backend_choice = compute.backend;
-  b.have_cuda = cuda_available(&b.cuda_reason);
-  if (!b.have_cuda && (backend_choice == BackendChoice::Cuda || args.count("require-cuda")))
-    throw Error((backend_choice == BackendChoice::Cuda ? "--backend cuda: " : "--require-cuda: ") + b.cuda_reason);
-  const std::string which = compute.kernel.empty() ? "all" : compute.kernel;
-  std::vector<const KernelVariant*> named;
-  if (which != "all")
-    for (const std::string& name : split_commas(which)) named.push_back(&find_kernel(name));
-  b.kernels_named = which != "all";
-  b.custom_input = args.count("input") || args.count("dims") || args.count("atoms");
-  for (const auto& k : kernel_variants()) {
-    if (backend_choice != BackendChoice::Auto && backend != backend_name(k.backend)) continue;
-    if (which != "all" && std::find(named.begin(), named.end(), &k) == named.end()) continue;
-    b.selected.push_back(&k);
-  }
-  if (b.selected.empty()) throw UsageError("no kernel left: --kernel " + which + " with --backend " + backend);
-
-  // Input.
+/// Bench's input: a structure file (its bounding box plus --padding at the bench spacing) or
+/// --atoms random atoms on a --dims grid.
+struct BenchInput {
   GridSpec grid;
   Atoms atoms;
-  std::string input_text;
+  std::string text;  ///< for the header and the result files
+};
+
+BenchInput bench_input(const cxxopts::ParseResult& args, const MapJob& job, const Bench& b) {
+  BenchInput in;
+  GridSpec& grid = in.grid;
+  Atoms& atoms = in.atoms;
+  std::string& input_text = in.text;
   if (args.count("input")) {
     if (args.count("dims") || args.count("atoms"))
       throw UsageError(
@@ -711,7 +568,7 @@ int run_bench(int argc, char** argv) {
     request.spacing = b.spacing;
     request.padding = number_option("padding", args["padding"].as<std::string>());
     check_grid_request(request);
-    Structure structure = load_structure(path, format_option(args));
+    Structure structure = load_structure(path, job.input.format);
     for (const auto& notice : structure.notices) std::fprintf(stderr, "espgrid: note: %s\n", notice.c_str());
     atoms = std::move(structure.atoms);
     grid = make_grid(request, atoms);
@@ -727,8 +584,12 @@ int run_bench(int argc, char** argv) {
   }
 
   check_grid_fits(grid);  // the GPU variants may compute the whole map at once
+  return in;
+}
 
-  // Metadata and the device's ceiling.
+/// The run's metadata and the ceilings it is measured against: the GPU's rsqrt rate when a CUDA
+/// row is selected, the CPU's evaluation rate for cpu-simd when a CPU row is.
+void measure_ceilings(Bench& b, const std::string& input_text, int argc, char** argv) {
   b.meta = host_metadata();
   b.meta.settings = b.settings;
   b.meta.device_index = b.run.device;
@@ -775,7 +636,10 @@ int run_bench(int argc, char** argv) {
     }
   }
 
-  const PreparedProblem problem = PreparedProblem::for_physics(atoms, grid, b.physics);
+}
+
+/// The header of the report: input, host, GPU, the ceilings, how timing and checks work.
+void print_bench_header(const Bench& b, const std::string& input_text, const GridSpec& grid) {
   std::printf("espgrid bench %s (commit %s), %s UTC\n", b.meta.espgrid_version.c_str(), b.meta.git_commit.c_str(),
               b.meta.date_utc.c_str());
   std::printf("input      %s; grid %s, spacing %g,%g,%g Å\n", input_text.c_str(), describe(grid).c_str(),
@@ -811,6 +675,186 @@ int run_bench(int argc, char** argv) {
       "           %%CEIL = EVALS/s / rsqrt ceiling; SPREAD = (max - min) / median; WALL includes transfers\n");
   std::fflush(stdout);
 
+}
+
+/// --repeats, --warmup, --budget, --check-points and --seed (fresh unless given), checked.
+void read_settings(const cxxopts::ParseResult& args, Bench& b) {
+  b.settings.repeats = static_cast<int>(whole_option("repeats", args["repeats"].as<std::string>()));
+  b.settings.warmup = static_cast<int>(whole_option("warmup", args["warmup"].as<std::string>()));
+  b.settings.budget_seconds = number_option("budget", args["budget"].as<std::string>());
+  const long long check_points = whole_option("check-points", args["check-points"].as<std::string>());
+  // Fresh inputs each run unless --seed asks to repeat one; the seed is printed and recorded.
+  const long long seed = args.count("seed") ? whole_option("seed", args["seed"].as<std::string>())
+                                            : static_cast<long long>(std::random_device{}() >> 1);
+  if (b.settings.repeats < 1 || b.settings.repeats > 1000) throw UsageError("--repeats must be 1 to 1000");
+  if (b.settings.warmup < 0 || b.settings.warmup > 1000) throw UsageError("--warmup must be 0 to 1000");
+  if (!(b.settings.budget_seconds > 0) || b.settings.budget_seconds > 600)
+    throw UsageError("--budget must be a positive number of seconds (at most 600)");
+  if (check_points < 1) throw UsageError("--check-points must be at least 1");
+  if (seed < 0) throw UsageError("--seed must be 0 or more");
+  b.settings.check_points = static_cast<std::size_t>(check_points);
+  b.seed = static_cast<std::uint64_t>(seed);
+  b.settings.seed = b.seed;
+}
+
+/// --sweep's list: "all" expanded, the long ones (not in "all") taken as named, unknown ones refused.
+std::vector<std::string> parse_sweeps(const std::string& text) {
+  std::vector<std::string> sweeps;
+  for (const std::string& name : split_commas(text)) {
+    if (name == "none") continue;
+    if (name == "gpus" || name == "msm" || name == "msm-accuracy" || name == "end-to-end") {  // not in "all": minutes
+      sweeps.push_back(name);
+      continue;
+    }
+    if (name == "all") {
+      for (const char* s : kSweepNames) sweeps.emplace_back(s);
+      continue;
+    }
+    if (std::find(std::begin(kSweepNames), std::end(kSweepNames), name) == std::end(kSweepNames))
+      throw UsageError("--sweep: unknown sweep '" + name +
+                       "' (none, all, blocks, coarsening, split, atoms, grid, speedup, gpus, msm, msm-accuracy, "
+                       "end-to-end)");
+    sweeps.push_back(name);
+  }
+  return sweeps;
+}
+
+/// The rows to measure: --kernel's list (or all), on --backend's side; whether CUDA is usable
+/// (--require-cuda and --backend cuda make its absence an error).
+void select_kernels(const cxxopts::ParseResult& args, const ComputeOptions& compute, Bench& b) {
+  const std::string backend = args["backend"].as<std::string>();
+  const BackendChoice backend_choice = compute.backend;
+  b.have_cuda = cuda_available(&b.cuda_reason);
+  if (!b.have_cuda && (backend_choice == BackendChoice::Cuda || args.count("require-cuda")))
+    throw Error((backend_choice == BackendChoice::Cuda ? "--backend cuda: " : "--require-cuda: ") + b.cuda_reason);
+  const std::string which = compute.kernel.empty() ? "all" : compute.kernel;
+  std::vector<const KernelVariant*> named;
+  if (which != "all")
+    for (const std::string& name : split_commas(which)) named.push_back(&find_kernel(name));
+  b.kernels_named = which != "all";
+  b.custom_input = args.count("input") || args.count("dims") || args.count("atoms");
+  for (const auto& k : kernel_variants()) {
+    if (backend_choice != BackendChoice::Auto && backend != backend_name(k.backend)) continue;
+    if (which != "all" && std::find(named.begin(), named.end(), &k) == named.end()) continue;
+    b.selected.push_back(&k);
+  }
+  if (b.selected.empty()) throw UsageError("no kernel left: --kernel " + which + " with --backend " + backend);
+
+}
+
+/// The options of the map job bench takes: its input file and format, physics, compute and
+/// write options; bench's own input (random atoms, grid, spacing) is in bench_options.
+const JobOptionSet kBenchJobOptions{
+    {OptionGroup::Input, OptionGroup::Physics, OptionGroup::Compute, OptionGroup::Output},
+    {"forcefield", "ph", "keep-pqr", "output"},
+    /*input_required=*/false};
+
+/// `espgrid bench`'s options: the map job's (kBenchJobOptions) and its own.
+cxxopts::Options bench_options() {
+  cxxopts::Options options("espgrid bench",
+                           "Measure every kernel variant (CPU and CUDA) on the same input, and optionally sweep\n"
+                           "block shapes, coarsening, atom count, grid size and CPU-vs-GPU speedup.\n");
+  options.custom_help("[INPUT.pqr|INPUT.xyz] [options]");
+  options.positional_help("");
+  // clang-format off
+  add_job_options(options, kBenchJobOptions, "structure file; without one, random atoms on a --dims grid",
+                  "all (default), or NAME[,NAME...] (see `espgrid kernels`)");
+  options.add_options("Input")
+      ("atoms", "random atoms (charges uniform in [-1,1] e, in a box around the grid)",
+       cxxopts::value<std::string>()->default_value("100000"))
+      ("dims", "grid of the random input NX,NY,NZ", cxxopts::value<std::string>()->default_value("256,256,128"))
+      ("spacing", "grid spacing in Å: H or HX,HY,HZ", cxxopts::value<std::string>()->default_value("0.5"))
+      ("padding", "with a structure file: space around its bounding box, Å", cxxopts::value<std::string>()->default_value("10"))
+      ("seed", "seed of the random atoms and of the checked points (default: a fresh one, printed)",
+       cxxopts::value<std::string>());
+  // clang-format on
+  options.add_options("Compute")("require-cuda",
+                                 "fail at once when no CUDA device is usable (instead of skipping the GPU variants)");
+  // clang-format off
+  options.add_options("Measurement")
+      ("repeats", "timed runs per measurement", cxxopts::value<std::string>()->default_value("5"))
+      ("warmup", "untimed runs before them", cxxopts::value<std::string>()->default_value("1"))
+      ("budget", "kernel seconds one repetition may take; slower variants compute fewer z-planes",
+       cxxopts::value<std::string>()->default_value("0.5"))
+      ("check-points", "points of the last timed output checked against the double oracle",
+       cxxopts::value<std::string>()->default_value("1000"))
+      ("sweep", "none, all, or a comma list of blocks, coarsening, atoms, grid, speedup; and gpus (not in all: "
+                "1, 2, 4, ... GPUs on a 512x512x512 map of 100,000 atoms); msm (not in all: multilevel summation "
+                "vs the exact kernel on lattices of the input molecule, default data/achbp.pqr, up to 1.6 M "
+                "atoms on a GPU); msm-accuracy (not in all: the error table behind --accuracy); end-to-end (not in "
+                "all: a structure file to map files through espgrid map's path)",
+       cxxopts::value<std::string>()->default_value("none"))
+      ("formats", "end-to-end: the map formats to write, a comma list of mrc, dx, dx.gz, vti",
+       cxxopts::value<std::string>()->default_value("mrc,dx,vti"))
+      ("scratch", "end-to-end: folder for the map files (removed after each run; they may be GBs)",
+       cxxopts::value<std::string>())
+      ("sweep-only", "run the sweeps only, not the table of every variant")
+      ("out", "write bench-KIND.csv and bench-KIND.json into this folder", cxxopts::value<std::string>());
+  // clang-format on
+  options.add_options()("h,help", "show this help");
+  return options;
+}
+
+}  // namespace
+
+int run_bench(int argc, char** argv) {
+  cxxopts::Options options = bench_options();
+  const auto args = parse_args(options, argc, argv);
+  if (args.count("help")) {
+    std::cout << options.help({"Input", "Physics", "Compute", "Measurement", "Output", ""})
+              << "\nEach measurement probes the kernel on growing parts of the grid, then times it on as many whole\n"
+                 "z-planes as fit --budget seconds (at least one plane, or a plane's first rows when one plane is\n"
+                 "over budget). Throughput counts the work actually done. The last timed output is checked\n"
+                 "against the double-precision oracle; any failure makes the exit code 1.\n"
+                 "\nExamples:\n  espgrid bench\n  espgrid bench --sweep all --out benchmarks/results\n"
+                 "  espgrid bench --sweep gpus --sweep-only --devices all --out benchmarks/results\n"
+                 "  espgrid bench data/actin_dimer.pqr --kernel cuda-unrolled,cpu-parallel\n";
+    return 0;
+  }
+
+  Bench b;
+  read_settings(args, b);
+  const MapJob job = job_from_args(args, kBenchJobOptions, JobUse::Values);  // checked as for map
+  const ComputeOptions& compute = job.compute;
+  b.run = compute.run;
+  b.physics = job.physics;
+  b.spacing = triple_option("spacing", args["spacing"].as<std::string>(), true);
+  if (args.count("out")) {
+    b.out_dir = args["out"].as<std::string>();
+    check_out_folder(b.out_dir);
+  }
+
+  const std::vector<std::string> sweeps = parse_sweeps(args["sweep"].as<std::string>());
+  const bool sweep_only = args.count("sweep-only") > 0;
+  if (sweep_only && sweeps.empty()) throw UsageError("--sweep-only needs --sweep");
+  check_sweeps_fit(sweeps, b.spacing, args.count("input") || args.count("dims") || args.count("atoms"));
+  const bool end_to_end = std::find(sweeps.begin(), sweeps.end(), "end-to-end") != sweeps.end();
+  EndToEndRequest e2e;
+  std::vector<std::string> e2e_formats;
+  if (end_to_end) {
+    if (!args.count("input"))
+      throw UsageError("--sweep end-to-end needs a structure file: espgrid bench FILE.pqr --sweep end-to-end");
+    for (const std::string& f : split_commas(args["formats"].as<std::string>())) {
+      if (f != "mrc" && f != "dx" && f != "dx.gz" && f != "vti")
+        throw UsageError("--formats takes mrc, dx, dx.gz and vti, got '" + f + "'");
+      e2e_formats.push_back(f);
+    }
+    e2e.job = job;
+    e2e.job.grid.spacing = triple_option("spacing", args["spacing"].as<std::string>(), true);
+    e2e.job.grid.padding = number_option("padding", args["padding"].as<std::string>());
+    check_grid_request(e2e.job.grid);
+    if (job.compute.kernel.find(',') != std::string::npos || job.compute.kernel == "all")
+      throw UsageError("--sweep end-to-end runs one kernel: name it with --kernel NAME, or leave the default");
+    e2e.scratch_dir =
+        args.count("scratch") ? args["scratch"].as<std::string>() : std::filesystem::temp_directory_path().string();
+  }
+
+  select_kernels(args, compute, b);
+  const BenchInput input = bench_input(args, job, b);
+  const GridSpec& grid = input.grid;
+  measure_ceilings(b, input.text, argc, argv);
+  const PreparedProblem problem = PreparedProblem::for_physics(input.atoms, grid, b.physics);
+  print_bench_header(b, input.text, grid);
   const Stopwatch total;
   auto timed = [&](const std::string& name, const auto& body) {
     const Stopwatch clock;
@@ -842,7 +886,7 @@ int run_bench(int argc, char** argv) {
       context.settings = b.settings;
       context.physics = b.physics;
       context.spacing = b.spacing;
-      context.use_gpu = b.have_cuda && backend_choice != BackendChoice::Cpu;
+      context.use_gpu = b.have_cuda && compute.backend != BackendChoice::Cpu;
       if (args.count("input")) context.base_structure = args["input"].as<std::string>();
       context.out_dir = b.out_dir;
       context.meta = b.meta;

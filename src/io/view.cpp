@@ -1,4 +1,4 @@
-#include "src/surface/view.h"
+#include "src/io/view.h"
 
 #include <filesystem>
 #include <fstream>
@@ -7,7 +7,7 @@
 #include "src/core/text_format.h"
 #include "src/io/display_structure.h"
 
-namespace espgrid::surface {
+namespace espgrid {
 
 std::vector<std::string> map_header_comments(const std::string& path) {
   std::vector<std::string> lines;
@@ -34,12 +34,12 @@ bool header_has_espgrid_physics(const std::vector<std::string>& header) {
 }
 
 ViewResult make_view(const Atoms& atoms, const std::string& structure_path, const std::string& structure_source,
-                     const PotentialMap& map, const MapOrigin& origin, const ViewOptions& options,
+                     const PotentialMap& map, const surface::MapOrigin& origin, const surface::ViewOptions& options,
                      const std::string& title) {
   const Stopwatch clock;
   const WebAssets assets = load_web_assets();
   ViewResult result;
-  result.scene = build_view_scene(atoms, map, origin, options);
+  result.scene = surface::build_view_scene(atoms, map, origin, options);
   ViewPageText text;
   text.title = !title.empty() ? title
                : !origin.path.empty() ? std::filesystem::path(origin.path).filename().string()
@@ -68,4 +68,4 @@ ViewResult make_view(const Atoms& atoms, const std::string& structure_path, cons
   return result;
 }
 
-}  // namespace espgrid::surface
+}  // namespace espgrid

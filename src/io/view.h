@@ -1,5 +1,5 @@
 // `espgrid view` and Python's Map.view in one call: the scene (view_scene.h) and the page
-// (io/view_page.h) from a structure and a map in memory. The front ends read the files; this
+// (view_page.h) from a structure and a map in memory. The front ends read the files; this
 // reads only the structure file's residue names (for a cartoon) and the web assets.
 #pragma once
 
@@ -7,15 +7,15 @@
 #include <vector>
 
 #include "src/core/atoms.h"
-#include "src/core/potential_map.h"
+#include "src/physics/potential_map.h"
 #include "src/io/view_page.h"
 #include "src/surface/view_scene.h"
 
-namespace espgrid::surface {
+namespace espgrid {
 
 struct ViewResult {
   std::string html;
-  ViewScene scene;         ///< what the page shows (its meshes included)
+  surface::ViewScene scene;         ///< what the page shows (its meshes included)
   ViewPageSizes sizes;
   bool cartoon = false;    ///< residue names were read: the page can draw a cartoon
   double seconds = 0;      ///< scene and page, wall time
@@ -26,7 +26,7 @@ struct ViewResult {
 /// the page's heading (the map's file name when empty). Throws as build_view_scene and
 /// load_web_assets do; the assets are read first, so a build without them fails at once.
 ViewResult make_view(const Atoms& atoms, const std::string& structure_path, const std::string& structure_source,
-                     const PotentialMap& map, const MapOrigin& origin, const ViewOptions& options,
+                     const PotentialMap& map, const surface::MapOrigin& origin, const surface::ViewOptions& options,
                      const std::string& title = "");
 
 /// The comment lines at the top of a text map (OpenDX: the '#' lines before the header),
@@ -38,4 +38,4 @@ std::vector<std::string> map_header_comments(const std::string& path);
 /// an espgrid pair model that a direct sum reproduces (APBS's "POTENTIAL (kT/e)" does not).
 bool header_has_espgrid_physics(const std::vector<std::string>& header);
 
-}  // namespace espgrid::surface
+}  // namespace espgrid
