@@ -1,6 +1,6 @@
 // `espgrid view STRUCTURE MAP -o view.html`: one self-contained HTML page with the molecular
 // surface coloured by the map's potential, its isosurfaces and the atoms, for any browser
-// (docs/viz.md, "Interactive view"). The work is in src/surface/view.h; this file reads the
+// (docs/viz.md, "Interactive view"). The work is in src/io/view.h (and src/surface/); this file reads the
 // command line and the two files and prints the summary.
 #include <cstdio>
 #include <cstring>
