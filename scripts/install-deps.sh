@@ -16,12 +16,19 @@ packages=(
   pdb2pqr gemmi                             # PDB/mmCIF input: charges from pdb2pqr30 (gemmi: mmCIF -> PDB)
   libhypre-dev python3-scipy                # --model pb on the CPU: hypre PCG + PFMG; the PB benchmarks' scipy
 )
+# `espgrid view` pages: the build bundles 3Dmol.js with npm (web/package-lock.json). Debian's
+# nodejs and npm unless a Node.js with npm is already installed (NodeSource's nodejs ships its
+# own npm and conflicts with Debian's npm package).
+if ! command -v npm >/dev/null 2>&1; then
+  packages+=(nodejs npm)
+fi
 interop=0
 for option in "$@"; do
   case $option in
-    --interop)  # the clients the interop tests open our maps with: ParaView, PyMOL, APBS (multivalue)
+    --interop)  # the clients the interop tests open our files with: ParaView, PyMOL, APBS (multivalue),
+                # and Chromium and Firefox for the `espgrid view` page (ctest label browser)
       interop=1
-      packages+=(paraview pymol apbs) ;;
+      packages+=(paraview pymol apbs chromium firefox-esr) ;;
     --hardening)  # scripts/hardening.sh: clang with libFuzzer, its sanitizer runtimes, OpenMP for clang
       packages+=(clang libclang-rt-14-dev libomp-14-dev) ;;
     *) echo "install-deps: unknown option $option (--interop, --hardening)" >&2; exit 2 ;;

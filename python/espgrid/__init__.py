@@ -26,7 +26,7 @@ from . import _espgrid
 from ._espgrid import Error, FrameAverage, Grid, InputError, Map, Structure, UsageError, __version__
 
 __all__ = [
-    "Error", "Grid", "InputError", "Map", "Structure", "UsageError", "__version__", "average_map", "compute_map",
+    "Error", "Grid", "InputError", "Map", "Structure", "UsageError", "View", "__version__", "average_map", "compute_map",
     "cuda_available", "grid_around", "kernels", "map_from_values", "map_options", "read_map", "read_structure",
 ]
 
@@ -134,3 +134,9 @@ def average_map(*args, **kwargs):
 
 
 average_map.__doc__ = "The potential averaged over a trajectory's frames; see espgrid.trajectory.average_map."
+
+# Map.view and the notebook display of its page (python/espgrid/view.py, issue 26).
+from .view import View, view as _view  # noqa: E402
+
+Map.view = _view
+
