@@ -305,13 +305,11 @@ PyMap map_from_values(const py::handle& values, const GridSpec& grid, const Phys
 }
 
 PyMap read_map_file(const std::string& path, const std::optional<std::string>& units) {
-  if (map_format_from_extension(path) != MapFormat::Dx)
-    throw UsageError("espgrid reads .dx maps; " + path + " is not one");
   PyMap m;
   bool unit_known = false;
   {
     py::gil_scoped_release release;
-    m.map = read_dx(path, &unit_known);
+    m.map = read_map(path, &unit_known);
   }
   if (units) {
     const PotentialUnit unit = parse_unit(*units);

@@ -54,14 +54,22 @@ class VtiPlaneWriter final : public PlaneWriter {
       block.append(reinterpret_cast<const char*>(&bytes), sizeof bytes);
       block.append(static_cast<const char*>(data), bytes);
     };
+    // The field data VTK's writer writes for a compressed .vti (write_vti_to), in its order:
+    // units, source, dielectric, model, ionic_strength_M (Debye only), temperature_K.
+    const std::string units = unit_name(map.physics.unit) + '\0', source = string_value(map.source) + '\0',
+                      model = describe_model(map.physics) + '\0';
+    const bool debye = map.physics.model == PairModel::Debye;
     std::vector<std::size_t> offsets;
-    const std::string units = unit_name(map.physics.unit) + '\0', source = string_value(map.source) + '\0';
     offsets.push_back(block.size());
     add(units.data(), units.size());
     offsets.push_back(block.size());
     add(source.data(), source.size());
     offsets.push_back(block.size());
     add(&map.physics.dielectric, sizeof(double));
+    offsets.push_back(block.size());
+    add(model.data(), model.size());
+    offsets.push_back(block.size());
+    if (debye) add(&map.physics.ionic_strength, sizeof(double));
     offsets.push_back(block.size());
     add(&map.physics.temperature, sizeof(double));
     offsets.push_back(block.size());  // the potential
@@ -88,11 +96,19 @@ class VtiPlaneWriter final : public PlaneWriter {
         "      <DataArray type=\"Float64\" Name=\"dielectric\" NumberOfTuples=\"1\" format=\"appended\" RangeMin=\"" +
         number(map.physics.dielectric) + "\" RangeMax=\"" + number(map.physics.dielectric) + "\" offset=\"" +
         std::to_string(offsets[2]) + "\"/>\n";
+    xml += "      <Array type=\"String\" Name=\"model\" NumberOfTuples=\"1\" format=\"appended\" offset=\"" +
+           std::to_string(offsets[3]) + "\"/>\n";
+    if (debye)
+      xml +=
+          "      <DataArray type=\"Float64\" Name=\"ionic_strength_M\" NumberOfTuples=\"1\" format=\"appended\" "
+          "RangeMin=\"" +
+          number(map.physics.ionic_strength) + "\" RangeMax=\"" + number(map.physics.ionic_strength) + "\" offset=\"" +
+          std::to_string(offsets[4]) + "\"/>\n";
     xml +=
         "      <DataArray type=\"Float64\" Name=\"temperature_K\" NumberOfTuples=\"1\" format=\"appended\" "
         "RangeMin=\"" +
         number(map.physics.temperature) + "\" RangeMax=\"" + number(map.physics.temperature) + "\" offset=\"" +
-        std::to_string(offsets[3]) + "\"/>\n";
+        std::to_string(offsets[5]) + "\"/>\n";
     xml += "    </FieldData>\n";
     xml += "    <Piece Extent=\"" + extent + "\">\n";
     xml += "      <PointData Scalars=\"potential\">\n";
@@ -100,7 +116,7 @@ class VtiPlaneWriter final : public PlaneWriter {
     range_min_at_ = xml.size();
     xml += std::string(kRangeWidth, ' ') + "\" RangeMax=\"";
     range_max_at_ = xml.size();
-    xml += std::string(kRangeWidth, ' ') + "\" offset=\"" + std::to_string(offsets[4]) + "\"/>\n";
+    xml += std::string(kRangeWidth, ' ') + "\" offset=\"" + std::to_string(offsets[6]) + "\"/>\n";
     xml += "      </PointData>\n";
     xml += "      <CellData>\n";
     xml += "      </CellData>\n";
