@@ -17,9 +17,9 @@ packages=(
 interop=0
 for option in "$@"; do
   case $option in
-    --interop)  # the clients the interop tests open our maps with: ParaView, PyMOL, APBS (multivalue)
-      interop=1
-      packages+=(paraview pymol apbs) ;;
+    --interop)  # the clients the interop tests open our maps with: ParaView, PyMOL, APBS (multivalue),
+      interop=1  # gemmi and GridDataFormats (where each places an .mrc), mrcfile (MRC2014 validation)
+      packages+=(paraview pymol apbs python3-gemmi python3-griddataformats python3-mrcfile) ;;
     --hardening)  # scripts/hardening.sh: clang with libFuzzer, its sanitizer runtimes, OpenMP for clang
       packages+=(clang libclang-rt-14-dev libomp-14-dev) ;;
     *) echo "install-deps: unknown option $option (--interop, --hardening)" >&2; exit 2 ;;

@@ -185,29 +185,34 @@ struct MrcWords {
   std::string label(int l) const { return bytes.substr(224 + 80 * static_cast<std::size_t>(l), 80); }
 };
 
-TEST_F(MapReaders, MrcStartIndicesCarryTheOriginAndOriginAgrees) {
+TEST_F(MapReaders, MrcStartIndicesCarryTheOriginForEveryReader) {
   PotentialMap m = sample_map();
   const MrcWords w{written(m, "m.mrc")};
-  // Crystallographic readers (gemmi, Coot) place point i at (NXSTART + i) * CELLA / MX.
+  // gemmi and Coot place point i at (NXSTART + i) * CELLA / MX; VMD, Mol*, PyMOL take ORIGIN
+  // when it is not 0, else the same; GridDataFormats adds ORIGIN and NXSTART * CELLA / MX.
+  // With ORIGIN 0 all of them put the map where it is.
   for (int a = 0; a < 3; ++a) {
     const auto s = static_cast<std::size_t>(a);
     const int start = w.integer(5 + a), samples = w.integer(8 + a);
     EXPECT_EQ(start, static_cast<int>(std::lround(m.grid.origin[s] / m.grid.spacing[s]))) << a;
-    EXPECT_NE(start, 0) << a;  // the case the old writer got wrong
+    EXPECT_NE(start, 0) << a;  // the old writer's 0 put the map at the origin 0 in gemmi
     const double placed = start * static_cast<double>(w.real(11 + a)) / samples;
-    // float32 CELLA: ~6e-8 relative of the cell length (at most 35 Å here) per voxel step
+    // float32 CELLA: ~6e-8 relative of a cell length of at most 35 Å, times |start| ≤ 35 voxels
     EXPECT_NEAR(placed, m.grid.origin[s], 1e-5) << a;
-    EXPECT_EQ(w.real(50 + a), static_cast<float>(m.grid.origin[s])) << a;  // ORIGIN: the same place
+    EXPECT_EQ(w.real(50 + a), 0.0f) << a;  // ORIGIN 0: no reader adds a second offset
   }
   EXPECT_TRUE(mrc_placement(m.grid).exact);
-  // Off the lattice (an explicit --origin): the nearest whole voxel, and said so.
-  m.grid.origin = {0.1, -0.3, 0};
+  // Off the lattice (an explicit --origin) on one axis only: all three axes the cryo-EM way,
+  // start 0 and ORIGIN the origin (a reader that finds ORIGIN non-zero takes it for every axis).
+  m.grid.origin = {-12.25, 0.1, 1.75};
   const MrcPlacement off = mrc_placement(m.grid);
   EXPECT_FALSE(off.exact);
-  EXPECT_EQ(off.start, (std::array<std::int32_t, 3>{0, -1, 0}));
+  EXPECT_EQ(off.start, (std::array<std::int32_t, 3>{0, 0, 0}));
   const MrcWords o{written(m, "o.mrc")};
-  EXPECT_EQ(o.integer(6), -1);
-  EXPECT_EQ(o.real(50), 0.1f);  // ORIGIN stays exact: ORIGIN readers (VMD, Mol*) are right
+  for (int a = 0; a < 3; ++a) {
+    EXPECT_EQ(o.integer(5 + a), 0) << a;
+    EXPECT_EQ(o.real(50 + a), static_cast<float>(m.grid.origin[static_cast<std::size_t>(a)])) << a;
+  }
   EXPECT_EQ(read_map(path("o.mrc")).grid.origin, m.grid.origin);
 }
 

@@ -67,17 +67,19 @@ void write_vti_to(const PotentialMap& map, const std::string& path, const MapWri
 /// MRC2014, mode 2 (float32), axes 1,2,3 (x fastest), straight to `path`; see io/mrc_format.cpp.
 void write_mrc_to(const PotentialMap& map, const std::string& path);
 
-/// Where an .mrc places a grid. Readers disagree on which header field holds the origin:
-/// crystallographic ones (gemmi, Coot, CCP4) take NXSTART, NYSTART, NZSTART (whole voxels,
-/// times CELLA / MX) and ignore ORIGIN; VMD and Mol* take ORIGIN (Å) when it is not 0. espgrid
-/// writes both: `start`, the origin in voxels rounded to the nearest whole number, and ORIGIN,
-/// the origin itself. `exact` says that they agree (the origin is a whole number of spacings,
-/// within 1e-6 Å, as on every grid make_grid places), so every reader puts the map in the same
-/// place; otherwise (an explicit --origin off the lattice) the readers that take NXSTART place
-/// it up to half a spacing away.
+/// Where an .mrc places a grid. Readers disagree on which header fields hold the origin:
+/// crystallographic ones (gemmi, Coot, CCP4, clipper) take NXSTART, NYSTART, NZSTART (whole
+/// voxels of CELLA / MX) and ignore ORIGIN; VMD, Mol* and PyMOL 2 take ORIGIN (Å) when it is not
+/// 0, else the start indices; GridDataFormats (MDAnalysis) and older PyMOL add the two. One
+/// header satisfies all of them only when the origin is a whole number of voxels: then espgrid
+/// writes the start indices and ORIGIN 0 (`exact`; every grid make_grid places is such, to
+/// 1e-6 Å). An origin off that lattice (an explicit --origin) is written the cryo-EM way, start
+/// 0 and ORIGIN the origin, as espgrid always wrote it: right in every reader above but the
+/// crystallographic ones, which put it at the origin 0.
 struct MrcPlacement {
   std::array<std::int32_t, 3> start{};  ///< NXSTART, NYSTART, NZSTART
-  bool exact = true;
+  std::array<float, 3> origin{};        ///< ORIGIN, Å
+  bool exact = true;                    ///< the same place in every reader
 };
 MrcPlacement mrc_placement(const GridSpec& grid);
 

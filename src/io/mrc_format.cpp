@@ -182,19 +182,24 @@ std::string mrc_physics_text(const PhysicsOptions& physics) {
 
 MrcPlacement mrc_placement(const GridSpec& grid) {
   MrcPlacement p;
+  std::array<std::int32_t, 3> start{};
   for (std::size_t a = 0; a < 3; ++a) {
     const double voxels = grid.origin[a] / grid.spacing[a];
     // NXSTART + NX - 1 must fit in int32 too.
     const double limit = static_cast<double>(std::numeric_limits<std::int32_t>::max() - grid.dims[a]);
     if (!(std::fabs(voxels) < limit)) {
-      p.start[a] = 0;
       p.exact = false;
-      continue;
+      break;
     }
-    p.start[a] = static_cast<std::int32_t>(std::llround(voxels));
+    start[a] = static_cast<std::int32_t>(std::llround(voxels));
     // make_grid's origins are within 5e-7 Å of the lattice (rounded to 1e-6 Å), and a float32
-    // ORIGIN holds no better than ~1e-6 Å near 10 Å: closer than 1e-6 Å is on the lattice.
-    if (std::fabs(grid.origin[a] - p.start[a] * grid.spacing[a]) > 1e-6) p.exact = false;
+    // header places a map no better than ~1e-6 Å near 10 Å: closer than 1e-6 Å is on the lattice.
+    if (std::fabs(grid.origin[a] - start[a] * grid.spacing[a]) > 1e-6) p.exact = false;
+  }
+  // All three axes one way: a reader that finds ORIGIN non-zero takes it for every axis.
+  for (std::size_t a = 0; a < 3; ++a) {
+    p.start[a] = p.exact ? start[a] : 0;
+    p.origin[a] = p.exact ? 0.0f : static_cast<float>(grid.origin[a]);
   }
   return p;
 }
@@ -206,9 +211,7 @@ std::array<char, kHeaderBytes> mrc_header(const PotentialMap& map, const PlaneSt
   for (const std::int64_t n : g.dims)
     if (n > std::numeric_limits<std::int32_t>::max())
       throw Error("internal error: MRC stores at most 2^31 - 1 points per axis");
-  // NXSTART.. carry the origin in voxels for crystallographic readers (gemmi, Coot, CCP4
-  // place a map by them alone); ORIGIN carries it in Å for those that read it (VMD, Mol*:
-  // ORIGIN when it is not 0). On the lattice (make_grid's grids) they agree exactly.
+  // Where the map is: NXSTART.. and ORIGIN as mrc_placement says (io/map_formats.h).
   const MrcPlacement placement = mrc_placement(g);
   std::array<char, kHeaderBytes> h{};
   for (int a = 0; a < 3; ++a) {
@@ -219,7 +222,7 @@ std::array<char, kHeaderBytes> mrc_header(const PotentialMap& map, const PlaneSt
         cell_length(g.spacing[static_cast<std::size_t>(a)], g.dims[static_cast<std::size_t>(a)]));  // CELLA, Å
     put(h, 14 + a, 90.0f);                                                                          // CELLB, degrees
     put(h, 17 + a, static_cast<std::int32_t>(a + 1));                                               // MAPC, MAPR, MAPS
-    put(h, 50 + a, static_cast<float>(g.origin[static_cast<std::size_t>(a)]));                      // ORIGIN, Å
+    put(h, 50 + a, placement.origin[static_cast<std::size_t>(a)]);                                  // ORIGIN, Å
   }
   put(h, 4, std::int32_t{2});  // MODE 2: 32-bit float
   put(h, 20, stats.min);       // DMIN, DMAX, DMEAN, in the map's unit
@@ -418,8 +421,8 @@ PotentialMap read_mrc_bytes(const ByteSource& bytes, bool* unit_known) {
     map.grid.dims[a] = n[static_cast<std::size_t>(c)];
     start[a] = w.integer(5 + c);  // NXSTART.. count along columns, rows, sections
   }
-  // ORIGIN (Å) when it is not 0, else the start indices in voxels: what VMD and Mol* do. The
-  // two agree in espgrid's files (mrc_placement).
+  // ORIGIN (Å) when it is not 0, else the start indices in voxels: what VMD, Mol* and PyMOL do
+  // (io/map_formats.h: mrc_placement). espgrid's files set one of the two.
   const bool has_origin = w.real(50) != 0 || w.real(51) != 0 || w.real(52) != 0;
   for (std::size_t a = 0; a < 3; ++a)
     map.grid.origin[a] = has_origin ? float_field(w.real(50 + static_cast<int>(a)))
