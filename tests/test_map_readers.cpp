@@ -551,6 +551,16 @@ TEST_F(ConvertMaps, BadMapsAreErrorsWithFileAndLineAndWriteNothing) {
     std::string message;
   } cases[] = {
       {"shift.dx", good_dx("1 2 3 9\n4 5 6\n7 8\n"), 1, "shift.dx:9: this data line holds 4 values"},
+      // 7 values: the old reader stopped at the 7th (the end of a line) and never saw the last
+      // line: every value after the extra one shifted, the last dropped, exit 0.
+      {"shift7.dx",
+       dx("object 1 class gridpositions counts 1 1 7", "origin 0 0 0", "delta 1 0 0\ndelta 0 1 0\ndelta 0 0 1\n",
+          "object 2 class gridconnections counts 1 1 7", "object 3 class array type double rank 0 items 7 data follows",
+          "1 2 3 9\n4 5 6\n7\n"),
+       1, "shift7.dx:9: this data line holds 4 values where the lines after it hold 3"},
+      {"nan-temperature.dx",
+       "# Potential in kT/e (T = nan K), dielectric 1\n" + good_dx("1 2 3\n4 5 6\n7 8\n").substr(49), 1,
+       "nan-temperature.dx:1: the map's header says: temperature must be a positive number of kelvin"},
       {"counts.dx",
        dx("object 1 class gridpositions counts 4294967296 4294967296 1", "origin 0 0 0",
           "delta 1 0 0\ndelta 0 1 0\ndelta 0 0 1\n", "object 2 class gridconnections counts 4294967296 4294967296 1",

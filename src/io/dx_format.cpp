@@ -350,6 +350,14 @@ PotentialMap read_dx_lines(LineSource& lines, bool* unit_known) {
   std::size_t short_line = 0, short_count = 0;  // a data line with fewer than `width` values
   std::size_t data_lines = 0, short_index = 0;  // data lines so far; the short one's place among them
   bool trailer = false;
+  // A value too many on the first data line shows as a second line shorter than the first and
+  // a third no longer than the second: blame the first.
+  const auto first_line_too_long = [&](std::size_t count) {
+    if (short_index == 2 && count <= short_count)
+      throw InputError(path, first_data_line,
+                       "this data line holds " + std::to_string(width) + " values where the lines after it hold " +
+                           std::to_string(short_count) + ": is there a value too many?");
+  };
   const auto missing_after = [&] {
     return "the data ends after " + std::to_string(read) + " of the " + std::to_string(total) +
            " values the array header announces";
@@ -359,6 +367,7 @@ PotentialMap read_dx_lines(LineSource& lines, bool* unit_known) {
     if (tokens.empty() || tokens[0].front() == '#') continue;
     const bool numeric = parse_number(tokens[0]).has_value();
     if (trailer || read == total) {
+      if (numeric && !trailer) first_line_too_long(tokens.size());
       trailer = true;
       if (numeric)
         fail("a number after the " + std::to_string(total) + " values of the data: is there a value too many?");
@@ -373,11 +382,7 @@ PotentialMap read_dx_lines(LineSource& lines, bool* unit_known) {
     // Every data line holds as many values as the first, the last one at most as many: a
     // value too many or too few is found on its own line, not as a shift of every later value.
     if (short_line) {
-      // The first line the odd one out: it was one line ahead of two that agree.
-      if (short_index == 2 && tokens.size() <= short_count)
-        throw InputError(path, first_data_line,
-                         "this data line holds " + std::to_string(width) + " values where the lines after it hold " +
-                             std::to_string(short_count) + ": is there a value too many?");
+      first_line_too_long(tokens.size());
       throw InputError(path, short_line,
                        "this data line holds " + std::to_string(short_count) + " values where the first (line " +
                            std::to_string(first_data_line) + ") holds " + std::to_string(width) +
@@ -396,6 +401,7 @@ PotentialMap read_dx_lines(LineSource& lines, bool* unit_known) {
       short_index = data_lines;
     }
     for (const std::string_view token : tokens) {
+      if (read == total) first_line_too_long(tokens.size());
       if (read == total)
         fail("this data line holds more than the " + std::to_string(total) +
              " values the array header announces: is there a value too many?");
