@@ -459,7 +459,7 @@ TEST_F(MapReaders, VtiTruncatedOrWithWrongSizesIsAnError) {
   std::string small = whole;
   const std::uint64_t fewer = 4 * (m.values.size() - 1);
   std::memcpy(small.data() + count_at, &fewer, 8);
-  EXPECT_TRUE(contains(read_error("small.vti", small), "the potential holds 236 bytes, not the 60 x 4"));
+  EXPECT_TRUE(contains(read_error("small.vti", small), "array 'potential' holds 236 bytes, not the 60 x 1 x 4 = 240 of its 60 tuples"));
   std::string huge = whole;
   const std::uint64_t lots = std::uint64_t{1} << 62;
   std::memcpy(huge.data() + count_at, &lots, 8);

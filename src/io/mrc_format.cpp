@@ -193,8 +193,11 @@ MrcPlacement mrc_placement(const GridSpec& grid) {
     }
     start[a] = static_cast<std::int32_t>(std::llround(voxels));
     // make_grid's origins are within 5e-7 Å of the lattice (rounded to 1e-6 Å), and a float32
-    // header places a map no better than ~1e-6 Å near 10 Å: closer than 1e-6 Å is on the lattice.
-    if (std::fabs(grid.origin[a] - start[a] * grid.spacing[a]) > 1e-6) p.exact = false;
+    // header places a map no better than ~1e-6 Å near 10 Å: closer than 1e-6 Å is on the lattice,
+    // and closer than 1e-4 of a voxel for spacings below 0.01 Å (fuzz_map found 6.7e-7 Å
+    // spacings, where 1e-6 Å is more than a voxel).
+    const double tolerance = std::min(1e-6, 1e-4 * grid.spacing[a]);
+    if (std::fabs(grid.origin[a] - start[a] * grid.spacing[a]) > tolerance) p.exact = false;
   }
   // All three axes one way: a reader that finds ORIGIN non-zero takes it for every axis.
   for (std::size_t a = 0; a < 3; ++a) {
@@ -338,8 +341,10 @@ bool physics_from_labels(const HeaderWords& words, int labels, PhysicsOptions& p
   for (int l = 0; l < labels; ++l) {
     std::string text = words.label(l);
     if (text.rfind("Potential in ", 0) != 0 && text.rfind("POTENTIAL (kT/e)", 0) != 0) continue;
-    for (int next = l + 1; next < labels && !text.empty() && text.back() == ','; ++next)
-      text += " " + words.label(next);
+    for (int next = l + 1; next < labels && !text.empty() && text.back() == ','; ++next) {
+      text += ' ';
+      text += words.label(next);
+    }
     if (parse_physics_comment(text, physics)) return true;
     // "..., model NAME": what physics_comment leaves unsaid for the Coulomb model.
     const std::size_t model = text.rfind(", model ");

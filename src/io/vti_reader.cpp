@@ -252,6 +252,9 @@ VtiLayout parse_layout(const ByteSource& bytes) {
   else
     fail(file, "header_type " + espgrid::quoted(*header_type) + " is neither UInt32 nor UInt64");
   if (const auto* compressor = file.attribute("compressor")) {
+    if (*compressor != "vtkZLibDataCompressor" && *compressor != "vtkLZ4DataCompressor" &&
+        *compressor != "vtkLZMADataCompressor")
+      fail(file, "compressor " + espgrid::quoted(*compressor) + " is not one VTK 9 writes (zlib, LZ4, LZMA)");
     v.compressor = *compressor;
     v.needs_vtk = true;
     v.needs_vtk_because = "its data is compressed (" + *compressor + ")";
@@ -341,6 +344,11 @@ VtiLayout parse_layout(const ByteSource& bytes) {
 
   std::vector<ArrayInfo> point_arrays;
   for (const Element& e : elements) {
+    // VTK takes every element inside FieldData, PointData and CellData for an array (and
+    // crashed on one without a type: found by fuzz_map).
+    const bool in_data = e.parent == "FieldData" || e.parent == "PointData" || e.parent == "CellData";
+    if (in_data && e.name != "DataArray" && e.name != "Array")
+      fail(e, "<" + e.name + "> inside <" + e.parent + ">, where only arrays belong");
     if (e.name != "DataArray" && e.name != "Array") continue;
     ArrayInfo a;
     a.line = e.line;
@@ -348,16 +356,33 @@ VtiLayout parse_layout(const ByteSource& bytes) {
     a.name = e.attribute("Name") ? *e.attribute("Name") : "";
     a.type = e.attribute("type") ? *e.attribute("type") : "";
     a.format = e.attribute("format") ? *e.attribute("format") : "";
+    // Every array as VTK needs it before it is handed to VTK: its reader dereferenced a null
+    // array for an <Array> without a type (SIGSEGV, found by fuzz_map).
+    if (e.parent != "PointData" && e.parent != "CellData" && e.parent != "FieldData")
+      fail(e, "<" + e.name + "> outside PointData, CellData and FieldData");
+    if (a.name.empty()) fail(e, "an array without a Name");
+    if (value_bytes(a.type) == 0 && a.type != "String")
+      fail(e, "array " + espgrid::quoted(a.name) + " has type " + espgrid::quoted(a.type) +
+                  " (espgrid reads Float32, Float64, the integer types and String)");
     if (const auto* c = e.attribute("NumberOfComponents")) {
       const auto n = parse_integer(*c);
-      if (!n || *n < 1 || *n > 1'000'000)
-        fail(e, "NumberOfComponents " + espgrid::quoted(*c) + " is not a positive number");
+      if (!n || *n < 1 || *n > 64) fail(e, "NumberOfComponents " + espgrid::quoted(*c) + " is not 1 to 64");
       a.components = *n;
     }
     if (const auto* t = e.attribute("NumberOfTuples")) {
       const auto n = parse_integer(*t);
-      if (!n || *n < 0) fail(e, "NumberOfTuples " + espgrid::quoted(*t) + " is not a whole number");
+      // Field data is metadata; a point array has one tuple a point (VTK takes that count).
+      if (!n || *n < 0 || *n > (e.parent == "FieldData" ? 4096 : kMaxAxisPoints * kMaxAxisPoints * 1024))
+        fail(e, "NumberOfTuples " + espgrid::quoted(*t) + " is not a whole number espgrid reads here");
       a.tuples = *n;
+    }
+    if (e.parent == "FieldData" && !a.tuples)
+      fail(e, "field array " + espgrid::quoted(a.name) + " has no NumberOfTuples");
+    if (e.parent == "PointData") a.tuples = static_cast<std::int64_t>(v.grid.point_count());
+    if (e.parent == "CellData") {
+      std::int64_t cells = 1;
+      for (std::size_t d = 0; d < 3; ++d) cells *= std::max<std::int64_t>(v.grid.dims[d] - 1, 1);
+      a.tuples = cells;
     }
     if (a.format == "appended") {
       if (!appended) fail(e, "array " + espgrid::quoted(a.name) + " is appended, but the file has no <AppendedData>");
@@ -448,11 +473,29 @@ std::pair<std::uint64_t, std::uint64_t> locate(const ByteSource& bytes, const Vt
     compressed += count_word(bytes, v, at + word * (3 + b), what);
     if (compressed > room - a.offset - table) past_end(table + compressed);
   }
-  if (blocks > 0 && (block_size == 0 || block_size > (std::uint64_t{1} << 31) || last_size > block_size))
+  // VTK allocates a block of `block_size` bytes even for an array of no blocks (an allocation of
+  // 2^58 bytes, found by fuzz_map): VTK writes 32 KiB blocks; 64 MiB is far above any writer's.
+  if ((blocks > 0 && block_size == 0) || block_size > (std::uint64_t{1} << 26) || last_size > block_size)
     throw InputError(v.path, a.line, what + " has a block table that does not add up");
   const std::uint64_t total = blocks == 0 ? 0 : (blocks - 1) * block_size + (last_size ? last_size : block_size);
   *end_out = a.offset + table + compressed;
   return {at + table, total};
+}
+
+/// InputError unless an array's `bytes` are its tuples (one a grid point for point data, one a
+/// cell for cell data, NumberOfTuples for field data) times its components and value size.
+void check_array_bytes(const VtiLayout& v, const ArrayInfo& a, std::uint64_t bytes) {
+  const std::size_t size = value_bytes(a.type);
+  if (!size && bytes > (std::uint64_t{1} << 20))  // strings are metadata: a unit, a source, a model
+    throw InputError(v.path, a.line, "string array '" + a.name + "' holds " + std::to_string(bytes) + " bytes");
+  if (!size || !a.tuples) return;
+  const std::uint64_t want = static_cast<std::uint64_t>(*a.tuples) * static_cast<std::uint64_t>(a.components) * size;
+  if (bytes != want)
+    throw InputError(v.path, a.line,
+                     "array '" + a.name + "' holds " + std::to_string(bytes) + " bytes, not the " +
+                         std::to_string(*a.tuples) + " x " + std::to_string(a.components) + " x " +
+                         std::to_string(size) + " = " + std::to_string(want) + " of its " + std::to_string(*a.tuples) +
+                         " tuples");
 }
 
 /// The physics from espgrid's field data (units, dielectric, temperature_K, model,
@@ -513,12 +556,7 @@ PotentialMap read_uncompressed(const ByteSource& bytes, const VtiLayout& v, bool
     const auto [at, n] = locate(bytes, v, a, &end);
     (void)at;
     last_end = std::max(last_end, end);
-    const std::size_t size = value_bytes(a.type);
-    if (size && a.tuples &&
-        n != static_cast<std::uint64_t>(*a.tuples) * static_cast<std::uint64_t>(a.components) * size)
-      throw InputError(v.path, a.line,
-                       "array '" + a.name + "' holds " + std::to_string(n) + " bytes, not the " +
-                           std::to_string(*a.tuples) + " values its NumberOfTuples announces");
+    check_array_bytes(v, a, n);
   }
   std::uint64_t potential_end = 0;
   const auto [at, n] = locate(bytes, v, v.potential, &potential_end);
@@ -593,12 +631,7 @@ PotentialMap read_with_vtk(const ByteSource& bytes, const VtiLayout& v, bool* un
     std::uint64_t end = 0;
     const auto [at, n] = locate(bytes, v, a, &end);
     (void)at;
-    const std::size_t size = value_bytes(a.type);
-    if (size && a.tuples &&
-        n != static_cast<std::uint64_t>(*a.tuples) * static_cast<std::uint64_t>(a.components) * size)
-      throw InputError(v.path, a.line,
-                       "array '" + a.name + "' holds " + std::to_string(n) + " bytes, not the " +
-                           std::to_string(*a.tuples) + " values its NumberOfTuples announces");
+    check_array_bytes(v, a, n);
   }
   if (v.potential.format == "appended" && v.encoding == "raw") {
     std::uint64_t end = 0;

@@ -110,6 +110,12 @@ def main():
             start = data.index(b"_", data.index(b"<AppendedData")) + 1
             tail = data.rindex(b"\n  </AppendedData>")
             open(half_vti, "wb").write(data[:start + (tail - start) // 2] + data[tail:])
+        # A .vti whose array has no type: VTK 9.1's reader dereferenced a null array (the renderer
+        # died with SIGSEGV); fuzz_map found it (the first byte of the input picks the format).
+        no_type = os.path.join(wd, "no-type.vti")
+        with open(os.path.join(args.source, "fuzz", "regressions", "map", "vti-array-without-type-vtk-segfault"),
+                  "rb") as f:
+            open(no_type, "wb").write(f.read()[1:])
         cut_mrc = os.path.join(wd, "cut.mrc")
         data = open(m["mrc"], "rb").read()
         open(cut_mrc, "wb").write(data[:len(data) * 3 // 4])
@@ -118,6 +124,7 @@ def main():
             ("no potential array", [nopot, "--kinds", "slices"], "no point array named 'potential'"),
             ("truncated dx", [truncated, "--kinds", "slices"], "truncated.dx:"),  # espgrid's FILE:LINE message
             ("truncated mrc", [cut_mrc, "--kinds", "slices"], "cut.mrc: the file has"),
+            ("array without a type", [no_type, "--kinds", "slices"], "has type ''"),
         ] + ([("truncated vti", [half_vti, "--kinds", "slices"], "the file is truncated")] if m["vti"] else []) + [
             ("surface without structure", [m["dx"], "--kinds", "surface"], "needs --structure"),
             ("missing structure", [m["dx"], "--structure", os.path.join(wd, "nope.pqr")], "no such file"),
