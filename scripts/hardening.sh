@@ -113,7 +113,8 @@ for target in pqr xyz cli map dcd; do
   seeds=$(seed_dir "$target")
   log="$FUZZ_ABS/fuzz-$target.log"
   before=$(ls "$CRASH_DIR" | wc -l)
-  "$exe" -max_total_time="$((FUZZ_SECONDS / FUZZ_SHARE[$target] > 0 ? FUZZ_SECONDS / FUZZ_SHARE[$target] : 1))" -timeout=20 -rss_limit_mb=2560 -max_len="${MAX_LEN[$target]}" \
+  seconds=$((FUZZ_SECONDS / FUZZ_SHARE[$target] > 0 ? FUZZ_SECONDS / FUZZ_SHARE[$target] : 1))
+  "$exe" -max_total_time="$seconds" -timeout=20 -rss_limit_mb=2560 -max_len="${MAX_LEN[$target]}" \
     -dict="$ROOT/fuzz/$target.dict" -artifact_prefix="$CRASH_DIR/$target-" -print_final_stats=1 \
     "$corpus" "$seeds" >"$log" 2>&1
   rc=$?
