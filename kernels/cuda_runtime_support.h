@@ -1,7 +1,7 @@
 // CUDA runtime helpers for the .cu files in kernels/: error checking that throws
 // espgrid::Error subclasses, and move-only RAII owners of device memory, pinned host memory,
 // streams and events. Includes cuda_runtime.h, so only .cu files include this header; host
-// code in src/ sees the plain-C++ kernels/dcs_cuda.h only.
+// code in src/ sees the plain-C++ src/compute/cuda_driver.h only.
 #pragma once
 
 #include <cuda_runtime.h>

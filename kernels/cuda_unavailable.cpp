@@ -2,7 +2,7 @@
 // the registry (so `espgrid kernels` lists them) but report why they cannot run. The kernel
 // families' launch functions are not defined here: the registry's rows hold null for them in
 // such a build (ESPGRID_CUDA_LAUNCH in src/compute/kernel_registry.cpp).
-#include "kernels/dcs_cuda.h"
+#include "src/compute/cuda_driver.h"
 #include "src/core/errors.h"
 
 namespace espgrid::cuda {

@@ -9,7 +9,7 @@
 #include <cstddef>
 
 #include "kernels/cuda_runtime_support.h"
-#include "kernels/dcs_cuda.h"
+#include "src/compute/cuda_driver.h"
 #include "src/physics/pair_potentials.h"
 
 namespace espgrid::cuda {

@@ -1,4 +1,4 @@
-// The device driver (kernels/dcs_cuda.h): carries out a host LaunchPlan on one or several GPUs.
+// The device driver (src/compute/cuda_driver.h): carries out a host LaunchPlan on one or several GPUs.
 //
 // The map is computed in slabs of whole z-planes, double-buffered on two streams:
 //   stream b:  poison (or zero) the device slab → wait for the previous slab's kernels →

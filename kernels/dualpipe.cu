@@ -24,6 +24,8 @@
 //    like √256 + √(N/256) ulp instead of √N. One FADD per point per 256 atoms.
 // Per evaluation on the SFU path: FFMA (r²), MUFU.RSQ, FFMA (accumulate); per atom per thread:
 // LDS.128, 8 FADD (dx), 2 × (FADD dy, FFMA dy²+dz²).
+#include <string_view>
+
 #include "kernels/device_common.cuh"
 
 namespace espgrid::cuda {
@@ -194,23 +196,20 @@ void launch_dualpipe(const SlabLaunch& s) {
 int tuned_fma_split(int device, PairModel model) {
   struct Entry {
     int compute_capability;  ///< ×10: 90 = Hopper (H100, H200)
-    int coulomb, distance, debye;
+    std::string_view model;  ///< the evaluator's name
+    int split;
   };
   // Hopper: the H200 sweep of 2026-11-23 (benchmarks/results/h200-2026-11-23/bench): Coulomb
   // 2/16 (95.4% of the rsqrt ceiling; 0/16 91.8%), distance 4/16 (101.6%), Debye 2/16 (48.0%).
-  static constexpr Entry kTable[] = {{90, 2, 4, 2}};
+  // A model not measured here gets kDefaultSplit.
+  static constexpr Entry kTable[] = {{90, "coulomb", 2}, {90, "distance", 4}, {90, "debye", 2}};
   constexpr int kDefaultSplit = 4;
   int major = 0, minor = 0;
   ESPGRID_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
   ESPGRID_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
-  for (const Entry& e : kTable) {
-    if (e.compute_capability != 10 * major + minor) continue;
-    switch (model) {
-      case PairModel::Coulomb: return e.coulomb;
-      case PairModel::Distance: return e.distance;
-      case PairModel::Debye: return e.debye;
-    }
-  }
+  const std::string_view name = with_pair_potential(model, [](auto potential) { return potential.name; });
+  for (const Entry& e : kTable)
+    if (e.compute_capability == 10 * major + minor && e.model == name) return e.split;
   return kDefaultSplit;
 }
 

@@ -28,8 +28,8 @@
 #include <vector>
 
 #include "kernels/cuda_runtime_support.h"
-#include "kernels/dcs_cuda.h"
-#include "kernels/msm_cuda.h"
+#include "src/compute/cuda_driver.h"
+#include "src/compute/msm_cuda_driver.h"
 #include "src/compute/msm_math.h"
 #include "src/core/errors.h"
 #include "src/core/stopwatch.h"

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "kernels/cuda_runtime_support.h"
-#include "kernels/dcs_cuda.h"
+#include "src/compute/cuda_driver.h"
 
 namespace espgrid::cuda {
 namespace {

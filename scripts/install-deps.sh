@@ -5,6 +5,7 @@ set -euo pipefail
 packages=(
   build-essential cmake pkg-config          # compiler and build
   libvtk9-dev libcxxopts-dev                # .vti writer, command line
+  libhwy-dev                                # Google Highway: cpu-simd, the CPU default (README, Kernels)
   zlib1g-dev                                # .dx.gz
   googletest libgtest-dev libbenchmark-dev  # tests and benchmarks
   python3-vtk9 python3-matplotlib python3-numpy  # viz/ renderer and benchmark plots

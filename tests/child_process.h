@@ -117,6 +117,15 @@ class Child {
         const rlimit limit{*options.address_space_limit, *options.address_space_limit};
         if (::setrlimit(RLIMIT_AS, &limit) != 0) ::_exit(122);
       }
+      // The child starts with every signal at its default action and none blocked, whatever
+      // the test runner inherited: a runner started in the background by a non-interactive
+      // shell has SIGINT ignored, which espgrid keeps ignored (as nohup asks), and the SIGINT
+      // cases then failed every time (seen 2026-11-24 running the suite under setsid ... &).
+      for (int sig = 1; sig < NSIG; ++sig)
+        if (sig != SIGKILL && sig != SIGSTOP) ::signal(sig, SIG_DFL);
+      sigset_t none;
+      sigemptyset(&none);
+      ::sigprocmask(SIG_SETMASK, &none, nullptr);
       for (const int ignored : options.ignored_signals) ::signal(ignored, SIG_IGN);
       if (options.start_stopped) ::raise(SIGSTOP);
       std::vector<char*> argv;

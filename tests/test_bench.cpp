@@ -637,10 +637,10 @@ TEST(BenchEndToEnd, EveryFormatIsTimedVerifiedAndCleanedUp) {
   const fs::path dir = fresh_dir("e2e");
   fs::create_directories(dir);
   EndToEndRequest request;
-  request.input = std::string(ESPGRID_SOURCE_DIR) + "/tests/data/pqr_whitespace.pqr";
-  request.grid.spacing = {0.5, 0.5, 0.5};
-  request.grid.padding = 3;
-  request.compute.backend = BackendChoice::Cpu;
+  request.job.input.path = std::string(ESPGRID_SOURCE_DIR) + "/tests/data/pqr_whitespace.pqr";
+  request.job.grid.spacing = {0.5, 0.5, 0.5};
+  request.job.grid.padding = 3;
+  request.job.compute.backend = BackendChoice::Cpu;
   request.scratch_dir = dir.string();
   Settings settings;
   settings.repeats = 2;
@@ -671,9 +671,9 @@ TEST(BenchEndToEnd, EveryFormatIsTimedVerifiedAndCleanedUp) {
 // A map that cannot be written fails the measurement with the reason; it is not timed.
 TEST(BenchEndToEnd, AnUnwritableScratchFolderFails) {
   EndToEndRequest request;
-  request.input = std::string(ESPGRID_SOURCE_DIR) + "/tests/data/pqr_whitespace.pqr";
-  request.grid.spacing = {1, 1, 1};
-  request.compute.backend = BackendChoice::Cpu;
+  request.job.input.path = std::string(ESPGRID_SOURCE_DIR) + "/tests/data/pqr_whitespace.pqr";
+  request.job.grid.spacing = {1, 1, 1};
+  request.job.compute.backend = BackendChoice::Cpu;
   request.scratch_dir = "/nonexistent/espgrid";
   const EndToEnd e = measure_end_to_end(request, "mrc", Settings{});
   EXPECT_EQ(e.status, Status::Fail);

@@ -69,6 +69,16 @@ TEST_P(CpuKernel, ReportsProgressToTheLastPlane) {
 INSTANTIATE_TEST_SUITE_P(AllCpuVariants, CpuKernel, ::testing::ValuesIn(testing::variant_names(Backend::Cpu)),
                          testing::param_name);
 
+// The README promises cpu-simd as the default without a GPU, and scripts/install-deps.sh installs
+// Google Highway for it: a build that silently lacks it (libhwy-dev missing) must fail here, not
+// ship cpu-parallel as the default. Only -DESPGRID_SIMD=OFF turns it off on purpose.
+TEST(CpuKernels, TheDefaultTheReadmePromisesIsBuilt) {
+  if (ESPGRID_SIMD_TURNED_OFF) GTEST_SKIP() << "built with -DESPGRID_SIMD=OFF: cpu-simd left out on purpose";
+  std::string why;
+  EXPECT_TRUE(find_kernel("cpu-simd").available(&why)) << why;
+  EXPECT_EQ(default_kernel(Backend::Cpu).name, "cpu-simd");
+}
+
 // The three CPU variants do the same float operations in the same order at every point,
 // so their maps must be identical to the bit; a difference means one of them changed.
 TEST(CpuKernels, ThoseThatSayTheyMatchTheReferenceDoSoBitForBit) {

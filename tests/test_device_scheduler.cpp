@@ -80,6 +80,7 @@ TEST(DeviceScheduler, AFailingWorkerStopsTheQueueAndItsErrorReachesTheCaller) {
   const std::int64_t nz = 400;
   std::vector<std::atomic<int>> marks(nz);
   std::atomic<int> running{0};
+  std::atomic<bool> failing_worker_started{false};
   const PlaneWorker healthy = marking_worker(marks, 1, std::chrono::microseconds(500));
   const PlaneWorker worker = [&](int w, PlaneQueue& queue, const std::function<void(const PlaneRange&)>& done) {
     running++;
@@ -89,8 +90,12 @@ TEST(DeviceScheduler, AFailingWorkerStopsTheQueueAndItsErrorReachesTheCaller) {
     } leave{running};
     if (w == 1) {
       queue.take(1);
+      failing_worker_started = true;
       throw UsageError("worker 1 broke");
     }
+    // On a loaded machine worker 1's thread may start late; the healthy ones wait for it, so
+    // "the queue did not run dry" below tests the stop, not the scheduler of the machine.
+    while (!failing_worker_started) std::this_thread::yield();
     return healthy(w, queue, done);
   };
   try {

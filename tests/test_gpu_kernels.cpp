@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "kernels/dcs_cuda.h"
+#include "src/compute/cuda_driver.h"
 #include "src/compute/oracle.h"
 #include "src/core/errors.h"
 #include "tests/test_support.h"

@@ -9,7 +9,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "kernels/msm_cuda.h"
+#include "src/compute/msm_cuda_driver.h"
 #include "src/compute/approximation_error.h"
 #include "src/compute/msm_cpu.h"
 #include "src/compute/msm_plan.h"

@@ -34,7 +34,7 @@
 #include <thread>
 #include <vector>
 
-#include "kernels/dcs_cuda.h"
+#include "src/compute/cuda_driver.h"
 #include "src/compute/kernel_registry.h"
 #include "src/core/errors.h"
 #include "src/core/grid.h"

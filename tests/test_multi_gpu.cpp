@@ -23,7 +23,7 @@
 #include <sys/wait.h>
 #include <thread>
 
-#include "kernels/dcs_cuda.h"
+#include "src/compute/cuda_driver.h"
 #include "src/core/errors.h"
 #include "tests/test_support.h"
 

@@ -14,10 +14,10 @@ map equals the program's bit for bit for the same inputs and options. Keywords a
 Physics and Compute options of `espgrid map --help` with '-' written '_' (spacing, padding,
 origin, dims, units, dielectric, temperature, model, kernel, backend, device, devices,
 threads, and whatever those groups gain); they are parsed and checked by the program's own
-code, so their defaults and messages are the program's. The reference is docs/python.md.
+code (the map job's option table), so their defaults and messages are the program's. The
+reference is docs/python.md.
 """
 
-import numbers
 import os
 
 import numpy as _np
@@ -31,44 +31,11 @@ __all__ = [
 ]
 
 
-def _option_specs():
-    """name (Python spelling) -> spec dict, for the Grid, Physics and Compute options."""
-    return {spec["name"].replace("-", "_"): spec for spec in _espgrid.map_option_specs()}
-
-
-_OPTIONS = _option_specs()
-
-
-def _text(value):
-    """An option value as the command line would spell it: numbers exactly (repr of a float
-    reads back as the same double), sequences comma-separated."""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, bool):
-        raise TypeError("option values are numbers, text or sequences of numbers, not booleans")
-    if isinstance(value, numbers.Integral):
-        return str(int(value))
-    if isinstance(value, numbers.Real):
-        return repr(float(value))
-    if isinstance(value, (list, tuple, _np.ndarray)):
-        return ",".join(_text(v) for v in value)
-    raise TypeError(f"cannot use {value!r} as an option value")
-
-
-def _option_words(options):
-    words = []
-    for key, value in options.items():
-        if value is None:
-            continue
-        if key not in _OPTIONS:
-            raise TypeError(f"unknown option {key!r}; espgrid's options are: {', '.join(sorted(_OPTIONS))}")
-        words += ["--" + _OPTIONS[key]["name"], _text(value)]
-    return words
-
-
 def map_options(**options):
-    """The Grid, Physics and Compute options of `espgrid map`, checked by the program's parser."""
-    return _espgrid.parse_map_options(_option_words(options))
+    """The Grid, Physics and Compute options of `espgrid map`, checked by the program's parser
+    (src/job/job_options.h): typed values (numbers, sequences, text) go to the same checks as the
+    program's words, with the same messages. None means "not given"."""
+    return _espgrid.map_options(options)
 
 
 def _with_grid(grid, options):
@@ -131,7 +98,7 @@ def compute_map(atoms, charges=None, *, radii=None, grid=None, progress=None, **
     """
     structure = _structure(atoms, charges, radii)
     options = _with_grid(grid, options)
-    return _espgrid.compute(structure, map_options(**options), None, progress)
+    return _espgrid.compute(structure, map_options(**options), progress)
 
 
 def map_from_values(values, grid, *, like=None, source="", **options):

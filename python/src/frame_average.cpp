@@ -35,21 +35,37 @@ void check_positions(const double* xyz, std::size_t atoms, const std::string& wh
   }
 }
 
-FrameAverage::FrameAverage(const GridSpec& grid, const PhysicsOptions& physics, const ComputeOptions& compute,
-                           std::vector<double> charges, bool with_deviation, std::string source)
-    : grid_(grid),
-      physics_(physics),
-      compute_(compute),
-      kernel_(select_kernel(compute, physics.model)),
+MapJob FrameAverage::with_grid(MapJob job, const GridSpec& grid, const std::string& source) {
+  job.grid.origin = grid.origin;
+  job.grid.dims = grid.dims;
+  job.grid.spacing = grid.spacing;
+  job.input.description = source;
+  return job;
+}
+
+FrameAverage::FrameAverage(const MapJob& job, const GridSpec& grid, std::vector<double> charges, bool with_deviation,
+                           std::string source)
+    : job_(with_grid(job, grid, source)),
+      session_(job_),
       charges_(std::move(charges)),
       with_deviation_(with_deviation),
       source_(std::move(source)) {
-  validate(physics_);
   if (charges_.empty()) throw UsageError("no atoms to average over");
-  check_grid_fits(grid_);
-  mean_.assign(grid_.point_count(), 0.0);
-  if (with_deviation_) m2_.assign(grid_.point_count(), 0.0);
+  mean_.assign(session_.grid().point_count(), 0.0);
+  if (with_deviation_) m2_.assign(session_.grid().point_count(), 0.0);
 }
+
+/// Planes of each frame to the caller's progress function.
+class FrameProgress : public MapObserver {
+ public:
+  explicit FrameProgress(const ProgressFn& progress) : progress_(progress) {}
+  void progress(std::size_t done, std::size_t total) override {
+    if (progress_) progress_(done, total);
+  }
+
+ private:
+  const ProgressFn& progress_;
+};
 
 void FrameAverage::add_frame(const double* xyz, const ProgressFn& progress) {
   const std::size_t n = charges_.size();
@@ -58,13 +74,8 @@ void FrameAverage::add_frame(const double* xyz, const ProgressFn& progress) {
   atoms.charge = charges_;
   atoms.radius.assign(n, 0.0);
   atoms.element.assign(n, ElementSymbol{});
-  MapRequest request;
-  request.grid = grid_;
-  request.physics = physics_;
-  request.compute = compute_;
-  request.progress = progress;
-  request.source = source_;
-  const MapResult result = compute_map(atoms, request, kernel_);
+  FrameProgress observer(progress);
+  const MapResult result = session_.compute(atoms, observer);
   kernel_seconds_ += result.timing.kernel_seconds;
   transfer_seconds_ += result.timing.transfer_seconds;
 
@@ -72,7 +83,7 @@ void FrameAverage::add_frame(const double* xyz, const ProgressFn& progress) {
   const double count = static_cast<double>(++frames_);
   const float* values = result.map.values.data();
   const auto points = static_cast<std::int64_t>(mean_.size());
-  const int threads = compute_.run.threads > 0 ? compute_.run.threads : omp_get_max_threads();
+  const int threads = job_.compute.run.threads > 0 ? job_.compute.run.threads : omp_get_max_threads();
   double* mean = mean_.data();
   double* m2 = with_deviation_ ? m2_.data() : nullptr;
 #pragma omp parallel for num_threads(threads) schedule(static)
@@ -86,8 +97,8 @@ void FrameAverage::add_frame(const double* xyz, const ProgressFn& progress) {
 
 PotentialMap FrameAverage::map_with(std::vector<float> values, const std::string& what) const {
   PotentialMap map;
-  map.grid = grid_;
-  map.physics = physics_;
+  map.grid = session_.grid();
+  map.physics = job_.physics;
   map.values = std::move(values);
   map.source = what + " over " + std::to_string(frames_) + (frames_ == 1 ? " frame" : " frames") + " of " + source_;
   return map;

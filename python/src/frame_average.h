@@ -3,18 +3,15 @@
 // the frames (MDAnalysis) and hands over each frame's positions; the map of every frame is
 // computed through the library facade and folded into running sums in double precision.
 //
-// Where a persistent device session would go: every frame runs compute_map, so a CUDA kernel
-// sets its device up, uploads the atoms and allocates its slab buffers once per frame. The
-// charges, the grid and the kernel stay the same from frame to frame; a session that keeps
-// them (and the buffers) on the device and takes only new positions would slot in behind
-// add_frame without changing the Python side (see docs/python.md, "Trajectories").
+// Every frame is computed by one ComputeSession (pipeline/map_pipeline.h): the kernel is chosen
+// once for the job's physics and grid, and each frame brings only new positions.
 #pragma once
 
 #include <cstddef>
 #include <string>
 #include <vector>
 
-#include "src/core/potential_map.h"
+#include "src/physics/potential_map.h"
 #include "src/pipeline/map_pipeline.h"
 
 namespace espgrid::python {
@@ -23,11 +20,12 @@ class FrameAverage {
  public:
   /// Selects the kernel once (so a missing GPU fails before any frame is read) for `charges`
   /// (e) on `grid`. `source` describes the frames for the output files' headers.
-  FrameAverage(const GridSpec& grid, const PhysicsOptions& physics, const ComputeOptions& compute,
-               std::vector<double> charges, bool with_deviation, std::string source);
+  /// `job` gives the physics and compute options; its grid is replaced by `grid`.
+  FrameAverage(const MapJob& job, const GridSpec& grid, std::vector<double> charges, bool with_deviation,
+               std::string source);
 
   std::size_t atom_count() const noexcept { return charges_.size(); }
-  const KernelSelection& kernel() const noexcept { return kernel_; }
+  const KernelSelection& kernel() const noexcept { return session_.kernel(); }
 
   /// Computes the map of one frame from `xyz` (atom_count() × 3 positions, Å, row-major) and
   /// adds it to the running mean and sum of squared deviations (Welford's update, in double:
@@ -48,10 +46,10 @@ class FrameAverage {
  private:
   PotentialMap map_with(std::vector<float> values, const std::string& what) const;
 
-  GridSpec grid_;
-  PhysicsOptions physics_;
-  ComputeOptions compute_;
-  KernelSelection kernel_;
+  /// The job with the exact grid, and the session that computes every frame of it.
+  static MapJob with_grid(MapJob job, const GridSpec& grid, const std::string& source);
+  MapJob job_;
+  ComputeSession session_;
   std::vector<double> charges_;
   bool with_deviation_;
   std::string source_;

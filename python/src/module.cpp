@@ -3,9 +3,10 @@
 // python/espgrid/ wraps them into the documented API (docs/python.md).
 //
 // Rules kept here:
-//   * options are parsed by the CLI's own option groups (src/cli/options.h), so a keyword means
-//     what the `espgrid map` option of the same name means, with the same checks and defaults,
-//     and options other issues add to those groups (models, their parameters) appear unchanged;
+//   * keywords are the map job's options (src/job/job_options.h) with '-' written '_', passed
+//     as typed values (numbers, sequences, text) to the same functions the program's words go
+//     through: the same checks, defaults and messages, and options added to the table appear
+//     here unchanged; the pipeline (src/pipeline/map_pipeline.h) runs the job as for the program;
 //   * the GIL is released while reading, computing and writing; each progress report takes it
 //     back briefly to call the Python callback and to notice Ctrl-C (KeyboardInterrupt);
 //   * a map's values are a read-only numpy view of the C++ buffer, no copy;
@@ -23,7 +24,7 @@
 #include <vector>
 
 #include "python/src/frame_average.h"
-#include "src/cli/options.h"
+#include "src/job/job_options.h"
 #include "src/compute/kernel_registry.h"
 #include "src/core/errors.h"
 #include "src/core/text_format.h"
@@ -52,13 +53,6 @@ struct PyStructure {
   std::string pdb2pqr_command;
 };
 
-/// The `espgrid map` Grid, Physics and Compute options, parsed by the CLI's own groups.
-struct MapOptions {
-  GridRequest grid;
-  PhysicsOptions physics;
-  ComputeOptions compute;
-};
-
 /// A map and, when computed here, which kernel made it and how long it took.
 struct PyMap {
   PotentialMap map;
@@ -67,41 +61,86 @@ struct PyMap {
   TimingReport timing;
 };
 
-cxxopts::Options map_option_groups() {
-  // Named like the verb, so option errors point at `espgrid map --help`, which lists the same options.
-  cxxopts::Options options("espgrid map", "");
-  cli::add_grid_options(options);
-  cli::add_physics_options(options);
-  cli::add_compute_options(options, "kernel variant (see espgrid.kernels())");
-  return options;
+/// The groups whose options are Python keywords of compute_map, grid_around, map_from_values and
+/// average_map (the input and output options are read_structure's and Map.write's arguments).
+bool python_keyword_group(OptionGroup group) {
+  return group == OptionGroup::Grid || group == OptionGroup::Physics || group == OptionGroup::Compute;
 }
 
-MapOptions parse_map_options(const std::vector<std::string>& args) {
-  cxxopts::Options options = map_option_groups();
-  std::vector<std::string> words = {"espgrid"};
-  words.insert(words.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (std::string& w : words) argv.push_back(w.data());
-  const auto parsed = cli::parse_args(options, static_cast<int>(argv.size()), argv.data());
-  if (!parsed.unmatched().empty()) throw UsageError("unexpected argument '" + parsed.unmatched().front() + "'");
-  MapOptions out;
-  out.grid = cli::grid_request(parsed);
-  out.physics = cli::physics_options(parsed);
-  out.compute = cli::compute_options(parsed);
-  return out;
-}
-
-/// The options of the three groups, for the Python keyword API and the trajectory script's
-/// argparse: group, long name, help, default (None when there is none).
-py::list map_option_specs() {
-  const cxxopts::Options options = map_option_groups();
-  py::list specs;
-  for (const char* group : {"Grid", "Physics", "Compute"}) {
-    for (const cxxopts::HelpOptionDetails& o : options.group_help(group).options) {
-      py::object fallback = py::none();
-      if (o.has_default) fallback = py::str(o.default_value);
-      specs.append(py::dict("group"_a = group, "name"_a = o.l.front(), "help"_a = o.desc, "default"_a = fallback));
+/// A keyword's value as the option table takes it: text, a whole number, a number, or a
+/// sequence of numbers. Anything else (a boolean, a dict) is a TypeError.
+OptionValue option_value(const std::string& key, const py::handle& value) {
+  const py::module_ numbers = py::module_::import("numbers");
+  const auto is = [&](const char* type) { return py::isinstance(value, numbers.attr(type)); };
+  const auto type_error = [&] {
+    return py::type_error("cannot use " + py::repr(value).cast<std::string>() + " as the value of " + key +
+                          "=: option values are numbers, text or sequences of numbers");
+  };
+  if (py::isinstance<py::str>(value)) return OptionValue::text(value.cast<std::string>());
+  if (py::isinstance<py::bool_>(value) || py::isinstance(value, py::module_::import("numpy").attr("bool_")))
+    throw type_error();
+  if (is("Integral")) {
+    try {
+      return OptionValue::whole(value.cast<long long>());
+    } catch (const py::cast_error&) {
+      throw UsageError("--" + key + " is out of range: " + py::repr(value).cast<std::string>());
     }
+  }
+  if (is("Real")) return OptionValue::number(value.cast<double>());
+  if (py::isinstance<py::list>(value) || py::isinstance<py::tuple>(value) ||
+      py::isinstance(value, py::module_::import("numpy").attr("ndarray"))) {
+    std::vector<double> items;
+    bool all_whole = true;
+    for (const py::handle item : py::iter(value)) {
+      if (py::isinstance<py::bool_>(item)) throw type_error();
+      if (py::isinstance(item, numbers.attr("Integral"))) {
+        items.push_back(static_cast<double>(item.cast<long long>()));
+      } else if (py::isinstance(item, numbers.attr("Real"))) {
+        items.push_back(item.cast<double>());
+        all_whole = false;
+      } else {
+        throw type_error();
+      }
+    }
+    return OptionValue::numbers(std::move(items), all_whole);
+  }
+  throw type_error();
+}
+
+/// A map job from Python keywords (None means "not given"), checked as the program checks its
+/// words. An unknown keyword is a TypeError listing the keywords there are.
+MapJob job_from_keywords(const py::dict& keywords) {
+  MapJob job;
+  for (const auto& [key, value] : keywords) {
+    const std::string name = py::str(key).cast<std::string>();
+    if (value.is_none()) continue;
+    const JobOption* option = find_job_option(name);
+    if (option == nullptr || !python_keyword_group(option->group) || name.find('-') != std::string::npos) {
+      std::string names;
+      for (const JobOption& o : job_options()) {
+        if (!python_keyword_group(o.group)) continue;
+        std::string python_name(o.name);
+        std::replace(python_name.begin(), python_name.end(), '-', '_');
+        names += (names.empty() ? "" : ", ") + python_name;
+      }
+      throw py::type_error("unknown option '" + name + "'; espgrid's options are: " + names);
+    }
+    option->apply(job, option_value(std::string(option->name), value));
+  }
+  finish_job(job, JobUse::Values);
+  return job;
+}
+
+/// The keyword options, for the trajectory script's argparse: group, long name, help, default
+/// (None when there is none).
+py::list map_option_specs() {
+  py::list specs;
+  for (const JobOption& o : job_options()) {
+    if (!python_keyword_group(o.group)) continue;
+    py::object fallback = py::none();
+    if (!o.default_text.empty()) fallback = py::str(o.default_text);
+    specs.append(py::dict("group"_a = std::string(group_name(o.group)), "name"_a = std::string(o.name),
+                          "help"_a = o.help, "default"_a = fallback));
   }
   return specs;
 }
@@ -173,28 +212,32 @@ PyStructure structure_from_arrays(const py::handle& positions, const py::handle&
 PyStructure read_structure_file(const std::string& path, const std::optional<std::string>& format,
                                 const std::optional<std::string>& forcefield, std::optional<double> ph,
                                 const std::optional<std::string>& keep_pqr) {
-  const StructureFormat f = format ? parse_format_name(*format) : format_from_extension(path);
+  // The input options of a map job, checked as the program checks them (keep_pqr never onto the
+  // input itself or a link to it).
+  MapJob job;
+  job.input.path = path;
+  if (format) job.input.format = parse_format_name(*format);
+  const auto apply = [&job](std::string_view name, const OptionValue& value) { find_job_option(name)->apply(job, value); };
+  if (forcefield) apply("forcefield", OptionValue::text(*forcefield));
+  if (ph) apply("ph", OptionValue::number(*ph));
+  if (keep_pqr) apply("keep-pqr", OptionValue::text(*keep_pqr));
+  finish_job(job, JobUse::Values);
+  if (!job.input.keep_pqr.empty()) check_output_path(job.input.keep_pqr);
   PyStructure s;
   s.path = path;
-  if (!needs_charge_assignment(f)) {
-    if (forcefield || ph || keep_pqr)
-      throw UsageError("forcefield=, ph= and keep_pqr= apply to PDB and mmCIF input (charges from pdb2pqr); " + path +
-                       " has its charges already");
+  {
     py::gil_scoped_release release;
-    s.structure = load_structure(path, f);
-  } else {
-    const ChargeAssignment assignment = make_charge_assignment(forcefield.value_or("AMBER"), ph);
-    if (keep_pqr) check_output_path(*keep_pqr);
-    py::gil_scoped_release release;
-    const AssignedStructure assigned = assign_charges(path, f, assignment);
-    if (keep_pqr) assigned.keep(*keep_pqr);
-    s.structure = assigned.structure;
-    s.charges_from = assigned.describe();
-    s.pdb2pqr_command = assigned.command;
+    MapObserver quiet;  // notices stay in Structure.notices
+    JobInput input = read_job_input(job, quiet);
+    if (input.assigned) {
+      if (!job.input.keep_pqr.empty()) input.assigned->keep(job.input.keep_pqr);
+      s.charges_from = input.assigned->describe();
+      s.pdb2pqr_command = input.assigned->command;
+    }
+    s.structure = std::move(input.structure);
+    // What `espgrid map` writes in the header, so that the module's files equal the program's.
+    s.source = std::move(input.source);
   }
-  // What `espgrid map` writes in the header, so that the module's files equal the CLI's.
-  s.source =
-      describe_source(s.charges_from.empty() ? path : path + " (charges: " + s.charges_from + ")", s.structure.atoms);
   return s;
 }
 
@@ -242,7 +285,7 @@ std::string reproducibility_text(Reproducibility r) {
 /// (so models added to the enum appear here without a change).
 py::list model_names(const KernelVariant& k) {
   py::list names;
-  for (int m = 0; m < 32; ++m) {
+  for (int m = 0; m < kPairModelCount; ++m) {
     const auto model = static_cast<PairModel>(m);
     if (!k.supports(model)) continue;
     const std::string name = model_name(model);
@@ -252,40 +295,46 @@ py::list model_names(const KernelVariant& k) {
 }
 
 py::list kernel_table() {
-  std::string reason;
-  const bool have_cuda = cuda_available(&reason);
   py::list rows;
   for (const KernelVariant& k : kernel_variants()) {
+    std::string why;
+    const bool runnable = k.available(&why);
     rows.append(
         py::dict("name"_a = std::string(k.name), "backend"_a = std::string(backend_name(k.backend)),
                  "role"_a = role_text(k.role), "accuracy"_a = k.accuracy == Accuracy::Exact ? "exact" : "approximate",
                  "error_bound"_a = k.error_bound, "reproducibility"_a = reproducibility_text(k.reproducibility),
                  "models"_a = model_names(k), "flops_per_evaluation"_a = k.flops_per_evaluation, "serial"_a = k.serial,
-                 "summary"_a = std::string(k.summary), "runnable"_a = k.backend == Backend::Cpu || have_cuda));
+                 "summary"_a = std::string(k.summary), "runnable"_a = runnable,
+                 "why_not"_a = runnable ? py::none() : py::object(py::str(why))));
   }
   return rows;
 }
 
-PyMap compute(const PyStructure& s, const MapOptions& options, const std::optional<GridSpec>& grid,
-              const py::object& progress) {
-  MapRequest request;
-  request.grid = grid ? *grid : make_grid(options.grid, s.structure.atoms);
-  check_grid_fits(request.grid);
-  request.physics = options.physics;
-  request.compute = options.compute;
-  request.source = s.source;
-  request.progress = interruptible(progress);
-  const KernelSelection kernel = select_kernel(options.compute, options.physics.model);
+/// The pipeline's reports as Python wants them: planes to the progress callback, with Ctrl-C
+/// noticed at each.
+class PythonObserver : public MapObserver {
+ public:
+  explicit PythonObserver(const py::object& progress) : progress_(interruptible(progress)) {}
+  void progress(std::size_t done, std::size_t total) override { progress_(done, total); }
+
+ private:
+  ProgressFn progress_;
+};
+
+PyMap compute(const PyStructure& s, const MapJob& options, const py::object& progress) {
+  MapJob job = options;
+  job.input.atoms = std::make_shared<const Atoms>(s.structure.atoms);
+  job.input.description = s.source;
   PyMap out;
   {
+    PythonObserver observer(progress);
     py::gil_scoped_release release;
-    MapResult result = compute_map(s.structure.atoms, request, kernel);
+    MapResult result = run_map_job(job, observer);
     out.map = std::move(result.map);
     out.timing = result.timing;
+    out.kernel = std::string(result.kernel.kernel->name);
+    out.kernel_why = result.kernel.why;
   }
-  request.progress = nullptr;  // drop the callback while the GIL is held
-  out.kernel = std::string(kernel.kernel->name);
-  out.kernel_why = kernel.why;
   return out;
 }
 
@@ -437,10 +486,10 @@ PYBIND11_MODULE(_espgrid, m) {
       .def("__len__", [](const PyStructure& s) { return s.structure.atoms.size(); })
       .def("__repr__", [](const PyStructure& s) { return "<espgrid.Structure " + s.source + ">"; });
 
-  py::class_<MapOptions>(m, "MapOptions", "Grid, Physics and Compute options of `espgrid map`, parsed and checked.")
-      .def_property_readonly("units", [](const MapOptions& o) { return unit_name(o.physics.unit); })
-      .def_property_readonly("model", [](const MapOptions& o) { return model_name(o.physics.model); })
-      .def_property_readonly("explicit_grid", [](const MapOptions& o) { return explicit_grid(o.grid); });
+  py::class_<MapJob>(m, "MapOptions", "Grid, Physics and Compute options of `espgrid map`, parsed and checked.")
+      .def_property_readonly("units", [](const MapJob& o) { return unit_name(o.physics.unit); })
+      .def_property_readonly("model", [](const MapJob& o) { return model_name(o.physics.model); })
+      .def_property_readonly("explicit_grid", [](const MapJob& o) { return explicit_grid(o.grid); });
 
   py::class_<PyMap>(m, "Map", "A potential map: values on a grid, with its unit, medium and model.")
       .def_property_readonly("values", &values_view,
@@ -493,7 +542,7 @@ PYBIND11_MODULE(_espgrid, m) {
           "Writes the map to every path (format from the extension, as `espgrid map -o`), each atomically.");
 
   py::class_<FrameAverage>(m, "FrameAverage", "Running mean (and standard deviation) of per-frame maps.")
-      .def(py::init([](const MapOptions& o, const GridSpec& grid, const py::handle& charges, bool with_deviation,
+      .def(py::init([](const MapJob& o, const GridSpec& grid, const py::handle& charges, bool with_deviation,
                        const std::string& source) {
              const auto count = py::len(charges);
              std::vector<double> q = vector_of(charges, "charges", count);
@@ -501,7 +550,7 @@ PYBIND11_MODULE(_espgrid, m) {
                if (!std::isfinite(q[i]) || std::fabs(q[i]) > kMaxCharge)
                  throw UsageError("charges[" + std::to_string(i) + "] is " + number_text(q[i]) +
                                   ": charges must be finite numbers of e within ±1000");
-             return FrameAverage(grid, o.physics, o.compute, std::move(q), with_deviation, source);
+             return FrameAverage(o, grid, std::move(q), with_deviation, source);
            }),
            "options"_a, "grid"_a, "charges"_a, "with_deviation"_a, "source"_a)
       .def(
@@ -539,8 +588,8 @@ PYBIND11_MODULE(_espgrid, m) {
         return p;
       });
 
-  m.def("parse_map_options", &parse_map_options, "args"_a,
-        "Parses `espgrid map` Grid/Physics/Compute options (a list of words) with the CLI's own code.");
+  m.def("map_options", &job_from_keywords, "options"_a,
+        "The Grid/Physics/Compute options of `espgrid map` from a dict of keywords, checked as the program checks them.");
   m.def("map_option_specs", &map_option_specs);
   m.def("read_structure", &read_structure_file, "path"_a, "format"_a = py::none(), "forcefield"_a = py::none(),
         "ph"_a = py::none(), "keep_pqr"_a = py::none());
@@ -548,7 +597,7 @@ PYBIND11_MODULE(_espgrid, m) {
         "name"_a = "positions and charges from Python");
   m.def(
       "grid_around",
-      [](const MapOptions& o, const py::handle& positions) {
+      [](const MapJob& o, const py::handle& positions) {
         const auto xyz = positions_array(positions, "positions");
         const auto n = static_cast<std::size_t>(xyz.shape(0));
         if (n == 0) throw UsageError("positions hold no atoms");
@@ -560,10 +609,10 @@ PYBIND11_MODULE(_espgrid, m) {
         return make_grid(o.grid, atoms);
       },
       "options"_a, "positions"_a, "The grid `espgrid map` would place around these positions with these options.");
-  m.def("compute", &compute, "structure"_a, "options"_a, "grid"_a = py::none(), "progress"_a = py::none());
+  m.def("compute", &compute, "structure"_a, "options"_a, "progress"_a = py::none());
   m.def(
       "map_from_values",
-      [](const py::handle& values, const GridSpec& grid, const py::object& like, const MapOptions* options,
+      [](const py::handle& values, const GridSpec& grid, const py::object& like, const MapJob* options,
          const std::string& source) {
         PhysicsOptions physics = options ? options->physics : PhysicsOptions{};
         if (!like.is_none()) physics = like.cast<const PyMap&>().map.physics;

@@ -7,6 +7,7 @@ module calls the same library) or with an independent double-precision sum in nu
 import os
 import shutil
 import signal
+import subprocess
 import threading
 import time
 
@@ -34,6 +35,22 @@ def cpu_rows():
 
 def cuda_rows():
     return [k["name"] for k in espgrid.kernels() if k["backend"] == "cuda"]
+
+
+# ---- the module's own C++ runtime -----------------------------------------------------------------
+
+def test_the_module_exports_only_its_init_function():
+    # A module that exports its C++ runtime's symbols lets the dynamic linker merge them with the
+    # interpreter's libstdc++ (numpy, PyTorch): with a statically linked libstdc++ of another
+    # version that crashed `import espgrid` on the GPU host (issue 20). python/src/exports.map
+    # keeps everything but PyInit__espgrid local.
+    nm = shutil.which("nm")
+    if nm is None:
+        pytest.skip("nm (binutils) is not installed")
+    out = subprocess.run([nm, "-D", "--defined-only", espgrid._espgrid.__file__], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, check=True).stdout
+    exported = sorted(line.split()[-1] for line in out.splitlines() if line.strip())
+    assert exported == ["PyInit__espgrid"], exported[:20]
 
 
 # ---- the module's map equals the program's ------------------------------------------------------
@@ -150,14 +167,55 @@ def test_structure_from_a_file():
 def test_kernels_list_the_programs_registry(cli):
     r = cli("kernels")
     assert r.returncode == 0
-    listed = [line.split()[0] for line in r.stdout.splitlines()[1:] if line.strip() and line.split()[0].startswith(("cpu-", "cuda-"))]
+    table = [line.split() for line in r.stdout.splitlines()[1:] if line.strip() and line.split()[0].startswith(("cpu-", "cuda-"))]
     rows = espgrid.kernels()
-    assert [k["name"] for k in rows] == listed
-    ok, _ = espgrid.cuda_available()
+    assert [k["name"] for k in rows] == [t[0] for t in table]
+    # The program's RUNS column and the module's runnable come from one registry call: they agree.
+    runs = {t[0]: t[6] for t in table}
     for k in rows:
         assert "coulomb" in k["models"]
-        assert k["runnable"] == (k["backend"] == "cpu" or ok)
+        assert runs[k["name"]] == ("yes" if k["runnable"] else "no"), k
+        assert (k["why_not"] is None) == k["runnable"], k
+    default = r.stdout.split("Default: ")[1].split()[0]
+    assert next(k for k in rows if k["name"] == default)["runnable"], default
     assert sum(k["role"] == "reference" for k in rows) == 1
+
+
+@pytest.mark.parametrize("kernel", [k["name"] for k in espgrid.kernels() if k["backend"] == "cpu" and k["runnable"]])
+def test_every_runnable_cpu_row_runs(kernel):
+    # "runnable" is a promise: a row listed as runnable computes a map here.
+    phi = espgrid.compute_map(SMALL, spacing=1.0, kernel=kernel)
+    assert np.isfinite(phi.values).all() and phi.kernel == kernel
+
+
+@pytest.mark.parametrize("backend", ["cpu", "cuda"])
+def test_frame_average_equals_the_mean_of_the_frames_maps(backend):
+    # The engine of espgrid.average_map (MDAnalysis reads the frames; here they are arrays, so it
+    # runs where MDAnalysis is missing, e.g. the GPU host): 6 frames of fasciculin-2, each turned
+    # and moved, averaged with the backend's default kernel.
+    if backend == "cuda":
+        require_gpu()
+    fas = espgrid.read_structure(FAS2)
+    base = fas.positions
+    centre = base.mean(axis=0)
+    frames = []
+    for f in range(6):
+        a = np.radians(5.0 * f)
+        turn = np.array([[np.cos(a), -np.sin(a), 0], [np.sin(a), np.cos(a), 0], [0, 0, 1]])
+        frames.append((base - centre) @ turn.T + centre + np.array([0.5, -0.3, 0.2]) * f)
+    grid = espgrid.grid_around(np.vstack(frames), spacing=1.5, padding=5)
+    options = espgrid.map_options(origin=grid.origin, dims=grid.dims, spacing=grid.spacing, backend=backend)
+    average = espgrid.FrameAverage(options, grid, fas.charges, True, "six frames")
+    for xyz in frames:
+        average.add_frame(xyz)
+    assert average.frames == 6 and average.kernel.startswith(backend + "-")
+    maps = np.stack([np.asarray(espgrid.compute_map(xyz, fas.charges, grid=grid, backend=backend).values, np.float64)
+                     for xyz in frames])
+    # The running mean is accumulated in double from the same float32 maps and rounded once:
+    # within one float32 rounding (6e-8 relative, 2 ulp allowed) of numpy's double mean.
+    scale = np.abs(maps).max()
+    assert np.abs(np.asarray(average.mean().values, np.float64) - maps.mean(axis=0)).max() <= 1.2e-7 * scale
+    assert np.abs(np.asarray(average.deviation().values, np.float64) - maps.std(axis=0)).max() <= 1.2e-7 * scale
 
 
 def test_progress_reports_every_plane_in_order():

@@ -115,56 +115,6 @@ GridSpec bench_grid(std::array<std::int64_t, 3> dims, std::array<double, 3> spac
 
 // ---- checking -------------------------------------------------------------------------------------
 
-std::size_t count_nonfinite(const float* values, std::size_t count) {
-  std::size_t bad = 0;
-  for (std::size_t i = 0; i < count; ++i) bad += std::isfinite(values[i]) ? 0 : 1;
-  return bad;
-}
-
-OracleCheck check_against_oracle(const DcsProblem& p, double coordinate_extent, std::size_t samples,
-                                 std::uint64_t seed) {
-  const std::size_t n = p.point_count();
-  OracleCheck check;
-  if (n == 0 || p.potential == nullptr) return check;
-  std::vector<std::size_t> points;
-  if (n <= samples + 2) {
-    points.resize(n);
-    for (std::size_t i = 0; i < n; ++i) points[i] = i;
-  } else {
-    std::mt19937_64 rng(seed);
-    std::uniform_int_distribution<std::size_t> pick(0, n - 1);
-    points.push_back(0);
-    points.push_back(n - 1);
-    for (std::size_t s = 0; s < samples; ++s) points.push_back(pick(rng));
-  }
-  const auto nx = static_cast<std::size_t>(p.nx), ny = static_cast<std::size_t>(p.ny);
-  const auto count = static_cast<std::int64_t>(points.size());
-  double worst = 0;
-  std::size_t failures = 0;
-#pragma omp parallel for schedule(dynamic, 8) reduction(max : worst) reduction(+ : failures)
-  for (std::int64_t s = 0; s < count; ++s) {
-    const std::size_t idx = points[static_cast<std::size_t>(s)];
-    const float value = p.potential[idx];
-    if (!std::isfinite(value)) {
-      worst = std::numeric_limits<double>::infinity();
-      ++failures;
-      continue;
-    }
-    const auto i = static_cast<std::int64_t>(idx % nx);
-    const auto j = static_cast<std::int64_t>((idx / nx) % ny);
-    const auto k = static_cast<std::int64_t>(idx / (nx * ny));
-    const OracleValue o = oracle_at(p, i, j, k);
-    const double tol = float_tolerance(o, p.atom_count, coordinate_extent);
-    const double err = std::fabs(static_cast<double>(value) - o.potential);
-    const double ratio = tol > 0 ? err / tol : (err == 0 ? 0.0 : std::numeric_limits<double>::infinity());
-    worst = std::max(worst, ratio);
-    if (!(err <= tol)) ++failures;
-  }
-  check.checked = points.size();
-  check.failures = failures;
-  check.max_err_over_tol = worst;
-  return check;
-}
 
 // ---- one measurement ------------------------------------------------------------------------------
 
@@ -704,36 +654,34 @@ EndToEnd measure_end_to_end(const EndToEndRequest& request, const std::string& e
   e.format = extension;
   e.repeats = settings.repeats;
   e.warmup = settings.warmup;
-  e.streamed = streams_planes(map_format_from_extension("map." + extension), request.write);
   const std::string path = (std::filesystem::path(request.scratch_dir) /
                             ("espgrid-end-to-end-" + std::to_string(::getpid()) + "." + extension))
                                .string();
   std::vector<double> read, prepare, kernel, transfer, write, streamed, wall;
+  MapJob job = request.job;
+  job.outputs = {path};
+  e.streamed = streams_planes(map_format_from_extension(path), job.write);
+  // What the oracle check needs from the pipeline's run: the atoms and the grid it placed.
+  struct Kept : MapObserver {
+    Atoms atoms;
+    GridSpec grid;
+    void prepared(const PreparedJob& p) override {
+      atoms = p.structure.atoms;
+      grid = p.grid;
+    }
+  } kept;
   try {
-    check_output_paths({path}, {request.input}, request.write);
     for (int run = 0; run < settings.warmup + settings.repeats; ++run) {
       const Stopwatch clock;
-      TimingReport read_timing;
-      const Structure structure = load_structure(request.input, request.format, &read_timing);
-      MapRequest map_request;
-      map_request.grid = make_grid(request.grid, structure.atoms);
-      check_grid_fits(map_request.grid);
-      map_request.physics = request.physics;
-      map_request.compute = request.compute;
-      map_request.source = describe_source(request.input, structure.atoms);
-      const KernelSelection kernel_choice = select_kernel(request.compute, request.physics.model);
-      MapFiles files({path}, request.write);
-      MapResult result = compute_map(structure.atoms, map_request, kernel_choice, &files);
-      result.timing.read_seconds = read_timing.read_seconds;
-      files.finish(result.map, &result.timing);
+      MapResult result = run_map_job(job, kept);
       const double seconds = clock.seconds();
       const TimingReport& t = result.timing;
-      e.kernel = std::string(kernel_choice.kernel->name);
+      e.kernel = std::string(result.kernel.kernel->name);
       e.device = t.device;
-      e.nx = map_request.grid.dims[0];
-      e.ny = map_request.grid.dims[1];
-      e.nz = map_request.grid.dims[2];
-      e.atoms = structure.atoms.size();
+      e.nx = kept.grid.dims[0];
+      e.ny = kept.grid.dims[1];
+      e.nz = kept.grid.dims[2];
+      e.atoms = kept.atoms.size();
       std::error_code ec;
       e.file_bytes = std::filesystem::file_size(path, ec);
       if (run >= settings.warmup) {
@@ -747,8 +695,7 @@ EndToEnd measure_end_to_end(const EndToEndRequest& request, const std::string& e
       }
       if (run + 1 == settings.warmup + settings.repeats) {
         // Never a time for an empty or wrong map: the last map against the oracle, the file whole.
-        const PreparedProblem problem =
-            PreparedProblem::for_physics(structure.atoms, map_request.grid, request.physics);
+        const PreparedProblem problem = PreparedProblem::for_physics(kept.atoms, kept.grid, job.physics);
         const OracleCheck check = check_against_oracle(
             problem.view(result.map.values.data()), problem.coordinate_extent(), settings.check_points, settings.seed);
         e.points_checked = check.checked;

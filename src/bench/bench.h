@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "src/compute/kernel_registry.h"
+#include "src/compute/oracle.h"
 #include "src/compute/prepared_problem.h"
 #include "src/core/atoms.h"
 #include "src/core/grid.h"
@@ -80,23 +81,6 @@ Sizing size_by_budget(const ProbeRun& run, std::int64_t nx, std::int64_t ny, std
 /// A grid with its origin at (0, 0, 0).
 GridSpec bench_grid(std::array<std::int64_t, 3> dims, std::array<double, 3> spacing);
 
-// ---- checking a timed output ---------------------------------------------------------------------
-
-struct OracleCheck {
-  std::size_t checked = 0;      ///< points compared with the oracle
-  std::size_t failures = 0;     ///< of them, outside float_tolerance (or not finite)
-  double max_err_over_tol = 0;  ///< largest |value − oracle| / tolerance; inf when a value is not finite
-  bool ok() const noexcept { return checked > 0 && failures == 0; }
-};
-
-/// Compares `computed` (problem.potential filled for its nx × ny × nz) with the double oracle
-/// at `samples` points drawn with `seed` (every point when there are fewer), plus the first
-/// and last point, each within float_tolerance. Samples are spread over OpenMP threads.
-OracleCheck check_against_oracle(const DcsProblem& computed, double coordinate_extent, std::size_t samples,
-                                 std::uint64_t seed);
-
-/// Values that are NaN or infinite (a NaN-poisoned point the kernel did not write).
-std::size_t count_nonfinite(const float* values, std::size_t count);
 
 // ---- one measurement -----------------------------------------------------------------------------
 
@@ -276,12 +260,7 @@ std::vector<int> gpu_sweep_counts(int available);
 /// What the end-to-end measurement runs: `espgrid map INPUT -o FILE` with these options, through
 /// the library facade, as the CLI does (streaming formats written while the kernel runs).
 struct EndToEndRequest {
-  std::string input;                      ///< structure file
-  std::optional<StructureFormat> format;  ///< from the extension when empty
-  GridRequest grid;
-  PhysicsOptions physics;
-  ComputeOptions compute;
-  MapWriteOptions write;
+  MapJob job;               ///< the structure file, grid, physics, compute and write options (no outputs)
   std::string scratch_dir;  ///< where the map files go (each removed after its run)
 };
 

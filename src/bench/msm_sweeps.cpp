@@ -1,4 +1,5 @@
 #include "src/bench/msm_sweeps.h"
+#include "src/compute/oracle.h"
 
 #include <algorithm>
 #include <cmath>

@@ -9,6 +9,6 @@ int run_verify(int argc, char** argv);   ///< src/cli/verify_command.cpp
 int run_kernels(int argc, char** argv);  ///< src/cli/inspect_commands.cpp
 int run_atoms(int argc, char** argv);    ///< src/cli/inspect_commands.cpp
 int run_convert(int argc, char** argv);  ///< src/cli/inspect_commands.cpp
-int run_bench(int argc, char** argv);    ///< src/bench/bench_command.cpp
+int run_bench(int argc, char** argv);    ///< src/cli/bench_command.cpp
 
 }  // namespace espgrid::cli

@@ -1,15 +1,18 @@
 // The small verbs: `kernels` (the registry and its capabilities), `atoms` (a structure as the
 // readers read it, for the renderer and for people) and `convert` (a map into another format).
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <iostream>
+#include <vector>
 
 #include "src/cli/commands.h"
 #include "src/cli/options.h"
 #include "src/core/errors.h"
 #include "src/core/text_format.h"
 #include "src/io/map_formats.h"
+#include "src/pipeline/map_pipeline.h"
 
 namespace espgrid::cli {
 namespace {
@@ -50,16 +53,23 @@ int run_kernels(int argc, char** argv) {
   }
   std::string reason;
   const bool have_cuda = cuda_available(&reason);
-  std::printf("%-16s %-7s %-9s %-8s %-23s %-5s %s\n", "NAME", "BACKEND", "ROLE", "ACCURACY", "MODELS", "FLOPS",
-              "WHAT IT DOES");
-  for (const auto& k : kernel_variants())
-    std::printf("%-16s %-7s %-9s %-8s %-23s %-5d %s\n", std::string(k.name).c_str(),
+  std::printf("%-16s %-7s %-9s %-8s %-23s %-5s %-4s %s\n", "NAME", "BACKEND", "ROLE", "ACCURACY", "MODELS", "FLOPS",
+              "RUNS", "WHAT IT DOES");
+  std::vector<std::string> not_here;  // why a row cannot run here, once per reason
+  for (const auto& k : kernel_variants()) {
+    std::string why;
+    const bool runs = k.available(&why);
+    if (!runs && std::find(not_here.begin(), not_here.end(), why) == not_here.end()) not_here.push_back(why);
+    std::printf("%-16s %-7s %-9s %-8s %-23s %-5d %-4s %s\n", std::string(k.name).c_str(),
                 std::string(backend_name(k.backend)).c_str(), role_text(k).c_str(), accuracy_text(k).c_str(),
-                models_text(k).c_str(), k.flops_per_evaluation, std::string(k.summary).c_str());
+                models_text(k).c_str(), k.flops_per_evaluation, runs ? "yes" : "no", std::string(k.summary).c_str());
+  }
   std::printf(
       "\nFLOPS: floating-point operations per atom evaluation (FMA = 2). ACCURACY: exact = float32\n"
       "rounding of the exact sum (exact*: atomics, the last bits vary between runs); ~E = an approximate\n"
-      "method with relative RMS error bound E.\n");
+      "method with relative RMS error bound E. RUNS: whether the row can run here.\n");
+  for (const std::string& why : not_here)
+    if (why != reason) std::printf("Cannot run here: %s\n", why.c_str());  // the CUDA reason follows
   std::printf("CUDA: %s\n", have_cuda ? "available" : ("unavailable: " + reason).c_str());
   std::printf("Default: %s\n", std::string(default_kernel(have_cuda ? Backend::Cuda : Backend::Cpu).name).c_str());
   return 0;
@@ -71,7 +81,8 @@ int run_atoms(int argc, char** argv) {
                            "element.\n");
   options.custom_help("INPUT [--format pqr|xyz]");
   options.positional_help("");
-  add_structure_options(options, "structure file (.pqr or .xyz)");
+  const JobOptionSet input_options{{OptionGroup::Input}, {"forcefield", "ph", "keep-pqr"}};
+  add_job_options(options, input_options, "structure file (.pqr or .xyz)");
   options.add_options()("h,help", "show this help");
   const auto args = parse_args(options, argc, argv);
   if (args.count("help")) {
@@ -80,9 +91,9 @@ int run_atoms(int argc, char** argv) {
                  "(viz/render_potential.py) reads structures through this verb, so it sees what the map saw.\n";
     return 0;
   }
-  if (!args.count("input")) throw UsageError("no input file given");
-  const std::string path = args["input"].as<std::string>();
-  const Structure s = load_structure(path, format_option(args));
+  const MapJob job = job_from_args(args, input_options, JobUse::Values);
+  const std::string& path = job.input.path;
+  const Structure s = load_structure(path, job.input.format);
   for (const auto& notice : s.notices) std::fprintf(stderr, "espgrid: note: %s\n", notice.c_str());
   const Atoms& a = s.atoms;
   std::printf("# espgrid atoms: %s, %zu atoms, total charge %s e\n# x y z charge radius element\n", path.c_str(),
@@ -114,18 +125,21 @@ int run_convert(int argc, char** argv) {
       ("o,output", "map to write (.vti, .dx or .mrc/.map/.ccp4); repeat for several", cxxopts::value<std::vector<std::string>>())
       ("units", "the input's unit when its header does not say (kT/e, kcal/mol/e or V)", cxxopts::value<std::string>());
   // clang-format on
-  add_map_output_options(options);
+  const JobOptionSet write_options{{OptionGroup::Output}, {"output"}};  // --compression, --no-stream
+  add_job_options(options, write_options);
   options.add_options()("h,help", "show this help");
   options.parse_positional({"input"});
   const auto args = parse_args(options, argc, argv, {"output"});
   if (args.count("help")) {
-    std::cout << options.help({"Input", "Output", ""});
+    std::cout << options.help({"Output", ""});  // INPUT is positional: the usage line names it
     return 0;
   }
   if (!args.count("input")) throw UsageError("no input map given");
   if (!args.count("output")) throw UsageError("no output given: add -o map.vti, -o map.dx and/or -o map.mrc");
   const auto outputs = args["output"].as<std::vector<std::string>>();
-  const MapWriteOptions write = map_write_options(args);
+  MapJob job;
+  apply_args(args, write_options, job);
+  const MapWriteOptions write = job.write;
   const std::string input = args["input"].as<std::string>();
   check_output_paths(outputs, {input}, write);
   bool unit_known = false;

@@ -16,15 +16,15 @@ void print_usage() {
       "espgrid %s: electrostatic potential maps by direct Coulomb summation\n\n"
       "usage: espgrid VERB [options]\n\n"
       "verbs:\n"
-      "  map      compute a map from a .pqr/.xyz file (.pdb/.cif: charges from pdb2pqr) and write .vti and/or .dx\n"
+      "  map      compute a map from a .pqr/.xyz file (.pdb/.cif: charges from pdb2pqr); write .dx, .mrc and/or .vti\n"
       "  kernels  list the kernel variants (CPU and CUDA) and which can run here\n"
       "  verify   run kernels on a structure and compare them with the reference kernel\n"
       "  bench    measure every kernel variant (and sweeps); see benchmarks/README.md\n"
       "  atoms    print a structure's atoms as espgrid reads them\n"
-      "  convert  write a .dx map as .vti (or .dx)\n\n"
+      "  convert  write a .dx map as .mrc, .vti or .dx\n\n"
       "  espgrid VERB --help   shows a verb's options\n\n"
       "example:\n"
-      "  espgrid map data/fasciculin2.pqr -o fas2.vti -o fas2.dx\n",
+      "  espgrid map data/fasciculin2.pqr -o fas2.dx -o fas2.mrc -o fas2.vti\n",
       ESPGRID_VERSION);
 }
 

@@ -13,82 +13,21 @@
 
 #include "src/cli/commands.h"
 #include "src/cli/options.h"
+#include "src/pipeline/map_pipeline.h"
 #include "src/cli/progress.h"
 #include "src/core/errors.h"
 #include "src/core/stopwatch.h"
 #include "src/core/text_format.h"
-#include "src/io/atomic_output_file.h"
-#include "src/io/pdb2pqr_source.h"
+#include "src/io/map_stream.h"
 #include "src/scaleout/cluster.h"
 #include "src/scaleout/distributed_map.h"
 
 namespace espgrid::cli {
 namespace {
 
-/// Everything `map` was asked for, checked as far as possible before reading the input.
-struct MapCommand {
-  std::string input;
-  std::optional<StructureFormat> format;
-  StructureFormat input_format = StructureFormat::Pqr;  ///< format, or the extension's
-  std::vector<std::string> outputs;
-  ChargeAssignment charges;  ///< PDB and mmCIF input: how pdb2pqr assigns charges and radii
-  std::string keep_pqr;      ///< PDB and mmCIF input: where pdb2pqr's PQR is kept
-  GridRequest grid;
-  PhysicsOptions physics;
-  ComputeOptions compute;
-  MapWriteOptions write;
-};
-
-MapCommand map_command(const cxxopts::ParseResult& args) {
-  MapCommand c;
-  if (!args.count("output")) throw UsageError("no output given: add -o map.vti, -o map.dx and/or -o map.mrc");
-  c.outputs = args["output"].as<std::vector<std::string>>();
-  if (!args.count("input")) throw UsageError("no input file given");
-  c.input = args["input"].as<std::string>();
-  c.format = format_option(args);
-  c.input_format = c.format ? *c.format : format_from_extension(c.input);
-  if (!needs_charge_assignment(c.input_format)) {
-    for (const char* option : {"forcefield", "ph", "keep-pqr"})
-      if (args.count(option))
-        throw UsageError(std::string("--") + option + " applies to PDB and mmCIF input (charges from pdb2pqr); " +
-                         c.input + " has its charges already");
-  } else {
-    c.charges = make_charge_assignment(
-        args["forcefield"].as<std::string>(),
-        args.count("ph") ? std::optional<double>(number_option("ph", args["ph"].as<std::string>())) : std::nullopt);
-    namespace fs = std::filesystem;
-    // Beside the (first) map, named after the structure: out/protein.dx -> out/protein.pqr.
-    c.keep_pqr =
-        args.count("keep-pqr")
-            ? args["keep-pqr"].as<std::string>()
-            : (fs::path(c.outputs.front()).parent_path() / (fs::path(c.input).stem().string() + ".pqr")).string();
-    std::error_code ec;
-    const fs::path keep = fs::weakly_canonical(fs::absolute(c.keep_pqr), ec);
-    for (const std::string& other : c.outputs)
-      if (keep == fs::weakly_canonical(fs::absolute(other), ec))
-        throw UsageError("--keep-pqr " + c.keep_pqr + " is also a map output; name another file");
-    if (keep == fs::weakly_canonical(fs::absolute(c.input), ec))
-      throw UsageError("--keep-pqr " + c.keep_pqr + " would replace the input; name another file");
-  }
-  c.physics = physics_options(args);
-  c.grid = grid_request(args);
-  c.compute = compute_options(args);
-  c.write = map_write_options(args, c.compute.run.threads);
-  return c;
-}
-
-/// The input's atoms: read (PQR, XYZ), or from pdb2pqr (PDB, mmCIF; printed with its version
-/// and its warnings). `assigned` keeps pdb2pqr's PQR until the maps are written.
-Structure read_input(const MapCommand& command, TimingReport& timing, std::optional<AssignedStructure>& assigned) {
-  if (!needs_charge_assignment(command.input_format)) return load_structure(command.input, command.format, &timing);
-  const Stopwatch clock;
-  assigned.emplace(assign_charges(command.input, command.input_format, command.charges));
-  timing.read_seconds += clock.seconds();
-  std::printf("charges    %s (%s): %s\n", assigned->describe().c_str(), seconds_text(clock.seconds()).c_str(),
-              assigned->command.c_str());
-  std::fflush(stdout);
-  return assigned->structure;
-}
+/// The options `espgrid map` takes: every group of the job's table.
+const JobOptionSet kMapOptions{{OptionGroup::Input, OptionGroup::Output, OptionGroup::Grid, OptionGroup::Physics,
+                                OptionGroup::Compute}};
 
 void print_input(const std::string& path, const Atoms& atoms, const GridSpec& grid) {
   std::printf("input      %s: %s atoms, total charge %s e\n", path.c_str(), with_commas(atoms.size()).c_str(),
@@ -105,10 +44,9 @@ std::string part_line(const WorkerTiming& part) {
          seconds_text(part.wall_seconds);
 }
 
-/// The summary after the computation (kernel line first), then the outputs (the streamed ones
-/// completed, the others written), then the times.
-void finish_map(const PotentialMap& map, std::size_t atoms, const std::string& kernel_line, TimingReport& timing,
-                const std::string& compute_note, MapFiles& files, const std::function<void()>& after_maps = nullptr) {
+/// The summary after the computation, before the files are finished: the kernel line first.
+void print_summary(const PotentialMap& map, std::size_t atoms, const std::string& kernel_line,
+                   const TimingReport& timing) {
   const double evaluations = static_cast<double>(map.grid.point_count()) * static_cast<double>(atoms);
   const auto [lo, hi] = std::minmax_element(map.values.begin(), map.values.end());
   std::printf("kernel     %s\n", kernel_line.c_str());
@@ -136,12 +74,15 @@ void finish_map(const PotentialMap& map, std::size_t atoms, const std::string& k
                   ? (", T " + std::to_string(map.physics.temperature).substr(0, 6) + " K").c_str()
                   : "");
   std::fflush(stdout);
-  const bool any_streamed = files.streaming();
-  files.finish(map, &timing, [](const std::string& path) {
-    std::printf("wrote      %s\n", path.c_str());
-    std::fflush(stdout);
-  });
-  if (after_maps) after_maps();
+}
+
+void print_written(const std::string& path, const std::string& what) {
+  std::printf("wrote      %s%s\n", path.c_str(), what.empty() ? "" : (" (" + what + ")").c_str());
+  std::fflush(stdout);
+}
+
+/// The last line: where the time went.
+void print_times(const TimingReport& timing, bool any_streamed, const std::string& compute_note) {
   const std::string streamed =
       any_streamed ? " (+ " + seconds_text(timing.streamed_write_seconds) + " streamed during compute)" : "";
   std::printf("time       read %s, prepare %s, kernel %s, transfers %s, write %s%s; total %s%s\n",
@@ -151,67 +92,97 @@ void finish_map(const PotentialMap& map, std::size_t atoms, const std::string& k
               seconds_text(timing.total_seconds()).c_str(), compute_note.c_str());
 }
 
+/// `espgrid map` as the pipeline runs it: each stage's lines as it happens, a progress bar on a
+/// terminal while the kernel runs.
+class PrintingObserver : public MapObserver {
+ public:
+  explicit PrintingObserver(const MapJob& job) : job_(job) {}
+  void charges_assigned(const AssignedStructure& assigned, double seconds) override {
+    std::printf("charges    %s (%s): %s\n", assigned.describe().c_str(), seconds_text(seconds).c_str(),
+                assigned.command.c_str());
+    std::fflush(stdout);
+  }
+  void notice(const std::string& text) override { std::fprintf(stderr, "espgrid: note: %s\n", text.c_str()); }
+  void prepared(const PreparedJob& p) override {
+    print_input(job_.input.path, p.structure.atoms, p.grid);
+    bar_.emplace(std::string(p.kernel.kernel->name));
+    kernel_line_ = std::string(p.kernel.kernel->name) + " on ";
+    why_ = p.kernel.why;
+    atoms_ = p.structure.atoms.size();
+  }
+  void progress(std::size_t done, std::size_t total) override {
+    if (bar_) bar_->update(done, total);
+  }
+  void computed(const MapResult& result) override {
+    if (bar_) bar_->finish();
+    print_summary(result.map, atoms_, kernel_line_ + result.timing.device + " (" + why_ + ")", result.timing);
+  }
+  void written(const std::string& path, const std::string& what) override { print_written(path, what); }
+
+ private:
+  const MapJob& job_;
+  std::optional<ProgressBar> bar_;
+  std::string kernel_line_, why_;
+  std::size_t atoms_ = 0;
+};
+
 /// `espgrid map` under mpirun with more than one rank: every rank reads the input and computes
 /// a contiguous block of z-planes (its rank-local GPU, or the CPU); rank 0 gathers the map,
 /// prints the summary with every rank's timing, and writes the outputs. Any rank's failure
 /// stops every rank before anything is written (rank 0 reports it; see Cluster::agree).
 int run_map_distributed(const cxxopts::ParseResult& args, scaleout::Cluster& cluster) {
   const bool root = cluster.is_root();
-  MapCommand command;
-  KernelSelection choice;
-  std::optional<Structure> structure;
+  MapJob job;
+  std::optional<PreparedJob> prepared;
   std::optional<PreparedProblem> problem;
-  PotentialMap map;
-  TimingReport timing;
-  scaleout::DistributedRun result;
+  MapResult result;
+  scaleout::DistributedRun run;
+  MapObserver quiet;  // rank 0 prints once every rank has read the input
   // Every rank passes the same agreement points, so a failure anywhere reaches all of them:
   // rank 0 prints it, everyone waits for that, then rank 0 exits non-zero and the rest 0.
   int status = 0;
   std::string error;
   try {
     cluster.agree("checking the command line and reading the input", [&] {
-      command = map_command(args);
-      if (needs_charge_assignment(command.input_format))
-        throw UsageError("under mpirun, give a PQR file: run `espgrid map " + command.input +
+      job = job_from_args(args, kMapOptions, JobUse::Map);
+      if (needs_charge_assignment(job.input.file_format()))
+        throw UsageError("under mpirun, give a PQR file: run `espgrid map " + job.input.path +
                          " --keep-pqr FILE.pqr ...` once without mpirun (or pdb2pqr30 yourself)");
-      if (root) check_output_paths(command.outputs, {command.input}, command.write);  // only rank 0 writes
-      choice = select_kernel(command.compute, command.physics.model);
-      RunOptions& run = command.compute.run;
-      if (choice.kernel->backend == Backend::Cuda && !args.count("device") && !args.count("devices")) {
-        run.device = scaleout::rank_local_device(cluster, cuda::usable_devices());
-        choice.why += "; rank-local GPU: local rank mod GPUs";
+      prepared.emplace(prepare_job(job, quiet, /*check_outputs=*/root));  // only rank 0 writes
+      RunOptions& options = job.compute.run;
+      if (prepared->kernel.kernel->backend == Backend::Cuda && !job.compute.device_given && options.devices.empty()) {
+        options.device = scaleout::rank_local_device(cluster, cuda::usable_devices());
+        prepared->kernel.why += "; rank-local GPU: local rank mod GPUs";
       }
       // CPU threads: a rank not pinned to a part of the machine shares it with the other
       // ranks on its node instead of each taking every core.
-      if (choice.kernel->backend == Backend::Cpu && run.threads == 0 && cluster.local_size() > 1 &&
+      if (prepared->kernel.kernel->backend == Backend::Cpu && options.threads == 0 && cluster.local_size() > 1 &&
           omp_get_num_procs() >= static_cast<int>(std::thread::hardware_concurrency()))
-        run.threads = std::max(1, omp_get_num_procs() / cluster.local_size());
-      structure.emplace(load_structure(command.input, command.format, &timing));
-      const GridSpec grid = make_grid(command.grid, structure->atoms);
-      check_grid_fits(grid);
-      problem.emplace(PreparedProblem::for_physics(structure->atoms, grid, command.physics));
+        options.threads = std::max(1, omp_get_num_procs() / cluster.local_size());
+      problem.emplace(PreparedProblem::for_physics(prepared->structure.atoms, prepared->grid, job.physics));
       if (root) {
-        map.grid = grid;
-        map.physics = command.physics;
-        map.source = describe_source(command.input, structure->atoms);
-        map.values.assign(grid.point_count(), std::numeric_limits<float>::quiet_NaN());
+        result.map.grid = prepared->grid;
+        result.map.physics = job.physics;
+        result.map.source = prepared->source;
+        result.map.values.assign(prepared->grid.point_count(), std::numeric_limits<float>::quiet_NaN());
+        result.kernel = prepared->kernel;
       }
     });
     if (root) {
-      for (const auto& notice : structure->notices) std::fprintf(stderr, "espgrid: note: %s\n", notice.c_str());
-      print_input(command.input, structure->atoms, problem->grid());
+      for (const auto& notice : prepared->structure.notices) std::fprintf(stderr, "espgrid: note: %s\n", notice.c_str());
+      print_input(job.input.path, prepared->structure.atoms, prepared->grid);
       std::printf(
           "ranks      %d MPI ranks: z-planes in contiguous blocks, one per rank; the map is gathered to "
           "rank 0\n",
           cluster.size());
       std::fflush(stdout);
     }
-    ProgressBar bar(std::string(choice.kernel->name));
-    RunOptions options = command.compute.run;
+    ProgressBar bar(std::string(prepared->kernel.kernel->name));
+    RunOptions options = job.compute.run;
     if (root) options.progress = [&bar](std::size_t done, std::size_t total) { bar.update(done, total); };
     try {
-      result =
-          scaleout::compute_distributed(cluster, *choice.kernel, *problem, root ? map.values.data() : nullptr, options);
+      run = scaleout::compute_distributed(cluster, *prepared->kernel.kernel, *problem,
+                                          root ? result.map.values.data() : nullptr, options);
     } catch (const scaleout::PeerFailure&) {
       throw;
     } catch (const UsageError&) {
@@ -238,7 +209,7 @@ int run_map_distributed(const cxxopts::ParseResult& args, scaleout::Cluster& clu
   }
   if (!root) return 0;
 
-  for (const scaleout::RankReport& r : result.ranks) {
+  for (const scaleout::RankReport& r : run.ranks) {
     const std::string planes = r.planes.count() == 0 ? std::string("no planes")
                                                      : "planes " + std::to_string(r.planes.begin) + "-" +
                                                            std::to_string(r.planes.end - 1) + " (" +
@@ -248,20 +219,25 @@ int run_map_distributed(const cxxopts::ParseResult& args, scaleout::Cluster& clu
                 seconds_text(r.wall_seconds).c_str());
   }
   std::set<std::string> kernels;
-  for (const scaleout::RankReport& r : result.ranks) kernels.insert(r.kernel);
+  for (const scaleout::RankReport& r : run.ranks) kernels.insert(r.kernel);
   std::string kernel_names;
   for (const std::string& k : kernels) kernel_names += (kernel_names.empty() ? "" : ", ") + k;
-  timing.kernel_seconds = result.timing.kernel_seconds;
-  timing.transfer_seconds = std::max(0.0, result.timing.wall_seconds - result.timing.kernel_seconds);
-  timing.parts = result.timing.parts;
-  if (choice.error_bound > 0)
-    timing.method = "approximate, expected relative RMS error <= " + short_scientific(choice.error_bound) +
+  TimingReport& timing = result.timing;
+  timing.read_seconds = prepared->timing.read_seconds;
+  timing.kernel_seconds = run.timing.kernel_seconds;
+  timing.transfer_seconds = std::max(0.0, run.timing.wall_seconds - run.timing.kernel_seconds);
+  timing.parts = run.timing.parts;
+  if (prepared->kernel.error_bound > 0)
+    timing.method = "approximate, expected relative RMS error <= " + short_scientific(prepared->kernel.error_bound) +
                     " at points >= 1.4 Å from atoms";
-  MapFiles files(command.outputs, command.write);  // rank 0 has the whole map only now: nothing streams
-  finish_map(map, problem->atom_count(), kernel_names + " on " + result.timing.device + " (" + choice.why + ")", timing,
-             " (kernel: the slowest rank; transfers: all ranks and the gather, " + seconds_text(result.gather_seconds) +
-                 " gathering)",
-             files);
+  print_summary(result.map, problem->atom_count(),
+                kernel_names + " on " + run.timing.device + " (" + prepared->kernel.why + ")", timing);
+  MapFiles files(job.outputs, job.write);  // rank 0 has the whole map only now: nothing streams
+  PrintingObserver observer(job);
+  finish_job_outputs(job, *prepared, result, files, observer);
+  print_times(timing, false,
+              " (kernel: the slowest rank; transfers: all ranks and the gather, " + seconds_text(run.gather_seconds) +
+                  " gathering)");
   return 0;
 }
 
@@ -271,25 +247,7 @@ int run_map(int argc, char** argv) {
   cxxopts::Options options("espgrid map", "Compute the electrostatic potential of a charged structure on a grid.\n");
   options.custom_help("INPUT -o OUTPUT.vti|OUTPUT.dx|OUTPUT.mrc [-o ...] [options]");
   options.positional_help("");
-  add_structure_options(options, "structure file (.pqr, .xyz; .pdb or .cif: charges from pdb2pqr)");
-  // clang-format off
-  options.add_options("Input")
-      ("forcefield", "PDB/mmCIF input: pdb2pqr's force field (AMBER, CHARMM, PARSE, TYL06, PEOEPB, SWANSON)",
-       cxxopts::value<std::string>()->default_value("AMBER"))
-      ("ph", "PDB/mmCIF input: pH for the titratable residues, through PROPKA (default: pdb2pqr's standard "
-             "protonation states)", cxxopts::value<std::string>())
-      ("keep-pqr", "PDB/mmCIF input: where to keep the PQR pdb2pqr made (default: beside the first map, named "
-                   "after the input)", cxxopts::value<std::string>());
-  options.add_options("Output")
-      ("o,output", "map to write: .vti (ParaView), .dx or .dx.gz (VMD, PyMOL, ChimeraX, APBS) or "
-                   ".mrc/.map/.ccp4 (MRC2014: ChimeraX, PyMOL, VMD, Coot, Mol*); .mrc and .vti are written while the "
-                   "map is computed; repeat for several",
-       cxxopts::value<std::vector<std::string>>());
-  // clang-format on
-  add_map_output_options(options);
-  add_grid_options(options);
-  add_physics_options(options);
-  add_compute_options(options, "kernel variant (see `espgrid kernels`)");
+  add_job_options(options, kMapOptions, "structure file (.pqr, .xyz; .pdb or .cif: charges from pdb2pqr)");
   options.add_options()("h,help", "show this help");
   const auto args = parse_args(options, argc, argv, {"output"});
   if (args.count("help")) {
@@ -307,37 +265,13 @@ int run_map(int argc, char** argv) {
   scaleout::Cluster& cluster = scaleout::Cluster::world();  // MPI starts here when launched by mpirun
   if (cluster.distributed()) return run_map_distributed(args, cluster);
 
-  MapCommand command = map_command(args);
-  check_output_paths(command.outputs, {command.input}, command.write);
-  if (!command.keep_pqr.empty()) check_output_path(command.keep_pqr);
-  const KernelSelection choice = select_kernel(command.compute, command.physics.model);
-  if (const std::optional<GridSpec> grid = explicit_grid(command.grid)) check_grid_fits(*grid);  // before reading
-  TimingReport read;
-  std::optional<AssignedStructure> assigned;
-  const Structure structure = read_input(command, read, assigned);
-  for (const auto& notice : structure.notices) std::fprintf(stderr, "espgrid: note: %s\n", notice.c_str());
-  MapRequest request;
-  request.grid = make_grid(command.grid, structure.atoms);
-  check_grid_fits(request.grid);
-  print_input(command.input, structure.atoms, request.grid);
-  request.physics = command.physics;
-  request.compute = command.compute;
-  request.source = describe_source(
-      assigned ? command.input + " (charges: " + assigned->describe() + ")" : command.input, structure.atoms);
-  ProgressBar bar(std::string(choice.kernel->name));
-  request.progress = [&bar](std::size_t done, std::size_t total) { bar.update(done, total); };
-  MapFiles files(command.outputs, command.write);
-  MapResult result = compute_map(structure.atoms, request, choice, &files);
-  bar.finish();
-  result.timing.read_seconds = read.read_seconds;
-  finish_map(result.map, structure.atoms.size(),
-             std::string(choice.kernel->name) + " on " + result.timing.device + " (" + choice.why + ")", result.timing,
-             "", files, [&] {
-               if (!assigned) return;
-               assigned->keep(command.keep_pqr);  // only after every map is written: a failure leaves nothing
-               std::printf("wrote      %s (the PQR pdb2pqr made)\n", command.keep_pqr.c_str());
-               std::fflush(stdout);
-             });
+  const MapJob job = job_from_args(args, kMapOptions, JobUse::Map);
+  PrintingObserver observer(job);
+  const MapResult result = run_map_job(job, observer);
+  const bool any_streamed = std::any_of(job.outputs.begin(), job.outputs.end(), [&](const std::string& path) {
+    return streams_planes(map_format_from_extension(path), job.write);
+  });
+  print_times(result.timing, any_streamed, "");
   return 0;
 }
 

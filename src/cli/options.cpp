@@ -5,7 +5,6 @@
 #include <string_view>
 
 #include "src/core/errors.h"
-#include "src/core/number_parsing.h"
 
 namespace espgrid::cli {
 
@@ -53,188 +52,70 @@ std::vector<std::string> split_commas(const std::string& text) {
 }
 
 double number_option(const std::string& option, const std::string& text) {
-  const auto value = parse_number(text);
-  if (!value || !std::isfinite(*value)) throw UsageError("--" + option + " expects a number, got '" + text + "'");
-  return *value;
+  return OptionValue::text(text).as_number(option);
 }
 
 long long whole_option(const std::string& option, const std::string& text) {
-  const auto value = parse_integer(text);
-  if (!value) throw UsageError("--" + option + " expects a whole number, got '" + text + "'");
-  return *value;
+  return OptionValue::text(text).as_whole(option);
 }
 
 std::array<double, 3> triple_option(const std::string& option, const std::string& text, bool allow_single) {
-  const auto parts = split_commas(text);
-  if (parts.size() == 1 && allow_single) {
-    const double v = number_option(option, parts[0]);
-    return {v, v, v};
-  }
-  if (parts.size() != 3)
-    throw UsageError("--" + option + " expects " + (allow_single ? "one value or " : "") + "X,Y,Z, got '" + text + "'");
-  return {number_option(option, parts[0]), number_option(option, parts[1]), number_option(option, parts[2])};
+  return OptionValue::text(text).as_triple(option, allow_single);
 }
 
 std::array<std::int64_t, 3> dims_option(const std::string& option, const std::string& text) {
-  const auto parts = split_commas(text);
-  if (parts.size() != 3) throw UsageError("--" + option + " expects NX,NY,NZ, got '" + text + "'");
-  std::array<std::int64_t, 3> out{};
-  for (std::size_t a = 0; a < 3; ++a) {
-    const auto v = parse_integer(parts[a]);
-    if (!v) throw UsageError("--" + option + " expects whole numbers, got '" + parts[a] + "'");
-    out[a] = *v;
+  return OptionValue::text(text).as_dims(option);
+}
+
+bool JobOptionSet::takes(const JobOption& option) const {
+  return std::find(groups.begin(), groups.end(), option.group) != groups.end() &&
+         std::find(except.begin(), except.end(), option.name) == except.end();
+}
+
+void add_job_options(cxxopts::Options& options, const JobOptionSet& set, const std::string& input_help,
+                     const std::string& kernel_help) {
+  const bool input = std::find(set.groups.begin(), set.groups.end(), OptionGroup::Input) != set.groups.end();
+  if (input) options.add_options("Input")("input", input_help, cxxopts::value<std::string>());
+  for (const JobOption& o : job_options()) {
+    if (!set.takes(o)) continue;
+    const std::string names = o.short_name ? std::string(1, o.short_name) + "," + std::string(o.name) : std::string(o.name);
+    const std::string help = o.name == "kernel" && !kernel_help.empty() ? kernel_help : o.help;
+    auto adder = options.add_options(std::string(group_name(o.group)));
+    if (o.is_switch) {
+      adder(names, help);
+    } else if (o.repeatable) {
+      adder(names, help, cxxopts::value<std::vector<std::string>>());
+    } else if (!o.default_text.empty()) {
+      adder(names, help, cxxopts::value<std::string>()->default_value(o.default_text));
+    } else {
+      adder(names, help, cxxopts::value<std::string>());
+    }
   }
-  return out;
+  if (input) options.parse_positional({"input"});
 }
 
-std::vector<int> devices_option(const std::string& text) {
-  if (text == "all") {
-    std::string reason;
-    std::vector<int> all = cuda::usable_devices(&reason);
-    if (all.empty()) throw Error("--devices all: " + reason);
-    return all;
+void apply_args(const cxxopts::ParseResult& args, const JobOptionSet& set, MapJob& job) {
+  for (const JobOption& o : job_options()) {
+    const std::string name(o.name);
+    if (!set.takes(o) || !args.count(name)) continue;
+    if (o.is_switch) {
+      o.apply(job, OptionValue::on());
+    } else if (o.repeatable) {
+      for (const std::string& word : args[name].as<std::vector<std::string>>()) o.apply(job, OptionValue::text(word));
+    } else {
+      o.apply(job, OptionValue::text(args[name].as<std::string>()));
+    }
   }
-  std::vector<int> devices;
-  for (const auto& part : split_commas(text)) {
-    const auto v = parse_integer(part);
-    if (!v || *v < 0 || *v > 1'000'000)
-      throw UsageError("--devices expects all or device numbers N,N,..., got '" + text + "'");
-    devices.push_back(static_cast<int>(*v));
-  }
-  return devices;
 }
 
-void add_structure_options(cxxopts::Options& options, const std::string& input_help) {
-  // clang-format off
-  options.add_options("Input")
-      ("input", input_help, cxxopts::value<std::string>())
-      ("format", "input format when the extension does not say: pqr, xyz, pdb or cif", cxxopts::value<std::string>());
-  // clang-format on
-  options.parse_positional({"input"});
-}
-
-void add_grid_options(cxxopts::Options& options) {
-  // clang-format off
-  options.add_options("Grid")
-      ("spacing", "grid spacing in Å: H or HX,HY,HZ", cxxopts::value<std::string>()->default_value("0.5"))
-      ("padding", "space around the atoms' bounding box on each side, Å", cxxopts::value<std::string>()->default_value("10"))
-      ("origin", "explicit grid origin X,Y,Z in Å (with --dims)", cxxopts::value<std::string>())
-      ("dims", "explicit grid points NX,NY,NZ (with --origin)", cxxopts::value<std::string>());
-  // clang-format on
-}
-
-void add_physics_options(cxxopts::Options& options) {
-  // clang-format off
-  options.add_options("Physics")
-      ("units", "potential unit: kT/e, kcal/mol/e or V", cxxopts::value<std::string>()->default_value("kT/e"))
-      ("dielectric", "relative permittivity of the uniform medium", cxxopts::value<std::string>()->default_value("1"))
-      ("temperature", "temperature for kT/e, K", cxxopts::value<std::string>()->default_value("298.15"))
-      ("model", "pair model: coulomb, distance or debye (see Models below)", cxxopts::value<std::string>()->default_value("coulomb"))
-      ("ionic-strength", "debye model: ionic strength of the electrolyte, mol/L", cxxopts::value<std::string>()->default_value("0"));
-  // clang-format on
-}
-
-void add_compute_options(cxxopts::Options& options, const std::string& kernel_help) {
-  // clang-format off
-  options.add_options("Compute")
-      ("kernel", kernel_help, cxxopts::value<std::string>())
-      ("backend", "auto, cpu or cuda (auto: CUDA when a usable GPU is present)", cxxopts::value<std::string>()->default_value("auto"))
-      ("device", "CUDA device number", cxxopts::value<std::string>()->default_value("0"))
-      ("devices", "several CUDA devices: all, or N,N,... (z-planes shared out through a work queue; a repeated "
-                  "number runs two workers on one GPU)", cxxopts::value<std::string>())
-      ("threads", "CPU threads (0 = all cores)", cxxopts::value<std::string>()->default_value("0"))
-      ("accuracy", "approximate method (multilevel summation, cpu-msm or cuda-msm) with this relative RMS error at "
-                   "points >= 1.4 Å from atoms, e.g. 1e-3 or 1e-4: parameters from measured tables (README, Large "
-                   "structures)", cxxopts::value<std::string>())
-      ("msm-cutoff", "experts: MSM short-range cutoff a, Å (with --msm-spacing and --msm-order)",
-       cxxopts::value<std::string>())
-      ("msm-spacing", "experts: MSM finest grid spacing h, Å", cxxopts::value<std::string>())
-      ("msm-order", "experts: MSM interpolation order, 3 (cubic) or 5 (quintic)", cxxopts::value<std::string>());
-  // clang-format on
-}
-
-void add_map_output_options(cxxopts::Options& options) {
-  // clang-format off
-  options.add_options("Output")
-      ("compression", ".vti compressor: none (fastest to write and read; written while the map is computed), lz4 "
-                      "(no smaller on potentials), zlib (~15% smaller, ~20x slower to write) or lzma (~33% smaller, "
-                      "~200x slower)", cxxopts::value<std::string>()->default_value(
-                          std::string(compression_name(MapWriteOptions{}.vti_compression))))
-      ("no-stream", "write every file after the computation, none while it runs (for measuring)");
-  // clang-format on
-}
-
-MapWriteOptions map_write_options(const cxxopts::ParseResult& args, int threads) {
-  MapWriteOptions o;
-  o.vti_compression = parse_compression(args["compression"].as<std::string>());
-  o.threads = threads;
-  o.stream = args.count("no-stream") == 0;
-  return o;
-}
-
-std::optional<StructureFormat> format_option(const cxxopts::ParseResult& args) {
-  if (!args.count("format")) return std::nullopt;
-  return parse_format_name(args["format"].as<std::string>());
-}
-
-GridRequest grid_request(const cxxopts::ParseResult& args) {
-  GridRequest request;
-  request.spacing = triple_option("spacing", args["spacing"].as<std::string>(), true);
-  request.padding = number_option("padding", args["padding"].as<std::string>());
-  if (args.count("origin")) request.origin = triple_option("origin", args["origin"].as<std::string>(), false);
-  if (args.count("dims")) request.dims = dims_option("dims", args["dims"].as<std::string>());
-  if (request.dims.has_value() != request.origin.has_value())
-    throw UsageError(request.dims ? "--dims needs --origin too" : "--origin needs --dims too");
-  check_grid_request(request);
-  return request;
-}
-
-PhysicsOptions physics_options(const cxxopts::ParseResult& args) {
-  PhysicsOptions physics;
-  physics.unit = parse_unit(args["units"].as<std::string>());
-  physics.dielectric = number_option("dielectric", args["dielectric"].as<std::string>());
-  physics.temperature = number_option("temperature", args["temperature"].as<std::string>());
-  physics.model = parse_model(args["model"].as<std::string>());
-  physics.ionic_strength = number_option("ionic-strength", args["ionic-strength"].as<std::string>());
-  validate(physics);
-  return physics;
-}
-
-ComputeOptions compute_options(const cxxopts::ParseResult& args) {
-  ComputeOptions o;
-  o.backend = parse_backend(args["backend"].as<std::string>());
-  if (args.count("kernel")) o.kernel = args["kernel"].as<std::string>();
-  // Read as text: a number beyond int ("--threads 99999999999") must still name its option.
-  const long long threads = whole_option("threads", args["threads"].as<std::string>());
-  const long long device = whole_option("device", args["device"].as<std::string>());
-  if (threads < 0 || threads > kMaxCpuThreads)
-    throw UsageError("--threads takes 0 (all cores) to " + std::to_string(kMaxCpuThreads) + ", got " +
-                     std::to_string(threads));
-  if (device < 0 || device > 1'000'000) throw UsageError("--device must be a device number, 0 or more");
-  o.run.threads = static_cast<int>(threads);
-  o.run.device = static_cast<int>(device);
-  if (args.count("devices")) {
-    if (args.count("device")) throw UsageError("give --device N or --devices LIST, not both");
-    o.run.devices = devices_option(args["devices"].as<std::string>());
-    o.run.device = o.run.devices.front();
-  }
-  MethodParameters& method = o.run.method;
-  if (args.count("accuracy")) {
-    method.accuracy = number_option("accuracy", args["accuracy"].as<std::string>());
-    if (!(method.accuracy > 0) || !(method.accuracy < 1))
-      throw UsageError("--accuracy must be a relative error between 0 and 1 (e.g. 1e-3), got '" +
-                       args["accuracy"].as<std::string>() + "'");
-  }
-  if (args.count("msm-cutoff")) method.msm.cutoff = number_option("msm-cutoff", args["msm-cutoff"].as<std::string>());
-  if (args.count("msm-spacing"))
-    method.msm.spacing = number_option("msm-spacing", args["msm-spacing"].as<std::string>());
-  if (args.count("msm-order")) {
-    const long long order = whole_option("msm-order", args["msm-order"].as<std::string>());
-    if (order != 3 && order != 5) throw UsageError("--msm-order must be 3 (cubic) or 5 (quintic)");
-    method.msm.order = static_cast<int>(order);
-  }
-  if (!method.msm.empty() || method.accuracy != 0) resolve_msm(method);  // every check before reading the input
-  return o;
+MapJob job_from_args(const cxxopts::ParseResult& args, const JobOptionSet& set, JobUse use) {
+  MapJob job;
+  if (args.count("input")) job.input.path = args["input"].as<std::string>();
+  else if (set.input_required && std::find(set.groups.begin(), set.groups.end(), OptionGroup::Input) != set.groups.end())
+    throw UsageError("no input file given");
+  apply_args(args, set, job);
+  finish_job(job, use);
+  return job;
 }
 
 }  // namespace espgrid::cli

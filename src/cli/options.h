@@ -10,10 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "src/core/grid.h"
-#include "src/io/structure_reader.h"
-#include "src/physics/physics_options.h"
-#include "src/pipeline/map_pipeline.h"
+#include "src/job/job_options.h"
 
 namespace espgrid::cli {
 
@@ -23,7 +20,7 @@ namespace espgrid::cli {
 cxxopts::ParseResult parse_args(cxxopts::Options& options, int argc, char** argv,
                                 const std::vector<std::string>& repeatable = {});
 
-// ---- values ---------------------------------------------------------------------------------
+// ---- values (options a verb has of its own; the map job's options are in job/job_options.h) -----
 std::vector<std::string> split_commas(const std::string& text);
 /// A finite number for --OPTION; UsageError naming the option otherwise.
 double number_option(const std::string& option, const std::string& text);
@@ -33,31 +30,25 @@ long long whole_option(const std::string& option, const std::string& text);
 std::array<double, 3> triple_option(const std::string& option, const std::string& text, bool allow_single);
 /// NX,NY,NZ.
 std::array<std::int64_t, 3> dims_option(const std::string& option, const std::string& text);
-/// --devices: "all" (every usable GPU; Error naming why when there is none) or N,N,... (repeats allowed).
-std::vector<int> devices_option(const std::string& text);
 
-// ---- groups ---------------------------------------------------------------------------------
-/// input (positional) and --format.
-void add_structure_options(cxxopts::Options& options, const std::string& input_help);
-/// --spacing, --padding, --origin, --dims.
-void add_grid_options(cxxopts::Options& options);
-/// --units, --dielectric, --temperature, --model.
-void add_physics_options(cxxopts::Options& options);
-/// --kernel, --backend, --device, --devices, --threads, and the approximate method's
-/// --accuracy and --msm-cutoff/--msm-spacing/--msm-order.
-void add_compute_options(cxxopts::Options& options, const std::string& kernel_help);
-/// --compression and --no-stream (into the "Output" group).
-void add_map_output_options(cxxopts::Options& options);
-
-/// The input's format: --format, or nothing (the extension decides).
-std::optional<StructureFormat> format_option(const cxxopts::ParseResult& args);
-/// The grid request, checked as far as it can be without the atoms.
-GridRequest grid_request(const cxxopts::ParseResult& args);
-PhysicsOptions physics_options(const cxxopts::ParseResult& args);
-/// Threads (0..kMaxCpuThreads), --device N or --devices LIST (not both), backend and kernel,
-/// and run.method from --accuracy or --msm-* (checked).
-ComputeOptions compute_options(const cxxopts::ParseResult& args);
-/// --compression, --no-stream; `threads` (the verb's --threads, checked; 0 = all cores) format .dx text.
-MapWriteOptions map_write_options(const cxxopts::ParseResult& args, int threads = 0);
+// ---- the map job's options (job/job_options.h) on the command line ----------------------------------
+/// Which of the table's options a verb takes: whole groups, less the names in `except`.
+struct JobOptionSet {
+  std::vector<OptionGroup> groups;
+  std::vector<std::string_view> except = {};
+  bool input_required = true;  ///< with the Input group: the structure file must be given
+  bool takes(const JobOption& option) const;
+};
+/// Registers the set's options with cxxopts, in the table's words and defaults; with the Input
+/// group, the structure file as the positional "input" (help `input_help`). `kernel_help`
+/// replaces --kernel's help where the verb takes a list of kernels.
+void add_job_options(cxxopts::Options& options, const JobOptionSet& set, const std::string& input_help = "",
+                     const std::string& kernel_help = "");
+/// Applies every option of the set the command line gave to `job` (no checks across options).
+void apply_args(const cxxopts::ParseResult& args, const JobOptionSet& set, MapJob& job);
+/// The job the command line describes: every option of the set it gave applied through the
+/// table (the others keep their defaults), the positional input as the structure file, then
+/// finish_job for `use`.
+MapJob job_from_args(const cxxopts::ParseResult& args, const JobOptionSet& set, JobUse use);
 
 }  // namespace espgrid::cli

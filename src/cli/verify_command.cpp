@@ -16,6 +16,7 @@
 #include "src/bench/bench.h"
 #include "src/cli/commands.h"
 #include "src/cli/options.h"
+#include "src/pipeline/map_pipeline.h"
 #include "src/cli/progress.h"
 #include "src/compute/approximation_error.h"
 #include "src/compute/oracle.h"
@@ -79,10 +80,10 @@ int run_verify(int argc, char** argv) {
                            "Run kernels on a structure and compare every grid point with the reference kernel.\n");
   options.custom_help("INPUT [--kernel NAME[,NAME...]|all] [options]");
   options.positional_help("");
-  add_structure_options(options, "structure file (.pqr or .xyz)");
-  add_grid_options(options);
-  add_physics_options(options);
-  add_compute_options(options, "kernel variants to check: all (default), or NAME[,NAME...]");
+  const JobOptionSet job_options_taken{
+      {OptionGroup::Input, OptionGroup::Grid, OptionGroup::Physics, OptionGroup::Compute}};
+  add_job_options(options, job_options_taken, "structure file (.pqr, .xyz; .pdb or .cif: charges from pdb2pqr)",
+                  "kernel variants to check: all (default), or NAME[,NAME...]");
   // clang-format off
   options.add_options("Check")
       ("sample", "check N sampled points of each kernel's map against the double oracle instead of every point "
@@ -103,33 +104,31 @@ int run_verify(int argc, char** argv) {
                  "on every core (cpu-parallel: bit for bit cpu-reference); its time is estimated from a probe first.\n";
     return 0;
   }
-  if (!args.count("input")) throw UsageError("no input file given");
-  const std::string input = args["input"].as<std::string>();
-  const std::optional<StructureFormat> format = format_option(args);
-  const PhysicsOptions physics = physics_options(args);
-  const GridRequest grid_req = grid_request(args);
-  ComputeOptions compute = compute_options(args);
-  const std::string which = compute.kernel.empty() ? "all" : compute.kernel;
+  MapJob job = job_from_args(args, job_options_taken, JobUse::Values);
+  // --kernel is verify's list; the pipeline checks everything else the job says.
+  const std::string which = job.compute.kernel.empty() ? "all" : job.compute.kernel;
+  job.compute.kernel.clear();
+  const PhysicsOptions& physics = job.physics;
+  ComputeOptions& compute = job.compute;
 
   std::vector<const KernelVariant*> kernels;
   std::string reason;
   const bool have_cuda = cuda_available(&reason);
   if (which == "all") {
     for (const auto& k : kernel_variants())
-      if (k.role != KernelRole::Reference && !k.serial && (k.backend == Backend::Cpu || have_cuda) &&
-          k.supports(physics.model))
+      if (k.role != KernelRole::Reference && !k.serial && k.available() && k.supports(physics.model))
         kernels.push_back(&k);
     if (!have_cuda) std::printf("note: skipping the CUDA kernels: %s\n", reason.c_str());
   } else {
     for (const auto& name : split_commas(which)) kernels.push_back(&find_kernel(name));
   }
-  if (const std::optional<GridSpec> grid = explicit_grid(grid_req)) check_grid_fits(*grid);
-  const Structure structure = load_structure(input, format);
-  for (const auto& notice : structure.notices) std::fprintf(stderr, "espgrid: note: %s\n", notice.c_str());
-  const Atoms& atoms = structure.atoms;
-  const GridSpec grid = make_grid(grid_req, atoms);
-  check_grid_fits(grid);
-  std::printf("input      %s: %s atoms; grid %s\n", input.c_str(), with_commas(atoms.size()).c_str(),
+  struct Notes : MapObserver {
+    void notice(const std::string& text) override { std::fprintf(stderr, "espgrid: note: %s\n", text.c_str()); }
+  } notes;
+  const PreparedJob prepared = prepare_job(job, notes, /*check_outputs=*/false);
+  const Atoms& atoms = prepared.structure.atoms;
+  const GridSpec& grid = prepared.grid;
+  std::printf("input      %s: %s atoms; grid %s\n", job.input.path.c_str(), with_commas(atoms.size()).c_str(),
               describe(grid).c_str());
   const PreparedProblem problem = PreparedProblem::for_physics(atoms, grid, physics);
   const std::size_t n = grid.point_count();
@@ -153,7 +152,7 @@ int run_verify(int argc, char** argv) {
         all_pass = false;
         continue;
       }
-      const std::size_t unwritten = bench::count_nonfinite(out.data(), out.size());
+      const std::size_t unwritten = count_nonfinite(out.data(), out.size());
       if (k->approximate()) {
         // By its declared bound: relative RMS error against the oracle at sampled points away from atoms.
         const ApproximationError e = sampled_approximation_error(
@@ -167,8 +166,8 @@ int run_verify(int argc, char** argv) {
         std::printf("\n");
         continue;
       }
-      const bench::OracleCheck check =
-          bench::check_against_oracle(problem.view(out.data()), problem.coordinate_extent(),
+      const OracleCheck check =
+          check_against_oracle(problem.view(out.data()), problem.coordinate_extent(),
                                       static_cast<std::size_t>(samples), static_cast<std::uint64_t>(seed));
       const bool pass = check.ok() && unwritten == 0;
       all_pass = all_pass && pass;

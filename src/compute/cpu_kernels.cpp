@@ -4,10 +4,10 @@
 // so the maps are bit for bit what they were.
 #include "src/compute/cpu_kernels.h"
 
-#include <omp.h>
-
 #include <cmath>
 #include <vector>
+
+#include "src/compute/plane_tasks.h"
 
 namespace espgrid::cpu {
 namespace {
@@ -67,20 +67,28 @@ void plane_dz2(const DcsProblem& p, std::int64_t k, std::vector<float>& dz2) {
   }
 }
 
-/// The row sweep over every plane; rows of a plane spread over `team` threads (1: in order).
+/// One thread's dz² + a² of every atom for the plane it is working on.
+struct PlaneScratch {
+  std::int64_t plane = -1;
+  std::vector<float> dz2;
+};
+
+/// The row sweep over every plane; rows spread over `threads` threads (1: in order).
 template <class Potential>
-void plane_sweep(const DcsProblem& p, int team, const ProgressFn& progress) {
+void plane_sweep(const DcsProblem& p, int threads, const ProgressFn& progress) {
   const std::vector<float> gx = grid_x(p);
-  std::vector<float> dz2(p.atom_count);
-  for (std::int64_t k = 0; k < p.nz; ++k) {
-    plane_dz2(p, k, dz2);
-#pragma omp parallel for num_threads(team) schedule(dynamic, 1) if (team > 1)
-    for (std::int64_t j = 0; j < p.ny; ++j) {
-      float* row = p.potential + static_cast<std::size_t>(p.nx * (j + p.ny * k));
-      accumulate_row<Potential>(p, gx.data(), dz2.data(), static_cast<float>(j) * p.hy, row);
-    }
-    if (progress) progress(static_cast<std::size_t>(k + 1), static_cast<std::size_t>(p.nz));
-  }
+  // Per point one pair per atom, plus the row's own loop overhead.
+  const double work = static_cast<double>(p.point_count()) * (static_cast<double>(p.atom_count) + 8.0);
+  run_plane_tasks<PlaneScratch>(p.nz, p.ny, team_for(work, threads, p.nz * p.ny), progress,
+                                [&](std::int64_t k, std::int64_t j, PlaneScratch& s) {
+                                  if (s.plane != k) {
+                                    s.dz2.resize(p.atom_count);
+                                    plane_dz2(p, k, s.dz2);
+                                    s.plane = k;
+                                  }
+                                  float* row = p.potential + static_cast<std::size_t>(p.nx * (j + p.ny * k));
+                                  accumulate_row<Potential>(p, gx.data(), s.dz2.data(), static_cast<float>(j) * p.hy, row);
+                                });
 }
 
 }  // namespace
@@ -94,8 +102,7 @@ void reference(const DcsProblem& p, const ProgressFn& progress) {
 }
 
 void parallel(const DcsProblem& p, int threads, const ProgressFn& progress) {
-  const int team = threads > 0 ? threads : omp_get_max_threads();
-  with_pair_potential(p.model, [&](auto potential) { plane_sweep<decltype(potential)>(p, team, progress); });
+  with_pair_potential(p.model, [&](auto potential) { plane_sweep<decltype(potential)>(p, threads, progress); });
 }
 
 }  // namespace espgrid::cpu

@@ -3,6 +3,7 @@
 #include <omp.h>
 
 #include <array>
+#include <vector>
 #include <memory>
 
 #include "src/compute/cpu_kernels.h"
@@ -30,11 +31,14 @@ void cpu_parallel(const DcsProblem& p, const RunOptions& o) { cpu::parallel(p, o
 void cpu_simd(const DcsProblem& p, const RunOptions& o) { cpu::simd(p, o.threads, o.progress); }
 
 // cpu-simd is the default without a GPU where the build has it (Google Highway).
+constexpr std::string_view kSimdNotBuilt =
+    ESPGRID_HAVE_HWY ? ""
+                     : "this espgrid was built without Google Highway (libhwy-dev not found, or ESPGRID_SIMD=OFF)";
 constexpr KernelRole kSimdRole = ESPGRID_HAVE_HWY ? KernelRole::Default : KernelRole::Alternative;
 constexpr KernelRole kParallelRole = ESPGRID_HAVE_HWY ? KernelRole::Alternative : KernelRole::Default;
 
 constexpr ModelSet kCoulombOnly = {PairModel::Coulomb};
-constexpr ModelSet kEveryModel = {PairModel::Coulomb, PairModel::Distance, PairModel::Debye};
+constexpr ModelSet kEveryModel = ModelSet::every_model();
 
 /// A CPU row.
 constexpr KernelVariant cpu_row(std::string_view name, std::string_view summary, KernelRole role,
@@ -93,8 +97,8 @@ DeviceLayout layout(int bx, int by) {
 }
 
 // The table. Flop counts: see each kernel's comment (kernels/*.cu, src/compute/cpu_kernels.cpp).
-const std::array<KernelVariant, 12>& table() {
-  static const std::array<KernelVariant, 12> rows = [] {
+const std::vector<KernelVariant>& table() {
+  static const std::vector<KernelVariant> rows = [] {
     DeviceLayout scatter = layout(128, 1);
     scatter.accumulates = true;
     scatter.thread_per_atom = true;
@@ -113,7 +117,7 @@ const std::array<KernelVariant, 12>& table() {
     dualpipe.coarsens = false;
     dualpipe.dual_pipe = true;
     dualpipe.double_positions = true;
-    return std::array<KernelVariant, 12>{
+    std::vector<KernelVariant> table_rows{
         cpu_row("cpu-naive", "one point at a time over all atoms, recomputing dx, dy, dz (1 thread)",
                 KernelRole::Alternative, Reproducibility::MatchesReference, kEveryModel, 12, true, &cpu_naive),
         cpu_row("cpu-reference", "per plane dz², per row dy²+dz², then a sweep along x (1 thread)",
@@ -159,6 +163,9 @@ const std::array<KernelVariant, 12>& table() {
                         "interpolation (approximate)",
                         Backend::Cuda, kCoulombOnly, &run_cuda_msm, &msm_bound),
     };
+    for (KernelVariant& row : table_rows)
+      if (row.name == "cpu-simd") row.not_built = kSimdNotBuilt;
+    return table_rows;
   }();
   return rows;
 }
@@ -170,7 +177,16 @@ std::string cpu_description(int threads) {
 
 }  // namespace
 
+bool KernelVariant::available(std::string* why) const {
+  if (!not_built.empty()) {
+    if (why) *why = std::string(not_built);
+    return false;
+  }
+  return backend == Backend::Cpu || cuda_available(why);
+}
+
 RunTiming KernelVariant::run(const DcsProblem& problem, const RunOptions& options) const {
+  if (!not_built.empty()) throw Error(std::string(name) + " cannot run: " + std::string(not_built));
   if (!supports(problem.model))
     throw UsageError(std::string(name) + " does not compute the " + model_name(problem.model) +
                      " model; use one of: " + variants_supporting(problem.model));

@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "kernels/dcs_cuda.h"
+#include "src/compute/cuda_driver.h"
 #include "src/compute/compute_timing.h"
 #include "src/compute/dcs_problem.h"
 #include "src/compute/launch_plan.h"
@@ -63,6 +63,12 @@ class ModelSet {
   constexpr ModelSet(std::initializer_list<PairModel> models) {
     for (PairModel m : models) bits_ |= 1u << static_cast<unsigned>(m);
   }
+  /// Every model in PairModels: the rows whose kernels are templated on the evaluator.
+  static constexpr ModelSet every_model() {
+    ModelSet all{};
+    all.bits_ = (1u << kPairModelCount) - 1u;
+    return all;
+  }
   constexpr bool contains(PairModel m) const { return (bits_ >> static_cast<unsigned>(m)) & 1u; }
 
  private:
@@ -105,6 +111,8 @@ struct KernelVariant {
   cuda::DeviceKernel device;       ///< CUDA rows: the launch function and layout
   MethodRun method_run = nullptr;  ///< rows with their own pipeline (either backend); null otherwise
   BoundFn bound = nullptr;         ///< approximate rows
+  /// Why this build lacks the row's code (cpu-simd without Google Highway); empty when built.
+  std::string_view not_built = {};
 
   bool supports(PairModel model) const { return models.contains(model); }
   bool approximate() const { return accuracy == Accuracy::Approximate; }
@@ -116,6 +124,10 @@ struct KernelVariant {
   bool takes_launch_shape() const { return uses_plane_driver(); }
   bool takes_coarsening() const { return uses_plane_driver() && device.layout.coarsens; }
   bool deterministic() const { return reproducibility != Reproducibility::Varies; }
+  /// Whether the row can run here: built into this espgrid and, for CUDA rows, a usable GPU
+  /// present. Otherwise `why` says why not. `espgrid kernels`, `espgrid.kernels()` and run()
+  /// all ask this, so they agree.
+  bool available(std::string* why = nullptr) const;
 
   /// Fills problem.potential (every point written). Throws UsageError for a model the variant
   /// lacks (naming the variants that have it) or bad options, espgrid::Error on failure.

@@ -2,7 +2,7 @@
 
 #include <cstdio>
 
-#include "kernels/msm_cuda.h"
+#include "src/compute/msm_cuda_driver.h"
 #include "src/compute/msm_cpu.h"
 #include "src/compute/msm_plan.h"
 

@@ -1,6 +1,6 @@
 // The registry's two MSM rows as run functions: resolve the parameters (preset or explicit),
 // make the plan, run the CPU phases (src/compute/msm_cpu.h) or the CUDA phases
-// (kernels/msm_cuda.h), and say in the timing which method and parameters ran.
+// (src/compute/msm_cuda_driver.h), and say in the timing which method and parameters ran.
 #pragma once
 
 #include "src/compute/kernel_registry.h"

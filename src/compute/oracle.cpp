@@ -1,6 +1,10 @@
 #include "src/compute/oracle.h"
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
+#include <random>
+#include <vector>
 
 namespace espgrid {
 namespace {
@@ -51,6 +55,57 @@ double kernel_difference_bound(double magnitude, std::size_t atom_count, PairMod
     return decltype(potential)::typical_term_ulps(pair);
   });
   return 2.0 * (summation_rounding_bound(atom_count) + term * kFloatUlp) * magnitude;
+}
+
+std::size_t count_nonfinite(const float* values, std::size_t count) {
+  std::size_t bad = 0;
+  for (std::size_t i = 0; i < count; ++i) bad += std::isfinite(values[i]) ? 0 : 1;
+  return bad;
+}
+
+OracleCheck check_against_oracle(const DcsProblem& p, double coordinate_extent, std::size_t samples,
+                                 std::uint64_t seed) {
+  const std::size_t n = p.point_count();
+  OracleCheck check;
+  if (n == 0 || p.potential == nullptr) return check;
+  std::vector<std::size_t> points;
+  if (n <= samples + 2) {
+    points.resize(n);
+    for (std::size_t i = 0; i < n; ++i) points[i] = i;
+  } else {
+    std::mt19937_64 rng(seed);
+    std::uniform_int_distribution<std::size_t> pick(0, n - 1);
+    points.push_back(0);
+    points.push_back(n - 1);
+    for (std::size_t s = 0; s < samples; ++s) points.push_back(pick(rng));
+  }
+  const auto nx = static_cast<std::size_t>(p.nx), ny = static_cast<std::size_t>(p.ny);
+  const auto count = static_cast<std::int64_t>(points.size());
+  double worst = 0;
+  std::size_t failures = 0;
+#pragma omp parallel for schedule(dynamic, 8) reduction(max : worst) reduction(+ : failures)
+  for (std::int64_t s = 0; s < count; ++s) {
+    const std::size_t idx = points[static_cast<std::size_t>(s)];
+    const float value = p.potential[idx];
+    if (!std::isfinite(value)) {
+      worst = std::numeric_limits<double>::infinity();
+      ++failures;
+      continue;
+    }
+    const auto i = static_cast<std::int64_t>(idx % nx);
+    const auto j = static_cast<std::int64_t>((idx / nx) % ny);
+    const auto k = static_cast<std::int64_t>(idx / (nx * ny));
+    const OracleValue o = oracle_at(p, i, j, k);
+    const double tol = float_tolerance(o, p.atom_count, coordinate_extent);
+    const double err = std::fabs(static_cast<double>(value) - o.potential);
+    const double ratio = tol > 0 ? err / tol : (err == 0 ? 0.0 : std::numeric_limits<double>::infinity());
+    worst = std::max(worst, ratio);
+    if (!(err <= tol)) ++failures;
+  }
+  check.checked = points.size();
+  check.failures = failures;
+  check.max_err_over_tol = worst;
+  return check;
 }
 
 }  // namespace espgrid

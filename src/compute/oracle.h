@@ -42,4 +42,23 @@ double float_tolerance(const OracleValue& oracle, std::size_t atom_count, double
 double kernel_difference_bound(double magnitude, std::size_t atom_count, PairModel model,
                                const PairParameters& pair);
 
+// ---- checking a computed map ---------------------------------------------------------------------
+
+struct OracleCheck {
+  std::size_t checked = 0;      ///< points compared with the oracle
+  std::size_t failures = 0;     ///< of them, outside float_tolerance (or not finite)
+  double max_err_over_tol = 0;  ///< largest |value − oracle| / tolerance; inf when a value is not finite
+  bool ok() const noexcept { return checked > 0 && failures == 0; }
+};
+
+/// Compares `computed` (problem.potential filled for its nx × ny × nz) with the double oracle
+/// at `samples` points drawn with `seed` (every point when there are fewer), plus the first
+/// and last point, each within float_tolerance. Samples are spread over OpenMP threads. Used
+/// by `espgrid verify --sample` and every benchmark row.
+OracleCheck check_against_oracle(const DcsProblem& computed, double coordinate_extent, std::size_t samples,
+                                 std::uint64_t seed);
+
+/// Values that are NaN or infinite (a NaN-poisoned point the kernel did not write).
+std::size_t count_nonfinite(const float* values, std::size_t count);
+
 }  // namespace espgrid

@@ -3,15 +3,16 @@
 // (HWY_DYNAMIC_DISPATCH): one binary runs anywhere, no -march=native.
 //
 // Work: tasks of (plane, two rows, a chunk of up to kChunkVectors·kTileVectors vectors along x),
-// spread over OpenMP threads, planes in order (so progress and planes_done report whole planes).
+// handed out in plane order over one OpenMP region (compute/plane_tasks.h: whole planes reported in order).
 // Each task forms every atom's offset from its own origin in double (x, y, dz² + a², q as
 // float32: the rounding of the pair's own distances, not of the coordinates' size), then sweeps
 // register tiles of 4 vectors × 2 rows over all atoms, in blocks of 256 atoms whose partial sums
 // are added to the totals at the end of each block (blocked summation). Per pair: dx (1 SUB per
-// vector, shared by both rows), r² (FMA), an approximate reciprocal square root (RSQRTPS,
-// 12 bits; RSQRT14 on AVX-512) and one Newton step (4 operations: to ~1e-7 relative, 2 ulp),
-// q·f accumulated (FMA). The distance model uses the approximate reciprocal and a Newton step,
-// the Debye model rsqrt and exp2_polynomial (src/physics/pair_potentials.h) in vectors.
+// vector, shared by both rows), r² (FMA), then the model's evaluator (src/physics/pair_potentials.h)
+// on vectors through SimdMath: for Coulomb an approximate reciprocal square root (RSQRTPS, 12
+// bits; RSQRT14 on AVX-512) and one Newton step (4 operations: to ~1e-7 relative, 2 ulp), q·f
+// accumulated; the distance model the approximate reciprocal and a Newton step, the Debye model
+// rsqrt and exp2_polynomial in vectors. Every model of PairModels is instantiated.
 //
 // ESPGRID_SIMD=avx2 (or sse4) caps the vector unit, for measuring a smaller machine on a larger one.
 
@@ -25,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "src/compute/plane_tasks.h"
 #include "src/compute/simd_kernel.h"
 #include "src/core/errors.h"
 #include "src/core/stopwatch.h"
@@ -93,25 +95,41 @@ HWY_INLINE VF exp2_vector(DF d, VF x) {
   return hn::Mul(p, hn::BitCast(d, hn::ShiftLeft<23>(bits)));
 }
 
-/// q·f(r) from r² for the model, in vectors.
-template <int kModel>
-HWY_INLINE VF pair_term(DF d, VF q, VF r2, float exp2_scale) {
-  if constexpr (kModel == static_cast<int>(PairModel::Coulomb)) {
-    return hn::Mul(q, rsqrt(d, r2));
-  } else if constexpr (kModel == static_cast<int>(PairModel::Distance)) {
-    return hn::Mul(q, reciprocal(d, r2));
-  } else {
-    const VF inv_r = rsqrt(d, r2);
-    const VF r = hn::Mul(r2, inv_r);
-    return hn::Mul(hn::Mul(q, inv_r), exp2_vector(d, hn::Mul(hn::Set(d, exp2_scale), r)));
-  }
+/// A vector of float lanes with the operators the pair evaluators are written in, so that
+/// cpu-simd computes every model through the evaluator seam (Potential::term) instead of maths of
+/// its own: a float converts to all lanes; +, −, × are Highway's.
+struct Lanes {
+  VF v;
+  HWY_ATTR inline Lanes(VF x) : v(x) {}  // NOLINT(google-explicit-constructor): the evaluators mix them
+  HWY_ATTR inline Lanes(float x) : v(hn::Set(DF(), x)) {}  // NOLINT(google-explicit-constructor)
+  friend HWY_ATTR inline Lanes operator*(Lanes a, Lanes b) { return hn::Mul(a.v, b.v); }
+  friend HWY_ATTR inline Lanes operator+(Lanes a, Lanes b) { return hn::Add(a.v, b.v); }
+  friend HWY_ATTR inline Lanes operator-(Lanes a, Lanes b) { return hn::Sub(a.v, b.v); }
+};
+
+/// The evaluators' Math policy on vectors: the hardware estimates each refined by one Newton
+/// step (rsqrt and reciprocal to ~1e-7 relative, 2 ulp) and exp2_polynomial in lanes. Plain
+/// inline, not always_inline: the evaluator's term is compiled without this target's
+/// attributes, so these are inlined only once term itself is inlined into the tile loop (an
+/// always_inline here would be refused inside term: "target specific option mismatch").
+struct SimdMath {
+  static HWY_ATTR inline Lanes rsqrt(Lanes x) { return espgrid::HWY_NAMESPACE::rsqrt(DF(), x.v); }
+  static HWY_ATTR inline Lanes over_sqrt(Lanes q, Lanes r2) { return hn::Mul(q.v, rsqrt(r2).v); }
+  static HWY_ATTR inline Lanes over(Lanes q, Lanes r2) { return hn::Mul(q.v, reciprocal(DF(), r2.v)); }
+  static HWY_ATTR inline Lanes exp2(Lanes x) { return exp2_vector(DF(), x.v); }
+};
+
+/// q·f(r) from r² for the model: its evaluator on lanes.
+template <class Potential>
+HWY_INLINE VF pair_term(VF q, VF r2, const PairParameters& pair) {
+  return Potential::template term<SimdMath, Lanes>(Lanes(q), Lanes(r2), pair).v;
 }
 
 /// One register tile: 4 vectors × 2 rows at local positions lx (per vector lane) and ly, over
 /// every atom in blocks of kAtomBlock; writes kRows × (4·lanes) sums to `out`.
-template <int kModel>
+template <class Potential>
 HWY_INLINE void register_tile(DF d, const SimdScratch& atoms, std::size_t n, const float* lx, const float ly[kRows],
-                              float exp2_scale, float* out) {
+                              const PairParameters& pair, float* out) {
   const std::size_t lanes = hn::Lanes(d);
   VF x0 = hn::LoadU(d, lx), x1 = hn::LoadU(d, lx + lanes), x2 = hn::LoadU(d, lx + 2 * lanes),
      x3 = hn::LoadU(d, lx + 3 * lanes);
@@ -128,14 +146,14 @@ HWY_INLINE void register_tile(DF d, const SimdScratch& atoms, std::size_t n, con
       const VF dyz0 = hn::Set(d, dy0 * dy0 + atoms.dz2[a]);
       const VF dyz1 = hn::Set(d, dy1 * dy1 + atoms.dz2[a]);
       const VF dx0 = hn::Sub(x0, ax), dx1 = hn::Sub(x1, ax), dx2 = hn::Sub(x2, ax), dx3 = hn::Sub(x3, ax);
-      p00 = hn::Add(p00, pair_term<kModel>(d, q, hn::MulAdd(dx0, dx0, dyz0), exp2_scale));
-      p01 = hn::Add(p01, pair_term<kModel>(d, q, hn::MulAdd(dx1, dx1, dyz0), exp2_scale));
-      p02 = hn::Add(p02, pair_term<kModel>(d, q, hn::MulAdd(dx2, dx2, dyz0), exp2_scale));
-      p03 = hn::Add(p03, pair_term<kModel>(d, q, hn::MulAdd(dx3, dx3, dyz0), exp2_scale));
-      p10 = hn::Add(p10, pair_term<kModel>(d, q, hn::MulAdd(dx0, dx0, dyz1), exp2_scale));
-      p11 = hn::Add(p11, pair_term<kModel>(d, q, hn::MulAdd(dx1, dx1, dyz1), exp2_scale));
-      p12 = hn::Add(p12, pair_term<kModel>(d, q, hn::MulAdd(dx2, dx2, dyz1), exp2_scale));
-      p13 = hn::Add(p13, pair_term<kModel>(d, q, hn::MulAdd(dx3, dx3, dyz1), exp2_scale));
+      p00 = hn::Add(p00, pair_term<Potential>(q, hn::MulAdd(dx0, dx0, dyz0), pair));
+      p01 = hn::Add(p01, pair_term<Potential>(q, hn::MulAdd(dx1, dx1, dyz0), pair));
+      p02 = hn::Add(p02, pair_term<Potential>(q, hn::MulAdd(dx2, dx2, dyz0), pair));
+      p03 = hn::Add(p03, pair_term<Potential>(q, hn::MulAdd(dx3, dx3, dyz0), pair));
+      p10 = hn::Add(p10, pair_term<Potential>(q, hn::MulAdd(dx0, dx0, dyz1), pair));
+      p11 = hn::Add(p11, pair_term<Potential>(q, hn::MulAdd(dx1, dx1, dyz1), pair));
+      p12 = hn::Add(p12, pair_term<Potential>(q, hn::MulAdd(dx2, dx2, dyz1), pair));
+      p13 = hn::Add(p13, pair_term<Potential>(q, hn::MulAdd(dx3, dx3, dyz1), pair));
     }
     s00 = hn::Add(s00, p00), s01 = hn::Add(s01, p01), s02 = hn::Add(s02, p02), s03 = hn::Add(s03, p03);
     s10 = hn::Add(s10, p10), s11 = hn::Add(s11, p11), s12 = hn::Add(s12, p12), s13 = hn::Add(s13, p13);
@@ -150,7 +168,7 @@ HWY_INLINE void register_tile(DF d, const SimdScratch& atoms, std::size_t n, con
 /// Points along x per task for this target's vector width.
 std::size_t SimdChunkPoints() { return kChunkTiles * kTileVectors * hn::Lanes(DF()); }
 
-template <int kModel>
+template <class Potential>
 void simd_task(const DcsProblem& p, std::int64_t k, std::int64_t t, SimdScratch& s) {
   const DF d;
   const std::size_t lanes = hn::Lanes(d);
@@ -180,7 +198,7 @@ void simd_task(const DcsProblem& p, std::int64_t k, std::int64_t t, SimdScratch&
        i0 += static_cast<std::int64_t>(tile_points)) {
     for (std::size_t c = 0; c < tile_points; ++c)
       s.lx[c] = static_cast<float>(static_cast<double>(i0 - i_chunk + static_cast<std::int64_t>(c)) * hx);
-    register_tile<kModel>(d, s, p.atom_count, s.lx.data(), ly, p.pair.exp2_scale, s.out.data());
+    register_tile<Potential>(d, s, p.atom_count, s.lx.data(), ly, p.pair, s.out.data());
     const std::size_t width = static_cast<std::size_t>(std::min<std::int64_t>(static_cast<std::int64_t>(tile_points), p.nx - i0));
     for (int r = 0; r < kRows && j0 + r < p.ny; ++r)
       std::memcpy(p.potential + static_cast<std::size_t>(i0 + p.nx * (j0 + r + p.ny * k)), s.out.data() + r * tile_points,
@@ -192,11 +210,7 @@ void simd_task(const DcsProblem& p, std::int64_t k, std::int64_t t, SimdScratch&
 /// over tasks lives outside the per-target code: clang 14 outlines an OpenMP region without the
 /// target's attributes and then cannot lower its AVX2/AVX-512 vectors (a backend crash).
 void SimdTask(const DcsProblem& p, std::int64_t k, std::int64_t t, SimdScratch* scratch) {
-  switch (p.model) {
-    case PairModel::Coulomb: simd_task<static_cast<int>(PairModel::Coulomb)>(p, k, t, *scratch); return;
-    case PairModel::Distance: simd_task<static_cast<int>(PairModel::Distance)>(p, k, t, *scratch); return;
-    case PairModel::Debye: simd_task<static_cast<int>(PairModel::Debye)>(p, k, t, *scratch); return;
-  }
+  with_pair_potential(p.model, [&](auto potential) { simd_task<decltype(potential)>(p, k, t, *scratch); });
 }
 
 /// The ceiling: independent chains of the Coulomb evaluation (FMA r², rsqrt estimate, Newton,
@@ -261,19 +275,15 @@ namespace cpu {
 
 void simd(const DcsProblem& problem, int threads, const ProgressFn& progress) {
   apply_simd_cap();
-  const int team = threads > 0 ? threads : omp_get_max_threads();
   const auto chunk_points = static_cast<std::int64_t>(HWY_DYNAMIC_DISPATCH(SimdChunkPoints)());
   const std::int64_t tasks = ((problem.nx + chunk_points - 1) / chunk_points) * ((problem.ny + 1) / 2);
-  // Planes in order (progress reports whole planes); the tasks of a plane over every thread.
-  for (std::int64_t k = 0; k < problem.nz; ++k) {
-#pragma omp parallel num_threads(team)
-    {
-      SimdScratch scratch;
-#pragma omp for schedule(dynamic, 1)
-      for (std::int64_t t = 0; t < tasks; ++t) HWY_DYNAMIC_DISPATCH(SimdTask)(problem, k, t, &scratch);
-    }
-    if (progress) progress(static_cast<std::size_t>(k + 1), static_cast<std::size_t>(problem.nz));
-  }
+  // Per task: 2 rows of a chunk over every atom, after forming every atom's offset once.
+  const double work = static_cast<double>(problem.nz * tasks) * static_cast<double>(problem.atom_count) *
+                      (2.0 * static_cast<double>(chunk_points) + 4.0);
+  run_plane_tasks<SimdScratch>(problem.nz, tasks, team_for(work, threads, problem.nz * tasks), progress,
+                               [&](std::int64_t k, std::int64_t t, SimdScratch& scratch) {
+                                 HWY_DYNAMIC_DISPATCH(SimdTask)(problem, k, t, &scratch);
+                               });
 }
 
 std::string simd_target() {

@@ -25,29 +25,43 @@ namespace {
 namespace fs = std::filesystem;
 
 // Pending temporary paths, readable from a signal handler: fixed slots of plain char arrays.
-constexpr std::size_t kSlots = 8;
+constexpr std::size_t kSlots = 32;  // files pending at once: every -o of a run, streamed or not
 constexpr std::size_t kPathMax = 4096;
 std::array<std::array<char, kPathMax>, kSlots> g_pending{};
 std::array<std::atomic<bool>, kSlots> g_in_use{};
 std::atomic<int> g_committed{0};  // maps already renamed into place, for the interrupt message
 
+// Creating a temporary file and entering it in the table is one step under this lock, and the
+// signal handler takes the same lock before it reads the table. A process-directed signal is
+// delivered to any thread that does not block it: an OpenMP worker or a writer thread runs the
+// handler while another thread is between creating its file and registering it, and blocking
+// the signals on the creating thread alone left that file behind (seen under ASan with the
+// SIGXCPU case of MoreSignalsDuringTheWriteRemoveThePartialFile). A lock-free atomic flag is
+// async-signal-safe; the handler waits at most for one mkostemp, never for itself, because a
+// thread holding the lock blocks the cleanup signals (TableLock) while it does.
+std::atomic_flag g_table_lock = ATOMIC_FLAG_INIT;
+
+void lock_table() noexcept {
+  while (g_table_lock.test_and_set(std::memory_order_acquire)) {
+  }
+}
+void unlock_table() noexcept { g_table_lock.clear(std::memory_order_release); }
+
+/// Enters `path` in the table; the caller holds the table lock.
 int register_pending(const std::string& path) {
   if (path.size() >= kPathMax) return -1;
   for (std::size_t s = 0; s < kSlots; ++s) {
-    bool expected = false;
-    if (g_in_use[s].compare_exchange_strong(expected, true)) {
+    if (!g_in_use[s].load()) {
       std::memcpy(g_pending[s].data(), path.c_str(), path.size() + 1);
+      g_in_use[s].store(true);
       return static_cast<int>(s);
     }
   }
   return -1;
 }
 
-void release_pending(int slot) {
-  if (slot >= 0) g_in_use[static_cast<std::size_t>(slot)].store(false);
-}
-
 extern "C" void remove_pending_and_exit(int signal_number) {
+  lock_table();  // never released: the process ends here, and no thread creates a file after this
   for (std::size_t s = 0; s < kSlots; ++s)
     if (g_in_use[s].load()) ::unlink(g_pending[s].data());  // async-signal-safe
   static const char kNone[] = "\nespgrid: interrupted; no output written\n";
@@ -62,20 +76,24 @@ extern "C" void remove_pending_and_exit(int signal_number) {
 /// The signals whose handler removes the pending temporary files.
 constexpr int kCleanupSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2, SIGALRM, SIGVTALRM, SIGXCPU};
 
-/// Holds the cleanup signals back for its lifetime: between creating a temporary file and
-/// entering its name in the table, a signal would leave the file behind (seen under ASan).
-/// A signal that arrives meanwhile is delivered when the guard ends.
-class CleanupSignalsHeld {
+/// The table lock, taken with the cleanup signals held back on this thread (so the handler
+/// cannot run here while the lock is held, and wait for itself). A signal that arrives
+/// meanwhile is delivered when the guard ends; on another thread, the handler waits for it.
+class TableLock {
  public:
-  CleanupSignalsHeld() {
+  TableLock() {
     sigset_t held;
     sigemptyset(&held);
     for (const int signal_number : kCleanupSignals) sigaddset(&held, signal_number);
     pthread_sigmask(SIG_BLOCK, &held, &before_);
+    lock_table();
   }
-  ~CleanupSignalsHeld() { pthread_sigmask(SIG_SETMASK, &before_, nullptr); }
-  CleanupSignalsHeld(const CleanupSignalsHeld&) = delete;
-  CleanupSignalsHeld& operator=(const CleanupSignalsHeld&) = delete;
+  ~TableLock() {
+    unlock_table();
+    pthread_sigmask(SIG_SETMASK, &before_, nullptr);
+  }
+  TableLock(const TableLock&) = delete;
+  TableLock& operator=(const TableLock&) = delete;
 
  private:
   sigset_t before_;
@@ -128,7 +146,7 @@ int try_creating_a_file(const std::string& dir, const std::string& prefix) {
   if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL) return errno;
   std::string probe;
   {
-    const CleanupSignalsHeld held;
+    const TableLock locked;  // the handler must not end the process between creating and removing it
     fd = create_temporary(dir, prefix, "probe", probe);
     if (fd < 0) return errno;
     ::unlink(probe.c_str());
@@ -240,7 +258,7 @@ AtomicOutputFile::AtomicOutputFile(std::string destination) : destination_(std::
   const std::string prefix = temporary_prefix(dir, fs::path(target_).filename().string());
   remove_stale_temporaries(dir, prefix);
   {
-    const CleanupSignalsHeld held;  // the file and its entry in the signal handler's table together
+    const TableLock locked;  // the file and its entry in the signal handler's table together
     fd_ = create_temporary(dir, prefix, "partial", partial_);
     if (fd_ >= 0) slot_ = register_pending(partial_);
   }
@@ -260,7 +278,10 @@ AtomicOutputFile::AtomicOutputFile(std::string destination) : destination_(std::
 
 AtomicOutputFile::~AtomicOutputFile() {
   if (!committed_) ::unlink(partial_.c_str());
-  release_pending(slot_);
+  if (slot_ >= 0) {
+    const TableLock locked;
+    g_in_use[static_cast<std::size_t>(slot_)].store(false);
+  }
   if (fd_ >= 0) ::close(fd_);
 }
 

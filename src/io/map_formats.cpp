@@ -118,11 +118,8 @@ std::string physics_comment(const PhysicsOptions& physics) {
   std::string text = "Potential in " + unit_name(physics.unit) + " (T = " + shortest_text(physics.temperature) +
                      " K), dielectric " + shortest_text(physics.dielectric);
   // The Coulomb model's line is what espgrid has always written (readers that parse it keep
-  // working); the others name themselves and their parameters.
-  if (physics.model == PairModel::Distance) text += ", model distance (epsilon(r) = epsilon r, r in A)";
-  if (physics.model == PairModel::Debye)
-    text += ", model debye, ionic strength " + shortest_text(physics.ionic_strength) + " M";
-  return text;
+  // working); the others name themselves and their parameters (their evaluators' header text).
+  return text + model_header(physics);
 }
 
 bool parse_physics_comment(std::string_view comment, PhysicsOptions& physics) {
@@ -158,17 +155,7 @@ bool parse_physics_comment(std::string_view comment, PhysicsOptions& physics) {
   parsed.temperature = *temperature;
   parsed.dielectric = *dielectric;
   rest.remove_prefix(end);
-  if (rest.rfind(", model distance", 0) == 0) {
-    parsed.model = PairModel::Distance;
-  } else if (rest.rfind(", model debye, ionic strength ", 0) == 0) {
-    rest.remove_prefix(std::string_view(", model debye, ionic strength ").size());
-    const auto strength = parse_number(trimmed(rest.substr(0, rest.find(" M"))));
-    if (!strength) return false;
-    parsed.model = PairModel::Debye;
-    parsed.ionic_strength = *strength;
-  } else if (!trimmed(rest).empty()) {
-    return false;
-  }
+  if (!parse_model_header(rest, parsed)) return false;
   physics = parsed;
   return true;
 }

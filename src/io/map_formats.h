@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-#include "src/core/potential_map.h"
+#include "src/physics/potential_map.h"
 
 namespace espgrid {
 

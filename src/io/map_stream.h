@@ -18,7 +18,7 @@
 #include <utility>
 #include <vector>
 
-#include "src/core/potential_map.h"
+#include "src/physics/potential_map.h"
 #include "src/io/atomic_output_file.h"
 #include "src/io/file_output.h"
 #include "src/io/map_formats.h"

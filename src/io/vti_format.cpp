@@ -54,24 +54,27 @@ class VtiPlaneWriter final : public PlaneWriter {
       block.append(reinterpret_cast<const char*>(&bytes), sizeof bytes);
       block.append(static_cast<const char*>(data), bytes);
     };
-    // The field data VTK's writer writes for a compressed .vti (write_vti_to), in its order:
-    // units, source, dielectric, model, ionic_strength_M (Debye only), temperature_K.
-    const std::string units = unit_name(map.physics.unit) + '\0', source = string_value(map.source) + '\0',
-                      model = describe_model(map.physics) + '\0';
-    const bool debye = map.physics.model == PairModel::Debye;
+    // Field data: text arrays, then numbers (the medium, and the model's parameters: the ionic
+    // strength of a screened model and the model's own), each at its offset in the block.
+    std::vector<std::pair<std::string, std::string>> texts = {{"units", unit_name(map.physics.unit)},
+                                                              {"source", string_value(map.source)},
+                                                              {"model", describe_model(map.physics)}};
+    std::vector<std::pair<std::string, double>> numbers = {{"dielectric", map.physics.dielectric},
+                                                           {"temperature_K", map.physics.temperature}};
+    with_pair_potential(map.physics.model, [&](auto potential) {
+      if (potential.screened) numbers.emplace_back("ionic_strength_M", map.physics.ionic_strength);
+      for (const ModelParameter& p : potential.parameters) numbers.emplace_back(p.name, map.physics.parameter(p));
+    });
     std::vector<std::size_t> offsets;
-    offsets.push_back(block.size());
-    add(units.data(), units.size());
-    offsets.push_back(block.size());
-    add(source.data(), source.size());
-    offsets.push_back(block.size());
-    add(&map.physics.dielectric, sizeof(double));
-    offsets.push_back(block.size());
-    add(model.data(), model.size());
-    offsets.push_back(block.size());
-    if (debye) add(&map.physics.ionic_strength, sizeof(double));
-    offsets.push_back(block.size());
-    add(&map.physics.temperature, sizeof(double));
+    for (const auto& [name, text] : texts) {
+      offsets.push_back(block.size());
+      const std::string terminated = text + '\0';
+      add(terminated.data(), terminated.size());
+    }
+    for (const auto& [name, value] : numbers) {
+      offsets.push_back(block.size());
+      add(&value, sizeof(double));
+    }
     offsets.push_back(block.size());  // the potential
     const std::uint64_t data_bytes = sizeof(float) * map.values.size();
     block.append(reinterpret_cast<const char*>(&data_bytes), sizeof data_bytes);
@@ -88,27 +91,13 @@ class VtiPlaneWriter final : public PlaneWriter {
     xml += "  <ImageData WholeExtent=\"" + extent + "\" Origin=\"" + triple(g.origin) + "\" Spacing=\"" +
            triple(g.spacing) + "\" Direction=\"1 0 0 0 1 0 0 0 1\">\n";
     xml += "    <FieldData>\n";
-    xml += "      <Array type=\"String\" Name=\"units\" NumberOfTuples=\"1\" format=\"appended\" offset=\"" +
-           std::to_string(offsets[0]) + "\"/>\n";
-    xml += "      <Array type=\"String\" Name=\"source\" NumberOfTuples=\"1\" format=\"appended\" offset=\"" +
-           std::to_string(offsets[1]) + "\"/>\n";
-    xml +=
-        "      <DataArray type=\"Float64\" Name=\"dielectric\" NumberOfTuples=\"1\" format=\"appended\" RangeMin=\"" +
-        number(map.physics.dielectric) + "\" RangeMax=\"" + number(map.physics.dielectric) + "\" offset=\"" +
-        std::to_string(offsets[2]) + "\"/>\n";
-    xml += "      <Array type=\"String\" Name=\"model\" NumberOfTuples=\"1\" format=\"appended\" offset=\"" +
-           std::to_string(offsets[3]) + "\"/>\n";
-    if (debye)
-      xml +=
-          "      <DataArray type=\"Float64\" Name=\"ionic_strength_M\" NumberOfTuples=\"1\" format=\"appended\" "
-          "RangeMin=\"" +
-          number(map.physics.ionic_strength) + "\" RangeMax=\"" + number(map.physics.ionic_strength) + "\" offset=\"" +
-          std::to_string(offsets[4]) + "\"/>\n";
-    xml +=
-        "      <DataArray type=\"Float64\" Name=\"temperature_K\" NumberOfTuples=\"1\" format=\"appended\" "
-        "RangeMin=\"" +
-        number(map.physics.temperature) + "\" RangeMax=\"" + number(map.physics.temperature) + "\" offset=\"" +
-        std::to_string(offsets[5]) + "\"/>\n";
+    std::size_t next = 0;
+    for (const auto& [name, text] : texts)
+      xml += "      <Array type=\"String\" Name=\"" + name + "\" NumberOfTuples=\"1\" format=\"appended\" offset=\"" +
+             std::to_string(offsets[next++]) + "\"/>\n";
+    for (const auto& [name, value] : numbers)
+      xml += "      <DataArray type=\"Float64\" Name=\"" + name + "\" NumberOfTuples=\"1\" format=\"appended\" RangeMin=\"" +
+             number(value) + "\" RangeMax=\"" + number(value) + "\" offset=\"" + std::to_string(offsets[next++]) + "\"/>\n";
     xml += "    </FieldData>\n";
     xml += "    <Piece Extent=\"" + extent + "\">\n";
     xml += "      <PointData Scalars=\"potential\">\n";
@@ -116,7 +105,7 @@ class VtiPlaneWriter final : public PlaneWriter {
     range_min_at_ = xml.size();
     xml += std::string(kRangeWidth, ' ') + "\" RangeMax=\"";
     range_max_at_ = xml.size();
-    xml += std::string(kRangeWidth, ' ') + "\" offset=\"" + std::to_string(offsets[6]) + "\"/>\n";
+    xml += std::string(kRangeWidth, ' ') + "\" offset=\"" + std::to_string(offsets.back()) + "\"/>\n";
     xml += "      </PointData>\n";
     xml += "      <CellData>\n";
     xml += "      </CellData>\n";
@@ -228,10 +217,21 @@ void write_vti_to(const PotentialMap& map, const std::string& path, const MapWri
   model->SetName("model");
   model->InsertNextValue(describe_model(map.physics));
   image->GetFieldData()->AddArray(model);
-  vtkNew<vtkDoubleArray> ionic_strength;
-  ionic_strength->SetName("ionic_strength_M");
-  ionic_strength->InsertNextValue(map.physics.ionic_strength);
-  if (map.physics.model == PairModel::Debye) image->GetFieldData()->AddArray(ionic_strength);
+  // The model's parameters: the ionic strength of a screened model, and the model's own.
+  with_pair_potential(map.physics.model, [&](auto evaluator) {
+    if (evaluator.screened) {
+      vtkNew<vtkDoubleArray> ionic_strength;
+      ionic_strength->SetName("ionic_strength_M");
+      ionic_strength->InsertNextValue(map.physics.ionic_strength);
+      image->GetFieldData()->AddArray(ionic_strength);
+    }
+    for (const ModelParameter& p : evaluator.parameters) {
+      vtkNew<vtkDoubleArray> parameter;
+      parameter->SetName(p.name);
+      parameter->InsertNextValue(map.physics.parameter(p));
+      image->GetFieldData()->AddArray(parameter);
+    }
+  });
   vtkNew<vtkDoubleArray> temperature;
   temperature->SetName("temperature_K");
   temperature->InsertNextValue(map.physics.temperature);

@@ -528,18 +528,24 @@ bool physics_from_fields(const std::string& path, const std::vector<ArrayInfo>& 
   }
   line = units->line;
   for (const ArrayInfo& f : fields) {
+    if (f.name != "model") continue;
+    const std::string text = text_of(f);
+    try {
+      parsed.model = parse_model(text.substr(0, text.find_first_of(" (")));
+    } catch (const UsageError& e) {
+      throw InputError(path, f.line, std::string("field 'model': ") + e.what());
+    }
+  }
+  for (const ArrayInfo& f : fields) {
     if (f.name == "dielectric") parsed.dielectric = number_of(f);
     if (f.name == "temperature_K") parsed.temperature = number_of(f);
     if (f.name == "ionic_strength_M") parsed.ionic_strength = number_of(f);
-    if (f.name == "model") {
-      const std::string text = text_of(f);
-      try {
-        parsed.model = parse_model(text.substr(0, text.find_first_of(" (")));
-      } catch (const UsageError& e) {
-        throw InputError(path, f.line, std::string("field 'model': ") + e.what());
-      }
-    }
-    if (f.name == "dielectric" || f.name == "temperature_K" || f.name == "ionic_strength_M") line = f.line;
+    // The model's own parameters, each a number named as its option (physics/pair_potentials.h).
+    with_pair_potential(parsed.model, [&](auto potential) {
+      for (const ModelParameter& p : potential.parameters)
+        if (f.name == p.name) parsed.set_parameter(p.name, number_of(f));
+    });
+    if (f.type == "Float64") line = f.line;
   }
   physics = parsed;
   return true;

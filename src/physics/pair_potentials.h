@@ -13,34 +13,58 @@
 // C++17 and header-only: nvcc compiles it into the device code.
 #pragma once
 
+#include <array>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <string>
+#include <string_view>
+#include <type_traits>
 
 #include "src/core/errors.h"
+#include "src/core/text_format.h"
 
+// Evaluators are always inlined, on the host too: cpu-simd instantiates them on vectors inside
+// per-target code (Highway), and a term left out of line is compiled without that target's
+// attributes, passes its vectors through memory and calls back for every operation.
 #if defined(__CUDACC__)
 #define ESPGRID_HOSTDEVICE __host__ __device__ __forceinline__
 #else
-#define ESPGRID_HOSTDEVICE inline
+#define ESPGRID_HOSTDEVICE inline __attribute__((always_inline))
 #endif
 
 namespace espgrid {
 
-/// Which f(r) a map sums (r in Å). Plain data: it travels in DcsProblem to every backend.
+/// Which f(r) a map sums (r in Å): the evaluator's place in PairModels. Plain data: it travels in
+/// DcsProblem to every backend. The built-in models are named; models appended to PairModels
+/// take the next numbers.
 enum class PairModel : int {
   Coulomb = 0,   ///< f = 1/r: Coulomb's law in a uniform medium of permittivity ε
   Distance = 1,  ///< f = 1/r² (r/Å as the dielectric's distance factor): ε(r) = ε·r, ChimeraX's default
   Debye = 2,     ///< f = e^(−κr)/r: Debye–Hückel screening by an ionic strength I
 };
-inline constexpr int kPairModelCount = 3;
 
 /// Parameters of the pair models, plain data passed to the device by value.
 struct PairParameters {
   float kappa = 0;        ///< Debye: inverse screening length κ, 1/Å
   float exp2_scale = 0;   ///< Debye: −κ·log₂e, 1/Å, so that e^(−κr) = 2^(exp2_scale·r): one multiply fewer per pair
+  float p0 = 0, p1 = 0;   ///< for other models' own parameters (their evaluators say what they hold)
 };
+
+/// A model's own parameter, beyond the medium (dielectric, temperature, ionic strength): a
+/// Physics option --NAME, checked against [min, max] and recorded in every file.
+struct ModelParameter {
+  const char* name;  ///< option name, e.g. "softening-width"
+  const char* help;
+  const char* unit;  ///< "Å", "1/Å", ... (ASCII in file headers)
+  double fallback;   ///< the value when the option is not given
+  double min, max;
+};
+
+/// The Debye–Hückel inverse screening length κ, 1/Å, for an ionic strength (mol/L), relative
+/// permittivity and temperature (K); defined in physics_options.cpp.
+double debye_kappa(double ionic_strength, double dielectric, double temperature);
 
 /// The Debye parameters for κ (1/Å).
 inline PairParameters debye_parameters(double kappa) {
@@ -115,6 +139,31 @@ struct HostMath {
 /// f(r) = 1/r.
 struct CoulombPotential {
   static constexpr PairModel model = PairModel::Coulomb;
+  static constexpr std::string_view name = "coulomb";
+  static constexpr std::string_view help =
+      "phi = k sum q / (eps r): the bare sum in a uniform medium (VMD volmap coulomb). Near a\n"
+      "charged protein it is hundreds of kT/e everywhere: a surface coloured by it is one colour.";
+  static constexpr bool screened = false;  ///< takes --ionic-strength
+  static constexpr std::array<ModelParameter, 0> parameters{};
+  template <class Physics>
+  static PairParameters pair_parameters(const Physics&) {
+    return {};
+  }
+  /// The model with its parameters, for summaries ("coulomb").
+  template <class Physics>
+  static std::string describe(const Physics&) {
+    return std::string(name);
+  }
+  /// What file headers add after "Potential in U (T = X K), dielectric E": nothing, the line
+  /// espgrid has always written (readers that parse it keep working).
+  template <class Physics>
+  static std::string header(const Physics&) {
+    return "";
+  }
+  template <class Physics>
+  static bool parse_header(std::string_view rest, Physics&) {
+    return rest.empty();
+  }
   /// q·f(r) from r² (Å², softening included), in the backend's arithmetic: one rsqrt (or IEEE
   /// sqrt and division) and one multiply, which a sum contracts into one FMA.
   template <class Math, class Real>
@@ -136,6 +185,30 @@ struct CoulombPotential {
 /// distance, ε(r) = ε·r (r in Å). ChimeraX's `coulombic` default is ε = 4.
 struct DistancePotential {
   static constexpr PairModel model = PairModel::Distance;
+  static constexpr std::string_view name = "distance";
+  static constexpr std::string_view help =
+      "phi = k sum q / (eps r^2), a distance-dependent dielectric eps(r) = eps r (r in A):\n"
+      "ChimeraX's `coulombic` default with --dielectric 4, usually coloured at +-10 kcal/mol/e.\n"
+      "Screens without an electrolyte; cheap (one reciprocal per pair, like coulomb).";
+  static constexpr bool screened = false;
+  static constexpr std::array<ModelParameter, 0> parameters{};
+  template <class Physics>
+  static PairParameters pair_parameters(const Physics&) {
+    return {};
+  }
+  template <class Physics>
+  static std::string describe(const Physics& physics) {
+    return "distance (epsilon(r) = " + number_text(physics.dielectric) + " r)";
+  }
+  template <class Physics>
+  static std::string header(const Physics&) {
+    return std::string(kHeader);
+  }
+  template <class Physics>
+  static bool parse_header(std::string_view rest, Physics&) {
+    return rest.substr(0, 16) == kHeader.substr(0, 16);  // ", model distance", whatever follows
+  }
+  static constexpr std::string_view kHeader = ", model distance (epsilon(r) = epsilon r, r in A)";
   /// One reciprocal (IEEE division, or one MUFU.RCP) and one multiply: Coulomb's cost.
   template <class Math, class Real>
   ESPGRID_HOSTDEVICE static Real term(Real q, Real r2, const PairParameters&) {
@@ -152,6 +225,41 @@ struct DistancePotential {
 /// point charge in an electrolyte; HOOMD-blue's Yukawa pair). κ = 0 is Coulomb.
 struct DebyePotential {
   static constexpr PairModel model = PairModel::Debye;
+  static constexpr std::string_view name = "debye";
+  static constexpr std::string_view help =
+      "phi = k sum q exp(-kappa r) / (eps r), Debye-Hueckel screening by --ionic-strength I\n"
+      "(mol/L; kappa from I, eps and T: Debye length 7.86 A at 0.15 M, eps 78.54, 298.15 K).\n"
+      "With --dielectric 78.54 --ionic-strength 0.15 the values are on APBS's +-5 kT/e\n"
+      "scale. Two special functions per pair: about half coulomb's speed on a GPU.";
+  static constexpr bool screened = true;
+  static constexpr std::array<ModelParameter, 0> parameters{};
+  template <class Physics>
+  static PairParameters pair_parameters(const Physics& physics) {
+    return debye_parameters(debye_kappa(physics.ionic_strength, physics.dielectric, physics.temperature));
+  }
+  template <class Physics>
+  static std::string describe(const Physics& physics) {
+    const double kappa = debye_kappa(physics.ionic_strength, physics.dielectric, physics.temperature);
+    return "debye (I = " + number_text(physics.ionic_strength) + " M, Debye length " +
+           (kappa > 0 ? short_fixed(1.0 / kappa, 2) + " A" : std::string("infinite")) + ")";
+  }
+  template <class Physics>
+  static std::string header(const Physics& physics) {
+    return std::string(kHeader) + shortest_text(physics.ionic_strength) + " M";
+  }
+  template <class Physics>
+  static bool parse_header(std::string_view rest, Physics& physics) {
+    if (rest.substr(0, kHeader.size()) != kHeader || rest.size() < kHeader.size() + 2 ||
+        rest.substr(rest.size() - 2) != " M")
+      return false;
+    const std::string number(rest.substr(kHeader.size(), rest.size() - kHeader.size() - 2));
+    char* end = nullptr;
+    const double strength = std::strtod(number.c_str(), &end);
+    if (number.empty() || end != number.c_str() + number.size() || !std::isfinite(strength)) return false;
+    physics.ionic_strength = strength;
+    return true;
+  }
+  static constexpr std::string_view kHeader = ", model debye, ionic strength ";
   /// rsqrt, then r = r²·(1/r) and the exponential as 2^(−κ·log₂e·r): two special functions
   /// per pair (MUFU.RSQ and MUFU.EX2 on the GPU), so at most half of Coulomb's rate where the
   /// SFU is the limit.
@@ -181,17 +289,60 @@ struct DebyePotential {
   static double typical_term_ulps(const PairParameters&) { return 10.0 + 4.0; }
 };
 
-/// Calls `body(Evaluator{})` with the evaluator type of `model`: the one switch that turns the
-/// run-time model into a template argument, for the CPU loops, the oracle and the CUDA launch
-/// functions alike.
+/// The pair models, in PairModel order: what the kernels instantiate and the options, formats
+/// and summaries iterate.
+template <class... Potentials>
+struct ModelList {
+  static constexpr int size = sizeof...(Potentials);
+};
+}  // namespace espgrid
+#ifdef ESPGRID_EXTRA_MODEL_HEADER
+#include ESPGRID_EXTRA_MODEL_HEADER  // defines more evaluators and ESPGRID_EXTRA_MODELS: ", Model1, Model2"
+#endif
+namespace espgrid {
+#ifndef ESPGRID_EXTRA_MODELS
+#define ESPGRID_EXTRA_MODELS
+#endif
+using PairModels = ModelList<CoulombPotential, DistancePotential, DebyePotential ESPGRID_EXTRA_MODELS>;
+inline constexpr int kPairModelCount = PairModels::size;
+
+namespace detail {
+template <class... Potentials>
+constexpr bool numbered_in_order(ModelList<Potentials...>) {
+  int index = 0;
+  return ((static_cast<int>(Potentials::model) == index++) && ...);
+}
+template <class... Potentials, class Body>
+void for_each(ModelList<Potentials...>, Body&& body) {
+  (body(Potentials{}), ...);
+}
+}  // namespace detail
+static_assert(detail::numbered_in_order(PairModels{}), "each model's PairModel value is its place in PairModels");
+
+/// Calls `body(Evaluator{})` for every model, in PairModel order (host code: options, formats).
+template <class Body>
+void for_each_pair_model(Body&& body) {
+  detail::for_each(PairModels{}, body);
+}
+
+/// with_pair_potential over an explicit list (the first model whose value is `model`).
+template <class First, class... Rest, class Body>
+decltype(auto) with_pair_potential_in(ModelList<First, Rest...>, PairModel model, Body&& body) {
+  if (model == First::model) return body(First{});
+  if constexpr (sizeof...(Rest) > 0) {
+    return with_pair_potential_in(ModelList<Rest...>{}, model, body);
+  } else {
+    throw Error("unknown pair model " + std::to_string(static_cast<int>(model)));
+    return body(First{});  // never reached: gives the function its return type
+  }
+}
+
+/// Calls `body(Evaluator{})` with the evaluator type of `model`, for the CPU loops, the oracle
+/// and the CUDA launch functions alike: the one place the run-time model becomes a template
+/// argument. Every model in PairModels is instantiated; an unknown value is an Error.
 template <class Body>
 decltype(auto) with_pair_potential(PairModel model, Body&& body) {
-  switch (model) {
-    case PairModel::Coulomb: return body(CoulombPotential{});
-    case PairModel::Distance: return body(DistancePotential{});
-    case PairModel::Debye: return body(DebyePotential{});
-  }
-  throw Error("unknown pair model " + std::to_string(static_cast<int>(model)));
+  return with_pair_potential_in(PairModels{}, model, body);
 }
 
 /// The same switch restricted to `Potentials...`: a kernel family instantiated for some models

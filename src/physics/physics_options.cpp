@@ -1,6 +1,8 @@
 #include "src/physics/physics_options.h"
 
+#include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "src/core/errors.h"
 #include "src/core/text_format.h"
@@ -12,9 +14,16 @@ double coulomb_factor(const PhysicsOptions& options) {
 }
 
 PairParameters pair_parameters(const PhysicsOptions& options) {
-  if (options.model == PairModel::Debye)
-    return debye_parameters(debye_kappa(options.ionic_strength, options.dielectric, options.temperature));
-  return PairParameters{};
+  return with_pair_potential(options.model, [&](auto potential) { return potential.pair_parameters(options); });
+}
+
+void PhysicsOptions::set_parameter(const std::string& name, double value) {
+  for (ModelParameterValue& v : model_parameters)
+    if (v.name == name) {
+      v.value = value;
+      return;
+    }
+  model_parameters.push_back({name, value});
 }
 
 double debye_kappa(double ionic_strength, double dielectric, double temperature) {
@@ -34,53 +43,97 @@ void validate(const PhysicsOptions& options) {
   if (!std::isfinite(options.ionic_strength) || options.ionic_strength < 0 ||
       options.ionic_strength > kMaxIonicStrength)
     throw UsageError("ionic strength must be 0 to 10 mol/L, got " + number_text(options.ionic_strength));
-  if (options.ionic_strength != 0 && options.model != PairModel::Debye)
-    throw UsageError("--ionic-strength applies to --model debye (the " + model_name(options.model) +
+  const bool screened = with_pair_potential(options.model, [](auto potential) { return potential.screened; });
+  if (options.ionic_strength != 0 && !screened) {
+    std::string screened_models;
+    for_each_pair_model([&](auto potential) {
+      if (potential.screened) screened_models += (screened_models.empty() ? "" : " or ") + std::string(potential.name);
+    });
+    throw UsageError("--ionic-strength applies to --model " + screened_models + " (the " + model_name(options.model) +
                      " model has no electrolyte)");
+  }
+  for (const ModelParameterValue& given : options.model_parameters) {
+    bool own = false;
+    with_pair_potential(options.model, [&](auto potential) {
+      for (const ModelParameter& p : potential.parameters) {
+        if (given.name != p.name) continue;
+        own = true;
+        if (!std::isfinite(given.value) || given.value < p.min || given.value > p.max)
+          throw UsageError("--" + given.name + " must be " + number_text(p.min) + " to " + number_text(p.max) + " " +
+                           p.unit + ", got " + number_text(given.value));
+      }
+    });
+    if (!own) {
+      std::string owners;
+      for_each_pair_model([&](auto potential) {
+        for (const ModelParameter& p : potential.parameters)
+          if (given.name == p.name) owners += (owners.empty() ? "" : " or ") + std::string(potential.name);
+      });
+      throw UsageError("--" + given.name + " applies to --model " + owners + " (not to " + model_name(options.model) +
+                       ")");
+    }
+  }
 }
 
 std::string model_name(PairModel model) {
-  switch (model) {
-    case PairModel::Coulomb: return "coulomb";
-    case PairModel::Distance: return "distance";
-    case PairModel::Debye: return "debye";
+  try {
+    return with_pair_potential(model, [](auto potential) { return std::string(potential.name); });
+  } catch (const Error&) {
+    return "?";
   }
-  return "?";
 }
 
 PairModel parse_model(const std::string& text) {
-  for (int m = 0; m < kPairModelCount; ++m)
-    if (text == model_name(static_cast<PairModel>(m))) return static_cast<PairModel>(m);
-  throw UsageError("unknown model '" + text + "' (use coulomb, distance or debye)");
+  std::optional<PairModel> found;
+  std::string names;
+  for_each_pair_model([&](auto potential) {
+    if (text == potential.name) found = potential.model;
+    names += (names.empty() ? "" : ", ") + std::string(potential.name);
+  });
+  if (!found) throw UsageError("unknown model '" + text + "' (use " + names + ")");
+  return *found;
 }
 
 std::string describe_model(const PhysicsOptions& o) {
-  switch (o.model) {
-    case PairModel::Coulomb: return "coulomb";
-    case PairModel::Distance: return "distance (epsilon(r) = " + number_text(o.dielectric) + " r)";
-    case PairModel::Debye: {
-      const double kappa = debye_kappa(o.ionic_strength, o.dielectric, o.temperature);
-      return "debye (I = " + number_text(o.ionic_strength) + " M, Debye length " +
-             (kappa > 0 ? short_fixed(1.0 / kappa, 2) + " A" : std::string("infinite")) + ")";
+  return with_pair_potential(o.model, [&](auto potential) { return potential.describe(o); });
+}
+
+std::string model_header(const PhysicsOptions& o) {
+  return with_pair_potential(o.model, [&](auto potential) { return potential.header(o); });
+}
+
+bool parse_model_header(std::string_view text, PhysicsOptions& o) {
+  bool parsed = false;
+  for_each_pair_model([&](auto potential) {
+    if (parsed) return;
+    PhysicsOptions trial = o;
+    trial.model = potential.model;
+    if (potential.parse_header(text, trial)) {
+      o = trial;
+      parsed = true;
     }
-  }
-  return "?";
+  });
+  return parsed;
 }
 
 std::string model_help() {
-  return "Models (--model):\n"
-         "  coulomb   phi = k sum q / (eps r): the bare sum in a uniform medium (VMD volmap coulomb). Near a\n"
-         "            charged protein it is hundreds of kT/e everywhere: a surface coloured by it is one colour.\n"
-         "  distance  phi = k sum q / (eps r^2), a distance-dependent dielectric eps(r) = eps r (r in A):\n"
-         "            ChimeraX's `coulombic` default with --dielectric 4, usually coloured at +-10 kcal/mol/e.\n"
-         "            Screens without an electrolyte; cheap (one reciprocal per pair, like coulomb).\n"
-         "  debye     phi = k sum q exp(-kappa r) / (eps r), Debye-Hueckel screening by --ionic-strength I\n"
-         "            (mol/L; kappa from I, eps and T: Debye length 7.86 A at 0.15 M, eps 78.54, 298.15 K).\n"
-         "            With --dielectric 78.54 --ionic-strength 0.15 the values are on APBS's +-5 kT/e\n"
-         "            scale. Two special functions per pair: about half coulomb's speed on a GPU.\n"
+  std::string text = "Models (--model):\n";
+  for_each_pair_model([&](auto potential) {
+    std::string name(potential.name);
+    name.resize(std::max<std::size_t>(name.size() + 1, 10), ' ');
+    std::string_view help = potential.help;
+    bool first = true;
+    while (!help.empty()) {
+      const std::size_t end = std::min(help.find('\n'), help.size());
+      text += (first ? "  " + name : std::string(12, ' ')) + std::string(help.substr(0, end)) + "\n";
+      help.remove_prefix(std::min(end + 1, help.size()));
+      first = false;
+    }
+  });
+  return text +
          "  For molecular surfaces coloured like a Poisson-Boltzmann map use distance or debye; for the\n"
-         "  textbook sum (and exact comparison with other DCS codes) coulomb. README, 'Physics models',\n"
-         "  has their measured agreement with APBS.\n";
+         "  textbook sum (and exact comparison with other DCS codes) coulomb. README.md, section 'Pair\n"
+         "  models, and how close they come to Poisson-Boltzmann', has their measured agreement with APBS.\n";
 }
 
 }  // namespace espgrid

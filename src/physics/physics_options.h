@@ -1,21 +1,39 @@
 // What a map means physically: the unit, the medium and the pair model. The CLI, the library
 // facade and the Python module all describe a map's physics with this one struct; the output
-// files record it (core/potential_map.h).
+// files record it (physics/potential_map.h).
 #pragma once
 
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "src/core/units.h"
 #include "src/physics/pair_potentials.h"
 
 namespace espgrid {
 
+/// A value given for a model's own parameter (pair_potentials.h: ModelParameter).
+struct ModelParameterValue {
+  std::string name;
+  double value = 0;
+};
+
 struct PhysicsOptions {
   PotentialUnit unit = PotentialUnit::KTPerE;
   double dielectric = 1.0;      ///< relative permittivity ε of the medium (distance model: ε(r) = ε·r/Å)
   double temperature = 298.15;  ///< K; used by kT/e and by the Debye length
   PairModel model = PairModel::Coulomb;
-  double ionic_strength = 0;    ///< mol/L; the Debye model's electrolyte (0 for the others)
+  double ionic_strength = 0;    ///< mol/L; the electrolyte of screened models (0 for the others)
+  std::vector<ModelParameterValue> model_parameters;  ///< the model's own parameters that were given
+
+  /// The value of the model parameter `p`: given, or its fallback.
+  double parameter(const ModelParameter& p) const {
+    for (const ModelParameterValue& v : model_parameters)
+      if (v.name == p.name) return v.value;
+    return p.fallback;
+  }
+  /// Sets (or replaces) a model parameter's value.
+  void set_parameter(const std::string& name, double value);
 };
 
 /// Softening length a, Å. Every kernel evaluates f at r² + a², so a grid point on top of an
@@ -35,22 +53,27 @@ PairParameters pair_parameters(const PhysicsOptions& options);
 /// Largest ionic strength accepted, mol/L (saturated NaCl is about 6 M).
 inline constexpr double kMaxIonicStrength = 10.0;
 /// Throws UsageError unless dielectric and temperature are finite and at least the minima
-/// above, and the ionic strength is finite, in [0, kMaxIonicStrength] and set only for Debye.
+/// above, the ionic strength is finite, in [0, kMaxIonicStrength] and set only for a screened
+/// model, and every model parameter given is the model's own and within its range.
 void validate(const PhysicsOptions& options);
 
-/// The Debye–Hückel inverse screening length κ, 1/Å:
-///   κ² = 2 N_A e² (1000 I) / (ε₀ ε k_B T),  I in mol/L (1000 I mol/m³)
-/// (7.86 Å Debye length at 0.15 M, ε = 78.54, 298.15 K).
-double debye_kappa(double ionic_strength, double dielectric, double temperature);
+// debye_kappa (pair_potentials.h), the Debye–Hückel inverse screening length κ, 1/Å:
+//   κ² = 2 N_A e² (1000 I) / (ε₀ ε k_B T),  I in mol/L (1000 I mol/m³)
+// (7.86 Å Debye length at 0.15 M, ε = 78.54, 298.15 K).
 
-/// "coulomb", "distance", "debye".
+/// The model's name ("coulomb", "distance", "debye", ...), from its evaluator.
 std::string model_name(PairModel model);
 /// Parses a model name (see model_name); throws UsageError listing the models otherwise.
 PairModel parse_model(const std::string& text);
 /// The model with its parameters, for summaries and file headers: "coulomb",
 /// "distance (epsilon(r) = 4 r)", "debye (I = 0.15 M, Debye length 7.86 A)" (ASCII: headers).
 std::string describe_model(const PhysicsOptions& options);
-/// When to use which model: the text of `espgrid map --help`.
+/// What file headers add after the medium for the model (its evaluator's header text).
+std::string model_header(const PhysicsOptions& options);
+/// Reads a model_header text back into `options` (model and parameters); false when no model
+/// wrote it.
+bool parse_model_header(std::string_view text, PhysicsOptions& options);
+/// When to use which model: the text of `espgrid map --help`, from every evaluator's help.
 std::string model_help();
 
 }  // namespace espgrid

@@ -13,13 +13,6 @@
 
 namespace espgrid {
 
-BackendChoice parse_backend(const std::string& text) {
-  if (text == "auto") return BackendChoice::Auto;
-  if (text == "cpu") return BackendChoice::Cpu;
-  if (text == "cuda") return BackendChoice::Cuda;
-  throw UsageError("--backend must be auto, cpu or cuda, got '" + text + "'");
-}
-
 KernelSelection select_kernel(const ComputeOptions& options, PairModel model) {
   std::string reason;
   const bool have_cuda = cuda_available(&reason);
@@ -209,6 +202,109 @@ void MapFiles::finish(const PotentialMap& map, TimingReport* timing,
     if (written) written(path);
   }
   streams_.clear();
+}
+
+// ---- the pipeline of one job -------------------------------------------------------------------
+
+void MapObserver::charges_assigned(const AssignedStructure&, double) {}
+void MapObserver::notice(const std::string&) {}
+void MapObserver::prepared(const PreparedJob&) {}
+void MapObserver::progress(std::size_t, std::size_t) {}
+void MapObserver::computed(const MapResult&) {}
+void MapObserver::written(const std::string&, const std::string&) {}
+
+JobInput read_job_input(const MapJob& job, MapObserver& observer, TimingReport* timing) {
+  const StructureSource& input = job.input;
+  JobInput in;
+  if (!input.from_file()) {
+    in.structure.atoms = *input.atoms;
+    in.source = input.description;
+  } else if (!needs_charge_assignment(input.file_format())) {
+    in.structure = load_structure(input.path, input.file_format(), timing);
+    in.source = describe_source(input.path, in.structure.atoms);
+  } else {
+    const Stopwatch clock;
+    in.assigned.emplace(assign_charges(input.path, input.file_format(), input.charges));
+    if (timing) timing->read_seconds += clock.seconds();
+    observer.charges_assigned(*in.assigned, clock.seconds());
+    in.structure = in.assigned->structure;
+    in.source = describe_source(input.path + " (charges: " + in.assigned->describe() + ")", in.structure.atoms);
+  }
+  for (const std::string& notice : in.structure.notices) observer.notice(notice);
+  return in;
+}
+
+PreparedJob prepare_job(const MapJob& job, MapObserver& observer, bool check_outputs) {
+  const StructureSource& input = job.input;
+  if (check_outputs) {
+    check_output_paths(job.outputs, input.from_file() ? std::vector<std::string>{input.path} : std::vector<std::string>{},
+                       job.write);
+    if (!input.keep_pqr.empty()) check_output_path(input.keep_pqr);
+  }
+  PreparedJob p;
+  p.kernel = select_kernel(job.compute, job.physics.model);
+  if (const std::optional<GridSpec> grid = explicit_grid(job.grid)) check_grid_fits(*grid);  // before reading
+  static_cast<JobInput&>(p) = read_job_input(job, observer, &p.timing);
+  p.grid = make_grid(job.grid, p.structure.atoms);
+  check_grid_fits(p.grid);
+  observer.prepared(p);
+  return p;
+}
+
+namespace {
+
+MapRequest request_of(const MapJob& job, const GridSpec& grid, const std::string& source, MapObserver& observer) {
+  MapRequest request;
+  request.grid = grid;
+  request.physics = job.physics;
+  request.compute = job.compute;
+  request.source = source;
+  request.progress = [&observer](std::size_t done, std::size_t total) { observer.progress(done, total); };
+  return request;
+}
+
+}  // namespace
+
+MapResult compute_job(const MapJob& job, const PreparedJob& prepared, MapObserver& observer, MapFiles* files) {
+  MapResult result = compute_map(prepared.structure.atoms, request_of(job, prepared.grid, prepared.source, observer),
+                                 prepared.kernel, files);
+  result.timing.read_seconds = prepared.timing.read_seconds;
+  observer.computed(result);
+  return result;
+}
+
+void finish_job_outputs(const MapJob& job, const PreparedJob& prepared, MapResult& result, MapFiles& files,
+                        MapObserver& observer) {
+  files.finish(result.map, &result.timing, [&observer](const std::string& path) { observer.written(path, ""); });
+  if (prepared.assigned && !job.input.keep_pqr.empty()) {
+    const Stopwatch clock;
+    prepared.assigned->keep(job.input.keep_pqr);
+    result.timing.write_seconds += clock.seconds();
+    observer.written(job.input.keep_pqr, "the PQR pdb2pqr made");
+  }
+}
+
+MapResult run_map_job(const MapJob& job, MapObserver& observer) {
+  const PreparedJob prepared = prepare_job(job, observer);
+  MapFiles files(job.outputs, job.write);
+  MapResult result = compute_job(job, prepared, observer, &files);
+  finish_job_outputs(job, prepared, result, files, observer);
+  return result;
+}
+
+ComputeSession::ComputeSession(const MapJob& job) : job_(job) {
+  const std::optional<GridSpec> grid = explicit_grid(job.grid);
+  if (!grid) throw Error("internal error: a compute session needs an exact grid (origin and dims)");
+  grid_ = *grid;
+  check_grid_fits(grid_);
+  validate(job_.physics);
+  kernel_ = select_kernel(job_.compute, job_.physics.model);
+}
+
+MapResult ComputeSession::compute(const Atoms& atoms, MapObserver& observer) const {
+  MapResult result = compute_map(atoms, request_of(job_, grid_, job_.input.description, observer), kernel_);
+  observer.computed(result);
+  return result;
 }
 
 }  // namespace espgrid

@@ -1,13 +1,16 @@
-// The library facade: from a structure file (or atoms) to a map file, in calls that print
-// nothing and time every stage. The CLI verbs, the benchmark's end-to-end measurement, the MPI
-// ranks and the Python module all go through it, so a run behaves the same from every door.
+// The pipeline: a map job (job/map_job.h) from its checks to its files, each step once, in
+// calls that print nothing and time every stage. Front ends build the job and observe the run
+// (MapObserver): `espgrid map` prints, the Python module checks for Ctrl-C and calls back,
+// `verify` and `bench` compare and time, the MPI ranks and trajectory frames compute their part.
 //
-//   load_structure  → Structure (atoms + notices)             timing.read_seconds
-//   make_grid       → GridSpec (core/grid.h)
-//   select_kernel   → the registry row that will run, and why
-//   compute_map     → PotentialMap + TimingReport              prepare, kernel, transfer
-//                     (with MapFiles: MRC written plane by plane meanwhile)
-//   MapFiles::finish / write_map_files → the files, each replaced atomically   timing.write_seconds
+//   run_map_job = prepare_job   every check that needs no computation (outputs, kernel, an
+//                               exact grid's size), then the input read (pdb2pqr for PDB/mmCIF)
+//                               and the grid placed                      timing.read_seconds
+//               + compute_job   PotentialMap + TimingReport              prepare, kernel, transfer
+//                               (with MapFiles: MRC and .vti written plane by plane meanwhile)
+//               + finish_job_outputs  the files, each replaced atomically, then pdb2pqr's PQR
+//                                                                         timing.write_seconds
+// ComputeSession is the same compute step for many maps on one grid (trajectory frames).
 #pragma once
 
 #include <cstdint>
@@ -19,21 +22,13 @@
 
 #include "src/compute/kernel_registry.h"
 #include "src/compute/prepared_problem.h"
-#include "src/core/potential_map.h"
+#include "src/physics/potential_map.h"
 #include "src/io/map_formats.h"
+#include "src/io/pdb2pqr_source.h"
 #include "src/io/structure_reader.h"
+#include "src/job/map_job.h"
 
 namespace espgrid {
-
-enum class BackendChoice { Auto, Cpu, Cuda };
-/// "auto", "cpu" or "cuda"; UsageError otherwise.
-BackendChoice parse_backend(const std::string& text);
-
-struct ComputeOptions {
-  std::string kernel;  ///< a registry name; empty: the backend's default
-  BackendChoice backend = BackendChoice::Auto;
-  RunOptions run;  ///< threads, device(s), launch shape, slab cap (run.progress is set by compute_map)
-};
 
 struct KernelSelection {
   const KernelVariant* kernel = nullptr;
@@ -140,6 +135,77 @@ ComputeTiming compute_planes(const KernelVariant& kernel, const PreparedProblem&
 
 /// "FILE, N atoms, total charge +Q e": the map's source line.
 std::string describe_source(const std::string& path, const Atoms& atoms);
+
+// ---- the pipeline of one job -------------------------------------------------------------------
+
+/// A job's input as read: the atoms and where they came from.
+struct JobInput {
+  Structure structure;                        ///< the atoms and the readers' notices
+  std::optional<AssignedStructure> assigned;  ///< PDB/mmCIF: pdb2pqr's result (its PQR until kept)
+  std::string source;                         ///< the maps' header line: where the atoms came from
+};
+
+/// A job whose input is read and grid placed, ready to compute.
+struct PreparedJob : JobInput {
+  GridSpec grid;
+  KernelSelection kernel;
+  TimingReport timing;  ///< read_seconds so far
+};
+
+/// What a front end hears while a job runs. Every method has a default that does nothing; any
+/// may throw to stop the run (nothing is written then).
+class MapObserver {
+ public:
+  virtual ~MapObserver() = default;
+  /// PDB/mmCIF input: pdb2pqr assigned charges and radii, in `seconds`.
+  virtual void charges_assigned(const AssignedStructure& assigned, double seconds);
+  /// A reader's remark about the input (never a silent guess).
+  virtual void notice(const std::string& text);
+  /// The input is read and the grid placed; nothing is computed yet.
+  virtual void prepared(const PreparedJob& job);
+  /// Planes done of the map, from the calling thread.
+  virtual void progress(std::size_t done, std::size_t total);
+  /// The map is computed; the files are not finished yet.
+  virtual void computed(const MapResult& result);
+  /// A file is written: a map, or (`what` says) pdb2pqr's PQR.
+  virtual void written(const std::string& path, const std::string& what);
+};
+
+/// The input step alone: the structure file read (pdb2pqr for PDB/mmCIF, reported to the
+/// observer) or the job's atoms taken; adds the time to `timing`.
+JobInput read_job_input(const MapJob& job, MapObserver& observer, TimingReport* timing = nullptr);
+/// Every check that needs no computation (the outputs with `check_outputs`, the kernel, an
+/// exact grid's size), then the input read (or the job's atoms taken) and the grid placed and
+/// checked against memory and ESPGRID_MAX_GRID_POINTS.
+PreparedJob prepare_job(const MapJob& job, MapObserver& observer, bool check_outputs = true);
+/// The map of a prepared job, into a NaN-poisoned buffer; with `files`, the formats that stream
+/// are written while the kernel runs.
+MapResult compute_job(const MapJob& job, const PreparedJob& prepared, MapObserver& observer, MapFiles* files);
+/// Completes every output of `files` in order, then keeps pdb2pqr's PQR where the job says
+/// (only after every map is written: a failure leaves nothing). Adds the time to the result.
+void finish_job_outputs(const MapJob& job, const PreparedJob& prepared, MapResult& result, MapFiles& files,
+                        MapObserver& observer);
+/// The whole job: prepare, compute (streaming what streams), finish the outputs.
+MapResult run_map_job(const MapJob& job, MapObserver& observer);
+
+/// The compute step of many maps on one exact grid with the same physics and kernel (the frames
+/// of a trajectory): the kernel is chosen once and every map is computed from new atoms.
+class ComputeSession {
+ public:
+  /// `job` must give an exact grid (origin and dims); its input and outputs are not used.
+  explicit ComputeSession(const MapJob& job);
+  const KernelSelection& kernel() const noexcept { return kernel_; }
+  const GridSpec& grid() const noexcept { return grid_; }
+  /// The map of `atoms` (charges in e), reporting planes to `observer`.
+  MapResult compute(const Atoms& atoms, MapObserver& observer) const;
+
+ private:
+  MapJob job_;
+  GridSpec grid_;
+  KernelSelection kernel_;
+};
+
+// ---- the steps --------------------------------------------------------------------------------------
 
 /// Checks every output path before anything is read or computed: a known format this build can
 /// write with `options`, a file that may be replaced in a directory that accepts a new one

@@ -18,7 +18,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "kernels/dcs_cuda.h"
+#include "src/compute/cuda_driver.h"
 #include "src/bench/bench.h"
 #include "src/bench/msm_sweeps.h"
 #include "src/cli/commands.h"
@@ -462,8 +462,8 @@ void sweep_gpus(Bench& b, const PreparedProblem& given) {
 /// The end-to-end measurement: the structure file through `espgrid map`'s path to a map file of
 /// each format, every stage timed; wall / kernel is the figure to watch (1 = nothing but the kernel).
 void sweep_end_to_end(Bench& b, const EndToEndRequest& request, const std::vector<std::string>& formats) {
-  const KernelSelection choice = select_kernel(request.compute, request.physics.model);
-  std::printf("\n== end-to-end: %s -> map file, %s (%s), through espgrid map's path ==\n", request.input.c_str(),
+  const KernelSelection choice = select_kernel(request.job.compute, request.job.physics.model);
+  std::printf("\n== end-to-end: %s -> map file, %s (%s), through espgrid map's path ==\n", request.job.input.path.c_str(),
               std::string(choice.kernel->name).c_str(), choice.why.c_str());
   std::printf("%-6s %-8s %10s %9s %9s %10s %10s %10s %11s %10s %11s %s\n", "FORMAT", "STREAMED", "FILE", "READ ms",
               "PREP ms", "KERNEL ms", "TRANSF ms", "WRITE ms", "STREAMED ms", "WALL ms", "WALL/KERNEL", "CHECK");
@@ -554,9 +554,14 @@ int run_bench(int argc, char** argv) {
   options.custom_help("[INPUT.pqr|INPUT.xyz] [options]");
   options.positional_help("");
   // clang-format off
+  // The map job's input file and format, physics, compute and write options; bench's own input below.
+  const JobOptionSet job_options_taken{
+      {OptionGroup::Input, OptionGroup::Physics, OptionGroup::Compute, OptionGroup::Output},
+      {"forcefield", "ph", "keep-pqr", "output"},
+      /*input_required=*/false};
+  add_job_options(options, job_options_taken, "structure file; without one, random atoms on a --dims grid",
+                  "all (default), or NAME[,NAME...] (see `espgrid kernels`)");
   options.add_options("Input")
-      ("input", "structure file; without one, random atoms on a --dims grid", cxxopts::value<std::string>())
-      ("format", "input format when the extension does not say: pqr or xyz", cxxopts::value<std::string>())
       ("atoms", "random atoms (charges uniform in [-1,1] e, in a box around the grid)",
        cxxopts::value<std::string>()->default_value("100000"))
       ("dims", "grid of the random input NX,NY,NZ", cxxopts::value<std::string>()->default_value("256,256,128"))
@@ -565,8 +570,6 @@ int run_bench(int argc, char** argv) {
       ("seed", "seed of the random atoms and of the checked points (default: a fresh one, printed)",
        cxxopts::value<std::string>());
   // clang-format on
-  add_physics_options(options);
-  add_compute_options(options, "all (default), or NAME[,NAME...] (see `espgrid kernels`)");
   options.add_options("Compute")("require-cuda",
                                  "fail at once when no CUDA device is usable (instead of skipping the GPU variants)");
   // clang-format off
@@ -590,9 +593,7 @@ int run_bench(int argc, char** argv) {
       ("sweep-only", "run the sweeps only, not the table of every variant")
       ("out", "write bench-KIND.csv and bench-KIND.json into this folder", cxxopts::value<std::string>());
   // clang-format on
-  add_map_output_options(options);  // end-to-end: --compression, --no-stream
   options.add_options()("h,help", "show this help");
-  options.parse_positional({"input"});
   const auto args = parse_args(options, argc, argv);
   if (args.count("help")) {
     std::cout << options.help({"Input", "Physics", "Compute", "Measurement", "Output", ""})
@@ -623,9 +624,10 @@ int run_bench(int argc, char** argv) {
   b.settings.check_points = static_cast<std::size_t>(check_points);
   b.seed = static_cast<std::uint64_t>(seed);
   b.settings.seed = b.seed;
-  const ComputeOptions compute = compute_options(args);  // threads, device(s): checked as for map
+  const MapJob job = job_from_args(args, job_options_taken, JobUse::Values);  // checked as for map
+  const ComputeOptions& compute = job.compute;
   b.run = compute.run;
-  b.physics = physics_options(args);
+  b.physics = job.physics;
   b.spacing = triple_option("spacing", args["spacing"].as<std::string>(), true);
   if (args.count("out")) {
     b.out_dir = args["out"].as<std::string>();
@@ -664,16 +666,12 @@ int run_bench(int argc, char** argv) {
         throw UsageError("--formats takes mrc, dx, dx.gz and vti, got '" + f + "'");
       e2e_formats.push_back(f);
     }
-    e2e.input = args["input"].as<std::string>();
-    e2e.format = format_option(args);
-    e2e.grid.spacing = triple_option("spacing", args["spacing"].as<std::string>(), true);
-    e2e.grid.padding = number_option("padding", args["padding"].as<std::string>());
-    check_grid_request(e2e.grid);
-    e2e.physics = physics_options(args);
-    e2e.compute = compute_options(args);
-    if (e2e.compute.kernel.find(',') != std::string::npos || e2e.compute.kernel == "all")
+    e2e.job = job;
+    e2e.job.grid.spacing = triple_option("spacing", args["spacing"].as<std::string>(), true);
+    e2e.job.grid.padding = number_option("padding", args["padding"].as<std::string>());
+    check_grid_request(e2e.job.grid);
+    if (job.compute.kernel.find(',') != std::string::npos || job.compute.kernel == "all")
       throw UsageError("--sweep end-to-end runs one kernel: name it with --kernel NAME, or leave the default");
-    e2e.write = map_write_options(args, e2e.compute.run.threads);
     e2e.scratch_dir =
         args.count("scratch") ? args["scratch"].as<std::string>() : std::filesystem::temp_directory_path().string();
   }
@@ -711,7 +709,7 @@ int run_bench(int argc, char** argv) {
     request.spacing = b.spacing;
     request.padding = number_option("padding", args["padding"].as<std::string>());
     check_grid_request(request);
-    Structure structure = load_structure(path, format_option(args));
+    Structure structure = load_structure(path, job.input.format);
     for (const auto& notice : structure.notices) std::fprintf(stderr, "espgrid: note: %s\n", notice.c_str());
     atoms = std::move(structure.atoms);
     grid = make_grid(request, atoms);

@@ -1,0 +1,420 @@
+#include "src/job/job_options.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <functional>
+
+#include "src/core/errors.h"
+#include "src/core/number_parsing.h"
+#include "src/core/text_format.h"
+
+namespace espgrid {
+namespace {
+
+std::string flag(std::string_view name) { return "--" + std::string(name); }
+
+std::vector<std::string> split_commas(const std::string& text) {
+  std::vector<std::string> parts;
+  std::size_t start = 0;
+  for (;;) {
+    const std::size_t comma = text.find(',', start);
+    parts.push_back(text.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+    if (comma == std::string::npos) return parts;
+    start = comma + 1;
+  }
+}
+
+double parse_number_word(std::string_view name, const std::string& word) {
+  const auto value = parse_number(word);
+  if (!value || !std::isfinite(*value)) throw UsageError(flag(name) + " expects a number, got '" + word + "'");
+  return *value;
+}
+
+}  // namespace
+
+BackendChoice parse_backend(const std::string& text) {
+  if (text == "auto") return BackendChoice::Auto;
+  if (text == "cpu") return BackendChoice::Cpu;
+  if (text == "cuda") return BackendChoice::Cuda;
+  throw UsageError("--backend must be auto, cpu or cuda, got '" + text + "'");
+}
+
+// ---- OptionValue ----------------------------------------------------------------------------------
+
+OptionValue OptionValue::text(std::string words) {
+  OptionValue v;
+  v.kind_ = Kind::Text;
+  v.text_ = std::move(words);
+  return v;
+}
+
+OptionValue OptionValue::number(double value) {
+  OptionValue v;
+  v.kind_ = Kind::Number;
+  v.number_ = value;
+  return v;
+}
+
+OptionValue OptionValue::whole(long long value) {
+  OptionValue v;
+  v.kind_ = Kind::Whole;
+  v.whole_ = value;
+  return v;
+}
+
+OptionValue OptionValue::numbers(std::vector<double> values, bool all_whole) {
+  OptionValue v;
+  v.kind_ = Kind::Numbers;
+  v.numbers_ = std::move(values);
+  v.all_whole_ = all_whole;
+  return v;
+}
+
+OptionValue OptionValue::on() {
+  OptionValue v;
+  v.kind_ = Kind::On;
+  return v;
+}
+
+double OptionValue::as_number(std::string_view name) const {
+  switch (kind_) {
+    case Kind::Text:
+      return parse_number_word(name, text_);
+    case Kind::Number:
+      if (!std::isfinite(number_)) throw UsageError(flag(name) + " expects a number, got " + number_text(number_));
+      return number_;
+    case Kind::Whole:
+      return static_cast<double>(whole_);
+    default:
+      throw UsageError(flag(name) + " expects one number");
+  }
+}
+
+long long OptionValue::as_whole(std::string_view name) const {
+  if (kind_ == Kind::Whole) return whole_;
+  if (kind_ == Kind::Text) {
+    const auto value = parse_integer(text_);
+    if (!value) throw UsageError(flag(name) + " expects a whole number, got '" + text_ + "'");
+    return *value;
+  }
+  throw UsageError(flag(name) + " expects a whole number" +
+                   (kind_ == Kind::Number ? ", got " + number_text(number_) : std::string()));
+}
+
+std::string OptionValue::as_text(std::string_view name) const {
+  if (kind_ != Kind::Text) throw UsageError(flag(name) + " expects text");
+  return text_;
+}
+
+std::array<double, 3> OptionValue::as_triple(std::string_view name, bool allow_single) const {
+  const std::string expected = std::string(allow_single ? "one value or " : "") + "X,Y,Z";
+  std::vector<double> values;
+  if (kind_ == Kind::Text) {
+    const auto parts = split_commas(text_);
+    if (!(parts.size() == 3 || (parts.size() == 1 && allow_single)))
+      throw UsageError(flag(name) + " expects " + expected + ", got '" + text_ + "'");
+    for (const auto& part : parts) values.push_back(parse_number_word(name, part));
+  } else if (kind_ == Kind::Numbers) {
+    if (!(numbers_.size() == 3 || (numbers_.size() == 1 && allow_single)))
+      throw UsageError(flag(name) + " expects " + expected + ", got " + std::to_string(numbers_.size()) + " values");
+    for (const double v : numbers_) values.push_back(OptionValue::number(v).as_number(name));
+  } else if (allow_single && (kind_ == Kind::Number || kind_ == Kind::Whole)) {
+    values.push_back(as_number(name));
+  } else {
+    throw UsageError(flag(name) + " expects " + expected);
+  }
+  if (values.size() == 1) return {values[0], values[0], values[0]};
+  return {values[0], values[1], values[2]};
+}
+
+std::array<std::int64_t, 3> OptionValue::as_dims(std::string_view name) const {
+  std::array<std::int64_t, 3> out{};
+  if (kind_ == Kind::Text) {
+    const auto parts = split_commas(text_);
+    if (parts.size() != 3) throw UsageError(flag(name) + " expects NX,NY,NZ, got '" + text_ + "'");
+    for (std::size_t a = 0; a < 3; ++a) {
+      const auto v = parse_integer(parts[a]);
+      if (!v) throw UsageError(flag(name) + " expects whole numbers, got '" + parts[a] + "'");
+      out[a] = *v;
+    }
+    return out;
+  }
+  if (kind_ != Kind::Numbers || numbers_.size() != 3) throw UsageError(flag(name) + " expects NX,NY,NZ");
+  if (!all_whole_) throw UsageError(flag(name) + " expects whole numbers");
+  for (std::size_t a = 0; a < 3; ++a) out[a] = static_cast<std::int64_t>(numbers_[a]);
+  return out;
+}
+
+bool OptionValue::is_on(std::string_view name) const {
+  if (kind_ == Kind::On) return true;
+  throw UsageError(flag(name) + " is a switch: it takes no value");
+}
+
+std::string_view group_name(OptionGroup group) {
+  switch (group) {
+    case OptionGroup::Input: return "Input";
+    case OptionGroup::Output: return "Output";
+    case OptionGroup::Grid: return "Grid";
+    case OptionGroup::Physics: return "Physics";
+    case OptionGroup::Compute: return "Compute";
+  }
+  return "?";
+}
+
+// ---- the table ------------------------------------------------------------------------------------
+
+namespace {
+
+std::vector<int> devices_value(const OptionValue& value) {
+  std::string text;
+  try {
+    text = value.as_text("devices");
+  } catch (const UsageError&) {
+    // Python: a sequence of device numbers, or one.
+    std::vector<int> devices;
+    const auto one = [&](long long v) {
+      if (v < 0 || v > 1'000'000) throw UsageError("--devices expects all or device numbers N,N,...");
+      devices.push_back(static_cast<int>(v));
+    };
+    try {
+      one(value.as_whole("devices"));
+      return devices;
+    } catch (const UsageError&) {
+    }
+    throw UsageError("--devices expects all or device numbers N,N,...");
+  }
+  if (text == "all") {
+    std::string reason;
+    std::vector<int> all = cuda::usable_devices(&reason);
+    if (all.empty()) throw Error("--devices all: " + reason);
+    return all;
+  }
+  std::vector<int> devices;
+  for (const auto& part : split_commas(text)) {
+    const auto v = parse_integer(part);
+    if (!v || *v < 0 || *v > 1'000'000)
+      throw UsageError("--devices expects all or device numbers N,N,..., got '" + text + "'");
+    devices.push_back(static_cast<int>(*v));
+  }
+  return devices;
+}
+
+std::vector<JobOption> make_table() {
+  using G = OptionGroup;
+  const auto value = [](std::string_view name, G group, std::string help, std::string default_text,
+                        std::function<void(MapJob&, const OptionValue&)> apply) {
+    return JobOption{name, 0, group, std::move(help), std::move(default_text), false, false, apply};
+  };
+  std::vector<JobOption> t;
+  // Input
+  t.push_back(value("format", G::Input, "input format when the extension does not say: pqr, xyz, pdb or cif", "",
+                    [](MapJob& j, const OptionValue& v) { j.input.format = parse_format_name(v.as_text("format")); }));
+  t.push_back(value("forcefield", G::Input,
+                    "PDB/mmCIF input: pdb2pqr's force field (AMBER, CHARMM, PARSE, TYL06, PEOEPB, SWANSON)", "AMBER",
+                    [](MapJob& j, const OptionValue& v) {
+                      j.input.charges = make_charge_assignment(v.as_text("forcefield"), j.input.charges.ph);
+                      if (j.input.charge_option.empty()) j.input.charge_option = "--forcefield";
+                    }));
+  t.push_back(value("ph", G::Input,
+                    "PDB/mmCIF input: pH for the titratable residues, through PROPKA (default: pdb2pqr's standard "
+                    "protonation states)",
+                    "", [](MapJob& j, const OptionValue& v) {
+                      j.input.charges = make_charge_assignment(j.input.charges.force_field, v.as_number("ph"));
+                      if (j.input.charge_option.empty()) j.input.charge_option = "--ph";
+                    }));
+  t.push_back(value("keep-pqr", G::Input,
+                    "PDB/mmCIF input: where to keep the PQR pdb2pqr made (default: beside the first map, named "
+                    "after the input)",
+                    "", [](MapJob& j, const OptionValue& v) {
+                      j.input.keep_pqr = v.as_text("keep-pqr");
+                      if (j.input.keep_pqr.empty()) throw UsageError("--keep-pqr needs a file name");
+                      if (j.input.charge_option.empty()) j.input.charge_option = "--keep-pqr";
+                    }));
+  // Output
+  JobOption output = value(
+      "output", G::Output,
+      "map to write: .vti (ParaView), .dx or .dx.gz (VMD, PyMOL, ChimeraX, APBS) or .mrc/.map/.ccp4 (MRC2014: "
+      "ChimeraX, PyMOL, VMD, Coot, Mol*); .mrc and .vti are written while the map is computed; repeat for several",
+      "", [](MapJob& j, const OptionValue& v) {
+        std::string path = v.as_text("output");
+        if (path.empty()) throw UsageError("-o needs a file name");
+        j.outputs.push_back(std::move(path));
+      });
+  output.short_name = 'o';
+  output.repeatable = true;
+  t.push_back(output);
+  t.push_back(value("compression", G::Output,
+                    ".vti compressor: none (fastest to write and read; written while the map is computed), lz4 (no "
+                    "smaller on potentials), zlib (~15% smaller, ~20x slower to write) or lzma (~33% smaller, ~200x "
+                    "slower)",
+                    std::string(compression_name(MapWriteOptions{}.vti_compression)),
+                    [](MapJob& j, const OptionValue& v) {
+                      j.write.vti_compression = parse_compression(v.as_text("compression"));
+                    }));
+  JobOption no_stream = value("no-stream", G::Output,
+                              "write every file after the computation, none while it runs (for measuring)", "",
+                              [](MapJob& j, const OptionValue& v) { j.write.stream = !v.is_on("no-stream"); });
+  no_stream.is_switch = true;
+  t.push_back(no_stream);
+  // Grid
+  t.push_back(value("spacing", G::Grid, "grid spacing in Å: H or HX,HY,HZ", "0.5",
+                    [](MapJob& j, const OptionValue& v) { j.grid.spacing = v.as_triple("spacing", true); }));
+  t.push_back(value("padding", G::Grid, "space around the atoms' bounding box on each side, Å", "10",
+                    [](MapJob& j, const OptionValue& v) { j.grid.padding = v.as_number("padding"); }));
+  t.push_back(value("origin", G::Grid, "explicit grid origin X,Y,Z in Å (with --dims)", "",
+                    [](MapJob& j, const OptionValue& v) { j.grid.origin = v.as_triple("origin", false); }));
+  t.push_back(value("dims", G::Grid, "explicit grid points NX,NY,NZ (with --origin)", "",
+                    [](MapJob& j, const OptionValue& v) { j.grid.dims = v.as_dims("dims"); }));
+  // Physics
+  t.push_back(value("units", G::Physics, "potential unit: kT/e, kcal/mol/e or V", "kT/e",
+                    [](MapJob& j, const OptionValue& v) { j.physics.unit = parse_unit(v.as_text("units")); }));
+  t.push_back(value("dielectric", G::Physics, "relative permittivity of the uniform medium", "1",
+                    [](MapJob& j, const OptionValue& v) { j.physics.dielectric = v.as_number("dielectric"); }));
+  t.push_back(value("temperature", G::Physics, "temperature for kT/e, K", "298.15",
+                    [](MapJob& j, const OptionValue& v) { j.physics.temperature = v.as_number("temperature"); }));
+  std::string models, screened;
+  for_each_pair_model([&](auto potential) {
+    models += (models.empty() ? "" : ", ") + std::string(potential.name);
+    if (potential.screened) screened += (screened.empty() ? "" : "/") + std::string(potential.name);
+  });
+  t.push_back(value("model", G::Physics,
+                    "pair model: " + models + " (each described under Models in `espgrid map --help`)", "coulomb",
+                    [](MapJob& j, const OptionValue& v) { j.physics.model = parse_model(v.as_text("model")); }));
+  t.push_back(value("ionic-strength", G::Physics, screened + " model: ionic strength of the electrolyte, mol/L", "0",
+                    [](MapJob& j, const OptionValue& v) {
+                      j.physics.ionic_strength = v.as_number("ionic-strength");
+                    }));
+  // Each model's own parameters, as its evaluator declares them (pair_potentials.h).
+  for_each_pair_model([&](auto potential) {
+    for (const ModelParameter& p : potential.parameters) {
+      const bool listed = std::any_of(t.begin(), t.end(), [&](const JobOption& o) { return o.name == p.name; });
+      if (listed) continue;  // two models may share a parameter's name: one option sets it for either
+      t.push_back(JobOption{p.name, 0, G::Physics,
+                            std::string(potential.name) + " model: " + p.help + ", " + p.unit, "", false, false,
+                            [name = std::string(p.name)](MapJob& j, const OptionValue& v) {
+                              j.physics.set_parameter(name, v.as_number(name));
+                            }});
+    }
+  });
+  // Compute
+  t.push_back(value("kernel", G::Compute, "kernel variant (see `espgrid kernels`)", "",
+                    [](MapJob& j, const OptionValue& v) { j.compute.kernel = v.as_text("kernel"); }));
+  t.push_back(value("backend", G::Compute, "auto, cpu or cuda (auto: CUDA when a usable GPU is present)", "auto",
+                    [](MapJob& j, const OptionValue& v) { j.compute.backend = parse_backend(v.as_text("backend")); }));
+  t.push_back(value("device", G::Compute, "CUDA device number", "0", [](MapJob& j, const OptionValue& v) {
+    // Read as a whole number of any size: "--device 99999999999" must still name its option.
+    const long long device = v.as_whole("device");
+    if (device < 0 || device > 1'000'000) throw UsageError("--device must be a device number, 0 or more");
+    j.compute.run.device = static_cast<int>(device);
+    j.compute.device_given = true;
+  }));
+  t.push_back(value("devices", G::Compute,
+                    "several CUDA devices: all, or N,N,... (z-planes shared out through a work queue; a repeated "
+                    "number runs two workers on one GPU)",
+                    "", [](MapJob& j, const OptionValue& v) {
+                      j.compute.run.devices = devices_value(v);
+                      if (j.compute.run.devices.empty())
+                        throw UsageError("--devices expects all or device numbers N,N,...");
+                    }));
+  t.push_back(value("threads", G::Compute, "CPU threads (0 = all cores)", "0", [](MapJob& j, const OptionValue& v) {
+    const long long threads = v.as_whole("threads");
+    if (threads < 0 || threads > kMaxCpuThreads)
+      throw UsageError("--threads takes 0 (all cores) to " + std::to_string(kMaxCpuThreads) + ", got " +
+                       std::to_string(threads));
+    j.compute.run.threads = static_cast<int>(threads);
+  }));
+  t.push_back(value("accuracy", G::Compute,
+                    "approximate method (multilevel summation, cpu-msm or cuda-msm) with this relative RMS error at "
+                    "points >= 1.4 Å from atoms, e.g. 1e-3 or 1e-4: parameters from measured tables (README, Large "
+                    "structures)",
+                    "", [](MapJob& j, const OptionValue& v) {
+                      const double accuracy = v.as_number("accuracy");
+                      if (!(accuracy > 0) || !(accuracy < 1))
+                        throw UsageError("--accuracy must be a relative error between 0 and 1 (e.g. 1e-3), got " +
+                                         number_text(accuracy));
+                      j.compute.run.method.accuracy = accuracy;
+                    }));
+  t.push_back(value("msm-cutoff", G::Compute, "experts: MSM short-range cutoff a, Å (with --msm-spacing and --msm-order)",
+                    "", [](MapJob& j, const OptionValue& v) {
+                      j.compute.run.method.msm.cutoff = v.as_number("msm-cutoff");
+                    }));
+  t.push_back(value("msm-spacing", G::Compute, "experts: MSM finest grid spacing h, Å", "",
+                    [](MapJob& j, const OptionValue& v) {
+                      j.compute.run.method.msm.spacing = v.as_number("msm-spacing");
+                    }));
+  t.push_back(value("msm-order", G::Compute, "experts: MSM interpolation order, 3 (cubic) or 5 (quintic)", "",
+                    [](MapJob& j, const OptionValue& v) {
+                      const long long order = v.as_whole("msm-order");
+                      if (order != 3 && order != 5) throw UsageError("--msm-order must be 3 (cubic) or 5 (quintic)");
+                      j.compute.run.method.msm.order = static_cast<int>(order);
+                    }));
+  return t;
+}
+
+/// Where a path lands, for comparing names of files that may not exist yet.
+std::filesystem::path landing(const std::string& path) {
+  std::error_code ec;
+  return std::filesystem::weakly_canonical(std::filesystem::absolute(path), ec);
+}
+
+}  // namespace
+
+const std::vector<JobOption>& job_options() {
+  static const std::vector<JobOption> table = make_table();
+  return table;
+}
+
+const JobOption* find_job_option(std::string_view name) {
+  std::string dashed(name);
+  std::replace(dashed.begin(), dashed.end(), '_', '-');
+  for (const JobOption& o : job_options())
+    if (o.name == dashed) return &o;
+  return nullptr;
+}
+
+void finish_job(MapJob& job, JobUse use) {
+  // Grid: origin and dims together, every value checked (needs no atoms).
+  if (job.grid.dims.has_value() != job.grid.origin.has_value())
+    throw UsageError(job.grid.dims ? "--dims needs --origin too" : "--origin needs --dims too");
+  check_grid_request(job.grid);
+  validate(job.physics);
+  // Compute: one device or several, and the approximate method's parameters checked now.
+  RunOptions& run = job.compute.run;
+  if (!run.devices.empty()) {
+    if (job.compute.device_given) throw UsageError("give --device N or --devices LIST, not both");
+    run.device = run.devices.front();
+  }
+  if (!run.method.msm.empty() || run.method.accuracy != 0) resolve_msm(run.method);
+  job.write.threads = run.threads;
+  if (use == JobUse::Map && job.outputs.empty())
+    throw UsageError("no output given: add -o map.vti, -o map.dx and/or -o map.mrc");
+  // Input: the PDB-only options, and where pdb2pqr's PQR is kept.
+  StructureSource& input = job.input;
+  if (!input.from_file()) return;
+  if (input.path.empty()) {
+    if (use == JobUse::Map) throw UsageError("no input file given");
+    return;  // the caller has its own input (bench's random atoms) or asks for it itself
+  }
+  if (!needs_charge_assignment(input.file_format())) {
+    if (!input.charge_option.empty())
+      throw UsageError(input.charge_option + " applies to PDB and mmCIF input (charges from pdb2pqr); " + input.path +
+                       " has its charges already");
+    return;
+  }
+  if (input.keep_pqr.empty() && use == JobUse::Map) {
+    // Beside the (first) map, named after the structure: out/protein.dx -> out/protein.pqr.
+    namespace fs = std::filesystem;
+    input.keep_pqr = (fs::path(job.outputs.front()).parent_path() / (fs::path(input.path).stem().string() + ".pqr"))
+                         .string();
+  }
+  if (input.keep_pqr.empty()) return;
+  const auto keep = landing(input.keep_pqr);
+  for (const std::string& other : job.outputs)
+    if (keep == landing(other))
+      throw UsageError("--keep-pqr " + input.keep_pqr + " is also a map output; name another file");
+  if (keep == landing(input.path))
+    throw UsageError("--keep-pqr " + input.keep_pqr + " would replace the input; name another file");
+}
+
+}  // namespace espgrid
