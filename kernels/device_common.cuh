@@ -94,4 +94,34 @@ struct DeviceMath {
   }
 };
 
+/// The Math policy on the FMA pipe alone (cuda-dualpipe's SPLIT points): the reciprocal square
+/// root from the bit-level estimate 0x5f375a86 − (bits ≫ 1) (3.4% error), one Newton step
+/// (1.8e-3) and one third-order Householder step (< 1e-8: float-accurate, ≤ 2 ulp with the
+/// rounding of its last steps, as MUFU.RSQ), about 9 FP32 and 2 integer instructions; the
+/// reciprocal likewise from Newton steps, the exponential by exp2_polynomial. Host branches only
+/// give nvcc's host pass a definition.
+struct FmaMath {
+  __host__ __device__ __forceinline__ static float rsqrt(float x) {
+#ifdef __CUDA_ARCH__
+    float y = __int_as_float(0x5f375a86 - (__float_as_int(x) >> 1));
+    y = y * fmaf(-0.5f * x, y * y, 1.5f);           // Newton: 3.4e-2 → 1.8e-3
+    const float e = fmaf(-x * y, y, 1.0f);          // 1 − x·y²
+    return fmaf(y * e, fmaf(0.375f, e, 0.5f), y);   // y·(1 + e/2 + 3e²/8): 1.8e-3 → < 1e-8
+#else
+    return 1.0f / sqrtf(x);
+#endif
+  }
+  __host__ __device__ __forceinline__ static float over_sqrt(float q, float r2) { return q * rsqrt(r2); }
+  __host__ __device__ __forceinline__ static float over(float q, float r2) {
+#ifdef __CUDA_ARCH__
+    float y = __int_as_float(0x7EF311C3 - __float_as_int(r2));  // 1/x to 12%
+    for (int i = 0; i < 3; ++i) y = fmaf(y, fmaf(-r2, y, 1.0f), y);  // Newton: 12% → 1.4e-2 → 2e-4 → 4e-8
+    return q * y;
+#else
+    return q / r2;
+#endif
+  }
+  __host__ __device__ __forceinline__ static float exp2(float x) { return exp2_polynomial(x); }
+};
+
 }  // namespace espgrid::cuda

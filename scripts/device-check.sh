@@ -16,6 +16,14 @@
 #               seed for old and new), per model, the dual-pipe split sweep, the CPU ceiling
 #               and cpu-simd with AVX2 and AVX-512
 #   sweeps      blocks, coarsening, atoms, grid, speedup sweeps with the final kernels
+#   same        every CUDA row and model (and cuda-msm) maps the same structure as the build of
+#               .device/old-src (carry it: `git archive COMMIT`): values compared bit for bit
+#   model       the added-model test (tests/models/) with its library's CUDA kernels built
+#   speed       cuda-unrolled and cuda-dualpipe, Coulomb and Debye, new and old build in one run
+#   shared      the CPU kernels on two cores with one kept busy (taskset -c 0,1), against the
+#               old build: benchmarks/shared_core.py
+#   python      the Python module built for the interpreter first on the PATH (a venv with
+#               PyTorch), imported beside it, its suite with the GPU required
 #
 # Logs go to $LOG_DIR (default $OUT/device-check or benchmarks/results/device-check-DATE) and
 # are packed into $OUT/device-check-PHASES.tar.gz when $OUT is set (the device returns at most
@@ -39,8 +47,15 @@ hwy_prefix=()
 [ -d .device/hwy ] && hwy_prefix=(-DCMAKE_PREFIX_PATH="$PWD/.device/hwy")
 
 if want build; then
-  step build-configure cmake -S . -B "$BUILD_DIR" -DESPGRID_VTK=OFF -DESPGRID_PYTHON=OFF -DCMAKE_BUILD_TYPE=Release \
-    "${hwy_prefix[@]}" && step build cmake --build "$BUILD_DIR" -j "$JOBS" || { echo "build failed"; }
+  python_flags=(-DESPGRID_PYTHON=OFF)
+  if want python; then
+    PY=$(command -v python3)
+    python_flags=(-DESPGRID_PYTHON=ON -DPython3_EXECUTABLE="$PY" -Dpybind11_DIR="$("$PY" -m pybind11 --cmakedir)")
+  fi
+  model_flag=(); want model && model_flag=(-DESPGRID_TEST_MODEL_CUDA=ON)
+  step build-configure cmake -S . -B "$BUILD_DIR" -DESPGRID_VTK=OFF "${python_flags[@]}" "${model_flag[@]}" \
+    -DCMAKE_BUILD_TYPE=Release "${hwy_prefix[@]}" && step build cmake --build "$BUILD_DIR" -j "$JOBS" ||
+    { echo "build failed"; }
 fi
 export ESPGRID_REQUIRE_GPU=1
 
@@ -74,6 +89,48 @@ if want maps; then
   step verify-actin-debye "$espgrid" verify data/actin_dimer.pqr --kernel all --spacing 1.0 --model debye \
     --dielectric 78.54 --ionic-strength 0.15
   step map-actin-cuda "$espgrid" map data/actin_dimer.pqr --backend cuda -o /tmp/actin-cuda.dx
+fi
+
+if want model; then
+  step added-model "$BUILD_DIR/tests/test_added_model"
+fi
+
+if want python; then
+  pytest_path=""
+  python3 -c "import pytest" 2>/dev/null || pytest_path="$PWD/.device/pylib:"
+  step python-import env PYTHONPATH="$PWD/$BUILD_DIR/python" python3 -X faulthandler -c \
+    "import torch, numpy, espgrid; print(espgrid.cuda_available(), [k['name'] for k in espgrid.kernels() if k['runnable']])"
+  step python-suite env PYTHONPATH="$pytest_path$PWD/$BUILD_DIR/python" ESPGRID="$PWD/$espgrid" \
+    python3 -m pytest -p no:cacheprovider -rs -q python/tests/test_module.py
+fi
+
+if want same; then
+  if [ -d .device/old-src ]; then
+    step old-build-espgrid bash -c "cmake -S .device/old-src -B .device/old-build -DESPGRID_VTK=OFF -DESPGRID_PYTHON=OFF \
+      -DCMAKE_BUILD_TYPE=Release -DESPGRID_TESTS=OFF ${hwy_prefix[*]} >/dev/null && cmake --build .device/old-build -j $JOBS --target espgrid"
+    step same-maps bash scripts/lib/same_maps.sh .device/old-build/espgrid "$espgrid" "$LOG_DIR/same"
+  else
+    echo "same: no .device/old-src to compare with"; status=1
+  fi
+fi
+
+if want speed; then
+  # Old and new side by side on the standard input, one seed: the refactored kernels' rates.
+  for m in coulomb debye; do
+    extra=(); [ $m = debye ] && extra=(--dielectric 78.54 --ionic-strength 0.15)
+    for build in new old; do
+      exe=$espgrid; [ $build = old ] && exe=.device/old-build/espgrid
+      [ -x "$exe" ] || continue
+      step "speed-$m-$build" "$exe" bench --seed "$SEED" --require-cuda --model $m "${extra[@]}" \
+        --kernel cuda-unrolled,cuda-dualpipe --out "$LOG_DIR/speed-$m-$build"
+    done
+  done
+fi
+
+if want shared; then
+  old_flag=(); [ -x .device/old-build/espgrid ] && old_flag=(--old .device/old-build/espgrid)
+  step shared-core taskset -c 0,1 python3 benchmarks/shared_core.py --espgrid "$espgrid" "${old_flag[@]}" --runs 9 \
+    --busy 0,1 --out "$LOG_DIR/shared-core.json"
 fi
 
 if want old; then

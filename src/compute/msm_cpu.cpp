@@ -55,55 +55,54 @@ void anterpolate(const DcsProblem& p, const Plan& plan, std::vector<double>& q1)
   }
 }
 
+/// One restriction (fine → coarse) or prolongation (coarse → fine) pass (msm_plan.h), in double:
+/// each output element sums its taps in ascending order, skipping zero weights and input
+/// elements outside the pass's range, as the CUDA kernels do in float.
+void apply_pass(const AxisPass& p, bool restriction, const std::vector<double>& w, int rw, const double* in,
+                double* out) {
+  const auto axis = static_cast<std::size_t>(p.axis);
+  std::array<std::int64_t, 3> o{};
+  for (o[2] = 0; o[2] < p.out_n[2]; ++o[2])
+    for (o[1] = 0; o[1] < p.out_n[1]; ++o[1])
+      for (o[0] = 0; o[0] < p.out_n[0]; ++o[0]) {
+        std::size_t base = p.in_offset;
+        for (std::size_t d = 0; d < 3; ++d)
+          if (d != axis) base += static_cast<std::size_t>(o[d]) * p.in_stride[d];
+        const std::int64_t m = p.out_first + o[axis];
+        double sum = 0;
+        const auto tap = [&](double weight, std::int64_t f) {
+          if (weight == 0 || f < 0 || f >= p.in_count) return;
+          sum += weight * in[base + static_cast<std::size_t>(f) * p.in_stride[axis]];
+        };
+        if (restriction) {
+          for (int j = -rw; j <= rw; ++j) tap(w[static_cast<std::size_t>(j + rw)], 2 * m + j - p.in_first);
+        } else {
+          for (std::int64_t n = ceil_div2(m - rw); n <= floor_div2(m + rw); ++n)
+            tap(w[static_cast<std::size_t>(m - 2 * n + rw)], n - p.in_first);
+        }
+        const std::size_t at = p.out_offset + static_cast<std::size_t>(o[0]) * p.out_stride[0] +
+                               static_cast<std::size_t>(o[1]) * p.out_stride[1] +
+                               static_cast<std::size_t>(o[2]) * p.out_stride[2];
+        out[at] = p.accumulate ? out[at] + sum : sum;
+      }
+}
+
+/// in → scratch 1 → scratch 2 → out through the three passes.
+void three_passes(const std::array<AxisPass, 3>& passes, bool restriction, int order, const double* in, double* out) {
+  const int rw = restriction_width(order);
+  const std::vector<double> w = restriction_weights(order);
+  std::vector<double> t1(passes[0].points()), t2(passes[1].points());
+  apply_pass(passes[0], restriction, w, rw, in, t1.data());
+  apply_pass(passes[1], restriction, w, rw, t1.data(), t2.data());
+  apply_pass(passes[2], restriction, w, rw, t2.data(), out);
+}
+
 /// q_{l+1} on coarse.grid from q_l on fine.grid, reading only fine.charged and writing only
 /// coarse.charged (the rest stays zero), one axis at a time.
 void restrict_level(const Level& fine, const std::vector<double>& qf, const Level& coarse, int order,
                     std::vector<double>& qc) {
-  const int rw = restriction_width(order);
-  const std::vector<double> w = restriction_weights(order);
-  const GridBox& fc = fine.charged;
-  const GridBox& cc = coarse.charged;
-  // x: T1 over (coarse x) × (fine y) × (fine z), all charged.
-  std::vector<double> t1(static_cast<std::size_t>(cc.n[0] * fc.n[1] * fc.n[2]), 0.0);
-  for (std::int64_t z = 0; z < fc.n[2]; ++z)
-    for (std::int64_t y = 0; y < fc.n[1]; ++y)
-      for (std::int64_t n = 0; n < cc.n[0]; ++n) {
-        double sum = 0;
-        for (int j = -rw; j <= rw; ++j) {
-          const std::int64_t x = 2 * (cc.lo[0] + n) + j;
-          if (x < fc.lo[0] || x >= fc.lo[0] + fc.n[0] || w[static_cast<std::size_t>(j + rw)] == 0) continue;
-          sum += w[static_cast<std::size_t>(j + rw)] * qf[fine.grid.index(x, fc.lo[1] + y, fc.lo[2] + z)];
-        }
-        t1[static_cast<std::size_t>(n + cc.n[0] * (y + fc.n[1] * z))] = sum;
-      }
-  // y: T2 over (coarse x) × (coarse y) × (fine z).
-  std::vector<double> t2(static_cast<std::size_t>(cc.n[0] * cc.n[1] * fc.n[2]), 0.0);
-  for (std::int64_t z = 0; z < fc.n[2]; ++z)
-    for (std::int64_t n = 0; n < cc.n[1]; ++n)
-      for (std::int64_t x = 0; x < cc.n[0]; ++x) {
-        double sum = 0;
-        for (int j = -rw; j <= rw; ++j) {
-          const std::int64_t y = 2 * (cc.lo[1] + n) + j;
-          if (y < fc.lo[1] || y >= fc.lo[1] + fc.n[1] || w[static_cast<std::size_t>(j + rw)] == 0) continue;
-          sum += w[static_cast<std::size_t>(j + rw)] *
-                 t1[static_cast<std::size_t>(x + cc.n[0] * ((y - fc.lo[1]) + fc.n[1] * z))];
-        }
-        t2[static_cast<std::size_t>(x + cc.n[0] * (n + cc.n[1] * z))] = sum;
-      }
-  // z: into the coarse grid.
   qc.assign(coarse.grid.points(), 0.0);
-  for (std::int64_t n = 0; n < cc.n[2]; ++n)
-    for (std::int64_t y = 0; y < cc.n[1]; ++y)
-      for (std::int64_t x = 0; x < cc.n[0]; ++x) {
-        double sum = 0;
-        for (int j = -rw; j <= rw; ++j) {
-          const std::int64_t z = 2 * (cc.lo[2] + n) + j;
-          if (z < fc.lo[2] || z >= fc.lo[2] + fc.n[2] || w[static_cast<std::size_t>(j + rw)] == 0) continue;
-          sum += w[static_cast<std::size_t>(j + rw)] *
-                 t2[static_cast<std::size_t>(x + cc.n[0] * (y + cc.n[1] * (z - fc.lo[2])))];
-        }
-        qc[coarse.grid.index(cc.lo[0] + x, cc.lo[1] + y, cc.lo[2] + n)] = sum;
-      }
+  three_passes(restriction_passes(fine, coarse), true, order, qf.data(), qc.data());
 }
 
 /// e_l's own part on a non-top level: Σ_j 2^-(l-1) K_1(j) q_l(m + j) over the stencil,
@@ -185,47 +184,7 @@ void top_sum(const Plan& plan, const std::vector<double>& q, std::vector<double>
 /// e_l += prolongation of e_{l+1} (the transpose of restriction), one axis at a time.
 void prolong_level(const Level& coarse, const std::vector<double>& ec, const Level& fine, int order,
                    std::vector<double>& ef) {
-  const int rw = restriction_width(order);
-  const std::vector<double> w = restriction_weights(order);
-  const GridBox& c = coarse.grid;
-  const GridBox& f = fine.grid;
-  const auto taps = [&](std::int64_t m, auto&& body) {  // coarse n touching fine m, ascending
-    for (std::int64_t n = ceil_div2(m - rw); n <= floor_div2(m + rw); ++n) {
-      const double weight = w[static_cast<std::size_t>(m - 2 * n + rw)];
-      if (weight != 0) body(n, weight);
-    }
-  };
-  // z: U over (coarse x) × (coarse y) × (fine z).
-  std::vector<double> u(static_cast<std::size_t>(c.n[0] * c.n[1] * f.n[2]));
-  for (std::int64_t z = 0; z < f.n[2]; ++z)
-    for (std::int64_t y = 0; y < c.n[1]; ++y)
-      for (std::int64_t x = 0; x < c.n[0]; ++x) {
-        double sum = 0;
-        taps(f.lo[2] + z,
-             [&](std::int64_t n, double weight) { sum += weight * ec[c.index(c.lo[0] + x, c.lo[1] + y, n)]; });
-        u[static_cast<std::size_t>(x + c.n[0] * (y + c.n[1] * z))] = sum;
-      }
-  // y: V over (coarse x) × (fine y) × (fine z).
-  std::vector<double> v(static_cast<std::size_t>(c.n[0] * f.n[1] * f.n[2]));
-  for (std::int64_t z = 0; z < f.n[2]; ++z)
-    for (std::int64_t y = 0; y < f.n[1]; ++y)
-      for (std::int64_t x = 0; x < c.n[0]; ++x) {
-        double sum = 0;
-        taps(f.lo[1] + y, [&](std::int64_t n, double weight) {
-          sum += weight * u[static_cast<std::size_t>(x + c.n[0] * ((n - c.lo[1]) + c.n[1] * z))];
-        });
-        v[static_cast<std::size_t>(x + c.n[0] * (y + f.n[1] * z))] = sum;
-      }
-  // x: added into the fine grid.
-  for (std::int64_t z = 0; z < f.n[2]; ++z)
-    for (std::int64_t y = 0; y < f.n[1]; ++y)
-      for (std::int64_t x = 0; x < f.n[0]; ++x) {
-        double sum = 0;
-        taps(f.lo[0] + x, [&](std::int64_t n, double weight) {
-          sum += weight * v[static_cast<std::size_t>((n - c.lo[0]) + c.n[0] * (y + f.n[1] * z))];
-        });
-        ef[f.index(f.lo[0] + x, f.lo[1] + y, f.lo[2] + z)] += sum;
-      }
+  three_passes(prolongation_passes(coarse, fine), false, order, ec.data(), ef.data());
 }
 
 /// Distance from coordinate v to the cell [c·size, (c+1)·size), Å.

@@ -191,4 +191,66 @@ Plan make_plan(const DcsProblem& problem, const MsmParameters& params) {
   return plan;
 }
 
+namespace {
+
+/// x-fastest strides of a dense array of n[0] × n[1] × n[2] elements.
+std::array<std::size_t, 3> dense_strides(const std::array<std::int64_t, 3>& n) {
+  return {1, static_cast<std::size_t>(n[0]), static_cast<std::size_t>(n[0] * n[1])};
+}
+
+/// The pass along `axis` from an array (`in_box` of `in_array`'s lattice, at `in_array`'s
+/// strides) to an array (`out_box` in `out_array`), `out_n` elements, reading the input
+/// elements of `read` along the axis.
+AxisPass pass(int axis, const std::array<std::int64_t, 3>& out_n, const GridBox& read, std::int64_t out_first,
+              const GridBox& in_array, const std::array<std::int64_t, 3>& in_lo, const GridBox& out_array,
+              const std::array<std::int64_t, 3>& out_lo) {
+  AxisPass p;
+  p.out_n = out_n;
+  p.axis = axis;
+  p.in_first = read.lo[static_cast<std::size_t>(axis)];
+  p.in_count = read.n[static_cast<std::size_t>(axis)];
+  p.out_first = out_first;
+  p.in_offset = in_array.index(in_lo[0], in_lo[1], in_lo[2]);
+  p.in_stride = dense_strides(in_array.n);
+  p.out_offset = out_array.index(out_lo[0], out_lo[1], out_lo[2]);
+  p.out_stride = dense_strides(out_array.n);
+  return p;
+}
+
+}  // namespace
+
+std::array<AxisPass, 3> restriction_passes(const Level& fine, const Level& coarse) {
+  const GridBox& fc = fine.charged;
+  const GridBox& cc = coarse.charged;
+  // Scratch arrays are dense boxes whose lattice origin is their element 0.
+  const GridBox t1{{cc.lo[0], fc.lo[1], fc.lo[2]}, {cc.n[0], fc.n[1], fc.n[2]}};
+  const GridBox t2{{cc.lo[0], cc.lo[1], fc.lo[2]}, {cc.n[0], cc.n[1], fc.n[2]}};
+  return {pass(0, t1.n, fc, cc.lo[0], fine.grid, fc.lo, t1, t1.lo),  // x: fine charged box → T1
+          pass(1, t2.n, t1, cc.lo[1], t1, t1.lo, t2, t2.lo),          // y: T1 → T2
+          pass(2, cc.n, t2, cc.lo[2], t2, t2.lo, coarse.grid, cc.lo)};  // z: T2 → coarse charged box
+}
+
+std::array<AxisPass, 3> prolongation_passes(const Level& coarse, const Level& fine) {
+  const GridBox& c = coarse.grid;
+  const GridBox& f = fine.grid;
+  const GridBox u{{c.lo[0], c.lo[1], f.lo[2]}, {c.n[0], c.n[1], f.n[2]}};
+  const GridBox v{{c.lo[0], f.lo[1], f.lo[2]}, {c.n[0], f.n[1], f.n[2]}};
+  std::array<AxisPass, 3> passes = {pass(2, u.n, c, f.lo[2], c, c.lo, u, u.lo),   // z: coarse grid → U
+                                    pass(1, v.n, u, f.lo[1], u, u.lo, v, v.lo),   // y: U → V
+                                    pass(0, f.n, v, f.lo[0], v, v.lo, f, f.lo)};  // x: V → added into the fine grid
+  passes[2].accumulate = true;
+  return passes;
+}
+
+std::size_t pass_scratch_points(const Plan& plan) {
+  std::size_t most = 1;
+  for (int l = 0; l + 1 < plan.level_count(); ++l) {
+    const Level& fine = plan.levels[static_cast<std::size_t>(l)];
+    const Level& coarse = plan.levels[static_cast<std::size_t>(l + 1)];
+    for (const auto& passes : {restriction_passes(fine, coarse), prolongation_passes(coarse, fine)})
+      for (int p = 0; p < 2; ++p) most = std::max(most, passes[static_cast<std::size_t>(p)].points());
+  }
+  return most;
+}
+
 }  // namespace espgrid::msm

@@ -109,6 +109,40 @@ struct AxisWeights {
 /// Map points (offset + i)·map_spacing, i ∈ [0, count), on the level-1 lattice of `plan`.
 AxisWeights axis_weights(const Plan& plan, std::int64_t count, std::int64_t offset, float map_spacing);
 
+/// One pass of a separable restriction (fine → coarse: out(n) = Σ_j w_j in(2n + j), j
+/// ascending) or prolongation (coarse → fine, its transpose: out(m) = Σ_n w_{m−2n} in(n), n
+/// ascending) along `axis`. Output element (o0, o1, o2) of an out_n-sized view reads the input
+/// elements that differ from it along `axis` only; element (i0, i1, i2) of a view lives at
+/// offset + Σ_d i_d·stride[d]. Input elements outside [in_first, in_first + in_count) along the
+/// axis, and zero weights, are skipped. The CPU phases (msm_cpu.cpp, in double) and the CUDA
+/// kernels (kernels/msm_levels.cu, in float) apply the same passes: the geometry is written once.
+struct AxisPass {
+  std::array<std::int64_t, 3> out_n{};
+  int axis = 0;
+  std::int64_t in_first = 0;   ///< lattice index of input element 0 along the axis
+  std::int64_t in_count = 0;   ///< input elements along the axis
+  std::int64_t out_first = 0;  ///< lattice index of output element 0 along the axis
+  std::size_t in_offset = 0;
+  std::array<std::size_t, 3> in_stride{};
+  std::size_t out_offset = 0;
+  std::array<std::size_t, 3> out_stride{};
+  bool accumulate = false;  ///< add into the output instead of writing it
+  std::size_t points() const noexcept {
+    return static_cast<std::size_t>(out_n[0]) * static_cast<std::size_t>(out_n[1]) * static_cast<std::size_t>(out_n[2]);
+  }
+};
+
+/// Restricting level `fine`'s charges (an array over fine.grid; only fine.charged is read) to
+/// level `coarse` (an array over coarse.grid; only coarse.charged is written): x into scratch 1
+/// (coarse x, fine y, fine z), y into scratch 2 (coarse x, coarse y, fine z), z into the output.
+std::array<AxisPass, 3> restriction_passes(const Level& fine, const Level& coarse);
+/// Prolonging level `coarse`'s potentials (over coarse.grid) and adding them to level `fine`'s
+/// (over fine.grid): z into scratch 1 (coarse x, coarse y, fine z), y into scratch 2 (coarse x,
+/// fine y, fine z), x added into the output.
+std::array<AxisPass, 3> prolongation_passes(const Level& coarse, const Level& fine);
+/// Elements either scratch array needs for every pass of `plan`.
+std::size_t pass_scratch_points(const Plan& plan);
+
 /// Planes per slab for the CUDA phases: `max_slab_bytes` caps the device memory of the two map
 /// slab buffers together (at least one plane each), as for the exact kernels; 0 sizes them from
 /// `free_bytes` (the whole map when it fits in a quarter of it, else slabs of at most 512 MiB
