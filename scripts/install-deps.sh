@@ -26,9 +26,10 @@ interop=0
 for option in "$@"; do
   case $option in
     --interop)  # the clients the interop tests open our files with: ParaView, PyMOL, APBS (multivalue),
+                # gemmi and GridDataFormats (where each places an .mrc), mrcfile (MRC2014 validation),
                 # and Chromium and Firefox for the `espgrid view` page (ctest label browser)
       interop=1
-      packages+=(paraview pymol apbs chromium firefox-esr) ;;
+      packages+=(paraview pymol apbs python3-gemmi python3-griddataformats python3-mrcfile chromium firefox-esr) ;;
     --hardening)  # scripts/hardening.sh: clang with libFuzzer, its sanitizer runtimes, OpenMP for clang
       packages+=(clang libclang-rt-14-dev libomp-14-dev) ;;
     *) echo "install-deps: unknown option $option (--interop, --hardening)" >&2; exit 2 ;;

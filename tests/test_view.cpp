@@ -152,6 +152,27 @@ TEST_F(View, FasciculinPageWithExactSums) {
   EXPECT_LT(page.size(), 5u * 1024 * 1024);
 }
 
+// The map may be in any format espgrid writes (read_map): the same map as .mrc gives the same
+// surface values, its physics and source read from the MRC labels.
+TEST_F(View, ReadsEveryMapFormat) {
+  if (!have_web_assets()) GTEST_SKIP() << "SKIPPED: this build has no viewer library (npm)";
+  const std::string fas = quote(source("data/fasciculin2.pqr"));
+  const Result converted = run("convert " + quote(fas_map()) + " -o " + quote(path("fas.mrc")));
+  ASSERT_EQ(converted.code, 0) << converted;
+  const Result r = run("view " + fas + " " + quote(path("fas.mrc")) + " --values map -o " + quote(path("m.html")));
+  ASSERT_EQ(r.code, 0) << r;
+  const Result d = run("view " + fas + " " + quote(fas_map()) + " --values map -o " + quote(path("d.html")));
+  ASSERT_EQ(d.code, 0) << d;
+  // The same values interpolated from the same float32 map: the same range, to the digit.
+  const auto range_line = [](const std::string& out) {
+    const std::size_t at = out.find("\nrange ");
+    return at == std::string::npos ? std::string("(no range line)") : out.substr(at, out.find('\n', at + 1) - at);
+  };
+  EXPECT_EQ(range_line(r.out), range_line(d.out)) << r << d;
+  EXPECT_TRUE(contains(slurp(path("m.html")), "Potential in kT/e (T = 298.15 K), dielectric 78.54, model debye"))
+      << "provenance from the .mrc's labels";
+}
+
 TEST_F(View, ValuesFromTheMapWhenAskedOrWhenTheSumDisagrees) {
   if (!have_web_assets()) GTEST_SKIP() << "SKIPPED: this build has no viewer library (npm)";
   const std::string fas = quote(source("data/fasciculin2.pqr"));
@@ -189,8 +210,7 @@ TEST_F(View, Refusals) {
   expect_refused(run("view " + fas + " " + map + " -o " + quote(path("x.png"))), 2, "name it NAME.html");
   expect_refused(run("view " + quote(source("data/boxb_rna.pdb")) + " " + map + " -o " + quote(path("x.html"))), 2,
                  "give the PQR the map was computed from");
-  expect_refused(run("view " + fas + " " + quote(path("map.vti")) + " -o " + quote(path("x.html"))), 2,
-                 "reads .dx maps for now");
+  expect_refused(run("view " + fas + " " + quote(path("map.vti")) + " -o " + quote(path("x.html"))), 1, "map.vti");
   expect_refused(run("view " + fas + " " + map + " --limit -1 -o " + quote(path("x.html"))), 2, "--limit");
   expect_refused(run("view " + fas + " " + map + " --values guess -o " + quote(path("x.html"))), 2, "--values must be");
   expect_refused(run("view " + fas + " " + map + " --levels 0 -o " + quote(path("x.html"))), 2, "--levels");

@@ -109,7 +109,8 @@ def map_from_values(values, grid, *, like=None, source="", **options):
 
 
 def read_map(path, units=None):
-    """Reads a .dx map (espgrid's, APBS's or any of that layout) as an espgrid.Map."""
+    """Reads a map file as an espgrid.Map: any format espgrid writes (.dx, .dx.gz, .mrc/.map/.ccp4,
+    .vti) or an APBS .dx, through the program's readers (the checks of `espgrid convert`)."""
     path = os.fspath(path)
     if not os.path.exists(path):
         raise FileNotFoundError(2, "No such file or directory", path)

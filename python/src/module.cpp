@@ -29,6 +29,7 @@
 #include "src/core/errors.h"
 #include "src/core/text_format.h"
 #include "src/io/atomic_output_file.h"
+#include "src/io/dcd_check.h"
 #include "src/io/map_formats.h"
 #include "src/io/pdb2pqr_source.h"
 #include "src/pipeline/map_pipeline.h"
@@ -355,13 +356,11 @@ PyMap map_from_values(const py::handle& values, const GridSpec& grid, const Phys
 }
 
 PyMap read_map_file(const std::string& path, const std::optional<std::string>& units) {
-  if (map_format_from_extension(path) != MapFormat::Dx)
-    throw UsageError("espgrid reads .dx maps; " + path + " is not one");
   PyMap m;
   bool unit_known = false;
   {
     py::gil_scoped_release release;
-    m.map = read_dx(path, &unit_known);
+    m.map = read_map(path, &unit_known);
   }
   if (units) {
     const PotentialUnit unit = parse_unit(*units);
@@ -622,6 +621,16 @@ PYBIND11_MODULE(_espgrid, m) {
       },
       "values"_a, "grid"_a, "like"_a = py::none(), "options"_a = nullptr, "source"_a = "");
   m.def("read_map", &read_map_file, "path"_a, "units"_a = py::none());
+  m.def(
+      "check_dcd",
+      [](const std::string& path) {
+        const DcdSummary s = [&] {
+          py::gil_scoped_release release;
+          return check_dcd(path);
+        }();
+        return py::dict("atoms"_a = s.atoms, "frames"_a = s.frames, "header_frames"_a = s.header_frames);
+      },
+      "path"_a, "Checks a DCD's records against its header and size (io/dcd_check.h); InputError when it is cut short.");
   m.def(
       "check_output_paths", [](const std::vector<std::string>& paths) { check_output_paths(paths); }, "paths"_a,
       "Raises unless every path is a map format this build writes, in a writable directory.");

@@ -118,11 +118,8 @@ int run_surface(int argc, char** argv) {
   std::vector<std::string> comments = {"structure: " + describe_source(input, structure.atoms)};
   if (with_map) {
     const std::string map_path = args["map"].as<std::string>();
-    // TODO(read_map): read_map(path) from src/io/map_formats.h when it reads every format.
-    if (map_format_from_extension(map_path) != MapFormat::Dx)
-      throw UsageError("espgrid surface reads .dx maps for now; " + map_path + " is not one");
     bool unit_known = false;
-    PotentialMap map = read_dx(map_path, &unit_known);
+    PotentialMap map = read_map(map_path, &unit_known);  // any format espgrid writes
     if (args.count("map-units")) {
       const PotentialUnit unit = parse_unit(args["map-units"].as<std::string>());
       if (unit_known && unit != map.physics.unit)
@@ -133,7 +130,7 @@ int run_surface(int argc, char** argv) {
     }
     surface::MapOrigin origin;
     origin.path = map_path;
-    origin.header = map_header_comments(map_path);
+    origin.header = map_header_lines(map_path, map, unit_known);
     origin.espgrid_physics = header_has_espgrid_physics(origin.header);
     surface::SurfaceValues v = surface::surface_values(structure.atoms, map, origin, surf.mesh, view);
     values = std::move(v.values);

@@ -143,13 +143,9 @@ int run_view(int argc, char** argv) {
   const Structure structure = load_structure(structure_path, structure_format);
   for (const std::string& notice : structure.notices) std::fprintf(stderr, "note: %s\n", notice.c_str());
 
-  // The map. TODO(read_map): switch to read_map(path) from src/io/map_formats.h when it reads
-  // every format (.dx.gz, .mrc, .vti); until then only .dx.
-  if (map_format_from_extension(map_path) != MapFormat::Dx)
-    throw UsageError("espgrid view reads .dx maps for now; " + map_path + " is not one (espgrid convert cannot "
-                     "read it either yet: write the map with -o NAME.dx)");
+  // The map: any format espgrid writes (read_map).
   bool unit_known = false;
-  PotentialMap map = read_dx(map_path, &unit_known);
+  PotentialMap map = read_map(map_path, &unit_known);
   if (args.count("units")) {
     const PotentialUnit unit = parse_unit(args["units"].as<std::string>());
     if (unit_known && unit != map.physics.unit)
@@ -160,7 +156,7 @@ int run_view(int argc, char** argv) {
   }
   surface::MapOrigin origin;
   origin.path = map_path;
-  origin.header = map_header_comments(map_path);
+  origin.header = map_header_lines(map_path, map, unit_known);
   origin.espgrid_physics = header_has_espgrid_physics(origin.header);
 
   const std::string title = args.count("title") ? args["title"].as<std::string>() : "";

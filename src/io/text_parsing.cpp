@@ -11,6 +11,10 @@
 
 #include "src/core/errors.h"
 
+#if ESPGRID_HAVE_ZLIB
+#include <zlib.h>
+#endif
+
 namespace espgrid {
 namespace {
 
@@ -21,12 +25,13 @@ bool is_binary_byte(unsigned char byte) {
   return (byte < 0x20 && byte != '\t' && byte != '\v' && byte != '\f' && byte != '\r' && byte != '\n') || byte == 0x7f;
 }
 
-[[noreturn]] void throw_binary(const std::string& path, std::size_t line, unsigned char byte, std::size_t column) {
+[[noreturn]] void throw_binary(const std::string& path, std::size_t line, unsigned char byte, std::size_t column,
+                               const std::string& kind = "text structure file") {
   char hex[8];
   std::snprintf(hex, sizeof hex, "0x%02x", byte);
-  throw InputError(path, line,
-                   "binary data (byte " + std::string(hex) + " at column " + std::to_string(column) +
-                       "); is this a text structure file?");
+  throw InputError(
+      path, line,
+      "binary data (byte " + std::string(hex) + " at column " + std::to_string(column) + "); is this a " + kind + "?");
 }
 
 /// read(2) that retries after a signal; throws Error naming the file and where reading stopped.
@@ -105,11 +110,27 @@ int open_input_file(const std::string& path) {
 
 // ---- LineSource ---------------------------------------------------------------------------------
 
-LineSource::LineSource(std::string path) : path_(std::move(path)) {
+LineSource::LineSource(std::string path, Decompress decompress) : path_(std::move(path)) {
+  const bool gzip = decompress == Decompress::Gzip;
+#if !ESPGRID_HAVE_ZLIB
+  if (gzip) throw UsageError("cannot read " + path_ + ": this espgrid was built without zlib, which reads gzip files");
+#endif
   fd_ = open_input_file(path_);
   struct stat st {};
   if (::fstat(fd_, &st) == 0 && S_ISREG(st.st_mode)) size_hint_ = static_cast<std::size_t>(st.st_size);
   buffer_.resize(kChunkBytes);
+#if ESPGRID_HAVE_ZLIB
+  if (gzip) {
+    gz_ = gzdopen(fd_, "rb");
+    if (gz_ == nullptr) {
+      ::close(fd_);
+      fd_ = -1;
+      throw Error("cannot read " + path_ + ": zlib could not start (out of memory?)");
+    }
+    gzbuffer(static_cast<gzFile>(gz_), 1 << 20);
+    size_hint_ = 0;  // the text is larger than the file
+  }
+#endif
 }
 
 LineSource::LineSource(std::string name, std::string text, std::size_t chunk_bytes)
@@ -119,6 +140,12 @@ LineSource::LineSource(std::string name, std::string text, std::size_t chunk_byt
 }
 
 LineSource::~LineSource() {
+#if ESPGRID_HAVE_ZLIB
+  if (gz_ != nullptr) {
+    gzclose(static_cast<gzFile>(gz_));  // closes fd_ too
+    return;
+  }
+#endif
   if (fd_ >= 0) ::close(fd_);
 }
 
@@ -138,7 +165,9 @@ bool LineSource::fill() {
       std::max<std::size_t>(1, fd_ >= 0 ? kChunkBytes : (chunk_bytes_ == 0 ? memory_.size() : chunk_bytes_));
   if (buffer_.size() - end_ < want) buffer_.resize(end_ + want);
   std::size_t got = 0;
-  if (fd_ >= 0) {
+  if (gz_ != nullptr) {
+    got = read_gzip(buffer_.data() + end_, buffer_.size() - end_);
+  } else if (fd_ >= 0) {
     got = read_some(fd_, buffer_.data() + end_, buffer_.size() - end_, path_, line_number_);
   } else {
     got = std::min(want, memory_.size() - memory_offset_);
@@ -151,6 +180,30 @@ bool LineSource::fill() {
   return !eof_;
 }
 
+std::size_t LineSource::read_gzip(char* into, std::size_t bytes) {
+#if ESPGRID_HAVE_ZLIB
+  const auto gz = static_cast<gzFile>(gz_);
+  const int got = gzread(gz, into, static_cast<unsigned>(std::min<std::size_t>(bytes, 1u << 30)));
+  int code = Z_OK;
+  const char* message = gzerror(gz, &code);
+  if (got > 0) return static_cast<std::size_t>(got);
+  if (code == Z_ERRNO)
+    throw Error("cannot read " + path_ + ": " + std::strerror(errno) + " (after line " + std::to_string(line_number_) +
+                "; nothing was computed from a partly read file)");
+  // gzread reports a stream cut short as an end of file; gzerror says Z_BUF_ERROR then.
+  if (code == Z_BUF_ERROR)
+    throw InputError(path_, line_number_ + 1,
+                     "the gzip data ends early: the file is truncated (zlib: " + std::string(message) + ")");
+  if (got < 0 || code != Z_OK)
+    throw InputError(path_, line_number_ + 1, "the gzip data is corrupt (zlib: " + std::string(message) + ")");
+  return 0;
+#else
+  (void)into;
+  (void)bytes;
+  return 0;
+#endif
+}
+
 std::optional<std::string_view> LineSource::next() {
   if (at_end_) return std::nullopt;
   std::size_t scan = begin_;  // the bytes before it hold no line end and no binary byte
@@ -159,7 +212,7 @@ std::optional<std::string_view> LineSource::next() {
       const auto byte = static_cast<unsigned char>(buffer_[scan]);
       if (byte >= 0x20 && byte != 0x7f) continue;
       if (byte == '\n' || byte == '\r') break;
-      if (is_binary_byte(byte)) throw_binary(path_, line_number_ + 1, byte, scan - begin_ + 1);
+      if (is_binary_byte(byte)) throw_binary(path_, line_number_ + 1, byte, scan - begin_ + 1, kind_);
     }
     const std::size_t offset = scan - begin_;  // fill() moves the unread bytes to the front
     if (scan < end_) {
@@ -175,7 +228,7 @@ std::optional<std::string_view> LineSource::next() {
     if (offset > kMaxLineBytes)
       throw InputError(path_, line_number_ + 1,
                        "line " + std::to_string(line_number_ + 1) + " is longer than " +
-                           std::to_string(kMaxLineBytes >> 20) + " MiB; is this a text structure file?");
+                           std::to_string(kMaxLineBytes >> 20) + " MiB; is this a " + kind_ + "?");
     if (!fill()) {
       if (begin_ < end_) {  // a last line without a line end
         std::string_view line(buffer_.data() + begin_, end_ - begin_);

@@ -36,8 +36,14 @@ class LineSource {
   /// Bytes asked of the file per read.
   static constexpr std::size_t kChunkBytes = std::size_t{1} << 20;
 
-  /// Opens `path` (see open_input_file).
-  explicit LineSource(std::string path);
+  /// How the file's bytes become text.
+  enum class Decompress {
+    None,  ///< as they are
+    Gzip,  ///< zlib's gzread: gzip members one after another, or plain text as it is
+  };
+  /// Opens `path` (see open_input_file). With Decompress::Gzip, a truncated or corrupt gzip
+  /// stream is an InputError, never an early end; UsageError when this build has no zlib.
+  explicit LineSource(std::string path, Decompress decompress = Decompress::None);
   /// Reads `text` as if it were a file named `name` (tests and fuzzers), handing it to the line
   /// splitter `chunk_bytes` at a time (0: all at once) to exercise lines that cross reads.
   LineSource(std::string name, std::string text, std::size_t chunk_bytes = 0);
@@ -58,14 +64,20 @@ class LineSource {
   std::size_t size_hint() const noexcept { return size_hint_; }
   /// Throws InputError("PATH:LINE: what") for the line next() returned last.
   [[noreturn]] void fail(const std::string& what) const;
+  /// What the file should be, for the messages about binary data and overlong lines
+  /// ("is this a KIND?"); "text structure file" unless set.
+  void set_kind(std::string kind) { kind_ = std::move(kind); }
 
  private:
   /// Reads more bytes after the unread ones; returns false at the end of the file.
   bool fill();
+  /// Up to `bytes` decompressed bytes (gzip mode); 0 at the end of the stream.
+  std::size_t read_gzip(char* into, std::size_t bytes);
   /// Numbers a line about to be returned (and drops a byte-order mark from the first).
   std::string_view counted(std::string_view line);
   std::string path_;
   int fd_ = -1;
+  void* gz_ = nullptr;             // zlib's gzFile when decompressing (it owns fd_ then)
   std::string memory_;             // in-memory text, consumed from memory_offset_
   std::size_t memory_offset_ = 0;  //
   std::size_t chunk_bytes_ = 0;    // in-memory: bytes handed over per fill (0 = all)
@@ -74,6 +86,7 @@ class LineSource {
   std::size_t line_number_ = 0;
   std::size_t bytes_read_ = 0;
   std::size_t size_hint_ = 0;
+  std::string kind_ = "text structure file";
   bool eof_ = false;     // the file has no more bytes to give
   bool at_end_ = false;  // next() has returned nullopt
 };

@@ -1,5 +1,7 @@
 #include "src/io/view.h"
 
+#include "src/io/map_formats.h"
+
 #include <filesystem>
 #include <fstream>
 
@@ -24,6 +26,14 @@ std::vector<std::string> map_header_comments(const std::string& path) {
     for (unsigned char c : line) printable = printable && (c >= 0x20 || c == '\t');
     if (printable && start < line.size()) lines.push_back(line.substr(start, 300));
   }
+  return lines;
+}
+
+std::vector<std::string> map_header_lines(const std::string& path, const PotentialMap& map, bool physics_known) {
+  if (map_format_from_extension(path) == MapFormat::Dx) return map_header_comments(path);
+  std::vector<std::string> lines;
+  if (!map.source.empty()) lines.push_back(map.source);
+  if (physics_known) lines.push_back(physics_comment(map.physics));
   return lines;
 }
 

@@ -34,6 +34,9 @@ ViewResult make_view(const Atoms& atoms, const std::string& structure_path, cons
 /// Empty for binary formats and files that cannot be read.
 std::vector<std::string> map_header_comments(const std::string& path);
 
+/// The header lines of a map read by read_map: a text map's own comment lines (map_header_comments);
+/// for a binary one (.mrc, .vti, .dx.gz) its source and, when the file said, its physics line.
+std::vector<std::string> map_header_lines(const std::string& path, const PotentialMap& map, bool physics_known);
 /// Whether `header` holds espgrid's physics line ("Potential in ..."), i.e. the map records
 /// an espgrid pair model that a direct sum reproduces (APBS's "POTENTIAL (kT/e)" does not).
 bool header_has_espgrid_physics(const std::vector<std::string>& header);
