@@ -16,7 +16,7 @@
 // Confinement, so that fuzzing can neither do huge work nor touch files outside a temp dir:
 //   * the process works in a fresh temporary directory holding copies of a few small
 //     fixtures (a.pqr, b.xyz, c.extxyz, d.pqr, bad.pqr, m.pdb, p.dx: a PQR named like a map,
-//     e.dx: a 2 x 2 x 3 map for convert); inputs with a word that could reach outside it
+//     e.dx, e.mrc, e.vti: a 2 x 2 x 3 map for convert); inputs with a word that could reach outside it
 //     (absolute paths, "..", see stays_inside) are skipped, so every path the verbs see is
 //     inside that directory; everything else there is removed after each input;
 //   * ESPGRID_MAX_GRID_POINTS=100000 caps every grid (check_grid_fits refuses larger ones);
@@ -64,6 +64,8 @@ const std::vector<std::pair<std::string, std::string>> kFixtures = {
     {"tests/data/pqr_whitespace.pqr", "m.pdb"},
     {"tests/data/pqr_whitespace.pqr", "p.dx"},
     {"fuzz/fixtures/tiny.dx", "e.dx"},
+    {"fuzz/fixtures/tiny.mrc", "e.mrc"},
+    {"fuzz/fixtures/tiny.vti", "e.vti"},
 };
 std::vector<std::string> g_fixture_bytes;  // each fixture's bytes as copied, in kFixtures' order
 

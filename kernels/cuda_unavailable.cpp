@@ -32,6 +32,8 @@ int usable_device_count(std::string* reason) {
 
 std::string describe_device(int) { return "none"; }
 
+void warm_up_device(int) noexcept {}
+
 RsqrtCeiling measure_rsqrt_ceiling(int) { throw Error(kReason); }
 
 }  // namespace espgrid::cuda

@@ -464,6 +464,10 @@ std::vector<int> usable_devices(std::string* reason) {
   return out;
 }
 
+void warm_up_device(int device) noexcept {
+  if (cudaSetDevice(device) != cudaSuccess || cudaFree(nullptr) != cudaSuccess) cudaGetLastError();
+}
+
 int usable_device_count(std::string* reason) {
   int count = 0;
   const cudaError_t status = cudaGetDeviceCount(&count);

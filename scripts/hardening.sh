@@ -5,8 +5,9 @@
 # libFuzzer targets (ESPGRID_FUZZ=ON: coverage instrumentation on the libraries), then:
 #   1. `ctest -L cpu` on that build: every CPU test under the sanitizers;
 #   2. every saved regression input (fuzz/regressions/TARGET/) replayed through fuzz_pqr,
-#      fuzz_xyz, fuzz_cli; then each target fuzzed for $ESPGRID_FUZZ_SECONDS seconds (default
-#      60) from the seed corpus (fuzz/seeds/, data/*.pqr|xyz, tests/data/*.pqr|xyz). A crash,
+#      fuzz_xyz, fuzz_cli, fuzz_map, fuzz_dcd; then each target fuzzed for $ESPGRID_FUZZ_SECONDS
+#      seconds (default 60; fuzz_map and fuzz_dcd, whose inputs are small and fast, half of it)
+#      from the seed corpus (fuzz/seeds/, data/*.pqr|xyz, tests/data/*.pqr|xyz). A crash,
 #      sanitizer report, hang (-timeout) or out-of-memory is saved to $ESPGRID_FUZZ_CRASH_DIR
 #      and fails the script.
 # One build rather than a gcc sanitizer build and a separate clang fuzz build: the libraries
@@ -86,12 +87,15 @@ seed_dir() {  # seed_dir TARGET: prints the folder
 }
 
 # max_len: inputs are cut to this size; the real molecules (up to 1 MB) become prefixes.
-declare -A MAX_LEN=([pqr]=16384 [xyz]=16384 [cli]=1024)
+declare -A MAX_LEN=([pqr]=16384 [xyz]=16384 [cli]=1024 [map]=16384 [dcd]=16384)
+# Seconds of fuzzing per target: the map and DCD targets get half (their inputs are a few KiB
+# and run at thousands per second; CI's 30 minutes are shared by every step).
+declare -A FUZZ_SHARE=([pqr]=1 [xyz]=1 [cli]=1 [map]=2 [dcd]=2)
 # fuzz_cli works in a temporary folder under $TMPDIR: keep those inside the build folder.
 export TMPDIR="$FUZZ_ABS/tmp"
 rm -rf "$TMPDIR"
 mkdir -p "$TMPDIR"
-for target in pqr xyz cli; do
+for target in pqr xyz cli map dcd; do
   exe="$FUZZ_ABS/fuzz/fuzz_$target"
   # Replay every saved regression input once (they are crashes that were fixed).
   regressions=("$ROOT"/fuzz/regressions/"$target"/*)
@@ -109,7 +113,8 @@ for target in pqr xyz cli; do
   seeds=$(seed_dir "$target")
   log="$FUZZ_ABS/fuzz-$target.log"
   before=$(ls "$CRASH_DIR" | wc -l)
-  "$exe" -max_total_time="$FUZZ_SECONDS" -timeout=20 -rss_limit_mb=2560 -max_len="${MAX_LEN[$target]}" \
+  seconds=$((FUZZ_SECONDS / FUZZ_SHARE[$target] > 0 ? FUZZ_SECONDS / FUZZ_SHARE[$target] : 1))
+  "$exe" -max_total_time="$seconds" -timeout=20 -rss_limit_mb=2560 -max_len="${MAX_LEN[$target]}" \
     -dict="$ROOT/fuzz/$target.dict" -artifact_prefix="$CRASH_DIR/$target-" -print_final_stats=1 \
     "$corpus" "$seeds" >"$log" 2>&1
   rc=$?

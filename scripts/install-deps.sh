@@ -18,12 +18,20 @@ packages=(
   locales                                   # the locale tests make de_DE.UTF-8 from its source (localedef)
   util-linux                                # unshare: the full-disk and read-only-mount tests' private mounts
 )
+# `espgrid view` pages: the build bundles 3Dmol.js with npm (web/package-lock.json). Debian's
+# nodejs and npm unless a Node.js with npm is already installed (NodeSource's nodejs ships its
+# own npm and conflicts with Debian's npm package).
+if ! command -v npm >/dev/null 2>&1; then
+  packages+=(nodejs npm)
+fi
 interop=0
 for option in "$@"; do
   case $option in
-    --interop)  # the clients the interop tests open our maps with: ParaView, PyMOL, APBS (multivalue)
+    --interop)  # the clients the interop tests open our files with: ParaView, PyMOL, APBS (multivalue),
+                # gemmi and GridDataFormats (where each places an .mrc), mrcfile (MRC2014 validation),
+                # and Chromium and Firefox for the `espgrid view` page (ctest label browser)
       interop=1
-      packages+=(paraview pymol apbs) ;;
+      packages+=(paraview pymol apbs python3-gemmi python3-griddataformats python3-mrcfile chromium firefox-esr) ;;
     --hardening)  # scripts/hardening.sh: clang with libFuzzer, its sanitizer runtimes, OpenMP for clang
       packages+=(clang libclang-rt-14-dev libomp-14-dev) ;;
     *) echo "install-deps: unknown option $option (--interop, --hardening)" >&2; exit 2 ;;

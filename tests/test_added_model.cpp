@@ -139,11 +139,17 @@ TEST(AddedModel, EveryFormatRecordsIt) {
     EXPECT_TRUE(text.find("width 1.5 A") != std::string::npos || text.find("softening-width") != std::string::npos)
         << "the file does not record the model's parameter";
   }
-  bool unit_known = false;
-  const PotentialMap back = read_dx((dir / "m.dx").string(), &unit_known);
-  EXPECT_TRUE(unit_known);
-  EXPECT_EQ(back.physics.model, kSoftened);
-  EXPECT_DOUBLE_EQ(back.physics.parameter(SoftenedPotential::parameters[0]), 1.5);
+  // And every format reads it back (read_map: .mrc from its labels, .vti from its field data).
+  for (const std::string name : {"m.dx", "m.vti", "m.mrc", "m.dx.gz"}) {
+    SCOPED_TRACE(name);
+    if (!std::filesystem::exists(dir / name)) continue;
+    bool unit_known = false;
+    const PotentialMap back = read_map((dir / name).string(), &unit_known);
+    EXPECT_TRUE(unit_known);
+    EXPECT_EQ(back.physics.model, kSoftened);
+    EXPECT_EQ(back.physics.dielectric, 2);
+    EXPECT_DOUBLE_EQ(back.physics.parameter(SoftenedPotential::parameters[0]), 1.5);
+  }
   std::filesystem::remove_all(dir);
 }
 

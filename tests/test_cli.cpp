@@ -189,7 +189,10 @@ TEST_F(Cli, MapWritesDxAndReportsTheRun) {
     const double last = first + static_cast<double>(map.grid.dims[static_cast<std::size_t>(a)] - 1);
     EXPECT_LE(first, lo - 3 + 1e-6) << "axis " << a;
     EXPECT_GE(last, hi + 3 - 1e-6) << "axis " << a;
-    EXPECT_LT(last - first, hi - lo + 6 + 1 + 1e-6) << "axis " << a << ": more than one extra cell";
+    // On the lattice of the 1 Å spacing, less than one spacing of slack on each side.
+    EXPECT_EQ(first, std::round(first)) << "axis " << a;
+    EXPECT_LT(lo - 3 - first, 1.0) << "axis " << a << ": a whole extra cell";
+    EXPECT_LT(last - (hi + 3), 1.0) << "axis " << a << ": a whole extra cell";
   }
   // Spot values against a direct Coulomb sum in kT/e at 298.15 K, ε = 1 (the defaults), at
   // the corners and the centre: checks the values and where the file puts them.

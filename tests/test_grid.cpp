@@ -27,12 +27,19 @@ TEST(Grid, PaddingCoversTheBoxOnEverySide) {
     const double first = g.origin[a], last = g.position(a, g.dims[a] - 1);
     EXPECT_LE(first, lo[a] - 5.0 + 1e-6) << "axis " << a;
     EXPECT_GE(last, hi[a] + 5.0 - 1e-6) << "axis " << a;
-    // no more than one spacing of slack, split evenly on the two sides
-    EXPECT_LT(last - first, hi[a] - lo[a] + 10.0 + request.spacing[a] + 1e-9);
-    EXPECT_NEAR(lo[a] - first, last - hi[a], 2e-6);
+    // On the lattice of the spacing (to the 1e-6 Å the origin is rounded to; an .mrc's NXSTART
+    // carries it), with less than one spacing of slack on either side.
+    const double voxels = first / request.spacing[a];
+    EXPECT_NEAR(first, std::round(voxels) * request.spacing[a], 1e-6) << "axis " << a;
+    EXPECT_LT(lo[a] - 5.0 - first, request.spacing[a]) << "axis " << a;
+    EXPECT_LT(last - (hi[a] + 5.0), request.spacing[a]) << "axis " << a;
   }
-  // x: extent 17.3 Å / 0.5 → 35 cells → 36 points
+  // x: -8 to 9.3 Å → lattice points -8 (-16 × 0.5) to 9.5 (19 × 0.5) → 36 points
   EXPECT_EQ(g.dims[0], 36);
+  EXPECT_EQ(g.origin[0], -8.0);
+  // z: 5 to 17 Å at 0.3 → 5.1 (17 × 0.3) would miss 5: 4.8 (16 × 0.3) to 17.1 (57 × 0.3) → 42 points
+  EXPECT_EQ(g.origin[2], 4.8);
+  EXPECT_EQ(g.dims[2], 42);
   EXPECT_EQ(g.point_count(), static_cast<std::size_t>(g.dims[0] * g.dims[1] * g.dims[2]));
 }
 

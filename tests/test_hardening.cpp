@@ -308,12 +308,13 @@ TEST_F(Hardening, MaxGridPointsEnvironmentVariable) {
   Child::Options capped;
   capped.env["ESPGRID_MAX_GRID_POINTS"] = "1000";
   Outcome r = run({"map", kSmall, "-o", path("x.dx"), "--spacing", "1", "--padding", "3"}, capped);
-  expect_clean_error(r, 2, "4,725 points is over the limit of 1,000 points set by ESPGRID_MAX_GRID_POINTS");
+  // 16 x 16 x 21 on the lattice of the 1 Å spacing (15 x 15 x 21 = 4,725 when grids were centred).
+  expect_clean_error(r, 2, "5,376 points is over the limit of 1,000 points set by ESPGRID_MAX_GRID_POINTS");
   r = run({"verify", kSmall, "--spacing", "1", "--padding", "3"}, capped);
   expect_clean_error(r, 2, "ESPGRID_MAX_GRID_POINTS");
   r = run({"bench", "--dims", "11,10,10", "--atoms", "5"}, capped);
   expect_clean_error(r, 2, "ESPGRID_MAX_GRID_POINTS");
-  capped.env["ESPGRID_MAX_GRID_POINTS"] = "5000";
+  capped.env["ESPGRID_MAX_GRID_POINTS"] = "5376";
   r = run({"map", kSmall, "-o", path("x.dx"), "--spacing", "1", "--padding", "3"}, capped);
   EXPECT_EQ(r.code, 0) << r;
   capped.env["ESPGRID_MAX_GRID_POINTS"] = "lots";

@@ -312,6 +312,8 @@ TEST_F(Writers, MrcRoundTrips) {
       const auto s = static_cast<std::size_t>(a);
       EXPECT_EQ(f.n[a], map_.grid.dims[s]);
       EXPECT_EQ(f.m[a], map_.grid.dims[s]);
+      // This grid's origin is not a whole number of voxels: written the cryo-EM way, start 0 and
+      // ORIGIN (tests/test_map_readers.cpp has the grids on the lattice).
       EXPECT_EQ(f.start[a], 0);
       EXPECT_EQ(f.map_axes[a], a + 1);  // x fastest: columns x, rows y, sections z
       EXPECT_EQ(f.angles[a], 90.0f);

@@ -3,7 +3,10 @@ program itself, so a picture always shows what espgrid read — the C++ readers'
 (src/io/), never a second copy of them.
 
 * read_structure(path) -> Structure: `espgrid atoms PATH` (x y z charge radius element per atom)
-* dx_to_vti(path, vti, units) : `espgrid convert PATH -o VTI [--units U]` (the C++ DX reader)
+* map_to_vti(path, vti, units) : `espgrid convert PATH -o VTI [--units U]`: any map espgrid
+  writes (.dx, .dx.gz, .mrc/.map/.ccp4, .vti), read by espgrid's own readers (src/io/: the
+  structure, every size and value checked, nothing non-finite), written as an uncompressed .vti
+  by espgrid for VTK to read. A truncated or damaged map is refused there, never drawn.
 
 The program is found as `--espgrid PATH` (set_espgrid), the ESPGRID environment variable, the
 repository's build/espgrid next to this folder, or `espgrid` on the PATH, in that order.
@@ -80,8 +83,27 @@ def read_structure(path):
     return Structure(numbers[:, 0:3], numbers[:, 3], numbers[:, 4], [r[5] for r in rows], path)
 
 
-def dx_to_vti(path, vti, units=None):
-    """Writes the OpenDX map `path` as `vti` with espgrid's own DX reader."""
+#: The map extensions `espgrid convert` reads (src/io/map_formats.h, map_format_from_extension).
+MAP_EXTENSIONS = (".dx", ".dx.gz", ".mrc", ".map", ".ccp4", ".vti")
+
+
+def map_extension(path):
+    """The map extension of `path` (".dx.gz" for a gzip-compressed .dx), lower case, or None."""
+    name = os.path.basename(path).lower()
+    for ext in sorted(MAP_EXTENSIONS, key=len, reverse=True):
+        if name.endswith(ext):
+            return ext
+    return None
+
+
+def map_to_vti(path, vti, units=None):
+    """Writes the map `path` (any format espgrid writes) as the uncompressed `vti`, through
+    espgrid's own readers and writer."""
     if not os.path.isfile(path):
         raise InputError(f"{path}: no such file")
     _run(["convert", path, "-o", vti] + (["--units", units] if units else []))
+
+
+def dx_to_vti(path, vti, units=None):
+    """Writes the OpenDX map `path` as `vti` (map_to_vti; kept for callers of the old name)."""
+    map_to_vti(path, vti, units)

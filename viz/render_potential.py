@@ -4,10 +4,10 @@
     viz/render_potential.py MAP [--structure FILE] [--out PREFIX] [--kinds slices,iso,surface]
                             [--limit 5] [--levels -1,1] [--size 1200x900] ...
 
-MAP is a .vti (VTK image data with a point array "potential" and a field-data string "units",
-as espgrid writes) or a .dx (OpenDX, APBS layout). FILE is the structure (.pqr, .xyz). Both the
-structure and a .dx map are read by the espgrid program itself (`espgrid atoms`, `espgrid
-convert`: viz/espgrid_io.py), so the pictures follow espgrid's reading rules. Writes
+MAP is any map espgrid writes (.dx, .dx.gz, .mrc/.map/.ccp4, .vti) or an APBS .dx. FILE is the
+structure (.pqr, .xyz). Both are read by the espgrid program itself (`espgrid atoms`, `espgrid
+convert`: viz/espgrid_io.py), so the pictures follow espgrid's reading rules: a truncated or
+damaged map is refused with espgrid's message, never drawn. Writes
 
     PREFIX-slices.png   three orthogonal mid-planes (or --plane), diverging colour map
     PREFIX-iso.png      isosurfaces at --levels (red negative, blue positive) with the atoms
@@ -29,7 +29,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import numpy as np  # noqa: E402
 
-from espgrid_io import InputError, dx_to_vti, read_structure, set_espgrid  # noqa: E402
+from espgrid_io import MAP_EXTENSIONS, InputError, map_extension, map_to_vti, read_structure, set_espgrid  # noqa: E402,E501
 
 KINDS = ("slices", "iso", "surface")
 
@@ -49,14 +49,15 @@ ATOM_COLOR = (0.80, 0.78, 0.70)
 def parse_args(argv):
     p = argparse.ArgumentParser(
         prog="render_potential.py",
-        description="Render an electrostatic potential map (.vti or .dx) to PNG: slices, "
+        description="Render an electrostatic potential map (any map espgrid writes) to PNG: slices, "
                     "isosurfaces and a potential-coloured molecular surface.")
-    p.add_argument("map", metavar="MAP", help="potential map, .vti (espgrid) or .dx (espgrid/APBS)")
+    p.add_argument("map", metavar="MAP", help="potential map: .dx, .dx.gz, .mrc, .map, .ccp4 or .vti (espgrid's; "
+                                              "APBS's .dx)")
     p.add_argument("--espgrid", metavar="PATH",
-                   help="the espgrid program that reads the structure and .dx maps (default: $ESPGRID, "
+                   help="the espgrid program that reads the structure and the map (default: $ESPGRID, "
                         "build/espgrid beside viz/, or espgrid on the PATH)")
     p.add_argument("--units", metavar="UNIT",
-                   help="the unit of a .dx map whose header does not say (kT/e, kcal/mol/e or V)")
+                   help="the unit of a map whose file does not say (kT/e, kcal/mol/e or V)")
     p.add_argument("--structure", "-s", metavar="FILE",
                    help="structure the map was computed from (.pqr, .xyz): atoms, molecular surface")
     p.add_argument("--out", "-o", metavar="PREFIX",
@@ -289,23 +290,22 @@ def read_vti(path):
 
 
 def read_map(path, units=None):
+    """The map at `path`, in any format espgrid writes: read by espgrid (`espgrid convert` to an
+    uncompressed .vti in a temporary folder: espgrid's readers check its structure, sizes and
+    values as for any input), then by VTK from that file."""
     if not os.path.exists(path):
         raise InputError(f"{path}: no such file")
     if not os.path.isfile(path):
         raise InputError(f"{path}: not a file")
-    ext = os.path.splitext(path)[1].lower()
-    if ext == ".vti":
-        return read_vti(path)
-    if ext == ".dx":
-        # espgrid's own DX reader turns it into image data; VTK reads that.
-        import tempfile
-        with tempfile.TemporaryDirectory(prefix="espgrid-render-") as tmp:
-            vti = os.path.join(tmp, "map.vti")
-            dx_to_vti(path, vti, units)
-            m = read_vti(vti)
-        m.path = path
-        return m
-    raise InputError(f"{path}: unknown map format '{ext}' (expected .vti or .dx)")
+    if map_extension(path) is None:
+        raise InputError(f"{path}: unknown map format (expected {', '.join(MAP_EXTENSIONS)})")
+    import tempfile
+    with tempfile.TemporaryDirectory(prefix="espgrid-render-") as tmp:
+        vti = os.path.join(tmp, "map.vti")
+        map_to_vti(path, vti, units)
+        m = read_vti(vti)
+    m.path = path
+    return m
 
 
 def to_palette(path):
@@ -953,9 +953,9 @@ def main(argv):
         raise InputError(f"{args.map}: no such file")
     if args.structure and not os.path.exists(args.structure):
         raise InputError(f"{args.structure}: no such file")
-    if os.path.splitext(args.map)[1].lower() not in (".vti", ".dx"):
+    if map_extension(args.map) is None:
         raise InputError(f"{args.map}: unknown map format '{os.path.splitext(args.map)[1]}' "
-                         f"(expected .vti or .dx)")
+                         f"(expected {', '.join(MAP_EXTENSIONS)})")
     if args.structure and os.path.splitext(args.structure)[1].lower() not in (".pqr", ".xyz", ".extxyz"):
         raise InputError(f"{args.structure}: unknown structure format "
                          f"'{os.path.splitext(args.structure)[1]}' (expected .pqr, .xyz or .extxyz)")
@@ -971,7 +971,7 @@ def main(argv):
         set_espgrid(args.espgrid)
     st = read_structure(args.structure) if args.structure else None
     m = read_map(args.map, args.units)
-    prefix = args.out if args.out else os.path.splitext(args.map)[0]
+    prefix = args.out if args.out else args.map[:len(args.map) - len(map_extension(args.map))]
     outdir = os.path.dirname(prefix)
     if outdir and not os.path.isdir(outdir):
         try:

@@ -26,7 +26,7 @@ from . import _espgrid
 from ._espgrid import Error, FrameAverage, Grid, InputError, Map, Structure, UsageError, __version__
 
 __all__ = [
-    "Error", "Grid", "InputError", "Map", "Structure", "UsageError", "__version__", "average_map", "compute_map",
+    "Error", "Grid", "InputError", "Map", "Structure", "UsageError", "View", "__version__", "average_map", "compute_map",
     "cuda_available", "grid_around", "kernels", "map_from_values", "map_options", "read_map", "read_structure",
 ]
 
@@ -109,7 +109,8 @@ def map_from_values(values, grid, *, like=None, source="", **options):
 
 
 def read_map(path, units=None):
-    """Reads a .dx map (espgrid's, APBS's or any of that layout) as an espgrid.Map."""
+    """Reads a map file as an espgrid.Map: any format espgrid writes (.dx, .dx.gz, .mrc/.map/.ccp4,
+    .vti) or an APBS .dx, through the program's readers (the checks of `espgrid convert`)."""
     path = os.fspath(path)
     if not os.path.exists(path):
         raise FileNotFoundError(2, "No such file or directory", path)
@@ -134,3 +135,9 @@ def average_map(*args, **kwargs):
 
 
 average_map.__doc__ = "The potential averaged over a trajectory's frames; see espgrid.trajectory.average_map."
+
+# Map.view and the notebook display of its page (python/espgrid/view.py, issue 26).
+from .view import View, view as _view  # noqa: E402
+
+Map.view = _view
+

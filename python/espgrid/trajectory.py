@@ -15,6 +15,7 @@ The topology must carry charges (PSF, PRMTOP, TPR, PQR, ...); they are taken as 
 """
 
 import argparse
+import errno
 import os
 import sys
 import time
@@ -50,23 +51,74 @@ def _mdanalysis():
     return MDAnalysis
 
 
+def _input_error(message, path=None):
+    """espgrid.InputError carrying the file, as the C++ readers raise it (line 0: no line)."""
+    error = espgrid.InputError(message)
+    error.file, error.line = (path or ""), 0
+    return error
+
+
+def _check_file(path):
+    """FileNotFoundError (or IsADirectoryError) naming the path, before MDAnalysis sees it."""
+    if not os.path.exists(path):
+        raise FileNotFoundError(errno.ENOENT, "No such file or directory", path)
+    if os.path.isdir(path):
+        raise IsADirectoryError(errno.EISDIR, "Is a directory", path)
+
+
+def _check_dcd_readers(universe, checked=()):
+    """Every DCD the universe reads is checked record by record against its header
+    (io/dcd_check.h): MDAnalysis counts a DCD's frames from its size, so a trajectory cut short
+    would otherwise be averaged over the frames left (issue #21). Returns nothing; raises
+    espgrid.InputError "FILE: what is wrong"."""
+    trajectory = universe.trajectory
+    for reader in getattr(trajectory, "readers", None) or [trajectory]:
+        path = getattr(reader, "filename", None)
+        if not isinstance(path, str) or not path.lower().endswith(".dcd"):
+            continue
+        summary = checked[path] if path in checked else _espgrid.check_dcd(path)
+        if reader.n_frames != summary["frames"]:
+            raise _input_error(f"{path}: MDAnalysis sees {reader.n_frames} frames where the file's records hold "
+                               f"{summary['frames']}", path)
+
+
 def _atom_group(topology, trajectory, select):
     mda = _mdanalysis()
     if isinstance(topology, mda.AtomGroup):
         if trajectory is not None:
             raise TypeError("an AtomGroup brings its own trajectory; give no trajectory")
-        universe, base, name = topology.universe, topology, "atom group"
+        universe, base, name, checked = topology.universe, topology, "atom group", {}
     elif isinstance(topology, mda.Universe):
         if trajectory is not None:
             raise TypeError("a Universe brings its own trajectory; give no trajectory")
-        universe, base, name = topology, topology.atoms, "universe"
+        universe, base, name, checked = topology, topology.atoms, "universe", {}
     else:
         files = [] if trajectory is None else ([trajectory] if isinstance(trajectory, (str, os.PathLike))
                                                  else list(trajectory))
-        universe = mda.Universe(os.fspath(topology), *[os.fspath(f) for f in files])
+        top, files = os.fspath(topology), [os.fspath(f) for f in files]
+        for path in [top] + files:
+            _check_file(path)
+        # A DCD cut short is refused before MDAnalysis opens it.
+        checked = {path: _espgrid.check_dcd(path) for path in files if path.lower().endswith(".dcd")}
+        # The topology first, then the trajectory: an error names the file it comes from.
+        try:
+            universe = mda.Universe(top)
+        except Exception as e:  # MDAnalysis raises many kinds; none is the user's programming error
+            raise _input_error(f"{top}: MDAnalysis cannot read this topology: {_reason(e)}", top) from e
+        if files:
+            try:
+                universe.load_new(files if len(files) > 1 else files[0])
+            except Exception as e:
+                where = files[0] if len(files) == 1 else " + ".join(files)
+                raise _input_error(f"{where}: MDAnalysis cannot read this trajectory with {top}: {_reason(e)}",
+                                   files[0]) from e
         base = universe.atoms
-        name = " + ".join([os.fspath(topology)] + [os.fspath(f) for f in files])
-    group = base.select_atoms(select) if select not in (None, "all") else base
+        name = " + ".join([top] + files)
+    _check_dcd_readers(universe, checked)
+    try:
+        group = base.select_atoms(select) if select not in (None, "all") else base
+    except Exception as e:  # SelectionError, and ValueError/TypeError for some malformed selections
+        raise espgrid.UsageError(f"selection {select!r} is not one MDAnalysis understands: {_reason(e)}") from e
     if len(group) == 0:
         raise espgrid.UsageError(f"selection {select!r} matches no atoms of {name}")
     try:
@@ -75,6 +127,33 @@ def _atom_group(topology, trajectory, select):
         raise espgrid.UsageError(f"{name} has no charges: use a topology that carries them "
                                  "(PSF, PRMTOP, TPR, PQR, ...)") from e
     return universe, group, charges, name
+
+
+def _reason(error):
+    """An exception's message without its Python type, or the type when it has no message."""
+    text = str(error).strip()
+    return text if text else type(error).__name__
+
+
+def _frames(universe, start, stop, step, name, expected):
+    """The selected frames, read one by one. A frame that cannot be read (a read error, a file
+    cut short that MDAnalysis notices only there) or a trajectory that ends before the frames
+    MDAnalysis announced is an espgrid.InputError naming the trajectory, never an early end."""
+    frames = iter(universe.trajectory[start:stop:step])
+    count = 0
+    while True:
+        try:
+            ts = next(frames)
+        except StopIteration:
+            break
+        except Exception as e:
+            raise _input_error(f"{name}: cannot read frame {expected[count] if count < len(expected) else count}: "
+                               f"{_reason(e)} (nothing averaged from a partly read trajectory)") from e
+        count += 1
+        yield ts
+    if count != len(expected):
+        raise _input_error(f"{name}: the trajectory ended after {count} of the {len(expected)} frames selected "
+                           "(nothing averaged from a partly read trajectory)")
 
 
 def _progress_bar(enabled, total):
@@ -124,7 +203,7 @@ def average_map(topology, trajectory=None, *, select="all", start=None, stop=Non
         # The bounding box over every selected frame, so no frame's atoms leave the grid.
         lo = np.full(3, np.inf)
         hi = np.full(3, -np.inf)
-        for _ in universe.trajectory[start:stop:step]:
+        for _ in _frames(universe, start, stop, step, name, frames):
             xyz = group.positions
             lo = np.minimum(lo, xyz.min(axis=0))
             hi = np.maximum(hi, xyz.max(axis=0))
@@ -142,7 +221,7 @@ def average_map(topology, trajectory=None, *, select="all", start=None, stop=Non
     bar = _progress_bar(progress, len(frames))
     began = time.perf_counter()
     try:
-        for done, _ in enumerate(universe.trajectory[start:stop:step], start=1):
+        for done, _ in enumerate(_frames(universe, start, stop, step, name, frames), start=1):
             average.add(group.positions, universe.trajectory.frame)
             if bar is not None:
                 bar.update(1)
@@ -208,11 +287,28 @@ def _parser():
 
 
 def main(argv=None):
+    """The command line. Exit codes, as espgrid's: 0 success; 1 an input file that cannot be
+    read or is malformed ("FILE: what is wrong"), or a failure; 2 a bad command line (options,
+    a selection MDAnalysis cannot parse or that matches nothing, no frames selected, an output
+    path refused). Never a Python traceback (ESPGRID_DEBUG=1 shows one)."""
     import warnings
-    # MDAnalysis 2.4 on Python 3.11 warns about its own internals (xdrlib, DCD timesteps).
+    # MDAnalysis 2.4 on Python 3.11 warns about its own internals (xdrlib, DCD timesteps), and
+    # its import resets and adds warning filters: import it with warnings recorded, not shown
+    # (the filters are restored afterwards, without MDAnalysis's), then ignore deprecations.
+    with warnings.catch_warnings(record=True):
+        warnings.simplefilter("ignore")
+        try:
+            _mdanalysis()
+        except ImportError:
+            pass  # reported where it is needed, as an error
     warnings.filterwarnings("ignore", category=DeprecationWarning)
     args = _parser().parse_args(argv)
     options = {k[len("map_"):]: v for k, v in vars(args).items() if k.startswith("map_") and v is not None}
+
+    def error(message, code):
+        print(f"espgrid-trajectory: error: {message}", file=sys.stderr)
+        return code
+
     try:
         outputs = args.output + (args.std_output or [])
         _espgrid.check_output_paths(outputs)
@@ -220,7 +316,9 @@ def main(argv=None):
                              stop=args.stop, step=args.step, std=bool(args.std_output), progress=args.progress,
                              **options)
         mean = result.mean
-        print(f"frames     {len(result.frames)} (of {args.topology}"
+        frames = len(result.frames)
+        plural = "" if frames == 1 else "s"
+        print(f"frames     {frames} (of {args.topology}"
               f"{' + ' + ', '.join(args.trajectory) if args.trajectory else ''}), {result.atoms} atoms")
         print(f"grid       {' x '.join(map(str, mean.shape))}, spacing {','.join(f'{h:g}' for h in mean.spacing)} Å, "
               f"origin ({', '.join(f'{o:.3f}' for o in mean.origin)}) Å")
@@ -234,12 +332,22 @@ def main(argv=None):
             result.std.write(args.std_output)
             for path in args.std_output:
                 print(f"wrote      {path}")
-        print(f"time       {result.seconds:.3f} s for {len(result.frames)} frames "
+        print(f"time       {result.seconds:.3f} s for {frames} frame{plural} "
               f"(kernel {mean.timing['kernel_seconds']:.3f} s)")
         return 0
-    except (espgrid.InputError, espgrid.UsageError, ValueError, TypeError, FileNotFoundError) as e:
-        print(f"espgrid-trajectory: error: {e}", file=sys.stderr)
-        return 2
-    except (espgrid.Error, OSError, RuntimeError, ImportError) as e:
-        print(f"espgrid-trajectory: error: {e}", file=sys.stderr)
-        return 1
+    except KeyboardInterrupt:
+        return error("interrupted; no output written", 130)
+    except espgrid.InputError as e:
+        return error(str(e), 1)
+    except (espgrid.UsageError, TypeError) as e:
+        return error(str(e), 2)
+    except OSError as e:  # a missing or unreadable file: name it, as espgrid does
+        if e.filename is not None and e.strerror:
+            return error(f"cannot open {e.filename}: {e.strerror}", 1)
+        return error(_reason(e), 1)
+    except (espgrid.Error, RuntimeError, ImportError, ValueError) as e:
+        return error(_reason(e), 1)
+    except Exception as e:  # an MDAnalysis error no check above foresaw: still no traceback
+        if os.environ.get("ESPGRID_DEBUG") == "1":
+            raise
+        return error(f"{type(e).__name__}: {_reason(e)}", 1)

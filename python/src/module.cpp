@@ -29,9 +29,11 @@
 #include "src/core/errors.h"
 #include "src/core/text_format.h"
 #include "src/io/atomic_output_file.h"
+#include "src/io/dcd_check.h"
 #include "src/io/map_formats.h"
 #include "src/io/pdb2pqr_source.h"
 #include "src/pipeline/map_pipeline.h"
+#include "src/io/view.h"
 
 namespace py = pybind11;
 using namespace pybind11::literals;
@@ -364,13 +366,11 @@ PyMap map_from_values(const py::handle& values, const GridSpec& grid, const Phys
 }
 
 PyMap read_map_file(const std::string& path, const std::optional<std::string>& units) {
-  if (map_format_from_extension(path) != MapFormat::Dx)
-    throw UsageError("espgrid reads .dx maps; " + path + " is not one");
   PyMap m;
   bool unit_known = false;
   {
     py::gil_scoped_release release;
-    m.map = read_dx(path, &unit_known);
+    m.map = read_map(path, &unit_known);
   }
   if (units) {
     const PotentialUnit unit = parse_unit(*units);
@@ -681,6 +681,16 @@ PYBIND11_MODULE(_espgrid, m) {
       "values"_a, "grid"_a, "like"_a = py::none(), "options"_a = nullptr, "source"_a = "");
   m.def("read_map", &read_map_file, "path"_a, "units"_a = py::none());
   m.def(
+      "check_dcd",
+      [](const std::string& path) {
+        const DcdSummary s = [&] {
+          py::gil_scoped_release release;
+          return check_dcd(path);
+        }();
+        return py::dict("atoms"_a = s.atoms, "frames"_a = s.frames, "header_frames"_a = s.header_frames);
+      },
+      "path"_a, "Checks a DCD's records against its header and size (io/dcd_check.h); InputError when it is cut short.");
+  m.def(
       "check_output_paths", [](const std::vector<std::string>& paths) { check_output_paths(paths); }, "paths"_a,
       "Raises unless every path is a map format this build writes, in a writable directory.");
   m.def("kernels", &kernel_table);
@@ -691,4 +701,55 @@ PYBIND11_MODULE(_espgrid, m) {
   });
   m.def("describe_source",
         [](const std::string& what, const PyStructure& s) { return describe_source(what, s.structure.atoms); });
+
+  // Map.view (python/espgrid/view.py, issue 26): the `espgrid view` page of a map in memory.
+  m.def(
+      "view_page",
+      [](const PyMap& p, const PyStructure& s, const py::object& limit, const py::object& levels,
+         const std::string& values, double offset, double surface_spacing, double probe, const std::string& title,
+         const std::string& view) {
+        surface::ViewOptions options;
+        options.view = view;
+        if (py::isinstance<py::str>(limit)) {
+          if (limit.cast<std::string>() != "auto") throw UsageError("limit must be a positive number or 'auto'");
+          options.limit_auto = true;
+        } else if (!limit.is_none()) {
+          options.limit = limit.cast<double>();
+        }
+        if (!levels.is_none()) options.levels = levels.cast<std::vector<double>>();
+        options.values = surface::parse_vertex_values(values);
+        options.offset = offset;
+        options.surface.spacing = surface_spacing;
+        options.surface.probe = probe;
+        surface::MapOrigin origin;
+        if (!p.map.source.empty()) origin.header.push_back(p.map.source);
+        origin.header.push_back(physics_comment(p.map.physics));
+        origin.kernel = p.kernel;
+        // A map in memory carries espgrid's physics record, whoever made the values (read from
+        // an APBS file it says Coulomb in vacuum): the sum is tried, and the agreement check
+        // (view_scene.cpp) falls back to the map's values where they are not that sum.
+        origin.espgrid_physics = true;
+        ViewResult result;
+        {
+          py::gil_scoped_release release;
+          result = make_view(s.structure.atoms, s.path, s.source, p.map, origin, options, title);
+        }
+        const surface::ViewScene& scene = result.scene;
+        py::dict info("vertices"_a = scene.surface.vertex_count(), "triangles"_a = scene.surface.triangle_count(),
+                      "values"_a = scene.method_text, "limit"_a = scene.limit, "units"_a = scene.units,
+                      "min"_a = scene.value_min, "max"_a = scene.value_max, "notes"_a = scene.notes,
+                      "bytes"_a = result.sizes.total, "seconds"_a = result.seconds);
+        return py::make_tuple(py::bytes(result.html), info);
+      },
+      "map"_a, "structure"_a, "limit"_a = py::none(), "levels"_a = py::none(), "values"_a = "auto", "offset"_a = 1.4,
+      "surface_spacing"_a = 0.5, "probe"_a = 0.0, "title"_a = "", "view"_a = "auto");
+  m.def(
+      "write_page",
+      [](const std::string& path, const py::bytes& html) {
+        const std::string text = html;
+        check_output_path(path);
+        py::gil_scoped_release release;
+        write_text_file_atomically(path, text);
+      },
+      "path"_a, "html"_a);
 }

@@ -93,6 +93,11 @@ def test_install_layout(installed):
         assert os.access(path, os.X_OK), f"{program} not installed"
     for name in ("render_potential.py", "espgrid_io.py"):
         assert os.path.isfile(os.path.join(prefix, "share", "espgrid", "viz", name))
+    # `espgrid view`'s page and script, and the viewer library where the build could bundle it.
+    web = os.path.join(prefix, "share", "espgrid", "web")
+    for name in ("page.html", "viewer.js"):
+        assert os.path.isfile(os.path.join(web, name))
+    assert os.path.isfile(os.path.join(web, "3Dmol-min.js")) or os.path.isfile(os.path.join(web, "unavailable.txt"))
     # With the default prefix /usr/local the package lands in a folder on /usr/bin/python3's path.
     relative = os.path.relpath(installed["site"], prefix)
     default = os.path.join("/usr/local", relative)

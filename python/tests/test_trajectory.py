@@ -6,6 +6,7 @@ computed from those known positions with espgrid.compute_map, averaged in numpy.
 """
 
 import os
+import re
 import subprocess
 import sys
 import warnings
@@ -130,9 +131,9 @@ def test_errors(trajectory, tmp_path):
         espgrid.average_map(TOPOLOGY, path, spacing=-1, progress=False)
 
 
-def run_script(args, cwd):
+def run_script(args, cwd, env=None):
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.dirname(os.path.dirname(espgrid.__file__)),
-                                                       os.environ.get("PYTHONPATH", "")]))
+                                                       os.environ.get("PYTHONPATH", "")]), **(env or {}))
     return subprocess.run(args, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
@@ -164,3 +165,122 @@ def test_command_line_errors_write_nothing(trajectory, tmp_path):
                    cwd=tmp_path)
     assert r.returncode == 2 and "nope" in r.stderr
     assert os.listdir(tmp_path) == []
+
+
+# ---- bad trajectories (issue #21): errors that name the file, no tracebacks, espgrid's exit codes ----
+
+def dcd_frame_bytes(atoms):
+    """Bytes of one frame as MDAnalysis writes a DCD: a unit-cell record (6 doubles) and three
+    coordinate records, each with its two 4-byte length markers."""
+    return (48 + 8) + 3 * (4 * atoms + 8)
+
+
+def test_a_truncated_dcd_is_an_error_not_a_shorter_average(trajectory, tmp_path):
+    path, _, _ = trajectory
+    data = open(path, "rb").read()
+    frame = dcd_frame_bytes(906)
+    header = len(data) - FRAMES * frame
+    assert 0 < header < 1000  # the layout dcd_frame_bytes assumes
+    # Cut to 55%: MDAnalysis counts frames from the size and averaged the 5 left, exit 0.
+    cut = tmp_path / "cut.dcd"
+    cut.write_bytes(data[:int(0.55 * len(data))])
+    with pytest.raises(espgrid.InputError, match=r"cut.dcd: the file ends part-way through frame 6 \(after 5 "
+                                                 r"complete frames of the 10 its header announces\)") as e:
+        espgrid.average_map(TOPOLOGY, str(cut), spacing=2.0, progress=False)
+    assert e.value.file == str(cut)
+    # Cut at a frame boundary: whole frames, fewer than the header's 10.
+    whole = tmp_path / "whole.dcd"
+    whole.write_bytes(data[:header + 4 * frame])
+    with pytest.raises(espgrid.InputError, match="holds 4 frames, but its header announces 10"):
+        espgrid.average_map(TOPOLOGY, str(whole), spacing=2.0, progress=False)
+    # A Universe the caller opened is checked too.
+    with pytest.raises(espgrid.InputError, match="holds 4 frames, but its header announces 10"):
+        espgrid.average_map(mda.Universe(TOPOLOGY, str(whole)), spacing=2.0, progress=False)
+    # A damaged record marker in the middle.
+    damaged = bytearray(data)
+    damaged[header + 3 * frame] ^= 0x40
+    (tmp_path / "damaged.dcd").write_bytes(bytes(damaged))
+    with pytest.raises(espgrid.InputError, match="damaged"):
+        espgrid.average_map(TOPOLOGY, str(tmp_path / "damaged.dcd"), spacing=2.0, progress=False)
+
+
+def test_a_bad_selection_is_a_usage_error():
+    with pytest.raises(espgrid.UsageError, match=r"selection 'resname \(' is not one MDAnalysis understands"):
+        espgrid.average_map(TOPOLOGY, select="resname (", progress=False)
+
+
+def io_faults_library():
+    for build in (os.environ.get("ESPGRID_BUILD_DIR"), os.path.join(ROOT, "build")):
+        if build and os.path.exists(os.path.join(build, "tests", "libespgrid_io_faults.so")):
+            return os.path.join(build, "tests", "libespgrid_io_faults.so")
+    return None
+
+
+def bad_trajectories(path, tmp_path):
+    """name -> (file, what stderr must say): the trajectories of the issue's probe."""
+    data = open(path, "rb").read()
+    header = len(data) - FRAMES * dcd_frame_bytes(906)
+    files = {"empty.dcd": b"", "random.dcd": np.random.default_rng(5).bytes(50_000),
+             "header-only.dcd": data[:header], "cut.dcd": data[:int(0.55 * len(data))]}
+    for name, content in files.items():
+        (tmp_path / name).write_bytes(content)
+    small = mda.Universe(os.path.join(ROOT, "tests", "data", "pqr_whitespace.pqr"))
+    with mda.Writer(str(tmp_path / "other-atoms.dcd"), len(small.atoms)) as w:
+        w.write(small.atoms)
+    return {
+        "empty.dcd": "empty.dcd: the file is empty",
+        "random.dcd": "random.dcd: this is not a DCD trajectory",
+        "header-only.dcd": "header-only.dcd: the file holds a header but no frames (its header announces 10)",
+        "cut.dcd": "cut.dcd: the file ends part-way through frame 6",
+        "other-atoms.dcd": "other-atoms.dcd: MDAnalysis cannot read this trajectory with",
+        "missing.dcd": "cannot open missing.dcd: No such file or directory",
+    }
+
+
+def test_command_line_bad_trajectories_name_the_file_without_traceback(trajectory, tmp_path):
+    path, _, _ = trajectory
+    for name, message in bad_trajectories(path, tmp_path).items():
+        r = run_script([sys.executable, "-m", "espgrid", TOPOLOGY, name, "-o", "mean.dx", "--spacing", "2",
+                        "--no-progress"], cwd=tmp_path)
+        assert r.returncode == 1, (name, r.stderr)
+        assert r.stderr == f"espgrid-trajectory: error: {r.stderr.split(': error: ', 1)[1]}", r.stderr
+        assert message in r.stderr and "Traceback" not in r.stderr and r.stdout == "", (name, r.stderr)
+        assert not (tmp_path / "mean.dx").exists()
+    # A missing topology, a bad selection (exit 2, as documented), a directory as trajectory.
+    r = run_script([sys.executable, "-m", "espgrid", "nope.psf", path, "-o", "mean.dx"], cwd=tmp_path)
+    assert r.returncode == 1 and "cannot open nope.psf: No such file or directory" in r.stderr, r.stderr
+    r = run_script([sys.executable, "-m", "espgrid", TOPOLOGY, path, "-o", "mean.dx", "--select", "resname ("],
+                   cwd=tmp_path)
+    assert r.returncode == 2 and "selection 'resname ('" in r.stderr and "Traceback" not in r.stderr, r.stderr
+    r = run_script([sys.executable, "-m", "espgrid", TOPOLOGY, str(tmp_path), "-o", "mean.dx"], cwd=tmp_path)
+    assert r.returncode == 1 and "Is a directory" in r.stderr and "Traceback" not in r.stderr, r.stderr
+    # No MDAnalysis deprecation noise on a good run.
+    r = run_script([sys.executable, "-m", "espgrid", TOPOLOGY, path, "-o", "mean.dx", "--spacing", "3", "--stop",
+                    "1", "--no-progress"], cwd=tmp_path)
+    assert r.returncode == 0 and r.stderr == "" and "for 1 frame " in r.stdout, r.stderr
+
+
+@pytest.mark.parametrize("reader", ["check", "mdanalysis"])
+def test_a_read_error_part_way_through_a_dcd_stops_the_average(trajectory, tmp_path, reader):
+    """EIO from the 5th frame on (tests/fault/io_faults.cpp, LD_PRELOAD): an error, never the
+    average of the frames before it. "check": espgrid's structure check (pread) meets it;
+    "mdanalysis": only MDAnalysis's reads (read) fail, and MDAnalysis takes the error for the
+    end of the trajectory: the frames before it averaged, exit 0, before the frame count was
+    checked."""
+    library = io_faults_library()
+    if library is None:
+        pytest.skip("build/tests/libespgrid_io_faults.so is not built")
+    path, _, _ = trajectory
+    data = open(path, "rb").read()
+    frame = dcd_frame_bytes(906)
+    header = len(data) - FRAMES * frame
+    (tmp_path / "disk.dcd").write_bytes(data)
+    variable = "ESPGRID_FAULT_PREAD_EIO" if reader == "check" else "ESPGRID_FAULT_READ_EIO"
+    env = {"LD_PRELOAD": library, variable: f"disk.dcd:{header + 4 * frame + 100}"}
+    r = run_script([sys.executable, "-m", "espgrid", TOPOLOGY, "disk.dcd", "-o", "mean.dx", "--spacing", "2",
+                    "--no-progress"], cwd=tmp_path, env=env)
+    # (MDAnalysis reads a frame in pieces; how many it takes before the failing one varies)
+    message = ("cannot read disk.dcd: Input/output error" if reader == "check"
+               else r"disk.dcd: the trajectory ended after [45] of the 10 frames selected")
+    assert r.returncode == 1 and re.search(message, r.stderr), r.stderr
+    assert "Traceback" not in r.stderr and not (tmp_path / "mean.dx").exists()

@@ -10,5 +10,7 @@ int run_kernels(int argc, char** argv);  ///< src/cli/inspect_commands.cpp
 int run_atoms(int argc, char** argv);    ///< src/cli/inspect_commands.cpp
 int run_convert(int argc, char** argv);  ///< src/cli/inspect_commands.cpp
 int run_bench(int argc, char** argv);    ///< src/cli/bench_command.cpp
+int run_view(int argc, char** argv);     ///< src/cli/view_command.cpp
+int run_surface(int argc, char** argv);  ///< src/cli/surface_command.cpp
 
 }  // namespace espgrid::cli

@@ -116,11 +116,11 @@ int run_atoms(int argc, char** argv) {
 
 int run_convert(int argc, char** argv) {
   cxxopts::Options options("espgrid convert", "Write a map file in another format (the grid and values unchanged).\n");
-  options.custom_help("INPUT.dx -o OUTPUT.vti|OUTPUT.dx|OUTPUT.mrc [--units U]");
+  options.custom_help("INPUT -o OUTPUT.vti|OUTPUT.dx|OUTPUT.mrc [--units U]");
   options.positional_help("");
   // clang-format off
   options.add_options("Input")
-      ("input", "map to read: .dx (espgrid, APBS or any DX of that layout)", cxxopts::value<std::string>());
+      ("input", "map to read: .dx, .dx.gz, .mrc/.map/.ccp4 or .vti (any map espgrid writes; APBS's .dx)", cxxopts::value<std::string>());
   options.add_options("Output")
       ("o,output", "map to write (.vti, .dx or .mrc/.map/.ccp4); repeat for several", cxxopts::value<std::vector<std::string>>())
       ("units", "the input's unit when its header does not say (kT/e, kcal/mol/e or V)", cxxopts::value<std::string>());
@@ -142,10 +142,8 @@ int run_convert(int argc, char** argv) {
   const MapWriteOptions write = job.write;
   const std::string input = args["input"].as<std::string>();
   check_output_paths(outputs, {input}, write);
-  if (map_format_from_extension(input) != MapFormat::Dx)
-    throw UsageError("espgrid convert reads .dx maps; " + input + " is not one");
   bool unit_known = false;
-  PotentialMap map = read_dx(input, &unit_known);
+  PotentialMap map = read_map(input, &unit_known);
   if (args.count("units")) {
     const PotentialUnit unit = parse_unit(args["units"].as<std::string>());
     if (unit_known && unit != map.physics.unit)

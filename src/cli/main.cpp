@@ -22,7 +22,9 @@ void print_usage() {
       "  verify   run kernels on a structure and compare them with the reference kernel\n"
       "  bench    measure every kernel variant (and sweeps); see benchmarks/README.md\n"
       "  atoms    print a structure's atoms as espgrid reads them\n"
-      "  convert  write a .dx map as .mrc, .vti or .dx\n\n"
+      "  convert  write a .dx map as .mrc, .vti or .dx\n"
+      "  view     write an HTML page showing the surface coloured by a map, for any browser\n"
+      "  surface  write the surface coloured by the potential as a mesh (.glb, .ply, .vtp)\n\n"
       "  espgrid VERB --help   shows a verb's options\n\n"
       "example:\n"
       "  espgrid map data/fasciculin2.pqr -o fas2.dx -o fas2.mrc -o fas2.vti\n",
@@ -72,8 +74,10 @@ int run_verb(int argc, char** argv) {
     if (verb == "bench") return espgrid::cli::run_bench(argc - 1, argv + 1);
     if (verb == "atoms") return espgrid::cli::run_atoms(argc - 1, argv + 1);
     if (verb == "convert") return espgrid::cli::run_convert(argc - 1, argv + 1);
+    if (verb == "view") return espgrid::cli::run_view(argc - 1, argv + 1);
+    if (verb == "surface") return espgrid::cli::run_surface(argc - 1, argv + 1);
     std::fprintf(stderr,
-                 "espgrid: error: unknown verb '%s' (use map, kernels, verify, bench, atoms or convert; see espgrid "
+                 "espgrid: error: unknown verb '%s' (use map, kernels, verify, bench, atoms, convert, view or surface; see espgrid "
                  "--help)\n",
                  verb.c_str());
     return 2;

@@ -123,6 +123,10 @@ ComputeTiming compute_potential_multi(std::string_view variant, const DeviceKern
 /// 0 with `reason` filled when there are none (no driver, no device, or a build without
 /// CUDA). Never throws.
 int usable_device_count(std::string* reason = nullptr);
+/// Creates `device`'s context (the runtime's primary context, shared by every host thread), the
+/// ~0.2 s the first CUDA call of a process otherwise pays, so that the pipeline can do it while
+/// the input is read. Never throws: a failure shows again, with its message, when the device is used.
+void warm_up_device(int device) noexcept;
 /// The ordinals of the usable devices (those usable_device_count counts), for `--devices all`;
 /// empty with `reason` filled when there are none. Never throws.
 std::vector<int> usable_devices(std::string* reason = nullptr);

@@ -14,17 +14,29 @@ class Error : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-/// A defect in an input file: what() reads "FILE:LINE: what is wrong".
+/// A defect in an input file: what() reads "FILE:LINE: what is wrong", or "FILE: what is
+/// wrong" for a binary file, which has no lines (line 0; the message names the byte or field).
 class InputError : public Error {
  public:
   InputError(const std::string& file, std::size_t line, const std::string& what)
-      : Error(file + ":" + std::to_string(line) + ": " + what), file_(file), line_(line) {}
+      : Error(message(file, line, what)), file_(file), line_(line) {}
   const std::string& file() const noexcept { return file_; }
-  /// 1-based line number of the defect. For a defect of the whole file it is 1 for an
-  /// empty file and the last line for a file that ends without atoms.
+  /// 1-based line number of the defect, or 0 in a binary file (.mrc, a .vti's data). For a
+  /// defect of a whole text file it is 1 for an empty file and the last line for a file that
+  /// ends without atoms.
   std::size_t line() const noexcept { return line_; }
 
  private:
+  static std::string message(const std::string& file, std::size_t line, const std::string& what) {
+    std::string text = file;
+    if (line) {
+      text += ':';
+      text += std::to_string(line);
+    }
+    text += ": ";
+    text += what;
+    return text;
+  }
   std::string file_;
   std::size_t line_;
 };

@@ -35,7 +35,7 @@ void check_grid_request(const GridRequest& request) {
       if (n < 1 || n > kMaxAxisPoints)
         throw UsageError(std::string("grid dims along ") + kAxis[a] + " must be 1.." + std::to_string(kMaxAxisPoints) +
                          ", got " + std::to_string(n));
-      if (!std::isfinite((*request.origin)[a]) || std::fabs((*request.origin)[a]) > 1e6)
+      if (!std::isfinite((*request.origin)[a]) || std::fabs((*request.origin)[a]) > kMaxOriginMagnitude)
         throw UsageError(std::string("grid origin along ") + kAxis[a] + " must be a finite number of Å within ±1e6");
     }
     return;
@@ -61,17 +61,19 @@ GridSpec make_grid(const GridRequest& request, const Atoms& atoms) {
   if (atoms.empty()) throw UsageError("cannot place a grid around zero atoms");
   const BoundingBox box = bounding_box(atoms);
   for (int a = 0; a < 3; ++a) {
-    const double lo = box.lo[a] - request.padding;
-    const double extent = box.hi[a] + request.padding - lo;
-    // points needed so that the last one reaches the box's far side (tiny slack for rounding)
-    const double cells = std::ceil(extent / grid.spacing[a] - 1e-9);
-    if (!(cells + 1 <= static_cast<double>(kMaxAxisPoints)))
-      throw UsageError(std::string("grid along ") + kAxis[a] + " would need " + number_text(cells + 1) +
+    const double h = grid.spacing[a];
+    // The lattice points just outside the padded box (a tiny slack for rounding: a side that
+    // falls on a lattice point within 1e-9 of a spacing takes that point).
+    const double first = std::floor((box.lo[a] - request.padding) / h + 1e-9);
+    const double last = std::ceil((box.hi[a] + request.padding) / h - 1e-9);
+    if (!(last - first + 1 <= static_cast<double>(kMaxAxisPoints)))
+      throw UsageError(std::string("grid along ") + kAxis[a] + " would need " + number_text(last - first + 1) +
                        " points (limit " + std::to_string(kMaxAxisPoints) +
                        "); use a larger --spacing or smaller --padding");
-    grid.dims[a] = static_cast<std::int64_t>(cells) + 1;
-    // centre the box in the grid; round to 1e-6 Å so the origin prints short and exact
-    grid.origin[a] = std::round((lo - 0.5 * (cells * grid.spacing[a] - extent)) * 1e6) / 1e6;
+    grid.dims[a] = static_cast<std::int64_t>(last - first) + 1;
+    // Rounded to 1e-6 Å so the origin prints short ("-12.95", not "-12.949999999999999");
+    // it stays within 5e-7 Å of the lattice point.
+    grid.origin[a] = std::round(first * h * 1e6) / 1e6;
   }
   return grid;
 }

@@ -42,6 +42,8 @@ inline constexpr std::int64_t kMaxAxisPoints = 1 << 20;
 /// spacings from the origin), and its square, finite in float32: a spacing of 1e300 once
 /// became an infinite float spacing and a NaN map.
 inline constexpr double kMaxSpacing = 1.0e4;
+/// Largest |origin| accepted along an axis, Å (the limit on atom coordinates too).
+inline constexpr double kMaxOriginMagnitude = 1.0e6;
 
 /// Throws UsageError unless the request's values are valid (positive finite spacing at most
 /// kMaxSpacing; with dims: 1..kMaxAxisPoints points and a finite origin within ±1e6 Å, set
@@ -50,8 +52,12 @@ void check_grid_request(const GridRequest& request);
 /// The grid of a request with explicit origin and dims (checked), or nothing for a padded one.
 std::optional<GridSpec> explicit_grid(const GridRequest& request);
 
-/// Builds the grid: the bounding box of the atoms plus padding on every side (dims rounded up
-/// so the box is covered), or the explicit origin and dims. Validates every value (positive
+/// Builds the grid: the bounding box of the atoms plus padding on every side, on the lattice
+/// of the spacing (the origin a whole number of spacings from 0, to 1e-6 Å, and the fewest
+/// points that cover the box: less than one spacing of slack on each side), or the explicit
+/// origin and dims. The lattice is what crystallographic readers of an .mrc need (gemmi, Coot
+/// and CCP4 place a map by NXSTART, a whole number of voxels: io/mrc_format.cpp), and maps
+/// of different structures at one spacing share their points. Validates every value (positive
 /// finite spacing, non-negative finite padding, dims ≥ 1) and throws UsageError otherwise.
 GridSpec make_grid(const GridRequest& request, const Atoms& atoms);
 

@@ -4,6 +4,7 @@
 // (io/map_stream.h), which writes planes while they are computed. Writers know nothing about kernels.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -63,8 +64,24 @@ void write_dx_gz_to(const PotentialMap& map, const std::string& path, const MapW
 /// VTK XML image data (appended, point data "potential"), straight to `path`: uncompressed by
 /// espgrid's own writer (io/map_stream.h: make_vti_plane_writer), compressed by VTK's.
 void write_vti_to(const PotentialMap& map, const std::string& path, const MapWriteOptions& options = {});
-/// MRC2014, mode 2 (float32), axes 1,2,3 (x fastest), straight to `path`; see io/mrc_format.h.
+/// MRC2014, mode 2 (float32), axes 1,2,3 (x fastest), straight to `path`; see io/mrc_format.cpp.
 void write_mrc_to(const PotentialMap& map, const std::string& path);
+
+/// Where an .mrc places a grid. Readers disagree on which header fields hold the origin:
+/// crystallographic ones (gemmi, Coot, CCP4, clipper) take NXSTART, NYSTART, NZSTART (whole
+/// voxels of CELLA / MX) and ignore ORIGIN; VMD, Mol* and PyMOL 2 take ORIGIN (Å) when it is not
+/// 0, else the start indices; GridDataFormats (MDAnalysis) and older PyMOL add the two. One
+/// header satisfies all of them only when the origin is a whole number of voxels: then espgrid
+/// writes the start indices and ORIGIN 0 (`exact`; every grid make_grid places is such, to
+/// 1e-6 Å). An origin off that lattice (an explicit --origin) is written the cryo-EM way, start
+/// 0 and ORIGIN the origin, as espgrid always wrote it: right in every reader above but the
+/// crystallographic ones, which put it at the origin 0.
+struct MrcPlacement {
+  std::array<std::int32_t, 3> start{};  ///< NXSTART, NYSTART, NZSTART
+  std::array<float, 3> origin{};        ///< ORIGIN, Å
+  bool exact = true;                    ///< the same place in every reader
+};
+MrcPlacement mrc_placement(const GridSpec& grid);
 
 /// Throws Error naming the first grid point among planes [first_plane, first_plane + planes)
 /// whose value is not finite ("... grid point (i, j, k) is not finite; no map written"), or when
@@ -79,9 +96,29 @@ std::string physics_comment(const PhysicsOptions& physics);
 /// "POTENTIAL (kT/e)", into `physics`; false (and `physics` untouched) for any other text.
 bool parse_physics_comment(std::string_view comment, PhysicsOptions& physics);
 
-/// Reads an OpenDX scalar field written by espgrid, APBS or another DX writer of the same
-/// layout; throws InputError on anything else. The physics comes from espgrid's header line
-/// (physics_comment) or APBS's "POTENTIAL (kT/e)"; `unit_known` says whether either was found.
+/// Reads any map file espgrid writes, chosen by extension as map_format_from_extension does:
+/// .dx and .dx.gz (read_dx), .mrc/.map/.ccp4 (MRC2014 mode 2, any axis order and byte order)
+/// and .vti (uncompressed by espgrid's own parser; compressed through VTK where this build has
+/// it, UsageError otherwise). `unit_known` says whether the file said its unit (espgrid's
+/// header line or field data, APBS's "POTENTIAL (kT/e)"); the physics is then the file's.
+/// The `convert` verb, the renderer (through `convert`) and Python's espgrid.read_map read
+/// maps here. Every reader checks what `espgrid map` checks before allocating (grid limits,
+/// ESPGRID_MAX_GRID_POINTS, memory: io/map_reading.h), reads the file by its structure (a
+/// value too many or too few, a truncated file, bytes after the data are errors), and
+/// returns only finite values. Defects of the file: InputError "FILE:LINE: what" (LINE only
+/// in text); limits: UsageError; read errors: Error.
+PotentialMap read_map(const std::string& path, bool* unit_known = nullptr);
+/// The same from bytes in memory (fuzzers, tests); `name` stands for the file in messages.
+/// .dx.gz is not read from memory.
+PotentialMap read_map_bytes(MapFormat format, const std::string& name, std::string bytes, bool* unit_known = nullptr);
+
+/// Reads an OpenDX scalar field written by espgrid, APBS, GridDataFormats or another writer of
+/// that layout (`object 1 class gridpositions counts`, `origin`, three axis-aligned `delta`
+/// lines, `gridconnections` with the same counts, a scalar `class array ... items N data
+/// follows` and exactly N numbers, then only `attribute`/`object`/`component` lines), streamed
+/// line by line in bounded memory; gzip-compressed (.dx.gz, or a .dx that is gzip) where this
+/// build has zlib. Throws InputError naming the line on anything else. The physics comes from
+/// espgrid's header line (physics_comment) or APBS's "POTENTIAL (kT/e)".
 PotentialMap read_dx(const std::string& path, bool* unit_known = nullptr);
 
 }  // namespace espgrid

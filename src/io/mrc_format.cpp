@@ -9,11 +9,14 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "src/core/errors.h"
+#include "src/core/text_format.h"
 #include "src/io/float4.h"
 #include "src/io/map_formats.h"
+#include "src/io/map_reading.h"
 #include "src/io/map_stream.h"
 
 namespace espgrid {
@@ -151,21 +154,79 @@ void put(std::array<char, kHeaderBytes>& header, int word, T value) {
   std::memcpy(header.data() + 4 * static_cast<std::size_t>(word - 1), &value, 4);  // words count from 1, as in the spec
 }
 
+/// The labels that carry a map's physics: mrc_physics_text split at ", " into pieces of at
+/// most kLabelBytes characters, each but the last ending with ",".
+std::vector<std::string> physics_labels(const PhysicsOptions& physics) {
+  const std::string text = mrc_physics_text(physics);
+  std::vector<std::string> labels;
+  std::size_t begin = 0;
+  while (begin < text.size()) {
+    std::size_t end = text.size();
+    if (end - begin > kLabelBytes) {
+      // the last ", " that leaves the label (with its ',') within the limit
+      const std::size_t cut = text.rfind(", ", begin + kLabelBytes - 1);
+      end = (cut == std::string::npos || cut <= begin) ? begin + kLabelBytes : cut + 1;
+    }
+    labels.push_back(text.substr(begin, end - begin));
+    begin = end;
+    while (begin < text.size() && text[begin] == ' ') ++begin;
+  }
+  return labels;
+}
+
+}  // namespace
+
+std::string mrc_physics_text(const PhysicsOptions& physics) {
+  return physics_comment(physics) +
+         (physics.model == PairModel::Coulomb && !physics.poisson_boltzmann ? ", model coulomb" : "");
+}
+
+MrcPlacement mrc_placement(const GridSpec& grid) {
+  MrcPlacement p;
+  std::array<std::int32_t, 3> start{};
+  for (std::size_t a = 0; a < 3; ++a) {
+    const double voxels = grid.origin[a] / grid.spacing[a];
+    // NXSTART + NX - 1 must fit in int32 too.
+    const double limit = static_cast<double>(std::numeric_limits<std::int32_t>::max() - grid.dims[a]);
+    if (!(std::fabs(voxels) < limit)) {
+      p.exact = false;
+      break;
+    }
+    start[a] = static_cast<std::int32_t>(std::llround(voxels));
+    // make_grid's origins are within 5e-7 Å of the lattice (rounded to 1e-6 Å), and a float32
+    // header places a map no better than ~1e-6 Å near 10 Å: closer than 1e-6 Å is on the lattice,
+    // and closer than 1e-4 of a voxel for spacings below 0.01 Å (fuzz_map found 6.7e-7 Å
+    // spacings, where 1e-6 Å is more than a voxel).
+    const double tolerance = std::min(1e-6, 1e-4 * grid.spacing[a]);
+    if (std::fabs(grid.origin[a] - start[a] * grid.spacing[a]) > tolerance) p.exact = false;
+  }
+  // All three axes one way: a reader that finds ORIGIN non-zero takes it for every axis.
+  for (std::size_t a = 0; a < 3; ++a) {
+    p.start[a] = p.exact ? start[a] : 0;
+    p.origin[a] = p.exact ? 0.0f : static_cast<float>(grid.origin[a]);
+  }
+  return p;
+}
+
+namespace {
+
 std::array<char, kHeaderBytes> mrc_header(const PotentialMap& map, const PlaneStats& stats) {
   const GridSpec& g = map.grid;
   for (const std::int64_t n : g.dims)
     if (n > std::numeric_limits<std::int32_t>::max())
       throw Error("internal error: MRC stores at most 2^31 - 1 points per axis");
+  // Where the map is: NXSTART.. and ORIGIN as mrc_placement says (io/map_formats.h).
+  const MrcPlacement placement = mrc_placement(g);
   std::array<char, kHeaderBytes> h{};
   for (int a = 0; a < 3; ++a) {
     put(h, 1 + a, static_cast<std::int32_t>(g.dims[static_cast<std::size_t>(a)]));  // NX, NY, NZ
-    put(h, 5 + a, std::int32_t{0});                                                 // NXSTART..
+    put(h, 5 + a, placement.start[static_cast<std::size_t>(a)]);                    // NXSTART..
     put(h, 8 + a, static_cast<std::int32_t>(g.dims[static_cast<std::size_t>(a)]));  // MX, MY, MZ: sampling
     put(h, 11 + a,
         cell_length(g.spacing[static_cast<std::size_t>(a)], g.dims[static_cast<std::size_t>(a)]));  // CELLA, Å
     put(h, 14 + a, 90.0f);                                                                          // CELLB, degrees
     put(h, 17 + a, static_cast<std::int32_t>(a + 1));                                               // MAPC, MAPR, MAPS
-    put(h, 50 + a, static_cast<float>(g.origin[static_cast<std::size_t>(a)]));                      // ORIGIN, Å
+    put(h, 50 + a, placement.origin[static_cast<std::size_t>(a)]);                                  // ORIGIN, Å
   }
   put(h, 4, std::int32_t{2});  // MODE 2: 32-bit float
   put(h, 20, stats.min);       // DMIN, DMAX, DMEAN, in the map's unit
@@ -181,30 +242,12 @@ std::array<char, kHeaderBytes> mrc_header(const PotentialMap& map, const PlaneSt
   std::memcpy(h.data() + 212, stamp, 4);
   const double variance = stats.count ? stats.squared_deviations / static_cast<double>(stats.count) : 0.0;
   put(h, 55, static_cast<float>(std::sqrt(variance)));  // RMS: deviation from the mean
-  std::vector<std::string> labels = {map.physics.poisson_boltzmann ? "espgrid " ESPGRID_VERSION ": electrostatic potential, Poisson-Boltzmann"
-                                                                 : "espgrid " ESPGRID_VERSION ": electrostatic potential by direct Coulomb summation",
-                                     physics_comment(map.physics) + ", model " + model_label(map.physics)};
-  if (map.physics.poisson_boltzmann) {  // issue 23: the PB parameters do not fit one label; wrap them at ", "
-    PhysicsOptions plain = map.physics;
-    plain.poisson_boltzmann = false;
-    labels[1] = physics_comment(plain) + ", model pb";
-    std::string line;
-    const std::string parameters = describe(map.physics.pb);
-    std::string_view rest = parameters;
-    while (!rest.empty()) {
-      const std::size_t comma = rest.find(", ");
-      const std::string_view piece = rest.substr(0, comma == std::string_view::npos ? rest.size() : comma + 2);
-      if (!line.empty() && line.size() + piece.size() > kLabelBytes) {
-        labels.push_back(line);
-        line.clear();
-      }
-      line += piece;
-      rest.remove_prefix(piece.size());
-    }
-    if (!line.empty()) labels.push_back(line);
-  }
-  if (!map.source.empty()) labels.push_back(map.source);
-  if (labels.size() > static_cast<std::size_t>(kLabels)) labels.resize(kLabels);
+  std::vector<std::string> labels = {map.physics.poisson_boltzmann
+                                         ? "espgrid " ESPGRID_VERSION ": electrostatic potential, Poisson-Boltzmann"
+                                         : "espgrid " ESPGRID_VERSION ": electrostatic potential by direct Coulomb summation"};
+  for (std::string& label : physics_labels(map.physics)) labels.push_back(std::move(label));
+  if (!map.source.empty() && labels.size() < kLabels) labels.push_back(map.source);
+  if (labels.size() > kLabels) labels.resize(kLabels);
   put(h, 56, static_cast<std::int32_t>(labels.size()));  // NLABL
   std::memset(h.data() + 224, ' ', kLabelBytes * kLabels);
   for (std::size_t l = 0; l < labels.size(); ++l) {
@@ -265,6 +308,178 @@ void write_mrc_to(const PotentialMap& map, const std::string& path) {
   MrcPlaneWriter writer(map, file);
   write_all_planes(map, writer);
   file.close();
+}
+
+// ---- reading ------------------------------------------------------------------------------------
+
+namespace {
+
+/// The header's 4-byte words (counted from 1, as in the spec) in the file's byte order.
+class HeaderWords {
+ public:
+  HeaderWords(const std::array<char, kHeaderBytes>& header, bool swap) : header_(header), swap_(swap) {}
+  std::uint32_t word(int w) const {
+    std::uint32_t v;
+    std::memcpy(&v, header_.data() + 4 * static_cast<std::size_t>(w - 1), 4);
+    return swap_ ? __builtin_bswap32(v) : v;
+  }
+  std::int32_t integer(int w) const { return std::bit_cast<std::int32_t>(word(w)); }
+  float real(int w) const { return std::bit_cast<float>(word(w)); }
+  /// Label l (0-based): its 80 bytes, trailing spaces and NULs dropped.
+  std::string label(int l) const {
+    std::string text(header_.data() + 224 + kLabelBytes * static_cast<std::size_t>(l), kLabelBytes);
+    while (!text.empty() && (text.back() == ' ' || text.back() == '\0')) text.pop_back();
+    return text;
+  }
+
+ private:
+  const std::array<char, kHeaderBytes>& header_;
+  bool swap_;
+};
+
+/// The physics espgrid's labels record (physics_labels; the single label older versions
+/// wrote, ", model NAME" at its end), or false.
+bool physics_from_labels(const HeaderWords& words, int labels, PhysicsOptions& physics) {
+  for (int l = 0; l < labels; ++l) {
+    std::string text = words.label(l);
+    if (text.rfind("Potential in ", 0) != 0 && text.rfind("POTENTIAL (kT/e)", 0) != 0) continue;
+    for (int next = l + 1; next < labels && !text.empty() && text.back() == ','; ++next) {
+      text += ' ';
+      text += words.label(next);
+    }
+    if (parse_physics_comment(text, physics)) return true;
+    // "..., model NAME": what physics_comment leaves unsaid for the Coulomb model.
+    const std::size_t model = text.rfind(", model ");
+    if (model == std::string::npos) return false;
+    PhysicsOptions parsed;
+    if (!parse_physics_comment(std::string_view(text).substr(0, model), parsed)) return false;
+    if (text.substr(model + 8) != model_name(parsed.model)) return false;
+    physics = parsed;
+    return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+PotentialMap read_mrc_bytes(const ByteSource& bytes, bool* unit_known) {
+  const std::string& path = bytes.path();
+  const auto fail = [&path](const std::string& what) { throw InputError(path, 0, what); };
+  if (bytes.size() < kHeaderBytes)
+    fail("the file has " + std::to_string(bytes.size()) + " bytes; an MRC map starts with a 1024-byte header");
+  std::array<char, kHeaderBytes> header{};
+  bytes.read(0, header.data(), kHeaderBytes, "the header");
+  if (std::memcmp(header.data() + 208, "MAP ", 4) != 0)
+    fail("no 'MAP ' at byte 208: this is not an MRC2014 or CCP4 map");
+  // The machine stamp names the byte order (0x44 0x44 or 0x44 0x41: little-endian; 0x11 0x11:
+  // big-endian); without one, the order in which MODE is a small number.
+  const auto stamp = reinterpret_cast<const unsigned char*>(header.data() + 212);
+  bool little = std::endian::native == std::endian::little;
+  if (stamp[0] == 0x44 && (stamp[1] == 0x44 || stamp[1] == 0x41)) {
+    little = true;
+  } else if (stamp[0] == 0x11 && stamp[1] == 0x11) {
+    little = false;
+  } else {
+    std::uint32_t mode;
+    std::memcpy(&mode, header.data() + 12, 4);
+    const bool native_small = mode < 64, swapped_small = __builtin_bswap32(mode) < 64;
+    if (native_small == swapped_small)
+      fail("the machine stamp at byte 212 names no byte order, and MODE does not tell");
+    little = (std::endian::native == std::endian::little) == native_small;
+  }
+  const HeaderWords w(header, little != (std::endian::native == std::endian::little));
+
+  if (const std::int32_t mode = w.integer(4); mode != 2)
+    fail("MODE is " + std::to_string(mode) + ": espgrid reads maps of 32-bit floats (MODE 2)");
+  std::array<std::int64_t, 3> n{};  // NX, NY, NZ: columns, rows, sections
+  for (int a = 0; a < 3; ++a) {
+    n[static_cast<std::size_t>(a)] = w.integer(1 + a);
+    if (n[static_cast<std::size_t>(a)] < 1 || n[static_cast<std::size_t>(a)] > kMaxAxisPoints)
+      fail(std::string("N") + "XYZ"[a] + " is " + std::to_string(n[static_cast<std::size_t>(a)]) +
+           "; espgrid takes 1 to " + std::to_string(kMaxAxisPoints) + " points an axis");
+  }
+  std::array<int, 3> axis{};  // axis[c]: the grid axis (0 = x) of columns, rows, sections
+  for (int c = 0; c < 3; ++c) axis[static_cast<std::size_t>(c)] = w.integer(17 + c) - 1;
+  {
+    std::array<int, 3> sorted = axis;
+    std::sort(sorted.begin(), sorted.end());
+    if (sorted != std::array<int, 3>{0, 1, 2})
+      fail("MAPC, MAPR, MAPS are " + std::to_string(axis[0] + 1) + ", " + std::to_string(axis[1] + 1) + ", " +
+           std::to_string(axis[2] + 1) + ": not an order of the axes 1, 2, 3");
+  }
+  PotentialMap map;
+  for (int a = 0; a < 3; ++a) {  // a: x, y, z
+    const std::int32_t samples = w.integer(8 + a);
+    const float cell = w.real(11 + a), angle = w.real(14 + a);
+    if (samples < 1) fail(std::string("M") + "XYZ"[a] + " is " + std::to_string(samples) + "; it must be positive");
+    if (!(std::fabs(angle - 90.0f) <= 1e-3f))
+      fail("the cell angles are " + number_text(w.real(14)) + ", " + number_text(w.real(15)) + ", " +
+           number_text(w.real(16)) + " degrees: espgrid reads orthogonal grids (90, 90, 90)");
+    if (!std::isfinite(cell) || cell <= 0)
+      fail(std::string("the cell length along ") + "xyz"[a] + " (CELLA) is " + number_text(cell) +
+           " Å; it must be positive");
+    // The voxel size as a float32 reader sees it, as the decimal that float stands for.
+    map.grid.spacing[static_cast<std::size_t>(a)] =
+        float_field(static_cast<float>(static_cast<double>(cell) / static_cast<double>(samples)));
+  }
+  std::array<std::int64_t, 3> start{};
+  for (int c = 0; c < 3; ++c) {
+    const auto a = static_cast<std::size_t>(axis[static_cast<std::size_t>(c)]);
+    map.grid.dims[a] = n[static_cast<std::size_t>(c)];
+    start[a] = w.integer(5 + c);  // NXSTART.. count along columns, rows, sections
+  }
+  // ORIGIN (Å) when it is not 0, else the start indices in voxels: what VMD, Mol* and PyMOL do
+  // (io/map_formats.h: mrc_placement). espgrid's files set one of the two.
+  const bool has_origin = w.real(50) != 0 || w.real(51) != 0 || w.real(52) != 0;
+  for (std::size_t a = 0; a < 3; ++a)
+    map.grid.origin[a] = has_origin ? float_field(w.real(50 + static_cast<int>(a)))
+                                    : static_cast<double>(start[a]) * map.grid.spacing[a];
+  check_read_grid(map.grid, path, 0);
+
+  const std::int32_t extended = w.integer(24);  // NSYMBT: bytes of extended header
+  if (extended < 0) fail("NSYMBT (the extended header's size) is " + std::to_string(extended));
+  const std::uint64_t data_at = kHeaderBytes + static_cast<std::uint64_t>(extended);
+  const std::uint64_t data_bytes = sizeof(float) * static_cast<std::uint64_t>(map.grid.point_count());
+  if (bytes.size() < data_at + data_bytes)
+    fail("the file has " + std::to_string(bytes.size()) + " bytes, but its header's grid of " + std::to_string(n[0]) +
+         " x " + std::to_string(n[1]) + " x " + std::to_string(n[2]) + " floats needs " +
+         std::to_string(data_at + data_bytes) + ": it is truncated");
+  if (bytes.size() > data_at + data_bytes)
+    fail("the file has " + std::to_string(bytes.size() - data_at - data_bytes) + " bytes after the " +
+         std::to_string(n[0]) + " x " + std::to_string(n[1]) + " x " + std::to_string(n[2]) +
+         " floats its header announces: a header that does not describe the data");
+
+  const int labels = std::clamp(w.integer(56), 0, kLabels);
+  const bool known = physics_from_labels(w, labels, map.physics);
+  if (known) check_read_physics(map.physics, path, 0);
+  if (unit_known) *unit_known = known;
+
+  map.values.resize(map.grid.point_count());
+  const bool swap = little != (std::endian::native == std::endian::little);
+  if (axis == std::array<int, 3>{0, 1, 2} && !swap) {
+    bytes.read(data_at, map.values.data(), data_bytes, "the map's data");
+  } else {
+    // One section at a time, swapped and put at its place on the x-fastest grid.
+    const auto columns = static_cast<std::size_t>(n[0]), rows = static_cast<std::size_t>(n[1]);
+    std::array<std::size_t, 3> stride{};  // x-fastest index step of one column, row, section
+    const std::array<std::size_t, 3> grid_stride = {
+        1, static_cast<std::size_t>(map.grid.dims[0]),
+        static_cast<std::size_t>(map.grid.dims[0]) * static_cast<std::size_t>(map.grid.dims[1])};
+    for (std::size_t c = 0; c < 3; ++c) stride[c] = grid_stride[static_cast<std::size_t>(axis[c])];
+    std::vector<std::uint32_t> section(columns * rows);
+    for (std::size_t s = 0; s < static_cast<std::size_t>(n[2]); ++s) {
+      bytes.read(data_at + sizeof(float) * columns * rows * s, section.data(), sizeof(float) * section.size(),
+                 "the map's data");
+      for (std::size_t r = 0; r < rows; ++r)
+        for (std::size_t c = 0; c < columns; ++c) {
+          std::uint32_t v = section[c + columns * r];
+          if (swap) v = __builtin_bswap32(v);
+          map.values[c * stride[0] + r * stride[1] + s * stride[2]] = std::bit_cast<float>(v);
+        }
+    }
+  }
+  check_read_values(map, path);
+  return map;
 }
 
 }  // namespace espgrid

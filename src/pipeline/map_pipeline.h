@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <future>
 #include <memory>
 #include <optional>
 #include <string>
@@ -150,6 +151,9 @@ struct PreparedJob : JobInput {
   GridSpec grid;
   KernelSelection kernel;
   TimingReport timing;  ///< read_seconds so far
+  /// The CUDA devices' contexts, created on other threads while the input was read (a GPU
+  /// kernel, or --model pb on the GPU); compute_job waits for them.
+  std::shared_future<void> devices_ready;
 };
 
 /// What a front end hears while a job runs. Every method has a default that does nothing; any

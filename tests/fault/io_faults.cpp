@@ -4,6 +4,9 @@
 //
 //   ESPGRID_FAULT_READ_EIO=SUFFIX:BYTES  read() of a file whose path ends in SUFFIX fails with
 //                                        EIO once BYTES of it were read (a disk failing mid-file)
+//   ESPGRID_FAULT_PREAD_EIO=SUFFIX:BYTES the same for pread() (the binary map readers and the DCD
+//                                        check: src/io/map_reading.h, ByteSource) asking for
+//                                        bytes at or past BYTES
 //   ESPGRID_FAULT_LOG=FILE               appends "fsync PATH", "fdatasync PATH" and
 //                                        "rename FROM TO" lines in call order (PATH and FROM
 //                                        absolute, TO as given)
@@ -42,8 +45,8 @@ void log_line(const char* what, const char* a, const char* b) {
   ::close(fd);
 }
 
-bool read_should_fail(int fd) {
-  const char* spec = std::getenv("ESPGRID_FAULT_READ_EIO");
+bool read_should_fail(int fd, off_t end = -1, const char* variable = "ESPGRID_FAULT_READ_EIO") {
+  const char* spec = std::getenv(variable);
   if (spec == nullptr) return false;
   const char* colon = std::strrchr(spec, ':');
   if (colon == nullptr) return false;
@@ -52,7 +55,7 @@ bool read_should_fail(int fd) {
   path_of(fd, path, sizeof path);
   const std::size_t length = std::strlen(path);
   if (length < suffix_length || std::strncmp(path + length - suffix_length, spec, suffix_length) != 0) return false;
-  const off_t offset = ::lseek(fd, 0, SEEK_CUR);
+  const off_t offset = end >= 0 ? end : ::lseek(fd, 0, SEEK_CUR);
   return offset >= std::atoll(colon + 1);
 }
 
@@ -65,6 +68,19 @@ extern "C" ssize_t read(int fd, void* buffer, std::size_t count) {
     return -1;
   }
   return real(fd, buffer, count);
+}
+
+extern "C" ssize_t pread(int fd, void* buffer, std::size_t count, off_t offset) {
+  static const auto real = next_symbol<ssize_t (*)(int, void*, std::size_t, off_t)>("pread");
+  if (count > 0 && read_should_fail(fd, offset + static_cast<off_t>(count) - 1, "ESPGRID_FAULT_PREAD_EIO")) {
+    errno = EIO;
+    return -1;
+  }
+  return real(fd, buffer, count, offset);
+}
+
+extern "C" ssize_t pread64(int fd, void* buffer, std::size_t count, off_t offset) {
+  return pread(fd, buffer, count, offset);
 }
 
 extern "C" int fsync(int fd) {

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""viz/render_potential.py turns our .vti and .dx into the three PNGs, and fails cleanly (exit 1,
+"""viz/render_potential.py turns our .vti, .dx and .mrc into the three PNGs, and fails cleanly (exit 1,
 one 'render_potential: error:' line, no traceback) on bad input.
 
 Client: Debian's VTK Python (python3-vtk9) and matplotlib; 3-D pictures need an X display or
@@ -52,13 +52,15 @@ def main():
     pqr = os.path.join(args.source, "data", "fasciculin2.pqr")
     errors = 0
     with common.Workdir(args.keep) as wd:
-        m = common.make_map(args, wd, "fas", "data/fasciculin2.pqr", ["--spacing", "1", "--padding", "6"])
+        m = common.make_map(args, wd, "fas", "data/fasciculin2.pqr", ["--spacing", "1", "--padding", "6"],
+                            formats=("dx", "vti", "mrc"))
         runs = []
         if m["vti"]:
             runs.append(("vti", [m["vti"], "--structure", pqr, "--limit", "auto", "--levels", "auto"],
                          ("slices", "iso", "surface")))
         runs.append(("dx", [m["dx"], "--structure", pqr, "--kinds", "slices,surface", "--plane", "z=20"],
                      ("slices", "surface")))
+        runs.append(("mrc", [m["mrc"], "--kinds", "slices"], ("slices",)))  # every format espgrid writes
         for label, argv, kinds in runs:
             prefix = os.path.join(wd, "pics", label)
             r = common.run([sys.executable, renderer] + argv + ["--espgrid", args.espgrid, "--out", prefix,
@@ -101,10 +103,29 @@ def main():
         truncated = os.path.join(wd, "truncated.dx")
         with open(m["dx"]) as f, open(truncated, "w") as g:
             g.write(f.read()[:3000])
+        # Half the data removed, the closing tags kept: once drawn with values up to 2.4e29, exit 0.
+        half_vti = os.path.join(wd, "half.vti")
+        if m["vti"]:
+            data = open(m["vti"], "rb").read()
+            start = data.index(b"_", data.index(b"<AppendedData")) + 1
+            tail = data.rindex(b"\n  </AppendedData>")
+            open(half_vti, "wb").write(data[:start + (tail - start) // 2] + data[tail:])
+        # A .vti whose array has no type: VTK 9.1's reader dereferenced a null array (the renderer
+        # died with SIGSEGV); fuzz_map found it (the first byte of the input picks the format).
+        no_type = os.path.join(wd, "no-type.vti")
+        with open(os.path.join(args.source, "fuzz", "regressions", "map", "vti-array-without-type-vtk-segfault"),
+                  "rb") as f:
+            open(no_type, "wb").write(f.read()[1:])
+        cut_mrc = os.path.join(wd, "cut.mrc")
+        data = open(m["mrc"], "rb").read()
+        open(cut_mrc, "wb").write(data[:len(data) * 3 // 4])
         bad = [
             ("missing map", [os.path.join(wd, "nope.vti")], "no such file"),
             ("no potential array", [nopot, "--kinds", "slices"], "no point array named 'potential'"),
             ("truncated dx", [truncated, "--kinds", "slices"], "truncated.dx:"),  # espgrid's FILE:LINE message
+            ("truncated mrc", [cut_mrc, "--kinds", "slices"], "cut.mrc: the file has"),
+            ("array without a type", [no_type, "--kinds", "slices"], "has type ''"),
+        ] + ([("truncated vti", [half_vti, "--kinds", "slices"], "the file is truncated")] if m["vti"] else []) + [
             ("surface without structure", [m["dx"], "--kinds", "surface"], "needs --structure"),
             ("missing structure", [m["dx"], "--structure", os.path.join(wd, "nope.pqr")], "no such file"),
         ]

@@ -1,0 +1,196 @@
+// `espgrid surface STRUCTURE -o surf.glb|.ply|.vtp`: the molecular surface coloured by the
+// potential 1.4 Å outside it, as a mesh file (issue 25; docs/viz.md, "Surface meshes"). The
+// potential is the exact direct sum over the atoms with the Physics options, or, with --map, the
+// map's (summed where that agrees with the map, as `espgrid view` decides). The same surface
+// and colours as `espgrid view` and the renderer.
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "src/cli/commands.h"
+#include "src/cli/options.h"
+#include "src/core/errors.h"
+#include "src/core/stopwatch.h"
+#include "src/core/text_format.h"
+#include "src/io/atomic_output_file.h"
+#include "src/io/map_formats.h"
+#include "src/io/mesh_formats.h"
+#include "src/surface/molecular_surface.h"
+#include "src/surface/vertex_potential.h"
+#include "src/io/view.h"
+#include "src/pipeline/map_pipeline.h"
+
+namespace espgrid::cli {
+
+int run_surface(int argc, char** argv) {
+  cxxopts::Options options(
+      "espgrid surface",
+      "Write the molecular surface coloured by the potential 1.4 Å outside it as a mesh file: .glb (glTF: Blender,\n"
+      "web viewers), .ply (Blender, MeshLab, ParaView) or .vtp (ParaView). Vertices carry the colour and the potential.\n");
+  options.custom_help("STRUCTURE.pqr|.xyz -o SURFACE.glb|.ply|.vtp [--map MAP.dx] [options]");
+  options.positional_help("");
+  // The structure and the physics as `espgrid map` takes them (job/job_options.h).
+  const JobOptionSet job_options_here{{OptionGroup::Input, OptionGroup::Physics}, {"forcefield", "ph", "keep-pqr"}};
+  add_job_options(options, job_options_here, "structure file (.pqr, .xyz)");
+  // clang-format off
+  options.add_options("Output")
+      ("o,output", "mesh to write: .glb, .ply or .vtp; repeat for several", cxxopts::value<std::vector<std::string>>());
+  options.add_options("Potential")
+      ("map", "take the potential from this .dx map (its physics) instead of summing with the Physics options",
+       cxxopts::value<std::string>())
+      ("values", "with --map: auto (the exact sum where it agrees with the map and is affordable), sum or map",
+       cxxopts::value<std::string>()->default_value("auto"))
+      ("map-units", "with --map: the map's unit when its header does not say", cxxopts::value<std::string>())
+      ("limit", "colours: ±LIMIT in the potential's unit, or 'auto' (95th percentile of |potential|, rounded up); "
+                "default ±5 kT/e, ±10 kcal/mol/e, 5 kT/e in V", cxxopts::value<std::string>());
+  options.add_options("Surface")
+      ("offset", "potential this far outside the surface, along its normals, Å", cxxopts::value<std::string>()->default_value("1.4"))
+      ("surface-spacing", "grid spacing of the surface, Å", cxxopts::value<std::string>()->default_value("0.5"))
+      ("probe", "add this to every radius, Å (1.4: a solvent-accessible surface)", cxxopts::value<std::string>()->default_value("0"));
+  // clang-format on
+  options.add_options()("h,help", "show this help");
+  const auto args = parse_args(options, argc, argv, {"output"});
+  if (args.count("help")) {
+    std::cout << options.help({"Input", "Output", "Potential", "Physics", "Surface", ""});
+    return 0;
+  }
+  if (!args.count("input")) throw UsageError("no structure given: espgrid surface STRUCTURE.pqr -o SURFACE.glb");
+  if (!args.count("output")) throw UsageError("no output given: add -o SURFACE.glb, -o SURFACE.ply and/or -o SURFACE.vtp");
+  const std::string input = args["input"].as<std::string>();
+  const auto outputs = args["output"].as<std::vector<std::string>>();
+  const bool with_map = args.count("map") > 0;
+  for (const JobOption& option : job_options())
+    if (with_map && option.group == OptionGroup::Physics && args.count(std::string(option.name)))
+      throw UsageError("--" + std::string(option.name) + " does not apply with --map: the map's header gives its physics");
+  for (const char* option : {"values", "map-units"})
+    if (!with_map && args.count(option)) throw UsageError(std::string("--") + option + " applies with --map only");
+
+  surface::ViewOptions view;
+  view.values = surface::parse_vertex_values(args["values"].as<std::string>());
+  if (args.count("limit")) {
+    const std::string limit = args["limit"].as<std::string>();
+    if (limit == "auto") {
+      view.limit_auto = true;
+    } else {
+      view.limit = number_option("limit", limit);
+      if (!(*view.limit > 0)) throw UsageError("--limit must be a positive number or 'auto', got " + limit);
+    }
+  }
+  view.offset = number_option("offset", args["offset"].as<std::string>());
+  if (!(view.offset >= 0 && view.offset <= 20))
+    throw UsageError("--offset must be between 0 and 20 Å, got " + number_text(view.offset));
+  surface::SurfaceOptions surface_options;
+  surface_options.spacing = number_option("surface-spacing", args["surface-spacing"].as<std::string>());
+  surface_options.probe = number_option("probe", args["probe"].as<std::string>());
+  const MapJob job = job_from_args(args, job_options_here, JobUse::Values);  // checks the physics
+  PhysicsOptions physics = job.physics;
+
+  // Refused before anything is read: unknown formats, unwritable files, an output named twice
+  // or naming an input.
+  std::vector<std::string> inputs = {input};
+  if (with_map) inputs.push_back(args["map"].as<std::string>());
+  for (std::size_t i = 0; i < outputs.size(); ++i) {
+    mesh_format_from_extension(outputs[i]);
+    for (std::size_t j = 0; j < i; ++j)
+      if (outputs[j] == outputs[i]) throw UsageError("-o " + outputs[i] + " is given twice");
+    for (const std::string& in : inputs) {
+      std::error_code ec;
+      if (std::filesystem::equivalent(outputs[i], in, ec) && !ec)
+        throw UsageError("-o " + outputs[i] + " is the input " + in + "; name another file");
+    }
+    check_output_path(outputs[i]);
+  }
+
+  const StructureFormat structure_format = job.input.format ? *job.input.format : format_from_extension(input);
+  if (needs_charge_assignment(structure_format))
+    throw UsageError(input + ": give a structure with charges (.pqr, .xyz); for a PDB/mmCIF file, `espgrid map` "
+                     "keeps pdb2pqr's PQR beside the map");
+  const Structure structure = load_structure(input, structure_format);
+  for (const std::string& notice : structure.notices) std::fprintf(stderr, "note: %s\n", notice.c_str());
+
+  const surface::SurfaceResult surf = surface::molecular_surface(structure.atoms, surface_options);
+  Stopwatch clock;
+  std::vector<float> values;
+  std::string method;
+  std::vector<std::string> comments = {"structure: " + describe_source(input, structure.atoms)};
+  if (with_map) {
+    const std::string map_path = args["map"].as<std::string>();
+    bool unit_known = false;
+    PotentialMap map = read_map(map_path, &unit_known);  // any format espgrid writes
+    if (args.count("map-units")) {
+      const PotentialUnit unit = parse_unit(args["map-units"].as<std::string>());
+      if (unit_known && unit != map.physics.unit)
+        throw UsageError(map_path + " says its unit is " + unit_name(map.physics.unit) + ", not " + unit_name(unit));
+      map.physics.unit = unit;
+    } else if (!unit_known) {
+      throw UsageError(map_path + " does not say its unit; name it with --map-units kT/e|kcal/mol/e|V");
+    }
+    surface::MapOrigin origin;
+    origin.path = map_path;
+    origin.header = map_header_lines(map_path, map, unit_known);
+    origin.espgrid_physics = header_has_espgrid_physics(origin.header);
+    surface::SurfaceValues v = surface::surface_values(structure.atoms, map, origin, surf.mesh, view);
+    values = std::move(v.values);
+    method = v.method_text;
+    for (const std::string& note : v.notes) std::fprintf(stderr, "note: %s\n", note.c_str());
+    physics = map.physics;
+    comments.push_back("map: " + map_path);
+    for (const std::string& line : origin.header) comments.push_back("map header: " + line);
+  } else {
+    values = surface::potential_at(structure.atoms, physics, surface::offset_points(surf.mesh, view.offset));
+    method = "exact direct sum over " + with_commas(structure.atoms.size()) + " atoms";
+  }
+  const double values_seconds = clock.seconds();
+  const std::string units = unit_name(physics.unit);
+  comments.push_back(physics_comment(physics));
+  comments.push_back("potential " + shortest_text(view.offset) + " A outside the surface: " + method);
+  const auto [limit, limit_text] = surface::colour_limit(values, view, physics);
+  comments.push_back("colours: red -" + number_text(limit) + " to blue +" + number_text(limit) + " " + units +
+                     ", white 0 (viz/render_potential.py's ramp)");
+
+  ColouredMesh coloured;
+  coloured.mesh = &surf.mesh;
+  coloured.potential = &values;
+  coloured.units = units;
+  coloured.limit = limit;
+  coloured.comments = comments;
+  double lo = 0, hi = 0;
+  bool any = false;
+  std::size_t clamped = 0, outside = 0;
+  coloured.colours.reserve(values.size());
+  for (float v : values) {
+    coloured.colours.push_back(surface::potential_rgb(v, limit));
+    if (!std::isfinite(v)) {
+      ++outside;
+      continue;
+    }
+    lo = any ? std::min(lo, double(v)) : v;
+    hi = any ? std::max(hi, double(v)) : v;
+    any = true;
+    clamped += std::fabs(v) > limit ? 1 : 0;
+  }
+
+  std::printf("structure  %s\n", describe_source(input, structure.atoms).c_str());
+  std::printf("surface    %s vertices, %s triangles (grid %s Å, %s)\n", with_commas(surf.mesh.vertex_count()).c_str(),
+              with_commas(surf.mesh.triangle_count()).c_str(), shortest_text(surf.spacing).c_str(),
+              seconds_text(surf.seconds).c_str());
+  std::printf("values     %s Å outside: %s, %s (%s)\n", shortest_text(view.offset).c_str(), method.c_str(),
+              describe_model(physics).c_str(), seconds_text(values_seconds).c_str());
+  std::printf("range      %s to %s %s; colours ±%s (%s)%s\n", number_text(lo).c_str(), number_text(hi).c_str(),
+              units.c_str(), number_text(limit).c_str(), limit_text.c_str(),
+              values.empty() || !any ? "" : (", " + short_fixed(100.0 * double(clamped) / double(values.size() - outside), 0) +
+                                             "% beyond").c_str());
+  if (outside > 0)
+    std::fprintf(stderr, "note: %s of %s vertices sample outside the map: potential NaN, coloured grey\n",
+                 with_commas(outside).c_str(), with_commas(values.size()).c_str());
+  for (const std::string& path : outputs) {
+    write_mesh(coloured, path);
+    std::printf("wrote      %s (%s)\n", path.c_str(), mesh_format_name(mesh_format_from_extension(path)).c_str());
+  }
+  return 0;
+}
+
+}  // namespace espgrid::cli
