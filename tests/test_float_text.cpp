@@ -15,6 +15,7 @@
 #include "src/core/float_text.h"
 #include "src/core/number_parsing.h"
 #include "src/core/text_format.h"
+#include "src/io/display_structure.h"
 #include "src/physics/physics_options.h"
 #include "tests/test_support.h"
 
@@ -240,6 +241,11 @@ TEST(Locale, NumbersInMessagesAndHeadersIgnoreLcNumeric) {
   EXPECT_EQ(seconds_text(0.0123), "12.30 ms");
   EXPECT_EQ(seconds_text(1.5e-5), "15.0 µs");
   EXPECT_EQ(model_header(debye), header);  // written the same
+  // The PDB text `espgrid view` and Python's Map.view give 3Dmol.js (issue 26's page).
+  Atoms atoms;
+  atoms.push_back(-12.3456, 0.5, 1234.5, 0.1, 1.5, ElementSymbol::from("C"));
+  const std::string pdb = display_pdb(atoms, nullptr);
+  EXPECT_NE(pdb.find(" -12.346   0.5001234.500"), std::string::npos) << pdb;
   PhysicsOptions back;
   back.temperature = 298.15;
   ASSERT_TRUE(parse_model_header(header, back)) << header;  // and read back (it was strtod)

@@ -32,12 +32,13 @@ void print_usage() {
 }
 
 /// Whether what this run prints is its product: the listing of `kernels`, the reports of
-/// `verify` and `bench`, the atoms of `atoms`, any help, the version. `map` and `convert` make
-/// files; their report on stdout may be lost (`espgrid map ... | head -1`) without costing the maps.
+/// `verify` and `bench`, the atoms of `atoms`, any help, the version. `map`, `convert`, `view`
+/// and `surface` make files; their report on stdout may be lost (`espgrid map ... | head -1`)
+/// without costing the files.
 bool prints_its_product(int argc, char** argv) {
   if (argc < 2) return true;
   const std::string verb = argv[1];
-  if (verb != "map" && verb != "convert") return true;
+  if (verb != "map" && verb != "convert" && verb != "view" && verb != "surface") return true;
   for (int i = 2; i < argc; ++i)
     if (std::strcmp(argv[i], "-h") == 0 || std::strcmp(argv[i], "--help") == 0) return true;
   return false;
