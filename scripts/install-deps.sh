@@ -15,6 +15,8 @@ packages=(
   python3-mdanalysis python3-tqdm           # trajectory averages: espgrid-trajectory
   pdb2pqr gemmi                             # PDB/mmCIF input: charges from pdb2pqr30 (gemmi: mmCIF -> PDB)
   libhypre-dev python3-scipy                # --model pb on the CPU: hypre PCG + PFMG; the PB benchmarks' scipy
+  locales                                   # the locale tests make de_DE.UTF-8 from its source (localedef)
+  util-linux                                # unshare: the full-disk and read-only-mount tests' private mounts
 )
 # `espgrid view` pages: the build bundles 3Dmol.js with npm (web/package-lock.json). Debian's
 # nodejs and npm unless a Node.js with npm is already installed (NodeSource's nodejs ships its

@@ -74,6 +74,8 @@ class Child {
     std::optional<rlim_t> cpu_seconds_limit;                ///< RLIMIT_CPU soft limit, s (hard: +10 s)
     std::optional<rlim_t> address_space_limit;              ///< RLIMIT_AS, bytes
     bool stdout_to_closed_pipe = false;  ///< stdout is a pipe whose reader has gone (`| head -1` after its line)
+    std::string stdout_to;               ///< stdout to this file instead (/dev/full: every write fails, ENOSPC)
+    std::string stdin_from;              ///< stdin from this file instead of /dev/null
     bool start_stopped = false;          ///< the child stops itself (SIGSTOP) before exec: see resume()
     std::vector<int> ignored_signals;    ///< set to SIG_IGN before exec, as nohup does for SIGHUP
   };
@@ -89,9 +91,10 @@ class Child {
     if (pid_ == 0) {
       // child: only async-signal-safe work would be strictly correct after fork in a threaded
       // process; gtest runs tests on one thread, and this is the usual test-harness pattern.
-      const int in = ::open("/dev/null", O_RDONLY);
-      const int o =
-          options.stdout_to_closed_pipe ? pipe_ends[1] : ::open(out_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      const int in = ::open(options.stdin_from.empty() ? "/dev/null" : options.stdin_from.c_str(), O_RDONLY);
+      const int o = options.stdout_to_closed_pipe ? pipe_ends[1]
+                    : !options.stdout_to.empty()  ? ::open(options.stdout_to.c_str(), O_WRONLY)
+                                                  : ::open(out_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
       const int e = ::open(err_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
       if (in < 0 || o < 0 || e < 0) ::_exit(120);
       if (options.stdout_to_closed_pipe) ::close(pipe_ends[0]);
@@ -199,6 +202,46 @@ class Child {
   Outcome outcome_;
   std::filesystem::path out_, err_;
 };
+
+/// How a mount namespace is made here ("unshare -rm": a user namespace, any user; "unshare -m":
+/// root), or "" when neither may mount a tmpfs (then small_fs_unavailable() says why).
+inline const std::string& small_fs_unshare() {
+  static const std::string command = [] {
+    const std::string probe =
+        " sh -c 'd=$(mktemp -d) && mount -t tmpfs -o size=64k tmpfs \"$d\" && umount \"$d\"; r=$?; rmdir \"$d\"; exit "
+        "$r'"
+        " >/dev/null 2>&1";
+    for (const char* unshare : {"unshare -rm", "unshare -m"})
+      if (std::system((std::string(unshare) + probe).c_str()) == 0) return std::string(unshare);
+    return std::string();
+  }();
+  return command;
+}
+
+/// Why a small private file system cannot be mounted here (run_with_small_fs), or "" when it can.
+inline std::string small_fs_unavailable() {
+  if (!small_fs_unshare().empty()) return "";
+  if (std::system("command -v unshare >/dev/null 2>&1") != 0) return "unshare (util-linux) is not installed";
+  return "no mount namespace can be made here (neither `unshare -rm` nor `unshare -m` may mount a tmpfs)";
+}
+
+/// Runs the shell `script` with a tmpfs of `kib` KiB mounted at `mount_point` (an existing empty
+/// directory), in a mount namespace of its own: nothing outside sees the mount, and it goes with
+/// the script, so the script must record what it wants checked in files outside `mount_point`.
+/// The script reaches the binary under test as "$ESPGRID". A full disk (ENOSPC) or a read-only
+/// file system (`mount -o remount,ro`) is made this way. Returns the script's exit status.
+inline int run_with_small_fs(const std::filesystem::path& mount_point, int kib, const std::string& script) {
+  const auto quote = [](const std::string& s) {
+    std::string out = "'";
+    for (const char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return out + "'";
+  };
+  const std::string body = "mount -t tmpfs -o size=" + std::to_string(kib) + "k tmpfs " + quote(mount_point.string()) +
+                           " || exit 125\n" + script;
+  const int status =
+      std::system(("ESPGRID=" + quote(espgrid_binary()) + " " + small_fs_unshare() + " sh -c " + quote(body)).c_str());
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
 
 /// The child's temporary file for the map `name` in `dir` (".NAME.partial.PID.XXXXXX", the
 /// suffix unpredictable; ".NAME.partial.PID" before issue #16), or an empty path while there is none.

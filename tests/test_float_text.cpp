@@ -13,7 +13,16 @@
 #include <string>
 
 #include "src/core/float_text.h"
+#include "src/core/number_parsing.h"
+#include "src/core/text_format.h"
+#include "src/io/display_structure.h"
+#include "src/physics/physics_options.h"
 #include "tests/test_support.h"
+
+#include <clocale>
+#include <cstdio>
+#include <filesystem>
+#include <unistd.h>
 
 namespace espgrid {
 namespace {
@@ -133,6 +142,115 @@ TEST(FloatText, EveryFloat) {
   const char* on = std::getenv("ESPGRID_EXHAUSTIVE");
   if (!on || std::string(on) != "1") GTEST_SKIP() << "set ESPGRID_EXHAUSTIVE=1 to compare all 2^32 floats (minutes)";
   EXPECT_EQ(count_differences(0, 1), 0u);
+}
+
+
+// ---- LC_NUMERIC (issue 21) ------------------------------------------------------------------------
+
+/// printf's text of `value` in the current C locale.
+template <class... Args>
+std::string printf_text(const char* format, Args... args) {
+  char buffer[512];
+  std::snprintf(buffer, sizeof buffer, format, args...);
+  return buffer;
+}
+
+/// human_bytes and seconds_text as they were written with printf (before issue 21).
+std::string printf_human_bytes(double bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (bytes >= 1024.0 && u < 4) {
+    bytes /= 1024.0;
+    ++u;
+  }
+  return printf_text(u == 0 ? "%.0f %s" : "%.1f %s", bytes, units[u]);
+}
+std::string printf_seconds_text(double s) {
+  if (s < 1e-3) return printf_text("%.1f µs", s * 1e6);
+  if (s < 1) return printf_text("%.2f ms", s * 1e3);
+  return printf_text("%.3f s", s);
+}
+
+// The message and header texts were printf's ("%g", "%.1f", "%+.4f", ...); they are std::to_chars
+// now, which must write exactly what printf writes in the "C" locale.
+TEST(Locale, TheFormattingIsPrintfsInTheCLocale) {
+  ASSERT_STREQ(std::setlocale(LC_NUMERIC, nullptr), "C");
+  std::mt19937_64 rng(21);
+  std::vector<double> values = {0.0, -0.0, 0.2, -4.053, 1e-300, 1e300, 5e-5, -5e-5, 4.99e-5, 0.5, 1.5, 999.95,
+                                1023.95, std::numeric_limits<double>::infinity(), -std::numeric_limits<double>::infinity()};
+  std::uniform_real_distribution<double> exponent(-30, 30), sign(-1, 1);
+  for (int i = 0; i < 20000; ++i) values.push_back((sign(rng) < 0 ? -1 : 1) * std::pow(10.0, exponent(rng)));
+  for (const double v : values) {
+    SCOPED_TRACE(printf_text("%.17g", v));
+    EXPECT_EQ(number_text(v), printf_text("%g", v));
+    EXPECT_EQ(short_scientific(v), printf_text("%.3g", v));
+    EXPECT_EQ(short_fixed(v, 2), printf_text("%.*f", 2, v));
+    EXPECT_EQ(signed_charge_text(v), printf_text("%+.4f", std::fabs(v) < 5e-5 ? 0.0 : v));
+    if (v >= 0 && std::isfinite(v)) {
+      EXPECT_EQ(human_bytes(v), printf_human_bytes(v));
+      EXPECT_EQ(seconds_text(v), printf_seconds_text(v));
+    }
+  }
+}
+
+/// Makes de_DE.UTF-8 (decimal comma) with localedef in a private folder and points glibc at it
+/// (LOCPATH); returns why it cannot, or "".
+std::string make_german_locale(const std::filesystem::path& folder) {
+  if (std::system("command -v localedef >/dev/null 2>&1") != 0) return "localedef (libc-bin) is not installed";
+  std::filesystem::create_directories(folder);
+  const std::string command = "localedef -i de_DE -f UTF-8 '" + (folder / "de_DE.UTF-8").string() + "' >/dev/null 2>&1";
+  [[maybe_unused]] const int status = std::system(command.c_str());  // warnings give a non-zero status
+  if (!std::filesystem::is_directory(folder / "de_DE.UTF-8"))
+    return "de_DE.UTF-8 cannot be made here (its source: Debian's `locales` package)";
+  ::setenv("LOCPATH", folder.c_str(), 1);
+  return "";
+}
+
+// After setlocale(LC_ALL, "de_DE.UTF-8") in the same process (a Python session that set its
+// locale), a map header read "total charge +0,2000 e" and "T = 298,15 K", and a Debye header
+// "ionic strength 0,15 M" could not be read back (strtod). Nothing espgrid writes or reads may
+// follow LC_NUMERIC.
+TEST(Locale, NumbersInMessagesAndHeadersIgnoreLcNumeric) {
+  const auto folder = std::filesystem::temp_directory_path() / ("espgrid_locale_" + std::to_string(::getpid()));
+  const std::string why = make_german_locale(folder);
+  if (!why.empty()) GTEST_SKIP() << why;
+  struct Restore {
+    std::string before = std::setlocale(LC_ALL, nullptr);
+    std::filesystem::path folder;
+    ~Restore() {
+      std::setlocale(LC_ALL, before.c_str());
+      std::error_code ignored;
+      std::filesystem::remove_all(folder, ignored);
+    }
+  } restore{std::setlocale(LC_ALL, nullptr), folder};
+  PhysicsOptions debye;
+  debye.model = parse_model("debye");
+  debye.ionic_strength = 0.15;
+  debye.temperature = 298.15;
+  const std::string header = model_header(debye);
+  ASSERT_NE(std::setlocale(LC_ALL, "de_DE.UTF-8"), nullptr) << "made but not usable";
+  ASSERT_EQ(printf_text("%+.4f", 0.2), "+0,2000") << "the locale is not in force: the test would prove nothing";
+  EXPECT_EQ(signed_charge_text(0.2), "+0.2000");
+  EXPECT_EQ(signed_charge_text(-4.053), "-4.0530");
+  EXPECT_EQ(number_text(298.15), "298.15");
+  EXPECT_EQ(number_text(1e300), "1e+300");
+  EXPECT_EQ(shortest_text(0.15), "0.15");
+  EXPECT_EQ(short_fixed(7.861, 2), "7.86");
+  EXPECT_EQ(short_scientific(12345.0), "1.23e+04");
+  EXPECT_EQ(human_bytes(1536.0), "1.5 KiB");
+  EXPECT_EQ(seconds_text(0.0123), "12.30 ms");
+  EXPECT_EQ(seconds_text(1.5e-5), "15.0 µs");
+  EXPECT_EQ(model_header(debye), header);  // written the same
+  // The PDB text `espgrid view` and Python's Map.view give 3Dmol.js (issue 26's page).
+  Atoms atoms;
+  atoms.push_back(-12.3456, 0.5, 1234.5, 0.1, 1.5, ElementSymbol::from("C"));
+  const std::string pdb = display_pdb(atoms, nullptr);
+  EXPECT_NE(pdb.find(" -12.346   0.5001234.500"), std::string::npos) << pdb;
+  PhysicsOptions back;
+  back.temperature = 298.15;
+  ASSERT_TRUE(parse_model_header(header, back)) << header;  // and read back (it was strtod)
+  EXPECT_EQ(back.ionic_strength, 0.15);
+  EXPECT_EQ(parse_number("0.15"), 0.15);
 }
 
 }  // namespace

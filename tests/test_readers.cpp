@@ -24,6 +24,10 @@
 #include "src/io/structure_reader.h"
 #include "src/io/text_parsing.h"
 
+#if ESPGRID_HAVE_ZLIB
+#include <zlib.h>
+#endif
+
 namespace espgrid {
 namespace {
 
@@ -863,7 +867,7 @@ TEST(FormatFromExtension, PdbIsNotReadAsAStructureWithCharges) {
 }
 
 TEST(FormatFromExtension, UnknownExtensionAsksForFormat) {
-  for (const std::string path : {"a.gro", "noextension", "dir.pqr/file", "a.pqr.gz", ""}) {
+  for (const std::string path : {"a.gro", "noextension", "dir.pqr/file", "a.gz", "a.gro.gz", "-", ""}) {
     SCOPED_TRACE(path);
     try {
       format_from_extension(path);
@@ -1086,6 +1090,80 @@ TEST(XyzText, ColumnNamedTwiceIsRefused) {
   expect_xyz_error("1\nProperties=species:S:1:pos:R:3:pos:R:3:charge:R:1\nH 0 0 0 1 1 1 0.5\n", 2, "'pos' twice");
   expect_xyz_error("1\nProperties=species:S:1:pos:R:3:species:S:1:charge:R:1\nH 0 0 0 H 0.5\n", 2, "'species' twice");
   expect_xyz_error("1\nProperties=species:S:1:pos:R:3:charge:R:1:charge:R:1\nH 0 0 0 0.5 0.5\n", 2, "twice");
+}
+
+// Issue 25: the names structures come under (PDB's own downloads are .ent.gz and .cif.gz).
+TEST(FormatFromExtension, CompressedAndPdbxNames) {
+  EXPECT_EQ(format_from_extension("x.pqr.gz"), StructureFormat::Pqr);
+  EXPECT_EQ(format_from_extension("x.XYZ.GZ"), StructureFormat::Xyz);
+  EXPECT_EQ(format_from_extension("pdb1abc.ent.gz"), StructureFormat::Pdb);
+  EXPECT_EQ(format_from_extension("1abc.cif.gz"), StructureFormat::Mmcif);
+  EXPECT_EQ(format_from_extension("1abc.pdbx"), StructureFormat::Mmcif);
+  EXPECT_EQ(parse_format_name("pdbx"), StructureFormat::Mmcif);
+  EXPECT_EQ(structure_stem("dir/1abc.cif.gz"), "1abc");
+  EXPECT_EQ(structure_stem("-"), "");
+  EXPECT_EQ(structure_stem("/dev/stdin"), "");
+}
+
+// A gzip-compressed PQR (by name, or by its first bytes under a plain name) reads as the plain
+// file; a stream cut short is an error at its line, never a shorter structure.
+TEST(CompressedStructures, GzipReadsAsThePlainFileAndACutStreamIsAnError) {
+#if !ESPGRID_HAVE_ZLIB
+  GTEST_SKIP() << "this build has no zlib";
+#else
+  const std::string plain_path = fixture("pqr_whitespace.pqr");
+  const std::string text = slurp(plain_path);
+  const Structure plain = read_structure(plain_path, StructureFormat::Pqr);
+  const auto dir = std::filesystem::temp_directory_path() / ("espgrid_gz_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const auto write_gzip = [&](const std::string& name, std::size_t keep) {
+    const std::string path = (dir / name).string();
+    gzFile gz = gzopen((path + ".tmp").c_str(), "wb");
+    ASSERT_NE(gz, nullptr);
+    ASSERT_EQ(gzwrite(gz, text.data(), static_cast<unsigned>(text.size())), static_cast<int>(text.size()));
+    gzclose(gz);
+    std::string bytes = slurp(path + ".tmp");
+    std::ofstream(path, std::ios::binary) << bytes.substr(0, std::min(keep, bytes.size()));
+    std::filesystem::remove(path + ".tmp");
+  };
+  write_gzip("a.pqr.gz", std::string::npos);
+  write_gzip("gzip-under-a-plain-name.pqr", std::string::npos);
+  write_gzip("cut.pqr.gz", 300);
+  for (const std::string name : {"a.pqr.gz", "gzip-under-a-plain-name.pqr"}) {
+    SCOPED_TRACE(name);
+    const std::string path = (dir / name).string();
+    const Structure s = read_structure(path, format_from_extension(path));
+    EXPECT_EQ(s.atoms.x, plain.atoms.x);
+    EXPECT_EQ(s.atoms.charge, plain.atoms.charge);
+    EXPECT_EQ(s.atoms.radius, plain.atoms.radius);
+  }
+  try {
+    read_structure((dir / "cut.pqr.gz").string(), StructureFormat::Pqr);
+    ADD_FAILURE() << "a cut gzip stream was read as a shorter structure";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("truncated"), std::string::npos) << e.what();
+    EXPECT_GE(e.line(), 1u);
+  }
+  std::filesystem::remove_all(dir);
+#endif
+}
+
+// One set of checks: the PQR and XYZ readers and the Python module's arrays all ask
+// atom_value_problem, so a value refused in a file is refused from Python with the same words.
+TEST(AtomValues, OneSetOfChecksForEveryFrontEnd) {
+  const double nan = std::nan("");
+  EXPECT_EQ(atom_value_problem(AtomField::Radius, nan), "is not finite");
+  EXPECT_EQ(atom_value_problem(AtomField::Radius, -0.5), "is negative");
+  EXPECT_EQ(atom_value_problem(AtomField::Radius, 100.5), "is implausible (over 100 Å)");
+  EXPECT_EQ(atom_value_problem(AtomField::Radius, 0.0), "");
+  EXPECT_EQ(atom_value_problem(AtomField::Charge, -1000.5), "is implausible (beyond ±1000 e)");
+  EXPECT_EQ(atom_value_problem(AtomField::Charge, HUGE_VAL), "is not finite");
+  EXPECT_EQ(atom_value_problem(AtomField::Coordinate, -2e6), "is beyond ±1e6 Å; check the units");
+  EXPECT_EQ(atom_value_problem(AtomField::Coordinate, -1e6), "");
+  EXPECT_EQ(atom_value_problem(AtomField::Charge, -0.5), "");
+  // The readers say the same words at their line.
+  expect_pqr_error("ATOM 1 N MET 1 1.000 2.000 3.000 0.5 100.5\n", 1, "radius '100.5' is implausible (over 100 Å)");
+  expect_xyz_error("1\n\nC 0 2e6 0 0.1\n", 3, "y '2e6' is beyond ±1e6 Å; check the units");
 }
 
 }  // namespace

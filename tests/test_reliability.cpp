@@ -614,6 +614,97 @@ TEST_F(Reliability, BenchJsonIsValidUtf8WhateverThePaths) {
 
 // ==== CUDA error messages ===========================================================================
 
+// ==== issue 21: the second probe ==================================================================
+
+// `espgrid kernels > /dev/full` exited 0 with the listing lost (`atoms` already failed). Every
+// run whose product is what it prints now fails when stdout does; `map` and `convert`, whose
+// products are files, keep their maps (their report is not the product).
+TEST_F(Reliability, OutputThatIsTheProductIsNeverLostSilently) {
+  Child::Options full;
+  full.stdout_to = "/dev/full";  // every write: ENOSPC
+  const std::vector<std::vector<std::string>> products = {
+      {"kernels"}, {"kernels", "--help"}, {"--version"}, {"--help"}, {"map", "--help"}, {"atoms", kSmall},
+      {"verify", kSmall, "--spacing", "3", "--padding", "1", "--kernel", "cpu-parallel"}};
+  for (const auto& args : products) {
+    SCOPED_TRACE(args[0] + (args.size() > 1 ? " " + args[1] : ""));
+    const Outcome r = run(args, full);
+    EXPECT_EQ(r.code, 1) << r;
+    EXPECT_TRUE(contains(r.err, "espgrid: error: cannot write")) << r;
+    EXPECT_TRUE(contains(r.err, "standard output")) << r;
+  }
+  Outcome r = run(quick_map(kSmall, path("x.dx")), full);
+  EXPECT_EQ(r.code, 0) << r;
+  expect_valid_map(path("x.dx"));
+  r = run({"convert", path("x.dx"), "-o", path("y.mrc")}, full);
+  EXPECT_EQ(r.code, 0) << r;
+  EXPECT_TRUE(fs::exists(path("y.mrc")));
+}
+
+// An existing map on a read-only file system was reported as "read-only (mode 0644)", a mode
+// problem the user cannot fix with chmod. (A real read-only mount: a tmpfs remounted read-only
+// in a private mount namespace.)
+TEST_F(Reliability, AReadOnlyFileSystemIsNamedNotTakenForAMode) {
+  const std::string why = testing::small_fs_unavailable();
+  if (!why.empty()) GTEST_SKIP() << "needs a read-only mount: " << why;
+  fs::create_directories(path("ro"));
+  const std::string input = (fs::path(ESPGRID_SOURCE_DIR) / kSmall).string();
+  const int status = testing::run_with_small_fs(
+      path("ro"), 256,
+      "cd '" + dir_.string() + "' && echo old > ro/old.dx && chmod 0644 ro/old.dx && mount -o remount,ro ro && "
+      "\"$ESPGRID\" map '" + input + "' -o ro/old.dx --spacing 3 > old.out 2> old.err; echo $? > old.rc; "
+      "\"$ESPGRID\" map '" + input + "' -o ro/new.dx --spacing 3 > new.out 2> new.err; echo $? > new.rc; "
+      "cat ro/old.dx > old.after; ls -A ro > ro.ls");
+  ASSERT_EQ(status, 0);
+  EXPECT_EQ(slurp(path("old.rc")), "1\n") << slurp(path("old.err"));
+  EXPECT_TRUE(contains(slurp(path("old.err")), "cannot write ro/old.dx: it is on a read-only file system"))
+      << slurp(path("old.err"));
+  EXPECT_FALSE(contains(slurp(path("old.err")), "mode")) << slurp(path("old.err"));
+  EXPECT_EQ(slurp(path("new.rc")), "1\n") << slurp(path("new.err"));
+  EXPECT_TRUE(contains(slurp(path("new.err")), "directory ro is on a read-only file system")) << slurp(path("new.err"));
+  EXPECT_EQ(slurp(path("old.after")), "old\n");
+  EXPECT_EQ(slurp(path("ro.ls")), "old.dx\n");
+}
+
+// Structures as users have them: standard input ("-", with --format), a pipe, gzip (by name or
+// by content). Each gives the plain file's map, bit for bit.
+TEST_F(Reliability, StructuresFromStandardInputPipesAndGzipGiveTheFilesMap) {
+  const std::string plain = copy_of_small("s.pqr");
+  Outcome r = run(quick_map(plain, path("plain.dx")));
+  ASSERT_EQ(r.code, 0) << r;
+  const std::vector<float> expected = read_dx(path("plain.dx")).values;
+  ASSERT_EQ(std::system(("gzip -c '" + plain + "' > '" + path("s.pqr.gz") + "' && cp '" + path("s.pqr.gz") + "' '" +
+                         path("gzip-named-plain.pqr") + "'")
+                            .c_str()),
+            0);
+  Child::Options from_file;
+  from_file.stdin_from = plain;
+  Child::Options from_gzip;
+  from_gzip.stdin_from = path("s.pqr.gz");
+  const struct {
+    std::vector<std::string> args;
+    std::string map;
+    Child::Options options;
+  } cases[] = {
+      {{"map", "-", "--format", "pqr", "-o", path("stdin.dx"), "--spacing", "2", "--padding", "2"}, "stdin.dx",
+       from_file},
+      {{"map", "-", "--format", "pqr", "-o", path("stdin-gz.dx"), "--spacing", "2", "--padding", "2"}, "stdin-gz.dx",
+       from_gzip},
+      {quick_map(path("s.pqr.gz"), path("gz.dx")), "gz.dx", {}},
+      {quick_map(path("gzip-named-plain.pqr"), path("magic.dx")), "magic.dx", {}},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.map);
+    r = run(c.args, c.options);
+    ASSERT_EQ(r.code, 0) << r;
+    EXPECT_EQ(read_dx(path(c.map)).values, expected);
+  }
+  r = run({"map", "-", "-o", path("x.dx")}, from_file);
+  expect_clean_error(r, 2, "standard input ('-') has no extension to tell its format: pass --format");
+  r = run({"atoms", "-", "--format", "pqr"}, from_file);
+  ASSERT_EQ(r.code, 0) << r;
+  EXPECT_TRUE(contains(r.out, "38 atoms")) << r;
+}
+
 #if ESPGRID_HAVE_CUDA
 // A CUDA error showed an internal source location to users ("... at kernels/device_driver.cu:90").
 // Users get the call and the reason; the location is kept for developers (location(), and in

@@ -28,11 +28,20 @@ void check_positions(const double* xyz, std::size_t atoms, const std::string& wh
   static const char* const kAxis[] = {"x", "y", "z"};
   for (std::size_t i = 0; i < atoms * 3; ++i) {
     const double c = xyz[i];
-    if (!std::isfinite(c) || std::fabs(c) > kMaxCoordinate)
+    if (const std::string_view problem = atom_value_problem(AtomField::Coordinate, c); !problem.empty())
       throw UsageError(what + "[" + std::to_string(i / 3) + ", " + std::to_string(i % 3) + "] (" + kAxis[i % 3] +
                        " of atom " + std::to_string(i / 3) + ") is " + number_text(c) +
-                       ": coordinates must be finite numbers of Å within ±1e6");
+                       ": coordinates must be finite numbers of Å within ±1e6 (it " + std::string(problem) + ")");
   }
+}
+
+void check_atom_values(const std::vector<double>& values, AtomField field, const std::string& what) {
+  for (std::size_t i = 0; i < values.size(); ++i)
+    if (const std::string_view problem = atom_value_problem(field, values[i]); !problem.empty())
+      throw UsageError(what + "[" + std::to_string(i) + "] = " + number_text(values[i]) + " " + std::string(problem) +
+                       (field == AtomField::Charge ? ": charges must be finite numbers of e within ±1000"
+                                                   : ": radii must be finite numbers of Å from 0 to 100") +
+                       ", as in a PQR file");
 }
 
 MapJob FrameAverage::with_grid(MapJob job, const GridSpec& grid, const std::string& source) {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "src/physics/potential_map.h"
+#include "src/io/structure_reader.h"
 #include "src/pipeline/map_pipeline.h"
 
 namespace espgrid::python {
@@ -60,9 +61,12 @@ class FrameAverage {
   double transfer_seconds_ = 0;
 };
 
-/// Throws UsageError naming the first coordinate that is not finite or beyond the readers'
-/// ±1e6 Å (`what` names the array, e.g. "positions").
+/// Throws UsageError naming the first coordinate the structure readers would refuse (not finite,
+/// beyond ±1e6 Å: atom_value_problem); `what` names the array, e.g. "positions".
 void check_positions(const double* xyz, std::size_t atoms, const std::string& what);
+/// Throws UsageError naming the first of `values` (charges in e, radii in Å) the readers would
+/// refuse as `field` (atom_value_problem: NaN, infinite, negative radii, beyond the limits).
+void check_atom_values(const std::vector<double>& values, AtomField field, const std::string& what);
 
 /// Atoms at `n` positions `xyz` (n × 3, Å, row-major); charges, radii and elements left empty.
 Atoms atoms_of(const double* xyz, std::size_t n);

@@ -52,6 +52,8 @@ struct PyStructure {
   std::string source;        ///< the maps' header line, exactly as `espgrid map` writes it
   std::string charges_from;  ///< PDB/mmCIF: "pdb2pqr 3.5.2, AMBER force field, ..."; else empty
   std::string pdb2pqr_command;
+  std::string pdb2pqr_log;              ///< PDB/mmCIF: everything pdb2pqr printed
+  std::optional<Pdb2pqrAccount> account;  ///< PDB/mmCIF: atoms in and out, what was left out
 };
 
 /// A map and, when computed here, which kernel made it and how long it took.
@@ -197,14 +199,11 @@ PyStructure structure_from_arrays(const py::handle& positions, const py::handle&
   check_positions(xyz.data(), n, "positions");
   PyStructure s;
   s.structure.atoms = atoms_of(xyz.data(), n);
+  // The PQR reader's checks (atom_value_problem), so that arrays are held to what a file is.
   s.structure.atoms.charge = vector_of(charges, "charges", n);
-  for (std::size_t i = 0; i < n; ++i) {
-    const double q = s.structure.atoms.charge[i];
-    if (!std::isfinite(q) || std::fabs(q) > kMaxCharge)
-      throw UsageError("charges[" + std::to_string(i) + "] is " + number_text(q) +
-                       ": charges must be finite numbers of e within ±1000");
-  }
+  check_atom_values(s.structure.atoms.charge, AtomField::Charge, "charges");
   s.structure.atoms.radius = radii.is_none() ? std::vector<double>(n, 0.0) : vector_of(radii, "radii", n);
+  check_atom_values(s.structure.atoms.radius, AtomField::Radius, "radii");
   s.structure.atoms.element.assign(n, ElementSymbol{});
   s.source = describe_source(name, s.structure.atoms);
   return s;
@@ -224,16 +223,27 @@ PyStructure read_structure_file(const std::string& path, const std::optional<std
   if (keep_pqr) apply("keep-pqr", OptionValue::text(*keep_pqr));
   finish_job(job, JobUse::Values);
   if (!job.input.keep_pqr.empty()) check_output_path(job.input.keep_pqr);
+  if (!job.input.keep_pqr.empty()) check_output_path(AssignedStructure::log_path_for(job.input.keep_pqr));
   PyStructure s;
   s.path = path;
   {
+    // Notices stay in Structure.notices; Ctrl-C while pdb2pqr runs ends it and removes its folder.
+    class Interruptible : public MapObserver {
+     public:
+      void waiting() override {
+        py::gil_scoped_acquire gil;
+        if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+      }
+    } observer;
     py::gil_scoped_release release;
-    MapObserver quiet;  // notices stay in Structure.notices
-    JobInput input = read_job_input(job, quiet);
+    JobInput input = read_job_input(job, observer);
     if (input.assigned) {
       if (!job.input.keep_pqr.empty()) input.assigned->keep(job.input.keep_pqr);
       s.charges_from = input.assigned->describe();
-      s.pdb2pqr_command = input.assigned->command;
+      s.pdb2pqr_command = job.input.keep_pqr.empty() ? input.assigned->command
+                                                     : input.assigned->command_for(job.input.keep_pqr);
+      s.pdb2pqr_log = input.assigned->log;
+      s.account = input.assigned->account;
     }
     s.structure = std::move(input.structure);
     // What `espgrid map` writes in the header, so that the module's files equal the program's.
@@ -376,6 +386,32 @@ PyMap read_map_file(const std::string& path, const std::optional<std::string>& u
 py::tuple triple(const std::array<double, 3>& a) { return py::make_tuple(a[0], a[1], a[2]); }
 py::tuple triple(const std::array<std::int64_t, 3>& a) { return py::make_tuple(a[0], a[1], a[2]); }
 
+/// "Map(shape=(41, 33, 47), spacing=..., origin=..., units='kT/e', model='coulomb',
+/// dielectric=1.0, range=(-3.1, 4.2), kernel='cpu-simd', source='...')": what a notebook shows.
+/// Numbers go through Python's repr, so they read the same in any locale.
+std::string map_repr(const PyMap& p) {
+  const PotentialMap& m = p.map;
+  float lo = 0, hi = 0;
+  std::size_t finite = 0;
+  for (const float v : m.values) {
+    if (!std::isfinite(v)) continue;
+    lo = finite ? std::min(lo, v) : v;
+    hi = finite ? std::max(hi, v) : v;
+    ++finite;
+  }
+  const auto r = [](const py::object& o) { return py::repr(o).cast<std::string>(); };
+  std::string text = "Map(shape=" + r(triple(m.grid.dims)) + ", spacing=" + r(triple(m.grid.spacing)) +
+                     ", origin=" + r(triple(m.grid.origin)) + ", units=" + r(py::str(unit_name(m.physics.unit))) +
+                     ", model=" + r(py::str(model_name(m.physics.model))) +
+                     ", dielectric=" + r(py::float_(m.physics.dielectric));
+  if (m.physics.unit == PotentialUnit::KTPerE) text += ", temperature=" + r(py::float_(m.physics.temperature));
+  if (finite) text += ", range=" + r(py::make_tuple(static_cast<double>(lo), static_cast<double>(hi)));
+  if (finite != m.values.size()) text += ", not_finite=" + std::to_string(m.values.size() - finite);
+  if (!p.kernel.empty()) text += ", kernel=" + r(py::str(p.kernel));
+  if (!m.source.empty()) text += ", source=" + r(py::str(m.source));
+  return text + ")";
+}
+
 void raise(PyObject* type, const std::string& message) {
   // PyErr_SetString would drop non-ASCII text ("Å") into mojibake; pass a str.
   PyErr_SetObject(type, py::str(message).ptr());
@@ -484,6 +520,25 @@ PYBIND11_MODULE(_espgrid, m) {
                                if (s.pdb2pqr_command.empty()) return py::none();
                                return py::str(s.pdb2pqr_command);
                              })
+      .def_property_readonly("pdb2pqr_log",
+                             [](const PyStructure& s) -> py::object {
+                               if (s.charges_from.empty()) return py::none();
+                               return py::str(s.pdb2pqr_log);
+                             })
+      .def_property_readonly(
+          "pdb2pqr_atoms",
+          [](const PyStructure& s) -> py::object {
+            if (!s.account) return py::none();
+            const Pdb2pqrAccount& a = *s.account;
+            py::list left_out;
+            for (const auto& r : a.left_out)
+              left_out.append(py::dict("residue"_a = r.name, "left_out"_a = r.left_out, "heavy_atoms"_a = r.heavy));
+            return py::dict("input_atoms"_a = a.input_atoms, "input_hydrogens"_a = a.input_hydrogens,
+                            "output_atoms"_a = a.output_atoms, "output_hydrogens"_a = a.output_hydrogens,
+                            "left_out_atoms"_a = a.left_out_atoms, "left_out"_a = left_out);
+          },
+          "PDB/mmCIF input: atoms in the input and in pdb2pqr's PQR, and the input's heavy atoms it left out, by "
+          "residue (None for other input).")
       .def("__len__", [](const PyStructure& s) { return s.structure.atoms.size(); })
       .def("__repr__", [](const PyStructure& s) { return "<espgrid.Structure " + s.source + ">"; });
 
@@ -524,6 +579,7 @@ PYBIND11_MODULE(_espgrid, m) {
                                                "transfer_seconds"_a = p.timing.transfer_seconds,
                                                "write_seconds"_a = p.timing.write_seconds);
                              })
+      .def("__repr__", &map_repr)
       .def(
           "write",
           [](PyMap& p, const py::args& args) {
@@ -547,10 +603,7 @@ PYBIND11_MODULE(_espgrid, m) {
                        const std::string& source) {
              const auto count = py::len(charges);
              std::vector<double> q = vector_of(charges, "charges", count);
-             for (std::size_t i = 0; i < q.size(); ++i)
-               if (!std::isfinite(q[i]) || std::fabs(q[i]) > kMaxCharge)
-                 throw UsageError("charges[" + std::to_string(i) + "] is " + number_text(q[i]) +
-                                  ": charges must be finite numbers of e within ±1000");
+             check_atom_values(q, AtomField::Charge, "charges");
              return FrameAverage(o, grid, std::move(q), with_deviation, source);
            }),
            "options"_a, "grid"_a, "charges"_a, "with_deviation"_a, "source"_a)
@@ -616,7 +669,13 @@ PYBIND11_MODULE(_espgrid, m) {
       [](const py::handle& values, const GridSpec& grid, const py::object& like, const MapJob* options,
          const std::string& source) {
         PhysicsOptions physics = options ? options->physics : PhysicsOptions{};
-        if (!like.is_none()) physics = like.cast<const PyMap&>().map.physics;
+        if (!like.is_none()) {
+          // A wrong type is a TypeError, as Python's own calls raise, not pybind11's cast error.
+          if (!py::isinstance<PyMap>(like))
+            throw py::type_error("like= takes an espgrid.Map (whose physics the new map gets), got " +
+                                 py::repr(py::type::of(like)).cast<std::string>());
+          physics = like.cast<const PyMap&>().map.physics;
+        }
         return map_from_values(values, grid, physics, source);
       },
       "values"_a, "grid"_a, "like"_a = py::none(), "options"_a = nullptr, "source"_a = "");

@@ -4,7 +4,9 @@ Every map is compared either with the program's output for the same inputs (bit 
 module calls the same library) or with an independent double-precision sum in numpy.
 """
 
+import gzip
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -456,7 +458,7 @@ def test_pdb_through_pdb2pqr_equals_the_program(cli, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # the same relative input name, so the header lines match too
     s = espgrid.read_structure("boxb.pdb", forcefield="parse", keep_pqr="kept.pqr")
     assert s.charges_from.startswith("pdb2pqr 3.") and "PARSE force field" in s.charges_from
-    assert s.pdb2pqr_command == "pdb2pqr30 --ff PARSE boxb.pdb boxb.pqr"
+    assert s.pdb2pqr_command == "pdb2pqr30 --ff PARSE boxb.pdb kept.pqr"  # the PQR it kept (issue 25)
     assert len(s) == 619 and s.total_charge == pytest.approx(-18, abs=1e-3)
     espgrid.compute_map(s, spacing=2).write("module.dx")
     assert (tmp_path / "cli.dx").read_bytes() == (tmp_path / "module.dx").read_bytes()
@@ -466,3 +468,230 @@ def test_pdb_through_pdb2pqr_equals_the_program(cli, tmp_path, monkeypatch):
         espgrid.read_structure(os.path.join(ROOT, FAS2), ph=7)
     with pytest.raises(espgrid.UsageError, match="ph"):
         espgrid.read_structure("boxb.pdb", ph=20)
+
+
+# ---- issue 21: the module holds input to the program's checks -------------------------------------
+
+@pytest.mark.parametrize("radius, problem", [(np.nan, "is not finite"), (-1.5, "is negative"),
+                                             (101.0, "is implausible (over 100 Å)"), (np.inf, "is not finite")])
+def test_radii_are_checked_as_the_pqr_reader_checks_them(radius, problem, tmp_path, cli):
+    # NaN and negative radii were accepted from Python although the PQR reader refuses them.
+    positions, charges = read_pqr_columns(SMALL)
+    radii = np.full(len(charges), 1.5)
+    radii[7] = radius
+    with pytest.raises(espgrid.UsageError, match=r"radii\[7\] = .* " + re.escape(problem)):
+        espgrid.compute_map(positions, charges, radii=radii)
+    # The program, for the same value in a PQR: the same words (one set of checks).
+    pqr = tmp_path / "bad.pqr"
+    pqr.write_text(f"ATOM 1 N MET 1 1.000 2.000 3.000 0.5 {radius}\n")
+    r = cli("atoms", pqr)
+    assert r.returncode == 1 and problem in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("charge, problem", [(np.nan, "is not finite"), (1001.0, "is implausible (beyond ±1000 e)")])
+def test_charges_are_checked_as_the_pqr_reader_checks_them(charge, problem):
+    positions, charges = read_pqr_columns(SMALL)
+    charges = charges.copy()
+    charges[2] = charge
+    with pytest.raises(espgrid.UsageError, match=r"charges\[2\] = .* " + re.escape(problem)):
+        espgrid.compute_map(positions, charges)
+
+
+def test_map_from_values_like_takes_a_map_else_type_error():
+    # like=5 raised pybind11's cast RuntimeError ("Unable to cast Python instance...").
+    phi = espgrid.compute_map(SMALL, spacing=2.0)
+    for wrong in (5, "phi", phi.grid):
+        with pytest.raises(TypeError, match="like= takes an espgrid.Map"):
+            espgrid.map_from_values(np.asarray(phi.values), phi.grid, like=wrong)
+
+
+def test_map_repr_says_what_the_map_is():
+    phi = espgrid.compute_map(SMALL, spacing=2.0, units="kcal/mol/e", dielectric=4, kernel="cpu-reference")
+    text = repr(phi)
+    values = np.asarray(phi.values)
+    assert text.startswith(f"Map(shape={phi.shape}, spacing={phi.spacing}, origin={phi.origin}, units='kcal/mol/e', "
+                           "model='coulomb', dielectric=4.0"), text
+    assert f"range=({float(values.min())!r}, {float(values.max())!r})" in text, text
+    assert "kernel='cpu-reference'" in text and f"source={phi.source!r}" in text, text
+    holes = np.array(values)
+    holes[0, 0, 0] = np.nan
+    assert "not_finite=1" in repr(espgrid.map_from_values(holes, phi.grid, like=phi)), "NaN must be counted"
+
+
+def test_keep_pqr_never_replaces_the_input(tmp_path):
+    # read_structure('in.pdb', keep_pqr='in.pdb') overwrote the PDB with the PQR; now refused (the
+    # job's checks) under its own name, through a symbolic link and through a hard link, before
+    # pdb2pqr runs (it is never looked for: ESPGRID_PDB2PQR names nothing).
+    pdb = tmp_path / "in.pdb"
+    write_boxb_pdb(pdb)
+    before = pdb.read_bytes()
+    (tmp_path / "link.pqr").symlink_to("in.pdb")
+    os.link(pdb, tmp_path / "hard.pqr")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("ESPGRID_PDB2PQR", "/nonexistent/never-run")
+        for keep in (pdb, tmp_path / "link.pqr", tmp_path / "hard.pqr"):
+            with pytest.raises(espgrid.UsageError, match="would replace the input"):
+                espgrid.read_structure(pdb, keep_pqr=keep)
+    assert pdb.read_bytes() == before
+
+
+def test_structure_files_as_users_have_them(tmp_path):
+    # .pqr.gz (and a gzip file under a plain name) read as the plain file.
+    plain = espgrid.read_structure(FAS2)
+    with open(FAS2, "rb") as f:
+        data = f.read()
+    (tmp_path / "fas2.pqr.gz").write_bytes(gzip.compress(data))
+    (tmp_path / "fas2-really-gzip.pqr").write_bytes(gzip.compress(data))
+    for name in ("fas2.pqr.gz", "fas2-really-gzip.pqr"):
+        s = espgrid.read_structure(tmp_path / name)
+        assert np.array_equal(s.positions, plain.positions) and np.array_equal(s.charges, plain.charges), name
+    (tmp_path / "cut.pqr.gz").write_bytes(gzip.compress(data)[:4000])
+    with pytest.raises(espgrid.InputError, match="truncated"):
+        espgrid.read_structure(tmp_path / "cut.pqr.gz")
+
+
+# ---- pdb2pqr from Python: what it left out, its log, Ctrl-C ------------------------------------------
+
+def write_slow_pdb2pqr(folder, seconds):
+    """A stand-in pdb2pqr30 that records its PID and its child's, then waits `seconds`."""
+    script = folder / "slow-pdb2pqr"
+    script.write_text("#!/bin/sh\nsleep %d &\necho $! > '%s/grandchild.pid'\necho $$ > '%s/child.pid.tmp' && "
+                      "mv '%s/child.pid.tmp' '%s/child.pid'\nwait\n" % ((seconds,) + (folder,) * 4))
+    script.chmod(0o700)
+    return script
+
+
+def gone(pid):
+    """Whether process `pid` runs no more (absent, or a zombie awaiting its reaper)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+
+
+def test_ctrl_c_while_pdb2pqr_runs_ends_it_and_removes_its_folder(tmp_path, monkeypatch):
+    # The module checks for Ctrl-C while pdb2pqr runs (it runs in a process group of its own, out
+    # of the terminal's reach); KeyboardInterrupt ends the program and removes its folder.
+    pdb = tmp_path / "x.pdb"
+    write_boxb_pdb(pdb)
+    (tmp_path / "tmp").mkdir()
+    # The stand-in runs 60 s; the interrupt must end it well before (30 s allows a loaded machine;
+    # the module checks every 0.1 s). Before, the call returned only when pdb2pqr ended.
+    monkeypatch.setenv("ESPGRID_PDB2PQR", str(write_slow_pdb2pqr(tmp_path, 60)))
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))
+    sent = []
+
+    def interrupt_once_started():
+        for _ in range(6000):
+            if (tmp_path / "child.pid").exists():
+                sent.append(time.monotonic())
+                os.kill(os.getpid(), signal.SIGINT)
+                return
+            time.sleep(0.01)
+
+    threading.Thread(target=interrupt_once_started, daemon=True).start()
+    with pytest.raises(KeyboardInterrupt):
+        espgrid.read_structure(pdb)
+    assert sent and time.monotonic() - sent[0] < 30, "the interrupt waited for pdb2pqr to end"
+    program = int((tmp_path / "child.pid").read_text())
+    grandchild = int((tmp_path / "grandchild.pid").read_text())
+    try:
+        deadline = time.monotonic() + 10
+        while not (gone(program) and gone(grandchild)) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert gone(program) and gone(grandchild), "pdb2pqr's stand-in (or its child) still runs"
+        assert os.listdir(tmp_path / "tmp") == [], "its temporary folder was left"
+    finally:
+        for pid in (program, grandchild):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+def test_what_pdb2pqr_left_out_and_its_log(tmp_path, monkeypatch):
+    if not shutil.which("pdb2pqr30"):
+        pytest.skip("pdb2pqr30 is not installed (Debian: pdb2pqr; scripts/install-deps.sh installs it)")
+    pdb = tmp_path / "lig.pdb"
+    write_boxb_pdb(pdb)
+    text = pdb.read_text().replace("END\n", "")
+    text += ("HETATM 9001  C1  NAG B 501      10.000  10.000  10.000  1.00  0.00           C\n"
+             "HETATM 9002 ZN    ZN C 601      -5.000  -5.000  -5.000  1.00  0.00          ZN\nEND\n")
+    pdb.write_text(text)
+    monkeypatch.chdir(tmp_path)
+    os.mkdir("kept")
+    s = espgrid.read_structure("lig.pdb", keep_pqr="kept/lig.pqr")
+    atoms = s.pdb2pqr_atoms
+    assert atoms["input_atoms"] == 621 and atoms["left_out_atoms"] == 2, atoms
+    assert [r["residue"] for r in atoms["left_out"]] == ["NAG B 501", "ZN C 601"], atoms
+    assert "pdb2pqr left 2 of the 411 heavy atoms" in s.notices[0], s.notices
+    assert "Ignoring 2 missing lines in output" in s.pdb2pqr_log
+    assert s.pdb2pqr_command == "pdb2pqr30 --ff AMBER lig.pdb kept/lig.pqr"
+    assert (tmp_path / "kept" / "lig.log").read_text() == s.pdb2pqr_log
+    assert espgrid.read_structure(os.path.join(ROOT, FAS2)).pdb2pqr_atoms is None
+
+
+# ---- locale: the numbers in files and messages never follow LC_NUMERIC ----------------------------
+
+@pytest.fixture(scope="session")
+def german_locale(tmp_path_factory):
+    """de_DE.UTF-8 (decimal comma), made with localedef into a private folder (LOCPATH), so no
+    system locale is needed; skips, saying why, where it cannot be made."""
+    import locale
+    folder = tmp_path_factory.mktemp("locales")
+    localedef = shutil.which("localedef")
+    if localedef is None:
+        pytest.skip("localedef (libc-bin) is not installed")
+    r = subprocess.run([localedef, "-i", "de_DE", "-f", "UTF-8", str(folder / "de_DE.UTF-8")],
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if not (folder / "de_DE.UTF-8").is_dir():
+        pytest.skip(f"de_DE.UTF-8 cannot be made here (Debian: apt-get install locales): {r.stdout.strip()}")
+    os.environ["LOCPATH"] = str(folder)  # glibc reads it at each setlocale
+    before = locale.setlocale(locale.LC_ALL)
+    try:
+        locale.setlocale(locale.LC_ALL, "de_DE.UTF-8")
+    except locale.Error as e:
+        pytest.skip(f"de_DE.UTF-8 was made but cannot be set: {e}")
+    finally:
+        locale.setlocale(locale.LC_ALL, before)
+    return "de_DE.UTF-8"
+
+
+def test_files_and_messages_are_the_same_in_a_german_locale(german_locale, tmp_path, monkeypatch):
+    # After setlocale(LC_ALL, "de_DE.UTF-8") in the same process, headers read "+0,2000 e" and a
+    # Debye model's header could not be read back. Every file is compared byte for byte with the
+    # one written in the C locale, and the messages and repr with theirs.
+    import ctypes
+    import locale
+
+    def everything(folder):
+        folder.mkdir()
+        s = espgrid.read_structure(FAS2)
+        phi = espgrid.compute_map(s, spacing=1.5, model="debye", ionic_strength=0.15, dielectric=78.54,
+                                  temperature=310.25)
+        names = ["m.dx", "m.dx.gz", "m.mrc", "m.vti"]
+        phi.write(*[folder / n for n in names])
+        back = espgrid.read_map(folder / "m.dx")
+        try:
+            espgrid.compute_map(SMALL, spacing=1e300)
+        except espgrid.UsageError as e:
+            message = str(e)
+        return {n: (folder / n).read_bytes() for n in names}, s.source, repr(phi), back.physics, message
+
+    c_locale = everything(tmp_path / "c")
+    before = locale.setlocale(locale.LC_ALL)
+    locale.setlocale(locale.LC_ALL, german_locale)
+    try:
+        # The locale really is in force, down to the C library's printf.
+        assert locale.str(0.2) == "0,2"
+        buffer = ctypes.create_string_buffer(32)
+        ctypes.CDLL(None).snprintf(buffer, 32, b"%+.4f", ctypes.c_double(0.2))
+        assert buffer.value == b"+0,2000"
+        german = everything(tmp_path / "de")
+    finally:
+        locale.setlocale(locale.LC_ALL, before)
+    for name, data in c_locale[0].items():
+        assert german[0][name] == data, f"{name} differs in de_DE.UTF-8"
+    assert german[1:] == c_locale[1:]
+    assert "+4.0530 e" in german[1] and "ionic strength 0.15 M" in german[3] and "1e+300" in german[4], german[1:]

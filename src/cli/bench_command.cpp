@@ -845,8 +845,9 @@ int run_bench(int argc, char** argv) {
     check_grid_request(e2e.job.grid);
     if (job.compute.kernel.find(',') != std::string::npos || job.compute.kernel == "all")
       throw UsageError("--sweep end-to-end runs one kernel: name it with --kernel NAME, or leave the default");
-    e2e.scratch_dir =
-        args.count("scratch") ? args["scratch"].as<std::string>() : std::filesystem::temp_directory_path().string();
+    // $TMPDIR, /tmp when unset or empty; a missing one is named (not a raw filesystem_error)
+    e2e.scratch_dir = args.count("scratch") ? args["scratch"].as<std::string>()
+                                            : temporary_directory("--sweep end-to-end's scratch maps");
   }
 
   select_kernels(args, compute, b);

@@ -1,5 +1,6 @@
 // espgrid: electrostatic potential maps by direct Coulomb summation.
 // The first argument is the verb; each verb parses its own options.
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <new>
@@ -30,10 +31,33 @@ void print_usage() {
       ESPGRID_VERSION);
 }
 
-}  // namespace
+/// Whether what this run prints is its product: the listing of `kernels`, the reports of
+/// `verify` and `bench`, the atoms of `atoms`, any help, the version. `map`, `convert`, `view`
+/// and `surface` make files; their report on stdout may be lost (`espgrid map ... | head -1`)
+/// without costing the files.
+bool prints_its_product(int argc, char** argv) {
+  if (argc < 2) return true;
+  const std::string verb = argv[1];
+  if (verb != "map" && verb != "convert" && verb != "view" && verb != "surface") return true;
+  for (int i = 2; i < argc; ++i)
+    if (std::strcmp(argv[i], "-h") == 0 || std::strcmp(argv[i], "--help") == 0) return true;
+  return false;
+}
 
-int main(int argc, char** argv) {
-  espgrid::install_interrupt_cleanup();
+/// Exit status `status` once stdout is flushed: a run whose product is its output fails (1) when
+/// any of it could not be written (a full disk, /dev/full, a closed pipe), never exits 0 with
+/// the output lost.
+int with_output_checked(int status, int argc, char** argv) {
+  errno = 0;
+  const bool failed = std::fflush(stdout) != 0 || std::ferror(stdout);
+  if (!failed || !prints_its_product(argc, argv)) return status;
+  const int error = errno;
+  std::fprintf(stderr, "espgrid: error: cannot write to standard output: %s (the output of this run is lost)\n",
+               error ? std::strerror(error) : "an earlier write to it failed (a full disk? a closed pipe?)");
+  return status == 0 ? 1 : status;
+}
+
+int run_verb(int argc, char** argv) {
   if (argc < 2 || std::strcmp(argv[1], "-h") == 0 || std::strcmp(argv[1], "--help") == 0 ||
       std::strcmp(argv[1], "help") == 0) {
     print_usage();
@@ -71,4 +95,11 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "espgrid: error: %s\n", e.what());
     return 1;
   }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  espgrid::install_interrupt_cleanup();
+  return with_output_checked(run_verb(argc, argv), argc, argv);
 }

@@ -102,8 +102,17 @@ class PrintingObserver : public MapObserver {
  public:
   explicit PrintingObserver(const MapJob& job) : job_(job) {}
   void charges_assigned(const AssignedStructure& assigned, double seconds) override {
+    // The command that makes the PQR this run keeps (--keep-pqr, or its default beside the map).
     std::printf("charges    %s (%s): %s\n", assigned.describe().c_str(), seconds_text(seconds).c_str(),
-                assigned.command.c_str());
+                assigned.command_for(job_.input.keep_pqr).c_str());
+    // What went in and what came out: pdb2pqr leaves out what it has no parameters for.
+    const Pdb2pqrAccount& a = assigned.account;
+    std::printf("atoms      %s in the input (%s hydrogens), %s in pdb2pqr's PQR (%s hydrogens); %s\n",
+                with_commas(a.input_atoms).c_str(), with_commas(a.input_hydrogens).c_str(),
+                with_commas(a.output_atoms).c_str(), with_commas(a.output_hydrogens).c_str(),
+                a.left_out_atoms == 0 ? "every heavy atom kept"
+                                      : (with_commas(a.left_out_atoms) + " heavy atoms left out: " + a.left_out_text())
+                                            .c_str());
     std::fflush(stdout);
   }
   void notice(const std::string& text) override { std::fprintf(stderr, "espgrid: note: %s\n", text.c_str()); }
@@ -154,6 +163,8 @@ int run_map_distributed(const cxxopts::ParseResult& args, scaleout::Cluster& clu
   try {
     cluster.agree("checking the command line and reading the input", [&] {
       job = job_from_args(args, kMapOptions, JobUse::Map);
+      if (is_standard_input(job.input.path))
+        throw UsageError("under mpirun, give a file: every rank reads the input, and only one has standard input");
       if (job.physics.poisson_boltzmann)  // issue 23: one process solves the whole grid
         throw UsageError("--model pb runs in one process; run it without mpirun (on a GPU it takes seconds)");
       if (needs_charge_assignment(job.input.file_format()))

@@ -5,13 +5,13 @@
 #include "src/compute/msm_cuda_driver.h"
 #include "src/compute/msm_cpu.h"
 #include "src/compute/msm_plan.h"
+#include "src/core/text_format.h"
 
 namespace espgrid {
 namespace {
 
 std::string method_text(const ResolvedMsm& resolved, const msm::Plan& plan) {
-  char bound[32];
-  std::snprintf(bound, sizeof bound, "%g", resolved.error_bound);
+  const std::string bound = number_text(resolved.error_bound);  // "%g" in any locale
   return "multilevel summation (approximate), " + describe(resolved.params) + ", " +
          std::to_string(plan.level_count()) + (plan.level_count() == 1 ? " level" : " levels") + " (" +
          resolved.origin + "); expected relative RMS error <= " + bound + " at points >= 1.4 Å from atoms";

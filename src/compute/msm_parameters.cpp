@@ -5,15 +5,12 @@
 #include <cstdio>
 
 #include "src/core/errors.h"
+#include "src/core/text_format.h"
 
 namespace espgrid {
 namespace {
 
-std::string number(double v) {
-  char buffer[32];
-  std::snprintf(buffer, sizeof buffer, "%g", v);
-  return buffer;
-}
+std::string number(double v) { return number_text(v); }  // "%g" in any locale
 
 }  // namespace
 

@@ -7,6 +7,7 @@
 
 #include "src/compute/msm_math.h"
 #include "src/core/errors.h"
+#include "src/core/text_format.h"
 
 namespace espgrid::msm {
 namespace {
@@ -68,7 +69,7 @@ void check_size(const GridBox& box, const MsmParameters& p, const char* what) {
   if (points > static_cast<double>(kMaxGridPoints))
     throw UsageError("the MSM " + std::string(what) + " would have " + std::to_string(box.n[0]) + "x" +
                      std::to_string(box.n[1]) + "x" + std::to_string(box.n[2]) + " points at spacing " +
-                     std::to_string(p.spacing) + " Å (at most " + std::to_string(kMaxGridPoints) +
+                     number_text(p.spacing) + " Å (at most " + std::to_string(kMaxGridPoints) +
                      "): the atoms or the map span too much space for this spacing; use a coarser --msm-spacing or "
                      "an exact kernel");
 }
@@ -115,7 +116,7 @@ std::int64_t slab_planes(const DcsProblem& p, const Plan& plan, std::size_t max_
 
 std::int64_t lattice_floor(double x, double h) {
   const double v = std::floor(x / h);
-  if (!(std::fabs(v) < 1e15)) throw Error("MSM: coordinate " + std::to_string(x) + " Å is out of range");
+  if (!(std::fabs(v) < 1e15)) throw Error("MSM: coordinate " + number_text(x) + " Å is out of range");
   return static_cast<std::int64_t>(v);
 }
 

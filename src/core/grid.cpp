@@ -141,12 +141,12 @@ void check_atoms_fit(std::size_t atoms, std::size_t available) {
 }
 
 std::string describe(const GridSpec& grid) {
-  std::ostringstream out;
-  out << grid.dims[0] << " x " << grid.dims[1] << " x " << grid.dims[2] << " = "
-      << with_commas(static_cast<std::uint64_t>(grid.dims[0]) * static_cast<std::uint64_t>(grid.dims[1]) *
-                     static_cast<std::uint64_t>(grid.dims[2]))
-      << " points";
-  return out.str();
+  // std::to_string, not a stream: a stream takes the C++ global locale's digit grouping.
+  return std::to_string(grid.dims[0]) + " x " + std::to_string(grid.dims[1]) + " x " + std::to_string(grid.dims[2]) +
+         " = " +
+         with_commas(static_cast<std::uint64_t>(grid.dims[0]) * static_cast<std::uint64_t>(grid.dims[1]) *
+                     static_cast<std::uint64_t>(grid.dims[2])) +
+         " points";
 }
 
 }  // namespace espgrid

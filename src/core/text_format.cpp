@@ -2,15 +2,25 @@
 
 #include <charconv>
 #include <cmath>
-#include <cstdio>
+#include <string_view>
 
 namespace espgrid {
+namespace {
 
-std::string number_text(double value) {
-  char buffer[32];
-  std::snprintf(buffer, sizeof buffer, "%g", value);
-  return buffer;
+/// `value` as printf's "%.<precision>g" (general) or "%.<precision>f" (fixed) writes it in the
+/// "C" locale: std::to_chars never looks at the locale, so a process that switched LC_NUMERIC
+/// (Python: locale.setlocale(locale.LC_ALL, "de_DE.UTF-8")) still gets "0.2000", never
+/// "0,2000", in messages and in every file header.
+std::string formatted(double value, std::chars_format format, int precision) {
+  char buffer[512];  // a fixed 1e308 with a few decimals fits
+  const auto [end, error] = std::to_chars(buffer, buffer + sizeof buffer, value, format, precision);
+  if (error != std::errc()) return "?";
+  return std::string(buffer, end);
 }
+
+}  // namespace
+
+std::string number_text(double value) { return formatted(value, std::chars_format::general, 6); }
 
 std::string shortest_text(double value) {
   char buffer[32];
@@ -36,38 +46,24 @@ std::string human_bytes(double bytes) {
     bytes /= 1024.0;
     ++u;
   }
-  char buffer[32];
-  std::snprintf(buffer, sizeof buffer, u == 0 ? "%.0f %s" : "%.1f %s", bytes, units[u]);
-  return buffer;
+  return formatted(bytes, std::chars_format::fixed, u == 0 ? 0 : 1) + " " + units[u];
 }
 
 std::string seconds_text(double s) {
-  char buffer[32];
-  if (s < 1e-3)
-    std::snprintf(buffer, sizeof buffer, "%.1f µs", s * 1e6);
-  else if (s < 1)
-    std::snprintf(buffer, sizeof buffer, "%.2f ms", s * 1e3);
-  else
-    std::snprintf(buffer, sizeof buffer, "%.3f s", s);
-  return buffer;
+  if (s < 1e-3) return formatted(s * 1e6, std::chars_format::fixed, 1) + " µs";
+  if (s < 1) return formatted(s * 1e3, std::chars_format::fixed, 2) + " ms";
+  return formatted(s, std::chars_format::fixed, 3) + " s";
 }
 
 std::string short_fixed(double value, int decimals) {
-  char buffer[48];
-  std::snprintf(buffer, sizeof buffer, "%.*f", decimals, value);
-  return buffer;
+  return formatted(value, std::chars_format::fixed, decimals < 0 ? 6 : decimals);
 }
 
-std::string short_scientific(double value) {
-  char buffer[32];
-  std::snprintf(buffer, sizeof buffer, "%.3g", value);
-  return buffer;
-}
+std::string short_scientific(double value) { return formatted(value, std::chars_format::general, 3); }
 
 std::string signed_charge_text(double q) {
-  char buffer[32];
-  std::snprintf(buffer, sizeof buffer, "%+.4f", std::fabs(q) < 5e-5 ? 0.0 : q);
-  return buffer;
+  const std::string text = formatted(std::fabs(q) < 5e-5 ? 0.0 : q, std::chars_format::fixed, 4);
+  return text[0] == '-' ? text : "+" + text;  // printf's "%+.4f"
 }
 
 }  // namespace espgrid

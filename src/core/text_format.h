@@ -1,5 +1,7 @@
 // Numbers as people read them in espgrid's messages and tables. One place, so that every
-// message prints a value the same way.
+// message prints a value the same way. None of them depends on the locale (std::to_chars, not
+// printf): a process that set LC_NUMERIC (a Python session after locale.setlocale) still writes
+// "0.5", never "0,5", into messages and file headers (tests/test_float_text.cpp: Locale*).
 #pragma once
 
 #include <cstdint>

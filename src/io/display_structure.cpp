@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <fstream>
 
+#include "src/core/text_format.h"
 #include "src/io/text_parsing.h"
 
 namespace espgrid {
@@ -112,10 +113,17 @@ std::string display_pdb(const Atoms& atoms, const std::vector<AtomLabel>* labels
       std::snprintf(name, sizeof name, "%-4.4s", l.name.c_str());
     else
       std::snprintf(name, sizeof name, " %-3.3s", l.name.c_str());
-    std::snprintf(line, sizeof line, "%-6s%5d %4s %3.3s %c%4d%c   %8.3f%8.3f%8.3f  1.00  0.00          %2s\n",
+    // "%8.3f" three times, in any locale (printf would write "1,234" after a Python session's
+    // setlocale, and 3Dmol.js would misplace every atom).
+    const auto coordinate = [](double v) {
+      const std::string text = short_fixed(v, 3);
+      return std::string(text.size() < 8 ? 8 - text.size() : 0, ' ') + text;
+    };
+    const std::string xyz = coordinate(atoms.x[i]) + coordinate(atoms.y[i]) + coordinate(atoms.z[i]);
+    std::snprintf(line, sizeof line, "%-6s%5d %4s %3.3s %c%4d%c   %s  1.00  0.00          %2s\n",
                   l.hetero ? "HETATM" : "ATOM", static_cast<int>((i + 1) % 100000), name, l.residue.c_str(),
-                  l.chain, static_cast<int>(l.residue_number >= -999 && l.residue_number <= 9999 ? l.residue_number : ((l.residue_number % 10000) + 10000) % 10000), l.insertion, atoms.x[i],
-                  atoms.y[i], atoms.z[i], element.c_str());
+                  l.chain, static_cast<int>(l.residue_number >= -999 && l.residue_number <= 9999 ? l.residue_number : ((l.residue_number % 10000) + 10000) % 10000), l.insertion,
+                  xyz.c_str(), element.c_str());
     out += line;
   }
   out += "END\n";

@@ -1,7 +1,6 @@
 #include "src/io/pdb2pqr_source.h"
 
 #include <fcntl.h>
-#include <spawn.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -12,16 +11,19 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <initializer_list>
+#include <map>
+#include <memory>
 #include <set>
 #include <sstream>
 #include <sys/stat.h>
-#include <sys/wait.h>
+#include <sys/statvfs.h>
 
 #include "src/core/errors.h"
+#include "src/core/number_parsing.h"
 #include "src/core/text_format.h"
 #include "src/io/atomic_output_file.h"
-
-extern char** environ;
+#include "src/io/text_parsing.h"
 
 namespace espgrid {
 namespace {
@@ -70,34 +72,51 @@ struct ProgramRun {
   std::string output;  ///< stdout and stderr together
 };
 
-/// Runs argv (argv[0] a path) in `folder` with stdin from /dev/null and stdout and stderr
-/// into folder/`log_name`; no shell is involved, so no name needs quoting.
-ProgramRun run_program(const std::vector<std::string>& argv, const fs::path& folder, const std::string& log_name) {
-  const fs::path log = folder / log_name;
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
-  posix_spawn_file_actions_addchdir_np(&actions, folder.c_str());
-  std::vector<char*> args;
-  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  pid_t pid = 0;
-  const int rc = ::posix_spawn(&pid, argv[0].c_str(), &actions, nullptr, args.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  if (rc != 0) throw Error("cannot run " + argv[0] + ": " + std::strerror(rc));
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) throw Error("waiting for " + argv[0] + ": " + std::strerror(errno));
-  }
-  ProgramRun run;
-  if (WIFEXITED(status)) run.exit_code = WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) run.signal = WTERMSIG(status);
-  std::ifstream in(log, std::ios::binary);
+/// Reads a whole file (a log in the temporary folder) as text; empty when it cannot.
+std::string file_text(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
   std::ostringstream text;
   text << in.rdbuf();
-  run.output = text.str();
+  return text.str();
+}
+
+/// The free space of the file system holding `folder`, for messages about a full TMPDIR: ""
+/// when there is room, else " (... is full: N bytes free)".
+std::string full_note(const fs::path& folder) {
+  struct statvfs fs {};
+  if (::statvfs(folder.c_str(), &fs) != 0) return "";
+  const double free_bytes = static_cast<double>(fs.f_bavail) * static_cast<double>(fs.f_frsize);
+  if (free_bytes >= 1024.0 * 1024.0 && fs.f_favail > 16) return "";
+  const char* variable = std::getenv("TMPDIR");
+  return "\n  (the temporary folder's file system is full: " + human_bytes(free_bytes) + " and " +
+         std::to_string(fs.f_favail) + " files free in " + folder.parent_path().string() +
+         (variable && *variable ? " (TMPDIR)" : "") + "; free space there or set TMPDIR to another directory)";
+}
+
+/// Runs argv (argv[0] a path) in `folder` (io/atomic_output_file.h: run_child, in a process
+/// group the interrupt handler ends) with stdin from /dev/null and stdout and stderr into
+/// folder/`log_name`; no shell is involved, so no name needs quoting.
+ProgramRun run_program(const std::vector<std::string>& argv, const fs::path& folder, const std::string& log_name,
+                       const std::function<void()>& waiting) {
+  const fs::path log = folder / log_name;
+  const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    const int error = errno;
+    throw Error("cannot run " + fs::path(argv[0]).filename().string() + ": cannot create its log " + log.string() +
+                ": " + std::strerror(error) + full_note(folder));
+  }
+  ChildExit exit;
+  try {
+    exit = run_child(argv, folder.string(), fd, waiting);
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
+  ::close(fd);
+  ProgramRun run;
+  run.exit_code = exit.exit_code;
+  run.signal = exit.signal;
+  run.output = file_text(log);
   return run;
 }
 
@@ -134,38 +153,140 @@ std::string indented(const std::vector<std::string>& lines) {
   return out;
 }
 
-std::string ended_how(const ProgramRun& run) {
-  return run.signal ? "killed by signal " + std::to_string(run.signal) : "exit code " + std::to_string(run.exit_code);
+/// `word` as a shell word: as it is when it needs no quoting, else in single quotes. For the
+/// equivalent command lines people copy.
+std::string shell_word(const std::string& word) {
+  const bool plain = !word.empty() && std::all_of(word.begin(), word.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || std::strchr("/._-+,:=@%", c) != nullptr;
+  });
+  if (plain) return word;
+  std::string out = "'";
+  for (const char c : word) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
 }
 
-/// A private folder under the system's temporary directory.
-fs::path make_temporary_folder() {
-  std::string pattern = (fs::temp_directory_path() / "espgrid-pdb2pqr-XXXXXX").string();
-  if (!::mkdtemp(pattern.data()))
-    throw Error("cannot create a temporary folder for pdb2pqr: " + std::string(std::strerror(errno)));
-  return pattern;
+/// Whether a program's output holds any of `needles`.
+bool log_says(const std::string& output, std::initializer_list<const char*> needles) {
+  return std::any_of(needles.begin(), needles.end(),
+                     [&](const char* needle) { return output.find(needle) != std::string::npos; });
 }
 
-/// Removes a temporary folder on every path out of assign_charges until it is handed over.
-struct FolderGuard {
-  fs::path folder;
-  ~FolderGuard() {
-    std::error_code ignored;
-    if (!folder.empty()) fs::remove_all(folder, ignored);
-  }
+/// What a failure of PDB2PQR means where its own words mislead or say nothing, or "".
+std::string explain_failure(const std::string& output, const std::string& force_field) {
+  // pdb2pqr 3.5 formats this error with "{:i}" and dies of a ValueError instead of saying it.
+  if (log_says(output, {"Unknown format code 'i'", "missing too many"}))
+    return "\n  What it means: more than 10 % of the heavy atoms pdb2pqr's " + force_field +
+           " templates expect are missing from the structure, too many for it to rebuild (pdb2pqr 3.5 then fails "
+           "with \"Unknown format code 'i'\", a bug in its own error message). Typical causes: a model with only "
+           "C-alpha or backbone atoms, residues cut short, or many residues it has no parameters for. Complete the "
+           "structure first (e.g. PDBFixer, MODELLER), or give a PQR file with charges and radii.";
+  if (log_says(output, {"No biomolecule heavy atoms found"}))
+    return "\n  What it means: pdb2pqr found no residue it has " + force_field +
+           " parameters for (it knows amino acids, nucleic acids and water; ligands and ions need charges from "
+           "another tool): give a PQR file with charges and radii.";
+  return "";
+}
+
+/// Heavy atoms of a PDB text, for account_for_atoms: position (in 0.001 Å), residue, element.
+struct PdbAtom {
+  std::array<long long, 3> milli;
+  std::string residue;   ///< "NAG B 501"
+  std::string identity;  ///< residue + atom name: alternate locations share it
+  bool hydrogen = false;
 };
+
+std::string field(const std::string& line, std::size_t from, std::size_t count) {
+  if (line.size() <= from) return "";
+  return trimmed(line.substr(from, count));
+}
+
+long long milli(double value) { return std::llround(value * 1000.0); }
 
 }  // namespace
 
+std::string Pdb2pqrAccount::left_out_text(std::size_t most) const {
+  std::string text;
+  for (std::size_t i = 0; i < left_out.size() && i < most; ++i) {
+    const Residue& r = left_out[i];
+    text += (i ? ", " : "") + r.name + " (" + std::to_string(r.left_out) + " of " + std::to_string(r.heavy) +
+            (i == 0 ? " heavy atoms)" : ")");
+  }
+  if (left_out.size() > most) text += " and " + std::to_string(left_out.size() - most) + " more residues";
+  return text;
+}
+
+Pdb2pqrAccount account_for_atoms(const std::string& pdb, const Atoms& pqr) {
+  Pdb2pqrAccount account;
+  // The PQR's positions (pdb2pqr writes %8.3f, the PDB's own precision).
+  std::set<std::array<long long, 3>> kept;
+  for (std::size_t i = 0; i < pqr.size(); ++i) {
+    const std::string element = pqr.element[i].text();
+    if (element == "H" || element == "D") {
+      ++account.output_hydrogens;
+      continue;
+    }
+    kept.insert({milli(pqr.x[i]), milli(pqr.y[i]), milli(pqr.z[i])});
+  }
+  account.output_atoms = pqr.size();
+  // The input's atoms of the first model, each once (its alternate locations: one atom).
+  std::istringstream in(pdb);
+  std::string line;
+  std::map<std::string, bool> atom_kept;                                   // identity -> a position of it is in the PQR
+  std::map<std::string, std::size_t> residue_at;                           // residue -> index in `residues`
+  std::vector<std::pair<std::string, std::vector<std::string>>> residues;  // in input order
+  while (std::getline(in, line)) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.rfind("ENDMDL", 0) == 0) break;  // pdb2pqr reads the first model
+    if (line.rfind("ATOM  ", 0) != 0 && line.rfind("HETATM", 0) != 0) continue;
+    const std::string name = field(line, 12, 4);
+    const std::string residue_name = field(line, 17, 3);
+    const std::string chain = field(line, 21, 1);
+    const std::string number = field(line, 22, 4) + field(line, 26, 1);
+    std::string element = field(line, 76, 2);
+    if (element.empty()) {  // from the atom name: its first letter after any digits ("1HB" -> H)
+      const std::size_t letter = name.find_first_not_of("0123456789");
+      element = letter == std::string::npos ? "" : name.substr(letter, 1);
+    }
+    for (char& c : element) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    const std::string residue = residue_name + (chain.empty() ? "" : " " + chain) + " " + number;
+    const std::string identity = residue + "/" + name;
+    const bool hydrogen = element == "H" || element == "D";
+    const auto coordinate = [&](std::size_t from) { return parse_number(field(line, from, 8)); };
+    const auto x = coordinate(30), y = coordinate(38), z = coordinate(46);
+    const bool present = x && y && z && kept.count({milli(*x), milli(*y), milli(*z)}) > 0;
+    const auto [it, first] = atom_kept.emplace(identity, present);
+    if (!first) {
+      it->second = it->second || present;  // an alternate location of an atom already counted
+      continue;
+    }
+    ++account.input_atoms;
+    if (hydrogen) {
+      ++account.input_hydrogens;
+      continue;
+    }
+    auto [slot, new_residue] = residue_at.emplace(residue, residues.size());
+    if (new_residue) residues.push_back({residue, {}});
+    residues[slot->second].second.push_back(identity);
+  }
+  for (const auto& [residue, atoms] : residues) {
+    Pdb2pqrAccount::Residue r{residue, 0, atoms.size()};
+    for (const std::string& identity : atoms) r.left_out += atom_kept[identity] ? 0 : 1;
+    if (r.left_out == 0) continue;
+    account.left_out_atoms += r.left_out;
+    account.left_out.push_back(std::move(r));
+  }
+  return account;
+}
+
 void check_charge_assignment(const ChargeAssignment& assignment) {
   const std::string& ff = assignment.force_field;
-  const bool plain = !ff.empty() && ff.size() <= 32 && std::all_of(ff.begin(), ff.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c));
-  });
-  if (!plain)
+  // Known before pdb2pqr runs: its --ff takes these names only (it would fail late, and only
+  // after the PROPKA run, with an argparse message).
+  if (std::find(kPdb2pqrForceFields.begin(), kPdb2pqrForceFields.end(), ff) == kPdb2pqrForceFields.end())
     throw UsageError(
-        "--forcefield takes a PDB2PQR force field name (AMBER, CHARMM, PARSE, TYL06, PEOEPB or SWANSON), got '" + ff +
-        "'");
+        "--forcefield takes one of pdb2pqr's force fields (AMBER, CHARMM, PARSE, TYL06, PEOEPB or "
+        "SWANSON; any case), got " +
+        espgrid::quoted(ff));
   if (assignment.ph && !(std::isfinite(*assignment.ph) && *assignment.ph >= 0 && *assignment.ph <= 14))
     throw UsageError("--ph must be a number from 0 to 14, got " + number_text(*assignment.ph));
 }
@@ -233,30 +354,6 @@ Pdb2pqrLog parse_pdb2pqr_log(const std::string& output) {
   return log;
 }
 
-AssignedStructure::~AssignedStructure() {
-  std::error_code ignored;
-  if (!folder_.empty()) fs::remove_all(folder_, ignored);
-}
-
-AssignedStructure::AssignedStructure(AssignedStructure&& other) noexcept { *this = std::move(other); }
-
-AssignedStructure& AssignedStructure::operator=(AssignedStructure&& other) noexcept {
-  if (this != &other) {
-    std::error_code ignored;
-    if (!folder_.empty()) fs::remove_all(folder_, ignored);
-    structure = std::move(other.structure);
-    version = std::move(other.version);
-    command = std::move(other.command);
-    converted_with = std::move(other.converted_with);
-    assignment = std::move(other.assignment);
-    folder_ = std::move(other.folder_);
-    pqr_ = std::move(other.pqr_);
-    other.folder_.clear();
-    other.pqr_.clear();
-  }
-  return *this;
-}
-
 std::string AssignedStructure::describe() const {
   std::string text =
       "pdb2pqr " + version + ", " + assignment.force_field + " force field, " +
@@ -265,82 +362,194 @@ std::string AssignedStructure::describe() const {
   return text;
 }
 
-void AssignedStructure::keep(const std::string& destination) const {
-  if (pqr_.empty()) throw Error("internal error: no PQR to keep");
-  AtomicOutputFile out(destination);
-  std::error_code ec;
-  fs::copy_file(pqr_, out.temporary_path(), fs::copy_options::overwrite_existing, ec);
-  if (ec) throw Error("cannot write " + destination + ": " + ec.message());
-  out.commit();
+std::string AssignedStructure::command_for(const std::string& pqr_path) const {
+  return command_prefix_ + command_options_ + shell_word(pqr_path);
 }
 
-AssignedStructure assign_charges(const std::string& input, StructureFormat format, const ChargeAssignment& assignment) {
+std::string AssignedStructure::log_path_for(const std::string& pqr_path) {
+  fs::path p(pqr_path);
+  std::string extension = p.extension().string();
+  for (char& c : extension) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (extension == ".pqr") return p.replace_extension(".log").string();
+  return pqr_path + ".log";
+}
+
+namespace {
+
+/// Writes `size` bytes to `fd`, retrying short writes; false with errno set on failure.
+bool write_all(int fd, const char* data, std::size_t size) {
+  while (size > 0) {
+    const ssize_t n = ::write(fd, data, std::min<std::size_t>(size, std::size_t{1} << 30));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    data += n;
+    size -= static_cast<std::size_t>(n);
+  }
+  return true;
+}
+
+/// Writes `text` to `destination` atomically; Error naming the destination and the reason.
+void write_text_file(const std::string& destination, const std::string& text) {
+  AtomicOutputFile out(destination);
+  const std::string nothing = " (nothing written to " + destination + ")";
+  const int fd = ::open(out.temporary_path().c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC);
+  if (fd < 0) throw Error("cannot write " + destination + ": " + std::strerror(errno) + nothing);
+  const bool written = write_all(fd, text.data(), text.size());
+  const int error = errno;
+  if (!written) {
+    ::close(fd);
+    throw Error("cannot write " + destination + ": " + std::strerror(error) + nothing);
+  }
+  if (::close(fd) != 0) throw Error("cannot write " + destination + ": " + std::strerror(errno) + nothing);
+  out.commit();  // fsync first: a full disk that took the data lazily fails here, named
+}
+
+}  // namespace
+
+void AssignedStructure::keep(const std::string& destination) const {
+  if (pqr_.empty()) throw Error("internal error: no PQR to keep");
+  // Read whole, written with explicit checks: fs::copy_file reported a full disk as
+  // "Input/output error" (copy_file_range into /proc/self/fd/N).
+  const std::string pqr = file_text(pqr_);
+  if (pqr.empty()) throw Error("cannot keep pdb2pqr's PQR: " + pqr_ + " cannot be read");
+  write_text_file(destination, pqr);
+  write_text_file(log_path_for(destination), log);
+}
+
+AssignedStructure assign_charges(const std::string& input, StructureFormat format, const ChargeAssignment& assignment,
+                                 const std::function<void()>& waiting) {
   check_charge_assignment(assignment);
   std::error_code ec;
-  // PDB2PQR takes a name it cannot open for a PDB ID and downloads that entry: never let it.
-  if (fs::is_directory(input, ec)) throw Error(input + " is a directory, not a structure file");
-  if (!fs::is_regular_file(input, ec)) throw Error("cannot open " + input + ": no such file");
+  // What reaches pdb2pqr is a regular file: a plain file is given as it is, anything else
+  // (standard input, a pipe such as <(zcat x.pdb.gz), gzip data) is copied into the folder
+  // first. PDB2PQR takes a name it cannot open for a PDB ID and downloads that entry: never
+  // let it see a name that is not a file.
+  const bool standard_input = is_standard_input(input);
+  if (!standard_input && fs::is_directory(input, ec)) throw Error(input + " is a directory, not a structure file");
+  // /dev/stdin and /proc/self/fd/N name this process's own descriptors: pdb2pqr, another
+  // process with stdin from /dev/null, would read something else under the same name.
+  const bool own_descriptor = input.rfind("/dev/", 0) == 0 || input.rfind("/proc/", 0) == 0;
+  const bool gzip = !standard_input && (input.size() > 3 && (input.compare(input.size() - 3, 3, ".gz") == 0 ||
+                                                             input.compare(input.size() - 3, 3, ".GZ") == 0));
+  const bool copied = standard_input || own_descriptor || read_through_gzip(input);
+  if (!copied && !fs::is_regular_file(input, ec)) throw Error("cannot open " + input + ": no such file");
   const std::string pdb2pqr = pdb2pqr_program();
   const std::string gemmi = format == StructureFormat::Mmcif ? gemmi_program() : std::string();
 
-  FolderGuard guard{make_temporary_folder()};
-  const fs::path folder = guard.folder;
-  const fs::path absolute_input = fs::absolute(input);
-  std::string stem = fs::path(input).stem().string();
-  if (stem.empty() || stem[0] == '.' || stem[0] == '-') stem = "structure" + stem;
-
   AssignedStructure result;
+  result.folder_ = std::make_shared<TemporaryFolder>("espgrid-pdb2pqr", "pdb2pqr's work");
+  const fs::path folder = result.folder_->path();
+  std::string stem = structure_stem(input);
+  if (stem.empty() || stem[0] == '.' || stem[0] == '-') stem = "structure" + stem;
+  const std::string shown_input = standard_input ? std::string("standard input") : input;
+
   result.assignment = assignment;
-  std::string pdb_input = absolute_input.string();
-  std::string command_prefix;
+  std::string given;  // the file the first program reads, as the command shows it
+  std::string pdb_input;
+  if (copied) {
+    // Through the structure reader's line source: a read error, binary data or a gzip stream
+    // cut short stops here with the file and line, never as a shorter structure.
+    given = stem + (format == StructureFormat::Mmcif ? ".cif" : ".pdb");
+    if (fs::path(input).filename() == given) given = stem + "-gunzipped" + fs::path(given).extension().string();
+    const std::unique_ptr<LineSource> lines = open_structure_lines(input);
+    std::string text;
+    while (const auto line = lines->next()) {
+      text.append(*line);
+      text += '\n';
+    }
+    if (lines->empty()) throw Error(shown_input + " is empty: no structure to give pdb2pqr");
+    const fs::path copy = folder / given;
+    const int fd = ::open(copy.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0 || !write_all(fd, text.data(), text.size())) {
+      const int error = errno;
+      if (fd >= 0) ::close(fd);
+      throw Error("cannot copy " + shown_input + " for pdb2pqr into " + copy.string() + ": " + std::strerror(error) +
+                  full_note(folder));
+    }
+    ::close(fd);
+    pdb_input = copy.string();
+    const bool compressed = gzip || (!standard_input && !own_descriptor && is_gzip_file(input));
+    result.command_prefix_ = standard_input ? "cat > " + given + " && "
+                             : compressed   ? "gunzip -c " + shell_word(input) + " > " + given + " && "
+                                            : "cat " + shell_word(input) + " > " + given + " && ";
+  } else {
+    given = input;
+    pdb_input = fs::absolute(input).string();
+  }
+  std::string pdb2pqr_reads = shell_word(given);
   if (format == StructureFormat::Mmcif) {
     // --shorten: PDB holds chain names of one or two characters; PDB2PQR drops them anyway,
     // but keeps chains apart by them (termini).
     const std::string converted = stem + ".pdb";
-    const ProgramRun run = run_program(
-        {gemmi, "convert", "--from=mmcif", "--to=pdb", "--shorten", pdb_input, converted}, folder, "gemmi.log");
+    const ProgramRun run =
+        run_program({gemmi, "convert", "--from=mmcif", "--to=pdb", "--shorten", pdb_input, converted}, folder,
+                    "gemmi.log", waiting);
     if (run.exit_code != 0)
-      throw Error("gemmi could not convert " + input + " from mmCIF to PDB for pdb2pqr (" + ended_how(run) +
-                  "); its messages:" + indented(tail(run.output, kTailLines)));
-    const ProgramRun version = run_program({gemmi, "--version"}, folder, "gemmi-version.log");
+      throw Error("gemmi could not convert " + shown_input + " from mmCIF to PDB for pdb2pqr (" +
+                  (run.signal ? "killed by signal " + std::to_string(run.signal)
+                              : "exit code " + std::to_string(run.exit_code)) +
+                  "); its messages:" + indented(tail(run.output, kTailLines)) + full_note(folder));
+    const ProgramRun version = run_program({gemmi, "--version"}, folder, "gemmi-version.log", waiting);
     result.converted_with = trimmed(version.output).empty() ? "gemmi" : trimmed(lines_of(version.output).front());
     pdb_input = (folder / converted).string();
-    command_prefix = "gemmi convert --from=mmcif --to=pdb --shorten " + input + " " + converted + " && ";
+    result.command_prefix_ +=
+        "gemmi convert --from=mmcif --to=pdb --shorten " + pdb2pqr_reads + " " + converted + " && ";
+    pdb2pqr_reads = converted;
   }
 
-  const std::string pqr_name = stem + ".pqr";
+  result.pqr_name_ = stem + ".pqr";
   std::vector<std::string> argv = {pdb2pqr, "--ff", assignment.force_field};
   if (assignment.ph) {
     argv.insert(argv.end(), {"--titration-state-method", "propka", "--with-ph", shortest_text(*assignment.ph)});
   }
   std::string options;
   for (std::size_t i = 1; i < argv.size(); ++i) options += " " + argv[i];
-  argv.insert(argv.end(), {pdb_input, pqr_name});
-  result.command = command_prefix + fs::path(pdb2pqr).filename().string() + options + " " +
-                   (format == StructureFormat::Mmcif ? stem + ".pdb" : input) + " " + pqr_name;
+  argv.insert(argv.end(), {pdb_input, result.pqr_name_});
+  result.command_options_ = fs::path(pdb2pqr).filename().string() + options + " " + pdb2pqr_reads + " ";
+  result.command = result.command_for(result.pqr_name_);
 
-  const ProgramRun run = run_program(argv, folder, "pdb2pqr-output.log");
+  const ProgramRun run = run_program(argv, folder, "pdb2pqr-output.log", waiting);
+  result.log = run.output;
   const Pdb2pqrLog log = parse_pdb2pqr_log(run.output);
   result.version = log.version.empty() ? "(version unknown)" : log.version;
-  const fs::path pqr = folder / pqr_name;
+  const fs::path pqr = folder / result.pqr_name_;
   if (run.exit_code != 0) {
-    const std::vector<std::string> said = log.failure.empty() ? tail(run.output, kTailLines) : log.failure;
-    throw Error("pdb2pqr " + result.version + " failed on " + input + " (" + ended_how(run) +
-                "); its messages:" + indented(said) +
+    std::vector<std::string> said = log.failure.empty() ? tail(run.output, kTailLines) : log.failure;
+    if (said.empty()) said.push_back("(it printed nothing)");
+    throw Error("pdb2pqr " + result.version + " failed on " + shown_input + " (" +
+                (run.signal          ? "killed by signal " + std::to_string(run.signal)
+                 : run.exit_code < 0 ? std::string("it ended in a way the system did not report")
+                                     : "exit code " + std::to_string(run.exit_code)) +
+                "); its messages:" + indented(said) + explain_failure(run.output, assignment.force_field) +
                 (format == StructureFormat::Mmcif
                      ? "\n  (the PDB file it read was converted from mmCIF by " + result.converted_with + ")"
-                     : ""));
+                     : "") +
+                full_note(folder));
   }
   if (!fs::is_regular_file(pqr, ec) || fs::file_size(pqr, ec) == 0)
-    throw Error("pdb2pqr " + result.version + " exited 0 on " + input +
-                " but wrote no PQR; its last messages:" + indented(tail(run.output, kTailLines)));
+    throw Error("pdb2pqr " + result.version + " exited 0 on " + shown_input +
+                " but wrote no PQR; its last messages:" + indented(tail(run.output, kTailLines)) + full_note(folder));
   try {
     result.structure = read_structure(pqr.string(), StructureFormat::Pqr);
   } catch (const InputError& e) {
-    throw Error("the PQR that pdb2pqr " + result.version + " made from " + input + " cannot be read: line " +
+    throw Error("the PQR that pdb2pqr " + result.version + " made from " + shown_input + " cannot be read: line " +
                 std::to_string(e.line()) + ": " +
-                std::string(e.what()).substr(e.file().size() + std::to_string(e.line()).size() + 3));
+                std::string(e.what()).substr(e.file().size() + std::to_string(e.line()).size() + 3) +
+                full_note(folder));
   }
+  // What went in and what came out: pdb2pqr leaves out, with a warning at most, whatever it has
+  // no parameters for (ligands, ions, modified residues). Said first, where nobody misses it.
+  result.account = account_for_atoms(file_text(pdb_input), result.structure.atoms);
+  if (result.account.left_out_atoms > 0)
+    result.structure.notices.push_back(
+        "pdb2pqr left " + std::to_string(result.account.left_out_atoms) + " of the " +
+        std::to_string(result.account.input_atoms - result.account.input_hydrogens) + " heavy atoms of " + shown_input +
+        " out of its PQR, so the map does not include them: " + result.account.left_out_text() + ". Its " +
+        assignment.force_field +
+        " templates have no place for them (a ligand, an ion, a modified residue, or atoms a terminal residue "
+        "lacks); to include them, give a PQR with their charges and radii");
   for (std::size_t i = 0; i < log.warnings.size() && i < kMaxNotices; ++i) {
     const std::string& w = log.warnings[i];  // "WARNING:text" -> "pdb2pqr warning: text"
     const std::size_t colon = w.find(':');
@@ -350,10 +559,8 @@ AssignedStructure assign_charges(const std::string& input, StructureFormat forma
   }
   if (log.warnings.size() > kMaxNotices)
     result.structure.notices.push_back("pdb2pqr: ... and " + std::to_string(log.warnings.size() - kMaxNotices) +
-                                       " more warnings (run `" + result.command + "` to see them all)");
-  result.folder_ = guard.folder.string();
+                                       " more warnings, all in its log (kept beside its PQR)");
   result.pqr_ = pqr.string();
-  guard.folder.clear();  // the result owns it now
   return result;
 }
 

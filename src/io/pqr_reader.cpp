@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "src/core/errors.h"
+#include "src/core/text_format.h"
 #include "src/io/structure_reader.h"
 
 namespace espgrid {
@@ -163,16 +164,21 @@ class PqrLineParser {
     return *value;
   }
 
+  /// A number checked as an atom's `field` (atom_value_problem: the Python module's checks too).
+  double checked(std::string_view token, const char* what, AtomField field) const {
+    const double value = finite(token, what);
+    if (const std::string_view problem = atom_value_problem(field, value); !problem.empty())
+      fail(std::string(what) + " " + quoted(token) + " " + std::string(problem));
+    return value;
+  }
+
   void parse(const std::vector<std::string_view>& tokens, Atoms& atoms) const {
     std::size_t n = tokens.size();
     std::optional<ElementSymbol> element;
     if (n > 1 && is_element_field(tokens[n - 1])) element = ElementSymbol::from(tokens[--n]);
     if (n < 6) fail("too few fields (" + std::to_string(tokens.size()) + ")" + usage());
-    const double radius = finite(tokens[n - 1], "radius");
-    const double charge = finite(tokens[n - 2], "charge");
-    if (radius < 0) fail("radius " + quoted(tokens[n - 1]) + " is negative");
-    if (radius > kMaxRadius) fail("radius " + quoted(tokens[n - 1]) + " is implausible (over 100 Å)");
-    if (std::fabs(charge) > kMaxCharge) fail("charge " + quoted(tokens[n - 2]) + " is implausible (beyond ±1000 e)");
+    const double radius = checked(tokens[n - 1], "radius", AtomField::Radius);
+    const double charge = checked(tokens[n - 2], "charge", AtomField::Charge);
 
     // Walk left collecting exactly three coordinates.
     std::array<double, 3> coords{};  // right to left
@@ -196,8 +202,8 @@ class PqrLineParser {
       for (auto it = pieces.rbegin(); it != pieces.rend(); ++it) coords[ncoords++] = *it;
     }
     for (double c : coords)
-      if (std::fabs(c) > kMaxCoordinate)
-        fail("coordinate " + std::to_string(c) + " is beyond ±1e6 Å; check the file's units");
+      if (const std::string_view problem = atom_value_problem(AtomField::Coordinate, c); !problem.empty())
+        fail("coordinate " + number_text(c) + " " + std::string(problem));
 
     // Before the coordinates: [serial] name resName [chainID] resSeq[iCode] [iCode]. The serial
     // may be run into the record name, as PDB's columns allow for serials of 5 digits.

@@ -2,7 +2,9 @@
 // XYZ (plain with a charge column, or extended XYZ with a Properties key).
 #pragma once
 
+#include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "src/core/atoms.h"
@@ -23,12 +25,30 @@ struct Structure {
   std::vector<std::string> notices;
 };
 
-/// "pqr", "xyz", "pdb" or "cif" (any case; "extxyz", "ent", "mmcif" too) to a format; throws
-/// UsageError for anything else.
+/// "pqr", "xyz", "pdb" or "cif" (any case; "extxyz", "ent", "mmcif", "pdbx" too) to a format;
+/// throws UsageError for anything else.
 StructureFormat parse_format_name(const std::string& name);
-/// The format named by the file's extension (.pqr, .xyz, .extxyz, .pdb, .ent, .cif, .mmcif);
-/// throws UsageError when the extension is not one of them, asking for --format.
+/// The format named by the file's extension (.pqr, .xyz, .extxyz, .pdb, .ent, .cif, .mmcif,
+/// .pdbx), also under a gzip ending (protein.pdb.gz, 1abc.cif.gz, pdb1abc.ent.gz); throws
+/// UsageError when the extension is not one of them (and for standard input, "-"), asking for
+/// --format.
 StructureFormat format_from_extension(const std::string& path);
+
+/// "-": the structure is read from standard input (with --format; the readers open /dev/stdin).
+bool is_standard_input(const std::string& path);
+/// Whether the input is read through zlib: a name ending in .gz, a gzip file under any name, and
+/// anything that is not a regular file (a pipe, standard input), whose first bytes cannot be
+/// looked at before reading; zlib passes text that is not gzip through unchanged.
+bool read_through_gzip(const std::string& path);
+/// Whether `path` is a regular file that starts as gzip data does (1f 8b), whatever its name.
+bool is_gzip_file(const std::string& path);
+/// What a structure's by-products are named after: "protein" for protein.pqr, dir/protein.pdb.gz
+/// or protein.cif; empty for standard input, for names under /dev and /proc (/dev/stdin,
+/// /dev/fd/63 from `<(zcat x.pdb.gz)`) and for anything that is not a regular file.
+std::string structure_stem(const std::string& path);
+/// The lines of a structure file: "-" is standard input, and gzip data is decompressed
+/// (read_through_gzip); a truncated or corrupt gzip stream is an error, never an early end.
+std::unique_ptr<LineSource> open_structure_lines(const std::string& path);
 
 /// Read a structure from a line source (io/text_parsing.h), to its end.
 Structure read_pqr(LineSource& lines);
@@ -49,5 +69,13 @@ inline constexpr double kMaxCoordinate = 1.0e6;
 inline constexpr double kMaxCharge = 1.0e3;
 /// Largest radius accepted, Å.
 inline constexpr double kMaxRadius = 100.0;
+
+/// An atom's value as the readers and the Python module check it.
+enum class AtomField { Coordinate, Charge, Radius };
+/// Why `value` cannot be an atom's `field` ("is not finite", "is negative", "is implausible
+/// (over 100 Å)", ...), or an empty view when it can. The one set of checks behind every front
+/// end: the PQR and XYZ readers and the Python module's arrays (kMaxCoordinate, kMaxCharge,
+/// kMaxRadius).
+std::string_view atom_value_problem(AtomField field, double value) noexcept;
 
 }  // namespace espgrid

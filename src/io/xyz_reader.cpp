@@ -167,9 +167,14 @@ Structure read_xyz(LineSource& lines) {
     const double y = number_at(layout.pos + 1, "y");
     const double z = number_at(layout.pos + 2, "z");
     const double q = number_at(layout.charge, "charge");
-    if (std::fabs(q) > kMaxCharge) fail("charge " + quoted(tokens[layout.charge]) + " is implausible (beyond ±1000 e)");
-    for (double c : {x, y, z})
-      if (std::fabs(c) > kMaxCoordinate) fail("coordinate beyond ±1e6 Å; check the file's units");
+    // The same checks as the PQR reader's and the Python module's (atom_value_problem).
+    if (const std::string_view problem = atom_value_problem(AtomField::Charge, q); !problem.empty())
+      fail("charge " + quoted(tokens[layout.charge]) + " " + std::string(problem));
+    const char* const axis[] = {"x", "y", "z"};
+    for (std::size_t a = 0; a < 3; ++a)
+      if (const std::string_view problem = atom_value_problem(AtomField::Coordinate, a == 0 ? x : a == 1 ? y : z);
+          !problem.empty())
+        fail(std::string(axis[a]) + " " + quoted(tokens[layout.pos + a]) + " " + std::string(problem));
     const ElementSymbol element = layout.has_species ? ElementSymbol::from(tokens[layout.species]) : ElementSymbol{};
     result.atoms.push_back(x, y, z, q, bondi_radius(element), element);
   }

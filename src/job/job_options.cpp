@@ -4,6 +4,7 @@
 #include <cmath>
 #include <filesystem>
 #include <functional>
+#include <sys/stat.h>
 
 #include "src/core/errors.h"
 #include "src/core/number_parsing.h"
@@ -437,6 +438,14 @@ std::filesystem::path landing(const std::string& path) {
   return std::filesystem::weakly_canonical(std::filesystem::absolute(path), ec);
 }
 
+/// Whether two paths name the same file: the same place once links are followed, or (both
+/// existing) the same device and inode, as hard links are.
+bool same_place(const std::string& a, const std::string& b) {
+  if (landing(a) == landing(b)) return true;
+  struct stat sa {}, sb{};
+  return ::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
 }  // namespace
 
 const std::vector<JobOption>& job_options() {
@@ -516,18 +525,27 @@ void finish_job(MapJob& job, JobUse use) {
     return;
   }
   if (input.keep_pqr.empty() && use == JobUse::Map) {
-    // Beside the (first) map, named after the structure: out/protein.dx -> out/protein.pqr.
+    // Beside the (first) map, named after the structure: out/protein.dx -> out/protein.pqr
+    // (protein.pdb.gz too); standard input and pipes have no useful name: out/map.dx -> out/map.pqr.
     namespace fs = std::filesystem;
-    input.keep_pqr = (fs::path(job.outputs.front()).parent_path() / (fs::path(input.path).stem().string() + ".pqr"))
-                         .string();
+    const fs::path map(job.outputs.front());
+    std::string stem = structure_stem(input.path);
+    if (stem.empty()) stem = map.stem().string();
+    input.keep_pqr = (map.parent_path() / (stem + ".pqr")).string();
   }
   if (input.keep_pqr.empty()) return;
-  const auto keep = landing(input.keep_pqr);
-  for (const std::string& other : job.outputs)
-    if (keep == landing(other))
-      throw UsageError("--keep-pqr " + input.keep_pqr + " is also a map output; name another file");
-  if (keep == landing(input.path))
-    throw UsageError("--keep-pqr " + input.keep_pqr + " would replace the input; name another file");
+  // The PQR and pdb2pqr's log beside it (AssignedStructure::keep) may replace neither a map
+  // nor the input: by name, through links, or as the same file (a hard link).
+  const std::string log = AssignedStructure::log_path_for(input.keep_pqr);
+  const std::pair<std::string, std::string> kept[] = {
+      {input.keep_pqr, "--keep-pqr " + input.keep_pqr},
+      {log, "pdb2pqr's log " + log + " (kept beside --keep-pqr " + input.keep_pqr + ")"}};
+  for (const auto& [path, named] : kept) {
+    for (const std::string& other : job.outputs)
+      if (same_place(path, other)) throw UsageError(named + " is also a map output; name another file");
+    if (!is_standard_input(input.path) && same_place(path, input.path))
+      throw UsageError(named + " would replace the input " + input.path + "; name another file");
+  }
 }
 
 }  // namespace espgrid

@@ -7,6 +7,7 @@
 
 #include "src/core/errors.h"
 #include "src/core/stopwatch.h"
+#include "src/core/text_format.h"
 
 namespace espgrid::pb {
 namespace {
@@ -224,7 +225,7 @@ SolveReport solve_multigrid_cpu(const PbSystem& system, std::vector<double>& u, 
   while (it < max_iterations && rnorm > tolerance * bnorm) {
     for_interior(n, threads, [&](long, long, long, long idx) { q[idx] = apply_row(a, p.data(), idx); });
     const double pq = dot(n, p, q, threads);
-    if (!(pq > 0.0)) throw Error("PB multigrid: the operator is not positive definite (p·Ap = " + std::to_string(pq) + ")");
+    if (!(pq > 0.0)) throw Error("PB multigrid: the operator is not positive definite (p·Ap = " + number_text(pq) + ")");
     const double alpha = rz / pq;
     for_interior(n, threads, [&](long, long, long, long idx) {
       u[idx] += alpha * p[idx];

@@ -18,11 +18,13 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <type_traits>
 
 #include "src/core/errors.h"
+#include "src/core/number_parsing.h"
 #include "src/core/text_format.h"
 
 // Evaluators are always inlined, on the host too: cpu-simd instantiates them on vectors inside
@@ -253,10 +255,9 @@ struct DebyePotential {
         rest.substr(rest.size() - 2) != " M")
       return false;
     const std::string number(rest.substr(kHeader.size(), rest.size() - kHeader.size() - 2));
-    char* end = nullptr;
-    const double strength = std::strtod(number.c_str(), &end);
-    if (number.empty() || end != number.c_str() + number.size() || !std::isfinite(strength)) return false;
-    physics.ionic_strength = strength;
+    const std::optional<double> strength = parse_number(number);  // std::from_chars: any locale
+    if (!strength || !std::isfinite(*strength)) return false;
+    physics.ionic_strength = *strength;
     return true;
   }
   static constexpr std::string_view kHeader = ", model debye, ionic strength ";

@@ -258,6 +258,7 @@ void MapObserver::prepared(const PreparedJob&) {}
 void MapObserver::progress(std::size_t, std::size_t) {}
 void MapObserver::computed(const MapResult&) {}
 void MapObserver::written(const std::string&, const std::string&) {}
+void MapObserver::waiting() {}
 
 JobInput read_job_input(const MapJob& job, MapObserver& observer, TimingReport* timing) {
   const StructureSource& input = job.input;
@@ -270,7 +271,8 @@ JobInput read_job_input(const MapJob& job, MapObserver& observer, TimingReport* 
     in.source = describe_source(input.path, in.structure.atoms);
   } else {
     const Stopwatch clock;
-    in.assigned.emplace(assign_charges(input.path, input.file_format(), input.charges));
+    in.assigned.emplace(
+        assign_charges(input.path, input.file_format(), input.charges, [&observer] { observer.waiting(); }));
     if (timing) timing->read_seconds += clock.seconds();
     observer.charges_assigned(*in.assigned, clock.seconds());
     in.structure = in.assigned->structure;
@@ -285,7 +287,10 @@ PreparedJob prepare_job(const MapJob& job, MapObserver& observer, bool check_out
   if (check_outputs) {
     check_output_paths(job.outputs, input.from_file() ? std::vector<std::string>{input.path} : std::vector<std::string>{},
                        job.write);
-    if (!input.keep_pqr.empty()) check_output_path(input.keep_pqr);
+    if (!input.keep_pqr.empty()) {
+      check_output_path(input.keep_pqr);
+      check_output_path(AssignedStructure::log_path_for(input.keep_pqr));
+    }
   }
   PreparedJob p;
   p.kernel = select_kernel(job.compute, job.physics.model);
@@ -336,6 +341,7 @@ void finish_job_outputs(const MapJob& job, const PreparedJob& prepared, MapResul
     prepared.assigned->keep(job.input.keep_pqr);
     result.timing.write_seconds += clock.seconds();
     observer.written(job.input.keep_pqr, "the PQR pdb2pqr made");
+    observer.written(AssignedStructure::log_path_for(job.input.keep_pqr), "pdb2pqr's whole log");
   }
 }
 

@@ -171,8 +171,11 @@ class MapObserver {
   virtual void progress(std::size_t done, std::size_t total);
   /// The map is computed; the files are not finished yet.
   virtual void computed(const MapResult& result);
-  /// A file is written: a map, or (`what` says) pdb2pqr's PQR.
+  /// A file is written: a map, or (`what` says) pdb2pqr's PQR or log.
   virtual void written(const std::string& path, const std::string& what);
+  /// Every 20 ms at most while an outside program (pdb2pqr, gemmi) runs for the input; throwing
+  /// ends the program and removes its folder (Python: Ctrl-C).
+  virtual void waiting();
 };
 
 /// The input step alone: the structure file read (pdb2pqr for PDB/mmCIF, reported to the
