@@ -2,8 +2,10 @@
 // (src/pipeline/map_pipeline.h); under mpirun with several ranks, the planes are split over
 // the ranks (src/scaleout/) and rank 0 writes.
 #include <omp.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -18,7 +20,11 @@
 #include "src/core/errors.h"
 #include "src/core/stopwatch.h"
 #include "src/core/text_format.h"
+#include "src/io/atomic_output_file.h"
 #include "src/io/map_stream.h"
+#include "src/io/view_page.h"
+#include "src/pipeline/map_summary.h"
+#include "src/pipeline/time_estimate.h"
 #include "src/scaleout/cluster.h"
 #include "src/scaleout/distributed_map.h"
 
@@ -96,11 +102,14 @@ void print_times(const TimingReport& timing, bool any_streamed, const std::strin
               seconds_text(timing.total_seconds()).c_str(), compute_note.c_str());
 }
 
+/// A map whose kernel time is predicted above this gets an estimate line before it runs, seconds.
+constexpr double kEstimateAbove = 5.0;
+
 /// `espgrid map` as the pipeline runs it: each stage's lines as it happens, a progress bar on a
 /// terminal while the kernel runs.
 class PrintingObserver : public MapObserver {
  public:
-  explicit PrintingObserver(const MapJob& job) : job_(job) {}
+  explicit PrintingObserver(const MapJob& job, bool estimate = false) : job_(job), estimate_(estimate) {}
   void charges_assigned(const AssignedStructure& assigned, double seconds) override {
     std::printf("charges    %s (%s): %s\n", assigned.describe().c_str(), seconds_text(seconds).c_str(),
                 assigned.command.c_str());
@@ -113,6 +122,16 @@ class PrintingObserver : public MapObserver {
     kernel_name_ = std::string(p.kernel.kernel->name);
     why_ = p.kernel.why;
     atoms_ = p.structure.atoms.size();
+    if (estimate_) {
+      // Long maps say how long first (a probe of the first planes: src/pipeline/time_estimate.h).
+      estimated_ = estimate_map_time(job_, p, kEstimateAbove);
+      if (estimated_) {
+        std::printf("estimate   about %s for %s atom-evaluations at %s/s (the kernel's first planes, timed)\n",
+                    seconds_text(estimated_->seconds).c_str(), short_scientific(estimated_->evaluations).c_str(),
+                    short_scientific(estimated_->rate).c_str());
+        std::fflush(stdout);
+      }
+    }
   }
   void progress(std::size_t done, std::size_t total) override {
     if (bar_) bar_->update(done, total);
@@ -127,9 +146,13 @@ class PrintingObserver : public MapObserver {
     print_summary(result.map, atoms_, line, result.timing);
   }
   void written(const std::string& path, const std::string& what) override { print_written(path, what); }
+  /// The estimate printed before the map, if any.
+  const std::optional<TimeEstimate>& estimate() const noexcept { return estimated_; }
 
  private:
   const MapJob& job_;
+  bool estimate_ = false;
+  std::optional<TimeEstimate> estimated_;
   std::optional<ProgressBar> bar_;
   std::string kernel_name_, why_;
   std::size_t atoms_ = 0;
@@ -252,6 +275,30 @@ int run_map_distributed(const cxxopts::ParseResult& args, scaleout::Cluster& clu
   return 0;
 }
 
+/// --json FILE: writable, and neither an output map nor the input.
+void check_json_path(const std::string& path, const MapJob& job) {
+  std::vector<std::string> others = job.outputs;
+  others.push_back(job.input.path);
+  if (!job.input.keep_pqr.empty()) others.push_back(job.input.keep_pqr);
+  for (const std::string& other : others) {
+    std::error_code ec;
+    const bool same = std::filesystem::weakly_canonical(path, ec) == std::filesystem::weakly_canonical(other, ec);
+    if (same && !ec) throw UsageError("--json " + path + " is also " + other + "; name another file");
+  }
+  check_output_path(path);
+}
+
+/// Writes all of `text` to the file descriptor; Error when it cannot.
+void write_all(int fd, const std::string& text) {
+  std::size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) throw Error("cannot write the JSON summary to standard output");
+    done += static_cast<std::size_t>(n);
+  }
+}
+
 }  // namespace
 
 int run_map(int argc, char** argv) {
@@ -259,6 +306,12 @@ int run_map(int argc, char** argv) {
   options.custom_help("INPUT -o OUTPUT.vti|OUTPUT.dx|OUTPUT.mrc [-o ...] [options]");
   options.positional_help("");
   add_job_options(options, kMapOptions, "structure file (.pqr, .xyz; .pdb or .cif: charges from pdb2pqr)");
+  options.add_options("Output")(
+      "json",
+      "also write the run's summary as JSON (grid, kernel, device, timings, range, model and its parameters, "
+      "provenance, files written; the keys of Python's Map.summary()): a file, or - for standard output (the "
+      "printed summary then goes to standard error)",
+      cxxopts::value<std::string>());
   options.add_options()("h,help", "show this help");
   const auto args = parse_args(options, argc, argv, {"output"});
   if (args.count("help")) {
@@ -277,12 +330,41 @@ int run_map(int argc, char** argv) {
   if (cluster.distributed()) return run_map_distributed(args, cluster);
 
   const MapJob job = job_from_args(args, kMapOptions, JobUse::Map);
-  PrintingObserver observer(job);
+  std::string json_path;
+  if (args.count("json")) {
+    json_path = args["json"].as<std::string>();
+    if (json_path.empty()) throw UsageError("--json needs a file name, or - for standard output");
+    if (json_path != "-") check_json_path(json_path, job);
+  }
+  // --json -: the JSON alone on standard output; every printed line goes to standard error.
+  int json_fd = -1;
+  if (json_path == "-") {
+    std::fflush(stdout);
+    json_fd = ::dup(STDOUT_FILENO);
+    if (json_fd < 0 || ::dup2(STDERR_FILENO, STDOUT_FILENO) < 0) throw Error("--json -: cannot set up standard output");
+  }
+  PrintingObserver printing(job, /*estimate=*/true);
+  SummaryRecorder observer(printing);
   const MapResult result = run_map_job(job, observer);
   const bool any_streamed = std::any_of(job.outputs.begin(), job.outputs.end(), [&](const std::string& path) {
     return streams_planes(map_format_from_extension(path), job.write);
   });
   print_times(result.timing, any_streamed, "");
+  if (!json_path.empty()) {
+    observer.provenance.command = {"espgrid"};  // then the verb and its words: argv[0] is "map"
+    observer.provenance.command.insert(observer.provenance.command.end(), argv, argv + argc);
+    observer.provenance.input = job.input.path;
+    const std::string text = map_summary(result.map, std::string(result.kernel.kernel->name), result.kernel.why,
+                                         result.timing, observer.provenance, observer.outputs, printing.estimate())
+                                 .dump();
+    if (json_fd >= 0) {
+      std::fflush(stdout);
+      write_all(json_fd, text);
+    } else {
+      write_text_file_atomically(json_path, text);
+      print_written(json_path, "the summary as JSON");
+    }
+  }
   return 0;
 }
 
