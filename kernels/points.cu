@@ -18,7 +18,7 @@ namespace espgrid::cuda {
 namespace {
 
 constexpr int kBlock = 128;                     ///< threads a block, and atoms a shared-memory tile
-constexpr double kChunkEvaluations = 1 << 30;  ///< pair terms a launch at most (~1 ms on an H100)
+constexpr double kChunkEvaluations = 1 << 28;  ///< pair terms a launch at most (well under 1 ms on an H100)
 
 template <class Potential>
 __global__ void points_kernel(float* __restrict__ out, const float4* __restrict__ points, int point_count,

@@ -183,7 +183,7 @@ std::pair<double, double> magnitude_and_gradient(const Atoms& atoms, const Physi
 
 TEST(SamplePoints, CudaAgreesWithTheDoubleSum) {
   ESPGRID_REQUIRE_CUDA_OR_SKIP();
-  // Enough atoms that the points take several launches (kernels/points.cu: 2^30 terms each).
+  // Enough atoms and points that they take two launches (kernels/points.cu: 2^28 terms each).
   const Atoms molecule = espgrid::testing::load_molecule("actin_dimer.pqr");
   std::mt19937 rng(espgrid::testing::test_seed());
   std::vector<double> points;
@@ -212,9 +212,14 @@ TEST(SamplePoints, CudaAgreesWithTheDoubleSum) {
     EXPECT_GT(reports, 1u) << "one launch: the chunking is not exercised";
     const PointValues exact = sample_points(cpu_job(model), molecule, points);
     const PairParameters pair = pair_parameters(gpu.physics);
+    const auto count = static_cast<std::int64_t>(points.size() / 3);
+    std::vector<std::pair<double, double>> scales(points.size() / 3);
+#pragma omp parallel for schedule(dynamic, 64)
+    for (std::int64_t p = 0; p < count; ++p)
+      scales[static_cast<std::size_t>(p)] = magnitude_and_gradient(molecule, gpu.physics, &points[3 * static_cast<std::size_t>(p)]);
     std::size_t failures = 0;
     for (std::size_t p = 0; p < points.size() / 3; ++p) {
-      const auto [magnitude, gradient] = magnitude_and_gradient(molecule, gpu.physics, &points[3 * p]);
+      const auto [magnitude, gradient] = scales[p];
       // One float32 sum against the double one: kernel_difference_bound allows two float sums'
       // rounding (a margin of 2), plus positions rounded to float32 relative to the atoms' centre
       // (each coordinate within half an ulp of 2·extent, three coordinates, point and atom: 2^-22

@@ -67,8 +67,10 @@ def _quiet_mdanalysis():
 
 
 def _mdanalysis():
-    # MDAnalysis's import also resets and adds warning filters; catch_warnings restores ours.
-    with warnings.catch_warnings():
+    # MDAnalysis's import resets and adds warning filters, so an "ignore" filter set here would be
+    # gone by the time xdrlib warns: the warnings of the import are recorded and dropped instead,
+    # and catch_warnings restores the caller's filters afterwards.
+    with warnings.catch_warnings(record=True):
         warnings.simplefilter("ignore")
         try:
             import MDAnalysis
@@ -115,8 +117,8 @@ def _check_unwrap(group, unwrap, name, frame_text, stacklevel):
     if _has_bonds(group) and len(group.bonds):
         lengths = group.bonds.values()
         stretched = int(np.count_nonzero(lengths > 0.5 * box.min()))
-        split = (f"; {stretched} of its {len(lengths)} bonds span more than half the box in {frame_text}"
-                 if stretched else f"; no bond spans the box in {frame_text}")
+        split = (f"; {stretched} of its {len(lengths)} bonds {'spans' if stretched == 1 else 'span'} more than half "
+                 f"the box in {frame_text}" if stretched else f"; no bond spans more than half the box in {frame_text}")
     warnings.warn(PeriodicBoxWarning(
         f"{name} is periodic (box {' x '.join(f'{x:g}' for x in box)} Å) and its molecules are not made whole"
         f"{split}: a molecule split across the box gives a wrong map there. unwrap=True (--unwrap; needs bonds) "
@@ -180,8 +182,8 @@ def structure_of_atoms(atoms, unwrap=None):
         radii = np.asarray(group.radii, dtype=np.float64)
     except (AttributeError, mda.exceptions.NoDataError):
         pass
-    description = (f"MDAnalysis {kind} of {files}, {len(group)} atoms, {frame_text}"
-                   f"{', molecules made whole' if unwrap else ''}")
+    # describe_source adds ", N atoms, total charge Q e".
+    description = f"MDAnalysis {kind} of {files}, {frame_text}{', molecules made whole' if unwrap else ''}"
     structure = _espgrid.structure_from_arrays(positions, charges, radii, description)
     return structure
 
@@ -238,6 +240,8 @@ def _atom_group(topology, trajectory, select):
         # The topology first, then the trajectory: an error names the file it comes from.
         try:
             with _quiet_mdanalysis():
+                # The trajectory comes next (load_new): a topology without coordinates is expected.
+                warnings.filterwarnings("ignore", message="No coordinate reader found", category=UserWarning)
                 universe = mda.Universe(top)
         except Exception as e:  # MDAnalysis raises many kinds; none is the user's programming error
             raise _input_error(f"{top}: MDAnalysis cannot read this topology: {_reason(e)}", top) from e
