@@ -102,6 +102,18 @@ void print_times(const TimingReport& timing, bool any_streamed, const std::strin
               seconds_text(timing.total_seconds()).c_str(), compute_note.c_str());
 }
 
+/// "15 s", "12 min", "2.5 h": an estimate's precision.
+std::string rough_duration(double seconds) {
+  char text[32];
+  if (seconds < 99.5)
+    std::snprintf(text, sizeof text, "%.0f s", seconds);
+  else if (seconds < 2 * 3600)
+    std::snprintf(text, sizeof text, "%.0f min", seconds / 60);
+  else
+    std::snprintf(text, sizeof text, "%.1f h", seconds / 3600);
+  return text;
+}
+
 /// A map whose kernel time is predicted above this gets an estimate line before it runs, seconds.
 constexpr double kEstimateAbove = 5.0;
 
@@ -127,7 +139,7 @@ class PrintingObserver : public MapObserver {
       estimated_ = estimate_map_time(job_, p, kEstimateAbove);
       if (estimated_) {
         std::printf("estimate   about %s for %s atom-evaluations at %s/s (the kernel's first planes, timed)\n",
-                    seconds_text(estimated_->seconds).c_str(), short_scientific(estimated_->evaluations).c_str(),
+                    rough_duration(estimated_->seconds).c_str(), short_scientific(estimated_->evaluations).c_str(),
                     short_scientific(estimated_->rate).c_str());
         std::fflush(stdout);
       }

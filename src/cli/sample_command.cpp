@@ -124,7 +124,7 @@ int run_sample(int argc, char** argv) {
   const PointList points = read_points(points_path);
   PointValues sampled;
   std::vector<std::string> comments;
-  std::string units;
+  std::string units, physics_line;  // physics_line: what the values are, for the summary
   if (with_map) {
     const std::string map_path = args["map"].as<std::string>();
     bool unit_known = false;
@@ -154,6 +154,7 @@ int run_sample(int argc, char** argv) {
     units = unit_name(map.physics.unit);
     std::fprintf(info, "map        %s: %s\n", map_path.c_str(), describe(map.grid).c_str());
     comments = {"map: " + map_path, physics_comment(map.physics)};
+    physics_line = "the map's: " + physics_comment(map.physics);
     for (const std::string& line : map_header_lines(map_path, map, unit_known)) comments.push_back("map header: " + line);
   } else {
     SampleObserver observer(info);
@@ -166,6 +167,7 @@ int run_sample(int argc, char** argv) {
     bar.finish();
     units = unit_name(job.physics.unit);
     comments = {"structure: " + input.source, physics_comment(job.physics)};
+    physics_line = describe_model(job.physics) + ", dielectric " + shortest_text(job.physics.dielectric);
   }
   comments.insert(comments.begin(), "espgrid " ESPGRID_VERSION " sample: the potential in " + units + " at " +
                                         with_commas(points.size()) + " points from " + points.path);
@@ -176,9 +178,9 @@ int run_sample(int argc, char** argv) {
     hi = std::max(hi, v);
   }
   std::fprintf(info, "points     %s from %s\n", with_commas(points.size()).c_str(), points.path.c_str());
-  std::fprintf(info, "values     %s, %s on %s%s (%s)\n", sampled.method.c_str(),
-               with_map ? "the map's physics" : describe_model(job.physics).c_str(), sampled.device.c_str(),
-               sampled.why.empty() ? "" : ("; " + sampled.why).c_str(), seconds_text(sampled.seconds).c_str());
+  std::fprintf(info, "values     %s; %s\n", sampled.method.c_str(), physics_line.c_str());
+  std::fprintf(info, "device     %s%s; %s\n", sampled.device.c_str(),
+               sampled.why.empty() ? "" : (" (" + sampled.why + ")").c_str(), seconds_text(sampled.seconds).c_str());
   std::fprintf(info, "range      %s to %s %s\n", number_text(lo).c_str(), number_text(hi).c_str(), units.c_str());
   const std::string table = point_table(points, sampled.values, format, comments);
   if (output.empty()) {
