@@ -113,6 +113,23 @@ TEST(SamplePoints, CpuIsTheDoubleSumOnAnyThreadCount) {
   }
 }
 
+TEST(SamplePoints, CpuReportsProgressInChunks) {
+  // 2^17 atoms: chunks of 2^28 / 2^17 = 2048 points, so 4100 points come in three (the last
+  // partial), each reported once, in order; the values are those of one call over all points.
+  std::mt19937 rng(espgrid::testing::test_seed());
+  const GridSpec grid = espgrid::testing::make_test_grid(20, 20, 20);
+  const Atoms atoms = espgrid::testing::random_atoms(rng, std::size_t{1} << 17, grid);
+  std::vector<double> points;
+  for (int p = 0; p < 4100; ++p) points.insert(points.end(), {0.01 * p, -0.02 * p, 0.5});
+  std::vector<std::pair<std::size_t, std::size_t>> reports;
+  const MapJob job = cpu_job(PairModel::Coulomb);
+  const PointValues v = sample_points(job, atoms, points, [&](std::size_t done, std::size_t total) {
+    reports.emplace_back(done, total);
+  });
+  EXPECT_EQ(reports, (std::vector<std::pair<std::size_t, std::size_t>>{{2048, 4100}, {4096, 4100}, {4100, 4100}}));
+  EXPECT_EQ(v.values, surface::potential_at(atoms, job.physics, points));
+}
+
 TEST(SamplePoints, AgreesWithTheReferenceKernelAtGridPoints) {
   // The map's reference kernel sums the same terms in float32 from float32 positions relative
   // to the grid origin: the double sum at its grid points lies within the oracle's float32

@@ -170,11 +170,83 @@ class PrintingObserver : public MapObserver {
   std::size_t atoms_ = 0;
 };
 
+/// Writes all of `text` to the file descriptor; Error when it cannot.
+void write_all(int fd, const std::string& text) {
+  std::size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) throw Error("cannot write the JSON summary to standard output");
+    done += static_cast<std::size_t>(n);
+  }
+}
+
+/// --json FILE or --json -: the run's summary (src/pipeline/map_summary.h) written after the maps.
+class JsonSummary {
+ public:
+  /// Reads the option; with "-" the JSON alone goes to standard output, so from here on every
+  /// printed line goes to standard error instead (the JSON keeps the original descriptor).
+  JsonSummary(const cxxopts::ParseResult& args, int argc, char** argv) {
+    if (!args.count("json")) return;
+    path_ = args["json"].as<std::string>();
+    if (path_.empty()) throw UsageError("--json needs a file name, or - for standard output");
+    command_ = {"espgrid"};  // then the verb and its words: argv[0] is "map"
+    command_.insert(command_.end(), argv, argv + argc);
+    if (path_ == "-") {
+      std::fflush(stdout);
+      fd_ = ::dup(STDOUT_FILENO);
+      if (fd_ < 0 || ::dup2(STDERR_FILENO, STDOUT_FILENO) < 0) throw Error("--json -: cannot set up standard output");
+    }
+  }
+  ~JsonSummary() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  JsonSummary(const JsonSummary&) = delete;
+  JsonSummary& operator=(const JsonSummary&) = delete;
+
+  bool wanted() const noexcept { return !path_.empty(); }
+  /// Before anything is read: the file is writable and neither an output map nor the input.
+  void check(const MapJob& job) const {
+    if (!wanted() || fd_ >= 0) return;
+    std::vector<std::string> others = job.outputs;
+    others.push_back(job.input.path);
+    if (!job.input.keep_pqr.empty()) others.push_back(job.input.keep_pqr);
+    for (const std::string& other : others) {
+      std::error_code ec;
+      const bool same = std::filesystem::weakly_canonical(path_, ec) == std::filesystem::weakly_canonical(other, ec);
+      if (same && !ec) throw UsageError("--json " + path_ + " is also " + other + "; name another file");
+    }
+    check_output_path(path_);
+  }
+  /// After the maps are written.
+  void write(const MapJob& job, const MapResult& result, MapProvenance provenance,
+             const std::vector<std::string>& outputs, const std::optional<TimeEstimate>& estimate) const {
+    if (!wanted()) return;
+    provenance.command = command_;
+    provenance.input = job.input.path;
+    const std::string text = map_summary(result.map, std::string(result.kernel.kernel->name), result.kernel.why,
+                                         result.timing, provenance, outputs, estimate)
+                                 .dump();
+    if (fd_ >= 0) {
+      std::fflush(stdout);
+      write_all(fd_, text);
+    } else {
+      write_text_file_atomically(path_, text);
+      print_written(path_, "the summary as JSON");
+    }
+  }
+
+ private:
+  std::string path_;
+  std::vector<std::string> command_;
+  int fd_ = -1;  ///< --json -: the original standard output
+};
+
 /// `espgrid map` under mpirun with more than one rank: every rank reads the input and computes
 /// a contiguous block of z-planes (its rank-local GPU, or the CPU); rank 0 gathers the map,
 /// prints the summary with every rank's timing, and writes the outputs. Any rank's failure
 /// stops every rank before anything is written (rank 0 reports it; see Cluster::agree).
-int run_map_distributed(const cxxopts::ParseResult& args, scaleout::Cluster& cluster) {
+int run_map_distributed(const cxxopts::ParseResult& args, scaleout::Cluster& cluster, const JsonSummary& json) {
   const bool root = cluster.is_root();
   MapJob job;
   std::optional<PreparedJob> prepared;
@@ -189,6 +261,7 @@ int run_map_distributed(const cxxopts::ParseResult& args, scaleout::Cluster& clu
   try {
     cluster.agree("checking the command line and reading the input", [&] {
       job = job_from_args(args, kMapOptions, JobUse::Map);
+      if (root) json.check(job);
       if (job.physics.poisson_boltzmann)  // issue 23: one process solves the whole grid
         throw UsageError("--model pb runs in one process; run it without mpirun (on a GPU it takes seconds)");
       if (needs_charge_assignment(job.input.file_format()))
@@ -279,36 +352,18 @@ int run_map_distributed(const cxxopts::ParseResult& args, scaleout::Cluster& clu
   print_summary(result.map, problem->atom_count(),
                 kernel_names + " on " + run.timing.device + " (" + prepared->kernel.why + ")", timing);
   MapFiles files(job.outputs, job.write);  // rank 0 has the whole map only now: nothing streams
-  PrintingObserver observer(job);
+  PrintingObserver printing(job);
+  SummaryRecorder observer(printing);
+  // The atoms, for the summary: rank 0 prepared with a quiet observer.
+  observer.provenance.atoms = prepared->structure.atoms.size();
+  observer.provenance.total_charge = prepared->structure.atoms.total_charge();
+  observer.provenance.created = utc_timestamp();
   finish_job_outputs(job, *prepared, result, files, observer);
   print_times(timing, false,
               " (kernel: the slowest rank; transfers: all ranks and the gather, " + seconds_text(run.gather_seconds) +
                   " gathering)");
+  json.write(job, result, observer.provenance, observer.outputs, std::nullopt);
   return 0;
-}
-
-/// --json FILE: writable, and neither an output map nor the input.
-void check_json_path(const std::string& path, const MapJob& job) {
-  std::vector<std::string> others = job.outputs;
-  others.push_back(job.input.path);
-  if (!job.input.keep_pqr.empty()) others.push_back(job.input.keep_pqr);
-  for (const std::string& other : others) {
-    std::error_code ec;
-    const bool same = std::filesystem::weakly_canonical(path, ec) == std::filesystem::weakly_canonical(other, ec);
-    if (same && !ec) throw UsageError("--json " + path + " is also " + other + "; name another file");
-  }
-  check_output_path(path);
-}
-
-/// Writes all of `text` to the file descriptor; Error when it cannot.
-void write_all(int fd, const std::string& text) {
-  std::size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) throw Error("cannot write the JSON summary to standard output");
-    done += static_cast<std::size_t>(n);
-  }
 }
 
 }  // namespace
@@ -339,22 +394,11 @@ int run_map(int argc, char** argv) {
     return 0;
   }
   scaleout::Cluster& cluster = scaleout::Cluster::world();  // MPI starts here when launched by mpirun
-  if (cluster.distributed()) return run_map_distributed(args, cluster);
+  const JsonSummary json(args, argc, argv);
+  if (cluster.distributed()) return run_map_distributed(args, cluster, json);
 
   const MapJob job = job_from_args(args, kMapOptions, JobUse::Map);
-  std::string json_path;
-  if (args.count("json")) {
-    json_path = args["json"].as<std::string>();
-    if (json_path.empty()) throw UsageError("--json needs a file name, or - for standard output");
-    if (json_path != "-") check_json_path(json_path, job);
-  }
-  // --json -: the JSON alone on standard output; every printed line goes to standard error.
-  int json_fd = -1;
-  if (json_path == "-") {
-    std::fflush(stdout);
-    json_fd = ::dup(STDOUT_FILENO);
-    if (json_fd < 0 || ::dup2(STDERR_FILENO, STDOUT_FILENO) < 0) throw Error("--json -: cannot set up standard output");
-  }
+  json.check(job);
   PrintingObserver printing(job, /*estimate=*/true);
   SummaryRecorder observer(printing);
   const MapResult result = run_map_job(job, observer);
@@ -362,21 +406,7 @@ int run_map(int argc, char** argv) {
     return streams_planes(map_format_from_extension(path), job.write);
   });
   print_times(result.timing, any_streamed, "");
-  if (!json_path.empty()) {
-    observer.provenance.command = {"espgrid"};  // then the verb and its words: argv[0] is "map"
-    observer.provenance.command.insert(observer.provenance.command.end(), argv, argv + argc);
-    observer.provenance.input = job.input.path;
-    const std::string text = map_summary(result.map, std::string(result.kernel.kernel->name), result.kernel.why,
-                                         result.timing, observer.provenance, observer.outputs, printing.estimate())
-                                 .dump();
-    if (json_fd >= 0) {
-      std::fflush(stdout);
-      write_all(json_fd, text);
-    } else {
-      write_text_file_atomically(json_path, text);
-      print_written(json_path, "the summary as JSON");
-    }
-  }
+  json.write(job, result, observer.provenance, observer.outputs, printing.estimate());
   return 0;
 }
 

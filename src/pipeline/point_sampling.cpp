@@ -36,11 +36,24 @@ void check_point_job(const MapJob& job) {
 
 namespace {
 
-PointValues on_cpu(const MapJob& job, const Atoms& atoms, const std::vector<double>& points) {
+PointValues on_cpu(const MapJob& job, const Atoms& atoms, const std::vector<double>& points,
+                   const ProgressFn& progress) {
   PointValues out;
   const int threads = job.compute.run.threads > 0 ? job.compute.run.threads : omp_get_max_threads();
+  const std::size_t n = points.size() / 3;
+  // In chunks of about 2^28 pair terms (a fraction of a second), so that progress is reported
+  // and a Python caller's Ctrl-C is noticed between them; each point's sum is the same either way.
+  const std::size_t chunk = std::max<std::size_t>(256, (std::size_t{1} << 28) / std::max<std::size_t>(atoms.size(), 1));
   const Stopwatch clock;
-  out.values = surface::potential_at(atoms, job.physics, points, threads);
+  out.values.reserve(n);
+  for (std::size_t first = 0; first < n; first += chunk) {
+    const std::size_t count = std::min(chunk, n - first);
+    const std::vector<double> part(points.begin() + static_cast<std::ptrdiff_t>(3 * first),
+                                   points.begin() + static_cast<std::ptrdiff_t>(3 * (first + count)));
+    const std::vector<float> values = surface::potential_at(atoms, job.physics, part, threads);
+    out.values.insert(out.values.end(), values.begin(), values.end());
+    if (progress) progress(first + count, n);
+  }
   out.seconds = out.kernel_seconds = clock.seconds();
   out.device = "CPU, " + std::to_string(threads) + (threads == 1 ? " thread" : " threads");
   out.method = "exact direct sum over " + with_commas(atoms.size()) + " atoms, double precision";
@@ -118,8 +131,7 @@ PointValues sample_points(const MapJob& job, const Atoms& atoms, const std::vect
       break;
   }
   if (gpu && !have_cuda) throw Error("--backend cuda: " + reason);
-  PointValues out = gpu ? on_gpu(job, atoms, points, progress) : on_cpu(job, atoms, points);
-  if (!gpu && progress) progress(points.size() / 3, points.size() / 3);
+  PointValues out = gpu ? on_gpu(job, atoms, points, progress) : on_cpu(job, atoms, points, progress);
   out.why = why;
   return out;
 }

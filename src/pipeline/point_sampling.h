@@ -39,7 +39,7 @@ void check_point_job(const MapJob& job);
 
 /// φ at each point (x, y, z a point, Å) of `atoms` (charges in e) with the job's physics and
 /// compute options (backend, device, threads). `progress(done, total)` in points, from the
-/// calling thread (the GPU reports after each launch; the CPU once at the end).
+/// calling thread after each chunk of points (about 2^28 pair terms each).
 PointValues sample_points(const MapJob& job, const Atoms& atoms, const std::vector<double>& points,
                           const ProgressFn& progress = nullptr);
 
