@@ -160,12 +160,12 @@ Map.sample = _sample
 Map.summary = _summary
 Map.range = property(lambda self: tuple(self.summary()["range"] or (None, None)),
                      doc="(min, max) of the map's finite values, in its units")
-Map.model_parameters = property(lambda self: self.summary()["model_parameters"],
+Map.model_parameters = property(lambda self: _json.loads(_espgrid.map_summary_json(self, "model_parameters")),
                                 doc="the model's name, description and parameters (dict)")
 Map.provenance = property(lambda self: self.summary()["provenance"],
                           doc="where the map came from: espgrid version, input, atoms, total charge, pdb2pqr, time")
 Map.outputs = property(lambda self: self.summary()["outputs"], doc="the files write() wrote, in order")
-Map.timing = property(lambda self: self.summary()["timing"],
+Map.timing = property(lambda self: _json.loads(_espgrid.map_summary_json(self, "timing")),
                       doc="seconds of each stage (read, prepare, kernel, transfer, write, total), atom-evaluations "
                           "and their rate, as `espgrid map --json` records them")
 

@@ -772,8 +772,17 @@ PYBIND11_MODULE(_espgrid, m) {
       "map"_a, "points"_a, "The map's values at the points, interpolated trilinearly (espgrid view's rule).");
   m.def(
       "map_summary_json",
-      [](const PyMap& p) {
-        return map_summary(p.map, p.kernel, p.kernel_why, p.timing, p.provenance, p.outputs).dump(0);
+      [](const PyMap& p, const std::string& part) {
+        // One part alone where an attribute asks for it: the whole summary scans every value (range).
+        const double evaluations = p.map.physics.poisson_boltzmann ? 0.0
+                                   : static_cast<double>(p.map.grid.point_count()) *
+                                         static_cast<double>(p.provenance.atoms);
+        if (part == "timing") return timing_json(p.timing, evaluations).dump(0);
+        if (part == "model_parameters") return model_parameters_json(p.map.physics).dump(0);
+        const Json whole = map_summary(p.map, p.kernel, p.kernel_why, p.timing, p.provenance, p.outputs);
+        return whole.dump(0);
       },
-      "map"_a, "The summary `espgrid map --json` writes, for this map (src/pipeline/map_summary.h).");
+      "map"_a, "part"_a = "",
+      "The summary `espgrid map --json` writes, for this map (src/pipeline/map_summary.h); part: \"timing\" or "
+      "\"model_parameters\" alone.");
 }
