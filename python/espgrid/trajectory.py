@@ -163,10 +163,10 @@ def structure_of_atoms(atoms, unwrap=None):
     positions (made whole first with unwrap=True) and its topology's charges (radii too when the
     topology has them, for drawing). compute_map and potential_at call this for MDAnalysis atoms."""
     mda = _mdanalysis()
-    group = atoms.atoms if isinstance(atoms, mda.Universe) else atoms
+    group = getattr(atoms, "atoms", None)  # a Universe's atoms; a ResidueGroup's or SegmentGroup's too
     if not isinstance(group, mda.AtomGroup):
         raise TypeError(f"expected an MDAnalysis AtomGroup or Universe, got {type(atoms).__name__}")
-    kind = "Universe" if isinstance(atoms, mda.Universe) else "AtomGroup"
+    kind = "Universe" if isinstance(atoms, mda.Universe) else type(atoms).__name__
     files = _group_name(group)
     name = f"the {kind} of {files}"
     if len(group) == 0:

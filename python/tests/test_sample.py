@@ -334,6 +334,8 @@ def test_compute_map_takes_an_atomgroup_and_a_universe():
         assert phi.source.startswith("MDAnalysis ") and "fasciculin2.pqr, frame 0, 906 atoms" in phi.source
     part = universe.select_atoms("resid 544:553")
     assert len(part) > 50
+    residues = espgrid.compute_map(part.residues, spacing=2.0)  # a ResidueGroup: its atoms
+    assert residues.source.startswith("MDAnalysis ResidueGroup of fasciculin2.pqr, frame 0, ")
     np.testing.assert_array_equal(espgrid.potential_at([0, 0, 0], part),
                                   espgrid.potential_at([0, 0, 0], part.positions, part.charges))
 
