@@ -18,6 +18,8 @@
 #include "src/io/map_formats.h"
 #include "src/job/job_options.h"
 #include "src/pipeline/map_pipeline.h"
+#include "src/pipeline/map_summary.h"
+#include "src/pipeline/point_sampling.h"
 #include "tests/test_support.h"
 
 namespace espgrid {
@@ -101,6 +103,25 @@ std::vector<std::string> rows_with_every_model() {
 
 INSTANTIATE_TEST_SUITE_P(EveryModelCapableRow, AddedModelKernel, ::testing::ValuesIn(rows_with_every_model()),
                          testing::param_name);
+
+TEST(AddedModel, ThePointEvaluatorAndTheSummaryTakeIt) {
+  // espgrid sample's CPU evaluator (double, over the evaluator): one charge gives k·q/√(r² + a² + w²).
+  Atoms atoms;
+  atoms.push_back(1, 2, 3, -0.5, 1.5);
+  MapJob job;
+  job.compute.backend = BackendChoice::Cpu;
+  job.physics.model = kSoftened;
+  job.physics.set_parameter("softening-width", 0.8);
+  const PointValues v = sample_points(job, atoms, {1, 2, 3, 4, 6, 3});
+  const double k = coulomb_factor(job.physics), w2 = double(0.8f * 0.8f);  // w² travels as float32 (p0)
+  const double a2 = kSofteningLength * kSofteningLength;
+  // The double sum rounds once to float32: half an ulp, 6e-8 relative.
+  EXPECT_NEAR(v.values[0], -0.5 * k / std::sqrt(a2 + w2), 1e-7 * 0.5 * k / std::sqrt(w2));
+  EXPECT_NEAR(v.values[1], -0.5 * k / std::sqrt(25 + a2 + w2), 1e-7 * 0.5 * k / 5);
+  // The JSON summary names its parameter, as Python's keyword spells it.
+  const std::string parameters = model_parameters_json(job.physics).dump(0);
+  EXPECT_EQ(parameters, "{\"name\": \"softened\", \"description\": \"softened (w = 0.8 A)\", \"softening_width\": 0.8}");
+}
 
 TEST(AddedModel, EveryRowTemplatedOnTheEvaluatorTakesIt) {
   // The rows that compute every built-in model compute the added one; the Coulomb-only ones

@@ -8,6 +8,9 @@
 
     phi = espgrid.compute_map(positions, charges, kernel="cpu-reference", units="kcal/mol/e")
     avg = espgrid.average_map("top.psf", "traj.dcd", select="protein", std=True)
+    espgrid.potential_at(points, fas)                              # the exact potential at (N, 3) points
+    phi.sample(points)                                             # the map interpolated there
+    phi.summary()                                                  # what `espgrid map --json` writes
 
 The calls go through espgrid's C++ library (the same facade as the `espgrid` program), so a
 map equals the program's bit for bit for the same inputs and options. Keywords are the Grid,
@@ -18,6 +21,7 @@ code (the map job's option table), so their defaults and messages are the progra
 reference is docs/python.md.
 """
 
+import json as _json
 import os
 
 import numpy as _np
@@ -27,7 +31,8 @@ from ._espgrid import Error, FrameAverage, Grid, InputError, Map, Structure, Usa
 
 __all__ = [
     "Error", "Grid", "InputError", "Map", "Structure", "UsageError", "View", "__version__", "average_map", "compute_map",
-    "cuda_available", "grid_around", "kernels", "map_from_values", "map_options", "read_map", "read_structure",
+    "cuda_available", "grid_around", "kernels", "map_from_values", "map_options", "potential_at", "read_map",
+    "read_structure",
 ]
 
 
@@ -61,7 +66,19 @@ def read_structure(path, format=None, *, forcefield=None, ph=None, keep_pqr=None
                                    os.fspath(keep_pqr) if keep_pqr is not None else None)
 
 
-def _structure(atoms, charges, radii):
+def _is_mdanalysis(atoms):
+    """An MDAnalysis AtomGroup or Universe (told by its module: MDAnalysis is not imported here)."""
+    return type(atoms).__module__.split(".")[0] == "MDAnalysis"
+
+
+def _structure(atoms, charges, radii, unwrap=None):
+    if _is_mdanalysis(atoms):
+        if charges is not None or radii is not None:
+            raise TypeError("charges come with the MDAnalysis atoms; give them only with positions")
+        from .trajectory import structure_of_atoms
+        return structure_of_atoms(atoms, unwrap)
+    if unwrap is not None:
+        raise TypeError("unwrap= applies to MDAnalysis AtomGroups and Universes (their periodic box and bonds)")
     if isinstance(atoms, Structure):
         if charges is not None or radii is not None:
             raise TypeError("charges and radii come with the Structure; give them only with positions")
@@ -71,23 +88,28 @@ def _structure(atoms, charges, radii):
             raise TypeError("charges and radii come from the file; give them only with positions")
         return read_structure(atoms)
     if charges is None:
-        raise TypeError("positions need charges: compute_map(positions, charges, ...)")
+        raise TypeError("positions need charges: compute_map(positions, charges, ...), or give a Structure, a file "
+                        "name or an MDAnalysis AtomGroup/Universe with charges")
     return _espgrid.structure_from_arrays(atoms, charges, radii)
 
 
 def grid_around(atoms, charges=None, **options):
     """The grid `espgrid map` would place around a structure (or an (N, 3) array of positions,
     Å) with these options: the atoms' bounding box plus padding, at spacing."""
-    if isinstance(atoms, (Structure, str, os.PathLike)):
+    if _is_mdanalysis(atoms):
+        atoms = _np.asarray(atoms.atoms.positions, dtype=_np.float64)  # no charges needed
+    elif isinstance(atoms, (Structure, str, os.PathLike)):
         atoms = _structure(atoms, None, None).positions
     return _espgrid.grid_around(map_options(**options), atoms)
 
 
-def compute_map(atoms, charges=None, *, radii=None, grid=None, progress=None, **options):
+def compute_map(atoms, charges=None, *, radii=None, grid=None, progress=None, unwrap=None, **options):
     """The potential of `atoms` on a grid, as an espgrid.Map.
 
-    atoms: a Structure, a file name (read with read_structure), or an (N, 3) array of positions
-    in Å together with `charges` (N values, e). grid: an espgrid.Grid (otherwise the options
+    atoms: a Structure, a file name (read with read_structure), an MDAnalysis AtomGroup or
+    Universe (its current frame's positions and its topology's charges; unwrap=True makes its
+    molecules whole across the periodic box first, which needs bonds), or an (N, 3) array of
+    positions in Å together with `charges` (N values, e). grid: an espgrid.Grid (otherwise the options
     spacing/padding or origin/dims place it, as `espgrid map` does). progress: a callable
     progress(planes_done, planes) called from this thread. Every other keyword is an
     `espgrid map` option: spacing, padding, origin, dims, units, dielectric, temperature, model,
@@ -96,9 +118,56 @@ def compute_map(atoms, charges=None, *, radii=None, grid=None, progress=None, **
     The GIL is released while the kernel runs; Ctrl-C stops it (KeyboardInterrupt) at the
     next plane. A missing GPU raises espgrid.Error (a RuntimeError) naming why.
     """
-    structure = _structure(atoms, charges, radii)
+    structure = _structure(atoms, charges, radii, unwrap)
     options = _with_grid(grid, options)
     return _espgrid.compute(structure, map_options(**options), progress)
+
+
+def potential_at(points, atoms, charges=None, *, radii=None, progress=None, unwrap=None, **options):
+    """The exact potential at each of `points` ((N, 3) Å, or one (3,) point) as a float32 array
+    of N values in the units asked for: the direct sum over `atoms` (anything compute_map takes)
+    with the pair model and medium of the Physics options (units, dielectric, temperature, model,
+    ionic_strength, ...). backend="cpu" sums in double precision on `threads` threads; "cuda" in
+    float32 on `device`; "auto" (the default) takes a GPU when there is one, as compute_map does.
+    progress(points_done, points) is called from this thread. `espgrid sample` on the command
+    line; Map.sample interpolates a map instead. Raises UsageError for model="pb" (sample its
+    map) and the grid and map-kernel options (spacing, kernel, accuracy, ...), which do not
+    apply to points."""
+    structure = _structure(atoms, charges, radii, unwrap)
+    for name in ("spacing", "padding", "origin", "dims", "grid"):
+        if options.get(name) is not None:
+            raise TypeError(f"{name}= places a map's grid; potential_at takes points")
+    values, _ = _espgrid.potential_at(points, structure, map_options(**options), progress)
+    return values
+
+
+def _sample(self, points):
+    """The map's values at `points` ((N, 3) Å, or one (3,) point) as a float32 array, interpolated
+    trilinearly from the 8 grid points around each (the rule `espgrid view` and `espgrid sample
+    --map` use). A point outside the map's box (beyond a millionth of a spacing) raises
+    UsageError naming it; so does a point where the map is not finite."""
+    return _espgrid.sample_map(self, points)
+
+
+def _summary(self):
+    """The map's whole record as a dict: what `espgrid map --json` writes (grid, kernel, device,
+    timing, range, model and its parameters, provenance, files written), whose keys are this
+    Map's attributes."""
+    return _json.loads(_espgrid.map_summary_json(self))
+
+
+Map.sample = _sample
+Map.summary = _summary
+Map.range = property(lambda self: tuple(self.summary()["range"] or (None, None)),
+                     doc="(min, max) of the map's finite values, in its units")
+Map.model_parameters = property(lambda self: _json.loads(_espgrid.map_summary_json(self, "model_parameters")),
+                                doc="the model's name, description and parameters (dict)")
+Map.provenance = property(lambda self: self.summary()["provenance"],
+                          doc="where the map came from: espgrid version, input, atoms, total charge, pdb2pqr, time")
+Map.outputs = property(lambda self: self.summary()["outputs"], doc="the files write() wrote, in order")
+Map.timing = property(lambda self: _json.loads(_espgrid.map_summary_json(self, "timing")),
+                      doc="seconds of each stage (read, prepare, kernel, transfer, write, total), atom-evaluations "
+                          "and their rate, as `espgrid map --json` records them")
 
 
 def map_from_values(values, grid, *, like=None, source="", **options):

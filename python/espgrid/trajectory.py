@@ -12,13 +12,21 @@ Every selected frame's map is computed on one fixed grid (the atoms' bounding bo
 selected frames plus padding, unless the grid is given) with any kernel, and folded into a
 running mean and standard deviation in double precision (C++: python/src/frame_average.h).
 The topology must carry charges (PSF, PRMTOP, TPR, PQR, ...); they are taken as they are.
+
+Periodic systems: a molecule split across the box has atoms on both sides of it, and its map
+is wrong there. unwrap=True (--unwrap) makes every molecule holding a selected atom whole in
+each frame first (AtomGroup.unwrap over the topology's bonds: MDAnalysis's make_whole, without
+changing the Universe); a periodic system averaged without it gets a PeriodicBoxWarning unless
+unwrap=False (--no-unwrap) says its molecules are whole already.
 """
 
 import argparse
+import contextlib
 import errno
 import os
 import sys
 import time
+import warnings
 
 import numpy as np
 
@@ -43,12 +51,141 @@ class TrajectoryAverage:
                 f"grid {self.mean.shape}>")
 
 
+class PeriodicBoxWarning(UserWarning):
+    """A periodic system's map computed without making its molecules whole (unwrap=None)."""
+
+
+@contextlib.contextmanager
+def _quiet_mdanalysis():
+    """MDAnalysis 2.4 warns about its own internals on Python 3.11 (xdrlib on import, the DCD
+    reader's timesteps on every read): DeprecationWarnings its users can do nothing about. They
+    are silenced while espgrid calls MDAnalysis; every other warning passes."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", category=DeprecationWarning)
+        warnings.filterwarnings("ignore", category=PendingDeprecationWarning)
+        yield
+
+
 def _mdanalysis():
-    try:
-        import MDAnalysis
-    except ImportError as e:
-        raise ImportError("trajectory averages need MDAnalysis (Debian: apt-get install python3-mdanalysis)") from e
+    # MDAnalysis's import resets and adds warning filters, so an "ignore" filter set here would be
+    # gone by the time xdrlib warns: the warnings of the import are recorded and dropped instead,
+    # and catch_warnings restores the caller's filters afterwards.
+    with warnings.catch_warnings(record=True):
+        warnings.simplefilter("ignore")
+        try:
+            import MDAnalysis
+        except ImportError as e:
+            raise ImportError("trajectory averages need MDAnalysis (Debian: apt-get install python3-mdanalysis)") from e
     return MDAnalysis
+
+
+def _box(universe):
+    """The periodic box's edge lengths (Å) of the current frame, or None when it has none."""
+    dimensions = universe.dimensions
+    if dimensions is None:
+        return None
+    lengths = np.asarray(dimensions[:3], dtype=np.float64)
+    return lengths if np.all(np.isfinite(lengths)) and np.all(lengths > 0) else None
+
+
+def _has_bonds(group):
+    try:
+        group.bonds  # noqa: B018 (MDAnalysis raises NoDataError, an AttributeError, without bonds)
+        return True
+    except AttributeError:
+        return False
+
+
+def _check_unwrap(group, unwrap, name, frame_text, stacklevel):
+    """unwrap=True: the system must have a box and bonds. unwrap=None: a PeriodicBoxWarning when
+    it has a box, saying how many bonds span more than half of it now. unwrap=False: nothing."""
+    if unwrap is not None and not isinstance(unwrap, bool):
+        raise TypeError(f"unwrap must be True, False or None, got {unwrap!r}")
+    box = _box(group.universe)
+    if unwrap:
+        if box is None:
+            raise espgrid.UsageError(f"unwrap=True: {name} has no periodic box ({frame_text}), so there is nothing "
+                                     "to make whole")
+        if not _has_bonds(group):
+            raise espgrid.UsageError(f"unwrap=True needs bonds to tell the molecules apart, and {name} has none "
+                                     "(PSF, TPR and PRMTOP topologies carry them; for others, call "
+                                     "universe.atoms.guess_bonds() and pass the Universe)")
+        return
+    if unwrap is False or box is None:
+        return
+    split = ""
+    if _has_bonds(group) and len(group.bonds):
+        lengths = group.bonds.values()
+        stretched = int(np.count_nonzero(lengths > 0.5 * box.min()))
+        split = (f"; {stretched} of its {len(lengths)} bonds {'spans' if stretched == 1 else 'span'} more than half "
+                 f"the box in {frame_text}" if stretched else f"; no bond spans more than half the box in {frame_text}")
+    warnings.warn(PeriodicBoxWarning(
+        f"{name} is periodic (box {' x '.join(f'{x:g}' for x in box)} Å) and its molecules are not made whole"
+        f"{split}: a molecule split across the box gives a wrong map there. unwrap=True (--unwrap; needs bonds) "
+        "makes them whole first; unwrap=False (--no-unwrap) says they are whole already"), stacklevel=stacklevel)
+
+
+def _positions(group, unwrap):
+    """The group's positions (Å, float64) in the current frame; with unwrap, every molecule
+    (bonded fragment) holding an atom of the group made whole across the box first, without
+    changing the Universe's coordinates."""
+    if not unwrap:
+        return np.asarray(group.positions, dtype=np.float64)
+    universe = group.universe
+    # Whole fragments, so that a selection of part of a molecule is made whole with the rest.
+    fragments = np.unique(group.fragindices)
+    whole = universe.atoms[np.isin(universe.atoms.fragindices, fragments)]  # sorted by index
+    xyz = whole.unwrap(compound="fragments", reference=None, inplace=False)
+    return np.asarray(xyz[np.searchsorted(whole.ix, group.ix)], dtype=np.float64)
+
+
+def _charges_of(group, name):
+    mda = _mdanalysis()
+    try:
+        return np.asarray(group.charges, dtype=np.float64)
+    except (AttributeError, mda.exceptions.NoDataError) as e:
+        raise espgrid.UsageError(f"{name} has no charges: use a topology that carries them "
+                                 "(PSF, PRMTOP, TPR, PQR, ...)") from e
+
+
+def _group_name(group):
+    """'fas2.pqr' or 'fas2.psf + traj.dcd' for messages: the files of the group's Universe."""
+    universe = group.universe
+    files = [f for f in [getattr(universe, "filename", None)] if isinstance(f, str)]
+    trajectory = getattr(universe.trajectory, "filename", None)
+    if isinstance(trajectory, str) and trajectory not in files:
+        files.append(trajectory)
+    return " + ".join(os.path.basename(f) for f in files) if files else "an MDAnalysis Universe"
+
+
+def structure_of_atoms(atoms, unwrap=None):
+    """An espgrid.Structure from an MDAnalysis AtomGroup or Universe: its current frame's
+    positions (made whole first with unwrap=True) and its topology's charges (radii too when the
+    topology has them, for drawing). compute_map and potential_at call this for MDAnalysis atoms."""
+    mda = _mdanalysis()
+    group = getattr(atoms, "atoms", None)  # a Universe's atoms; a ResidueGroup's or SegmentGroup's too
+    if not isinstance(group, mda.AtomGroup):
+        raise TypeError(f"expected an MDAnalysis AtomGroup or Universe, got {type(atoms).__name__}")
+    kind = "Universe" if isinstance(atoms, mda.Universe) else type(atoms).__name__
+    files = _group_name(group)
+    name = f"the {kind} of {files}"
+    if len(group) == 0:
+        raise espgrid.UsageError(f"{name} holds no atoms")
+    charges = _charges_of(group, name)
+    frame_text = f"frame {group.universe.trajectory.frame}"
+    # The warning names the caller's line: user → compute_map/potential_at → _structure → here.
+    _check_unwrap(group, unwrap, name, frame_text, stacklevel=5)
+    with _quiet_mdanalysis():
+        positions = _positions(group, unwrap)
+    radii = None
+    try:
+        radii = np.asarray(group.radii, dtype=np.float64)
+    except (AttributeError, mda.exceptions.NoDataError):
+        pass
+    # describe_source adds ", N atoms, total charge Q e".
+    description = f"MDAnalysis {kind} of {files}, {frame_text}{', molecules made whole' if unwrap else ''}"
+    structure = _espgrid.structure_from_arrays(positions, charges, radii, description)
+    return structure
 
 
 def _input_error(message, path=None):
@@ -102,12 +239,16 @@ def _atom_group(topology, trajectory, select):
         checked = {path: _espgrid.check_dcd(path) for path in files if path.lower().endswith(".dcd")}
         # The topology first, then the trajectory: an error names the file it comes from.
         try:
-            universe = mda.Universe(top)
+            with _quiet_mdanalysis():
+                # The trajectory comes next (load_new): a topology without coordinates is expected.
+                warnings.filterwarnings("ignore", message="No coordinate reader found", category=UserWarning)
+                universe = mda.Universe(top)
         except Exception as e:  # MDAnalysis raises many kinds; none is the user's programming error
             raise _input_error(f"{top}: MDAnalysis cannot read this topology: {_reason(e)}", top) from e
         if files:
             try:
-                universe.load_new(files if len(files) > 1 else files[0])
+                with _quiet_mdanalysis():
+                    universe.load_new(files if len(files) > 1 else files[0])
             except Exception as e:
                 where = files[0] if len(files) == 1 else " + ".join(files)
                 raise _input_error(f"{where}: MDAnalysis cannot read this trajectory with {top}: {_reason(e)}",
@@ -121,11 +262,7 @@ def _atom_group(topology, trajectory, select):
         raise espgrid.UsageError(f"selection {select!r} is not one MDAnalysis understands: {_reason(e)}") from e
     if len(group) == 0:
         raise espgrid.UsageError(f"selection {select!r} matches no atoms of {name}")
-    try:
-        charges = np.asarray(group.charges, dtype=np.float64)
-    except (AttributeError, mda.exceptions.NoDataError) as e:
-        raise espgrid.UsageError(f"{name} has no charges: use a topology that carries them "
-                                 "(PSF, PRMTOP, TPR, PQR, ...)") from e
+    charges = _charges_of(group, name)
     return universe, group, charges, name
 
 
@@ -143,7 +280,8 @@ def _frames(universe, start, stop, step, name, expected):
     count = 0
     while True:
         try:
-            ts = next(frames)
+            with _quiet_mdanalysis():
+                ts = next(frames)
         except StopIteration:
             break
         except Exception as e:
@@ -181,7 +319,7 @@ def _progress_bar(enabled, total):
 
 
 def average_map(topology, trajectory=None, *, select="all", start=None, stop=None, step=None, std=False,
-                grid=None, progress=None, **options):
+                grid=None, progress=None, unwrap=None, **options):
     """The potential averaged over a trajectory's frames, on one fixed grid.
 
     topology, trajectory: file names (any MDAnalysis reads; trajectory may be a list, or None
@@ -191,20 +329,27 @@ def average_map(topology, trajectory=None, *, select="all", start=None, stop=Non
     grid: an espgrid.Grid; otherwise spacing/padding (or origin/dims) place it around the
     selected atoms' bounding box over all selected frames (one extra pass over them).
     progress: None (a bar when stderr is a terminal), True, False, or a callable
-    progress(frames_done, frames). Every other keyword is an `espgrid map` option (kernel,
-    units, dielectric, model, devices, threads, ...), as for espgrid.compute_map.
+    progress(frames_done, frames). unwrap: True makes every molecule holding a selected atom
+    whole across the periodic box in each frame (needs bonds); None (the default) warns
+    (PeriodicBoxWarning) when the system is periodic; False neither (molecules whole already).
+    Every other keyword is an `espgrid map` option (kernel, units, dielectric, model, devices,
+    threads, ...), as for espgrid.compute_map.
     """
     universe, group, charges, name = _atom_group(topology, trajectory, select)
     frames = range(universe.trajectory.n_frames)[slice(start, stop, step)]
     if len(frames) == 0:
         raise espgrid.UsageError(f"no frames selected from {name} ({universe.trajectory.n_frames} frames, "
                                  f"start={start}, stop={stop}, step={step})")
+    with _quiet_mdanalysis():
+        universe.trajectory[frames[0]]
+    # The warning names the caller's line: user → espgrid.average_map → here (→ _check_unwrap).
+    _check_unwrap(group, unwrap, name, f"frame {frames[0]}", stacklevel=4)
     if grid is None and options.get("origin") is None and options.get("dims") is None:
         # The bounding box over every selected frame, so no frame's atoms leave the grid.
         lo = np.full(3, np.inf)
         hi = np.full(3, -np.inf)
         for _ in _frames(universe, start, stop, step, name, frames):
-            xyz = group.positions
+            xyz = _positions(group, unwrap)
             lo = np.minimum(lo, xyz.min(axis=0))
             hi = np.maximum(hi, xyz.max(axis=0))
         grid = espgrid.grid_around(np.array([lo, hi], dtype=np.float64), **options)
@@ -213,7 +358,8 @@ def average_map(topology, trajectory=None, *, select="all", start=None, stop=Non
         options = espgrid._with_grid(grid, options)
     parsed = espgrid.map_options(**options)
     grid = parsed.explicit_grid
-    selection = "" if select in (None, "all") else f", selection {select!r}"
+    selection = ("" if select in (None, "all") else f", selection {select!r}") + (", molecules made whole"
+                                                                                 if unwrap else "")
     source = _espgrid.describe_source(
         f"{name}{selection}, frames {frames.start}:{frames.stop}:{frames.step}",
         _espgrid.structure_from_arrays(group.positions.astype(np.float64), charges))
@@ -222,7 +368,7 @@ def average_map(topology, trajectory=None, *, select="all", start=None, stop=Non
     began = time.perf_counter()
     try:
         for done, _ in enumerate(_frames(universe, start, stop, step, name, frames), start=1):
-            average.add(group.positions, universe.trajectory.frame)
+            average.add(_positions(group, unwrap), universe.trajectory.frame)
             if bar is not None:
                 bar.update(1)
             if callable(progress):
@@ -272,6 +418,12 @@ def _parser():
     p.add_argument("--start", type=int, help="first frame (default 0)")
     p.add_argument("--stop", type=int, help="stop before this frame (default: the end)")
     p.add_argument("--step", type=int, help="use every STEP-th frame (default 1)")
+    whole = p.add_mutually_exclusive_group()
+    whole.add_argument("--unwrap", dest="unwrap", action="store_true", default=None,
+                       help="make every molecule holding a selected atom whole across the periodic box in each "
+                            "frame (needs bonds: PSF, TPR, PRMTOP)")
+    whole.add_argument("--no-unwrap", dest="unwrap", action="store_false",
+                       help="the molecules are whole already: no warning for a periodic system")
     bar = p.add_mutually_exclusive_group()
     bar.add_argument("--progress", dest="progress", action="store_true", default=None,
                      help="show a progress bar (default: when stderr is a terminal)")
@@ -302,6 +454,14 @@ def main(argv=None):
         except ImportError:
             pass  # reported where it is needed, as an error
     warnings.filterwarnings("ignore", category=DeprecationWarning)
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        # espgrid's own warnings as one line, like its errors; others as Python shows them.
+        if issubclass(category, PeriodicBoxWarning):
+            print(f"espgrid-trajectory: warning: {message}", file=sys.stderr)
+        else:
+            print(warnings.formatwarning(message, category, filename, lineno, line), end="", file=sys.stderr)
+    warnings.showwarning = show
     args = _parser().parse_args(argv)
     options = {k[len("map_"):]: v for k, v in vars(args).items() if k.startswith("map_") and v is not None}
 
@@ -314,7 +474,7 @@ def main(argv=None):
         _espgrid.check_output_paths(outputs)
         result = average_map(args.topology, args.trajectory or None, select=args.select, start=args.start,
                              stop=args.stop, step=args.step, std=bool(args.std_output), progress=args.progress,
-                             **options)
+                             unwrap=args.unwrap, **options)
         mean = result.mean
         frames = len(result.frames)
         plural = "" if frames == 1 else "s"
@@ -322,6 +482,8 @@ def main(argv=None):
               f"{' + ' + ', '.join(args.trajectory) if args.trajectory else ''}), {result.atoms} atoms")
         print(f"grid       {' x '.join(map(str, mean.shape))}, spacing {','.join(f'{h:g}' for h in mean.spacing)} Å, "
               f"origin ({', '.join(f'{o:.3f}' for o in mean.origin)}) Å")
+        if args.unwrap:
+            print("molecules  made whole across the periodic box in every frame")
         print(f"kernel     {result.kernel} ({mean.kernel_choice})")
         print(f"mean       {mean.values.min():.4g} to {mean.values.max():.4g} {mean.units}; {mean.physics}")
         mean.write(args.output)

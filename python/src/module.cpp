@@ -33,6 +33,8 @@
 #include "src/io/map_formats.h"
 #include "src/io/pdb2pqr_source.h"
 #include "src/pipeline/map_pipeline.h"
+#include "src/pipeline/map_summary.h"
+#include "src/pipeline/point_sampling.h"
 #include "src/io/view.h"
 
 namespace py = pybind11;
@@ -62,6 +64,8 @@ struct PyMap {
   std::string kernel;  ///< registry name; empty for a map read from a file or made from values
   std::string kernel_why;
   TimingReport timing;
+  MapProvenance provenance;          ///< computed here: the atoms and where they came from (Map.provenance)
+  std::vector<std::string> outputs;  ///< the files Map.write wrote, in order (Map.outputs)
 };
 
 /// The groups whose options are Python keywords of compute_map, grid_around, map_from_values and
@@ -346,7 +350,40 @@ PyMap compute(const PyStructure& s, const MapJob& options, const py::object& pro
     out.kernel = std::string(result.kernel.kernel->name);
     out.kernel_why = result.kernel.why;
   }
+  // What the summary records of the input (src/pipeline/map_summary.h), as `espgrid map --json`.
+  out.provenance.input = s.path;
+  out.provenance.atoms = s.structure.atoms.size();
+  out.provenance.total_charge = s.structure.atoms.total_charge();
+  out.provenance.charges_from = s.charges_from;
+  out.provenance.pdb2pqr_command = s.pdb2pqr_command;
+  out.provenance.created = utc_timestamp();
   return out;
+}
+
+/// points as an (N, 3) array of finite coordinates within ±1e6 Å, flattened; UsageError naming
+/// the first bad one.
+std::vector<double> points_of(const py::handle& points) {
+  auto xyz = py::array_t<double, py::array::c_style | py::array::forcecast>::ensure(points);
+  if (!xyz) throw UsageError("points must be an array of numbers");
+  if (xyz.ndim() == 1 && xyz.shape(0) == 3) xyz = xyz.reshape({py::ssize_t{1}, py::ssize_t{3}});  // one point
+  if (xyz.ndim() != 2 || xyz.shape(1) != 3)
+    throw UsageError("points must have shape (N, 3) (x, y, z in Å), got " + shape_text(xyz));
+  const auto n = static_cast<std::size_t>(xyz.shape(0));
+  static const char* const kAxis[] = {"x", "y", "z"};
+  for (std::size_t i = 0; i < 3 * n; ++i) {
+    const double c = xyz.data()[i];
+    if (!std::isfinite(c) || std::fabs(c) > kMaxCoordinate)
+      throw UsageError("points[" + std::to_string(i / 3) + ", " + std::to_string(i % 3) + "] (" + kAxis[i % 3] +
+                       " of point " + std::to_string(i / 3) + ") is " + number_text(c) +
+                       ": points must be finite numbers of Å within ±1e6");
+  }
+  return std::vector<double>(xyz.data(), xyz.data() + 3 * n);
+}
+
+/// "(x, y, z)" of point i, for messages.
+std::string point_text(const std::vector<double>& points, std::size_t i) {
+  return "(" + number_text(points[3 * i]) + ", " + number_text(points[3 * i + 1]) + ", " + number_text(points[3 * i + 2]) +
+         ")";
 }
 
 PyMap map_from_values(const py::handle& values, const GridSpec& grid, const PhysicsOptions& physics,
@@ -594,7 +631,7 @@ PYBIND11_MODULE(_espgrid, m) {
             if (paths.empty()) throw UsageError("no output given: write('map.dx') and/or write('map.vti')");
             check_output_paths(paths);
             py::gil_scoped_release release;
-            write_map_files(p.map, paths, &p.timing);
+            write_map_files(p.map, paths, &p.timing, [&p](const std::string& path) { p.outputs.push_back(path); });
           },
           "Writes the map to every path (format from the extension, as `espgrid map -o`), each atomically.");
 
@@ -752,4 +789,59 @@ PYBIND11_MODULE(_espgrid, m) {
         write_text_file_atomically(path, text);
       },
       "path"_a, "html"_a);
+
+  // ---- issue 25: the potential at points, and a map's summary ------------------------------------
+  m.def(
+      "potential_at",
+      [](const py::handle& points, const PyStructure& s, const MapJob& options, const py::object& progress) {
+        const std::vector<double> xyz = points_of(points);
+        ProgressFn report = interruptible(progress);
+        PointValues v;
+        {
+          py::gil_scoped_release release;
+          v = sample_points(options, s.structure.atoms, xyz, report);
+        }
+        py::dict info("method"_a = v.method, "device"_a = v.device, "backend_choice"_a = v.why, "seconds"_a = v.seconds,
+                      "kernel_seconds"_a = v.kernel_seconds);
+        return py::make_tuple(py::array_t<float>(static_cast<py::ssize_t>(v.values.size()), v.values.data()), info);
+      },
+      "points"_a, "structure"_a, "options"_a, "progress"_a = py::none(),
+      "The exact potential at each point (src/pipeline/point_sampling.h); (values, how they were computed).");
+  m.def(
+      "sample_map",
+      [](const PyMap& p, const py::handle& points) {
+        const std::vector<double> xyz = points_of(points);
+        std::vector<std::size_t> outside, not_finite;
+        PointValues v;
+        {
+          py::gil_scoped_release release;
+          v = interpolate_points(p.map, xyz, outside, not_finite);
+        }
+        if (!outside.empty())
+          throw UsageError("points[" + std::to_string(outside.front()) + "] " + point_text(xyz, outside.front()) +
+                           " lies outside the map " + box_text(p.map.grid) +
+                           (outside.size() > 1 ? " (" + with_commas(outside.size()) + " of the " +
+                                                     with_commas(xyz.size() / 3) + " points do)"
+                                               : std::string()));
+        if (!not_finite.empty())
+          throw UsageError("the map is not finite around points[" + std::to_string(not_finite.front()) + "] " +
+                           point_text(xyz, not_finite.front()));
+        return py::array_t<float>(static_cast<py::ssize_t>(v.values.size()), v.values.data());
+      },
+      "map"_a, "points"_a, "The map's values at the points, interpolated trilinearly (espgrid view's rule).");
+  m.def(
+      "map_summary_json",
+      [](const PyMap& p, const std::string& part) {
+        // One part alone where an attribute asks for it: the whole summary scans every value (range).
+        const double evaluations = p.map.physics.poisson_boltzmann ? 0.0
+                                   : static_cast<double>(p.map.grid.point_count()) *
+                                         static_cast<double>(p.provenance.atoms);
+        if (part == "timing") return timing_json(p.timing, evaluations).dump(0);
+        if (part == "model_parameters") return model_parameters_json(p.map.physics).dump(0);
+        const Json whole = map_summary(p.map, p.kernel, p.kernel_why, p.timing, p.provenance, p.outputs);
+        return whole.dump(0);
+      },
+      "map"_a, "part"_a = "",
+      "The summary `espgrid map --json` writes, for this map (src/pipeline/map_summary.h); part: \"timing\" or "
+      "\"model_parameters\" alone.");
 }

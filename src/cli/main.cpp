@@ -24,7 +24,8 @@ void print_usage() {
       "  atoms    print a structure's atoms as espgrid reads them\n"
       "  convert  write a .dx map as .mrc, .vti or .dx\n"
       "  view     write an HTML page showing the surface coloured by a map, for any browser\n"
-      "  surface  write the surface coloured by the potential as a mesh (.glb, .ply, .vtp)\n\n"
+      "  surface  write the surface coloured by the potential as a mesh (.glb, .ply, .vtp)\n"
+      "  sample   the potential at a list of points (exact sum, or a map interpolated), as a text/CSV table\n\n"
       "  espgrid VERB --help   shows a verb's options\n\n"
       "example:\n"
       "  espgrid map data/fasciculin2.pqr -o fas2.dx -o fas2.mrc -o fas2.vti\n",
@@ -77,8 +78,9 @@ int run_verb(int argc, char** argv) {
     if (verb == "convert") return espgrid::cli::run_convert(argc - 1, argv + 1);
     if (verb == "view") return espgrid::cli::run_view(argc - 1, argv + 1);
     if (verb == "surface") return espgrid::cli::run_surface(argc - 1, argv + 1);
+    if (verb == "sample") return espgrid::cli::run_sample(argc - 1, argv + 1);
     std::fprintf(stderr,
-                 "espgrid: error: unknown verb '%s' (use map, kernels, verify, bench, atoms, convert, view or surface; see espgrid "
+                 "espgrid: error: unknown verb '%s' (use map, kernels, verify, bench, atoms, convert, view, surface or sample; see espgrid "
                  "--help)\n",
                  verb.c_str());
     return 2;

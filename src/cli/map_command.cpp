@@ -2,8 +2,10 @@
 // (src/pipeline/map_pipeline.h); under mpirun with several ranks, the planes are split over
 // the ranks (src/scaleout/) and rank 0 writes.
 #include <omp.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -18,7 +20,11 @@
 #include "src/core/errors.h"
 #include "src/core/stopwatch.h"
 #include "src/core/text_format.h"
+#include "src/io/atomic_output_file.h"
 #include "src/io/map_stream.h"
+#include "src/io/view_page.h"
+#include "src/pipeline/map_summary.h"
+#include "src/pipeline/time_estimate.h"
 #include "src/scaleout/cluster.h"
 #include "src/scaleout/distributed_map.h"
 
@@ -96,11 +102,26 @@ void print_times(const TimingReport& timing, bool any_streamed, const std::strin
               seconds_text(timing.total_seconds()).c_str(), compute_note.c_str());
 }
 
+/// "15 s", "12 min", "2.5 h": an estimate's precision.
+std::string rough_duration(double seconds) {
+  char text[32];
+  if (seconds < 99.5)
+    std::snprintf(text, sizeof text, "%.0f s", seconds);
+  else if (seconds < 2 * 3600)
+    std::snprintf(text, sizeof text, "%.0f min", seconds / 60);
+  else
+    std::snprintf(text, sizeof text, "%.1f h", seconds / 3600);
+  return text;
+}
+
+/// A map whose kernel time is predicted above this gets an estimate line before it runs, seconds.
+constexpr double kEstimateAbove = 5.0;
+
 /// `espgrid map` as the pipeline runs it: each stage's lines as it happens, a progress bar on a
 /// terminal while the kernel runs.
 class PrintingObserver : public MapObserver {
  public:
-  explicit PrintingObserver(const MapJob& job) : job_(job) {}
+  explicit PrintingObserver(const MapJob& job, bool estimate = false) : job_(job), estimate_(estimate) {}
   void charges_assigned(const AssignedStructure& assigned, double seconds) override {
     // The command that makes the PQR this run keeps (--keep-pqr, or its default beside the map).
     std::printf("charges    %s (%s): %s\n", assigned.describe().c_str(), seconds_text(seconds).c_str(),
@@ -122,6 +143,16 @@ class PrintingObserver : public MapObserver {
     kernel_name_ = std::string(p.kernel.kernel->name);
     why_ = p.kernel.why;
     atoms_ = p.structure.atoms.size();
+    if (estimate_) {
+      // Long maps say how long first (a probe of the first planes: src/pipeline/time_estimate.h).
+      estimated_ = estimate_map_time(job_, p, kEstimateAbove);
+      if (estimated_) {
+        std::printf("estimate   about %s for %s atom-evaluations at %s/s (the kernel's first planes, timed)\n",
+                    rough_duration(estimated_->seconds).c_str(), short_scientific(estimated_->evaluations).c_str(),
+                    short_scientific(estimated_->rate).c_str());
+        std::fflush(stdout);
+      }
+    }
   }
   void progress(std::size_t done, std::size_t total) override {
     if (bar_) bar_->update(done, total);
@@ -136,19 +167,95 @@ class PrintingObserver : public MapObserver {
     print_summary(result.map, atoms_, line, result.timing);
   }
   void written(const std::string& path, const std::string& what) override { print_written(path, what); }
+  /// The estimate printed before the map, if any.
+  const std::optional<TimeEstimate>& estimate() const noexcept { return estimated_; }
 
  private:
   const MapJob& job_;
+  bool estimate_ = false;
+  std::optional<TimeEstimate> estimated_;
   std::optional<ProgressBar> bar_;
   std::string kernel_name_, why_;
   std::size_t atoms_ = 0;
+};
+
+/// Writes all of `text` to the file descriptor; Error when it cannot.
+void write_all(int fd, const std::string& text) {
+  std::size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) throw Error("cannot write the JSON summary to standard output");
+    done += static_cast<std::size_t>(n);
+  }
+}
+
+/// --json FILE or --json -: the run's summary (src/pipeline/map_summary.h) written after the maps.
+class JsonSummary {
+ public:
+  /// Reads the option; with "-" the JSON alone goes to standard output, so from here on every
+  /// printed line goes to standard error instead (the JSON keeps the original descriptor).
+  JsonSummary(const cxxopts::ParseResult& args, int argc, char** argv) {
+    if (!args.count("json")) return;
+    path_ = args["json"].as<std::string>();
+    if (path_.empty()) throw UsageError("--json needs a file name, or - for standard output");
+    command_ = {"espgrid"};  // then the verb and its words: argv[0] is "map"
+    command_.insert(command_.end(), argv, argv + argc);
+    if (path_ == "-") {
+      std::fflush(stdout);
+      fd_ = ::dup(STDOUT_FILENO);
+      if (fd_ < 0 || ::dup2(STDERR_FILENO, STDOUT_FILENO) < 0) throw Error("--json -: cannot set up standard output");
+    }
+  }
+  ~JsonSummary() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  JsonSummary(const JsonSummary&) = delete;
+  JsonSummary& operator=(const JsonSummary&) = delete;
+
+  bool wanted() const noexcept { return !path_.empty(); }
+  /// Before anything is read: the file is writable and neither an output map nor the input.
+  void check(const MapJob& job) const {
+    if (!wanted() || fd_ >= 0) return;
+    std::vector<std::string> others = job.outputs;
+    others.push_back(job.input.path);
+    if (!job.input.keep_pqr.empty()) others.push_back(job.input.keep_pqr);
+    for (const std::string& other : others) {
+      std::error_code ec;
+      const bool same = std::filesystem::weakly_canonical(path_, ec) == std::filesystem::weakly_canonical(other, ec);
+      if (same && !ec) throw UsageError("--json " + path_ + " is also " + other + "; name another file");
+    }
+    check_output_path(path_);
+  }
+  /// After the maps are written.
+  void write(const MapJob& job, const MapResult& result, MapProvenance provenance,
+             const std::vector<std::string>& outputs, const std::optional<TimeEstimate>& estimate) const {
+    if (!wanted()) return;
+    provenance.command = command_;
+    provenance.input = job.input.path;
+    const std::string text = map_summary(result.map, std::string(result.kernel.kernel->name), result.kernel.why,
+                                         result.timing, provenance, outputs, estimate)
+                                 .dump();
+    if (fd_ >= 0) {
+      std::fflush(stdout);
+      write_all(fd_, text);
+    } else {
+      write_text_file_atomically(path_, text);
+      print_written(path_, "the summary as JSON");
+    }
+  }
+
+ private:
+  std::string path_;
+  std::vector<std::string> command_;
+  int fd_ = -1;  ///< --json -: the original standard output
 };
 
 /// `espgrid map` under mpirun with more than one rank: every rank reads the input and computes
 /// a contiguous block of z-planes (its rank-local GPU, or the CPU); rank 0 gathers the map,
 /// prints the summary with every rank's timing, and writes the outputs. Any rank's failure
 /// stops every rank before anything is written (rank 0 reports it; see Cluster::agree).
-int run_map_distributed(const cxxopts::ParseResult& args, scaleout::Cluster& cluster) {
+int run_map_distributed(const cxxopts::ParseResult& args, scaleout::Cluster& cluster, const JsonSummary& json) {
   const bool root = cluster.is_root();
   MapJob job;
   std::optional<PreparedJob> prepared;
@@ -165,6 +272,7 @@ int run_map_distributed(const cxxopts::ParseResult& args, scaleout::Cluster& clu
       job = job_from_args(args, kMapOptions, JobUse::Map);
       if (is_standard_input(job.input.path))
         throw UsageError("under mpirun, give a file: every rank reads the input, and only one has standard input");
+      if (root) json.check(job);
       if (job.physics.poisson_boltzmann)  // issue 23: one process solves the whole grid
         throw UsageError("--model pb runs in one process; run it without mpirun (on a GPU it takes seconds)");
       if (needs_charge_assignment(job.input.file_format()))
@@ -255,11 +363,17 @@ int run_map_distributed(const cxxopts::ParseResult& args, scaleout::Cluster& clu
   print_summary(result.map, problem->atom_count(),
                 kernel_names + " on " + run.timing.device + " (" + prepared->kernel.why + ")", timing);
   MapFiles files(job.outputs, job.write);  // rank 0 has the whole map only now: nothing streams
-  PrintingObserver observer(job);
+  PrintingObserver printing(job);
+  SummaryRecorder observer(printing);
+  // The atoms, for the summary: rank 0 prepared with a quiet observer.
+  observer.provenance.atoms = prepared->structure.atoms.size();
+  observer.provenance.total_charge = prepared->structure.atoms.total_charge();
+  observer.provenance.created = utc_timestamp();
   finish_job_outputs(job, *prepared, result, files, observer);
   print_times(timing, false,
               " (kernel: the slowest rank; transfers: all ranks and the gather, " + seconds_text(run.gather_seconds) +
                   " gathering)");
+  json.write(job, result, observer.provenance, observer.outputs, std::nullopt);
   return 0;
 }
 
@@ -270,6 +384,12 @@ int run_map(int argc, char** argv) {
   options.custom_help("INPUT -o OUTPUT.vti|OUTPUT.dx|OUTPUT.mrc [-o ...] [options]");
   options.positional_help("");
   add_job_options(options, kMapOptions, "structure file (.pqr, .xyz; .pdb or .cif: charges from pdb2pqr)");
+  options.add_options("Output")(
+      "json",
+      "also write the run's summary as JSON (grid, kernel, device, timings, range, model and its parameters, "
+      "provenance, files written; the keys of Python's Map.summary()): a file, or - for standard output (the "
+      "printed summary then goes to standard error)",
+      cxxopts::value<std::string>());
   options.add_options()("h,help", "show this help");
   const auto args = parse_args(options, argc, argv, {"output"});
   if (args.count("help")) {
@@ -285,15 +405,19 @@ int run_map(int argc, char** argv) {
     return 0;
   }
   scaleout::Cluster& cluster = scaleout::Cluster::world();  // MPI starts here when launched by mpirun
-  if (cluster.distributed()) return run_map_distributed(args, cluster);
+  const JsonSummary json(args, argc, argv);
+  if (cluster.distributed()) return run_map_distributed(args, cluster, json);
 
   const MapJob job = job_from_args(args, kMapOptions, JobUse::Map);
-  PrintingObserver observer(job);
+  json.check(job);
+  PrintingObserver printing(job, /*estimate=*/true);
+  SummaryRecorder observer(printing);
   const MapResult result = run_map_job(job, observer);
   const bool any_streamed = std::any_of(job.outputs.begin(), job.outputs.end(), [&](const std::string& path) {
     return streams_planes(map_format_from_extension(path), job.write);
   });
   print_times(result.timing, any_streamed, "");
+  json.write(job, result, observer.provenance, observer.outputs, printing.estimate());
   return 0;
 }
 

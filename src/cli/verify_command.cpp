@@ -17,6 +17,7 @@
 #include "src/cli/commands.h"
 #include "src/cli/options.h"
 #include "src/pipeline/map_pipeline.h"
+#include "src/pipeline/time_estimate.h"
 #include "src/cli/progress.h"
 #include "src/compute/approximation_error.h"
 #include "src/compute/oracle.h"
@@ -55,22 +56,6 @@ bool run_or_report(const KernelVariant& kernel, const PreparedProblem& problem, 
 std::string cpu_description_text(const KernelVariant& kernel, const RunOptions& run) {
   const int threads = kernel.serial ? 1 : (run.threads > 0 ? run.threads : omp_get_max_threads());
   return std::string(kernel.name) + " on " + std::to_string(threads) + (threads == 1 ? " thread" : " threads");
-}
-
-/// Atom evaluations per second of `kernel` on `problem`, timed on its first planes: enough of them
-/// for about 2·10^8 evaluations (a few tenths of a second on one core), at least one, at most a
-/// tenth of the map so that the probe costs little next to what it predicts.
-double probe_rate(const KernelVariant& kernel, const PreparedProblem& problem, const RunOptions& run) {
-  const DcsProblem p = problem.view(nullptr);
-  const double plane_evaluations = static_cast<double>(p.plane_points()) * static_cast<double>(p.atom_count);
-  const auto planes = std::clamp<std::int64_t>(static_cast<std::int64_t>(2e8 / std::max(plane_evaluations, 1.0)), 1,
-                                               std::max<std::int64_t>(1, p.nz / 10));
-  std::vector<float> out(p.plane_points() * static_cast<std::size_t>(planes));
-  RunOptions quiet = run;
-  quiet.progress = nullptr;
-  const Stopwatch clock;
-  compute_planes(kernel, problem, out.data(), 0, planes, quiet);
-  return plane_evaluations * static_cast<double>(planes) / std::max(clock.seconds(), 1e-9);
 }
 
 /// --sample: each kernel's map at `samples` points (drawn with `seed`) against the double oracle:

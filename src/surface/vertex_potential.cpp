@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <limits>
 
+#include <omp.h>
+
 #include "src/physics/pair_potentials.h"
 
 namespace espgrid::surface {
@@ -17,7 +19,8 @@ std::vector<double> offset_points(const TriangleMesh& mesh, double offset) {
   return points;
 }
 
-std::vector<float> potential_at(const Atoms& atoms, const PhysicsOptions& physics, const std::vector<double>& points) {
+std::vector<float> potential_at(const Atoms& atoms, const PhysicsOptions& physics, const std::vector<double>& points,
+                                int threads) {
   const std::size_t n = points.size() / 3;
   std::vector<float> out(n);
   const double k = coulomb_factor(physics);
@@ -28,7 +31,7 @@ std::vector<float> potential_at(const Atoms& atoms, const PhysicsOptions& physic
   with_pair_potential(physics.model, [&](auto potential) {
     using Potential = decltype(potential);
     const auto count = static_cast<std::int64_t>(n);
-#pragma omp parallel for schedule(dynamic, 256)
+#pragma omp parallel for schedule(dynamic, 256) num_threads(threads > 0 ? threads : omp_get_max_threads())
     for (std::int64_t s = 0; s < count; ++s) {
       const auto p = static_cast<std::size_t>(s);
       const double px = points[3 * p], py = points[3 * p + 1], pz = points[3 * p + 2];
@@ -41,6 +44,23 @@ std::vector<float> potential_at(const Atoms& atoms, const PhysicsOptions& physic
     }
   });
   return out;
+}
+
+namespace {
+
+/// A point's coordinate u along one axis in grid steps is inside when within a millionth of a
+/// spacing of [0, dims − 1].
+bool inside_axis(double u, std::int64_t dims) {
+  return u >= -1e-6 && u <= static_cast<double>(dims - 1) + 1e-6;
+}
+
+}  // namespace
+
+bool inside_box(const GridSpec& g, double x, double y, double z) {
+  const double p[3] = {x, y, z};
+  for (int a = 0; a < 3; ++a)
+    if (!inside_axis((p[a] - g.origin[a]) / g.spacing[a], g.dims[a])) return false;
+  return true;
 }
 
 std::vector<float> interpolate(const PotentialMap& map, const std::vector<double>& points) {
@@ -58,8 +78,7 @@ std::vector<float> interpolate(const PotentialMap& map, const std::vector<double
     for (int a = 0; a < 3; ++a) {
       const double u = (points[3 * p + static_cast<std::size_t>(a)] - g.origin[a]) / g.spacing[a];
       const double last = static_cast<double>(g.dims[a] - 1);
-      // A point within a millionth of a spacing of the box's face counts as on it.
-      if (!(u >= -1e-6 && u <= last + 1e-6)) {
+      if (!inside_axis(u, g.dims[a])) {
         inside = false;
         break;
       }

@@ -23,8 +23,14 @@ std::vector<double> offset_points(const TriangleMesh& mesh, double offset);
 /// physics.model (src/physics/pair_potentials.h) in double precision: what the map's kernels
 /// compute at their grid points, here at any point (a: the kernels' softening length). Points
 /// are split over OpenMP threads; each sum runs over the atoms in order, so the result is the
-/// same on any number of threads. `points` holds 3 values a point.
-std::vector<float> potential_at(const Atoms& atoms, const PhysicsOptions& physics, const std::vector<double>& points);
+/// same on any number of threads. `points` holds 3 values a point. `threads`: OpenMP threads,
+/// 0 for OpenMP's default.
+std::vector<float> potential_at(const Atoms& atoms, const PhysicsOptions& physics, const std::vector<double>& points,
+                                int threads = 0);
+
+/// Whether the point (x, y, z) lies in the grid's box: within a millionth of a spacing of it
+/// counts as on its face. interpolate() samples exactly these points.
+bool inside_box(const GridSpec& grid, double x, double y, double z);
 
 /// Trilinear interpolation of `map` at each point; NaN for points outside the map's box.
 std::vector<float> interpolate(const PotentialMap& map, const std::vector<double>& points);

@@ -1,6 +1,8 @@
 #!/usr/bin/python3
 """APBS's `multivalue` tool reads our .dx and returns our values: at grid nodes equal to print
-precision, between nodes equal to trilinear interpolation of our values (computed here).
+precision, between nodes equal to trilinear interpolation of our values (computed here). And
+`espgrid sample --map` reads multivalue's own input (the same CSV file) and gives multivalue's
+values, to its print precision (issue 25).
 
 Client: multivalue from the APBS tools (Debian apbs: /usr/lib/apbs/tools/bin/multivalue). It reads
 the map with APBS's Vgrid_readDX and evaluates Vgrid_value at every point of a CSV file, writing
@@ -133,10 +135,31 @@ def main():
                     if rel > 1e-6:
                         print(f"FAIL {name}: between nodes at {p}: multivalue {got:e}, trilinear {want:e}")
                         errors += 1
+            # espgrid sample on multivalue's input: the same points, the same rule.
+            ours = os.path.join(wd, f"{name}.sample.csv")
+            r = common.run([args.espgrid, "sample", "--map", m["dx"], "--points", csv, "-o", ours], timeout=300)
+            if r.returncode != 0:
+                print(f"FAIL {name}: espgrid sample --map exited {r.returncode}:\n{r.stdout[-2000:]}")
+                errors += 1
+            else:
+                sampled = [l.split(",") for l in open(ours).read().split("\n")[1:] if l.strip()]
+                worst_sample = 0.0
+                for (kind, p), row, theirs in zip(pts, sampled, rows):
+                    # multivalue prints 7 significant digits (half a unit: 5e-7 relative); ours is
+                    # float32 (6e-8): 1e-6 of the value, or of the map's scale near zero, as above.
+                    got, want = float(row[3]), float(theirs[3])
+                    scale = max(abs(want), np.max(np.abs(dx.values64)) * 1e-9)
+                    worst_sample = max(worst_sample, abs(got - want) / scale)
+                    if [float(x) for x in row[:3]] != list(p) or abs(got - want) > 1e-6 * scale:
+                        print(f"FAIL {name}: espgrid sample {','.join(row)} where multivalue gave {','.join(theirs)}")
+                        errors += 1
+                if len(sampled) != len(pts):
+                    print(f"FAIL {name}: espgrid sample wrote {len(sampled)} rows for {len(pts)} points")
+                    errors += 1
             if errors == before:
                 print(f"ok   {name}: {dx.counts}, {nodes_ok} nodes equal to print precision, "
                       f"{len(pts) - nodes_ok} points between nodes within {worst_between:.1e} (relative) "
-                      f"of trilinear interpolation")
+                      f"of trilinear interpolation; espgrid sample --map within {worst_sample:.1e} of multivalue")
     if errors:
         common.fail(f"{errors} check(s) failed")
     print("PASS")

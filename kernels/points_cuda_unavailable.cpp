@@ -1,0 +1,11 @@
+// Stand-in for kernels/points.cu in a build without CUDA.
+#include "src/compute/points_cuda_driver.h"
+#include "src/core/errors.h"
+
+namespace espgrid::cuda {
+
+ComputeTiming potential_at_points(const PointSumProblem&, int, const ProgressFn&) {
+  throw Error("this espgrid was built without CUDA (no nvcc found, or ESPGRID_CUDA=OFF)");
+}
+
+}  // namespace espgrid::cuda

@@ -1,0 +1,200 @@
+// `espgrid sample STRUCTURE --points FILE`: the potential at a list of points (issue 25), the
+// exact direct sum over the atoms with the Physics options (on the CPU in double precision, or
+// on a GPU: src/pipeline/point_sampling.h), or `--map MAP --points FILE`: a map's values there,
+// interpolated trilinearly as `espgrid view` does. Points: "x y z" a line, or APBS multivalue's
+// CSV "x,y,z" (src/io/point_file.h), from a file or standard input ("-"). Out: a table with the
+// potential as its last column, to a file (-o; .csv: CSV) or standard output.
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "src/cli/commands.h"
+#include "src/cli/options.h"
+#include "src/cli/progress.h"
+#include "src/core/errors.h"
+#include "src/core/text_format.h"
+#include "src/io/atomic_output_file.h"
+#include "src/io/map_formats.h"
+#include "src/io/point_file.h"
+#include "src/io/view.h"
+#include "src/io/view_page.h"
+#include "src/pipeline/map_pipeline.h"
+#include "src/pipeline/point_sampling.h"
+
+namespace espgrid::cli {
+namespace {
+
+/// The options of `espgrid sample` from the job's table: the structure and its charges, the
+/// pair models' physics, and where the sum runs (the map kernels', the approximate method's and
+/// the Poisson-Boltzmann solver's options do not apply to points; --model pb says why).
+const JobOptionSet kSampleOptions{{OptionGroup::Input, OptionGroup::Physics, OptionGroup::Compute},
+                                  {"kernel", "devices", "accuracy", "msm-cutoff", "msm-spacing", "msm-order",
+                                   "solvent-dielectric", "ion-radius", "probe-radius", "surface", "surface-window",
+                                   "surface-density", "surface-sampling", "pb-formulation", "pb-tolerance",
+                                   "pb-max-iterations"},
+                                  /*input_required=*/false};
+
+/// Notes and pdb2pqr's report go to stderr, with the summary.
+class SampleObserver : public MapObserver {
+ public:
+  explicit SampleObserver(std::FILE* info) : info_(info) {}
+  void charges_assigned(const AssignedStructure& assigned, double seconds) override {
+    std::fprintf(info_, "charges    %s (%s): %s\n", assigned.describe().c_str(), seconds_text(seconds).c_str(),
+                 assigned.command.c_str());
+  }
+  void notice(const std::string& text) override { std::fprintf(stderr, "espgrid: note: %s\n", text.c_str()); }
+
+ private:
+  std::FILE* info_;
+};
+
+std::string point_text(const PointList& points, std::size_t i) {
+  return "(" + number_text(points.xyz[3 * i]) + ", " + number_text(points.xyz[3 * i + 1]) + ", " +
+         number_text(points.xyz[3 * i + 2]) + ")";
+}
+
+}  // namespace
+
+int run_sample(int argc, char** argv) {
+  cxxopts::Options options(
+      "espgrid sample",
+      "The potential at a list of points: the exact direct sum over the structure's atoms (CPU: double precision;\n"
+      "GPU: float32), or a map's values interpolated trilinearly (--map). Points are x y z in Å, one a line,\n"
+      "separated by spaces or commas (APBS multivalue's CSV); '#' starts a comment.\n");
+  options.custom_help("STRUCTURE.pqr --points POINTS.txt [-o VALUES.csv] [options]  |  --map MAP.dx --points POINTS.csv");
+  options.positional_help("");
+  add_job_options(options, kSampleOptions, "structure file (.pqr, .xyz; .pdb or .cif: charges from pdb2pqr)");
+  // clang-format off
+  options.add_options("Points")
+      ("points", "the points: a file of x y z lines (or x,y,z), or - for standard input", cxxopts::value<std::string>())
+      ("map", "interpolate this map (any format espgrid reads) instead of summing over a structure's atoms",
+       cxxopts::value<std::string>())
+      ("map-units", "with --map: the map's unit when its header does not say (kT/e, kcal/mol/e or V)",
+       cxxopts::value<std::string>());
+  options.add_options("Output")
+      ("o,output", "the table to write (.csv: CSV with a header line x,y,z,potential; any other name: text with "
+                   "'#' comments); default: standard output", cxxopts::value<std::string>())
+      ("table", "the table's format, text or csv (default: from -o's extension; text on standard output)",
+       cxxopts::value<std::string>());
+  // clang-format on
+  options.add_options()("h,help", "show this help");
+  const auto args = parse_args(options, argc, argv);
+  if (args.count("help")) {
+    std::cout << options.help({"Input", "Points", "Output", "Physics", "Compute", ""})
+              << "\nExamples:\n"
+                 "  espgrid sample data/fasciculin2.pqr --points points.txt -o values.csv\n"
+                 "  espgrid sample data/fasciculin2.pqr --points - --model debye --dielectric 78.54 --ionic-strength 0.15 < points.txt\n"
+                 "  espgrid sample --map fas2-pb.dx --points points.csv -o pb-values.csv\n";
+    return 0;
+  }
+  if (!args.count("points")) throw UsageError("no points given: add --points FILE (x y z a line), or --points - to read them from standard input");
+  const bool with_map = args.count("map") > 0;
+  if (with_map && args.count("input"))
+    throw UsageError("give a structure (the exact sum over its atoms) or --map (the map interpolated), not both");
+  if (!with_map && !args.count("input"))
+    throw UsageError("no structure given: espgrid sample STRUCTURE.pqr --points FILE, or --map MAP --points FILE");
+  for (const JobOption& option : job_options())
+    if (with_map && kSampleOptions.takes(option) && args.count(std::string(option.name)))
+      throw UsageError("--" + std::string(option.name) + " does not apply with --map: the map's values are "
+                       "interpolated, and its header gives their physics");
+  if (!with_map && args.count("map-units")) throw UsageError("--map-units applies with --map only");
+  const std::string points_path = args["points"].as<std::string>();
+  const std::string output = args.count("output") ? args["output"].as<std::string>() : "";
+  if (args.count("output") && output.empty()) throw UsageError("-o needs a file name");
+  const PointTableFormat format = args.count("table") ? parse_point_table_format(args["table"].as<std::string>())
+                                  : output.empty()    ? PointTableFormat::Text
+                                                      : point_table_format_from_extension(output);
+  const MapJob job = job_from_args(args, kSampleOptions, JobUse::Values);  // checks the options
+  if (!with_map) check_point_job(job);
+  // Refused before anything is read: the output naming an input, an unwritable output.
+  std::vector<std::string> inputs = {with_map ? args["map"].as<std::string>() : job.input.path};
+  if (points_path != "-") inputs.push_back(points_path);
+  if (!output.empty()) {
+    for (const std::string& in : inputs) {
+      std::error_code ec;
+      if (std::filesystem::equivalent(output, in, ec) && !ec)
+        throw UsageError("-o " + output + " is the input " + in + "; name another file");
+    }
+    check_output_path(output);
+  }
+  if (!job.input.keep_pqr.empty()) check_output_path(job.input.keep_pqr);
+  // The table on standard output: the summary goes to standard error, out of its way.
+  std::FILE* info = output.empty() ? stderr : stdout;
+
+  const PointList points = read_points(points_path);
+  PointValues sampled;
+  std::vector<std::string> comments;
+  std::string units, physics_line;  // physics_line: what the values are, for the summary
+  if (with_map) {
+    const std::string map_path = args["map"].as<std::string>();
+    bool unit_known = false;
+    PotentialMap map = read_map(map_path, &unit_known);
+    if (args.count("map-units")) {
+      const PotentialUnit unit = parse_unit(args["map-units"].as<std::string>());
+      if (unit_known && unit != map.physics.unit)
+        throw UsageError(map_path + " says its unit is " + unit_name(map.physics.unit) + ", not " + unit_name(unit));
+      map.physics.unit = unit;
+    } else if (!unit_known) {
+      throw UsageError(map_path + " does not say its unit; name it with --map-units kT/e|kcal/mol/e|V");
+    }
+    std::vector<std::size_t> outside, not_finite;
+    sampled = interpolate_points(map, points.xyz, outside, not_finite);
+    if (!outside.empty()) {
+      const std::size_t i = outside.front();
+      throw InputError(points.path, points.lines[i],
+                       "the point " + point_text(points, i) + " lies outside the map " + map_path + " " +
+                           box_text(map.grid) +
+                           (outside.size() > 1 ? " (" + with_commas(outside.size()) + " of the " +
+                                                     with_commas(points.size()) + " points do)"
+                                               : std::string()));
+    }
+    if (!not_finite.empty())
+      throw InputError(points.path, points.lines[not_finite.front()],
+                       "the map " + map_path + " is not finite around the point " + point_text(points, not_finite.front()));
+    units = unit_name(map.physics.unit);
+    std::fprintf(info, "map        %s: %s\n", map_path.c_str(), describe(map.grid).c_str());
+    comments = {"map: " + map_path, physics_comment(map.physics)};
+    physics_line = "the map's: " + physics_comment(map.physics);
+    for (const std::string& line : map_header_lines(map_path, map, unit_known)) comments.push_back("map header: " + line);
+  } else {
+    SampleObserver observer(info);
+    const JobInput input = read_job_input(job, observer);
+    if (input.assigned && !job.input.keep_pqr.empty()) input.assigned->keep(job.input.keep_pqr);
+    const Atoms& atoms = input.structure.atoms;
+    std::fprintf(info, "structure  %s\n", input.source.c_str());
+    ProgressBar bar("points");
+    sampled = sample_points(job, atoms, points.xyz, [&bar](std::size_t done, std::size_t total) { bar.update(done, total); });
+    bar.finish();
+    units = unit_name(job.physics.unit);
+    comments = {"structure: " + input.source, physics_comment(job.physics)};
+    physics_line = describe_model(job.physics) + ", dielectric " + shortest_text(job.physics.dielectric);
+  }
+  comments.insert(comments.begin(), "espgrid " ESPGRID_VERSION " sample: the potential in " + units + " at " +
+                                        with_commas(points.size()) + " points from " + points.path);
+  comments.push_back("values: " + sampled.method + " (" + sampled.device + ")");
+  float lo = sampled.values.front(), hi = lo;
+  for (const float v : sampled.values) {
+    lo = std::min(lo, v);
+    hi = std::max(hi, v);
+  }
+  std::fprintf(info, "points     %s from %s\n", with_commas(points.size()).c_str(), points.path.c_str());
+  std::fprintf(info, "values     %s; %s\n", sampled.method.c_str(), physics_line.c_str());
+  std::fprintf(info, "device     %s%s; %s\n", sampled.device.c_str(),
+               sampled.why.empty() ? "" : (" (" + sampled.why + ")").c_str(), seconds_text(sampled.seconds).c_str());
+  std::fprintf(info, "range      %s to %s %s\n", number_text(lo).c_str(), number_text(hi).c_str(), units.c_str());
+  const std::string table = point_table(points, sampled.values, format, comments);
+  if (output.empty()) {
+    std::fflush(info);
+    if (std::fwrite(table.data(), 1, table.size(), stdout) != table.size() || std::fflush(stdout) != 0)
+      throw Error("cannot write the table to standard output");
+  } else {
+    write_text_file_atomically(output, table);
+    std::fprintf(info, "wrote      %s (%s)\n", output.c_str(), format == PointTableFormat::Csv ? "CSV" : "text");
+  }
+  return 0;
+}
+
+}  // namespace espgrid::cli

@@ -1,0 +1,40 @@
+// The potential at a list of points on a GPU (`espgrid sample`, Python's potential_at; issue 25),
+// as plain C++: host code includes this, kernels/points.cu implements it (a build without CUDA
+// links kernels/points_cuda_unavailable.cpp). The points are no grid, so the map kernels'
+// planes and slabs do not apply: one thread a point, the atoms streamed through shared memory
+// in tiles, each pair through the model's evaluator with the device Math policy, exactly as the
+// map kernels evaluate it (C++17: nvcc reads it).
+#pragma once
+
+#include <cstddef>
+
+#include "src/compute/compute_timing.h"
+#include "src/compute/dcs_problem.h"
+
+namespace espgrid::cuda {
+
+/// φ(p) = Σ_atoms term(q, |p − atom|² + a²) at every point, float32 like the map kernels.
+/// Positions of atoms and points are relative to one centre near both, so float32 keeps its
+/// resolution far from the coordinate origin.
+struct PointSumProblem {
+  const float* x = nullptr;  ///< atom x − centre x, Å
+  const float* y = nullptr;
+  const float* z = nullptr;
+  const float* q = nullptr;  ///< charge × k/ε: output unit × Å
+  std::size_t atom_count = 0;
+  const float* px = nullptr;  ///< point x − centre x, Å
+  const float* py = nullptr;
+  const float* pz = nullptr;
+  std::size_t point_count = 0;
+  float softening2 = 0;  ///< a², Å²
+  PairModel model = PairModel::Coulomb;
+  PairParameters pair;
+  float* potential = nullptr;  ///< host output, point_count values
+};
+
+/// Fills problem.potential on `device`; `progress(done, total)` (points) from the calling thread
+/// after each launch. kernel_seconds: CUDA events around the launches; wall_seconds: the whole
+/// call. Throws CudaError (an espgrid::Error) on failure, Error without CUDA.
+ComputeTiming potential_at_points(const PointSumProblem& problem, int device, const ProgressFn& progress);
+
+}  // namespace espgrid::cuda

@@ -1,0 +1,127 @@
+#include "src/core/json.h"
+
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+
+#include "src/core/text_format.h"
+
+namespace espgrid {
+
+Json Json::object() {
+  Json j;
+  j.kind_ = Kind::Object;
+  return j;
+}
+
+Json Json::array(std::vector<Json> items) {
+  Json j;
+  j.kind_ = Kind::Array;
+  j.items_ = std::move(items);
+  return j;
+}
+
+Json& Json::set(const std::string& key, Json value) {
+  kind_ = Kind::Object;
+  for (auto& [name, member] : members_)
+    if (name == key) {
+      member = std::move(value);
+      return *this;
+    }
+  members_.emplace_back(key, std::move(value));
+  return *this;
+}
+
+Json& Json::push(Json value) {
+  kind_ = Kind::Array;
+  items_.push_back(std::move(value));
+  return *this;
+}
+
+std::string json_quoted(const std::string& text) {
+  std::string out = "\"";
+  for (const char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (u < 0x20) {
+          char escaped[8];
+          std::snprintf(escaped, sizeof escaped, "\\u%04x", u);
+          out += escaped;
+        } else {
+          out += c;  // UTF-8 passes through
+        }
+    }
+  }
+  return out + "\"";
+}
+
+std::string Json::dump(int indent) const {
+  std::string out;
+  write(out, indent, 0);
+  if (indent > 0) out += '\n';
+  return out;
+}
+
+void Json::write(std::string& out, int indent, int depth) const {
+  const auto newline = [&](int level) {
+    if (indent <= 0) return;
+    out += '\n';
+    out.append(static_cast<std::size_t>(indent * level), ' ');
+  };
+  switch (kind_) {
+    case Kind::Null: out += "null"; return;
+    case Kind::Bool: out += bool_ ? "true" : "false"; return;
+    case Kind::Integer: out += std::to_string(integer_); return;
+    case Kind::Number:
+      if (!std::isfinite(number_)) {
+        out += "null";
+      } else if (single_) {
+        char text[32];
+        out.append(text, std::to_chars(text, text + sizeof text, static_cast<float>(number_)).ptr);
+      } else {
+        out += shortest_text(number_);
+      }
+      return;
+    case Kind::String: out += json_quoted(text_); return;
+    case Kind::Array: {
+      // Arrays of scalars that fit a line (a triple, a range, a short command) stay on one.
+      bool flat = true;
+      for (const Json& item : items_) flat = flat && item.kind_ != Kind::Array && item.kind_ != Kind::Object;
+      if (flat && indent > 0) {
+        std::string line;
+        write(line, 0, 0);
+        flat = line.size() <= 100;
+      }
+      out += '[';
+      for (std::size_t i = 0; i < items_.size(); ++i) {
+        if (i) out += flat || indent <= 0 ? ", " : ",";
+        if (!flat) newline(depth + 1);
+        items_[i].write(out, indent, depth + 1);
+      }
+      if (!flat && !items_.empty()) newline(depth);
+      out += ']';
+      return;
+    }
+    case Kind::Object: {
+      out += '{';
+      for (std::size_t i = 0; i < members_.size(); ++i) {
+        if (i) out += indent <= 0 ? ", " : ",";
+        newline(depth + 1);
+        out += json_quoted(members_[i].first);
+        out += ": ";
+        members_[i].second.write(out, indent, depth + 1);
+      }
+      if (!members_.empty()) newline(depth);
+      out += '}';
+      return;
+    }
+  }
+}
+
+}  // namespace espgrid

@@ -1,0 +1,70 @@
+// A small JSON value for the summaries scripts read (`espgrid map --json`, Python's
+// Map.summary()): objects keep their keys in the order they were set, numbers are written in
+// the shortest form that reads back exactly, and text is escaped as RFC 8259 asks (UTF-8 passes
+// through). Non-finite numbers, which JSON cannot hold, are written as null.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace espgrid {
+
+class Json {
+ public:
+  Json() = default;  ///< null
+  Json(std::nullptr_t) {}
+  Json(bool value) : kind_(Kind::Bool), bool_(value) {}
+  Json(double value) : kind_(Kind::Number), number_(value) {}
+  /// A float32 value, written as the shortest text that reads back as that float (-1365.1884,
+  /// not the double -1365.1883544921875).
+  Json(float value) : kind_(Kind::Number), number_(value), single_(true) {}
+  Json(int value) : kind_(Kind::Integer), integer_(value) {}
+  Json(long value) : kind_(Kind::Integer), integer_(value) {}
+  Json(long long value) : kind_(Kind::Integer), integer_(value) {}
+  Json(unsigned long value) : kind_(Kind::Integer), integer_(static_cast<long long>(value)) {}
+  Json(unsigned long long value) : kind_(Kind::Integer), integer_(static_cast<long long>(value)) {}
+  Json(const char* text) : kind_(Kind::String), text_(text) {}
+  Json(std::string text) : kind_(Kind::String), text_(std::move(text)) {}
+
+  /// An empty object; set() adds its members in order.
+  static Json object();
+  /// An array of the values given.
+  static Json array(std::vector<Json> items = {});
+  /// An array of numbers.
+  template <class Range>
+  static Json numbers(const Range& values) {
+    Json a = array();
+    for (const auto& v : values) a.push(Json(v));
+    return a;
+  }
+
+  /// Sets (or replaces) an object's member; returns *this for chaining.
+  Json& set(const std::string& key, Json value);
+  /// Appends to an array.
+  Json& push(Json value);
+  bool is_null() const noexcept { return kind_ == Kind::Null; }
+
+  /// The text: `indent` spaces a level with one member or item a line, or all on one line when 0.
+  std::string dump(int indent = 2) const;
+
+ private:
+  enum class Kind { Null, Bool, Number, Integer, String, Array, Object };
+  void write(std::string& out, int indent, int depth) const;
+  Kind kind_ = Kind::Null;
+  bool bool_ = false;
+  double number_ = 0;
+  bool single_ = false;  ///< number_ holds a float32 value
+  long long integer_ = 0;
+  std::string text_;
+  std::vector<Json> items_;                          ///< an array's items
+  std::vector<std::pair<std::string, Json>> members_;  ///< an object's members, in order
+};
+
+/// `text` as a JSON string literal, quotes included.
+std::string json_quoted(const std::string& text);
+
+}  // namespace espgrid
