@@ -103,9 +103,11 @@ inline std::vector<double> oracle_map(const PreparedProblem& prepared) {
 /// An approximate row's map judged the way `verify` and `bench` judge it: the relative RMS
 /// error against the double oracle at the points >= 1.4 Å from every atom within the bound the
 /// row declares for `method`, every value finite. The oracle runs at every `stride`-th point
-/// (and the last). A map with no point that far from the atoms gives the bound nothing to
-/// judge: then every compared value must still be within bound × the RMS of the exact values,
-/// the scale the bound refers to. Returns the error for printing.
+/// (and the last). A map with no point that far from the atoms (dense random atoms on a small
+/// grid) gives the bound nothing to judge: then the relative RMS error over every compared point
+/// must be within the bound. The bound is an RMS statistic: judging the largest pointwise error
+/// by it (as this did before) failed one random seed in a few on the GPU (cuda-msm, 9001 atoms on
+/// 37x41x4: max 1.38x bound x RMS while the RMS error was well inside). Returns the error for printing.
 inline ApproximationError expect_within_declared_bound(const KernelVariant& kernel, const PreparedProblem& prepared,
                                                        const std::vector<float>& out, std::size_t stride = 1,
                                                        const MethodParameters& method = {}) {
@@ -126,10 +128,12 @@ inline ApproximationError expect_within_declared_bound(const KernelVariant& kern
             .potential;
   }
   ApproximationErrorSum sum;
-  double exact2 = 0;
+  double exact2 = 0, err2 = 0;
   for (std::size_t s = 0; s < points.size(); ++s) {
     sum.add(out[points[s]], exact[s], near[points[s]] != 0);
     exact2 += exact[s] * exact[s];
+    const double d = static_cast<double>(out[points[s]]) - exact[s];
+    if (std::isfinite(d)) err2 += d * d;
   }
   const ApproximationError e = sum.result();
   const double bound = kernel.bound_for(method);
@@ -139,10 +143,10 @@ inline ApproximationError expect_within_declared_bound(const KernelVariant& kern
     EXPECT_LE(e.relative_rms, bound) << kernel.name << ": relative RMS error at " << e.points
                                      << " points >= 1.4 Å from atoms (seed " << test_seed() << ")";
   } else {
-    const double scale = std::sqrt(exact2 / static_cast<double>(points.size()));
-    EXPECT_LE(e.max_abs_anywhere, bound * scale)
-        << kernel.name << ": no point >= 1.4 Å from atoms; max |err| against the map's RMS " << scale << " (seed "
-        << test_seed() << ")";
+    const double relative_rms_anywhere = exact2 > 0 ? std::sqrt(err2 / exact2) : std::sqrt(err2);
+    EXPECT_LE(relative_rms_anywhere, bound)
+        << kernel.name << ": no point >= 1.4 Å from atoms; relative RMS error over all " << points.size()
+        << " points (seed " << test_seed() << ")";
   }
   return e;
 }

@@ -634,10 +634,27 @@ def test_what_pdb2pqr_left_out_and_its_log(tmp_path, monkeypatch):
 
 # ---- locale: the numbers in files and messages never follow LC_NUMERIC ----------------------------
 
+def _set_locale(name, locpath):
+    """setlocale(LC_ALL, name) with glibc's LOCPATH set to `locpath` (None: as the environment had
+    it) for that one call: a private LOCPATH hides the system's locales, so the one in force before
+    (on the GPU host 'LC_CTYPE=en_US.UTF-8;...') could not be restored under it."""
+    import locale
+    saved = os.environ.get("LOCPATH")
+    if locpath is not None:
+        os.environ["LOCPATH"] = locpath
+    try:
+        return locale.setlocale(locale.LC_ALL, name)
+    finally:
+        if saved is None:
+            os.environ.pop("LOCPATH", None)
+        else:
+            os.environ["LOCPATH"] = saved
+
+
 @pytest.fixture(scope="session")
 def german_locale(tmp_path_factory):
-    """de_DE.UTF-8 (decimal comma), made with localedef into a private folder (LOCPATH), so no
-    system locale is needed; skips, saying why, where it cannot be made."""
+    """de_DE.UTF-8 (decimal comma), made with localedef into a private folder, so no system locale
+    is needed: (name, folder for LOCPATH); skips, saying why, where it cannot be made."""
     import locale
     folder = tmp_path_factory.mktemp("locales")
     localedef = shutil.which("localedef")
@@ -647,15 +664,14 @@ def german_locale(tmp_path_factory):
                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     if not (folder / "de_DE.UTF-8").is_dir():
         pytest.skip(f"de_DE.UTF-8 cannot be made here (Debian: apt-get install locales): {r.stdout.strip()}")
-    os.environ["LOCPATH"] = str(folder)  # glibc reads it at each setlocale
     before = locale.setlocale(locale.LC_ALL)
     try:
-        locale.setlocale(locale.LC_ALL, "de_DE.UTF-8")
+        _set_locale("de_DE.UTF-8", str(folder))
     except locale.Error as e:
         pytest.skip(f"de_DE.UTF-8 was made but cannot be set: {e}")
     finally:
-        locale.setlocale(locale.LC_ALL, before)
-    return "de_DE.UTF-8"
+        _set_locale(before, None)
+    return "de_DE.UTF-8", str(folder)
 
 
 def test_files_and_messages_are_the_same_in_a_german_locale(german_locale, tmp_path, monkeypatch):
@@ -681,7 +697,7 @@ def test_files_and_messages_are_the_same_in_a_german_locale(german_locale, tmp_p
 
     c_locale = everything(tmp_path / "c")
     before = locale.setlocale(locale.LC_ALL)
-    locale.setlocale(locale.LC_ALL, german_locale)
+    _set_locale(*german_locale)
     try:
         # The locale really is in force, down to the C library's printf.
         assert locale.str(0.2) == "0,2"
@@ -690,7 +706,7 @@ def test_files_and_messages_are_the_same_in_a_german_locale(german_locale, tmp_p
         assert buffer.value == b"+0,2000"
         german = everything(tmp_path / "de")
     finally:
-        locale.setlocale(locale.LC_ALL, before)
+        _set_locale(before, None)
     for name, data in c_locale[0].items():
         assert german[0][name] == data, f"{name} differs in de_DE.UTF-8"
     assert german[1:] == c_locale[1:]
