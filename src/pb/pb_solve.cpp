@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <future>
 #include <limits>
 #include <memory>
 
@@ -288,15 +289,39 @@ PbResult solve_pb(const Atoms& atoms, const GridSpec& grid, const PbOptions& opt
   const bool split = options.formulation == PbFormulation::Split;
   const double scale = coulomb_constant(run.unit, options.temperature) /
                        coulomb_constant(PotentialUnit::KTPerE, options.temperature);
-  const std::vector<double> boundary = mdh_boundary(atoms, grid, options, faces_kernel, dcs);
-  phase("boundary", clock);
-  std::vector<double> coulomb;
-  if (split) {
-    clock.restart();
-    coulomb = coulomb_map(atoms, grid, options, coulomb_kernel, dcs);
-    phase("coulomb", clock);
+  const bool all_on_device = solver == PbSolver::CudaMultigrid && surface_on_device(options);
+  // The direct sums (boundary values; the Coulomb part when split) run on the GPU. On the all-GPU
+  // path they run on a thread of their own while the host prepares the device's inputs, which
+  // need no GPU: on one H200 the 47k-atom 161³ map spent 157 ms in the sums (most of it the
+  // device's first use) and 125 ms in the host inputs, one after the other.
+  struct DirectSums {
+    std::vector<double> boundary, coulomb;
+    double boundary_seconds = 0, coulomb_seconds = 0;
+  };
+  auto direct_sums = [&] {
+    DirectSums sums;
+    Stopwatch sum_clock;
+    sums.boundary = mdh_boundary(atoms, grid, options, faces_kernel, dcs);
+    sums.boundary_seconds = sum_clock.seconds();
+    if (split) {
+      sum_clock.restart();
+      sums.coulomb = coulomb_map(atoms, grid, options, coulomb_kernel, dcs);
+      sums.coulomb_seconds = sum_clock.seconds();
+    }
+    return sums;
+  };
+  std::future<DirectSums> sums_beside;
+  DirectSums sums;
+  if (all_on_device) {
+    sums_beside = std::async(std::launch::async, direct_sums);
+  } else {
+    sums = direct_sums();
+    result.phases.push_back({"boundary", sums.boundary_seconds});
+    if (split) result.phases.push_back({"coulomb", sums.coulomb_seconds});
   }
-  if (solver == PbSolver::CudaMultigrid && surface_on_device(options)) {
+  const std::vector<double>& boundary = sums.boundary;
+  const std::vector<double>& coulomb = sums.coulomb;
+  if (all_on_device) {
     // The GPU: the maps, the system, the hierarchy, the solve and the combination on the device;
     // the host prepares the inputs (SAS neighbour lists or spline rows, spl2 charges, the levels'
     // shape) and gets the float map back.
@@ -322,9 +347,6 @@ PbResult solve_pb(const Atoms& atoms, const GridSpec& grid, const PbOptions& opt
     cuda::PbDeviceSolveInput in;
     in.surface = inputs->input;
     in.assembly = assembly_args(grid, options, split);
-    in.charge = split ? nullptr : charge.data();
-    in.coulomb = split ? coulomb.data() : nullptr;
-    in.boundary = boundary.data();
     in.levels = levels.data();
     in.level_count = static_cast<int>(levels.size());
     in.run.smoothing = settings.smoothing;
@@ -335,7 +357,15 @@ PbResult solve_pb(const Atoms& atoms, const GridSpec& grid, const PbOptions& opt
     in.unit_scale = scale;
     result.values.assign(grid.point_count(), 0.0f);
     in.values = result.values.data();
-    phase("host inputs", clock);
+    phase("host inputs (beside the direct sums)", clock);
+    clock.restart();
+    sums = sums_beside.get();  // rethrows the sums' error, if any
+    in.charge = split ? nullptr : charge.data();
+    in.coulomb = split ? coulomb.data() : nullptr;
+    in.boundary = boundary.data();
+    result.phases.push_back({"boundary", sums.boundary_seconds});
+    if (split) result.phases.push_back({"coulomb", sums.coulomb_seconds});
+    phase("waiting for the direct sums", clock);
     cuda::PbDeviceSolveResult r;
     cuda::solve_pb_on_device(in, r);
     result.sas_points = r.sas_points;
