@@ -1,0 +1,147 @@
+#!/usr/bin/env python3
+"""Frames per second of espgrid's trajectory average (issue 24), end to end from positions in
+memory: the frames are made beforehand (the first N atoms of a bundled structure, or copies of one
+to reach N, each frame rotated by a small random angle and given 0.3 Å of thermal noise), so the
+figure is espgrid's per-frame cost: the map through one compute session (FrameAverage, what
+espgrid.average_map and espgrid-trajectory run), and the running mean and deviation. Reading the
+trajectory file is measured separately (--read-dcd, with MDAnalysis, on a host that has it: the GPU
+host has none). Also times a fresh espgrid.compute_map per frame, what a script without the
+session pays.
+
+  PYTHONPATH=build/python python3 benchmarks/trajectory_rate.py --atoms 3341 --frames 300 --backend cuda
+  PYTHONPATH=build/python python3 benchmarks/trajectory_rate.py --atoms 100000 --accuracy 1e-3 --frames 60
+
+Prints one JSON object (and writes it to --out): frames/s, seconds per frame by stage, the grid.
+"""
+import argparse
+import json
+import os
+import sys
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+
+
+def read_pqr(path):
+    xyz, q = [], []
+    for line in open(path):
+        if line.startswith(("ATOM", "HETATM")):
+            t = line.split()
+            xyz.append([float(t[-5]), float(t[-4]), float(t[-3])])
+            q.append(float(t[-2]))
+    return np.array(xyz), np.array(q)
+
+
+def structure(path, atoms):
+    """The first `atoms` atoms of `path`, or copies of it side by side (5 Å apart) to reach them."""
+    xyz, q = read_pqr(path)
+    if atoms <= len(q):
+        return xyz[:atoms], q[:atoms]
+    extent = xyz.max(axis=0) - xyz.min(axis=0) + 5.0
+    copies = -(-atoms // len(q))
+    side = int(np.ceil(copies ** (1 / 3)))
+    parts, charges = [], []
+    for c in range(copies):
+        shift = extent * np.array([c % side, (c // side) % side, c // (side * side)])
+        parts.append(xyz + shift)
+        charges.append(q)
+    return np.concatenate(parts)[:atoms], np.concatenate(charges)[:atoms]
+
+
+def frames_of(xyz, count, seed):
+    """`count` frames: a small random rotation about the centre and 0.3 Å of Gaussian noise each."""
+    rng = np.random.default_rng(seed)
+    centre = xyz.mean(axis=0)
+    out = np.empty((count,) + xyz.shape)
+    for f in range(count):
+        axis = rng.normal(size=3)
+        axis /= np.linalg.norm(axis)
+        angle = rng.normal(scale=0.02)  # radians
+        k = np.array([[0, -axis[2], axis[1]], [axis[2], 0, -axis[0]], [-axis[1], axis[0], 0]])
+        rotation = np.eye(3) + np.sin(angle) * k + (1 - np.cos(angle)) * k @ k
+        out[f] = (xyz - centre) @ rotation.T + centre + rng.normal(scale=0.3, size=xyz.shape)
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--structure", default=os.path.join(ROOT, "data", "actin_dimer.pqr"))
+    ap.add_argument("--atoms", type=int, default=3341, help="3,341: MDAnalysis' adk test system's size")
+    ap.add_argument("--frames", type=int, default=300)
+    ap.add_argument("--spacing", type=float, default=1.0)
+    ap.add_argument("--padding", type=float, default=10.0)
+    ap.add_argument("--backend", default="cuda")
+    ap.add_argument("--kernel", default=None)
+    ap.add_argument("--model", default="coulomb")
+    ap.add_argument("--accuracy", type=float, default=None)
+    ap.add_argument("--std", action="store_true", help="also the standard deviation")
+    ap.add_argument("--fresh-frames", type=int, default=20, help="frames timed with a fresh compute_map each")
+    ap.add_argument("--seed", type=int, default=24)
+    ap.add_argument("--out", default=None)
+    args = ap.parse_args()
+
+    import espgrid
+    from espgrid import _espgrid
+
+    xyz, q = structure(args.structure, args.atoms)
+    frames = frames_of(xyz, args.frames + 1, args.seed)  # frame 0 warms up: the device's first use
+    options = {"backend": args.backend, "model": args.model}
+    if args.kernel:
+        options["kernel"] = args.kernel
+    if args.accuracy:
+        options["accuracy"] = args.accuracy
+    if args.model == "debye":
+        options.update(dielectric=78.54, ionic_strength=0.15)
+    box = np.array([frames.reshape(-1, 3).min(axis=0), frames.reshape(-1, 3).max(axis=0)])
+    grid = espgrid.grid_around(box, spacing=args.spacing, padding=args.padding)
+    parsed = espgrid.map_options(**espgrid._with_grid(grid, dict(options)))
+    source = _espgrid.describe_source(f"{args.atoms} atoms, synthetic frames", _espgrid.structure_from_arrays(xyz, q))
+
+    t = time.perf_counter()
+    engine = _espgrid.FrameAverage(parsed, parsed.explicit_grid, q, args.std, source)
+    setup = time.perf_counter() - t
+    t = time.perf_counter()
+    engine.add_frame(frames[0])
+    first = time.perf_counter() - t
+    k0, x0 = engine.kernel_seconds, engine.transfer_seconds
+    per_frame = []
+    for f in range(1, args.frames + 1):
+        t = time.perf_counter()
+        engine.add_frame(frames[f])
+        per_frame.append(time.perf_counter() - t)
+    total = sum(per_frame)
+    mean_map = engine.mean()
+    assert np.isfinite(np.asarray(mean_map.values)).all()
+
+    fresh = []
+    for f in range(1, min(args.fresh_frames, args.frames) + 1):
+        t = time.perf_counter()
+        espgrid.compute_map(_espgrid.structure_from_arrays(frames[f], q), **espgrid._with_grid(grid, dict(options)))
+        fresh.append(time.perf_counter() - t)
+
+    dims = [int(d) for d in parsed.explicit_grid.dims]
+    result = {
+        "atoms": args.atoms, "frames": args.frames, "grid": dims, "points": int(np.prod(dims)),
+        "spacing_A": args.spacing, "options": options, "kernel": engine.kernel,
+        "frames_per_second": args.frames / total,
+        "seconds_per_frame": {"median": float(np.median(per_frame)), "min": float(min(per_frame)),
+                              "max": float(max(per_frame))},
+        "kernel_seconds_per_frame": (engine.kernel_seconds - k0) / args.frames,
+        "transfer_seconds_per_frame": (engine.transfer_seconds - x0) / args.frames,
+        "setup_seconds": setup, "first_frame_seconds": first,
+        "fresh_compute_map_seconds_per_frame_median": float(np.median(fresh)) if fresh else None,
+        "atom_evaluations_per_second_in_kernel": (args.atoms * float(np.prod(dims)) /
+                                                  max((engine.kernel_seconds - k0) / args.frames, 1e-12)),
+    }
+    text = json.dumps(result, indent=2)
+    print(text)
+    if args.out:
+        with open(args.out, "w") as f:
+            f.write(text + "\n")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
