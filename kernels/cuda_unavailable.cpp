@@ -34,6 +34,10 @@ std::string describe_device(int) { return "none"; }
 
 void warm_up_device(int) noexcept {}
 
+struct DeviceWorkspace::Buffers {};
+DeviceWorkspace::DeviceWorkspace() : buffers_(std::make_unique<Buffers>()) {}
+DeviceWorkspace::~DeviceWorkspace() = default;
+
 RsqrtCeiling measure_rsqrt_ceiling(int) { throw Error(kReason); }
 
 }  // namespace espgrid::cuda

@@ -23,6 +23,7 @@
 #include <cstring>
 #include <exception>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -95,39 +96,69 @@ void enqueue_copy_back(const LaunchPlan& plan, const DcsProblem& p, const float*
   ESPGRID_CUDA_CHECK(cudaMemcpy3DAsync(&copy, stream));
 }
 
+/// Grows `buffer` to hold at least `count` elements (its contents are not kept).
+template <class Buffer>
+void ensure_capacity(Buffer& buffer, std::size_t count, const char* name) {
+  if (buffer.size() >= count) return;
+  buffer.reset();  // free first: the old and the new need not fit together
+  buffer = Buffer(count, name);
+}
+
+/// Where the atoms live on the current device, and their pinned staging: owned by one call, by
+/// the workers on one device (SharedAtoms), or kept between calls (DeviceWorkspace).
+struct AtomStorage {
+  DeviceBuffer<float4> xyzq;
+  DeviceBuffer<AtomDouble> xyz64;
+  PinnedBuffer<float4> staging;
+  PinnedBuffer<AtomDouble> staging64;
+};
+
 /// The atoms on the current device: float4 (x, y, z, q) for every family, and for the families
 /// that form tile-relative offsets (DeviceLayout::double_positions) their double positions too.
 struct DeviceAtoms {
-  DeviceBuffer<float4> xyzq;
-  DeviceBuffer<AtomDouble> xyz64;  ///< (x, y, z, q): Å relative to the grid origin, and q; empty unless asked for
-  std::size_t bytes() const noexcept { return xyzq.bytes() + xyz64.bytes(); }
+  const float4* xyzq = nullptr;
+  const AtomDouble* xyz64 = nullptr;  ///< (x, y, z, q): Å relative to the grid origin, and q; null unless asked for
+  std::size_t count = 0;
+  std::size_t bytes() const noexcept { return count * (sizeof(float4) + (xyz64 ? sizeof(AtomDouble) : 0)); }
 };
 
-/// Uploads the atoms through pinned staging.
-DeviceAtoms upload_atoms(const DcsProblem& p, bool with_double_positions) {
-  DeviceAtoms out;
-  PinnedBuffer<float4> h_atoms(p.atom_count, "atoms (staging)");
-  for (std::size_t a = 0; a < p.atom_count; ++a) h_atoms.get()[a] = make_float4(p.x[a], p.y[a], p.z[a], p.q[a]);
-  out.xyzq = DeviceBuffer<float4>(p.atom_count, "atoms");
-  PinnedBuffer<AtomDouble> h_atoms64;
+/// Uploads the atoms through pinned staging into `storage` (grown as needed).
+DeviceAtoms upload_atoms(const DcsProblem& p, bool with_double_positions, AtomStorage& storage) {
+  ensure_capacity(storage.staging, p.atom_count, "atoms (staging)");
+  ensure_capacity(storage.xyzq, p.atom_count, "atoms");
+  for (std::size_t a = 0; a < p.atom_count; ++a)
+    storage.staging.get()[a] = make_float4(p.x[a], p.y[a], p.z[a], p.q[a]);
   if (with_double_positions) {
     if (p.atom_count > 0 && (!p.x64 || !p.y64 || !p.z64))
       throw Error("internal error: this kernel needs the atoms' double positions");
-    h_atoms64 = PinnedBuffer<AtomDouble>(p.atom_count, "atoms in double (staging)");
-    for (std::size_t a = 0; a < p.atom_count; ++a) h_atoms64.get()[a] = AtomDouble{p.x64[a], p.y64[a], p.z64[a], static_cast<double>(p.q[a])};
-    out.xyz64 = DeviceBuffer<AtomDouble>(p.atom_count, "atoms in double");
+    ensure_capacity(storage.staging64, p.atom_count, "atoms in double (staging)");
+    ensure_capacity(storage.xyz64, p.atom_count, "atoms in double");
+    for (std::size_t a = 0; a < p.atom_count; ++a)
+      storage.staging64.get()[a] = AtomDouble{p.x64[a], p.y64[a], p.z64[a], static_cast<double>(p.q[a])};
   }
   if (p.atom_count > 0) {
     Stream stream;
-    ESPGRID_CUDA_CHECK(
-        cudaMemcpyAsync(out.xyzq.get(), h_atoms.get(), out.xyzq.bytes(), cudaMemcpyHostToDevice, stream.get()));
+    ESPGRID_CUDA_CHECK(cudaMemcpyAsync(storage.xyzq.get(), storage.staging.get(), sizeof(float4) * p.atom_count,
+                                       cudaMemcpyHostToDevice, stream.get()));
     if (with_double_positions)
-      ESPGRID_CUDA_CHECK(cudaMemcpyAsync(out.xyz64.get(), h_atoms64.get(), out.xyz64.bytes(), cudaMemcpyHostToDevice,
-                                         stream.get()));
+      ESPGRID_CUDA_CHECK(cudaMemcpyAsync(storage.xyz64.get(), storage.staging64.get(),
+                                         sizeof(AtomDouble) * p.atom_count, cudaMemcpyHostToDevice, stream.get()));
     stream.synchronize();  // every stream of every worker on this device reads them
   }
+  DeviceAtoms out;
+  out.xyzq = storage.xyzq.get();
+  out.xyz64 = with_double_positions ? storage.xyz64.get() : nullptr;
+  out.count = p.atom_count;
   return out;
 }
+
+/// A worker's two slab buffers and their pinned staging: owned by one call, or kept between
+/// calls (DeviceWorkspace).
+struct SlabStorage {
+  std::array<DeviceBuffer<float>, 2> device;
+  std::array<PinnedBuffer<float>, 2> staging;
+  std::size_t device_bytes() const noexcept { return device[0].bytes() + device[1].bytes(); }
+};
 
 /// Where a worker takes its planes from and what it reports.
 struct WorkerContext {
@@ -146,23 +177,24 @@ struct WorkerContext {
 /// empty. Slab s uses buffer and stream s mod 2; kernels of consecutive slabs are
 /// serialized, so the sum of their event intervals is this worker's kernel time.
 WorkerResult run_worker(const DeviceKernel& kernel, const LaunchPlan& plan, const DcsProblem& p,
-                        const DeviceAtoms& d_atoms, const WorkerContext& ctx) {
+                        const DeviceAtoms& d_atoms, const WorkerContext& ctx, SlabStorage& slabs) {
   const std::size_t atom_bytes = d_atoms.bytes();
   std::size_t free_bytes = 0, total_bytes = 0;
-  if (ctx.max_slab_bytes == 0) ESPGRID_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+  if (ctx.max_slab_bytes == 0) {
+    ESPGRID_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+    free_bytes += slabs.device_bytes();  // kept from an earlier call: ours to reuse
+  }
   // Device slabs: in automatic sizing, halve the slab if the allocation fails anyway.
   std::int64_t planes = std::min(planes_per_slab(p, plan, ctx.max_slab_bytes, free_bytes, atom_bytes),
                                  std::max<std::int64_t>(ctx.max_planes, 1));
   const std::size_t plane_points = plan.plane_floats();
   const std::size_t map_plane_points = p.plane_points();
-  std::array<DeviceBuffer<float>, 2> d_slab;
+  std::array<DeviceBuffer<float>, 2>& d_slab = slabs.device;
   for (;;) {
     const bool two = planes < p.nz;
     try {
-      d_slab[0] = DeviceBuffer<float>(plane_points * static_cast<std::size_t>(planes), "potential slab");
-      d_slab[1] =
-          two ? DeviceBuffer<float>(plane_points * static_cast<std::size_t>(planes), "potential slab (2nd buffer)")
-              : DeviceBuffer<float>();
+      ensure_capacity(d_slab[0], plane_points * static_cast<std::size_t>(planes), "potential slab");
+      if (two) ensure_capacity(d_slab[1], plane_points * static_cast<std::size_t>(planes), "potential slab (2nd buffer)");
       break;
     } catch (const CudaError& e) {
       if (ctx.max_slab_bytes != 0 || e.code() != cudaErrorMemoryAllocation || planes == 1) throw;
@@ -172,10 +204,10 @@ WorkerResult run_worker(const DeviceKernel& kernel, const LaunchPlan& plan, cons
       planes = ceil_div(p.nz, ceil_div(p.nz, (planes + 1) / 2));  // equal slabs of about half the size
     }
   }
-  std::array<PinnedBuffer<float>, 2> h_slab;
-  h_slab[0] = PinnedBuffer<float>(map_plane_points * static_cast<std::size_t>(planes), "potential slab (staging)");
+  std::array<PinnedBuffer<float>, 2>& h_slab = slabs.staging;
+  ensure_capacity(h_slab[0], map_plane_points * static_cast<std::size_t>(planes), "potential slab (staging)");
   if (planes < p.nz)
-    h_slab[1] = PinnedBuffer<float>(map_plane_points * static_cast<std::size_t>(planes), "potential slab (staging 2)");
+    ensure_capacity(h_slab[1], map_plane_points * static_cast<std::size_t>(planes), "potential slab (staging 2)");
 
   // Streams after the buffers: their destructors wait for queued work before the buffers go.
   std::array<Stream, 2> streams;
@@ -183,8 +215,8 @@ WorkerResult run_worker(const DeviceKernel& kernel, const LaunchPlan& plan, cons
   std::array<Event, 2> done{Event(cudaEventDisableTiming), Event(cudaEventDisableTiming)};
 
   SlabLaunch launch;
-  launch.atoms = reinterpret_cast<const float*>(d_atoms.xyzq.get());
-  launch.atoms64 = reinterpret_cast<const double*>(d_atoms.xyz64.get());
+  launch.atoms = reinterpret_cast<const float*>(d_atoms.xyzq);
+  launch.atoms64 = reinterpret_cast<const double*>(d_atoms.xyz64);
   launch.atom_count = static_cast<int>(p.atom_count);
   launch.nx = static_cast<int>(p.nx);
   launch.ny = static_cast<int>(p.ny);
@@ -260,6 +292,7 @@ std::mutex& constant_memory_mutex(int device) {
 struct SharedAtoms {
   std::mutex mutex;
   int users = 0;
+  AtomStorage storage;
   DeviceAtoms buffer;
   bool ready = false;
 };
@@ -269,7 +302,7 @@ class AtomsLease {
   AtomsLease(SharedAtoms& shared, const DcsProblem& p, bool with_double_positions) : shared_(shared) {
     std::lock_guard<std::mutex> lock(shared_.mutex);
     if (!shared_.ready) {
-      shared_.buffer = upload_atoms(p, with_double_positions);
+      shared_.buffer = upload_atoms(p, with_double_positions, shared_.storage);
       shared_.ready = true;
     }
     ++shared_.users;
@@ -278,6 +311,7 @@ class AtomsLease {
     std::lock_guard<std::mutex> lock(shared_.mutex);
     if (--shared_.users == 0) {
       shared_.buffer = DeviceAtoms{};
+      shared_.storage = AtomStorage{};
       shared_.ready = false;
     }
   }
@@ -312,6 +346,28 @@ void check_kernel(std::string_view variant, const DeviceKernel& kernel) {
 
 }  // namespace
 
+struct DeviceWorkspace::Buffers {
+  std::mutex mutex;  ///< one call at a time
+  int device = -1;   ///< where the buffers are; -1: none yet
+  AtomStorage atoms;
+  SlabStorage slabs;
+  void release() noexcept {
+    slabs = SlabStorage{};
+    atoms = AtomStorage{};
+  }
+};
+
+DeviceWorkspace::DeviceWorkspace() : buffers_(std::make_unique<Buffers>()) {}
+
+DeviceWorkspace::~DeviceWorkspace() {
+  if (!buffers_ || buffers_->device < 0) return;
+  int previous = -1;
+  if (cudaGetDevice(&previous) == cudaSuccess && previous != buffers_->device) cudaSetDevice(buffers_->device);
+  buffers_->release();  // CudaBuffer ignores a failed free (a process already tearing CUDA down)
+  if (previous >= 0 && previous != buffers_->device) cudaSetDevice(previous);
+  cudaGetLastError();
+}
+
 ComputeTiming compute_potential(std::string_view variant, const DeviceKernel& kernel, const DcsProblem& problem,
                                 const DeviceRunOptions& options) {
   const Stopwatch wall;
@@ -329,8 +385,20 @@ ComputeTiming compute_potential(std::string_view variant, const DeviceKernel& ke
     ctx.sms = device_attribute(cudaDevAttrMultiProcessorCount, options.device);
     LaunchPlan plan = make_launch_plan(variant, kernel.layout, problem, options.shape, ctx.sms);
     if (kernel.prepare) kernel.prepare(plan, options.device, problem);
-    // Atoms, once per call; freed after the worker's streams have drained.
-    const DeviceAtoms d_atoms = upload_atoms(problem, kernel.layout.double_positions);
+    // Atoms and slabs: this call's own, or the workspace's, kept from earlier calls. Either
+    // outlives the worker's streams, which drain before run_worker returns.
+    DeviceWorkspace::Buffers* kept = options.workspace ? &options.workspace->buffers() : nullptr;
+    std::unique_lock<std::mutex> kept_lock;
+    if (kept) {
+      kept_lock = std::unique_lock<std::mutex>(kept->mutex);
+      if (kept->device != options.device) {
+        kept->release();
+        kept->device = options.device;
+      }
+    }
+    AtomStorage own_atoms;
+    SlabStorage own_slabs;
+    const DeviceAtoms d_atoms = upload_atoms(problem, kernel.layout.double_positions, kept ? kept->atoms : own_atoms);
     PlaneQueue queue(problem.nz);
     ctx.queue = &queue;
     ctx.max_planes = problem.nz;  // one worker: the slab budget alone sets the slabs
@@ -342,7 +410,7 @@ ComputeTiming compute_potential(std::string_view variant, const DeviceKernel& ke
       if (options.progress)
         options.progress(static_cast<std::size_t>(r.k0 + r.planes), static_cast<std::size_t>(problem.nz));
     };
-    result = run_worker(kernel, plan, problem, d_atoms, ctx);
+    result = run_worker(kernel, plan, problem, d_atoms, ctx, kept ? kept->slabs : own_slabs);
   }
   timing.kernel_seconds = result.kernel_seconds;
   timing.wall_seconds = wall.seconds();
@@ -426,7 +494,8 @@ ComputeTiming compute_potential_multi(std::string_view variant, const DeviceKern
         if (options.planes_done) options.planes_done(r.k0, r.planes);
         done(r);
       };
-      return run_worker(kernel, plan, problem, lease.get(), ctx);
+      SlabStorage slabs;  // declared after the lease: freed before the atoms
+      return run_worker(kernel, plan, problem, lease.get(), ctx, slabs);
     } catch (...) {
       std::rethrow_exception(with_device(std::current_exception(), device, w, per_device.at(device) > 1));
     }
@@ -500,10 +569,20 @@ int usable_device_count(std::string* reason) {
 }
 
 std::string describe_device(int device) {
+  // Asked once per device: cudaGetDeviceProperties fills every field, and every map asks.
+  static std::mutex mutex;
+  static std::map<int, std::string> known;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (const auto it = known.find(device); it != known.end()) return it->second;
+  }
   cudaDeviceProp prop{};
   ESPGRID_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
-  return std::string(prop.name) + " (sm_" + std::to_string(prop.major) + std::to_string(prop.minor) + ", " +
-         std::to_string(prop.multiProcessorCount) + " SMs)";
+  std::string text = std::string(prop.name) + " (sm_" + std::to_string(prop.major) + std::to_string(prop.minor) +
+                     ", " + std::to_string(prop.multiProcessorCount) + " SMs)";
+  std::lock_guard<std::mutex> lock(mutex);
+  known.emplace(device, text);
+  return text;
 }
 
 }  // namespace espgrid::cuda

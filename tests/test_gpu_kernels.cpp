@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 
 #include "src/compute/cuda_driver.h"
 #include "src/compute/oracle.h"
@@ -106,6 +107,32 @@ TEST_P(GpuKernel, SlabStreamingGivesTheSameMap) {
     expect_matches_oracle(problem, sliced);  // atomics: summation order varies between runs
   } else {
     EXPECT_EQ(sliced, whole);  // per-point sums do not depend on the slab split
+  }
+}
+
+// A compute session's frames reuse one workspace's buffers (issue 24): each run must give what a
+// fresh run gives, bit for bit, whether the next frame has more atoms (the buffers grow), fewer
+// (stale atoms past the count must not be read), or streams through two slab buffers.
+TEST_P(GpuKernel, AWorkspaceKeptBetweenRunsChangesNoMap) {
+  std::mt19937 rng(testing::test_seed() + 23);
+  const GridSpec grid = make_test_grid(37, 29, 21);
+  const std::size_t counts[] = {300, 1200, 17, 1200};
+  RunOptions kept;
+  kept.workspace = std::make_shared<cuda::DeviceWorkspace>();
+  for (const bool streamed : {false, true}) {
+    kept.max_slab_bytes = streamed ? 3 * 64 * 64 * sizeof(float) : 0;
+    RunOptions fresh;
+    fresh.max_slab_bytes = kept.max_slab_bytes;
+    for (const std::size_t n : counts) {
+      SCOPED_TRACE(::testing::Message() << n << " atoms" << (streamed ? ", streamed" : ""));
+      const PreparedProblem problem(random_atoms(rng, n, grid), grid, 1.0);
+      const auto with_workspace = run_poisoned(kernel(), problem, kept);
+      if (kernel().approximate() || !kernel().deterministic()) {
+        testing::expect_matches_exact_sum(kernel(), problem, with_workspace);
+      } else {
+        EXPECT_EQ(with_workspace, run_poisoned(kernel(), problem, fresh));
+      }
+    }
   }
 }
 

@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -82,8 +83,29 @@ void prepare_dualpipe(LaunchPlan& plan, int device, const DcsProblem& problem);
 /// device's kind (kernels/dualpipe.cu has the table and where it was measured), or a default.
 int tuned_fma_split(int device, PairModel model);
 
+/// Buffers kept between calls of compute_potential that pass the same workspace: the atoms' and
+/// the slabs' device buffers and their pinned staging grow to the largest call and are reused,
+/// instead of allocated and freed per call. A compute session holds one for its frames (on one
+/// H200 allocation and freeing were 3 of the 4.4 ms of a 3,341-atom frame on a 1 Å grid). One
+/// call at a time uses it (a mutex keeps it so); freed with the workspace. Single-device calls
+/// only: compute_potential_multi and the other drivers ignore it.
+class DeviceWorkspace {
+ public:
+  DeviceWorkspace();
+  ~DeviceWorkspace();
+  DeviceWorkspace(const DeviceWorkspace&) = delete;
+  DeviceWorkspace& operator=(const DeviceWorkspace&) = delete;
+  struct Buffers;  // kernels/device_driver.cu
+  Buffers& buffers() noexcept { return *buffers_; }
+
+ private:
+  std::unique_ptr<Buffers> buffers_;
+};
+
 struct DeviceRunOptions {
   int device = 0;
+  /// Buffers to reuse across calls (null: allocated for this call and freed after it).
+  DeviceWorkspace* workspace = nullptr;
   LaunchShape shape;
   /// Device memory for the map, bytes (0: sized from free memory). A larger map is computed
   /// in slabs of z-planes through two buffers of half this each (at least one plane each).

@@ -224,6 +224,7 @@ RunTiming KernelVariant::run(const DcsProblem& problem, const RunOptions& option
   d.max_slab_bytes = options.max_slab_bytes;
   d.progress = options.progress;
   d.planes_done = options.planes_done;
+  d.workspace = options.workspace.get();
   if (options.devices.size() > 1) return cuda::compute_potential_multi(name, device, problem, options.devices, d);
   return cuda::compute_potential(name, device, problem, d);
 }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <initializer_list>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -36,6 +37,8 @@ struct RunOptions {
   ProgressFn progress;             ///< optional, called from the calling thread
   PlanesDoneFn planes_done;        ///< optional: each range of planes once it is in the output
   MethodParameters method;         ///< approximate rows: accuracy preset or explicit parameters
+  /// CUDA, one device: buffers kept between runs (a compute session's frames); null: per run.
+  std::shared_ptr<cuda::DeviceWorkspace> workspace;
 };
 
 using RunTiming = ComputeTiming;

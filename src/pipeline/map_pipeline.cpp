@@ -360,10 +360,14 @@ ComputeSession::ComputeSession(const MapJob& job) : job_(job) {
   check_grid_fits(grid_);
   validate(job_.physics);
   kernel_ = select_kernel(job_.compute, job_.physics.model);
+  if (kernel_.kernel->backend == Backend::Cuda && job_.compute.run.devices.size() <= 1)
+    workspace_ = std::make_shared<cuda::DeviceWorkspace>();
 }
 
 MapResult ComputeSession::compute(const Atoms& atoms, MapObserver& observer) const {
-  MapResult result = compute_map(atoms, request_of(job_, grid_, job_.input.description, observer), kernel_);
+  MapRequest request = request_of(job_, grid_, job_.input.description, observer);
+  request.compute.run.workspace = workspace_;
+  MapResult result = compute_map(atoms, request, kernel_);
   observer.computed(result);
   return result;
 }

@@ -210,6 +210,8 @@ class ComputeSession {
   MapJob job_;
   GridSpec grid_;
   KernelSelection kernel_;
+  /// A CUDA kernel on one device: the atoms', slabs' and staging buffers kept between frames.
+  std::shared_ptr<cuda::DeviceWorkspace> workspace_;
 };
 
 // ---- the steps --------------------------------------------------------------------------------------
