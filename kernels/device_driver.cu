@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "kernels/device_common.cuh"
+#include "kernels/device_workspace.cuh"
 #include "src/compute/device_scheduler.h"
 #include "src/core/errors.h"
 #include "src/core/stopwatch.h"
@@ -96,23 +97,6 @@ void enqueue_copy_back(const LaunchPlan& plan, const DcsProblem& p, const float*
   ESPGRID_CUDA_CHECK(cudaMemcpy3DAsync(&copy, stream));
 }
 
-/// Grows `buffer` to hold at least `count` elements (its contents are not kept).
-template <class Buffer>
-void ensure_capacity(Buffer& buffer, std::size_t count, const char* name) {
-  if (buffer.size() >= count) return;
-  buffer.reset();  // free first: the old and the new need not fit together
-  buffer = Buffer(count, name);
-}
-
-/// Where the atoms live on the current device, and their pinned staging: owned by one call, by
-/// the workers on one device (SharedAtoms), or kept between calls (DeviceWorkspace).
-struct AtomStorage {
-  DeviceBuffer<float4> xyzq;
-  DeviceBuffer<AtomDouble> xyz64;
-  PinnedBuffer<float4> staging;
-  PinnedBuffer<AtomDouble> staging64;
-};
-
 /// The atoms on the current device: float4 (x, y, z, q) for every family, and for the families
 /// that form tile-relative offsets (DeviceLayout::double_positions) their double positions too.
 struct DeviceAtoms {
@@ -151,14 +135,6 @@ DeviceAtoms upload_atoms(const DcsProblem& p, bool with_double_positions, AtomSt
   out.count = p.atom_count;
   return out;
 }
-
-/// A worker's two slab buffers and their pinned staging: owned by one call, or kept between
-/// calls (DeviceWorkspace).
-struct SlabStorage {
-  std::array<DeviceBuffer<float>, 2> device;
-  std::array<PinnedBuffer<float>, 2> staging;
-  std::size_t device_bytes() const noexcept { return device[0].bytes() + device[1].bytes(); }
-};
 
 /// Where a worker takes its planes from and what it reports.
 struct WorkerContext {
@@ -346,17 +322,6 @@ void check_kernel(std::string_view variant, const DeviceKernel& kernel) {
 
 }  // namespace
 
-struct DeviceWorkspace::Buffers {
-  std::mutex mutex;  ///< one call at a time
-  int device = -1;   ///< where the buffers are; -1: none yet
-  AtomStorage atoms;
-  SlabStorage slabs;
-  void release() noexcept {
-    slabs = SlabStorage{};
-    atoms = AtomStorage{};
-  }
-};
-
 DeviceWorkspace::DeviceWorkspace() : buffers_(std::make_unique<Buffers>()) {}
 
 DeviceWorkspace::~DeviceWorkspace() {
@@ -387,15 +352,8 @@ ComputeTiming compute_potential(std::string_view variant, const DeviceKernel& ke
     if (kernel.prepare) kernel.prepare(plan, options.device, problem);
     // Atoms and slabs: this call's own, or the workspace's, kept from earlier calls. Either
     // outlives the worker's streams, which drain before run_worker returns.
-    DeviceWorkspace::Buffers* kept = options.workspace ? &options.workspace->buffers() : nullptr;
     std::unique_lock<std::mutex> kept_lock;
-    if (kept) {
-      kept_lock = std::unique_lock<std::mutex>(kept->mutex);
-      if (kept->device != options.device) {
-        kept->release();
-        kept->device = options.device;
-      }
-    }
+    DeviceWorkspace::Buffers* kept = claim(options.workspace, options.device, kept_lock);
     AtomStorage own_atoms;
     SlabStorage own_slabs;
     const DeviceAtoms d_atoms = upload_atoms(problem, kernel.layout.double_positions, kept ? kept->atoms : own_atoms);

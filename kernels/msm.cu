@@ -8,6 +8,7 @@
 #include <cstring>
 #include <optional>
 
+#include "kernels/device_workspace.cuh"
 #include "kernels/msm_device.cuh"
 #include "src/core/stopwatch.h"
 
@@ -53,8 +54,13 @@ ComputeTiming compute_msm(const DcsProblem& p, const Plan& plan, const MsmRunOpt
   // Buffers before the streams: the streams' destructors wait for their work, so nothing is
   // freed under a running kernel or copy, also when an error unwinds this function.
   DeviceState st;
-  std::array<DeviceBuffer<float>, 2> d_slab, d_contracted;
-  std::array<PinnedBuffer<float>, 2> h_slab;
+  std::unique_lock<std::mutex> kept_lock;
+  DeviceWorkspace::Buffers* kept = claim(options.workspace, options.device, kept_lock);
+  SlabStorage own_slabs;
+  std::array<DeviceBuffer<float>, 2> own_contracted;
+  std::array<DeviceBuffer<float>, 2>& d_slab = kept ? kept->slabs.device : own_slabs.device;
+  std::array<DeviceBuffer<float>, 2>& d_contracted = kept ? kept->contracted : own_contracted;
+  std::array<PinnedBuffer<float>, 2>& h_slab = kept ? kept->slabs.staging : own_slabs.staging;
   std::array<Stream, 2> streams;
   std::array<Event, 7> marks;
   upload_axis_tables(p, plan, st, streams[0].get());
@@ -68,16 +74,17 @@ ComputeTiming compute_msm(const DcsProblem& p, const Plan& plan, const MsmRunOpt
   // is copied out (kernels of consecutive slabs are serialized, so their events add up).
   std::size_t free_bytes = 0, total_bytes = 0;
   ESPGRID_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+  free_bytes += d_slab[0].bytes() + d_slab[1].bytes() + d_contracted[0].bytes() + d_contracted[1].bytes();  // ours
   const std::int64_t planes = msm::slab_planes(p, plan, options.max_slab_bytes, free_bytes);
   const bool two = planes < p.nz;
   const std::size_t slab_points = p.plane_points() * static_cast<std::size_t>(planes);
   const std::size_t contracted_points =
       static_cast<std::size_t>(plan.levels[0].grid.n[0] * plan.levels[0].grid.n[1]) * static_cast<std::size_t>(planes);
   for (int b = 0; b < (two ? 2 : 1); ++b) {
-    d_slab[static_cast<std::size_t>(b)] =
-        DeviceBuffer<float>(slab_points, b ? "potential slab (2nd buffer)" : "potential slab");
-    d_contracted[static_cast<std::size_t>(b)] = DeviceBuffer<float>(contracted_points, "MSM contracted planes");
-    h_slab[static_cast<std::size_t>(b)] = PinnedBuffer<float>(slab_points, "potential slab (staging)");
+    const auto bi = static_cast<std::size_t>(b);
+    ensure_capacity(d_slab[bi], slab_points, b ? "potential slab (2nd buffer)" : "potential slab");
+    ensure_capacity(d_contracted[bi], contracted_points, "MSM contracted planes");
+    ensure_capacity(h_slab[bi], slab_points, "potential slab (staging)");
   }
   std::array<Event, 2> start, middle, stop;
   std::array<Event, 2> done{Event(cudaEventDisableTiming), Event(cudaEventDisableTiming)};

@@ -11,6 +11,7 @@
 #include <cstddef>
 
 #include "src/compute/compute_timing.h"
+#include "src/compute/cuda_driver.h"
 #include "src/compute/dcs_problem.h"
 #include "src/compute/msm_plan.h"
 
@@ -23,6 +24,9 @@ struct MsmRunOptions {
   std::size_t max_slab_bytes = 0;
   ProgressFn progress;       ///< from the calling thread, after each slab
   PlanesDoneFn planes_done;  ///< each slab once its values are in problem.potential
+  /// The map's slab, contracted-plane and staging buffers kept between calls (a compute
+  /// session's frames); null: allocated per call. The level grids are still per call.
+  DeviceWorkspace* workspace = nullptr;
 };
 
 /// Computes problem.potential with `plan` on one GPU; per-phase CUDA-event times in the result.

@@ -51,6 +51,7 @@ RunTiming run_cuda_msm(const DcsProblem& problem, const RunOptions& options) {
   o.max_slab_bytes = options.max_slab_bytes;
   o.progress = options.progress;
   o.planes_done = options.planes_done;
+  o.workspace = options.workspace.get();
   RunTiming timing = cuda::compute_msm(problem, plan, o);
   timing.method = method_text(resolved, plan);
   return timing;

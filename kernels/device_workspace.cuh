@@ -1,0 +1,67 @@
+// What a DeviceWorkspace (src/compute/cuda_driver.h) keeps between calls, and the storage types
+// the device drivers (device_driver.cu, msm.cu) share: each call either owns its storage or
+// borrows the workspace's, grown to the largest call so far.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <mutex>
+
+#include "kernels/device_common.cuh"
+#include "src/compute/cuda_driver.h"
+
+namespace espgrid::cuda {
+
+/// Grows `buffer` to hold at least `count` elements (its contents are not kept).
+template <class Buffer>
+void ensure_capacity(Buffer& buffer, std::size_t count, const char* name) {
+  if (buffer.size() >= count) return;
+  buffer.reset();  // free first: the old and the new need not fit together
+  buffer = Buffer(count, name);
+}
+
+/// Where the atoms live on the current device, and their pinned staging: owned by one call, by
+/// the workers on one device (SharedAtoms), or kept between calls (DeviceWorkspace).
+struct AtomStorage {
+  DeviceBuffer<float4> xyzq;
+  DeviceBuffer<AtomDouble> xyz64;
+  PinnedBuffer<float4> staging;
+  PinnedBuffer<AtomDouble> staging64;
+};
+
+/// A worker's two slab buffers and their pinned staging: owned by one call, or kept between
+/// calls (DeviceWorkspace).
+struct SlabStorage {
+  std::array<DeviceBuffer<float>, 2> device;
+  std::array<PinnedBuffer<float>, 2> staging;
+  std::size_t device_bytes() const noexcept { return device[0].bytes() + device[1].bytes(); }
+};
+
+/// The workspace's buffers: the atoms, one worker's slabs, and cuda-msm's contracted planes.
+struct DeviceWorkspace::Buffers {
+  std::mutex mutex;  ///< one call at a time
+  int device = -1;   ///< where the buffers are; -1: none yet
+  AtomStorage atoms;
+  SlabStorage slabs;
+  std::array<DeviceBuffer<float>, 2> contracted;  ///< cuda-msm
+  void release() noexcept {
+    contracted = {};
+    slabs = SlabStorage{};
+    atoms = AtomStorage{};
+  }
+};
+
+/// `workspace`'s buffers, locked for one call on `device` (released first if they were on another
+/// device), or null without a workspace: then the call uses storage of its own.
+inline DeviceWorkspace::Buffers* claim(DeviceWorkspace* workspace, int device, std::unique_lock<std::mutex>& lock) {
+  if (!workspace) return nullptr;
+  DeviceWorkspace::Buffers& kept = workspace->buffers();
+  lock = std::unique_lock<std::mutex>(kept.mutex);
+  if (kept.device != device) {
+    kept.release();
+    kept.device = device;
+  }
+  return &kept;
+}
+
+}  // namespace espgrid::cuda
