@@ -384,8 +384,8 @@ def average_map(topology, trajectory=None, *, select="all", start=None, stop=Non
 class FrameAverageLoop:
     """The per-frame step of average_map: hands a frame's positions to the C++ accumulator
     (espgrid.FrameAverage: compute through the facade, Welford update), naming the frame in
-    any error. A persistent device session (atoms kept on the GPU between frames) would
-    replace the engine here without changing average_map."""
+    any error. On a GPU the engine's compute session keeps its device buffers between frames
+    (docs/python.md, "GPU between frames")."""
 
     def __init__(self, options, grid, charges, std, source):
         self.engine = _espgrid.FrameAverage(options, grid, charges, std, source)
