@@ -84,6 +84,9 @@ std::vector<double> mdh_boundary(const Atoms& atoms, const GridSpec& grid, const
   const long n[3] = {static_cast<long>(grid.dims[0]), static_cast<long>(grid.dims[1]),
                      static_cast<long>(grid.dims[2])};
   std::vector<double> fixed(grid.point_count(), 0.0);
+  // On a GPU the six faces share one set of device buffers (the atoms and a face's slab).
+  RunOptions faces_run = run;
+  if (kernel.backend == Backend::Cuda && !faces_run.workspace) faces_run.workspace = std::make_shared<cuda::DeviceWorkspace>();
   // Each pair of faces normal to axis d is a plane of the other two axes: sum on it as a grid of
   // one z-plane (the kernels' fast layout) with the atoms' axes permuted to match.
   for (int d = 0; d < 3; ++d) {
@@ -95,7 +98,7 @@ std::vector<double> mdh_boundary(const Atoms& atoms, const GridSpec& grid, const
       face.dims = {grid.dims[u], grid.dims[v], 1};
       face.spacing = {grid.spacing[u], grid.spacing[v], grid.spacing[d]};
       face.origin = {grid.origin[u], grid.origin[v], grid.position(d, side ? grid.dims[d] - 1 : 0)};
-      const std::vector<double> values = direct_sum(turned, face, physics, kernel, run);
+      const std::vector<double> values = direct_sum(turned, face, physics, kernel, faces_run);
       const long fixed_index = side ? n[d] - 1 : 0;
       for (long b = 0; b < n[v]; ++b)
         for (long a = 0; a < n[u]; ++a) {
