@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "src/compute/cpu_kernels.h"
 #include "src/core/errors.h"
@@ -77,6 +78,37 @@ TEST(CpuKernels, TheDefaultTheReadmePromisesIsBuilt) {
   std::string why;
   EXPECT_TRUE(find_kernel("cpu-simd").available(&why)) << why;
   EXPECT_EQ(default_kernel(Backend::Cpu).name, "cpu-simd");
+}
+
+// cpu-simd covers the end of a row with narrower tiles (1 or 2 vectors, issue 24): a point must
+// get the same bits whichever tile computed it. The same atoms on grids that differ only in
+// width: every point of a narrow grid equals the wide grid's point at the same place, for every
+// remainder a row can leave (1–3 vectors of 4 (AVX2) to 16 (AVX-512) lanes, and parts of one).
+TEST(CpuKernels, SimdPointsDoNotDependOnTheGridsWidth) {
+  if (!find_kernel("cpu-simd").available()) GTEST_SKIP() << "cpu-simd is not built";
+  std::mt19937 rng(testing::test_seed() + 5);
+  const GridSpec wide = make_test_grid(300, 3, 2);
+  const Atoms atoms = random_atoms(rng, 300, wide);
+  for (const testing::ModelCase& m : testing::model_cases(find_kernel("cpu-simd"))) {
+    const PreparedProblem wide_problem(atoms, wide, 1.0, m.model, m.pair);
+    const auto reference = run_poisoned(find_kernel("cpu-simd"), wide_problem);
+    for (const std::int64_t nx : {1, 5, 8, 9, 17, 24, 26, 33, 40, 47, 70, 90, 100, 129, 200, 257, 299}) {
+      SCOPED_TRACE(::testing::Message() << m.label << ", width " << nx);
+      GridSpec narrow = wide;
+      narrow.dims[0] = nx;
+      const PreparedProblem problem(atoms, narrow, 1.0, m.model, m.pair);
+      const auto out = run_poisoned(find_kernel("cpu-simd"), problem);
+      std::size_t differ = 0;
+      for (std::int64_t k = 0; k < narrow.dims[2]; ++k)
+        for (std::int64_t j = 0; j < narrow.dims[1]; ++j)
+          for (std::int64_t i = 0; i < nx; ++i) {
+            const float a = out[static_cast<std::size_t>(i + nx * (j + narrow.dims[1] * k))];
+            const float b = reference[static_cast<std::size_t>(i + wide.dims[0] * (j + wide.dims[1] * k))];
+            if (std::memcmp(&a, &b, sizeof a) != 0) ++differ;
+          }
+      EXPECT_EQ(differ, 0u);
+    }
+  }
 }
 
 // The three CPU variants do the same float operations in the same order at every point,
