@@ -67,10 +67,14 @@ ComputeTiming potential_at_points(const PointSumProblem& problem, int device, co
   Event start, stop;
   ESPGRID_CUDA_CHECK(cudaMemcpyAsync(d_atoms.get(), h_atoms.data(), d_atoms.bytes(), cudaMemcpyHostToDevice, stream.get()));
   ESPGRID_CUDA_CHECK(cudaMemcpyAsync(d_points.get(), h_points.data(), d_points.bytes(), cudaMemcpyHostToDevice, stream.get()));
-  // Points a launch: whole blocks, at least one, about kChunkEvaluations pair terms.
+  // Points a launch: whole blocks, about kChunkEvaluations pair terms, but at least four blocks
+  // an SM: with many atoms 2^28 terms are a few dozen blocks (47k atoms: 45), which left most of
+  // an H200's 132 SMs idle (PB's boundary, 156k points: 114 ms where the terms take ~4).
+  int sms = 1;
+  ESPGRID_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   const double per_point = static_cast<double>(tiles * kBlock);
-  const std::size_t chunk = static_cast<std::size_t>(
-      std::max<double>(kBlock, std::floor(kChunkEvaluations / per_point / kBlock) * kBlock));
+  const std::size_t chunk = static_cast<std::size_t>(std::max<double>(
+      4.0 * sms * kBlock, std::floor(kChunkEvaluations / per_point / kBlock) * kBlock));
   with_pair_potential(problem.model, [&](auto potential) {
     using Potential = decltype(potential);
     for (std::size_t first = 0; first < problem.point_count; first += chunk) {

@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "src/pb/pb_cuda_driver.h"
+#include "src/compute/points_cuda_driver.h"
 #include "src/compute/prepared_problem.h"
 #include "src/core/errors.h"
 #include "src/core/stopwatch.h"
@@ -66,6 +67,24 @@ Atoms permuted(const Atoms& atoms, const int perm[3], const std::vector<double>&
 
 }  // namespace
 
+namespace {
+
+/// The linear indices of the grid's boundary nodes (every node on one of the six faces), once each.
+std::vector<std::size_t> boundary_nodes(const GridSpec& grid) {
+  const std::int64_t n0 = grid.dims[0], n1 = grid.dims[1], n2 = grid.dims[2];
+  std::vector<std::size_t> out;
+  out.reserve(static_cast<std::size_t>(2 * (n0 * n1 + n1 * n2 + n0 * n2)));
+  for (std::int64_t l = 0; l < n2; ++l)
+    for (std::int64_t j = 0; j < n1; ++j) {
+      const bool whole_row = l == 0 || l == n2 - 1 || j == 0 || j == n1 - 1;
+      for (std::int64_t i = 0; i < n0; i += (whole_row || i == n0 - 1) ? 1 : n0 - 1)
+        out.push_back(static_cast<std::size_t>(i + n0 * (j + n1 * l)));
+    }
+  return out;
+}
+
+}  // namespace
+
 std::vector<double> mdh_boundary(const Atoms& atoms, const GridSpec& grid, const PbOptions& o,
                                  const KernelVariant& kernel, const RunOptions& run) {
   // APBS bcfl mdh: every atom a Debye–Hückel sphere of its own radius a in the solvent:
@@ -84,9 +103,49 @@ std::vector<double> mdh_boundary(const Atoms& atoms, const GridSpec& grid, const
   const long n[3] = {static_cast<long>(grid.dims[0]), static_cast<long>(grid.dims[1]),
                      static_cast<long>(grid.dims[2])};
   std::vector<double> fixed(grid.point_count(), 0.0);
-  // On a GPU the six faces share one set of device buffers (the atoms and a face's slab).
-  RunOptions faces_run = run;
-  if (kernel.backend == Backend::Cuda && !faces_run.workspace) faces_run.workspace = std::make_shared<cuda::DeviceWorkspace>();
+  if (kernel.backend == Backend::Cuda) {
+    // On a GPU every face node at once, through the point kernel: a face is a grid of one plane,
+    // too few points for the map kernels to fill the device (on an H200 the six faces of a 161³
+    // grid took 114 ms through cuda-dualpipe for ~4 ms of terms).
+    const auto faces = boundary_nodes(grid);
+    double centre[3];
+    for (int d = 0; d < 3; ++d) centre[d] = grid.origin[d] + 0.5 * grid.spacing[d] * static_cast<double>(grid.dims[d] - 1);
+    const double k = coulomb_factor(physics);
+    std::vector<float> x(atoms.size()), y(atoms.size()), z(atoms.size()), qk(atoms.size());
+    for (std::size_t a = 0; a < atoms.size(); ++a) {
+      x[a] = static_cast<float>(atoms.x[a] - centre[0]);
+      y[a] = static_cast<float>(atoms.y[a] - centre[1]);
+      z[a] = static_cast<float>(atoms.z[a] - centre[2]);
+      qk[a] = static_cast<float>(q[a] * k);
+    }
+    std::vector<float> px(faces.size()), py(faces.size()), pz(faces.size()), values(faces.size());
+    for (std::size_t f = 0; f < faces.size(); ++f) {
+      const std::size_t idx = faces[f];
+      const auto i = static_cast<std::int64_t>(idx % static_cast<std::size_t>(n[0]));
+      const auto j = static_cast<std::int64_t>((idx / static_cast<std::size_t>(n[0])) % static_cast<std::size_t>(n[1]));
+      const auto l = static_cast<std::int64_t>(idx / static_cast<std::size_t>(n[0] * n[1]));
+      px[f] = static_cast<float>(grid.position(0, i) - centre[0]);
+      py[f] = static_cast<float>(grid.position(1, j) - centre[1]);
+      pz[f] = static_cast<float>(grid.position(2, l) - centre[2]);
+    }
+    cuda::PointSumProblem problem;
+    problem.x = x.data();
+    problem.y = y.data();
+    problem.z = z.data();
+    problem.q = qk.data();
+    problem.atom_count = atoms.size();
+    problem.px = px.data();
+    problem.py = py.data();
+    problem.pz = pz.data();
+    problem.point_count = faces.size();
+    problem.softening2 = static_cast<float>(kSofteningLength * kSofteningLength);
+    problem.model = physics.model;
+    problem.pair = pair_parameters(physics);
+    problem.potential = values.data();
+    cuda::potential_at_points(problem, run.device, nullptr);
+    for (std::size_t f = 0; f < faces.size(); ++f) fixed[faces[f]] = values[f];
+    return fixed;
+  }
   // Each pair of faces normal to axis d is a plane of the other two axes: sum on it as a grid of
   // one z-plane (the kernels' fast layout) with the atoms' axes permuted to match.
   for (int d = 0; d < 3; ++d) {
@@ -98,7 +157,7 @@ std::vector<double> mdh_boundary(const Atoms& atoms, const GridSpec& grid, const
       face.dims = {grid.dims[u], grid.dims[v], 1};
       face.spacing = {grid.spacing[u], grid.spacing[v], grid.spacing[d]};
       face.origin = {grid.origin[u], grid.origin[v], grid.position(d, side ? grid.dims[d] - 1 : 0)};
-      const std::vector<double> values = direct_sum(turned, face, physics, kernel, faces_run);
+      const std::vector<double> values = direct_sum(turned, face, physics, kernel, run);
       const long fixed_index = side ? n[d] - 1 : 0;
       for (long b = 0; b < n[v]; ++b)
         for (long a = 0; a < n[u]; ++a) {
