@@ -200,13 +200,14 @@ std::pair<double, double> magnitude_and_gradient(const Atoms& atoms, const Physi
 
 TEST(SamplePoints, CudaAgreesWithTheDoubleSum) {
   ESPGRID_REQUIRE_CUDA_OR_SKIP();
-  // Enough atoms and points that they take two launches (kernels/points.cu: 2^28 terms each).
+  // Enough atoms and points that they take two launches (kernels/points.cu: 2^28 terms each, but
+  // at least four blocks of 128 points an SM: 100,000 points are two launches up to 195 SMs).
   const Atoms molecule = espgrid::testing::load_molecule("actin_dimer.pqr");
   std::mt19937 rng(espgrid::testing::test_seed());
   std::vector<double> points;
   std::uniform_int_distribution<std::size_t> pick(0, molecule.size() - 1);
   std::normal_distribution<double> offset(0.0, 3.0);
-  for (int p = 0; p < 40000; ++p) {
+  for (int p = 0; p < 100000; ++p) {
     const std::size_t a = pick(rng);
     const bool on_atom = p % 1000 == 0;  // r = the softening length: the largest terms there are
     points.insert(points.end(), {molecule.x[a] + (on_atom ? 0 : offset(rng)), molecule.y[a] + (on_atom ? 0 : offset(rng)),
