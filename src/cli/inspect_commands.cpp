@@ -143,15 +143,7 @@ int run_convert(int argc, char** argv) {
   const std::string input = args["input"].as<std::string>();
   check_output_paths(outputs, {input}, write);
   bool unit_known = false;
-  PotentialMap map = read_map(input, &unit_known);
-  if (args.count("units")) {
-    const PotentialUnit unit = parse_unit(args["units"].as<std::string>());
-    if (unit_known && unit != map.physics.unit)
-      throw UsageError(input + " says its unit is " + unit_name(map.physics.unit) + ", not " + unit_name(unit));
-    map.physics.unit = unit;
-  } else if (!unit_known) {
-    throw UsageError(input + " does not say its unit; name it with --units kT/e|kcal/mol/e|V");
-  }
+  PotentialMap map = read_map_with_unit(input, args, "units", &unit_known);
   map.source = "converted from " + input;
   write_map_files(
       map, outputs, nullptr, [](const std::string& path) { std::printf("wrote      %s\n", path.c_str()); }, write);

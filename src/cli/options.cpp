@@ -5,6 +5,8 @@
 #include <string_view>
 
 #include "src/core/errors.h"
+#include "src/core/units.h"
+#include "src/io/map_formats.h"
 
 namespace espgrid::cli {
 
@@ -116,6 +118,22 @@ MapJob job_from_args(const cxxopts::ParseResult& args, const JobOptionSet& set, 
   apply_args(args, set, job);
   finish_job(job, use);
   return job;
+}
+
+PotentialMap read_map_with_unit(const std::string& path, const cxxopts::ParseResult& args,
+                                const std::string& unit_option, bool* unit_known) {
+  bool known = false;
+  PotentialMap map = read_map(path, &known);
+  if (args.count(unit_option)) {
+    const PotentialUnit unit = parse_unit(args[unit_option].as<std::string>());
+    if (known && unit != map.physics.unit)
+      throw UsageError(path + " says its unit is " + unit_name(map.physics.unit) + ", not " + unit_name(unit));
+    map.physics.unit = unit;
+  } else if (!known) {
+    throw UsageError(path + " does not say its unit; name it with --" + unit_option + " kT/e|kcal/mol/e|V");
+  }
+  if (unit_known) *unit_known = known;
+  return map;
 }
 
 }  // namespace espgrid::cli

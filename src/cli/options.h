@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "src/job/job_options.h"
+#include "src/physics/potential_map.h"
 
 namespace espgrid::cli {
 
@@ -30,6 +31,11 @@ long long whole_option(const std::string& option, const std::string& text);
 std::array<double, 3> triple_option(const std::string& option, const std::string& text, bool allow_single);
 /// NX,NY,NZ.
 std::array<std::int64_t, 3> dims_option(const std::string& option, const std::string& text);
+/// The map at `path` (any format espgrid writes) with its unit: its header's, or the option
+/// `unit_option` (e.g. "units", "map-units") where the header says none; UsageError where they
+/// disagree or neither says. `unit_known` (if given): whether the header said it.
+PotentialMap read_map_with_unit(const std::string& path, const cxxopts::ParseResult& args,
+                                const std::string& unit_option, bool* unit_known = nullptr);
 
 // ---- the map job's options (job/job_options.h) on the command line ----------------------------------
 /// Which of the table's options a verb takes: whole groups, less the names in `except`.

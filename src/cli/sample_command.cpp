@@ -131,15 +131,7 @@ int run_sample(int argc, char** argv) {
   if (with_map) {
     const std::string map_path = args["map"].as<std::string>();
     bool unit_known = false;
-    PotentialMap map = read_map(map_path, &unit_known);
-    if (args.count("map-units")) {
-      const PotentialUnit unit = parse_unit(args["map-units"].as<std::string>());
-      if (unit_known && unit != map.physics.unit)
-        throw UsageError(map_path + " says its unit is " + unit_name(map.physics.unit) + ", not " + unit_name(unit));
-      map.physics.unit = unit;
-    } else if (!unit_known) {
-      throw UsageError(map_path + " does not say its unit; name it with --map-units kT/e|kcal/mol/e|V");
-    }
+    PotentialMap map = read_map_with_unit(map_path, args, "map-units", &unit_known);  // any format espgrid writes
     std::vector<std::size_t> outside, not_finite;
     sampled = interpolate_points(map, points.xyz, outside, not_finite);
     if (!outside.empty()) {

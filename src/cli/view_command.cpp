@@ -145,15 +145,7 @@ int run_view(int argc, char** argv) {
 
   // The map: any format espgrid writes (read_map).
   bool unit_known = false;
-  PotentialMap map = read_map(map_path, &unit_known);
-  if (args.count("units")) {
-    const PotentialUnit unit = parse_unit(args["units"].as<std::string>());
-    if (unit_known && unit != map.physics.unit)
-      throw UsageError(map_path + " says its unit is " + unit_name(map.physics.unit) + ", not " + unit_name(unit));
-    map.physics.unit = unit;
-  } else if (!unit_known) {
-    throw UsageError(map_path + " does not say its unit; name it with --units kT/e|kcal/mol/e|V");
-  }
+  PotentialMap map = read_map_with_unit(map_path, args, "units", &unit_known);
   surface::MapOrigin origin;
   origin.path = map_path;
   origin.header = map_header_lines(map_path, map, unit_known);

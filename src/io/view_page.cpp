@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "src/core/errors.h"
+#include "src/core/json.h"
 #include "src/core/text_format.h"
 #include "src/io/atomic_output_file.h"
 #include "src/io/file_output.h"
@@ -68,25 +69,16 @@ std::string script_safe(const std::string& text) {
 /// A JSON string literal; '<', '>' and '&' as \u escapes so that nothing in it can close the
 /// <script> element that holds the JSON.
 std::string json_string(const std::string& s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
+  std::string out;
+  for (const char c : json_quoted(s)) {  // '<', '>', '&' stand for themselves in json_quoted's output
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (c < 0x20 || c == '<' || c == '>' || c == '&') {
-          char buffer[8];
-          std::snprintf(buffer, sizeof buffer, "\\u%04x", c);
-          out += buffer;
-        } else {
-          out += static_cast<char>(c);
-        }
+      case '<': out += "\\u003c"; break;
+      case '>': out += "\\u003e"; break;
+      case '&': out += "\\u0026"; break;
+      default: out += c;
     }
   }
-  return out + "\"";
+  return out;
 }
 
 std::string json_number(double v) {

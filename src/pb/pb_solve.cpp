@@ -3,13 +3,14 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <future>
 #include <limits>
 #include <memory>
 
 #include "src/pb/pb_cuda_driver.h"
-#include "src/compute/points_cuda_driver.h"
+#include "src/compute/point_sum_inputs.h"
 #include "src/compute/prepared_problem.h"
 #include "src/core/errors.h"
 #include "src/core/stopwatch.h"
@@ -108,41 +109,21 @@ std::vector<double> mdh_boundary(const Atoms& atoms, const GridSpec& grid, const
     // too few points for the map kernels to fill the device (on an H200 the six faces of a 161³
     // grid took 114 ms through cuda-dualpipe for ~4 ms of terms).
     const auto faces = boundary_nodes(grid);
-    double centre[3];
+    std::array<double, 3> centre;
     for (int d = 0; d < 3; ++d) centre[d] = grid.origin[d] + 0.5 * grid.spacing[d] * static_cast<double>(grid.dims[d] - 1);
-    const double k = coulomb_factor(physics);
-    std::vector<float> x(atoms.size()), y(atoms.size()), z(atoms.size()), qk(atoms.size());
-    for (std::size_t a = 0; a < atoms.size(); ++a) {
-      x[a] = static_cast<float>(atoms.x[a] - centre[0]);
-      y[a] = static_cast<float>(atoms.y[a] - centre[1]);
-      z[a] = static_cast<float>(atoms.z[a] - centre[2]);
-      qk[a] = static_cast<float>(q[a] * k);
-    }
-    std::vector<float> px(faces.size()), py(faces.size()), pz(faces.size()), values(faces.size());
+    std::vector<double> points(3 * faces.size());
     for (std::size_t f = 0; f < faces.size(); ++f) {
       const std::size_t idx = faces[f];
       const auto i = static_cast<std::int64_t>(idx % static_cast<std::size_t>(n[0]));
       const auto j = static_cast<std::int64_t>((idx / static_cast<std::size_t>(n[0])) % static_cast<std::size_t>(n[1]));
       const auto l = static_cast<std::int64_t>(idx / static_cast<std::size_t>(n[0] * n[1]));
-      px[f] = static_cast<float>(grid.position(0, i) - centre[0]);
-      py[f] = static_cast<float>(grid.position(1, j) - centre[1]);
-      pz[f] = static_cast<float>(grid.position(2, l) - centre[2]);
+      points[3 * f] = grid.position(0, i);
+      points[3 * f + 1] = grid.position(1, j);
+      points[3 * f + 2] = grid.position(2, l);
     }
-    cuda::PointSumProblem problem;
-    problem.x = x.data();
-    problem.y = y.data();
-    problem.z = z.data();
-    problem.q = qk.data();
-    problem.atom_count = atoms.size();
-    problem.px = px.data();
-    problem.py = py.data();
-    problem.pz = pz.data();
-    problem.point_count = faces.size();
-    problem.softening2 = static_cast<float>(kSofteningLength * kSofteningLength);
-    problem.model = physics.model;
-    problem.pair = pair_parameters(physics);
-    problem.potential = values.data();
-    cuda::potential_at_points(problem, run.device, nullptr);
+    const PointSumInputs inputs(atoms.x, atoms.y, atoms.z, q, coulomb_factor(physics), points, centre);
+    std::vector<float> values(faces.size());
+    cuda::potential_at_points(inputs.problem(physics.model, pair_parameters(physics), values.data()), run.device, nullptr);
     for (std::size_t f = 0; f < faces.size(); ++f) fixed[faces[f]] = values[f];
     return fixed;
   }

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "src/compute/kernel_registry.h"
+#include "src/compute/point_sum_inputs.h"
 #include "src/compute/points_cuda_driver.h"
 #include "src/core/errors.h"
 #include "src/core/stopwatch.h"
@@ -73,36 +74,11 @@ PointValues on_gpu(const MapJob& job, const Atoms& atoms, const std::vector<doub
       centre[a] = 0.5 * (*lo + *hi);
     }
   }
-  const double k = coulomb_factor(job.physics);
-  std::vector<float> x(atoms.size()), y(atoms.size()), z(atoms.size()), q(atoms.size());
-  for (std::size_t a = 0; a < atoms.size(); ++a) {
-    x[a] = static_cast<float>(atoms.x[a] - centre[0]);
-    y[a] = static_cast<float>(atoms.y[a] - centre[1]);
-    z[a] = static_cast<float>(atoms.z[a] - centre[2]);
-    q[a] = static_cast<float>(atoms.charge[a] * k);
-  }
-  std::vector<float> px(n), py(n), pz(n);
-  for (std::size_t p = 0; p < n; ++p) {
-    px[p] = static_cast<float>(points[3 * p] - centre[0]);
-    py[p] = static_cast<float>(points[3 * p + 1] - centre[1]);
-    pz[p] = static_cast<float>(points[3 * p + 2] - centre[2]);
-  }
+  const PointSumInputs inputs(atoms.x, atoms.y, atoms.z, atoms.charge, coulomb_factor(job.physics), points,
+                              {centre[0], centre[1], centre[2]});
   PointValues out;
   out.values.assign(n, 0.0f);
-  cuda::PointSumProblem problem;
-  problem.x = x.data();
-  problem.y = y.data();
-  problem.z = z.data();
-  problem.q = q.data();
-  problem.atom_count = atoms.size();
-  problem.px = px.data();
-  problem.py = py.data();
-  problem.pz = pz.data();
-  problem.point_count = n;
-  problem.softening2 = static_cast<float>(kSofteningLength * kSofteningLength);
-  problem.model = job.physics.model;
-  problem.pair = pair_parameters(job.physics);
-  problem.potential = out.values.data();
+  const cuda::PointSumProblem problem = inputs.problem(job.physics.model, pair_parameters(job.physics), out.values.data());
   const ComputeTiming t = cuda::potential_at_points(problem, job.compute.run.device, progress);
   out.seconds = t.wall_seconds;
   out.kernel_seconds = t.kernel_seconds;
