@@ -142,8 +142,7 @@ int run_convert(int argc, char** argv) {
   const MapWriteOptions write = job.write;
   const std::string input = args["input"].as<std::string>();
   check_output_paths(outputs, {input}, write);
-  bool unit_known = false;
-  PotentialMap map = read_map_with_unit(input, args, "units", &unit_known);
+  PotentialMap map = read_map_with_unit(input, args, "units");
   map.source = "converted from " + input;
   write_map_files(
       map, outputs, nullptr, [](const std::string& path) { std::printf("wrote      %s\n", path.c_str()); }, write);
