@@ -567,6 +567,32 @@ TEST(PbCli, MapWritesAPoissonBoltzmannMapThatSaysSo) {
   EXPECT_TRUE(back.physics.poisson_boltzmann);
 }
 
+// A PB map written in every format reads back as a PB map in every format: the .vti reader knew
+// only the pair models, so `espgrid convert x-pb.vti` (and espgrid-render, which reads through
+// it) failed on the quickstart's own PB map.
+TEST(PbMaps, EveryFormatReadsBackAsAPoissonBoltzmannMap) {
+  const std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) / "pb_formats";
+  std::filesystem::create_directories(dir);
+  PotentialMap map;
+  map.grid = testing::make_test_grid(6, 5, 7);
+  map.physics.poisson_boltzmann = true;
+  map.physics.dielectric = 2.0;
+  map.physics.pb.solute_dielectric = 2.0;
+  map.values.resize(map.grid.point_count());
+  for (std::size_t i = 0; i < map.values.size(); ++i) map.values[i] = 0.25f * static_cast<float>(i % 17) - 2.0f;
+  for (const char* name : {"m.dx", "m.dx.gz", "m.mrc", "m.vti"}) {
+    SCOPED_TRACE(name);
+    const std::string path = (dir / name).string();
+    write_map(map, path);
+    bool unit_known = false;
+    const PotentialMap back = read_map(path, &unit_known);
+    EXPECT_TRUE(unit_known);
+    EXPECT_TRUE(back.physics.poisson_boltzmann);
+    EXPECT_EQ(back.physics.dielectric, 2.0);
+    EXPECT_EQ(back.values, map.values);
+  }
+}
+
 TEST(PbCli, PbOptionsNeedModelPbAndBadValuesAreNamed) {
   const std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) / "pb_cli_errors";
   std::filesystem::create_directories(dir);

@@ -530,8 +530,13 @@ bool physics_from_fields(const std::string& path, const std::vector<ArrayInfo>& 
   for (const ArrayInfo& f : fields) {
     if (f.name != "model") continue;
     const std::string text = text_of(f);
+    const std::string name = text.substr(0, text.find_first_of(" ("));
+    if (name == "pb") {  // a Poisson-Boltzmann map: its parameters are not read back (as from .dx)
+      parsed.poisson_boltzmann = true;
+      continue;
+    }
     try {
-      parsed.model = parse_model(text.substr(0, text.find_first_of(" (")));
+      parsed.model = parse_model(name);
     } catch (const UsageError& e) {
       throw InputError(path, f.line, std::string("field 'model': ") + e.what());
     }
@@ -546,6 +551,10 @@ bool physics_from_fields(const std::string& path, const std::vector<ArrayInfo>& 
         if (f.name == p.name) parsed.set_parameter(p.name, number_of(f));
     });
     if (f.type == "Float64") line = f.line;
+  }
+  if (parsed.poisson_boltzmann) {  // what parse_model_header keeps of a PB map, for every format alike
+    parsed.pb.solute_dielectric = parsed.dielectric;
+    parsed.pb.temperature = parsed.temperature;
   }
   physics = parsed;
   return true;
