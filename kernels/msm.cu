@@ -10,6 +10,7 @@
 
 #include "kernels/device_workspace.cuh"
 #include "kernels/msm_device.cuh"
+#include "src/core/bulk_memory.h"
 #include "src/core/stopwatch.h"
 
 namespace espgrid::cuda {
@@ -100,8 +101,8 @@ ComputeTiming compute_msm(const DcsProblem& p, const Plan& plan, const MsmRunOpt
     done[b].synchronize();
     interpolation_ms += Event::elapsed_ms(start[b], middle[b]);
     short_ms += Event::elapsed_ms(middle[b], stop[b]);
-    std::memcpy(p.potential + p.plane_points() * static_cast<std::size_t>(s.k0), h_slab[b].get(),
-                sizeof(float) * p.plane_points() * static_cast<std::size_t>(s.planes));
+    copy_floats(p.potential + p.plane_points() * static_cast<std::size_t>(s.k0), h_slab[b].get(),
+                p.plane_points() * static_cast<std::size_t>(s.planes));
     report(s.k0, s.planes);
   };
   streams[1].wait(marks[6].get());  // the grids are ready

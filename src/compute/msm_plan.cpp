@@ -92,7 +92,7 @@ AxisWeights axis_weights(const Plan& plan, std::int64_t count, std::int64_t offs
 }
 
 std::int64_t slab_planes(const DcsProblem& p, const Plan& plan, std::size_t max_slab_bytes, std::size_t free_bytes) {
-  constexpr std::size_t kMiB = std::size_t{1} << 20;
+  constexpr std::size_t kPipelineSlabBytes = std::size_t{64} << 20;
   const std::int64_t nz = std::max<std::int64_t>(p.nz, 1);
   // Per plane: two slab buffers and the level-1 plane each map plane is contracted into.
   const std::size_t slab_plane = sizeof(float) * p.plane_points();
@@ -104,8 +104,13 @@ std::int64_t slab_planes(const DcsProblem& p, const Plan& plan, std::size_t max_
   if (max_slab_bytes > 0) {
     planes = static_cast<std::int64_t>(max_slab_bytes / 2 / std::max<std::size_t>(slab_plane, 1));
   } else {
+    // Slabs of ~64 MiB, not the largest that fit: the GPU computes one in a few ms, so the map
+    // is ready as fast as it can be copied out, and small slabs let the copy to the host, the
+    // copy into the map and the streamed file writing start after the first slab and overlap
+    // the rest (one slab of a 3.3 GiB map kept all three waiting; its pinned staging alone took
+    // most of a second to allocate).
     const std::size_t per_plane = 2 * slab_plane + 2 * contracted;
-    const std::size_t budget = std::min(free_bytes / 4, 2 * 512 * kMiB);
+    const std::size_t budget = std::min(free_bytes / 4, 2 * kPipelineSlabBytes);
     if (per_plane * static_cast<std::size_t>(nz) > budget)
       planes = static_cast<std::int64_t>(budget / std::max<std::size_t>(per_plane, 1));
   }

@@ -145,8 +145,8 @@ std::size_t pass_scratch_points(const Plan& plan);
 
 /// Planes per slab for the CUDA phases: `max_slab_bytes` caps the device memory of the two map
 /// slab buffers together (at least one plane each), as for the exact kernels; 0 sizes them from
-/// `free_bytes` (the whole map when it fits in a quarter of it, else slabs of at most 512 MiB
-/// each). Never more than the map's planes or 65,535.
+/// `free_bytes` (slabs of about 64 MiB each, a small map whole, and never more than a quarter of
+/// the free memory together). Never more than the map's planes or 65,535.
 std::int64_t slab_planes(const DcsProblem& problem, const Plan& plan, std::size_t max_slab_bytes,
                          std::size_t free_bytes);
 

@@ -5,6 +5,7 @@
 #include <limits>
 #include <sys/stat.h>
 
+#include "src/core/bulk_memory.h"
 #include "src/core/errors.h"
 #include "src/core/stopwatch.h"
 #include "src/core/text_format.h"
@@ -94,7 +95,7 @@ void compute_pb_map(MapResult& result, const Atoms& atoms, const MapRequest& req
   result.map.grid = request.grid;
   result.map.physics = request.physics;
   result.map.source = request.source;
-  result.map.values.assign(request.grid.point_count(), std::numeric_limits<float>::quiet_NaN());
+  assign_poisoned(result.map.values, request.grid.point_count());
   if (files) files->start(result.map);
   PbRun run;
   run.solver = request.compute.backend == BackendChoice::Cpu    ? PbSolver::Hypre
@@ -134,7 +135,7 @@ MapResult compute_map(const Atoms& atoms, const MapRequest& request, const Kerne
   result.map.grid = request.grid;
   result.map.physics = request.physics;
   result.map.source = request.source;
-  result.map.values.assign(request.grid.point_count(), std::numeric_limits<float>::quiet_NaN());  // poison
+  assign_poisoned(result.map.values, request.grid.point_count());  // every point NaN until computed
   result.timing.prepare_seconds = prepare.seconds();
   RunOptions run = request.compute.run;
   run.progress = request.progress;

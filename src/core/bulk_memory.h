@@ -1,0 +1,20 @@
+// Large float buffers touched by every core: a map of 10⁸–10⁹ points is gigabytes, and a serial
+// first touch of fresh pages (one fault and one page clear per 4 KiB) cost 2.0 s for a 3.3 GiB
+// map on the GPU host (benchmarks/NOTES.md, "Big MSM maps, whole process").
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+namespace espgrid {
+
+/// `values` sized `count`, every value NaN (the poison a kernel must overwrite). Large buffers
+/// are asked for transparent huge pages and their pages are faulted in by all cores; small ones
+/// are simply assigned. The result is the same as values.assign(count, NaN).
+void assign_poisoned(std::vector<float>& values, std::size_t count);
+
+/// memcpy of `count` floats, split over up to 8 threads for large copies (staging buffers into
+/// a map): one core copies ~5–10 GB/s, the host's memory several times that.
+void copy_floats(float* to, const float* from, std::size_t count);
+
+}  // namespace espgrid
