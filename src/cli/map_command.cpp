@@ -17,6 +17,7 @@
 #include "src/cli/options.h"
 #include "src/pipeline/map_pipeline.h"
 #include "src/cli/progress.h"
+#include "src/core/bulk_memory.h"
 #include "src/core/errors.h"
 #include "src/core/stopwatch.h"
 #include "src/core/text_format.h"
@@ -54,7 +55,7 @@ std::string part_line(const WorkerTiming& part) {
 void print_summary(const PotentialMap& map, std::size_t atoms, const std::string& kernel_line,
                    const TimingReport& timing) {
   const double evaluations = static_cast<double>(map.grid.point_count()) * static_cast<double>(atoms);
-  const auto [lo, hi] = std::minmax_element(map.values.begin(), map.values.end());
+  const auto [lo, hi] = float_range(map.values.data(), map.values.size());
   std::printf("kernel     %s\n", kernel_line.c_str());
   if (timing.parts.size() > 1)
     for (const WorkerTiming& part : timing.parts)
@@ -78,7 +79,7 @@ void print_summary(const PotentialMap& map, std::size_t atoms, const std::string
   }
   std::printf("model      %s%s\n", describe_model(map.physics).c_str(),
               pb ? "" : (", dielectric " + shortest_text(map.physics.dielectric)).c_str());
-  std::printf("potential  %.4g to %.4g %s (dielectric %g%s)\n", *lo, *hi, unit_name(map.physics.unit).c_str(),
+  std::printf("potential  %.4g to %.4g %s (dielectric %g%s)\n", lo, hi, unit_name(map.physics.unit).c_str(),
               map.physics.dielectric,
               map.physics.unit == PotentialUnit::KTPerE
                   ? (", T " + std::to_string(map.physics.temperature).substr(0, 6) + " K").c_str()

@@ -4,17 +4,21 @@
 #pragma once
 
 #include <cstddef>
+#include <utility>
 #include <vector>
 
 namespace espgrid {
 
 /// `values` sized `count`, every value NaN (the poison a kernel must overwrite). Large buffers
-/// are asked for transparent huge pages and their pages are faulted in by all cores; small ones
-/// are simply assigned. The result is the same as values.assign(count, NaN).
+/// have their pages faulted in by up to 8 cores first; small ones are simply assigned. The result is the same as values.assign(count, NaN).
 void assign_poisoned(std::vector<float>& values, std::size_t count);
 
 /// memcpy of `count` floats, split over up to 8 threads for large copies (staging buffers into
 /// a map): one core copies ~5–10 GB/s, the host's memory several times that.
 void copy_floats(float* to, const float* from, std::size_t count);
+
+/// The smallest and largest of `count` floats, NaN ignored (both NaN when every value is), on up
+/// to 8 threads for large arrays: the summary's range of a 3.3 GiB map took a second serially.
+std::pair<float, float> float_range(const float* values, std::size_t count);
 
 }  // namespace espgrid

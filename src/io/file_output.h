@@ -24,6 +24,10 @@ class OutputFile {
   void append(const void* data, std::size_t bytes) noexcept;
   /// Writes at `offset`, independently of append; safe from several threads at once.
   void write_at(std::uint64_t offset, const void* data, std::size_t bytes) noexcept;
+  /// Asks the kernel to start writing the file's dirty pages to disk now, without waiting
+  /// (sync_file_range). A streamed map calls it as it goes, so the fsync before the rename
+  /// waits for the last stretch only, not for gigabytes. Best effort: ignored where unsupported.
+  void start_writeback() noexcept;
   /// Whether a write has failed (the rest are skipped).
   bool failed() const noexcept { return error_.load() != 0; }
   /// Closes the file; throws Error "cannot write PATH: REASON" for the first failure.

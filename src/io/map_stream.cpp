@@ -106,6 +106,11 @@ void StreamingMapWriter::run() {
       const Stopwatch clock;
       try {
         writer_->write_planes(map_, first, count);
+        unflushed_bytes_ += static_cast<std::size_t>(count) * sizeof(float) * map_.grid.dims[0] * map_.grid.dims[1];
+        if (unflushed_bytes_ >= kWritebackBytes) {
+          file_.start_writeback();
+          unflushed_bytes_ = 0;
+        }
       } catch (...) {
         error = std::current_exception();
       }

@@ -104,6 +104,9 @@ class StreamingMapWriter {
   bool closing_ = false;
   bool abandoned_ = false;  ///< destroyed without finish(): skip what is still queued
   double busy_seconds_ = 0;
+  /// Bytes written since the disk writes were last started (the writer's thread only).
+  std::size_t unflushed_bytes_ = 0;
+  static constexpr std::size_t kWritebackBytes = std::size_t{64} << 20;
   std::thread thread_;  ///< last: starts once everything above exists
 };
 
