@@ -535,6 +535,82 @@ TEST(PqrText, ReadsMinimalWhitespaceRecordsWithAndWithoutChain) {
   EXPECT_NEAR(s.atoms.total_charge(), -0.45, 1e-12);
 }
 
+/// A PQR text of `atoms` records with REMARK and comment lines between them (5 MB for 70,000:
+/// past the 4 MiB from which the reader parses batches of 8,192 atom lines on several threads).
+/// Atom i sits at (i, −i/2, i/4) Å with charge (i % 7 − 3)/10 e and radius 1 + (i % 5)/10 Å.
+/// `replace` puts other lines at chosen (1-based) line numbers.
+std::string many_atoms_text(int atoms, const std::map<std::size_t, std::string>& replace = {}) {
+  std::string text;
+  std::size_t line = 0;
+  const auto add = [&](const std::string& l) {
+    ++line;
+    const auto it = replace.find(line);
+    text += (it == replace.end() ? l : it->second) + "\n";
+  };
+  for (int i = 0; i < atoms; ++i) {
+    if (i % 1000 == 0) add("REMARK block " + std::to_string(i / 1000));
+    if (i % 3333 == 0) add("# a comment");
+    char record[160];
+    std::snprintf(record, sizeof record, "%s %d CA ALA A %d %.3f %.3f %.3f %.4f %.4f", i % 11 ? "ATOM" : "HETATM", i + 1,
+                  i / 10 + 1, i * 1.0, -i * 0.5, i * 0.25, (i % 7 - 3) / 10.0, 1.0 + (i % 5) / 10.0);
+    add(record);
+  }
+  add("END");
+  return text;
+}
+
+/// `v` as "%.4f" prints it, read back: what a reader must return for that text.
+double printed_4(double v) {
+  char text[64];
+  std::snprintf(text, sizeof text, "%.4f", v);
+  return std::strtod(text, nullptr);
+}
+
+TEST(PqrText, ManyAtomsReadInParallelBatchesKeepTheirOrderAndValues) {
+  constexpr int kAtoms = 70000;
+  const std::string text = many_atoms_text(kAtoms);
+  ASSERT_GT(text.size(), std::size_t{4} << 20) << "the text must be large enough for the parallel path";
+  const Structure s = pqr_text(text);
+  ASSERT_EQ(s.atoms.size(), static_cast<std::size_t>(kAtoms));
+  for (int i = 0; i < kAtoms; ++i) {
+    const auto k = static_cast<std::size_t>(i);
+    // The text holds every value to its printed digits (%.3f of multiples of 1/4, %.4f of tenths):
+    // each reads back to the double nearest the exact decimal.
+    ASSERT_EQ(s.atoms.x[k], i * 1.0) << "atom " << i;
+    ASSERT_EQ(s.atoms.y[k], -i * 0.5) << "atom " << i;
+    ASSERT_EQ(s.atoms.z[k], i * 0.25) << "atom " << i;
+    ASSERT_EQ(s.atoms.charge[k], printed_4((i % 7 - 3) / 10.0)) << "atom " << i;
+    ASSERT_EQ(s.atoms.radius[k], printed_4(1.0 + (i % 5) / 10.0)) << "atom " << i;
+  }
+}
+
+TEST(PqrText, TheFirstDefectInTheFileIsReportedWhicheverThreadFindsIt) {
+  // many_atoms_text(70000) has 70,093 lines; batches of 8,192 atom lines each, the last partial.
+  const std::string bad_atom = "ATOM 1 N MET 1 1.000 2.000 0.5 1.5";  // a coordinate missing
+  const std::string unknown = "FOO 1 2 3";
+  const std::string binary = std::string("ATOM \x01\x02 binary");
+  struct Case {
+    std::map<std::size_t, std::string> replace;
+    std::size_t line;
+    std::string word;
+  };
+  const Case cases[] = {
+      {{{30000, bad_atom}, {60000, unknown}}, 30000, "field missing"},  // a worker's, before the reader's
+      {{{60000, bad_atom}, {30000, unknown}}, 30000, "unknown record"},  // the reader's, before a worker's
+      {{{50000, bad_atom}, {9000, bad_atom}}, 9000, "field missing"},   // two workers': the earlier batch
+      {{{40000, bad_atom}, {40001, binary}}, 40000, "field missing"},   // before binary data
+      {{{70050, bad_atom}}, 70050, "field missing"},                    // the last, partial batch
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE("expected line " + std::to_string(c.line));
+    const std::string text = many_atoms_text(70000, c.replace);
+    auto e = input_error([&] { pqr_text(text); });
+    ASSERT_TRUE(e);
+    EXPECT_EQ(e->line(), c.line) << e->what();
+    EXPECT_NE(std::string(e->what()).find(c.word), std::string::npos) << e->what();
+  }
+}
+
 TEST(PqrText, TooFewFields) {
   expect_pqr_error("ATOM 1 N 1.000 2.000\n", 1, "too few fields");
   expect_pqr_error("REMARK x\nATOM 1 N MET 1.000 2.000 3.000 0.5 1.5\n", 2, "too few fields");

@@ -17,6 +17,8 @@ namespace espgrid {
 std::vector<std::string_view> split_whitespace(std::string_view line);
 /// The same into `tokens` (cleared first), so a reader can reuse one vector for every line.
 void split_whitespace(std::string_view line, std::vector<std::string_view>& tokens);
+/// The first whitespace-separated token of `line` (empty when there is none), by split_whitespace's rule.
+std::string_view first_token(std::string_view line);
 
 /// Opens `path` for reading and returns its file descriptor. Throws Error naming the path when
 /// it cannot be opened, when it is a directory, or when it is a device (/dev/zero, a terminal,
