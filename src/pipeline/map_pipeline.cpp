@@ -62,7 +62,7 @@ KernelSelection select_kernel(const ComputeOptions& options, PairModel model) {
     throw UsageError("--devices applies to the CUDA kernels; " + std::string(out.kernel->name) + " runs on the CPU");
   if (options.run.devices.size() > 1 && out.kernel->backend == Backend::Cuda && !out.kernel->uses_plane_driver())
     throw UsageError(std::string(out.kernel->name) + " runs on one GPU; give --device N instead of --devices");
-  if (out.kernel->approximate()) out.error_bound = out.kernel->bound_for(method);  // checks the parameters
+  if (out.kernel->approximate()) out.error_bound = out.kernel->bound_for(method, model);  // checks the parameters
   return out;
 }
 
@@ -96,6 +96,7 @@ void compute_pb_map(MapResult& result, const Atoms& atoms, const MapRequest& req
   result.map.physics = request.physics;
   result.map.source = request.source;
   assign_poisoned(result.map.values, request.grid.point_count());
+  if (request.devices_ready.valid()) request.devices_ready.wait();
   if (files) files->start(result.map);
   PbRun run;
   run.solver = request.compute.backend == BackendChoice::Cpu    ? PbSolver::Hypre
@@ -137,6 +138,7 @@ MapResult compute_map(const Atoms& atoms, const MapRequest& request, const Kerne
   result.map.source = request.source;
   assign_poisoned(result.map.values, request.grid.point_count());  // every point NaN until computed
   result.timing.prepare_seconds = prepare.seconds();
+  if (request.devices_ready.valid()) request.devices_ready.wait();
   RunOptions run = request.compute.run;
   run.progress = request.progress;
   if (files) {
@@ -326,9 +328,9 @@ MapRequest request_of(const MapJob& job, const GridSpec& grid, const std::string
 }  // namespace
 
 MapResult compute_job(const MapJob& job, const PreparedJob& prepared, MapObserver& observer, MapFiles* files) {
-  if (prepared.devices_ready.valid()) prepared.devices_ready.wait();
-  MapResult result = compute_map(prepared.structure.atoms, request_of(job, prepared.grid, prepared.source, observer),
-                                 prepared.kernel, files);
+  MapRequest request = request_of(job, prepared.grid, prepared.source, observer);
+  request.devices_ready = prepared.devices_ready;
+  MapResult result = compute_map(prepared.structure.atoms, request, prepared.kernel, files);
   result.timing.read_seconds = prepared.timing.read_seconds;
   observer.computed(result);
   return result;

@@ -75,6 +75,9 @@ struct MapRequest {
   ComputeOptions compute;
   ProgressFn progress;  ///< (planes done, planes) from the calling thread
   std::string source;   ///< one line for the file headers: where the atoms came from
+  /// When valid, the GPU contexts being created meanwhile (PreparedJob::devices_ready): waited
+  /// for once the map's memory is prepared, so the two overlap.
+  std::shared_future<void> devices_ready;
 };
 
 struct MapResult {
