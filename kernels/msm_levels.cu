@@ -7,7 +7,8 @@
 //   anterpolation  one thread per level-1 point of the charged box: Σ q φφφ over the atoms of
 //                  the 2·support cells per axis that touch it
 //   restriction    one axis at a time: the three passes of msm::restriction_passes
-//   cutoff         one thread per level point: the clipped stencil (K_1 table, ×2^-(l-1))
+//   cutoff         one thread per level point: the clipped stencil (Coulomb: K_1 table, ×2^-(l-1);
+//                  other kernels: the level's own table)
 //   top            one thread per top point: all charged points of the top level, g_{a_L} in float
 //   prolongation   one axis at a time: the three passes of msm::prolongation_passes, added to
 //                  the level's own sum
@@ -151,10 +152,10 @@ __global__ void prolong_axis_kernel(const float* __restrict__ in, float* __restr
 struct CutoffArgs {
   DevBox grid, charged;
   int radius;   ///< stencil radius R
-  float scale;  ///< 2^-(l-1)
+  float scale;  ///< Plan::level_scale: 2^-(l-1) for Coulomb (level 1's table), else 1 (the level's own)
 };
 
-/// e_l(m) = scale·Σ_j K_1(j) q_l(m + j), j over the stencil clipped to the charged box, in the
+/// e_l(m) = scale·Σ_j K(j) q_l(m + j) (K: Plan::level_stencil), j over the stencil clipped to the charged box, in the
 /// CPU's order (z, y, then x ascending).
 __global__ void cutoff_kernel(const float* __restrict__ q, const float* __restrict__ stencil,
                               const int* __restrict__ row_extent, CutoffArgs c, float* __restrict__ out) {
@@ -191,6 +192,9 @@ struct TopArgs {
   float inv_a;   ///< 1/a_L, 1/Å
   float inv_a2;  ///< 1/a_L²
   int order;
+  /// Other kernels than Coulomb: g_{a_L} by squared lattice distance (built in double on the
+  /// host, as the CPU's top_sum does); null for Coulomb, whose γ is evaluated here.
+  const float* by_distance2;
 };
 
 /// e_L(m) = Σ_n g_{a_L}(|m − n|·h_L) q_L(n) over every charged point, z, y, x ascending.
@@ -206,6 +210,14 @@ __global__ void top_kernel(const float* __restrict__ q, TopArgs t, float* __rest
       const float dy = static_cast<float>(y - ny), dz = static_cast<float>(z - nz);
       const float dyz2 = fmaf(dy, dy, dz * dz);
       const float* qs = q + box_index(t.grid, c.lo[0], ny, nz);
+      if (t.by_distance2) {
+        const int dyz = (y - ny) * (y - ny) + (z - nz) * (z - nz);
+        for (int nx = 0; nx < c.n[0]; ++nx) {
+          const int dx = x - (c.lo[0] + nx);
+          sum = fmaf(qs[nx], t.by_distance2[dx * dx + dyz], sum);
+        }
+        continue;
+      }
       for (int nx = 0; nx < c.n[0]; ++nx) {
         const float dx = static_cast<float>(x - (c.lo[0] + nx));
         const float rho2 = t.h2 * fmaf(dx, dx, dyz2) * t.inv_a2;
@@ -288,15 +300,16 @@ void three_passes(Kernel kernel, const std::array<msm::AxisPass, 3>& passes, con
 
 /// Level l's own sum: the cutoff stencil below the top; all pairs at the top.
 void level_sums(const Plan& plan, DeviceState& st, const Uploaded<float>& stencil, const Uploaded<int>& extent,
-                cudaStream_t stream, std::array<Event, 7>& marks) {
+                const Uploaded<float>& top_table, cudaStream_t stream, std::array<Event, 7>& marks) {
   const int levels = plan.level_count();
   marks[3].record(stream);
   for (int l = 0; l + 1 < levels; ++l) {
     const msm::Level& level = plan.levels[static_cast<std::size_t>(l)];
     CutoffArgs c{dev_box(level.grid), dev_box(level.charged), plan.stencil_radius,
-                 static_cast<float>(std::ldexp(1.0, -l))};
+                 static_cast<float>(plan.level_scale(l))};
+    const std::size_t offset = static_cast<std::size_t>(plan.level_stencil(l) - plan.stencil.data());
     launch_linear(cutoff_kernel, level.grid.points(), stream, st.charge[static_cast<std::size_t>(l)].get(),
-                  stencil.device.get(), extent.device.get(), c, st.direct[static_cast<std::size_t>(l)].get());
+                  stencil.device.get() + offset, extent.device.get(), c, st.direct[static_cast<std::size_t>(l)].get());
   }
   marks[4].record(stream);
   const int l = levels - 1;
@@ -307,7 +320,8 @@ void level_sums(const Plan& plan, DeviceState& st, const Uploaded<float>& stenci
             static_cast<float>(top.spacing * top.spacing),
             static_cast<float>(1.0 / a_top),
             static_cast<float>(1.0 / (a_top * a_top)),
-            plan.order};
+            plan.order,
+            top_table.device.get()};
   launch_linear(top_kernel, top.grid.points(), stream, st.charge.back().get(), t, st.direct.back().get());
 }
 
@@ -320,6 +334,7 @@ void grid_phases(const DcsProblem& p, const Plan& plan, DeviceState& st, cudaStr
   DeviceBuffer<float> t1, t2;
   Uploaded<float> d_stencil;
   Uploaded<int> d_extent;
+  Uploaded<float> d_top_table;
   // Declared after every local buffer and before anything is queued: on an error, the queued
   // work is waited for before the buffers it reads are freed.
   const DrainOnExit drain{stream};
@@ -329,6 +344,7 @@ void grid_phases(const DcsProblem& p, const Plan& plan, DeviceState& st, cudaStr
   t2 = DeviceBuffer<float>(scratch_points, "MSM pass scratch 2");
   d_stencil = upload<float>(std::vector<float>(plan.stencil.begin(), plan.stencil.end()), "MSM stencil", stream);
   d_extent = upload<int>(plan.stencil_row_extent, "MSM stencil rows", stream);
+  if (!plan.kernel.coulomb()) d_top_table = upload<float>(msm::top_kernel_table(plan), "MSM top-level kernel", stream);
   const Weights w = restriction_weights(plan.order);
 
   marks[0].record(stream);
@@ -349,7 +365,7 @@ void grid_phases(const DcsProblem& p, const Plan& plan, DeviceState& st, cudaStr
                  st.charge[static_cast<std::size_t>(l)].get(), t1.get(), t2.get(),
                  st.charge[static_cast<std::size_t>(l + 1)].get(), w, stream);
 
-  level_sums(plan, st, d_stencil, d_extent, stream, marks);
+  level_sums(plan, st, d_stencil, d_extent, d_top_table, stream, marks);
 
   // Prolongation, top down, added to each level's own sum.
   marks[5].record(stream);

@@ -6,6 +6,7 @@
 //                  staged through shared memory, four z-points per thread
 #include <cub/block/block_scan.cuh>
 
+#include "kernels/device_common.cuh"
 #include "kernels/msm_device.cuh"
 
 namespace espgrid::cuda::msm_gpu {
@@ -72,6 +73,8 @@ struct ShortRangeArgs {
   float cutoff, cutoff2, inv_cutoff, inv_cutoff2;
   float soft2;  ///< softening², Å²
   int order;
+  PairParameters pair;  ///< the model's parameters (κ for Debye)
+  float smooth[4];      ///< other kernels than Coulomb: g_a's Taylor coefficients in r² − a² (msm_math.h)
   float cell;  ///< Å
   DevBox cells;
 };
@@ -82,10 +85,12 @@ __device__ __forceinline__ float interval_gap(float lo, float hi, int c, float s
   return hi < cell_lo ? cell_lo - hi : (lo > cell_hi ? lo - cell_hi : 0.0f);
 }
 
-/// Adds Σ_{|r − r_i| < a} q_i (1/√(r² + ε²) − γ(r/a)/a) to every map point of the slab. Each block
+/// Adds Σ_{|r − r_i| < a} q_i (f(√(r² + ε²)) − g_a(r)) to every map point of the slab, f the
+/// model's (Evaluator: Coulomb keeps its γ formula, the others use g_a's polynomial). Each block
 /// takes an 8×8×8 tile; its candidates are the atoms of the cell rows (cy, cz) within the
 /// cutoff of the tile's box, x-ranges narrowed to the cutoff, in (cz, cy, sorted-atom) order:
 /// every point sums its atoms in that one global order, whatever the tiling.
+template <class Evaluator>
 __global__ void __launch_bounds__(kShortThreads)
     short_range_kernel(const float4* __restrict__ atoms, const unsigned* __restrict__ cell_start, ShortRangeArgs a,
                        float* __restrict__ slab) {
@@ -182,8 +187,14 @@ __global__ void __launch_bounds__(kShortThreads)
         for (int m = 0; m < kPointsPerThread; ++m) {
           const float dz = z[m] - p.z;
           const float r2 = fmaf(dz, dz, dxy2);
-          const float smooth = msm::gamma_inside(r2 * a.inv_cutoff2, a.order) * a.inv_cutoff;
-          const float term = p.w * (rsqrtf(r2 + a.soft2) - smooth);
+          float term;
+          if constexpr (Evaluator::model == PairModel::Coulomb) {
+            const float smooth = msm::gamma_inside(r2 * a.inv_cutoff2, a.order) * a.inv_cutoff;
+            term = p.w * (rsqrtf(r2 + a.soft2) - smooth);
+          } else {
+            term = Evaluator::template term<DeviceMath>(p.w, r2 + a.soft2, a.pair) -
+                   p.w * msm::softened_inside(r2 - a.cutoff2, a.smooth);
+          }
           sum[m] += r2 < a.cutoff2 ? term : 0.0f;
         }
       }
@@ -263,11 +274,19 @@ void queue_slab(const DcsProblem& p, const Plan& plan, const DeviceState& st, st
   s.order = plan.order;
   s.cell = static_cast<float>(plan.cell);
   s.cells = dev_box(plan.cells);
+  s.pair = p.pair;
+  if (!plan.kernel.coulomb()) {
+    double c[4];
+    msm::taylor_coefficients(plan.kernel, plan.params.cutoff, plan.order, c);
+    for (int n = 0; n < 4; ++n) s.smooth[n] = static_cast<float>(c[n]);
+  }
   const dim3 grid(static_cast<unsigned>(blocks_for(static_cast<std::size_t>(p.nx), kTile)),
                   static_cast<unsigned>(blocks_for(static_cast<std::size_t>(p.ny), kTile)),
                   static_cast<unsigned>(blocks_for(static_cast<std::size_t>(planes), kTile)));
   const dim3 block(kTile, kTile, kTile / kPointsPerThread);
-  short_range_kernel<<<grid, block, 0, stream>>>(st.sorted.get(), st.cell_start.get(), s, slab);
+  with_pair_potential_among<CoulombPotential, DistancePotential, DebyePotential>(p.model, [&](auto evaluator) {
+    short_range_kernel<decltype(evaluator)><<<grid, block, 0, stream>>>(st.sorted.get(), st.cell_start.get(), s, slab);
+  });
   ESPGRID_CUDA_CHECK_LAUNCH();
 }
 

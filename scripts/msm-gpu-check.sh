@@ -8,6 +8,10 @@
 # benchmarks/results/msm-gpu-DATE). Exit code 1 if any step failed.
 # Arguments pick phases (default: all, in this order): build test sanitize maps bench. Where one
 # command's time is limited (10 minutes), run `... build test`, then `... sanitize maps bench`.
+# The phase `models` (not in the default) maps the 289,620-atom lattice and 1,609,000 atoms with
+# each pair model MSM splits (coulomb, debye at 0.15 M, distance) to .mrc, checks each against the
+# double oracle at 20,000 sampled points, and times the exact Debye map beside them.
+# BUILD_TARGETS (e.g. "espgrid test_gpu_msm") limits the build to those targets.
 set -uo pipefail
 phases=" ${*:-build test sanitize maps bench} "
 want() { [[ "$phases" == *" $1 "* ]]; }
@@ -21,7 +25,8 @@ source "$here/lib/steps.sh"
 nvidia-smi > "$OUT_DIR/nvidia-smi.txt" 2>&1
 if want build; then
   step build cmake -S . -B "$BUILD_DIR" -DESPGRID_VTK=OFF -DCMAKE_BUILD_TYPE=Release && \
-    step build cmake --build "$BUILD_DIR" -j "$(nproc)" || { echo "build failed"; exit 1; }
+    step build cmake --build "$BUILD_DIR" -j "$(nproc)" ${BUILD_TARGETS:+--target $BUILD_TARGETS} ||
+    { echo "build failed"; exit 1; }
 fi
 [ -x "$BUILD_DIR/espgrid" ] || { echo "no $BUILD_DIR/espgrid: run the build phase first"; exit 1; }
 espgrid="$BUILD_DIR/espgrid"
@@ -50,6 +55,27 @@ if want maps; then
   python3 scripts/make_lattice_structure.py data/achbp.pqr --copies 3x3x2 -o /tmp/achbp-3x3x2.pqr > /dev/null
   step map-achbp-3x3x2 "$espgrid" map /tmp/achbp-3x3x2.pqr -o /tmp/achbp-3x3x2.dx --spacing 0.5 --accuracy 1e-3
   rm -f /tmp/achbp-3x3x2.dx
+fi
+if want models; then
+  big=/tmp/achbp-3x3x2.pqr huge=/tmp/achbp-5x5x4.pqr
+  python3 scripts/make_lattice_structure.py data/achbp.pqr --copies 3x3x2 -o $big > /dev/null
+  python3 scripts/make_lattice_structure.py data/achbp.pqr --copies 5x5x4 -o $huge > /dev/null
+  for m in coulomb debye distance; do
+    case $m in
+      coulomb) physics=(--model coulomb) ;;
+      debye) physics=(--model debye --dielectric 78.54 --ionic-strength 0.15) ;;
+      distance) physics=(--model distance --dielectric 4) ;;
+    esac
+    step "map-msm-$m-290k" "$espgrid" map $big -o /tmp/msm.mrc --spacing 0.5 --accuracy 1e-3 "${physics[@]}"
+    step "verify-msm-$m-290k" "$espgrid" verify $big --kernel cuda-msm --spacing 0.5 --accuracy 1e-3 "${physics[@]}" \
+      --sample 20000 --seed 7
+    step "map-msm-$m-1.6M" "$espgrid" map $huge -o /tmp/msm.mrc --spacing 0.5 --accuracy 1e-3 "${physics[@]}"
+  done
+  step map-msm-debye-290k-1e-4 "$espgrid" map $big -o /tmp/msm.mrc --spacing 0.5 --accuracy 1e-4 --model debye \
+    --dielectric 78.54 --ionic-strength 0.15
+  step map-exact-debye-290k "$espgrid" map $big -o /tmp/msm.mrc --spacing 0.5 --kernel cuda-dualpipe --model debye \
+    --dielectric 78.54 --ionic-strength 0.15
+  rm -f /tmp/msm.mrc
 fi
 if want bench; then
   step bench-msm "$espgrid" bench --sweep msm --sweep-only --require-cuda --seed 1 --out "$OUT_DIR"

@@ -136,7 +136,7 @@ inline ApproximationError expect_within_declared_bound(const KernelVariant& kern
     if (std::isfinite(d)) err2 += d * d;
   }
   const ApproximationError e = sum.result();
-  const double bound = kernel.bound_for(method);
+  const double bound = kernel.bound_for(method, p.model);
   EXPECT_GT(bound, 0.0) << kernel.name << " declares no error bound";
   EXPECT_EQ(e.nonfinite, 0u) << "points not written or not finite (seed " << test_seed() << ")";
   if (e.points > 0) {

@@ -247,7 +247,7 @@ Row measure(std::string sweep, const KernelVariant& kernel, const PreparedProble
     if (kernel.approximate()) {
       // Judged by its declared bound: relative RMS error at sampled points >= 1.4 Å from atoms;
       // ERR/TOL is that error over the bound.
-      const double bound = kernel.bound_for(options.method);
+      const double bound = kernel.bound_for(options.method, full.model);
       const ApproximationError e =
           sampled_approximation_error(sub_problem(shape), settings.check_points, settings.seed);
       row.points_checked = e.points;

@@ -23,8 +23,8 @@ constexpr double kLatticeGap = 4.0;   // Å between neighbouring copies' boundin
 constexpr double kMapPadding = 10.0;  // Å around the structure, as `espgrid map` by default
 constexpr int kMsmRepeats = 3;        // timed runs of one MSM measurement at most: maps up to 4 GB
 
-const KernelVariant& msm_kernel(bool gpu) {
-  return approximate_kernel(gpu ? Backend::Cuda : Backend::Cpu, PairModel::Coulomb);
+const KernelVariant& msm_kernel(bool gpu, PairModel model) {
+  return approximate_kernel(gpu ? Backend::Cuda : Backend::Cpu, model);
 }
 const KernelVariant& exact_kernel(bool gpu) { return default_kernel(gpu ? Backend::Cuda : Backend::Cpu); }
 
@@ -157,7 +157,7 @@ ExactTiming time_exact(const MsmSweepContext& c, const PreparedProblem& problem)
 
 MsmRow measure_msm(const MsmSweepContext& c, const std::string& part, const std::string& structure,
                    const PreparedProblem& problem, double accuracy, const ExactTiming& exact) {
-  const KernelVariant& k = msm_kernel(c.use_gpu);
+  const KernelVariant& k = msm_kernel(c.use_gpu, c.physics.model);
   const DcsProblem full = problem.view(nullptr);
   MsmRow row;
   row.part = part;
@@ -422,7 +422,7 @@ bool sweep_msm(const MsmSweepContext& c) {
   const std::string base_name = std::filesystem::path(base_path).filename().string();
   const std::vector<double> accuracies = presets(c.run);
   std::printf("\n== msm: %s vs %s; copies of %s (%s atoms) on a lattice, map spacing %g Å, padding %g Å ==\n",
-              std::string(msm_kernel(c.use_gpu).name).c_str(), std::string(exact_kernel(c.use_gpu).name).c_str(),
+              std::string(msm_kernel(c.use_gpu, c.physics.model).name).c_str(), std::string(exact_kernel(c.use_gpu).name).c_str(),
               base_name.c_str(), with_commas(base.size()).c_str(), c.spacing[0], kMapPadding);
   std::printf(
       "MSM ms: median kernel time (every phase) of %d runs; REL RMS: relative RMS error against the double\n"
@@ -503,10 +503,11 @@ bool sweep_msm_accuracy(const MsmSweepContext& c) {
     if (!std::filesystem::exists(m))
       throw UsageError("--sweep msm-accuracy reads " + m + ", which is not there: run from the repository root");
   const Backend backend = c.use_gpu ? Backend::Cuda : Backend::Cpu;
-  const KernelVariant& k = msm_kernel(c.use_gpu);
+  const KernelVariant& k = msm_kernel(c.use_gpu, c.physics.model);
   const KernelVariant& exact = c.use_gpu ? exact_kernel(true) : fast_reference_kernel();
-  std::printf("\n== msm-accuracy: %s against %s (the exact map, every point), map spacing %g Å, padding %g Å ==\n",
-              std::string(k.name).c_str(), std::string(exact.name).c_str(), c.spacing[0], kMapPadding);
+  std::printf("\n== msm-accuracy: %s against %s (the exact map, every point), model %s, map spacing %g Å, padding %g Å ==\n",
+              std::string(k.name).c_str(), std::string(exact.name).c_str(), model_name(c.physics.model).c_str(),
+              c.spacing[0], kMapPadding);
   std::printf("%-24s %7s %8s %-26s %5s %3s %10s %10s %10s %10s\n", "MOLECULE", "ATOMS", "CHARGE", "PARAMETERS", "A/H",
               "L", "REL RMS", "RMS |ERR|", "MAX |ERR|", "MSM ms");
   std::fflush(stdout);

@@ -38,6 +38,8 @@ constexpr KernelRole kSimdRole = ESPGRID_HAVE_HWY ? KernelRole::Default : Kernel
 constexpr KernelRole kParallelRole = ESPGRID_HAVE_HWY ? KernelRole::Alternative : KernelRole::Default;
 
 constexpr ModelSet kCoulombOnly = {PairModel::Coulomb};
+/// The models multilevel summation splits (msm::split_kernel): f = e^(−κr)/r^p with p = 1 or 2.
+constexpr ModelSet kSplitModels = {PairModel::Coulomb, PairModel::Distance, PairModel::Debye};
 constexpr ModelSet kEveryModel = ModelSet::every_model();
 
 /// A CPU row.
@@ -76,7 +78,7 @@ KernelVariant approximate_row(std::string_view name, std::string_view summary, B
                     backend,
                     KernelRole::Alternative,  // never a default: --backend auto stays exact
                     Accuracy::Approximate,
-                    bound(MethodParameters{}),  // the default preset's bound
+                    bound(MethodParameters{}, PairModel::Coulomb),  // the default preset's bound (every model's preset holds it)
                     Reproducibility::Deterministic,
                     models,
                     0,  // no flop count: it does not evaluate every atom-point pair
@@ -152,16 +154,16 @@ const std::vector<KernelVariant>& table() {
                  "positions, blocked sums",
                  KernelRole::Default, Reproducibility::Deterministic, kEveryModel, 5, true,
                  ESPGRID_CUDA_LAUNCH(launch_dualpipe), dualpipe, ESPGRID_CUDA_PREPARE(prepare_dualpipe)),
-        // Multilevel summation (src/compute/msm_*.h, kernels/msm.cu): Coulomb only, since the
-        // splitting is of 1/r (README, Large structures, says which other models could work).
+        // Multilevel summation (src/compute/msm_*.h, kernels/msm.cu): the built-in models, whose
+        // kernels it knows how to soften (msm_math.h); an added model is refused.
         approximate_row("cpu-msm",
                         "multilevel summation in double: binned short range, nested grids, interpolation "
                         "(approximate)",
-                        Backend::Cpu, kCoulombOnly, &run_cpu_msm, &msm_bound),
+                        Backend::Cpu, kSplitModels, &run_cpu_msm, &msm_bound),
         approximate_row("cuda-msm",
                         "multilevel summation, every phase on the GPU: binned short range, grid levels, "
                         "interpolation (approximate)",
-                        Backend::Cuda, kCoulombOnly, &run_cuda_msm, &msm_bound),
+                        Backend::Cuda, kSplitModels, &run_cuda_msm, &msm_bound),
     };
     for (KernelVariant& row : table_rows)
       if (row.name == "cpu-simd") row.not_built = kSimdNotBuilt;

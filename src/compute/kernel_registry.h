@@ -85,7 +85,7 @@ struct KernelVariant {
   using MethodRun = RunTiming (*)(const DcsProblem& problem, const RunOptions& options);
   /// Approximate rows: the error bound a run with these method parameters declares (UsageError
   /// for parameters it cannot use).
-  using BoundFn = double (*)(const MethodParameters& method);
+  using BoundFn = double (*)(const MethodParameters& method, PairModel model);
 
   std::string_view name;
   std::string_view summary;
@@ -122,8 +122,10 @@ struct KernelVariant {
   /// True for the rows the per-plane CUDA driver runs (cuda::compute_potential and _multi,
   /// RunOptions::devices, shape and slab options): the CUDA rows without a pipeline of their own.
   bool uses_plane_driver() const { return backend == Backend::Cuda && method_run == nullptr; }
-  /// The bound a run with `method` declares: 0 for exact rows.
-  double bound_for(const MethodParameters& method) const { return approximate() && bound ? bound(method) : 0.0; }
+  /// The bound a run of `model` with `method` declares: 0 for exact rows.
+  double bound_for(const MethodParameters& method, PairModel model = PairModel::Coulomb) const {
+    return approximate() && bound ? bound(method, model) : 0.0;
+  }
   bool takes_launch_shape() const { return uses_plane_driver(); }
   bool takes_coarsening() const { return uses_plane_driver() && device.layout.coarsens; }
   bool deterministic() const { return reproducibility != Reproducibility::Varies; }

@@ -105,14 +105,15 @@ void restrict_level(const Level& fine, const std::vector<double>& qf, const Leve
   three_passes(restriction_passes(fine, coarse), true, order, qf.data(), qc.data());
 }
 
-/// e_l's own part on a non-top level: Σ_j 2^-(l-1) K_1(j) q_l(m + j) over the stencil,
-/// clipped to the charged box.
+/// e_l's own part on a non-top level: Σ_j K_l(j) q_l(m + j) over the stencil (for Coulomb
+/// K_l = 2^-(l-1) K_1: plan.level_stencil and level_scale), clipped to the charged box.
 void cutoff_sum(const Plan& plan, int l, const std::vector<double>& q, std::vector<double>& out, int team) {
   const Level& level = plan.levels[static_cast<std::size_t>(l)];
   const GridBox& g = level.grid;
   const GridBox& c = level.charged;
   const int r = plan.stencil_radius;
-  const double scale = std::ldexp(1.0, -l);
+  const double scale = plan.level_scale(l);
+  const double* stencil = plan.level_stencil(l);
   out.assign(g.points(), 0.0);
   const std::int64_t rows = g.n[1] * g.n[2];
 #pragma omp parallel for num_threads(team) schedule(dynamic, 4)
@@ -132,7 +133,7 @@ void cutoff_sum(const Plan& plan, int l, const std::vector<double>& q, std::vect
           const std::int64_t jx1 = std::min<std::int64_t>(extent, c.lo[0] + c.n[0] - 1 - mx);
           if (jx0 > jx1) continue;
           const double* k =
-              &plan.stencil[static_cast<std::size_t>((jx0 + r) + (2 * r + 1) * ((jy + r) + (2 * r + 1) * (jz + r)))];
+              &stencil[static_cast<std::size_t>((jx0 + r) + (2 * r + 1) * ((jy + r) + (2 * r + 1) * (jz + r)))];
           const double* qs = &q[g.index(mx + jx0, my + jy, mz + jz)];
           for (std::int64_t j = 0; j <= jx1 - jx0; ++j) sum += k[j] * qs[j];
         }
@@ -147,18 +148,7 @@ void top_sum(const Plan& plan, const std::vector<double>& q, std::vector<double>
   const Level& level = plan.levels[static_cast<std::size_t>(l)];
   const GridBox& g = level.grid;
   const GridBox& c = level.charged;
-  const double a_top = std::ldexp(plan.params.cutoff, l);
-  // g_{a_L} depends on the squared distance in lattice units only: one table over it.
-  std::int64_t span2 = 0;
-  for (int d = 0; d < 3; ++d) {
-    const std::int64_t span =
-        std::max(std::abs(g.lo[d] + g.n[d] - 1 - c.lo[d]), std::abs(c.lo[d] + c.n[d] - 1 - g.lo[d]));
-    span2 += span * span;
-  }
-  std::vector<double> kernel(static_cast<std::size_t>(span2 + 1));
-  for (std::int64_t d2 = 0; d2 <= span2; ++d2)
-    kernel[static_cast<std::size_t>(d2)] =
-        smoothed_coulomb(level.spacing * level.spacing * static_cast<double>(d2), a_top, plan.order);
+  const std::vector<double> kernel = top_kernel_table(plan);
   out.assign(g.points(), 0.0);
   const std::int64_t rows = g.n[1] * g.n[2];
 #pragma omp parallel for num_threads(team) schedule(dynamic, 4)
@@ -204,6 +194,10 @@ double short_range_at(const DcsProblem& p, const Plan& plan, const BinnedAtoms& 
   const std::int64_t cz1 = std::min(cells.lo[2] + cells.n[2] - 1, lattice_floor(z + a, size));
   const std::int64_t cy0 = std::max(cells.lo[1], lattice_floor(y - a, size));
   const std::int64_t cy1 = std::min(cells.lo[1] + cells.n[1] - 1, lattice_floor(y + a, size));
+  // The softened kernel's polynomial for a kernel other than Coulomb (whose γ is its own formula).
+  double c[4] = {};
+  if (!plan.kernel.coulomb()) taylor_coefficients(plan.kernel, a, plan.order, c);
+  const bool coulomb = plan.kernel.coulomb();
   double sum = 0;
   for (std::int64_t cz = cz0; cz <= cz1; ++cz) {
     const double dz_min = distance_to_cell(z, cz, size);
@@ -221,12 +215,20 @@ double short_range_at(const DcsProblem& p, const Plan& plan, const BinnedAtoms& 
       const double* ay = atoms.y.data();
       const double* az = atoms.z.data();
       const double* aq = atoms.q.data();
+      if (coulomb) {
 #pragma omp simd reduction(+ : sum)
-      for (std::size_t t = begin; t < end; ++t) {
-        const double dx = x - ax[t], dy = y - ay[t], dz = z - az[t];
-        const double r2 = dx * dx + dy * dy + dz * dz;
-        const double term = aq[t] * (1.0 / std::sqrt(r2 + soft2) - gamma_inside(r2 * inv_a2, plan.order) * inv_a);
-        sum += r2 < a2 ? term : 0.0;
+        for (std::size_t t = begin; t < end; ++t) {
+          const double dx = x - ax[t], dy = y - ay[t], dz = z - az[t];
+          const double r2 = dx * dx + dy * dy + dz * dz;
+          const double term = aq[t] * (1.0 / std::sqrt(r2 + soft2) - gamma_inside(r2 * inv_a2, plan.order) * inv_a);
+          sum += r2 < a2 ? term : 0.0;
+        }
+      } else {
+        for (std::size_t t = begin; t < end; ++t) {
+          const double dx = x - ax[t], dy = y - ay[t], dz = z - az[t];
+          const double r2 = dx * dx + dy * dy + dz * dz;
+          if (r2 < a2) sum += aq[t] * (kernel_value(r2 + soft2, plan.kernel) - softened_inside(r2 - a2, c));
+        }
       }
     }
   }

@@ -6,10 +6,12 @@
 //   bin_atoms            atoms sorted by cell (stable), cell starts
 //   anterpolate          q_1(m) = Σ_i q_i Φ_m(r_i)                         (atoms in file order)
 //   restrict             q_{l+1}(n) = Σ_j w_j q_l(2n + j), one axis at a time
-//   cutoff / top         e_l(m) = Σ_j 2^-(l-1) K_1(j) q_l(m + j);  the top: all pairs of g_{a_L}
+//   cutoff / top         e_l(m) = Σ_j K_l(j) q_l(m + j) (Coulomb: K_l = 2^-(l-1) K_1);  the top: all pairs of g_{a_L}
 //   prolong              e_l(m) += Σ_n w_{m−2n} e_{l+1}(n), one axis at a time
 //   interpolate          φ_long(r) = Σ_m Φ_m(r) e_1(m): z first (per plane), then y (per row), then x
-//   short range          φ_short(r) = Σ_{|r−r_i|<a} q_i (1/√(|r−r_i|² + ε²) − γ(|r−r_i|/a)/a)
+//   short range          φ_short(r) = Σ_{|r−r_i|<a} q_i (f(√(|r−r_i|² + ε²)) − g_a(|r−r_i|))
+//
+// f is the plan's SplitKernel (msm_math.h): 1/r (g_a = γ(r/a)/a), e^(−κr)/r or 1/r².
 #pragma once
 
 #include <cstdint>

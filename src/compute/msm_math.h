@@ -46,6 +46,68 @@ inline double gamma_of(double rho2, int order) {
 /// g_s(r) = γ(r/s)/s, 1/Å, from r² (Å²) and the softening scale s (Å).
 inline double smoothed_coulomb(double r2, double s, int order) { return gamma_of(r2 / (s * s), order) / s; }
 
+/// The kernel a run splits, f(r) = e^(−κr)/r^power (r in Å): Coulomb (power 1, κ = 0), Debye
+/// (power 1, κ > 0) and the distance-dependent dielectric's 1/r² (power 2, κ = 0). The
+/// splitting below holds for any f whose softened form g_s (f beyond s, its Taylor polynomial
+/// in r² about r² = s² inside, k terms: C^k at r = s) is smooth; for Coulomb g_s is γ(r/s)/s.
+/// Screened and 1/r² kernels are not scale-free like 1/r (K_l(r) ≠ 2^-(l-1) K_1(r/2^(l-1)) for
+/// κ > 0), so each level gets its own stencil (msm_plan.h).
+struct SplitKernel {
+  int power = 1;      ///< 1 or 2
+  double kappa = 0;   ///< κ, 1/Å
+  bool coulomb() const noexcept { return power == 1 && kappa == 0; }
+};
+
+/// f(r) from r² (Å²), double.
+inline double kernel_value(double r2, const SplitKernel& k) {
+  const double r = std::sqrt(r2);
+  const double screen = k.kappa > 0 ? std::exp(-k.kappa * r) : 1.0;
+  return k.power == 2 ? screen / r2 : screen / r;
+}
+
+/// The Taylor coefficients of f as a function of t = r² about t = s²: c_n = f⁽ⁿ⁾(s²)/n!, n = 0 ...
+/// taylor_terms(order) (the rest zero), so that g_s(r) = Σ c_n (r² − s²)ⁿ inside s. With
+/// u = √t, f = e^(−κu)·Σ_j b_j u^(−j) and d/dt = (1/2u)·d/du maps e^(−κu)u^(−j) to
+/// e^(−κu)(−κ/2·u^(−j−1) − j/2·u^(−j−2)): the b_j are carried through that rule exactly.
+inline void taylor_coefficients(const SplitKernel& k, double s, int order, double c[4]) {
+  double b[16] = {};  // b[j]: coefficient of u^(−j); power + 2·3 < 16
+  b[k.power] = 1.0;
+  const double screen = k.kappa > 0 ? std::exp(-k.kappa * s) : 1.0;
+  double factorial = 1.0;
+  for (int n = 0; n < 4; ++n) {
+    if (n > taylor_terms(order)) {
+      c[n] = 0.0;
+      continue;
+    }
+    double value = 0.0;
+    for (int j = 15; j >= 1; --j) value = value / s + b[j];  // Σ_j b_j s^(−j), Horner in 1/s
+    c[n] = screen * value / s / factorial;
+    double next[16] = {};
+    for (int j = 1; j + 2 < 16; ++j) {
+      next[j + 1] += -0.5 * k.kappa * b[j];
+      next[j + 2] += -0.5 * j * b[j];
+    }
+    for (int j = 0; j < 16; ++j) b[j] = next[j];
+    factorial *= n + 1;
+  }
+}
+
+/// Σ c_n tⁿ (t = r² − s², Å²) by Horner: the softened kernel inside s, host and device alike.
+template <class Real>
+ESPGRID_MSM_HOSTDEVICE Real softened_inside(Real t, const Real* c) {
+  return c[0] + t * (c[1] + t * (c[2] + t * c[3]));
+}
+
+/// g_s(r) for the kernel `k` from r² (Å²), double: smoothed_coulomb for Coulomb (its own
+/// formula, so Coulomb maps keep their bits), else f beyond s and the Taylor polynomial inside.
+inline double smoothed_kernel(double r2, double s, int order, const SplitKernel& k) {
+  if (k.coulomb()) return smoothed_coulomb(r2, s, order);
+  if (r2 >= s * s) return kernel_value(r2, k);
+  double c[4];
+  taylor_coefficients(k, s, order, c);
+  return softened_inside(r2 - s * s, c);
+}
+
 /// The nodal interpolant φ(t): φ(0) = 1, φ(k) = 0 at other integers, C¹, even, zero for
 /// |t| ≥ support_width. Cubic: reproduces polynomials of degree ≤ 2 (Catmull–Rom / Keys a = −1/2);
 /// quintic: degree ≤ 4.

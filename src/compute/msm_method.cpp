@@ -19,10 +19,10 @@ std::string method_text(const ResolvedMsm& resolved, const msm::Plan& plan) {
 
 }  // namespace
 
-double msm_bound(const MethodParameters& method) { return resolve_msm(method).error_bound; }
+double msm_bound(const MethodParameters& method, PairModel model) { return resolve_msm(method, model).error_bound; }
 
 RunTiming run_cpu_msm(const DcsProblem& problem, const RunOptions& options) {
-  const ResolvedMsm resolved = resolve_msm(options.method);
+  const ResolvedMsm resolved = resolve_msm(options.method, problem.model);
   const msm::Plan plan = msm::make_plan(problem, resolved.params);
   RunTiming timing = msm::cpu_compute(problem, plan, options.threads, options.progress, options.planes_done);
   timing.method = method_text(resolved, plan);
@@ -44,7 +44,7 @@ RunTiming run_msm_with(Backend backend, const DcsProblem& problem, const MsmPara
 }
 
 RunTiming run_cuda_msm(const DcsProblem& problem, const RunOptions& options) {
-  const ResolvedMsm resolved = resolve_msm(options.method);
+  const ResolvedMsm resolved = resolve_msm(options.method, problem.model);
   const msm::Plan plan = msm::make_plan(problem, resolved.params);
   cuda::MsmRunOptions o;
   o.device = options.devices.size() == 1 ? options.devices.front() : options.device;

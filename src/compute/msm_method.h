@@ -16,6 +16,6 @@ RunTiming run_cuda_msm(const DcsProblem& problem, const RunOptions& options);
 RunTiming run_msm_with(Backend backend, const DcsProblem& problem, const MsmParameters& params,
                        const RunOptions& options);
 /// The error bound an MSM run with `method` declares (resolve_msm's).
-double msm_bound(const MethodParameters& method);
+double msm_bound(const MethodParameters& method, PairModel model);
 
 }  // namespace espgrid

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "src/physics/pair_potentials.h"
+
 namespace espgrid {
 
 /// The three numbers of an MSM run. All zero means "from the accuracy preset".
@@ -31,9 +33,18 @@ struct MsmTableRow {
   int order;
   double cutoff;          ///< Å
   double spacing;         ///< Å
-  double measured_error;  ///< worst relative RMS error over the structures measured
-  double bound;           ///< what a run with this setting declares: measured_error with margin
+  double measured_error;  ///< worst relative RMS error over the structures measured (Coulomb)
+  double bound;           ///< what a Coulomb run with this setting declares: measured_error with margin
+  /// The same for the other models MSM splits, Debye (worst over the ionic strengths measured)
+  /// and distance (1/r²): their relative errors run ~3× Coulomb's at the same setting, their
+  /// potentials being smaller where the error is made (docs/msm.md). 0: none declared, the
+  /// presets skip the row for them.
+  double other_error = 0;
+  double other_bound = 0;
 };
+
+/// What a run of `model` with this setting declares (0: no bound: the row is not for it).
+double row_bound(const MsmTableRow& row, PairModel model);
 
 /// The measured table, in the order the presets try it (quintic cheapest first, then cubic).
 const std::vector<MsmTableRow>& msm_accuracy_table();
@@ -48,12 +59,12 @@ struct ResolvedMsm {
   std::string origin;      ///< "--accuracy 1e-4 preset" or "--msm-* parameters"
 };
 
-/// The parameters and bound for `method`: explicit --msm-* parameters (all three, checked;
+/// The parameters and bound for `method` and the pair `model` (the bounds are measured per model): explicit --msm-* parameters (all three, checked;
 /// the bound is the table's for the same order at the next smaller a/h, or a UsageError when
 /// a/h is below every measured setting), else the cheapest table setting whose bound is at most
 /// `method.accuracy` (default kMsmDefaultAccuracy); UsageError for an accuracy finer than the
 /// table reaches or a value outside (0, 1).
-ResolvedMsm resolve_msm(const MethodParameters& method);
+ResolvedMsm resolve_msm(const MethodParameters& method, PairModel model = PairModel::Coulomb);
 
 /// Throws UsageError naming the option when `params` is not a usable setting: order 3 or 5,
 /// finite positive spacing and cutoff, a/h from kMsmMinRatio to kMsmMaxRatio.

@@ -119,16 +119,46 @@ std::int64_t slab_planes(const DcsProblem& p, const Plan& plan, std::size_t max_
   return (nz + slabs - 1) / slabs;  // equal slabs
 }
 
+std::vector<double> top_kernel_table(const Plan& plan) {
+  const int l = plan.level_count() - 1;
+  if (l < 0) return {};
+  const Level& level = plan.top();
+  const GridBox& g = level.grid;
+  const GridBox& c = level.charged;
+  const double a_top = std::ldexp(plan.params.cutoff, l);
+  std::int64_t span2 = 0;  // the largest squared lattice distance from a grid point to a charged one
+  for (int d = 0; d < 3; ++d) {
+    const std::int64_t span =
+        std::max(std::abs(g.lo[d] + g.n[d] - 1 - c.lo[d]), std::abs(c.lo[d] + c.n[d] - 1 - g.lo[d]));
+    span2 += span * span;
+  }
+  std::vector<double> kernel(static_cast<std::size_t>(span2 + 1));
+  for (std::int64_t d2 = 0; d2 <= span2; ++d2)
+    kernel[static_cast<std::size_t>(d2)] =
+        smoothed_kernel(level.spacing * level.spacing * static_cast<double>(d2), a_top, plan.order, plan.kernel);
+  return kernel;
+}
+
 std::int64_t lattice_floor(double x, double h) {
   const double v = std::floor(x / h);
   if (!(std::fabs(v) < 1e15)) throw Error("MSM: coordinate " + number_text(x) + " Å is out of range");
   return static_cast<std::int64_t>(v);
 }
 
+SplitKernel split_kernel(PairModel model, const PairParameters& pair) {
+  switch (model) {
+    case PairModel::Coulomb: return {1, 0.0};
+    case PairModel::Distance: return {2, 0.0};
+    case PairModel::Debye: return {1, static_cast<double>(pair.kappa)};  // the oracle's κ (DebyePotential::value)
+  }
+  throw Error("internal error: multilevel summation splits the coulomb, distance and debye models only");
+}
+
 Plan make_plan(const DcsProblem& problem, const MsmParameters& params) {
   validate(params);
   Plan plan;
   plan.params = params;
+  plan.kernel = split_kernel(problem.model, problem.pair);
   plan.order = params.order;
   plan.support = support_width(params.order);
   plan.restriction = restriction_width(params.order);
@@ -169,23 +199,31 @@ Plan make_plan(const DcsProblem& problem, const MsmParameters& params) {
     spacing *= 2;
   }
 
-  // Level-1 cutoff stencil, in double: K_1(r) = g_a(r) − g_2a(r), zero from r = 2a on.
+  // Cutoff stencils, in double: K_l(r) = g_{a_l}(r) − g_{2a_l}(r), zero from r = 2a_l on, the
+  // same lattice offsets on every level. Coulomb needs level 1's alone (level_scale).
   int radius = static_cast<int>(std::floor(2 * a / h));
   if (radius * h >= 2 * a) --radius;
   plan.stencil_radius = radius;
   const int w = 2 * radius + 1;
-  plan.stencil.assign(static_cast<std::size_t>(w) * w * w, 0.0);
+  const std::size_t table = static_cast<std::size_t>(w) * w * w;
+  const int tables = plan.kernel.coulomb() ? 1 : std::max(1, plan.level_count() - 1);
+  plan.stencil.assign(table * static_cast<std::size_t>(tables), 0.0);
   plan.stencil_row_extent.assign(static_cast<std::size_t>(w) * w, -1);
-  for (int jz = -radius; jz <= radius; ++jz)
-    for (int jy = -radius; jy <= radius; ++jy)
-      for (int jx = -radius; jx <= radius; ++jx) {
-        const double r2 = h * h * static_cast<double>(jx * jx + jy * jy + jz * jz);
-        if (r2 >= 4 * a * a) continue;
-        const double k = smoothed_coulomb(r2, a, plan.order) - smoothed_coulomb(r2, 2 * a, plan.order);
-        plan.stencil[static_cast<std::size_t>((jx + radius) + w * ((jy + radius) + w * (jz + radius)))] = k;
-        int& extent = plan.stencil_row_extent[static_cast<std::size_t>((jy + radius) + w * (jz + radius))];
-        extent = std::max(extent, std::abs(jx));
-      }
+  for (int l = 0; l < tables; ++l) {
+    const double hl = std::ldexp(h, l), al = std::ldexp(a, l);
+    double* k_l = plan.stencil.data() + table * static_cast<std::size_t>(l);
+    for (int jz = -radius; jz <= radius; ++jz)
+      for (int jy = -radius; jy <= radius; ++jy)
+        for (int jx = -radius; jx <= radius; ++jx) {
+          const int j2 = jx * jx + jy * jy + jz * jz;
+          if (h * h * static_cast<double>(j2) >= 4 * a * a) continue;
+          const double r2 = hl * hl * static_cast<double>(j2);
+          k_l[(jx + radius) + w * ((jy + radius) + w * (jz + radius))] =
+              smoothed_kernel(r2, al, plan.order, plan.kernel) - smoothed_kernel(r2, 2 * al, plan.order, plan.kernel);
+          int& extent = plan.stencil_row_extent[static_cast<std::size_t>((jy + radius) + w * (jz + radius))];
+          extent = std::max(extent, std::abs(jx));
+        }
+  }
 
   plan.cell = h;
   Range cells;

@@ -13,11 +13,13 @@
 #pragma once
 
 #include <array>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
 
 #include "src/compute/dcs_problem.h"
+#include "src/compute/msm_math.h"
 #include "src/compute/msm_parameters.h"
 
 namespace espgrid::msm {
@@ -52,8 +54,12 @@ struct Plan {
   int support = 2;            ///< support_width(order)
   int restriction = 3;        ///< restriction_width(order)
   std::vector<Level> levels;  ///< levels[0] is level 1; the last is the top (all pairs, no cutoff)
-  /// Level-1 cutoff stencil: K_1(j·h) = g_a(|j|h) − g_2a(|j|h) for j ∈ [−R, R]³, x fastest, 1/Å;
-  /// level l uses 2^-(l-1) times it (the kernels scale as 1/r). Zero where |j|h ≥ 2a.
+  /// The kernel split (msm_math.h): Coulomb, Debye or 1/r², from the problem's pair model.
+  SplitKernel kernel;
+  /// Cutoff stencils: K_l(j·h_l) = g_{a_l}(|j|h_l) − g_{2a_l}(|j|h_l) for j ∈ [−R, R]³, x fastest,
+  /// 1/Å, zero where |j| ≥ 2a/h. For Coulomb one table, level 1's: level l uses 2^-(l-1) times it
+  /// (1/r is scale-free). For other kernels one table per level below the top, level l's
+  /// (0-based) at offset l·(2R+1)³ (level_stencil, level_scale say which to use).
   int stencil_radius = 0;
   std::vector<double> stencil;
   /// For each stencil row (jy, jz) (index (jy+R) + (2R+1)(jz+R)): the largest |jx| with a
@@ -73,6 +79,12 @@ struct Plan {
     return stencil[static_cast<std::size_t>((jx + stencil_radius) +
                                             w * ((jy + stencil_radius) + w * (jz + stencil_radius)))];
   }
+  /// Level l's (0-based) stencil table and the factor its weights are used with.
+  const double* level_stencil(int l) const {
+    const std::size_t w = static_cast<std::size_t>(2 * stencil_radius + 1);
+    return stencil.data() + (kernel.coulomb() ? 0 : static_cast<std::size_t>(l) * w * w * w);
+  }
+  double level_scale(int l) const { return kernel.coulomb() ? std::ldexp(1.0, -l) : 1.0; }
   int row_extent(int jy, int jz) const {
     const int w = 2 * stencil_radius + 1;
     return stencil_row_extent[static_cast<std::size_t>((jy + stencil_radius) + w * (jz + stencil_radius))];
@@ -93,6 +105,10 @@ inline constexpr std::int64_t kTopLevelAxisPoints = 16;
 /// Most points any MSM grid may have (level 1 is the largest): beyond it the grids would not
 /// fit in memory; the error message asks for a coarser spacing.
 inline constexpr std::size_t kMaxGridPoints = std::size_t{1} << 28;
+
+/// The kernel MSM splits for a pair model; Error for a model it does not know (the registry's
+/// rows list the three).
+SplitKernel split_kernel(PairModel model, const PairParameters& pair);
 
 /// The plan for `problem` with `params` (validated). A problem without atoms gets a plan with
 /// no levels (its map is zero). Throws UsageError when a grid would exceed kMaxGridPoints.
@@ -149,6 +165,11 @@ std::size_t pass_scratch_points(const Plan& plan);
 /// the free memory together). Never more than the map's planes or 65,535.
 std::int64_t slab_planes(const DcsProblem& problem, const Plan& plan, std::size_t max_slab_bytes,
                          std::size_t free_bytes);
+
+/// The top level's kernel g_{a_L} by squared lattice distance d² (0 ... the largest between a
+/// top-grid point and a charged one), 1/Å, in double: the CPU's all-pairs sum reads it, and the
+/// CUDA one for kernels other than Coulomb.
+std::vector<double> top_kernel_table(const Plan& plan);
 
 /// Lattice index of coordinate x (Å) on a lattice of spacing h: floor(x/h), the same rule for
 /// the plan, the CPU and the GPU (which compute it from the same float inputs).
