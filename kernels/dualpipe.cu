@@ -21,6 +21,12 @@
 //    like √256 + √(N/256) ulp instead of √N. One FADD per point per 256 atoms.
 // Per evaluation on the SFU path: FFMA (r²), MUFU.RSQ, FFMA (accumulate); per atom per thread:
 // LDS.128, 8 FADD (dx), 2 × (FADD dy, FFMA dy²+dz²).
+// 4. Debye: two special functions a pair (RSQ and EX2) left it at half the rsqrt ceiling. Where
+//    κ·hx ≤ kExpChainMaxKappaH (0.15 M at up to ~1.1 Å), the tile's columns are adjacent points
+//    and e^(−κr) runs along each row as a chain (kernels/tile_loop.cuh, CHAIN): one EX2 per run
+//    of kExpChainRun columns, the rest a degree-5 polynomial in Δr on the FMA pipe. Issue-slot
+//    model per atom and warp: SFU 8·(16 + 4) = 160 clocks, issue ~12·11 + 4·7 + 13 ≈ 173: about
+//    0.74 of the ceiling at best, against 0.5 with two MUFU a pair. The split does not apply.
 #include <string_view>
 
 #include "kernels/tile_loop.cuh"
@@ -39,6 +45,14 @@ void launch_split(const SlabLaunch& s, const Geometry& g, dim3 grid, dim3 block)
       s.slab, atoms64_of(s), s.atom_count, g, Spacing64{s.hx64, s.hy64, s.hz64}, s.pair);
 }
 
+/// Columns per exponential chain (one MUFU.EX2 each): 4 keeps a chain's rounding ≤ 3 steps.
+constexpr int kExpChainRun = 4;
+
+/// Debye's exponential chain applies: κ·hx small enough for its polynomial.
+bool exp_chain_applies(const SlabLaunch& s) {
+  return s.model == PairModel::Debye && static_cast<double>(s.pair.kappa) * s.hx64 <= kExpChainMaxKappaH;
+}
+
 }  // namespace
 
 void launch_dualpipe(const SlabLaunch& s) {
@@ -49,6 +63,13 @@ void launch_dualpipe(const SlabLaunch& s) {
   const Geometry g = geometry_of(s);
   const dim3 block(static_cast<unsigned>(s.plan.bx), static_cast<unsigned>(s.plan.by));
   const dim3 grid = tile_grid(s, CX, RY);
+  if (exp_chain_applies(s)) {
+    tile_kernel<CX, RY, kSmallBlockThreads, TileFrame, 0, true, DebyePotential, kExpChainRun>
+        <<<grid, block, 0, stream_of(s)>>>(s.slab, atoms64_of(s), s.atom_count, g, Spacing64{s.hx64, s.hy64, s.hz64},
+                                           s.pair);
+    ESPGRID_CUDA_CHECK_LAUNCH();
+    return;
+  }
   with_pair_potential(s.model, [&](auto potential) {
     using P = decltype(potential);
     switch (s.plan.fma_split) {  // the instantiations: 0 .. kMaxFmaSplit
@@ -78,7 +99,8 @@ int tuned_fma_split(int device, PairModel model) {
     int split;
   };
   // Hopper: the H200 sweep of 2026-11-23 (benchmarks/results/h200-2026-11-23/bench): Coulomb
-  // 2/16 (95.4% of the rsqrt ceiling; 0/16 91.8%), distance 4/16 (101.6%), Debye 2/16 (48.0%).
+  // 2/16 (95.4% of the rsqrt ceiling; 0/16 91.8%), distance 4/16 (101.6%), Debye 2/16 (48.0%;
+  // used only where the exponential chain does not apply, κ·hx > kExpChainMaxKappaH).
   // A model not measured here gets kDefaultSplit.
   static constexpr Entry kTable[] = {{90, "coulomb", 2}, {90, "distance", 4}, {90, "debye", 2}};
   constexpr int kDefaultSplit = 4;

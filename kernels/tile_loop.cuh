@@ -15,6 +15,13 @@
 //            the FMA pipe), the others with DeviceMath (MUFU): both pipes busy.
 //   BLOCKED  sum each shared tile's atoms into a partial sum first (rounding drift √256 +
 //            √(N/256) ulp instead of √N), or add every term to the total.
+//   CHAIN    0, or (Debye only) the length of the exponential chains along a row: the thread's
+//            CX columns are then adjacent grid points (not one block-width apart), and within
+//            each run of CHAIN columns only the first point's e^(−κr) takes MUFU.EX2; the next
+//            ones multiply it by e^(−κ(r_c − r_{c−1})), a degree-5 polynomial on the FMA pipe
+//            (|κ·Δr| ≤ κ·hx ≤ kExpChainMaxKappaH: truncation < 0.3 ulp). The differences telescope
+//            (each is exact: neighbouring r are within a factor 2), so the exponent is the direct
+//            path's; each step adds ≤ 2 ulp of rounding. Per pair: one MUFU (RSQ) instead of two.
 #pragma once
 
 #include "kernels/device_common.cuh"
@@ -34,9 +41,10 @@ struct Spacing64 {
 struct GridFrame {
   using Atom = float4;
   float gz;  ///< the block's plane, Å from the grid origin
-  template <int CX, int RY>
+  template <int CX, int RY, bool ADJACENT = false>
   __device__ __forceinline__ void init(const Geometry& g, const Spacing64&, int tile_i0, int tile_j0, int plane,
                                        float (&x)[CX], float (&y)[RY]) {
+    static_assert(!ADJACENT, "the grid frame keeps columns one block-width apart");
     const int bx = static_cast<int>(blockDim.x), by = static_cast<int>(blockDim.y);
     gz = grid_coord(g.k0 + plane, g.hz);
 #pragma unroll
@@ -55,16 +63,20 @@ struct GridFrame {
 struct TileFrame {
   using Atom = AtomDouble;
   double ox, oy, oz;  ///< the tile's origin, Å from the grid origin
-  template <int CX, int RY>
+  template <int CX, int RY, bool ADJACENT = false>
   __device__ __forceinline__ void init(const Geometry& g, const Spacing64& h, int tile_i0, int tile_j0, int plane,
                                        float (&x)[CX], float (&y)[RY]) {
     const int bx = static_cast<int>(blockDim.x), by = static_cast<int>(blockDim.y);
     ox = static_cast<double>(tile_i0) * h.hx;
     oy = static_cast<double>(tile_j0) * h.hy;
     oz = static_cast<double>(g.k0 + plane) * h.hz;
-    // This thread's points relative to the tile origin: at most a tile's width (~64 Å).
+    // This thread's points relative to the tile origin: at most a tile's width (~64 Å); columns
+    // one block-width apart, or adjacent.
 #pragma unroll
-    for (int c = 0; c < CX; ++c) x[c] = static_cast<float>(static_cast<double>(threadIdx.x + c * bx) * h.hx);
+    for (int c = 0; c < CX; ++c) {
+      const unsigned column = ADJACENT ? CX * threadIdx.x + c : threadIdx.x + c * bx;
+      x[c] = static_cast<float>(static_cast<double>(column) * h.hx);
+    }
 #pragma unroll
     for (int r = 0; r < RY; ++r) y[r] = static_cast<float>(static_cast<double>(threadIdx.y + r * by) * h.hy);
   }
@@ -97,6 +109,50 @@ __device__ __forceinline__ void tile_step(const float4 atom, const float (&x)[CX
   }
 }
 
+/// Largest κ·hx (κ in 1/Å, hx the grid's x spacing in Å) the exponential chain is used for: the
+/// degree-5 Taylor polynomial of e^z for |z| ≤ 0.15 is within 0.15⁶/720·e^0.15 = 2e-8 (0.3 ulp).
+inline constexpr double kExpChainMaxKappaH = 0.15;
+
+/// e^(−κd) = Σ_{n≤5} (−κd)ⁿ/n! as a polynomial in d: its coefficients, from κ, once per thread.
+struct ExpChain {
+  float k1, k2, k3, k4, k5;
+  __device__ __forceinline__ explicit ExpChain(float kappa)
+      : k1(-kappa), k2(0.5f * kappa * kappa), k3(-kappa * kappa * kappa * (1.0f / 6.0f)),
+        k4(kappa * kappa * kappa * kappa * (1.0f / 24.0f)),
+        k5(-kappa * kappa * kappa * kappa * kappa * (1.0f / 120.0f)) {}
+  __device__ __forceinline__ float factor(float d) const {
+    return fmaf(d, fmaf(d, fmaf(d, fmaf(d, fmaf(d, k5, k4), k3), k2), k1), 1.0f);
+  }
+};
+
+/// One atom applied to the tile by Debye's exponential chain (CHAIN columns a run; see the file
+/// comment): per point FFMA r², MUFU.RSQ, FMUL r, FADD Δr, 5 FFMA, FMUL, FFMA; MUFU.EX2 once a run.
+template <int CX, int RY, int CHAIN>
+__device__ __forceinline__ void chain_step(const float4 atom, const float (&x)[CX], const float (&y)[RY],
+                                           float (&sum)[RY][CX], const PairParameters& pair, const ExpChain& e) {
+  float dx[CX];
+#pragma unroll
+  for (int c = 0; c < CX; ++c) dx[c] = x[c] - atom.x;
+#pragma unroll
+  for (int r = 0; r < RY; ++r) {
+    const float dy = y[r] - atom.y;
+    const float dyz2 = fmaf(dy, dy, atom.z);
+    float previous_r = 0.0f, q_screen = 0.0f;  // r and q·e^(−κr) of the previous column
+#pragma unroll
+    for (int c = 0; c < CX; ++c) {
+      const float r2 = fmaf(dx[c], dx[c], dyz2);
+      const float inv_r = DeviceMath::rsqrt(r2);
+      const float dist = r2 * inv_r;
+      if (c % CHAIN == 0)
+        q_screen = atom.w * DeviceMath::exp2(pair.exp2_scale * dist);
+      else
+        q_screen *= e.factor(dist - previous_r);
+      previous_r = dist;
+      sum[r][c] = fmaf(q_screen, inv_r, sum[r][c]);
+    }
+  }
+}
+
 template <int CX, int RY>
 __device__ __forceinline__ void zero(float (&v)[RY][CX]) {
 #pragma unroll
@@ -105,7 +161,19 @@ __device__ __forceinline__ void zero(float (&v)[RY][CX]) {
     for (int c = 0; c < CX; ++c) v[r][c] = 0.0f;
 }
 
-template <int CX, int RY, int MAX_THREADS, class Frame, int SPLIT, bool BLOCKED, class Potential>
+/// An atom applied to the tile: the Debye chain (CHAIN > 0) or each point's own term.
+template <int CX, int RY, int SPLIT, int CHAIN, class Potential>
+__device__ __forceinline__ void atom_step(const float4 atom, const float (&x)[CX], const float (&y)[RY],
+                                          float (&sum)[RY][CX], const PairParameters& pair, const ExpChain& e) {
+  if constexpr (CHAIN > 0) {
+    static_assert(Potential::model == PairModel::Debye && SPLIT == 0, "the exponential chain is Debye's, on the SFU path");
+    chain_step<CX, RY, CHAIN>(atom, x, y, sum, pair, e);
+  } else {
+    tile_step<CX, RY, SPLIT, Potential>(atom, x, y, sum, pair);
+  }
+}
+
+template <int CX, int RY, int MAX_THREADS, class Frame, int SPLIT, bool BLOCKED, class Potential, int CHAIN = 0>
 __global__ void __launch_bounds__(MAX_THREADS)
     tile_kernel(float* __restrict__ slab, const typename Frame::Atom* __restrict__ atoms, int n, Geometry g,
                 Spacing64 h, PairParameters pair) {
@@ -120,9 +188,10 @@ __global__ void __launch_bounds__(MAX_THREADS)
   const int plane = static_cast<int>(blockIdx.z);
   Frame frame;
   float x[CX], y[RY];
-  frame.template init<CX, RY>(g, h, tile_i0, tile_j0, plane, x, y);
+  frame.template init<CX, RY, (CHAIN > 0)>(g, h, tile_i0, tile_j0, plane, x, y);
   float sum[RY][CX];
   zero(sum);
+  const ExpChain chain(pair.kappa);
 
   for (int base = 0; base < n; base += kTile) {
     const int count = min(kTile, n - base);
@@ -135,8 +204,8 @@ __global__ void __launch_bounds__(MAX_THREADS)
       float part[RY][CX];
       zero(part);
       for (int a = 0; a < even; a += 2) {
-        tile_step<CX, RY, SPLIT, Potential>(s_atoms[a], x, y, part, pair);
-        tile_step<CX, RY, SPLIT, Potential>(s_atoms[a + 1], x, y, part, pair);
+        atom_step<CX, RY, SPLIT, CHAIN, Potential>(s_atoms[a], x, y, part, pair, chain);
+        atom_step<CX, RY, SPLIT, CHAIN, Potential>(s_atoms[a + 1], x, y, part, pair, chain);
       }
 #pragma unroll
       for (int r = 0; r < RY; ++r)
@@ -144,18 +213,21 @@ __global__ void __launch_bounds__(MAX_THREADS)
         for (int c = 0; c < CX; ++c) sum[r][c] += part[r][c];
     } else {
       for (int a = 0; a < even; a += 2) {
-        tile_step<CX, RY, SPLIT, Potential>(s_atoms[a], x, y, sum, pair);
-        tile_step<CX, RY, SPLIT, Potential>(s_atoms[a + 1], x, y, sum, pair);
+        atom_step<CX, RY, SPLIT, CHAIN, Potential>(s_atoms[a], x, y, sum, pair, chain);
+        atom_step<CX, RY, SPLIT, CHAIN, Potential>(s_atoms[a + 1], x, y, sum, pair, chain);
       }
     }
   }
 
 #pragma unroll
   for (int r = 0; r < RY; ++r) {
-    float* p = slab + slab_index(g, tile_i0 + static_cast<int>(threadIdx.x),
-                                 tile_j0 + static_cast<int>(threadIdx.y) + r * by, plane);
+    // Columns one block-width apart, or adjacent (CHAIN): column c of the thread is point
+    // first + c·step along x.
+    const int first = tile_i0 + (CHAIN > 0 ? CX * static_cast<int>(threadIdx.x) : static_cast<int>(threadIdx.x));
+    const int step = CHAIN > 0 ? 1 : bx;
+    float* p = slab + slab_index(g, first, tile_j0 + static_cast<int>(threadIdx.y) + r * by, plane);
 #pragma unroll
-    for (int c = 0; c < CX; ++c) p[c * bx] = sum[r][c];
+    for (int c = 0; c < CX; ++c) p[c * step] = sum[r][c];
   }
 }
 
