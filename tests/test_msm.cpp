@@ -854,6 +854,26 @@ TEST(MsmCli, BadRequestsFailBeforeAnythingIsWritten) {
     EXPECT_NE(r.out.find("espgrid: error:"), std::string::npos) << r.out;
     EXPECT_FALSE(std::ifstream(out).good()) << args << " left " << out;
   }
+  // The presets are per model: an accuracy finer than Debye's table is refused for Debye, by name,
+  // with Debye's finest bound (not Coulomb's).
+  const CliRun r = espgrid("map data/fasciculin2.pqr -o " + out + " --spacing 2 --model debye --dielectric 78.54 "
+                           "--ionic-strength 0.15 --accuracy 3e-5");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("for the debye model (best 6e-05)"), std::string::npos) << r.out;
+  EXPECT_FALSE(std::ifstream(out).good()) << out;
+}
+
+// A Debye map by --accuracy takes Debye's preset and says so in the summary.
+TEST(MsmCli, DebyeMapsTakeTheirOwnPreset) {
+  const std::string out = ::testing::TempDir() + "espgrid_msm_cli_debye.mrc";
+  std::remove(out.c_str());
+  const CliRun r = espgrid("map data/fasciculin2.pqr -o " + out + " --spacing 2 --model debye --dielectric 78.54 "
+                           "--ionic-strength 0.15 --accuracy 1e-3");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("a = 12 Å, h = 2 Å, quintic"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("expected relative RMS error <= 0.001"), std::string::npos) << r.out;
+  EXPECT_TRUE(std::ifstream(out).good());
+  std::remove(out.c_str());
 }
 
 TEST(MsmCli, VerifyJudgesTheApproximateKernelByItsBound) {

@@ -175,7 +175,7 @@ MsmRow measure_msm(const MsmSweepContext& c, const std::string& part, const std:
   row.exact_status = exact.row.status;
   const RunOptions run = with_accuracy(c.run, accuracy);
   try {
-    const ResolvedMsm resolved = resolve_msm(run.method);
+    const ResolvedMsm resolved = resolve_msm(run.method, full.model);
     row.params = resolved.params;
     row.bound = resolved.error_bound;
     row.levels = msm::make_plan(full, resolved.params).level_count();

@@ -507,7 +507,7 @@ void finish_job(MapJob& job, JobUse use) {
     if (job.compute.device_given) throw UsageError("give --device N or --devices LIST, not both");
     run.device = run.devices.front();
   }
-  if (!run.method.msm.empty() || run.method.accuracy != 0) resolve_msm(run.method);
+  if (!run.method.msm.empty() || run.method.accuracy != 0) resolve_msm(run.method, job.physics.model);  // the bounds are per model
   job.write.threads = run.threads;
   if (use == JobUse::Map && job.outputs.empty())
     throw UsageError("no output given: add -o map.vti, -o map.dx and/or -o map.mrc");
