@@ -80,7 +80,7 @@ TEST(CpuKernels, TheDefaultTheReadmePromisesIsBuilt) {
   EXPECT_EQ(default_kernel(Backend::Cpu).name, "cpu-simd");
 }
 
-// cpu-simd covers the end of a row with narrower tiles (1 or 2 vectors, issue 24): a point must
+// cpu-simd covers the end of a row with narrower tiles (1, 2 or 3 vectors, issue 24): a point must
 // get the same bits whichever tile computed it. The same atoms on grids that differ only in
 // width: every point of a narrow grid equals the wide grid's point at the same place, for every
 // remainder a row can leave (1–3 vectors of 4 (AVX2) to 16 (AVX-512) lanes, and parts of one).

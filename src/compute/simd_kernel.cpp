@@ -165,21 +165,26 @@ HWY_INLINE void register_tile(DF d, const SimdScratch& atoms, std::size_t n, con
       hn::StoreU(s13, d, row1 + 3 * lanes);
 }
 
-/// A narrower tile for the end of a row: V (1 or 2) vectors × 2 rows, the same operations per
+/// A narrower tile for the end of a row: V (1, 2 or 3) vectors × 2 rows, the same operations per
 /// point as register_tile (so the same bits), fewer points wasted past the row's end. A 4-vector
 /// tile over the last few points of a row computed up to 3 vectors of nothing: a quarter of the
-/// throughput at widths like 96 (FINDINGS, issue 24).
+/// throughput at widths like 96 (FINDINGS, issue 24). One pass of V vectors, not a 2- and a
+/// 1-vector tile one after the other: each pass over the atoms pays the per-atom broadcasts and
+/// dy² + dz² again, a third of a narrow tile's work.
 template <class Potential, int V>
 HWY_INLINE void narrow_tile(DF d, const SimdScratch& atoms, std::size_t n, const float* lx, const float ly[kRows],
                             const PairParameters& pair, float* out, std::size_t row_stride) {
-  static_assert(V == 1 || V == 2, "register_tile is the 4-vector tile");
+  static_assert(V >= 1 && V <= 3, "register_tile is the 4-vector tile");
   const std::size_t lanes = hn::Lanes(d);
   const VF x0 = hn::LoadU(d, lx);
-  const VF x1 = V == 2 ? hn::LoadU(d, lx + lanes) : x0;
-  VF s00 = hn::Zero(d), s01 = hn::Zero(d), s10 = hn::Zero(d), s11 = hn::Zero(d);
+  const VF x1 = V >= 2 ? hn::LoadU(d, lx + lanes) : x0;
+  const VF x2 = V >= 3 ? hn::LoadU(d, lx + 2 * lanes) : x0;
+  VF s00 = hn::Zero(d), s01 = hn::Zero(d), s02 = hn::Zero(d), s10 = hn::Zero(d), s11 = hn::Zero(d),
+     s12 = hn::Zero(d);
   for (std::size_t base = 0; base < n; base += kAtomBlock) {
     const std::size_t end = std::min(n, base + kAtomBlock);
-    VF p00 = hn::Zero(d), p01 = hn::Zero(d), p10 = hn::Zero(d), p11 = hn::Zero(d);
+    VF p00 = hn::Zero(d), p01 = hn::Zero(d), p02 = hn::Zero(d), p10 = hn::Zero(d), p11 = hn::Zero(d),
+       p12 = hn::Zero(d);
     for (std::size_t a = base; a < end; ++a) {
       const VF ax = hn::Set(d, atoms.x[a]);
       const VF q = hn::Set(d, atoms.q[a]);
@@ -189,17 +194,24 @@ HWY_INLINE void narrow_tile(DF d, const SimdScratch& atoms, std::size_t n, const
       const VF dx0 = hn::Sub(x0, ax);
       p00 = hn::Add(p00, pair_term<Potential>(q, hn::MulAdd(dx0, dx0, dyz0), pair));
       p10 = hn::Add(p10, pair_term<Potential>(q, hn::MulAdd(dx0, dx0, dyz1), pair));
-      if constexpr (V == 2) {
+      if constexpr (V >= 2) {
         const VF dx1 = hn::Sub(x1, ax);
         p01 = hn::Add(p01, pair_term<Potential>(q, hn::MulAdd(dx1, dx1, dyz0), pair));
         p11 = hn::Add(p11, pair_term<Potential>(q, hn::MulAdd(dx1, dx1, dyz1), pair));
       }
+      if constexpr (V >= 3) {
+        const VF dx2 = hn::Sub(x2, ax);
+        p02 = hn::Add(p02, pair_term<Potential>(q, hn::MulAdd(dx2, dx2, dyz0), pair));
+        p12 = hn::Add(p12, pair_term<Potential>(q, hn::MulAdd(dx2, dx2, dyz1), pair));
+      }
     }
     s00 = hn::Add(s00, p00), s10 = hn::Add(s10, p10);
-    if constexpr (V == 2) s01 = hn::Add(s01, p01), s11 = hn::Add(s11, p11);
+    if constexpr (V >= 2) s01 = hn::Add(s01, p01), s11 = hn::Add(s11, p11);
+    if constexpr (V >= 3) s02 = hn::Add(s02, p02), s12 = hn::Add(s12, p12);
   }
   hn::StoreU(s00, d, out), hn::StoreU(s10, d, out + row_stride);
-  if constexpr (V == 2) hn::StoreU(s01, d, out + lanes), hn::StoreU(s11, d, out + row_stride + lanes);
+  if constexpr (V >= 2) hn::StoreU(s01, d, out + lanes), hn::StoreU(s11, d, out + row_stride + lanes);
+  if constexpr (V >= 3) hn::StoreU(s02, d, out + 2 * lanes), hn::StoreU(s12, d, out + row_stride + 2 * lanes);
 }
 
 /// Points along x per task for this target's vector width.
@@ -238,12 +250,12 @@ void simd_task(const DcsProblem& p, std::int64_t k, std::int64_t t, SimdScratch&
     const std::size_t width = static_cast<std::size_t>(std::min<std::int64_t>(static_cast<std::int64_t>(tile_points), p.nx - i0));
     if (width > 3 * lanes) {
       register_tile<Potential>(d, s, p.atom_count, s.lx.data(), ly, p.pair, s.out.data());
-    } else {  // the row's last points: 2-vector tiles, then a 1-vector one (row r's sums at out + r·tile_points)
-      std::size_t c = 0;
-      for (; c + lanes < width; c += 2 * lanes)
-        narrow_tile<Potential, 2>(d, s, p.atom_count, s.lx.data() + c, ly, p.pair, s.out.data() + c, tile_points);
-      if (c < width)
-        narrow_tile<Potential, 1>(d, s, p.atom_count, s.lx.data() + c, ly, p.pair, s.out.data() + c, tile_points);
+    } else if (width > 2 * lanes) {  // the row's last points in one pass (row r's sums at out + r·tile_points)
+      narrow_tile<Potential, 3>(d, s, p.atom_count, s.lx.data(), ly, p.pair, s.out.data(), tile_points);
+    } else if (width > lanes) {
+      narrow_tile<Potential, 2>(d, s, p.atom_count, s.lx.data(), ly, p.pair, s.out.data(), tile_points);
+    } else {
+      narrow_tile<Potential, 1>(d, s, p.atom_count, s.lx.data(), ly, p.pair, s.out.data(), tile_points);
     }
     for (int r = 0; r < kRows && j0 + r < p.ny; ++r)
       std::memcpy(p.potential + static_cast<std::size_t>(i0 + p.nx * (j0 + r + p.ny * k)), s.out.data() + r * tile_points,
