@@ -226,43 +226,50 @@ TEST(MsmPhases, ChargeAndDipoleAreTheSameOnEveryLevel) {
   }
 }
 
-// Each level's cutoff sum equals the brute-force lattice sum Σ_n K_l(|r_m − r_n|) q_l(n) over
-// every point of the level, evaluated from γ directly (not from the stencil table), and the
-// top level's sum equals the all-pairs sum of g_{a_L}: 1e-12 of Σ|K q| (double rounding).
+/// Each level's own sum at `samples` random points of the level equals the brute-force lattice sum
+/// Σ_n K_l(|r_m − r_n|) q_l(n) over every point of the level, K_l = g(a_l) − g(2a_l) (zero beyond
+/// 2a_l) evaluated from `g_s(r², s)` directly (not from the plan's tables), and the top level's
+/// the all-pairs sum of g(a_L): 1e-12 of Σ|K q| (double rounding).
+template <class Softened>
+void expect_level_sums_are_lattice_sums(const DcsProblem& p, const msm::Plan& plan, int samples, Softened g_s) {
+  const msm::LevelGrids<double> g = msm::cpu_level_grids(p, plan);
+  const int levels = plan.level_count();
+  ASSERT_GE(levels, 2);
+  for (int l = 0; l < levels; ++l) {
+    SCOPED_TRACE(::testing::Message() << "level " << l + 1 << " of " << levels);
+    const msm::Level& level = plan.levels[static_cast<std::size_t>(l)];
+    const msm::GridBox& box = level.grid;
+    const double al = std::ldexp(plan.params.cutoff, l);
+    const bool top = l == levels - 1;
+    std::mt19937 rng(static_cast<unsigned>(l));
+    for (int sample = 0; sample < samples; ++sample) {
+      const std::int64_t mx = box.lo[0] + static_cast<std::int64_t>(rng() % static_cast<unsigned>(box.n[0]));
+      const std::int64_t my = box.lo[1] + static_cast<std::int64_t>(rng() % static_cast<unsigned>(box.n[1]));
+      const std::int64_t mz = box.lo[2] + static_cast<std::int64_t>(rng() % static_cast<unsigned>(box.n[2]));
+      double sum = 0, scale = 0;
+      for (std::int64_t nz = box.lo[2]; nz < box.lo[2] + box.n[2]; ++nz)
+        for (std::int64_t ny = box.lo[1]; ny < box.lo[1] + box.n[1]; ++ny)
+          for (std::int64_t nx = box.lo[0]; nx < box.lo[0] + box.n[0]; ++nx) {
+            const double r2 = level.spacing * level.spacing *
+                              static_cast<double>((mx - nx) * (mx - nx) + (my - ny) * (my - ny) + (mz - nz) * (mz - nz));
+            double k = g_s(r2, al);
+            if (!top) k = r2 < 4 * al * al ? k - g_s(r2, 2 * al) : 0.0;
+            const double qn = g.charge[static_cast<std::size_t>(l)][box.index(nx, ny, nz)];
+            sum += k * qn;
+            scale += std::fabs(k * qn);
+          }
+      EXPECT_NEAR(g.direct[static_cast<std::size_t>(l)][box.index(mx, my, mz)], sum, 1e-12 * scale + 1e-300);
+    }
+  }
+}
+
+// Coulomb: each level's cutoff sum and the top's all-pairs sum against the lattice sums of γ.
 TEST(MsmPhases, EachLevelSumEqualsABruteForceLatticeSum) {
   for (const int order : {3, 5}) {
+    SCOPED_TRACE(::testing::Message() << "order " << order);
     const RandomSystem s = random_system(testing::test_seed() + 200 + order, 200, {5.0, 1.25, order});
-    const DcsProblem p = s.problem.view(nullptr);
-    const msm::LevelGrids<double> g = msm::cpu_level_grids(p, s.plan);
-    const int levels = s.plan.level_count();
-    ASSERT_GE(levels, 2);
-    for (int l = 0; l < levels; ++l) {
-      SCOPED_TRACE(::testing::Message() << "order " << order << ", level " << l + 1 << " of " << levels);
-      const msm::Level& level = s.plan.levels[static_cast<std::size_t>(l)];
-      const msm::GridBox& box = level.grid;
-      const double al = std::ldexp(s.plan.params.cutoff, l);
-      const bool top = l == levels - 1;
-      std::mt19937 rng(static_cast<unsigned>(l));
-      for (int sample = 0; sample < 40; ++sample) {
-        const std::int64_t mx = box.lo[0] + static_cast<std::int64_t>(rng() % static_cast<unsigned>(box.n[0]));
-        const std::int64_t my = box.lo[1] + static_cast<std::int64_t>(rng() % static_cast<unsigned>(box.n[1]));
-        const std::int64_t mz = box.lo[2] + static_cast<std::int64_t>(rng() % static_cast<unsigned>(box.n[2]));
-        double sum = 0, scale = 0;
-        for (std::int64_t nz = box.lo[2]; nz < box.lo[2] + box.n[2]; ++nz)
-          for (std::int64_t ny = box.lo[1]; ny < box.lo[1] + box.n[1]; ++ny)
-            for (std::int64_t nx = box.lo[0]; nx < box.lo[0] + box.n[0]; ++nx) {
-              const double r2 =
-                  level.spacing * level.spacing *
-                  static_cast<double>((mx - nx) * (mx - nx) + (my - ny) * (my - ny) + (mz - nz) * (mz - nz));
-              double k = msm::smoothed_coulomb(r2, al, order);
-              if (!top) k = r2 < 4 * al * al ? k - msm::smoothed_coulomb(r2, 2 * al, order) : 0.0;
-              const double qn = g.charge[static_cast<std::size_t>(l)][box.index(nx, ny, nz)];
-              sum += k * qn;
-              scale += std::fabs(k * qn);
-            }
-        EXPECT_NEAR(g.direct[static_cast<std::size_t>(l)][box.index(mx, my, mz)], sum, 1e-12 * scale + 1e-300);
-      }
-    }
+    expect_level_sums_are_lattice_sums(s.problem.view(nullptr), s.plan, 40,
+                                       [&](double r2, double scale) { return msm::smoothed_coulomb(r2, scale, order); });
   }
 }
 
@@ -371,41 +378,14 @@ TEST(MsmKernels, EachLevelSumsItsOwnKernelOfTheScreenedAndInverseSquareModels) {
       const int r = plan.stencil_radius, w = 2 * r + 1;
       const std::size_t one_step = static_cast<std::size_t>(r + 1 + w * (r + w * r));  // offset (1, 0, 0)
       EXPECT_GT(std::fabs(k2[one_step] - 0.5 * k1[one_step]), 1e-6 * std::fabs(k1[one_step]));
-      const msm::LevelGrids<double> g = msm::cpu_level_grids(p, plan);
-      for (int l = 0; l < levels; ++l) {
-        const msm::Level& level = plan.levels[static_cast<std::size_t>(l)];
-        const msm::GridBox& box = level.grid;
-        const double al = std::ldexp(plan.params.cutoff, l);
-        const bool top = l == levels - 1;
-        std::mt19937 pick(static_cast<unsigned>(l));
-        for (int sample = 0; sample < 20; ++sample) {
-          const std::int64_t mx = box.lo[0] + static_cast<std::int64_t>(pick() % static_cast<unsigned>(box.n[0]));
-          const std::int64_t my = box.lo[1] + static_cast<std::int64_t>(pick() % static_cast<unsigned>(box.n[1]));
-          const std::int64_t mz = box.lo[2] + static_cast<std::int64_t>(pick() % static_cast<unsigned>(box.n[2]));
-          double sum = 0, scale = 0;
-          for (std::int64_t nz = box.lo[2]; nz < box.lo[2] + box.n[2]; ++nz)
-            for (std::int64_t ny = box.lo[1]; ny < box.lo[1] + box.n[1]; ++ny)
-              for (std::int64_t nx = box.lo[0]; nx < box.lo[0] + box.n[0]; ++nx) {
-                const double r2 =
-                    level.spacing * level.spacing *
-                    static_cast<double>((mx - nx) * (mx - nx) + (my - ny) * (my - ny) + (mz - nz) * (mz - nz));
-                // g_s from its definition: f beyond s, the Taylor polynomial inside.
-                const auto g_s = [&](double s) {
-                  if (r2 >= s * s) return msm::kernel_value(r2, plan.kernel);
-                  double c[4];
-                  msm::taylor_coefficients(plan.kernel, s, order, c);
-                  return c[0] + (r2 - s * s) * (c[1] + (r2 - s * s) * (c[2] + (r2 - s * s) * c[3]));
-                };
-                double k = g_s(al);
-                if (!top) k = r2 < 4 * al * al ? k - g_s(2 * al) : 0.0;
-                const double qn = g.charge[static_cast<std::size_t>(l)][box.index(nx, ny, nz)];
-                sum += k * qn;
-                scale += std::fabs(k * qn);
-              }
-          EXPECT_NEAR(g.direct[static_cast<std::size_t>(l)][box.index(mx, my, mz)], sum, 1e-12 * scale + 1e-300)
-              << "level " << l + 1 << " of " << levels;
-        }
-      }
+      // g_s from its definition: f beyond s, the Taylor polynomial inside.
+      expect_level_sums_are_lattice_sums(p, plan, 20, [&](double r2, double scale) {
+        if (r2 >= scale * scale) return msm::kernel_value(r2, plan.kernel);
+        double c[4];
+        msm::taylor_coefficients(plan.kernel, scale, order, c);
+        const double t = r2 - scale * scale;
+        return c[0] + t * (c[1] + t * (c[2] + t * c[3]));
+      });
     }
   }
 }
