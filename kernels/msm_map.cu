@@ -275,11 +275,7 @@ void queue_slab(const DcsProblem& p, const Plan& plan, const DeviceState& st, st
   s.cell = static_cast<float>(plan.cell);
   s.cells = dev_box(plan.cells);
   s.pair = p.pair;
-  if (!plan.kernel.coulomb()) {
-    double c[4];
-    msm::taylor_coefficients(plan.kernel, plan.params.cutoff, plan.order, c);
-    for (int n = 0; n < 4; ++n) s.smooth[n] = static_cast<float>(c[n]);
-  }
+  for (int n = 0; n < 4; ++n) s.smooth[n] = static_cast<float>(plan.softened_cutoff.c[n]);  // zeros for Coulomb
   const dim3 grid(static_cast<unsigned>(blocks_for(static_cast<std::size_t>(p.nx), kTile)),
                   static_cast<unsigned>(blocks_for(static_cast<std::size_t>(p.ny), kTile)),
                   static_cast<unsigned>(blocks_for(static_cast<std::size_t>(planes), kTile)));

@@ -194,10 +194,8 @@ double short_range_at(const DcsProblem& p, const Plan& plan, const BinnedAtoms& 
   const std::int64_t cz1 = std::min(cells.lo[2] + cells.n[2] - 1, lattice_floor(z + a, size));
   const std::int64_t cy0 = std::max(cells.lo[1], lattice_floor(y - a, size));
   const std::int64_t cy1 = std::min(cells.lo[1] + cells.n[1] - 1, lattice_floor(y + a, size));
-  // The softened kernel's polynomial for a kernel other than Coulomb (whose γ is its own formula).
-  double c[4] = {};
-  if (!plan.kernel.coulomb()) taylor_coefficients(plan.kernel, a, plan.order, c);
   const bool coulomb = plan.kernel.coulomb();
+  const double* c = plan.softened_cutoff.c;  // g_a's polynomial (kernels other than Coulomb)
   double sum = 0;
   for (std::int64_t cz = cz0; cz <= cz1; ++cz) {
     const double dz_min = distance_to_cell(z, cz, size);

@@ -98,15 +98,26 @@ ESPGRID_MSM_HOSTDEVICE Real softened_inside(Real t, const Real* c) {
   return c[0] + t * (c[1] + t * (c[2] + t * c[3]));
 }
 
-/// g_s(r) for the kernel `k` from r² (Å²), double: smoothed_coulomb for Coulomb (its own
-/// formula, so Coulomb maps keep their bits), else f beyond s and the Taylor polynomial inside.
-inline double smoothed_kernel(double r2, double s, int order, const SplitKernel& k) {
-  if (k.coulomb()) return smoothed_coulomb(r2, s, order);
-  if (r2 >= s * s) return kernel_value(r2, k);
-  double c[4];
-  taylor_coefficients(k, s, order, c);
-  return softened_inside(r2 - s * s, c);
-}
+/// g_s for one kernel and softening scale s (Å), in double: smoothed_coulomb for Coulomb (its
+/// own formula, so Coulomb maps keep their bits), else f beyond s and the Taylor polynomial
+/// inside, its coefficients computed once here (a plan evaluates g_s at tens of thousands of
+/// lattice distances per level).
+struct SoftenedKernel {
+  SplitKernel kernel;
+  double s = 0;        ///< Å
+  int order = 3;
+  double c[4] = {};    ///< the Taylor coefficients (kernels other than Coulomb)
+  SoftenedKernel() = default;
+  SoftenedKernel(const SplitKernel& k, double scale, int interpolant_order) : kernel(k), s(scale), order(interpolant_order) {
+    if (!k.coulomb()) taylor_coefficients(k, s, order, c);
+  }
+  /// g_s(r) from r² (Å²), 1/Å (1/Å² for 1/r²).
+  double operator()(double r2) const {
+    if (kernel.coulomb()) return smoothed_coulomb(r2, s, order);
+    if (r2 >= s * s) return kernel_value(r2, kernel);
+    return softened_inside(r2 - s * s, c);
+  }
+};
 
 /// The nodal interpolant φ(t): φ(0) = 1, φ(k) = 0 at other integers, C¹, even, zero for
 /// |t| ≥ support_width. Cubic: reproduces polynomials of degree ≤ 2 (Catmull–Rom / Keys a = −1/2);

@@ -132,10 +132,10 @@ std::vector<double> top_kernel_table(const Plan& plan) {
         std::max(std::abs(g.lo[d] + g.n[d] - 1 - c.lo[d]), std::abs(c.lo[d] + c.n[d] - 1 - g.lo[d]));
     span2 += span * span;
   }
+  const SoftenedKernel g_top(plan.kernel, a_top, plan.order);
   std::vector<double> kernel(static_cast<std::size_t>(span2 + 1));
   for (std::int64_t d2 = 0; d2 <= span2; ++d2)
-    kernel[static_cast<std::size_t>(d2)] =
-        smoothed_kernel(level.spacing * level.spacing * static_cast<double>(d2), a_top, plan.order, plan.kernel);
+    kernel[static_cast<std::size_t>(d2)] = g_top(level.spacing * level.spacing * static_cast<double>(d2));
   return kernel;
 }
 
@@ -159,6 +159,7 @@ Plan make_plan(const DcsProblem& problem, const MsmParameters& params) {
   Plan plan;
   plan.params = params;
   plan.kernel = split_kernel(problem.model, problem.pair);
+  plan.softened_cutoff = SoftenedKernel(plan.kernel, params.cutoff, params.order);
   plan.order = params.order;
   plan.support = support_width(params.order);
   plan.restriction = restriction_width(params.order);
@@ -211,6 +212,7 @@ Plan make_plan(const DcsProblem& problem, const MsmParameters& params) {
   plan.stencil_row_extent.assign(static_cast<std::size_t>(w) * w, -1);
   for (int l = 0; l < tables; ++l) {
     const double hl = std::ldexp(h, l), al = std::ldexp(a, l);
+    const SoftenedKernel g_l(plan.kernel, al, plan.order), g_2l(plan.kernel, 2 * al, plan.order);
     double* k_l = plan.stencil.data() + table * static_cast<std::size_t>(l);
     for (int jz = -radius; jz <= radius; ++jz)
       for (int jy = -radius; jy <= radius; ++jy)
@@ -218,8 +220,7 @@ Plan make_plan(const DcsProblem& problem, const MsmParameters& params) {
           const int j2 = jx * jx + jy * jy + jz * jz;
           if (h * h * static_cast<double>(j2) >= 4 * a * a) continue;
           const double r2 = hl * hl * static_cast<double>(j2);
-          k_l[(jx + radius) + w * ((jy + radius) + w * (jz + radius))] =
-              smoothed_kernel(r2, al, plan.order, plan.kernel) - smoothed_kernel(r2, 2 * al, plan.order, plan.kernel);
+          k_l[(jx + radius) + w * ((jy + radius) + w * (jz + radius))] = g_l(r2) - g_2l(r2);
           int& extent = plan.stencil_row_extent[static_cast<std::size_t>((jy + radius) + w * (jz + radius))];
           extent = std::max(extent, std::abs(jx));
         }

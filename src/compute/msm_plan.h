@@ -56,6 +56,9 @@ struct Plan {
   std::vector<Level> levels;  ///< levels[0] is level 1; the last is the top (all pairs, no cutoff)
   /// The kernel split (msm_math.h): Coulomb, Debye or 1/r², from the problem's pair model.
   SplitKernel kernel;
+  /// g_a, the softened kernel at the cutoff: the short range subtracts it (its coefficients, for
+  /// kernels other than Coulomb, on the CPU and the GPU alike).
+  SoftenedKernel softened_cutoff;
   /// Cutoff stencils: K_l(j·h_l) = g_{a_l}(|j|h_l) − g_{2a_l}(|j|h_l) for j ∈ [−R, R]³, x fastest,
   /// 1/Å, zero where |j| ≥ 2a/h. For Coulomb one table, level 1's: level l uses 2^-(l-1) times it
   /// (1/r is scale-free). For other kernels one table per level below the top, level l's
