@@ -87,28 +87,6 @@ struct TileFrame {
   }
 };
 
-/// One atom (x, y in the frame; dz² + a² for the block's plane; q) applied to the tile.
-template <int CX, int RY, int SPLIT, class Potential>
-__device__ __forceinline__ void tile_step(const float4 atom, const float (&x)[CX], const float (&y)[RY],
-                                          float (&sum)[RY][CX], const PairParameters& pair) {
-  float dx[CX];
-#pragma unroll
-  for (int c = 0; c < CX; ++c) dx[c] = x[c] - atom.x;
-#pragma unroll
-  for (int r = 0; r < RY; ++r) {
-    const float dy = y[r] - atom.y;
-    const float dyz2 = fmaf(dy, dy, atom.z);
-#pragma unroll
-    for (int c = 0; c < CX; ++c) {
-      const float r2 = fmaf(dx[c], dx[c], dyz2);
-      if (r * CX + c < SPLIT)
-        sum[r][c] += Potential::template term<FmaMath>(atom.w, r2, pair);
-      else
-        sum[r][c] += Potential::template term<DeviceMath>(atom.w, r2, pair);
-    }
-  }
-}
-
 /// Largest κ·hx (κ in 1/Å, hx the grid's x spacing in Å) the exponential chain is used for: the
 /// degree-5 Taylor polynomial of e^z for |z| ≤ 0.15 is within 0.15⁶/720·e^0.15 = 2e-8 (0.3 ulp).
 inline constexpr double kExpChainMaxKappaH = 0.15;
@@ -125,11 +103,15 @@ struct ExpChain {
   }
 };
 
-/// One atom applied to the tile by Debye's exponential chain (CHAIN columns a run; see the file
-/// comment): per point FFMA r², MUFU.RSQ, FMUL r, FADD Δr, 5 FFMA, FMUL, FFMA; MUFU.EX2 once a run.
-template <int CX, int RY, int CHAIN>
-__device__ __forceinline__ void chain_step(const float4 atom, const float (&x)[CX], const float (&y)[RY],
-                                           float (&sum)[RY][CX], const PairParameters& pair, const ExpChain& e) {
+/// One atom (x, y in the frame; dz² + a² for the block's plane; q) applied to the tile: each
+/// point's own term (SPLIT of them through FmaMath), or with CHAIN > 0 Debye's exponential chain
+/// along each row (see the file comment): per point FFMA r², MUFU.RSQ, FMUL r, FADD Δr, 5 FFMA,
+/// FMUL, FFMA; MUFU.EX2 once a run.
+template <int CX, int RY, int SPLIT, int CHAIN, class Potential>
+__device__ __forceinline__ void tile_step(const float4 atom, const float (&x)[CX], const float (&y)[RY],
+                                          float (&sum)[RY][CX], const PairParameters& pair, const ExpChain& e) {
+  static_assert(CHAIN == 0 || (Potential::model == PairModel::Debye && SPLIT == 0),
+                "the exponential chain is Debye's, on the SFU path");
   float dx[CX];
 #pragma unroll
   for (int c = 0; c < CX; ++c) dx[c] = x[c] - atom.x;
@@ -137,18 +119,24 @@ __device__ __forceinline__ void chain_step(const float4 atom, const float (&x)[C
   for (int r = 0; r < RY; ++r) {
     const float dy = y[r] - atom.y;
     const float dyz2 = fmaf(dy, dy, atom.z);
-    float previous_r = 0.0f, q_screen = 0.0f;  // r and q·e^(−κr) of the previous column
+    [[maybe_unused]] float previous_r = 0.0f, q_screen = 0.0f;  // the chain: r and q·e^(−κr) of the previous column
 #pragma unroll
     for (int c = 0; c < CX; ++c) {
       const float r2 = fmaf(dx[c], dx[c], dyz2);
-      const float inv_r = DeviceMath::rsqrt(r2);
-      const float dist = r2 * inv_r;
-      if (c % CHAIN == 0)
-        q_screen = atom.w * DeviceMath::exp2(pair.exp2_scale * dist);
-      else
-        q_screen *= e.factor(dist - previous_r);
-      previous_r = dist;
-      sum[r][c] = fmaf(q_screen, inv_r, sum[r][c]);
+      if constexpr (CHAIN > 0) {
+        const float inv_r = DeviceMath::rsqrt(r2);
+        const float dist = r2 * inv_r;
+        if (c % CHAIN == 0)
+          q_screen = atom.w * DeviceMath::exp2(pair.exp2_scale * dist);
+        else
+          q_screen *= e.factor(dist - previous_r);
+        previous_r = dist;
+        sum[r][c] = fmaf(q_screen, inv_r, sum[r][c]);
+      } else if (r * CX + c < SPLIT) {
+        sum[r][c] += Potential::template term<FmaMath>(atom.w, r2, pair);
+      } else {
+        sum[r][c] += Potential::template term<DeviceMath>(atom.w, r2, pair);
+      }
     }
   }
 }
@@ -159,18 +147,6 @@ __device__ __forceinline__ void zero(float (&v)[RY][CX]) {
   for (int r = 0; r < RY; ++r)
 #pragma unroll
     for (int c = 0; c < CX; ++c) v[r][c] = 0.0f;
-}
-
-/// An atom applied to the tile: the Debye chain (CHAIN > 0) or each point's own term.
-template <int CX, int RY, int SPLIT, int CHAIN, class Potential>
-__device__ __forceinline__ void atom_step(const float4 atom, const float (&x)[CX], const float (&y)[RY],
-                                          float (&sum)[RY][CX], const PairParameters& pair, const ExpChain& e) {
-  if constexpr (CHAIN > 0) {
-    static_assert(Potential::model == PairModel::Debye && SPLIT == 0, "the exponential chain is Debye's, on the SFU path");
-    chain_step<CX, RY, CHAIN>(atom, x, y, sum, pair, e);
-  } else {
-    tile_step<CX, RY, SPLIT, Potential>(atom, x, y, sum, pair);
-  }
 }
 
 template <int CX, int RY, int MAX_THREADS, class Frame, int SPLIT, bool BLOCKED, class Potential, int CHAIN = 0>
@@ -204,8 +180,8 @@ __global__ void __launch_bounds__(MAX_THREADS)
       float part[RY][CX];
       zero(part);
       for (int a = 0; a < even; a += 2) {
-        atom_step<CX, RY, SPLIT, CHAIN, Potential>(s_atoms[a], x, y, part, pair, chain);
-        atom_step<CX, RY, SPLIT, CHAIN, Potential>(s_atoms[a + 1], x, y, part, pair, chain);
+        tile_step<CX, RY, SPLIT, CHAIN, Potential>(s_atoms[a], x, y, part, pair, chain);
+        tile_step<CX, RY, SPLIT, CHAIN, Potential>(s_atoms[a + 1], x, y, part, pair, chain);
       }
 #pragma unroll
       for (int r = 0; r < RY; ++r)
@@ -213,8 +189,8 @@ __global__ void __launch_bounds__(MAX_THREADS)
         for (int c = 0; c < CX; ++c) sum[r][c] += part[r][c];
     } else {
       for (int a = 0; a < even; a += 2) {
-        atom_step<CX, RY, SPLIT, CHAIN, Potential>(s_atoms[a], x, y, sum, pair, chain);
-        atom_step<CX, RY, SPLIT, CHAIN, Potential>(s_atoms[a + 1], x, y, sum, pair, chain);
+        tile_step<CX, RY, SPLIT, CHAIN, Potential>(s_atoms[a], x, y, sum, pair, chain);
+        tile_step<CX, RY, SPLIT, CHAIN, Potential>(s_atoms[a + 1], x, y, sum, pair, chain);
       }
     }
   }
