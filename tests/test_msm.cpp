@@ -49,12 +49,13 @@ struct Compared {
   double bound = 0;
 };
 
-PreparedProblem molecule_problem(const std::string& name, double spacing, double padding) {
+PreparedProblem molecule_problem(const std::string& name, double spacing, double padding,
+                                 PairModel model = PairModel::Coulomb, PairParameters pair = {}) {
   const Atoms atoms = testing::load_molecule(name);
   GridRequest request;
   request.spacing = {spacing, spacing, spacing};
   request.padding = padding;
-  return PreparedProblem(atoms, make_grid(request, atoms), coulomb_factor({}));
+  return PreparedProblem(atoms, make_grid(request, atoms), coulomb_factor({}), model, pair);
 }
 
 // ---- the method's formulas ---------------------------------------------------------------------------
@@ -404,14 +405,11 @@ double rms_difference(const std::vector<float>& a, const std::vector<float>& b) 
 // Coulomb MSM map to 1e-9 relative RMS (the polynomial path's rounding against γ's, in double,
 // plus e^(−κr) − 1 ≈ 3e-6·r/10⁶); a real κ changes it (the test can fail).
 TEST(MsmKernels, DebyeWithoutSaltIsTheCoulombMap) {
-  const Atoms atoms = testing::load_molecule("fasciculin2.pqr");
-  GridRequest request;
-  request.spacing = {1.5, 1.5, 1.5};
-  request.padding = 5.0;
-  const GridSpec grid = make_grid(request, atoms);
-  const PreparedProblem coulomb(atoms, grid, 1.0);
-  const PreparedProblem unsalted(atoms, grid, 1.0, PairModel::Debye, debye_parameters(1e-9));
-  const PreparedProblem salted(atoms, grid, 1.0, PairModel::Debye, debye_parameters(1.0 / 7.86));
+  const PreparedProblem coulomb = molecule_problem("fasciculin2.pqr", 1.5, 5.0);
+  const PreparedProblem unsalted =
+      molecule_problem("fasciculin2.pqr", 1.5, 5.0, PairModel::Debye, debye_parameters(1e-9));
+  const PreparedProblem salted =
+      molecule_problem("fasciculin2.pqr", 1.5, 5.0, PairModel::Debye, debye_parameters(1.0 / 7.86));
   const RunOptions o = with_params({10.0, 2.0, 5});
   const auto a = run_poisoned(cpu_msm(), coulomb, o);
   const auto b = run_poisoned(cpu_msm(), unsalted, o);
@@ -429,11 +427,7 @@ TEST(MsmKernels, RealMoleculesAreWithinTheDeclaredBoundForEveryModel) {
                                 SplitCase{PairModel::Debye, debye_parameters(0.3318), "debye 1 M"},
                                 SplitCase{PairModel::Distance, {}, "distance"}}) {
       SCOPED_TRACE(::testing::Message() << name << ", " << sc.label);
-      const Atoms atoms = testing::load_molecule(name);
-      GridRequest request;
-      request.spacing = {1.0, 1.0, 1.0};
-      request.padding = 6.0;
-      const PreparedProblem problem(atoms, make_grid(request, atoms), coulomb_factor({}), sc.model, sc.pair);
+      const PreparedProblem problem = molecule_problem(name, 1.0, 6.0, sc.model, sc.pair);
       const std::vector<double> exact = testing::oracle_map(problem);
       for (const double accuracy : {1e-3, 1e-4}) {
         RunOptions o;
