@@ -35,9 +35,16 @@
 //     --msm-spacing under 2 Å, --msm-cutoff over 12 Å (valid values only; invalid ones are
 //     still fuzzed). The stencil work grows as (a/h)³: a = 12 Å, h = 1 Å (the 1e-4 preset of
 //     Debye and distance, or explicit --msm-* for any model) on a 38-atom, 22,500-point map
-//     is 0.1 s in release and 36-48 s under ASan and coverage, past the 20 s limit: CI's
-//     timeout of 2026-11-26, once Debye had MSM. Those settings are exercised by the unit
-//     tests (test_msm, under ASan in `ctest -L cpu`); every coarser one is fuzzed here;
+//     is 0.1 s in release and 36-48 s under ASan and coverage, past the 20 s limit (CI's
+//     timeout of 2026-11-26, once Debye had MSM); with the ignore list below still 12 s for
+//     bench's 2,000 atoms on 46³ points. Those settings are exercised by the unit tests
+//     (test_msm, under ASan in `ctest -L cpu`); every coarser one is fuzzed here;
+//   * MSM's lattices count against ESPGRID_MAX_GRID_POINTS too (msm_plan.cpp): a lattice covers
+//     the map's box at h whatever the map's spacing, so 83 map points 55 Å apart made a
+//     2,263 x 15 x 19 lattice and a top-level sum of 25 s here (0.4 s in release; found by
+//     fuzzing, 2026-11-26: `verify b.xyz --spacing 55,0.5,1 --dims 83,10,20 --kernel all`);
+//   * the numerical loops are built without coverage feedback (fuzz/coverage-ignorelist.txt):
+//     libFuzzer's comparison hooks made them 40-270x slower than ASan alone;
 //   * at most 48 words of at most 300 bytes (names over NAME_MAX are reachable).
 // Set ESPGRID_FUZZ_VERBOSE=1 to see the verbs' standard output (normally sent to /dev/null).
 #include <fcntl.h>

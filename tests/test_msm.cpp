@@ -13,7 +13,10 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <cstdlib>
 #include <numeric>
+#include <optional>
+#include <string>
 #include <sys/wait.h>
 
 #include "src/compute/approximation_error.h"
@@ -672,6 +675,48 @@ TEST(MsmPlan, AGridTooLargeIsAClearError) {
   }
   // Through the registry too: the run throws before writing anything.
   EXPECT_THROW(run_poisoned(cpu_msm(), problem, with_params({4.0, 1.0, 3})), UsageError);
+}
+
+/// Sets an environment variable for a scope, then restores what was there.
+struct ScopedEnvironment {
+  std::string name;
+  std::optional<std::string> before;
+  ScopedEnvironment(std::string n, const std::string& value) : name(std::move(n)) {
+    if (const char* old = std::getenv(name.c_str())) before = old;
+    ::setenv(name.c_str(), value.c_str(), 1);
+  }
+  ~ScopedEnvironment() { before ? ::setenv(name.c_str(), before->c_str(), 1) : ::unsetenv(name.c_str()); }
+  ScopedEnvironment(const ScopedEnvironment&) = delete;
+  ScopedEnvironment& operator=(const ScopedEnvironment&) = delete;
+};
+
+// ESPGRID_MAX_GRID_POINTS caps MSM's lattices like the map: 83 map points 55 Å apart need a
+// level-1 lattice of ~2,300 x 16 x 16 points at h = 2 Å (fuzzing found such a map taking 25 s
+// under ASan, 2026-11-26). Under the cap the same map is computed; over it, a clear error.
+TEST(MsmPlan, TheGridPointLimitCapsTheLattices) {
+  const ScopedEnvironment no_limit("ESPGRID_MAX_GRID_POINTS", "1000000000");  // whatever the caller set
+  GridSpec grid = testing::make_test_grid(83, 2, 2, 1.0, {0, 0, 0});
+  grid.spacing = {55.0, 1.0, 1.0};
+  Atoms atoms;
+  atoms.push_back(1, 0.5, 0.5, 1, 1);
+  atoms.push_back(3, 0.5, 1.5, -0.5, 1);
+  const PreparedProblem problem(atoms, grid, 1.0);
+  const MsmParameters params{10.0, 2.0, 5};
+  const msm::Plan plan = msm::make_plan(problem.view(nullptr), params);
+  const msm::GridBox& level1 = plan.levels.at(0).grid;
+  const auto lattice_points = static_cast<std::uint64_t>(level1.n[0] * level1.n[1] * level1.n[2]);
+  ASSERT_GT(lattice_points, 20000u);  // far more than the map's 332 points
+  {
+    ScopedEnvironment limit("ESPGRID_MAX_GRID_POINTS", std::to_string(lattice_points - 1));
+    try {
+      msm::make_plan(problem.view(nullptr), params);
+      FAIL() << "a lattice of " << lattice_points << " points passed a limit one below it";
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find("ESPGRID_MAX_GRID_POINTS"), std::string::npos) << e.what();
+    }
+  }
+  ScopedEnvironment limit("ESPGRID_MAX_GRID_POINTS", std::to_string(lattice_points));
+  EXPECT_NO_THROW(msm::make_plan(problem.view(nullptr), params));
 }
 
 // No atoms: a zero map, every plane reported.

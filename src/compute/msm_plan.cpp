@@ -7,6 +7,7 @@
 
 #include "src/compute/msm_math.h"
 #include "src/core/errors.h"
+#include "src/core/grid.h"
 #include "src/core/text_format.h"
 
 namespace espgrid::msm {
@@ -72,6 +73,14 @@ void check_size(const GridBox& box, const MsmParameters& p, const char* what) {
                      number_text(p.spacing) + " Å (at most " + std::to_string(kMaxGridPoints) +
                      "): the atoms or the map span too much space for this spacing; use a coarser --msm-spacing or "
                      "an exact kernel");
+  // The lattices are grids too: ESPGRID_MAX_GRID_POINTS (shared machines, CI, fuzzing) caps
+  // them like the map. A lattice covers the map's box at h whatever the map's own spacing, so
+  // a coarse map far from its atoms can need a lattice far larger than the map.
+  if (const std::uint64_t limit = max_grid_points_from_environment(); limit != 0 && points > static_cast<double>(limit))
+    throw UsageError("the MSM " + std::string(what) + " would have " + std::to_string(box.n[0]) + "x" +
+                     std::to_string(box.n[1]) + "x" + std::to_string(box.n[2]) + " points at spacing " +
+                     number_text(p.spacing) + " Å, over the limit of " + with_commas(limit) +
+                     " points set by ESPGRID_MAX_GRID_POINTS; use a coarser --msm-spacing or an exact kernel");
 }
 
 }  // namespace

@@ -4,11 +4,12 @@
 //
 // Work: tasks of (plane, two rows, a chunk of up to kChunkVectors·kTileVectors vectors along x),
 // handed out in plane order over one OpenMP region (compute/plane_tasks.h: whole planes reported in order).
-// Each task forms every atom's offset from its own origin in double (x, y, dz² + a², q as
-// float32: the rounding of the pair's own distances, not of the coordinates' size), then sweeps
-// register tiles of 4 vectors × 2 rows over all atoms, in blocks of 256 atoms whose partial sums
-// are added to the totals at the end of each block (blocked summation). Per pair: dx (1 SUB per
-// vector, shared by both rows), r² (FMA), then the model's evaluator (src/physics/pair_potentials.h)
+// Each task forms every atom's offset from its own origin in double (x, and dy² + dz² + a² for
+// each of its two rows, q, as float32: the rounding of the pair's own distances, not of the
+// coordinates' size), then sweeps register tiles of 4 vectors × 2 rows over all atoms, in blocks
+// of 256 atoms whose partial sums are added to the totals at the end of each block (blocked
+// summation); a row's end goes to narrower tiles (narrow_tile). Per pair: dx (1 SUB per vector,
+// shared by both rows), r² (FMA), then the model's evaluator (src/physics/pair_potentials.h)
 // on vectors through SimdMath: for Coulomb an approximate reciprocal square root (RSQRTPS, 12
 // bits; RSQRT14 on AVX-512) and one Newton step (4 operations: to ~1e-7 relative, 2 ulp), q·f
 // accumulated; the distance model the approximate reciprocal and a Newton step, the Debye model
@@ -38,8 +39,10 @@
 namespace espgrid {
 /// One thread's working memory: the atoms relative to its task's origin (float32) and a tile.
 struct SimdScratch {
-  std::vector<float> x, y, dz2, q;
+  std::vector<float> x, q;
+  std::vector<float> dyz0, dyz1;  ///< dy² + dz² (+ softening²) of each atom for the task's two rows
   std::vector<float> lx, out;
+  std::vector<float> mixed_x;  ///< x of each lane of the mixed vector (narrow_tile)
 };
 }  // namespace espgrid
 #endif
@@ -128,7 +131,7 @@ HWY_INLINE VF pair_term(VF q, VF r2, const PairParameters& pair) {
 /// One register tile: 4 vectors × 2 rows at local positions lx (per vector lane) and ly, over
 /// every atom in blocks of kAtomBlock; writes kRows × (4·lanes) sums to `out`.
 template <class Potential>
-HWY_INLINE void register_tile(DF d, const SimdScratch& atoms, std::size_t n, const float* lx, const float ly[kRows],
+HWY_INLINE void register_tile(DF d, const SimdScratch& atoms, std::size_t n, const float* lx,
                               const PairParameters& pair, float* out) {
   const std::size_t lanes = hn::Lanes(d);
   VF x0 = hn::LoadU(d, lx), x1 = hn::LoadU(d, lx + lanes), x2 = hn::LoadU(d, lx + 2 * lanes),
@@ -142,9 +145,8 @@ HWY_INLINE void register_tile(DF d, const SimdScratch& atoms, std::size_t n, con
     for (std::size_t a = base; a < end; ++a) {
       const VF ax = hn::Set(d, atoms.x[a]);
       const VF q = hn::Set(d, atoms.q[a]);
-      const float dy0 = ly[0] - atoms.y[a], dy1 = ly[1] - atoms.y[a];
-      const VF dyz0 = hn::Set(d, dy0 * dy0 + atoms.dz2[a]);
-      const VF dyz1 = hn::Set(d, dy1 * dy1 + atoms.dz2[a]);
+      const VF dyz0 = hn::Set(d, atoms.dyz0[a]);
+      const VF dyz1 = hn::Set(d, atoms.dyz1[a]);
       const VF dx0 = hn::Sub(x0, ax), dx1 = hn::Sub(x1, ax), dx2 = hn::Sub(x2, ax), dx3 = hn::Sub(x3, ax);
       p00 = hn::Add(p00, pair_term<Potential>(q, hn::MulAdd(dx0, dx0, dyz0), pair));
       p01 = hn::Add(p01, pair_term<Potential>(q, hn::MulAdd(dx1, dx1, dyz0), pair));
@@ -165,35 +167,40 @@ HWY_INLINE void register_tile(DF d, const SimdScratch& atoms, std::size_t n, con
       hn::StoreU(s13, d, row1 + 3 * lanes);
 }
 
-/// A narrower tile for the end of a row: V (1, 2 or 3) vectors × 2 rows, the same operations per
-/// point as register_tile (so the same bits), fewer points wasted past the row's end. A 4-vector
-/// tile over the last few points of a row computed up to 3 vectors of nothing: a quarter of the
-/// throughput at widths like 96 (FINDINGS, issue 24). One pass of V vectors, not a 2- and a
-/// 1-vector tile one after the other: each pass over the atoms pays the per-atom broadcasts and
-/// dy² + dz² again, a third of a narrow tile's work.
-template <class Potential, int V>
-HWY_INLINE void narrow_tile(DF d, const SimdScratch& atoms, std::size_t n, const float* lx, const float ly[kRows],
-                            const PairParameters& pair, float* out, std::size_t row_stride) {
-  static_assert(V >= 1 && V <= 3, "register_tile is the 4-vector tile");
+/// A narrower tile for the end of a row: V (0 to 3) vectors × 2 rows, and with MIXED one vector
+/// more whose first e lanes are row 0's last e points and next e lanes row 1's (e ≤ half the
+/// lanes; its own x per lane in mixed_x, the row by mask): the same operations per point as
+/// register_tile (so the same bits), fewer points wasted past the row's end. A 4-vector tile over
+/// the last few points of a row computed up to 3 vectors of nothing: a quarter of the throughput
+/// at widths like 96 (FINDINGS, issue 24); a row pair's 2·e last points in one vector instead of
+/// two saves one pair-vector in 2V + 2 (width 40 under AVX-512: 5 vectors, not 6). One pass over
+/// the atoms for all of it: each pass pays the per-atom broadcasts again.
+template <class Potential, int V, bool MIXED>
+HWY_INLINE void narrow_tile(DF d, const SimdScratch& atoms, std::size_t n, const float* lx, const PairParameters& pair,
+                            float* out, std::size_t row_stride, std::size_t e) {
+  static_assert(V >= 0 && V <= 3 && (V > 0 || MIXED), "register_tile is the 4-vector tile");
   const std::size_t lanes = hn::Lanes(d);
   const VF x0 = hn::LoadU(d, lx);
   const VF x1 = V >= 2 ? hn::LoadU(d, lx + lanes) : x0;
   const VF x2 = V >= 3 ? hn::LoadU(d, lx + 2 * lanes) : x0;
+  const VF xm = MIXED ? hn::LoadU(d, atoms.mixed_x.data()) : x0;
+  const auto row0_lanes = hn::FirstN(d, e);
   VF s00 = hn::Zero(d), s01 = hn::Zero(d), s02 = hn::Zero(d), s10 = hn::Zero(d), s11 = hn::Zero(d),
-     s12 = hn::Zero(d);
+     s12 = hn::Zero(d), sm = hn::Zero(d);
   for (std::size_t base = 0; base < n; base += kAtomBlock) {
     const std::size_t end = std::min(n, base + kAtomBlock);
     VF p00 = hn::Zero(d), p01 = hn::Zero(d), p02 = hn::Zero(d), p10 = hn::Zero(d), p11 = hn::Zero(d),
-       p12 = hn::Zero(d);
+       p12 = hn::Zero(d), pm = hn::Zero(d);
     for (std::size_t a = base; a < end; ++a) {
       const VF ax = hn::Set(d, atoms.x[a]);
       const VF q = hn::Set(d, atoms.q[a]);
-      const float dy0 = ly[0] - atoms.y[a], dy1 = ly[1] - atoms.y[a];
-      const VF dyz0 = hn::Set(d, dy0 * dy0 + atoms.dz2[a]);
-      const VF dyz1 = hn::Set(d, dy1 * dy1 + atoms.dz2[a]);
-      const VF dx0 = hn::Sub(x0, ax);
-      p00 = hn::Add(p00, pair_term<Potential>(q, hn::MulAdd(dx0, dx0, dyz0), pair));
-      p10 = hn::Add(p10, pair_term<Potential>(q, hn::MulAdd(dx0, dx0, dyz1), pair));
+      const VF dyz0 = hn::Set(d, atoms.dyz0[a]);
+      const VF dyz1 = hn::Set(d, atoms.dyz1[a]);
+      if constexpr (V >= 1) {
+        const VF dx0 = hn::Sub(x0, ax);
+        p00 = hn::Add(p00, pair_term<Potential>(q, hn::MulAdd(dx0, dx0, dyz0), pair));
+        p10 = hn::Add(p10, pair_term<Potential>(q, hn::MulAdd(dx0, dx0, dyz1), pair));
+      }
       if constexpr (V >= 2) {
         const VF dx1 = hn::Sub(x1, ax);
         p01 = hn::Add(p01, pair_term<Potential>(q, hn::MulAdd(dx1, dx1, dyz0), pair));
@@ -204,14 +211,25 @@ HWY_INLINE void narrow_tile(DF d, const SimdScratch& atoms, std::size_t n, const
         p02 = hn::Add(p02, pair_term<Potential>(q, hn::MulAdd(dx2, dx2, dyz0), pair));
         p12 = hn::Add(p12, pair_term<Potential>(q, hn::MulAdd(dx2, dx2, dyz1), pair));
       }
+      if constexpr (MIXED) {
+        const VF dxm = hn::Sub(xm, ax);
+        pm = hn::Add(pm, pair_term<Potential>(q, hn::MulAdd(dxm, dxm, hn::IfThenElse(row0_lanes, dyz0, dyz1)), pair));
+      }
     }
-    s00 = hn::Add(s00, p00), s10 = hn::Add(s10, p10);
+    if constexpr (V >= 1) s00 = hn::Add(s00, p00), s10 = hn::Add(s10, p10);
     if constexpr (V >= 2) s01 = hn::Add(s01, p01), s11 = hn::Add(s11, p11);
     if constexpr (V >= 3) s02 = hn::Add(s02, p02), s12 = hn::Add(s12, p12);
+    if constexpr (MIXED) sm = hn::Add(sm, pm);
   }
-  hn::StoreU(s00, d, out), hn::StoreU(s10, d, out + row_stride);
+  if constexpr (V >= 1) hn::StoreU(s00, d, out), hn::StoreU(s10, d, out + row_stride);
   if constexpr (V >= 2) hn::StoreU(s01, d, out + lanes), hn::StoreU(s11, d, out + row_stride + lanes);
   if constexpr (V >= 3) hn::StoreU(s02, d, out + 2 * lanes), hn::StoreU(s12, d, out + row_stride + 2 * lanes);
+  if constexpr (MIXED) {
+    float mixed[HWY_MAX_BYTES / sizeof(float)];
+    hn::StoreU(sm, d, mixed);
+    std::memcpy(out + V * lanes, mixed, sizeof(float) * e);
+    std::memcpy(out + row_stride + V * lanes, mixed + e, sizeof(float) * e);
+  }
 }
 
 /// Points along x per task for this target's vector width.
@@ -228,34 +246,68 @@ void simd_task(const DcsProblem& p, std::int64_t k, std::int64_t t, SimdScratch&
   const bool exact = p.x64 && p.y64 && p.z64;
   const double oz = static_cast<double>(p.z_offset + k) * hz;
   if (s.x.size() < p.atom_count) {
-    s.x.resize(p.atom_count), s.y.resize(p.atom_count), s.dz2.resize(p.atom_count), s.q.resize(p.atom_count);
+    s.x.resize(p.atom_count), s.q.resize(p.atom_count), s.dyz0.resize(p.atom_count), s.dyz1.resize(p.atom_count);
   }
-  s.lx.resize(tile_points), s.out.resize(kRows * tile_points);
+  s.lx.resize(tile_points), s.out.resize(kRows * tile_points), s.mixed_x.resize(lanes);
   const std::int64_t j0 = (t / chunks_x) * 2;
   const std::int64_t i_chunk = (t % chunks_x) * static_cast<std::int64_t>(chunk_points);
   const double ox = static_cast<double>(i_chunk) * hx, oy = static_cast<double>(j0) * hy;
-  for (std::size_t a = 0; a < p.atom_count; ++a) {
-    const double x = exact ? p.x64[a] : p.x[a], y = exact ? p.y64[a] : p.y[a], z = exact ? p.z64[a] : p.z[a];
-    s.x[a] = static_cast<float>(x - ox);
-    s.y[a] = static_cast<float>(y - oy);
-    const float dz = static_cast<float>(oz - z);
-    s.dz2[a] = dz * dz + p.softening2;
-    s.q[a] = p.q[a];
+  // Each atom's dy² + dz² for both rows, once per task rather than in every tile's atom loop
+  // (there it cost 2 subtractions, 2 FMAs and 2 broadcasts per atom and tile).
+  // One loop per coordinate type, with no choice inside, so that the compiler vectorizes it: on
+  // a narrow grid a task is one tile, and this loop was a third of the task's time.
+  const float ly1 = static_cast<float>(hy);  // row 1's y from the task's origin (row 0's is 0)
+  const float softening2 = p.softening2;
+  float* HWY_RESTRICT sx = s.x.data();
+  float* HWY_RESTRICT sq = s.q.data();
+  float* HWY_RESTRICT dyz0 = s.dyz0.data();
+  float* HWY_RESTRICT dyz1 = s.dyz1.data();
+  const auto offsets = [&](const auto* HWY_RESTRICT xs, const auto* HWY_RESTRICT ys, const auto* HWY_RESTRICT zs) {
+    for (std::size_t a = 0; a < p.atom_count; ++a) {
+      sx[a] = static_cast<float>(static_cast<double>(xs[a]) - ox);
+      const float ay = static_cast<float>(static_cast<double>(ys[a]) - oy);
+      const float dz = static_cast<float>(oz - static_cast<double>(zs[a]));
+      const float dz2 = dz * dz + softening2;
+      const float dy0 = 0.0f - ay, dy1 = ly1 - ay;
+      dyz0[a] = dy0 * dy0 + dz2;
+      dyz1[a] = dy1 * dy1 + dz2;
+      sq[a] = p.q[a];
+    }
+  };
+  if (exact) {
+    offsets(p.x64, p.y64, p.z64);
+  } else {
+    offsets(p.x, p.y, p.z);
   }
-  const float ly[kRows] = {0.0f, static_cast<float>(hy)};
   for (std::int64_t i0 = i_chunk; i0 < std::min<std::int64_t>(p.nx, i_chunk + static_cast<std::int64_t>(chunk_points));
        i0 += static_cast<std::int64_t>(tile_points)) {
     for (std::size_t c = 0; c < tile_points; ++c)
       s.lx[c] = static_cast<float>(static_cast<double>(i0 - i_chunk + static_cast<std::int64_t>(c)) * hx);
     const std::size_t width = static_cast<std::size_t>(std::min<std::int64_t>(static_cast<std::int64_t>(tile_points), p.nx - i0));
-    if (width > 3 * lanes) {
-      register_tile<Potential>(d, s, p.atom_count, s.lx.data(), ly, p.pair, s.out.data());
-    } else if (width > 2 * lanes) {  // the row's last points in one pass (row r's sums at out + r·tile_points)
-      narrow_tile<Potential, 3>(d, s, p.atom_count, s.lx.data(), ly, p.pair, s.out.data(), tile_points);
+    // The row's last points in one pass (row r's sums at out + r·tile_points): `full` whole
+    // vectors per row, and the e points left of each row in one mixed vector when 2e fit in it.
+    const std::size_t full = width / lanes, e = width % lanes;
+    const bool mixed = e > 0 && 2 * e <= lanes;
+    if (mixed) {
+      for (std::size_t c = 0; c < lanes; ++c) s.mixed_x[c] = s.lx[full * lanes + (c < e ? c : (c < 2 * e ? c - e : 0))];
+    }
+    float* out = s.out.data();
+    const std::size_t n = p.atom_count;
+    if (full == 4) {
+      register_tile<Potential>(d, s, n, s.lx.data(), p.pair, out);
+    } else if (mixed) {
+      if (full == 3) narrow_tile<Potential, 3, true>(d, s, n, s.lx.data(), p.pair, out, tile_points, e);
+      if (full == 2) narrow_tile<Potential, 2, true>(d, s, n, s.lx.data(), p.pair, out, tile_points, e);
+      if (full == 1) narrow_tile<Potential, 1, true>(d, s, n, s.lx.data(), p.pair, out, tile_points, e);
+      if (full == 0) narrow_tile<Potential, 0, true>(d, s, n, s.lx.data(), p.pair, out, tile_points, e);
+    } else if (width > 3 * lanes) {
+      register_tile<Potential>(d, s, n, s.lx.data(), p.pair, out);
+    } else if (width > 2 * lanes) {
+      narrow_tile<Potential, 3, false>(d, s, n, s.lx.data(), p.pair, out, tile_points, 0);
     } else if (width > lanes) {
-      narrow_tile<Potential, 2>(d, s, p.atom_count, s.lx.data(), ly, p.pair, s.out.data(), tile_points);
+      narrow_tile<Potential, 2, false>(d, s, n, s.lx.data(), p.pair, out, tile_points, 0);
     } else {
-      narrow_tile<Potential, 1>(d, s, p.atom_count, s.lx.data(), ly, p.pair, s.out.data(), tile_points);
+      narrow_tile<Potential, 1, false>(d, s, n, s.lx.data(), p.pair, out, tile_points, 0);
     }
     for (int r = 0; r < kRows && j0 + r < p.ny; ++r)
       std::memcpy(p.potential + static_cast<std::size_t>(i0 + p.nx * (j0 + r + p.ny * k)), s.out.data() + r * tile_points,
