@@ -691,8 +691,9 @@ struct ScopedEnvironment {
 };
 
 // ESPGRID_MAX_GRID_POINTS caps MSM's lattices like the map: 83 map points 55 Å apart need a
-// level-1 lattice of ~2,300 x 16 x 16 points at h = 2 Å (fuzzing found such a map taking 25 s
-// under ASan, 2026-11-26). Under the cap the same map is computed; over it, a clear error.
+// level-1 lattice over 2,000 points long at h = 2 Å (fuzzing found such a map taking 25 s under
+// ASan, 2026-11-26). A limit of exactly the lattice's points lets the plan be made; one less is
+// a clear error naming the variable.
 TEST(MsmPlan, TheGridPointLimitCapsTheLattices) {
   const ScopedEnvironment no_limit("ESPGRID_MAX_GRID_POINTS", "1000000000");  // whatever the caller set
   GridSpec grid = testing::make_test_grid(83, 2, 2, 1.0, {0, 0, 0});
