@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <random>
 
+#include "src/compute/approximation_error.h"
 #include "src/compute/oracle.h"
 #include "tests/test_support.h"
 
@@ -34,7 +35,8 @@ const Atoms& large_structure() {
 }
 
 /// Relative RMS error of `kernel` against the float64 oracle (true double positions) at
-/// `samples` random points of a grid over the whole structure at `spacing` Å.
+/// `samples` random points, at least 1.4 Å from every atom, of a grid over the whole structure
+/// at `spacing` Å.
 double relative_rms_error(const KernelVariant& kernel, double spacing, std::size_t samples) {
   GridRequest request;
   request.spacing = {spacing, spacing, spacing};
@@ -44,10 +46,20 @@ double relative_rms_error(const KernelVariant& kernel, double spacing, std::size
   const PreparedProblem problem(atoms, grid, 1.0);
   const auto out = testing::run_poisoned(kernel, problem);
   const DcsProblem p = problem.view(nullptr);
+  // Points at least kAwayFromAtoms (1.4 Å) from every atom, as every other relative error here is
+  // judged. Inside an atom one nearly singular term dominates, and the float32 offsets (rounded
+  // at the ~1e-4 Å of positions hundreds of Å from a task's origin) leave it a relative error
+  // of ~1e-4 Å / r: a grid point 0.075 Å from an atom, drawn about once in 25 seeds, put the
+  // whole sample's RMS at 2.4e-6 (seed 28209098) where it is 5e-7 otherwise, for the old and
+  // the new cpu-simd alike.
+  const std::vector<std::uint8_t> near_atom = near_atom_mask(p);
+  std::vector<std::size_t> away;
+  for (std::size_t i = 0; i < near_atom.size(); ++i)
+    if (!near_atom[i]) away.push_back(i);
   std::mt19937_64 rng(testing::test_seed());
-  std::uniform_int_distribution<std::size_t> pick(0, grid.point_count() - 1);
+  std::uniform_int_distribution<std::size_t> pick(0, away.size() - 1);
   std::vector<std::size_t> points(samples);
-  for (auto& s : points) s = pick(rng);
+  for (auto& s : points) s = away[pick(rng)];
   double error2 = 0, value2 = 0;
 #pragma omp parallel for reduction(+ : error2, value2) schedule(dynamic, 4)
   for (std::size_t s = 0; s < samples; ++s) {
