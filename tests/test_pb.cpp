@@ -567,6 +567,33 @@ TEST(PbCli, MapWritesAPoissonBoltzmannMapThatSaysSo) {
   EXPECT_TRUE(back.physics.poisson_boltzmann);
 }
 
+// The kernel line names the kernel of each direct sum the solve made: --accuracy picks MSM for the
+// split formulation's Coulomb part, while the boundary's sum stays exact; the line once said
+// "direct sums: cpu-msm" for the direct formulation too, which sums nothing but the boundary.
+TEST(PbCli, TheKernelLineNamesEachDirectSumsKernel) {
+  if (!have_hypre()) GTEST_SKIP() << "no hypre: the CPU solve is what this checks";
+  const std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) / "pb_kernel_line";
+  std::filesystem::create_directories(dir);
+  const auto kernel_line = [](const std::string& out) {
+    const auto at = out.find("\nkernel ");
+    return at == std::string::npos ? std::string() : out.substr(at + 1, out.find('\n', at + 1) - at - 1);
+  };
+  for (const char* formulation : {"split", "direct"}) {
+    SCOPED_TRACE(formulation);
+    const testing::Outcome r =
+        run_cli({"map", "data/fasciculin2.pqr", "-o", (dir / "fas.dx").string(), "--model", "pb", "--spacing", "1.5",
+                 "--padding", "8", "--backend", "cpu", "--accuracy", "1e-3", "--pb-formulation", formulation},
+                dir);
+    ASSERT_EQ(r.code, 0) << r;
+    const std::string line = kernel_line(r.out);
+    EXPECT_NE(line.find("(direct sums: boundary cpu-"), std::string::npos) << line;
+    EXPECT_EQ(line.find("boundary cpu-msm"), std::string::npos) << line;
+    const bool split = std::string(formulation) == "split";
+    EXPECT_EQ(line.find(", Coulomb part cpu-msm, --accuracy") != std::string::npos, split) << line;
+    EXPECT_EQ(r.out.find("summed exactly"), std::string::npos) << r;  // MSM's Coulomb part is not exact
+  }
+}
+
 // A PB map written in every format reads back as a PB map in every format: the .vti reader knew
 // only the pair models, so `espgrid convert x-pb.vti` (and espgrid-render, which reads through
 // it) failed on the quickstart's own PB map.

@@ -314,7 +314,8 @@ void add_pb_options(std::vector<JobOption>& t) {
      });
   pb("pb-formulation",
      "direct (APBS's discretization: charges spread onto the grid by B-splines; the default) or split (the Coulomb "
-     "part summed exactly at every point, only the reaction field solved: exact in a uniform medium; no better at "
+     "part summed at every point (exactly; by MSM under --accuracy), only the reaction field solved: exact in a "
+     "uniform medium; no better at "
      "the molecular surface, docs/pb.md)",
      "direct", [](PbOptions& o, const OptionValue& v) { o.formulation = parse_formulation(v.as_text("pb-formulation")); });
   pb("pb-tolerance", "relative residual at which the solver stops [etol]", "1e-6",

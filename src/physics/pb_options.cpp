@@ -88,7 +88,7 @@ std::string describe(const PbOptions& o) {
   else
     text += " (srad " + shortest_text(o.probe_radius) + " A, sdens " + shortest_text(o.surface_density) +
             (o.sampling ? ", sampled " + std::to_string(o.sampling) + "x per spacing" : std::string()) + ")";
-  text += o.formulation == PbFormulation::Direct ? ", chgm spl2" : ", Coulomb part summed exactly (split)";
+  text += o.formulation == PbFormulation::Direct ? ", chgm spl2" : ", Coulomb part summed, not solved (split)";
   text += ", bcfl mdh";
   return text;
 }

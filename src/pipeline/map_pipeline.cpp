@@ -119,6 +119,7 @@ void compute_pb_map(MapResult& result, const Atoms& atoms, const MapRequest& req
   result.timing.device = pb.solve.device;
   result.timing.phases = pb.phases;
   result.timing.method = pb.summary + "; direct sums: " + pb.direct_sum;
+  result.timing.direct_sums = pb.direct_sum;
 }
 
 }  // namespace

@@ -60,6 +60,9 @@ struct TimingReport {
   std::vector<WorkerTiming> parts;  ///< CUDA: one per device worker
   std::vector<PhaseTiming> phases;  ///< methods that run in phases (MSM): each phase's time
   std::string method;               ///< approximate kernels: the method, its parameters and bound
+  /// --model pb: the kernel of each direct sum the solve made ("boundary cpu-simd, Coulomb part
+  /// cpu-msm"); empty otherwise.
+  std::string direct_sums;
   double total_seconds() const {
     return read_seconds + prepare_seconds + kernel_seconds + transfer_seconds + write_seconds;
   }
