@@ -253,9 +253,9 @@ void simd_task(const DcsProblem& p, std::int64_t k, std::int64_t t, SimdScratch&
   const std::int64_t i_chunk = (t % chunks_x) * static_cast<std::int64_t>(chunk_points);
   const double ox = static_cast<double>(i_chunk) * hx, oy = static_cast<double>(j0) * hy;
   // Each atom's dy² + dz² for both rows, once per task rather than in every tile's atom loop
-  // (there it cost 2 subtractions, 2 FMAs and 2 broadcasts per atom and tile).
-  // One loop per coordinate type, with no choice inside, so that the compiler vectorizes it: on
-  // a narrow grid a task is one tile, and this loop was a third of the task's time.
+  // (there it cost 2 subtractions, 2 FMAs and 2 broadcasts per atom and tile); one loop per
+  // coordinate type, with no choice inside, so that the compiler vectorizes it (on a narrow grid
+  // a task is one tile, and this loop, scalar, was a third of the task's time).
   const float ly1 = static_cast<float>(hy);  // row 1's y from the task's origin (row 0's is 0)
   const float softening2 = p.softening2;
   float* HWY_RESTRICT sx = s.x.data();
