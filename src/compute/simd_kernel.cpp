@@ -8,7 +8,7 @@
 // each of its two rows, q, as float32: the rounding of the pair's own distances, not of the
 // coordinates' size), then sweeps register tiles of 4 vectors × 2 rows over all atoms, in blocks
 // of 256 atoms whose partial sums are added to the totals at the end of each block (blocked
-// summation); a row's end goes to narrower tiles (narrow_tile). Per pair: dx (1 SUB per vector,
+// summation); a row's end takes a tile of fewer vectors (register_tile). Per pair: dx (1 SUB per vector,
 // shared by both rows), r² (FMA), then the model's evaluator (src/physics/pair_potentials.h)
 // on vectors through SimdMath: for Coulomb an approximate reciprocal square root (RSQRTPS, 12
 // bits; RSQRT14 on AVX-512) and one Newton step (4 operations: to ~1e-7 relative, 2 ulp), q·f
@@ -42,7 +42,7 @@ struct SimdScratch {
   std::vector<float> x, q;
   std::vector<float> dyz0, dyz1;  ///< dy² + dz² (+ softening²) of each atom for the task's two rows
   std::vector<float> lx, out;
-  std::vector<float> mixed_x;  ///< x of each lane of the mixed vector (narrow_tile)
+  std::vector<float> mixed_x;  ///< x of each lane of the mixed vector (register_tile)
 };
 }  // namespace espgrid
 #endif
@@ -128,69 +128,32 @@ HWY_INLINE VF pair_term(VF q, VF r2, const PairParameters& pair) {
   return Potential::template term<SimdMath, Lanes>(Lanes(q), Lanes(r2), pair).v;
 }
 
-/// One register tile: 4 vectors × 2 rows at local positions lx (per vector lane) and ly, over
-/// every atom in blocks of kAtomBlock; writes kRows × (4·lanes) sums to `out`.
-template <class Potential>
-HWY_INLINE void register_tile(DF d, const SimdScratch& atoms, std::size_t n, const float* lx,
-                              const PairParameters& pair, float* out) {
-  const std::size_t lanes = hn::Lanes(d);
-  VF x0 = hn::LoadU(d, lx), x1 = hn::LoadU(d, lx + lanes), x2 = hn::LoadU(d, lx + 2 * lanes),
-     x3 = hn::LoadU(d, lx + 3 * lanes);
-  VF s00 = hn::Zero(d), s01 = hn::Zero(d), s02 = hn::Zero(d), s03 = hn::Zero(d);
-  VF s10 = hn::Zero(d), s11 = hn::Zero(d), s12 = hn::Zero(d), s13 = hn::Zero(d);
-  for (std::size_t base = 0; base < n; base += kAtomBlock) {
-    const std::size_t end = std::min(n, base + kAtomBlock);
-    VF p00 = hn::Zero(d), p01 = hn::Zero(d), p02 = hn::Zero(d), p03 = hn::Zero(d);
-    VF p10 = hn::Zero(d), p11 = hn::Zero(d), p12 = hn::Zero(d), p13 = hn::Zero(d);
-    for (std::size_t a = base; a < end; ++a) {
-      const VF ax = hn::Set(d, atoms.x[a]);
-      const VF q = hn::Set(d, atoms.q[a]);
-      const VF dyz0 = hn::Set(d, atoms.dyz0[a]);
-      const VF dyz1 = hn::Set(d, atoms.dyz1[a]);
-      const VF dx0 = hn::Sub(x0, ax), dx1 = hn::Sub(x1, ax), dx2 = hn::Sub(x2, ax), dx3 = hn::Sub(x3, ax);
-      p00 = hn::Add(p00, pair_term<Potential>(q, hn::MulAdd(dx0, dx0, dyz0), pair));
-      p01 = hn::Add(p01, pair_term<Potential>(q, hn::MulAdd(dx1, dx1, dyz0), pair));
-      p02 = hn::Add(p02, pair_term<Potential>(q, hn::MulAdd(dx2, dx2, dyz0), pair));
-      p03 = hn::Add(p03, pair_term<Potential>(q, hn::MulAdd(dx3, dx3, dyz0), pair));
-      p10 = hn::Add(p10, pair_term<Potential>(q, hn::MulAdd(dx0, dx0, dyz1), pair));
-      p11 = hn::Add(p11, pair_term<Potential>(q, hn::MulAdd(dx1, dx1, dyz1), pair));
-      p12 = hn::Add(p12, pair_term<Potential>(q, hn::MulAdd(dx2, dx2, dyz1), pair));
-      p13 = hn::Add(p13, pair_term<Potential>(q, hn::MulAdd(dx3, dx3, dyz1), pair));
-    }
-    s00 = hn::Add(s00, p00), s01 = hn::Add(s01, p01), s02 = hn::Add(s02, p02), s03 = hn::Add(s03, p03);
-    s10 = hn::Add(s10, p10), s11 = hn::Add(s11, p11), s12 = hn::Add(s12, p12), s13 = hn::Add(s13, p13);
-  }
-  hn::StoreU(s00, d, out), hn::StoreU(s01, d, out + lanes), hn::StoreU(s02, d, out + 2 * lanes),
-      hn::StoreU(s03, d, out + 3 * lanes);
-  float* row1 = out + kTileVectors * lanes;
-  hn::StoreU(s10, d, row1), hn::StoreU(s11, d, row1 + lanes), hn::StoreU(s12, d, row1 + 2 * lanes),
-      hn::StoreU(s13, d, row1 + 3 * lanes);
-}
-
-/// A narrower tile for the end of a row: V (0 to 3) vectors × 2 rows, and with MIXED one vector
-/// more whose first e lanes are row 0's last e points and next e lanes row 1's (e ≤ half the
-/// lanes; its own x per lane in mixed_x, the row by mask): the same operations per point as
-/// register_tile (so the same bits), fewer points wasted past the row's end. A 4-vector tile over
-/// the last few points of a row computed up to 3 vectors of nothing: a quarter of the throughput
-/// at widths like 96 (FINDINGS, issue 24); a row pair's 2·e last points in one vector instead of
-/// two saves one pair-vector in 2V + 2 (width 40 under AVX-512: 5 vectors, not 6). One pass over
-/// the atoms for all of it: each pass pays the per-atom broadcasts again.
+/// One register tile: V (0 to 4) vectors × 2 rows at local positions lx (per vector lane), and
+/// with MIXED one vector more whose first e lanes are row 0's last e points and next e lanes row
+/// 1's (e ≤ half the lanes; its own x per lane in mixed_x, the row by mask), over every atom in
+/// blocks of kAtomBlock; row r's sums go to out + r·row_stride. A row's body takes V = 4; its end
+/// takes as few vectors as hold it, with the same operations per point (so the same bits): a
+/// 4-vector tile over the last few points of a row computed up to 3 vectors of nothing, a quarter
+/// of the throughput at widths like 96 (FINDINGS, issue 24), and a row pair's 2·e last points in
+/// one vector instead of two save one pair-vector in 2V + 2 (width 40 under AVX-512: 5 vectors,
+/// not 6). One pass over the atoms for all of it: each pass pays the per-atom broadcasts again.
 template <class Potential, int V, bool MIXED>
-HWY_INLINE void narrow_tile(DF d, const SimdScratch& atoms, std::size_t n, const float* lx, const PairParameters& pair,
-                            float* out, std::size_t row_stride, std::size_t e) {
-  static_assert(V >= 0 && V <= 3 && (V > 0 || MIXED), "register_tile is the 4-vector tile");
+HWY_INLINE void register_tile(DF d, const SimdScratch& atoms, std::size_t n, const float* lx,
+                              const PairParameters& pair, float* out, std::size_t row_stride, std::size_t e) {
+  static_assert(V >= 0 && V <= kTileVectors && (V > 0 || MIXED), "0 to 4 vectors, and something to compute");
   const std::size_t lanes = hn::Lanes(d);
   const VF x0 = hn::LoadU(d, lx);
   const VF x1 = V >= 2 ? hn::LoadU(d, lx + lanes) : x0;
   const VF x2 = V >= 3 ? hn::LoadU(d, lx + 2 * lanes) : x0;
+  const VF x3 = V >= 4 ? hn::LoadU(d, lx + 3 * lanes) : x0;
   const VF xm = MIXED ? hn::LoadU(d, atoms.mixed_x.data()) : x0;
   const auto row0_lanes = hn::FirstN(d, e);
-  VF s00 = hn::Zero(d), s01 = hn::Zero(d), s02 = hn::Zero(d), s10 = hn::Zero(d), s11 = hn::Zero(d),
-     s12 = hn::Zero(d), sm = hn::Zero(d);
+  VF s00 = hn::Zero(d), s01 = hn::Zero(d), s02 = hn::Zero(d), s03 = hn::Zero(d), s10 = hn::Zero(d),
+     s11 = hn::Zero(d), s12 = hn::Zero(d), s13 = hn::Zero(d), sm = hn::Zero(d);
   for (std::size_t base = 0; base < n; base += kAtomBlock) {
     const std::size_t end = std::min(n, base + kAtomBlock);
-    VF p00 = hn::Zero(d), p01 = hn::Zero(d), p02 = hn::Zero(d), p10 = hn::Zero(d), p11 = hn::Zero(d),
-       p12 = hn::Zero(d), pm = hn::Zero(d);
+    VF p00 = hn::Zero(d), p01 = hn::Zero(d), p02 = hn::Zero(d), p03 = hn::Zero(d), p10 = hn::Zero(d),
+       p11 = hn::Zero(d), p12 = hn::Zero(d), p13 = hn::Zero(d), pm = hn::Zero(d);
     for (std::size_t a = base; a < end; ++a) {
       const VF ax = hn::Set(d, atoms.x[a]);
       const VF q = hn::Set(d, atoms.q[a]);
@@ -211,6 +174,11 @@ HWY_INLINE void narrow_tile(DF d, const SimdScratch& atoms, std::size_t n, const
         p02 = hn::Add(p02, pair_term<Potential>(q, hn::MulAdd(dx2, dx2, dyz0), pair));
         p12 = hn::Add(p12, pair_term<Potential>(q, hn::MulAdd(dx2, dx2, dyz1), pair));
       }
+      if constexpr (V >= 4) {
+        const VF dx3 = hn::Sub(x3, ax);
+        p03 = hn::Add(p03, pair_term<Potential>(q, hn::MulAdd(dx3, dx3, dyz0), pair));
+        p13 = hn::Add(p13, pair_term<Potential>(q, hn::MulAdd(dx3, dx3, dyz1), pair));
+      }
       if constexpr (MIXED) {
         const VF dxm = hn::Sub(xm, ax);
         pm = hn::Add(pm, pair_term<Potential>(q, hn::MulAdd(dxm, dxm, hn::IfThenElse(row0_lanes, dyz0, dyz1)), pair));
@@ -219,11 +187,13 @@ HWY_INLINE void narrow_tile(DF d, const SimdScratch& atoms, std::size_t n, const
     if constexpr (V >= 1) s00 = hn::Add(s00, p00), s10 = hn::Add(s10, p10);
     if constexpr (V >= 2) s01 = hn::Add(s01, p01), s11 = hn::Add(s11, p11);
     if constexpr (V >= 3) s02 = hn::Add(s02, p02), s12 = hn::Add(s12, p12);
+    if constexpr (V >= 4) s03 = hn::Add(s03, p03), s13 = hn::Add(s13, p13);
     if constexpr (MIXED) sm = hn::Add(sm, pm);
   }
   if constexpr (V >= 1) hn::StoreU(s00, d, out), hn::StoreU(s10, d, out + row_stride);
   if constexpr (V >= 2) hn::StoreU(s01, d, out + lanes), hn::StoreU(s11, d, out + row_stride + lanes);
   if constexpr (V >= 3) hn::StoreU(s02, d, out + 2 * lanes), hn::StoreU(s12, d, out + row_stride + 2 * lanes);
+  if constexpr (V >= 4) hn::StoreU(s03, d, out + 3 * lanes), hn::StoreU(s13, d, out + row_stride + 3 * lanes);
   if constexpr (MIXED) {
     float mixed[HWY_MAX_BYTES / sizeof(float)];
     hn::StoreU(sm, d, mixed);
@@ -284,8 +254,9 @@ void simd_task(const DcsProblem& p, std::int64_t k, std::int64_t t, SimdScratch&
     for (std::size_t c = 0; c < tile_points; ++c)
       s.lx[c] = static_cast<float>(static_cast<double>(i0 - i_chunk + static_cast<std::int64_t>(c)) * hx);
     const std::size_t width = static_cast<std::size_t>(std::min<std::int64_t>(static_cast<std::int64_t>(tile_points), p.nx - i0));
-    // The row's last points in one pass (row r's sums at out + r·tile_points): `full` whole
-    // vectors per row, and the e points left of each row in one mixed vector when 2e fit in it.
+    // One pass over the atoms for these points (row r's sums at out + r·tile_points): `full`
+    // whole vectors per row (4 in a row's body), and at a row's end the e points left of each
+    // row in one mixed vector when 2e fit in it, else in one more vector per row.
     const std::size_t full = width / lanes, e = width % lanes;
     const bool mixed = e > 0 && 2 * e <= lanes;
     if (mixed) {
@@ -293,21 +264,18 @@ void simd_task(const DcsProblem& p, std::int64_t k, std::int64_t t, SimdScratch&
     }
     float* out = s.out.data();
     const std::size_t n = p.atom_count;
-    if (full == 4) {
-      register_tile<Potential>(d, s, n, s.lx.data(), p.pair, out);
-    } else if (mixed) {
-      if (full == 3) narrow_tile<Potential, 3, true>(d, s, n, s.lx.data(), p.pair, out, tile_points, e);
-      if (full == 2) narrow_tile<Potential, 2, true>(d, s, n, s.lx.data(), p.pair, out, tile_points, e);
-      if (full == 1) narrow_tile<Potential, 1, true>(d, s, n, s.lx.data(), p.pair, out, tile_points, e);
-      if (full == 0) narrow_tile<Potential, 0, true>(d, s, n, s.lx.data(), p.pair, out, tile_points, e);
-    } else if (width > 3 * lanes) {
-      register_tile<Potential>(d, s, n, s.lx.data(), p.pair, out);
-    } else if (width > 2 * lanes) {
-      narrow_tile<Potential, 3, false>(d, s, n, s.lx.data(), p.pair, out, tile_points, 0);
-    } else if (width > lanes) {
-      narrow_tile<Potential, 2, false>(d, s, n, s.lx.data(), p.pair, out, tile_points, 0);
+    const float* lx = s.lx.data();
+    if (mixed) {  // full < 4, since e > 0
+      if (full == 0) register_tile<Potential, 0, true>(d, s, n, lx, p.pair, out, tile_points, e);
+      if (full == 1) register_tile<Potential, 1, true>(d, s, n, lx, p.pair, out, tile_points, e);
+      if (full == 2) register_tile<Potential, 2, true>(d, s, n, lx, p.pair, out, tile_points, e);
+      if (full == 3) register_tile<Potential, 3, true>(d, s, n, lx, p.pair, out, tile_points, e);
     } else {
-      narrow_tile<Potential, 1, false>(d, s, n, s.lx.data(), p.pair, out, tile_points, 0);
+      const std::size_t vectors = (width + lanes - 1) / lanes;
+      if (vectors == 1) register_tile<Potential, 1, false>(d, s, n, lx, p.pair, out, tile_points, 0);
+      if (vectors == 2) register_tile<Potential, 2, false>(d, s, n, lx, p.pair, out, tile_points, 0);
+      if (vectors == 3) register_tile<Potential, 3, false>(d, s, n, lx, p.pair, out, tile_points, 0);
+      if (vectors == 4) register_tile<Potential, 4, false>(d, s, n, lx, p.pair, out, tile_points, 0);
     }
     for (int r = 0; r < kRows && j0 + r < p.ny; ++r)
       std::memcpy(p.potential + static_cast<std::size_t>(i0 + p.nx * (j0 + r + p.ny * k)), s.out.data() + r * tile_points,
