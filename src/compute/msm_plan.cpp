@@ -67,19 +67,19 @@ std::int64_t widest(const Range& r) {
 
 void check_size(const GridBox& box, const MsmParameters& p, const char* what) {
   const double points = static_cast<double>(box.n[0]) * static_cast<double>(box.n[1]) * static_cast<double>(box.n[2]);
+  const auto too_large = [&] {
+    return "the MSM " + std::string(what) + " would have " + std::to_string(box.n[0]) + "x" + std::to_string(box.n[1]) +
+           "x" + std::to_string(box.n[2]) + " points at spacing " + number_text(p.spacing) + " Å";
+  };
   if (points > static_cast<double>(kMaxGridPoints))
-    throw UsageError("the MSM " + std::string(what) + " would have " + std::to_string(box.n[0]) + "x" +
-                     std::to_string(box.n[1]) + "x" + std::to_string(box.n[2]) + " points at spacing " +
-                     number_text(p.spacing) + " Å (at most " + std::to_string(kMaxGridPoints) +
+    throw UsageError(too_large() + " (at most " + std::to_string(kMaxGridPoints) +
                      "): the atoms or the map span too much space for this spacing; use a coarser --msm-spacing or "
                      "an exact kernel");
   // The lattices are grids too: ESPGRID_MAX_GRID_POINTS (shared machines, CI, fuzzing) caps
   // them like the map. A lattice covers the map's box at h whatever the map's own spacing, so
   // a coarse map far from its atoms can need a lattice far larger than the map.
   if (const std::uint64_t limit = max_grid_points_from_environment(); limit != 0 && points > static_cast<double>(limit))
-    throw UsageError("the MSM " + std::string(what) + " would have " + std::to_string(box.n[0]) + "x" +
-                     std::to_string(box.n[1]) + "x" + std::to_string(box.n[2]) + " points at spacing " +
-                     number_text(p.spacing) + " Å, over the limit of " + with_commas(limit) +
+    throw UsageError(too_large() + ", over the limit of " + with_commas(limit) +
                      " points set by ESPGRID_MAX_GRID_POINTS; use a coarser --msm-spacing or an exact kernel");
 }
 
