@@ -56,9 +56,17 @@ def main():
             'attribute "dep" string "positions"\nobject "density" class field\ncomponent "positions" value 1\n'
             'component "connections" value 2\ncomponent "data" value 3\n')
         write(seeds, "griddataformats.dx", 0, gdf.encode())
-        vtk_vti = vtk_written_vti(tmp)
-        if vtk_vti:
-            write(seeds, "vtk-uint32.vti", 2, vtk_vti)
+        # VTK's writer in each encoding espgrid reads itself (io/vti_decoding.h).
+        for name, mode, compressor, header, order in [
+                ("vtk-uint32.vti", "raw", "None", "UInt32", "LittleEndian"),
+                ("vtk-base64-zlib.vti", "base64", "ZLib", "UInt64", "LittleEndian"),
+                ("vtk-inline-lz4.vti", "Binary", "LZ4", "UInt32", "LittleEndian"),
+                ("vtk-inline-base64.vti", "Binary", "None", "UInt64", "BigEndian"),
+                ("vtk-lzma-big-endian.vti", "raw", "LZMA", "UInt64", "BigEndian"),
+                ("vtk-ascii.vti", "Ascii", "None", "UInt32", "LittleEndian")]:
+            vtk_vti = vtk_written_vti(tmp, mode, compressor, header, order)
+            if vtk_vti:
+                write(seeds, name, 2, vtk_vti)
     dcd_seeds(os.path.join(ROOT, "fuzz", "seeds", "dcd"))
 
 
@@ -89,7 +97,7 @@ def zyx_mrc(mrc):
     return bytes(header) + np.ascontiguousarray(values.transpose(2, 1, 0)).astype("<f4").tobytes()
 
 
-def vtk_written_vti(tmp):
+def vtk_written_vti(tmp, mode, compressor, header, order):
     try:
         import vtk
     except ImportError:
@@ -112,10 +120,14 @@ def vtk_written_vti(tmp):
     path = os.path.join(tmp, "vtk.vti")
     w.SetFileName(path)
     w.SetInputData(img)
-    w.SetDataModeToAppended()
-    w.EncodeAppendedDataOff()
-    w.SetCompressorTypeToNone()
-    w.SetHeaderTypeToUInt32()
+    if mode in ("raw", "base64"):
+        w.SetDataModeToAppended()
+        w.SetEncodeAppendedData(mode == "base64")
+    else:
+        getattr(w, "SetDataModeTo" + mode)()
+    getattr(w, "SetCompressorTypeTo" + compressor)()
+    getattr(w, "SetHeaderTypeTo" + header)()
+    getattr(w, "SetByteOrderTo" + order)()
     w.Write()
     return open(path, "rb").read()
 

@@ -6,7 +6,7 @@ packages=(
   build-essential cmake pkg-config          # compiler and build
   libvtk9-dev libcxxopts-dev                # .vti writer, command line
   libhwy-dev                                # Google Highway: cpu-simd, the CPU default (README, Kernels)
-  zlib1g-dev                                # .dx.gz
+  zlib1g-dev liblz4-dev liblzma-dev         # .dx.gz; reading .vti compressed by VTK or ParaView (zlib, LZ4, LZMA)
   googletest libgtest-dev libbenchmark-dev  # tests and benchmarks
   python3-vtk9 python3-matplotlib python3-numpy  # viz/ renderer and benchmark plots
   xvfb                                      # headless rendering where no GPU/EGL exists

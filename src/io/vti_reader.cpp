@@ -1,12 +1,12 @@
-// Reading VTK XML image data (.vti). espgrid's own parser reads what espgrid writes, and any
-// .vti of that layout: one piece, axis-aligned, appended raw data (UInt32 or UInt64 byte
-// counts, either byte order), a scalar Float32/Float64 point array "potential" (or the one
-// PointData names as Scalars), espgrid's field data for the unit and physics. It checks every
-// size against the file before reading: a truncated file or one whose byte counts run past the
-// appended data is refused, never read as garbage. Compressed data, base64 and inline arrays
-// go to VTK's reader where this build has VTK, after the same checks of the XML header (and,
-// for compressed data, of every array's block table), since VTK 9.1 aborts the process on
-// some truncated files.
+// Reading VTK XML image data (.vti), all by espgrid's own parser: one piece, axis-aligned, a
+// scalar Float32/Float64 point array "potential" (or the one PointData names as Scalars),
+// espgrid's field data for the unit and physics. Every encoding VTK 9 writes is read: appended
+// raw or base64 data, inline base64 ("binary") and ascii arrays, UInt32 or UInt64 byte counts,
+// either byte order, uncompressed or in zlib, LZ4 or LZMA blocks (io/vti_decoding.h). Every
+// size is checked against the file, and a decompressed size against the grid, before anything
+// is read or allocated: a truncated file or one whose byte counts run past its data is
+// refused, never read as garbage. VTK's reader is not used: it crashed on damaged files
+// (fuzz_map found three SIGSEGVs in it, the last in its block reader).
 #include <algorithm>
 #include <array>
 #include <bit>
@@ -27,26 +27,16 @@
 #include "src/io/map_formats.h"
 #include "src/io/map_reading.h"
 #include "src/io/text_parsing.h"
+#include "src/io/vti_decoding.h"
 
-#if ESPGRID_HAVE_VTK
-#include <vtkAbstractArray.h>
-#include <vtkCallbackCommand.h>
-#include <vtkCommand.h>
-#include <vtkDataArray.h>
-#include <vtkExecutive.h>
-#include <vtkFieldData.h>
-#include <vtkImageData.h>
-#include <vtkNew.h>
-#include <vtkPointData.h>
-#include <vtkStringArray.h>
-#include <vtkXMLImageDataReader.h>
-#endif
 
 namespace espgrid {
 namespace {
 
 /// The XML header is read up to this many bytes: espgrid's is about 2 KiB, VTK's a few.
 constexpr std::size_t kMaxHeaderBytes = std::size_t{1} << 20;
+/// A file without appended data is read whole: its arrays are text inside the XML.
+constexpr std::uint64_t kMaxInlineFileBytes = std::uint64_t{1} << 32;
 
 /// One XML element of the header: its name, attributes, where it is, and which element holds it.
 struct Element {
@@ -57,6 +47,7 @@ struct Element {
   std::size_t begin = 0;     ///< byte offset of its '<'
   std::size_t end = 0;       ///< byte offset after its '>'
   bool has_content = false;  ///< text other than white space before its closing tag (inline data)
+  std::size_t content_end = 0;  ///< byte offset of its closing tag's '<' (0: self-closing)
 
   const std::string* attribute(std::string_view key) const {
     const auto it = attributes.find(key);
@@ -96,6 +87,7 @@ class HeaderScanner {
         if (open.empty() || elements[open.back()].name != name)
           fail(pos, "closing tag </" + std::string(name) + "> does not match " +
                         (open.empty() ? std::string("any open element") : "<" + elements[open.back()].name + ">"));
+        elements[open.back()].content_end = pos;
         open.pop_back();
         pos = gt + 1;
         continue;
@@ -177,6 +169,7 @@ struct ArrayInfo {
   std::size_t index = 0;  ///< of its element among the header's
   std::string name, type, format;
   std::uint64_t offset = 0;  ///< from the first byte after '_'
+  std::size_t content_begin = 0, content_end = 0;  ///< an inline array's text in VtiLayout::text
   std::int64_t components = 1;
   std::optional<std::int64_t> tuples;
 };
@@ -194,7 +187,7 @@ std::size_t value_bytes(std::string_view type) {
 struct VtiLayout {
   std::string path;
   bool little = true, uint64_counts = true;
-  std::string compressor;        ///< empty: uncompressed
+  vti::Compressor compressor = vti::Compressor::None;
   std::string encoding;          ///< AppendedData's encoding, "" when there is none
   std::uint64_t data_begin = 0;  ///< first byte after '_'
   std::uint64_t data_end = 0;    ///< the '<' of </AppendedData>
@@ -203,8 +196,8 @@ struct VtiLayout {
   ArrayInfo potential;
   std::vector<ArrayInfo> fields;        ///< FieldData arrays
   std::vector<ArrayInfo> all_appended;  ///< every appended array, for the size checks
-  bool needs_vtk = false;               ///< compressed, base64 or inline data
-  std::string needs_vtk_because;
+  bool all_raw = true;                  ///< uncompressed, raw appended data only (the fast path)
+  std::string text;                     ///< the header (the whole file when it has no appended data)
 };
 
 std::vector<std::string_view> words(std::string_view text) { return split_whitespace(text); }
@@ -218,6 +211,15 @@ VtiLayout parse_layout(const ByteSource& bytes) {
   bytes.read(0, head.data(), head_bytes, "the XML header");
   if (head.find("<VTKFile") == std::string::npos)
     throw InputError(path, 1, "no <VTKFile> element at the start: this is not a VTK XML file");
+  if (head.size() < bytes.size() && head.find("<AppendedData") == std::string::npos) {
+    // No appended data in sight: the arrays are inline, and the whole file is XML text.
+    if (bytes.size() > kMaxInlineFileBytes)
+      throw InputError(path, 0,
+                       "a .vti of " + std::to_string(bytes.size()) +
+                           " bytes without appended data: espgrid reads inline arrays from files of up to 4 GiB");
+    head.resize(static_cast<std::size_t>(bytes.size()));
+    bytes.read(head_bytes, head.data() + head_bytes, head.size() - head_bytes, "the XML text");
+  }
   HeaderScanner scanner(path, head);
   const std::vector<Element> elements = scanner.scan();
   const auto fail = [&](const Element& e, const std::string& what) { throw InputError(path, e.line, what); };
@@ -252,12 +254,13 @@ VtiLayout parse_layout(const ByteSource& bytes) {
   else
     fail(file, "header_type " + espgrid::quoted(*header_type) + " is neither UInt32 nor UInt64");
   if (const auto* compressor = file.attribute("compressor")) {
-    if (*compressor != "vtkZLibDataCompressor" && *compressor != "vtkLZ4DataCompressor" &&
-        *compressor != "vtkLZMADataCompressor")
-      fail(file, "compressor " + espgrid::quoted(*compressor) + " is not one VTK 9 writes (zlib, LZ4, LZMA)");
-    v.compressor = *compressor;
-    v.needs_vtk = true;
-    v.needs_vtk_because = "its data is compressed (" + *compressor + ")";
+    const auto known = vti::compressor_named(*compressor);
+    if (!known) fail(file, "compressor " + espgrid::quoted(*compressor) + " is not one VTK 9 writes (zlib, LZ4, LZMA)");
+    if (!vti::can_decompress(*known))
+      fail(file, "the data is compressed by " + *compressor + ", which this espgrid cannot decompress (built without " +
+                     vti::package_for(*known) + ")");
+    v.compressor = *known;
+    v.all_raw = false;
   }
 
   const Element& image = *find_one("ImageData", true);
@@ -319,10 +322,7 @@ VtiLayout parse_layout(const ByteSource& bytes) {
     v.encoding = encoding ? *encoding : "";
     if (v.encoding != "raw" && v.encoding != "base64")
       fail(*appended, "AppendedData encoding " + espgrid::quoted(v.encoding) + " is neither raw nor base64");
-    if (v.encoding == "base64") {
-      v.needs_vtk = true;
-      v.needs_vtk_because = "its appended data is base64-encoded";
-    }
+    if (v.encoding == "base64") v.all_raw = false;
     std::size_t p = appended->end;
     while (p < head.size() && std::isspace(static_cast<unsigned char>(head[p]))) ++p;
     if (p >= head.size() || head[p] != '_') fail(*appended, "the appended data does not start with '_'");
@@ -392,8 +392,10 @@ VtiLayout parse_layout(const ByteSource& bytes) {
       a.offset = static_cast<std::uint64_t>(*n);
       v.all_appended.push_back(a);
     } else if (a.format == "ascii" || a.format == "binary") {
-      v.needs_vtk = true;
-      v.needs_vtk_because = "array " + espgrid::quoted(a.name) + " is stored inline (" + a.format + ")";
+      v.all_raw = false;
+      if (e.content_end == 0) fail(e, "inline array " + espgrid::quoted(a.name) + " has no data (<" + e.name + "/>)");
+      a.content_begin = e.end;
+      a.content_end = e.content_end;
     } else {
       fail(e, "array " + espgrid::quoted(a.name) + " has format " + espgrid::quoted(a.format) +
                   " (expected appended, binary or ascii)");
@@ -424,6 +426,7 @@ VtiLayout parse_layout(const ByteSource& bytes) {
     throw InputError(
         path, p.line,
         "the potential has " + std::to_string(p.components) + " components: a map holds one value a point");
+  v.text = std::move(head);
   return v;
 }
 
@@ -439,10 +442,8 @@ std::uint64_t count_word(const ByteSource& bytes, const VtiLayout& v, std::uint6
   return v.little == (std::endian::native == std::endian::little) ? n : __builtin_bswap32(n);
 }
 
-/// Checks that an appended array lies inside the appended data and returns where its bytes
-/// start and how many there are. Uncompressed: a byte count, then the bytes. Compressed: a
-/// block table (blocks, block size, last block size, each block's compressed size), then the
-/// blocks; `bytes_out` is then the uncompressed size.
+/// Checks that an uncompressed raw appended array (a byte count, then the bytes) lies inside
+/// the appended data and returns where its bytes start and how many there are.
 std::pair<std::uint64_t, std::uint64_t> locate(const ByteSource& bytes, const VtiLayout& v, const ArrayInfo& a,
                                                std::uint64_t* end_out) {
   const std::string what = "array '" + a.name + "'";
@@ -455,31 +456,10 @@ std::pair<std::uint64_t, std::uint64_t> locate(const ByteSource& bytes, const Vt
   };
   if (a.offset > room || room - a.offset < word) past_end(word);
   const std::uint64_t at = v.data_begin + a.offset;
-  if (v.compressor.empty()) {
-    const std::uint64_t n = count_word(bytes, v, at, what);
-    if (n > room - a.offset - word) past_end(word + n);
-    *end_out = a.offset + word + n;
-    return {at + word, n};
-  }
-  if (room - a.offset < 3 * word) past_end(3 * word);
-  const std::uint64_t blocks = count_word(bytes, v, at, what);
-  const std::uint64_t block_size = count_word(bytes, v, at + word, what);
-  const std::uint64_t last_size = count_word(bytes, v, at + 2 * word, what);
-  if (blocks > (room - a.offset) / word) past_end(word * (3 + blocks));
-  const std::uint64_t table = word * (3 + blocks);
-  if (table > room - a.offset) past_end(table);
-  std::uint64_t compressed = 0;
-  for (std::uint64_t b = 0; b < blocks; ++b) {
-    compressed += count_word(bytes, v, at + word * (3 + b), what);
-    if (compressed > room - a.offset - table) past_end(table + compressed);
-  }
-  // VTK allocates a block of `block_size` bytes even for an array of no blocks (an allocation of
-  // 2^58 bytes, found by fuzz_map): VTK writes 32 KiB blocks; 64 MiB is far above any writer's.
-  if ((blocks > 0 && block_size == 0) || block_size > (std::uint64_t{1} << 26) || last_size > block_size)
-    throw InputError(v.path, a.line, what + " has a block table that does not add up");
-  const std::uint64_t total = blocks == 0 ? 0 : (blocks - 1) * block_size + (last_size ? last_size : block_size);
-  *end_out = a.offset + table + compressed;
-  return {at + table, total};
+  const std::uint64_t n = count_word(bytes, v, at, what);
+  if (n > room - a.offset - word) past_end(word + n);
+  *end_out = a.offset + word + n;
+  return {at + word, n};
 }
 
 /// InputError unless an array's `bytes` are its tuples (one a grid point for point data, one a
@@ -633,80 +613,230 @@ PotentialMap read_uncompressed(const ByteSource& bytes, const VtiLayout& v, bool
   return map;
 }
 
-#if ESPGRID_HAVE_VTK
+/// An array's encoded data, as VTK writes it: raw appended bytes in the file, or base64 text
+/// (appended, or inline "binary" with its white space removed). Base64 comes in units, each
+/// padded on its own: an uncompressed array is one unit (its byte count, then its bytes), a
+/// compressed one two (its block table, then its blocks).
+class EncodedArray {
+ public:
+  /// Appended data: from the array's offset to the end of the appended data.
+  EncodedArray(const ByteSource& file, const VtiLayout& v, const ArrayInfo& a)
+      : v_(v), a_(a), file_(&file), base64_(v.encoding == "base64"), end_(v.data_end - v.data_begin) {
+    if (a.offset > end_)
+      throw InputError(v.path, a.line,
+                       "array '" + a.name + "' starts at offset " + std::to_string(a.offset) +
+                           ", after the end of the appended data (" + std::to_string(end_) +
+                           " bytes): the file is truncated");
+    pos_ = a.offset;
+  }
+  /// Inline base64 ("binary").
+  EncodedArray(const VtiLayout& v, const ArrayInfo& a) : v_(v), a_(a), base64_(true) {
+    for (std::size_t i = a.content_begin; i < a.content_end; ++i)
+      if (!std::isspace(static_cast<unsigned char>(v.text[i]))) text_.push_back(v.text[i]);
+    end_ = text_.size();
+  }
 
-/// Collects VTK's error events, so that a failed read is an error, never a partial image.
-void count_error(vtkObject*, unsigned long, void* client, void*) { ++*static_cast<int*>(client); }
+  /// The first `n` decoded bytes from here, not consumed: the start of a unit.
+  std::string peek(std::uint64_t n) const {
+    const std::uint64_t chars = encoded(n);
+    std::string out = decode(fetch(chars));
+    if (out.size() < n) not_base64();
+    out.resize(static_cast<std::size_t>(n));
+    return out;
+  }
+  /// The next unit, of exactly `n` decoded bytes.
+  std::string take(std::uint64_t n) {
+    const std::uint64_t chars = encoded(n);
+    std::string out = decode(fetch(chars));
+    if (out.size() != n) not_base64();
+    pos_ += chars;
+    return out;
+  }
+  /// At most how many decoded bytes are left: the bound every size in a header is checked by.
+  std::uint64_t left() const { return base64_ ? (end_ - pos_) / 4 * 3 : end_ - pos_; }
+  [[noreturn]] void truncated(std::uint64_t need) const {
+    throw InputError(v_.path, a_.line,
+                     "array '" + a_.name + "' needs " + std::to_string(need) + " more bytes than its data holds (" +
+                         std::to_string(left()) + "): the file is truncated or its byte counts are wrong");
+  }
 
-PotentialMap read_with_vtk(const ByteSource& bytes, const VtiLayout& v, bool* unit_known) {
-  // The checks VTK does not make before it reads: every appended array (and, compressed, its
-  // block table) within the appended data.
-  for (const ArrayInfo& a : v.all_appended) {
-    if (v.encoding != "raw") break;  // base64: VTK decodes; sizes are checked after the read
-    std::uint64_t end = 0;
-    const auto [at, n] = locate(bytes, v, a, &end);
-    (void)at;
+ private:
+  std::uint64_t encoded(std::uint64_t n) const { return base64_ ? (n + 2) / 3 * 4 : n; }
+  std::string fetch(std::uint64_t chars) const {
+    if (chars > end_ - pos_) truncated(base64_ ? chars / 4 * 3 : chars);
+    if (!file_) return text_.substr(static_cast<std::size_t>(pos_), static_cast<std::size_t>(chars));
+    std::string out(static_cast<std::size_t>(chars), '\0');
+    file_->read(v_.data_begin + pos_, out.data(), out.size(), "array '" + a_.name + "'");
+    return out;
+  }
+  std::string decode(std::string chars) const {
+    if (!base64_) return chars;
+    auto out = vti::base64_decode(chars);
+    if (!out) not_base64();
+    return std::move(*out);
+  }
+  [[noreturn]] void not_base64() const {
+    throw InputError(v_.path, a_.line,
+                     "array '" + a_.name + "' is not valid base64 where its byte counts say it should be");
+  }
+
+  const VtiLayout& v_;
+  const ArrayInfo& a_;
+  const ByteSource* file_ = nullptr;
+  std::string text_;  ///< inline base64, without white space
+  bool base64_;
+  std::uint64_t pos_ = 0, end_ = 0;
+};
+
+/// Reverses the bytes of each `size`-byte value of `bytes` (another byte order).
+void swap_values(std::string& bytes, std::size_t size) {
+  if (size < 2) return;
+  for (std::size_t i = 0; i + size <= bytes.size(); i += size) std::reverse(bytes.begin() + i, bytes.begin() + i + size);
+}
+
+/// A binary array's values, in this machine's byte order (a String array: its strings, each
+/// ended by a NUL). Every count in its header is checked against the data left and against
+/// the array's size (check_array_bytes) before anything is allocated or decompressed.
+std::string binary_array(const VtiLayout& v, const ArrayInfo& a, EncodedArray data) {
+  const std::size_t word = v.uint64_counts ? 8 : 4;
+  const bool swap = v.little != (std::endian::native == std::endian::little);
+  const auto word_at = [&](const std::string& head, std::size_t i) {
+    std::uint64_t n = 0;
+    if (word == 8) {
+      std::memcpy(&n, head.data() + 8 * i, 8);
+      return swap ? __builtin_bswap64(n) : n;
+    }
+    std::uint32_t n32;
+    std::memcpy(&n32, head.data() + 4 * i, 4);
+    return std::uint64_t{swap ? __builtin_bswap32(n32) : n32};
+  };
+  std::string out;
+  if (v.compressor == vti::Compressor::None) {
+    const std::uint64_t n = word_at(data.peek(word), 0);
+    if (n > data.left() - std::min<std::uint64_t>(data.left(), word)) data.truncated(word + n);
     check_array_bytes(v, a, n);
-  }
-  if (v.potential.format == "appended" && v.encoding == "raw") {
-    std::uint64_t end = 0;
-    const std::uint64_t n = locate(bytes, v, v.potential, &end).second;
-    const std::size_t size = v.potential.type == "Float32" ? 4 : 8;
-    if (n != static_cast<std::uint64_t>(v.grid.point_count()) * size)
-      throw InputError(v.path, v.potential.line,
-                       "the potential holds " + std::to_string(n) + " bytes, not " +
-                           std::to_string(v.grid.point_count() * size) + " for the grid's points");
-  }
-  int errors = 0;
-  vtkNew<vtkCallbackCommand> on_error;
-  on_error->SetCallback(count_error);
-  on_error->SetClientData(&errors);
-  vtkNew<vtkXMLImageDataReader> reader;
-  reader->GlobalWarningDisplayOff();  // VTK's own messages name source files; we report
-  reader->AddObserver(vtkCommand::ErrorEvent, on_error);
-  reader->GetExecutive()->AddObserver(vtkCommand::ErrorEvent, on_error);
-  if (bytes.in_memory()) {
-    reader->ReadFromInputStringOn();
-    reader->SetInputString(bytes.memory());
+    out = data.take(word + n).substr(word);
   } else {
-    reader->SetFileName(bytes.path().c_str());
+    const std::string head = data.peek(3 * word);
+    const std::uint64_t blocks = word_at(head, 0), block_size = word_at(head, 1), last_size = word_at(head, 2);
+    if (blocks > data.left() / word) data.truncated(word * (3 + blocks));
+    // VTK writes 32 KiB blocks; 64 MiB is far above any writer's, and bounds each allocation.
+    if ((blocks > 0 && block_size == 0) || block_size > (std::uint64_t{1} << 26) || last_size > block_size)
+      throw InputError(v.path, a.line, "array '" + a.name + "' has a block table that does not add up");
+    const std::uint64_t total = blocks == 0 ? 0 : (blocks - 1) * block_size + (last_size ? last_size : block_size);
+    check_array_bytes(v, a, total);
+    const std::string table = data.take(word * (3 + blocks));
+    std::vector<std::uint64_t> packed_size(static_cast<std::size_t>(blocks));
+    std::uint64_t packed_total = 0;
+    for (std::size_t b = 0; b < packed_size.size(); ++b) {
+      packed_size[b] = word_at(table, 3 + b);
+      packed_total += packed_size[b];
+      if (packed_total > data.left()) data.truncated(packed_total);
+    }
+    const std::string packed = data.take(packed_total);
+    out.assign(static_cast<std::size_t>(total), '\0');
+    std::uint64_t from = 0;
+    for (std::size_t b = 0; b < packed_size.size(); ++b) {
+      const std::uint64_t size = b + 1 < packed_size.size() || last_size == 0 ? block_size : last_size;
+      const std::string why =
+          vti::decompress_block(v.compressor, std::string_view(packed).substr(from, packed_size[b]),
+                                out.data() + b * block_size, static_cast<std::size_t>(size));
+      if (!why.empty())
+        throw InputError(v.path, a.line,
+                         "array '" + a.name + "': block " + std::to_string(b + 1) + " of " +
+                             std::to_string(blocks) + " does not decompress: " + why);
+      from += packed_size[b];
+    }
   }
-  reader->Update();
-  vtkImageData* image = reader->GetOutput();
-  if (errors || image == nullptr)
-    throw InputError(v.path, 0, "VTK could not read the image data (corrupt or truncated?)");
-  int dims[3];
-  image->GetDimensions(dims);
-  for (std::size_t a = 0; a < 3; ++a)
-    if (dims[a] != v.grid.dims[a]) throw InputError(v.path, 0, "VTK read a grid other than the header's WholeExtent");
-  vtkDataArray* potential = image->GetPointData()->GetArray(v.potential.name.c_str());
-  const std::size_t points = v.grid.point_count();
-  if (potential == nullptr || potential->GetNumberOfComponents() != 1 ||
-      static_cast<std::size_t>(potential->GetNumberOfTuples()) != points)
-    throw InputError(v.path, v.potential.line, "VTK read no potential of one value per grid point");
+  if (swap) swap_values(out, value_bytes(a.type));
+  return out;
+}
+
+/// An ascii array's values in the form binary_array gives. VTK writes a String array as the
+/// codes of its characters, each string ended by 0. Only the types espgrid reads are decoded
+/// (Float32, Float64, String); another type gives no bytes, which the caller refuses.
+std::string ascii_array(const VtiLayout& v, const ArrayInfo& a) {
+  const std::string_view text = std::string_view(v.text).substr(a.content_begin, a.content_end - a.content_begin);
+  const auto line_of = [&](std::size_t at) {
+    return 1 + static_cast<std::size_t>(std::count(v.text.begin(), v.text.begin() + static_cast<std::ptrdiff_t>(at), '\n'));
+  };
+  const std::size_t size = a.type == "String" ? 1 : a.type == "Float32" ? 4 : a.type == "Float64" ? 8 : 0;
+  if (!size) return {};
+  std::optional<std::uint64_t> want;
+  if (a.tuples && a.type != "String")
+    want = static_cast<std::uint64_t>(*a.tuples) * static_cast<std::uint64_t>(a.components);
+  std::string out;
+  std::uint64_t count = 0;
+  for (std::size_t i = 0; i < text.size();) {
+    while (i < text.size() && std::isspace(static_cast<unsigned char>(text[i]))) ++i;
+    if (i == text.size()) break;
+    std::size_t j = i;
+    while (j < text.size() && !std::isspace(static_cast<unsigned char>(text[j]))) ++j;
+    const std::string_view token = text.substr(i, j - i);
+    const auto bad = [&](const std::string& why) {
+      throw InputError(v.path, line_of(a.content_begin + i),
+                       "array '" + a.name + "' value " + std::to_string(count) + " " + espgrid::quoted(token) +
+                           " " + why);
+    };
+    ++count;
+    if (want && count > *want) bad("is one more than its " + std::to_string(*want) + " values");
+    if (size == 1) {
+      const auto code = parse_integer(token);
+      if (!code || *code < 0 || *code > 255) bad("is not a character code (0 to 255)");
+      if (out.size() >= (std::size_t{1} << 20)) bad("makes the string array longer than 1 MiB");
+      out.push_back(static_cast<char>(*code));
+    } else {
+      const auto value = parse_number(token);
+      if (!value) bad("is not a number");
+      if (size == 4) {
+        if (std::isfinite(*value) && std::fabs(*value) > std::numeric_limits<float>::max())
+          bad("is beyond the range of a Float32");
+        const float f = static_cast<float>(*value);
+        out.append(reinterpret_cast<const char*>(&f), 4);
+      } else {
+        const double d = *value;
+        out.append(reinterpret_cast<const char*>(&d), 8);
+      }
+    }
+    i = j;
+  }
+  if (want && count != *want)
+    throw InputError(v.path, line_of(a.content_begin),
+                     "array '" + a.name + "' holds " + std::to_string(count) + " values, not the " +
+                         std::to_string(*a.tuples) + " x " + std::to_string(a.components) + " of its " +
+                         std::to_string(*a.tuples) + " tuples");
+  return out;
+}
+
+/// A .vti whose arrays are not all raw, uncompressed and appended: each array espgrid reads
+/// (the potential and the physics fields) decoded whole, every other array left unread.
+PotentialMap read_encoded(const ByteSource& bytes, const VtiLayout& v, bool* unit_known) {
+  const auto decoded = [&](const ArrayInfo& a) {
+    if (a.format == "ascii") return ascii_array(v, a);
+    return a.format == "appended" ? binary_array(v, a, EncodedArray(bytes, v, a)) : binary_array(v, a, EncodedArray(v, a));
+  };
   PotentialMap map;
   map.grid = v.grid;
+  const std::size_t points = map.grid.point_count();
+  const std::string potential = decoded(v.potential);  // sized by check_array_bytes or the ascii count
   map.values.resize(points);
-  for (std::size_t i = 0; i < points; ++i) {
-    const double x = potential->GetComponent(static_cast<vtkIdType>(i), 0);
-    if (std::isfinite(x) && std::fabs(x) > std::numeric_limits<float>::max())
-      throw InputError(v.path, 0,
-                       "the value " + number_text(x) + " at point " + std::to_string(i) +
-                           " is beyond the range of a float32 map (±3.4e38)");
-    map.values[i] = static_cast<float>(x);
-  }
-  vtkFieldData* field_data = image->GetFieldData();
-  const auto field = [&](const ArrayInfo& f) -> std::string {
-    vtkAbstractArray* array = field_data ? field_data->GetAbstractArray(f.name.c_str()) : nullptr;
-    if (array == nullptr || array->GetNumberOfTuples() < 1) return {};
-    if (auto* strings = vtkStringArray::SafeDownCast(array)) return strings->GetValue(0);
-    if (auto* numbers = vtkDataArray::SafeDownCast(array); numbers && f.type == "Float64") {
-      const double x = numbers->GetTuple1(0);
-      std::string raw(sizeof x, '\0');
-      std::memcpy(raw.data(), &x, sizeof x);
-      return raw;
+  if (v.potential.type == "Float32") {
+    std::memcpy(map.values.data(), potential.data(), 4 * points);
+  } else {
+    for (std::size_t i = 0; i < points; ++i) {
+      double x;
+      std::memcpy(&x, potential.data() + 8 * i, 8);
+      if (std::isfinite(x) && std::fabs(x) > std::numeric_limits<float>::max())
+        throw InputError(v.path, v.potential.line,
+                         "the value " + number_text(x) + " at point " + std::to_string(i) +
+                             " is beyond the range of a float32 map (±3.4e38)");
+      map.values[i] = static_cast<float>(x);
     }
-    return {};
+  }
+  const auto field = [&](const ArrayInfo& f) {
+    std::string raw = decoded(f);
+    if (raw.size() > 4096) throw InputError(v.path, f.line, "field '" + f.name + "' is too long for metadata");
+    return raw;
   };
   std::size_t physics_line = 0;
   const bool known = physics_from_fields(v.path, v.fields, field, map.physics, physics_line);
@@ -716,23 +846,11 @@ PotentialMap read_with_vtk(const ByteSource& bytes, const VtiLayout& v, bool* un
   return map;
 }
 
-#endif
-
 }  // namespace
 
 PotentialMap read_vti_bytes(const ByteSource& bytes, bool* unit_known) {
   const VtiLayout v = parse_layout(bytes);
-  if (!v.needs_vtk) {
-    if (v.encoding.empty()) throw InputError(v.path, 0, "the file has no <AppendedData> for its arrays");
-    return read_uncompressed(bytes, v, unit_known);
-  }
-#if ESPGRID_HAVE_VTK
-  return read_with_vtk(bytes, v, unit_known);
-#else
-  throw UsageError("cannot read " + v.path + ": " + v.needs_vtk_because +
-                   ", which needs VTK, and this espgrid was built without it; espgrid reads uncompressed .vti with raw "
-                   "appended data (what `espgrid map -o x.vti` writes) itself");
-#endif
+  return v.all_raw ? read_uncompressed(bytes, v, unit_known) : read_encoded(bytes, v, unit_known);
 }
 
 }  // namespace espgrid
