@@ -721,7 +721,8 @@ std::string binary_array(const VtiLayout& v, const ArrayInfo& a, EncodedArray da
     const std::uint64_t blocks = word_at(head, 0), block_size = word_at(head, 1), last_size = word_at(head, 2);
     if (blocks > data.left() / word) data.truncated(word * (3 + blocks));
     // VTK writes 32 KiB blocks; 64 MiB is far above any writer's, and bounds each allocation.
-    if ((blocks > 0 && block_size == 0) || block_size > (std::uint64_t{1} << 26) || last_size > block_size)
+    if ((blocks > 0 && block_size == 0) || block_size > (std::uint64_t{1} << 26) || last_size > block_size ||
+        (blocks > 0 && blocks - 1 > (std::numeric_limits<std::uint64_t>::max() - block_size) / block_size))
       throw InputError(v.path, a.line, "array '" + a.name + "' has a block table that does not add up");
     const std::uint64_t total = blocks == 0 ? 0 : (blocks - 1) * block_size + (last_size ? last_size : block_size);
     check_array_bytes(v, a, total);
@@ -730,8 +731,8 @@ std::string binary_array(const VtiLayout& v, const ArrayInfo& a, EncodedArray da
     std::uint64_t packed_total = 0;
     for (std::size_t b = 0; b < packed_size.size(); ++b) {
       packed_size[b] = word_at(table, 3 + b);
+      if (packed_size[b] > data.left() - packed_total) data.truncated(packed_total + packed_size[b]);
       packed_total += packed_size[b];
-      if (packed_total > data.left()) data.truncated(packed_total);
     }
     const std::string packed = data.take(packed_total);
     out.assign(static_cast<std::size_t>(total), '\0');
