@@ -19,11 +19,19 @@
 #include <string>
 #include <sys/wait.h>
 
+#include <bit>
+#include <random>
+#include <vector>
+#if ESPGRID_HAVE_HWY
+#include <hwy/targets.h>
+#endif
+
 #include "src/compute/approximation_error.h"
 #include "src/compute/msm_cpu.h"
 #include "src/compute/msm_math.h"
 #include "src/compute/msm_parameters.h"
 #include "src/compute/msm_plan.h"
+#include "src/compute/msm_short_range.h"
 #include "src/core/errors.h"
 #include "src/pipeline/map_pipeline.h"
 #include "tests/test_support.h"
@@ -615,6 +623,62 @@ TEST(MsmInvariance, SuperpositionHoldsToRounding) {
 // coarser grid covers what restriction touches; charged boxes lie inside their grids; the top
 // level's charged box is small; the number of levels and the charged boxes depend on the atoms
 // only (a slab of planes gets the same ones).
+#if ESPGRID_HAVE_HWY
+// The short range's vector runs (msm_short_range.h) against the scalar loop's expression, on
+// every vector unit this machine has (SSE4, AVX2, AVX-512 as Highway dispatches them): the same
+// bits at every point of the run, and no other point changed, for Coulomb (both γ orders) and
+// the distance model, runs of every length from empty to the whole row and ending anywhere in a
+// vector. An FMA contraction, or a lane past the run's end within the cutoff, would show here.
+TEST(MsmShortRange, VectorRunsGiveTheScalarLoopsBitsOnEveryVectorUnit) {
+  std::mt19937 rng(20261126);
+  std::uniform_real_distribution<double> unit(-1.0, 1.0);
+  const double c[4] = {0.0123, -3.1e-4, 5.3e-6, -7.7e-8};  // a polynomial of g_a's size and signs
+  constexpr std::int64_t nx = 37;
+  std::vector<std::int64_t> units;
+  for (const std::int64_t target : hwy::SupportedAndGeneratedTargets()) units.push_back(target);
+  ASSERT_FALSE(units.empty());
+  for (const int power : {1, 2})
+    for (const int order : {3, 5}) {
+      msm::ShortRangeKernel k;
+      const double a = 9.0;
+      k.hx = 0.37, k.a2 = a * a, k.inv_a = 1.0 / a, k.inv_a2 = 1.0 / (a * a);
+      k.softening2 = power == 1 ? 0.0 : 0.25, k.order = order, k.power = power, k.softened = c;
+      const msm::SplitKernel split{power, 0.0};
+      for (int trial = 0; trial < 300; ++trial) {
+        const double x_atom = 6.0 + 10.0 * unit(rng), dy = 9.0 * unit(rng), dz = 9.0 * unit(rng), q = unit(rng);
+        const double dy2 = dy * dy, dz2 = dz * dz;
+        const std::int64_t i0 = static_cast<std::int64_t>(rng() % nx);
+        const std::int64_t i1 = std::min<std::int64_t>(nx - 1, i0 - 1 + static_cast<std::int64_t>(rng() % (nx + 1)));
+        std::vector<double> start(nx + msm::kShortRangePadding);
+        for (double& v : start) v = 1.0 + unit(rng);  // never -0.0: adding +0.0 keeps every bit
+        std::vector<double> expected = start;
+        for (std::int64_t i = i0; i <= i1; ++i) {  // msm_cpu.cpp's scalar loop
+          const double dx = static_cast<double>(i) * k.hx - x_atom;
+          const double r2 = dx * dx + dy2 + dz2;
+          if (r2 >= k.a2) continue;
+          expected[static_cast<std::size_t>(i)] +=
+              power == 1 ? q * (1.0 / std::sqrt(r2 + k.softening2) - msm::gamma_inside(r2 * k.inv_a2, order) * k.inv_a)
+                         : q * (msm::kernel_value(r2 + k.softening2, split) - msm::softened_inside(r2 - k.a2, c));
+        }
+        for (const std::int64_t target : units) {
+          hwy::SetSupportedTargetsForTest(target);
+          std::vector<double> row = start;
+          ASSERT_TRUE(msm::add_short_range_run(k, x_atom, dy2, dz2, q, i0, i1, row.data()));
+          for (std::size_t i = 0; i < row.size(); ++i)
+            ASSERT_EQ(std::bit_cast<std::uint64_t>(row[i]), std::bit_cast<std::uint64_t>(expected[i]))
+                << hwy::TargetName(target) << " power " << power << " order " << order << " run " << i0 << ".."
+                << i1 << " point " << i << ": " << row[i] << " vs " << expected[i];
+        }
+      }
+    }
+  hwy::SetSupportedTargetsForTest(0);
+  msm::ShortRangeKernel debye;  // Debye's e^(-κr) stays with std::exp in the scalar loop
+  debye.power = 0;
+  double row[1 + msm::kShortRangePadding] = {};
+  EXPECT_FALSE(msm::add_short_range_run(debye, 0, 0, 0, 1, 0, 0, row));
+}
+#endif
+
 TEST(MsmPlan, GridsCoverAtomsAndMapAndDependOnTheAtomsAlone) {
   std::mt19937 rng(testing::test_seed() + 400);
   const GridSpec grid = testing::make_test_grid(60, 50, 40, 1.0, {-20.0, 5.0, 100.0});

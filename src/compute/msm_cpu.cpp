@@ -11,6 +11,7 @@
 #include <string>
 
 #include "src/compute/msm_math.h"
+#include "src/compute/msm_short_range.h"
 #include "src/core/errors.h"
 #include "src/core/stopwatch.h"
 
@@ -184,7 +185,7 @@ inline double distance_to_cell(double v, std::int64_t c, double size) {
 }
 
 /// The short range along one map row (points x = i·hx, i < nx, at y, z), added into `out`
-/// (zeroed by the caller). For each row of cells within the cutoff of the map row, each atom in
+/// (zeroed by the caller, kShortRangePadding doubles longer than the row). For each row of cells within the cutoff of the map row, each atom in
 /// it adds its term to the run of points it reaches, so only pairs within the cutoff are
 /// visited and the cell search is paid once a row, not once a point (a small molecule in a
 /// large box spent 1.2 s of 1.5 s there; FINDINGS, issue 24). Each point still receives its
@@ -208,6 +209,10 @@ void short_range_row(const DcsProblem& p, const Plan& plan, const BinnedAtoms& a
   if (cx0 > cx1) return;
   const bool coulomb = plan.kernel.coulomb();
   const double* c = plan.softened_cutoff.c;  // g_a's polynomial (kernels other than Coulomb)
+  ShortRangeKernel vectorized;  // Coulomb and distance in vectors where Highway is built in
+  vectorized.hx = hx, vectorized.a2 = a2, vectorized.inv_a = inv_a, vectorized.inv_a2 = inv_a2;
+  vectorized.softening2 = soft2, vectorized.order = plan.order, vectorized.softened = c;
+  vectorized.power = plan.kernel.kappa > 0 ? 0 : plan.kernel.power;  // Debye: std::exp, scalar
   const double* ax = atoms.x.data();
   const double* ay = atoms.y.data();
   const double* az = atoms.z.data();
@@ -221,24 +226,26 @@ void short_range_row(const DcsProblem& p, const Plan& plan, const BinnedAtoms& a
       const std::size_t end = atoms.cell_start[cells.index(cx1, cy, cz) + 1];
       for (std::size_t t = begin; t < end; ++t) {
         const double dy = y - ay[t], dz = z - az[t];
-        // r2 below is at least dy·dy + dz·dz in floating point too (rounding is monotonic).
-        const double across2 = dy * dy + dz * dz;
+        const double dy2 = dy * dy, dz2 = dz * dz;
+        // r2 below is at least dy² + dz² in floating point too (rounding is monotonic).
+        const double across2 = dy2 + dz2;
         if (across2 >= a2) continue;
         // The points within the cutoff along x, one more each side: the test below decides.
         const double half = std::sqrt(a2 - across2);
         const std::int64_t i0 = std::max<std::int64_t>(0, static_cast<std::int64_t>(std::floor((ax[t] - half) / hx)) - 1);
         const std::int64_t i1 = std::min<std::int64_t>(last, static_cast<std::int64_t>(std::ceil((ax[t] + half) / hx)) + 1);
         const double x_atom = ax[t], q = aq[t];
+        if (add_short_range_run(vectorized, x_atom, dy2, dz2, q, i0, i1, out)) continue;
         if (coulomb) {
           for (std::int64_t i = i0; i <= i1; ++i) {
             const double dx = static_cast<double>(i) * hx - x_atom;
-            const double r2 = dx * dx + dy * dy + dz * dz;
+            const double r2 = dx * dx + dy2 + dz2;
             if (r2 < a2) out[i] += q * (1.0 / std::sqrt(r2 + soft2) - gamma_inside(r2 * inv_a2, plan.order) * inv_a);
           }
         } else {
           for (std::int64_t i = i0; i <= i1; ++i) {
             const double dx = static_cast<double>(i) * hx - x_atom;
-            const double r2 = dx * dx + dy * dy + dz * dz;
+            const double r2 = dx * dx + dy2 + dz2;
             if (r2 < a2) out[i] += q * (kernel_value(r2 + soft2, plan.kernel) - softened_inside(r2 - a2, c));
           }
         }
@@ -274,6 +281,7 @@ void map_chunk(const DcsProblem& p, const Plan& plan, const std::vector<double>&
       }
     }
     std::vector<double> row(static_cast<std::size_t>(g.n[0]));
+    std::vector<double> padded_row(static_cast<std::size_t>(p.nx + kShortRangePadding));
 #pragma omp for schedule(static)
     for (std::int64_t r = 0; r < count * p.ny; ++r) {
       const std::int64_t c = r / p.ny, j = r % p.ny;
@@ -305,8 +313,9 @@ void map_chunk(const DcsProblem& p, const Plan& plan, const std::vector<double>&
       const double z = static_cast<double>(p.z_offset + k0 + c) * static_cast<double>(p.hz);
       const double y = static_cast<double>(j) * static_cast<double>(p.hy);
       double* out = short_out + map_plane * static_cast<std::size_t>(c) + static_cast<std::size_t>(p.nx * j);
-      std::fill(out, out + p.nx, 0.0);
-      short_range_row(p, plan, atoms, y, z, out);
+      std::fill(padded_row.begin(), padded_row.end(), 0.0);
+      short_range_row(p, plan, atoms, y, z, padded_row.data());
+      std::copy(padded_row.begin(), padded_row.begin() + p.nx, out);
     }
   }
   short_seconds += clock.seconds();

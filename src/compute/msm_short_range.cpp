@@ -1,0 +1,75 @@
+#include "src/compute/msm_short_range.h"
+
+#if ESPGRID_HAVE_HWY
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "src/compute/msm_short_range.cpp"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/highway.h>
+
+HWY_BEFORE_NAMESPACE();
+namespace espgrid::msm {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+void AddRun(const ShortRangeKernel& k, double x_atom, double dy2, double dz2, double q, std::int64_t i0,
+            std::int64_t i1, double* row) {
+  const hn::ScalableTag<double> d;
+  const std::int64_t lanes = static_cast<std::int64_t>(hn::Lanes(d));
+  const auto lane = hn::Iota(d, 0.0);
+  const auto hx = hn::Set(d, k.hx), xa = hn::Set(d, x_atom), vdy2 = hn::Set(d, dy2), vdz2 = hn::Set(d, dz2);
+  const auto a2 = hn::Set(d, k.a2), soft2 = hn::Set(d, k.softening2), vq = hn::Set(d, q), one = hn::Set(d, 1.0);
+  const auto last = hn::Set(d, static_cast<double>(i1));
+  for (std::int64_t i = i0; i <= i1; i += lanes) {
+    const auto index = hn::Add(hn::Set(d, static_cast<double>(i)), lane);  // exact: |i| < 2^53
+    const auto dx = hn::Sub(hn::Mul(index, hx), xa);
+    const auto r2 = hn::Add(hn::Add(hn::Mul(dx, dx), vdy2), vdz2);  // (dx·dx + dy·dy) + dz·dz, as the scalar loop
+    hn::Vec<decltype(d)> split;  // f(r) − g_a(r)
+    if (k.power == 1) {
+      // γ(ρ) by Horner in s = ρ² − 1, the terms of msm_math.h's gamma_inside
+      const auto s = hn::Sub(hn::Mul(r2, hn::Set(d, k.inv_a2)), one);
+      auto inner = k.order >= 5 ? hn::Add(hn::Set(d, 0.375), hn::Mul(s, hn::Set(d, -0.3125))) : hn::Set(d, 0.375);
+      const auto gamma = hn::Add(one, hn::Mul(s, hn::Add(hn::Set(d, -0.5), hn::Mul(s, inner))));
+      split = hn::Sub(hn::Div(one, hn::Sqrt(hn::Add(r2, soft2))), hn::Mul(gamma, hn::Set(d, k.inv_a)));
+    } else {
+      // 1/r² (kernel_value with power 2) minus softened_inside(r² − a², c)
+      const double* c = k.softened;
+      const auto t = hn::Sub(r2, a2);
+      const auto poly = hn::Add(
+          hn::Set(d, c[0]),
+          hn::Mul(t, hn::Add(hn::Set(d, c[1]), hn::Mul(t, hn::Add(hn::Set(d, c[2]), hn::Mul(t, hn::Set(d, c[3])))))));
+      split = hn::Sub(hn::Div(one, hn::Add(r2, soft2)), poly);
+    }
+    // The last vector's lanes past i1 (in the caller's padding) add +0.0: their values keep their bits.
+    const auto term = hn::IfThenElseZero(hn::And(hn::Lt(r2, a2), hn::Le(index, last)), hn::Mul(vq, split));
+    hn::StoreU(hn::Add(hn::LoadU(d, row + i), term), d, row + i);
+  }
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace espgrid::msm
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace espgrid::msm {
+HWY_EXPORT(AddRun);
+
+bool add_short_range_run(const ShortRangeKernel& k, double x_atom, double dy2, double dz2, double q,
+                         std::int64_t i0, std::int64_t i1, double* row) {
+  if (k.power != 1 && k.power != 2) return false;
+  HWY_DYNAMIC_DISPATCH(AddRun)(k, x_atom, dy2, dz2, q, i0, i1, row);
+  return true;
+}
+}  // namespace espgrid::msm
+#endif
+
+#else  // no Highway: the scalar loop in msm_cpu.cpp
+
+namespace espgrid::msm {
+bool add_short_range_run(const ShortRangeKernel&, double, double, double, double, std::int64_t, std::int64_t,
+                         double*) {
+  return false;
+}
+}  // namespace espgrid::msm
+
+#endif
