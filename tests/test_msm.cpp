@@ -687,6 +687,43 @@ TEST(MsmShortRange, VectorRunsGiveTheScalarLoopsBitsOnEveryVectorUnit) {
   double row[1 + msm::kShortRangePadding] = {};
   EXPECT_FALSE(msm::add_short_range_run(debye, 0, 0, 0, 1, 0, 0, row));
 }
+
+// The level-1 and coarser cutoff sums (msm_short_range.h: cutoff_row) on every vector unit equal
+// Highway's scalar target, whose one lane sums each output in the original loop's order: bit for
+// bit, on a lattice much wider than the charged box (atoms in a third of the map along x, so most
+// outputs clip their stencil rows there) and with Debye's unscaled per-level stencils.
+TEST(MsmPhases, CutoffSumsAreTheSameBitsOnEveryVectorUnit) {
+  std::mt19937 rng(testing::test_seed() + 900);
+  const GridSpec grid = testing::make_test_grid(41, 17, 15, 1.3, {-4.0, 3.0, 20.0});
+  GridSpec third = grid;
+  third.dims[0] = 13;
+  const Atoms atoms = random_atoms(rng, 300, third);
+  // The list first: under a mock, SupportedAndGeneratedTargets lists only the mocked target.
+  const std::vector<std::int64_t> units = hwy::SupportedAndGeneratedTargets();
+  ASSERT_GE(units.size(), 2u) << "a vector unit besides Highway's scalar target";
+  for (const bool debye : {false, true}) {
+    SCOPED_TRACE(debye ? "debye" : "coulomb");
+    const PreparedProblem problem =
+        debye ? PreparedProblem(atoms, grid, 1.0, PairModel::Debye, debye_parameters(1.0 / 7.86))
+              : PreparedProblem(atoms, grid, 1.0);
+    const DcsProblem p = problem.view(nullptr);
+    const msm::Plan plan = msm::make_plan(p, {5.0, 1.0, 5});
+    ASSERT_GE(plan.level_count(), 2);
+    ASSERT_LT(plan.levels[0].charged.n[0], plan.levels[0].grid.n[0] / 2) << "the case needs clipping along x";
+    hwy::SetSupportedTargetsForTest(HWY_SCALAR);
+    const msm::LevelGrids<double> scalar = msm::cpu_level_grids(p, plan, 2);
+    for (const std::int64_t target : units) {
+      hwy::SetSupportedTargetsForTest(target);
+      const msm::LevelGrids<double> vectors = msm::cpu_level_grids(p, plan, 2);
+      for (std::size_t l = 0; l < scalar.direct.size(); ++l)
+        for (std::size_t i = 0; i < scalar.direct[l].size(); ++i)
+          ASSERT_EQ(std::bit_cast<std::uint64_t>(vectors.direct[l][i]), std::bit_cast<std::uint64_t>(scalar.direct[l][i]))
+              << hwy::TargetName(target) << " level " << l + 1 << " point " << i << ": " << vectors.direct[l][i]
+              << " vs " << scalar.direct[l][i];
+    }
+  }
+  hwy::SetSupportedTargetsForTest(0);
+}
 #endif
 
 TEST(MsmPlan, GridsCoverAtomsAndMapAndDependOnTheAtomsAlone) {

@@ -116,17 +116,27 @@ void cutoff_sum(const Plan& plan, int l, const std::vector<double>& q, std::vect
   const double scale = plan.level_scale(l);
   const double* stencil = plan.level_stencil(l);
   out.assign(g.points(), 0.0);
+  // q with kLatticePadding zeros before and after each x row, for the vector rows (cutoff_row).
+  const std::int64_t width = g.n[0] + 2 * kLatticePadding;
+  std::vector<double> padded(static_cast<std::size_t>(width * g.n[1] * g.n[2]), 0.0);
+  for (std::int64_t row = 0; row < g.n[1] * g.n[2]; ++row)
+    std::copy_n(&q[static_cast<std::size_t>(row * g.n[0])], g.n[0], &padded[static_cast<std::size_t>(row * width + kLatticePadding)]);
   const std::int64_t rows = g.n[1] * g.n[2];
 #pragma omp parallel for num_threads(team) schedule(dynamic, 4)
   for (std::int64_t row = 0; row < rows; ++row) {
     const std::int64_t my = g.lo[1] + row % g.n[1];
     const std::int64_t mz = g.lo[2] + row / g.n[1];
-    for (std::int64_t mx = g.lo[0]; mx < g.lo[0] + g.n[0]; ++mx) {
+    const std::int64_t jz0 = std::max<std::int64_t>(-r, c.lo[2] - mz), jz1 = std::min<std::int64_t>(r, c.lo[2] + c.n[2] - 1 - mz);
+    const std::int64_t jy0 = std::max<std::int64_t>(-r, c.lo[1] - my), jy1 = std::min<std::int64_t>(r, c.lo[1] + c.n[1] - 1 - my);
+    CutoffRow vector_row;
+    vector_row.stencil = stencil, vector_row.row_extent = plan.stencil_row_extent.data(), vector_row.radius = r;
+    vector_row.padded = padded.data(), vector_row.width = width, vector_row.ny = g.n[1], vector_row.nx = g.n[0];
+    vector_row.charged_lo = c.lo[0] - g.lo[0], vector_row.charged_hi = c.lo[0] + c.n[0] - 1 - g.lo[0];
+    vector_row.y = my - g.lo[1], vector_row.z = mz - g.lo[2];
+    vector_row.jy0 = jy0, vector_row.jy1 = jy1, vector_row.jz0 = jz0, vector_row.jz1 = jz1, vector_row.scale = scale;
+    if (cutoff_row(vector_row, &out[g.index(g.lo[0], my, mz)])) continue;
+    for (std::int64_t mx = g.lo[0]; mx < g.lo[0] + g.n[0]; ++mx) {  // without Highway: the same sums, one point at a time
       double sum = 0;
-      const std::int64_t jz0 = std::max<std::int64_t>(-r, c.lo[2] - mz),
-                         jz1 = std::min<std::int64_t>(r, c.lo[2] + c.n[2] - 1 - mz);
-      const std::int64_t jy0 = std::max<std::int64_t>(-r, c.lo[1] - my),
-                         jy1 = std::min<std::int64_t>(r, c.lo[1] + c.n[1] - 1 - my);
       for (std::int64_t jz = jz0; jz <= jz1; ++jz)
         for (std::int64_t jy = jy0; jy <= jy1; ++jy) {
           const int extent = plan.row_extent(static_cast<int>(jy), static_cast<int>(jz));

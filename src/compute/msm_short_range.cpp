@@ -1,5 +1,7 @@
 #include "src/compute/msm_short_range.h"
 
+#include <algorithm>
+
 #if ESPGRID_HAVE_HWY
 
 #undef HWY_TARGET_INCLUDE
@@ -46,6 +48,31 @@ void AddRun(const ShortRangeKernel& k, double x_atom, double dy2, double dz2, do
   }
 }
 
+void CutoffRowSums(const CutoffRow& a, double* out) {
+  const hn::ScalableTag<double> d;
+  const std::int64_t lanes = static_cast<std::int64_t>(hn::Lanes(d));
+  static_assert(HWY_MAX_BYTES / sizeof(double) <= kLatticePadding, "the padding covers a vector's lanes");
+  const int r = a.radius, w = 2 * r + 1;
+  const double* row = a.padded + kLatticePadding;  // x = the lattice's lo
+  double lanes_out[HWY_MAX_BYTES / sizeof(double)];
+  for (std::int64_t x0 = 0; x0 < a.nx; x0 += lanes) {
+    auto sum = hn::Zero(d);
+    for (std::int64_t jz = a.jz0; jz <= a.jz1; ++jz)
+      for (std::int64_t jy = a.jy0; jy <= a.jy1; ++jy) {
+        const int extent = a.row_extent[static_cast<std::size_t>((jy + r) + w * (jz + r))];
+        // The union of the lanes' clipped ranges; outside its own a lane reads zeros.
+        const std::int64_t lo = std::max<std::int64_t>(-extent, a.charged_lo - (x0 + lanes - 1));
+        const std::int64_t hi = std::min<std::int64_t>(extent, a.charged_hi - x0);
+        if (lo > hi) continue;
+        const double* k = a.stencil + static_cast<std::size_t>(r + w * ((jy + r) + w * (jz + r)));
+        const double* qs = row + x0 + a.width * ((a.y + jy) + a.ny * (a.z + jz));
+        for (std::int64_t jx = lo; jx <= hi; ++jx) sum = hn::Add(sum, hn::Mul(hn::Set(d, k[jx]), hn::LoadU(d, qs + jx)));
+      }
+    hn::StoreU(hn::Mul(sum, hn::Set(d, a.scale)), d, lanes_out);
+    for (std::int64_t i = 0; i < std::min(lanes, a.nx - x0); ++i) out[x0 + i] = lanes_out[i];
+  }
+}
+
 }  // namespace HWY_NAMESPACE
 }  // namespace espgrid::msm
 HWY_AFTER_NAMESPACE();
@@ -53,6 +80,12 @@ HWY_AFTER_NAMESPACE();
 #if HWY_ONCE
 namespace espgrid::msm {
 HWY_EXPORT(AddRun);
+HWY_EXPORT(CutoffRowSums);
+
+bool cutoff_row(const CutoffRow& row, double* out) {
+  HWY_DYNAMIC_DISPATCH(CutoffRowSums)(row, out);
+  return true;
+}
 
 bool add_short_range_run(const ShortRangeKernel& k, double x_atom, double dy2, double dz2, double q,
                          std::int64_t i0, std::int64_t i1, double* row) {
@@ -70,6 +103,7 @@ bool add_short_range_run(const ShortRangeKernel&, double, double, double, double
                          double*) {
   return false;
 }
+bool cutoff_row(const CutoffRow&, double*) { return false; }
 }  // namespace espgrid::msm
 
 #endif

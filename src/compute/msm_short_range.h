@@ -31,4 +31,28 @@ constexpr int kShortRangePadding = 8;
 bool add_short_range_run(const ShortRangeKernel& k, double x_atom, double dy2, double dz2, double q,
                          std::int64_t i0, std::int64_t i1, double* row);
 
+/// A lattice copied with this many zeros before and after every x row, for cutoff_row.
+constexpr std::int64_t kLatticePadding = 16;
+
+/// One row of outputs (my, mz) of a level's cutoff sum, Σ_j K(j) q(m + j) · scale, over the
+/// stencil rows jz0..jz1 × jy0..jy1 (the caller's clipping to the charged box along y and z),
+/// each row's jx up to its extent, on `q` padded along x (kLatticePadding zeros each side, and
+/// zero outside the charged box): neighbouring outputs in the lanes of a vector, each lane
+/// summing its terms in the scalar loop's order. The zeros a lane reads outside its own clipping
+/// add +0.0 or -0.0 to a sum that is never -0.0, so each output gets the scalar loop's bits.
+struct CutoffRow {
+  const double* stencil = nullptr;   ///< the level's (2R+1)³ stencil, x fastest
+  const int* row_extent = nullptr;   ///< (2R+1)² extents of its x rows
+  int radius = 0;                    ///< R
+  const double* padded = nullptr;    ///< q at (x = lattice lo, y, z) is padded[pad + width·(y' + ny·z')]
+  std::int64_t width = 0, ny = 0;    ///< padded row width; rows per plane
+  std::int64_t nx = 0;               ///< outputs in the row (the lattice's x points)
+  std::int64_t charged_lo = 0, charged_hi = 0;  ///< charged box along x, from the lattice's lo
+  std::int64_t y = 0, z = 0;         ///< the row, from the lattice's lo
+  std::int64_t jy0 = 0, jy1 = 0, jz0 = 0, jz1 = 0;
+  double scale = 1;
+};
+/// Writes the row's nx sums into out; false, doing nothing, without Highway.
+bool cutoff_row(const CutoffRow& row, double* out);
+
 }  // namespace espgrid::msm
