@@ -31,7 +31,7 @@
 #include "src/compute/msm_math.h"
 #include "src/compute/msm_parameters.h"
 #include "src/compute/msm_plan.h"
-#include "src/compute/msm_short_range.h"
+#include "src/compute/msm_cpu_vectors.h"
 #include "src/core/errors.h"
 #include "src/pipeline/map_pipeline.h"
 #include "tests/test_support.h"
@@ -634,7 +634,7 @@ TEST(MsmInvariance, SuperpositionHoldsToRounding) {
 // level's charged box is small; the number of levels and the charged boxes depend on the atoms
 // only (a slab of planes gets the same ones).
 #if ESPGRID_HAVE_HWY
-// The short range's vector runs (msm_short_range.h) against the scalar loop's expression, on
+// The short range's vector runs (msm_cpu_vectors.h) against the scalar loop's expression, on
 // every vector unit this machine has (SSE4, AVX2, AVX-512 as Highway dispatches them): the same
 // bits at every point of the run, and no other point changed, for Coulomb (both γ orders) and
 // the distance model, runs of every length from empty to the whole row and ending anywhere in a
@@ -688,7 +688,7 @@ TEST(MsmShortRange, VectorRunsGiveTheScalarLoopsBitsOnEveryVectorUnit) {
   EXPECT_FALSE(msm::add_short_range_run(debye, 0, 0, 0, 1, 0, 0, row));
 }
 
-// The level-1 and coarser cutoff sums (msm_short_range.h: cutoff_row) on every vector unit equal
+// The level-1 and coarser cutoff sums (msm_cpu_vectors.h: cutoff_row) on every vector unit equal
 // Highway's scalar target, whose one lane sums each output in the original loop's order: bit for
 // bit, on a lattice much wider than the charged box (atoms in a third of the map along x, so most
 // outputs clip their stencil rows there) and with Debye's unscaled per-level stencils.

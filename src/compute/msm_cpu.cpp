@@ -11,7 +11,7 @@
 #include <string>
 
 #include "src/compute/msm_math.h"
-#include "src/compute/msm_short_range.h"
+#include "src/compute/msm_cpu_vectors.h"
 #include "src/core/errors.h"
 #include "src/core/stopwatch.h"
 

@@ -1,8 +1,10 @@
-// cpu-msm's short range along a map row, vectorized: one atom's terms over the run of points
-// it reaches, q·(f(r) − g_a(r)) for r < a, in vectors of doubles with Google Highway (the best
-// vector unit at run time, as cpu-simd). The same operations as the scalar loop in msm_cpu.cpp,
-// in the same order, with no FMA: IEEE sqrt, division, products and sums give each lane the
-// scalar loop's bits, so the map is the same on every machine and with or without Highway.
+// cpu-msm's two heaviest loops in vectors of doubles with Google Highway (the best vector unit
+// at run time, as cpu-simd): the short range along a map row (one atom's terms over the run of
+// points it reaches, q·(f(r) − g_a(r)) for r < a) and a lattice row of a level's cutoff sums
+// (neighbouring outputs in the lanes). The same operations as the scalar loops in msm_cpu.cpp,
+// in the same order per point, with no FMA (-ffp-contract=off): IEEE sqrt, division, products
+// and sums give each lane the scalar loop's bits, so maps are the same on every machine and
+// with or without Highway (tests: MsmShortRange.*, MsmPhases.CutoffSumsAreTheSameBits...).
 #pragma once
 
 #include <cstdint>

@@ -1,11 +1,11 @@
-#include "src/compute/msm_short_range.h"
+#include "src/compute/msm_cpu_vectors.h"
 
 #include <algorithm>
 
 #if ESPGRID_HAVE_HWY
 
 #undef HWY_TARGET_INCLUDE
-#define HWY_TARGET_INCLUDE "src/compute/msm_short_range.cpp"
+#define HWY_TARGET_INCLUDE "src/compute/msm_cpu_vectors.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
 
