@@ -344,8 +344,8 @@ VtiLayout parse_layout(const ByteSource& bytes) {
 
   std::vector<ArrayInfo> point_arrays;
   for (const Element& e : elements) {
-    // VTK takes every element inside FieldData, PointData and CellData for an array (and
-    // crashed on one without a type: found by fuzz_map).
+    // ParaView takes every element inside FieldData, PointData and CellData for an array; a
+    // file that holds anything else there is refused (VTK's reader crashed on one, fuzz_map).
     const bool in_data = e.parent == "FieldData" || e.parent == "PointData" || e.parent == "CellData";
     if (in_data && e.name != "DataArray" && e.name != "Array")
       fail(e, "<" + e.name + "> inside <" + e.parent + ">, where only arrays belong");
@@ -356,8 +356,8 @@ VtiLayout parse_layout(const ByteSource& bytes) {
     a.name = e.attribute("Name") ? *e.attribute("Name") : "";
     a.type = e.attribute("type") ? *e.attribute("type") : "";
     a.format = e.attribute("format") ? *e.attribute("format") : "";
-    // Every array as VTK needs it before it is handed to VTK: its reader dereferenced a null
-    // array for an <Array> without a type (SIGSEGV, found by fuzz_map).
+    // Every array well formed, whether espgrid reads it or not: a file it accepts is one
+    // ParaView can open (VTK's reader dereferenced a null array for an <Array> without a type).
     if (e.parent != "PointData" && e.parent != "CellData" && e.parent != "FieldData")
       fail(e, "<" + e.name + "> outside PointData, CellData and FieldData");
     if (a.name.empty()) fail(e, "an array without a Name");
