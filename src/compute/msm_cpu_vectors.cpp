@@ -18,6 +18,7 @@ void AddRun(const ShortRangeKernel& k, double x_atom, double dy2, double dz2, do
             std::int64_t i1, double* row) {
   const hn::ScalableTag<double> d;
   const std::int64_t lanes = static_cast<std::int64_t>(hn::Lanes(d));
+  static_assert(HWY_MAX_BYTES / sizeof(double) <= kShortRangePadding, "a run's last vector stays in the padding");
   const auto lane = hn::Iota(d, 0.0);
   const auto hx = hn::Set(d, k.hx), xa = hn::Set(d, x_atom), vdy2 = hn::Set(d, dy2), vdz2 = hn::Set(d, dz2);
   const auto a2 = hn::Set(d, k.a2), soft2 = hn::Set(d, k.softening2), vq = hn::Set(d, q), one = hn::Set(d, 1.0);
