@@ -218,9 +218,13 @@ std::vector<std::string> output_only_names(const std::vector<std::string>& words
       if (eq != std::string::npos) others.push_back(w.substr(eq + 1));
     }
   }
+  // Compared as the paths they name: `-o ./p.dx` asks for p.dx (a false finding, 2026-11-26),
+  // and `map ./p.dx -o p.dx` names the input.
+  const auto normal = [](const std::string& name) { return fs::path(name).lexically_normal().string(); };
+  for (std::string& name : others) name = normal(name);
   std::vector<std::string> out;
   for (const std::string& name : outputs)
-    if (std::find(others.begin(), others.end(), name) == others.end()) out.push_back(name);
+    if (std::find(others.begin(), others.end(), normal(name)) == others.end()) out.push_back(normal(name));
   return out;
 }
 
