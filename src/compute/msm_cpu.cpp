@@ -121,6 +121,11 @@ void cutoff_sum(const Plan& plan, int l, const std::vector<double>& q, std::vect
   std::vector<double> padded(static_cast<std::size_t>(width * g.n[1] * g.n[2]), 0.0);
   for (std::int64_t row = 0; row < g.n[1] * g.n[2]; ++row)
     std::copy_n(&q[static_cast<std::size_t>(row * g.n[0])], g.n[0], &padded[static_cast<std::size_t>(row * width + kLatticePadding)]);
+  CutoffRow level_row;  // what every row of this level shares; each row sets its y, z and clipping
+  level_row.stencil = stencil, level_row.row_extent = plan.stencil_row_extent.data(), level_row.radius = r;
+  level_row.padded = padded.data(), level_row.width = width, level_row.ny = g.n[1], level_row.nx = g.n[0];
+  level_row.charged_lo = c.lo[0] - g.lo[0], level_row.charged_hi = c.lo[0] + c.n[0] - 1 - g.lo[0];
+  level_row.scale = scale;
   const std::int64_t rows = g.n[1] * g.n[2];
 #pragma omp parallel for num_threads(team) schedule(dynamic, 4)
   for (std::int64_t row = 0; row < rows; ++row) {
@@ -128,12 +133,9 @@ void cutoff_sum(const Plan& plan, int l, const std::vector<double>& q, std::vect
     const std::int64_t mz = g.lo[2] + row / g.n[1];
     const std::int64_t jz0 = std::max<std::int64_t>(-r, c.lo[2] - mz), jz1 = std::min<std::int64_t>(r, c.lo[2] + c.n[2] - 1 - mz);
     const std::int64_t jy0 = std::max<std::int64_t>(-r, c.lo[1] - my), jy1 = std::min<std::int64_t>(r, c.lo[1] + c.n[1] - 1 - my);
-    CutoffRow vector_row;
-    vector_row.stencil = stencil, vector_row.row_extent = plan.stencil_row_extent.data(), vector_row.radius = r;
-    vector_row.padded = padded.data(), vector_row.width = width, vector_row.ny = g.n[1], vector_row.nx = g.n[0];
-    vector_row.charged_lo = c.lo[0] - g.lo[0], vector_row.charged_hi = c.lo[0] + c.n[0] - 1 - g.lo[0];
+    CutoffRow vector_row = level_row;
     vector_row.y = my - g.lo[1], vector_row.z = mz - g.lo[2];
-    vector_row.jy0 = jy0, vector_row.jy1 = jy1, vector_row.jz0 = jz0, vector_row.jz1 = jz1, vector_row.scale = scale;
+    vector_row.jy0 = jy0, vector_row.jy1 = jy1, vector_row.jz0 = jz0, vector_row.jz1 = jz1;
     if (cutoff_row(vector_row, &out[g.index(g.lo[0], my, mz)])) continue;
     for (std::int64_t mx = g.lo[0]; mx < g.lo[0] + g.n[0]; ++mx) {  // without Highway: the same sums, one point at a time
       double sum = 0;
@@ -195,10 +197,11 @@ inline double distance_to_cell(double v, std::int64_t c, double size) {
 }
 
 /// The short range along one map row (points x = i·hx, i < nx, at y, z), added into `out`
-/// (zeroed by the caller, kShortRangePadding doubles longer than the row). For each row of cells within the cutoff of the map row, each atom in
-/// it adds its term to the run of points it reaches, so only pairs within the cutoff are
-/// visited and the cell search is paid once a row, not once a point (a small molecule in a
-/// large box spent 1.2 s of 1.5 s there; FINDINGS, issue 24). Each point still receives its
+/// (zeroed by the caller, kShortRangePadding doubles longer than the row). For each row of
+/// cells within the cutoff of the map row, each atom in it adds its term to the run of points
+/// it reaches, so only pairs within the cutoff are visited and the cell search is paid once a
+/// row, not once a point (a small molecule in a large box spent 1.2 s of 1.5 s there; NOTES,
+/// issue 24). Each point still receives its
 /// terms in the order of the cells (z, then y, then x) and of the atoms in them, whatever the
 /// threads or the slab.
 void short_range_row(const DcsProblem& p, const Plan& plan, const BinnedAtoms& atoms, double y, double z,
