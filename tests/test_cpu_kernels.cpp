@@ -80,21 +80,25 @@ TEST(CpuKernels, TheDefaultTheReadmePromisesIsBuilt) {
   EXPECT_EQ(default_kernel(Backend::Cpu).name, "cpu-simd");
 }
 
-// cpu-simd covers the end of a row with narrower tiles (0 to 3 vectors, and a row pair's last
-// points of both rows packed into one mixed vector; issue 24): a point must get the same bits
+// cpu-simd covers the end of a row with narrower tiles (0 to 3 vectors, and the last points of
+// 2, 4 or 8 rows packed into one or two mixed vectors; issue 24), and on narrow grids under
+// AVX-512 gives a task 4 or 8 rows (fewer at the plane's edge): a point must get the same bits
 // whichever tile computed it. The same atoms on grids that differ only in width: every point of
 // a narrow grid equals the wide grid's point at the same place, for every remainder a row can
-// leave (0–3 vectors of 4 (SSE4) to 16 (AVX-512) lanes and parts of one, mixed or not: under
-// AVX-512 1, 5, 8, 17, 24, 40, 52, 70, 100, 116 and 200 end in a mixed vector after 0–3 whole ones).
+// leave (0–3 vectors of 4 (SSE4) to 16 (AVX-512) lanes and parts of one, mixed or not). Under
+// AVX-512 1, 5, 8, 17, 24, 40, 52, 70, 100, 116 and 200 end in a mixed vector after 0–3 whole
+// ones; 17 and 16 take 8-row tasks, 3, 5, 8, 24, 32 and 33 4-row ones, and 11 rows leave each a
+// plane edge of 3 rows.
 TEST(CpuKernels, SimdPointsDoNotDependOnTheGridsWidth) {
   if (!find_kernel("cpu-simd").available()) GTEST_SKIP() << "cpu-simd is not built";
   std::mt19937 rng(testing::test_seed() + 5);
-  const GridSpec wide = make_test_grid(300, 3, 2);
+  const GridSpec wide = make_test_grid(300, 11, 2);
   const Atoms atoms = random_atoms(rng, 300, wide);
   for (const testing::ModelCase& m : testing::model_cases(find_kernel("cpu-simd"))) {
     const PreparedProblem wide_problem(atoms, wide, 1.0, m.model, m.pair);
     const auto reference = run_poisoned(find_kernel("cpu-simd"), wide_problem);
-    for (const std::int64_t nx : {1, 5, 8, 9, 17, 24, 26, 33, 40, 47, 52, 70, 90, 100, 116, 129, 200, 257, 299}) {
+    for (const std::int64_t nx :
+         {1, 3, 5, 8, 9, 16, 17, 24, 26, 32, 33, 40, 47, 52, 70, 90, 100, 116, 129, 200, 257, 299}) {
       SCOPED_TRACE(::testing::Message() << m.label << ", width " << nx);
       GridSpec narrow = wide;
       narrow.dims[0] = nx;
