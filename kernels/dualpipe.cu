@@ -8,7 +8,8 @@
 //    (kernels/device_common.cuh: about 9 FP32 and 2 integer instructions a reciprocal square
 //    root, float-accurate). Per atom and warp the SFU then needs 8·(16 − SPLIT) clocks and the issue
 //    slots ~61 + 10·SPLIT: balanced near SPLIT = 4 (~1.25× the ceiling in theory; measured on an
-//    H200: 0.955× at SPLIT = 2, limited by occupancy and dispatch, benchmarks/NOTES.md). The split is
+//    H200: 0.955× at SPLIT = 2, limited by dependent chains and dispatch; 1.02× on an H100 since the
+//    kernel may take more registers, kSplitMinBlocks below, benchmarks/NOTES.md). The split is
 //    a template argument (no run-time branch in the tile loop) chosen per device kind and model
 //    by measurement (tuned_fma_split below; `espgrid bench --sweep split`).
 // 2. Float32 error at the rounding floor, positions: each block forms every atom's offset from
@@ -39,10 +40,24 @@ constexpr int RY = kDualPipeRows;
 
 /// cuda-unrolled's loop (kernels/tile_loop.cuh) with the 8 × 2 tile, positions from each tile's
 /// origin (TileFrame), SPLIT points on the FMA pipe and blocked sums.
+/// Resident blocks an SM asked of ptxas (__launch_bounds__'s second argument). With the bound on
+/// threads alone ptxas held the split kernels to 64–80 registers a thread, for occupancy; asked
+/// for 1 block it takes 84–95 and the kernel runs faster at lower occupancy (its FMA-pipe rsqrt
+/// is a long dependent chain: more registers, more independent points in flight a warp). One
+/// H100, the same build and input, alternating (benchmarks/NOTES.md, "cuda-dualpipe: registers,
+/// not occupancy"): Coulomb 95.6% → 102.1% of the rsqrt ceiling, distance 101.7% → 113.9%,
+/// Debye past the chain 47.8% → 51.9%, maps bit-identical (the PTX is the same; only ptxas's
+/// register budget moves). Held to 85 registers (3 blocks) Coulomb's best was 93.6%, to 64 (4)
+/// 95.6%. Debye's chain is fastest held to 64 (4 blocks, 24 bytes spilled): 55.7%, against 54.7%
+/// at its free 121 registers and 53.3% at 80.
+constexpr int kSplitMinBlocks = 1;
+constexpr int kChainMinBlocks = 4;
+
 template <int SPLIT, class Potential>
 void launch_split(const SlabLaunch& s, const Geometry& g, dim3 grid, dim3 block) {
-  tile_kernel<CX, RY, kSmallBlockThreads, TileFrame, SPLIT, true, Potential><<<grid, block, 0, stream_of(s)>>>(
-      s.slab, atoms64_of(s), s.atom_count, g, Spacing64{s.hx64, s.hy64, s.hz64}, s.pair);
+  tile_kernel<CX, RY, kSmallBlockThreads, TileFrame, SPLIT, true, Potential, 0, kSplitMinBlocks>
+      <<<grid, block, 0, stream_of(s)>>>(s.slab, atoms64_of(s), s.atom_count, g, Spacing64{s.hx64, s.hy64, s.hz64},
+                                         s.pair);
 }
 
 /// Columns per exponential chain (one MUFU.EX2 each): 4 keeps a chain's rounding ≤ 3 steps.
@@ -64,7 +79,7 @@ void launch_dualpipe(const SlabLaunch& s) {
   const dim3 block(static_cast<unsigned>(s.plan.bx), static_cast<unsigned>(s.plan.by));
   const dim3 grid = tile_grid(s, CX, RY);
   if (exp_chain_applies(s)) {
-    tile_kernel<CX, RY, kSmallBlockThreads, TileFrame, 0, true, DebyePotential, kExpChainRun>
+    tile_kernel<CX, RY, kSmallBlockThreads, TileFrame, 0, true, DebyePotential, kExpChainRun, kChainMinBlocks>
         <<<grid, block, 0, stream_of(s)>>>(s.slab, atoms64_of(s), s.atom_count, g, Spacing64{s.hx64, s.hy64, s.hz64},
                                            s.pair);
     ESPGRID_CUDA_CHECK_LAUNCH();
@@ -100,7 +115,9 @@ int tuned_fma_split(int device, PairModel model) {
   };
   // Hopper: the H200 sweep of 2026-11-23 (benchmarks/results/h200-2026-11-23/bench): Coulomb
   // 2/16 (95.4% of the rsqrt ceiling; 0/16 91.8%), distance 4/16 (101.6%), Debye 2/16 (48.0%;
-  // used only where the exponential chain does not apply, κ·hx > kExpChainMaxKappaH).
+  // used only where the exponential chain does not apply, κ·hx > kExpChainMaxKappaH). Swept
+  // again with kSplitMinBlocks = 1 on an H100 (benchmarks/results/h100-2026-11-26-registers):
+  // the same splits win, Coulomb 2/16 at 102.1% (3/16 99.9%), distance 4/16 at 113.7%.
   // A model not measured here gets kDefaultSplit.
   static constexpr Entry kTable[] = {{90, "coulomb", 2}, {90, "distance", 4}, {90, "debye", 2}};
   constexpr int kDefaultSplit = 4;

@@ -149,8 +149,11 @@ __device__ __forceinline__ void zero(float (&v)[RY][CX]) {
     for (int c = 0; c < CX; ++c) v[r][c] = 0.0f;
 }
 
-template <int CX, int RY, int MAX_THREADS, class Frame, int SPLIT, bool BLOCKED, class Potential, int CHAIN = 0>
-__global__ void __launch_bounds__(MAX_THREADS)
+/// MIN_BLOCKS: __launch_bounds__'s minimum of resident blocks an SM; 0 leaves it out (ptxas then
+/// kept cuda-dualpipe at 64–80 registers; given 1 it takes 84–95, and runs faster: dualpipe.cu).
+template <int CX, int RY, int MAX_THREADS, class Frame, int SPLIT, bool BLOCKED, class Potential, int CHAIN = 0,
+          int MIN_BLOCKS = 0>
+__global__ void __launch_bounds__(MAX_THREADS, MIN_BLOCKS)
     tile_kernel(float* __restrict__ slab, const typename Frame::Atom* __restrict__ atoms, int n, Geometry g,
                 Spacing64 h, PairParameters pair) {
   constexpr int kTile = tile_atoms(MAX_THREADS);

@@ -19,7 +19,8 @@
 #   same        every CUDA row and model (and cuda-msm) maps the same structure as the build of
 #               .device/old-src (carry it: `git archive COMMIT`): values compared bit for bit
 #   model       the added-model test (tests/models/) with its library's CUDA kernels built
-#   speed       cuda-unrolled and cuda-dualpipe, Coulomb and Debye, new and old build in one run
+#   speed       cuda-unrolled and cuda-dualpipe, Coulomb, distance and Debye (0.15 M: the exponential
+#               chain; 1 M: the split path), new and old build in one run
 #   shared      the CPU kernels on two cores with one kept busy (taskset -c 0,1), against the
 #               old build: benchmarks/shared_core.py
 #   python      the Python module built for the interpreter first on the PATH (a venv with
@@ -116,13 +117,16 @@ fi
 
 if want speed; then
   # Old and new side by side on the standard input, one seed: the refactored kernels' rates.
-  for m in coulomb debye; do
-    extra=(); [ $m = debye ] && extra=(--dielectric 78.54 --ionic-strength 0.15)
+  # debye-1M: κ·h = 0.165 at 0.5 Å, past the exponential chain: the split path.
+  for case in coulomb distance debye debye-1M; do
+    m=${case%-1M}; extra=()
+    [ $case = debye ] && extra=(--dielectric 78.54 --ionic-strength 0.15)
+    [ $case = debye-1M ] && extra=(--dielectric 78.54 --ionic-strength 1.0)
     for build in new old; do
       exe=$espgrid; [ $build = old ] && exe=.device/old-build/espgrid
       [ -x "$exe" ] || continue
-      step "speed-$m-$build" "$exe" bench --seed "$SEED" --require-cuda --model $m "${extra[@]}" \
-        --kernel cuda-unrolled,cuda-dualpipe --out "$LOG_DIR/speed-$m-$build"
+      step "speed-$case-$build" "$exe" bench --seed "$SEED" --require-cuda --model $m "${extra[@]}" \
+        --kernel cuda-unrolled,cuda-dualpipe --out "$LOG_DIR/speed-$case-$build"
     done
   done
 fi
