@@ -225,7 +225,7 @@ void short_range_row(const DcsProblem& p, const Plan& plan, const BinnedAtoms& a
   ShortRangeKernel vectorized;  // Coulomb and distance in vectors where Highway is built in
   vectorized.hx = hx, vectorized.a2 = a2, vectorized.inv_a = inv_a, vectorized.inv_a2 = inv_a2;
   vectorized.softening2 = soft2, vectorized.order = plan.order, vectorized.softened = c;
-  vectorized.power = plan.kernel.kappa > 0 ? 0 : plan.kernel.power;  // Debye: std::exp, scalar
+  vectorized.power = plan.kernel.power, vectorized.kappa = plan.kernel.kappa;
   const double* ax = atoms.x.data();
   const double* ay = atoms.y.data();
   const double* az = atoms.z.data();

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "src/compute/msm_math.h"
+
 #if ESPGRID_HAVE_HWY
 
 #undef HWY_TARGET_INCLUDE
@@ -13,6 +15,20 @@ HWY_BEFORE_NAMESPACE();
 namespace espgrid::msm {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
+
+/// msm_math.h's exp_nonpositive in lanes: the same steps, so each lane has its bits (2^k built
+/// from its exponent bits: the same exact product as std::ldexp).
+template <class D>
+HWY_INLINE hn::Vec<D> exp_nonpositive(D d, hn::Vec<D> x) {
+  const hn::RebindToSigned<D> di;
+  x = hn::Max(x, hn::Set(d, ExpSteps::kLowest));
+  const auto k = hn::Round(hn::Mul(x, hn::Set(d, ExpSteps::kLog2e)));
+  const auto f = hn::Sub(hn::Sub(x, hn::Mul(k, hn::Set(d, ExpSteps::kLn2Hi))), hn::Mul(k, hn::Set(d, ExpSteps::kLn2Lo)));
+  auto p = hn::Set(d, ExpSteps::kTaylor[ExpSteps::kDegree]);
+  for (int n = ExpSteps::kDegree - 1; n >= 0; --n) p = hn::Add(hn::Mul(p, f), hn::Set(d, ExpSteps::kTaylor[n]));
+  const auto bits = hn::ShiftLeft<52>(hn::Add(hn::ConvertTo(di, k), hn::Set(di, 1023)));
+  return hn::Mul(p, hn::BitCast(d, bits));
+}
 
 void AddRun(const ShortRangeKernel& k, double x_atom, double dy2, double dz2, double q, std::int64_t i0,
             std::int64_t i1, double* row) {
@@ -28,7 +44,18 @@ void AddRun(const ShortRangeKernel& k, double x_atom, double dy2, double dz2, do
     const auto dx = hn::Sub(hn::Mul(index, hx), xa);
     const auto r2 = hn::Add(hn::Add(hn::Mul(dx, dx), vdy2), vdz2);  // (dx·dx + dy·dy) + dz·dz, as the scalar loop
     hn::Vec<decltype(d)> split;  // f(r) − g_a(r)
-    if (k.power == 1) {
+    if (k.kappa > 0) {
+      // kernel_value(r² + softening², {power, κ}) minus softened_inside(r² − a², c)
+      const double* c = k.softened;
+      const auto t = hn::Sub(r2, a2);
+      const auto poly = hn::Add(
+          hn::Set(d, c[0]),
+          hn::Mul(t, hn::Add(hn::Set(d, c[1]), hn::Mul(t, hn::Add(hn::Set(d, c[2]), hn::Mul(t, hn::Set(d, c[3])))))));
+      const auto r2s = hn::Add(r2, soft2);
+      const auto r = hn::Sqrt(r2s);
+      const auto screen = exp_nonpositive(d, hn::Mul(hn::Set(d, -k.kappa), r));
+      split = hn::Sub(hn::Div(screen, k.power == 2 ? r2s : r), poly);
+    } else if (k.power == 1) {
       // γ(ρ) by Horner in s = ρ² − 1, the terms of msm_math.h's gamma_inside
       const auto s = hn::Sub(hn::Mul(r2, hn::Set(d, k.inv_a2)), one);
       auto inner = k.order >= 5 ? hn::Add(hn::Set(d, 0.375), hn::Mul(s, hn::Set(d, -0.3125))) : hn::Set(d, 0.375);

@@ -3,7 +3,8 @@
 // points it reaches, q·(f(r) − g_a(r)) for r < a) and a lattice row of a level's cutoff sums
 // (neighbouring outputs in the lanes). The same operations as the scalar loops in msm_cpu.cpp,
 // in the same order per point, with no FMA (-ffp-contract=off): IEEE sqrt, division, products
-// and sums give each lane the scalar loop's bits, so maps are the same on every machine and
+// and sums (and Debye's e^(−κr) by the steps of msm_math.h's exp_nonpositive) give each lane the
+// scalar loop's bits, so maps are the same on every machine and
 // with or without Highway (tests: MsmShortRange.*, MsmPhases.CutoffSumsAreTheSameBits...).
 #pragma once
 
@@ -18,8 +19,9 @@ struct ShortRangeKernel {
   double inv_a = 0, inv_a2 = 0;  ///< 1/a (1/Å), 1/a² (1/Å²)
   double softening2 = 0;         ///< Å²
   int order = 0;                 ///< interpolation order (γ's Taylor terms)
-  int power = 1;                 ///< 1: Coulomb, 2: distance (1/r²); Debye is not vectorized
-  const double* softened = nullptr;  ///< g_a's polynomial in r² − a² (power 2)
+  int power = 1;                 ///< f = e^(−κr)/r^power: 1 (Coulomb, Debye) or 2 (distance: 1/r²)
+  double kappa = 0;              ///< κ, 1/Å (Debye: e^(−κr) by msm_math.h's exp_nonpositive steps)
+  const double* softened = nullptr;  ///< g_a's polynomial in r² − a² (every kernel but Coulomb)
 };
 
 /// Extra doubles the caller's row needs past its last point: a run's last vector may reach them.
@@ -29,7 +31,7 @@ constexpr int kShortRangePadding = 8;
 /// row[i0 ... i1]; points at or beyond the cutoff get nothing, and no other point changes
 /// (row[i1 + 1 ...] up to kShortRangePadding past the row is read and written back as it was,
 /// unless it holds -0.0). Returns false, doing nothing, where this build has no Highway or the
-/// kernel is Debye (power 0 here): the caller's scalar loop then does the same sums.
+/// power is neither 1 nor 2: the caller's scalar loop then does the same sums.
 bool add_short_range_run(const ShortRangeKernel& k, double x_atom, double dy2, double dz2, double q,
                          std::int64_t i0, std::int64_t i1, double* row);
 

@@ -58,10 +58,36 @@ struct SplitKernel {
   bool coulomb() const noexcept { return power == 1 && kappa == 0; }
 };
 
-/// f(r) from r² (Å²), double.
+/// e^x for x ≤ 0 (double) in plain operations, so that a vector lane computes the very bits of
+/// the scalar code (cpu-msm's short range, msm_cpu_vectors.cpp, does these steps in vectors): x
+/// = k·ln 2 + f with k = round(x·log₂e) and ln 2 in two parts (Cody–Waite: k·ln2_hi exact),
+/// e^f by its Taylor polynomial of degree 13 (|f| ≤ ln 2 / 2: truncation ≤ 4e-18 relative), times
+/// 2^k exactly. Within 2 ulp of std::exp (tests/test_msm.cpp); x below −700 is taken as −700
+/// (e^−700 ≈ 1e-304: nothing a map can hold).
+struct ExpSteps {
+  static constexpr double kLowest = -700.0;
+  static constexpr double kLog2e = 1.4426950408889634;
+  static constexpr double kLn2Hi = 6.93147180369123816490e-01;  // 0x3FE62E42FEE00000: k·kLn2Hi exact
+  static constexpr double kLn2Lo = 1.90821492927058770002e-10;
+  static constexpr int kDegree = 13;
+  static constexpr double kTaylor[kDegree + 1] = {
+      1.0,        1.0,          1.0 / 2,         1.0 / 6,          1.0 / 24,          1.0 / 120,          1.0 / 720,
+      1.0 / 5040, 1.0 / 40320, 1.0 / 362880, 1.0 / 3628800, 1.0 / 39916800, 1.0 / 479001600, 1.0 / 6227020800};
+};
+inline double exp_nonpositive(double x) {
+  if (x < ExpSteps::kLowest) x = ExpSteps::kLowest;
+  const double k = std::nearbyint(x * ExpSteps::kLog2e);
+  const double f = (x - k * ExpSteps::kLn2Hi) - k * ExpSteps::kLn2Lo;
+  double p = ExpSteps::kTaylor[ExpSteps::kDegree];
+  for (int n = ExpSteps::kDegree - 1; n >= 0; --n) p = p * f + ExpSteps::kTaylor[n];
+  return std::ldexp(p, static_cast<int>(k));  // exact: the result is a normal number
+}
+
+/// f(r) from r² (Å²), double; the screening by exp_nonpositive (one definition of e^(−κr) for the
+/// plan's stencils and the short range, scalar or in vectors).
 inline double kernel_value(double r2, const SplitKernel& k) {
   const double r = std::sqrt(r2);
-  const double screen = k.kappa > 0 ? std::exp(-k.kappa * r) : 1.0;
+  const double screen = k.kappa > 0 ? exp_nonpositive(-k.kappa * r) : 1.0;
   return k.power == 2 ? screen / r2 : screen / r;
 }
 
@@ -72,7 +98,7 @@ inline double kernel_value(double r2, const SplitKernel& k) {
 inline void taylor_coefficients(const SplitKernel& k, double s, int order, double c[4]) {
   double b[16] = {};  // b[j]: coefficient of u^(−j); power + 2·3 < 16
   b[k.power] = 1.0;
-  const double screen = k.kappa > 0 ? std::exp(-k.kappa * s) : 1.0;
+  const double screen = k.kappa > 0 ? exp_nonpositive(-k.kappa * s) : 1.0;
   double factorial = 1.0;
   for (int n = 0; n < 4; ++n) {
     if (n > taylor_terms(order)) {
