@@ -38,21 +38,21 @@ namespace {
 constexpr int CX = kDualPipeColumns;
 constexpr int RY = kDualPipeRows;
 
-/// cuda-unrolled's loop (kernels/tile_loop.cuh) with the 8 × 2 tile, positions from each tile's
-/// origin (TileFrame), SPLIT points on the FMA pipe and blocked sums.
 /// Resident blocks an SM asked of ptxas (__launch_bounds__'s second argument). With the bound on
 /// threads alone ptxas held the split kernels to 64–80 registers a thread, for occupancy; asked
 /// for 1 block it takes 84–95 and the kernel runs faster at lower occupancy (its FMA-pipe rsqrt
 /// is a long dependent chain: more registers, more independent points in flight a warp). One
-/// H100, the same build and input, alternating (benchmarks/NOTES.md, "cuda-dualpipe: registers,
-/// not occupancy"): Coulomb 95.6% → 102.1% of the rsqrt ceiling, distance 101.7% → 113.9%,
-/// Debye past the chain 47.8% → 51.9%, maps bit-identical (the PTX is the same; only ptxas's
-/// register budget moves). Held to 85 registers (3 blocks) Coulomb's best was 93.6%, to 64 (4)
+/// H100, the build before and after in one session, the standard bench input
+/// (benchmarks/NOTES.md, "cuda-dualpipe: registers, not occupancy"): Coulomb 95.6% → 102.1% of
+/// the rsqrt ceiling, distance 101.7% → 113.9%, Debye past the chain 47.8% → 51.9%, maps
+/// bit-identical (the PTX is the same; only ptxas's register budget moves). Held to 85 registers (3 blocks) Coulomb's best was 93.6%, to 64 (4)
 /// 95.6%. Debye's chain is fastest held to 64 (4 blocks, 24 bytes spilled): 55.7%, against 54.7%
 /// at its free 121 registers and 53.3% at 80.
 constexpr int kSplitMinBlocks = 1;
 constexpr int kChainMinBlocks = 4;
 
+/// cuda-unrolled's loop (kernels/tile_loop.cuh) with the 8 × 2 tile, positions from each tile's
+/// origin (TileFrame), SPLIT points on the FMA pipe and blocked sums.
 template <int SPLIT, class Potential>
 void launch_split(const SlabLaunch& s, const Geometry& g, dim3 grid, dim3 block) {
   tile_kernel<CX, RY, kSmallBlockThreads, TileFrame, SPLIT, true, Potential, 0, kSplitMinBlocks>
