@@ -44,7 +44,13 @@ void AddRun(const ShortRangeKernel& k, double x_atom, double dy2, double dz2, do
     const auto dx = hn::Sub(hn::Mul(index, hx), xa);
     const auto r2 = hn::Add(hn::Add(hn::Mul(dx, dx), vdy2), vdz2);  // (dx·dx + dy·dy) + dz·dz, as the scalar loop
     hn::Vec<decltype(d)> split;  // f(r) − g_a(r)
-    if (k.kappa > 0) {
+    if (k.power == 1 && k.kappa == 0) {
+      // γ(ρ) by Horner in s = ρ² − 1, the terms of msm_math.h's gamma_inside
+      const auto s = hn::Sub(hn::Mul(r2, hn::Set(d, k.inv_a2)), one);
+      auto inner = k.order >= 5 ? hn::Add(hn::Set(d, 0.375), hn::Mul(s, hn::Set(d, -0.3125))) : hn::Set(d, 0.375);
+      const auto gamma = hn::Add(one, hn::Mul(s, hn::Add(hn::Set(d, -0.5), hn::Mul(s, inner))));
+      split = hn::Sub(hn::Div(one, hn::Sqrt(hn::Add(r2, soft2))), hn::Mul(gamma, hn::Set(d, k.inv_a)));
+    } else {
       // kernel_value(r² + softening², {power, κ}) minus softened_inside(r² − a², c)
       const double* c = k.softened;
       const auto t = hn::Sub(r2, a2);
@@ -52,23 +58,14 @@ void AddRun(const ShortRangeKernel& k, double x_atom, double dy2, double dz2, do
           hn::Set(d, c[0]),
           hn::Mul(t, hn::Add(hn::Set(d, c[1]), hn::Mul(t, hn::Add(hn::Set(d, c[2]), hn::Mul(t, hn::Set(d, c[3])))))));
       const auto r2s = hn::Add(r2, soft2);
-      const auto r = hn::Sqrt(r2s);
-      const auto screen = exp_nonpositive(d, hn::Mul(hn::Set(d, -k.kappa), r));
-      split = hn::Sub(hn::Div(screen, k.power == 2 ? r2s : r), poly);
-    } else if (k.power == 1) {
-      // γ(ρ) by Horner in s = ρ² − 1, the terms of msm_math.h's gamma_inside
-      const auto s = hn::Sub(hn::Mul(r2, hn::Set(d, k.inv_a2)), one);
-      auto inner = k.order >= 5 ? hn::Add(hn::Set(d, 0.375), hn::Mul(s, hn::Set(d, -0.3125))) : hn::Set(d, 0.375);
-      const auto gamma = hn::Add(one, hn::Mul(s, hn::Add(hn::Set(d, -0.5), hn::Mul(s, inner))));
-      split = hn::Sub(hn::Div(one, hn::Sqrt(hn::Add(r2, soft2))), hn::Mul(gamma, hn::Set(d, k.inv_a)));
-    } else {
-      // 1/r² (kernel_value with power 2) minus softened_inside(r² − a², c)
-      const double* c = k.softened;
-      const auto t = hn::Sub(r2, a2);
-      const auto poly = hn::Add(
-          hn::Set(d, c[0]),
-          hn::Mul(t, hn::Add(hn::Set(d, c[1]), hn::Mul(t, hn::Add(hn::Set(d, c[2]), hn::Mul(t, hn::Set(d, c[3])))))));
-      split = hn::Sub(hn::Div(one, hn::Add(r2, soft2)), poly);
+      hn::Vec<decltype(d)> f;
+      if (k.kappa > 0) {
+        const auto r = hn::Sqrt(r2s);
+        f = hn::Div(exp_nonpositive(d, hn::Mul(hn::Set(d, -k.kappa), r)), k.power == 2 ? r2s : r);
+      } else {
+        f = hn::Div(one, r2s);  // 1/r²: kernel_value's screen is 1.0
+      }
+      split = hn::Sub(f, poly);
     }
     // The last vector's lanes past i1 (in the caller's padding) add +0.0: their values keep their bits.
     const auto term = hn::IfThenElseZero(hn::And(hn::Lt(r2, a2), hn::Le(index, last)), hn::Mul(vq, split));
