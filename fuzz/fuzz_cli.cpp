@@ -66,7 +66,7 @@
 
 #include "src/cli/commands.h"
 #include "src/core/errors.h"
-#include "src/io/text_parsing.h"
+#include "src/core/text_parsing.h"
 
 namespace {
 
@@ -173,7 +173,7 @@ std::string file_bytes(const fs::path& file) {
 }
 
 /// Whether `name` has the shape of a temporary file of this process: "....partial.PID" with
-/// an optional ".XXXXXX", or "....probe.PID.XXXXXX" (src/io/atomic_output_file.cpp), PID being
+/// an optional ".XXXXXX", or "....probe.PID.XXXXXX" (src/os/atomic_output_file.cpp), PID being
 /// ours (the verbs run in-process). A fuzzed output name may itself contain ".probe." (CI found
 /// "-o .probe.\x01x.dx" written as asked and flagged); only the exact shape with our PID is ours.
 bool is_our_temporary(const std::string& name) {
@@ -266,7 +266,7 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
   const std::string pid = std::to_string(::getpid());
   if (!is_our_temporary(".m.dx.partial." + pid + ".aZ09xY") || !is_our_temporary(".m.dx.probe." + pid + ".aZ09xY") ||
       is_our_temporary(".probe.x.dx") || is_our_temporary(".m.dx.probe." + pid + ".dx"))
-    finding("is_our_temporary no longer matches the temporary names of src/io/atomic_output_file.cpp");
+    finding("is_our_temporary no longer matches the temporary names of src/os/atomic_output_file.cpp");
   ::setenv("ESPGRID_MAX_GRID_POINTS", "100000", 1);
   // PDB/mmCIF input would start pdb2pqr30 and gemmi (seconds each): point them at a program
   // that does not exist, so m.pdb ends in espgrid's "not an executable program" error.

@@ -10,7 +10,7 @@
 #include <string>
 
 #include "src/core/errors.h"
-#include "src/io/dcd_check.h"
+#include "src/structure/dcd_check.h"
 
 namespace {
 

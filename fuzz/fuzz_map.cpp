@@ -23,7 +23,7 @@
 
 #include "src/core/errors.h"
 #include "src/core/grid.h"
-#include "src/io/map_formats.h"
+#include "src/maps/map_formats.h"
 
 namespace {
 

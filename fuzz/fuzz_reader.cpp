@@ -2,7 +2,7 @@
 // espgrid::read_pqr (ESPGRID_FUZZ_PQR) or espgrid::read_xyz (ESPGRID_FUZZ_XYZ) through
 // LineSource("fuzz", text). The only accepted failure is espgrid::InputError; any other
 // exception, a crash, an ASan/UBSan report or a hang is a finding. On success every value
-// must be finite and within the limits documented in src/io/structure_reader.h.
+// must be finite and within the limits documented in src/structure/structure_reader.h.
 //
 // The streaming invariant: the same text handed to the line splitter in small pieces (1 to 16
 // bytes, chosen from the input, so that lines, CRLF pairs and the byte-order mark cross the
@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "src/core/errors.h"
-#include "src/io/structure_reader.h"
-#include "src/io/text_parsing.h"
+#include "src/structure/structure_reader.h"
+#include "src/core/text_parsing.h"
 
 namespace {
 

@@ -56,7 +56,7 @@ def main():
             'attribute "dep" string "positions"\nobject "density" class field\ncomponent "positions" value 1\n'
             'component "connections" value 2\ncomponent "data" value 3\n')
         write(seeds, "griddataformats.dx", 0, gdf.encode())
-        # VTK's writer in each encoding espgrid reads itself (io/vti_decoding.h).
+        # VTK's writer in each encoding espgrid reads itself (maps/vti_decoding.h).
         for name, mode, compressor, header, order in [
                 ("vtk-uint32.vti", "raw", "None", "UInt32", "LittleEndian"),
                 ("vtk-base64-zlib.vti", "base64", "ZLib", "UInt64", "LittleEndian"),

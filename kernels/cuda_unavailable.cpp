@@ -1,7 +1,7 @@
 // Stand-in for the CUDA driver functions in a build without CUDA: the GPU variants stay in
 // the registry (so `espgrid kernels` lists them) but report why they cannot run. The kernel
 // families' launch functions are not defined here: the registry's rows hold null for them in
-// such a build (ESPGRID_CUDA_LAUNCH in src/compute/kernel_registry.cpp).
+// such a build (ESPGRID_CUDA_LAUNCH in src/registry/kernel_registry.cpp).
 #include "src/compute/cuda_driver.h"
 #include "src/core/errors.h"
 

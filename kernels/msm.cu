@@ -1,5 +1,5 @@
 // cuda-msm: the multilevel summation with every phase on the GPU, in float, on the host's plan
-// (src/compute/msm_plan.h). Each phase mirrors its CPU phase (src/compute/msm_cpu.cpp) and
+// (src/msm/msm_plan.h). Each phase mirrors its CPU phase (src/msm/msm_cpu.cpp) and
 // sums in an order fixed by the atoms and the lattice, never by the launch (no atomics), so
 // the map is the same on every run and a slab of planes equals the same planes of the whole map
 // bit for bit. The grid phases are in kernels/msm_levels.cu, the map's per slab in

@@ -12,8 +12,8 @@
 
 #include "kernels/cuda_runtime_support.h"
 #include "src/compute/cuda_driver.h"
-#include "src/compute/msm_cuda_driver.h"
-#include "src/compute/msm_math.h"
+#include "src/msm/msm_cuda_driver.h"
+#include "src/msm/msm_math.h"
 #include "src/core/errors.h"
 
 namespace espgrid::cuda::msm_gpu {
@@ -93,7 +93,7 @@ struct Weights {
   int width;                         ///< restriction_width
 };
 
-/// A restriction or prolongation pass (msm::AxisPass, src/compute/msm_plan.h) on the device:
+/// A restriction or prolongation pass (msm::AxisPass, src/msm/msm_plan.h) on the device:
 /// the same geometry, in the int widths the kernels index with (every MSM grid has at most
 /// 2^28 points, checked on the host).
 struct DevPass {

@@ -1,5 +1,5 @@
 // cuda-msm's grid phases, every one on the GPU in float on the host's plan
-// (src/compute/msm_plan.h), each mirroring its CPU phase (src/compute/msm_cpu.cpp) and summing in
+// (src/msm/msm_plan.h), each mirroring its CPU phase (src/msm/msm_cpu.cpp) and summing in
 // an order fixed by the atoms and the lattice, never by the launch (no atomics):
 //
 //   binning        cell key per atom, stable radix sort (CUB), atoms gathered in cell order,

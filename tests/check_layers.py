@@ -15,21 +15,24 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ALLOWED = {
     "src/core": set(),
     "src/physics": {"src/core"},
-    "src/surface": {"src/core", "src/physics"},
-    "src/io": {"src/core", "src/physics", "src/surface"},
+    "src/os": {"src/core"},
+    "src/structure": {"src/core", "src/physics", "src/os"},
+    "src/maps": {"src/core", "src/physics", "src/os"},
+    "src/view": {"src/core", "src/physics", "src/os", "src/structure", "src/maps"},
     "src/compute": {"src/core", "src/physics"},
-    "src/pb": {"src/core", "src/physics", "src/compute"},
-    "kernels": {"src/core", "src/physics", "src/compute", "src/pb"},
-    "src/job": {"src/core", "src/physics", "src/surface", "src/io", "src/compute"},
-    "src/pipeline": {"src/core", "src/physics", "src/surface", "src/io", "src/compute", "src/pb", "src/job"},
-    "src/bench": {"src/core", "src/physics", "src/surface", "src/io", "src/compute", "src/pb", "src/job", "src/pipeline"},
-    "src/scaleout": {"src/core", "src/physics", "src/surface", "src/io", "src/compute", "src/pb", "src/job",
-                     "src/pipeline"},
-    "python/src": {"src/core", "src/physics", "src/surface", "src/io", "src/compute", "src/pb", "src/job",
-                   "src/pipeline"},
-    "src/cli": {"src/core", "src/physics", "src/surface", "src/io", "src/compute", "src/pb", "src/job", "src/pipeline", "src/bench",
-                "src/scaleout"},
+    "src/msm": {"src/core", "src/physics", "src/compute"},
+    "src/registry": {"src/core", "src/physics", "src/compute", "src/msm"},
+    "src/pb": {"src/core", "src/physics", "src/compute", "src/registry"},
+    "kernels": {"src/core", "src/physics", "src/compute", "src/msm", "src/pb"},
 }
+_BELOW_JOB = {"src/core", "src/physics", "src/os", "src/structure", "src/maps", "src/view", "src/compute", "src/msm",
+              "src/registry", "src/pb"}
+ALLOWED["src/job"] = set(_BELOW_JOB)
+ALLOWED["src/pipeline"] = _BELOW_JOB | {"src/job"}
+ALLOWED["src/bench"] = ALLOWED["src/pipeline"] | {"src/pipeline"}
+ALLOWED["src/scaleout"] = ALLOWED["src/pipeline"] | {"src/pipeline"}
+ALLOWED["python/src"] = ALLOWED["src/pipeline"] | {"src/pipeline"}
+ALLOWED["src/cli"] = ALLOWED["src/pipeline"] | {"src/pipeline", "src/bench", "src/scaleout"}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"((?:src|kernels|python)/[^"]+)"')
 
 

@@ -13,9 +13,9 @@
 #include <sstream>
 #include <unistd.h>
 
-#include "src/compute/kernel_registry.h"
+#include "src/registry/kernel_registry.h"
 #include "src/core/errors.h"
-#include "src/io/map_formats.h"
+#include "src/maps/map_formats.h"
 #include "src/job/job_options.h"
 #include "src/pipeline/map_pipeline.h"
 #include "src/pipeline/map_summary.h"

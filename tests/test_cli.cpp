@@ -16,10 +16,10 @@
 #include <sys/wait.h>
 #include <vector>
 
-#include "src/compute/kernel_registry.h"
+#include "src/registry/kernel_registry.h"
 #include "src/core/units.h"
-#include "src/io/map_formats.h"
-#include "src/io/structure_reader.h"
+#include "src/maps/map_formats.h"
+#include "src/structure/structure_reader.h"
 #include "tests/file_helpers.h"
 
 namespace {

@@ -15,7 +15,7 @@
 #include "src/core/float_text.h"
 #include "src/core/number_parsing.h"
 #include "src/core/text_format.h"
-#include "src/io/display_structure.h"
+#include "src/view/display_structure.h"
 #include "src/physics/physics_options.h"
 #include "tests/test_support.h"
 

@@ -9,10 +9,10 @@
 #include <cmath>
 #include <cstring>
 
-#include "src/compute/msm_cuda_driver.h"
+#include "src/msm/msm_cuda_driver.h"
 #include "src/compute/approximation_error.h"
-#include "src/compute/msm_cpu.h"
-#include "src/compute/msm_plan.h"
+#include "src/msm/msm_cpu.h"
+#include "src/msm/msm_plan.h"
 #include "src/core/errors.h"
 #include "src/core/stopwatch.h"
 #include "src/pipeline/map_pipeline.h"

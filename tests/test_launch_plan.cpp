@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <random>
 
-#include "src/compute/kernel_registry.h"
+#include "src/registry/kernel_registry.h"
 #include "src/compute/launch_plan.h"
 #include "src/core/errors.h"
 

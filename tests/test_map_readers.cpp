@@ -18,7 +18,7 @@
 
 #include "src/core/errors.h"
 #include "src/core/grid.h"
-#include "src/io/map_formats.h"
+#include "src/maps/map_formats.h"
 #include "tests/child_process.h"
 #include "tests/file_helpers.h"
 
@@ -510,7 +510,7 @@ TEST_F(MapReaders, CompressedVtiTruncatedIsAnErrorNotACrash) {
 #endif
 
 #if ESPGRID_HAVE_VTK
-// Every encoding VTK 9 writes, read by espgrid's own decoder (io/vti_decoding.h; VTK's reader
+// Every encoding VTK 9 writes, read by espgrid's own decoder (maps/vti_decoding.h; VTK's reader
 // crashed on damaged files): `from` (an uncompressed .vti of espgrid, read by VTK) written back
 // by VTK's writer in each data mode, compressor, byte-count width and byte order.
 struct VtkEncoding {

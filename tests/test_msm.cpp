@@ -27,11 +27,11 @@
 #endif
 
 #include "src/compute/approximation_error.h"
-#include "src/compute/msm_cpu.h"
-#include "src/compute/msm_math.h"
-#include "src/compute/msm_parameters.h"
-#include "src/compute/msm_plan.h"
-#include "src/compute/msm_cpu_vectors.h"
+#include "src/msm/msm_cpu.h"
+#include "src/msm/msm_math.h"
+#include "src/msm/msm_parameters.h"
+#include "src/msm/msm_plan.h"
+#include "src/msm/msm_cpu_vectors.h"
 #include "src/core/errors.h"
 #include "src/pipeline/map_pipeline.h"
 #include "tests/test_support.h"

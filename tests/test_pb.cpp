@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
-#include "src/compute/kernel_registry.h"
+#include "src/registry/kernel_registry.h"
 #include "src/core/errors.h"
-#include "src/io/map_formats.h"
+#include "src/maps/map_formats.h"
 #include "src/pb/pb_coefficients.h"
 #include "src/pb/pb_geometry.h"
 #include "src/pb/pb_hypre.h"

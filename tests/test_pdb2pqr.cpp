@@ -1,4 +1,4 @@
-// PDB and mmCIF input through PDB2PQR (src/io/pdb2pqr_source.h) and `espgrid map x.pdb`.
+// PDB and mmCIF input through PDB2PQR (src/structure/pdb2pqr_source.h) and `espgrid map x.pdb`.
 //
 // The PDB files are made here from bundled data: data/boxb_rna_pdb2pqr3.pqr is PDB2PQR 3.5.2's
 // own output (AMBER), so its first 54 columns are a PDB file; stripping the charges and radii
@@ -22,8 +22,8 @@
 #include <vector>
 
 #include "src/core/errors.h"
-#include "src/io/map_formats.h"
-#include "src/io/pdb2pqr_source.h"
+#include "src/maps/map_formats.h"
+#include "src/structure/pdb2pqr_source.h"
 #include "tests/child_process.h"
 #include "tests/file_helpers.h"
 

@@ -21,8 +21,8 @@
 #include <vector>
 
 #include "src/core/errors.h"
-#include "src/io/structure_reader.h"
-#include "src/io/text_parsing.h"
+#include "src/structure/structure_reader.h"
+#include "src/core/text_parsing.h"
 
 #if ESPGRID_HAVE_ZLIB
 #include <zlib.h>
@@ -924,7 +924,7 @@ TEST(FormatFromExtension, KnownExtensions) {
   EXPECT_EQ(format_from_extension("a.XYZ"), StructureFormat::Xyz);
   EXPECT_EQ(format_from_extension("a.extxyz"), StructureFormat::Xyz);
   EXPECT_EQ(parse_format_name("PQR"), StructureFormat::Pqr);
-  // No charges: PDB2PQR assigns them (io/pdb2pqr_source.h; tests/test_pdb2pqr.cpp).
+  // No charges: PDB2PQR assigns them (structure/pdb2pqr_source.h; tests/test_pdb2pqr.cpp).
   EXPECT_EQ(format_from_extension("a.pdb"), StructureFormat::Pdb);
   EXPECT_EQ(format_from_extension("pdb1fsc.ent"), StructureFormat::Pdb);
   EXPECT_EQ(format_from_extension("1FSC.CIF"), StructureFormat::Mmcif);
@@ -1028,7 +1028,7 @@ struct LayoutCase {
   const char* element;  // what the atom's element must be
 };
 
-// Every layout the reader accepts (src/io/pqr_reader.cpp), each giving x 1, y 2, z 3, q 0.5, r 1.5.
+// Every layout the reader accepts (src/structure/pqr_reader.cpp), each giving x 1, y 2, z 3, q 0.5, r 1.5.
 TEST(PqrLayouts, AcceptedLayoutsReadTheSameNumbers) {
   const LayoutCase cases[] = {
       {"ATOM 1 N MET 1 1.000 2.000 3.000 0.5 1.5", "N"},          // APBS: no chain

@@ -28,7 +28,7 @@
 #include "src/bench/bench.h"
 #include "src/core/errors.h"
 #include "src/core/grid.h"
-#include "src/io/map_formats.h"
+#include "src/maps/map_formats.h"
 #include "tests/child_process.h"
 #include "tests/file_helpers.h"
 

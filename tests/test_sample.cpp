@@ -10,16 +10,16 @@
 #include <string>
 #include <vector>
 
-#include "src/compute/kernel_registry.h"
+#include "src/registry/kernel_registry.h"
 #include "src/compute/oracle.h"
 #include "src/core/errors.h"
 #include "src/core/json.h"
-#include "src/io/point_file.h"
+#include "src/structure/point_file.h"
 #include "src/job/job_options.h"
 #include "src/pipeline/map_summary.h"
 #include "src/pipeline/point_sampling.h"
 #include "src/pipeline/time_estimate.h"
-#include "src/surface/vertex_potential.h"
+#include "src/view/vertex_potential.h"
 #include "tests/test_support.h"
 
 namespace {

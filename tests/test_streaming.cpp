@@ -1,4 +1,4 @@
-// Maps written while they are computed (io/map_stream.h, pipeline MapFiles): the streamed file
+// Maps written while they are computed (maps/map_stream.h, pipeline MapFiles): the streamed file
 // is byte for byte the file written from the finished map, whatever order and thread the
 // planes come in; a missing, repeated or non-finite plane leaves nothing at the destination.
 // The CUDA cases (one GPU, and two workers on one GPU, whose planes arrive out of order from
@@ -14,8 +14,8 @@
 #include <thread>
 
 #include "src/core/errors.h"
-#include "src/io/map_formats.h"
-#include "src/io/map_stream.h"
+#include "src/maps/map_formats.h"
+#include "src/maps/map_stream.h"
 #include "src/pipeline/map_pipeline.h"
 #include "tests/file_helpers.h"
 #include "tests/test_support.h"

@@ -1,4 +1,4 @@
-// The meshes behind `espgrid view` and `espgrid surface` (src/surface/): contouring, cavities,
+// The meshes behind `espgrid view` and `espgrid surface` (src/view/): contouring, cavities,
 // smoothing, normals, the molecular surface's definition, and the potential at arbitrary points
 // against analytic values, the oracle and the map.
 #include <gtest/gtest.h>
@@ -15,9 +15,9 @@
 #include "src/compute/oracle.h"
 #include "src/compute/prepared_problem.h"
 #include "src/core/units.h"
-#include "src/surface/mesh.h"
-#include "src/surface/molecular_surface.h"
-#include "src/surface/vertex_potential.h"
+#include "src/view/mesh.h"
+#include "src/view/molecular_surface.h"
+#include "src/view/vertex_potential.h"
 #include "tests/test_support.h"
 
 namespace {

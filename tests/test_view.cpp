@@ -12,10 +12,10 @@
 #include <regex>
 #include <string>
 
-#include "src/io/display_structure.h"
-#include "src/io/structure_reader.h"
-#include "src/io/view_page.h"
-#include "src/surface/view_scene.h"
+#include "src/view/display_structure.h"
+#include "src/structure/structure_reader.h"
+#include "src/view/view_page.h"
+#include "src/view/view_scene.h"
 #include "tests/file_helpers.h"
 
 #if ESPGRID_HAVE_ZLIB

@@ -17,8 +17,8 @@
 
 #include "src/core/errors.h"
 #include "src/core/text_format.h"
-#include "src/io/map_formats.h"
-#include "src/io/text_parsing.h"
+#include "src/maps/map_formats.h"
+#include "src/core/text_parsing.h"
 #include "tests/file_helpers.h"
 
 #if ESPGRID_HAVE_ZLIB
@@ -129,7 +129,7 @@ TEST_F(Writers, DxWithCountNotAMultipleOfThree) {
 
 /// The DX file of `map` as the writer made it before it was parallel: one thread, std::to_chars
 /// with 8 digits after the point, z fastest, three values a line, the same header and trailer.
-/// Independent of the writer under test (src/io/dx_format.cpp), so a difference is a defect.
+/// Independent of the writer under test (src/maps/dx_format.cpp), so a difference is a defect.
 std::string sequential_dx(const PotentialMap& map) {
   const GridSpec& g = map.grid;
   std::string out = "# Electrostatic potential by espgrid " ESPGRID_VERSION " (direct Coulomb summation)\n";
@@ -330,7 +330,7 @@ TEST_F(Writers, MrcRoundTrips) {
     for (const float v : map_.values) sum += v;
     const double mean = sum / static_cast<double>(map_.values.size());
     for (const float v : map_.values) squares += (v - mean) * (v - mean);
-    // The writer sums each lane of 16 values in float before double (io/mrc_format.cpp):
+    // The writer sums each lane of 16 values in float before double (maps/mrc_format.cpp):
     // within ~1e-6 of the mean magnitude and of the RMS deviation; 4e-6 leaves margin.
     const double rms = std::sqrt(squares / static_cast<double>(map_.values.size()));
     EXPECT_NEAR(f.dmean, mean, 4e-6 * rms);

@@ -1,10 +1,10 @@
 """How the renderer (viz/render_potential.py) reads structures and maps: through the espgrid
 program itself, so a picture always shows what espgrid read — the C++ readers' rules
-(src/io/), never a second copy of them.
+(src/maps/), never a second copy of them.
 
 * read_structure(path) -> Structure: `espgrid atoms PATH` (x y z charge radius element per atom)
 * map_to_vti(path, vti, units) : `espgrid convert PATH -o VTI [--units U]`: any map espgrid
-  writes (.dx, .dx.gz, .mrc/.map/.ccp4, .vti), read by espgrid's own readers (src/io/: the
+  writes (.dx, .dx.gz, .mrc/.map/.ccp4, .vti), read by espgrid's own readers (src/maps/: the
   structure, every size and value checked, nothing non-finite), written as an uncompressed .vti
   by espgrid for VTK to read. A truncated or damaged map is refused there, never drawn.
 
@@ -83,7 +83,7 @@ def read_structure(path):
     return Structure(numbers[:, 0:3], numbers[:, 3], numbers[:, 4], [r[5] for r in rows], path)
 
 
-#: The map extensions `espgrid convert` reads (src/io/map_formats.h, map_format_from_extension).
+#: The map extensions `espgrid convert` reads (src/maps/map_formats.h, map_format_from_extension).
 MAP_EXTENSIONS = (".dx", ".dx.gz", ".mrc", ".map", ".ccp4", ".vti")
 
 

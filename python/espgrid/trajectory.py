@@ -205,7 +205,7 @@ def _check_file(path):
 
 def _check_dcd_readers(universe, checked=()):
     """Every DCD the universe reads is checked record by record against its header
-    (io/dcd_check.h): MDAnalysis counts a DCD's frames from its size, so a trajectory cut short
+    (structure/dcd_check.h): MDAnalysis counts a DCD's frames from its size, so a trajectory cut short
     would otherwise be averaged over the frames left (issue #21). Returns nothing; raises
     espgrid.InputError "FILE: what is wrong"."""
     trajectory = universe.trajectory

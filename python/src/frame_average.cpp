@@ -7,7 +7,7 @@
 
 #include "src/core/errors.h"
 #include "src/core/text_format.h"
-#include "src/io/structure_reader.h"
+#include "src/structure/structure_reader.h"
 
 namespace espgrid::python {
 

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "src/physics/potential_map.h"
-#include "src/io/structure_reader.h"
+#include "src/structure/structure_reader.h"
 #include "src/pipeline/map_pipeline.h"
 
 namespace espgrid::python {

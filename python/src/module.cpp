@@ -25,17 +25,17 @@
 
 #include "python/src/frame_average.h"
 #include "src/job/job_options.h"
-#include "src/compute/kernel_registry.h"
+#include "src/registry/kernel_registry.h"
 #include "src/core/errors.h"
 #include "src/core/text_format.h"
-#include "src/io/atomic_output_file.h"
-#include "src/io/dcd_check.h"
-#include "src/io/map_formats.h"
-#include "src/io/pdb2pqr_source.h"
+#include "src/os/atomic_output_file.h"
+#include "src/structure/dcd_check.h"
+#include "src/maps/map_formats.h"
+#include "src/structure/pdb2pqr_source.h"
 #include "src/pipeline/map_pipeline.h"
 #include "src/pipeline/map_summary.h"
 #include "src/pipeline/point_sampling.h"
-#include "src/io/view.h"
+#include "src/view/view.h"
 
 namespace py = pybind11;
 using namespace pybind11::literals;
@@ -726,7 +726,7 @@ PYBIND11_MODULE(_espgrid, m) {
         }();
         return py::dict("atoms"_a = s.atoms, "frames"_a = s.frames, "header_frames"_a = s.header_frames);
       },
-      "path"_a, "Checks a DCD's records against its header and size (io/dcd_check.h); InputError when it is cut short.");
+      "path"_a, "Checks a DCD's records against its header and size (structure/dcd_check.h); InputError when it is cut short.");
   m.def(
       "check_output_paths", [](const std::vector<std::string>& paths) { check_output_paths(paths); }, "paths"_a,
       "Raises unless every path is a map format this build writes, in a writable directory.");

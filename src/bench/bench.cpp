@@ -19,8 +19,8 @@
 #include "src/core/errors.h"
 #include "src/core/stopwatch.h"
 #include "src/core/text_format.h"
-#include "src/io/atomic_output_file.h"
-#include "src/io/map_stream.h"
+#include "src/os/atomic_output_file.h"
+#include "src/maps/map_stream.h"
 
 #ifndef ESPGRID_GIT_COMMIT
 #define ESPGRID_GIT_COMMIT "unknown"

@@ -13,7 +13,7 @@
 #include <string_view>
 #include <vector>
 
-#include "src/compute/kernel_registry.h"
+#include "src/registry/kernel_registry.h"
 #include "src/compute/oracle.h"
 #include "src/compute/prepared_problem.h"
 #include "src/core/atoms.h"

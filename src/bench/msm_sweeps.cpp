@@ -9,12 +9,12 @@
 #include <random>
 
 #include "src/compute/approximation_error.h"
-#include "src/compute/msm_method.h"
-#include "src/compute/msm_plan.h"
+#include "src/msm/msm_method.h"
+#include "src/msm/msm_plan.h"
 #include "src/core/errors.h"
 #include "src/core/grid.h"
 #include "src/core/text_format.h"
-#include "src/io/structure_reader.h"
+#include "src/structure/structure_reader.h"
 
 namespace espgrid::bench {
 namespace {

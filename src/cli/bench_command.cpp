@@ -23,7 +23,7 @@
 #include "src/bench/msm_sweeps.h"
 #include "src/cli/commands.h"
 #include "src/cli/options.h"
-#include "src/compute/kernel_registry.h"
+#include "src/registry/kernel_registry.h"
 #include "src/compute/prepared_problem.h"
 #include "src/core/errors.h"
 #include "src/core/grid.h"
@@ -31,9 +31,9 @@
 #include "src/core/stopwatch.h"
 #include "src/core/text_format.h"
 #include "src/core/units.h"
-#include "src/io/atomic_output_file.h"
-#include "src/io/structure_reader.h"
-#include "src/io/text_parsing.h"
+#include "src/os/atomic_output_file.h"
+#include "src/structure/structure_reader.h"
+#include "src/core/text_parsing.h"
 #include "src/pipeline/map_pipeline.h"
 
 namespace espgrid::cli {

@@ -11,7 +11,7 @@
 #include "src/cli/options.h"
 #include "src/core/errors.h"
 #include "src/core/text_format.h"
-#include "src/io/map_formats.h"
+#include "src/maps/map_formats.h"
 #include "src/pipeline/map_pipeline.h"
 
 namespace espgrid::cli {
@@ -100,7 +100,7 @@ int run_atoms(int argc, char** argv) {
               a.size(), signed_charge_text(a.total_charge()).c_str());
   std::string line;
   // stdout is this verb's product: a reader that went away (SIGPIPE is ignored, see
-  // io/atomic_output_file.h) or a full disk ends the run with an error, not a silent cut.
+  // os/atomic_output_file.h) or a full disk ends the run with an error, not a silent cut.
   const auto check_stdout = [] {
     if (std::ferror(stdout) || std::fflush(stdout) != 0)
       throw Error(std::string("cannot write the atoms to standard output: ") + std::strerror(errno));

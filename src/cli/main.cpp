@@ -8,7 +8,7 @@
 
 #include "src/cli/commands.h"
 #include "src/core/errors.h"
-#include "src/io/atomic_output_file.h"
+#include "src/os/atomic_output_file.h"
 
 namespace {
 

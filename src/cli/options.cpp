@@ -6,7 +6,7 @@
 
 #include "src/core/errors.h"
 #include "src/core/units.h"
-#include "src/io/map_formats.h"
+#include "src/maps/map_formats.h"
 
 namespace espgrid::cli {
 

@@ -2,7 +2,7 @@
 // exact direct sum over the atoms with the Physics options (on the CPU in double precision, or
 // on a GPU: src/pipeline/point_sampling.h), or `--map MAP --points FILE`: a map's values there,
 // interpolated trilinearly as `espgrid view` does. Points: "x y z" a line, or APBS multivalue's
-// CSV "x,y,z" (src/io/point_file.h), from a file or standard input ("-"). Out: a table with the
+// CSV "x,y,z" (src/structure/point_file.h), from a file or standard input ("-"). Out: a table with the
 // potential as its last column, to a file (-o; .csv: CSV) or standard output.
 #include <cstdio>
 #include <filesystem>
@@ -16,11 +16,11 @@
 #include "src/cli/progress.h"
 #include "src/core/errors.h"
 #include "src/core/text_format.h"
-#include "src/io/atomic_output_file.h"
-#include "src/io/map_formats.h"
-#include "src/io/point_file.h"
-#include "src/io/view.h"
-#include "src/io/view_page.h"
+#include "src/os/atomic_output_file.h"
+#include "src/maps/map_formats.h"
+#include "src/structure/point_file.h"
+#include "src/view/view.h"
+#include "src/view/view_page.h"
 #include "src/pipeline/map_pipeline.h"
 #include "src/pipeline/point_sampling.h"
 

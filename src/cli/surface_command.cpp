@@ -15,12 +15,12 @@
 #include "src/core/errors.h"
 #include "src/core/stopwatch.h"
 #include "src/core/text_format.h"
-#include "src/io/atomic_output_file.h"
-#include "src/io/map_formats.h"
-#include "src/io/mesh_formats.h"
-#include "src/surface/molecular_surface.h"
-#include "src/surface/vertex_potential.h"
-#include "src/io/view.h"
+#include "src/os/atomic_output_file.h"
+#include "src/maps/map_formats.h"
+#include "src/view/mesh_formats.h"
+#include "src/view/molecular_surface.h"
+#include "src/view/vertex_potential.h"
+#include "src/view/view.h"
 #include "src/pipeline/map_pipeline.h"
 
 namespace espgrid::cli {

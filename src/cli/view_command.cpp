@@ -1,6 +1,6 @@
 // `espgrid view STRUCTURE MAP -o view.html`: one self-contained HTML page with the molecular
 // surface coloured by the map's potential, its isosurfaces and the atoms, for any browser
-// (docs/viz.md, "Interactive view"). The work is in src/io/view.h (and src/surface/); this file reads the
+// (docs/viz.md, "Interactive view"). The work is in src/view/view.h; this file reads the
 // command line and the two files and prints the summary.
 #include <cstdio>
 #include <cstring>
@@ -13,9 +13,9 @@
 #include "src/cli/options.h"
 #include "src/core/errors.h"
 #include "src/core/text_format.h"
-#include "src/io/atomic_output_file.h"
-#include "src/io/map_formats.h"
-#include "src/io/view.h"
+#include "src/os/atomic_output_file.h"
+#include "src/maps/map_formats.h"
+#include "src/view/view.h"
 #include "src/pipeline/map_pipeline.h"
 
 namespace espgrid::cli {
@@ -37,7 +37,7 @@ std::vector<std::string> glue_negative_values(int argc, char** argv) {
   return words;
 }
 
-/// The page's path: writable (io/atomic_output_file.h) and none of the inputs (same file by
+/// The page's path: writable (os/atomic_output_file.h) and none of the inputs (same file by
 /// device and inode: the page would replace its own input).
 void check_page_path(const std::string& output, const std::vector<std::string>& inputs) {
   for (const std::string& input : inputs) {

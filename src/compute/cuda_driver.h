@@ -5,7 +5,7 @@
 //   - kernel families (kernels/scatter.cu, gather.cu, constant.cu, coarsened.cu, unrolled.cu):
 //     each defines the device kernels of one design and one launch function that queues them
 //     for one slab of z-planes (SlabLaunch). A registry row holds its family's launch function
-//     and DeviceLayout (src/compute/kernel_registry.cpp).
+//     and DeviceLayout (src/registry/kernel_registry.cpp).
 //   - the device driver (kernels/device_driver.cu): carries out the host's LaunchPlan
 //     (src/compute/launch_plan.h) slab by slab through double-buffered device memory on one
 //     device, or on several devices through the host work queue (src/compute/device_scheduler.h).

@@ -61,7 +61,9 @@ std::vector<WorkerResult> run_plane_workers(int workers, std::int64_t nz, const 
   {
     std::unique_lock<std::mutex> lock(state_mutex);
     std::int64_t reported = 0;
-    while (finished < workers) {
+    // Until every worker has finished and every finished plane has been reported: the last
+    // planes can complete while the progress callback runs unlocked, after the final wake-up.
+    while (finished < workers || planes_done != reported) {
       state_changed.wait(lock, [&] { return finished == workers || planes_done != reported; });
       // Always catch up with planes_done: after a failure the predicate must turn false again,
       // or this loop would spin holding state_mutex and the workers could never finish.

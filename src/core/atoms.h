@@ -24,7 +24,7 @@ struct Atoms {
   std::vector<double> charge;   ///< partial charges, e
   std::vector<double> radius;   ///< radii, Å (PQR column; element radius for XYZ)
   /// Element of each atom, for drawing only (bonds, hydrogens); never used by the physics.
-  /// The readers' rule: XYZ species as written; PQR from the atom name (see io/pqr_reader.cpp).
+  /// The readers' rule: XYZ species as written; PQR from the atom name (see structure/pqr_reader.cpp).
   std::vector<ElementSymbol> element;
 
   std::size_t size() const noexcept { return x.size(); }

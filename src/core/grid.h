@@ -56,7 +56,7 @@ std::optional<GridSpec> explicit_grid(const GridRequest& request);
 /// of the spacing (the origin a whole number of spacings from 0, to 1e-6 Å, and the fewest
 /// points that cover the box: less than one spacing of slack on each side), or the explicit
 /// origin and dims. The lattice is what crystallographic readers of an .mrc need (gemmi, Coot
-/// and CCP4 place a map by NXSTART, a whole number of voxels: io/mrc_format.cpp), and maps
+/// and CCP4 place a map by NXSTART, a whole number of voxels: maps/mrc_format.cpp), and maps
 /// of different structures at one spacing share their points. Validates every value (positive
 /// finite spacing, non-negative finite padding, dims ≥ 1) and throws UsageError otherwise.
 GridSpec make_grid(const GridRequest& request, const Atoms& atoms);

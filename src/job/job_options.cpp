@@ -1,4 +1,5 @@
 #include "src/job/job_options.h"
+#include "src/msm/msm_parameters.h"
 
 #include <algorithm>
 #include <cmath>

@@ -10,12 +10,12 @@
 #include <string>
 #include <vector>
 
-#include "src/compute/kernel_registry.h"
+#include "src/registry/kernel_registry.h"
 #include "src/core/atoms.h"
 #include "src/core/grid.h"
-#include "src/io/map_formats.h"
-#include "src/io/pdb2pqr_source.h"
-#include "src/io/structure_reader.h"
+#include "src/maps/map_formats.h"
+#include "src/structure/pdb2pqr_source.h"
+#include "src/structure/structure_reader.h"
 #include "src/physics/physics_options.h"
 
 namespace espgrid {

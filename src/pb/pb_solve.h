@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "src/compute/compute_timing.h"
-#include "src/compute/kernel_registry.h"
+#include "src/registry/kernel_registry.h"
 #include "src/core/atoms.h"
 #include "src/core/grid.h"
 #include "src/core/units.h"

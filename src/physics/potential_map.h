@@ -1,5 +1,5 @@
 // A computed map: the grid, the values and what they mean. Writers and readers are in
-// io/map_formats.h; nothing here knows about kernels.
+// maps/map_formats.h; nothing here knows about kernels.
 #pragma once
 
 #include <string>

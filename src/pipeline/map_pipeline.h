@@ -21,12 +21,12 @@
 #include <string>
 #include <vector>
 
-#include "src/compute/kernel_registry.h"
+#include "src/registry/kernel_registry.h"
 #include "src/compute/prepared_problem.h"
 #include "src/physics/potential_map.h"
-#include "src/io/map_formats.h"
-#include "src/io/pdb2pqr_source.h"
-#include "src/io/structure_reader.h"
+#include "src/maps/map_formats.h"
+#include "src/structure/pdb2pqr_source.h"
+#include "src/structure/structure_reader.h"
 #include "src/job/map_job.h"
 
 namespace espgrid {
@@ -92,7 +92,7 @@ struct MapResult {
 class StreamingMapWriter;
 
 /// The files one map goes to. Formats stored x fastest and uncompressed (MRC, .vti without
-/// compression; io/map_stream.h) are opened when the computation starts and written plane by
+/// compression; maps/map_stream.h) are opened when the computation starts and written plane by
 /// plane while the kernel runs; the others (OpenDX: z fastest; compressed .vti: VTK takes the
 /// whole array) are written by finish() from the finished map.
 /// Destroyed without finish(), it leaves every destination untouched.
@@ -224,7 +224,7 @@ class ComputeSession {
 
 /// Checks every output path before anything is read or computed: a known format this build can
 /// write with `options`, a file that may be replaced in a directory that accepts a new one
-/// (io/atomic_output_file.h), and neither one of `inputs` (same device and inode: the map would
+/// (os/atomic_output_file.h), and neither one of `inputs` (same device and inode: the map would
 /// replace its own input) nor an output named twice (UsageError / Error naming the path).
 void check_output_paths(const std::vector<std::string>& paths, const std::vector<std::string>& inputs = {},
                         const MapWriteOptions& options = {});

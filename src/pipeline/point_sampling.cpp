@@ -5,13 +5,13 @@
 #include <algorithm>
 #include <cmath>
 
-#include "src/compute/kernel_registry.h"
+#include "src/registry/kernel_registry.h"
 #include "src/compute/point_sum_inputs.h"
 #include "src/compute/points_cuda_driver.h"
 #include "src/core/errors.h"
 #include "src/core/stopwatch.h"
 #include "src/core/text_format.h"
-#include "src/surface/vertex_potential.h"
+#include "src/view/vertex_potential.h"
 
 namespace espgrid {
 

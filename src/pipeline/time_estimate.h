@@ -7,7 +7,7 @@
 #include <optional>
 #include <string>
 
-#include "src/compute/kernel_registry.h"
+#include "src/registry/kernel_registry.h"
 #include "src/compute/prepared_problem.h"
 #include "src/pipeline/map_pipeline.h"
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "src/compute/kernel_registry.h"
+#include "src/registry/kernel_registry.h"
 #include "src/compute/prepared_problem.h"
 #include "src/scaleout/cluster.h"
 

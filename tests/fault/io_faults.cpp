@@ -5,7 +5,7 @@
 //   ESPGRID_FAULT_READ_EIO=SUFFIX:BYTES  read() of a file whose path ends in SUFFIX fails with
 //                                        EIO once BYTES of it were read (a disk failing mid-file)
 //   ESPGRID_FAULT_PREAD_EIO=SUFFIX:BYTES the same for pread() (the binary map readers and the DCD
-//                                        check: src/io/map_reading.h, ByteSource) asking for
+//                                        check: src/maps/map_reading.h, ByteSource) asking for
 //                                        bytes at or past BYTES
 //   ESPGRID_FAULT_LOG=FILE               appends "fsync PATH", "fdatasync PATH" and
 //                                        "rename FROM TO" lines in call order (PATH and FROM

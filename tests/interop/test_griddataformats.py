@@ -5,7 +5,7 @@ with our values (issue #25).
 Client: GridDataFormats (Debian: python3-griddataformats), which reads .mrc through mrcfile and
 places it at ORIGIN plus the start indices times the voxel size: a header that set both (as
 some writers do) would put the map twice as far out. espgrid writes the start indices and ORIGIN
-0 for its grids (io/map_formats.h, mrc_placement). The reference is our .dx read by the strict
+0 for its grids (maps/map_formats.h, mrc_placement). The reference is our .dx read by the strict
 reader.
 """
 

@@ -68,7 +68,7 @@ def main():
                 if not np.array_equal(voxel, dx.spacing.astype(np.float32)):
                     print(f"FAIL {name}: voxel size {voxel}, spacing {dx.spacing}")
                     errors += 1
-                # Placement (io/map_formats.h, mrc_placement): espgrid's default grids lie on the
+                # Placement (maps/map_formats.h, mrc_placement): espgrid's default grids lie on the
                 # lattice of their spacing, so the start indices carry the origin in whole voxels
                 # and ORIGIN is 0 (readers that add the two, like GridDataFormats, agree).
                 start = np.array([int(h.nxstart), int(h.nystart), int(h.nzstart)])

@@ -58,7 +58,7 @@
     if (bytes.length !== spec.bytes) throw new Error("data block '" + name + "' holds " + bytes.length + " bytes, expected " + spec.bytes);
     return bytes;
   }
-  // Layout written by src/io/view_page.cpp (mesh_block): int32 triangle corners as
+  // Layout written by src/view/view_page.cpp (mesh_block): int32 triangle corners as
   // differences (3m), uint16 positions quantized in the mesh's box (3n), int16 values quantized
   // over their range, -32768 for NaN (n, when the mesh has values), int8 normals x127 (3n).
   function mesh(bytes, spec) {

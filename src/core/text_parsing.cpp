@@ -1,0 +1,301 @@
+#include "src/core/text_parsing.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <sys/stat.h>
+
+#include "src/core/errors.h"
+
+#if ESPGRID_HAVE_ZLIB
+#include <zlib.h>
+#endif
+
+namespace espgrid {
+namespace {
+
+constexpr std::string_view kByteOrderMark = "\xEF\xBB\xBF";
+
+/// Control bytes other than tab, VT and FF (and DEL) mark binary data; CR and LF end lines.
+bool is_binary_byte(unsigned char byte) {
+  return (byte < 0x20 && byte != '\t' && byte != '\v' && byte != '\f' && byte != '\r' && byte != '\n') || byte == 0x7f;
+}
+
+[[noreturn]] void throw_binary(const std::string& path, std::size_t line, unsigned char byte, std::size_t column,
+                               const std::string& kind = "text structure file") {
+  char hex[8];
+  std::snprintf(hex, sizeof hex, "0x%02x", byte);
+  throw InputError(
+      path, line,
+      "binary data (byte " + std::string(hex) + " at column " + std::to_string(column) + "); is this a " + kind + "?");
+}
+
+/// read(2) that retries after a signal; throws Error naming the file and where reading stopped.
+std::size_t read_some(int fd, char* into, std::size_t bytes, const std::string& path, std::size_t lines_read) {
+  for (;;) {
+    const ssize_t got = ::read(fd, into, bytes);
+    if (got >= 0) return static_cast<std::size_t>(got);
+    if (errno == EINTR) continue;
+    throw Error("cannot read " + path + ": " + std::strerror(errno) + " (after line " + std::to_string(lines_read) +
+                "; nothing was computed from a partly read file)");
+  }
+}
+
+}  // namespace
+
+std::vector<std::string_view> split_whitespace(std::string_view line) {
+  std::vector<std::string_view> tokens;
+  split_whitespace(line, tokens);
+  return tokens;
+}
+
+namespace {
+// A direct test per byte: find_first_of with a set of five was a memchr per byte, the largest
+// part of reading a large PQR.
+constexpr bool is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f'; }
+}  // namespace
+
+std::string_view first_token(std::string_view line) {
+  std::size_t pos = 0;
+  while (pos < line.size() && is_space(line[pos])) ++pos;
+  std::size_t end = pos;
+  while (end < line.size() && !is_space(line[end])) ++end;
+  return line.substr(pos, end - pos);
+}
+
+void split_whitespace(std::string_view line, std::vector<std::string_view>& tokens) {
+  tokens.clear();
+  const auto space = is_space;
+  std::size_t pos = 0;
+  const std::size_t size = line.size();
+  while (true) {
+    while (pos < size && space(line[pos])) ++pos;
+    if (pos == size) break;
+    std::size_t end = pos;
+    while (end < size && !space(line[end])) ++end;
+    tokens.push_back(line.substr(pos, end - pos));
+    pos = end;
+  }
+}
+
+std::string quoted(std::string_view token) {
+  const bool shortened = token.size() > 40;
+  if (shortened) token = token.substr(0, 37);
+  std::string out = "'";
+  for (const char c : token) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (byte < 0x20 || byte >= 0x7f) {
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "\\x%02x", byte);
+      out += hex;
+    } else {
+      out += c;
+    }
+  }
+  return out + (shortened ? "...'" : "'");
+}
+
+int open_input_file(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw Error("cannot open " + path + ": " + std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    const int error = errno;
+    ::close(fd);
+    throw Error("cannot open " + path + ": " + std::strerror(error));
+  }
+  if (S_ISDIR(st.st_mode)) {
+    ::close(fd);
+    throw Error(path + " is a directory, not a structure file");
+  }
+  if (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)) {
+    ::close(fd);
+    throw Error(path + " is a device, not a file (a device such as /dev/zero may never end); give a regular file " +
+                "or a pipe");
+  }
+  return fd;
+}
+
+// ---- LineSource ---------------------------------------------------------------------------------
+
+LineSource::LineSource(std::string path, Decompress decompress) : path_(std::move(path)) {
+  const bool gzip = decompress == Decompress::Gzip;
+#if !ESPGRID_HAVE_ZLIB
+  if (gzip) throw UsageError("cannot read " + path_ + ": this espgrid was built without zlib, which reads gzip files");
+#endif
+  fd_ = open_input_file(path_);
+  struct stat st {};
+  if (::fstat(fd_, &st) == 0 && S_ISREG(st.st_mode)) size_hint_ = static_cast<std::size_t>(st.st_size);
+  buffer_.resize(kChunkBytes);
+#if ESPGRID_HAVE_ZLIB
+  if (gzip) {
+    gz_ = gzdopen(fd_, "rb");
+    if (gz_ == nullptr) {
+      ::close(fd_);
+      fd_ = -1;
+      throw Error("cannot read " + path_ + ": zlib could not start (out of memory?)");
+    }
+    gzbuffer(static_cast<gzFile>(gz_), 1 << 20);
+    size_hint_ = 0;  // the text is larger than the file
+  }
+#endif
+}
+
+LineSource::LineSource(std::string name, std::string text, std::size_t chunk_bytes)
+    : path_(std::move(name)), memory_(std::move(text)), chunk_bytes_(chunk_bytes) {
+  size_hint_ = memory_.size();
+  buffer_.resize(std::max<std::size_t>(64, chunk_bytes_ == 0 ? memory_.size() : chunk_bytes_));
+}
+
+LineSource::~LineSource() {
+#if ESPGRID_HAVE_ZLIB
+  if (gz_ != nullptr) {
+    gzclose(static_cast<gzFile>(gz_));  // closes fd_ too
+    return;
+  }
+#endif
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void LineSource::fail(const std::string& what) const {
+  throw InputError(path_, std::max<std::size_t>(line_number_, 1), what);
+}
+
+bool LineSource::fill() {
+  if (eof_) return false;
+  // Keep the unread bytes (the start of a line) at the front, then make room for a chunk.
+  if (begin_ > 0) {
+    std::memmove(buffer_.data(), buffer_.data() + begin_, end_ - begin_);
+    end_ -= begin_;
+    begin_ = 0;
+  }
+  const std::size_t want =
+      std::max<std::size_t>(1, fd_ >= 0 ? kChunkBytes : (chunk_bytes_ == 0 ? memory_.size() : chunk_bytes_));
+  if (buffer_.size() - end_ < want) buffer_.resize(end_ + want);
+  std::size_t got = 0;
+  if (gz_ != nullptr) {
+    got = read_gzip(buffer_.data() + end_, buffer_.size() - end_);
+  } else if (fd_ >= 0) {
+    got = read_some(fd_, buffer_.data() + end_, buffer_.size() - end_, path_, line_number_);
+  } else {
+    got = std::min(want, memory_.size() - memory_offset_);
+    std::memcpy(buffer_.data() + end_, memory_.data() + memory_offset_, got);
+    memory_offset_ += got;
+  }
+  bytes_read_ += got;
+  end_ += got;
+  eof_ = got == 0;
+  return !eof_;
+}
+
+std::size_t LineSource::read_gzip(char* into, std::size_t bytes) {
+#if ESPGRID_HAVE_ZLIB
+  const auto gz = static_cast<gzFile>(gz_);
+  const int got = gzread(gz, into, static_cast<unsigned>(std::min<std::size_t>(bytes, 1u << 30)));
+  int code = Z_OK;
+  const char* message = gzerror(gz, &code);
+  if (got > 0) return static_cast<std::size_t>(got);
+  if (code == Z_ERRNO)
+    throw Error("cannot read " + path_ + ": " + std::strerror(errno) + " (after line " + std::to_string(line_number_) +
+                "; nothing was computed from a partly read file)");
+  // gzread reports a stream cut short as an end of file; gzerror says Z_BUF_ERROR then.
+  if (code == Z_BUF_ERROR)
+    throw InputError(path_, line_number_ + 1,
+                     "the gzip data ends early: the file is truncated (zlib: " + std::string(message) + ")");
+  if (got < 0 || code != Z_OK)
+    throw InputError(path_, line_number_ + 1, "the gzip data is corrupt (zlib: " + std::string(message) + ")");
+  return 0;
+#else
+  (void)into;
+  (void)bytes;
+  return 0;
+#endif
+}
+
+std::optional<std::string_view> LineSource::next() {
+  if (at_end_) return std::nullopt;
+  std::size_t scan = begin_;  // the bytes before it hold no line end and no binary byte
+  for (;;) {
+    for (; scan < end_; ++scan) {
+      const auto byte = static_cast<unsigned char>(buffer_[scan]);
+      if (byte >= 0x20 && byte != 0x7f) continue;
+      if (byte == '\n' || byte == '\r') break;
+      if (is_binary_byte(byte)) throw_binary(path_, line_number_ + 1, byte, scan - begin_ + 1, kind_);
+    }
+    const std::size_t offset = scan - begin_;  // fill() moves the unread bytes to the front
+    if (scan < end_) {
+      // A CR as the last byte read may be the first half of a CRLF: read on before deciding.
+      if (buffer_[scan] == '\r' && scan + 1 == end_) {
+        fill();
+        scan = begin_ + offset;
+      }
+      std::string_view line(buffer_.data() + begin_, offset);
+      begin_ = scan + ((buffer_[scan] == '\r' && scan + 1 < end_ && buffer_[scan + 1] == '\n') ? 2 : 1);
+      return counted(line);
+    }
+    if (offset > kMaxLineBytes)
+      throw InputError(path_, line_number_ + 1,
+                       "line " + std::to_string(line_number_ + 1) + " is longer than " +
+                           std::to_string(kMaxLineBytes >> 20) + " MiB; is this a " + kind_ + "?");
+    if (!fill()) {
+      if (begin_ < end_) {  // a last line without a line end
+        std::string_view line(buffer_.data() + begin_, end_ - begin_);
+        begin_ = end_;
+        return counted(line);
+      }
+      at_end_ = true;
+      return std::nullopt;
+    }
+    scan = begin_ + offset;
+  }
+}
+
+std::string_view LineSource::counted(std::string_view line) {
+  // A UTF-8 byte-order mark (EF BB BF) before the first line is an encoding marker, not text.
+  if (++line_number_ == 1 && line.substr(0, kByteOrderMark.size()) == kByteOrderMark)
+    line.remove_prefix(kByteOrderMark.size());
+  return line;
+}
+
+// ---- TextLines ----------------------------------------------------------------------------------
+
+TextLines::TextLines(std::string path) : path_(std::move(path)) {
+  const int fd = open_input_file(path_);
+  try {
+    char chunk[1 << 16];
+    while (const std::size_t got = read_some(fd, chunk, sizeof chunk, path_, 0)) text_.append(chunk, got);
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
+  ::close(fd);
+  split_and_check();
+}
+
+TextLines::TextLines(std::string path, std::string text) : path_(std::move(path)), text_(std::move(text)) {
+  split_and_check();
+}
+
+void TextLines::split_and_check() {
+  // Lines end at LF, CRLF or a bare CR (old Mac files): a bare CR must never join two
+  // records into one line, where reading fields from the right would silently drop atoms.
+  std::string_view all(text_);
+  std::size_t start = 0;
+  while (start < all.size()) {
+    const std::size_t end = all.find_first_of("\r\n", start);
+    std::string_view line = all.substr(start, end == std::string_view::npos ? end : end - start);
+    for (std::size_t col = 0; col < line.size(); ++col) {
+      const auto byte = static_cast<unsigned char>(line[col]);
+      if (is_binary_byte(byte)) throw_binary(path_, lines_.size() + 1, byte, col + 1);
+    }
+    lines_.push_back(line);
+    if (end == std::string_view::npos) break;
+    start = end + ((all[end] == '\r' && end + 1 < all.size() && all[end + 1] == '\n') ? 2 : 1);
+  }
+}
+
+}  // namespace espgrid

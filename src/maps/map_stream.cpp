@@ -1,0 +1,159 @@
+#include "src/maps/map_stream.h"
+
+#include <algorithm>
+
+#include "src/core/errors.h"
+#include "src/core/stopwatch.h"
+
+namespace espgrid {
+namespace {
+
+/// The message of `error` with the temporary path replaced by the destination the user named.
+Error naming_destination(const std::exception_ptr& error, const std::string& temporary,
+                         const std::string& destination) {
+  std::string what;
+  try {
+    std::rethrow_exception(error);
+  } catch (const std::exception& e) {
+    what = e.what();
+  }
+  for (std::size_t at; (at = what.find(temporary)) != std::string::npos;)
+    what.replace(at, temporary.size(), destination);
+  return Error(what + " (nothing written to " + destination + ")");
+}
+
+}  // namespace
+
+void PlaneWriter::write_planes(const PotentialMap& map, std::int64_t first, std::int64_t count) {
+  const std::int64_t plane_bytes = static_cast<std::int64_t>(sizeof(float)) * map.grid.dims[0] * map.grid.dims[1];
+  const std::int64_t step = std::max<std::int64_t>(1, (std::int64_t{1} << 20) / std::max<std::int64_t>(plane_bytes, 1));
+  for (std::int64_t k = first; k < first + count; k += step) {
+    const std::int64_t planes = std::min(step, first + count - k);
+    summarize_planes(k, planes);
+    write_plane_bytes(k, planes);
+  }
+}
+
+void write_all_planes(const PotentialMap& map, PlaneWriter& writer) {
+  writer.write_planes(map, 0, map.grid.dims[2]);
+  writer.finish();
+}
+
+bool has_plane_writer(MapFormat format, const MapWriteOptions& options) noexcept {
+  return format == MapFormat::Mrc || (format == MapFormat::Vti && options.vti_compression == VtiCompression::None);
+}
+
+bool streams_planes(MapFormat format, const MapWriteOptions& options) noexcept {
+  return options.stream && has_plane_writer(format, options);
+}
+
+StreamingMapWriter::StreamingMapWriter(const PotentialMap& map, std::string path, const MapWriteOptions& options)
+    : map_(map), out_(std::move(path)), file_(out_.temporary_path()) {
+  const MapFormat format = map_format_from_extension(out_.destination());
+  if (!streams_planes(format, options))
+    throw Error("internal error: " + out_.destination() + " is not written plane by plane");
+  if (map.values.size() != map.grid.point_count())
+    throw Error("internal error: map holds " + std::to_string(map.values.size()) + " values for " + describe(map.grid));
+  writer_ = format == MapFormat::Mrc ? make_mrc_plane_writer(map_, file_) : make_vti_plane_writer(map_, file_);
+  reported_.assign(static_cast<std::size_t>(map.grid.dims[2]), 0);
+  thread_ = std::thread([this] { run(); });
+}
+
+StreamingMapWriter::~StreamingMapWriter() {
+  if (thread_.joinable()) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      closing_ = true;
+      abandoned_ = true;  // the map will not be finished: write nothing more
+    }
+    changed_.notify_all();
+    thread_.join();
+  }
+}
+
+void StreamingMapWriter::planes_ready(std::int64_t first, std::int64_t count) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const std::int64_t nz = map_.grid.dims[2];
+    if (first < 0 || count < 0 || first + count > nz) {
+      if (report_error_.empty())
+        report_error_ = "planes " + std::to_string(first) + "+" + std::to_string(count) + " are outside the map's " +
+                        std::to_string(nz);
+      return;
+    }
+    for (std::int64_t k = first; k < first + count; ++k) {
+      char& seen = reported_[static_cast<std::size_t>(k)];
+      if (seen && report_error_.empty()) report_error_ = "plane " + std::to_string(k) + " was reported twice";
+      seen = 1;
+    }
+    queue_.emplace_back(first, count);
+  }
+  changed_.notify_all();
+}
+
+void StreamingMapWriter::run() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  for (;;) {
+    changed_.wait(lock, [&] { return closing_ || !queue_.empty(); });
+    if (queue_.empty()) return;  // closing, and everything reported is written
+    const auto [first, count] = queue_.front();
+    queue_.pop_front();
+    const bool skip = write_error_ != nullptr || abandoned_;  // after a failure, only drain the queue
+    lock.unlock();
+    double seconds = 0;
+    std::exception_ptr error;
+    if (!skip) {
+      const Stopwatch clock;
+      try {
+        writer_->write_planes(map_, first, count);
+        unflushed_bytes_ += static_cast<std::size_t>(count) * sizeof(float) * map_.grid.dims[0] * map_.grid.dims[1];
+        if (unflushed_bytes_ >= kWritebackBytes) {
+          file_.start_writeback();
+          unflushed_bytes_ = 0;
+        }
+      } catch (...) {
+        error = std::current_exception();
+      }
+      seconds = clock.seconds();
+    }
+    lock.lock();
+    busy_seconds_ += seconds;
+    if (error && !write_error_) write_error_ = error;
+    changed_.notify_all();
+  }
+}
+
+void StreamingMapWriter::finish() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    closing_ = true;
+  }
+  changed_.notify_all();
+  thread_.join();
+  const std::string& temporary = out_.temporary_path();
+  const std::string& destination = out_.destination();
+  if (write_error_) throw naming_destination(write_error_, temporary, destination);
+  if (!report_error_.empty())
+    throw Error("internal error: " + report_error_ + " while writing " + destination + "; nothing written");
+  std::size_t missing = 0;
+  for (const char seen : reported_) missing += seen ? 0 : 1;
+  if (missing)
+    throw Error("internal error: " + std::to_string(missing) + " of " + std::to_string(reported_.size()) +
+                " planes were never computed; nothing written to " + destination);
+  try {
+    const Stopwatch clock;
+    writer_->finish();
+    file_.close();
+    busy_seconds_ += clock.seconds();
+  } catch (...) {
+    throw naming_destination(std::current_exception(), temporary, destination);
+  }
+  out_.commit();
+}
+
+double StreamingMapWriter::busy_seconds() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return busy_seconds_;
+}
+
+}  // namespace espgrid

@@ -1,0 +1,102 @@
+#include "src/view/vertex_potential.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+#include <omp.h>
+
+#include "src/physics/pair_potentials.h"
+
+namespace espgrid::surface {
+
+std::vector<double> offset_points(const TriangleMesh& mesh, double offset) {
+  std::vector<double> points(mesh.positions.size());
+  const bool has_normals = mesh.normals.size() == mesh.positions.size();
+  for (std::size_t i = 0; i < points.size(); ++i)
+    points[i] = static_cast<double>(mesh.positions[i]) + (has_normals ? offset * static_cast<double>(mesh.normals[i]) : 0.0);
+  return points;
+}
+
+std::vector<float> potential_at(const Atoms& atoms, const PhysicsOptions& physics, const std::vector<double>& points,
+                                int threads) {
+  const std::size_t n = points.size() / 3;
+  std::vector<float> out(n);
+  const double k = coulomb_factor(physics);
+  const PairParameters pair = pair_parameters(physics);
+  const double softening2 = kSofteningLength * kSofteningLength;
+  std::vector<double> q(atoms.size());
+  for (std::size_t a = 0; a < atoms.size(); ++a) q[a] = atoms.charge[a] * k;
+  with_pair_potential(physics.model, [&](auto potential) {
+    using Potential = decltype(potential);
+    const auto count = static_cast<std::int64_t>(n);
+#pragma omp parallel for schedule(dynamic, 256) num_threads(threads > 0 ? threads : omp_get_max_threads())
+    for (std::int64_t s = 0; s < count; ++s) {
+      const auto p = static_cast<std::size_t>(s);
+      const double px = points[3 * p], py = points[3 * p + 1], pz = points[3 * p + 2];
+      double sum = 0;
+      for (std::size_t a = 0; a < q.size(); ++a) {
+        const double dx = px - atoms.x[a], dy = py - atoms.y[a], dz = pz - atoms.z[a];
+        sum += Potential::template term<HostMath, double>(q[a], dx * dx + dy * dy + dz * dz + softening2, pair);
+      }
+      out[p] = static_cast<float>(sum);
+    }
+  });
+  return out;
+}
+
+namespace {
+
+/// A point's coordinate u along one axis in grid steps is inside when within a millionth of a
+/// spacing of [0, dims − 1].
+bool inside_axis(double u, std::int64_t dims) {
+  return u >= -1e-6 && u <= static_cast<double>(dims - 1) + 1e-6;
+}
+
+}  // namespace
+
+bool inside_box(const GridSpec& g, double x, double y, double z) {
+  const double p[3] = {x, y, z};
+  for (int a = 0; a < 3; ++a)
+    if (!inside_axis((p[a] - g.origin[a]) / g.spacing[a], g.dims[a])) return false;
+  return true;
+}
+
+std::vector<float> interpolate(const PotentialMap& map, const std::vector<double>& points) {
+  const std::size_t n = points.size() / 3;
+  std::vector<float> out(n, std::numeric_limits<float>::quiet_NaN());
+  const GridSpec& g = map.grid;
+  const std::int64_t nx = g.dims[0], ny = g.dims[1], nz = g.dims[2];
+  const auto at = [&](std::int64_t i, std::int64_t j, std::int64_t kk) {
+    return static_cast<double>(map.values[static_cast<std::size_t>(i + nx * (j + ny * kk))]);
+  };
+  for (std::size_t p = 0; p < n; ++p) {
+    double f[3];
+    std::int64_t i0[3];
+    bool inside = true;
+    for (int a = 0; a < 3; ++a) {
+      const double u = (points[3 * p + static_cast<std::size_t>(a)] - g.origin[a]) / g.spacing[a];
+      const double last = static_cast<double>(g.dims[a] - 1);
+      if (!inside_axis(u, g.dims[a])) {
+        inside = false;
+        break;
+      }
+      const double c = std::clamp(u, 0.0, last);
+      i0[a] = std::min<std::int64_t>(static_cast<std::int64_t>(std::floor(c)), std::max<std::int64_t>(g.dims[a] - 2, 0));
+      f[a] = g.dims[a] > 1 ? c - static_cast<double>(i0[a]) : 0.0;
+    }
+    if (!inside) continue;
+    const std::int64_t i1[3] = {std::min(i0[0] + 1, nx - 1), std::min(i0[1] + 1, ny - 1), std::min(i0[2] + 1, nz - 1)};
+    double v = 0;
+    for (int c = 0; c < 8; ++c) {
+      const std::int64_t ii = (c & 1) ? i1[0] : i0[0], jj = (c & 2) ? i1[1] : i0[1], kk = (c & 4) ? i1[2] : i0[2];
+      const double w = ((c & 1) ? f[0] : 1 - f[0]) * ((c & 2) ? f[1] : 1 - f[1]) * ((c & 4) ? f[2] : 1 - f[2]);
+      v += w * at(ii, jj, kk);
+    }
+    out[p] = static_cast<float>(v);
+  }
+  return out;
+}
+
+}  // namespace espgrid::surface
