@@ -309,9 +309,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
 
   std::vector<std::string> args = {verb};
   if (verb == "bench") {
-    const std::pair<const char*, const char*> kQuick[] = {
-        {"repeats", "1"}, {"warmup", "0"}, {"budget", "0.002"}, {"check-points", "20"}, {"atoms", "2000"},
-        {"kernel", "cpu-reference,cpu-simd"}};
+    const std::pair<const char*, const char*> kQuick[] = {{"repeats", "1"},    {"warmup", "0"},
+                                                          {"budget", "0.002"}, {"check-points", "20"},
+                                                          {"atoms", "2000"},   {"kernel", "cpu-reference,cpu-simd"}};
     // A structure file and --atoms are refused together: no --atoms when a word names a file.
     bool names_a_file = false;
     std::error_code unreadable;  // an over-long or odd name is simply not a file here

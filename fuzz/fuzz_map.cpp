@@ -142,8 +142,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (format == espgrid::MapFormat::Dx && e.line() == 0) finding("a text map's error without a line");
   } catch (const espgrid::UsageError& e) {
     const std::string what = e.what();
-    if (what.rfind("fuzz: ", 0) != 0)
-      finding("UsageError that does not name the file: " + what);
+    if (what.rfind("fuzz: ", 0) != 0) finding("UsageError that does not name the file: " + what);
   }
   return 0;
 }

@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "src/core/errors.h"
-#include "src/structure/structure_reader.h"
 #include "src/core/text_parsing.h"
+#include "src/structure/structure_reader.h"
 
 namespace {
 

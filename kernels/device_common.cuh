@@ -104,9 +104,9 @@ struct FmaMath {
   __host__ __device__ __forceinline__ static float rsqrt(float x) {
 #ifdef __CUDA_ARCH__
     float y = __int_as_float(0x5f375a86 - (__float_as_int(x) >> 1));
-    y = y * fmaf(-0.5f * x, y * y, 1.5f);           // Newton: 3.4e-2 → 1.8e-3
-    const float e = fmaf(-x * y, y, 1.0f);          // 1 − x·y²
-    return fmaf(y * e, fmaf(0.375f, e, 0.5f), y);   // y·(1 + e/2 + 3e²/8): 1.8e-3 → < 1e-8
+    y = y * fmaf(-0.5f * x, y * y, 1.5f);          // Newton: 3.4e-2 → 1.8e-3
+    const float e = fmaf(-x * y, y, 1.0f);         // 1 − x·y²
+    return fmaf(y * e, fmaf(0.375f, e, 0.5f), y);  // y·(1 + e/2 + 3e²/8): 1.8e-3 → < 1e-8
 #else
     return 1.0f / sqrtf(x);
 #endif
@@ -114,7 +114,7 @@ struct FmaMath {
   __host__ __device__ __forceinline__ static float over_sqrt(float q, float r2) { return q * rsqrt(r2); }
   __host__ __device__ __forceinline__ static float over(float q, float r2) {
 #ifdef __CUDA_ARCH__
-    float y = __int_as_float(0x7EF311C3 - __float_as_int(r2));  // 1/x to 12%
+    float y = __int_as_float(0x7EF311C3 - __float_as_int(r2));       // 1/x to 12%
     for (int i = 0; i < 3; ++i) y = fmaf(y, fmaf(-r2, y, 1.0f), y);  // Newton: 12% → 1.4e-2 → 2e-4 → 4e-8
     return q * y;
 #else

@@ -110,8 +110,7 @@ struct DeviceAtoms {
 DeviceAtoms upload_atoms(const DcsProblem& p, bool with_double_positions, AtomStorage& storage) {
   ensure_capacity(storage.staging, p.atom_count, "atoms (staging)");
   ensure_capacity(storage.xyzq, p.atom_count, "atoms");
-  for (std::size_t a = 0; a < p.atom_count; ++a)
-    storage.staging.get()[a] = make_float4(p.x[a], p.y[a], p.z[a], p.q[a]);
+  for (std::size_t a = 0; a < p.atom_count; ++a) storage.staging.get()[a] = make_float4(p.x[a], p.y[a], p.z[a], p.q[a]);
   if (with_double_positions) {
     if (p.atom_count > 0 && (!p.x64 || !p.y64 || !p.z64))
       throw Error("internal error: this kernel needs the atoms' double positions");
@@ -170,7 +169,8 @@ WorkerResult run_worker(const DeviceKernel& kernel, const LaunchPlan& plan, cons
     const bool two = planes < p.nz;
     try {
       ensure_capacity(d_slab[0], plane_points * static_cast<std::size_t>(planes), "potential slab");
-      if (two) ensure_capacity(d_slab[1], plane_points * static_cast<std::size_t>(planes), "potential slab (2nd buffer)");
+      if (two)
+        ensure_capacity(d_slab[1], plane_points * static_cast<std::size_t>(planes), "potential slab (2nd buffer)");
       break;
     } catch (const CudaError& e) {
       if (ctx.max_slab_bytes != 0 || e.code() != cudaErrorMemoryAllocation || planes == 1) throw;
@@ -536,8 +536,8 @@ std::string describe_device(int device) {
   }
   cudaDeviceProp prop{};
   ESPGRID_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
-  std::string text = std::string(prop.name) + " (sm_" + std::to_string(prop.major) + std::to_string(prop.minor) +
-                     ", " + std::to_string(prop.multiProcessorCount) + " SMs)";
+  std::string text = std::string(prop.name) + " (sm_" + std::to_string(prop.major) + std::to_string(prop.minor) + ", " +
+                     std::to_string(prop.multiProcessorCount) + " SMs)";
   std::lock_guard<std::mutex> lock(mutex);
   known.emplace(device, text);
   return text;

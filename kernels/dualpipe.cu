@@ -45,9 +45,9 @@ constexpr int RY = kDualPipeRows;
 /// H100, the build before and after in one session, the standard bench input
 /// (benchmarks/NOTES.md, "cuda-dualpipe: registers, not occupancy"): Coulomb 95.6% → 102.1% of
 /// the rsqrt ceiling, distance 101.7% → 113.9%, Debye past the chain 47.8% → 51.9%, maps
-/// bit-identical (the PTX is the same; only ptxas's register budget moves). Held to 85 registers (3 blocks) Coulomb's best was 93.6%, to 64 (4)
-/// 95.6%. Debye's chain is fastest held to 64 (4 blocks, 24 bytes spilled): 55.7%, against 54.7%
-/// at its free 121 registers and 53.3% at 80.
+/// bit-identical (the PTX is the same; only ptxas's register budget moves). Held to 85 registers (3 blocks) Coulomb's
+/// best was 93.6%, to 64 (4) 95.6%. Debye's chain is fastest held to 64 (4 blocks, 24 bytes spilled): 55.7%,
+/// against 54.7% at its free 121 registers and 53.3% at 80.
 constexpr int kSplitMinBlocks = 1;
 constexpr int kChainMinBlocks = 4;
 
@@ -88,16 +88,35 @@ void launch_dualpipe(const SlabLaunch& s) {
   with_pair_potential(s.model, [&](auto potential) {
     using P = decltype(potential);
     switch (s.plan.fma_split) {  // the instantiations: 0 .. kMaxFmaSplit
-      case 0: launch_split<0, P>(s, g, grid, block); break;
-      case 1: launch_split<1, P>(s, g, grid, block); break;
-      case 2: launch_split<2, P>(s, g, grid, block); break;
-      case 3: launch_split<3, P>(s, g, grid, block); break;
-      case 4: launch_split<4, P>(s, g, grid, block); break;
-      case 5: launch_split<5, P>(s, g, grid, block); break;
-      case 6: launch_split<6, P>(s, g, grid, block); break;
-      case 7: launch_split<7, P>(s, g, grid, block); break;
-      case 8: launch_split<8, P>(s, g, grid, block); break;
-      default: throw Error("no dual-pipe kernel for an FMA-pipe split of " + std::to_string(s.plan.fma_split));
+      case 0:
+        launch_split<0, P>(s, g, grid, block);
+        break;
+      case 1:
+        launch_split<1, P>(s, g, grid, block);
+        break;
+      case 2:
+        launch_split<2, P>(s, g, grid, block);
+        break;
+      case 3:
+        launch_split<3, P>(s, g, grid, block);
+        break;
+      case 4:
+        launch_split<4, P>(s, g, grid, block);
+        break;
+      case 5:
+        launch_split<5, P>(s, g, grid, block);
+        break;
+      case 6:
+        launch_split<6, P>(s, g, grid, block);
+        break;
+      case 7:
+        launch_split<7, P>(s, g, grid, block);
+        break;
+      case 8:
+        launch_split<8, P>(s, g, grid, block);
+        break;
+      default:
+        throw Error("no dual-pipe kernel for an FMA-pipe split of " + std::to_string(s.plan.fma_split));
     }
   });
   ESPGRID_CUDA_CHECK_LAUNCH();

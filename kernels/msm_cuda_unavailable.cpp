@@ -1,7 +1,7 @@
 // Stand-in for kernels/msm.cu in a build without CUDA: cuda-msm stays in the registry (so
 // `espgrid kernels` lists it) but reports why it cannot run.
-#include "src/msm/msm_cuda_driver.h"
 #include "src/core/errors.h"
+#include "src/msm/msm_cuda_driver.h"
 
 namespace espgrid::cuda {
 

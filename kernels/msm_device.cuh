@@ -12,9 +12,9 @@
 
 #include "kernels/cuda_runtime_support.h"
 #include "src/compute/cuda_driver.h"
+#include "src/core/errors.h"
 #include "src/msm/msm_cuda_driver.h"
 #include "src/msm/msm_math.h"
-#include "src/core/errors.h"
 
 namespace espgrid::cuda::msm_gpu {
 

@@ -359,11 +359,11 @@ void grid_phases(const DcsProblem& p, const Plan& plan, DeviceState& st, cudaStr
 
   marks[2].record(stream);
   for (int l = 0; l + 1 < levels; ++l)
-    three_passes(restrict_axis_kernel,
-                 msm::restriction_passes(plan.levels[static_cast<std::size_t>(l)],
-                                         plan.levels[static_cast<std::size_t>(l + 1)]),
-                 st.charge[static_cast<std::size_t>(l)].get(), t1.get(), t2.get(),
-                 st.charge[static_cast<std::size_t>(l + 1)].get(), w, stream);
+    three_passes(
+        restrict_axis_kernel,
+        msm::restriction_passes(plan.levels[static_cast<std::size_t>(l)], plan.levels[static_cast<std::size_t>(l + 1)]),
+        st.charge[static_cast<std::size_t>(l)].get(), t1.get(), t2.get(),
+        st.charge[static_cast<std::size_t>(l + 1)].get(), w, stream);
 
   level_sums(plan, st, d_stencil, d_extent, d_top_table, stream, marks);
 

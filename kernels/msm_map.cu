@@ -75,7 +75,7 @@ struct ShortRangeArgs {
   int order;
   PairParameters pair;  ///< the model's parameters (κ for Debye)
   float smooth[4];      ///< other kernels than Coulomb: g_a's Taylor coefficients in r² − a² (msm_math.h)
-  float cell;  ///< Å
+  float cell;           ///< Å
   DevBox cells;
 };
 

@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "kernels/cuda_runtime_support.h"
+#include "kernels/pb_device.cuh"
 #include "src/compute/cuda_driver.h"
 #include "src/pb/pb_cuda_driver.h"
-#include "kernels/pb_device.cuh"
 #include "src/pb/pb_multigrid_math.h"
 #include "src/pb/pb_system_math.h"
 
@@ -77,9 +77,8 @@ __global__ void restrict_kernel(TransferArgs t, const double* r_fine, double* b_
   const long idx = static_cast<long>(blockIdx.x) * blockDim.x + threadIdx.x;
   DeviceIndex p;
   if (!node_of(idx, t.nc, p)) return;
-  b_coarse[idx] = pb::interior(t.nc, p.i, p.j, p.k)
-                      ? pb::restrict_value(r_fine, t.nf, t.maps, t.coarsened, p.i, p.j, p.k)
-                      : 0.0;
+  b_coarse[idx] =
+      pb::interior(t.nc, p.i, p.j, p.k) ? pb::restrict_value(r_fine, t.nf, t.maps, t.coarsened, p.i, p.j, p.k) : 0.0;
 }
 
 __global__ void prolong_add_kernel(TransferArgs t, const double* e_coarse, double* x_fine) {
@@ -136,8 +135,7 @@ __global__ void dot_final_kernel(const double* partial, int count, double* out) 
 }
 
 /// A coarse level's operator from the finer one's (pb::coarse_node), one thread per coarse node.
-__global__ void coarse_operator_kernel(TransferArgs t, MgOperator fine, double* wx, double* wy, double* wz,
-                                       double* c) {
+__global__ void coarse_operator_kernel(TransferArgs t, MgOperator fine, double* wx, double* wy, double* wz, double* c) {
   const long idx = static_cast<long>(blockIdx.x) * blockDim.x + threadIdx.x;
   DeviceIndex p;
   if (!node_of(idx, t.nc, p)) return;
@@ -233,8 +231,8 @@ class Solver {
       d.wz = DeviceBuffer<double>(size, level + "wz");
       d.c = DeviceBuffer<double>(size, level + "c");
       const TransferArgs t = transfer(static_cast<std::size_t>(l));
-      coarse_operator_kernel<<<blocks_for(d.size), kBlock, 0, stream_>>>(t, levels_[static_cast<std::size_t>(l) - 1].args().op,
-                                                                           d.wx.get(), d.wy.get(), d.wz.get(), d.c.get());
+      coarse_operator_kernel<<<blocks_for(d.size), kBlock, 0, stream_>>>(
+          t, levels_[static_cast<std::size_t>(l) - 1].args().op, d.wx.get(), d.wy.get(), d.wz.get(), d.c.get());
       ESPGRID_CUDA_CHECK_LAUNCH();
     }
     allocate_vectors();
@@ -277,7 +275,7 @@ class Solver {
       if (!(pq > 0.0)) throw Error("PB multigrid (CUDA): the operator is not positive definite");
       const double alpha = rz / pq;
       update_solution_kernel<<<blocks_for(size), kBlock, 0, stream_>>>(size, alpha, p_.get(), q_.get(), u_.get(),
-                                                                        r_.get());
+                                                                       r_.get());
       ESPGRID_CUDA_CHECK_LAUNCH();
       ++it;
       rnorm = std::sqrt(dot(r_.get(), r_.get()));
@@ -480,7 +478,8 @@ void solve_pb_on_device(const PbDeviceSolveInput& in, PbDeviceSolveResult& out) 
   ESPGRID_CUDA_CHECK(cudaStreamSynchronize(st));
   surface = DeviceSurface{};  // the maps are in the operator now: free them before the hierarchy
   solver.device_levels(in.levels, in.level_count, std::move(wx), std::move(wy), std::move(wz), std::move(c));
-  ESPGRID_CUDA_CHECK(cudaMemcpyAsync(solver.rhs_buffer(), rhs.get(), size * sizeof(double), cudaMemcpyDeviceToDevice, st));
+  ESPGRID_CUDA_CHECK(
+      cudaMemcpyAsync(solver.rhs_buffer(), rhs.get(), size * sizeof(double), cudaMemcpyDeviceToDevice, st));
   e2.record(st);
   out.iterations = solver.solve(in.run.tolerance, in.run.max_iterations, out.own_residual);
   e3.record(st);

@@ -101,9 +101,9 @@ __global__ void smooth_kernel(Grid g, const double* x, const double* y, const do
 
 /// `spl2`: the products at each node over the atoms of its row (ascending), then the maps.
 __global__ void spline_kernel(Grid g, const double* x, const double* y, const double* z, const double* radius,
-                              const long long* row_start, const int* row_atoms, const long* box_lo,
-                              const long* box_hi, double ion, double w, double mask, double eps_p, double eps_w,
-                              double* acc, double* ex, double* ey, double* ez) {
+                              const long long* row_start, const int* row_atoms, const long* box_lo, const long* box_hi,
+                              double ion, double w, double mask, double eps_p, double eps_w, double* acc, double* ex,
+                              double* ey, double* ez) {
   const long idx = static_cast<long>(blockIdx.x) * blockDim.x + threadIdx.x;
   const long plane = g.n[0] * g.n[1];
   if (idx >= plane * g.n[2]) return;
@@ -175,8 +175,8 @@ DeviceSurface build_surface_on_device(const PbSurfaceInput& in, cudaStream_t st)
     if (in.atoms > 0)
       for (int d = 0; d < 3; ++d) {
         mark_spheres_kernel<<<atom_blocks, 128, 0, st>>>(g, x.get(), y.get(), z.get(), r.get(), in.probe_radius,
-                                                         shifts[d][0], shifts[d][1], shifts[d][2],
-                                                         in.solute_dielectric, eps[d].get());
+                                                         shifts[d][0], shifts[d][1], shifts[d][2], in.solute_dielectric,
+                                                         eps[d].get());
         ESPGRID_CUDA_CHECK_LAUNCH();
       }
     if (in.probe_radius > pb::kNoRadius && in.atoms > 0 && in.reference_points > 0) {
@@ -185,15 +185,14 @@ DeviceSurface build_surface_on_device(const PbSurfaceInput& in, cudaStream_t st)
                            ry = upload(in.reference_y, nref, "PB reference sphere", st),
                            rz = upload(in.reference_z, nref, "PB reference sphere", st);
       DeviceBuffer<long long> nb_start = upload(in.neighbour_start, natoms + 1, "PB SAS neighbour offsets", st);
-      DeviceBuffer<int> nb = upload(in.neighbours, static_cast<std::size_t>(in.neighbour_start[natoms]),
-                                    "PB SAS neighbours", st);
+      DeviceBuffer<int> nb =
+          upload(in.neighbours, static_cast<std::size_t>(in.neighbour_start[natoms]), "PB SAS neighbours", st);
       DeviceBuffer<int> count(natoms, "PB SAS counts");
       ESPGRID_CUDA_CHECK(cudaMemsetAsync(count.get(), 0, natoms * sizeof(int), st));
       const long pairs = in.atoms * in.reference_points;
-      sas_kernel<<<blocks_for(pairs), kThreads, 0, st>>>(in.atoms, in.reference_points, x.get(), y.get(), z.get(),
-                                                         r.get(), rx.get(), ry.get(), rz.get(), nb_start.get(),
-                                                         nb.get(), in.probe_radius, false, count.get(), nullptr,
-                                                         nullptr, nullptr, nullptr);
+      sas_kernel<<<blocks_for(pairs), kThreads, 0, st>>>(
+          in.atoms, in.reference_points, x.get(), y.get(), z.get(), r.get(), rx.get(), ry.get(), rz.get(),
+          nb_start.get(), nb.get(), in.probe_radius, false, count.get(), nullptr, nullptr, nullptr, nullptr);
       ESPGRID_CUDA_CHECK_LAUNCH();
       std::vector<int> counts(natoms);
       ESPGRID_CUDA_CHECK(cudaMemcpyAsync(counts.data(), count.get(), natoms * sizeof(int), cudaMemcpyDeviceToHost, st));
@@ -206,10 +205,9 @@ DeviceSurface build_surface_on_device(const PbSurfaceInput& in, cudaStream_t st)
         DeviceBuffer<long long> offset = upload(offsets.data(), natoms + 1, "PB SAS offsets", st);
         DeviceBuffer<double> sx(total, "PB SAS points x"), sy(total, "PB SAS points y"), sz(total, "PB SAS points z");
         ESPGRID_CUDA_CHECK(cudaMemsetAsync(count.get(), 0, natoms * sizeof(int), st));
-        sas_kernel<<<blocks_for(pairs), kThreads, 0, st>>>(in.atoms, in.reference_points, x.get(), y.get(), z.get(),
-                                                           r.get(), rx.get(), ry.get(), rz.get(), nb_start.get(),
-                                                           nb.get(), in.probe_radius, true, count.get(), offset.get(),
-                                                           sx.get(), sy.get(), sz.get());
+        sas_kernel<<<blocks_for(pairs), kThreads, 0, st>>>(
+            in.atoms, in.reference_points, x.get(), y.get(), z.get(), r.get(), rx.get(), ry.get(), rz.get(),
+            nb_start.get(), nb.get(), in.probe_radius, true, count.get(), offset.get(), sx.get(), sy.get(), sz.get());
         ESPGRID_CUDA_CHECK_LAUNCH();
         for (int d = 0; d < 3; ++d) {
           mark_spheres_kernel<<<static_cast<unsigned>(total), 128, 0, st>>>(
@@ -225,8 +223,9 @@ DeviceSurface build_surface_on_device(const PbSurfaceInput& in, cudaStream_t st)
                                      DeviceBuffer<double>(static_cast<std::size_t>(points), "PB mol eps_y"),
                                      DeviceBuffer<double>(static_cast<std::size_t>(points), "PB mol eps_z")};
       for (int d = 0; d < 3; ++d)
-        ESPGRID_CUDA_CHECK(cudaMemcpyAsync(mol[d].get(), eps[d].get(), static_cast<std::size_t>(points) * sizeof(double),
-                                           cudaMemcpyDeviceToDevice, st));
+        ESPGRID_CUDA_CHECK(cudaMemcpyAsync(mol[d].get(), eps[d].get(),
+                                           static_cast<std::size_t>(points) * sizeof(double), cudaMemcpyDeviceToDevice,
+                                           st));
       smooth_kernel<<<blocks_for(points), kThreads, 0, st>>>(g, mol[0].get(), mol[1].get(), mol[2].get(), eps[0].get(),
                                                              eps[1].get(), eps[2].get());
       ESPGRID_CUDA_CHECK_LAUNCH();

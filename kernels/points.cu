@@ -17,7 +17,7 @@
 namespace espgrid::cuda {
 namespace {
 
-constexpr int kBlock = 128;                     ///< threads a block, and atoms a shared-memory tile
+constexpr int kBlock = 128;                    ///< threads a block, and atoms a shared-memory tile
 constexpr double kChunkEvaluations = 1 << 28;  ///< pair terms a launch at most (well under 1 ms on an H100)
 
 template <class Potential>
@@ -49,7 +49,8 @@ ComputeTiming potential_at_points(const PointSumProblem& problem, int device, co
   const Stopwatch wall;
   ComputeTiming timing;
   if (problem.point_count == 0) return timing;
-  if (problem.point_count > static_cast<std::size_t>(INT32_MAX) || problem.atom_count > static_cast<std::size_t>(INT32_MAX) - kBlock)
+  if (problem.point_count > static_cast<std::size_t>(INT32_MAX) ||
+      problem.atom_count > static_cast<std::size_t>(INT32_MAX) - kBlock)
     throw Error("too many points or atoms for one GPU run (at most 2^31 each)");
   DeviceGuard guard(device);
   timing.device = describe_device(device);
@@ -65,16 +66,18 @@ ComputeTiming potential_at_points(const PointSumProblem& problem, int device, co
   DeviceBuffer<float> d_out(problem.point_count, "potential at the points");
   Stream stream;
   Event start, stop;
-  ESPGRID_CUDA_CHECK(cudaMemcpyAsync(d_atoms.get(), h_atoms.data(), d_atoms.bytes(), cudaMemcpyHostToDevice, stream.get()));
-  ESPGRID_CUDA_CHECK(cudaMemcpyAsync(d_points.get(), h_points.data(), d_points.bytes(), cudaMemcpyHostToDevice, stream.get()));
+  ESPGRID_CUDA_CHECK(
+      cudaMemcpyAsync(d_atoms.get(), h_atoms.data(), d_atoms.bytes(), cudaMemcpyHostToDevice, stream.get()));
+  ESPGRID_CUDA_CHECK(
+      cudaMemcpyAsync(d_points.get(), h_points.data(), d_points.bytes(), cudaMemcpyHostToDevice, stream.get()));
   // Points a launch: whole blocks, about kChunkEvaluations pair terms, but at least four blocks
   // an SM: with many atoms 2^28 terms are a few dozen blocks (47k atoms: 45), which left most of
   // an H200's 132 SMs idle (PB's boundary, 156k points: 114 ms where the terms take ~4).
   int sms = 1;
   ESPGRID_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   const double per_point = static_cast<double>(tiles * kBlock);
-  const std::size_t chunk = static_cast<std::size_t>(std::max<double>(
-      4.0 * sms * kBlock, std::floor(kChunkEvaluations / per_point / kBlock) * kBlock));
+  const std::size_t chunk = static_cast<std::size_t>(
+      std::max<double>(4.0 * sms * kBlock, std::floor(kChunkEvaluations / per_point / kBlock) * kBlock));
   with_pair_potential(problem.model, [&](auto potential) {
     using Potential = decltype(potential);
     for (std::size_t first = 0; first < problem.point_count; first += chunk) {
@@ -90,7 +93,8 @@ ComputeTiming potential_at_points(const PointSumProblem& problem, int device, co
       if (progress) progress(first + static_cast<std::size_t>(count), problem.point_count);
     }
   });
-  ESPGRID_CUDA_CHECK(cudaMemcpyAsync(problem.potential, d_out.get(), d_out.bytes(), cudaMemcpyDeviceToHost, stream.get()));
+  ESPGRID_CUDA_CHECK(
+      cudaMemcpyAsync(problem.potential, d_out.get(), d_out.bytes(), cudaMemcpyDeviceToHost, stream.get()));
   stream.synchronize();
   timing.wall_seconds = wall.seconds();
   return timing;

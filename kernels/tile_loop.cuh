@@ -95,7 +95,9 @@ inline constexpr double kExpChainMaxKappaH = 0.15;
 struct ExpChain {
   float k1, k2, k3, k4, k5;
   __device__ __forceinline__ explicit ExpChain(float kappa)
-      : k1(-kappa), k2(0.5f * kappa * kappa), k3(-kappa * kappa * kappa * (1.0f / 6.0f)),
+      : k1(-kappa),
+        k2(0.5f * kappa * kappa),
+        k3(-kappa * kappa * kappa * (1.0f / 6.0f)),
         k4(kappa * kappa * kappa * kappa * (1.0f / 24.0f)),
         k5(-kappa * kappa * kappa * kappa * kappa * (1.0f / 120.0f)) {}
   __device__ __forceinline__ float factor(float d) const {

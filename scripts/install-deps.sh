@@ -4,6 +4,7 @@
 set -euo pipefail
 packages=(
   build-essential cmake pkg-config          # compiler and build
+  clang-format                              # the layout check (ctest formatting: tests/check_format.py)
   libvtk9-dev libcxxopts-dev                # .vti writer, command line
   libhwy-dev                                # Google Highway: cpu-simd, the CPU default (README, Kernels)
   zlib1g-dev liblz4-dev liblzma-dev         # .dx.gz; reading .vti compressed by VTK or ParaView (zlib, LZ4, LZMA)

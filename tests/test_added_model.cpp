@@ -6,20 +6,20 @@
 // it. CUDA rows run where a GPU is (the library is built with CUDA when
 // ESPGRID_TEST_MODEL_CUDA=ON); without one they skip, or fail with ESPGRID_REQUIRE_GPU=1.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <random>
 #include <sstream>
-#include <unistd.h>
 
-#include "src/registry/kernel_registry.h"
 #include "src/core/errors.h"
-#include "src/maps/map_formats.h"
 #include "src/job/job_options.h"
+#include "src/maps/map_formats.h"
 #include "src/pipeline/map_pipeline.h"
 #include "src/pipeline/map_summary.h"
 #include "src/pipeline/point_sampling.h"
+#include "src/registry/kernel_registry.h"
 #include "tests/test_support.h"
 
 namespace espgrid {
@@ -88,8 +88,7 @@ TEST_P(AddedModelKernel, MatchesTheOracle) {
   PhysicsOptions physics;
   physics.model = kSoftened;
   physics.set_parameter("softening-width", 0.8);
-  const PreparedProblem problem(testing::random_atoms(rng, 257, grid), grid, 1.0, kSoftened,
-                                pair_parameters(physics));
+  const PreparedProblem problem(testing::random_atoms(rng, 257, grid), grid, 1.0, kSoftened, pair_parameters(physics));
   const std::vector<float> out = testing::run_poisoned(kernel, problem);
   testing::expect_matches_oracle(problem, out);
 }
@@ -120,7 +119,8 @@ TEST(AddedModel, ThePointEvaluatorAndTheSummaryTakeIt) {
   EXPECT_NEAR(v.values[1], -0.5 * k / std::sqrt(25 + a2 + w2), 1e-7 * 0.5 * k / 5);
   // The JSON summary names its parameter, as Python's keyword spells it.
   const std::string parameters = model_parameters_json(job.physics).dump(0);
-  EXPECT_EQ(parameters, "{\"name\": \"softened\", \"description\": \"softened (w = 0.8 A)\", \"softening_width\": 0.8}");
+  EXPECT_EQ(parameters,
+            "{\"name\": \"softened\", \"description\": \"softened (w = 0.8 A)\", \"softening_width\": 0.8}");
 }
 
 TEST(AddedModel, EveryRowTemplatedOnTheEvaluatorTakesIt) {

@@ -16,9 +16,9 @@
 #include <sys/wait.h>
 #include <vector>
 
-#include "src/registry/kernel_registry.h"
 #include "src/core/units.h"
 #include "src/maps/map_formats.h"
+#include "src/registry/kernel_registry.h"
 #include "src/structure/structure_reader.h"
 #include "tests/file_helpers.h"
 

@@ -56,11 +56,11 @@ TEST(DeviceScheduler, EveryPlaneIsComputedExactlyOnce) {
     const std::int64_t nz = 97;
     std::vector<std::atomic<int>> marks(nz);
     std::vector<std::size_t> progress;
-    const auto results = run_plane_workers(workers, nz, marking_worker(marks, 4),
-                                           [&](std::size_t done, std::size_t total) {
-                                             EXPECT_EQ(total, 97u);
-                                             progress.push_back(done);
-                                           });
+    const auto results =
+        run_plane_workers(workers, nz, marking_worker(marks, 4), [&](std::size_t done, std::size_t total) {
+          EXPECT_EQ(total, 97u);
+          progress.push_back(done);
+        });
     for (const auto& m : marks) EXPECT_EQ(m.load(), 1);
     std::int64_t planes = 0;
     for (const WorkerResult& r : results) {

@@ -2,12 +2,16 @@
 // before it was made fast: every difference is a defect (the DX files must stay byte for byte
 // the same). The full check over every finite float takes minutes; ESPGRID_EXHAUSTIVE=1 runs it.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <bit>
 #include <charconv>
+#include <clocale>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <limits>
 #include <random>
 #include <string>
@@ -15,14 +19,9 @@
 #include "src/core/float_text.h"
 #include "src/core/number_parsing.h"
 #include "src/core/text_format.h"
-#include "src/view/display_structure.h"
 #include "src/physics/physics_options.h"
+#include "src/view/display_structure.h"
 #include "tests/test_support.h"
-
-#include <clocale>
-#include <cstdio>
-#include <filesystem>
-#include <unistd.h>
 
 namespace espgrid {
 namespace {
@@ -144,7 +143,6 @@ TEST(FloatText, EveryFloat) {
   EXPECT_EQ(count_differences(0, 1), 0u);
 }
 
-
 // ---- LC_NUMERIC (issue 21) ------------------------------------------------------------------------
 
 /// printf's text of `value` in the current C locale.
@@ -176,8 +174,21 @@ std::string printf_seconds_text(double s) {
 TEST(Locale, TheFormattingIsPrintfsInTheCLocale) {
   ASSERT_STREQ(std::setlocale(LC_NUMERIC, nullptr), "C");
   std::mt19937_64 rng(21);
-  std::vector<double> values = {0.0, -0.0, 0.2, -4.053, 1e-300, 1e300, 5e-5, -5e-5, 4.99e-5, 0.5, 1.5, 999.95,
-                                1023.95, std::numeric_limits<double>::infinity(), -std::numeric_limits<double>::infinity()};
+  std::vector<double> values = {0.0,
+                                -0.0,
+                                0.2,
+                                -4.053,
+                                1e-300,
+                                1e300,
+                                5e-5,
+                                -5e-5,
+                                4.99e-5,
+                                0.5,
+                                1.5,
+                                999.95,
+                                1023.95,
+                                std::numeric_limits<double>::infinity(),
+                                -std::numeric_limits<double>::infinity()};
   std::uniform_real_distribution<double> exponent(-30, 30), sign(-1, 1);
   for (int i = 0; i < 20000; ++i) values.push_back((sign(rng) < 0 ? -1 : 1) * std::pow(10.0, exponent(rng)));
   for (const double v : values) {

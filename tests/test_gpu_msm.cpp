@@ -9,12 +9,12 @@
 #include <cmath>
 #include <cstring>
 
-#include "src/msm/msm_cuda_driver.h"
 #include "src/compute/approximation_error.h"
-#include "src/msm/msm_cpu.h"
-#include "src/msm/msm_plan.h"
 #include "src/core/errors.h"
 #include "src/core/stopwatch.h"
+#include "src/msm/msm_cpu.h"
+#include "src/msm/msm_cuda_driver.h"
+#include "src/msm/msm_plan.h"
 #include "src/pipeline/map_pipeline.h"
 #include "tests/test_support.h"
 
@@ -188,27 +188,27 @@ TEST_F(GpuMsm, RealMoleculesAreWithinTheDeclaredBound) {
     const char* label;
   };
   for (const char* name : {"fasciculin2.pqr", "boxb_rna_pdb2pqr3.pqr", "npep_boxb_complex.pqr", "actin_dimer.pqr"})
-    for (const Model& m : {Model{PairModel::Coulomb, {}, "coulomb"},
-                           Model{PairModel::Debye, debye_parameters(0.1285), "debye 0.15 M"},
-                           Model{PairModel::Distance, {}, "distance"}}) {
-    const Atoms atoms = testing::load_molecule(name);
-    GridRequest request;
-    request.spacing = {0.5, 0.5, 0.5};
-    request.padding = 8.0;
-    const PreparedProblem problem(atoms, make_grid(request, atoms), coulomb_factor({}), m.model, m.pair);
-    const auto exact = run_poisoned(default_kernel(Backend::Cuda), problem);  // float32 rounding ~1e-7: negligible
-    for (const double accuracy : {1e-3, 1e-4}) {
-      SCOPED_TRACE(::testing::Message() << name << ", " << m.label << ", accuracy " << accuracy);
-      RunOptions o;
-      o.method.accuracy = accuracy;
-      const auto out = run_poisoned(cuda_msm(), problem, o);
-      const ApproximationError e = approximation_error(problem.view(nullptr), out.data(), exact.data());
-      const double bound = cuda_msm().bound_for(o.method, m.model);
-      std::printf("[ info     ] %-24s %-13s %g: relative RMS %.3e (bound %.0e), max |err| %.3e at %zu points\n", name,
-                  m.label, accuracy, e.relative_rms, bound, e.max_abs, e.points);
-      EXPECT_TRUE(e.within(bound)) << e.relative_rms;
+    for (const Model& m :
+         {Model{PairModel::Coulomb, {}, "coulomb"}, Model{PairModel::Debye, debye_parameters(0.1285), "debye 0.15 M"},
+          Model{PairModel::Distance, {}, "distance"}}) {
+      const Atoms atoms = testing::load_molecule(name);
+      GridRequest request;
+      request.spacing = {0.5, 0.5, 0.5};
+      request.padding = 8.0;
+      const PreparedProblem problem(atoms, make_grid(request, atoms), coulomb_factor({}), m.model, m.pair);
+      const auto exact = run_poisoned(default_kernel(Backend::Cuda), problem);  // float32 rounding ~1e-7: negligible
+      for (const double accuracy : {1e-3, 1e-4}) {
+        SCOPED_TRACE(::testing::Message() << name << ", " << m.label << ", accuracy " << accuracy);
+        RunOptions o;
+        o.method.accuracy = accuracy;
+        const auto out = run_poisoned(cuda_msm(), problem, o);
+        const ApproximationError e = approximation_error(problem.view(nullptr), out.data(), exact.data());
+        const double bound = cuda_msm().bound_for(o.method, m.model);
+        std::printf("[ info     ] %-24s %-13s %g: relative RMS %.3e (bound %.0e), max |err| %.3e at %zu points\n", name,
+                    m.label, accuracy, e.relative_rms, bound, e.max_abs, e.points);
+        EXPECT_TRUE(e.within(bound)) << e.relative_rms;
+      }
     }
-  }
 }
 
 /// Copies of a bundled molecule on an n×n×n lattice (pitch: its largest extent + 4 Å): a large

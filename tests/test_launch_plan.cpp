@@ -5,9 +5,9 @@
 #include <algorithm>
 #include <random>
 
-#include "src/registry/kernel_registry.h"
 #include "src/compute/launch_plan.h"
 #include "src/core/errors.h"
+#include "src/registry/kernel_registry.h"
 
 namespace espgrid {
 namespace {
@@ -219,9 +219,9 @@ TEST(LaunchPlan, DualPipeTilePadsTheSlabAndCarriesTheSplit) {
   const LaunchPlan plan = make_launch_plan(k.name, k.device.layout, problem_of(129, 33, 7), {}, kSms);
   EXPECT_EQ(plan.cx, kDualPipeColumns);
   EXPECT_EQ(plan.ry, kDualPipeRows);
-  EXPECT_EQ(plan.pitch_x, 256);                 // 129 → whole 8 × 16 tiles
-  EXPECT_EQ(plan.pitch_y, 48);                  // 33 → whole 2 × 8 tiles
-  EXPECT_EQ(plan.fma_split, -1);                // not yet tuned
+  EXPECT_EQ(plan.pitch_x, 256);   // 129 → whole 8 × 16 tiles
+  EXPECT_EQ(plan.pitch_y, 48);    // 33 → whole 2 × 8 tiles
+  EXPECT_EQ(plan.fma_split, -1);  // not yet tuned
   LaunchShape shape;
   shape.fma_split = 5;
   EXPECT_EQ(make_launch_plan(k.name, k.device.layout, problem_of(129, 33, 7), shape, kSms).fma_split, 5);

@@ -461,11 +461,13 @@ TEST_F(MapReaders, VtiTruncatedOrWithWrongSizesIsAnError) {
   const std::string half = whole.substr(0, data_at + 2 * m.values.size()) + tail;
   EXPECT_TRUE(contains(read_error("half.vti", half), "the file is truncated")) << read_error("half.vti", half);
   EXPECT_TRUE(contains(read_error("cut.vti", whole.substr(0, whole.size() - 40)), "does not end with </AppendedData>"));
-  EXPECT_TRUE(contains(read_error("extra.vti", whole.substr(0, data_end) + "junk" + tail), "bytes after the last array"));
+  EXPECT_TRUE(
+      contains(read_error("extra.vti", whole.substr(0, data_end) + "junk" + tail), "bytes after the last array"));
   std::string small = whole;
   const std::uint64_t fewer = 4 * (m.values.size() - 1);
   std::memcpy(small.data() + count_at, &fewer, 8);
-  EXPECT_TRUE(contains(read_error("small.vti", small), "array 'potential' holds 236 bytes, not the 60 x 1 x 4 = 240 of its 60 tuples"));
+  EXPECT_TRUE(contains(read_error("small.vti", small),
+                       "array 'potential' holds 236 bytes, not the 60 x 1 x 4 = 240 of its 60 tuples"));
   std::string huge = whole;
   const std::uint64_t lots = std::uint64_t{1} << 62;
   std::memcpy(huge.data() + count_at, &lots, 8);
@@ -617,7 +619,8 @@ TEST_F(MapReaders, VtiDamagedEncodingsAreErrorsNamingTheArray) {
   std::string short_binary = encoded({"binary", 1, true, false});
   const std::size_t at = short_binary.find("</DataArray>", short_binary.find("Name=\"potential\""));
   short_binary.erase(at - 200, 200);
-  EXPECT_TRUE(contains(read_error("short.vti", short_binary), "array 'potential'")) << read_error("s.vti", short_binary);
+  EXPECT_TRUE(contains(read_error("short.vti", short_binary), "array 'potential'"))
+      << read_error("s.vti", short_binary);
   // Ascii: a word that is not a number (at its line), one value too few.
   std::string ascii = encoded({"ascii", 0, false, false});
   const std::size_t values = ascii.find('>', ascii.find("Name=\"potential\"")) + 1;

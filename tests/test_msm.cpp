@@ -9,30 +9,29 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
-#include <cstdlib>
 #include <numeric>
 #include <optional>
+#include <random>
 #include <string>
 #include <sys/wait.h>
-
-#include <bit>
-#include <random>
 #include <vector>
 #if ESPGRID_HAVE_HWY
 #include <hwy/targets.h>
 #endif
 
 #include "src/compute/approximation_error.h"
+#include "src/core/errors.h"
 #include "src/msm/msm_cpu.h"
+#include "src/msm/msm_cpu_vectors.h"
 #include "src/msm/msm_math.h"
 #include "src/msm/msm_parameters.h"
 #include "src/msm/msm_plan.h"
-#include "src/msm/msm_cpu_vectors.h"
-#include "src/core/errors.h"
 #include "src/pipeline/map_pipeline.h"
 #include "tests/test_support.h"
 
@@ -262,8 +261,9 @@ void expect_level_sums_are_lattice_sums(const DcsProblem& p, const msm::Plan& pl
       for (std::int64_t nz = box.lo[2]; nz < box.lo[2] + box.n[2]; ++nz)
         for (std::int64_t ny = box.lo[1]; ny < box.lo[1] + box.n[1]; ++ny)
           for (std::int64_t nx = box.lo[0]; nx < box.lo[0] + box.n[0]; ++nx) {
-            const double r2 = level.spacing * level.spacing *
-                              static_cast<double>((mx - nx) * (mx - nx) + (my - ny) * (my - ny) + (mz - nz) * (mz - nz));
+            const double r2 =
+                level.spacing * level.spacing *
+                static_cast<double>((mx - nx) * (mx - nx) + (my - ny) * (my - ny) + (mz - nz) * (mz - nz));
             double k = g_s(r2, al);
             if (!top) k = r2 < 4 * al * al ? k - g_s(r2, 2 * al) : 0.0;
             const double qn = g.charge[static_cast<std::size_t>(l)][box.index(nx, ny, nz)];
@@ -280,8 +280,9 @@ TEST(MsmPhases, EachLevelSumEqualsABruteForceLatticeSum) {
   for (const int order : {3, 5}) {
     SCOPED_TRACE(::testing::Message() << "order " << order);
     const RandomSystem s = random_system(testing::test_seed() + 200 + order, 200, {5.0, 1.25, order});
-    expect_level_sums_are_lattice_sums(s.problem.view(nullptr), s.plan, 40,
-                                       [&](double r2, double scale) { return msm::smoothed_coulomb(r2, scale, order); });
+    expect_level_sums_are_lattice_sums(s.problem.view(nullptr), s.plan, 40, [&](double r2, double scale) {
+      return msm::smoothed_coulomb(r2, scale, order);
+    });
   }
 }
 
@@ -669,44 +670,43 @@ TEST(MsmShortRange, VectorRunsGiveTheScalarLoopsBitsOnEveryVectorUnit) {
   for (const std::int64_t target : hwy::SupportedAndGeneratedTargets()) units.push_back(target);
   ASSERT_FALSE(units.empty());
   for (const double kappa : {0.0, 0.127, 0.33})
-  for (const int power : {1, 2})
-    for (const int order : {3, 5}) {
-      if (kappa > 0 && power == 2) continue;  // the screened kernel is e^(−κr)/r
-      msm::ShortRangeKernel k;
-      const double a = 9.0;
-      k.hx = 0.37, k.a2 = a * a, k.inv_a = 1.0 / a, k.inv_a2 = 1.0 / (a * a);
-      k.softening2 = power == 1 && kappa == 0 ? 0.0 : 0.25, k.order = order, k.power = power, k.softened = c;
-      k.kappa = kappa;
-      const msm::SplitKernel split{power, kappa};
-      for (int trial = 0; trial < 300; ++trial) {
-        const double x_atom = 6.0 + 10.0 * unit(rng), dy = 9.0 * unit(rng), dz = 9.0 * unit(rng), q = unit(rng);
-        const double dy2 = dy * dy, dz2 = dz * dz;
-        const std::int64_t i0 = static_cast<std::int64_t>(rng() % nx);
-        const std::int64_t i1 = std::min<std::int64_t>(nx - 1, i0 - 1 + static_cast<std::int64_t>(rng() % (nx + 1)));
-        std::vector<double> start(nx + msm::kShortRangePadding);
-        for (double& v : start) v = 1.0 + unit(rng);  // never -0.0: adding +0.0 keeps every bit
-        std::vector<double> expected = start;
-        for (std::int64_t i = i0; i <= i1; ++i) {  // msm_cpu.cpp's scalar loop
-          const double dx = static_cast<double>(i) * k.hx - x_atom;
-          const double r2 = dx * dx + dy2 + dz2;
-          if (r2 >= k.a2) continue;
-          expected[static_cast<std::size_t>(i)] +=
-              split.coulomb()
-                  ? q * (1.0 / std::sqrt(r2 + k.softening2) - msm::gamma_inside(r2 * k.inv_a2, order) * k.inv_a)
-                  : q * (msm::kernel_value(r2 + k.softening2, split) - msm::softened_inside(r2 - k.a2, c));
-        }
-        for (const std::int64_t target : units) {
-          hwy::SetSupportedTargetsForTest(target);
-          std::vector<double> row = start;
-          ASSERT_TRUE(msm::add_short_range_run(k, x_atom, dy2, dz2, q, i0, i1, row.data()));
-          for (std::size_t i = 0; i < row.size(); ++i)
-            ASSERT_EQ(std::bit_cast<std::uint64_t>(row[i]), std::bit_cast<std::uint64_t>(expected[i]))
-                << hwy::TargetName(target) << " power " << power << " kappa " << kappa << " order " << order
-                << " run " << i0 << ".."
-                << i1 << " point " << i << ": " << row[i] << " vs " << expected[i];
+    for (const int power : {1, 2})
+      for (const int order : {3, 5}) {
+        if (kappa > 0 && power == 2) continue;  // the screened kernel is e^(−κr)/r
+        msm::ShortRangeKernel k;
+        const double a = 9.0;
+        k.hx = 0.37, k.a2 = a * a, k.inv_a = 1.0 / a, k.inv_a2 = 1.0 / (a * a);
+        k.softening2 = power == 1 && kappa == 0 ? 0.0 : 0.25, k.order = order, k.power = power, k.softened = c;
+        k.kappa = kappa;
+        const msm::SplitKernel split{power, kappa};
+        for (int trial = 0; trial < 300; ++trial) {
+          const double x_atom = 6.0 + 10.0 * unit(rng), dy = 9.0 * unit(rng), dz = 9.0 * unit(rng), q = unit(rng);
+          const double dy2 = dy * dy, dz2 = dz * dz;
+          const std::int64_t i0 = static_cast<std::int64_t>(rng() % nx);
+          const std::int64_t i1 = std::min<std::int64_t>(nx - 1, i0 - 1 + static_cast<std::int64_t>(rng() % (nx + 1)));
+          std::vector<double> start(nx + msm::kShortRangePadding);
+          for (double& v : start) v = 1.0 + unit(rng);  // never -0.0: adding +0.0 keeps every bit
+          std::vector<double> expected = start;
+          for (std::int64_t i = i0; i <= i1; ++i) {  // msm_cpu.cpp's scalar loop
+            const double dx = static_cast<double>(i) * k.hx - x_atom;
+            const double r2 = dx * dx + dy2 + dz2;
+            if (r2 >= k.a2) continue;
+            expected[static_cast<std::size_t>(i)] +=
+                split.coulomb()
+                    ? q * (1.0 / std::sqrt(r2 + k.softening2) - msm::gamma_inside(r2 * k.inv_a2, order) * k.inv_a)
+                    : q * (msm::kernel_value(r2 + k.softening2, split) - msm::softened_inside(r2 - k.a2, c));
+          }
+          for (const std::int64_t target : units) {
+            hwy::SetSupportedTargetsForTest(target);
+            std::vector<double> row = start;
+            ASSERT_TRUE(msm::add_short_range_run(k, x_atom, dy2, dz2, q, i0, i1, row.data()));
+            for (std::size_t i = 0; i < row.size(); ++i)
+              ASSERT_EQ(std::bit_cast<std::uint64_t>(row[i]), std::bit_cast<std::uint64_t>(expected[i]))
+                  << hwy::TargetName(target) << " power " << power << " kappa " << kappa << " order " << order
+                  << " run " << i0 << ".." << i1 << " point " << i << ": " << row[i] << " vs " << expected[i];
+          }
         }
       }
-    }
   hwy::SetSupportedTargetsForTest(0);
 }
 
@@ -739,7 +739,8 @@ TEST(MsmPhases, CutoffSumsAreTheSameBitsOnEveryVectorUnit) {
       const msm::LevelGrids<double> vectors = msm::cpu_level_grids(p, plan, 2);
       for (std::size_t l = 0; l < scalar.direct.size(); ++l)
         for (std::size_t i = 0; i < scalar.direct[l].size(); ++i)
-          ASSERT_EQ(std::bit_cast<std::uint64_t>(vectors.direct[l][i]), std::bit_cast<std::uint64_t>(scalar.direct[l][i]))
+          ASSERT_EQ(std::bit_cast<std::uint64_t>(vectors.direct[l][i]),
+                    std::bit_cast<std::uint64_t>(scalar.direct[l][i]))
               << hwy::TargetName(target) << " level " << l + 1 << " point " << i << ": " << vectors.direct[l][i]
               << " vs " << scalar.direct[l][i];
     }
@@ -1009,7 +1010,8 @@ TEST(MsmCli, BadRequestsFailBeforeAnythingIsWritten) {
   }
   // The presets are per model: an accuracy finer than Debye's table is refused for Debye, by name,
   // with Debye's finest bound (not Coulomb's).
-  const CliRun r = espgrid("map data/fasciculin2.pqr -o " + out + " --spacing 2 --model debye --dielectric 78.54 "
+  const CliRun r = espgrid("map data/fasciculin2.pqr -o " + out +
+                           " --spacing 2 --model debye --dielectric 78.54 "
                            "--ionic-strength 0.15 --accuracy 3e-5");
   EXPECT_EQ(r.code, 2) << r.out;
   EXPECT_NE(r.out.find("for the debye model (best 6e-05)"), std::string::npos) << r.out;
@@ -1020,7 +1022,8 @@ TEST(MsmCli, BadRequestsFailBeforeAnythingIsWritten) {
 TEST(MsmCli, DebyeMapsTakeTheirOwnPreset) {
   const std::string out = ::testing::TempDir() + "espgrid_msm_cli_debye.mrc";
   std::remove(out.c_str());
-  const CliRun r = espgrid("map data/fasciculin2.pqr -o " + out + " --spacing 2 --model debye --dielectric 78.54 "
+  const CliRun r = espgrid("map data/fasciculin2.pqr -o " + out +
+                           " --spacing 2 --model debye --dielectric 78.54 "
                            "--ionic-strength 0.15 --accuracy 1e-3");
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("a = 12 Å, h = 2 Å, quintic"), std::string::npos) << r.out;

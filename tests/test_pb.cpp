@@ -14,7 +14,6 @@
 #include <string>
 #include <vector>
 
-#include "src/registry/kernel_registry.h"
 #include "src/core/errors.h"
 #include "src/maps/map_formats.h"
 #include "src/pb/pb_coefficients.h"
@@ -22,6 +21,7 @@
 #include "src/pb/pb_hypre.h"
 #include "src/pb/pb_multigrid.h"
 #include "src/pb/pb_solve.h"
+#include "src/registry/kernel_registry.h"
 #include "tests/child_process.h"
 #include "tests/test_support.h"
 
@@ -37,13 +37,13 @@ bool gpu_required() {
   return v && std::string(v) == "1";
 }
 
-#define SKIP_WITHOUT_GPU()                                                              \
-  do {                                                                                  \
-    std::string reason_;                                                                \
-    if (!cuda_available(&reason_)) {                                                    \
+#define SKIP_WITHOUT_GPU()                                                                  \
+  do {                                                                                      \
+    std::string reason_;                                                                    \
+    if (!cuda_available(&reason_)) {                                                        \
       if (gpu_required()) FAIL() << "ESPGRID_REQUIRE_GPU=1 but no usable GPU: " << reason_; \
-      GTEST_SKIP() << "no usable GPU: " << reason_;                                    \
-    }                                                                                   \
+      GTEST_SKIP() << "no usable GPU: " << reason_;                                         \
+    }                                                                                       \
   } while (0)
 
 /// Relative RMS of a − b over the entries where `mask` is set (all when empty).
@@ -446,7 +446,8 @@ TEST(PbSolveGpu, CudaMultigridEqualsItsCpuEmulation) {
   const GridSpec g = grid_around(atoms, 0.7, 8);
   // The device-resident path (smol: maps, assembly and hierarchy on the device) with the split
   // formulation (the Coulomb map uploaded), and the hybrid one (the sampled surface from the host).
-  for (const auto& [formulation, sampling] : {std::pair{PbFormulation::Split, 0}, std::pair{PbFormulation::Direct, 4}}) {
+  for (const auto& [formulation, sampling] :
+       {std::pair{PbFormulation::Split, 0}, std::pair{PbFormulation::Direct, 4}}) {
     PbOptions o = tight();
     o.formulation = formulation;
     o.sampling = sampling;
@@ -533,11 +534,11 @@ TEST(PbCli, MapWritesAPoissonBoltzmannMapThatSaysSo) {
   const std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) / "pb_cli";
   std::filesystem::create_directories(dir);
   const std::string dx = (dir / "fas.dx").string(), mrc = (dir / "fas.mrc").string();
-  const std::vector<std::string> solver = have_hypre() ? std::vector<std::string>{"--backend", "cpu"}
-                                                       : std::vector<std::string>{};
+  const std::vector<std::string> solver =
+      have_hypre() ? std::vector<std::string>{"--backend", "cpu"} : std::vector<std::string>{};
   if (!have_hypre() && !cuda_available()) GTEST_SKIP() << "neither hypre nor a GPU: --model pb has no solver here";
-  std::vector<std::string> args = {"map", "data/fasciculin2.pqr", "-o", dx, "-o", mrc, "--model", "pb", "--spacing",
-                                   "1.5", "--padding", "8"};
+  std::vector<std::string> args = {
+      "map", "data/fasciculin2.pqr", "-o", dx, "-o", mrc, "--model", "pb", "--spacing", "1.5", "--padding", "8"};
   args.insert(args.end(), solver.begin(), solver.end());
   const testing::Outcome r = run_cli(args, dir);
   ASSERT_EQ(r.code, 0) << r;
@@ -625,7 +626,8 @@ TEST(PbCli, PbOptionsNeedModelPbAndBadValuesAreNamed) {
   std::filesystem::create_directories(dir);
   const std::string out = (dir / "x.dx").string();
   const std::pair<std::vector<std::string>, std::string> cases[] = {
-      {{"--model", "debye", "--ionic-strength", "0.1", "--probe-radius", "1.2"}, "--probe-radius applies to --model pb"},
+      {{"--model", "debye", "--ionic-strength", "0.1", "--probe-radius", "1.2"},
+       "--probe-radius applies to --model pb"},
       {{"--model", "pb", "--surface", "sas"}, "--surface must be mol, smol or spl2"},
       {{"--model", "pb", "--surface-window", "0.5"}, "--surface-window applies to --surface spl2"},
       {{"--model", "pb", "--ion-radius", "-2"}, "--ion-radius must be"},

@@ -190,8 +190,8 @@ class PdbInput : public ::testing::Test {
   Result run(const std::string& args, const std::string& env = "", const std::string& input = "/dev/null") const {
     const fs::path out = dir_ / ".stdout", err = dir_ / ".stderr";
     const std::string command = "cd " + quote(dir_.string()) + " && " + env + " " +
-                                quote(espgrid::testing::espgrid_binary()) + " " + args +
-                                " <" + quote(input) + " >" + quote(out.string()) + " 2>" + quote(err.string());
+                                quote(espgrid::testing::espgrid_binary()) + " " + args + " <" + quote(input) + " >" +
+                                quote(out.string()) + " 2>" + quote(err.string());
     const int status = std::system(command.c_str());
     Result r;
     r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
@@ -384,7 +384,7 @@ TEST_F(PdbInput, OptionsAreCheckedBeforeAnythingRuns) {
   for (const auto& c : cases) {
     const Result r = run(c.args, "ESPGRID_PDB2PQR=/nonexistent/never-run");
     EXPECT_EQ(r.code, 2) << c.args << "\n" << r;
-    EXPECT_TRUE(contains(r.err, "espgrid: error: " )) << r;
+    EXPECT_TRUE(contains(r.err, "espgrid: error: ")) << r;
     EXPECT_TRUE(contains(r.err, c.message)) << c.args << "\n" << r;
     EXPECT_FALSE(contains(r.err, "never-run")) << "pdb2pqr was looked for before the options were checked\n" << r;
     EXPECT_FALSE(contains(r.err, "filesystem error")) << r;
@@ -430,8 +430,9 @@ TEST_F(PdbInput, WhatPdb2pqrLeftOutIsSaidAndItsWholeLogKept) {
   // 415 atoms in, none hydrogen; the two waters come back with their hydrogens.
   EXPECT_TRUE(contains(r.out, "atoms      415 in the input (0 hydrogens)")) << r;
   EXPECT_TRUE(contains(r.out, "4 heavy atoms left out: NAG B 501 (3 of 3 heavy atoms), ZN C 601 (1 of 1)")) << r;
-  EXPECT_TRUE(contains(r.err, "espgrid: note: pdb2pqr left 4 of the 415 heavy atoms of lig.pdb out of its PQR, so "
-                              "the map does not include them: NAG B 501"))
+  EXPECT_TRUE(contains(r.err,
+                       "espgrid: note: pdb2pqr left 4 of the 415 heavy atoms of lig.pdb out of its PQR, so "
+                       "the map does not include them: NAG B 501"))
       << r;
   EXPECT_TRUE(contains(r.out, "wrote      out/lig.log (pdb2pqr's whole log)")) << r;
   const std::string log = slurp(path("out/lig.log"));
@@ -447,8 +448,9 @@ TEST_F(PdbInput, WhatPdb2pqrLeftOutIsSaidAndItsWholeLogKept) {
   // Every heavy atom kept: said too.
   const Result clean = run("map heavy.pdb -o out/heavy.dx --spacing 3");
   ASSERT_EQ(clean.code, 0) << clean;
-  EXPECT_TRUE(contains(clean.out, "409 in the input (0 hydrogens), 619 in pdb2pqr's PQR (210 hydrogens); every heavy "
-                                  "atom kept"))
+  EXPECT_TRUE(contains(clean.out,
+                       "409 in the input (0 hydrogens), 619 in pdb2pqr's PQR (210 hydrogens); every heavy "
+                       "atom kept"))
       << clean;
   EXPECT_FALSE(contains(clean.err, "left")) << clean;
 }
@@ -460,8 +462,9 @@ TEST_F(PdbInput, TheBundledPdbsTerminalPhosphateIsReported) {
   fs::copy_file(std::string(ESPGRID_SOURCE_DIR) + "/data/boxb_rna.pdb", path("boxb_rna.pdb"));
   const Result r = run("map boxb_rna.pdb -o out/b.dx --spacing 3");
   ASSERT_EQ(r.code, 0) << r;
-  EXPECT_TRUE(contains(r.out, "620 in the input (208 hydrogens), 619 in pdb2pqr's PQR (210 hydrogens); 3 heavy atoms "
-                              "left out: G 1 (3 of 23 heavy atoms)"))
+  EXPECT_TRUE(contains(r.out,
+                       "620 in the input (208 hydrogens), 619 in pdb2pqr's PQR (210 hydrogens); 3 heavy atoms "
+                       "left out: G 1 (3 of 23 heavy atoms)"))
       << r;
   // The three are the phosphate's P, O1P and O2P, at their input coordinates.
   for (const std::string& record : atom_records(path("out/boxb_rna.pqr")))
@@ -476,8 +479,8 @@ TEST_F(PdbInput, TheEquivalentCommandMakesTheKeptPqr) {
   fs::create_directories(path("kept"));
   const Result r = run("map boxb.pdb -o out/b.dx --spacing 3 --keep-pqr kept/mine.pqr --forcefield parse");
   ASSERT_EQ(r.code, 0) << r;
-  const std::string line = r.out.substr(r.out.find("charges    "), r.out.find('\n', r.out.find("charges ")) -
-                                                                       r.out.find("charges    "));
+  const std::string line =
+      r.out.substr(r.out.find("charges    "), r.out.find('\n', r.out.find("charges ")) - r.out.find("charges    "));
   const std::string command = line.substr(line.find("): ") + 3);
   EXPECT_EQ(command, "pdb2pqr30 --ff PARSE boxb.pdb kept/mine.pqr") << r;
   EXPECT_TRUE(contains(slurp(path("kept/mine.log")), "PDB2PQR v3"));  // where pdb2pqr puts its own log
@@ -523,7 +526,8 @@ TEST_F(PdbInput, CompressedPipedAndStandardInputStructuresGiveThePlainFilesMap) 
   const Result plain = run("map boxb.pdb -o out/plain.dx --spacing 2 --keep-pqr plain.pqr");
   ASSERT_EQ(plain.code, 0) << plain;
   const std::vector<float> expected = read_dx(path("out/plain.dx").string()).values;
-  ASSERT_TRUE(shell("gzip -c boxb.pdb > boxb.pdb.gz && gzip -c boxb.pdb > boxb-gzip-named-plain.pdb && mkfifo fifo.pdb"));
+  ASSERT_TRUE(
+      shell("gzip -c boxb.pdb > boxb.pdb.gz && gzip -c boxb.pdb > boxb-gzip-named-plain.pdb && mkfifo fifo.pdb"));
   const struct {
     std::string input, options, map, kept, command, stdin_from;
   } cases[] = {
@@ -597,9 +601,10 @@ TEST_F(PdbInput, MmcifUnderEveryNameUsersHaveIt) {
 /// ignore SIGTERM, so only the SIGKILL after the grace period ends them.
 void write_slow_pdb2pqr(const fs::path& script, const fs::path& dir, bool ignore_term) {
   std::ofstream(script) << "#!/bin/sh\n"
-                        << (ignore_term ? "trap '' TERM\n" : "") << "sleep 1000 &\necho $! > '" << (dir / "grandchild.pid").string()
-                        << "'\necho $$ > '" << (dir / "child.pid").string() << ".tmp' && mv '"
-                        << (dir / "child.pid").string() << ".tmp' '" << (dir / "child.pid").string() << "'\nwait\n";
+                        << (ignore_term ? "trap '' TERM\n" : "") << "sleep 1000 &\necho $! > '"
+                        << (dir / "grandchild.pid").string() << "'\necho $$ > '" << (dir / "child.pid").string()
+                        << ".tmp' && mv '" << (dir / "child.pid").string() << ".tmp' '" << (dir / "child.pid").string()
+                        << "'\nwait\n";
   fs::permissions(script, fs::perms::owner_all);
 }
 
@@ -639,7 +644,8 @@ TEST_F(Pdb2pqrSignals, ASignalEndsPdb2pqrAndRemovesItsFolder) {
     fs::create_directories(dir_ / "tmp");
     fs::create_directories(dir_ / "out");
     write_slow_pdb2pqr(dir_ / "slow", dir_, c.ignore_term);
-    std::ofstream(dir_ / "x.pdb") << pdb_from_pqr(std::string(ESPGRID_SOURCE_DIR) + "/data/boxb_rna_pdb2pqr3.pqr", true);
+    std::ofstream(dir_ / "x.pdb") << pdb_from_pqr(std::string(ESPGRID_SOURCE_DIR) + "/data/boxb_rna_pdb2pqr3.pqr",
+                                                  true);
     Child::Options options;
     options.env = {{"ESPGRID_PDB2PQR", (dir_ / "slow").string()}, {"TMPDIR", (dir_ / "tmp").string()}};
     Child child({"map", (dir_ / "x.pdb").string(), "-o", (dir_ / "out/x.dx").string()}, capture_, options);
@@ -710,8 +716,9 @@ TEST_F(PdbInput, TmpdirMissingEmptyOrFullIsExplained) {
   const std::string fake = "ESPGRID_PDB2PQR=" + quote(path("where").string());
   Result r = run("map x.pdb -o out/x.dx --spacing 3", fake + " TMPDIR=/nonexistent/tmp");
   EXPECT_EQ(r.code, 1) << r;
-  EXPECT_TRUE(contains(r.err, "espgrid: error: TMPDIR=/nonexistent/tmp does not exist: pdb2pqr's work needs a "
-                              "temporary folder there; set TMPDIR to a writable directory, or unset it to use /tmp"))
+  EXPECT_TRUE(contains(r.err,
+                       "espgrid: error: TMPDIR=/nonexistent/tmp does not exist: pdb2pqr's work needs a "
+                       "temporary folder there; set TMPDIR to a writable directory, or unset it to use /tmp"))
       << r;
   EXPECT_FALSE(contains(r.err, "filesystem error")) << r;
   r = run("map x.pdb -o out/x.dx --spacing 3", fake + " TMPDIR=x.pdb");
@@ -733,7 +740,8 @@ TEST_F(PdbInput, TmpdirMissingEmptyOrFullIsExplained) {
           "out/x.dx > full.out 2> full.err; echo $? > full.rc; ls -A full > full.ls");
   ASSERT_EQ(status, 0);
   EXPECT_EQ(slurp(path("full.rc")), "1\n") << slurp(path("full.err"));
-  EXPECT_TRUE(contains(slurp(path("full.err")), "the temporary folder's file system is full")) << slurp(path("full.err"));
+  EXPECT_TRUE(contains(slurp(path("full.err")), "the temporary folder's file system is full"))
+      << slurp(path("full.err"));
   EXPECT_TRUE(contains(slurp(path("full.err")), "set TMPDIR to another directory")) << slurp(path("full.err"));
   EXPECT_EQ(slurp(path("full.ls")), "fill\n");  // its folder removed
 }

@@ -21,8 +21,8 @@
 #include <vector>
 
 #include "src/core/errors.h"
-#include "src/structure/structure_reader.h"
 #include "src/core/text_parsing.h"
+#include "src/structure/structure_reader.h"
 
 #if ESPGRID_HAVE_ZLIB
 #include <zlib.h>
@@ -551,8 +551,8 @@ std::string many_atoms_text(int atoms, const std::map<std::size_t, std::string>&
     if (i % 1000 == 0) add("REMARK block " + std::to_string(i / 1000));
     if (i % 3333 == 0) add("# a comment");
     char record[160];
-    std::snprintf(record, sizeof record, "%s %d CA ALA A %d %.3f %.3f %.3f %.4f %.4f", i % 11 ? "ATOM" : "HETATM", i + 1,
-                  i / 10 + 1, i * 1.0, -i * 0.5, i * 0.25, (i % 7 - 3) / 10.0, 1.0 + (i % 5) / 10.0);
+    std::snprintf(record, sizeof record, "%s %d CA ALA A %d %.3f %.3f %.3f %.4f %.4f", i % 11 ? "ATOM" : "HETATM",
+                  i + 1, i / 10 + 1, i * 1.0, -i * 0.5, i * 0.25, (i % 7 - 3) / 10.0, 1.0 + (i % 5) / 10.0);
     add(record);
   }
   add("END");
@@ -595,11 +595,11 @@ TEST(PqrText, TheFirstDefectInTheFileIsReportedWhicheverThreadFindsIt) {
     std::string word;
   };
   const Case cases[] = {
-      {{{30000, bad_atom}, {60000, unknown}}, 30000, "field missing"},  // a worker's, before the reader's
+      {{{30000, bad_atom}, {60000, unknown}}, 30000, "field missing"},   // a worker's, before the reader's
       {{{60000, bad_atom}, {30000, unknown}}, 30000, "unknown record"},  // the reader's, before a worker's
-      {{{50000, bad_atom}, {9000, bad_atom}}, 9000, "field missing"},   // two workers': the earlier batch
-      {{{40000, bad_atom}, {40001, binary}}, 40000, "field missing"},   // before binary data
-      {{{70050, bad_atom}}, 70050, "field missing"},                    // the last, partial batch
+      {{{50000, bad_atom}, {9000, bad_atom}}, 9000, "field missing"},    // two workers': the earlier batch
+      {{{40000, bad_atom}, {40001, binary}}, 40000, "field missing"},    // before binary data
+      {{{70050, bad_atom}}, 70050, "field missing"},                     // the last, partial batch
   };
   for (const Case& c : cases) {
     SCOPED_TRACE("expected line " + std::to_string(c.line));

@@ -623,7 +623,12 @@ TEST_F(Reliability, OutputThatIsTheProductIsNeverLostSilently) {
   Child::Options full;
   full.stdout_to = "/dev/full";  // every write: ENOSPC
   const std::vector<std::vector<std::string>> products = {
-      {"kernels"}, {"kernels", "--help"}, {"--version"}, {"--help"}, {"map", "--help"}, {"atoms", kSmall},
+      {"kernels"},
+      {"kernels", "--help"},
+      {"--version"},
+      {"--help"},
+      {"map", "--help"},
+      {"atoms", kSmall},
       {"verify", kSmall, "--spacing", "3", "--padding", "1", "--kernel", "cpu-parallel"}};
   for (const auto& args : products) {
     SCOPED_TRACE(args[0] + (args.size() > 1 ? " " + args[1] : ""));
@@ -648,12 +653,17 @@ TEST_F(Reliability, AReadOnlyFileSystemIsNamedNotTakenForAMode) {
   if (!why.empty()) GTEST_SKIP() << "needs a read-only mount: " << why;
   fs::create_directories(path("ro"));
   const std::string input = (fs::path(ESPGRID_SOURCE_DIR) / kSmall).string();
-  const int status = testing::run_with_small_fs(
-      path("ro"), 256,
-      "cd '" + dir_.string() + "' && echo old > ro/old.dx && chmod 0644 ro/old.dx && mount -o remount,ro ro && "
-      "\"$ESPGRID\" map '" + input + "' -o ro/old.dx --spacing 3 > old.out 2> old.err; echo $? > old.rc; "
-      "\"$ESPGRID\" map '" + input + "' -o ro/new.dx --spacing 3 > new.out 2> new.err; echo $? > new.rc; "
-      "cat ro/old.dx > old.after; ls -A ro > ro.ls");
+  const int status =
+      testing::run_with_small_fs(path("ro"), 256,
+                                 "cd '" + dir_.string() +
+                                     "' && echo old > ro/old.dx && chmod 0644 ro/old.dx && mount -o remount,ro ro && "
+                                     "\"$ESPGRID\" map '" +
+                                     input +
+                                     "' -o ro/old.dx --spacing 3 > old.out 2> old.err; echo $? > old.rc; "
+                                     "\"$ESPGRID\" map '" +
+                                     input +
+                                     "' -o ro/new.dx --spacing 3 > new.out 2> new.err; echo $? > new.rc; "
+                                     "cat ro/old.dx > old.after; ls -A ro > ro.ls");
   ASSERT_EQ(status, 0);
   EXPECT_EQ(slurp(path("old.rc")), "1\n") << slurp(path("old.err"));
   EXPECT_TRUE(contains(slurp(path("old.err")), "cannot write ro/old.dx: it is on a read-only file system"))
@@ -685,9 +695,11 @@ TEST_F(Reliability, StructuresFromStandardInputPipesAndGzipGiveTheFilesMap) {
     std::string map;
     Child::Options options;
   } cases[] = {
-      {{"map", "-", "--format", "pqr", "-o", path("stdin.dx"), "--spacing", "2", "--padding", "2"}, "stdin.dx",
+      {{"map", "-", "--format", "pqr", "-o", path("stdin.dx"), "--spacing", "2", "--padding", "2"},
+       "stdin.dx",
        from_file},
-      {{"map", "-", "--format", "pqr", "-o", path("stdin-gz.dx"), "--spacing", "2", "--padding", "2"}, "stdin-gz.dx",
+      {{"map", "-", "--format", "pqr", "-o", path("stdin-gz.dx"), "--spacing", "2", "--padding", "2"},
+       "stdin-gz.dx",
        from_gzip},
       {quick_map(path("s.pqr.gz"), path("gz.dx")), "gz.dx", {}},
       {quick_map(path("gzip-named-plain.pqr"), path("magic.dx")), "magic.dx", {}},

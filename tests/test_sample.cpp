@@ -10,15 +10,15 @@
 #include <string>
 #include <vector>
 
-#include "src/registry/kernel_registry.h"
 #include "src/compute/oracle.h"
 #include "src/core/errors.h"
 #include "src/core/json.h"
-#include "src/structure/point_file.h"
 #include "src/job/job_options.h"
 #include "src/pipeline/map_summary.h"
 #include "src/pipeline/point_sampling.h"
 #include "src/pipeline/time_estimate.h"
+#include "src/registry/kernel_registry.h"
+#include "src/structure/point_file.h"
 #include "src/view/vertex_potential.h"
 #include "tests/test_support.h"
 
@@ -61,13 +61,12 @@ TEST(PointsFile, EveryDefectNamesItsLine) {
   // A header is the first line only; later it is a bad point.
   EXPECT_EQ(points_error("1 2 3\nx y z\n"), "p.txt:2: x is not a number: 'x'");
   EXPECT_EQ(points_error(""), "p.txt: the file is empty: no points (x y z a line)");
-  EXPECT_EQ(points_error("# nothing\n\nx,y,z\n"), "p.txt:3: no points in the file (x y z a line; '#' starts a comment)");
+  EXPECT_EQ(points_error("# nothing\n\nx,y,z\n"),
+            "p.txt:3: no points in the file (x y z a line; '#' starts a comment)");
   EXPECT_NE(points_error(std::string("1 2 3\n4 5 \0\n", 12)).find("p.txt:2:"), std::string::npos);
 }
 
-TEST(PointsFile, MissingFileIsAnError) {
-  EXPECT_THROW(read_points("/nonexistent/points.txt"), Error);
-}
+TEST(PointsFile, MissingFileIsAnError) { EXPECT_THROW(read_points("/nonexistent/points.txt"), Error); }
 
 TEST(PointsFile, TablesKeepTheCoordinatesExactly) {
   const PointList p = read_points_text("p.txt", "0.1 -2.25 1e-3\n3 4 5\n");
@@ -123,9 +122,8 @@ TEST(SamplePoints, CpuReportsProgressInChunks) {
   for (int p = 0; p < 4100; ++p) points.insert(points.end(), {0.01 * p, -0.02 * p, 0.5});
   std::vector<std::pair<std::size_t, std::size_t>> reports;
   const MapJob job = cpu_job(PairModel::Coulomb);
-  const PointValues v = sample_points(job, atoms, points, [&](std::size_t done, std::size_t total) {
-    reports.emplace_back(done, total);
-  });
+  const PointValues v = sample_points(job, atoms, points,
+                                      [&](std::size_t done, std::size_t total) { reports.emplace_back(done, total); });
   EXPECT_EQ(reports, (std::vector<std::pair<std::size_t, std::size_t>>{{2048, 4100}, {4096, 4100}, {4100, 4100}}));
   EXPECT_EQ(v.values, surface::potential_at(atoms, job.physics, points));
 }
@@ -210,8 +208,9 @@ TEST(SamplePoints, CudaAgreesWithTheDoubleSum) {
   for (int p = 0; p < 100000; ++p) {
     const std::size_t a = pick(rng);
     const bool on_atom = p % 1000 == 0;  // r = the softening length: the largest terms there are
-    points.insert(points.end(), {molecule.x[a] + (on_atom ? 0 : offset(rng)), molecule.y[a] + (on_atom ? 0 : offset(rng)),
-                                 molecule.z[a] + (on_atom ? 0 : offset(rng))});
+    points.insert(points.end(),
+                  {molecule.x[a] + (on_atom ? 0 : offset(rng)), molecule.y[a] + (on_atom ? 0 : offset(rng)),
+                   molecule.z[a] + (on_atom ? 0 : offset(rng))});
   }
   double extent = 0;
   for (std::size_t a = 0; a < molecule.size(); ++a)
@@ -234,7 +233,8 @@ TEST(SamplePoints, CudaAgreesWithTheDoubleSum) {
     std::vector<std::pair<double, double>> scales(points.size() / 3);
 #pragma omp parallel for schedule(dynamic, 64)
     for (std::int64_t p = 0; p < count; ++p)
-      scales[static_cast<std::size_t>(p)] = magnitude_and_gradient(molecule, gpu.physics, &points[3 * static_cast<std::size_t>(p)]);
+      scales[static_cast<std::size_t>(p)] =
+          magnitude_and_gradient(molecule, gpu.physics, &points[3 * static_cast<std::size_t>(p)]);
     std::size_t failures = 0;
     for (std::size_t p = 0; p < points.size() / 3; ++p) {
       const auto [magnitude, gradient] = scales[p];
@@ -283,9 +283,10 @@ TEST(Json, WritesWhatParsersRead) {
   j.set("yes", true);
   j.set("empty", Json::object());
   j.set("text", "replaced");
-  EXPECT_EQ(j.dump(0),
-            "{\"text\": \"replaced\", \"numbers\": [0.1, 1e-07, -1365.1884, 42, null], \"nothing\": null, \"yes\": true, "
-            "\"empty\": {}}");
+  EXPECT_EQ(
+      j.dump(0),
+      "{\"text\": \"replaced\", \"numbers\": [0.1, 1e-07, -1365.1884, 42, null], \"nothing\": null, \"yes\": true, "
+      "\"empty\": {}}");
   EXPECT_EQ(json_quoted("a \"q\" \\ \t Å \x01"), "\"a \\\"q\\\" \\\\ \\t Å \\u0001\"");
   EXPECT_EQ(Json::object().set("a", Json::numbers(std::vector<int>{1, 2})).dump(2), "{\n  \"a\": [1, 2]\n}\n");
 }
@@ -307,11 +308,11 @@ TEST(MapSummary, RecordsTheModelRangeAndProvenance) {
   provenance.atoms = 3;
   provenance.command = {"espgrid", "map", "x.pqr"};
   const std::string text = map_summary(map, "cpu-simd", "backend cpu", timing, provenance, {"x.dx"}).dump(0);
-  for (const char* expected :
-       {"\"model\": \"debye\"", "\"range\": [-1.5, 2.25]", "\"shape\": [2, 1, 1]", "\"origin\": [-1, 0, 0.5]",
-        "\"ionic_strength\": 0.15", "\"kappa_per_angstrom\": 0.127", "\"atom_evaluations\": 6",
-        "\"atom_evaluations_per_second\": 12", "\"outputs\": [\"x.dx\"]", "\"command\": [\"espgrid\", \"map\", \"x.pqr\"]",
-        "\"kernel\": \"cpu-simd\"", "\"estimated_kernel_seconds\": null"})
+  for (const char* expected : {"\"model\": \"debye\"", "\"range\": [-1.5, 2.25]", "\"shape\": [2, 1, 1]",
+                               "\"origin\": [-1, 0, 0.5]", "\"ionic_strength\": 0.15", "\"kappa_per_angstrom\": 0.127",
+                               "\"atom_evaluations\": 6", "\"atom_evaluations_per_second\": 12",
+                               "\"outputs\": [\"x.dx\"]", "\"command\": [\"espgrid\", \"map\", \"x.pqr\"]",
+                               "\"kernel\": \"cpu-simd\"", "\"estimated_kernel_seconds\": null"})
     EXPECT_NE(text.find(expected), std::string::npos) << expected << " not in " << text;
   // --model pb records its solver's parameters and no atom-evaluations.
   map.physics = PhysicsOptions{};

@@ -13,15 +13,15 @@
 #include <vector>
 
 #include "src/compute/approximation_error.h"
-#include "src/registry/kernel_registry.h"
 #include "src/compute/oracle.h"
 #include "src/compute/prepared_problem.h"
 #include "src/core/atoms.h"
 #include "src/core/grid.h"
 #include "src/core/random_atoms.h"
 #include "src/core/units.h"
-#include "src/structure/structure_reader.h"
 #include "src/physics/physics_options.h"
+#include "src/registry/kernel_registry.h"
+#include "src/structure/structure_reader.h"
 
 namespace espgrid::testing {
 

@@ -105,7 +105,8 @@ TEST(Contour, SphereIsClosedOutwardAndInPlace) {
 }
 
 TEST(Contour, InsideBelowFlipsTheOrientation) {
-  const Grid g = sample({21, 21, 21}, {-5, -5, -5}, 0.5, [](double x, double y, double z) { return x * x + y * y + z * z; });
+  const Grid g =
+      sample({21, 21, 21}, {-5, -5, -5}, 0.5, [](double x, double y, double z) { return x * x + y * y + z * z; });
   // Inside = below 9: the same ball of radius 3 as value > -9 of the negated field.
   const TriangleMesh m = contour(g.field, 9.0, false);
   expect_closed_and_oriented(m);
@@ -113,7 +114,8 @@ TEST(Contour, InsideBelowFlipsTheOrientation) {
 }
 
 TEST(Contour, StrideUsesEveryOtherPoint) {
-  const Grid g = sample({41, 41, 41}, {-10, -10, -10}, 0.5, [](double x, double y, double z) { return 36 - x * x - y * y - z * z; });
+  const Grid g = sample({41, 41, 41}, {-10, -10, -10}, 0.5,
+                        [](double x, double y, double z) { return 36 - x * x - y * y - z * z; });
   const TriangleMesh full = contour(g.field, 0.0, true), half = contour(g.field, 0.0, true, 2);
   expect_closed_and_oriented(half);
   // A grid twice as coarse has about a quarter of the cells on the surface.
@@ -160,9 +162,8 @@ TEST(Components, CavityWallsGoSeparateMoleculesStay) {
 
 TEST(Smoothing, KeepsASphereAndRemovesNoise) {
   const double radius = 6;
-  const Grid g = sample({41, 41, 41}, {-10, -10, -10}, 0.5, [&](double x, double y, double z) {
-    return radius - std::sqrt(x * x + y * y + z * z);
-  });
+  const Grid g = sample({41, 41, 41}, {-10, -10, -10}, 0.5,
+                        [&](double x, double y, double z) { return radius - std::sqrt(x * x + y * y + z * z); });
   TriangleMesh m = contour(g.field, 0.0, true);
   // Radial noise of ±0.1 Å (uniform: standard deviation 0.058 Å), the kind of roughness a
   // contoured grid has.
@@ -317,7 +318,9 @@ TEST(PotentialAt, OneChargeIsAnalytic) {
     for (std::size_t p = 0; p < 3; ++p) {
       const double dx = points[3 * p] - 1, dy = points[3 * p + 1] - 2, dz = points[3 * p + 2] - 3;
       const double r2 = dx * dx + dy * dy + dz * dz + kSofteningLength * kSofteningLength, r = std::sqrt(r2);
-      const double f = model == PairModel::Coulomb ? 1 / r : model == PairModel::Distance ? 1 / r2 : std::exp(-kappa * r) / r;
+      const double f = model == PairModel::Coulomb    ? 1 / r
+                       : model == PairModel::Distance ? 1 / r2
+                                                      : std::exp(-kappa * r) / r;
       // The sum is double; only the float32 result rounds (half an ulp, 6e-8), and κ travels
       // as float32 in PairParameters (its rounding moves e^(−κr) by about κr·6e-8): 1e-6.
       EXPECT_NEAR(phi[p], -0.8 * k * f, 1e-6 * std::fabs(0.8 * k * f)) << model_name(model) << " point " << p;
@@ -365,9 +368,9 @@ TEST(Interpolate, ReproducesLinearFieldsAndRefusesOutside) {
       for (std::int64_t i = 0; i < 4; ++i)
         map.values[static_cast<std::size_t>(i + 4 * (j + 5 * k))] =
             static_cast<float>(linear(map.grid.position(0, i), map.grid.position(1, j), map.grid.position(2, k)));
-  const std::vector<double> points = {-0.3, 1.1, 3.3,   0.5, 3.3, 6.5,  // inside; on the far corner
-                                      -1.1, 1, 3,       0, 0, 3,        // outside in x; in y
-                                      0, 1, 6.6};                       // outside in z
+  const std::vector<double> points = {-0.3, 1.1, 3.3, 0.5, 3.3, 6.5,  // inside; on the far corner
+                                      -1.1, 1,   3,   0,   0,   3,    // outside in x; in y
+                                      0,    1,   6.6};                // outside in z
   const std::vector<float> v = interpolate(map, points);
   // Trilinear interpolation is exact for a linear field; float32 values: 1e-5.
   EXPECT_NEAR(v[0], linear(-0.3, 1.1, 3.3), 1e-5);

@@ -3,7 +3,6 @@
 // page's structure (the library and data inlined, nothing that could end a <script> early).
 // The page in a real browser: tests/browser/test_view_page.mjs (label browser).
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -11,9 +10,10 @@
 #include <fstream>
 #include <regex>
 #include <string>
+#include <sys/wait.h>
 
-#include "src/view/display_structure.h"
 #include "src/structure/structure_reader.h"
+#include "src/view/display_structure.h"
 #include "src/view/view_page.h"
 #include "src/view/view_scene.h"
 #include "tests/file_helpers.h"
@@ -62,7 +62,8 @@ class View : public ::testing::Test {
     // One map of fasciculin-2 at 1 Å (quick), Debye-screened like the quickstart's.
     const Result r = run_in(shared_, "map " + quote(source("data/fasciculin2.pqr")) +
                                          " --model debye --dielectric 78.54 --ionic-strength 0.15 --spacing 1 "
-                                         "--backend cpu -o " + quote((shared_ / "fas.dx").string()));
+                                         "--backend cpu -o " +
+                                         quote((shared_ / "fas.dx").string()));
     ASSERT_EQ(r.code, 0) << r;
   }
   static void TearDownTestSuite() {
@@ -83,7 +84,8 @@ class View : public ::testing::Test {
   static std::string source(const std::string& relative) { return std::string(ESPGRID_SOURCE_DIR) + "/" + relative; }
   static Result run_in(const fs::path& dir, const std::string& args) {
     const std::string out = (dir / ".stdout").string(), err = (dir / ".stderr").string();
-    const int status = std::system((quote(ESPGRID_BINARY) + " " + args + " </dev/null >" + quote(out) + " 2>" + quote(err)).c_str());
+    const int status =
+        std::system((quote(ESPGRID_BINARY) + " " + args + " </dev/null >" + quote(out) + " 2>" + quote(err)).c_str());
     Result r;
     r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128;
     r.out = slurp(out);
@@ -102,8 +104,7 @@ class View : public ::testing::Test {
     EXPECT_EQ(r.code, code) << r;
     EXPECT_TRUE(contains(r.err, "espgrid: error: ")) << r;
     EXPECT_TRUE(contains(r.err, needle)) << "expected '" << needle << "' in\n" << r;
-    for (const auto& e : fs::directory_iterator(dir_))
-      ADD_FAILURE() << "left behind: " << e.path().filename();
+    for (const auto& e : fs::directory_iterator(dir_)) ADD_FAILURE() << "left behind: " << e.path().filename();
   }
 
   /// A copy of the fasciculin map with its header's physics line replaced by `line`.
@@ -122,7 +123,8 @@ fs::path View::shared_;
 
 TEST_F(View, FasciculinPageWithExactSums) {
   if (!have_web_assets()) GTEST_SKIP() << "SKIPPED: this build has no viewer library (npm)";
-  const Result r = run("view " + quote(source("data/fasciculin2.pqr")) + " " + quote(fas_map()) + " -o " + quote(path("fas.html")));
+  const Result r =
+      run("view " + quote(source("data/fasciculin2.pqr")) + " " + quote(fas_map()) + " -o " + quote(path("fas.html")));
   ASSERT_EQ(r.code, 0) << r;
   EXPECT_TRUE(std::regex_search(r.out, std::regex("surface +[0-9,]+ vertices, [0-9,]+ triangles \\(grid 0.5 Å")));
   EXPECT_TRUE(contains(r.out, "values     1.4 Å outside: exact direct sum over 906 atoms")) << r;
@@ -186,8 +188,8 @@ TEST_F(View, ValuesFromTheMapWhenAskedOrWhenTheSumDisagrees) {
   EXPECT_TRUE(contains(r.out, "names no espgrid pair model")) << r;
   // A header that claims another dielectric than the values were made with: the structure's sum
   // (twice the map) disagrees, so the page shows the map and says why.
-  const std::string wrong =
-      map_with_header("wrong.dx", "# Potential in kT/e (T = 298.15 K), dielectric 39.27, model debye, ionic strength 0.15 M");
+  const std::string wrong = map_with_header(
+      "wrong.dx", "# Potential in kT/e (T = 298.15 K), dielectric 39.27, model debye, ionic strength 0.15 M");
   r = run("view " + fas + " " + quote(wrong) + " -o " + quote(path("c.html")));
   ASSERT_EQ(r.code, 0) << r;
   EXPECT_TRUE(contains(r.out, "the structure's direct sum differs from the map")) << r;
@@ -217,20 +219,17 @@ TEST_F(View, Refusals) {
   expect_refused(run("view " + fas + " " + map + " --view top -o " + quote(path("x.html"))), 2, "--view must be");
   expect_refused(run("view " + fas + " " + map + " --surface-spacing 0 -o " + quote(path("x.html"))), 2,
                  "--surface-spacing");
-  expect_refused(run("view " + fas + " " + quote(path("missing.dx")) + " -o " + quote(path("x.html"))), 1, "missing.dx");
+  expect_refused(run("view " + fas + " " + quote(path("missing.dx")) + " -o " + quote(path("x.html"))), 1,
+                 "missing.dx");
   // A map without a unit in its header.
-  {
-    std::ofstream(path("plain.dx")) << slurp(fas_map()).substr(slurp(fas_map()).find("object 1"));
-  }
+  { std::ofstream(path("plain.dx")) << slurp(fas_map()).substr(slurp(fas_map()).find("object 1")); }
   Result r = run("view " + fas + " " + quote(path("plain.dx")) + " -o " + quote(path("x.html")));
   EXPECT_EQ(r.code, 2) << r;
   EXPECT_TRUE(contains(r.err, "does not say its unit; name it with --units")) << r;
   EXPECT_FALSE(fs::exists(path("x.html")));
   fs::remove(path("plain.dx"));
   // A structure that is not the map's: no atom inside its box.
-  {
-    std::ofstream(path("far.pqr")) << "ATOM      1  C   MOL     1    1000.000 1000.000 1000.000  0.5000 1.7000\n";
-  }
+  { std::ofstream(path("far.pqr")) << "ATOM      1  C   MOL     1    1000.000 1000.000 1000.000  0.5000 1.7000\n"; }
   r = run("view " + quote(path("far.pqr")) + " " + map + " -o " + quote(path("x.html")));
   EXPECT_EQ(r.code, 2) << r;
   EXPECT_TRUE(contains(r.err, "no atom of the structure lies inside the map's box")) << r;
@@ -246,8 +245,8 @@ TEST_F(View, Refusals) {
 TEST_F(View, MissingLibraryIsAClearError) {
   fs::create_directories(path("empty"));
   const std::string command = "ESPGRID_WEB_DIR=" + quote(path("empty")) + " " + quote(ESPGRID_BINARY) + " view " +
-                              quote(source("data/fasciculin2.pqr")) + " " + quote(fas_map()) + " -o " + quote(path("y.html")) +
-                              " >/dev/null 2>" + quote(path("err.txt"));
+                              quote(source("data/fasciculin2.pqr")) + " " + quote(fas_map()) + " -o " +
+                              quote(path("y.html")) + " >/dev/null 2>" + quote(path("err.txt"));
   const int status = std::system(command.c_str());
   EXPECT_EQ(WEXITSTATUS(status), 1);
   const std::string err = slurp(path("err.txt"));
@@ -260,8 +259,8 @@ TEST_F(View, SurfaceMeshFilesAndRefusals) {
   // `espgrid surface` (issue 25): the files themselves are read by VTK and Khronos' glTF
   // validator in tests/interop/test_surface_mesh.py; here the command's choices and refusals.
   const std::string fas = quote(source("data/fasciculin2.pqr"));
-  Result r = run("surface " + fas + " --model debye --dielectric 78.54 --ionic-strength 0.15 -o " + quote(path("s.glb")) +
-                 " -o " + quote(path("s.ply")));
+  Result r = run("surface " + fas + " --model debye --dielectric 78.54 --ionic-strength 0.15 -o " +
+                 quote(path("s.glb")) + " -o " + quote(path("s.ply")));
   ASSERT_EQ(r.code, 0) << r;
   EXPECT_TRUE(contains(r.out, "exact direct sum over 906 atoms, debye")) << r;
   EXPECT_TRUE(contains(r.out, "range      -2.15755 to 2.70969 kT/e")) << r;  // as `espgrid view` (FasciculinPage...)
@@ -270,19 +269,22 @@ TEST_F(View, SurfaceMeshFilesAndRefusals) {
   fs::remove(path("s.ply"));
   // With a map: its values where the sum disagrees with them (a header claiming another
   // dielectric), and the map's physics (Physics options refused).
-  const std::string wrong =
-      map_with_header("wrong.dx", "# Potential in kT/e (T = 298.15 K), dielectric 39.27, model debye, ionic strength 0.15 M");
+  const std::string wrong = map_with_header(
+      "wrong.dx", "# Potential in kT/e (T = 298.15 K), dielectric 39.27, model debye, ionic strength 0.15 M");
   r = run("surface " + fas + " --map " + quote(wrong) + " -o " + quote(path("m.vtp")));
   ASSERT_EQ(r.code, 0) << r;
   EXPECT_TRUE(contains(r.out, "trilinear interpolation of the map (the structure's direct sum differs")) << r;
   fs::remove(path("m.vtp"));
   fs::remove(wrong);
-  expect_refused(run("surface " + fas + " -o " + quote(path("s.obj"))), 2, "name it .ply (PLY), .glb (glTF binary) or .vtp");
+  expect_refused(run("surface " + fas + " -o " + quote(path("s.obj"))), 2,
+                 "name it .ply (PLY), .glb (glTF binary) or .vtp");
   expect_refused(run("surface " + fas), 2, "no output given");
   expect_refused(run("surface " + fas + " --map " + quote(fas_map()) + " --dielectric 4 -o " + quote(path("s.ply"))), 2,
                  "--dielectric does not apply with --map");
-  expect_refused(run("surface " + fas + " --values sum -o " + quote(path("s.ply"))), 2, "--values applies with --map only");
-  expect_refused(run("surface " + fas + " -o " + quote(path("s.ply")) + " -o " + quote(path("s.ply"))), 2, "given twice");
+  expect_refused(run("surface " + fas + " --values sum -o " + quote(path("s.ply"))), 2,
+                 "--values applies with --map only");
+  expect_refused(run("surface " + fas + " -o " + quote(path("s.ply")) + " -o " + quote(path("s.ply"))), 2,
+                 "given twice");
   expect_refused(run("surface " + quote(source("data/boxb_rna.pdb")) + " -o " + quote(path("s.ply"))), 2,
                  "give a structure with charges");
   expect_refused(run("surface " + fas + " --offset -1 -o " + quote(path("s.ply"))), 2, "--offset");
@@ -352,8 +354,8 @@ TEST(DisplayStructure, LabelsOfThePqrLayouts) {
   EXPECT_EQ((*labels)[4].name, "CA");
   EXPECT_EQ((*labels)[4].residue, "THR");
   // Every layout the PQR reader accepts gives one label per atom.
-  for (const char* name : {"pqr_whitespace.pqr", "pqr_fixed_column.pqr", "pqr_biopython.pqr", "pqr_mdanalysis.pqr",
-                           "pqr_crlf_tabs.pqr"}) {
+  for (const char* name :
+       {"pqr_whitespace.pqr", "pqr_fixed_column.pqr", "pqr_biopython.pqr", "pqr_mdanalysis.pqr", "pqr_crlf_tabs.pqr"}) {
     const std::string path = dir + "/tests/data/" + name;
     const espgrid::Structure s = espgrid::read_structure(path, espgrid::StructureFormat::Pqr);
     const auto l = espgrid::read_pqr_labels(path, s.atoms.size());

@@ -17,8 +17,8 @@
 
 #include "src/core/errors.h"
 #include "src/core/text_format.h"
-#include "src/maps/map_formats.h"
 #include "src/core/text_parsing.h"
+#include "src/maps/map_formats.h"
 #include "tests/file_helpers.h"
 
 #if ESPGRID_HAVE_ZLIB

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "src/physics/potential_map.h"
-#include "src/structure/structure_reader.h"
 #include "src/pipeline/map_pipeline.h"
+#include "src/structure/structure_reader.h"
 
 namespace espgrid::python {
 

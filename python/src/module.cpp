@@ -24,17 +24,17 @@
 #include <vector>
 
 #include "python/src/frame_average.h"
-#include "src/job/job_options.h"
-#include "src/registry/kernel_registry.h"
 #include "src/core/errors.h"
 #include "src/core/text_format.h"
-#include "src/os/atomic_output_file.h"
-#include "src/structure/dcd_check.h"
+#include "src/job/job_options.h"
 #include "src/maps/map_formats.h"
-#include "src/structure/pdb2pqr_source.h"
+#include "src/os/atomic_output_file.h"
 #include "src/pipeline/map_pipeline.h"
 #include "src/pipeline/map_summary.h"
 #include "src/pipeline/point_sampling.h"
+#include "src/registry/kernel_registry.h"
+#include "src/structure/dcd_check.h"
+#include "src/structure/pdb2pqr_source.h"
 #include "src/view/view.h"
 
 namespace py = pybind11;
@@ -54,7 +54,7 @@ struct PyStructure {
   std::string source;        ///< the maps' header line, exactly as `espgrid map` writes it
   std::string charges_from;  ///< PDB/mmCIF: "pdb2pqr 3.5.2, AMBER force field, ..."; else empty
   std::string pdb2pqr_command;
-  std::string pdb2pqr_log;              ///< PDB/mmCIF: everything pdb2pqr printed
+  std::string pdb2pqr_log;                ///< PDB/mmCIF: everything pdb2pqr printed
   std::optional<Pdb2pqrAccount> account;  ///< PDB/mmCIF: atoms in and out, what was left out
 };
 
@@ -194,7 +194,6 @@ std::vector<double> vector_of(const py::handle& values, const std::string& what,
   return std::vector<double>(array.data(), array.data() + expected);
 }
 
-
 PyStructure structure_from_arrays(const py::handle& positions, const py::handle& charges, const py::handle& radii,
                                   const std::string& name) {
   const auto xyz = positions_array(positions, "positions");
@@ -221,7 +220,9 @@ PyStructure read_structure_file(const std::string& path, const std::optional<std
   MapJob job;
   job.input.path = path;
   if (format) job.input.format = parse_format_name(*format);
-  const auto apply = [&job](std::string_view name, const OptionValue& value) { find_job_option(name)->apply(job, value); };
+  const auto apply = [&job](std::string_view name, const OptionValue& value) {
+    find_job_option(name)->apply(job, value);
+  };
   if (forcefield) apply("forcefield", OptionValue::text(*forcefield));
   if (ph) apply("ph", OptionValue::number(*ph));
   if (keep_pqr) apply("keep-pqr", OptionValue::text(*keep_pqr));
@@ -244,8 +245,8 @@ PyStructure read_structure_file(const std::string& path, const std::optional<std
     if (input.assigned) {
       if (!job.input.keep_pqr.empty()) input.assigned->keep(job.input.keep_pqr);
       s.charges_from = input.assigned->describe();
-      s.pdb2pqr_command = job.input.keep_pqr.empty() ? input.assigned->command
-                                                     : input.assigned->command_for(job.input.keep_pqr);
+      s.pdb2pqr_command =
+          job.input.keep_pqr.empty() ? input.assigned->command : input.assigned->command_for(job.input.keep_pqr);
       s.pdb2pqr_log = input.assigned->log;
       s.account = input.assigned->account;
     }
@@ -314,13 +315,13 @@ py::list kernel_table() {
   for (const KernelVariant& k : kernel_variants()) {
     std::string why;
     const bool runnable = k.available(&why);
-    rows.append(
-        py::dict("name"_a = std::string(k.name), "backend"_a = std::string(backend_name(k.backend)),
-                 "role"_a = role_text(k.role), "accuracy"_a = k.accuracy == Accuracy::Exact ? "exact" : "approximate",
-                 "error_bound"_a = k.error_bound, "reproducibility"_a = reproducibility_text(k.reproducibility),
-                 "models"_a = model_names(k), "flops_per_evaluation"_a = k.flops_per_evaluation, "serial"_a = k.serial,
-                 "summary"_a = std::string(k.summary), "runnable"_a = runnable,
-                 "why_not"_a = runnable ? py::none() : py::object(py::str(why))));
+    rows.append(py::dict("name"_a = std::string(k.name), "backend"_a = std::string(backend_name(k.backend)),
+                         "role"_a = role_text(k.role),
+                         "accuracy"_a = k.accuracy == Accuracy::Exact ? "exact" : "approximate",
+                         "error_bound"_a = k.error_bound, "reproducibility"_a = reproducibility_text(k.reproducibility),
+                         "models"_a = model_names(k), "flops_per_evaluation"_a = k.flops_per_evaluation,
+                         "serial"_a = k.serial, "summary"_a = std::string(k.summary), "runnable"_a = runnable,
+                         "why_not"_a = runnable ? py::none() : py::object(py::str(why))));
   }
   return rows;
 }
@@ -382,8 +383,8 @@ std::vector<double> points_of(const py::handle& points) {
 
 /// "(x, y, z)" of point i, for messages.
 std::string point_text(const std::vector<double>& points, std::size_t i) {
-  return "(" + number_text(points[3 * i]) + ", " + number_text(points[3 * i + 1]) + ", " + number_text(points[3 * i + 2]) +
-         ")";
+  return "(" + number_text(points[3 * i]) + ", " + number_text(points[3 * i + 1]) + ", " +
+         number_text(points[3 * i + 2]) + ")";
 }
 
 PyMap map_from_values(const py::handle& values, const GridSpec& grid, const PhysicsOptions& physics,
@@ -679,8 +680,9 @@ PYBIND11_MODULE(_espgrid, m) {
         return p;
       });
 
-  m.def("map_options", &job_from_keywords, "options"_a,
-        "The Grid/Physics/Compute options of `espgrid map` from a dict of keywords, checked as the program checks them.");
+  m.def(
+      "map_options", &job_from_keywords, "options"_a,
+      "The Grid/Physics/Compute options of `espgrid map` from a dict of keywords, checked as the program checks them.");
   m.def("map_option_specs", &map_option_specs);
   m.def("read_structure", &read_structure_file, "path"_a, "format"_a = py::none(), "forcefield"_a = py::none(),
         "ph"_a = py::none(), "keep_pqr"_a = py::none());
@@ -726,7 +728,8 @@ PYBIND11_MODULE(_espgrid, m) {
         }();
         return py::dict("atoms"_a = s.atoms, "frames"_a = s.frames, "header_frames"_a = s.header_frames);
       },
-      "path"_a, "Checks a DCD's records against its header and size (structure/dcd_check.h); InputError when it is cut short.");
+      "path"_a,
+      "Checks a DCD's records against its header and size (structure/dcd_check.h); InputError when it is cut short.");
   m.def(
       "check_output_paths", [](const std::vector<std::string>& paths) { check_output_paths(paths); }, "paths"_a,
       "Raises unless every path is a map format this build writes, in a writable directory.");
@@ -834,8 +837,8 @@ PYBIND11_MODULE(_espgrid, m) {
       [](const PyMap& p, const std::string& part) {
         // One part alone where an attribute asks for it: the whole summary scans every value (range).
         const double evaluations = p.map.physics.poisson_boltzmann ? 0.0
-                                   : static_cast<double>(p.map.grid.point_count()) *
-                                         static_cast<double>(p.provenance.atoms);
+                                                                   : static_cast<double>(p.map.grid.point_count()) *
+                                                                         static_cast<double>(p.provenance.atoms);
         if (part == "timing") return timing_json(p.timing, evaluations).dump(0);
         if (part == "model_parameters") return model_parameters_json(p.map.physics).dump(0);
         const Json whole = map_summary(p.map, p.kernel, p.kernel_why, p.timing, p.provenance, p.outputs);

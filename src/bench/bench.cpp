@@ -19,8 +19,8 @@
 #include "src/core/errors.h"
 #include "src/core/stopwatch.h"
 #include "src/core/text_format.h"
-#include "src/os/atomic_output_file.h"
 #include "src/maps/map_stream.h"
+#include "src/os/atomic_output_file.h"
 
 #ifndef ESPGRID_GIT_COMMIT
 #define ESPGRID_GIT_COMMIT "unknown"
@@ -114,7 +114,6 @@ GridSpec bench_grid(std::array<std::int64_t, 3> dims, std::array<double, 3> spac
 }
 
 // ---- checking -------------------------------------------------------------------------------------
-
 
 // ---- one measurement ------------------------------------------------------------------------------
 

@@ -13,13 +13,13 @@
 #include <string_view>
 #include <vector>
 
-#include "src/registry/kernel_registry.h"
 #include "src/compute/oracle.h"
 #include "src/compute/prepared_problem.h"
 #include "src/core/atoms.h"
 #include "src/core/grid.h"
 #include "src/core/random_atoms.h"
 #include "src/pipeline/map_pipeline.h"
+#include "src/registry/kernel_registry.h"
 
 namespace espgrid::bench {
 
@@ -81,7 +81,6 @@ Sizing size_by_budget(const ProbeRun& run, std::int64_t nx, std::int64_t ny, std
 /// A grid with its origin at (0, 0, 0).
 GridSpec bench_grid(std::array<std::int64_t, 3> dims, std::array<double, 3> spacing);
 
-
 // ---- one measurement -----------------------------------------------------------------------------
 
 struct Settings {
@@ -116,7 +115,7 @@ struct Row {
   std::int64_t ny_used = 0, nz_used = 0;  ///< the part computed (see WorkShape)
   std::size_t atoms = 0;
   int block_x = 0, block_y = 0, coarsening = 0;  ///< requested; 0 = the variant's default
-  int fma_split = -1;  ///< requested FMA-pipe split; -1 = the device's tuned value
+  int fma_split = -1;                            ///< requested FMA-pipe split; -1 = the device's tuned value
   int repeats = 0, warmup = 0;
   Stats kernel_ms;
   double wall_ms_median = kNotAvailable;
@@ -199,8 +198,8 @@ struct Metadata {
   double rsqrt_per_second = kNotAvailable;
   double sm_clock_ghz = kNotAvailable;
   int multiprocessors = 0;
-  std::string ceiling_note;  ///< why the ceiling is n/a, when it is
-  std::string cpu_simd_target;                   ///< the vector unit cpu-simd runs on here
+  std::string ceiling_note;                          ///< why the ceiling is n/a, when it is
+  std::string cpu_simd_target;                       ///< the vector unit cpu-simd runs on here
   double cpu_core_evals_per_second = kNotAvailable;  ///< the CPU ceiling (Settings has the same)
   double cpu_all_evals_per_second = kNotAvailable;
   std::string host_cpu;

@@ -1,5 +1,4 @@
 #include "src/bench/msm_sweeps.h"
-#include "src/compute/oracle.h"
 
 #include <algorithm>
 #include <cmath>
@@ -9,11 +8,12 @@
 #include <random>
 
 #include "src/compute/approximation_error.h"
-#include "src/msm/msm_method.h"
-#include "src/msm/msm_plan.h"
+#include "src/compute/oracle.h"
 #include "src/core/errors.h"
 #include "src/core/grid.h"
 #include "src/core/text_format.h"
+#include "src/msm/msm_method.h"
+#include "src/msm/msm_plan.h"
 #include "src/structure/structure_reader.h"
 
 namespace espgrid::bench {
@@ -422,8 +422,9 @@ bool sweep_msm(const MsmSweepContext& c) {
   const std::string base_name = std::filesystem::path(base_path).filename().string();
   const std::vector<double> accuracies = presets(c.run);
   std::printf("\n== msm: %s vs %s; copies of %s (%s atoms) on a lattice, map spacing %g Å, padding %g Å ==\n",
-              std::string(msm_kernel(c.use_gpu, c.physics.model).name).c_str(), std::string(exact_kernel(c.use_gpu).name).c_str(),
-              base_name.c_str(), with_commas(base.size()).c_str(), c.spacing[0], kMapPadding);
+              std::string(msm_kernel(c.use_gpu, c.physics.model).name).c_str(),
+              std::string(exact_kernel(c.use_gpu).name).c_str(), base_name.c_str(), with_commas(base.size()).c_str(),
+              c.spacing[0], kMapPadding);
   std::printf(
       "MSM ms: median kernel time (every phase) of %d runs; REL RMS: relative RMS error against the double\n"
       "oracle at %zu sampled points >= 1.4 Å from atoms; EXACT ms: the exact kernel's time for the whole map\n"
@@ -505,9 +506,10 @@ bool sweep_msm_accuracy(const MsmSweepContext& c) {
   const Backend backend = c.use_gpu ? Backend::Cuda : Backend::Cpu;
   const KernelVariant& k = msm_kernel(c.use_gpu, c.physics.model);
   const KernelVariant& exact = c.use_gpu ? exact_kernel(true) : fast_reference_kernel();
-  std::printf("\n== msm-accuracy: %s against %s (the exact map, every point), model %s, map spacing %g Å, padding %g Å ==\n",
-              std::string(k.name).c_str(), std::string(exact.name).c_str(), model_name(c.physics.model).c_str(),
-              c.spacing[0], kMapPadding);
+  std::printf(
+      "\n== msm-accuracy: %s against %s (the exact map, every point), model %s, map spacing %g Å, padding %g Å ==\n",
+      std::string(k.name).c_str(), std::string(exact.name).c_str(), model_name(c.physics.model).c_str(), c.spacing[0],
+      kMapPadding);
   std::printf("%-24s %7s %8s %-26s %5s %3s %10s %10s %10s %10s\n", "MOLECULE", "ATOMS", "CHARGE", "PARAMETERS", "A/H",
               "L", "REL RMS", "RMS |ERR|", "MAX |ERR|", "MSM ms");
   std::fflush(stdout);

@@ -18,23 +18,23 @@
 #include <type_traits>
 #include <vector>
 
-#include "src/compute/cuda_driver.h"
 #include "src/bench/bench.h"
 #include "src/bench/msm_sweeps.h"
 #include "src/cli/commands.h"
 #include "src/cli/options.h"
-#include "src/registry/kernel_registry.h"
+#include "src/compute/cuda_driver.h"
 #include "src/compute/prepared_problem.h"
+#include "src/compute/simd_kernel.h"
 #include "src/core/errors.h"
 #include "src/core/grid.h"
-#include "src/compute/simd_kernel.h"
 #include "src/core/stopwatch.h"
 #include "src/core/text_format.h"
+#include "src/core/text_parsing.h"
 #include "src/core/units.h"
 #include "src/os/atomic_output_file.h"
-#include "src/structure/structure_reader.h"
-#include "src/core/text_parsing.h"
 #include "src/pipeline/map_pipeline.h"
+#include "src/registry/kernel_registry.h"
+#include "src/structure/structure_reader.h"
 
 namespace espgrid::cli {
 namespace {
@@ -209,8 +209,8 @@ void sweep_split(Bench& b, const PreparedProblem& problem) {
   std::vector<const KernelVariant*> kernels;
   for (const auto& k : kernel_variants())
     if (k.backend == Backend::Cuda && k.device.layout.dual_pipe && b.is_selected(k)) kernels.push_back(&k);
-  print_header("split: points of each thread's 16 on the FMA pipe instead of the SFU (" +
-               model_name(b.physics.model) + " model)");
+  print_header("split: points of each thread's 16 on the FMA pipe instead of the SFU (" + model_name(b.physics.model) +
+               " model)");
   std::vector<Row> rows;
   skip_gpu_variants(b, "split", kernels, &problem, rows);
   for (const KernelVariant* k : kernels) {
@@ -463,8 +463,8 @@ void sweep_gpus(Bench& b, const PreparedProblem& given) {
 /// each format, every stage timed; wall / kernel is the figure to watch (1 = nothing but the kernel).
 void sweep_end_to_end(Bench& b, const EndToEndRequest& request, const std::vector<std::string>& formats) {
   const KernelSelection choice = select_kernel(request.job.compute, request.job.physics.model);
-  std::printf("\n== end-to-end: %s -> map file, %s (%s), through espgrid map's path ==\n", request.job.input.path.c_str(),
-              std::string(choice.kernel->name).c_str(), choice.why.c_str());
+  std::printf("\n== end-to-end: %s -> map file, %s (%s), through espgrid map's path ==\n",
+              request.job.input.path.c_str(), std::string(choice.kernel->name).c_str(), choice.why.c_str());
   std::printf("%-6s %-8s %10s %9s %9s %10s %10s %10s %11s %10s %11s %s\n", "FORMAT", "STREAMED", "FILE", "READ ms",
               "PREP ms", "KERNEL ms", "TRANSF ms", "WRITE ms", "STREAMED ms", "WALL ms", "WALL/KERNEL", "CHECK");
   std::fflush(stdout);
@@ -635,7 +635,6 @@ void measure_ceilings(Bench& b, const std::string& input_text, int argc, char** 
       b.meta.cpu_simd_target = std::string("not measured: ") + e.what();
     }
   }
-
 }
 
 /// The header of the report: input, host, GPU, the ceilings, how timing and checks work.
@@ -657,10 +656,11 @@ void print_bench_header(const Bench& b, const std::string& input_text, const Gri
   else
     std::printf("ceiling    %s\n", b.meta.ceiling_note.c_str());
   if (std::isfinite(b.meta.cpu_core_evals_per_second))
-    std::printf("cpu ceil.  %.4g evaluations/s on one core, %.4g on %d threads (%s: FMA r², rsqrt estimate, Newton, "
-                "FMA, from registers); %%CEIL of CPU rows is against these\n",
-                b.meta.cpu_core_evals_per_second, b.meta.cpu_all_evals_per_second, b.meta.cpu_threads,
-                b.meta.cpu_simd_target.c_str());
+    std::printf(
+        "cpu ceil.  %.4g evaluations/s on one core, %.4g on %d threads (%s: FMA r², rsqrt estimate, Newton, "
+        "FMA, from registers); %%CEIL of CPU rows is against these\n",
+        b.meta.cpu_core_evals_per_second, b.meta.cpu_all_evals_per_second, b.meta.cpu_threads,
+        b.meta.cpu_simd_target.c_str());
   std::printf(
       "timing     median of %d runs after %d warm-up; budget %g s per run: slower variants compute only the\n"
       "           first z-planes that fit (PLANES used/total; at least one plane, or a plane's first rows when\n"
@@ -674,7 +674,6 @@ void print_bench_header(const Bench& b, const std::string& input_text, const Gri
       "columns    EVALS/s = grid points x atoms / median kernel time; GFLOPS = EVALS/s x FL/EV (FMA = 2);\n"
       "           %%CEIL = EVALS/s / rsqrt ceiling; SPREAD = (max - min) / median; WALL includes transfers\n");
   std::fflush(stdout);
-
 }
 
 /// --repeats, --warmup, --budget, --check-points and --seed (fresh unless given), checked.
@@ -739,7 +738,6 @@ void select_kernels(const cxxopts::ParseResult& args, const ComputeOptions& comp
     b.selected.push_back(&k);
   }
   if (b.selected.empty()) throw UsageError("no kernel left: --kernel " + which + " with --backend " + backend);
-
 }
 
 /// The options of the map job bench takes: its input file and format, physics, compute and

@@ -80,7 +80,8 @@ int run_verb(int argc, char** argv) {
     if (verb == "surface") return espgrid::cli::run_surface(argc - 1, argv + 1);
     if (verb == "sample") return espgrid::cli::run_sample(argc - 1, argv + 1);
     std::fprintf(stderr,
-                 "espgrid: error: unknown verb '%s' (use map, kernels, verify, bench, atoms, convert, view, surface or sample; see espgrid "
+                 "espgrid: error: unknown verb '%s' (use map, kernels, verify, bench, atoms, convert, view, surface or "
+                 "sample; see espgrid "
                  "--help)\n",
                  verb.c_str());
     return 2;

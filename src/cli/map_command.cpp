@@ -15,26 +15,26 @@
 
 #include "src/cli/commands.h"
 #include "src/cli/options.h"
-#include "src/pipeline/map_pipeline.h"
 #include "src/cli/progress.h"
 #include "src/core/bulk_memory.h"
 #include "src/core/errors.h"
 #include "src/core/stopwatch.h"
 #include "src/core/text_format.h"
-#include "src/os/atomic_output_file.h"
 #include "src/maps/map_stream.h"
-#include "src/view/view_page.h"
+#include "src/os/atomic_output_file.h"
+#include "src/pipeline/map_pipeline.h"
 #include "src/pipeline/map_summary.h"
 #include "src/pipeline/time_estimate.h"
 #include "src/scaleout/cluster.h"
 #include "src/scaleout/distributed_map.h"
+#include "src/view/view_page.h"
 
 namespace espgrid::cli {
 namespace {
 
 /// The options `espgrid map` takes: every group of the job's table.
-const JobOptionSet kMapOptions{{OptionGroup::Input, OptionGroup::Output, OptionGroup::Grid, OptionGroup::Physics,
-                                OptionGroup::Compute}};
+const JobOptionSet kMapOptions{
+    {OptionGroup::Input, OptionGroup::Output, OptionGroup::Grid, OptionGroup::Physics, OptionGroup::Compute}};
 
 void print_input(const std::string& path, const Atoms& atoms, const GridSpec& grid) {
   std::printf("input      %s: %s atoms, total charge %s e\n", path.c_str(), with_commas(atoms.size()).c_str(),
@@ -132,9 +132,9 @@ class PrintingObserver : public MapObserver {
     std::printf("atoms      %s in the input (%s hydrogens), %s in pdb2pqr's PQR (%s hydrogens); %s\n",
                 with_commas(a.input_atoms).c_str(), with_commas(a.input_hydrogens).c_str(),
                 with_commas(a.output_atoms).c_str(), with_commas(a.output_hydrogens).c_str(),
-                a.left_out_atoms == 0 ? "every heavy atom kept"
-                                      : (with_commas(a.left_out_atoms) + " heavy atoms left out: " + a.left_out_text())
-                                            .c_str());
+                a.left_out_atoms == 0
+                    ? "every heavy atom kept"
+                    : (with_commas(a.left_out_atoms) + " heavy atoms left out: " + a.left_out_text()).c_str());
     std::fflush(stdout);
   }
   void notice(const std::string& text) override { std::fprintf(stderr, "espgrid: note: %s\n", text.c_str()); }
@@ -163,10 +163,10 @@ class PrintingObserver : public MapObserver {
     // --model pb: the solver ran, and the line names the kernel of each direct sum it made (the
     // boundary's is an exact one even where --accuracy chose MSM for the split's Coulomb part).
     const std::string& sums = result.timing.direct_sums.empty() ? kernel_name_ : result.timing.direct_sums;
-    const std::string line = result.map.physics.poisson_boltzmann
-                                 ? "Poisson-Boltzmann solve on " + result.timing.device + " (direct sums: " + sums +
-                                       ", " + why_ + ")"
-                                 : kernel_name_ + " on " + result.timing.device + " (" + why_ + ")";
+    const std::string line =
+        result.map.physics.poisson_boltzmann
+            ? "Poisson-Boltzmann solve on " + result.timing.device + " (direct sums: " + sums + ", " + why_ + ")"
+            : kernel_name_ + " on " + result.timing.device + " (" + why_ + ")";
     print_summary(result.map, atoms_, line, result.timing);
   }
   void written(const std::string& path, const std::string& what) override { print_written(path, what); }
@@ -302,7 +302,8 @@ int run_map_distributed(const cxxopts::ParseResult& args, scaleout::Cluster& clu
       }
     });
     if (root) {
-      for (const auto& notice : prepared->structure.notices) std::fprintf(stderr, "espgrid: note: %s\n", notice.c_str());
+      for (const auto& notice : prepared->structure.notices)
+        std::fprintf(stderr, "espgrid: note: %s\n", notice.c_str());
       print_input(job.input.path, prepared->structure.atoms, prepared->grid);
       std::printf(
           "ranks      %d MPI ranks: z-planes in contiguous blocks, one per rank; the map is gathered to "
@@ -396,15 +397,16 @@ int run_map(int argc, char** argv) {
   options.add_options()("h,help", "show this help");
   const auto args = parse_args(options, argc, argv, {"output"});
   if (args.count("help")) {
-    std::cout << options.help({"Input", "Output", "Grid", "Physics", "Compute", ""})
-              << "\n" << model_help()
-              << "\nExamples:\n  espgrid map data/fasciculin2.pqr -o fas2.vti -o fas2.dx --spacing 0.5\n"
-                 "  espgrid map data/fasciculin2.pqr -o fas2.dx --model distance --dielectric 4 --units kcal/mol/e\n"
-                 "  espgrid map data/fasciculin2.pqr -o fas2.dx --model debye --dielectric 78.54 --ionic-strength 0.15\n"
-              << "\nPDB or mmCIF input (.pdb, .ent, .cif): pdb2pqr30 assigns charges and radii (AMBER unless\n"
-                 "--forcefield says otherwise); the PQR it made is kept beside the map (or at --keep-pqr).\n"
-              << "\nSeveral GPUs: --devices all (or 0,1,...). Under mpirun the z-planes are split over the ranks\n"
-                 "(each on its rank-local GPU, or the CPU) and rank 0 writes the map; see README, Scale-out.\n";
+    std::cout
+        << options.help({"Input", "Output", "Grid", "Physics", "Compute", ""}) << "\n"
+        << model_help()
+        << "\nExamples:\n  espgrid map data/fasciculin2.pqr -o fas2.vti -o fas2.dx --spacing 0.5\n"
+           "  espgrid map data/fasciculin2.pqr -o fas2.dx --model distance --dielectric 4 --units kcal/mol/e\n"
+           "  espgrid map data/fasciculin2.pqr -o fas2.dx --model debye --dielectric 78.54 --ionic-strength 0.15\n"
+        << "\nPDB or mmCIF input (.pdb, .ent, .cif): pdb2pqr30 assigns charges and radii (AMBER unless\n"
+           "--forcefield says otherwise); the PQR it made is kept beside the map (or at --keep-pqr).\n"
+        << "\nSeveral GPUs: --devices all (or 0,1,...). Under mpirun the z-planes are split over the ranks\n"
+           "(each on its rank-local GPU, or the CPU) and rank 0 writes the map; see README, Scale-out.\n";
     return 0;
   }
   scaleout::Cluster& cluster = scaleout::Cluster::world();  // MPI starts here when launched by mpirun

@@ -80,7 +80,8 @@ void add_job_options(cxxopts::Options& options, const JobOptionSet& set, const s
   if (input) options.add_options("Input")("input", input_help, cxxopts::value<std::string>());
   for (const JobOption& o : job_options()) {
     if (!set.takes(o)) continue;
-    const std::string names = o.short_name ? std::string(1, o.short_name) + "," + std::string(o.name) : std::string(o.name);
+    const std::string names =
+        o.short_name ? std::string(1, o.short_name) + "," + std::string(o.name) : std::string(o.name);
     const std::string help = o.name == "kernel" && !kernel_help.empty() ? kernel_help : o.help;
     auto adder = options.add_options(std::string(group_name(o.group)));
     if (o.is_switch) {
@@ -112,8 +113,10 @@ void apply_args(const cxxopts::ParseResult& args, const JobOptionSet& set, MapJo
 
 MapJob job_from_args(const cxxopts::ParseResult& args, const JobOptionSet& set, JobUse use) {
   MapJob job;
-  if (args.count("input")) job.input.path = args["input"].as<std::string>();
-  else if (set.input_required && std::find(set.groups.begin(), set.groups.end(), OptionGroup::Input) != set.groups.end())
+  if (args.count("input"))
+    job.input.path = args["input"].as<std::string>();
+  else if (set.input_required &&
+           std::find(set.groups.begin(), set.groups.end(), OptionGroup::Input) != set.groups.end())
     throw UsageError("no input file given");
   apply_args(args, set, job);
   finish_job(job, use);

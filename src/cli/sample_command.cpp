@@ -16,13 +16,13 @@
 #include "src/cli/progress.h"
 #include "src/core/errors.h"
 #include "src/core/text_format.h"
-#include "src/os/atomic_output_file.h"
 #include "src/maps/map_formats.h"
+#include "src/os/atomic_output_file.h"
+#include "src/pipeline/map_pipeline.h"
+#include "src/pipeline/point_sampling.h"
 #include "src/structure/point_file.h"
 #include "src/view/view.h"
 #include "src/view/view_page.h"
-#include "src/pipeline/map_pipeline.h"
-#include "src/pipeline/point_sampling.h"
 
 namespace espgrid::cli {
 namespace {
@@ -30,12 +30,12 @@ namespace {
 /// The options of `espgrid sample` from the job's table: the structure and its charges, the
 /// pair models' physics, and where the sum runs (the map kernels', the approximate method's and
 /// the Poisson-Boltzmann solver's options do not apply to points; --model pb says why).
-const JobOptionSet kSampleOptions{{OptionGroup::Input, OptionGroup::Physics, OptionGroup::Compute},
-                                  {"kernel", "devices", "accuracy", "msm-cutoff", "msm-spacing", "msm-order",
-                                   "solvent-dielectric", "ion-radius", "probe-radius", "surface", "surface-window",
-                                   "surface-density", "surface-sampling", "pb-formulation", "pb-tolerance",
-                                   "pb-max-iterations"},
-                                  /*input_required=*/false};
+const JobOptionSet kSampleOptions{
+    {OptionGroup::Input, OptionGroup::Physics, OptionGroup::Compute},
+    {"kernel", "devices", "accuracy", "msm-cutoff", "msm-spacing", "msm-order", "solvent-dielectric", "ion-radius",
+     "probe-radius", "surface", "surface-window", "surface-density", "surface-sampling", "pb-formulation",
+     "pb-tolerance", "pb-max-iterations"},
+    /*input_required=*/false};
 
 /// Notes and pdb2pqr's report go to stderr, with the summary.
 class SampleObserver : public MapObserver {
@@ -64,7 +64,8 @@ int run_sample(int argc, char** argv) {
       "The potential at a list of points: the exact direct sum over the structure's atoms (CPU: double precision;\n"
       "GPU: float32), or a map's values interpolated trilinearly (--map). Points are x y z in Å, one a line,\n"
       "separated by spaces or commas (APBS multivalue's CSV); '#' starts a comment.\n");
-  options.custom_help("STRUCTURE.pqr --points POINTS.txt [-o VALUES.csv] [options]  |  --map MAP.dx --points POINTS.csv");
+  options.custom_help(
+      "STRUCTURE.pqr --points POINTS.txt [-o VALUES.csv] [options]  |  --map MAP.dx --points POINTS.csv");
   options.positional_help("");
   add_job_options(options, kSampleOptions, "structure file (.pqr, .xyz; .pdb or .cif: charges from pdb2pqr)");
   // clang-format off
@@ -86,11 +87,14 @@ int run_sample(int argc, char** argv) {
     std::cout << options.help({"Input", "Points", "Output", "Physics", "Compute", ""})
               << "\nExamples:\n"
                  "  espgrid sample data/fasciculin2.pqr --points points.txt -o values.csv\n"
-                 "  espgrid sample data/fasciculin2.pqr --points - --model debye --dielectric 78.54 --ionic-strength 0.15 < points.txt\n"
+                 "  espgrid sample data/fasciculin2.pqr --points - --model debye --dielectric 78.54 --ionic-strength "
+                 "0.15 < points.txt\n"
                  "  espgrid sample --map fas2-pb.dx --points points.csv -o pb-values.csv\n";
     return 0;
   }
-  if (!args.count("points")) throw UsageError("no points given: add --points FILE (x y z a line), or --points - to read them from standard input");
+  if (!args.count("points"))
+    throw UsageError(
+        "no points given: add --points FILE (x y z a line), or --points - to read them from standard input");
   const bool with_map = args.count("map") > 0;
   if (with_map && args.count("input"))
     throw UsageError("give a structure (the exact sum over its atoms) or --map (the map interpolated), not both");
@@ -98,7 +102,8 @@ int run_sample(int argc, char** argv) {
     throw UsageError("no structure given: espgrid sample STRUCTURE.pqr --points FILE, or --map MAP --points FILE");
   for (const JobOption& option : job_options())
     if (with_map && kSampleOptions.takes(option) && args.count(std::string(option.name)))
-      throw UsageError("--" + std::string(option.name) + " does not apply with --map: the map's values are "
+      throw UsageError("--" + std::string(option.name) +
+                       " does not apply with --map: the map's values are "
                        "interpolated, and its header gives their physics");
   if (!with_map && args.count("map-units")) throw UsageError("--map-units applies with --map only");
   const std::string points_path = args["points"].as<std::string>();
@@ -136,21 +141,23 @@ int run_sample(int argc, char** argv) {
     sampled = interpolate_points(map, points.xyz, outside, not_finite);
     if (!outside.empty()) {
       const std::size_t i = outside.front();
-      throw InputError(points.path, points.lines[i],
-                       "the point " + point_text(points, i) + " lies outside the map " + map_path + " " +
-                           box_text(map.grid) +
-                           (outside.size() > 1 ? " (" + with_commas(outside.size()) + " of the " +
-                                                     with_commas(points.size()) + " points do)"
-                                               : std::string()));
+      throw InputError(
+          points.path, points.lines[i],
+          "the point " + point_text(points, i) + " lies outside the map " + map_path + " " + box_text(map.grid) +
+              (outside.size() > 1
+                   ? " (" + with_commas(outside.size()) + " of the " + with_commas(points.size()) + " points do)"
+                   : std::string()));
     }
     if (!not_finite.empty())
-      throw InputError(points.path, points.lines[not_finite.front()],
-                       "the map " + map_path + " is not finite around the point " + point_text(points, not_finite.front()));
+      throw InputError(
+          points.path, points.lines[not_finite.front()],
+          "the map " + map_path + " is not finite around the point " + point_text(points, not_finite.front()));
     units = unit_name(map.physics.unit);
     std::fprintf(info, "map        %s: %s\n", map_path.c_str(), describe(map.grid).c_str());
     comments = {"map: " + map_path, physics_comment(map.physics)};
     physics_line = "the map's: " + physics_comment(map.physics);
-    for (const std::string& line : map_header_lines(map_path, map, unit_known)) comments.push_back("map header: " + line);
+    for (const std::string& line : map_header_lines(map_path, map, unit_known))
+      comments.push_back("map header: " + line);
   } else {
     SampleObserver observer(info);
     const JobInput input = read_job_input(job, observer);
@@ -158,7 +165,8 @@ int run_sample(int argc, char** argv) {
     const Atoms& atoms = input.structure.atoms;
     std::fprintf(info, "structure  %s\n", input.source.c_str());
     ProgressBar bar("points");
-    sampled = sample_points(job, atoms, points.xyz, [&bar](std::size_t done, std::size_t total) { bar.update(done, total); });
+    sampled =
+        sample_points(job, atoms, points.xyz, [&bar](std::size_t done, std::size_t total) { bar.update(done, total); });
     bar.finish();
     units = unit_name(job.physics.unit);
     comments = {"structure: " + input.source, physics_comment(job.physics)};

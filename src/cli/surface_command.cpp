@@ -15,13 +15,13 @@
 #include "src/core/errors.h"
 #include "src/core/stopwatch.h"
 #include "src/core/text_format.h"
-#include "src/os/atomic_output_file.h"
 #include "src/maps/map_formats.h"
+#include "src/os/atomic_output_file.h"
+#include "src/pipeline/map_pipeline.h"
 #include "src/view/mesh_formats.h"
 #include "src/view/molecular_surface.h"
 #include "src/view/vertex_potential.h"
 #include "src/view/view.h"
-#include "src/pipeline/map_pipeline.h"
 
 namespace espgrid::cli {
 
@@ -29,7 +29,8 @@ int run_surface(int argc, char** argv) {
   cxxopts::Options options(
       "espgrid surface",
       "Write the molecular surface coloured by the potential 1.4 Å outside it as a mesh file: .glb (glTF: Blender,\n"
-      "web viewers), .ply (Blender, MeshLab, ParaView) or .vtp (ParaView). Vertices carry the colour and the potential.\n");
+      "web viewers), .ply (Blender, MeshLab, ParaView) or .vtp (ParaView). Vertices carry the colour and the "
+      "potential.\n");
   options.custom_help("STRUCTURE.pqr|.xyz -o SURFACE.glb|.ply|.vtp [--map MAP.dx] [options]");
   options.positional_help("");
   // The structure and the physics as `espgrid map` takes them (job/job_options.h).
@@ -58,13 +59,15 @@ int run_surface(int argc, char** argv) {
     return 0;
   }
   if (!args.count("input")) throw UsageError("no structure given: espgrid surface STRUCTURE.pqr -o SURFACE.glb");
-  if (!args.count("output")) throw UsageError("no output given: add -o SURFACE.glb, -o SURFACE.ply and/or -o SURFACE.vtp");
+  if (!args.count("output"))
+    throw UsageError("no output given: add -o SURFACE.glb, -o SURFACE.ply and/or -o SURFACE.vtp");
   const std::string input = args["input"].as<std::string>();
   const auto outputs = args["output"].as<std::vector<std::string>>();
   const bool with_map = args.count("map") > 0;
   for (const JobOption& option : job_options())
     if (with_map && option.group == OptionGroup::Physics && args.count(std::string(option.name)))
-      throw UsageError("--" + std::string(option.name) + " does not apply with --map: the map's header gives its physics");
+      throw UsageError("--" + std::string(option.name) +
+                       " does not apply with --map: the map's header gives its physics");
   for (const char* option : {"values", "map-units"})
     if (!with_map && args.count(option)) throw UsageError(std::string("--") + option + " applies with --map only");
 
@@ -106,7 +109,8 @@ int run_surface(int argc, char** argv) {
 
   const StructureFormat structure_format = job.input.format ? *job.input.format : format_from_extension(input);
   if (needs_charge_assignment(structure_format))
-    throw UsageError(input + ": give a structure with charges (.pqr, .xyz); for a PDB/mmCIF file, `espgrid map` "
+    throw UsageError(input +
+                     ": give a structure with charges (.pqr, .xyz); for a PDB/mmCIF file, `espgrid map` "
                      "keeps pdb2pqr's PQR beside the map");
   const Structure structure = load_structure(input, structure_format);
   for (const std::string& notice : structure.notices) std::fprintf(stderr, "note: %s\n", notice.c_str());
@@ -171,10 +175,12 @@ int run_surface(int argc, char** argv) {
               seconds_text(surf.seconds).c_str());
   std::printf("values     %s Å outside: %s, %s (%s)\n", shortest_text(view.offset).c_str(), method.c_str(),
               describe_model(physics).c_str(), seconds_text(values_seconds).c_str());
-  std::printf("range      %s to %s %s; colours ±%s (%s)%s\n", number_text(lo).c_str(), number_text(hi).c_str(),
-              units.c_str(), number_text(limit).c_str(), limit_text.c_str(),
-              values.empty() || !any ? "" : (", " + short_fixed(100.0 * double(clamped) / double(values.size() - outside), 0) +
-                                             "% beyond").c_str());
+  std::printf(
+      "range      %s to %s %s; colours ±%s (%s)%s\n", number_text(lo).c_str(), number_text(hi).c_str(), units.c_str(),
+      number_text(limit).c_str(), limit_text.c_str(),
+      values.empty() || !any
+          ? ""
+          : (", " + short_fixed(100.0 * double(clamped) / double(values.size() - outside), 0) + "% beyond").c_str());
   if (outside > 0)
     std::fprintf(stderr, "note: %s of %s vertices sample outside the map: potential NaN, coloured grey\n",
                  with_commas(outside).c_str(), with_commas(values.size()).c_str());

@@ -16,14 +16,14 @@
 #include "src/bench/bench.h"
 #include "src/cli/commands.h"
 #include "src/cli/options.h"
-#include "src/pipeline/map_pipeline.h"
-#include "src/pipeline/time_estimate.h"
 #include "src/cli/progress.h"
 #include "src/compute/approximation_error.h"
 #include "src/compute/oracle.h"
 #include "src/core/errors.h"
 #include "src/core/stopwatch.h"
 #include "src/core/text_format.h"
+#include "src/pipeline/map_pipeline.h"
+#include "src/pipeline/time_estimate.h"
 
 namespace espgrid::cli {
 namespace {
@@ -77,8 +77,7 @@ int verify_sampled(const std::vector<const KernelVariant*>& kernels, const Prepa
     const std::size_t unwritten = count_nonfinite(out.data(), out.size());
     if (k->approximate()) {
       // By its declared bound: relative RMS error against the oracle at sampled points away from atoms.
-      const ApproximationError e = sampled_approximation_error(
-          problem.view(out.data()), samples, seed);
+      const ApproximationError e = sampled_approximation_error(problem.view(out.data()), samples, seed);
       const double bound = k->bound_for(run.method, problem.view(nullptr).model);  // --accuracy's, for this model
       const bool pass = e.points > 0 && e.relative_rms <= bound && unwritten == 0;
       all_pass = all_pass && pass;
@@ -90,8 +89,7 @@ int verify_sampled(const std::vector<const KernelVariant*>& kernels, const Prepa
       continue;
     }
     const OracleCheck check =
-        check_against_oracle(problem.view(out.data()), problem.coordinate_extent(),
-                                    samples, seed);
+        check_against_oracle(problem.view(out.data()), problem.coordinate_extent(), samples, seed);
     const bool pass = check.ok() && unwritten == 0;
     all_pass = all_pass && pass;
     std::printf("%-16s %10s %12.3e %10s  %s", std::string(k->name).c_str(), with_commas(check.checked).c_str(),
@@ -131,8 +129,7 @@ int verify_every_point(const std::vector<const KernelVariant*>& kernels, const P
   const std::vector<float> reference = run_kernel(values_kernel, problem, cpu_run);
   // Σ|q|·f(r) per point: the same sum with |q|, which sets the float rounding scale.
   const std::vector<float> magnitude = run_kernel(values_kernel, problem.with_absolute_charges(), cpu_run);
-  const double bound_factor =
-      kernel_difference_bound(1.0, atom_count, physics.model, pair_parameters(physics));
+  const double bound_factor = kernel_difference_bound(1.0, atom_count, physics.model, pair_parameters(physics));
 
   std::printf("%-16s %12s %12s %14s %10s  %s\n", "KERNEL", "MAX |ERR|", "MAX ERR/MAG", "MAX REL (>1%)", "TIME",
               "RESULT");

@@ -13,10 +13,10 @@
 #include "src/cli/options.h"
 #include "src/core/errors.h"
 #include "src/core/text_format.h"
-#include "src/os/atomic_output_file.h"
 #include "src/maps/map_formats.h"
-#include "src/view/view.h"
+#include "src/os/atomic_output_file.h"
 #include "src/pipeline/map_pipeline.h"
+#include "src/view/view.h"
 
 namespace espgrid::cli {
 namespace {
@@ -104,8 +104,7 @@ int run_view(int argc, char** argv) {
   const std::string map_path = args["map"].as<std::string>();
   const std::string output = args["output"].as<std::string>();
   const std::string ext = std::filesystem::path(output).extension().string();
-  if (ext != ".html" && ext != ".htm")
-    throw UsageError("-o " + output + ": the page is HTML; name it NAME.html");
+  if (ext != ".html" && ext != ".htm") throw UsageError("-o " + output + ": the page is HTML; name it NAME.html");
 
   surface::ViewOptions view;
   if (args.count("limit")) {
@@ -138,7 +137,8 @@ int run_view(int argc, char** argv) {
       args.count("format") ? std::optional(parse_format_name(args["format"].as<std::string>())) : std::nullopt;
   const StructureFormat structure_format = format ? *format : format_from_extension(structure_path);
   if (needs_charge_assignment(structure_format))
-    throw UsageError(structure_path + ": give the PQR the map was computed from (espgrid map keeps pdb2pqr's PQR "
+    throw UsageError(structure_path +
+                     ": give the PQR the map was computed from (espgrid map keeps pdb2pqr's PQR "
                      "beside the map, or at --keep-pqr), not the PDB/mmCIF file");
   const Structure structure = load_structure(structure_path, structure_format);
   for (const std::string& notice : structure.notices) std::fprintf(stderr, "note: %s\n", notice.c_str());
@@ -152,9 +152,8 @@ int run_view(int argc, char** argv) {
   origin.espgrid_physics = header_has_espgrid_physics(origin.header);
 
   const std::string title = args.count("title") ? args["title"].as<std::string>() : "";
-  const ViewResult result = make_view(structure.atoms, structure_path,
-                                                        describe_source(structure_path, structure.atoms), map, origin,
-                                                        view, title);
+  const ViewResult result = make_view(structure.atoms, structure_path, describe_source(structure_path, structure.atoms),
+                                      map, origin, view, title);
   write_text_file_atomically(output, result.html);
 
   const surface::ViewScene& s = result.scene;
@@ -170,7 +169,8 @@ int run_view(int argc, char** argv) {
   std::printf("range      %s to %s %s at the surface; colours ±%s (%s)\n", number_text(s.value_min).c_str(),
               number_text(s.value_max).c_str(), s.units.c_str(), number_text(s.limit).c_str(), s.limit_text.c_str());
   for (const surface::Isosurface& iso : s.isosurfaces)
-    std::printf("isosurface %+g %s: %s triangles\n", iso.level, s.units.c_str(), with_commas(iso.mesh.triangle_count()).c_str());
+    std::printf("isosurface %+g %s: %s triangles\n", iso.level, s.units.c_str(),
+                with_commas(iso.mesh.triangle_count()).c_str());
   for (const std::string& note : s.notes) std::fprintf(stderr, "note: %s\n", note.c_str());
   std::printf("page       %s (library %s, surface %s, isosurfaces %s, atoms %s%s) in %s\n",
               human_bytes(static_cast<double>(result.sizes.total)).c_str(),

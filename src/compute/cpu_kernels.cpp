@@ -79,16 +79,16 @@ void plane_sweep(const DcsProblem& p, int threads, const ProgressFn& progress) {
   const std::vector<float> gx = grid_x(p);
   // Per point one pair per atom, plus the row's own loop overhead.
   const double work = static_cast<double>(p.point_count()) * (static_cast<double>(p.atom_count) + 8.0);
-  run_plane_tasks<PlaneScratch>(p.nz, p.ny, team_for(work, threads, p.nz * p.ny), progress,
-                                [&](std::int64_t k, std::int64_t j, PlaneScratch& s) {
-                                  if (s.plane != k) {
-                                    s.dz2.resize(p.atom_count);
-                                    plane_dz2(p, k, s.dz2);
-                                    s.plane = k;
-                                  }
-                                  float* row = p.potential + static_cast<std::size_t>(p.nx * (j + p.ny * k));
-                                  accumulate_row<Potential>(p, gx.data(), s.dz2.data(), static_cast<float>(j) * p.hy, row);
-                                });
+  run_plane_tasks<PlaneScratch>(
+      p.nz, p.ny, team_for(work, threads, p.nz * p.ny), progress, [&](std::int64_t k, std::int64_t j, PlaneScratch& s) {
+        if (s.plane != k) {
+          s.dz2.resize(p.atom_count);
+          plane_dz2(p, k, s.dz2);
+          s.plane = k;
+        }
+        float* row = p.potential + static_cast<std::size_t>(p.nx * (j + p.ny * k));
+        accumulate_row<Potential>(p, gx.data(), s.dz2.data(), static_cast<float>(j) * p.hy, row);
+      });
 }
 
 }  // namespace

@@ -38,9 +38,9 @@ struct SlabLaunch {
   int nx = 0, ny = 0;   ///< the map's extent (bounds of the unpadded families)
   std::int64_t k0 = 0;  ///< map z index of the slab's first plane
   int planes = 0;
-  float hx = 0, hy = 0, hz = 0;  ///< grid spacing, Å
+  float hx = 0, hy = 0, hz = 0;         ///< grid spacing, Å
   double hx64 = 0, hy64 = 0, hz64 = 0;  ///< the same in double
-  float softening2 = 0;          ///< a², Å²
+  float softening2 = 0;                 ///< a², Å²
   PairModel model = PairModel::Coulomb;
   PairParameters pair;
   LaunchPlan plan;

@@ -11,8 +11,8 @@
 #include <string_view>
 #include <vector>
 
-#include "src/compute/cuda_driver.h"
 #include "src/compute/compute_timing.h"
+#include "src/compute/cuda_driver.h"
 #include "src/compute/dcs_problem.h"
 #include "src/compute/launch_plan.h"
 #include "src/compute/method_parameters.h"

@@ -49,11 +49,9 @@ double float_tolerance(const OracleValue& oracle, std::size_t atom_count, double
   return rounding + position;
 }
 
-double kernel_difference_bound(double magnitude, std::size_t atom_count, PairModel model,
-                               const PairParameters& pair) {
-  const double term = with_pair_potential(model, [&](auto potential) {
-    return decltype(potential)::typical_term_ulps(pair);
-  });
+double kernel_difference_bound(double magnitude, std::size_t atom_count, PairModel model, const PairParameters& pair) {
+  const double term =
+      with_pair_potential(model, [&](auto potential) { return decltype(potential)::typical_term_ulps(pair); });
   return 2.0 * (summation_rounding_bound(atom_count) + term * kFloatUlp) * magnitude;
 }
 

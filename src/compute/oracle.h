@@ -39,8 +39,7 @@ double float_tolerance(const OracleValue& oracle, std::size_t atom_count, double
 /// `magnitude`, for the pair model `model`: each carries at most (4√n + the model's typical
 /// term rounding) ulp of it, so twice that. Positions are the same float32 inputs for both,
 /// so they add nothing here.
-double kernel_difference_bound(double magnitude, std::size_t atom_count, PairModel model,
-                               const PairParameters& pair);
+double kernel_difference_bound(double magnitude, std::size_t atom_count, PairModel model, const PairParameters& pair);
 
 // ---- checking a computed map ---------------------------------------------------------------------
 

@@ -19,6 +19,8 @@
 //
 // ESPGRID_SIMD=avx2 (or sse4) caps the vector unit, for measuring a smaller machine on a larger one.
 
+#include "src/compute/simd_kernel.h"
+
 #include <omp.h>
 
 #include <algorithm>
@@ -32,7 +34,6 @@
 #include <vector>
 
 #include "src/compute/plane_tasks.h"
-#include "src/compute/simd_kernel.h"
 #include "src/core/errors.h"
 #include "src/core/stopwatch.h"
 
@@ -62,8 +63,8 @@ namespace espgrid {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-constexpr int kTileVectors = 4;  ///< register tile: 4 vectors along x
-constexpr int kChunkTiles = 4;   ///< register tiles along x per task (shares the per-task atom offsets)
+constexpr int kTileVectors = 4;          ///< register tile: 4 vectors along x
+constexpr int kChunkTiles = 4;           ///< register tiles along x per task (shares the per-task atom offsets)
 constexpr std::size_t kAtomBlock = 256;  ///< atoms per partial sum (blocked summation)
 
 using DF = hn::ScalableTag<float>;
@@ -192,7 +193,8 @@ HWY_INLINE void register_tile(DF d, const SimdScratch& atoms, std::size_t n, con
         const VF dx = hn::Sub(x[v], ax);
 #pragma GCC unroll 8
         for (int r = 0; r < R; ++r)
-          partial[r * V + v] = hn::Add(partial[r * V + v], pair_term<Potential>(q, hn::MulAdd(dx, dx, row_dyz[r]), pair));
+          partial[r * V + v] =
+              hn::Add(partial[r * V + v], pair_term<Potential>(q, hn::MulAdd(dx, dx, row_dyz[r]), pair));
       }
 #pragma GCC unroll 2
       for (int m = 0; m < M; ++m) {
@@ -255,7 +257,8 @@ int SimdTaskRows(std::int64_t nx) {
     const TileShape t = tile_shape(rows, width, lanes);
     const int vectors = rows * t.vectors + t.mixed;
     const double fill = static_cast<double>(rows * width) / static_cast<double>(vectors * lanes);
-    if (fill > best_fill || (fill == best_fill && vectors > best_vectors)) best = rows, best_fill = fill, best_vectors = vectors;
+    if (fill > best_fill || (fill == best_fill && vectors > best_vectors))
+      best = rows, best_fill = fill, best_vectors = vectors;
   }
   return best;
 }
@@ -279,13 +282,15 @@ HWY_INLINE void run_tile(const TileShape& shape, DF d, const SimdScratch& atoms,
       (try_shape(rows, std::integral_constant<int, V>{}, std::integral_constant<int, 0>{}), ...);
       (try_shape(rows, std::integral_constant<int, V>{}, std::integral_constant<int, 1>{}), ...);
       (try_shape(rows, std::integral_constant<int, V>{}, std::integral_constant<int, 2>{}), ...);
-    }(std::make_integer_sequence<int, kTileVectors + 1>{});
+    }
+    (std::make_integer_sequence<int, kTileVectors + 1>{});
   };
   for_vectors_and_mixed(std::integral_constant<int, 2>{});
   for_vectors_and_mixed(std::integral_constant<int, 4>{});
   for_vectors_and_mixed(std::integral_constant<int, 8>{});
-  if (!ran) throw Error("cpu-simd: no register tile of " + std::to_string(shape.rows) + " rows x " +
-                        std::to_string(shape.vectors) + " vectors + " + std::to_string(shape.mixed) + " mixed");
+  if (!ran)
+    throw Error("cpu-simd: no register tile of " + std::to_string(shape.rows) + " rows x " +
+                std::to_string(shape.vectors) + " vectors + " + std::to_string(shape.mixed) + " mixed");
 }
 
 /// Points along x per task for this target's vector width.
@@ -302,7 +307,8 @@ void simd_task(const DcsProblem& p, std::int64_t k, std::int64_t t, int task_row
   const std::size_t lanes = hn::Lanes(d);
   const std::size_t tile_points = kTileVectors * lanes;
   const std::size_t chunk_points = kChunkTiles * tile_points;
-  const std::int64_t chunks_x = (p.nx + static_cast<std::int64_t>(chunk_points) - 1) / static_cast<std::int64_t>(chunk_points);
+  const std::int64_t chunks_x =
+      (p.nx + static_cast<std::int64_t>(chunk_points) - 1) / static_cast<std::int64_t>(chunk_points);
   const double hx = p.hx64 > 0 ? p.hx64 : p.hx, hy = p.hy64 > 0 ? p.hy64 : p.hy, hz = p.hz64 > 0 ? p.hz64 : p.hz;
   const bool exact = p.x64 && p.y64 && p.z64;
   const double oz = static_cast<double>(p.z_offset + k) * hz;
@@ -324,11 +330,13 @@ void simd_task(const DcsProblem& p, std::int64_t k, std::int64_t t, int task_row
   const float ly1 = static_cast<float>(hy);  // a pair's second row's y from the pair's first (whose is 0)
   const float softening2 = p.softening2;
   const auto row_pair = [&](auto first_pair, const auto* HWY_RESTRICT xs, const auto* HWY_RESTRICT ys,
-                            const auto* HWY_RESTRICT zs, double oy, float* HWY_RESTRICT dyz0, float* HWY_RESTRICT dyz1) {
+                            const auto* HWY_RESTRICT zs, double oy, float* HWY_RESTRICT dyz0,
+                            float* HWY_RESTRICT dyz1) {
     float* HWY_RESTRICT sx = s.x.data();
     float* HWY_RESTRICT sq = s.q.data();
     for (std::size_t a = 0; a < p.atom_count; ++a) {
-      if constexpr (decltype(first_pair)::value) sx[a] = static_cast<float>(static_cast<double>(xs[a]) - ox), sq[a] = p.q[a];
+      if constexpr (decltype(first_pair)::value)
+        sx[a] = static_cast<float>(static_cast<double>(xs[a]) - ox), sq[a] = p.q[a];
       const float ay = static_cast<float>(static_cast<double>(ys[a]) - oy);
       const float dz = static_cast<float>(oz - static_cast<double>(zs[a]));
       const float dz2 = dz * dz + softening2;
@@ -351,7 +359,8 @@ void simd_task(const DcsProblem& p, std::int64_t k, std::int64_t t, int task_row
        i0 += static_cast<std::int64_t>(tile_points)) {
     for (std::size_t c = 0; c < tile_points; ++c)
       s.lx[c] = static_cast<float>(static_cast<double>(i0 - i_chunk + static_cast<std::int64_t>(c)) * hx);
-    const std::size_t width = static_cast<std::size_t>(std::min<std::int64_t>(static_cast<std::int64_t>(tile_points), p.nx - i0));
+    const std::size_t width =
+        static_cast<std::size_t>(std::min<std::int64_t>(static_cast<std::int64_t>(tile_points), p.nx - i0));
     // One pass over the atoms for these points (row r's sums at out + r·tile_points): whole
     // vectors per row (4 in a row's body), and at a row's end the e points left of each row
     // packed into mixed vectors where they fit, else one more vector per row.
@@ -366,8 +375,8 @@ void simd_task(const DcsProblem& p, std::int64_t k, std::int64_t t, int task_row
       }
     run_tile<Potential>(shape, d, s, p.atom_count, s.lx.data(), p.pair, s.out.data(), tile_points, e);
     for (int r = 0; r < rows && j0 + r < p.ny; ++r)
-      std::memcpy(p.potential + static_cast<std::size_t>(i0 + p.nx * (j0 + r + p.ny * k)), s.out.data() + r * tile_points,
-                  sizeof(float) * width);
+      std::memcpy(p.potential + static_cast<std::size_t>(i0 + p.nx * (j0 + r + p.ny * k)),
+                  s.out.data() + r * tile_points, sizeof(float) * width);
   }
 }
 
@@ -443,7 +452,8 @@ void simd(const DcsProblem& problem, int threads, const ProgressFn& progress) {
   apply_simd_cap();
   const auto chunk_points = static_cast<std::int64_t>(HWY_DYNAMIC_DISPATCH(SimdChunkPoints)());
   const int task_rows = HWY_DYNAMIC_DISPATCH(SimdTaskRows)(problem.nx);
-  const std::int64_t tasks = ((problem.nx + chunk_points - 1) / chunk_points) * ((problem.ny + task_rows - 1) / task_rows);
+  const std::int64_t tasks =
+      ((problem.nx + chunk_points - 1) / chunk_points) * ((problem.ny + task_rows - 1) / task_rows);
   // Per task: its rows of a chunk over every atom, after forming every atom's offsets once.
   const double work = static_cast<double>(problem.nz * tasks) * static_cast<double>(problem.atom_count) *
                       (task_rows * static_cast<double>(chunk_points) + 4.0);

@@ -10,7 +10,8 @@
 namespace espgrid {
 
 /// `values` sized `count`, every value NaN (the poison a kernel must overwrite). Large buffers
-/// have their pages faulted in by up to 8 cores first; small ones are simply assigned. The result is the same as values.assign(count, NaN).
+/// have their pages faulted in by up to 8 cores first; small ones are simply assigned. The result is the same as
+/// values.assign(count, NaN).
 void assign_poisoned(std::vector<float>& values, std::size_t count);
 
 /// memcpy of `count` floats, split over up to 8 threads for large copies (staging buffers into

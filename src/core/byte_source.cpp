@@ -1,12 +1,12 @@
 #include "src/core/byte_source.h"
 
 #include <fcntl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <sys/stat.h>
 
 #include "src/core/errors.h"
 #include "src/core/text_parsing.h"

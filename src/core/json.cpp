@@ -43,11 +43,21 @@ std::string json_quoted(const std::string& text) {
   for (const char c : text) {
     const auto u = static_cast<unsigned char>(c);
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
       default:
         if (u < 0x20) {
           char escaped[8];
@@ -75,9 +85,15 @@ void Json::write(std::string& out, int indent, int depth) const {
     out.append(static_cast<std::size_t>(indent * level), ' ');
   };
   switch (kind_) {
-    case Kind::Null: out += "null"; return;
-    case Kind::Bool: out += bool_ ? "true" : "false"; return;
-    case Kind::Integer: out += std::to_string(integer_); return;
+    case Kind::Null:
+      out += "null";
+      return;
+    case Kind::Bool:
+      out += bool_ ? "true" : "false";
+      return;
+    case Kind::Integer:
+      out += std::to_string(integer_);
+      return;
     case Kind::Number:
       if (!std::isfinite(number_)) {
         out += "null";
@@ -88,7 +104,9 @@ void Json::write(std::string& out, int indent, int depth) const {
         out += shortest_text(number_);
       }
       return;
-    case Kind::String: out += json_quoted(text_); return;
+    case Kind::String:
+      out += json_quoted(text_);
+      return;
     case Kind::Array: {
       // Arrays of scalars that fit a line (a triple, a range, a short command) stay on one.
       bool flat = true;

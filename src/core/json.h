@@ -60,7 +60,7 @@ class Json {
   bool single_ = false;  ///< number_ holds a float32 value
   long long integer_ = 0;
   std::string text_;
-  std::vector<Json> items_;                          ///< an array's items
+  std::vector<Json> items_;                            ///< an array's items
   std::vector<std::pair<std::string, Json>> members_;  ///< an object's members, in order
 };
 

@@ -1,5 +1,4 @@
 #include "src/job/job_options.h"
-#include "src/msm/msm_parameters.h"
 
 #include <algorithm>
 #include <cmath>
@@ -10,6 +9,7 @@
 #include "src/core/errors.h"
 #include "src/core/number_parsing.h"
 #include "src/core/text_format.h"
+#include "src/msm/msm_parameters.h"
 
 namespace espgrid {
 namespace {
@@ -155,11 +155,16 @@ bool OptionValue::is_on(std::string_view name) const {
 
 std::string_view group_name(OptionGroup group) {
   switch (group) {
-    case OptionGroup::Input: return "Input";
-    case OptionGroup::Output: return "Output";
-    case OptionGroup::Grid: return "Grid";
-    case OptionGroup::Physics: return "Physics";
-    case OptionGroup::Compute: return "Compute";
+    case OptionGroup::Input:
+      return "Input";
+    case OptionGroup::Output:
+      return "Output";
+    case OptionGroup::Grid:
+      return "Grid";
+    case OptionGroup::Physics:
+      return "Physics";
+    case OptionGroup::Compute:
+      return "Compute";
   }
   return "?";
 }
@@ -256,17 +261,16 @@ void add_output_options(std::vector<JobOption>& t) {
   output.short_name = 'o';
   output.repeatable = true;
   t.push_back(output);
-  t.push_back(value("compression", G::Output,
-                    ".vti compressor: none (fastest to write and read; written while the map is computed), lz4 (no "
-                    "smaller on potentials), zlib (~15% smaller, ~20x slower to write) or lzma (~33% smaller, ~200x "
-                    "slower)",
-                    std::string(compression_name(MapWriteOptions{}.vti_compression)),
-                    [](MapJob& j, const OptionValue& v) {
-                      j.write.vti_compression = parse_compression(v.as_text("compression"));
-                    }));
-  JobOption no_stream = value("no-stream", G::Output,
-                              "write every file after the computation, none while it runs (for measuring)", "",
-                              [](MapJob& j, const OptionValue& v) { j.write.stream = !v.is_on("no-stream"); });
+  t.push_back(value(
+      "compression", G::Output,
+      ".vti compressor: none (fastest to write and read; written while the map is computed), lz4 (no "
+      "smaller on potentials), zlib (~15% smaller, ~20x slower to write) or lzma (~33% smaller, ~200x "
+      "slower)",
+      std::string(compression_name(MapWriteOptions{}.vti_compression)),
+      [](MapJob& j, const OptionValue& v) { j.write.vti_compression = parse_compression(v.as_text("compression")); }));
+  JobOption no_stream =
+      value("no-stream", G::Output, "write every file after the computation, none while it runs (for measuring)", "",
+            [](MapJob& j, const OptionValue& v) { j.write.stream = !v.is_on("no-stream"); });
   no_stream.is_switch = true;
   t.push_back(no_stream);
 }
@@ -318,7 +322,8 @@ void add_pb_options(std::vector<JobOption>& t) {
      "part summed at every point (exactly; by MSM under --accuracy), only the reaction field solved: exact in a "
      "uniform medium; no better at "
      "the molecular surface, docs/pb.md)",
-     "direct", [](PbOptions& o, const OptionValue& v) { o.formulation = parse_formulation(v.as_text("pb-formulation")); });
+     "direct",
+     [](PbOptions& o, const OptionValue& v) { o.formulation = parse_formulation(v.as_text("pb-formulation")); });
   pb("pb-tolerance", "relative residual at which the solver stops [etol]", "1e-6",
      [](PbOptions& o, const OptionValue& v) { o.tolerance = v.as_number("pb-tolerance"); });
   pb("pb-max-iterations", "most solver iterations", "200", [](PbOptions& o, const OptionValue& v) {
@@ -351,18 +356,15 @@ void add_physics_options(std::vector<JobOption>& t) {
                     }));
   t.push_back(value("ionic-strength", G::Physics,
                     screened + " and pb: ionic strength of the 1:1 electrolyte, mol/L (pb: default 0.15)", "0",
-                    [](MapJob& j, const OptionValue& v) {
-                      j.physics.ionic_strength = v.as_number("ionic-strength");
-                    }));
+                    [](MapJob& j, const OptionValue& v) { j.physics.ionic_strength = v.as_number("ionic-strength"); }));
   add_pb_options(t);
   // Each model's own parameters, as its evaluator declares them (pair_potentials.h).
   for_each_pair_model([&](auto potential) {
     for (const ModelParameter& p : potential.parameters) {
       const bool listed = std::any_of(t.begin(), t.end(), [&](const JobOption& o) { return o.name == p.name; });
       if (listed) continue;  // two models may share a parameter's name: one option sets it for either
-      t.push_back(JobOption{p.name, 0, G::Physics,
-                            std::string(potential.name) + " model: " + p.help + ", " + p.unit, "", false, false,
-                            [name = std::string(p.name)](MapJob& j, const OptionValue& v) {
+      t.push_back(JobOption{p.name, 0, G::Physics, std::string(potential.name) + " model: " + p.help + ", " + p.unit,
+                            "", false, false, [name = std::string(p.name)](MapJob& j, const OptionValue& v) {
                               j.physics.set_parameter(name, v.as_number(name));
                             }});
     }
@@ -408,14 +410,12 @@ void add_compute_options(std::vector<JobOption>& t) {
                                          number_text(accuracy));
                       j.compute.run.method.accuracy = accuracy;
                     }));
-  t.push_back(value("msm-cutoff", G::Compute, "experts: MSM short-range cutoff a, Å (with --msm-spacing and --msm-order)",
-                    "", [](MapJob& j, const OptionValue& v) {
-                      j.compute.run.method.msm.cutoff = v.as_number("msm-cutoff");
-                    }));
-  t.push_back(value("msm-spacing", G::Compute, "experts: MSM finest grid spacing h, Å", "",
-                    [](MapJob& j, const OptionValue& v) {
-                      j.compute.run.method.msm.spacing = v.as_number("msm-spacing");
-                    }));
+  t.push_back(
+      value("msm-cutoff", G::Compute, "experts: MSM short-range cutoff a, Å (with --msm-spacing and --msm-order)", "",
+            [](MapJob& j, const OptionValue& v) { j.compute.run.method.msm.cutoff = v.as_number("msm-cutoff"); }));
+  t.push_back(
+      value("msm-spacing", G::Compute, "experts: MSM finest grid spacing h, Å", "",
+            [](MapJob& j, const OptionValue& v) { j.compute.run.method.msm.spacing = v.as_number("msm-spacing"); }));
   t.push_back(value("msm-order", G::Compute, "experts: MSM interpolation order, 3 (cubic) or 5 (quintic)", "",
                     [](MapJob& j, const OptionValue& v) {
                       const long long order = v.as_whole("msm-order");
@@ -444,7 +444,8 @@ std::filesystem::path landing(const std::string& path) {
 /// existing) the same device and inode, as hard links are.
 bool same_place(const std::string& a, const std::string& b) {
   if (landing(a) == landing(b)) return true;
-  struct stat sa {}, sb{};
+  struct stat sa {
+  }, sb{};
   return ::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
 
@@ -472,10 +473,9 @@ bool given(const MapJob& job, std::string_view name) {
 /// --model pb takes APBS's defaults where the pair models have theirs (solute dielectric 2,
 /// 0.15 M) and its own options; the pair models refuse those (issue 23).
 void finish_pb(MapJob& job) {
-  static constexpr std::string_view kPbOnly[] = {"solvent-dielectric", "ion-radius",      "probe-radius",
-                                                 "surface",            "surface-window",  "surface-density",
-                                                 "surface-sampling",   "pb-formulation",  "pb-tolerance",
-                                                 "pb-max-iterations"};
+  static constexpr std::string_view kPbOnly[] = {
+      "solvent-dielectric", "ion-radius",       "probe-radius",   "surface",      "surface-window",
+      "surface-density",    "surface-sampling", "pb-formulation", "pb-tolerance", "pb-max-iterations"};
   PhysicsOptions& physics = job.physics;
   if (!physics.poisson_boltzmann) {
     for (const std::string_view option : kPbOnly)
@@ -509,7 +509,8 @@ void finish_job(MapJob& job, JobUse use) {
     if (job.compute.device_given) throw UsageError("give --device N or --devices LIST, not both");
     run.device = run.devices.front();
   }
-  if (!run.method.msm.empty() || run.method.accuracy != 0) resolve_msm(run.method, job.physics.model);  // the bounds are per model
+  if (!run.method.msm.empty() || run.method.accuracy != 0)
+    resolve_msm(run.method, job.physics.model);  // the bounds are per model
   job.write.threads = run.threads;
   if (use == JobUse::Map && job.outputs.empty())
     throw UsageError("no output given: add -o map.vti, -o map.dx and/or -o map.mrc");

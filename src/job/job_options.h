@@ -54,8 +54,8 @@ enum class OptionGroup { Input, Output, Grid, Physics, Compute };
 std::string_view group_name(OptionGroup group);
 
 struct JobOption {
-  std::string_view name;     ///< --name; Python: the same with '-' written '_'
-  char short_name;           ///< one-letter form (-o), or 0
+  std::string_view name;  ///< --name; Python: the same with '-' written '_'
+  char short_name;        ///< one-letter form (-o), or 0
   OptionGroup group;
   std::string help;
   std::string default_text;  ///< the default as help shows it; empty when there is none

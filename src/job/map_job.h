@@ -10,13 +10,13 @@
 #include <string>
 #include <vector>
 
-#include "src/registry/kernel_registry.h"
 #include "src/core/atoms.h"
 #include "src/core/grid.h"
 #include "src/maps/map_formats.h"
+#include "src/physics/physics_options.h"
+#include "src/registry/kernel_registry.h"
 #include "src/structure/pdb2pqr_source.h"
 #include "src/structure/structure_reader.h"
-#include "src/physics/physics_options.h"
 
 namespace espgrid {
 
@@ -28,7 +28,7 @@ BackendChoice parse_backend(const std::string& text);
 struct ComputeOptions {
   std::string kernel;  ///< a registry name; empty: the backend's default
   BackendChoice backend = BackendChoice::Auto;
-  RunOptions run;            ///< threads, device(s), launch shape, slab cap, method parameters
+  RunOptions run;             ///< threads, device(s), launch shape, slab cap, method parameters
   bool device_given = false;  ///< --device was given (it excludes --devices)
 };
 

@@ -22,10 +22,10 @@
 #include "src/core/errors.h"
 #include "src/core/float_text.h"
 #include "src/core/text_format.h"
-#include "src/os/file_output.h"
+#include "src/core/text_parsing.h"
 #include "src/maps/map_formats.h"
 #include "src/maps/map_reading.h"
-#include "src/core/text_parsing.h"
+#include "src/os/file_output.h"
 
 namespace espgrid {
 namespace {

@@ -12,9 +12,9 @@
 
 #include "src/core/errors.h"
 #include "src/core/text_format.h"
+#include "src/core/text_parsing.h"
 #include "src/maps/map_formats.h"
 #include "src/maps/map_reading.h"
-#include "src/core/text_parsing.h"
 
 namespace espgrid {
 namespace {

@@ -18,10 +18,10 @@
 #include <utility>
 #include <vector>
 
-#include "src/physics/potential_map.h"
+#include "src/maps/map_formats.h"
 #include "src/os/atomic_output_file.h"
 #include "src/os/file_output.h"
-#include "src/maps/map_formats.h"
+#include "src/physics/potential_map.h"
 
 namespace espgrid {
 

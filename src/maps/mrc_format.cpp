@@ -244,7 +244,8 @@ std::array<char, kHeaderBytes> mrc_header(const PotentialMap& map, const PlaneSt
   put(h, 55, static_cast<float>(std::sqrt(variance)));  // RMS: deviation from the mean
   std::vector<std::string> labels = {map.physics.poisson_boltzmann
                                          ? "espgrid " ESPGRID_VERSION ": electrostatic potential, Poisson-Boltzmann"
-                                         : "espgrid " ESPGRID_VERSION ": electrostatic potential by direct Coulomb summation"};
+                                         : "espgrid " ESPGRID_VERSION
+                                           ": electrostatic potential by direct Coulomb summation"};
   for (std::string& label : physics_labels(map.physics)) labels.push_back(std::move(label));
   if (!map.source.empty() && labels.size() < kLabels) labels.push_back(map.source);
   if (labels.size() > kLabels) labels.resize(kLabels);

@@ -91,8 +91,8 @@ std::string decompress_block(Compressor compressor, std::string_view packed, cha
       if (packed.size() > std::numeric_limits<uLong>::max() || out_size > std::numeric_limits<uLongf>::max())
         return "a block too large for zlib";
       uLongf produced = static_cast<uLongf>(out_size);
-      const int rc = uncompress(reinterpret_cast<Bytef*>(out), &produced,
-                                reinterpret_cast<const Bytef*>(packed.data()), static_cast<uLong>(packed.size()));
+      const int rc = uncompress(reinterpret_cast<Bytef*>(out), &produced, reinterpret_cast<const Bytef*>(packed.data()),
+                                static_cast<uLong>(packed.size()));
       if (rc == Z_BUF_ERROR && produced == out_size) return "zlib: the block holds more bytes than its table says";
       if (rc != Z_OK) return std::string("zlib: ") + zError(rc);
       if (produced != out_size)
@@ -121,10 +121,9 @@ std::string decompress_block(Compressor compressor, std::string_view packed, cha
 #if ESPGRID_HAVE_LZMA
       std::uint64_t memory_limit = std::uint64_t{1} << 30;  // far above what VTK's 32 KiB blocks need
       std::size_t in_pos = 0, out_pos = 0;
-      const lzma_ret rc = lzma_stream_buffer_decode(&memory_limit, 0, nullptr,
-                                                    reinterpret_cast<const std::uint8_t*>(packed.data()), &in_pos,
-                                                    packed.size(), reinterpret_cast<std::uint8_t*>(out), &out_pos,
-                                                    out_size);
+      const lzma_ret rc =
+          lzma_stream_buffer_decode(&memory_limit, 0, nullptr, reinterpret_cast<const std::uint8_t*>(packed.data()),
+                                    &in_pos, packed.size(), reinterpret_cast<std::uint8_t*>(out), &out_pos, out_size);
       if (rc == LZMA_BUF_ERROR && out_pos == out_size) return "LZMA: the block holds more bytes than its table says";
       if (rc != LZMA_OK) return "LZMA: the block is not a valid .xz stream (liblzma error " + std::to_string(rc) + ")";
       if (out_pos != out_size)

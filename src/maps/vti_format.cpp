@@ -96,8 +96,9 @@ class VtiPlaneWriter final : public PlaneWriter {
       xml += "      <Array type=\"String\" Name=\"" + name + "\" NumberOfTuples=\"1\" format=\"appended\" offset=\"" +
              std::to_string(offsets[next++]) + "\"/>\n";
     for (const auto& [name, value] : numbers)
-      xml += "      <DataArray type=\"Float64\" Name=\"" + name + "\" NumberOfTuples=\"1\" format=\"appended\" RangeMin=\"" +
-             number(value) + "\" RangeMax=\"" + number(value) + "\" offset=\"" + std::to_string(offsets[next++]) + "\"/>\n";
+      xml += "      <DataArray type=\"Float64\" Name=\"" + name +
+             "\" NumberOfTuples=\"1\" format=\"appended\" RangeMin=\"" + number(value) + "\" RangeMax=\"" +
+             number(value) + "\" offset=\"" + std::to_string(offsets[next++]) + "\"/>\n";
     xml += "    </FieldData>\n";
     xml += "    <Piece Extent=\"" + extent + "\">\n";
     xml += "      <PointData Scalars=\"potential\">\n";

@@ -24,11 +24,10 @@
 #include "src/core/errors.h"
 #include "src/core/number_parsing.h"
 #include "src/core/text_format.h"
+#include "src/core/text_parsing.h"
 #include "src/maps/map_formats.h"
 #include "src/maps/map_reading.h"
-#include "src/core/text_parsing.h"
 #include "src/maps/vti_decoding.h"
-
 
 namespace espgrid {
 namespace {
@@ -42,11 +41,11 @@ constexpr std::uint64_t kMaxInlineFileBytes = std::uint64_t{1} << 32;
 struct Element {
   std::string name;
   std::map<std::string, std::string, std::less<>> attributes;
-  std::string parent;        ///< name of the enclosing element
-  std::size_t line = 1;      ///< 1-based line of its '<'
-  std::size_t begin = 0;     ///< byte offset of its '<'
-  std::size_t end = 0;       ///< byte offset after its '>'
-  bool has_content = false;  ///< text other than white space before its closing tag (inline data)
+  std::string parent;           ///< name of the enclosing element
+  std::size_t line = 1;         ///< 1-based line of its '<'
+  std::size_t begin = 0;        ///< byte offset of its '<'
+  std::size_t end = 0;          ///< byte offset after its '>'
+  bool has_content = false;     ///< text other than white space before its closing tag (inline data)
   std::size_t content_end = 0;  ///< byte offset of its closing tag's '<' (0: self-closing)
 
   const std::string* attribute(std::string_view key) const {
@@ -168,7 +167,7 @@ struct ArrayInfo {
   std::size_t line = 0;   ///< of its element in the header; 0: no such array
   std::size_t index = 0;  ///< of its element among the header's
   std::string name, type, format;
-  std::uint64_t offset = 0;  ///< from the first byte after '_'
+  std::uint64_t offset = 0;                        ///< from the first byte after '_'
   std::size_t content_begin = 0, content_end = 0;  ///< an inline array's text in VtiLayout::text
   std::int64_t components = 1;
   std::optional<std::int64_t> tuples;
@@ -691,7 +690,8 @@ class EncodedArray {
 /// Reverses the bytes of each `size`-byte value of `bytes` (another byte order).
 void swap_values(std::string& bytes, std::size_t size) {
   if (size < 2) return;
-  for (std::size_t i = 0; i + size <= bytes.size(); i += size) std::reverse(bytes.begin() + i, bytes.begin() + i + size);
+  for (std::size_t i = 0; i + size <= bytes.size(); i += size)
+    std::reverse(bytes.begin() + i, bytes.begin() + i + size);
 }
 
 /// A binary array's values, in this machine's byte order (a String array: its strings, each
@@ -739,13 +739,12 @@ std::string binary_array(const VtiLayout& v, const ArrayInfo& a, EncodedArray da
     std::uint64_t from = 0;
     for (std::size_t b = 0; b < packed_size.size(); ++b) {
       const std::uint64_t size = b + 1 < packed_size.size() || last_size == 0 ? block_size : last_size;
-      const std::string why =
-          vti::decompress_block(v.compressor, std::string_view(packed).substr(from, packed_size[b]),
-                                out.data() + b * block_size, static_cast<std::size_t>(size));
+      const std::string why = vti::decompress_block(v.compressor, std::string_view(packed).substr(from, packed_size[b]),
+                                                    out.data() + b * block_size, static_cast<std::size_t>(size));
       if (!why.empty())
         throw InputError(v.path, a.line,
-                         "array '" + a.name + "': block " + std::to_string(b + 1) + " of " +
-                             std::to_string(blocks) + " does not decompress: " + why);
+                         "array '" + a.name + "': block " + std::to_string(b + 1) + " of " + std::to_string(blocks) +
+                             " does not decompress: " + why);
       from += packed_size[b];
     }
   }
@@ -759,7 +758,8 @@ std::string binary_array(const VtiLayout& v, const ArrayInfo& a, EncodedArray da
 std::string ascii_array(const VtiLayout& v, const ArrayInfo& a) {
   const std::string_view text = std::string_view(v.text).substr(a.content_begin, a.content_end - a.content_begin);
   const auto line_of = [&](std::size_t at) {
-    return 1 + static_cast<std::size_t>(std::count(v.text.begin(), v.text.begin() + static_cast<std::ptrdiff_t>(at), '\n'));
+    return 1 +
+           static_cast<std::size_t>(std::count(v.text.begin(), v.text.begin() + static_cast<std::ptrdiff_t>(at), '\n'));
   };
   const std::size_t size = a.type == "String" ? 1 : a.type == "Float32" ? 4 : a.type == "Float64" ? 8 : 0;
   if (!size) return {};
@@ -775,9 +775,9 @@ std::string ascii_array(const VtiLayout& v, const ArrayInfo& a) {
     while (j < text.size() && !std::isspace(static_cast<unsigned char>(text[j]))) ++j;
     const std::string_view token = text.substr(i, j - i);
     const auto bad = [&](const std::string& why) {
-      throw InputError(v.path, line_of(a.content_begin + i),
-                       "array '" + a.name + "' value " + std::to_string(count) + " " + espgrid::quoted(token) +
-                           " " + why);
+      throw InputError(
+          v.path, line_of(a.content_begin + i),
+          "array '" + a.name + "' value " + std::to_string(count) + " " + espgrid::quoted(token) + " " + why);
     };
     ++count;
     if (want && count > *want) bad("is one more than its " + std::to_string(*want) + " values");
@@ -814,7 +814,8 @@ std::string ascii_array(const VtiLayout& v, const ArrayInfo& a) {
 PotentialMap read_encoded(const ByteSource& bytes, const VtiLayout& v, bool* unit_known) {
   const auto decoded = [&](const ArrayInfo& a) {
     if (a.format == "ascii") return ascii_array(v, a);
-    return a.format == "appended" ? binary_array(v, a, EncodedArray(bytes, v, a)) : binary_array(v, a, EncodedArray(v, a));
+    return a.format == "appended" ? binary_array(v, a, EncodedArray(bytes, v, a))
+                                  : binary_array(v, a, EncodedArray(v, a));
   };
   PotentialMap map;
   map.grid = v.grid;

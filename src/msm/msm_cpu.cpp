@@ -10,10 +10,10 @@
 #include <cmath>
 #include <string>
 
-#include "src/msm/msm_math.h"
-#include "src/msm/msm_cpu_vectors.h"
 #include "src/core/errors.h"
 #include "src/core/stopwatch.h"
+#include "src/msm/msm_cpu_vectors.h"
+#include "src/msm/msm_math.h"
 
 namespace espgrid::msm {
 namespace {
@@ -120,7 +120,8 @@ void cutoff_sum(const Plan& plan, int l, const std::vector<double>& q, std::vect
   const std::int64_t width = g.n[0] + 2 * kLatticePadding;
   std::vector<double> padded(static_cast<std::size_t>(width * g.n[1] * g.n[2]), 0.0);
   for (std::int64_t row = 0; row < g.n[1] * g.n[2]; ++row)
-    std::copy_n(&q[static_cast<std::size_t>(row * g.n[0])], g.n[0], &padded[static_cast<std::size_t>(row * width + kLatticePadding)]);
+    std::copy_n(&q[static_cast<std::size_t>(row * g.n[0])], g.n[0],
+                &padded[static_cast<std::size_t>(row * width + kLatticePadding)]);
   CutoffRow level_row;  // what every row of this level shares; each row sets its y, z and clipping
   level_row.stencil = stencil, level_row.row_extent = plan.stencil_row_extent.data(), level_row.radius = r;
   level_row.padded = padded.data(), level_row.width = width, level_row.ny = g.n[1], level_row.nx = g.n[0];
@@ -131,13 +132,16 @@ void cutoff_sum(const Plan& plan, int l, const std::vector<double>& q, std::vect
   for (std::int64_t row = 0; row < rows; ++row) {
     const std::int64_t my = g.lo[1] + row % g.n[1];
     const std::int64_t mz = g.lo[2] + row / g.n[1];
-    const std::int64_t jz0 = std::max<std::int64_t>(-r, c.lo[2] - mz), jz1 = std::min<std::int64_t>(r, c.lo[2] + c.n[2] - 1 - mz);
-    const std::int64_t jy0 = std::max<std::int64_t>(-r, c.lo[1] - my), jy1 = std::min<std::int64_t>(r, c.lo[1] + c.n[1] - 1 - my);
+    const std::int64_t jz0 = std::max<std::int64_t>(-r, c.lo[2] - mz),
+                       jz1 = std::min<std::int64_t>(r, c.lo[2] + c.n[2] - 1 - mz);
+    const std::int64_t jy0 = std::max<std::int64_t>(-r, c.lo[1] - my),
+                       jy1 = std::min<std::int64_t>(r, c.lo[1] + c.n[1] - 1 - my);
     CutoffRow vector_row = level_row;
     vector_row.y = my - g.lo[1], vector_row.z = mz - g.lo[2];
     vector_row.jy0 = jy0, vector_row.jy1 = jy1, vector_row.jz0 = jz0, vector_row.jz1 = jz1;
     if (cutoff_row(vector_row, &out[g.index(g.lo[0], my, mz)])) continue;
-    for (std::int64_t mx = g.lo[0]; mx < g.lo[0] + g.n[0]; ++mx) {  // without Highway: the same sums, one point at a time
+    for (std::int64_t mx = g.lo[0]; mx < g.lo[0] + g.n[0];
+         ++mx) {  // without Highway: the same sums, one point at a time
       double sum = 0;
       for (std::int64_t jz = jz0; jz <= jz1; ++jz)
         for (std::int64_t jy = jy0; jy <= jy1; ++jy) {
@@ -204,8 +208,7 @@ inline double distance_to_cell(double v, std::int64_t c, double size) {
 /// issue 24). Each point still receives its
 /// terms in the order of the cells (z, then y, then x) and of the atoms in them, whatever the
 /// threads or the slab.
-void short_range_row(const DcsProblem& p, const Plan& plan, const BinnedAtoms& atoms, double y, double z,
-                     double* out) {
+void short_range_row(const DcsProblem& p, const Plan& plan, const BinnedAtoms& atoms, double y, double z, double* out) {
   const double a = plan.params.cutoff, a2 = a * a, inv_a = 1.0 / a, inv_a2 = inv_a * inv_a;
   const double size = plan.cell;
   const double soft2 = p.softening2;
@@ -218,11 +221,12 @@ void short_range_row(const DcsProblem& p, const Plan& plan, const BinnedAtoms& a
   const std::int64_t cy1 = std::min(cells.lo[1] + cells.n[1] - 1, lattice_floor(y + a, size));
   // Cells along x that reach any point of the row, [-a, x_last + a].
   const std::int64_t cx0 = std::max(cells.lo[0], lattice_floor(-a, size));
-  const std::int64_t cx1 = std::min(cells.lo[0] + cells.n[0] - 1, lattice_floor(static_cast<double>(last) * hx + a, size));
+  const std::int64_t cx1 =
+      std::min(cells.lo[0] + cells.n[0] - 1, lattice_floor(static_cast<double>(last) * hx + a, size));
   if (cx0 > cx1) return;
   const bool coulomb = plan.kernel.coulomb();
   const double* c = plan.softened_cutoff.c;  // g_a's polynomial (kernels other than Coulomb)
-  ShortRangeKernel vectorized;  // Coulomb and distance in vectors where Highway is built in
+  ShortRangeKernel vectorized;               // Coulomb and distance in vectors where Highway is built in
   vectorized.hx = hx, vectorized.a2 = a2, vectorized.inv_a = inv_a, vectorized.inv_a2 = inv_a2;
   vectorized.softening2 = soft2, vectorized.order = plan.order, vectorized.softened = c;
   vectorized.power = plan.kernel.power, vectorized.kappa = plan.kernel.kappa;
@@ -245,8 +249,10 @@ void short_range_row(const DcsProblem& p, const Plan& plan, const BinnedAtoms& a
         if (across2 >= a2) continue;
         // The points within the cutoff along x, one more each side: the test below decides.
         const double half = std::sqrt(a2 - across2);
-        const std::int64_t i0 = std::max<std::int64_t>(0, static_cast<std::int64_t>(std::floor((ax[t] - half) / hx)) - 1);
-        const std::int64_t i1 = std::min<std::int64_t>(last, static_cast<std::int64_t>(std::ceil((ax[t] + half) / hx)) + 1);
+        const std::int64_t i0 =
+            std::max<std::int64_t>(0, static_cast<std::int64_t>(std::floor((ax[t] - half) / hx)) - 1);
+        const std::int64_t i1 =
+            std::min<std::int64_t>(last, static_cast<std::int64_t>(std::ceil((ax[t] + half) / hx)) + 1);
         const double x_atom = ax[t], q = aq[t];
         if (add_short_range_run(vectorized, x_atom, dy2, dz2, q, i0, i1, out)) continue;
         if (coulomb) {

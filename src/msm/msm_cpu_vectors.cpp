@@ -23,7 +23,8 @@ HWY_INLINE hn::Vec<D> exp_nonpositive(D d, hn::Vec<D> x) {
   const hn::RebindToSigned<D> di;
   x = hn::Max(x, hn::Set(d, ExpSteps::kLowest));
   const auto k = hn::Round(hn::Mul(x, hn::Set(d, ExpSteps::kLog2e)));
-  const auto f = hn::Sub(hn::Sub(x, hn::Mul(k, hn::Set(d, ExpSteps::kLn2Hi))), hn::Mul(k, hn::Set(d, ExpSteps::kLn2Lo)));
+  const auto f =
+      hn::Sub(hn::Sub(x, hn::Mul(k, hn::Set(d, ExpSteps::kLn2Hi))), hn::Mul(k, hn::Set(d, ExpSteps::kLn2Lo)));
   auto p = hn::Set(d, ExpSteps::kTaylor[ExpSteps::kDegree]);
   for (int n = ExpSteps::kDegree - 1; n >= 0; --n) p = hn::Add(hn::Mul(p, f), hn::Set(d, ExpSteps::kTaylor[n]));
   const auto bits = hn::ShiftLeft<52>(hn::Add(hn::ConvertTo(di, k), hn::Set(di, 1023)));
@@ -43,7 +44,7 @@ void AddRun(const ShortRangeKernel& k, double x_atom, double dy2, double dz2, do
     const auto index = hn::Add(hn::Set(d, static_cast<double>(i)), lane);  // exact: |i| < 2^53
     const auto dx = hn::Sub(hn::Mul(index, hx), xa);
     const auto r2 = hn::Add(hn::Add(hn::Mul(dx, dx), vdy2), vdz2);  // (dx·dx + dy·dy) + dz·dz, as the scalar loop
-    hn::Vec<decltype(d)> split;  // f(r) − g_a(r)
+    hn::Vec<decltype(d)> split;                                     // f(r) − g_a(r)
     if (k.power == 1 && k.kappa == 0) {
       // γ(ρ) by Horner in s = ρ² − 1, the terms of msm_math.h's gamma_inside
       const auto s = hn::Sub(hn::Mul(r2, hn::Set(d, k.inv_a2)), one);
@@ -91,7 +92,8 @@ void CutoffRowSums(const CutoffRow& a, double* out) {
         if (lo > hi) continue;
         const double* k = a.stencil + static_cast<std::size_t>(r + w * ((jy + r) + w * (jz + r)));
         const double* qs = row + x0 + a.width * ((a.y + jy) + a.ny * (a.z + jz));
-        for (std::int64_t jx = lo; jx <= hi; ++jx) sum = hn::Add(sum, hn::Mul(hn::Set(d, k[jx]), hn::LoadU(d, qs + jx)));
+        for (std::int64_t jx = lo; jx <= hi; ++jx)
+          sum = hn::Add(sum, hn::Mul(hn::Set(d, k[jx]), hn::LoadU(d, qs + jx)));
       }
     hn::StoreU(hn::Mul(sum, hn::Set(d, a.scale)), d, lanes_out);
     for (std::int64_t i = 0; i < std::min(lanes, a.nx - x0); ++i) out[x0 + i] = lanes_out[i];
@@ -112,8 +114,8 @@ bool cutoff_row(const CutoffRow& row, double* out) {
   return true;
 }
 
-bool add_short_range_run(const ShortRangeKernel& k, double x_atom, double dy2, double dz2, double q,
-                         std::int64_t i0, std::int64_t i1, double* row) {
+bool add_short_range_run(const ShortRangeKernel& k, double x_atom, double dy2, double dz2, double q, std::int64_t i0,
+                         std::int64_t i1, double* row) {
   if (k.power != 1 && k.power != 2) return false;
   HWY_DYNAMIC_DISPATCH(AddRun)(k, x_atom, dy2, dz2, q, i0, i1, row);
   return true;
@@ -124,8 +126,7 @@ bool add_short_range_run(const ShortRangeKernel& k, double x_atom, double dy2, d
 #else  // no Highway: the scalar loop in msm_cpu.cpp
 
 namespace espgrid::msm {
-bool add_short_range_run(const ShortRangeKernel&, double, double, double, double, std::int64_t, std::int64_t,
-                         double*) {
+bool add_short_range_run(const ShortRangeKernel&, double, double, double, double, std::int64_t, std::int64_t, double*) {
   return false;
 }
 bool cutoff_row(const CutoffRow&, double*) { return false; }

@@ -53,8 +53,8 @@ inline double smoothed_coulomb(double r2, double s, int order) { return gamma_of
 /// Screened and 1/r² kernels are not scale-free like 1/r (K_l(r) ≠ 2^-(l-1) K_1(r/2^(l-1)) for
 /// κ > 0), so each level gets its own stencil (msm_plan.h).
 struct SplitKernel {
-  int power = 1;      ///< 1 or 2
-  double kappa = 0;   ///< κ, 1/Å
+  int power = 1;     ///< 1 or 2
+  double kappa = 0;  ///< κ, 1/Å
   bool coulomb() const noexcept { return power == 1 && kappa == 0; }
 };
 
@@ -71,7 +71,7 @@ struct ExpSteps {
   static constexpr double kLn2Lo = 1.90821492927058770002e-10;
   static constexpr int kDegree = 13;
   static constexpr double kTaylor[kDegree + 1] = {
-      1.0,        1.0,          1.0 / 2,         1.0 / 6,          1.0 / 24,          1.0 / 120,          1.0 / 720,
+      1.0,        1.0,         1.0 / 2,      1.0 / 6,       1.0 / 24,       1.0 / 120,       1.0 / 720,
       1.0 / 5040, 1.0 / 40320, 1.0 / 362880, 1.0 / 3628800, 1.0 / 39916800, 1.0 / 479001600, 1.0 / 6227020800};
 };
 inline double exp_nonpositive(double x) {
@@ -130,11 +130,12 @@ ESPGRID_MSM_HOSTDEVICE Real softened_inside(Real t, const Real* c) {
 /// lattice distances per level).
 struct SoftenedKernel {
   SplitKernel kernel;
-  double s = 0;        ///< Å
+  double s = 0;  ///< Å
   int order = 3;
-  double c[4] = {};    ///< the Taylor coefficients (kernels other than Coulomb)
+  double c[4] = {};  ///< the Taylor coefficients (kernels other than Coulomb)
   SoftenedKernel() = default;
-  SoftenedKernel(const SplitKernel& k, double scale, int interpolant_order) : kernel(k), s(scale), order(interpolant_order) {
+  SoftenedKernel(const SplitKernel& k, double scale, int interpolant_order)
+      : kernel(k), s(scale), order(interpolant_order) {
     if (!k.coulomb()) taylor_coefficients(k, s, order, c);
   }
   /// g_s(r) from r² (Å²), 1/Å (1/Å² for 1/r²).

@@ -2,10 +2,10 @@
 
 #include <cstdio>
 
-#include "src/msm/msm_cuda_driver.h"
-#include "src/msm/msm_cpu.h"
-#include "src/msm/msm_plan.h"
 #include "src/core/text_format.h"
+#include "src/msm/msm_cpu.h"
+#include "src/msm/msm_cuda_driver.h"
+#include "src/msm/msm_plan.h"
 
 namespace espgrid {
 namespace {

@@ -36,15 +36,15 @@ const std::vector<MsmTableRow>& msm_accuracy_table() {
   // bound again at least 2.5 times it. a/h = 12 is measured for them alone (it is what their
   // --accuracy 1e-4 needs); Coulomb's presets skip it (bound 0).
   static const std::vector<MsmTableRow> table = {
-      {5, 12.0, 3.0, 5.68e-4, 2e-3, 1.56e-3, 4e-3},     // a/h = 4
-      {5, 10.0, 2.0, 2.42e-4, 1e-3, 9.10e-4, 2.5e-3},   // a/h = 5: Coulomb's default (--accuracy 1e-3)
-      {5, 12.0, 2.0, 1.13e-4, 3e-4, 3.91e-4, 1e-3},     // a/h = 6: Debye's and distance's default
-      {5, 14.0, 1.75, 3.69e-5, 1e-4, 1.13e-4, 3e-4},    // a/h = 8: Coulomb's --accuracy 1e-4
-      {5, 14.0, 1.4, 1.49e-5, 4e-5, 5.01e-5, 1.5e-4},   // a/h = 10
-      {5, 12.0, 1.0, 0.0, 0.0, 2.22e-5, 6e-5},          // a/h = 12: Debye's and distance's --accuracy 1e-4
-      {3, 12.0, 3.0, 1.37e-3, 4e-3, 4.47e-3, 1.2e-2},   // a/h = 4
-      {3, 12.0, 2.0, 5.86e-4, 2e-3, 1.76e-3, 5e-3},     // a/h = 6
-      {3, 12.0, 1.5, 2.98e-4, 1e-3, 8.52e-4, 2.5e-3},   // a/h = 8
+      {5, 12.0, 3.0, 5.68e-4, 2e-3, 1.56e-3, 4e-3},    // a/h = 4
+      {5, 10.0, 2.0, 2.42e-4, 1e-3, 9.10e-4, 2.5e-3},  // a/h = 5: Coulomb's default (--accuracy 1e-3)
+      {5, 12.0, 2.0, 1.13e-4, 3e-4, 3.91e-4, 1e-3},    // a/h = 6: Debye's and distance's default
+      {5, 14.0, 1.75, 3.69e-5, 1e-4, 1.13e-4, 3e-4},   // a/h = 8: Coulomb's --accuracy 1e-4
+      {5, 14.0, 1.4, 1.49e-5, 4e-5, 5.01e-5, 1.5e-4},  // a/h = 10
+      {5, 12.0, 1.0, 0.0, 0.0, 2.22e-5, 6e-5},         // a/h = 12: Debye's and distance's --accuracy 1e-4
+      {3, 12.0, 3.0, 1.37e-3, 4e-3, 4.47e-3, 1.2e-2},  // a/h = 4
+      {3, 12.0, 2.0, 5.86e-4, 2e-3, 1.76e-3, 5e-3},    // a/h = 6
+      {3, 12.0, 1.5, 2.98e-4, 1e-3, 8.52e-4, 2.5e-3},  // a/h = 8
   };
   return table;
 }
@@ -83,7 +83,8 @@ ResolvedMsm resolve_msm(const MethodParameters& method, PairModel model) {
     const double ratio = method.msm.cutoff / method.msm.spacing;
     const MsmTableRow* best = nullptr;
     for (const MsmTableRow& row : table)
-      if (row_bound(row, model) > 0 && row.order == method.msm.order && row.cutoff / row.spacing <= ratio * (1 + 1e-12) &&
+      if (row_bound(row, model) > 0 && row.order == method.msm.order &&
+          row.cutoff / row.spacing <= ratio * (1 + 1e-12) &&
           (!best || row.cutoff / row.spacing > best->cutoff / best->spacing))
         best = &row;
     if (!best)
@@ -111,7 +112,8 @@ ResolvedMsm resolve_msm(const MethodParameters& method, PairModel model) {
   for (const MsmTableRow& row : table)
     if (row_bound(row, model) > 0) finest = std::min(finest, row_bound(row, model));
   throw UsageError("--accuracy " + number(target) + " is finer than any measured MSM setting for the " +
-                   model_name(model) + " model (best " + number(finest) + "); use an exact kernel (leave out --accuracy)");
+                   model_name(model) + " model (best " + number(finest) +
+                   "); use an exact kernel (leave out --accuracy)");
 }
 
 std::string describe(const MsmParameters& p) {

@@ -43,11 +43,10 @@ struct ResolvedMsm {
   std::string origin;      ///< "--accuracy 1e-4 preset" or "--msm-* parameters"
 };
 
-/// The parameters and bound for `method` and the pair `model` (the bounds are measured per model): explicit --msm-* parameters (all three, checked;
-/// the bound is the table's for the same order at the next smaller a/h, or a UsageError when
-/// a/h is below every measured setting), else the cheapest table setting whose bound is at most
-/// `method.accuracy` (default kMsmDefaultAccuracy); UsageError for an accuracy finer than the
-/// table reaches or a value outside (0, 1).
+/// The parameters and bound for `method` and the pair `model` (the bounds are measured per model): explicit --msm-*
+/// parameters (all three, checked; the bound is the table's for the same order at the next smaller a/h, or a UsageError
+/// when a/h is below every measured setting), else the cheapest table setting whose bound is at most `method.accuracy`
+/// (default kMsmDefaultAccuracy); UsageError for an accuracy finer than the table reaches or a value outside (0, 1).
 ResolvedMsm resolve_msm(const MethodParameters& method, PairModel model = PairModel::Coulomb);
 
 /// Throws UsageError naming the option when `params` is not a usable setting: order 3 or 5,

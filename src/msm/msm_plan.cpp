@@ -5,10 +5,10 @@
 #include <limits>
 #include <string>
 
-#include "src/msm/msm_math.h"
 #include "src/core/errors.h"
 #include "src/core/grid.h"
 #include "src/core/text_format.h"
+#include "src/msm/msm_math.h"
 
 namespace espgrid::msm {
 namespace {
@@ -156,9 +156,12 @@ std::int64_t lattice_floor(double x, double h) {
 
 SplitKernel split_kernel(PairModel model, const PairParameters& pair) {
   switch (model) {
-    case PairModel::Coulomb: return {1, 0.0};
-    case PairModel::Distance: return {2, 0.0};
-    case PairModel::Debye: return {1, static_cast<double>(pair.kappa)};  // the oracle's κ (DebyePotential::value)
+    case PairModel::Coulomb:
+      return {1, 0.0};
+    case PairModel::Distance:
+      return {2, 0.0};
+    case PairModel::Debye:
+      return {1, static_cast<double>(pair.kappa)};  // the oracle's κ (DebyePotential::value)
   }
   throw Error("internal error: multilevel summation splits the coulomb, distance and debye models only");
 }
@@ -279,8 +282,8 @@ std::array<AxisPass, 3> restriction_passes(const Level& fine, const Level& coars
   // Scratch arrays are dense boxes whose lattice origin is their element 0.
   const GridBox t1{{cc.lo[0], fc.lo[1], fc.lo[2]}, {cc.n[0], fc.n[1], fc.n[2]}};
   const GridBox t2{{cc.lo[0], cc.lo[1], fc.lo[2]}, {cc.n[0], cc.n[1], fc.n[2]}};
-  return {pass(0, t1.n, fc, cc.lo[0], fine.grid, fc.lo, t1, t1.lo),  // x: fine charged box → T1
-          pass(1, t2.n, t1, cc.lo[1], t1, t1.lo, t2, t2.lo),          // y: T1 → T2
+  return {pass(0, t1.n, fc, cc.lo[0], fine.grid, fc.lo, t1, t1.lo),     // x: fine charged box → T1
+          pass(1, t2.n, t1, cc.lo[1], t1, t1.lo, t2, t2.lo),            // y: T1 → T2
           pass(2, cc.n, t2, cc.lo[2], t2, t2.lo, coarse.grid, cc.lo)};  // z: T2 → coarse charged box
 }
 

@@ -47,7 +47,8 @@ void OutputFile::append(const void* data, std::size_t bytes) noexcept {
 }
 
 void OutputFile::start_writeback() noexcept {
-  if (fd_ >= 0) [[maybe_unused]] const int ignored = ::sync_file_range(fd_, 0, 0, SYNC_FILE_RANGE_WRITE);
+  if (fd_ >= 0) [[maybe_unused]]
+    const int ignored = ::sync_file_range(fd_, 0, 0, SYNC_FILE_RANGE_WRITE);
 }
 
 void OutputFile::close() {

@@ -6,10 +6,10 @@
 #include <cmath>
 #include <memory>
 
-#include "src/pb/pb_cuda_driver.h"
 #include "src/core/errors.h"
 #include "src/core/text_format.h"
 #include "src/core/units.h"
+#include "src/pb/pb_cuda_driver.h"
 #include "src/pb/pb_geometry.h"
 
 namespace espgrid::pb {
@@ -57,9 +57,9 @@ struct CellList {
     for (std::size_t c = 0; c < cells; ++c) count[c + 1] += count[c];
     start = count;
     atoms.resize(a.size());
-    for (std::size_t i = 0; i < a.size(); ++i) atoms[static_cast<std::size_t>(count[of[i]]++)] = static_cast<std::int32_t>(i);
+    for (std::size_t i = 0; i < a.size(); ++i)
+      atoms[static_cast<std::size_t>(count[of[i]]++)] = static_cast<std::int32_t>(i);
   }
-
 };
 
 /// Marks `value` at every point of one array within `radius` of (x, y, z): APBS's markSphere
@@ -129,13 +129,16 @@ struct PointCells {
       x[at] = p.x[i], y[at] = p.y[i], z[at] = p.z[i];
     }
   }
-  long index(double v, int d) const { return std::clamp(static_cast<long>(std::floor((v - lo[d]) / cell)), 0L, n[d] - 1); }
+  long index(double v, int d) const {
+    return std::clamp(static_cast<long>(std::floor((v - lo[d]) / cell)), 0L, n[d] - 1);
+  }
   /// Whether pred(x, y, z) holds for some point of the cells around (px, py, pz): every point
   /// within one cell side of it is among them.
   template <class Pred>
   bool any(double px, double py, double pz, Pred&& pred) const {
     if (x.empty()) return false;
-    const long c[3] = {static_cast<long>(std::floor((px - lo[0]) / cell)), static_cast<long>(std::floor((py - lo[1]) / cell)),
+    const long c[3] = {static_cast<long>(std::floor((px - lo[0]) / cell)),
+                       static_cast<long>(std::floor((py - lo[1]) / cell)),
                        static_cast<long>(std::floor((pz - lo[2]) / cell))};
     for (long k = std::max(0L, c[2] - 1); k <= std::min(n[2] - 1, c[2] + 1); ++k)
       for (long j = std::max(0L, c[1] - 1); j <= std::min(n[1] - 1, c[1] + 1); ++j)
@@ -150,7 +153,8 @@ struct PointCells {
   /// Whether some point lies within √r2 (≤ cell) of (px, py, pz).
   bool any_within(double px, double py, double pz, double r2) const {
     if (x.empty()) return false;
-    const long c[3] = {static_cast<long>(std::floor((px - lo[0]) / cell)), static_cast<long>(std::floor((py - lo[1]) / cell)),
+    const long c[3] = {static_cast<long>(std::floor((px - lo[0]) / cell)),
+                       static_cast<long>(std::floor((py - lo[1]) / cell)),
                        static_cast<long>(std::floor((pz - lo[2]) / cell))};
     for (long k = std::max(0L, c[2] - 1); k <= std::min(n[2] - 1, c[2] + 1); ++k)
       for (long j = std::max(0L, c[1] - 1); j <= std::min(n[1] - 1, c[1] + 1); ++j)
@@ -202,7 +206,8 @@ void mol_dielectric(const Atoms& atoms, const PbOptions& o, PbCoefficients& c, i
         for (long i = 0; i < n[0]; ++i) {
           double& face = e[i + n[0] * (j + n[1] * k)];
           if (face != o.solute_dielectric) continue;
-          const double at[3] = {o3[0] + g.spacing[0] * static_cast<double>(i), o3[1] + g.spacing[1] * static_cast<double>(j),
+          const double at[3] = {o3[0] + g.spacing[0] * static_cast<double>(i),
+                                o3[1] + g.spacing[1] * static_cast<double>(j),
                                 o3[2] + g.spacing[2] * static_cast<double>(k)};
           if (cells.any(at[0], at[1], at[2], [&](double sx, double sy, double sz) {
                 const double p[3] = {sx - o3[0], sy - o3[1], sz - o3[2]};
@@ -295,13 +300,15 @@ void sampled_coefficients(const Atoms& atoms, const PbOptions& o, PbCoefficients
         for (long i = 0; i < nf[0]; ++i) {
           unsigned char& r = region[fidx(i, j, k)];
           if (r == 1 && cells.any_within(of[0] + hf[0] * static_cast<double>(i), of[1] + hf[1] * static_cast<double>(j),
-                                         of[2] + hf[2] * static_cast<double>(k), r2)) r = 0;
+                                         of[2] + hf[2] * static_cast<double>(k), r2))
+            r = 0;
         }
   }
   // Cells between nodes (n − 1 per axis) that are all solute, all solvent, or mixed: tubes and node
   // cells lying in pure cells take the pure value without sampling.
   const long nc[3] = {n[0] - 1, n[1] - 1, n[2] - 1};
-  std::vector<unsigned char> pure(static_cast<std::size_t>(nc[0] * nc[1] * nc[2]));  // bit0 solute, bit1 solvent, bit2 ions, bit3 no ions
+  std::vector<unsigned char> pure(
+      static_cast<std::size_t>(nc[0] * nc[1] * nc[2]));  // bit0 solute, bit1 solvent, bit2 ions, bit3 no ions
 #pragma omp parallel for schedule(static) num_threads(threads)
   for (long k = 0; k < nc[2]; ++k)
     for (long j = 0; j < nc[1]; ++j)
@@ -497,9 +504,7 @@ void spread_charges_spl2(const Atoms& atoms, PbCoefficients& c) {
 
 }  // namespace
 
-double source_scale(double temperature) {
-  return 4.0 * kPi * coulomb_constant(PotentialUnit::KTPerE, temperature);
-}
+double source_scale(double temperature) { return 4.0 * kPi * coulomb_constant(PotentialUnit::KTPerE, temperature); }
 
 int reference_sphere_request(const Atoms& atoms, const PbOptions& o) {
   const double ion = o.ionic_strength > 0 ? o.ion_radius : 0.0;
@@ -598,8 +603,8 @@ SasPoints accessible_sas_points(const Atoms& atoms, const PbOptions& o, int thre
     long last = -1;  // the neighbour that blocked the previous point: it likely blocks this one too
     for (std::size_t p = 0; p < nref; ++p) {
       const double px = rad * ref.x[p] + ax, py = rad * ref.y[p] + ay, pz = rad * ref.z[p] + az;
-      if (last >= 0 && !sas_point_open(px, py, pz, atoms.x.data(), atoms.y.data(), atoms.z.data(),
-                                       atoms.radius.data(), nb.atoms.data(), last, last + 1, o.probe_radius))
+      if (last >= 0 && !sas_point_open(px, py, pz, atoms.x.data(), atoms.y.data(), atoms.z.data(), atoms.radius.data(),
+                                       nb.atoms.data(), last, last + 1, o.probe_radius))
         continue;
       last = -1;
       for (long s = begin; s < end && last < 0; ++s)

@@ -17,10 +17,11 @@ namespace espgrid::pb {
 /// x fastest: index = i + nx·(j + ny·k), like every espgrid map.
 struct PbCoefficients {
   GridSpec grid;
-  std::vector<double> eps_x, eps_y, eps_z;  ///< relative permittivity on the faces (i+½, j, k), (i, j+½, k), (i, j, k+½)
-  std::vector<double> accessibility;        ///< ion accessibility λ ∈ [0, 1] at the nodes (0 everywhere without salt)
-  std::vector<double> charge;               ///< `chgm spl2`: charge spread onto the nodes, e (Direct formulation)
-  std::size_t sas_points = 0;               ///< accessible SAS points that carved the surface (mol, smol)
+  std::vector<double> eps_x, eps_y,
+      eps_z;                          ///< relative permittivity on the faces (i+½, j, k), (i, j+½, k), (i, j, k+½)
+  std::vector<double> accessibility;  ///< ion accessibility λ ∈ [0, 1] at the nodes (0 everywhere without salt)
+  std::vector<double> charge;         ///< `chgm spl2`: charge spread onto the nodes, e (Direct formulation)
+  std::size_t sas_points = 0;         ///< accessible SAS points that carved the surface (mol, smol)
 };
 
 /// The reference sphere APBS places solvent-accessible-surface points with (vacc.c

@@ -18,15 +18,15 @@ namespace espgrid::cuda {
 
 /// One level of the multigrid hierarchy in host memory (see pb::MgLevel).
 struct PbMgLevel {
-  long n[3] = {0, 0, 0};  ///< nodes per axis, faces included
+  long n[3] = {0, 0, 0};       ///< nodes per axis, faces included
   const double* wx = nullptr;  ///< face conductances and mass term, n[0]·n[1]·n[2] each
   const double* wy = nullptr;
   const double* wz = nullptr;
   const double* c = nullptr;
-  bool coarsened[3] = {false, false, false};  ///< whether this level halves the axis of the level above
-  const int* fine_of[3] = {nullptr, nullptr, nullptr};            ///< n[d] entries (coarsened axes)
-  const int* coarse_lo[3] = {nullptr, nullptr, nullptr};          ///< the level above's n[d] entries
-  const unsigned char* mid[3] = {nullptr, nullptr, nullptr};      ///< the level above's n[d] entries
+  bool coarsened[3] = {false, false, false};                  ///< whether this level halves the axis of the level above
+  const int* fine_of[3] = {nullptr, nullptr, nullptr};        ///< n[d] entries (coarsened axes)
+  const int* coarse_lo[3] = {nullptr, nullptr, nullptr};      ///< the level above's n[d] entries
+  const unsigned char* mid[3] = {nullptr, nullptr, nullptr};  ///< the level above's n[d] entries
 };
 
 struct PbMgRun {
@@ -39,11 +39,11 @@ struct PbMgRun {
 
 struct PbMgResult {
   int iterations = 0;
-  double own_residual = 0;     ///< the CG recursion's ‖r‖₂/‖b‖₂ at the end (what decided to stop)
-  double upload_seconds = 0;   ///< device set-up, allocation and copies in
-  double solve_seconds = 0;    ///< the iterations (CUDA events)
+  double own_residual = 0;    ///< the CG recursion's ‖r‖₂/‖b‖₂ at the end (what decided to stop)
+  double upload_seconds = 0;  ///< device set-up, allocation and copies in
+  double solve_seconds = 0;   ///< the iterations (CUDA events)
   double download_seconds = 0;
-  std::string device;          ///< the GPU's description
+  std::string device;  ///< the GPU's description
 };
 
 /// Solves A u = rhs (u = 0 on the faces) on `run.device`. `levels[0]` is the system's operator;
@@ -109,16 +109,16 @@ namespace espgrid::cuda {
 /// hierarchy, the solve and the combination run there (the per-node code of src/pb/pb_geometry.h,
 /// pb_system_math.h and pb_multigrid_math.h); only the float map comes back.
 struct PbDeviceSolveInput {
-  PbSurfaceInput surface;           ///< the coefficient maps' inputs; surface.device is the device
-  pb::AssemblyArgs assembly;        ///< its scalars (n, geo, mass, zmagic, eps_p, split); pointers ignored
-  const double* charge = nullptr;   ///< host: Direct's spl2 charges, e
-  const double* coulomb = nullptr;  ///< host: Split's φ_Coulomb, kT/e
-  const double* boundary = nullptr; ///< host: the boundary values (0 inside), kT/e
+  PbSurfaceInput surface;             ///< the coefficient maps' inputs; surface.device is the device
+  pb::AssemblyArgs assembly;          ///< its scalars (n, geo, mass, zmagic, eps_p, split); pointers ignored
+  const double* charge = nullptr;     ///< host: Direct's spl2 charges, e
+  const double* coulomb = nullptr;    ///< host: Split's φ_Coulomb, kT/e
+  const double* boundary = nullptr;   ///< host: the boundary values (0 inside), kT/e
   const PbMgLevel* levels = nullptr;  ///< the hierarchy's shape (n, coarsened, maps); operators ignored
   int level_count = 0;
   PbMgRun run;
-  double unit_scale = 1;            ///< kT/e → the map's unit
-  float* values = nullptr;          ///< host, written: the map
+  double unit_scale = 1;    ///< kT/e → the map's unit
+  float* values = nullptr;  ///< host, written: the map
 };
 
 struct PbDeviceSolveResult {
@@ -126,10 +126,10 @@ struct PbDeviceSolveResult {
   double own_residual = 0;       ///< the CG recursion's relative residual at the end
   double relative_residual = 0;  ///< ‖b − Au‖₂/‖b‖₂ recomputed from the solution, on the device
   std::size_t sas_points = 0;
-  double surface_seconds = 0;    ///< CUDA events
-  double assemble_seconds = 0;   ///< assembly and hierarchy, CUDA events
-  double solve_seconds = 0;      ///< CUDA events
-  double wall_seconds = 0;       ///< the whole call: allocation, copies in and out, kernels
+  double surface_seconds = 0;   ///< CUDA events
+  double assemble_seconds = 0;  ///< assembly and hierarchy, CUDA events
+  double solve_seconds = 0;     ///< CUDA events
+  double wall_seconds = 0;      ///< the whole call: allocation, copies in and out, kernels
   std::string device;
 };
 

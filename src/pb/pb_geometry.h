@@ -112,21 +112,33 @@ ESPGRID_PB_HD double smooth_face(const double* own, const double* a, const doubl
   const long idx = i * sx + j * sy + k * sz;
   // Coordinates along the face's own axis (u) and the two others (v: the array `a`, w: `b`).
   const long u = d == 0 ? i : (d == 1 ? j : k);
-  const long v = d == 0 ? j : i;                 // a is y for x faces, x for y and z faces
-  const long w = d == 2 ? j : k;                 // b is z for x and y faces, y for z faces
+  const long v = d == 0 ? j : i;  // a is y for x faces, x for y and z faces
+  const long w = d == 2 ? j : k;  // b is z for x and y faces, y for z faces
   const long su = d == 0 ? sx : (d == 1 ? sy : sz);
   const long sv = d == 0 ? sy : sx;
   const long sw = d == 2 ? sy : sz;
   const long nu = n[d];
   double frac = 1.0 / own[idx] + 1.0 / a[idx] + 1.0 / b[idx];
   int count = 3;
-  if (v > 0) { frac += 1.0 / a[idx - sv]; ++count; }
-  if (w > 0) { frac += 1.0 / b[idx - sw]; ++count; }
+  if (v > 0) {
+    frac += 1.0 / a[idx - sv];
+    ++count;
+  }
+  if (w > 0) {
+    frac += 1.0 / b[idx - sw];
+    ++count;
+  }
   if (u < nu - 1) {
     frac += 1.0 / a[idx + su] + 1.0 / b[idx + su];
     count += 2;
-    if (v > 0) { frac += 1.0 / a[idx + su - sv]; ++count; }
-    if (w > 0) { frac += 1.0 / b[idx + su - sw]; ++count; }
+    if (v > 0) {
+      frac += 1.0 / a[idx + su - sv];
+      ++count;
+    }
+    if (w > 0) {
+      frac += 1.0 / b[idx + su - sw];
+      ++count;
+    }
   }
   return static_cast<double>(count) / frac;
 }

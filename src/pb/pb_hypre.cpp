@@ -1,5 +1,7 @@
 #include "src/pb/pb_hypre.h"
 
+#include <HYPRE_struct_ls.h>
+#include <mpi.h>
 #include <omp.h>
 
 #include <algorithm>
@@ -9,11 +11,7 @@
 #include "src/core/foreign_allocations.h"
 #include "src/core/stopwatch.h"
 
-#include <HYPRE_struct_ls.h>
-#include <mpi.h>
-
 namespace espgrid::pb {
-
 
 namespace {
 
@@ -134,7 +132,7 @@ SolveReport solve_with_hypre(const PbSystem& system, std::vector<double>& u, dou
           const std::size_t p = static_cast<std::size_t>((i - 1) + nxi * ((j - 1) + nyi * (k - k0)));
           const long idx = i + sy * j + sz * k;
           double* v = &values[7 * p];
-          const double w[6] = {system.wx[idx - 1], system.wx[idx], system.wy[idx - sy],
+          const double w[6] = {system.wx[idx - 1], system.wx[idx],      system.wy[idx - sy],
                                system.wy[idx],     system.wz[idx - sz], system.wz[idx]};
           v[0] = w[0] + w[1] + w[2] + w[3] + w[4] + w[5] + system.c[idx];
           // Couplings to boundary nodes are 0 in the matrix: their (known) values are in rhs.
@@ -146,10 +144,10 @@ SolveReport solve_with_hypre(const PbSystem& system, std::vector<double>& u, dou
           v[6] = k < nzi ? -w[5] : 0.0;
           rhs[p] = system.rhs[idx];
         }
-    HYPRE_Int lo[3] = {1, 1, static_cast<HYPRE_Int>(k0)}, hi[3] = {static_cast<HYPRE_Int>(nxi),
-                                                                     static_cast<HYPRE_Int>(nyi),
-                                                                     static_cast<HYPRE_Int>(k1)};
-    check(HYPRE_StructMatrixSetBoxValues(h.matrix, lo, hi, 7, entries, values.data()), "HYPRE_StructMatrixSetBoxValues");
+    HYPRE_Int lo[3] = {1, 1, static_cast<HYPRE_Int>(k0)},
+              hi[3] = {static_cast<HYPRE_Int>(nxi), static_cast<HYPRE_Int>(nyi), static_cast<HYPRE_Int>(k1)};
+    check(HYPRE_StructMatrixSetBoxValues(h.matrix, lo, hi, 7, entries, values.data()),
+          "HYPRE_StructMatrixSetBoxValues");
     check(HYPRE_StructVectorSetBoxValues(h.b, lo, hi, rhs.data()), "HYPRE_StructVectorSetBoxValues");
     check(HYPRE_StructVectorSetBoxValues(h.x, lo, hi, zero.data()), "HYPRE_StructVectorSetBoxValues");
   }
@@ -192,9 +190,8 @@ SolveReport solve_with_hypre(const PbSystem& system, std::vector<double>& u, dou
   for (long k0 = first; k0 <= last; k0 += slab) {
     const long k1 = std::min(last, k0 + slab - 1);
     std::vector<double> out(static_cast<std::size_t>(nxi * nyi * (k1 - k0 + 1)));
-    HYPRE_Int lo[3] = {1, 1, static_cast<HYPRE_Int>(k0)}, hi[3] = {static_cast<HYPRE_Int>(nxi),
-                                                                     static_cast<HYPRE_Int>(nyi),
-                                                                     static_cast<HYPRE_Int>(k1)};
+    HYPRE_Int lo[3] = {1, 1, static_cast<HYPRE_Int>(k0)},
+              hi[3] = {static_cast<HYPRE_Int>(nxi), static_cast<HYPRE_Int>(nyi), static_cast<HYPRE_Int>(k1)};
     check(HYPRE_StructVectorGetBoxValues(h.x, lo, hi, out.data()), "HYPRE_StructVectorGetBoxValues");
 #pragma omp parallel for schedule(static) num_threads(threads)
     for (long k = k0; k <= k1; ++k)

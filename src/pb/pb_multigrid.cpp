@@ -146,10 +146,10 @@ std::vector<MgLevel> hierarchy_shape(const std::array<long, 3>& dims, const MgSe
 
 std::vector<MgLevel> build_hierarchy(const PbSystem& system, const MgSettings& settings, int threads) {
   threads = thread_count(threads);
-  std::vector<MgLevel> levels = hierarchy_shape(
-      {static_cast<long>(system.grid.dims[0]), static_cast<long>(system.grid.dims[1]),
-       static_cast<long>(system.grid.dims[2])},
-      settings);
+  std::vector<MgLevel> levels =
+      hierarchy_shape({static_cast<long>(system.grid.dims[0]), static_cast<long>(system.grid.dims[1]),
+                       static_cast<long>(system.grid.dims[2])},
+                      settings);
   levels[0].wx = system.wx;
   levels[0].wy = system.wy;
   levels[0].wz = system.wz;
@@ -225,7 +225,8 @@ SolveReport solve_multigrid_cpu(const PbSystem& system, std::vector<double>& u, 
   while (it < max_iterations && rnorm > tolerance * bnorm) {
     for_interior(n, threads, [&](long, long, long, long idx) { q[idx] = apply_row(a, p.data(), idx); });
     const double pq = dot(n, p, q, threads);
-    if (!(pq > 0.0)) throw Error("PB multigrid: the operator is not positive definite (p·Ap = " + number_text(pq) + ")");
+    if (!(pq > 0.0))
+      throw Error("PB multigrid: the operator is not positive definite (p·Ap = " + number_text(pq) + ")");
     const double alpha = rz / pq;
     for_interior(n, threads, [&](long, long, long, long idx) {
       u[idx] += alpha * p[idx];

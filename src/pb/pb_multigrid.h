@@ -22,9 +22,9 @@ namespace espgrid::pb {
 /// One axis of a coarse level relative to the level above it (see MgAxisMap).
 struct MgAxis {
   bool coarsened = false;
-  std::vector<int> fine_of;             ///< coarse index → fine index (coarsened axes)
-  std::vector<int> coarse_lo;           ///< fine index → last coarse index at or before it
-  std::vector<unsigned char> mid;       ///< fine index is a midpoint of two coarse nodes
+  std::vector<int> fine_of;        ///< coarse index → fine index (coarsened axes)
+  std::vector<int> coarse_lo;      ///< fine index → last coarse index at or before it
+  std::vector<unsigned char> mid;  ///< fine index is a midpoint of two coarse nodes
   MgAxisMap view() const { return {fine_of.data(), coarse_lo.data(), mid.data()}; }
 };
 
@@ -46,9 +46,9 @@ struct MgLevel {
 
 /// Multigrid settings (the same for both implementations).
 struct MgSettings {
-  int smoothing = 2;           ///< ν: red-black sweeps before and after the coarse correction
-  int coarsest_sweeps = 50;    ///< symmetric sweeps on the coarsest level
-  long coarsest_nodes = 3;     ///< an axis is coarsened while it has more nodes than this
+  int smoothing = 2;         ///< ν: red-black sweeps before and after the coarse correction
+  int coarsest_sweeps = 50;  ///< symmetric sweeps on the coarsest level
+  long coarsest_nodes = 3;   ///< an axis is coarsened while it has more nodes than this
 };
 
 /// The axis map for coarsening `n` fine nodes (n > 3): coarse nodes at min(2I, n − 1).

@@ -62,8 +62,8 @@ ESPGRID_MG_HD double diagonal(const MgOperator& a, long idx) {
 /// Σ_faces w·x_nb at an interior node (the off-diagonal part, sign flipped).
 ESPGRID_MG_HD double neighbour_sum(const MgOperator& a, const double* x, long idx) {
   const long sy = a.sy(), sz = a.sz();
-  return a.wx[idx - 1] * x[idx - 1] + a.wx[idx] * x[idx + 1] + a.wy[idx - sy] * x[idx - sy] +
-         a.wy[idx] * x[idx + sy] + a.wz[idx - sz] * x[idx - sz] + a.wz[idx] * x[idx + sz];
+  return a.wx[idx - 1] * x[idx - 1] + a.wx[idx] * x[idx + 1] + a.wy[idx - sy] * x[idx - sy] + a.wy[idx] * x[idx + sy] +
+         a.wz[idx - sz] * x[idx - sz] + a.wz[idx] * x[idx + sz];
 }
 
 /// (A x) at an interior node.
@@ -85,8 +85,8 @@ ESPGRID_MG_HD double hat_weight(const MgAxisMap& m, bool coarsened, long f, long
 }
 
 /// (Pᵀ r) at coarse node (I, J, K): the fine residuals around it with interpolation weights.
-ESPGRID_MG_HD double restrict_value(const double* r, const long* nf, const MgAxisMap* m, const bool* coarsened,
-                                    long I, long J, long K) {
+ESPGRID_MG_HD double restrict_value(const double* r, const long* nf, const MgAxisMap* m, const bool* coarsened, long I,
+                                    long J, long K) {
   const long fc[3] = {coarsened[0] ? m[0].fine_of[I] : I, coarsened[1] ? m[1].fine_of[J] : J,
                       coarsened[2] ? m[2].fine_of[K] : K};
   const long c[3] = {I, J, K};
@@ -114,8 +114,8 @@ ESPGRID_MG_HD double restrict_value(const double* r, const long* nf, const MgAxi
 }
 
 /// (P e) at fine node (i, j, k): the interpolated coarse correction (0 at the fine faces).
-ESPGRID_MG_HD double prolong_value(const double* e, const long* nc, const MgAxisMap* m, const bool* coarsened,
-                                   long i, long j, long k) {
+ESPGRID_MG_HD double prolong_value(const double* e, const long* nc, const MgAxisMap* m, const bool* coarsened, long i,
+                                   long j, long k) {
   const long f[3] = {i, j, k};
   long lo[3], hi[3];
   double wlo[3], whi[3];

@@ -9,12 +9,12 @@
 #include <limits>
 #include <memory>
 
-#include "src/pb/pb_cuda_driver.h"
 #include "src/compute/point_sum_inputs.h"
 #include "src/compute/prepared_problem.h"
 #include "src/core/errors.h"
 #include "src/core/stopwatch.h"
 #include "src/core/text_format.h"
+#include "src/pb/pb_cuda_driver.h"
 #include "src/pb/pb_geometry.h"
 #include "src/pb/pb_hypre.h"
 #include "src/pb/pb_multigrid.h"
@@ -25,10 +25,14 @@ namespace espgrid {
 
 std::string pb_solver_name(PbSolver solver) {
   switch (solver) {
-    case PbSolver::Auto: return "auto";
-    case PbSolver::Hypre: return "hypre";
-    case PbSolver::CudaMultigrid: return "cuda-mg";
-    case PbSolver::CpuMultigrid: return "cpu-mg";
+    case PbSolver::Auto:
+      return "auto";
+    case PbSolver::Hypre:
+      return "hypre";
+    case PbSolver::CudaMultigrid:
+      return "cuda-mg";
+    case PbSolver::CpuMultigrid:
+      return "cpu-mg";
   }
   return "?";
 }
@@ -101,8 +105,7 @@ std::vector<double> mdh_boundary(const Atoms& atoms, const GridSpec& grid, const
   physics.dielectric = o.solvent_dielectric;
   physics.model = kappa > 0 ? PairModel::Debye : PairModel::Coulomb;
   physics.ionic_strength = kappa > 0 ? o.ionic_strength : 0.0;
-  const long n[3] = {static_cast<long>(grid.dims[0]), static_cast<long>(grid.dims[1]),
-                     static_cast<long>(grid.dims[2])};
+  const long n[3] = {static_cast<long>(grid.dims[0]), static_cast<long>(grid.dims[1]), static_cast<long>(grid.dims[2])};
   std::vector<double> fixed(grid.point_count(), 0.0);
   if (kernel.backend == Backend::Cuda) {
     // On a GPU every face node at once, through the point kernel: a face is a grid of one plane,
@@ -110,7 +113,8 @@ std::vector<double> mdh_boundary(const Atoms& atoms, const GridSpec& grid, const
     // grid took 114 ms through cuda-dualpipe for ~4 ms of terms).
     const auto faces = boundary_nodes(grid);
     std::array<double, 3> centre;
-    for (int d = 0; d < 3; ++d) centre[d] = grid.origin[d] + 0.5 * grid.spacing[d] * static_cast<double>(grid.dims[d] - 1);
+    for (int d = 0; d < 3; ++d)
+      centre[d] = grid.origin[d] + 0.5 * grid.spacing[d] * static_cast<double>(grid.dims[d] - 1);
     std::vector<double> points(3 * faces.size());
     for (std::size_t f = 0; f < faces.size(); ++f) {
       const std::size_t idx = faces[f];
@@ -123,7 +127,8 @@ std::vector<double> mdh_boundary(const Atoms& atoms, const GridSpec& grid, const
     }
     const PointSumInputs inputs(atoms.x, atoms.y, atoms.z, q, coulomb_factor(physics), points, centre);
     std::vector<float> values(faces.size());
-    cuda::potential_at_points(inputs.problem(physics.model, pair_parameters(physics), values.data()), run.device, nullptr);
+    cuda::potential_at_points(inputs.problem(physics.model, pair_parameters(physics), values.data()), run.device,
+                              nullptr);
     for (std::size_t f = 0; f < faces.size(); ++f) fixed[faces[f]] = values[f];
     return fixed;
   }
@@ -216,8 +221,9 @@ PbSystem assemble_system(const PbCoefficients& coef, const std::vector<double>& 
     for (long j = 0; j < n[1]; ++j)
       for (long i = 0; i < n[0]; ++i) {
         assemble_coefficients(a, i, j, k);
-        if (s.on_boundary(i, j, k)) s.fixed[static_cast<std::size_t>(i + n[0] * (j + n[1] * k))] =
-            boundary[static_cast<std::size_t>(i + n[0] * (j + n[1] * k))];
+        if (s.on_boundary(i, j, k))
+          s.fixed[static_cast<std::size_t>(i + n[0] * (j + n[1] * k))] =
+              boundary[static_cast<std::size_t>(i + n[0] * (j + n[1] * k))];
       }
 #pragma omp parallel for schedule(static) num_threads(threads)
   for (long k = 0; k < n[2]; ++k)
@@ -290,8 +296,9 @@ PbResult solve_pb(const Atoms& atoms, const GridSpec& grid, const PbOptions& opt
   validate(options);
   if (atoms.empty()) throw UsageError("--model pb needs at least one atom");
   if (*std::max_element(atoms.radius.begin(), atoms.radius.end()) <= pb::kNoRadius)
-    throw UsageError("--model pb needs atomic radii (they draw the molecular surface), and every atom's radius is 0: "
-                     "give a PQR with its radius column (or, from Python, radii=)");
+    throw UsageError(
+        "--model pb needs atomic radii (they draw the molecular surface), and every atom's radius is 0: "
+        "give a PQR with its radius column (or, from Python, radii=)");
   for (int d = 0; d < 3; ++d)
     if (grid.dims[d] < 5)
       throw UsageError("--model pb needs at least 5 grid points along every axis (the faces hold the boundary values)");
@@ -321,7 +328,8 @@ PbResult solve_pb(const Atoms& atoms, const GridSpec& grid, const PbOptions& opt
   const KernelVariant& faces_kernel = default_kernel(backend);
   const KernelVariant& coulomb_kernel = run.direct_sum ? *run.direct_sum : faces_kernel;
   if (!coulomb_kernel.supports(PairModel::Coulomb))
-    throw UsageError("kernel " + std::string(coulomb_kernel.name) + " does not compute the Coulomb sum --model pb needs");
+    throw UsageError("kernel " + std::string(coulomb_kernel.name) +
+                     " does not compute the Coulomb sum --model pb needs");
   RunOptions dcs;
   dcs.threads = run.threads;
   dcs.device = run.device;
@@ -330,8 +338,8 @@ PbResult solve_pb(const Atoms& atoms, const GridSpec& grid, const PbOptions& opt
   auto phase = [&](const char* name, const Stopwatch& clock) { result.phases.push_back({name, clock.seconds()}); };
   Stopwatch clock;
   const bool split = options.formulation == PbFormulation::Split;
-  const double scale = coulomb_constant(run.unit, options.temperature) /
-                       coulomb_constant(PotentialUnit::KTPerE, options.temperature);
+  const double scale =
+      coulomb_constant(run.unit, options.temperature) / coulomb_constant(PotentialUnit::KTPerE, options.temperature);
   const bool all_on_device = solver == PbSolver::CudaMultigrid && surface_on_device(options);
   // The direct sums (boundary values; the Coulomb part when split) run on the GPU. On the all-GPU
   // path they run on a thread of their own while the host prepares the device's inputs, which
@@ -369,14 +377,13 @@ PbResult solve_pb(const Atoms& atoms, const GridSpec& grid, const PbOptions& opt
     // the host prepares the inputs (SAS neighbour lists or spline rows, spl2 charges, the levels'
     // shape) and gets the float map back.
     clock.restart();
-    const std::unique_ptr<DeviceSurfaceInputs> inputs = device_surface_inputs(atoms, grid, options, run.device, threads);
+    const std::unique_ptr<DeviceSurfaceInputs> inputs =
+        device_surface_inputs(atoms, grid, options, run.device, threads);
     std::vector<double> charge;
     if (!split) charge = spl2_charges(atoms, grid);
     const MgSettings settings;
-    const std::vector<MgLevel> shape =
-        hierarchy_shape({static_cast<long>(grid.dims[0]), static_cast<long>(grid.dims[1]),
-                         static_cast<long>(grid.dims[2])},
-                        settings);
+    const std::vector<MgLevel> shape = hierarchy_shape(
+        {static_cast<long>(grid.dims[0]), static_cast<long>(grid.dims[1]), static_cast<long>(grid.dims[2])}, settings);
     std::vector<cuda::PbMgLevel> levels(shape.size());
     for (std::size_t l = 0; l < shape.size(); ++l)
       for (int d = 0; d < 3; ++d) {
@@ -412,8 +419,9 @@ PbResult solve_pb(const Atoms& atoms, const GridSpec& grid, const PbOptions& opt
     cuda::PbDeviceSolveResult r;
     cuda::solve_pb_on_device(in, r);
     result.sas_points = r.sas_points;
-    result.solve.method = "espgrid multigrid-preconditioned CG (CUDA, double precision; surface, assembly and "
-                          "hierarchy on the device)";
+    result.solve.method =
+        "espgrid multigrid-preconditioned CG (CUDA, double precision; surface, assembly and "
+        "hierarchy on the device)";
     result.solve.device = r.device;
     result.solve.iterations = r.iterations;
     result.solve.relative_residual = r.relative_residual;
@@ -431,8 +439,8 @@ PbResult solve_pb(const Atoms& atoms, const GridSpec& grid, const PbOptions& opt
     phase("surface", clock);
     result.sas_points = coefficients.sas_points;
     clock.restart();
-    const PbSystem system = assemble_system(coefficients, boundary, options, options.formulation,
-                                            split ? &coulomb : nullptr, threads);
+    const PbSystem system =
+        assemble_system(coefficients, boundary, options, options.formulation, split ? &coulomb : nullptr, threads);
     phase("assemble", clock);
     std::vector<double> u;
     switch (solver) {
@@ -440,11 +448,13 @@ PbResult solve_pb(const Atoms& atoms, const GridSpec& grid, const PbOptions& opt
         result.solve = solve_hypre(system, u, options.tolerance, options.max_iterations, threads, run.across_ranks);
         break;
       case PbSolver::CpuMultigrid:
-        result.solve =
-            solve_multigrid_cpu(system, u, options.tolerance, options.max_iterations, MgSettings{}, threads);
+        result.solve = solve_multigrid_cpu(system, u, options.tolerance, options.max_iterations, MgSettings{}, threads);
         break;
-      case PbSolver::CudaMultigrid: result.solve = solve_cuda(system, u, options, run.device, threads); break;
-      case PbSolver::Auto: break;
+      case PbSolver::CudaMultigrid:
+        result.solve = solve_cuda(system, u, options, run.device, threads);
+        break;
+      case PbSolver::Auto:
+        break;
     }
     result.phases.push_back({"solver setup", result.solve.setup_seconds});
     result.phases.push_back({"solve", result.solve.solve_seconds});

@@ -16,14 +16,14 @@
 #include <vector>
 
 #include "src/compute/compute_timing.h"
-#include "src/registry/kernel_registry.h"
 #include "src/core/atoms.h"
 #include "src/core/grid.h"
 #include "src/core/units.h"
 #include "src/pb/pb_coefficients.h"
-#include "src/physics/pb_options.h"
 #include "src/pb/pb_system.h"
 #include "src/pb/pb_system_math.h"
+#include "src/physics/pb_options.h"
+#include "src/registry/kernel_registry.h"
 
 namespace espgrid {
 
@@ -55,13 +55,13 @@ struct PbRun {
 };
 
 struct PbResult {
-  std::vector<float> values;   ///< the potential in run.unit, x fastest
-  pb::SolveReport solve;       ///< the solver's method, iterations and final residual
+  std::vector<float> values;        ///< the potential in run.unit, x fastest
+  pb::SolveReport solve;            ///< the solver's method, iterations and final residual
   std::vector<PhaseTiming> phases;  ///< surface, boundary, coulomb, assemble, setup, solve, combine
-  std::string summary;         ///< one line: parameters, solver, iterations, residual
-  std::string direct_sum;      ///< the DCS kernel(s) used and where
-  std::size_t sas_points = 0;  ///< accessible SAS points (mol, smol)
-  double seconds = 0;          ///< all of solve_pb
+  std::string summary;              ///< one line: parameters, solver, iterations, residual
+  std::string direct_sum;           ///< the DCS kernel(s) used and where
+  std::size_t sas_points = 0;       ///< accessible SAS points (mol, smol)
+  double seconds = 0;               ///< all of solve_pb
 };
 
 /// The PB map of `atoms` on `grid`. Throws UsageError for bad options or atoms outside the grid,

@@ -39,12 +39,12 @@ double relative_residual(const PbSystem& system, const std::vector<double>& x, i
 
 /// What a solver reports.
 struct SolveReport {
-  std::string method;        ///< "hypre 2.26 PCG + PFMG (Galerkin, symmetric red-black GS)", ...
-  std::string device;        ///< "CPU, 2 threads" or the GPU
-  int iterations = 0;        ///< Krylov iterations
+  std::string method;            ///< "hypre 2.26 PCG + PFMG (Galerkin, symmetric red-black GS)", ...
+  std::string device;            ///< "CPU, 2 threads" or the GPU
+  int iterations = 0;            ///< Krylov iterations
   double relative_residual = 0;  ///< ‖b − A u‖₂ / ‖b‖₂ at the end, recomputed by espgrid in double
-  double setup_seconds = 0;  ///< building the solver's hierarchy
-  double solve_seconds = 0;  ///< the iterations
+  double setup_seconds = 0;      ///< building the solver's hierarchy
+  double solve_seconds = 0;      ///< the iterations
   bool converged = false;
 };
 

@@ -32,7 +32,7 @@ struct AssemblyArgs {
   double* wy = nullptr;
   double* wz = nullptr;
   double* c = nullptr;
-  double* rhs = nullptr;             ///< written by assemble_rhs
+  double* rhs = nullptr;  ///< written by assemble_rhs
 };
 
 /// Pass 1 at node (i, j, k): its three face conductances (0 for faces on the boundary planes and
@@ -40,7 +40,7 @@ struct AssemblyArgs {
 ESPGRID_SYS_HD void assemble_coefficients(const AssemblyArgs& a, long i, long j, long k) {
   const long* n = a.n;
   const long idx = i + n[0] * (j + n[1] * k);
-  const bool ii = i > 0 && i < n[0] - 1, ij = j > 0 && j < n[1] - 1, ik = k > 0 && k < n[2] - 1;
+  const bool ii = i > 0 && i<n[0] - 1, ij = j> 0 && j<n[1] - 1, ik = k> 0 && k < n[2] - 1;
   a.wx[idx] = (i < n[0] - 1 && ij && ik) ? a.eps_x[idx] * a.geo[0] : 0.0;
   a.wy[idx] = (j < n[1] - 1 && ii && ik) ? a.eps_y[idx] * a.geo[1] : 0.0;
   a.wz[idx] = (k < n[2] - 1 && ii && ij) ? a.eps_z[idx] * a.geo[2] : 0.0;

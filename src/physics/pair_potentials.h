@@ -49,9 +49,9 @@ enum class PairModel : int {
 
 /// Parameters of the pair models, plain data passed to the device by value.
 struct PairParameters {
-  float kappa = 0;        ///< Debye: inverse screening length κ, 1/Å
-  float exp2_scale = 0;   ///< Debye: −κ·log₂e, 1/Å, so that e^(−κr) = 2^(exp2_scale·r): one multiply fewer per pair
-  float p0 = 0, p1 = 0;   ///< for other models' own parameters (their evaluators say what they hold)
+  float kappa = 0;  ///< Debye: inverse screening length κ, 1/Å
+  float exp2_scale = 0;  ///< Debye: −κ·log₂e, 1/Å, so that e^(−κr) = 2^(exp2_scale·r): one multiply fewer per pair
+  float p0 = 0, p1 = 0;  ///< for other models' own parameters (their evaluators say what they hold)
 };
 
 /// A model's own parameter, beyond the medium (dielectric, temperature, ionic strength): a
@@ -353,8 +353,9 @@ decltype(auto) with_pair_potential(PairModel model, Body&& body) {
 template <class... Potentials, class Body>
 void with_pair_potential_among(PairModel model, Body&& body) {
   const bool found = ((model == Potentials::model ? (body(Potentials{}), true) : false) || ...);
-  if (!found) throw Error("internal error: pair model " + std::to_string(static_cast<int>(model)) +
-                          " is not instantiated for this kernel");
+  if (!found)
+    throw Error("internal error: pair model " + std::to_string(static_cast<int>(model)) +
+                " is not instantiated for this kernel");
 }
 
 }  // namespace espgrid

@@ -10,9 +10,12 @@ namespace espgrid {
 
 std::string surface_name(PbSurface surface) {
   switch (surface) {
-    case PbSurface::Mol: return "mol";
-    case PbSurface::Smol: return "smol";
-    case PbSurface::Spline: return "spl2";
+    case PbSurface::Mol:
+      return "mol";
+    case PbSurface::Smol:
+      return "smol";
+    case PbSurface::Spline:
+      return "spl2";
   }
   return "?";
 }
@@ -44,8 +47,8 @@ void require(bool ok, const std::string& option, const std::string& range, doubl
 void validate(const PbOptions& o) {
   // The dielectric limits keep the operator's coefficients (ε·area/length) and their ratio
   // (the multigrid's difficulty) within what a double-precision solve handles.
-  require(std::isfinite(o.solute_dielectric) && o.solute_dielectric >= 1e-3 && o.solute_dielectric <= 1e4,
-          "dielectric", "0.001 to 10000 for --model pb (the solute's)", o.solute_dielectric);
+  require(std::isfinite(o.solute_dielectric) && o.solute_dielectric >= 1e-3 && o.solute_dielectric <= 1e4, "dielectric",
+          "0.001 to 10000 for --model pb (the solute's)", o.solute_dielectric);
   require(std::isfinite(o.solvent_dielectric) && o.solvent_dielectric >= 1e-3 && o.solvent_dielectric <= 1e4,
           "solvent-dielectric", "0.001 to 10000", o.solvent_dielectric);
   require(std::isfinite(o.ionic_strength) && o.ionic_strength >= 0 && o.ionic_strength <= kMaxIonicStrength,
@@ -54,12 +57,12 @@ void validate(const PbOptions& o) {
   // the surface construction's neighbour search quadratic.
   require(std::isfinite(o.ion_radius) && o.ion_radius >= 0 && o.ion_radius <= 10, "ion-radius", "0 to 10 Å",
           o.ion_radius);
-  require(std::isfinite(o.probe_radius) && o.probe_radius >= 0 && o.probe_radius <= 10, "probe-radius",
-          "0 to 10 Å", o.probe_radius);
+  require(std::isfinite(o.probe_radius) && o.probe_radius >= 0 && o.probe_radius <= 10, "probe-radius", "0 to 10 Å",
+          o.probe_radius);
   require(std::isfinite(o.spline_window) && o.spline_window > 0 && o.spline_window <= 5, "surface-window",
           "more than 0 and at most 5 Å", o.spline_window);
-  require(std::isfinite(o.surface_density) && o.surface_density > 0 && o.surface_density <= 1000,
-          "surface-density", "more than 0 and at most 1000 points per Å²", o.surface_density);
+  require(std::isfinite(o.surface_density) && o.surface_density > 0 && o.surface_density <= 1000, "surface-density",
+          "more than 0 and at most 1000 points per Å²", o.surface_density);
   require(o.sampling == 0 || (o.sampling >= 2 && o.sampling <= 16), "surface-sampling", "0 (APBS's rule) or 2 to 16",
           o.sampling);
   if (o.sampling != 0 && o.surface == PbSurface::Spline)
@@ -68,8 +71,7 @@ void validate(const PbOptions& o) {
           "0.001 to 100000 K", o.temperature);
   require(std::isfinite(o.tolerance) && o.tolerance >= 1e-14 && o.tolerance < 1, "pb-tolerance",
           "between 1e-14 and 1 (a relative residual)", o.tolerance);
-  require(o.max_iterations >= 1 && o.max_iterations <= 100000, "pb-max-iterations", "1 to 100000",
-          o.max_iterations);
+  require(o.max_iterations >= 1 && o.max_iterations <= 100000, "pb-max-iterations", "1 to 100000", o.max_iterations);
 }
 
 double pb_kappa(const PbOptions& o) {

@@ -35,22 +35,22 @@ enum class PbFormulation {
 };
 
 struct PbOptions {
-  double solute_dielectric = 2.0;    ///< `pdie`
-  double solvent_dielectric = 78.54; ///< `sdie`
-  double ionic_strength = 0.15;      ///< mol/L of a 1:1 salt (`ion charge ±1 conc I`); 0: no ions
-  double ion_radius = 2.0;           ///< Å (`ion ... radius`): the ion-exclusion layer around atoms
-  double probe_radius = 1.4;         ///< Å (`srad`)
+  double solute_dielectric = 2.0;     ///< `pdie`
+  double solvent_dielectric = 78.54;  ///< `sdie`
+  double ionic_strength = 0.15;       ///< mol/L of a 1:1 salt (`ion charge ±1 conc I`); 0: no ions
+  double ion_radius = 2.0;            ///< Å (`ion ... radius`): the ion-exclusion layer around atoms
+  double probe_radius = 1.4;          ///< Å (`srad`)
   PbSurface surface = PbSurface::Smol;
-  double spline_window = 0.3;        ///< Å (`swin`), spl2 only
-  double surface_density = 10.0;     ///< SAS points per Å² (`sdens`), mol and smol
+  double spline_window = 0.3;     ///< Å (`swin`), spl2 only
+  double surface_density = 10.0;  ///< SAS points per Å² (`sdens`), mol and smol
   /// mol and smol: 0 puts the dielectric on the faces APBS's way (one sample at each face's centre;
   /// smol then smooths); s ≥ 2 samples the same surface s times finer and averages each face's flux
   /// tube (espgrid's: closer to the converged map at a given spacing, docs/pb.md).
   int sampling = 0;
-  double temperature = 298.15;       ///< K (`temp`)
+  double temperature = 298.15;  ///< K (`temp`)
   PbFormulation formulation = PbFormulation::Direct;
-  double tolerance = 1e-6;           ///< relative residual ‖b − Au‖₂/‖b‖₂ at which the solve stops (APBS `etol`)
-  int max_iterations = 200;          ///< of the Krylov solver (APBS's multigrid stops at 200 too)
+  double tolerance = 1e-6;   ///< relative residual ‖b − Au‖₂/‖b‖₂ at which the solve stops (APBS `etol`)
+  int max_iterations = 200;  ///< of the Krylov solver (APBS's multigrid stops at 200 too)
 };
 
 /// Names as APBS spells them: "mol", "smol", "spl2".

@@ -29,7 +29,7 @@ void PhysicsOptions::set_parameter(const std::string& name, double value) {
 double debye_kappa(double ionic_strength, double dielectric, double temperature) {
   const double kappa2 = 2.0 * kAvogadro * kElementaryCharge * kElementaryCharge * (1000.0 * ionic_strength) /
                         (kVacuumPermittivity * dielectric * kBoltzmann * temperature);  // 1/m²
-  return std::sqrt(kappa2) * 1e-10;                                                   // 1/Å
+  return std::sqrt(kappa2) * 1e-10;                                                     // 1/Å
 }
 
 void validate(const PhysicsOptions& options) {

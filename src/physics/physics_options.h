@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "src/core/units.h"
-#include "src/physics/pb_options.h"
 #include "src/physics/pair_potentials.h"
+#include "src/physics/pb_options.h"
 
 namespace espgrid {
 
@@ -24,7 +24,7 @@ struct PhysicsOptions {
   double dielectric = 1.0;      ///< relative permittivity ε of the medium (distance model: ε(r) = ε·r/Å)
   double temperature = 298.15;  ///< K; used by kT/e and by the Debye length
   PairModel model = PairModel::Coulomb;
-  double ionic_strength = 0;    ///< mol/L; the electrolyte of screened models (0 for the others)
+  double ionic_strength = 0;                          ///< mol/L; the electrolyte of screened models (0 for the others)
   std::vector<ModelParameterValue> model_parameters;  ///< the model's own parameters that were given
 
   /// The value of the model parameter `p`: given, or its fallback.
@@ -38,7 +38,7 @@ struct PhysicsOptions {
   // ---- Poisson-Boltzmann (issue 23; src/pb/). `--model pb` is a field solve, not a pair model:
   // `model` stays Coulomb (the direct sums PB uses), `dielectric` is the solute's, `pb` has the rest.
   bool poisson_boltzmann = false;  ///< the map is a linearized PB solution (src/pb/pb_solve.h)
-  PbOptions pb;                    ///< its parameters (pb.solute_dielectric == dielectric, pb.temperature == temperature)
+  PbOptions pb;  ///< its parameters (pb.solute_dielectric == dielectric, pb.temperature == temperature)
 };
 
 /// "pb" for a Poisson-Boltzmann map, else model_name(options.model).

@@ -9,9 +9,9 @@
 #include "src/core/errors.h"
 #include "src/core/stopwatch.h"
 #include "src/core/text_format.h"
-#include "src/os/atomic_output_file.h"
 #include "src/maps/map_formats.h"
 #include "src/maps/map_stream.h"
+#include "src/os/atomic_output_file.h"
 #include "src/pb/pb_solve.h"
 
 namespace espgrid {
@@ -289,8 +289,8 @@ JobInput read_job_input(const MapJob& job, MapObserver& observer, TimingReport* 
 PreparedJob prepare_job(const MapJob& job, MapObserver& observer, bool check_outputs) {
   const StructureSource& input = job.input;
   if (check_outputs) {
-    check_output_paths(job.outputs, input.from_file() ? std::vector<std::string>{input.path} : std::vector<std::string>{},
-                       job.write);
+    check_output_paths(
+        job.outputs, input.from_file() ? std::vector<std::string>{input.path} : std::vector<std::string>{}, job.write);
     if (!input.keep_pqr.empty()) {
       check_output_path(input.keep_pqr);
       check_output_path(AssignedStructure::log_path_for(input.keep_pqr));

@@ -21,13 +21,13 @@
 #include <string>
 #include <vector>
 
-#include "src/registry/kernel_registry.h"
 #include "src/compute/prepared_problem.h"
-#include "src/physics/potential_map.h"
+#include "src/job/map_job.h"
 #include "src/maps/map_formats.h"
+#include "src/physics/potential_map.h"
+#include "src/registry/kernel_registry.h"
 #include "src/structure/pdb2pqr_source.h"
 #include "src/structure/structure_reader.h"
-#include "src/job/map_job.h"
 
 namespace espgrid {
 

@@ -20,11 +20,11 @@ struct MapProvenance {
   std::vector<std::string> command;  ///< the command line (the program's argv); empty from Python
   std::string input;                 ///< the structure file; empty for atoms given directly
   std::size_t atoms = 0;
-  double total_charge = 0;           ///< e
-  std::string charges_from;          ///< PDB/mmCIF: "pdb2pqr 3.5.2, AMBER force field, ..."; else empty
-  std::string pdb2pqr_command;       ///< PDB/mmCIF: the equivalent pdb2pqr command; else empty
-  std::string pqr_kept;              ///< PDB/mmCIF: where pdb2pqr's PQR was kept; empty when not
-  std::string created;               ///< when the map was computed, UTC, ISO 8601 ("2026-11-24T10:31:02Z")
+  double total_charge = 0;      ///< e
+  std::string charges_from;     ///< PDB/mmCIF: "pdb2pqr 3.5.2, AMBER force field, ..."; else empty
+  std::string pdb2pqr_command;  ///< PDB/mmCIF: the equivalent pdb2pqr command; else empty
+  std::string pqr_kept;         ///< PDB/mmCIF: where pdb2pqr's PQR was kept; empty when not
+  std::string created;          ///< when the map was computed, UTC, ISO 8601 ("2026-11-24T10:31:02Z")
 };
 
 /// The time now as MapProvenance::created writes it.

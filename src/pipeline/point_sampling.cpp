@@ -5,28 +5,31 @@
 #include <algorithm>
 #include <cmath>
 
-#include "src/registry/kernel_registry.h"
 #include "src/compute/point_sum_inputs.h"
 #include "src/compute/points_cuda_driver.h"
 #include "src/core/errors.h"
 #include "src/core/stopwatch.h"
 #include "src/core/text_format.h"
+#include "src/registry/kernel_registry.h"
 #include "src/view/vertex_potential.h"
 
 namespace espgrid {
 
 void check_point_job(const MapJob& job) {
   if (job.physics.poisson_boltzmann)
-    throw UsageError("--model pb is a field solve with no sum at a point: compute its map and sample that (espgrid "
-                     "map STRUCTURE --model pb -o pb.dx, then espgrid sample --map pb.dx --points FILE; in Python "
-                     "compute_map(..., model='pb').sample(points))");
+    throw UsageError(
+        "--model pb is a field solve with no sum at a point: compute its map and sample that (espgrid "
+        "map STRUCTURE --model pb -o pb.dx, then espgrid sample --map pb.dx --points FILE; in Python "
+        "compute_map(..., model='pb').sample(points))");
   const MethodParameters& method = job.compute.run.method;
   if (method.accuracy != 0 || !method.msm.empty())
-    throw UsageError("--accuracy and --msm-* choose an approximate map method; the potential at points is summed "
-                     "exactly over every atom");
+    throw UsageError(
+        "--accuracy and --msm-* choose an approximate map method; the potential at points is summed "
+        "exactly over every atom");
   if (!job.compute.kernel.empty())
-    throw UsageError("--kernel names a map kernel; points are summed by the point evaluators: --backend cpu (double "
-                     "precision) or --backend cuda (float32 on a GPU)");
+    throw UsageError(
+        "--kernel names a map kernel; points are summed by the point evaluators: --backend cpu (double "
+        "precision) or --backend cuda (float32 on a GPU)");
   if (job.compute.run.devices.size() > 1)
     throw UsageError("the potential at points runs on one GPU; give --device N instead of --devices");
   if (job.compute.backend == BackendChoice::Cuda) {
@@ -78,7 +81,8 @@ PointValues on_gpu(const MapJob& job, const Atoms& atoms, const std::vector<doub
                               {centre[0], centre[1], centre[2]});
   PointValues out;
   out.values.assign(n, 0.0f);
-  const cuda::PointSumProblem problem = inputs.problem(job.physics.model, pair_parameters(job.physics), out.values.data());
+  const cuda::PointSumProblem problem =
+      inputs.problem(job.physics.model, pair_parameters(job.physics), out.values.data());
   const ComputeTiming t = cuda::potential_at_points(problem, job.compute.run.device, progress);
   out.seconds = t.wall_seconds;
   out.kernel_seconds = t.kernel_seconds;
@@ -99,8 +103,13 @@ PointValues sample_points(const MapJob& job, const Atoms& atoms, const std::vect
   std::string why;
   bool gpu = false;
   switch (job.compute.backend) {
-    case BackendChoice::Cpu: why = "backend cpu"; break;
-    case BackendChoice::Cuda: gpu = true; why = "backend cuda"; break;
+    case BackendChoice::Cpu:
+      why = "backend cpu";
+      break;
+    case BackendChoice::Cuda:
+      gpu = true;
+      why = "backend cuda";
+      break;
     case BackendChoice::Auto:
       gpu = have_cuda;
       why = have_cuda ? "backend auto: CUDA device found" : "backend auto: no GPU (" + reason + ")";

@@ -14,10 +14,10 @@ double probe_rate(const KernelVariant& kernel, const PreparedProblem& problem, c
   const double plane_evaluations = static_cast<double>(p.plane_points()) * static_cast<double>(p.atom_count);
   // A multithreaded CPU kernel shares planes out to its threads: a plane for each at least, or
   // the probe would measure one thread's rate.
-  const int threads = kernel.backend == Backend::Cpu && !kernel.serial
-                          ? (run.threads > 0 ? run.threads : omp_get_max_threads())
-                          : 1;
-  const auto wanted = std::max<std::int64_t>(static_cast<std::int64_t>(2e8 / std::max(plane_evaluations, 1.0)), threads);
+  const int threads =
+      kernel.backend == Backend::Cpu && !kernel.serial ? (run.threads > 0 ? run.threads : omp_get_max_threads()) : 1;
+  const auto wanted =
+      std::max<std::int64_t>(static_cast<std::int64_t>(2e8 / std::max(plane_evaluations, 1.0)), threads);
   const auto planes = std::clamp<std::int64_t>(wanted, 1, std::max<std::int64_t>(1, p.nz / 10));
   std::vector<float> out(p.plane_points() * static_cast<std::size_t>(planes));
   RunOptions quiet = run;
@@ -33,7 +33,8 @@ std::optional<TimeEstimate> estimate_map_time(const MapJob& job, const PreparedJ
   const KernelVariant& kernel = *prepared.kernel.kernel;
   if (job.physics.poisson_boltzmann || kernel.approximate()) return std::nullopt;
   TimeEstimate e;
-  e.evaluations = static_cast<double>(prepared.grid.point_count()) * static_cast<double>(prepared.structure.atoms.size());
+  e.evaluations =
+      static_cast<double>(prepared.grid.point_count()) * static_cast<double>(prepared.structure.atoms.size());
   // Generous ceilings: cpu-simd measured 5·10^9 atom-evaluations/s a thread (AVX2, 2026-11);
   // GPUs of the H100's class about 10^12/s. A map that these finish within the threshold is
   // not probed.
@@ -46,8 +47,7 @@ std::optional<TimeEstimate> estimate_map_time(const MapJob& job, const PreparedJ
     ceiling = 1e10 * static_cast<double>(threads);
   }
   if (e.evaluations < ceiling * threshold_seconds) return std::nullopt;
-  const PreparedProblem problem =
-      PreparedProblem::for_physics(prepared.structure.atoms, prepared.grid, job.physics);
+  const PreparedProblem problem = PreparedProblem::for_physics(prepared.structure.atoms, prepared.grid, job.physics);
   e.rate = probe_rate(kernel, problem, run);
   e.seconds = e.evaluations / e.rate;
   if (e.seconds < threshold_seconds) return std::nullopt;

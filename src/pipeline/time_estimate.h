@@ -7,9 +7,9 @@
 #include <optional>
 #include <string>
 
-#include "src/registry/kernel_registry.h"
 #include "src/compute/prepared_problem.h"
 #include "src/pipeline/map_pipeline.h"
+#include "src/registry/kernel_registry.h"
 
 namespace espgrid {
 
@@ -30,7 +30,6 @@ struct TimeEstimate {
 /// GPU) computes sooner, for Poisson–Boltzmann maps and approximate methods (neither has a
 /// rate per atom-evaluation), otherwise measured by a probe (probe_rate). The probe's planes
 /// are computed again by the map.
-std::optional<TimeEstimate> estimate_map_time(const MapJob& job, const PreparedJob& prepared,
-                                              double threshold_seconds);
+std::optional<TimeEstimate> estimate_map_time(const MapJob& job, const PreparedJob& prepared, double threshold_seconds);
 
 }  // namespace espgrid

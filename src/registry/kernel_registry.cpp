@@ -3,14 +3,14 @@
 #include <omp.h>
 
 #include <array>
-#include <vector>
 #include <memory>
+#include <vector>
 
 #include "src/compute/cpu_kernels.h"
 #include "src/compute/simd_kernel.h"
-#include "src/msm/msm_method.h"
 #include "src/core/errors.h"
 #include "src/core/stopwatch.h"
+#include "src/msm/msm_method.h"
 #include "src/physics/physics_options.h"
 
 // A CUDA row's launch function, or null in a build without CUDA (the row stays listed and
@@ -32,8 +32,7 @@ void cpu_simd(const DcsProblem& p, const RunOptions& o) { cpu::simd(p, o.threads
 
 // cpu-simd is the default without a GPU where the build has it (Google Highway).
 constexpr std::string_view kSimdNotBuilt =
-    ESPGRID_HAVE_HWY ? ""
-                     : "this espgrid was built without Google Highway (libhwy-dev not found, or ESPGRID_SIMD=OFF)";
+    ESPGRID_HAVE_HWY ? "" : "this espgrid was built without Google Highway (libhwy-dev not found, or ESPGRID_SIMD=OFF)";
 constexpr KernelRole kSimdRole = ESPGRID_HAVE_HWY ? KernelRole::Default : KernelRole::Alternative;
 constexpr KernelRole kParallelRole = ESPGRID_HAVE_HWY ? KernelRole::Alternative : KernelRole::Default;
 
@@ -73,19 +72,20 @@ constexpr KernelVariant cuda_row(std::string_view name, std::string_view summary
 /// bound it declares for its parameters, never by the float32 tolerance of the exact rows.
 KernelVariant approximate_row(std::string_view name, std::string_view summary, Backend backend, ModelSet models,
                               KernelVariant::MethodRun run, KernelVariant::BoundFn bound) {
-  KernelVariant row{name,
-                    summary,
-                    backend,
-                    KernelRole::Alternative,  // never a default: --backend auto stays exact
-                    Accuracy::Approximate,
-                    bound(MethodParameters{}, PairModel::Coulomb),  // the default preset's bound (every model's preset holds it)
-                    Reproducibility::Deterministic,
-                    models,
-                    0,  // no flop count: it does not evaluate every atom-point pair
-                    false,
-                    false,  // timed by its own sweep (bench --sweep msm), not the exact kernels' size sweeps
-                    nullptr,
-                    {}};
+  KernelVariant row{
+      name,
+      summary,
+      backend,
+      KernelRole::Alternative,  // never a default: --backend auto stays exact
+      Accuracy::Approximate,
+      bound(MethodParameters{}, PairModel::Coulomb),  // the default preset's bound (every model's preset holds it)
+      Reproducibility::Deterministic,
+      models,
+      0,  // no flop count: it does not evaluate every atom-point pair
+      false,
+      false,  // timed by its own sweep (bench --sweep msm), not the exact kernels' size sweeps
+      nullptr,
+      {}};
   row.method_run = run;
   row.bound = bound;
   return row;
@@ -124,8 +124,8 @@ const std::vector<KernelVariant>& table() {
                 KernelRole::Alternative, Reproducibility::MatchesReference, kEveryModel, 12, true, &cpu_naive),
         cpu_row("cpu-reference", "per plane dz², per row dy²+dz², then a sweep along x (1 thread)",
                 KernelRole::Reference, Reproducibility::MatchesReference, kEveryModel, 6, true, &cpu_reference),
-        cpu_row("cpu-parallel", "cpu-reference's arithmetic on all cores (OpenMP), x sweep vectorized",
-                kParallelRole, Reproducibility::MatchesReference, kEveryModel, 6, false, &cpu_parallel),
+        cpu_row("cpu-parallel", "cpu-reference's arithmetic on all cores (OpenMP), x sweep vectorized", kParallelRole,
+                Reproducibility::MatchesReference, kEveryModel, 6, false, &cpu_parallel),
         // 10: FMA r², the rsqrt estimate, the Newton step (3 MUL, 1 FNMADD), FMA accumulate.
         cpu_row("cpu-simd",
                 "register tiles of 4 vectors x 2 rows, rsqrt estimate + Newton, tile-relative positions, "

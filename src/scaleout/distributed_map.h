@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "src/registry/kernel_registry.h"
 #include "src/compute/prepared_problem.h"
+#include "src/registry/kernel_registry.h"
 #include "src/scaleout/cluster.h"
 
 namespace espgrid::scaleout {

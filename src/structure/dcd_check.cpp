@@ -4,8 +4,8 @@
 #include <bit>
 #include <cstring>
 
-#include "src/core/errors.h"
 #include "src/core/byte_source.h"
+#include "src/core/errors.h"
 
 namespace espgrid {
 namespace {

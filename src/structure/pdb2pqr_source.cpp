@@ -22,8 +22,8 @@
 #include "src/core/errors.h"
 #include "src/core/number_parsing.h"
 #include "src/core/text_format.h"
-#include "src/os/atomic_output_file.h"
 #include "src/core/text_parsing.h"
+#include "src/os/atomic_output_file.h"
 
 namespace espgrid {
 namespace {

@@ -9,8 +9,8 @@
 
 #include "src/core/errors.h"
 #include "src/core/number_parsing.h"
-#include "src/structure/structure_reader.h"
 #include "src/core/text_parsing.h"
+#include "src/structure/structure_reader.h"
 
 namespace espgrid {
 namespace {
@@ -32,7 +32,8 @@ void fields_of(std::string_view line, std::vector<std::string_view>& fields) {
   std::size_t start = 0;
   for (;;) {
     const std::size_t comma = line.find(',', start);
-    fields.push_back(trim(line.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start)));
+    fields.push_back(
+        trim(line.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start)));
     if (comma == std::string_view::npos) return;
     start = comma + 1;
   }
@@ -72,7 +73,8 @@ PointList read_from(LineSource& source) {
       if (!std::isfinite(*v))
         source.fail(std::string(kAxis[a]) + " is " + std::string(fields[a]) + ": points must be finite numbers (Å)");
       if (std::fabs(*v) > kMaxCoordinate)
-        source.fail(std::string(kAxis[a]) + " = " + std::string(fields[a]) + " is beyond ±1e6 Å; check the file's units");
+        source.fail(std::string(kAxis[a]) + " = " + std::string(fields[a]) +
+                    " is beyond ±1e6 Å; check the file's units");
       points.xyz.push_back(*v);
     }
     points.lines.push_back(source.line_number());

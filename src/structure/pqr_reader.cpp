@@ -247,10 +247,10 @@ class PqrLineParser {
 /// on one core), the line splitting and the records' order are not and stay serial.
 struct AtomBatch {
   static constexpr std::size_t kLines = 8192;
-  std::string text;                        ///< the lines, back to back
-  std::vector<std::size_t> ends;           ///< end of each line in `text`
-  std::vector<std::size_t> line_numbers;   ///< each line's number in the file
-  std::vector<std::string_view> records;   ///< each line's record name ("ATOM", "HETATM")
+  std::string text;                       ///< the lines, back to back
+  std::vector<std::size_t> ends;          ///< end of each line in `text`
+  std::vector<std::size_t> line_numbers;  ///< each line's number in the file
+  std::vector<std::string_view> records;  ///< each line's record name ("ATOM", "HETATM")
   Atoms atoms;
   std::exception_ptr error;  ///< the first line that failed (parsing stops there)
 
@@ -310,7 +310,7 @@ Structure read_pqr(LineSource& lines) {
   int models_seen = 0;
   bool in_model = false;
   std::size_t skipped_atoms = 0;
-  std::size_t atom_lines = 0;  // ATOM/HETATM lines kept so far (parsed later, in batches)
+  std::size_t atom_lines = 0;     // ATOM/HETATM lines kept so far (parsed later, in batches)
   std::deque<AtomBatch> batches;  // a deque: a batch being parsed never moves
   const std::string& path = lines.path();
   // This thread reads the lines and checks the records' order; full batches of atom lines are
@@ -321,56 +321,57 @@ Structure read_pqr(LineSource& lines) {
 #pragma omp parallel num_threads(reading_threads(lines.size_hint()))
 #pragma omp single
   {
-  try {
-    while (const std::optional<std::string_view> line = lines.next()) {
-      const std::string_view first = first_token(*line);
-      if (first.empty() || first.front() == '#') continue;
-      const std::string_view record = atom_record(first);
-      if (!record.empty()) {
-        if (models_seen > 0 && !in_model)
-          lines.fail(std::string(record) + " record after ENDMDL, outside any MODEL: which model does it belong to?");
-        if (models_seen > 1) {
-          ++skipped_atoms;
+    try {
+      while (const std::optional<std::string_view> line = lines.next()) {
+        const std::string_view first = first_token(*line);
+        if (first.empty() || first.front() == '#') continue;
+        const std::string_view record = atom_record(first);
+        if (!record.empty()) {
+          if (models_seen > 0 && !in_model)
+            lines.fail(std::string(record) + " record after ENDMDL, outside any MODEL: which model does it belong to?");
+          if (models_seen > 1) {
+            ++skipped_atoms;
+            continue;
+          }
+          if (batches.empty()) batches.emplace_back();
+          batches.back().add(*line, lines.line_number(), record);
+          if (batches.back().size() == AtomBatch::kLines) {
+            AtomBatch* full = &batches.back();
+#pragma omp task firstprivate(full) shared(path)
+            full->parse(path);
+            batches.emplace_back();
+          }
+          ++atom_lines;
           continue;
         }
-        if (batches.empty()) batches.emplace_back();
-        batches.back().add(*line, lines.line_number(), record);
-        if (batches.back().size() == AtomBatch::kLines) {
-          AtomBatch* full = &batches.back();
-#pragma omp task firstprivate(full) shared(path)
-          full->parse(path);
-          batches.emplace_back();
+        const std::string key = upper(first);
+        if (key == "MODEL") {
+          if (models_seen == 0 && atom_lines > 0)
+            lines.fail("MODEL after " + std::to_string(atom_lines) +
+                       " atoms that belong to no model: put every atom inside MODEL/ENDMDL, or remove MODEL");
+          ++models_seen;  // a MODEL without ENDMDL before it closes the one before
+          in_model = true;
+          continue;
         }
-        ++atom_lines;
-        continue;
+        if (key == "ENDMDL") {
+          if (!in_model)
+            lines.fail(
+                "ENDMDL without a MODEL before it: the atoms after it would belong to no model; remove it or "
+                "add the MODEL record");
+          in_model = false;
+          continue;
+        }
+        if (is_ignored_record(*line, first)) continue;
+        std::string what = "unknown record " + quoted(first);
+        if (first.substr(0, 3) == "\xEF\xBB\xBF")
+          what +=
+              " (it starts with a UTF-8 byte-order mark, EF BB BF, in the middle of the file: were two files joined?)";
+        lines.fail(what + "; a PQR file holds ATOM/HETATM records (and PDB records such as REMARK, TER, END)");
       }
-      const std::string key = upper(first);
-      if (key == "MODEL") {
-        if (models_seen == 0 && atom_lines > 0)
-          lines.fail("MODEL after " + std::to_string(atom_lines) +
-                     " atoms that belong to no model: put every atom inside MODEL/ENDMDL, or remove MODEL");
-        ++models_seen;  // a MODEL without ENDMDL before it closes the one before
-        in_model = true;
-        continue;
-      }
-      if (key == "ENDMDL") {
-        if (!in_model)
-          lines.fail(
-              "ENDMDL without a MODEL before it: the atoms after it would belong to no model; remove it or "
-              "add the MODEL record");
-        in_model = false;
-        continue;
-      }
-      if (is_ignored_record(*line, first)) continue;
-      std::string what = "unknown record " + quoted(first);
-      if (first.substr(0, 3) == "\xEF\xBB\xBF")
-        what += " (it starts with a UTF-8 byte-order mark, EF BB BF, in the middle of the file: were two files joined?)";
-      lines.fail(what + "; a PQR file holds ATOM/HETATM records (and PDB records such as REMARK, TER, END)");
+    } catch (...) {                            // a record out of order, binary data, an overlong line, a read error
+      order_error = std::current_exception();  // thrown once the atom lines before it are checked
     }
-  } catch (...) {  // a record out of order, binary data, an overlong line, a read error
-    order_error = std::current_exception();  // thrown once the atom lines before it are checked
-  }
-  if (!batches.empty() && batches.back().size() < AtomBatch::kLines) batches.back().parse(path);  // the last
+    if (!batches.empty() && batches.back().size() < AtomBatch::kLines) batches.back().parse(path);  // the last
   }  // the team's barrier: every task has finished
   join_batches(batches, result.atoms);
   if (order_error) std::rethrow_exception(order_error);

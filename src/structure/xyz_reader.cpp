@@ -172,7 +172,9 @@ Structure read_xyz(LineSource& lines) {
       fail("charge " + quoted(tokens[layout.charge]) + " " + std::string(problem));
     const char* const axis[] = {"x", "y", "z"};
     for (std::size_t a = 0; a < 3; ++a)
-      if (const std::string_view problem = atom_value_problem(AtomField::Coordinate, a == 0 ? x : a == 1 ? y : z);
+      if (const std::string_view problem = atom_value_problem(AtomField::Coordinate, a == 0   ? x
+                                                                                     : a == 1 ? y
+                                                                                              : z);
           !problem.empty())
         fail(std::string(axis[a]) + " " + quoted(tokens[layout.pos + a]) + " " + std::string(problem));
     const ElementSymbol element = layout.has_species ? ElementSymbol::from(tokens[layout.species]) : ElementSymbol{};

@@ -93,7 +93,8 @@ std::string display_pdb(const Atoms& atoms, const std::vector<AtomLabel>* labels
   std::size_t left_out = 0;
   char line[128];
   for (std::size_t i = 0; i < atoms.size(); ++i) {
-    if (!(std::fabs(atoms.x[i]) < 9999.9995 && std::fabs(atoms.y[i]) < 9999.9995 && std::fabs(atoms.z[i]) < 9999.9995)) {
+    if (!(std::fabs(atoms.x[i]) < 9999.9995 && std::fabs(atoms.y[i]) < 9999.9995 &&
+          std::fabs(atoms.z[i]) < 9999.9995)) {
       ++left_out;
       continue;
     }
@@ -121,9 +122,11 @@ std::string display_pdb(const Atoms& atoms, const std::vector<AtomLabel>* labels
     };
     const std::string xyz = coordinate(atoms.x[i]) + coordinate(atoms.y[i]) + coordinate(atoms.z[i]);
     std::snprintf(line, sizeof line, "%-6s%5d %4s %3.3s %c%4d%c   %s  1.00  0.00          %2s\n",
-                  l.hetero ? "HETATM" : "ATOM", static_cast<int>((i + 1) % 100000), name, l.residue.c_str(),
-                  l.chain, static_cast<int>(l.residue_number >= -999 && l.residue_number <= 9999 ? l.residue_number : ((l.residue_number % 10000) + 10000) % 10000), l.insertion,
-                  xyz.c_str(), element.c_str());
+                  l.hetero ? "HETATM" : "ATOM", static_cast<int>((i + 1) % 100000), name, l.residue.c_str(), l.chain,
+                  static_cast<int>(l.residue_number >= -999 && l.residue_number <= 9999
+                                       ? l.residue_number
+                                       : ((l.residue_number % 10000) + 10000) % 10000),
+                  l.insertion, xyz.c_str(), element.c_str());
     out += line;
   }
   out += "END\n";

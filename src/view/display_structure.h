@@ -15,12 +15,12 @@ namespace espgrid {
 
 /// The names a PDB record gives an atom, for drawing.
 struct AtomLabel {
-  std::string name;            ///< "CA"
-  std::string residue;         ///< "THR"
+  std::string name;     ///< "CA"
+  std::string residue;  ///< "THR"
   char chain = ' ';
   char insertion = ' ';
   std::int32_t residue_number = 0;
-  bool hetero = false;         ///< HETATM
+  bool hetero = false;  ///< HETATM
 };
 
 /// The labels of a PQR file's atoms in the order the PQR reader reads them (first MODEL only),

@@ -105,8 +105,8 @@ TriangleMesh contour(const ScalarField& field, double level, bool inside_above, 
         const std::int64_t index[3] = {i, j, k};
         slot = static_cast<std::int64_t>(mesh.vertex_count());
         for (int a = 0; a < 3; ++a)
-          mesh.positions.push_back(static_cast<float>(field.origin[a] +
-                                                      h[a] * (static_cast<double>(index[a]) + sum[a] / crossings)));
+          mesh.positions.push_back(
+              static_cast<float>(field.origin[a] + h[a] * (static_cast<double>(index[a]) + sum[a] / crossings)));
       }
     }
     // Edges along z from point plane k to k + 1: the four cells around them are in layer k.
@@ -119,7 +119,10 @@ TriangleMesh contour(const ScalarField& field, double level, bool inside_above, 
                    q = static_cast<std::uint32_t>(cell(current, i, j - 1)),
                    r = static_cast<std::uint32_t>(cell(current, i, j)),
                    t = static_cast<std::uint32_t>(cell(current, i - 1, j));
-        if (a) add_quad(mesh, p, q, r, t); else add_quad(mesh, t, r, q, p);
+        if (a)
+          add_quad(mesh, p, q, r, t);
+        else
+          add_quad(mesh, t, r, q, p);
       }
     }
     // Edges along x and y in point plane k: the cells around them are in layers k - 1 and k.
@@ -133,7 +136,10 @@ TriangleMesh contour(const ScalarField& field, double level, bool inside_above, 
                        q = static_cast<std::uint32_t>(cell(previous, i, j)),
                        r = static_cast<std::uint32_t>(cell(current, i, j)),
                        t = static_cast<std::uint32_t>(cell(current, i, j - 1));
-            if (a) add_quad(mesh, p, q, r, t); else add_quad(mesh, t, r, q, p);
+            if (a)
+              add_quad(mesh, p, q, r, t);
+            else
+              add_quad(mesh, t, r, q, p);
           }
           if (j + 1 < n[1] && i >= 1 && i < cx && a != inside(value(i, j + 1, k))) {
             // Loop in z, then x: normal +y.
@@ -141,7 +147,10 @@ TriangleMesh contour(const ScalarField& field, double level, bool inside_above, 
                        q = static_cast<std::uint32_t>(cell(current, i - 1, j)),
                        r = static_cast<std::uint32_t>(cell(current, i, j)),
                        t = static_cast<std::uint32_t>(cell(previous, i, j));
-            if (a) add_quad(mesh, p, q, r, t); else add_quad(mesh, t, r, q, p);
+            if (a)
+              add_quad(mesh, p, q, r, t);
+            else
+              add_quad(mesh, t, r, q, p);
           }
         }
       }
@@ -169,9 +178,13 @@ TriangleMesh outer_components(const TriangleMesh& mesh) {
     double p[3][3];
     for (int c = 0; c < 3; ++c)
       for (int a = 0; a < 3; ++a)
-        p[c][a] = double(mesh.positions[3 * mesh.triangles[3 * t + static_cast<std::size_t>(c)] + static_cast<std::uint32_t>(a)]) - o[a];
-    volume[root] += (p[0][0] * (p[1][1] * p[2][2] - p[1][2] * p[2][1]) - p[0][1] * (p[1][0] * p[2][2] - p[1][2] * p[2][0]) +
-                     p[0][2] * (p[1][0] * p[2][1] - p[1][1] * p[2][0])) / 6.0;
+        p[c][a] = double(mesh.positions[3 * mesh.triangles[3 * t + static_cast<std::size_t>(c)] +
+                                        static_cast<std::uint32_t>(a)]) -
+                  o[a];
+    volume[root] +=
+        (p[0][0] * (p[1][1] * p[2][2] - p[1][2] * p[2][1]) - p[0][1] * (p[1][0] * p[2][2] - p[1][2] * p[2][0]) +
+         p[0][2] * (p[1][0] * p[2][1] - p[1][1] * p[2][0])) /
+        6.0;
   }
   TriangleMesh out;
   std::vector<std::uint32_t> renumber(nv, 0xFFFFFFFFu);
@@ -226,7 +239,8 @@ void smooth_windowed_sinc(TriangleMesh& mesh, int iterations, double pass_band) 
   const auto coefficients = [&](double offset) {
     c[0] = w[0] * (theta + offset) / kPi;
     for (int i = 1; i <= n; ++i)
-      c[static_cast<std::size_t>(i)] = 2.0 * w[static_cast<std::size_t>(i)] * std::sin(i * (theta + offset)) / (i * kPi);
+      c[static_cast<std::size_t>(i)] =
+          2.0 * w[static_cast<std::size_t>(i)] * std::sin(i * (theta + offset)) / (i * kPi);
   };
   if (n > 1) {
     for (int step = 0; step < 100; ++step) {
@@ -304,7 +318,8 @@ void compute_normals(TriangleMesh& mesh) {
   }
   mesh.normals.assign(3 * nv, 0.0f);
   for (std::size_t v = 0; v < nv; ++v) {
-    const double len = std::sqrt(sum[3 * v] * sum[3 * v] + sum[3 * v + 1] * sum[3 * v + 1] + sum[3 * v + 2] * sum[3 * v + 2]);
+    const double len =
+        std::sqrt(sum[3 * v] * sum[3 * v] + sum[3 * v + 1] * sum[3 * v + 1] + sum[3 * v + 2] * sum[3 * v + 2]);
     if (len == 0) continue;
     for (std::size_t a = 0; a < 3; ++a) mesh.normals[3 * v + a] = static_cast<float>(sum[3 * v + a] / len);
   }
@@ -331,7 +346,8 @@ double surface_area(const TriangleMesh& mesh) {
     const float* c = &mesh.positions[3 * mesh.triangles[3 * t + 2]];
     const double e1[3] = {double(b[0]) - a[0], double(b[1]) - a[1], double(b[2]) - a[2]};
     const double e2[3] = {double(c[0]) - a[0], double(c[1]) - a[1], double(c[2]) - a[2]};
-    const double x = e1[1] * e2[2] - e1[2] * e2[1], y = e1[2] * e2[0] - e1[0] * e2[2], z = e1[0] * e2[1] - e1[1] * e2[0];
+    const double x = e1[1] * e2[2] - e1[2] * e2[1], y = e1[2] * e2[0] - e1[0] * e2[2],
+                 z = e1[0] * e2[1] - e1[1] * e2[0];
     area += 0.5 * std::sqrt(x * x + y * y + z * z);
   }
   return area;

@@ -13,9 +13,9 @@
 namespace espgrid::surface {
 
 struct TriangleMesh {
-  std::vector<float> positions;         ///< x, y, z of each vertex, Å
-  std::vector<float> normals;           ///< unit outward normal of each vertex (empty until computed)
-  std::vector<std::uint32_t> triangles; ///< three vertex indices a triangle, counter-clockwise seen from outside
+  std::vector<float> positions;          ///< x, y, z of each vertex, Å
+  std::vector<float> normals;            ///< unit outward normal of each vertex (empty until computed)
+  std::vector<std::uint32_t> triangles;  ///< three vertex indices a triangle, counter-clockwise seen from outside
 
   std::size_t vertex_count() const noexcept { return positions.size() / 3; }
   std::size_t triangle_count() const noexcept { return triangles.size() / 3; }

@@ -64,7 +64,8 @@ void write_all(const std::string& path, const std::string& bytes) {
 
 MeshFormat mesh_format_from_extension(const std::string& path) {
   std::string ext = std::filesystem::path(path).extension().string();
-  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  std::transform(ext.begin(), ext.end(), ext.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   if (ext == ".ply") return MeshFormat::Ply;
   if (ext == ".glb") return MeshFormat::Glb;
   if (ext == ".vtp") return MeshFormat::Vtp;
@@ -74,9 +75,12 @@ MeshFormat mesh_format_from_extension(const std::string& path) {
 
 std::string mesh_format_name(MeshFormat format) {
   switch (format) {
-    case MeshFormat::Ply: return "PLY";
-    case MeshFormat::Glb: return "glTF binary";
-    case MeshFormat::Vtp: return "VTK PolyData";
+    case MeshFormat::Ply:
+      return "PLY";
+    case MeshFormat::Glb:
+      return "glTF binary";
+    case MeshFormat::Vtp:
+      return "VTK PolyData";
   }
   return "?";
 }
@@ -104,7 +108,8 @@ void write_ply_to(const ColouredMesh& m, const std::string& path) {
   }
   for (std::size_t t = 0; t < mesh.triangle_count(); ++t) {
     put(out, std::uint8_t{3});
-    for (int c = 0; c < 3; ++c) put(out, static_cast<std::int32_t>(mesh.triangles[3 * t + static_cast<std::size_t>(c)]));
+    for (int c = 0; c < 3; ++c)
+      put(out, static_cast<std::int32_t>(mesh.triangles[3 * t + static_cast<std::size_t>(c)]));
   }
   write_all(path, out);
 }
@@ -118,7 +123,8 @@ void write_glb_to(const ColouredMesh& m, const std::string& path) {
   // piece a multiple of 4 bytes, as glTF's vertex attributes must be aligned.
   std::string bin;
   bin.reserve(40 * n + 12 * t);
-  float lo[3] = {std::numeric_limits<float>::max(), std::numeric_limits<float>::max(), std::numeric_limits<float>::max()};
+  float lo[3] = {std::numeric_limits<float>::max(), std::numeric_limits<float>::max(),
+                 std::numeric_limits<float>::max()};
   float hi[3] = {-lo[0], -lo[1], -lo[2]};
   for (std::size_t i = 0; i < 3 * n; ++i) {
     put(bin, mesh.positions[i]);
@@ -137,25 +143,29 @@ void write_glb_to(const ColouredMesh& m, const std::string& path) {
   const std::size_t total = bin.size();
 
   const auto view = [](std::size_t offset, std::size_t length, int target) {
-    return std::string("{\"buffer\":0,\"byteOffset\":") + std::to_string(offset) + ",\"byteLength\":" + std::to_string(length) +
-           ",\"target\":" + std::to_string(target) + "}";
+    return std::string("{\"buffer\":0,\"byteOffset\":") + std::to_string(offset) +
+           ",\"byteLength\":" + std::to_string(length) + ",\"target\":" + std::to_string(target) + "}";
   };
   std::string json = "{\"asset\":{\"version\":\"2.0\",\"generator\":\"espgrid " ESPGRID_VERSION "\",\"extras\":{";
-  json += "\"potential_units\":" + json_string(m.units) + ",\"colour_limit\":" + json_number(m.limit) + ",\"comments\":[";
+  json +=
+      "\"potential_units\":" + json_string(m.units) + ",\"colour_limit\":" + json_number(m.limit) + ",\"comments\":[";
   for (std::size_t i = 0; i < m.comments.size(); ++i) json += std::string(i ? "," : "") + json_string(m.comments[i]);
   json += "]}},\"scene\":0,\"scenes\":[{\"nodes\":[0]}],\"nodes\":[{\"mesh\":0,\"name\":\"molecular surface\"}],";
-  json += "\"meshes\":[{\"name\":\"molecular surface coloured by the potential\",\"primitives\":[{\"attributes\":"
-          "{\"POSITION\":0,\"NORMAL\":1,\"COLOR_0\":2,\"_POTENTIAL\":3},\"indices\":4,\"material\":0,\"mode\":4}]}],";
+  json +=
+      "\"meshes\":[{\"name\":\"molecular surface coloured by the potential\",\"primitives\":[{\"attributes\":"
+      "{\"POSITION\":0,\"NORMAL\":1,\"COLOR_0\":2,\"_POTENTIAL\":3},\"indices\":4,\"material\":0,\"mode\":4}]}],";
   // Unlit-looking plastic: no metal, rough; the colour is the vertices'.
-  json += "\"materials\":[{\"name\":\"potential\",\"pbrMetallicRoughness\":{\"baseColorFactor\":[1,1,1,1],"
-          "\"metallicFactor\":0,\"roughnessFactor\":0.8}}],";
+  json +=
+      "\"materials\":[{\"name\":\"potential\",\"pbrMetallicRoughness\":{\"baseColorFactor\":[1,1,1,1],"
+      "\"metallicFactor\":0,\"roughnessFactor\":0.8}}],";
   json += "\"buffers\":[{\"byteLength\":" + std::to_string(total) + "}],\"bufferViews\":[";
   json += view(0, normals_at, 34962) + "," + view(normals_at, colours_at - normals_at, 34962) + "," +
-          view(colours_at, potential_at - colours_at, 34962) + "," + view(potential_at, indices_at - potential_at, 34962) +
-          "," + view(indices_at, total - indices_at, 34963) + "],\"accessors\":[";
+          view(colours_at, potential_at - colours_at, 34962) + "," +
+          view(potential_at, indices_at - potential_at, 34962) + "," + view(indices_at, total - indices_at, 34963) +
+          "],\"accessors\":[";
   json += "{\"bufferView\":0,\"componentType\":5126,\"count\":" + std::to_string(n) + ",\"type\":\"VEC3\",\"min\":[" +
-          json_number(lo[0]) + "," + json_number(lo[1]) + "," + json_number(lo[2]) + "],\"max\":[" + json_number(hi[0]) +
-          "," + json_number(hi[1]) + "," + json_number(hi[2]) + "]},";
+          json_number(lo[0]) + "," + json_number(lo[1]) + "," + json_number(lo[2]) + "],\"max\":[" +
+          json_number(hi[0]) + "," + json_number(hi[1]) + "," + json_number(hi[2]) + "]},";
   json += "{\"bufferView\":1,\"componentType\":5126,\"count\":" + std::to_string(n) + ",\"type\":\"VEC3\"},";
   json += "{\"bufferView\":2,\"componentType\":5126,\"count\":" + std::to_string(n) + ",\"type\":\"VEC3\"},";
   json += "{\"bufferView\":3,\"componentType\":5126,\"count\":" + std::to_string(n) + ",\"type\":\"SCALAR\"},";
@@ -223,15 +233,19 @@ void write_vtp_to(const ColouredMesh& m, const std::string& path) {
   }
   xml += "<VTKFile type=\"PolyData\" version=\"1.0\" byte_order=\"LittleEndian\" header_type=\"UInt64\">\n";
   xml += "  <PolyData>\n    <FieldData>\n";
-  xml += "      <Array type=\"String\" Name=\"units\" NumberOfTuples=\"1\" format=\"appended\" offset=\"" + at(0) + "\"/>\n";
+  xml += "      <Array type=\"String\" Name=\"units\" NumberOfTuples=\"1\" format=\"appended\" offset=\"" + at(0) +
+         "\"/>\n";
   xml += "      <DataArray type=\"Float64\" Name=\"colour_limit\" NumberOfTuples=\"1\" format=\"appended\" offset=\"" +
          at(1) + "\"/>\n";
   xml += "    </FieldData>\n";
-  xml += "    <Piece NumberOfPoints=\"" + std::to_string(n) + "\" NumberOfVerts=\"0\" NumberOfLines=\"0\" "
-         "NumberOfStrips=\"0\" NumberOfPolys=\"" + std::to_string(t) + "\">\n";
+  xml += "    <Piece NumberOfPoints=\"" + std::to_string(n) +
+         "\" NumberOfVerts=\"0\" NumberOfLines=\"0\" "
+         "NumberOfStrips=\"0\" NumberOfPolys=\"" +
+         std::to_string(t) + "\">\n";
   xml += "      <PointData Scalars=\"potential\" Normals=\"Normals\">\n";
   xml += "        <DataArray type=\"Float32\" Name=\"potential\" format=\"appended\"" +
-         (std::isfinite(lo) ? " RangeMin=\"" + json_number(lo) + "\" RangeMax=\"" + json_number(hi) + "\"" : std::string()) +
+         (std::isfinite(lo) ? " RangeMin=\"" + json_number(lo) + "\" RangeMax=\"" + json_number(hi) + "\""
+                            : std::string()) +
          " offset=\"" + at(2) + "\"/>\n";
   xml += "        <DataArray type=\"Float32\" Name=\"Normals\" NumberOfComponents=\"3\" format=\"appended\" offset=\"" +
          at(3) + "\"/>\n";
@@ -251,9 +265,15 @@ void write_mesh(const ColouredMesh& mesh, const std::string& path) {
   const MeshFormat format = mesh_format_from_extension(path);
   AtomicOutputFile out(path);
   switch (format) {
-    case MeshFormat::Ply: write_ply_to(mesh, out.temporary_path()); break;
-    case MeshFormat::Glb: write_glb_to(mesh, out.temporary_path()); break;
-    case MeshFormat::Vtp: write_vtp_to(mesh, out.temporary_path()); break;
+    case MeshFormat::Ply:
+      write_ply_to(mesh, out.temporary_path());
+      break;
+    case MeshFormat::Glb:
+      write_glb_to(mesh, out.temporary_path());
+      break;
+    case MeshFormat::Vtp:
+      write_vtp_to(mesh, out.temporary_path());
+      break;
   }
   out.commit();
 }

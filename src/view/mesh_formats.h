@@ -23,12 +23,12 @@ MeshFormat mesh_format_from_extension(const std::string& path);
 std::string mesh_format_name(MeshFormat format);
 
 struct ColouredMesh {
-  const surface::TriangleMesh* mesh = nullptr;        ///< vertices, normals, triangles
-  const std::vector<float>* potential = nullptr;      ///< one value a vertex (NaN: unknown), `units`
-  std::vector<std::array<std::uint8_t, 3>> colours;   ///< one sRGB colour a vertex
-  std::string units;                                  ///< "kT/e", "kcal/mol/e", "V"
-  double limit = 5;                                   ///< the colour scale ±limit
-  std::vector<std::string> comments;                  ///< provenance lines, ASCII (headers)
+  const surface::TriangleMesh* mesh = nullptr;       ///< vertices, normals, triangles
+  const std::vector<float>* potential = nullptr;     ///< one value a vertex (NaN: unknown), `units`
+  std::vector<std::array<std::uint8_t, 3>> colours;  ///< one sRGB colour a vertex
+  std::string units;                                 ///< "kT/e", "kcal/mol/e", "V"
+  double limit = 5;                                  ///< the colour scale ±limit
+  std::vector<std::string> comments;                 ///< provenance lines, ASCII (headers)
 };
 
 /// Writes `mesh` to `path` in the format its extension names, atomically. Throws UsageError

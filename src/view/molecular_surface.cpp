@@ -11,11 +11,11 @@
 namespace espgrid::surface {
 namespace {
 
-constexpr double kAlpha = 2.0;          // the Gaussian's steepness (render_potential.py: alpha)
-constexpr double kCutoff = 2.6;         // atoms contribute within kCutoff·R (render_potential.py: cutoff)
-constexpr double kMinRadius = 0.05;     // Å: atoms with smaller radii are left out of the surface
-constexpr double kSpacingMin = 0.05;    // Å
-constexpr double kSpacingMax = 10.0;    // Å
+constexpr double kAlpha = 2.0;        // the Gaussian's steepness (render_potential.py: alpha)
+constexpr double kCutoff = 2.6;       // atoms contribute within kCutoff·R (render_potential.py: cutoff)
+constexpr double kMinRadius = 0.05;   // Å: atoms with smaller radii are left out of the surface
+constexpr double kSpacingMin = 0.05;  // Å
+constexpr double kSpacingMax = 10.0;  // Å
 
 /// The atoms that make the surface, with their radii R = r + probe.
 struct SurfaceAtoms {
@@ -104,9 +104,10 @@ GaussianDensity gaussian_density(const Atoms& atoms, double probe, double spacin
     const double c[3] = {s.x[i], s.y[i], s.z[i]};
     const double rc = kCutoff * s.r[i];
     for (int a = 0; a < 3; ++a) {
-      boxes[i].lo[a] = std::max<std::int64_t>(static_cast<std::int64_t>(std::floor((c[a] - rc - g.origin[a]) / spacing)), 0);
-      boxes[i].hi[a] =
-          std::min<std::int64_t>(static_cast<std::int64_t>(std::ceil((c[a] + rc - g.origin[a]) / spacing)) + 1, g.dims[a]);
+      boxes[i].lo[a] =
+          std::max<std::int64_t>(static_cast<std::int64_t>(std::floor((c[a] - rc - g.origin[a]) / spacing)), 0);
+      boxes[i].hi[a] = std::min<std::int64_t>(
+          static_cast<std::int64_t>(std::ceil((c[a] + rc - g.origin[a]) / spacing)) + 1, g.dims[a]);
     }
     for (std::int64_t k = boxes[i].lo[2]; k < boxes[i].hi[2]; ++k)
       on_plane[static_cast<std::size_t>(k)].push_back(static_cast<std::uint32_t>(i));

@@ -23,10 +23,10 @@
 namespace espgrid::surface {
 
 struct SurfaceOptions {
-  double spacing = 0.5;       ///< Å, of the grid the Gaussian density is contoured on
-  double probe = 0.0;         ///< Å added to every radius (1.4: a solvent-accessible surface)
+  double spacing = 0.5;  ///< Å, of the grid the Gaussian density is contoured on
+  double probe = 0.0;    ///< Å added to every radius (1.4: a solvent-accessible surface)
   int smoothing_iterations = 15;
-  double pass_band = 0.1;     ///< of the windowed-sinc filter, in VTK's units (0..2)
+  double pass_band = 0.1;  ///< of the windowed-sinc filter, in VTK's units (0..2)
   /// Largest grid of the density accepted, points; a larger one is refused (UsageError) unless
   /// `coarsen` is set, in which case the spacing grows until the grid fits.
   std::int64_t max_grid_points = 60'000'000;
@@ -37,11 +37,11 @@ struct SurfaceOptions {
 };
 
 struct SurfaceResult {
-  TriangleMesh mesh;         ///< vertices with outward normals
-  double spacing = 0;        ///< Å, the spacing used (larger than asked when coarsened)
+  TriangleMesh mesh;                        ///< vertices with outward normals
+  double spacing = 0;                       ///< Å, the spacing used (larger than asked when coarsened)
   std::array<std::int64_t, 3> grid_dims{};  ///< the density's grid
-  std::size_t atoms_used = 0;  ///< atoms with a radius (all of them when none has one)
-  double seconds = 0;        ///< wall time
+  std::size_t atoms_used = 0;               ///< atoms with a radius (all of them when none has one)
+  double seconds = 0;                       ///< wall time
 };
 
 /// The molecular surface of `atoms`. Throws UsageError when the options are out of range or

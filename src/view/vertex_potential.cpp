@@ -1,11 +1,11 @@
 #include "src/view/vertex_potential.h"
 
+#include <omp.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
-
-#include <omp.h>
 
 #include "src/physics/pair_potentials.h"
 
@@ -15,7 +15,8 @@ std::vector<double> offset_points(const TriangleMesh& mesh, double offset) {
   std::vector<double> points(mesh.positions.size());
   const bool has_normals = mesh.normals.size() == mesh.positions.size();
   for (std::size_t i = 0; i < points.size(); ++i)
-    points[i] = static_cast<double>(mesh.positions[i]) + (has_normals ? offset * static_cast<double>(mesh.normals[i]) : 0.0);
+    points[i] =
+        static_cast<double>(mesh.positions[i]) + (has_normals ? offset * static_cast<double>(mesh.normals[i]) : 0.0);
   return points;
 }
 
@@ -50,9 +51,7 @@ namespace {
 
 /// A point's coordinate u along one axis in grid steps is inside when within a millionth of a
 /// spacing of [0, dims − 1].
-bool inside_axis(double u, std::int64_t dims) {
-  return u >= -1e-6 && u <= static_cast<double>(dims - 1) + 1e-6;
-}
+bool inside_axis(double u, std::int64_t dims) { return u >= -1e-6 && u <= static_cast<double>(dims - 1) + 1e-6; }
 
 }  // namespace
 
@@ -83,7 +82,8 @@ std::vector<float> interpolate(const PotentialMap& map, const std::vector<double
         break;
       }
       const double c = std::clamp(u, 0.0, last);
-      i0[a] = std::min<std::int64_t>(static_cast<std::int64_t>(std::floor(c)), std::max<std::int64_t>(g.dims[a] - 2, 0));
+      i0[a] =
+          std::min<std::int64_t>(static_cast<std::int64_t>(std::floor(c)), std::max<std::int64_t>(g.dims[a] - 2, 0));
       f[a] = g.dims[a] > 1 ? c - static_cast<double>(i0[a]) : 0.0;
     }
     if (!inside) continue;

@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "src/core/atoms.h"
-#include "src/physics/potential_map.h"
 #include "src/physics/physics_options.h"
+#include "src/physics/potential_map.h"
 #include "src/view/mesh.h"
 
 namespace espgrid::surface {

@@ -1,12 +1,11 @@
 #include "src/view/view.h"
 
-#include "src/maps/map_formats.h"
-
 #include <filesystem>
 #include <fstream>
 
 #include "src/core/stopwatch.h"
 #include "src/core/text_format.h"
+#include "src/maps/map_formats.h"
 #include "src/view/display_structure.h"
 
 namespace espgrid {
@@ -51,7 +50,7 @@ ViewResult make_view(const Atoms& atoms, const std::string& structure_path, cons
   ViewResult result;
   result.scene = surface::build_view_scene(atoms, map, origin, options);
   ViewPageText text;
-  text.title = !title.empty() ? title
+  text.title = !title.empty()         ? title
                : !origin.path.empty() ? std::filesystem::path(origin.path).filename().string()
                                       : std::string("potential map");
   text.subtitle = structure_source;

@@ -15,10 +15,10 @@ namespace espgrid {
 
 struct ViewResult {
   std::string html;
-  surface::ViewScene scene;         ///< what the page shows (its meshes included)
+  surface::ViewScene scene;  ///< what the page shows (its meshes included)
   ViewPageSizes sizes;
-  bool cartoon = false;    ///< residue names were read: the page can draw a cartoon
-  double seconds = 0;      ///< scene and page, wall time
+  bool cartoon = false;  ///< residue names were read: the page can draw a cartoon
+  double seconds = 0;    ///< scene and page, wall time
 };
 
 /// The page for `atoms` (read from `structure_path`, whose residue names are read again for

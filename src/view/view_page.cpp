@@ -3,16 +3,16 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cctype>
 #include <array>
+#include <cctype>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
-#include <limits>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include "src/core/errors.h"
@@ -72,10 +72,17 @@ std::string json_string(const std::string& s) {
   std::string out;
   for (const char c : json_quoted(s)) {  // '<', '>', '&' stand for themselves in json_quoted's output
     switch (c) {
-      case '<': out += "\\u003c"; break;
-      case '>': out += "\\u003e"; break;
-      case '&': out += "\\u0026"; break;
-      default: out += c;
+      case '<':
+        out += "\\u003c";
+        break;
+      case '>':
+        out += "\\u003e";
+        break;
+      case '&':
+        out += "\\u0026";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -152,25 +159,26 @@ MeshBlock mesh_block(const surface::TriangleMesh& mesh, const std::vector<float>
   }
   std::string normals(3 * n, '\0');
   for (std::size_t i = 0; i < mesh.normals.size() && i < normals.size(); ++i)
-    normals[i] = static_cast<char>(static_cast<std::int8_t>(std::lround(std::clamp(mesh.normals[i], -1.0f, 1.0f) * 127.0f)));
+    normals[i] =
+        static_cast<char>(static_cast<std::int8_t>(std::lround(std::clamp(mesh.normals[i], -1.0f, 1.0f) * 127.0f)));
   out += normals;
   return block;
 }
 
 std::string mesh_json(const MeshBlock& b, const std::string& name, const surface::TriangleMesh& mesh, bool values) {
   std::string json = "\"blob\":" + json_string(name) + ",\"vertices\":" + std::to_string(mesh.vertex_count()) +
-                     ",\"triangles\":" + std::to_string(mesh.triangle_count()) + ",\"values\":" + (values ? "true" : "false") +
-                     ",\"origin\":[" + json_number(b.origin[0]) + "," + json_number(b.origin[1]) + "," +
-                     json_number(b.origin[2]) + "],\"step\":[" + json_number(b.step[0]) + "," + json_number(b.step[1]) +
-                     "," + json_number(b.step[2]) + "]";
+                     ",\"triangles\":" + std::to_string(mesh.triangle_count()) +
+                     ",\"values\":" + (values ? "true" : "false") + ",\"origin\":[" + json_number(b.origin[0]) + "," +
+                     json_number(b.origin[1]) + "," + json_number(b.origin[2]) + "],\"step\":[" +
+                     json_number(b.step[0]) + "," + json_number(b.step[1]) + "," + json_number(b.step[2]) + "]";
   if (values) json += ",\"value_min\":" + json_number(b.value_min) + ",\"value_step\":" + json_number(b.value_step);
   return json;
 }
 
 struct Block {
   std::string name;
-  std::string encoding;  // "gzip" or "none"
-  std::size_t bytes = 0; // before encoding
+  std::string encoding;   // "gzip" or "none"
+  std::size_t bytes = 0;  // before encoding
   std::string base64;
 };
 
@@ -199,10 +207,14 @@ std::string replace_marker(std::string page, const std::string& marker, const st
 std::string html_text(const std::string& s) {
   std::string out;
   for (char c : s) {
-    if (c == '<') out += "&lt;";
-    else if (c == '>') out += "&gt;";
-    else if (c == '&') out += "&amp;";
-    else out += c;
+    if (c == '<')
+      out += "&lt;";
+    else if (c == '>')
+      out += "&gt;";
+    else if (c == '&')
+      out += "&amp;";
+    else
+      out += c;
   }
   return out;
 }
@@ -347,8 +359,8 @@ std::string view_page_html(const surface::ViewScene& scene, const ViewPageText& 
   json += ",\"limit\":" + json_number(scene.limit);
   json += ",\"limit_text\":" + json_string(scene.limit_text);
   json += ",\"offset\":" + json_number(scene.offset);
-  json += ",\"surface\":{" + mesh_json(surface_block, "surface", scene.surface, true) + ",\"min\":" +
-          json_number(scene.value_min) + ",\"max\":" + json_number(scene.value_max) + "}";
+  json += ",\"surface\":{" + mesh_json(surface_block, "surface", scene.surface, true) +
+          ",\"min\":" + json_number(scene.value_min) + ",\"max\":" + json_number(scene.value_max) + "}";
   const auto vec = [](const std::array<double, 3>& u) {
     return std::string("[") + json_number(u[0]) + "," + json_number(u[1]) + "," + json_number(u[2]) + "]";
   };
@@ -359,35 +371,40 @@ std::string view_page_html(const surface::ViewScene& scene, const ViewPageText& 
     // The renderer's isosurface colours (NEG_COLOR, POS_COLOR).
     const std::string colour = iso.level < 0 ? rgb_hex(0.80, 0.12, 0.12) : rgb_hex(0.12, 0.30, 0.85);
     if (i) json += ",";
-    json += std::string("{") + mesh_json(iso_blocks[i], "iso" + std::to_string(i), iso.mesh, false) + ",\"level\":" +
-            json_number(iso.level) + ",\"label\":" +
-            json_string(std::string(iso.level > 0 ? "+" : "\u2212") + number_text(std::fabs(iso.level)) + " " + scene.units) +
+    json += std::string("{") + mesh_json(iso_blocks[i], "iso" + std::to_string(i), iso.mesh, false) +
+            ",\"level\":" + json_number(iso.level) + ",\"label\":" +
+            json_string(std::string(iso.level > 0 ? "+" : "\u2212") + number_text(std::fabs(iso.level)) + " " +
+                        scene.units) +
             ",\"color\":" + json_string(colour) + "}";
   }
   json += "]";
   if (!text.structure_pdb.empty())
-    json += ",\"atoms\":{\"blob\":\"atoms\",\"format\":\"pdb\",\"cartoon\":" + std::string(text.cartoon ? "true" : "false") + "}";
+    json += ",\"atoms\":{\"blob\":\"atoms\",\"format\":\"pdb\",\"cartoon\":" +
+            std::string(text.cartoon ? "true" : "false") + "}";
   json += ",\"notes\":[";
   for (std::size_t i = 0; i < scene.notes.size(); ++i) json += std::string(i ? "," : "") + json_string(scene.notes[i]);
   json += "],\"provenance\":[";
   auto provenance = scene.provenance;
-  provenance.emplace_back("page", std::string("espgrid ") + ESPGRID_VERSION + ", " + today() + "; drawn with " +
-                                      assets.library_version);
+  provenance.emplace_back(
+      "page", std::string("espgrid ") + ESPGRID_VERSION + ", " + today() + "; drawn with " + assets.library_version);
   for (std::size_t i = 0; i < provenance.size(); ++i)
-    json += std::string(i ? "," : "") + "[" + json_string(provenance[i].first) + "," + json_string(provenance[i].second) + "]";
+    json += std::string(i ? "," : "") + "[" + json_string(provenance[i].first) + "," +
+            json_string(provenance[i].second) + "]";
   json += "],\"blobs\":{";
   for (std::size_t i = 0; i < blocks.size(); ++i)
-    json += std::string(i ? "," : "") + json_string(blocks[i].name) + ":{\"encoding\":" + json_string(blocks[i].encoding) +
-            ",\"bytes\":" + std::to_string(blocks[i].bytes) + "}";
+    json += std::string(i ? "," : "") + json_string(blocks[i].name) +
+            ":{\"encoding\":" + json_string(blocks[i].encoding) + ",\"bytes\":" + std::to_string(blocks[i].bytes) + "}";
   json += "}}";
 
   std::string blob_html;
   for (const Block& b : blocks)
-    blob_html += "<script type=\"application/octet-stream\" id=\"espgrid-blob-" + b.name + "\">" + b.base64 + "</script>\n";
+    blob_html +=
+        "<script type=\"application/octet-stream\" id=\"espgrid-blob-" + b.name + "\">" + b.base64 + "</script>\n";
 
   // The notice is itself a comment (3Dmol-min.js.LICENSE.txt), kept as the package ships it.
-  std::string library = std::string("// ") + assets.library_version + " (https://3dmol.org), BSD 3-Clause licence; bundled by espgrid\n" +
-                        assets.library_notice + "\n" + assets.library;
+  std::string library = std::string("// ") + assets.library_version +
+                        " (https://3dmol.org), BSD 3-Clause licence; bundled by espgrid\n" + assets.library_notice +
+                        "\n" + assets.library;
   std::string page = assets.page_template;
   page = replace_marker(page, "<!--ESPGRID_TITLE-->", html_text(text.title + " \u2014 espgrid view"));
   page = replace_marker(page, "<!--ESPGRID_DATA-->", json);

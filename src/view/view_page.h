@@ -13,12 +13,12 @@ namespace espgrid {
 
 /// The files a page is made of, read from the web directory.
 struct WebAssets {
-  std::string directory;       ///< where they were found
-  std::string library;         ///< 3Dmol-min.js
-  std::string library_notice;  ///< its licence notice (3Dmol-min.js.LICENSE.txt and the package's licence line)
-  std::string library_version; ///< "3Dmol.js 2.5.5"
-  std::string page_template;   ///< page.html
-  std::string viewer_script;   ///< viewer.js
+  std::string directory;        ///< where they were found
+  std::string library;          ///< 3Dmol-min.js
+  std::string library_notice;   ///< its licence notice (3Dmol-min.js.LICENSE.txt and the package's licence line)
+  std::string library_version;  ///< "3Dmol.js 2.5.5"
+  std::string page_template;    ///< page.html
+  std::string viewer_script;    ///< viewer.js
 };
 
 /// The directories searched for the web assets, in order: the build tree's web/ (where
@@ -33,10 +33,10 @@ WebAssets load_web_assets();
 
 /// What the page says about itself beside the scene.
 struct ViewPageText {
-  std::string title;      ///< the heading: the map's file name
-  std::string subtitle;   ///< e.g. "fasciculin2.pqr: 906 atoms, total charge +4.05 e"
+  std::string title;          ///< the heading: the map's file name
+  std::string subtitle;       ///< e.g. "fasciculin2.pqr: 906 atoms, total charge +4.05 e"
   std::string structure_pdb;  ///< the atoms as PDB text (view/display_structure.h); empty: no atoms drawn
-  bool cartoon = false;   ///< the structure has residues a cartoon can be drawn from
+  bool cartoon = false;       ///< the structure has residues a cartoon can be drawn from
 };
 
 /// Sizes of what went into a page, bytes, for the summary.

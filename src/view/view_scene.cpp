@@ -18,8 +18,8 @@ namespace {
 /// map| over the vertices inside the map at most this fraction of the median |sum|. Measured
 /// on fasciculin-2 (2026-11-24): the map made from the same structure gives 0.0003 (Coulomb,
 /// 0.5 Å grid), 0.0013 (Debye 0.5 Å; Coulomb 1 Å) and 0.0056 (Debye, 1 Å), trilinear
-/// interpolation error that grows as h², so ≈ 0.02 at 2 Å; the same structure with charges 10% larger gives 0.09, shifted by
-/// 1 Å 0.19, another dielectric or an APBS map far more. 0.05 separates the two.
+/// interpolation error that grows as h², so ≈ 0.02 at 2 Å; the same structure with charges 10% larger gives 0.09,
+/// shifted by 1 Å 0.19, another dielectric or an APBS map far more. 0.05 separates the two.
 constexpr double kAgreement = 0.05;
 
 double one_kt_in(PotentialUnit unit, double temperature) {
@@ -49,9 +49,12 @@ VertexValues parse_vertex_values(const std::string& text) {
 
 double customary_limit(PotentialUnit unit, double temperature) {
   switch (unit) {
-    case PotentialUnit::KTPerE: return 5.0;
-    case PotentialUnit::KcalPerMolPerE: return 10.0;
-    case PotentialUnit::Volt: return 5.0 * one_kt_in(PotentialUnit::Volt, temperature);
+    case PotentialUnit::KTPerE:
+      return 5.0;
+    case PotentialUnit::KcalPerMolPerE:
+      return 10.0;
+    case PotentialUnit::Volt:
+      return 5.0 * one_kt_in(PotentialUnit::Volt, temperature);
   }
   return 5.0;
 }
@@ -143,7 +146,8 @@ SurfaceValues surface_values(const Atoms& atoms, const PotentialMap& map, const 
   const double pairs = static_cast<double>(surface.vertex_count()) * static_cast<double>(atoms.size()) *
                        (map.physics.model == PairModel::Debye ? 5.0 : 1.0);
   const std::string sum_text = "exact direct sum over " + with_commas(atoms.size()) + " atoms (" +
-                               describe_model(map.physics) + ", dielectric " + shortest_text(map.physics.dielectric) + ")";
+                               describe_model(map.physics) + ", dielectric " + shortest_text(map.physics.dielectric) +
+                               ")";
   const std::string map_text = "trilinear interpolation of the map";
   std::vector<float> interpolated = interpolate(map, points);
   if (options.values == VertexValues::Map) {
@@ -175,8 +179,9 @@ SurfaceValues surface_values(const Atoms& atoms, const PotentialMap& map, const 
     if (difference.empty() || d <= kAgreement * m) {
       out.values = std::move(sum);
       out.method = VertexValues::Sum;
-      out.method_text = sum_text + (difference.empty() ? "" : "; agrees with the map (median difference " +
-                                                                  short_scientific(d) + " " + units + ")");
+      out.method_text = sum_text + (difference.empty() ? ""
+                                                       : "; agrees with the map (median difference " +
+                                                             short_scientific(d) + " " + units + ")");
     } else {
       out.values = std::move(interpolated);
       out.method = VertexValues::Map;
@@ -264,7 +269,8 @@ ViewScene build_view_scene(const Atoms& atoms, const PotentialMap& map, const Ma
     inside += in ? 1 : 0;
   }
   if (inside == 0)
-    throw UsageError("no atom of the structure lies inside the map's box: is it the structure the map was computed from?");
+    throw UsageError(
+        "no atom of the structure lies inside the map's box: is it the structure the map was computed from?");
   if (inside < atoms.size())
     scene.notes.push_back(with_commas(atoms.size() - inside) + " of " + with_commas(atoms.size()) +
                           " atoms lie outside the map");
@@ -319,8 +325,7 @@ ViewScene build_view_scene(const Atoms& atoms, const PotentialMap& map, const Ma
   if (scene.clamped_fraction > 0.5)
     scene.notes.push_back(short_fixed(100 * scene.clamped_fraction, 0) + "% of the surface is beyond ±" +
                           number_text(scene.limit) + " " + scene.units + " (values " + number_text(scene.value_min) +
-                          " to " + number_text(scene.value_max) +
-                          "): try --limit auto" +
+                          " to " + number_text(scene.value_max) + "): try --limit auto" +
                           (map.physics.model == PairModel::Coulomb && map.physics.dielectric < 10
                                ? std::string(", or map with --model debye --dielectric 78.54 --ionic-strength 0.15 "
                                              "(a Coulomb sum at dielectric ") +
@@ -368,11 +373,12 @@ ViewScene build_view_scene(const Atoms& atoms, const PotentialMap& map, const Ma
                                 shortest_text(g.spacing[1]) + ", " + shortest_text(g.spacing[2]) + " Å, origin (" +
                                 short_fixed(g.origin[0], 3) + ", " + short_fixed(g.origin[1], 3) + ", " +
                                 short_fixed(g.origin[2], 3) + ") Å");
-  prov.emplace_back("surface", "Gaussian molecular surface (f = 1, α = 2) of " + with_commas(result.atoms_used) +
-                                   " atoms on a " + shortest_text(scene.surface_info.spacing) + " Å grid" +
-                                   (options.surface.probe > 0 ? ", probe " + shortest_text(options.surface.probe) + " Å" : "") +
-                                   ", smoothed: " + with_commas(scene.surface.vertex_count()) + " vertices, " +
-                                   with_commas(scene.surface.triangle_count()) + " triangles");
+  prov.emplace_back("surface",
+                    "Gaussian molecular surface (f = 1, α = 2) of " + with_commas(result.atoms_used) + " atoms on a " +
+                        shortest_text(scene.surface_info.spacing) + " Å grid" +
+                        (options.surface.probe > 0 ? ", probe " + shortest_text(options.surface.probe) + " Å" : "") +
+                        ", smoothed: " + with_commas(scene.surface.vertex_count()) + " vertices, " +
+                        with_commas(scene.surface.triangle_count()) + " triangles");
   prov.emplace_back("surface values", "potential " + shortest_text(options.offset) +
                                           " Å outside the surface along its normals: " + scene.method_text);
   prov.emplace_back("surface range", number_text(scene.value_min) + " to " + number_text(scene.value_max) + " " +

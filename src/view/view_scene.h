@@ -63,13 +63,13 @@ struct MapOrigin {
   /// Whether the physics in the map is espgrid's own record (a header line "Potential in ..."
   /// or a map computed in this process), so that the direct sum computes the same thing.
   bool espgrid_physics = false;
-  std::string kernel;               ///< the kernel that computed it, where known
+  std::string kernel;  ///< the kernel that computed it, where known
 };
 
 struct Isosurface {
   double level = 0;  ///< map units
   TriangleMesh mesh;
-  int stride = 1;    ///< map points per contoured point along each axis
+  int stride = 1;  ///< map points per contoured point along each axis
 };
 
 struct ViewScene {
@@ -77,19 +77,19 @@ struct ViewScene {
   std::vector<float> values;  ///< potential at each vertex's sample point, map units; NaN outside the map
   double offset = 1.4;        ///< Å outside the surface where the values were taken
   VertexValues method = VertexValues::Map;
-  std::string method_text;    ///< one line: how the values were obtained and why
-  SurfaceResult surface_info; ///< spacing, grid, atoms used, time (its mesh moved to `surface`)
+  std::string method_text;     ///< one line: how the values were obtained and why
+  SurfaceResult surface_info;  ///< spacing, grid, atoms used, time (its mesh moved to `surface`)
   std::vector<Isosurface> isosurfaces;
-  std::string units;          ///< "kT/e", "kcal/mol/e", "V"
-  double limit = 5;           ///< colour scale ±limit
-  std::string limit_text;     ///< why this limit
-  double value_min = 0, value_max = 0;  ///< over the finite values
-  double clamped_fraction = 0;          ///< finite values beyond ±limit
-  double outside_fraction = 0;          ///< values NaN (outside the map)
-  std::array<double, 3> camera_direction{0, 0, -1};  ///< unit vector the first view looks along
-  std::array<double, 3> camera_up{0, 1, 0};          ///< unit vector up on the screen, ⟂ the direction
+  std::string units;                                            ///< "kT/e", "kcal/mol/e", "V"
+  double limit = 5;                                             ///< colour scale ±limit
+  std::string limit_text;                                       ///< why this limit
+  double value_min = 0, value_max = 0;                          ///< over the finite values
+  double clamped_fraction = 0;                                  ///< finite values beyond ±limit
+  double outside_fraction = 0;                                  ///< values NaN (outside the map)
+  std::array<double, 3> camera_direction{0, 0, -1};             ///< unit vector the first view looks along
+  std::array<double, 3> camera_up{0, 1, 0};                     ///< unit vector up on the screen, ⟂ the direction
   std::vector<std::pair<std::string, std::string>> provenance;  ///< (label, text) lines
-  std::vector<std::string> notes;       ///< remarks for the user (stderr, and the page)
+  std::vector<std::string> notes;                               ///< remarks for the user (stderr, and the page)
   double seconds_surface = 0, seconds_values = 0, seconds_isosurfaces = 0;
 };
 

@@ -9,9 +9,9 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "src/scaleout/cluster.h"
 #include "src/pb/pb_hypre.h"
 #include "src/pb/pb_solve.h"
+#include "src/scaleout/cluster.h"
 #include "src/scaleout/distributed_map.h"
 #include "tests/test_support.h"
 
