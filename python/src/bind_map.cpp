@@ -1,0 +1,229 @@
+// espgrid.Map: values on a grid with its physics, made from values or read from a file, written, viewed and summarised.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include "python/src/binding_support.h"
+#include "src/core/text_format.h"
+#include "src/maps/map_formats.h"
+#include "src/os/atomic_output_file.h"
+#include "src/view/view.h"
+
+namespace espgrid::python {
+
+using namespace pybind11::literals;
+
+namespace {
+
+/// The map's values as a read-only (nx, ny, nz) view in Fortran order over the x-fastest
+/// buffer: values[i, j, k] is the potential at origin + (i·hx, j·hy, k·hz). No copy; the
+/// array keeps the map alive.
+py::array values_view(const py::object& self) {
+  PyMap& m = self.cast<PyMap&>();
+  const auto& d = m.map.grid.dims;
+  const auto item = static_cast<py::ssize_t>(sizeof(float));
+  py::array_t<float> view(
+      {static_cast<py::ssize_t>(d[0]), static_cast<py::ssize_t>(d[1]), static_cast<py::ssize_t>(d[2])},
+      {item, item * d[0], item * d[0] * d[1]}, m.map.values.data(), self);
+  view.attr("setflags")("write"_a = false);  // numpy's public call: no pybind11 internals
+  return view;
+}
+
+PyMap map_from_values(const py::handle& values, const GridSpec& grid, const PhysicsOptions& physics,
+                      const std::string& source) {
+  auto array = py::array_t<float, py::array::f_style | py::array::forcecast>::ensure(values);
+  if (!array) throw UsageError("values must be an array of numbers");
+  const auto& d = grid.dims;
+  if (array.ndim() != 3 || array.shape(0) != d[0] || array.shape(1) != d[1] || array.shape(2) != d[2])
+    throw UsageError("values must have the grid's shape (" + std::to_string(d[0]) + ", " + std::to_string(d[1]) + ", " +
+                     std::to_string(d[2]) + "), got " + shape_text(array));
+  PyMap m;
+  m.map.grid = grid;
+  m.map.physics = physics;
+  m.map.source = source;
+  m.map.values.assign(array.data(), array.data() + grid.point_count());  // Fortran order = x fastest
+  return m;
+}
+
+PyMap read_map_file(const std::string& path, const std::optional<std::string>& units) {
+  PyMap m;
+  bool unit_known = false;
+  {
+    py::gil_scoped_release release;
+    m.map = read_map(path, &unit_known);
+  }
+  if (units) {
+    const PotentialUnit unit = parse_unit(*units);
+    if (unit_known && unit != m.map.physics.unit)
+      throw UsageError(path + " says its unit is " + unit_name(m.map.physics.unit) + ", not " + unit_name(unit));
+    m.map.physics.unit = unit;
+  } else if (!unit_known) {
+    throw UsageError(path + " does not say its unit; name it with units='kT/e', 'kcal/mol/e' or 'V'");
+  }
+  return m;
+}
+
+/// "Map(shape=(41, 33, 47), spacing=..., origin=..., units='kT/e', model='coulomb',
+/// dielectric=1.0, range=(-3.1, 4.2), kernel='cpu-simd', source='...')": what a notebook shows.
+/// Numbers go through Python's repr, so they read the same in any locale.
+std::string map_repr(const PyMap& p) {
+  const PotentialMap& m = p.map;
+  float lo = 0, hi = 0;
+  std::size_t finite = 0;
+  for (const float v : m.values) {
+    if (!std::isfinite(v)) continue;
+    lo = finite ? std::min(lo, v) : v;
+    hi = finite ? std::max(hi, v) : v;
+    ++finite;
+  }
+  const auto r = [](const py::object& o) { return py::repr(o).cast<std::string>(); };
+  std::string text = "Map(shape=" + r(triple(m.grid.dims)) + ", spacing=" + r(triple(m.grid.spacing)) +
+                     ", origin=" + r(triple(m.grid.origin)) + ", units=" + r(py::str(unit_name(m.physics.unit))) +
+                     ", model=" + r(py::str(model_name(m.physics.model))) +
+                     ", dielectric=" + r(py::float_(m.physics.dielectric));
+  if (m.physics.unit == PotentialUnit::KTPerE) text += ", temperature=" + r(py::float_(m.physics.temperature));
+  if (finite) text += ", range=" + r(py::make_tuple(static_cast<double>(lo), static_cast<double>(hi)));
+  if (finite != m.values.size()) text += ", not_finite=" + std::to_string(m.values.size() - finite);
+  if (!p.kernel.empty()) text += ", kernel=" + r(py::str(p.kernel));
+  if (!m.source.empty()) text += ", source=" + r(py::str(m.source));
+  return text + ")";
+}
+
+}  // namespace
+
+void bind_map(py::module_& m) {
+  py::class_<PyMap>(m, "Map", "A potential map: values on a grid, with its unit, medium and model.")
+      .def_property_readonly("values", &values_view,
+                             "Read-only (nx, ny, nz) view, no copy: values[i, j, k] is the potential at "
+                             "origin + (i*hx, j*hy, k*hz), in the map's units. Memory is x fastest (Fortran order).")
+      .def_property_readonly("grid", [](const PyMap& p) { return p.map.grid; })
+      .def_property_readonly("origin", [](const PyMap& p) { return triple(p.map.grid.origin); })
+      .def_property_readonly("spacing", [](const PyMap& p) { return triple(p.map.grid.spacing); })
+      .def_property_readonly("shape", [](const PyMap& p) { return triple(p.map.grid.dims); })
+      .def_property_readonly("units", [](const PyMap& p) { return unit_name(p.map.physics.unit); })
+      .def_property_readonly("model", [](const PyMap& p) { return model_label(p.map.physics); })
+      .def_property_readonly("dielectric", [](const PyMap& p) { return p.map.physics.dielectric; })
+      .def_property_readonly("temperature", [](const PyMap& p) { return p.map.physics.temperature; })
+      .def_property_readonly(
+          "physics", [](const PyMap& p) { return physics_comment(p.map.physics); },
+          "The physics line every output file records, e.g. 'Potential in kT/e (T = 298.15 K), "
+          "dielectric 1'.")
+      .def_property_readonly("source", [](const PyMap& p) { return p.map.source; })
+      .def_property_readonly("kernel",
+                             [](const PyMap& p) -> py::object {
+                               if (p.kernel.empty()) return py::none();
+                               return py::str(p.kernel);
+                             })
+      .def_property_readonly("kernel_choice", [](const PyMap& p) { return p.kernel_why; })
+      .def_property_readonly("device", [](const PyMap& p) { return p.timing.device; })
+      .def_property_readonly("timing",
+                             [](const PyMap& p) {
+                               return py::dict("read_seconds"_a = p.timing.read_seconds,
+                                               "prepare_seconds"_a = p.timing.prepare_seconds,
+                                               "kernel_seconds"_a = p.timing.kernel_seconds,
+                                               "transfer_seconds"_a = p.timing.transfer_seconds,
+                                               "write_seconds"_a = p.timing.write_seconds);
+                             })
+      .def("__repr__", &map_repr)
+      .def(
+          "write",
+          [](PyMap& p, const py::args& args) {
+            // write("a.dx", "b.vti") or write(["a.dx", "b.vti"]); paths may be os.PathLike.
+            py::list items =
+                args.size() == 1 && (py::isinstance<py::list>(args[0]) || py::isinstance<py::tuple>(args[0]))
+                    ? py::list(args[0])
+                    : py::list(args);
+            std::vector<std::string> paths;
+            const py::object fspath = py::module_::import("os").attr("fspath");
+            for (const py::handle& item : items) paths.push_back(fspath(item).cast<std::string>());
+            if (paths.empty()) throw UsageError("no output given: write('map.dx') and/or write('map.vti')");
+            check_output_paths(paths);
+            py::gil_scoped_release release;
+            write_map_files(p.map, paths, &p.timing, [&p](const std::string& path) { p.outputs.push_back(path); });
+          },
+          "Writes the map to every path (format from the extension, as `espgrid map -o`), each atomically.");
+
+  m.def(
+      "map_from_values",
+      [](const py::handle& values, const GridSpec& grid, const py::object& like, const MapJob* options,
+         const std::string& source) {
+        PhysicsOptions physics = options ? options->physics : PhysicsOptions{};
+        if (!like.is_none()) {
+          // A wrong type is a TypeError, as Python's own calls raise, not pybind11's cast error.
+          if (!py::isinstance<PyMap>(like))
+            throw py::type_error("like= takes an espgrid.Map (whose physics the new map gets), got " +
+                                 py::repr(py::type::of(like)).cast<std::string>());
+          physics = like.cast<const PyMap&>().map.physics;
+        }
+        return map_from_values(values, grid, physics, source);
+      },
+      "values"_a, "grid"_a, "like"_a = py::none(), "options"_a = nullptr, "source"_a = "");
+  m.def("read_map", &read_map_file, "path"_a, "units"_a = py::none());
+  // Map.view (python/espgrid/view.py): the `espgrid view` page of a map in memory.
+  m.def(
+      "view_page",
+      [](const PyMap& p, const PyStructure& s, const py::object& limit, const py::object& levels,
+         const std::string& values, double offset, double surface_spacing, double probe, const std::string& title,
+         const std::string& view) {
+        surface::ViewOptions options;
+        options.view = view;
+        if (py::isinstance<py::str>(limit)) {
+          if (limit.cast<std::string>() != "auto") throw UsageError("limit must be a positive number or 'auto'");
+          options.limit_auto = true;
+        } else if (!limit.is_none()) {
+          options.limit = limit.cast<double>();
+        }
+        if (!levels.is_none()) options.levels = levels.cast<std::vector<double>>();
+        options.values = surface::parse_vertex_values(values);
+        options.offset = offset;
+        options.surface.spacing = surface_spacing;
+        options.surface.probe = probe;
+        surface::MapOrigin origin;
+        if (!p.map.source.empty()) origin.header.push_back(p.map.source);
+        origin.header.push_back(physics_comment(p.map.physics));
+        origin.kernel = p.kernel;
+        // A map in memory carries espgrid's physics record, whoever made the values (read from
+        // an APBS file it says Coulomb in vacuum): the sum is tried, and the agreement check
+        // (view_scene.cpp) falls back to the map's values where they are not that sum.
+        origin.espgrid_physics = true;
+        ViewResult result;
+        {
+          py::gil_scoped_release release;
+          result = make_view(s.structure.atoms, s.path, s.source, p.map, origin, options, title);
+        }
+        const surface::ViewScene& scene = result.scene;
+        py::dict info("vertices"_a = scene.surface.vertex_count(), "triangles"_a = scene.surface.triangle_count(),
+                      "values"_a = scene.method_text, "limit"_a = scene.limit, "units"_a = scene.units,
+                      "min"_a = scene.value_min, "max"_a = scene.value_max, "notes"_a = scene.notes,
+                      "bytes"_a = result.sizes.total, "seconds"_a = result.seconds);
+        return py::make_tuple(py::bytes(result.html), info);
+      },
+      "map"_a, "structure"_a, "limit"_a = py::none(), "levels"_a = py::none(), "values"_a = "auto", "offset"_a = 1.4,
+      "surface_spacing"_a = 0.5, "probe"_a = 0.0, "title"_a = "", "view"_a = "auto");
+  m.def(
+      "write_page",
+      [](const std::string& path, const py::bytes& html) {
+        const std::string text = html;
+        check_output_path(path);
+        py::gil_scoped_release release;
+        write_text_file_atomically(path, text);
+      },
+      "path"_a, "html"_a);
+  m.def(
+      "map_summary_json",
+      [](const PyMap& p, const std::string& part) {
+        // One part alone where an attribute asks for it: the whole summary scans every value (range).
+        const double evaluations = p.map.physics.poisson_boltzmann ? 0.0
+                                                                   : static_cast<double>(p.map.grid.point_count()) *
+                                                                         static_cast<double>(p.provenance.atoms);
+        if (part == "timing") return timing_json(p.timing, evaluations).dump(0);
+        if (part == "model_parameters") return model_parameters_json(p.map.physics).dump(0);
+        const Json whole = map_summary(p.map, p.kernel, p.kernel_why, p.timing, p.provenance, p.outputs);
+        return whole.dump(0);
+      },
+      "map"_a, "part"_a = "",
+      "The summary `espgrid map --json` writes, for this map (src/pipeline/map_summary.h); part: \"timing\" or "
+      "\"model_parameters\" alone.");
+}
+
+}  // namespace espgrid::python
