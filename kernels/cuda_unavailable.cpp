@@ -11,12 +11,12 @@ namespace {
 constexpr const char* kReason = "this espgrid was built without CUDA (no nvcc found, or ESPGRID_CUDA=OFF)";
 }
 
-ComputeTiming compute_potential(std::string_view, const DeviceKernel&, const DcsProblem&, const DeviceRunOptions&) {
+ComputeTiming compute_potential(std::string_view, const DeviceKernel&, const GridSumProblem&, const DeviceRunOptions&) {
   throw Error(kReason);
 }
 
-ComputeTiming compute_potential_multi(std::string_view, const DeviceKernel&, const DcsProblem&, const std::vector<int>&,
-                                      const DeviceRunOptions&) {
+ComputeTiming compute_potential_multi(std::string_view, const DeviceKernel&, const GridSumProblem&,
+                                      const std::vector<int>&, const DeviceRunOptions&) {
   throw Error(kReason);
 }
 

@@ -65,7 +65,7 @@ void check_device_supported(int device) {
                 " and newer");
 }
 
-void validate(const DcsProblem& p) {
+void validate(const GridSumProblem& p) {
   constexpr std::int64_t kMaxExtent = std::int64_t{1} << 30;
   if (p.nx < 0 || p.ny < 0 || p.nz < 0) throw UsageError("grid dimensions must not be negative");
   if (p.z_offset < 0 || p.z_offset > kMaxExtent)
@@ -80,7 +80,7 @@ void validate(const DcsProblem& p) {
 }
 
 /// Copies `planes` planes of the (possibly padded) device slab into densely packed staging.
-void enqueue_copy_back(const LaunchPlan& plan, const DcsProblem& p, const float* d_slab, float* h_slab, int planes,
+void enqueue_copy_back(const LaunchPlan& plan, const GridSumProblem& p, const float* d_slab, float* h_slab, int planes,
                        cudaStream_t stream) {
   const std::size_t row_bytes = sizeof(float) * static_cast<std::size_t>(p.nx);
   if (plan.pitch_x == p.nx && plan.pitch_y == p.ny) {
@@ -107,7 +107,7 @@ struct DeviceAtoms {
 };
 
 /// Uploads the atoms through pinned staging into `storage` (grown as needed).
-DeviceAtoms upload_atoms(const DcsProblem& p, bool with_double_positions, AtomStorage& storage) {
+DeviceAtoms upload_atoms(const GridSumProblem& p, bool with_double_positions, AtomStorage& storage) {
   ensure_capacity(storage.staging, p.atom_count, "atoms (staging)");
   ensure_capacity(storage.xyzq, p.atom_count, "atoms");
   for (std::size_t a = 0; a < p.atom_count; ++a) storage.staging.get()[a] = make_float4(p.x[a], p.y[a], p.z[a], p.q[a]);
@@ -151,7 +151,7 @@ struct WorkerContext {
 /// them through two slab buffers on two streams (see the file comment), until the queue is
 /// empty. Slab s uses buffer and stream s mod 2; kernels of consecutive slabs are
 /// serialized, so the sum of their event intervals is this worker's kernel time.
-WorkerResult run_worker(const DeviceKernel& kernel, const LaunchPlan& plan, const DcsProblem& p,
+WorkerResult run_worker(const DeviceKernel& kernel, const LaunchPlan& plan, const GridSumProblem& p,
                         const DeviceAtoms& d_atoms, const WorkerContext& ctx, SlabStorage& slabs) {
   const std::size_t atom_bytes = d_atoms.bytes();
   std::size_t free_bytes = 0, total_bytes = 0;
@@ -275,7 +275,7 @@ struct SharedAtoms {
 
 class AtomsLease {
  public:
-  AtomsLease(SharedAtoms& shared, const DcsProblem& p, bool with_double_positions) : shared_(shared) {
+  AtomsLease(SharedAtoms& shared, const GridSumProblem& p, bool with_double_positions) : shared_(shared) {
     std::lock_guard<std::mutex> lock(shared_.mutex);
     if (!shared_.ready) {
       shared_.buffer = upload_atoms(p, with_double_positions, shared_.storage);
@@ -333,7 +333,7 @@ DeviceWorkspace::~DeviceWorkspace() {
   cudaGetLastError();
 }
 
-ComputeTiming compute_potential(std::string_view variant, const DeviceKernel& kernel, const DcsProblem& problem,
+ComputeTiming compute_potential(std::string_view variant, const DeviceKernel& kernel, const GridSumProblem& problem,
                                 const DeviceRunOptions& options) {
   const Stopwatch wall;
   validate(problem);
@@ -377,8 +377,9 @@ ComputeTiming compute_potential(std::string_view variant, const DeviceKernel& ke
   return timing;
 }
 
-ComputeTiming compute_potential_multi(std::string_view variant, const DeviceKernel& kernel, const DcsProblem& problem,
-                                      const std::vector<int>& devices, const DeviceRunOptions& options) {
+ComputeTiming compute_potential_multi(std::string_view variant, const DeviceKernel& kernel,
+                                      const GridSumProblem& problem, const std::vector<int>& devices,
+                                      const DeviceRunOptions& options) {
   const Stopwatch wall;
   validate(problem);
   check_kernel(variant, kernel);

@@ -149,7 +149,7 @@ int tuned_fma_split(int device, PairModel model) {
   return kDefaultSplit;
 }
 
-void prepare_dualpipe(LaunchPlan& plan, int device, const DcsProblem& problem) {
+void prepare_dualpipe(LaunchPlan& plan, int device, const GridSumProblem& problem) {
   if (plan.fma_split < 0) plan.fma_split = tuned_fma_split(device, problem.model);
 }
 

@@ -18,7 +18,7 @@ namespace {
 
 using namespace msm_gpu;
 
-void check_problem(const DcsProblem& p) {
+void check_problem(const GridSumProblem& p) {
   constexpr std::int64_t kMaxExtent = std::int64_t{1} << 30;
   if (p.nx < 0 || p.ny < 0 || p.nz < 0) throw UsageError("grid dimensions must not be negative");
   if (p.nx > kMaxExtent || p.ny > static_cast<std::int64_t>(kTile) * 65535 || p.nz > kMaxExtent - p.z_offset ||
@@ -34,7 +34,7 @@ const char* const kPhaseNames[6] = {"binning", "anterpolation", "restriction", "
 
 }  // namespace
 
-ComputeTiming compute_msm(const DcsProblem& p, const Plan& plan, const MsmRunOptions& options) {
+ComputeTiming compute_msm(const GridSumProblem& p, const Plan& plan, const MsmRunOptions& options) {
   const Stopwatch wall;
   check_problem(p);
   if (p.point_count() > 0 && p.potential == nullptr) throw Error("compute_msm: no output buffer");
@@ -133,7 +133,7 @@ ComputeTiming compute_msm(const DcsProblem& p, const Plan& plan, const MsmRunOpt
   return timing;
 }
 
-msm::LevelGrids<float> msm_level_grids(const DcsProblem& p, const Plan& plan, int device) {
+msm::LevelGrids<float> msm_level_grids(const GridSumProblem& p, const Plan& plan, int device) {
   check_problem(p);
   DeviceGuard guard(device);
   msm::LevelGrids<float> out;
@@ -154,7 +154,7 @@ msm::LevelGrids<float> msm_level_grids(const DcsProblem& p, const Plan& plan, in
   return out;
 }
 
-void msm_map_parts(const DcsProblem& p, const Plan& plan, int device, float* long_range, float* short_range) {
+void msm_map_parts(const GridSumProblem& p, const Plan& plan, int device, float* long_range, float* short_range) {
   check_problem(p);
   DeviceGuard guard(device);
   if (plan.levels.empty()) {

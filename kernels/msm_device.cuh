@@ -193,15 +193,16 @@ struct DeviceState {
 /// start of each phase (binning, anterpolation, restriction, cutoff, top, prolongation) and at
 /// the end. Every buffer is allocated and every table uploaded before the first event, so the
 /// events time the kernels alone.
-void grid_phases(const DcsProblem& p, const Plan& plan, DeviceState& st, cudaStream_t stream,
+void grid_phases(const GridSumProblem& p, const Plan& plan, DeviceState& st, cudaStream_t stream,
                  std::array<Event, 7>& marks);
 /// kernels/msm_map.cu: the map-axis weight tables (double on the host, float on the device), for
 /// x, y and every plane of the problem along z.
-void upload_axis_tables(const DcsProblem& p, const Plan& plan, DeviceState& st, cudaStream_t stream);
+void upload_axis_tables(const GridSumProblem& p, const Plan& plan, DeviceState& st, cudaStream_t stream);
 /// kernels/msm_map.cu: queues the interpolation (writing the slab) and the short range (adding
 /// to it) of planes [k0, k0 + planes) of the problem on `stream`; `contracted` holds planes
 /// level-1 planes.
-void queue_slab(const DcsProblem& p, const Plan& plan, const DeviceState& st, std::int64_t k0, int planes, float* slab,
-                float* contracted, cudaStream_t stream, const Event* between, bool long_range, bool short_range);
+void queue_slab(const GridSumProblem& p, const Plan& plan, const DeviceState& st, std::int64_t k0, int planes,
+                float* slab, float* contracted, cudaStream_t stream, const Event* between, bool long_range,
+                bool short_range);
 
 }  // namespace espgrid::cuda::msm_gpu

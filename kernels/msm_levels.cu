@@ -240,7 +240,7 @@ struct Binning {
 
 /// Allocates every buffer the grid phases use and uploads the atoms: the events then time the
 /// kernels alone.
-void allocate(const DcsProblem& p, const Plan& plan, DeviceState& st, Binning& bin, cudaStream_t stream) {
+void allocate(const GridSumProblem& p, const Plan& plan, DeviceState& st, Binning& bin, cudaStream_t stream) {
   const std::size_t cell_count = plan.cells.points();
   if (cell_count >= std::size_t{UINT_MAX}) throw UsageError("too many MSM cells for cuda-msm");
   bin.staging = PinnedBuffer<float4>(p.atom_count, "atoms (staging)");
@@ -273,7 +273,7 @@ void allocate(const DcsProblem& p, const Plan& plan, DeviceState& st, Binning& b
 }
 
 /// Binning: a stable radix sort of (cell, atom index) pairs, the atoms gathered in that order.
-void bin_atoms(const DcsProblem& p, const Plan& plan, DeviceState& st, Binning& bin, cudaStream_t stream) {
+void bin_atoms(const GridSumProblem& p, const Plan& plan, DeviceState& st, Binning& bin, cudaStream_t stream) {
   const int n = static_cast<int>(p.atom_count);
   const std::size_t cell_count = plan.cells.points();
   launch_linear(cell_keys_kernel, p.atom_count, stream, st.atoms.get(), n, static_cast<float>(plan.cell),
@@ -327,7 +327,7 @@ void level_sums(const Plan& plan, DeviceState& st, const Uploaded<float>& stenci
 
 }  // namespace
 
-void grid_phases(const DcsProblem& p, const Plan& plan, DeviceState& st, cudaStream_t stream,
+void grid_phases(const GridSumProblem& p, const Plan& plan, DeviceState& st, cudaStream_t stream,
                  std::array<Event, 7>& marks) {
   const int levels = plan.level_count();
   Binning bin;

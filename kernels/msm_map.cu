@@ -220,7 +220,7 @@ __global__ void __launch_bounds__(kShortThreads)
 
 /// The map-axis weight tables (double on the host, float on the device), for x, y and every
 /// plane of the problem along z.
-void upload_axis_tables(const DcsProblem& p, const Plan& plan, DeviceState& st, cudaStream_t stream) {
+void upload_axis_tables(const GridSumProblem& p, const Plan& plan, DeviceState& st, cudaStream_t stream) {
   const msm::AxisWeights axes[3] = {msm::axis_weights(plan, p.nx, 0, p.hx), msm::axis_weights(plan, p.ny, 0, p.hy),
                                     msm::axis_weights(plan, p.nz, p.z_offset, p.hz)};
   st.taps = axes[0].taps;
@@ -234,8 +234,9 @@ void upload_axis_tables(const DcsProblem& p, const Plan& plan, DeviceState& st, 
 
 /// Queues the interpolation (writing the slab) and the short range (adding to it) of planes
 /// [k0, k0 + planes) of the problem on `stream`; `contracted` holds planes level-1 planes.
-void queue_slab(const DcsProblem& p, const Plan& plan, const DeviceState& st, std::int64_t k0, int planes, float* slab,
-                float* contracted, cudaStream_t stream, const Event* between, bool long_range, bool short_range) {
+void queue_slab(const GridSumProblem& p, const Plan& plan, const DeviceState& st, std::int64_t k0, int planes,
+                float* slab, float* contracted, cudaStream_t stream, const Event* between, bool long_range,
+                bool short_range) {
   const GridBox& g = plan.levels[0].grid;
   const std::size_t level_plane = static_cast<std::size_t>(g.n[0] * g.n[1]);
   const std::size_t map_points = p.plane_points() * static_cast<std::size_t>(planes);

@@ -36,7 +36,7 @@ TEST(AddedModel, IsListedNamedAndDescribed) {
   physics.model = kSoftened;
   physics.set_parameter("softening-width", 2.5);
   EXPECT_EQ(describe_model(physics), "softened (w = 2.5 A)");
-  EXPECT_FLOAT_EQ(pair_parameters(physics).p0, 6.25f);
+  EXPECT_FLOAT_EQ(pair_parameters(physics).own[0], 6.25f);
 }
 
 TEST(AddedModel, TheOptionTableOffersItsParameterWithTheUsualChecks) {
@@ -112,7 +112,7 @@ TEST(AddedModel, ThePointEvaluatorAndTheSummaryTakeIt) {
   job.physics.model = kSoftened;
   job.physics.set_parameter("softening-width", 0.8);
   const PointValues v = sample_points(job, atoms, {1, 2, 3, 4, 6, 3});
-  const double k = coulomb_factor(job.physics), w2 = double(0.8f * 0.8f);  // w² travels as float32 (p0)
+  const double k = coulomb_factor(job.physics), w2 = double(0.8f * 0.8f);  // w² travels as float32 (own[0])
   const double a2 = kSofteningLength * kSofteningLength;
   // The double sum rounds once to float32: half an ulp, 6e-8 relative.
   EXPECT_NEAR(v.values[0], -0.5 * k / std::sqrt(a2 + w2), 1e-7 * 0.5 * k / std::sqrt(w2));

@@ -331,7 +331,7 @@ TEST(BenchCheck, OracleCheckPassesCorrectMapsAndCatchesWrongOnes) {
   const PreparedProblem problem(random_atoms(300, grid, 3), grid, coulomb_factor({}));
   std::vector<float> out(grid.point_count(), std::numeric_limits<float>::quiet_NaN());
   EXPECT_EQ(count_nonfinite(out.data(), out.size()), out.size());
-  DcsProblem p = problem.view(out.data());
+  GridSumProblem p = problem.view(out.data());
   cpu::reference(p, {});
   EXPECT_EQ(count_nonfinite(out.data(), out.size()), 0u);
 
@@ -356,15 +356,15 @@ TEST(BenchCheck, OracleCheckPassesCorrectMapsAndCatchesWrongOnes) {
 
 // ---- measure() with real and fake kernels -----------------------------------------------------------
 
-void leaves_last_point(const DcsProblem& p, const RunOptions& o) {
+void leaves_last_point(const GridSumProblem& p, const RunOptions& o) {
   reference_kernel().run(p, o);
   p.potential[p.point_count() - 1] = std::numeric_limits<float>::quiet_NaN();
 }
-void off_by_a_percent(const DcsProblem& p, const RunOptions& o) {
+void off_by_a_percent(const GridSumProblem& p, const RunOptions& o) {
   reference_kernel().run(p, o);
   for (std::size_t i = 0; i < p.point_count(); ++i) p.potential[i] *= 1.01f;
 }
-void refuses(const DcsProblem&, const RunOptions&) { throw UsageError("block 4096x1 is too large"); }
+void refuses(const GridSumProblem&, const RunOptions&) { throw UsageError("block 4096x1 is too large"); }
 
 /// A CPU registry row running `run`: a fake variant for the measuring code.
 KernelVariant fake_cpu_row(std::string_view name, KernelVariant::CpuRun run) {

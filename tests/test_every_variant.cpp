@@ -135,7 +135,7 @@ TEST_P(EveryVariant, SuperpositionOfTwoHalves) {
     const auto whole = run_poisoned(kernel(), prepared);
     const auto part1 = run_poisoned(kernel(), PreparedProblem(first, grid, 1.0, m.model, m.pair));
     const auto part2 = run_poisoned(kernel(), PreparedProblem(second, grid, 1.0, m.model, m.pair));
-    const DcsProblem p = prepared.view(nullptr);
+    const GridSumProblem p = prepared.view(nullptr);
     if (kernel().approximate()) {  // linear in the charges: only rounding may differ
       std::vector<float> sum(whole.size());
       for (std::size_t idx = 0; idx < whole.size(); ++idx) sum[idx] = part1[idx] + part2[idx];
@@ -171,7 +171,7 @@ TEST_P(EveryVariant, TranslatingAtomsAndGridTogetherChangesNothing) {
     const PreparedProblem original(atoms, grid, 1.0, m.model, m.pair);
     const auto a = run_poisoned(kernel(), original);
     const auto b = run_poisoned(kernel(), PreparedProblem(moved, moved_grid, 1.0, m.model, m.pair));
-    const DcsProblem p = original.view(nullptr);
+    const GridSumProblem p = original.view(nullptr);
     if (kernel().approximate()) {  // the lattice moves with the grid's origin: only rounding may differ
       EXPECT_LE(relative_rms_difference(a, b), kRoundingShareOfBound * kernel().error_bound)
           << "seed " << testing::test_seed();
@@ -207,7 +207,7 @@ TEST_P(EveryVariant, AtomOnAGridPointGivesLargeFiniteValue) {
   EXPECT_NEAR(out[4 + 5 * (2 + 5 * 2)], 1.0 / kSofteningLength, 1e-6 / kSofteningLength);
 }
 
-// Planes [first, first + count) computed alone (DcsProblem::z_offset = first: the slab an MPI
+// Planes [first, first + count) computed alone (GridSumProblem::z_offset = first: the slab an MPI
 // rank computes) equal the same planes of the whole map: bit for bit for deterministic
 // variants, within the oracle's tolerance for the others.
 TEST_P(EveryVariant, SlabWithAPlaneOffsetEqualsThoseOfTheWholeMap) {
@@ -225,7 +225,7 @@ TEST_P(EveryVariant, SlabWithAPlaneOffsetEqualsThoseOfTheWholeMap) {
     if (kernel().deterministic()) {
       EXPECT_EQ(std::memcmp(slab.data(), expected.data(), sizeof(float) * slab.size()), 0);
     } else {
-      const DcsProblem p = problem.view(nullptr);
+      const GridSumProblem p = problem.view(nullptr);
       for (std::size_t n = 0; n < slab.size(); ++n) {
         const auto [i, j, k] = point_of(grid, n + plane * static_cast<std::size_t>(first));
         const OracleValue o = oracle_at(p, i, j, k);

@@ -97,7 +97,7 @@ std::vector<Case> phase_cases() {
 TEST_F(GpuMsm, EveryGridPhaseMatchesTheCpuPhase) {
   for (const Case& c : phase_cases()) {
     SCOPED_TRACE(c.name);
-    const DcsProblem p = c.problem.view(nullptr);
+    const GridSumProblem p = c.problem.view(nullptr);
     const msm::Plan plan = msm::make_plan(p, c.params);
     ASSERT_GE(plan.level_count(), 2) << "the case should exercise restriction and prolongation";
     const msm::LevelGrids<double> cpu = msm::cpu_level_grids(p, plan);
@@ -121,14 +121,14 @@ TEST_F(GpuMsm, EveryGridPhaseMatchesTheCpuPhase) {
 TEST_F(GpuMsm, MapPartsMatchTheCpuParts) {
   for (const Case& c : phase_cases()) {
     SCOPED_TRACE(c.name);
-    const DcsProblem p = c.problem.view(nullptr);
+    const GridSumProblem p = c.problem.view(nullptr);
     const msm::Plan plan = msm::make_plan(p, c.params);
     const msm::BinnedAtoms atoms = msm::bin_atoms(p, plan);
     const msm::LevelGrids<double> grids = msm::cpu_level_grids(p, plan);
     std::vector<double> cpu_long(p.point_count()), cpu_short(p.point_count());
     msm::cpu_map_parts(p, plan, grids, atoms, cpu_long.data(), cpu_short.data());
     const PreparedProblem absolute = c.problem.with_absolute_charges();
-    const DcsProblem pa = absolute.view(nullptr);
+    const GridSumProblem pa = absolute.view(nullptr);
     std::vector<double> abs_long(p.point_count()), abs_short(p.point_count());
     msm::cpu_map_parts(pa, plan, msm::cpu_level_grids(pa, plan), msm::bin_atoms(pa, plan), abs_long.data(),
                        abs_short.data());

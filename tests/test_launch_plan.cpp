@@ -12,8 +12,8 @@
 namespace espgrid {
 namespace {
 
-DcsProblem problem_of(std::int64_t nx, std::int64_t ny, std::int64_t nz) {
-  DcsProblem p;
+GridSumProblem problem_of(std::int64_t nx, std::int64_t ny, std::int64_t nz) {
+  GridSumProblem p;
   p.nx = nx;
   p.ny = ny;
   p.nz = nz;
@@ -59,7 +59,7 @@ TEST(LaunchPlan, OneBlockSideKeepsTheDefaultThreadCount) {
 }
 
 TEST(LaunchPlan, UnsupportedShapesAreUsageErrorsNamingTheVariant) {
-  const DcsProblem p = problem_of(16, 16, 2);
+  const GridSumProblem p = problem_of(16, 16, 2);
   try {
     make_launch_plan("my-variant", simple(32, 4), p, {64, 32, 0}, kSms);
     FAIL() << "2048 threads accepted";
@@ -109,7 +109,7 @@ TEST(LaunchPlan, AutomaticRegisterTileIsInstantiatedAndNoWorseThanTheDefault) {
   std::mt19937 rng(7);
   std::uniform_int_distribution<int> extent(1, 400), planes(1, 200);
   for (int n = 0; n < 300; ++n) {
-    const DcsProblem p = problem_of(extent(rng), extent(rng), planes(rng));
+    const GridSumProblem p = problem_of(extent(rng), extent(rng), planes(rng));
     const LaunchPlan plan = choose_register_tile(p, kSms);
     SCOPED_TRACE(::testing::Message() << p.nx << "x" << p.ny << "x" << p.nz);
     EXPECT_TRUE(std::any_of(kRegisterTiles.begin(), kRegisterTiles.end(),
@@ -146,14 +146,14 @@ TEST(LaunchPlan, AccumulatingFamiliesStartFromZero) {
 }
 
 TEST(SlabPlan, AMapWithinTheBudgetIsOneSlab) {
-  const DcsProblem p = problem_of(100, 100, 50);
+  const GridSumProblem p = problem_of(100, 100, 50);
   const LaunchPlan plan = make_launch_plan("v", simple(32, 4), p, {}, kSms);
   EXPECT_EQ(planes_per_slab(p, plan, 0, std::size_t{80} << 30, 0), 50);           // 80 GiB free
   EXPECT_EQ(planes_per_slab(p, plan, 100 * 100 * 50 * sizeof(float), 0, 0), 50);  // exact cap
 }
 
 TEST(SlabPlan, ALargerMapStreamsThroughTwoBuffersOfHalfTheBudget) {
-  const DcsProblem p = problem_of(64, 64, 29);
+  const GridSumProblem p = problem_of(64, 64, 29);
   const LaunchPlan plan = make_launch_plan("v", simple(32, 4), p, {}, kSms);
   const std::size_t plane_bytes = 64 * 64 * sizeof(float);
   const std::int64_t planes = planes_per_slab(p, plan, 3 * plane_bytes, 0, 0);  // room for 1.5 planes a buffer
@@ -167,7 +167,7 @@ TEST(SlabPlan, ALargerMapStreamsThroughTwoBuffersOfHalfTheBudget) {
 }
 
 TEST(SlabPlan, AutomaticBudgetLeavesAReserveAndNeverGoesBelowOnePlane) {
-  const DcsProblem p = problem_of(512, 512, 512);
+  const GridSumProblem p = problem_of(512, 512, 512);
   const LaunchPlan plan = make_launch_plan("v", simple(32, 4), p, {}, kSms);
   EXPECT_EQ(planes_per_slab(p, plan, 0, 100, 0), 1);  // almost no free memory: one plane a slab
   const std::int64_t planes = planes_per_slab(p, plan, 0, std::size_t{80} << 30, 0);
@@ -177,13 +177,13 @@ TEST(SlabPlan, AutomaticBudgetLeavesAReserveAndNeverGoesBelowOnePlane) {
 }
 
 TEST(SlabPlan, SlabsNeverExceedTheLaunchLimit) {
-  const DcsProblem p = problem_of(1, 1, 100000);
+  const GridSumProblem p = problem_of(1, 1, 100000);
   const LaunchPlan plan = make_launch_plan("v", simple(32, 4), p, {}, kSms);
   EXPECT_LE(planes_per_slab(p, plan, 0, std::size_t{80} << 30, 0), kMaxPlanesPerLaunch);
 }
 
 TEST(ChunkPlan, AboutEightChunksPerWorkerOfAtLeastTwoMillionPoints) {
-  const DcsProblem big = problem_of(512, 512, 512);  // 2^18 points a plane: 8 planes make 2^21
+  const GridSumProblem big = problem_of(512, 512, 512);  // 2^18 points a plane: 8 planes make 2^21
   for (const int workers : {1, 2, 4}) {
     const std::int64_t chunk = auto_chunk_planes(big, workers);
     EXPECT_GE(chunk * 512 * 512, std::int64_t{1} << 21);

@@ -206,7 +206,7 @@ RandomSystem random_system(unsigned seed, std::size_t atoms, MsmParameters param
 TEST(MsmPhases, ChargeAndDipoleAreTheSameOnEveryLevel) {
   for (const int order : {3, 5}) {
     const RandomSystem s = random_system(testing::test_seed() + 100 + order, 300, {6.0, 1.0, order});
-    const DcsProblem p = s.problem.view(nullptr);
+    const GridSumProblem p = s.problem.view(nullptr);
     ASSERT_GE(s.plan.level_count(), 2);
     double q = 0, abs_q = 0, dipole[3] = {0, 0, 0};
     for (std::size_t a = 0; a < p.atom_count; ++a) {
@@ -242,7 +242,7 @@ TEST(MsmPhases, ChargeAndDipoleAreTheSameOnEveryLevel) {
 /// 2a_l) evaluated from `g_s(r², s)` directly (not from the plan's tables), and the top level's
 /// the all-pairs sum of g(a_L): 1e-12 of Σ|K q| (double rounding).
 template <class Softened>
-void expect_level_sums_are_lattice_sums(const DcsProblem& p, const msm::Plan& plan, int samples, Softened g_s) {
+void expect_level_sums_are_lattice_sums(const GridSumProblem& p, const msm::Plan& plan, int samples, Softened g_s) {
   const msm::LevelGrids<double> g = msm::cpu_level_grids(p, plan);
   const int levels = plan.level_count();
   ASSERT_GE(levels, 2);
@@ -292,7 +292,7 @@ TEST(MsmPhases, ProlongationIsTheTransposeOfRestriction) {
   for (const int order : {3, 5}) {
     const RandomSystem s = random_system(testing::test_seed() + 300 + order, 100, {6.0, 1.0, order});
     ASSERT_GE(s.plan.level_count(), 2);
-    const DcsProblem p = s.problem.view(nullptr);
+    const GridSumProblem p = s.problem.view(nullptr);
     const msm::LevelGrids<double> g = msm::cpu_level_grids(p, s.plan);
     // Restriction of level 1's charges is level 2's charges; prolongation of the top's
     // potential is part of level 1's potential: compare the two bilinear forms via the
@@ -390,7 +390,7 @@ TEST(MsmKernels, EachLevelSumsItsOwnKernelOfTheScreenedAndInverseSquareModels) {
         (a == 0 ? atoms.x : a == 1 ? atoms.y : atoms.z)[1] = hi;
       }
       const PreparedProblem problem(atoms, grid, 1.0, sc.model, sc.pair);
-      const DcsProblem p = problem.view(nullptr);
+      const GridSumProblem p = problem.view(nullptr);
       const msm::Plan plan = msm::make_plan(p, {5.0, 1.25, order});
       const int levels = plan.level_count();
       ASSERT_GE(levels, 3);
@@ -502,7 +502,7 @@ TEST(MsmAccuracy, ErrorConvergesWithTheGridSpacing) {
   // The raw method (no preset table: a/h = 16 is beyond the measured settings).
   const auto error_with = [&](MsmParameters params) {
     std::vector<float> out = testing::poisoned(problem.point_count());
-    const DcsProblem p = problem.view(out.data());
+    const GridSumProblem p = problem.view(out.data());
     msm::cpu_compute(p, msm::make_plan(p, params), 0, nullptr, nullptr);
     return approximation_error(p, out.data(), exact.data()).relative_rms;
   };
@@ -728,7 +728,7 @@ TEST(MsmPhases, CutoffSumsAreTheSameBitsOnEveryVectorUnit) {
     const PreparedProblem problem =
         debye ? PreparedProblem(atoms, grid, 1.0, PairModel::Debye, debye_parameters(1.0 / 7.86))
               : PreparedProblem(atoms, grid, 1.0);
-    const DcsProblem p = problem.view(nullptr);
+    const GridSumProblem p = problem.view(nullptr);
     const msm::Plan plan = msm::make_plan(p, {5.0, 1.0, 5});
     ASSERT_GE(plan.level_count(), 2);
     ASSERT_LT(plan.levels[0].charged.n[0], plan.levels[0].grid.n[0] / 2) << "the case needs clipping along x";
@@ -753,7 +753,7 @@ TEST(MsmPlan, GridsCoverAtomsAndMapAndDependOnTheAtomsAlone) {
   std::mt19937 rng(testing::test_seed() + 400);
   const GridSpec grid = testing::make_test_grid(60, 50, 40, 1.0, {-20.0, 5.0, 100.0});
   const PreparedProblem problem(random_atoms(rng, 500, grid), grid, 1.0);
-  DcsProblem p = problem.view(nullptr);
+  GridSumProblem p = problem.view(nullptr);
   for (const int order : {3, 5}) {
     const MsmParameters params{8.0, 2.0, order};
     const msm::Plan plan = msm::make_plan(p, params);
@@ -781,7 +781,7 @@ TEST(MsmPlan, GridsCoverAtomsAndMapAndDependOnTheAtomsAlone) {
     }
     for (int d = 0; d < 3; ++d) EXPECT_LE(plan.top().charged.n[d], msm::kTopLevelAxisPoints);
     // A slab of planes far from the first: the same levels and charged boxes.
-    DcsProblem slab = p;
+    GridSumProblem slab = p;
     slab.z_offset = 31;
     slab.nz = 4;
     const msm::Plan sp = msm::make_plan(slab, params);

@@ -45,7 +45,7 @@ double relative_rms_error(const KernelVariant& kernel, double spacing, std::size
   const GridSpec grid = make_grid(request, atoms);
   const PreparedProblem problem(atoms, grid, 1.0);
   const auto out = testing::run_poisoned(kernel, problem);
-  const DcsProblem p = problem.view(nullptr);
+  const GridSumProblem p = problem.view(nullptr);
   // Points at least kAwayFromAtoms (1.4 Å) from every atom, as every other relative error here is
   // judged. Inside an atom one nearly singular term dominates, and the float32 offsets (rounded
   // at the ~1e-4 Å of positions hundreds of Å from a task's origin) leave it a relative error

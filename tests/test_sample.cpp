@@ -145,7 +145,7 @@ TEST(SamplePoints, AgreesWithTheReferenceKernelAtGridPoints) {
       for (std::int64_t i = 0; i < 7; ++i)
         points.insert(points.end(), {grid.position(0, i), grid.position(1, j), grid.position(2, k)});
   const PointValues v = sample_points(job, atoms, points);
-  const DcsProblem problem = prepared.view(nullptr);
+  const GridSumProblem problem = prepared.view(nullptr);
   for (std::size_t p = 0; p < map.size(); ++p) {
     const auto i = static_cast<std::int64_t>(p % 7), j = static_cast<std::int64_t>(p / 7 % 6),
                k = static_cast<std::int64_t>(p / 42);

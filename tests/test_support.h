@@ -61,7 +61,7 @@ inline Atoms load_molecule(const std::string& name) {
 /// reported through gtest with the point and the numbers.
 inline std::size_t expect_matches_oracle(const PreparedProblem& prepared, const std::vector<float>& out,
                                          std::size_t stride = 1) {
-  const DcsProblem p = prepared.view(nullptr);
+  const GridSumProblem p = prepared.view(nullptr);
   const std::size_t n = p.point_count();
   std::vector<std::size_t> points;
   for (std::size_t idx = 0; idx < n; idx += stride) points.push_back(idx);
@@ -86,7 +86,7 @@ inline std::size_t expect_matches_oracle(const PreparedProblem& prepared, const 
 
 /// The double oracle at every point of `prepared` (all threads).
 inline std::vector<double> oracle_map(const PreparedProblem& prepared) {
-  const DcsProblem p = prepared.view(nullptr);
+  const GridSumProblem p = prepared.view(nullptr);
   std::vector<double> exact(p.point_count());
   const auto nx = static_cast<std::size_t>(p.nx), ny = static_cast<std::size_t>(p.ny);
   const auto n = static_cast<std::int64_t>(exact.size());
@@ -111,7 +111,7 @@ inline std::vector<double> oracle_map(const PreparedProblem& prepared) {
 inline ApproximationError expect_within_declared_bound(const KernelVariant& kernel, const PreparedProblem& prepared,
                                                        const std::vector<float>& out, std::size_t stride = 1,
                                                        const MethodParameters& method = {}) {
-  const DcsProblem p = prepared.view(nullptr);
+  const GridSumProblem p = prepared.view(nullptr);
   const std::vector<std::uint8_t> near = near_atom_mask(p);
   const std::size_t n = p.point_count();
   std::vector<std::size_t> points;

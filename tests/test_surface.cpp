@@ -340,7 +340,7 @@ TEST(PotentialAt, EqualsTheOracleAtGridPoints) {
   physics.dielectric = 78.54;
   physics.ionic_strength = 0.15;
   const PreparedProblem prepared = PreparedProblem::for_physics(atoms, grid, physics);
-  const DcsProblem problem = prepared.view(nullptr);
+  const GridSumProblem problem = prepared.view(nullptr);
   std::vector<double> points;
   std::vector<std::array<std::int64_t, 3>> index;
   for (std::int64_t k = 0; k < 7; k += 3)

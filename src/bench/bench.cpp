@@ -140,7 +140,8 @@ double ceiling_for(const KernelVariant& kernel, const Settings& settings) {
   return kernel.serial ? settings.cpu_core_evals_per_second : settings.cpu_all_evals_per_second;
 }
 
-Row blank_row(std::string sweep, const KernelVariant& kernel, const DcsProblem& problem, const RunOptions& options) {
+Row blank_row(std::string sweep, const KernelVariant& kernel, const GridSumProblem& problem,
+              const RunOptions& options) {
   Row row;
   row.sweep = std::move(sweep);
   row.kernel = std::string(kernel.name);
@@ -202,21 +203,21 @@ Row measure(std::string sweep, const KernelVariant& kernel, const PreparedProble
   if (settings.repeats < 1) throw UsageError("--repeats must be at least 1");
   if (settings.warmup < 0) throw UsageError("--warmup must be 0 or more");
   if (!(settings.budget_seconds > 0)) throw UsageError("--budget must be positive");
-  const DcsProblem full = problem.view(nullptr);
+  const GridSumProblem full = problem.view(nullptr);
   Row row = blank_row(std::move(sweep), kernel, full, options);
   row.repeats = settings.repeats;
   row.warmup = settings.warmup;
 
   std::vector<float> buffer;
   auto sub_problem = [&](WorkShape shape) {
-    DcsProblem p = full;
+    GridSumProblem p = full;
     p.ny = shape.ny_used;
     p.nz = shape.nz_used;
     p.potential = buffer.data();
     return p;
   };
   auto run_on = [&](WorkShape shape) {
-    DcsProblem p = sub_problem(shape);
+    GridSumProblem p = sub_problem(shape);
     buffer.assign(p.point_count(), std::numeric_limits<float>::quiet_NaN());  // poison
     p.potential = buffer.data();
     return kernel.run(p, options);

@@ -149,7 +149,7 @@ void fill_rates(Row& row, const TimedRuns& timed, double evaluations, const Kern
                 double ceiling_per_second);
 
 /// A row for `kernel` on `problem`'s full grid with nothing measured.
-Row blank_row(std::string sweep, const KernelVariant& kernel, const DcsProblem& problem, const RunOptions& options);
+Row blank_row(std::string sweep, const KernelVariant& kernel, const GridSumProblem& problem, const RunOptions& options);
 
 /// Measures `kernel` on `problem`: sizes the work by the budget (size_by_budget), then runs
 /// warmup + repeats times on a NaN-poisoned output, scans every timed output for unwritten

@@ -146,7 +146,7 @@ ExactTiming time_exact(const MsmSweepContext& c, const PreparedProblem& problem)
   RunOptions run = c.run;
   run.method = {};
   t.row = measure("msm", exact_kernel(c.use_gpu), problem, run, c.settings);
-  const DcsProblem p = problem.view(nullptr);
+  const GridSumProblem p = problem.view(nullptr);
   if (t.row.status == Status::Ok && t.row.atom_evals_per_s > 0) {
     t.whole_ms =
         1e3 * static_cast<double>(p.point_count()) * static_cast<double>(p.atom_count) / t.row.atom_evals_per_s;
@@ -158,7 +158,7 @@ ExactTiming time_exact(const MsmSweepContext& c, const PreparedProblem& problem)
 MsmRow measure_msm(const MsmSweepContext& c, const std::string& part, const std::string& structure,
                    const PreparedProblem& problem, double accuracy, const ExactTiming& exact) {
   const KernelVariant& k = msm_kernel(c.use_gpu, c.physics.model);
-  const DcsProblem full = problem.view(nullptr);
+  const GridSumProblem full = problem.view(nullptr);
   MsmRow row;
   row.part = part;
   row.structure = structure;
@@ -518,7 +518,7 @@ bool sweep_msm_accuracy(const MsmSweepContext& c) {
   for (const std::string& path : molecules) {
     const Atoms atoms = read_molecule(path);
     const PreparedProblem problem = problem_for(atoms, c.spacing, c.physics);
-    const DcsProblem view = problem.view(nullptr);
+    const GridSumProblem view = problem.view(nullptr);
     RunOptions run = c.run;
     run.method = {};
     std::vector<float> reference(problem.point_count(), std::numeric_limits<float>::quiet_NaN());

@@ -153,7 +153,7 @@ void skip_gpu_variants(Bench& b, const std::string& sweep, std::vector<const Ker
       kept.push_back(k);
       continue;
     }
-    Row row = blank_row(sweep, *k, problem ? problem->view(nullptr) : DcsProblem{}, b.run);
+    Row row = blank_row(sweep, *k, problem ? problem->view(nullptr) : GridSumProblem{}, b.run);
     row.status = Status::Skipped;
     row.note = "no CUDA device: " + b.cuda_reason;
     print_row(row, "(whole sweep)");
@@ -332,7 +332,7 @@ void sweep_gpus(Bench& b, const PreparedProblem& given) {
     own.emplace(PreparedProblem::for_physics(random_atoms(kGpuSweepAtoms, grid, b.seed), grid, b.physics));
   }
   const PreparedProblem& problem = own ? *own : given;
-  const DcsProblem full = problem.view(nullptr);
+  const GridSumProblem full = problem.view(nullptr);
   std::vector<const KernelVariant*> kernels;
   for (const KernelVariant* k : b.selected)
     if (k->uses_plane_driver() && (b.kernels_named || k->role == KernelRole::Default)) kernels.push_back(k);

@@ -41,7 +41,7 @@ ApproximationError ApproximationErrorSum::result() const {
   return out;
 }
 
-std::vector<std::uint8_t> near_atom_mask(const DcsProblem& p, double distance) {
+std::vector<std::uint8_t> near_atom_mask(const GridSumProblem& p, double distance) {
   std::vector<std::uint8_t> near(p.point_count(), 0);
   if (near.empty()) return near;
   const double d2 = distance * distance;
@@ -78,7 +78,7 @@ std::vector<std::uint8_t> near_atom_mask(const DcsProblem& p, double distance) {
 namespace {
 
 template <class Exact>
-ApproximationError compare(const DcsProblem& p, const float* values, const Exact* exact) {
+ApproximationError compare(const GridSumProblem& p, const float* values, const Exact* exact) {
   const std::vector<std::uint8_t> near = near_atom_mask(p);
   ApproximationErrorSum sum;
   for (std::size_t i = 0; i < near.size(); ++i) sum.add(values[i], static_cast<double>(exact[i]), near[i] != 0);
@@ -87,7 +87,7 @@ ApproximationError compare(const DcsProblem& p, const float* values, const Exact
 
 }  // namespace
 
-ApproximationError sampled_approximation_error(const DcsProblem& p, std::size_t samples, std::uint64_t seed) {
+ApproximationError sampled_approximation_error(const GridSumProblem& p, std::size_t samples, std::uint64_t seed) {
   const std::size_t n = p.point_count();
   ApproximationErrorSum sum;
   if (n == 0 || samples == 0) return sum.result();
@@ -130,11 +130,11 @@ ApproximationError sampled_approximation_error(const DcsProblem& p, std::size_t 
   return sum.result();
 }
 
-ApproximationError approximation_error(const DcsProblem& p, const float* values, const float* exact) {
+ApproximationError approximation_error(const GridSumProblem& p, const float* values, const float* exact) {
   return compare(p, values, exact);
 }
 
-ApproximationError approximation_error(const DcsProblem& p, const float* values, const double* exact) {
+ApproximationError approximation_error(const GridSumProblem& p, const float* values, const double* exact) {
   return compare(p, values, exact);
 }
 

@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "src/compute/dcs_problem.h"
+#include "src/compute/grid_sum_problem.h"
 
 namespace espgrid {
 
@@ -42,16 +42,16 @@ class ApproximationErrorSum {
 
 /// For each point of `problem`'s map (x fastest; z_offset honoured): 1 when it lies closer
 /// than `distance` Å to some atom.
-std::vector<std::uint8_t> near_atom_mask(const DcsProblem& problem, double distance = kAwayFromAtoms);
+std::vector<std::uint8_t> near_atom_mask(const GridSumProblem& problem, double distance = kAwayFromAtoms);
 
 /// problem.potential against the double oracle (compute/oracle.h) at up to `samples` points
 /// drawn at random (seeded) among those at least kAwayFromAtoms from every atom (up to 20 ×
 /// `samples` draws; the first and last point are always drawn). For maps too large to compute
 /// exactly; max_abs_anywhere covers the drawn points only.
-ApproximationError sampled_approximation_error(const DcsProblem& problem, std::size_t samples, std::uint64_t seed);
+ApproximationError sampled_approximation_error(const GridSumProblem& problem, std::size_t samples, std::uint64_t seed);
 
 /// `values` against `exact` over the whole map of `problem` (problem.potential is not used).
-ApproximationError approximation_error(const DcsProblem& problem, const float* values, const float* exact);
-ApproximationError approximation_error(const DcsProblem& problem, const float* values, const double* exact);
+ApproximationError approximation_error(const GridSumProblem& problem, const float* values, const float* exact);
+ApproximationError approximation_error(const GridSumProblem& problem, const float* values, const double* exact);
 
 }  // namespace espgrid

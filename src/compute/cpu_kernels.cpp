@@ -13,7 +13,7 @@ namespace espgrid::cpu {
 namespace {
 
 template <class Potential>
-void naive_sum(const DcsProblem& p, const ProgressFn& progress) {
+void naive_sum(const GridSumProblem& p, const ProgressFn& progress) {
   for (std::int64_t k = 0; k < p.nz; ++k) {
     for (std::int64_t j = 0; j < p.ny; ++j) {
       for (std::int64_t i = 0; i < p.nx; ++i) {
@@ -37,7 +37,7 @@ void naive_sum(const DcsProblem& p, const ProgressFn& progress) {
 /// Adds every atom's contribution to one row of nx points, in atom order.
 /// dz2 holds dz² + a² of each atom for this row's plane.
 template <class Potential>
-inline void accumulate_row(const DcsProblem& p, const float* gx, const float* dz2, float gy, float* row) {
+inline void accumulate_row(const GridSumProblem& p, const float* gx, const float* dz2, float gy, float* row) {
   const auto nx = static_cast<std::size_t>(p.nx);
   for (std::size_t i = 0; i < nx; ++i) row[i] = 0.0f;
   for (std::size_t a = 0; a < p.atom_count; ++a) {
@@ -53,13 +53,13 @@ inline void accumulate_row(const DcsProblem& p, const float* gx, const float* dz
   }
 }
 
-std::vector<float> grid_x(const DcsProblem& p) {
+std::vector<float> grid_x(const GridSumProblem& p) {
   std::vector<float> gx(static_cast<std::size_t>(p.nx));
   for (std::size_t i = 0; i < gx.size(); ++i) gx[i] = static_cast<float>(i) * p.hx;
   return gx;
 }
 
-void plane_dz2(const DcsProblem& p, std::int64_t k, std::vector<float>& dz2) {
+void plane_dz2(const GridSumProblem& p, std::int64_t k, std::vector<float>& dz2) {
   const float gz = static_cast<float>(p.z_offset + k) * p.hz;
   for (std::size_t a = 0; a < p.atom_count; ++a) {
     const float dz = gz - p.z[a];
@@ -75,7 +75,7 @@ struct PlaneScratch {
 
 /// The row sweep over every plane; rows spread over `threads` threads (1: in order).
 template <class Potential>
-void plane_sweep(const DcsProblem& p, int threads, const ProgressFn& progress) {
+void plane_sweep(const GridSumProblem& p, int threads, const ProgressFn& progress) {
   const std::vector<float> gx = grid_x(p);
   // Per point one pair per atom, plus the row's own loop overhead.
   const double work = static_cast<double>(p.point_count()) * (static_cast<double>(p.atom_count) + 8.0);
@@ -93,15 +93,15 @@ void plane_sweep(const DcsProblem& p, int threads, const ProgressFn& progress) {
 
 }  // namespace
 
-void naive(const DcsProblem& p, const ProgressFn& progress) {
+void naive(const GridSumProblem& p, const ProgressFn& progress) {
   with_pair_potential(p.model, [&](auto potential) { naive_sum<decltype(potential)>(p, progress); });
 }
 
-void reference(const DcsProblem& p, const ProgressFn& progress) {
+void reference(const GridSumProblem& p, const ProgressFn& progress) {
   with_pair_potential(p.model, [&](auto potential) { plane_sweep<decltype(potential)>(p, 1, progress); });
 }
 
-void parallel(const DcsProblem& p, int threads, const ProgressFn& progress) {
+void parallel(const GridSumProblem& p, int threads, const ProgressFn& progress) {
   with_pair_potential(p.model, [&](auto potential) { plane_sweep<decltype(potential)>(p, threads, progress); });
 }
 

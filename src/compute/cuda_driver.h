@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "src/compute/compute_timing.h"
-#include "src/compute/dcs_problem.h"
+#include "src/compute/grid_sum_problem.h"
 #include "src/compute/launch_plan.h"
 
 namespace espgrid::cuda {
@@ -53,11 +53,11 @@ using LaunchFn = void (*)(const SlabLaunch&);
 
 /// Settles what the plan leaves to the device (e.g. a tuned split) once per worker, before the
 /// slab loop, with the worker's device current.
-using PrepareFn = void (*)(LaunchPlan& plan, int device, const DcsProblem& problem);
+using PrepareFn = void (*)(LaunchPlan& plan, int device, const GridSumProblem& problem);
 
 /// Settles what the plan leaves to the device (e.g. a tuned split) once per worker, before the
 /// slab loop, with the worker's device current.
-using PrepareFn = void (*)(LaunchPlan& plan, int device, const DcsProblem& problem);
+using PrepareFn = void (*)(LaunchPlan& plan, int device, const GridSumProblem& problem);
 
 /// The device side of one registry row.
 struct DeviceKernel {
@@ -73,12 +73,12 @@ void launch_constant(const SlabLaunch& s);
 void launch_coarsened(const SlabLaunch& s);
 void launch_unrolled(const SlabLaunch& s);
 void launch_dualpipe(const SlabLaunch& s);
-void prepare_dualpipe(LaunchPlan& plan, int device, const DcsProblem& problem);
+void prepare_dualpipe(LaunchPlan& plan, int device, const GridSumProblem& problem);
 /// The dual-pipe family's FMA-pipe split for `model` on `device`: the value measured for the
 /// device's kind (kernels/dualpipe.cu has the table and where it was measured), or a default.
 int tuned_fma_split(int device, PairModel model);
 void launch_dualpipe(const SlabLaunch& s);
-void prepare_dualpipe(LaunchPlan& plan, int device, const DcsProblem& problem);
+void prepare_dualpipe(LaunchPlan& plan, int device, const GridSumProblem& problem);
 /// The dual-pipe family's FMA-pipe split for `model` on `device`: the value measured for the
 /// device's kind (kernels/dualpipe.cu has the table and where it was measured), or a default.
 int tuned_fma_split(int device, PairModel model);
@@ -127,7 +127,7 @@ struct DeviceRunOptions {
 /// Computes problem.potential on one GPU with `kernel` (named `variant` in messages). Throws
 /// CudaError (an espgrid::Error) on failure. Calls of a family that uses __constant__ memory
 /// on the same device are serialized; anything else may run concurrently on separate threads.
-ComputeTiming compute_potential(std::string_view variant, const DeviceKernel& kernel, const DcsProblem& problem,
+ComputeTiming compute_potential(std::string_view variant, const DeviceKernel& kernel, const GridSumProblem& problem,
                                 const DeviceRunOptions& options);
 
 /// Computes problem.potential on several GPUs: one host thread per entry of `devices`, each
@@ -138,8 +138,9 @@ ComputeTiming compute_potential(std::string_view variant, const DeviceKernel& ke
 /// compute_potential's for every deterministic family. options.device is ignored. When a
 /// worker fails, the others stop taking chunks and the call throws that worker's error,
 /// naming its device; nothing is left running.
-ComputeTiming compute_potential_multi(std::string_view variant, const DeviceKernel& kernel, const DcsProblem& problem,
-                                      const std::vector<int>& devices, const DeviceRunOptions& options);
+ComputeTiming compute_potential_multi(std::string_view variant, const DeviceKernel& kernel,
+                                      const GridSumProblem& problem, const std::vector<int>& devices,
+                                      const DeviceRunOptions& options);
 
 /// Number of usable CUDA devices (those whose compute capability this build has code for);
 /// 0 with `reason` filled when there are none (no driver, no device, or a build without

@@ -11,7 +11,7 @@
 #include <optional>
 #include <vector>
 
-#include "src/compute/dcs_problem.h"
+#include "src/compute/grid_sum_problem.h"
 
 namespace espgrid {
 

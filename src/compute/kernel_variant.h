@@ -13,7 +13,7 @@
 
 #include "src/compute/compute_timing.h"
 #include "src/compute/cuda_driver.h"
-#include "src/compute/dcs_problem.h"
+#include "src/compute/grid_sum_problem.h"
 #include "src/compute/launch_plan.h"
 #include "src/compute/method_parameters.h"
 
@@ -79,10 +79,10 @@ class ModelSet {
 };
 
 struct KernelVariant {
-  using CpuRun = void (*)(const DcsProblem& problem, const RunOptions& options);
+  using CpuRun = void (*)(const GridSumProblem& problem, const RunOptions& options);
   /// A row that runs its own pipeline (the MSM rows: grids, then slabs of planes) instead of
   /// a per-plane kernel: it fills problem.potential, reports planes and returns its timing.
-  using MethodRun = RunTiming (*)(const DcsProblem& problem, const RunOptions& options);
+  using MethodRun = RunTiming (*)(const GridSumProblem& problem, const RunOptions& options);
   /// Approximate rows: the error bound a run with these method parameters declares (UsageError
   /// for parameters it cannot use).
   using BoundFn = double (*)(const MethodParameters& method, PairModel model);
@@ -136,7 +136,7 @@ struct KernelVariant {
 
   /// Fills problem.potential (every point written). Throws UsageError for a model the variant
   /// lacks (naming the variants that have it) or bad options, espgrid::Error on failure.
-  RunTiming run(const DcsProblem& problem, const RunOptions& options) const;
+  RunTiming run(const GridSumProblem& problem, const RunOptions& options) const;
 };
 
 }  // namespace espgrid

@@ -66,7 +66,7 @@ LaunchPlan resolve_shape(std::string_view variant, const DeviceLayout& layout, c
 // SM sub-partition leave the SFU idle between dependent instructions; about 4 keep it busy.
 // ILP: smaller tiles pay more per-atom overhead per evaluation. The occupancy and ILP factors
 // are estimates, checked against the block and coarsening sweeps (benchmarks/NOTES.md).
-double register_tile_score(const DcsProblem& p, int bx, int by, int cx, int ry, int sms) {
+double register_tile_score(const GridSumProblem& p, int bx, int by, int cx, int ry, int sms) {
   const double planes = static_cast<double>(std::min<std::int64_t>(p.nz, kMaxPlanesPerLaunch));
   const std::int64_t tile_x = std::int64_t{cx} * bx;
   const std::int64_t tile_y = std::int64_t{ry} * by;
@@ -81,7 +81,7 @@ double register_tile_score(const DcsProblem& p, int bx, int by, int cx, int ry, 
   return useful * balance * occupancy * ilp;
 }
 
-LaunchPlan choose_register_tile(const DcsProblem& p, int sms) {
+LaunchPlan choose_register_tile(const GridSumProblem& p, int sms) {
   // The default (16x8 threads, 8x2 points each: 128x16-point tiles) unless another tile is
   // clearly (3%) better for this map.
   LaunchPlan best;
@@ -108,7 +108,7 @@ LaunchPlan choose_register_tile(const DcsProblem& p, int sms) {
   return best;
 }
 
-LaunchPlan make_launch_plan(std::string_view variant, const DeviceLayout& layout, const DcsProblem& p,
+LaunchPlan make_launch_plan(std::string_view variant, const DeviceLayout& layout, const GridSumProblem& p,
                             const LaunchShape& shape, int sms) {
   const bool automatic = shape.block_x == 0 && shape.block_y == 0 && shape.coarsening == 0;
   LaunchPlan plan =
@@ -137,7 +137,7 @@ LaunchPlan make_launch_plan(std::string_view variant, const DeviceLayout& layout
   return plan;
 }
 
-std::int64_t planes_per_slab(const DcsProblem& p, const LaunchPlan& plan, std::size_t max_slab_bytes,
+std::int64_t planes_per_slab(const GridSumProblem& p, const LaunchPlan& plan, std::size_t max_slab_bytes,
                              std::size_t free_device_bytes, std::size_t atom_bytes) {
   const std::size_t plane_bytes = sizeof(float) * plan.plane_floats();
   const std::size_t map_bytes = plane_bytes * static_cast<std::size_t>(p.nz);
@@ -155,7 +155,7 @@ std::int64_t planes_per_slab(const DcsProblem& p, const LaunchPlan& plan, std::s
   return ceil_div(std::max<std::int64_t>(p.nz, 1), slabs);
 }
 
-std::int64_t auto_chunk_planes(const DcsProblem& p, int workers) {
+std::int64_t auto_chunk_planes(const GridSumProblem& p, int workers) {
   const std::int64_t plane_points = std::max<std::int64_t>(p.nx * p.ny, 1);
   const std::int64_t nz = std::max<std::int64_t>(p.nz, 1);
   const std::int64_t by_count = ceil_div(nz, std::int64_t{8} * std::max(workers, 1));

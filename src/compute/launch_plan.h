@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "src/compute/dcs_problem.h"
+#include "src/compute/grid_sum_problem.h"
 
 namespace espgrid {
 
@@ -79,28 +79,28 @@ inline constexpr int kSmallBlockThreads = 256;
 
 /// The plan for `layout` on `problem` with `shape` on a device of `sms` multiprocessors.
 /// Throws UsageError naming `variant` for a shape it does not support or a map too large.
-LaunchPlan make_launch_plan(std::string_view variant, const DeviceLayout& layout, const DcsProblem& problem,
+LaunchPlan make_launch_plan(std::string_view variant, const DeviceLayout& layout, const GridSumProblem& problem,
                             const LaunchShape& shape, int sms);
 
 /// The register tile and block for a map when none is requested: among a few tiles and blocks,
 /// the one that wastes the least work on padding and on a ragged last wave of blocks
 /// (see the comment in launch_plan.cpp for the cost model and its estimates).
-LaunchPlan choose_register_tile(const DcsProblem& problem, int sms);
+LaunchPlan choose_register_tile(const GridSumProblem& problem, int sms);
 /// The cost model's score of one shape (higher is better; 1 = no waste): exposed for tests.
-double register_tile_score(const DcsProblem& problem, int bx, int by, int cx, int ry, int sms);
+double register_tile_score(const GridSumProblem& problem, int bx, int by, int cx, int ry, int sms);
 
 /// Planes per device slab. The budget is the device memory for the map: `max_slab_bytes`, or
 /// (when 0) what `free_device_bytes` allows after a reserve, at most two buffers of 256 MiB,
 /// each about an eighth of the map so that copies overlap kernels. A map within the budget is
 /// one slab in one buffer; a larger one streams through two buffers of half the budget each
 /// (never less than one plane). Slabs are of equal size, no sliver at the end.
-std::int64_t planes_per_slab(const DcsProblem& problem, const LaunchPlan& plan, std::size_t max_slab_bytes,
+std::int64_t planes_per_slab(const GridSumProblem& problem, const LaunchPlan& plan, std::size_t max_slab_bytes,
                              std::size_t free_device_bytes, std::size_t atom_bytes);
 
 /// Planes per work-queue chunk for `workers` workers: about 8 chunks each, so that a slower or
 /// busier device simply takes fewer and all finish within about one chunk of each other; at
 /// least 2^21 points (a chunk fills a GPU); equal sizes, no sliver at the end.
-std::int64_t auto_chunk_planes(const DcsProblem& problem, int workers);
+std::int64_t auto_chunk_planes(const GridSumProblem& problem, int workers);
 
 /// Most z-planes one launch covers (CUDA's grid z limit).
 inline constexpr std::int64_t kMaxPlanesPerLaunch = 65535;

@@ -14,7 +14,7 @@ constexpr double kFloatUlp = 1.0 / (1 << 23);  // float32 unit in the last place
 // The true positions: the double ones where the problem has them (grid points at i·h from the
 // origin, atoms before their rounding to float), else the float inputs.
 template <class Potential>
-OracleValue oracle_sum(const DcsProblem& p, std::int64_t i, std::int64_t j, std::int64_t k) {
+OracleValue oracle_sum(const GridSumProblem& p, std::int64_t i, std::int64_t j, std::int64_t k) {
   const double gx = static_cast<double>(i) * (p.hx64 > 0 ? p.hx64 : p.hx);
   const double gy = static_cast<double>(j) * (p.hy64 > 0 ? p.hy64 : p.hy);
   const double gz = static_cast<double>(p.z_offset + k) * (p.hz64 > 0 ? p.hz64 : p.hz);
@@ -35,7 +35,7 @@ OracleValue oracle_sum(const DcsProblem& p, std::int64_t i, std::int64_t j, std:
 
 }  // namespace
 
-OracleValue oracle_at(const DcsProblem& p, std::int64_t i, std::int64_t j, std::int64_t k) {
+OracleValue oracle_at(const GridSumProblem& p, std::int64_t i, std::int64_t j, std::int64_t k) {
   return with_pair_potential(p.model, [&](auto potential) { return oracle_sum<decltype(potential)>(p, i, j, k); });
 }
 
@@ -61,7 +61,7 @@ std::size_t count_nonfinite(const float* values, std::size_t count) {
   return bad;
 }
 
-OracleCheck check_against_oracle(const DcsProblem& p, double coordinate_extent, std::size_t samples,
+OracleCheck check_against_oracle(const GridSumProblem& p, double coordinate_extent, std::size_t samples,
                                  std::uint64_t seed) {
   const std::size_t n = p.point_count();
   OracleCheck check;

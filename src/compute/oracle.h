@@ -7,7 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "src/compute/dcs_problem.h"
+#include "src/compute/grid_sum_problem.h"
 
 namespace espgrid {
 
@@ -19,7 +19,7 @@ struct OracleValue {
 };
 
 /// Oracle value at grid point (i, j, k) of `problem` (problem.potential is not used).
-OracleValue oracle_at(const DcsProblem& problem, std::int64_t i, std::int64_t j, std::int64_t k);
+OracleValue oracle_at(const GridSumProblem& problem, std::int64_t i, std::int64_t j, std::int64_t k);
 
 /// The float32 rounding of the summation of `atom_count` terms, as a multiple of the sum's
 /// magnitude Σ|q|·f(r): a sequential float sum of n terms drifts like a random walk, ~√n ulp of
@@ -54,7 +54,7 @@ struct OracleCheck {
 /// at `samples` points drawn with `seed` (every point when there are fewer), plus the first
 /// and last point, each within float_tolerance. Samples are spread over OpenMP threads. Used
 /// by `espgrid verify --sample` and every benchmark row.
-OracleCheck check_against_oracle(const DcsProblem& computed, double coordinate_extent, std::size_t samples,
+OracleCheck check_against_oracle(const GridSumProblem& computed, double coordinate_extent, std::size_t samples,
                                  std::uint64_t seed);
 
 /// Values that are NaN or infinite (a NaN-poisoned point the kernel did not write).

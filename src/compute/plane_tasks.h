@@ -22,7 +22,7 @@
 #include <memory>
 #include <mutex>
 
-#include "src/compute/dcs_problem.h"
+#include "src/compute/grid_sum_problem.h"
 
 namespace espgrid::cpu {
 

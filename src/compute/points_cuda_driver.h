@@ -9,7 +9,7 @@
 #include <cstddef>
 
 #include "src/compute/compute_timing.h"
-#include "src/compute/dcs_problem.h"
+#include "src/compute/grid_sum_problem.h"
 
 namespace espgrid::cuda {
 

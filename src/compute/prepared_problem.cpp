@@ -41,8 +41,8 @@ PreparedProblem PreparedProblem::with_absolute_charges() const {
   return out;
 }
 
-DcsProblem PreparedProblem::view(float* output) const {
-  DcsProblem p;
+GridSumProblem PreparedProblem::view(float* output) const {
+  GridSumProblem p;
   p.x = x_.data();
   p.y = y_.data();
   p.z = z_.data();

@@ -3,7 +3,7 @@
 
 #include <vector>
 
-#include "src/compute/dcs_problem.h"
+#include "src/compute/grid_sum_problem.h"
 #include "src/core/atoms.h"
 #include "src/core/grid.h"
 #include "src/physics/physics_options.h"
@@ -24,7 +24,7 @@ class PreparedProblem {
   PreparedProblem with_absolute_charges() const;
 
   /// The problem writing into `output` (grid.point_count() floats).
-  DcsProblem view(float* output) const;
+  GridSumProblem view(float* output) const;
   std::size_t atom_count() const noexcept { return x_.size(); }
   std::size_t point_count() const noexcept { return grid_.point_count(); }
   const GridSpec& grid() const noexcept { return grid_; }

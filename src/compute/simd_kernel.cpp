@@ -302,7 +302,7 @@ inline int task_height(std::int64_t rows) { return rows <= 2 ? 2 : (rows <= 4 ? 
 /// Task t of plane k: rows task_rows·(t / chunks) on (fewer at the plane's edge), chunk t % chunks
 /// along x (one chunk when task_rows > 2: SimdTaskRows takes more rows only for one-tile rows).
 template <class Potential>
-void simd_task(const DcsProblem& p, std::int64_t k, std::int64_t t, int task_rows, SimdScratch& s) {
+void simd_task(const GridSumProblem& p, std::int64_t k, std::int64_t t, int task_rows, SimdScratch& s) {
   const DF d;
   const std::size_t lanes = hn::Lanes(d);
   const std::size_t tile_points = kTileVectors * lanes;
@@ -383,7 +383,7 @@ void simd_task(const DcsProblem& p, std::int64_t k, std::int64_t t, int task_row
 /// One task (simd_task). The OpenMP loop over tasks lives outside the per-target code: clang 14
 /// outlines an OpenMP region without the target's attributes and then cannot lower its
 /// AVX2/AVX-512 vectors (a backend crash).
-void SimdTask(const DcsProblem& p, std::int64_t k, std::int64_t t, int task_rows, SimdScratch* scratch) {
+void SimdTask(const GridSumProblem& p, std::int64_t k, std::int64_t t, int task_rows, SimdScratch* scratch) {
   with_pair_potential(p.model, [&](auto potential) { simd_task<decltype(potential)>(p, k, t, task_rows, *scratch); });
 }
 
@@ -448,7 +448,7 @@ void apply_simd_cap() {
 
 namespace cpu {
 
-void simd(const DcsProblem& problem, int threads, const ProgressFn& progress) {
+void simd(const GridSumProblem& problem, int threads, const ProgressFn& progress) {
   apply_simd_cap();
   const auto chunk_points = static_cast<std::int64_t>(HWY_DYNAMIC_DISPATCH(SimdChunkPoints)());
   const int task_rows = HWY_DYNAMIC_DISPATCH(SimdTaskRows)(problem.nx);

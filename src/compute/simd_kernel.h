@@ -4,12 +4,12 @@
 
 #include <string>
 
-#include "src/compute/dcs_problem.h"
+#include "src/compute/grid_sum_problem.h"
 
 namespace espgrid::cpu {
 
 /// Every model; OpenMP threads (0 = all); progress per plane, in plane order.
-void simd(const DcsProblem& problem, int threads, const ProgressFn& progress);
+void simd(const GridSumProblem& problem, int threads, const ProgressFn& progress);
 /// The vector unit the dispatch picked here: "AVX3" (AVX-512), "AVX2", "SSE4", ...
 std::string simd_target();
 

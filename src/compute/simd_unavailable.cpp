@@ -11,7 +11,7 @@ constexpr const char* kReason =
     "unavailable";
 }
 
-void simd(const DcsProblem&, int, const ProgressFn&) { throw Error(kReason); }
+void simd(const GridSumProblem&, int, const ProgressFn&) { throw Error(kReason); }
 std::string simd_target() { return "none"; }
 SimdCeiling measure_simd_ceiling(int) { throw Error(kReason); }
 

@@ -32,7 +32,7 @@ std::vector<double> restriction_weights(int order) {
   return w;
 }
 
-void anterpolate(const DcsProblem& p, const Plan& plan, std::vector<double>& q1) {
+void anterpolate(const GridSumProblem& p, const Plan& plan, std::vector<double>& q1) {
   const GridBox& box = plan.levels[0].grid;
   q1.assign(box.points(), 0.0);
   const double h = plan.params.spacing;
@@ -208,7 +208,8 @@ inline double distance_to_cell(double v, std::int64_t c, double size) {
 /// issue 24). Each point still receives its
 /// terms in the order of the cells (z, then y, then x) and of the atoms in them, whatever the
 /// threads or the slab.
-void short_range_row(const DcsProblem& p, const Plan& plan, const BinnedAtoms& atoms, double y, double z, double* out) {
+void short_range_row(const GridSumProblem& p, const Plan& plan, const BinnedAtoms& atoms, double y, double z,
+                     double* out) {
   const double a = plan.params.cutoff, a2 = a * a, inv_a = 1.0 / a, inv_a2 = inv_a * inv_a;
   const double size = plan.cell;
   const double soft2 = p.softening2;
@@ -277,7 +278,7 @@ void short_range_row(const DcsProblem& p, const Plan& plan, const BinnedAtoms& a
 /// along z into one level-1 plane per map plane, then along y per row, then along x per point)
 /// into `long_out` and the short range into `short_out` (count·nx·ny doubles each). The wall
 /// time of each half is added to the two counters.
-void map_chunk(const DcsProblem& p, const Plan& plan, const std::vector<double>& e1, const BinnedAtoms& atoms,
+void map_chunk(const GridSumProblem& p, const Plan& plan, const std::vector<double>& e1, const BinnedAtoms& atoms,
                const AxisWeights& wx, const AxisWeights& wy, std::int64_t k0, std::int64_t count, double* long_out,
                double* short_out, int team, double& interpolation_seconds, double& short_seconds) {
   const GridBox& g = plan.levels[0].grid;
@@ -355,7 +356,7 @@ void add_phase(std::vector<PhaseTiming>* phases, const char* name, double second
 
 }  // namespace
 
-BinnedAtoms bin_atoms(const DcsProblem& p, const Plan& plan) {
+BinnedAtoms bin_atoms(const GridSumProblem& p, const Plan& plan) {
   BinnedAtoms out;
   const GridBox& cells = plan.cells;
   out.cell_start.assign(cells.points() + 1, 0);
@@ -384,7 +385,7 @@ BinnedAtoms bin_atoms(const DcsProblem& p, const Plan& plan) {
   return out;
 }
 
-LevelGrids<double> cpu_level_grids(const DcsProblem& p, const Plan& plan, int threads,
+LevelGrids<double> cpu_level_grids(const GridSumProblem& p, const Plan& plan, int threads,
                                    std::vector<PhaseTiming>* phases) {
   LevelGrids<double> g;
   const int levels = plan.level_count();
@@ -419,7 +420,7 @@ LevelGrids<double> cpu_level_grids(const DcsProblem& p, const Plan& plan, int th
   return g;
 }
 
-void cpu_map_parts(const DcsProblem& p, const Plan& plan, const LevelGrids<double>& grids, const BinnedAtoms& atoms,
+void cpu_map_parts(const GridSumProblem& p, const Plan& plan, const LevelGrids<double>& grids, const BinnedAtoms& atoms,
                    double* long_range, double* short_range, int threads) {
   const std::size_t plane = p.plane_points();
   if (plan.levels.empty()) {
@@ -437,7 +438,7 @@ void cpu_map_parts(const DcsProblem& p, const Plan& plan, const LevelGrids<doubl
   }
 }
 
-ComputeTiming cpu_compute(const DcsProblem& p, const Plan& plan, int threads, const ProgressFn& progress,
+ComputeTiming cpu_compute(const GridSumProblem& p, const Plan& plan, int threads, const ProgressFn& progress,
                           const PlanesDoneFn& planes_done) {
   const Stopwatch wall;
   ComputeTiming timing;

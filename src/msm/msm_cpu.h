@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "src/compute/compute_timing.h"
-#include "src/compute/dcs_problem.h"
+#include "src/compute/grid_sum_problem.h"
 #include "src/msm/msm_plan.h"
 
 namespace espgrid::msm {
@@ -28,21 +28,21 @@ struct BinnedAtoms {
   std::vector<double> x, y, z, q;       ///< Å and charge, in sorted order
   std::vector<std::size_t> cell_start;  ///< plan.cells.points() + 1 offsets into the sorted atoms
 };
-BinnedAtoms bin_atoms(const DcsProblem& problem, const Plan& plan);
+BinnedAtoms bin_atoms(const GridSumProblem& problem, const Plan& plan);
 
 /// The grid phases: anterpolation, restriction, the per-level sums and prolongation. Phase
 /// times are appended to `phases` when given. `threads` 0: OpenMP's default.
-LevelGrids<double> cpu_level_grids(const DcsProblem& problem, const Plan& plan, int threads = 0,
+LevelGrids<double> cpu_level_grids(const GridSumProblem& problem, const Plan& plan, int threads = 0,
                                    std::vector<PhaseTiming>* phases = nullptr);
 
 /// The two parts of the map at every point of `problem` (nx·ny·nz doubles each): the
 /// long range interpolated from e_1, and the short range summed over the binned atoms.
-void cpu_map_parts(const DcsProblem& problem, const Plan& plan, const LevelGrids<double>& grids,
+void cpu_map_parts(const GridSumProblem& problem, const Plan& plan, const LevelGrids<double>& grids,
                    const BinnedAtoms& atoms, double* long_range, double* short_range, int threads = 0);
 
 /// The whole CPU MSM: writes problem.potential (float of long + short range) plane by plane,
 /// calling `progress` and `planes_done` after each plane. Phase times are in the result.
-ComputeTiming cpu_compute(const DcsProblem& problem, const Plan& plan, int threads, const ProgressFn& progress,
+ComputeTiming cpu_compute(const GridSumProblem& problem, const Plan& plan, int threads, const ProgressFn& progress,
                           const PlanesDoneFn& planes_done);
 
 }  // namespace espgrid::msm

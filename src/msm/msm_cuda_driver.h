@@ -12,7 +12,7 @@
 
 #include "src/compute/compute_timing.h"
 #include "src/compute/cuda_driver.h"
-#include "src/compute/dcs_problem.h"
+#include "src/compute/grid_sum_problem.h"
 #include "src/msm/msm_plan.h"
 
 namespace espgrid::cuda {
@@ -31,12 +31,13 @@ struct MsmRunOptions {
 
 /// Computes problem.potential with `plan` on one GPU; per-phase CUDA-event times in the result.
 /// Throws CudaError (an espgrid::Error) on failure, UsageError for a problem too large for it.
-ComputeTiming compute_msm(const DcsProblem& problem, const msm::Plan& plan, const MsmRunOptions& options);
+ComputeTiming compute_msm(const GridSumProblem& problem, const msm::Plan& plan, const MsmRunOptions& options);
 
 /// Tests: every phase's grids as the GPU computed them, copied back.
-msm::LevelGrids<float> msm_level_grids(const DcsProblem& problem, const msm::Plan& plan, int device);
+msm::LevelGrids<float> msm_level_grids(const GridSumProblem& problem, const msm::Plan& plan, int device);
 
 /// Tests: the long-range (interpolated) and short-range parts at every map point (nx·ny·nz each).
-void msm_map_parts(const DcsProblem& problem, const msm::Plan& plan, int device, float* long_range, float* short_range);
+void msm_map_parts(const GridSumProblem& problem, const msm::Plan& plan, int device, float* long_range,
+                   float* short_range);
 
 }  // namespace espgrid::cuda

@@ -21,7 +21,7 @@ std::string method_text(const ResolvedMsm& resolved, const msm::Plan& plan) {
 
 double msm_bound(const MethodParameters& method, PairModel model) { return resolve_msm(method, model).error_bound; }
 
-RunTiming run_cpu_msm(const DcsProblem& problem, const RunOptions& options) {
+RunTiming run_cpu_msm(const GridSumProblem& problem, const RunOptions& options) {
   const ResolvedMsm resolved = resolve_msm(options.method, problem.model);
   const msm::Plan plan = msm::make_plan(problem, resolved.params);
   RunTiming timing = msm::cpu_compute(problem, plan, options.threads, options.progress, options.planes_done);
@@ -29,7 +29,7 @@ RunTiming run_cpu_msm(const DcsProblem& problem, const RunOptions& options) {
   return timing;
 }
 
-RunTiming run_msm_with(Backend backend, const DcsProblem& problem, const MsmParameters& params,
+RunTiming run_msm_with(Backend backend, const GridSumProblem& problem, const MsmParameters& params,
                        const RunOptions& options) {
   validate(params);
   const msm::Plan plan = msm::make_plan(problem, params);
@@ -43,7 +43,7 @@ RunTiming run_msm_with(Backend backend, const DcsProblem& problem, const MsmPara
   return cuda::compute_msm(problem, plan, o);
 }
 
-RunTiming run_cuda_msm(const DcsProblem& problem, const RunOptions& options) {
+RunTiming run_cuda_msm(const GridSumProblem& problem, const RunOptions& options) {
   const ResolvedMsm resolved = resolve_msm(options.method, problem.model);
   const msm::Plan plan = msm::make_plan(problem, resolved.params);
   cuda::MsmRunOptions o;

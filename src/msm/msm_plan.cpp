@@ -100,7 +100,8 @@ AxisWeights axis_weights(const Plan& plan, std::int64_t count, std::int64_t offs
   return out;
 }
 
-std::int64_t slab_planes(const DcsProblem& p, const Plan& plan, std::size_t max_slab_bytes, std::size_t free_bytes) {
+std::int64_t slab_planes(const GridSumProblem& p, const Plan& plan, std::size_t max_slab_bytes,
+                         std::size_t free_bytes) {
   constexpr std::size_t kPipelineSlabBytes = std::size_t{64} << 20;
   const std::int64_t nz = std::max<std::int64_t>(p.nz, 1);
   // Per plane: two slab buffers and the level-1 plane each map plane is contracted into.
@@ -166,7 +167,7 @@ SplitKernel split_kernel(PairModel model, const PairParameters& pair) {
   throw Error("internal error: multilevel summation splits the coulomb, distance and debye models only");
 }
 
-Plan make_plan(const DcsProblem& problem, const MsmParameters& params) {
+Plan make_plan(const GridSumProblem& problem, const MsmParameters& params) {
   validate(params);
   Plan plan;
   plan.params = params;

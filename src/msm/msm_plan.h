@@ -7,7 +7,7 @@
 // grid covers the atoms and the problem's map points with the interpolant's support; each
 // coarser grid covers what restriction and prolongation of the finer one touch. The number of
 // levels and the "charged" boxes (the points that can hold charge) depend on the atoms alone,
-// never on which planes are asked for: a slab of planes (DcsProblem::z_offset) gets the same
+// never on which planes are asked for: a slab of planes (GridSumProblem::z_offset) gets the same
 // values at every lattice point as the whole map, so its planes are bit-identical to the whole
 // map's.
 #pragma once
@@ -18,7 +18,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "src/compute/dcs_problem.h"
+#include "src/compute/grid_sum_problem.h"
 #include "src/msm/msm_math.h"
 #include "src/msm/msm_parameters.h"
 
@@ -115,7 +115,7 @@ SplitKernel split_kernel(PairModel model, const PairParameters& pair);
 
 /// The plan for `problem` with `params` (validated). A problem without atoms gets a plan with
 /// no levels (its map is zero). Throws UsageError when a grid would exceed kMaxGridPoints.
-Plan make_plan(const DcsProblem& problem, const MsmParameters& params);
+Plan make_plan(const GridSumProblem& problem, const MsmParameters& params);
 
 /// For each point of one map axis, the lattice points its value is interpolated from: the
 /// first one's index and the 2·support weights (double; the CUDA phases upload them as float).
@@ -166,7 +166,7 @@ std::size_t pass_scratch_points(const Plan& plan);
 /// slab buffers together (at least one plane each), as for the exact kernels; 0 sizes them from
 /// `free_bytes` (slabs of about 64 MiB each, a small map whole, and never more than a quarter of
 /// the free memory together). Never more than the map's planes or 65,535.
-std::int64_t slab_planes(const DcsProblem& problem, const Plan& plan, std::size_t max_slab_bytes,
+std::int64_t slab_planes(const GridSumProblem& problem, const Plan& plan, std::size_t max_slab_bytes,
                          std::size_t free_bytes);
 
 /// The top level's kernel g_{a_L} by squared lattice distance d² (0 ... the largest between a

@@ -39,7 +39,7 @@
 namespace espgrid {
 
 /// Which f(r) a map sums (r in Å): the evaluator's place in PairModels. Plain data: it travels in
-/// DcsProblem to every backend. The built-in models are named; models appended to PairModels
+/// GridSumProblem to every backend. The built-in models are named; models appended to PairModels
 /// take the next numbers.
 enum class PairModel : int {
   Coulomb = 0,   ///< f = 1/r: Coulomb's law in a uniform medium of permittivity ε
@@ -51,7 +51,9 @@ enum class PairModel : int {
 struct PairParameters {
   float kappa = 0;  ///< Debye: inverse screening length κ, 1/Å
   float exp2_scale = 0;  ///< Debye: −κ·log₂e, 1/Å, so that e^(−κr) = 2^(exp2_scale·r): one multiply fewer per pair
-  float p0 = 0, p1 = 0;  ///< for other models' own parameters (their evaluators say what they hold)
+  /// A model's own parameters beyond κ, in the order its evaluator's pair_parameters fills them
+  /// (the evaluator says what each holds: the test model's softening width² in own[0], Å²).
+  float own[2] = {0, 0};
 };
 
 /// A model's own parameter, beyond the medium (dielectric, temperature, ionic strength): a

@@ -161,7 +161,7 @@ MapResult compute_map(const Atoms& atoms, const MapRequest& request, const Kerne
 
 ComputeTiming compute_planes(const KernelVariant& kernel, const PreparedProblem& problem, float* out,
                              std::int64_t first_plane, std::int64_t planes, const RunOptions& run) {
-  DcsProblem part = problem.view(out);
+  GridSumProblem part = problem.view(out);
   if (first_plane < 0 || planes < 0 || first_plane + planes > part.nz)
     throw Error("internal error: planes " + std::to_string(first_plane) + "+" + std::to_string(planes) +
                 " outside the map's " + std::to_string(part.nz));

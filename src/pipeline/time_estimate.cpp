@@ -10,7 +10,7 @@
 namespace espgrid {
 
 double probe_rate(const KernelVariant& kernel, const PreparedProblem& problem, const RunOptions& run) {
-  const DcsProblem p = problem.view(nullptr);
+  const GridSumProblem p = problem.view(nullptr);
   const double plane_evaluations = static_cast<double>(p.plane_points()) * static_cast<double>(p.atom_count);
   // A multithreaded CPU kernel shares planes out to its threads: a plane for each at least, or
   // the probe would measure one thread's rate.

@@ -25,10 +25,10 @@
 namespace espgrid {
 namespace {
 
-void cpu_naive(const DcsProblem& p, const RunOptions& o) { cpu::naive(p, o.progress); }
-void cpu_reference(const DcsProblem& p, const RunOptions& o) { cpu::reference(p, o.progress); }
-void cpu_parallel(const DcsProblem& p, const RunOptions& o) { cpu::parallel(p, o.threads, o.progress); }
-void cpu_simd(const DcsProblem& p, const RunOptions& o) { cpu::simd(p, o.threads, o.progress); }
+void cpu_naive(const GridSumProblem& p, const RunOptions& o) { cpu::naive(p, o.progress); }
+void cpu_reference(const GridSumProblem& p, const RunOptions& o) { cpu::reference(p, o.progress); }
+void cpu_parallel(const GridSumProblem& p, const RunOptions& o) { cpu::parallel(p, o.threads, o.progress); }
+void cpu_simd(const GridSumProblem& p, const RunOptions& o) { cpu::simd(p, o.threads, o.progress); }
 
 // cpu-simd is the default without a GPU where the build has it (Google Highway).
 constexpr std::string_view kSimdNotBuilt =
@@ -187,7 +187,7 @@ bool KernelVariant::available(std::string* why) const {
   return backend == Backend::Cpu || cuda_available(why);
 }
 
-RunTiming KernelVariant::run(const DcsProblem& problem, const RunOptions& options) const {
+RunTiming KernelVariant::run(const GridSumProblem& problem, const RunOptions& options) const {
   if (!not_built.empty()) throw Error(std::string(name) + " cannot run: " + std::string(not_built));
   if (!supports(problem.model))
     throw UsageError(std::string(name) + " does not compute the " + model_name(problem.model) +

@@ -32,7 +32,7 @@ int rank_local_device(const Cluster& cluster, const std::vector<int>& usable_dev
 DistributedRun compute_distributed(Cluster& cluster, const KernelVariant& kernel, const PreparedProblem& problem,
                                    float* root_map, const RunOptions& options) {
   const auto start = Clock::now();
-  const DcsProblem whole = problem.view(nullptr);
+  const GridSumProblem whole = problem.view(nullptr);
   const PlaneSpan span = rank_planes(whole.nz, cluster.rank(), cluster.size());
   const std::size_t plane_points = static_cast<std::size_t>(whole.nx) * static_cast<std::size_t>(whole.ny);
   std::vector<float> local;

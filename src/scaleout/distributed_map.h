@@ -1,5 +1,5 @@
 // One map computed by all the ranks of a Cluster: rank r computes a contiguous block of
-// z-planes (rank_planes) as a slab problem of its own (DcsProblem::z_offset), with its own
+// z-planes (rank_planes) as a slab problem of its own (GridSumProblem::z_offset), with its own
 // kernel, GPU(s) or CPU threads; rank 0 gathers the planes into the whole map. Per-point
 // sums do not depend on the split, so the map is bit-identical to a one-process map for
 // every kernel but cuda-scatter.

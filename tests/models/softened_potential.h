@@ -25,7 +25,7 @@ struct SoftenedPotential {
   static PairParameters pair_parameters(const Physics& physics) {
     PairParameters p;
     const double w = physics.parameter(parameters[0]);
-    p.p0 = static_cast<float>(w * w);  // w², Å²
+    p.own[0] = static_cast<float>(w * w);  // w², Å²
     return p;
   }
   template <class Physics>
@@ -51,11 +51,11 @@ struct SoftenedPotential {
   /// q/√(r² + w²): Coulomb's arithmetic on a larger r².
   template <class Math, class Real>
   ESPGRID_HOSTDEVICE static Real term(Real q, Real r2, const PairParameters& pair) {
-    return Math::over_sqrt(q, r2 + static_cast<Real>(pair.p0));
+    return Math::over_sqrt(q, r2 + static_cast<Real>(pair.own[0]));
   }
-  static double value(double r2, const PairParameters& pair) { return 1.0 / std::sqrt(r2 + pair.p0); }
+  static double value(double r2, const PairParameters& pair) { return 1.0 / std::sqrt(r2 + pair.own[0]); }
   static double slope(double r2, const PairParameters& pair) {
-    const double s = r2 + pair.p0;
+    const double s = r2 + pair.own[0];
     return std::sqrt(r2) / (s * std::sqrt(s));
   }
   /// Coulomb's budget plus the rounding of the added w².

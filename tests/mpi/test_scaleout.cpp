@@ -1,5 +1,5 @@
 // The pieces of the MPI split that need no MPI (label cpu, every build): the rank-to-planes
-// split, slab problems (DcsProblem::z_offset) stitched back together bit for bit, and the
+// split, slab problems (GridSumProblem::z_offset) stitched back together bit for bit, and the
 // one-process behaviour of Cluster and compute_distributed.
 #include <gtest/gtest.h>
 
@@ -57,7 +57,7 @@ TEST(SlabProblems, StitchedSlabsEqualTheWholeMapBitForBit) {
       std::vector<float> stitched = testing::poisoned(whole.size());
       for (int r = 0; r < parts; ++r) {
         const PlaneSpan s = rank_planes(13, r, parts);
-        DcsProblem p = problem.view(stitched.data() + static_cast<std::size_t>(s.begin) * plane);
+        GridSumProblem p = problem.view(stitched.data() + static_cast<std::size_t>(s.begin) * plane);
         p.nz = s.count();
         p.z_offset = s.begin;
         kernel.run(p, RunOptions{});
@@ -72,8 +72,8 @@ TEST(SlabProblems, OracleHonoursTheOffset) {
   std::mt19937 rng(testing::test_seed() + 67);
   const GridSpec grid = make_test_grid(5, 4, 9);
   const PreparedProblem problem(random_atoms(rng, 50, grid), grid, 1.0);
-  DcsProblem whole = problem.view(nullptr);
-  DcsProblem slab = whole;
+  GridSumProblem whole = problem.view(nullptr);
+  GridSumProblem slab = whole;
   slab.z_offset = 6;
   slab.nz = 3;
   for (std::int64_t k = 0; k < 3; ++k)

@@ -17,7 +17,7 @@
 
 namespace espgrid {
 
-struct DcsProblem {
+struct GridSumProblem {
   const float* x = nullptr;  ///< atom x − grid origin x, Å
   const float* y = nullptr;  ///< atom y − grid origin y, Å
   const float* z = nullptr;  ///< atom z − grid origin z, Å
