@@ -392,6 +392,8 @@ TEST_F(MapReaders, MrcTruncatedOrWithBytesAfterTheDataIsAnError) {
                {12, 0, std::numeric_limits<float>::infinity(), true, "(CELLA) is inf"},
                {14, 0, 60.0f, true, "cell angles are 60, 90, 90"},
                {17, 2, 0, false, "MAPC, MAPR, MAPS are 2, 2, 3"},
+               // The most negative int: MAPC - 1 must not overflow (a fuzz_map finding).
+               {17, std::numeric_limits<std::int32_t>::min(), 0, false, "MAPC, MAPR, MAPS are -2147483648, 2, 3"},
                {24, -5, 0, false, "NSYMBT"},
                {50, 0, 1e30f, true, "grid origin along x is 1e+30"}};
   for (const Edit& e : edits) {

@@ -399,12 +399,14 @@ PotentialMap read_mrc_bytes(const ByteSource& bytes, bool* unit_known) {
       fail(std::string("N") + "XYZ"[a] + " is " + std::to_string(n[static_cast<std::size_t>(a)]) +
            "; espgrid takes 1 to " + std::to_string(kMaxAxisPoints) + " points an axis");
   }
-  std::array<int, 3> axis{};  // axis[c]: the grid axis (0 = x) of columns, rows, sections
-  for (int c = 0; c < 3; ++c) axis[static_cast<std::size_t>(c)] = w.integer(17 + c) - 1;
+  // axis[c]: the grid axis (0 = x) of columns, rows, sections; 64-bit so that a MAPC of -2^31 is an error, not
+  // an overflow
+  std::array<std::int64_t, 3> axis{};
+  for (int c = 0; c < 3; ++c) axis[static_cast<std::size_t>(c)] = std::int64_t{w.integer(17 + c)} - 1;
   {
-    std::array<int, 3> sorted = axis;
+    std::array<std::int64_t, 3> sorted = axis;
     std::sort(sorted.begin(), sorted.end());
-    if (sorted != std::array<int, 3>{0, 1, 2})
+    if (sorted != std::array<std::int64_t, 3>{0, 1, 2})
       fail("MAPC, MAPR, MAPS are " + std::to_string(axis[0] + 1) + ", " + std::to_string(axis[1] + 1) + ", " +
            std::to_string(axis[2] + 1) + ": not an order of the axes 1, 2, 3");
   }
@@ -457,7 +459,7 @@ PotentialMap read_mrc_bytes(const ByteSource& bytes, bool* unit_known) {
 
   map.values.resize(map.grid.point_count());
   const bool swap = little != (std::endian::native == std::endian::little);
-  if (axis == std::array<int, 3>{0, 1, 2} && !swap) {
+  if (axis == std::array<std::int64_t, 3>{0, 1, 2} && !swap) {
     bytes.read(data_at, map.values.data(), data_bytes, "the map's data");
   } else {
     // One section at a time, swapped and put at its place on the x-fastest grid.
