@@ -565,7 +565,7 @@ TEST(PbCli, MapWritesAPoissonBoltzmannMapThatSaysSo) {
   bool unit_known = false;
   const PotentialMap back = read_dx(dx, &unit_known);
   EXPECT_TRUE(unit_known);
-  EXPECT_TRUE(back.physics.poisson_boltzmann);
+  EXPECT_TRUE(back.physics.is_pb());
 }
 
 // The kernel line names the kernel of each direct sum the solve made: --accuracy picks MSM for the
@@ -603,7 +603,7 @@ TEST(PbMaps, EveryFormatReadsBackAsAPoissonBoltzmannMap) {
   std::filesystem::create_directories(dir);
   PotentialMap map;
   map.grid = testing::make_test_grid(6, 5, 7);
-  map.physics.poisson_boltzmann = true;
+  map.physics.method = MapMethod::PoissonBoltzmann;
   map.physics.dielectric = 2.0;
   map.physics.pb.solute_dielectric = 2.0;
   map.values.resize(map.grid.point_count());
@@ -615,7 +615,7 @@ TEST(PbMaps, EveryFormatReadsBackAsAPoissonBoltzmannMap) {
     bool unit_known = false;
     const PotentialMap back = read_map(path, &unit_known);
     EXPECT_TRUE(unit_known);
-    EXPECT_TRUE(back.physics.poisson_boltzmann);
+    EXPECT_TRUE(back.physics.is_pb());
     EXPECT_EQ(back.physics.dielectric, 2.0);
     EXPECT_EQ(back.values, map.values);
   }

@@ -213,7 +213,7 @@ void bind_map(py::module_& m) {
       "map_summary_json",
       [](const PyMap& p, const std::string& part) {
         // One part alone where an attribute asks for it: the whole summary scans every value (range).
-        const double evaluations = p.map.physics.poisson_boltzmann ? 0.0
+        const double evaluations = p.map.physics.is_pb() ? 0.0
                                                                    : static_cast<double>(p.map.grid.point_count()) *
                                                                          static_cast<double>(p.provenance.atoms);
         if (part == "timing") return timing_json(p.timing, evaluations).dump(0);

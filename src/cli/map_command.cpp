@@ -61,7 +61,7 @@ void print_summary(const PotentialMap& map, std::size_t atoms, const std::string
     for (const WorkerTiming& part : timing.parts)
       std::printf("  device %d %s: %s\n", part.device, part.device_name.c_str(), part_line(part).c_str());
   // An approximate method does not evaluate every pair: its rate is the exact sum's work over its time.
-  const bool pb = map.physics.poisson_boltzmann;  // issue 23: a field solve, not a sum over pairs
+  const bool pb = map.physics.is_pb();  // issue 23: a field solve, not a sum over pairs
   const bool approximate = !timing.method.empty() && !pb;
   if (!timing.method.empty()) std::printf("method     %s\n", timing.method.c_str());
   if (!timing.phases.empty()) {
@@ -164,7 +164,7 @@ class PrintingObserver : public MapObserver {
     // boundary's is an exact one even where --accuracy chose MSM for the split's Coulomb part).
     const std::string& sums = result.timing.direct_sums.empty() ? kernel_name_ : result.timing.direct_sums;
     const std::string line =
-        result.map.physics.poisson_boltzmann
+        result.map.physics.is_pb()
             ? "Poisson-Boltzmann solve on " + result.timing.device + " (direct sums: " + sums + ", " + why_ + ")"
             : kernel_name_ + " on " + result.timing.device + " (" + why_ + ")";
     print_summary(result.map, atoms_, line, result.timing);
@@ -276,7 +276,7 @@ int run_map_distributed(const cxxopts::ParseResult& args, scaleout::Cluster& clu
       if (is_standard_input(job.input.path))
         throw UsageError("under mpirun, give a file: every rank reads the input, and only one has standard input");
       if (root) json.check(job);
-      if (job.physics.poisson_boltzmann)  // issue 23: one process solves the whole grid
+      if (job.physics.is_pb())  // issue 23: one process solves the whole grid
         throw UsageError("--model pb runs in one process; run it without mpirun (on a GPU it takes seconds)");
       if (needs_charge_assignment(job.input.file_format()))
         throw UsageError("under mpirun, give a PQR file: run `espgrid map " + job.input.path +

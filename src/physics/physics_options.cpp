@@ -43,7 +43,7 @@ void validate(const PhysicsOptions& options) {
   if (!std::isfinite(options.ionic_strength) || options.ionic_strength < 0 ||
       options.ionic_strength > kMaxIonicStrength)
     throw UsageError("ionic strength must be 0 to 10 mol/L, got " + number_text(options.ionic_strength));
-  if (options.poisson_boltzmann) {  // its ionic strength is options.pb's (issue 23)
+  if (options.is_pb()) {  // its ionic strength is options.pb's (issue 23)
     validate(options.pb);
     return;
   }
@@ -98,23 +98,21 @@ PairModel parse_model(const std::string& text) {
   return *found;
 }
 
-std::string model_label(const PhysicsOptions& options) {
-  return options.poisson_boltzmann ? "pb" : model_name(options.model);
-}
+std::string model_label(const PhysicsOptions& options) { return options.is_pb() ? "pb" : model_name(options.model); }
 
 std::string describe_model(const PhysicsOptions& o) {
-  if (o.poisson_boltzmann) return "pb (" + describe(o.pb) + ")";
+  if (o.is_pb()) return "pb (" + describe(o.pb) + ")";
   return with_pair_potential(o.model, [&](auto potential) { return potential.describe(o); });
 }
 
 std::string model_header(const PhysicsOptions& o) {
-  if (o.poisson_boltzmann) return ", model pb: " + describe(o.pb);  // issue 23
+  if (o.is_pb()) return ", model pb: " + describe(o.pb);  // issue 23
   return with_pair_potential(o.model, [&](auto potential) { return potential.header(o); });
 }
 
 bool parse_model_header(std::string_view text, PhysicsOptions& o) {
   if (text.rfind(", model pb", 0) == 0) {  // a Poisson-Boltzmann map (its parameters are not read back)
-    o.poisson_boltzmann = true;
+    o.method = MapMethod::PoissonBoltzmann;
     o.pb.solute_dielectric = o.dielectric;
     o.pb.temperature = o.temperature;
     return true;

@@ -127,7 +127,7 @@ void compute_pb_map(MapResult& result, const Atoms& atoms, const MapRequest& req
 MapResult compute_map(const Atoms& atoms, const MapRequest& request, const KernelSelection& kernel, MapFiles* files) {
   validate(request.physics);
   MapResult result;  // returned by this one name on every path: the streamed files refer to result.map
-  if (request.physics.poisson_boltzmann) {  // issue 23
+  if (request.physics.is_pb()) {  // issue 23
     compute_pb_map(result, atoms, request, kernel, files);
     return result;
   }

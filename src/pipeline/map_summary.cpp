@@ -30,7 +30,7 @@ std::string python_name(std::string_view option) {
 Json model_parameters_json(const PhysicsOptions& physics) {
   Json j = Json::object();
   j.set("name", model_label(physics));
-  if (physics.poisson_boltzmann) {
+  if (physics.is_pb()) {
     const PbOptions& pb = physics.pb;
     j.set("description", describe(pb));
     j.set("solute_dielectric", pb.solute_dielectric);
@@ -112,7 +112,7 @@ Json map_summary(const PotentialMap& map, const std::string& kernel, const std::
   j.set("kernel", kernel.empty() ? Json() : Json(kernel));
   j.set("kernel_choice", kernel_choice);
   j.set("device", timing.device);
-  const double evaluations = map.physics.poisson_boltzmann
+  const double evaluations = map.physics.is_pb()
                                  ? 0.0
                                  : static_cast<double>(g.point_count()) * static_cast<double>(provenance.atoms);
   j.set("timing", timing_json(timing, evaluations, estimate));
