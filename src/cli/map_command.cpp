@@ -168,6 +168,9 @@ class PrintingObserver : public MapObserver {
             ? "Poisson-Boltzmann solve on " + result.timing.device + " (direct sums: " + sums + ", " + why_ + ")"
             : kernel_name_ + " on " + result.timing.device + " (" + why_ + ")";
     print_summary(result.map, atoms_, line, result.timing);
+    if (result.pb_energy)
+      for (const std::string& text : pb_energy_lines(*result.pb_energy)) std::printf("%s\n", text.c_str());
+    std::fflush(stdout);
   }
   void written(const std::string& path, const std::string& what) override { print_written(path, what); }
   /// The estimate printed before the map, if any.
@@ -236,9 +239,10 @@ class JsonSummary {
     if (!wanted()) return;
     provenance.command = command_;
     provenance.input = job.input.path;
-    const std::string text = map_summary(result.map, std::string(result.kernel.kernel->name), result.kernel.why,
-                                         result.timing, provenance, outputs, estimate)
-                                 .dump();
+    const std::string text =
+        map_summary(result.map, std::string(result.kernel.kernel->name), result.kernel.why, result.timing, provenance,
+                    outputs, estimate, result.pb_energy ? &*result.pb_energy : nullptr)
+            .dump();
     if (fd_ >= 0) {
       std::fflush(stdout);
       write_all(fd_, text);
@@ -395,7 +399,7 @@ int run_map(int argc, char** argv) {
       "printed summary then goes to standard error)",
       cxxopts::value<std::string>());
   options.add_options()("h,help", "show this help");
-  const auto args = parse_args(options, argc, argv, {"output"});
+  const auto args = parse_args(options, argc, argv, {"output", "ion"});
   if (args.count("help")) {
     std::cout
         << options.help({"Input", "Output", "Grid", "Physics", "Compute", ""}) << "\n"

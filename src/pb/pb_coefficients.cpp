@@ -9,6 +9,7 @@
 #include "src/core/errors.h"
 #include "src/core/text_format.h"
 #include "src/core/units.h"
+#include "src/pb/pb_charges.h"
 #include "src/pb/pb_cuda_driver.h"
 #include "src/pb/pb_geometry.h"
 
@@ -26,6 +27,15 @@ double max_radius(const Atoms& atoms) {
   double r = 0;
   for (const double v : atoms.radius) r = std::max(r, v);
   return r;
+}
+
+/// APBS's "on the mesh" test of the surface routines: strictly inside the grid's box. Atoms off it
+/// draw no surface (a focusing level's atoms outside its domain); their SAS points still carve.
+bool on_mesh(const GridSpec& g, double x, double y, double z) {
+  const double p[3] = {x, y, z};
+  for (int d = 0; d < 3; ++d)
+    if (!(p[d] > g.origin[d] && p[d] < g.position(d, g.dims[d] - 1))) return false;
+  return true;
 }
 
 /// Atoms binned into cubic cells of side `cell` (Å): CSR lists, atoms in index order within a cell.
@@ -180,7 +190,7 @@ void mol_dielectric(const Atoms& atoms, const PbOptions& o, PbCoefficients& c, i
 #pragma omp parallel for schedule(dynamic, 16) num_threads(threads)
   for (long a = 0; a < natoms; ++a) {
     const double r = atoms.radius[a];
-    if (r <= kNoRadius) continue;
+    if (r <= kNoRadius || !on_mesh(c.grid, atoms.x[a], atoms.y[a], atoms.z[a])) continue;
     for (int d = 0; d < 3; ++d)
       mark_sphere(eps[d], c.grid, kFaceShift[d], atoms.x[a], atoms.y[a], atoms.z[a], r + o.probe_radius,
                   o.solute_dielectric);
@@ -283,8 +293,8 @@ void sampled_coefficients(const Atoms& atoms, const PbOptions& o, PbCoefficients
       if (r <= kNoRadius) continue;
       mark_sphere_bytes(region.data(), nf, hf, of, atoms.x[a], atoms.y[a], atoms.z[a],
                         mark == 1 ? r + o.probe_radius : r, mark);
-      if (mark == 1 && o.ionic_strength > 0)
-        mark_sphere_bytes(ions.data(), nf, hf, of, atoms.x[a], atoms.y[a], atoms.z[a], r + o.ion_radius, 0);
+      if (mark == 1 && pb_has_ions(o))
+        mark_sphere_bytes(ions.data(), nf, hf, of, atoms.x[a], atoms.y[a], atoms.z[a], r + pb_ion_radius(o), 0);
     }
   }
   // Carving: points of the band (1) within a probe radius of an accessible SAS point are solvent.
@@ -335,7 +345,7 @@ void sampled_coefficients(const Atoms& atoms, const PbOptions& o, PbCoefficients
   const long half = s / 2;
   auto weight = [](long f, long lo, long hi) { return (f == lo || f == hi) ? 0.5 : 1.0; };
   double* out[3] = {c.eps_x.data(), c.eps_y.data(), c.eps_z.data()};
-  const double mask = o.ionic_strength > 0 ? 1.0 : 0.0;
+  const double mask = pb_has_ions(o) ? 1.0 : 0.0;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
   for (long k = 0; k < n[2]; ++k)
     for (long j = 0; j < n[1]; ++j)
@@ -397,16 +407,24 @@ void sampled_coefficients(const Atoms& atoms, const PbOptions& o, PbCoefficients
       }
 }
 
-/// `mol`/`smol` ion accessibility (APBS fillcoCoefMolIon): 1, except 0 within ion + atom radius.
+/// `mol`/`smol` ion accessibility (APBS fillcoCoefMolIon): 1, except 0 within the largest ion
+/// radius + atom radius; atoms farther than that outside the grid's box mark nothing.
 void mol_accessibility(const Atoms& atoms, const PbOptions& o, PbCoefficients& c, int threads) {
-  std::fill(c.accessibility.begin(), c.accessibility.end(), o.ionic_strength > 0 ? 1.0 : 0.0);
-  if (!(o.ionic_strength > 0)) return;
+  const bool ions = pb_has_ions(o);
+  std::fill(c.accessibility.begin(), c.accessibility.end(), ions ? 1.0 : 0.0);
+  if (!ions) return;
+  const double ion = pb_ion_radius(o);
+  const GridSpec& g = c.grid;
   const long natoms = static_cast<long>(atoms.size());
 #pragma omp parallel for schedule(dynamic, 16) num_threads(threads)
   for (long a = 0; a < natoms; ++a) {
     const double r = atoms.radius[a];
     if (r <= kNoRadius) continue;
-    mark_sphere(c.accessibility.data(), c.grid, kNoShift, atoms.x[a], atoms.y[a], atoms.z[a], r + o.ion_radius, 0.0);
+    const double p[3] = {atoms.x[a], atoms.y[a], atoms.z[a]};
+    bool near = true;
+    for (int d = 0; d < 3; ++d)
+      near = near && !(p[d] < g.origin[d] - ion - r) && !(p[d] > g.position(d, g.dims[d] - 1) + ion + r);
+    if (near) mark_sphere(c.accessibility.data(), g, kNoShift, p[0], p[1], p[2], r + ion, 0.0);
   }
 }
 
@@ -414,14 +432,15 @@ struct SplineBox {
   long lo[3] = {0, 0, 0}, hi[3] = {-1, -1, -1};
 };
 
-/// Each atom's box of nodes for `spl2`, as APBS's loop bounds: floor/ceil of (p ∓ (R + h/2))/h, R
-/// the larger of the accessibility and dielectric reaches. Empty for atoms without a radius.
+/// Each atom's box of nodes for `spl2` and `spl4`, as APBS's loop bounds: floor/ceil of
+/// (p ∓ (R + h/2))/h, R the larger of the accessibility and dielectric reaches. Empty for atoms
+/// without a radius and atoms off the mesh.
 std::vector<SplineBox> spline_boxes(const Atoms& atoms, const GridSpec& g, const PbOptions& o) {
   const long n[3] = {static_cast<long>(g.dims[0]), static_cast<long>(g.dims[1]), static_cast<long>(g.dims[2])};
-  const double ion = o.ionic_strength > 0 ? o.ion_radius : 0.0;
+  const double ion = pb_ion_radius(o);
   std::vector<SplineBox> boxes(atoms.size());
   for (std::size_t a = 0; a < atoms.size(); ++a) {
-    if (atoms.radius[a] <= kSplineSmall) continue;
+    if (atoms.radius[a] <= kSplineSmall || !on_mesh(g, atoms.x[a], atoms.y[a], atoms.z[a])) continue;
     const double reach = std::max(ion + atoms.radius[a] + o.spline_window, atoms.radius[a] + o.spline_window);
     const double p[3] = {atoms.x[a] - g.origin[0], atoms.y[a] - g.origin[1], atoms.z[a] - g.origin[2]};
     for (int d = 0; d < 3; ++d) {
@@ -433,13 +452,15 @@ std::vector<SplineBox> spline_boxes(const Atoms& atoms, const GridSpec& g, const
   return boxes;
 }
 
-/// `spl2` (APBS fillcoCoefSpline): products of per-atom switching functions, the atoms taken in
-/// their order at every point (so the products round as APBS's do). Planes in parallel.
+/// `spl2` (APBS fillcoCoefSpline) and `spl4` (fillcoCoefSpline4): products of per-atom switching
+/// functions, the atoms taken in their order at every point (so the products round as APBS's do).
+/// Planes in parallel.
 void spline_coefficients(const Atoms& atoms, const PbOptions& o, PbCoefficients& c, int threads) {
   const GridSpec& g = c.grid;
   const long n[3] = {static_cast<long>(g.dims[0]), static_cast<long>(g.dims[1]), static_cast<long>(g.dims[2])};
   const double w = o.spline_window;
-  const double ion = o.ionic_strength > 0 ? o.ion_radius : 0.0;  // APBS: the largest ion radius, none without ions
+  const double ion = pb_ion_radius(o);  // APBS: the largest ion radius, none without ions
+  const bool quartic = o.surface == PbSurface::Spline4;
   std::fill(c.eps_x.begin(), c.eps_x.end(), 1.0);
   std::fill(c.eps_y.begin(), c.eps_y.end(), 1.0);
   std::fill(c.eps_z.begin(), c.eps_z.end(), 1.0);
@@ -455,15 +476,25 @@ void spline_coefficients(const Atoms& atoms, const PbOptions& o, PbCoefficients&
     for (const std::int32_t a : by_plane[static_cast<std::size_t>(k)]) {
       const double p[3] = {atoms.x[a] - g.origin[0], atoms.y[a] - g.origin[1], atoms.z[a] - g.origin[2]};
       const SplineBox& b = boxes[static_cast<std::size_t>(a)];
+      const double r = atoms.radius[a];
+      double poly[8] = {0, 0, 0, 0, 0, 0, 0, 0}, ion_poly[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+      if (quartic) {
+        spline4_coefficients(r, w, poly);
+        spline4_coefficients(ion + r, w, ion_poly);
+      }
       for (long j = b.lo[1]; j <= b.hi[1]; ++j)
         for (long i = b.lo[0]; i <= b.hi[0]; ++i) {
           const std::size_t idx = static_cast<std::size_t>(i + n[0] * (j + n[1] * k));
-          spline_factors(p, g.spacing.data(), i, j, k, atoms.radius[a], ion, w, c.accessibility[idx], c.eps_x[idx],
-                         c.eps_y[idx], c.eps_z[idx]);
+          if (quartic)
+            spline4_factors(p, g.spacing.data(), i, j, k, r, ion, w, poly, ion_poly, c.accessibility[idx], c.eps_x[idx],
+                            c.eps_y[idx], c.eps_z[idx]);
+          else
+            spline_factors(p, g.spacing.data(), i, j, k, r, ion, w, c.accessibility[idx], c.eps_x[idx], c.eps_y[idx],
+                           c.eps_z[idx]);
         }
     }
   }
-  const double mask = o.ionic_strength > 0 ? 1.0 : 0.0;
+  const double mask = pb_has_ions(o) ? 1.0 : 0.0;
   const double de = o.solvent_dielectric - o.solute_dielectric;
   const long points = static_cast<long>(g.point_count());
 #pragma omp parallel for schedule(static) num_threads(threads)
@@ -475,40 +506,12 @@ void spline_coefficients(const Atoms& atoms, const PbOptions& o, PbCoefficients&
   }
 }
 
-/// APBS fillcoChargeSpline2: each charge onto the 3 × 3 × 3 nodes around it with quadratic
-/// B-spline weights (sequential: the sums round in atom order, as APBS's do).
-void spread_charges_spl2(const Atoms& atoms, PbCoefficients& c) {
-  const GridSpec& g = c.grid;
-  const long n[3] = {static_cast<long>(g.dims[0]), static_cast<long>(g.dims[1]), static_cast<long>(g.dims[2])};
-  std::fill(c.charge.begin(), c.charge.end(), 0.0);
-  for (std::size_t a = 0; a < atoms.size(); ++a) {
-    const double f[3] = {(atoms.x[a] - g.origin[0]) / g.spacing[0], (atoms.y[a] - g.origin[1]) / g.spacing[1],
-                         (atoms.z[a] - g.origin[2]) / g.spacing[2]};
-    long lo[3], hi[3];
-    for (int d = 0; d < 3; ++d) {
-      lo[d] = std::max(0L, static_cast<long>(std::floor(f[d])) - 1);
-      hi[d] = std::min(n[d] - 1, static_cast<long>(std::ceil(f[d])) + 1);
-    }
-    for (long i = lo[0]; i <= hi[0]; ++i) {
-      const double mx = bspline2(1.5 + static_cast<double>(i) - f[0]);
-      for (long j = lo[1]; j <= hi[1]; ++j) {
-        const double my = bspline2(1.5 + static_cast<double>(j) - f[1]);
-        for (long k = lo[2]; k <= hi[2]; ++k) {
-          const double mz = bspline2(1.5 + static_cast<double>(k) - f[2]);
-          c.charge[static_cast<std::size_t>(i + n[0] * (j + n[1] * k))] += atoms.charge[a] * mx * my * mz;
-        }
-      }
-    }
-  }
-}
-
 }  // namespace
 
 double source_scale(double temperature) { return 4.0 * kPi * coulomb_constant(PotentialUnit::KTPerE, temperature); }
 
 int reference_sphere_request(const Atoms& atoms, const PbOptions& o) {
-  const double ion = o.ionic_strength > 0 ? o.ion_radius : 0.0;
-  const double reach = max_radius(atoms) + std::max(ion, o.probe_radius) + kCellListWindow;
+  const double reach = max_radius(atoms) + std::max(pb_ion_radius(o), o.probe_radius) + kCellListWindow;
   return static_cast<int>(std::ceil(4.0 * kPi * reach * reach * o.surface_density));
 }
 
@@ -624,12 +627,16 @@ SasPoints accessible_sas_points(const Atoms& atoms, const PbOptions& o, int thre
   sas.x.reserve(total);
   sas.y.reserve(total);
   sas.z.reserve(total);
-  for (const auto& v : per_atom)
+  sas.atom_start.reserve(natoms + 1);
+  for (const auto& v : per_atom) {
+    sas.atom_start.push_back(sas.x.size());
     for (std::size_t i = 0; i < v.size(); i += 3) {
       sas.x.push_back(v[i]);
       sas.y.push_back(v[i + 1]);
       sas.z.push_back(v[i + 2]);
     }
+  }
+  sas.atom_start.push_back(sas.x.size());
   return sas;
 }
 
@@ -650,8 +657,13 @@ void check_atoms_inside(const Atoms& atoms, const GridSpec& g) {
   }
 }
 
-PbCoefficients build_coefficients(const Atoms& atoms, const GridSpec& grid, const PbOptions& options,
-                                  bool spread_charges, int threads) {
+bool uniform_medium(const PbOptions& options) {
+  // APBS: "islap" when the ionic strength and |pdie − sdie| are below its VPMGSMALL (1e-12).
+  return !pb_has_ions(options) && std::fabs(options.solute_dielectric - options.solvent_dielectric) < 1e-12;
+}
+
+PbCoefficients build_coefficients(const Atoms& atoms, const GridSpec& grid, const PbOptions& options, bool spread,
+                                  int threads) {
   threads = thread_count(threads);
   PbCoefficients c;
   c.grid = grid;
@@ -660,13 +672,11 @@ PbCoefficients build_coefficients(const Atoms& atoms, const GridSpec& grid, cons
   c.eps_y.assign(points, 0.0);
   c.eps_z.assign(points, 0.0);
   c.accessibility.assign(points, 0.0);
-  // APBS treats a uniform medium without salt as the plain Laplacian (Vpmg_fillco: islap).
-  const bool laplacian = !(options.ionic_strength > 0) && options.solute_dielectric == options.solvent_dielectric;
-  if (laplacian) {
+  if (uniform_medium(options)) {
     std::fill(c.eps_x.begin(), c.eps_x.end(), options.solute_dielectric);
     std::fill(c.eps_y.begin(), c.eps_y.end(), options.solute_dielectric);
     std::fill(c.eps_z.begin(), c.eps_z.end(), options.solute_dielectric);
-  } else if (options.surface == PbSurface::Spline) {
+  } else if (options.surface == PbSurface::Spline || options.surface == PbSurface::Spline4) {
     spline_coefficients(atoms, options, c, threads);
   } else if (options.sampling >= 2) {
     sampled_coefficients(atoms, options, c, threads, options.sampling);
@@ -675,10 +685,7 @@ PbCoefficients build_coefficients(const Atoms& atoms, const GridSpec& grid, cons
     if (options.surface == PbSurface::Smol) smooth_dielectric(c, threads);
     mol_accessibility(atoms, options, c, threads);
   }
-  if (spread_charges) {
-    c.charge.assign(points, 0.0);
-    spread_charges_spl2(atoms, c);
-  }
+  if (spread) c.charge = spread_charges(atoms, grid, options.charges);
   return c;
 }
 
@@ -701,9 +708,9 @@ std::unique_ptr<DeviceSurfaceInputs> device_surface_inputs(const Atoms& atoms, c
   in.solute_dielectric = options.solute_dielectric;
   in.solvent_dielectric = options.solvent_dielectric;
   in.probe_radius = options.probe_radius;
-  in.ion_radius = options.ion_radius;
+  in.ion_radius = pb_ion_radius(options);
   in.spline_window = options.spline_window;
-  in.salt = options.ionic_strength > 0;
+  in.salt = pb_has_ions(options);
   in.device = device;
   if (options.surface == PbSurface::Spline) {
     const std::vector<SplineBox> boxes = spline_boxes(atoms, grid, options);
@@ -743,23 +750,21 @@ std::unique_ptr<DeviceSurfaceInputs> device_surface_inputs(const Atoms& atoms, c
 }
 
 bool surface_on_device(const PbOptions& options) {
-  const bool laplacian = !(options.ionic_strength > 0) && options.solute_dielectric == options.solvent_dielectric;
-  return !laplacian && options.sampling < 2;
+  // spl4 and the sampled surface are built on the host (the GPU then solves: the hybrid path).
+  return !uniform_medium(options) && options.sampling < 2 && options.surface != PbSurface::Spline4;
 }
 
-std::vector<double> spl2_charges(const Atoms& atoms, const GridSpec& grid) {
-  PbCoefficients c;
-  c.grid = grid;
-  c.charge.assign(grid.point_count(), 0.0);
-  spread_charges_spl2(atoms, c);
-  return std::move(c.charge);
+bool atoms_on_mesh(const Atoms& atoms, const GridSpec& grid) {
+  for (std::size_t a = 0; a < atoms.size(); ++a)
+    if (!on_mesh(grid, atoms.x[a], atoms.y[a], atoms.z[a])) return false;
+  return true;
 }
 
 PbCoefficients build_coefficients_on_device(const Atoms& atoms, const GridSpec& grid, const PbOptions& options,
-                                            bool spread_charges, int device, int threads, double* kernel_seconds) {
+                                            bool spread, int device, int threads, double* kernel_seconds) {
   threads = thread_count(threads);
-  if (!surface_on_device(options))  // trivial, or the sampled surface (built on the host)
-    return build_coefficients(atoms, grid, options, spread_charges, threads);
+  if (!surface_on_device(options) || !atoms_on_mesh(atoms, grid))  // the host builds these
+    return build_coefficients(atoms, grid, options, spread, threads);
   PbCoefficients c;
   c.grid = grid;
   const std::size_t points = grid.point_count();
@@ -776,7 +781,7 @@ PbCoefficients build_coefficients_on_device(const Atoms& atoms, const GridSpec& 
   cuda::build_pb_surface(inputs->input, out);
   c.sas_points = out.sas_points;
   if (kernel_seconds) *kernel_seconds = out.kernel_seconds;
-  if (spread_charges) c.charge = spl2_charges(atoms, grid);
+  if (spread) c.charge = spread_charges(atoms, grid, options.charges);
   return c;
 }
 

@@ -91,7 +91,7 @@ Json timing_json(const TimingReport& timing, double atom_evaluations, const std:
 
 Json map_summary(const PotentialMap& map, const std::string& kernel, const std::string& kernel_choice,
                  const TimingReport& timing, const MapProvenance& provenance, const std::vector<std::string>& outputs,
-                 const std::optional<TimeEstimate>& estimate) {
+                 const std::optional<TimeEstimate>& estimate, const PbEnergyReport* energy) {
   const GridSpec& g = map.grid;
   Json j = Json::object();
   j.set("source", map.source);
@@ -112,10 +112,10 @@ Json map_summary(const PotentialMap& map, const std::string& kernel, const std::
   j.set("kernel", kernel.empty() ? Json() : Json(kernel));
   j.set("kernel_choice", kernel_choice);
   j.set("device", timing.device);
-  const double evaluations = map.physics.is_pb()
-                                 ? 0.0
-                                 : static_cast<double>(g.point_count()) * static_cast<double>(provenance.atoms);
+  const double evaluations =
+      map.physics.is_pb() ? 0.0 : static_cast<double>(g.point_count()) * static_cast<double>(provenance.atoms);
   j.set("timing", timing_json(timing, evaluations, estimate));
+  j.set("energy", energy ? pb_energy_json(*energy) : Json());
   // The range of the finite values (a map read back or made from values may hold none).
   bool any = false;
   float lo = 0, hi = 0;
