@@ -13,8 +13,9 @@ options of issue 32: bcfl, chgm, srfm, ion species; comps adds its terms) on one
 line each ("name total fixed mobile dielectric", nan where APBS printed none), and of the two
 levels of a focusing run (FOCUS: a coarse mg-manual level, then a fine one with bcfl focus whose
 box cuts through the molecule; its line "focus coarse fine"), whose fine map is focus_fine.dx;
-comps_per_atom.txt: the comps case's per-atom energies. tests/test_pb_physics.cpp holds the same
-cases by name: keep the two lists in step.
+comps_per_atom.txt: the comps case's per-atom energies; write_KIND.dx.gz: APBS's `write KIND` maps
+(every kind) of WRITE_CASE on the same grid. tests/test_pb_physics.cpp holds the same cases by
+name: keep the two lists in step.
 
     tests/data/pb/make_references.py energies   # only energies.txt, comps_per_atom.txt, focus_fine.dx
 """
@@ -71,6 +72,9 @@ ENERGY_CASES = [
     ("ions_three", {"ions": [(1, 0.1, 1.5), (-1, 0.15, 2.5), (2, 0.025, 2.0)]}),
     ("spl4_spl4_2_1", {"srfm": "spl4", "chgm": "spl4", "ions": [(2, 0.05, 2.0), (-1, 0.1, 1.5)]}),
 ]
+WRITE_KINDS = ["pot", "charge", "kappa", "dielx", "diely", "dielz", "smol", "sspl", "vdw", "ivdw", "lap", "edens",
+               "ndens", "qdens"]
+WRITE_CASE = {"ions": [(2, 0.05, 2.0), (-1, 0.1, 1.5)], "writes": WRITE_KINDS}
 # Focusing: (dime, glen, gcent) of the coarse and the fine level; the fine box cuts the molecule.
 FOCUS = ([33, 33, 33], [80.0, 80.0, 80.0], [0.126, 1.73, 27.407]), ([33, 33, 33], [30.0, 30.0, 30.0], [5.0, 3.0, 25.0])
 
@@ -124,6 +128,15 @@ def energies():
             with open(os.path.join(HERE, "comps_per_atom.txt"), "w") as f:
                 f.write("".join(repr(v) + "\n" for v in e["per_atom"]))
         print(f"energy {name}: {e.get('total')} kJ/mol ({seconds:.1f} s)")
+    work = tempfile.mkdtemp(prefix="pb-write-")
+    maps, _, _ = apbs_physics.run_apbs(pqr, origin, dims, spacing, work, WRITE_CASE)
+    import gzip
+    for kind, path in maps.items():
+        with open(path, "rb") as src, open(os.path.join(HERE, f"write_{kind}.dx.gz"), "wb") as raw, \
+                gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as dst:
+            dst.write(src.read())
+    shutil.rmtree(work)
+    print(f"write maps: {sorted(maps)}")
     work = tempfile.mkdtemp(prefix="pb-focus-")
     with open(os.path.join(work, "focus.in"), "w") as f:
         f.write(focus_input(pqr, os.path.join(work, "focus")))
