@@ -5,7 +5,8 @@
 
 namespace espgrid::pb {
 
-SolveReport solve_nonlinear(const NonlinearInput&, std::vector<double>&) {
+SolveReport solve_nonlinear(PbSystem&, std::vector<double>&, const PbOptions&, const std::vector<double>*, PbSolver,
+                            int, bool, int) {
   throw Error(
       "the nonlinear Poisson-Boltzmann equation (npbe, --pb-equation npbe) is not available in this espgrid "
       "yet; solve the linearized one (lpbe)");

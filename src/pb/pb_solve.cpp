@@ -203,8 +203,6 @@ void check_request(const Atoms& atoms, const GridSpec& grid, const PbOptions& op
     throw UsageError("bcfl focus needs the coarser level's solution (PbRun::focus_parent)");
   if (!focus && run.focus_parent)
     throw UsageError("a focusing parent was given for bcfl " + boundary_name(options.boundary) + " (it needs focus)");
-  if (run.across_ranks && options.equation == PbEquation::Nonlinear)
-    throw UsageError("the nonlinear PB equation is not solved across MPI ranks");
 }
 
 /// Which solver runs, where the direct sums run, and whether the GPU does everything.
@@ -399,23 +397,13 @@ void solve_on_host(const Atoms& atoms, const GridSpec& grid, const PbOptions& op
   record_phase(result, "surface", clock.seconds());
   result.sas_points = coefficients.sas_points;
   clock.restart();
-  const PbSystem system = pb::assemble_system(coefficients, sums.boundary, options, options.formulation,
-                                              plan.split ? &sums.coulomb : nullptr, plan.threads);
+  PbSystem system = pb::assemble_system(coefficients, sums.boundary, options, options.formulation,
+                                        plan.split ? &sums.coulomb : nullptr, plan.threads);
   record_phase(result, "assemble", clock.seconds());
   std::vector<double> u;
-  if (options.equation == PbEquation::Nonlinear) {
-    pb::NonlinearInput in;
-    in.system = &system;
-    in.accessibility = &coefficients.accessibility;
-    in.species = ion_species(options);
-    in.ionic_strength = pb_ionic_strength(options);
-    in.mass = pb::assembly_args(grid, options, plan.split).mass;
-    in.tolerance = options.tolerance;
-    in.max_iterations = options.max_iterations;
-    in.solver = plan.solver;
-    in.threads = plan.threads;
-    in.device = run.device;
-    result.solve = pb::solve_nonlinear(in, u);
+  if (options.equation == PbEquation::Nonlinear) {  // npbe: src/pb/pb_nonlinear.h
+    result.solve = pb::solve_nonlinear(system, u, options, plan.split ? &sums.coulomb : nullptr, plan.solver,
+                                       plan.threads, run.across_ranks, run.device);
   } else if (plan.solver == PbSolver::Hypre) {
     result.solve =
         pb::solve_hypre(system, u, options.tolerance, options.max_iterations, plan.threads, run.across_ranks);

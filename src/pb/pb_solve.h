@@ -139,27 +139,14 @@ AssemblyArgs assembly_args(const GridSpec& grid, const PbOptions& options, bool 
 /// values and, for Split, φ_Coulomb.
 std::vector<double> combine(const PbSystem& system, const std::vector<double>& u, const std::vector<double>* coulomb);
 
-/// What the nonlinear PB solver gets (options.equation == Nonlinear). The discrete equation at
-/// every interior node i (u = 0 on the faces; the boundary values are already in the rhs):
-///   Σ_faces w (uᵢ − u_nb) + mass·λᵢ·N(uᵢ) = rhsᵢ,   N(u) = −(1/2I) Σⱼ cⱼ zⱼ e^(−zⱼ u)
-/// (N(u) ≈ u for small u: system.c = mass·λ is the linearized equation's term, its Jacobian at 0).
-/// APBS caps each exponent at ±85 (Vcap_exp) and reports an error where it does.
-struct NonlinearInput {
-  const PbSystem* system = nullptr;                    ///< the linearized system (A at u = 0, rhs, fixed)
-  const std::vector<double>* accessibility = nullptr;  ///< λ ∈ [0, 1] at every node
-  std::vector<PbIon> species;                          ///< ion_species(options)
-  double ionic_strength = 0;                           ///< I = ½ Σ cⱼ zⱼ², mol/L
-  double mass = 0;                                     ///< ε_w κ² · cell volume, Å (AssemblyArgs::mass)
-  double tolerance = 1e-6;                             ///< options.tolerance
-  int max_iterations = 200;                            ///< options.max_iterations
-  PbSolver solver = PbSolver::Auto;                    ///< resolved: Hypre, CudaMultigrid or CpuMultigrid
-  int threads = 0;
-  int device = 0;
-};
-/// Solves the nonlinear system for u (interior; 0 on the faces), written into `u` (sized by the
-/// solver). Defined by src/pb/pb_nonlinear.cpp (the npbe engineer's); until that lands
-/// src/pb/pb_nonlinear_pending.cpp throws Error saying npbe is not available yet.
-SolveReport solve_nonlinear(const NonlinearInput& input, std::vector<double>& u);
+/// The nonlinear PB solver (options.equation == Nonlinear; the npbe engineer's src/pb/pb_nonlinear.h
+/// declares it with default arguments and defines it): `system` as assemble_system made it (used as
+/// scratch, restored on return; its c = ε_w κ² λ·volume is the Boltzmann term's coefficient),
+/// `coulomb` φ_Coulomb for split or null, `u` receives the interior solution (0 on the faces).
+/// Until pb_nonlinear.cpp lands, src/pb/pb_nonlinear_pending.cpp defines it and throws Error.
+SolveReport solve_nonlinear(PbSystem& system, std::vector<double>& u, const PbOptions& options,
+                            const std::vector<double>* coulomb, PbSolver solver, int threads, bool across_ranks,
+                            int device);
 
 }  // namespace pb
 }  // namespace espgrid
