@@ -526,6 +526,28 @@ TEST(PbPhysicsGpu, DeviceEnergiesEqualTheCpuEmulations) {
     EXPECT_NEAR(d.energy.total / c.energy.total - 1, 0, 1e-8) << name;
     ASSERT_EQ(d.potential.size(), g.point_count()) << name;
   }
+  // Focusing on the GPU: the fine level's atoms leave its box (host maps, device solve).
+  const PotentialMap apbs_fine = read_dx(reference("focus_fine.dx"));
+  GridSpec coarse;
+  const double centre[3] = {0.126, 1.73, 27.407};
+  coarse.dims = {33, 33, 33};
+  for (int d = 0; d < 3; ++d) coarse.spacing[d] = 2.5, coarse.origin[d] = centre[d] - 40;
+  PbRun top_run;
+  top_run.solver = PbSolver::CudaMultigrid;
+  top_run.keep_potential = true;
+  top_run.focus_child = &apbs_fine.grid;
+  const PbOptions o = energy_case("default");
+  const PbResult top = solve_pb(atoms, coarse, o, top_run);
+  const PbFocusParent parent{coarse, &top.potential, top.energy.outside_child};
+  PbOptions focused = o;
+  focused.boundary = PbBoundary::Focus;
+  PbRun fine_run;
+  fine_run.solver = PbSolver::CudaMultigrid;
+  fine_run.focus_parent = &parent;
+  fine_run.atoms_outside = true;
+  const PbResult low = solve_pb(atoms, apbs_fine.grid, focused, fine_run);
+  const double apbs_fine_energy = apbs_energies().at("focus")[1];
+  EXPECT_NEAR(low.energy.kj_per_mol(low.energy.total) * kApbsEnergyScale / apbs_fine_energy - 1, 0, 2e-7);
 }
 
 }  // namespace

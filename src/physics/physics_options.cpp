@@ -148,8 +148,9 @@ std::string model_help() {
   return text +
          "  pb        the linearized Poisson-Boltzmann equation solved on the map's grid (APBS mg-manual's\n"
          "            definitions and defaults): solute --dielectric (default 2 with pb), --solvent-dielectric\n"
-         "            78.54, --ionic-strength (default 0.15 M with pb) of ions of --ion-radius 2 A, --surface\n"
-         "            smol|mol|spl2 with --probe-radius 1.4 A, multiple Debye-Hueckel boundary values. The low\n"
+         "            78.54, --ionic-strength (default 0.15 M with pb) of ions of --ion-radius 2 A (or --ion\n"
+         "            species), --surface smol|mol|spl2|spl4 with --probe-radius 1.4 A, --boundary mdh|sdh|zero,\n"
+         "            --charge-method spl2|spl0|spl4; reports APBS's total energy (--pb-energy). The low\n"
          "            dielectric interior and the solvent boundary's shape: what no pair model has. Costs a\n"
          "            field solve (hypre on the CPU, espgrid's multigrid on a GPU); docs/pb.md.\n"
          "  For molecular surfaces coloured like APBS use pb (or, cheaper, debye); for the textbook sum (and\n"

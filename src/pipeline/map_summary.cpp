@@ -45,6 +45,13 @@ Json model_parameters_json(const PhysicsOptions& physics) {
     j.set("pb_formulation", formulation_name(pb.formulation));
     j.set("pb_tolerance", pb.tolerance);
     j.set("pb_max_iterations", pb.max_iterations);
+    j.set("pb_equation", equation_name(pb.equation));
+    j.set("boundary", boundary_name(pb.boundary));
+    j.set("charge_method", charge_method_name(pb.charges));
+    Json ions = Json::array();
+    for (const PbIon& ion : ion_species(pb))
+      ions.push(Json::object().set("charge", ion.charge).set("concentration", ion.concentration).set("radius", ion.radius));
+    j.set("ions", ions);
     j.set("kappa_per_angstrom", pb_kappa(pb));
     return j;
   }
