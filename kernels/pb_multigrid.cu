@@ -156,13 +156,15 @@ __global__ void assemble_rhs_kernel(pb::AssemblyArgs a) {
   pb::assemble_rhs(a, p.i, p.j, p.k);
 }
 
-/// The map in its unit, as floats: boundary values on the faces, the solution (+ φ_Coulomb) inside.
+/// The map times `scale`: boundary values on the faces, the solution (+ φ_Coulomb) inside; as
+/// floats in the map's unit, or as doubles in kT/e (scale 1) for energies and focusing.
+template <class T>
 __global__ void combine_kernel(OperatorArgs a, const double* boundary, const double* u, const double* coulomb,
-                               double scale, float* out) {
+                               double scale, T* out) {
   const long idx = static_cast<long>(blockIdx.x) * blockDim.x + threadIdx.x;
   DeviceIndex p;
   if (!node_of(idx, a.op.n, p)) return;
-  out[idx] = static_cast<float>(pb::combined_value(a.op.n, boundary, u, coulomb, p.i, p.j, p.k) * scale);
+  out[idx] = static_cast<T>(pb::combined_value(a.op.n, boundary, u, coulomb, p.i, p.j, p.k) * scale);
 }
 
 unsigned blocks_for(long size) { return static_cast<unsigned>((size + kBlock - 1) / kBlock); }
@@ -489,6 +491,14 @@ void solve_pb_on_device(const PbDeviceSolveInput& in, PbDeviceSolveResult& out) 
                                             in.unit_scale, map.get());
   ESPGRID_CUDA_CHECK_LAUNCH();
   ESPGRID_CUDA_CHECK(cudaMemcpyAsync(in.values, map.get(), size * sizeof(float), cudaMemcpyDeviceToHost, st));
+  if (in.potential) {
+    DeviceBuffer<double> phi(size, "PB potential (double)");
+    combine_kernel<<<blocks, kBlock, 0, st>>>(solver.top(), boundary.get(), solver.solution(), coulomb.get(), 1.0,
+                                              phi.get());
+    ESPGRID_CUDA_CHECK_LAUNCH();
+    ESPGRID_CUDA_CHECK(cudaMemcpyAsync(in.potential, phi.get(), size * sizeof(double), cudaMemcpyDeviceToHost, st));
+    ESPGRID_CUDA_CHECK(cudaStreamSynchronize(st));  // before phi is freed
+  }
   ESPGRID_CUDA_CHECK(cudaStreamSynchronize(st));
   out.surface_seconds = Event::elapsed_ms(e0, e1) * 1e-3;
   out.assemble_seconds = Event::elapsed_ms(e1, e2) * 1e-3;

@@ -565,7 +565,7 @@ TEST(PbCli, MapWritesAPoissonBoltzmannMapThatSaysSo) {
   bool unit_known = false;
   const PotentialMap back = read_dx(dx, &unit_known);
   EXPECT_TRUE(unit_known);
-  EXPECT_TRUE(back.physics.poisson_boltzmann);
+  EXPECT_TRUE(back.physics.is_pb());
 }
 
 // The kernel line names the kernel of each direct sum the solve made: --accuracy picks MSM for the
@@ -603,7 +603,7 @@ TEST(PbMaps, EveryFormatReadsBackAsAPoissonBoltzmannMap) {
   std::filesystem::create_directories(dir);
   PotentialMap map;
   map.grid = testing::make_test_grid(6, 5, 7);
-  map.physics.poisson_boltzmann = true;
+  map.physics.method = MapMethod::PoissonBoltzmann;
   map.physics.dielectric = 2.0;
   map.physics.pb.solute_dielectric = 2.0;
   map.values.resize(map.grid.point_count());
@@ -615,7 +615,7 @@ TEST(PbMaps, EveryFormatReadsBackAsAPoissonBoltzmannMap) {
     bool unit_known = false;
     const PotentialMap back = read_map(path, &unit_known);
     EXPECT_TRUE(unit_known);
-    EXPECT_TRUE(back.physics.poisson_boltzmann);
+    EXPECT_TRUE(back.physics.is_pb());
     EXPECT_EQ(back.physics.dielectric, 2.0);
     EXPECT_EQ(back.values, map.values);
   }
@@ -628,8 +628,23 @@ TEST(PbCli, PbOptionsNeedModelPbAndBadValuesAreNamed) {
   const std::pair<std::vector<std::string>, std::string> cases[] = {
       {{"--model", "debye", "--ionic-strength", "0.1", "--probe-radius", "1.2"},
        "--probe-radius applies to --model pb"},
-      {{"--model", "pb", "--surface", "sas"}, "--surface must be mol, smol or spl2"},
-      {{"--model", "pb", "--surface-window", "0.5"}, "--surface-window applies to --surface spl2"},
+      {{"--model", "pb", "--surface", "sas"}, "--surface must be mol, smol, spl2 or spl4"},
+      {{"--model", "pb", "--surface-window", "0.5"}, "--surface-window applies to --surface spl2 and spl4"},
+      {{"--model", "pb", "--boundary", "focus"}, "--boundary focus interpolates a coarser level's potential"},
+      {{"--model", "pb", "--boundary", "mdm"}, "--boundary must be zero, sdh, mdh or focus"},
+      {{"--model", "pb", "--charge-method", "spl3"}, "--charge-method must be spl0, spl2 or spl4"},
+      {{"--model", "pb", "--charge-method", "spl0", "--pb-formulation", "split"},
+       "--charge-method applies to --pb-formulation direct"},
+      {{"--model", "pb", "--ion", "1,0.1,2"}, "the species are not electroneutral"},
+      {{"--model", "pb", "--ion", "1,0.1"}, "--ion expects Z,C,R"},
+      {{"--model", "pb", "--ion", "0,0.1,2", "--ion", "1,0,2"}, "the valence must be a non-zero number"},
+      {{"--model", "pb", "--ion", "1,0.1,2", "--ion", "-1,0.1,2", "--ionic-strength", "0.1"},
+       "give the ions as --ion species or as --ionic-strength/--ion-radius"},
+      {{"--model", "debye", "--ionic-strength", "0.1", "--charge-method", "spl0"},
+       "--charge-method applies to --model pb"},
+      {{"--model", "pb", "--pb-energy", "all"}, "--pb-energy must be no, total or comps"},
+      {{"--model", "pb", "--pb-formulation", "split", "--pb-energy", "total"}, "PB energies are APBS's"},
+      {{"--model", "pb", "--pb-equation", "nlpbe"}, "--pb-equation must be lpbe or npbe"},
       {{"--model", "pb", "--ion-radius", "-2"}, "--ion-radius must be"},
       {{"--model", "pb", "--surface-sampling", "1"}, "--surface-sampling must be"},
       {{"--model", "pb", "--pb-formulation", "both"}, "--pb-formulation must be split or direct"},

@@ -158,7 +158,7 @@ TEST(SamplePoints, RefusesWhatHasNoSumAtAPoint) {
   const Atoms atoms = espgrid::testing::load_molecule("fasciculin2.pqr");
   const std::vector<double> points = {0, 0, 0};
   MapJob pb = cpu_job(PairModel::Coulomb);
-  pb.physics.poisson_boltzmann = true;
+  pb.physics.method = MapMethod::PoissonBoltzmann;
   EXPECT_THROW(sample_points(pb, atoms, points), UsageError);
   MapJob approximate = cpu_job(PairModel::Coulomb);
   approximate.compute.run.method.accuracy = 1e-3;
@@ -316,7 +316,7 @@ TEST(MapSummary, RecordsTheModelRangeAndProvenance) {
     EXPECT_NE(text.find(expected), std::string::npos) << expected << " not in " << text;
   // --model pb records its solver's parameters and no atom-evaluations.
   map.physics = PhysicsOptions{};
-  map.physics.poisson_boltzmann = true;
+  map.physics.method = MapMethod::PoissonBoltzmann;
   const std::string pb = map_summary(map, "cpu-simd", "", timing, provenance, {}).dump(0);
   for (const char* expected : {"\"model\": \"pb\"", "\"solvent_dielectric\": 78.54", "\"surface\": \"smol\"",
                                "\"atom_evaluations\": 0", "\"atom_evaluations_per_second\": null"})
@@ -349,7 +349,7 @@ TEST(TimeEstimate, ProbesOnlyMapsThatCanBeLong) {
   EXPECT_FALSE(estimate_map_time(job, prepared_for(job, atoms, grid), 3600.0).has_value());
   // Neither a PB solve nor an approximate method has a rate per atom-evaluation.
   MapJob pb = job;
-  pb.physics.poisson_boltzmann = true;
+  pb.physics.method = MapMethod::PoissonBoltzmann;
   EXPECT_FALSE(estimate_map_time(pb, prepared_for(pb, atoms, grid), 0.0).has_value());
   MapJob msm = job;
   msm.compute.run.method.accuracy = 1e-3;

@@ -31,8 +31,8 @@ from ._espgrid import Error, FrameAverage, Grid, InputError, Map, Structure, Usa
 
 __all__ = [
     "Error", "Grid", "InputError", "Map", "Structure", "UsageError", "View", "__version__", "average_map", "compute_map",
-    "cuda_available", "grid_around", "kernels", "map_from_values", "map_options", "potential_at", "read_map",
-    "read_structure",
+    "binding_energy", "cuda_available", "grid_around", "kernels", "map_from_values", "map_options", "potential_at",
+    "read_map", "read_structure", "solvation_energy",
 ]
 
 
@@ -119,7 +119,7 @@ def compute_map(atoms, charges=None, *, radii=None, grid=None, progress=None, un
     next plane. A missing GPU raises espgrid.Error (a RuntimeError) naming why.
     """
     structure = _structure(atoms, charges, radii, unwrap)
-    options = _with_grid(grid, options)
+    options = _with_grid(grid, _ion_keyword(options))
     return _espgrid.compute(structure, map_options(**options), progress)
 
 
@@ -164,10 +164,57 @@ Map.model_parameters = property(lambda self: _json.loads(_espgrid.map_summary_js
                                 doc="the model's name, description and parameters (dict)")
 Map.provenance = property(lambda self: self.summary()["provenance"],
                           doc="where the map came from: espgrid version, input, atoms, total charge, pdb2pqr, time")
+Map.energy = property(lambda self: _json.loads(_espgrid.map_summary_json(self, "energy")),
+                      doc="model='pb': the energies computed with the map (pb_energy='total' by default: APBS's "
+                          "total electrostatic energy in kT and kJ/mol; 'comps' adds its terms and per-atom "
+                          "energies; solvation_energy=True, binding_parts=[...] add those); None otherwise")
 Map.outputs = property(lambda self: self.summary()["outputs"], doc="the files write() wrote, in order")
 Map.timing = property(lambda self: _json.loads(_espgrid.map_summary_json(self, "timing")),
                       doc="seconds of each stage (read, prepare, kernel, transfer, write, total), atom-evaluations "
                           "and their rate, as `espgrid map --json` records them")
+
+
+def _ion_keyword(options):
+    """ion=[(z, c, r), ...] (several species) becomes the option table's text "z,c,r;z,c,r"."""
+    ion = options.get("ion")
+    if ion is not None and not isinstance(ion, str):
+        items = list(ion)
+        if items and all(isinstance(i, (list, tuple, _np.ndarray)) for i in items):
+            options = dict(options, ion=";".join(",".join(repr(float(v)) for v in species) for species in items))
+    return options
+
+
+def solvation_energy(atoms, charges=None, *, radii=None, grid=None, **options):
+    """The PB solvation energy of `atoms` (anything compute_map takes) as a dict: two solves on one
+    grid (the solvated one with these options, model="pb", and the reference with the solvent
+    dielectric set to the solute's and no ions), each APBS's total electrostatic energy;
+    {"solvated", "reference", "energy"} in kJ/mol, plus "kT" the same in kT and "map" the solvated Map."""
+    options = dict(options, model="pb", solvation_energy=True)
+    options.setdefault("pb_energy", "total")
+    m = compute_map(atoms, charges, radii=radii, grid=grid, **options)
+    e = m.energy
+    s = e["solvation"]
+    return {"solvated": e["total"]["kJ_per_mol"], "reference": s["reference"]["kJ_per_mol"],
+            "energy": s["energy"]["kJ_per_mol"],
+            "kT": {"solvated": e["total"]["kT"], "reference": s["reference"]["kT"], "energy": s["energy"]["kT"]},
+            "map": m}
+
+
+def binding_energy(complex, parts, *, grid=None, **options):
+    """The PB binding energy E(complex) − Σ E(part), each APBS's total electrostatic energy of a
+    solve with these options (model="pb") on the complex's grid, as a dict {"complex", "parts",
+    "energy"} in kJ/mol (and "kT"). complex and each part: a Structure or a file name (charges and
+    radii with them)."""
+    options = dict(options, model="pb")
+    options.setdefault("pb_energy", "total")
+    whole = compute_map(complex, grid=grid, **options)
+    on_grid = {k: v for k, v in options.items() if k not in ("spacing", "padding", "origin", "dims")}
+    energies = [compute_map(p, grid=whole.grid, **on_grid).energy["total"] for p in parts]
+    total = whole.energy["total"]
+    return {"complex": total["kJ_per_mol"], "parts": [e["kJ_per_mol"] for e in energies],
+            "energy": total["kJ_per_mol"] - sum(e["kJ_per_mol"] for e in energies),
+            "kT": {"complex": total["kT"], "parts": [e["kT"] for e in energies],
+                   "energy": total["kT"] - sum(e["kT"] for e in energies)}}
 
 
 def map_from_values(values, grid, *, like=None, source="", **options):

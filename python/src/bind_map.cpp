@@ -213,12 +213,14 @@ void bind_map(py::module_& m) {
       "map_summary_json",
       [](const PyMap& p, const std::string& part) {
         // One part alone where an attribute asks for it: the whole summary scans every value (range).
-        const double evaluations = p.map.physics.poisson_boltzmann ? 0.0
-                                                                   : static_cast<double>(p.map.grid.point_count()) *
-                                                                         static_cast<double>(p.provenance.atoms);
+        const double evaluations = p.map.physics.is_pb() ? 0.0
+                                                         : static_cast<double>(p.map.grid.point_count()) *
+                                                               static_cast<double>(p.provenance.atoms);
         if (part == "timing") return timing_json(p.timing, evaluations).dump(0);
         if (part == "model_parameters") return model_parameters_json(p.map.physics).dump(0);
-        const Json whole = map_summary(p.map, p.kernel, p.kernel_why, p.timing, p.provenance, p.outputs);
+        if (part == "energy") return (p.energy ? pb_energy_json(*p.energy) : Json()).dump(0);
+        const Json whole = map_summary(p.map, p.kernel, p.kernel_why, p.timing, p.provenance, p.outputs, std::nullopt,
+                                       p.energy ? &*p.energy : nullptr);
         return whole.dump(0);
       },
       "map"_a, "part"_a = "",

@@ -91,6 +91,7 @@ PyMap compute(const PyStructure& s, const MapJob& options, const py::object& pro
     out.timing = result.timing;
     out.kernel = std::string(result.kernel.kernel->name);
     out.kernel_why = result.kernel.why;
+    out.energy = result.pb_energy;
   }
   // What the summary records of the input (src/pipeline/map_summary.h), as `espgrid map --json`.
   out.provenance.input = s.path;

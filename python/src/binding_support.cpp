@@ -74,6 +74,12 @@ MapJob job_from_keywords(const py::dict& keywords) {
       }
       throw py::type_error("unknown option '" + name + "'; espgrid's options are: " + names);
     }
+    if (option->is_switch) {  // a switch (solvation_energy=True): True turns it on, False leaves it off
+      if (!py::isinstance<py::bool_>(value))
+        throw py::type_error(name + "= is a switch: give True or False, not " + py::repr(value).cast<std::string>());
+      if (value.cast<bool>()) option->apply(job, OptionValue::on());
+      continue;
+    }
     option->apply(job, option_value(std::string(option->name), value));
   }
   finish_job(job, JobUse::Values);

@@ -39,8 +39,9 @@ struct PyMap {
   std::string kernel;  ///< registry name; empty for a map read from a file or made from values
   std::string kernel_why;
   TimingReport timing;
-  MapProvenance provenance;          ///< computed here: the atoms and where they came from (Map.provenance)
-  std::vector<std::string> outputs;  ///< the files Map.write wrote, in order (Map.outputs)
+  MapProvenance provenance;              ///< computed here: the atoms and where they came from (Map.provenance)
+  std::vector<std::string> outputs;      ///< the files Map.write wrote, in order (Map.outputs)
+  std::optional<PbEnergyReport> energy;  ///< --model pb: the energies computed with the map (Map.energy)
 };
 
 /// The groups whose options are Python keywords of compute_map, grid_around, map_from_values and

@@ -61,7 +61,7 @@ void print_summary(const PotentialMap& map, std::size_t atoms, const std::string
     for (const WorkerTiming& part : timing.parts)
       std::printf("  device %d %s: %s\n", part.device, part.device_name.c_str(), part_line(part).c_str());
   // An approximate method does not evaluate every pair: its rate is the exact sum's work over its time.
-  const bool pb = map.physics.poisson_boltzmann;  // issue 23: a field solve, not a sum over pairs
+  const bool pb = map.physics.is_pb();  // issue 23: a field solve, not a sum over pairs
   const bool approximate = !timing.method.empty() && !pb;
   if (!timing.method.empty()) std::printf("method     %s\n", timing.method.c_str());
   if (!timing.phases.empty()) {
@@ -164,10 +164,13 @@ class PrintingObserver : public MapObserver {
     // boundary's is an exact one even where --accuracy chose MSM for the split's Coulomb part).
     const std::string& sums = result.timing.direct_sums.empty() ? kernel_name_ : result.timing.direct_sums;
     const std::string line =
-        result.map.physics.poisson_boltzmann
+        result.map.physics.is_pb()
             ? "Poisson-Boltzmann solve on " + result.timing.device + " (direct sums: " + sums + ", " + why_ + ")"
             : kernel_name_ + " on " + result.timing.device + " (" + why_ + ")";
     print_summary(result.map, atoms_, line, result.timing);
+    if (result.pb_energy)
+      for (const std::string& text : pb_energy_lines(*result.pb_energy)) std::printf("%s\n", text.c_str());
+    std::fflush(stdout);
   }
   void written(const std::string& path, const std::string& what) override { print_written(path, what); }
   /// The estimate printed before the map, if any.
@@ -236,9 +239,10 @@ class JsonSummary {
     if (!wanted()) return;
     provenance.command = command_;
     provenance.input = job.input.path;
-    const std::string text = map_summary(result.map, std::string(result.kernel.kernel->name), result.kernel.why,
-                                         result.timing, provenance, outputs, estimate)
-                                 .dump();
+    const std::string text =
+        map_summary(result.map, std::string(result.kernel.kernel->name), result.kernel.why, result.timing, provenance,
+                    outputs, estimate, result.pb_energy ? &*result.pb_energy : nullptr)
+            .dump();
     if (fd_ >= 0) {
       std::fflush(stdout);
       write_all(fd_, text);
@@ -276,7 +280,7 @@ int run_map_distributed(const cxxopts::ParseResult& args, scaleout::Cluster& clu
       if (is_standard_input(job.input.path))
         throw UsageError("under mpirun, give a file: every rank reads the input, and only one has standard input");
       if (root) json.check(job);
-      if (job.physics.poisson_boltzmann)  // issue 23: one process solves the whole grid
+      if (job.physics.is_pb())  // issue 23: one process solves the whole grid
         throw UsageError("--model pb runs in one process; run it without mpirun (on a GPU it takes seconds)");
       if (needs_charge_assignment(job.input.file_format()))
         throw UsageError("under mpirun, give a PQR file: run `espgrid map " + job.input.path +
@@ -395,7 +399,7 @@ int run_map(int argc, char** argv) {
       "printed summary then goes to standard error)",
       cxxopts::value<std::string>());
   options.add_options()("h,help", "show this help");
-  const auto args = parse_args(options, argc, argv, {"output"});
+  const auto args = parse_args(options, argc, argv, {"output", "ion"});
   if (args.count("help")) {
     std::cout
         << options.help({"Input", "Output", "Grid", "Physics", "Compute", ""}) << "\n"

@@ -10,6 +10,22 @@
 
 namespace espgrid::cli {
 
+/// A repeatable option's value taken whole: cxxopts splits vector values at commas, and an ion
+/// species (--ion Z,C,R) is one value with commas in it.
+struct WholeWord {
+  std::string text;
+};
+/// Found by argument-dependent lookup from cxxopts' parser (the non-template overload wins).
+inline void parse_value(const std::string& text, std::vector<WholeWord>& value) { value.push_back({text}); }
+inline void parse_value(const std::string& text, WholeWord& value) { value.text = text; }
+
+namespace {
+
+/// Repeatable options whose every value is one word, commas included.
+bool takes_whole_words(std::string_view name) { return name == "ion"; }
+
+}  // namespace
+
 cxxopts::ParseResult parse_args(cxxopts::Options& options, int argc, char** argv,
                                 const std::vector<std::string>& repeatable) {
   const std::string help = " (see `" + options.program() + " --help`)";
@@ -86,6 +102,8 @@ void add_job_options(cxxopts::Options& options, const JobOptionSet& set, const s
     auto adder = options.add_options(std::string(group_name(o.group)));
     if (o.is_switch) {
       adder(names, help);
+    } else if (o.repeatable && takes_whole_words(o.name)) {
+      adder(names, help, cxxopts::value<std::vector<WholeWord>>());
     } else if (o.repeatable) {
       adder(names, help, cxxopts::value<std::vector<std::string>>());
     } else if (!o.default_text.empty()) {
@@ -103,6 +121,8 @@ void apply_args(const cxxopts::ParseResult& args, const JobOptionSet& set, MapJo
     if (!set.takes(o) || !args.count(name)) continue;
     if (o.is_switch) {
       o.apply(job, OptionValue::on());
+    } else if (o.repeatable && takes_whole_words(o.name)) {
+      for (const WholeWord& word : args[name].as<std::vector<WholeWord>>()) o.apply(job, OptionValue::text(word.text));
     } else if (o.repeatable) {
       for (const std::string& word : args[name].as<std::vector<std::string>>()) o.apply(job, OptionValue::text(word));
     } else {

@@ -30,12 +30,14 @@ namespace {
 /// The options of `espgrid sample` from the job's table: the structure and its charges, the
 /// pair models' physics, and where the sum runs (the map kernels', the approximate method's and
 /// the Poisson-Boltzmann solver's options do not apply to points; --model pb says why).
-const JobOptionSet kSampleOptions{
-    {OptionGroup::Input, OptionGroup::Physics, OptionGroup::Compute},
-    {"kernel", "devices", "accuracy", "msm-cutoff", "msm-spacing", "msm-order", "solvent-dielectric", "ion-radius",
-     "probe-radius", "surface", "surface-window", "surface-density", "surface-sampling", "pb-formulation",
-     "pb-tolerance", "pb-max-iterations"},
-    /*input_required=*/false};
+const JobOptionSet kSampleOptions{{OptionGroup::Input, OptionGroup::Physics, OptionGroup::Compute},
+                                  {"kernel",           "devices",          "accuracy",           "msm-cutoff",
+                                   "msm-spacing",      "msm-order",        "solvent-dielectric", "ion-radius",
+                                   "probe-radius",     "surface",          "surface-window",     "surface-density",
+                                   "surface-sampling", "pb-formulation",   "pb-tolerance",       "pb-max-iterations",
+                                   "pb-equation",      "boundary",         "charge-method",      "ion",
+                                   "pb-energy",        "solvation-energy", "binding-parts"},
+                                  /*input_required=*/false};
 
 /// Notes and pdb2pqr's report go to stderr, with the summary.
 class SampleObserver : public MapObserver {

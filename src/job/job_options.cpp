@@ -324,6 +324,73 @@ void add_pb_options(std::vector<JobOption>& t) {
      "the molecular surface, docs/pb.md)",
      "direct",
      [](PbOptions& o, const OptionValue& v) { o.formulation = parse_formulation(v.as_text("pb-formulation")); });
+  pb("pb-equation", "lpbe (the linearized PB equation) or npbe (the nonlinear one) [lpbe|npbe]", "lpbe",
+     [](PbOptions& o, const OptionValue& v) { o.equation = parse_equation(v.as_text("pb-equation")); });
+  pb("boundary",
+     "the potential on the grid's faces: mdh (a Debye-Hueckel sphere per atom), sdh (one sphere holding the "
+     "molecule's charge, dipole and quadrupole) or zero [bcfl]; focus is the APBS front end's (espgrid apbs)",
+     "mdh", [](PbOptions& o, const OptionValue& v) { o.boundary = parse_boundary(v.as_text("boundary")); });
+  pb("charge-method",
+     "how charges go onto the grid (--pb-formulation direct): spl2 (quadratic B-splines, 27 nodes), spl0 "
+     "(trilinear, 8 nodes) or spl4 (quartic B-splines, 125 nodes) [chgm]",
+     "spl2", [](PbOptions& o, const OptionValue& v) { o.charges = parse_charge_method(v.as_text("charge-method")); });
+  {
+    JobOption ion = value(
+        "ion", G::Physics,
+        "pb: an ion species Z,C,R (valence e, concentration mol/L, radius A); repeat for each species (together "
+        "electroneutral, e.g. --ion 2,0.05,2 --ion -1,0.1,1.8); replaces --ionic-strength/--ion-radius's 1:1 salt; "
+        "ions are kept out to the largest radius, kappa^2 from the ionic strength 1/2 sum c z^2 "
+        "[ion charge Z conc C radius R]",
+        "", [](MapJob& j, const OptionValue& v) {
+          std::string text;
+          try {
+            text = v.as_text("ion");
+          } catch (const UsageError&) {  // Python: one species as a sequence of three numbers
+            const std::array<double, 3> zcr = v.as_triple("ion", false);
+            j.physics.pb.ions.push_back(PbIon{zcr[0], zcr[1], zcr[2]});
+            return;
+          }
+          // Several species in one value (Python): "Z,C,R;Z,C,R"
+          std::size_t start = 0;
+          for (;;) {
+            const std::size_t end = text.find(';', start);
+            j.physics.pb.ions.push_back(parse_ion(text.substr(start, end == std::string::npos ? end : end - start)));
+            if (end == std::string::npos) break;
+            start = end + 1;
+          }
+        });
+    ion.repeatable = true;
+    t.push_back(ion);
+  }
+  pb("pb-energy",
+     "energies to report: total (APBS's total electrostatic energy, kT and kJ/mol), comps (also its terms and "
+     "per-atom energies, in --json) or no [calcenergy]",
+     "total", [](PbOptions& o, const OptionValue& v) { o.energy.level = parse_energy_level(v.as_text("pb-energy")); });
+  {
+    JobOption solvation =
+        value("solvation-energy", G::Physics,
+              "pb: also solve the reference (solvent dielectric = the solute's, no ions) on the "
+              "same grid and report the solvation energy, solvated - reference",
+              "", [](MapJob& j, const OptionValue& v) { j.physics.pb.energy.solvation = v.is_on("solvation-energy"); });
+    solvation.is_switch = true;
+    t.push_back(solvation);
+  }
+  pb("binding-parts",
+     "PART,PART,...: PQR/XYZ files of the input complex's parts, each solved on the complex's grid with the same "
+     "options; reports the binding energy, E(complex) - sum E(part)",
+     "", [](PbOptions& o, const OptionValue& v) {
+       const std::string text = v.as_text("binding-parts");
+       std::size_t start = 0;
+       for (;;) {
+         const std::size_t end = text.find(',', start);
+         std::string part = text.substr(start, end == std::string::npos ? end : end - start);
+         if (part.empty())
+           throw UsageError("--binding-parts expects file names separated by commas, got '" + text + "'");
+         o.energy.binding_parts.push_back(std::move(part));
+         if (end == std::string::npos) break;
+         start = end + 1;
+       }
+     });
   pb("pb-tolerance", "relative residual at which the solver stops [etol]", "1e-6",
      [](PbOptions& o, const OptionValue& v) { o.tolerance = v.as_number("pb-tolerance"); });
   pb("pb-max-iterations", "most solver iterations", "200", [](PbOptions& o, const OptionValue& v) {
@@ -351,8 +418,9 @@ void add_physics_options(std::vector<JobOption>& t) {
                              "--help`",
                     "coulomb", [](MapJob& j, const OptionValue& v) {
                       const std::string name = v.as_text("model");
-                      j.physics.poisson_boltzmann = name == "pb";  // a field solve (issue 23, src/pb/)
-                      j.physics.model = j.physics.poisson_boltzmann ? PairModel::Coulomb : parse_model(name);
+                      // pb is a map method of its own (a field solve, src/pb/), not a pair model
+                      j.physics.method = name == "pb" ? MapMethod::PoissonBoltzmann : MapMethod::PairSum;
+                      j.physics.model = j.physics.is_pb() ? PairModel::Coulomb : parse_model(name);
                     }));
   t.push_back(value("ionic-strength", G::Physics,
                     screened + " and pb: ionic strength of the 1:1 electrolyte, mol/L (pb: default 0.15)", "0",
@@ -475,9 +543,11 @@ bool given(const MapJob& job, std::string_view name) {
 void finish_pb(MapJob& job) {
   static constexpr std::string_view kPbOnly[] = {
       "solvent-dielectric", "ion-radius",       "probe-radius",   "surface",      "surface-window",
-      "surface-density",    "surface-sampling", "pb-formulation", "pb-tolerance", "pb-max-iterations"};
+      "surface-density",    "surface-sampling", "pb-formulation", "pb-tolerance", "pb-max-iterations",
+      "pb-equation",        "boundary",         "charge-method",  "ion",          "pb-energy",
+      "solvation-energy",   "binding-parts"};
   PhysicsOptions& physics = job.physics;
-  if (!physics.poisson_boltzmann) {
+  if (!physics.is_pb()) {
     for (const std::string_view option : kPbOnly)
       if (given(job, option))
         throw UsageError("--" + std::string(option) + " applies to --model pb, not --model " +
@@ -490,8 +560,19 @@ void finish_pb(MapJob& job) {
   if (given(job, "ionic-strength")) pb.ionic_strength = physics.ionic_strength;  // else 0.15 M
   physics.ionic_strength = 0;
   pb.temperature = physics.temperature;
-  if (given(job, "surface-window") && pb.surface != PbSurface::Spline)
-    throw UsageError("--surface-window applies to --surface spl2 (mol and smol have no window)");
+  if (given(job, "surface-window") && pb.surface != PbSurface::Spline && pb.surface != PbSurface::Spline4)
+    throw UsageError("--surface-window applies to --surface spl2 and spl4 (mol and smol have no window)");
+  // The map reports APBS's total energy unless told not to (cheap); the split formulation has no
+  // spread charges, so no APBS energy: asked for explicitly, validate() refuses it.
+  if (!given(job, "pb-energy") && pb.formulation == PbFormulation::Direct) pb.energy.level = PbEnergyLevel::Total;
+  if (!pb.ions.empty() && (given(job, "ionic-strength") || given(job, "ion-radius")))
+    throw UsageError("give the ions as --ion species or as --ionic-strength/--ion-radius (a 1:1 salt), not both");
+  if (pb.boundary == PbBoundary::Focus)
+    throw UsageError(
+        "--boundary focus interpolates a coarser level's potential: that is APBS's mg-auto "
+        "focusing (espgrid apbs FILE.in); use zero, sdh or mdh for one map");
+  if (given(job, "charge-method") && pb.formulation == PbFormulation::Split)
+    throw UsageError("--charge-method applies to --pb-formulation direct (split spreads no charges)");
 }
 
 }  // namespace

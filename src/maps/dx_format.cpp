@@ -127,7 +127,7 @@ void write_dx(const PotentialMap& map, const std::string& path, const MapWriteOp
   const GridSpec& g = map.grid;
   const auto nx = g.dims[0], ny = g.dims[1], nz = g.dims[2];
   std::string header;
-  header += map.physics.poisson_boltzmann  // issue 23
+  header += map.physics.is_pb()  // issue 23
                 ? "# Electrostatic potential by espgrid " ESPGRID_VERSION " (linearized Poisson-Boltzmann)\n"
                 : "# Electrostatic potential by espgrid " ESPGRID_VERSION " (direct Coulomb summation)\n";
   if (!map.source.empty()) header += "# " + comment_text(map.source) + "\n";

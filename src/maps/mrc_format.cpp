@@ -178,7 +178,7 @@ std::vector<std::string> physics_labels(const PhysicsOptions& physics) {
 
 std::string mrc_physics_text(const PhysicsOptions& physics) {
   return physics_comment(physics) +
-         (physics.model == PairModel::Coulomb && !physics.poisson_boltzmann ? ", model coulomb" : "");
+         (physics.model == PairModel::Coulomb && !physics.is_pb() ? ", model coulomb" : "");
 }
 
 MrcPlacement mrc_placement(const GridSpec& grid) {
@@ -242,7 +242,7 @@ std::array<char, kHeaderBytes> mrc_header(const PotentialMap& map, const PlaneSt
   std::memcpy(h.data() + 212, stamp, 4);
   const double variance = stats.count ? stats.squared_deviations / static_cast<double>(stats.count) : 0.0;
   put(h, 55, static_cast<float>(std::sqrt(variance)));  // RMS: deviation from the mean
-  std::vector<std::string> labels = {map.physics.poisson_boltzmann
+  std::vector<std::string> labels = {map.physics.is_pb()
                                          ? "espgrid " ESPGRID_VERSION ": electrostatic potential, Poisson-Boltzmann"
                                          : "espgrid " ESPGRID_VERSION
                                            ": electrostatic potential by direct Coulomb summation"};

@@ -511,7 +511,7 @@ bool physics_from_fields(const std::string& path, const std::vector<ArrayInfo>& 
     const std::string text = text_of(f);
     const std::string name = text.substr(0, text.find_first_of(" ("));
     if (name == "pb") {  // a Poisson-Boltzmann map: its parameters are not read back (as from .dx)
-      parsed.poisson_boltzmann = true;
+      parsed.method = MapMethod::PoissonBoltzmann;
       continue;
     }
     try {
@@ -531,7 +531,7 @@ bool physics_from_fields(const std::string& path, const std::vector<ArrayInfo>& 
     });
     if (f.type == "Float64") line = f.line;
   }
-  if (parsed.poisson_boltzmann) {  // what parse_model_header keeps of a PB map, for every format alike
+  if (parsed.is_pb()) {  // what parse_model_header keeps of a PB map, for every format alike
     parsed.pb.solute_dielectric = parsed.dielectric;
     parsed.pb.temperature = parsed.temperature;
   }

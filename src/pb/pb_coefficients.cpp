@@ -1,3 +1,6 @@
+// Over 500 lines on purpose: APBS's surface routines (mol, smol, spl2/spl4, the ion accessibility,
+// espgrid's sampled surface) share the sphere marking and point cells here, and the device's
+// inputs are built from the same helpers. The SAS points are pb_sas.cpp's.
 #include "src/pb/pb_coefficients.h"
 
 #include <omp.h>
@@ -9,6 +12,7 @@
 #include "src/core/errors.h"
 #include "src/core/text_format.h"
 #include "src/core/units.h"
+#include "src/pb/pb_charges.h"
 #include "src/pb/pb_cuda_driver.h"
 #include "src/pb/pb_geometry.h"
 
@@ -19,48 +23,14 @@ constexpr double kPi = 3.14159265358979323846;
 
 int thread_count(int threads) { return threads > 0 ? threads : omp_get_max_threads(); }
 
-/// APBS's VRINT: round half up.
-int round_half_up(double x) { return static_cast<int>(std::floor(x + 0.5)); }
-
-double max_radius(const Atoms& atoms) {
-  double r = 0;
-  for (const double v : atoms.radius) r = std::max(r, v);
-  return r;
+/// APBS's "on the mesh" test of the surface routines: strictly inside the grid's box. Atoms off it
+/// draw no surface (a focusing level's atoms outside its domain); their SAS points still carve.
+bool on_mesh(const GridSpec& g, double x, double y, double z) {
+  const double p[3] = {x, y, z};
+  for (int d = 0; d < 3; ++d)
+    if (!(p[d] > g.origin[d] && p[d] < g.position(d, g.dims[d] - 1))) return false;
+  return true;
 }
-
-/// Atoms binned into cubic cells of side `cell` (Å): CSR lists, atoms in index order within a cell.
-struct CellList {
-  double lo[3] = {0, 0, 0};
-  double cell = 1;
-  long n[3] = {1, 1, 1};
-  std::vector<std::int64_t> start;  ///< n0·n1·n2 + 1 offsets into `atoms`
-  std::vector<std::int32_t> atoms;
-
-  long cell_of(double p, int axis) const {
-    const long c = static_cast<long>(std::floor((p - lo[axis]) / cell));
-    return std::clamp(c, 0L, n[axis] - 1);
-  }
-
-  CellList(const Atoms& a, double cell_size) : cell(cell_size) {
-    const BoundingBox box = bounding_box(a);
-    for (int d = 0; d < 3; ++d) {
-      lo[d] = box.lo[d];
-      n[d] = std::max(1L, static_cast<long>(std::ceil((box.hi[d] - box.lo[d]) / cell)) + 1);
-    }
-    const std::size_t cells = static_cast<std::size_t>(n[0] * n[1] * n[2]);
-    std::vector<std::int64_t> count(cells + 1, 0);
-    std::vector<std::size_t> of(a.size());
-    for (std::size_t i = 0; i < a.size(); ++i) {
-      of[i] = static_cast<std::size_t>(cell_of(a.x[i], 0) + n[0] * (cell_of(a.y[i], 1) + n[1] * cell_of(a.z[i], 2)));
-      ++count[of[i] + 1];
-    }
-    for (std::size_t c = 0; c < cells; ++c) count[c + 1] += count[c];
-    start = count;
-    atoms.resize(a.size());
-    for (std::size_t i = 0; i < a.size(); ++i)
-      atoms[static_cast<std::size_t>(count[of[i]]++)] = static_cast<std::int32_t>(i);
-  }
-};
 
 /// Marks `value` at every point of one array within `radius` of (x, y, z): APBS's markSphere
 /// (points at distance ≤ radius). `shift` is the array's offset from the nodes in spacings (½
@@ -180,7 +150,7 @@ void mol_dielectric(const Atoms& atoms, const PbOptions& o, PbCoefficients& c, i
 #pragma omp parallel for schedule(dynamic, 16) num_threads(threads)
   for (long a = 0; a < natoms; ++a) {
     const double r = atoms.radius[a];
-    if (r <= kNoRadius) continue;
+    if (r <= kNoRadius || !on_mesh(c.grid, atoms.x[a], atoms.y[a], atoms.z[a])) continue;
     for (int d = 0; d < 3; ++d)
       mark_sphere(eps[d], c.grid, kFaceShift[d], atoms.x[a], atoms.y[a], atoms.z[a], r + o.probe_radius,
                   o.solute_dielectric);
@@ -283,8 +253,8 @@ void sampled_coefficients(const Atoms& atoms, const PbOptions& o, PbCoefficients
       if (r <= kNoRadius) continue;
       mark_sphere_bytes(region.data(), nf, hf, of, atoms.x[a], atoms.y[a], atoms.z[a],
                         mark == 1 ? r + o.probe_radius : r, mark);
-      if (mark == 1 && o.ionic_strength > 0)
-        mark_sphere_bytes(ions.data(), nf, hf, of, atoms.x[a], atoms.y[a], atoms.z[a], r + o.ion_radius, 0);
+      if (mark == 1 && pb_has_ions(o))
+        mark_sphere_bytes(ions.data(), nf, hf, of, atoms.x[a], atoms.y[a], atoms.z[a], r + pb_ion_radius(o), 0);
     }
   }
   // Carving: points of the band (1) within a probe radius of an accessible SAS point are solvent.
@@ -335,7 +305,7 @@ void sampled_coefficients(const Atoms& atoms, const PbOptions& o, PbCoefficients
   const long half = s / 2;
   auto weight = [](long f, long lo, long hi) { return (f == lo || f == hi) ? 0.5 : 1.0; };
   double* out[3] = {c.eps_x.data(), c.eps_y.data(), c.eps_z.data()};
-  const double mask = o.ionic_strength > 0 ? 1.0 : 0.0;
+  const double mask = pb_has_ions(o) ? 1.0 : 0.0;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
   for (long k = 0; k < n[2]; ++k)
     for (long j = 0; j < n[1]; ++j)
@@ -397,16 +367,24 @@ void sampled_coefficients(const Atoms& atoms, const PbOptions& o, PbCoefficients
       }
 }
 
-/// `mol`/`smol` ion accessibility (APBS fillcoCoefMolIon): 1, except 0 within ion + atom radius.
+/// `mol`/`smol` ion accessibility (APBS fillcoCoefMolIon): 1, except 0 within the largest ion
+/// radius + atom radius; atoms farther than that outside the grid's box mark nothing.
 void mol_accessibility(const Atoms& atoms, const PbOptions& o, PbCoefficients& c, int threads) {
-  std::fill(c.accessibility.begin(), c.accessibility.end(), o.ionic_strength > 0 ? 1.0 : 0.0);
-  if (!(o.ionic_strength > 0)) return;
+  const bool ions = pb_has_ions(o);
+  std::fill(c.accessibility.begin(), c.accessibility.end(), ions ? 1.0 : 0.0);
+  if (!ions) return;
+  const double ion = pb_ion_radius(o);
+  const GridSpec& g = c.grid;
   const long natoms = static_cast<long>(atoms.size());
 #pragma omp parallel for schedule(dynamic, 16) num_threads(threads)
   for (long a = 0; a < natoms; ++a) {
     const double r = atoms.radius[a];
     if (r <= kNoRadius) continue;
-    mark_sphere(c.accessibility.data(), c.grid, kNoShift, atoms.x[a], atoms.y[a], atoms.z[a], r + o.ion_radius, 0.0);
+    const double p[3] = {atoms.x[a], atoms.y[a], atoms.z[a]};
+    bool near = true;
+    for (int d = 0; d < 3; ++d)
+      near = near && !(p[d] < g.origin[d] - ion - r) && !(p[d] > g.position(d, g.dims[d] - 1) + ion + r);
+    if (near) mark_sphere(c.accessibility.data(), g, kNoShift, p[0], p[1], p[2], r + ion, 0.0);
   }
 }
 
@@ -414,14 +392,15 @@ struct SplineBox {
   long lo[3] = {0, 0, 0}, hi[3] = {-1, -1, -1};
 };
 
-/// Each atom's box of nodes for `spl2`, as APBS's loop bounds: floor/ceil of (p ∓ (R + h/2))/h, R
-/// the larger of the accessibility and dielectric reaches. Empty for atoms without a radius.
+/// Each atom's box of nodes for `spl2` and `spl4`, as APBS's loop bounds: floor/ceil of
+/// (p ∓ (R + h/2))/h, R the larger of the accessibility and dielectric reaches. Empty for atoms
+/// without a radius and atoms off the mesh.
 std::vector<SplineBox> spline_boxes(const Atoms& atoms, const GridSpec& g, const PbOptions& o) {
   const long n[3] = {static_cast<long>(g.dims[0]), static_cast<long>(g.dims[1]), static_cast<long>(g.dims[2])};
-  const double ion = o.ionic_strength > 0 ? o.ion_radius : 0.0;
+  const double ion = pb_ion_radius(o);
   std::vector<SplineBox> boxes(atoms.size());
   for (std::size_t a = 0; a < atoms.size(); ++a) {
-    if (atoms.radius[a] <= kSplineSmall) continue;
+    if (atoms.radius[a] <= kSplineSmall || !on_mesh(g, atoms.x[a], atoms.y[a], atoms.z[a])) continue;
     const double reach = std::max(ion + atoms.radius[a] + o.spline_window, atoms.radius[a] + o.spline_window);
     const double p[3] = {atoms.x[a] - g.origin[0], atoms.y[a] - g.origin[1], atoms.z[a] - g.origin[2]};
     for (int d = 0; d < 3; ++d) {
@@ -433,13 +412,15 @@ std::vector<SplineBox> spline_boxes(const Atoms& atoms, const GridSpec& g, const
   return boxes;
 }
 
-/// `spl2` (APBS fillcoCoefSpline): products of per-atom switching functions, the atoms taken in
-/// their order at every point (so the products round as APBS's do). Planes in parallel.
+/// `spl2` (APBS fillcoCoefSpline) and `spl4` (fillcoCoefSpline4): products of per-atom switching
+/// functions, the atoms taken in their order at every point (so the products round as APBS's do).
+/// Planes in parallel.
 void spline_coefficients(const Atoms& atoms, const PbOptions& o, PbCoefficients& c, int threads) {
   const GridSpec& g = c.grid;
   const long n[3] = {static_cast<long>(g.dims[0]), static_cast<long>(g.dims[1]), static_cast<long>(g.dims[2])};
   const double w = o.spline_window;
-  const double ion = o.ionic_strength > 0 ? o.ion_radius : 0.0;  // APBS: the largest ion radius, none without ions
+  const double ion = pb_ion_radius(o);  // APBS: the largest ion radius, none without ions
+  const bool quartic = o.surface == PbSurface::Spline4;
   std::fill(c.eps_x.begin(), c.eps_x.end(), 1.0);
   std::fill(c.eps_y.begin(), c.eps_y.end(), 1.0);
   std::fill(c.eps_z.begin(), c.eps_z.end(), 1.0);
@@ -455,15 +436,25 @@ void spline_coefficients(const Atoms& atoms, const PbOptions& o, PbCoefficients&
     for (const std::int32_t a : by_plane[static_cast<std::size_t>(k)]) {
       const double p[3] = {atoms.x[a] - g.origin[0], atoms.y[a] - g.origin[1], atoms.z[a] - g.origin[2]};
       const SplineBox& b = boxes[static_cast<std::size_t>(a)];
+      const double r = atoms.radius[a];
+      double poly[8] = {0, 0, 0, 0, 0, 0, 0, 0}, ion_poly[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+      if (quartic) {
+        spline4_coefficients(r, w, poly);
+        spline4_coefficients(ion + r, w, ion_poly);
+      }
       for (long j = b.lo[1]; j <= b.hi[1]; ++j)
         for (long i = b.lo[0]; i <= b.hi[0]; ++i) {
           const std::size_t idx = static_cast<std::size_t>(i + n[0] * (j + n[1] * k));
-          spline_factors(p, g.spacing.data(), i, j, k, atoms.radius[a], ion, w, c.accessibility[idx], c.eps_x[idx],
-                         c.eps_y[idx], c.eps_z[idx]);
+          if (quartic)
+            spline4_factors(p, g.spacing.data(), i, j, k, r, ion, w, poly, ion_poly, c.accessibility[idx], c.eps_x[idx],
+                            c.eps_y[idx], c.eps_z[idx]);
+          else
+            spline_factors(p, g.spacing.data(), i, j, k, r, ion, w, c.accessibility[idx], c.eps_x[idx], c.eps_y[idx],
+                           c.eps_z[idx]);
         }
     }
   }
-  const double mask = o.ionic_strength > 0 ? 1.0 : 0.0;
+  const double mask = pb_has_ions(o) ? 1.0 : 0.0;
   const double de = o.solvent_dielectric - o.solute_dielectric;
   const long points = static_cast<long>(g.point_count());
 #pragma omp parallel for schedule(static) num_threads(threads)
@@ -475,163 +466,9 @@ void spline_coefficients(const Atoms& atoms, const PbOptions& o, PbCoefficients&
   }
 }
 
-/// APBS fillcoChargeSpline2: each charge onto the 3 × 3 × 3 nodes around it with quadratic
-/// B-spline weights (sequential: the sums round in atom order, as APBS's do).
-void spread_charges_spl2(const Atoms& atoms, PbCoefficients& c) {
-  const GridSpec& g = c.grid;
-  const long n[3] = {static_cast<long>(g.dims[0]), static_cast<long>(g.dims[1]), static_cast<long>(g.dims[2])};
-  std::fill(c.charge.begin(), c.charge.end(), 0.0);
-  for (std::size_t a = 0; a < atoms.size(); ++a) {
-    const double f[3] = {(atoms.x[a] - g.origin[0]) / g.spacing[0], (atoms.y[a] - g.origin[1]) / g.spacing[1],
-                         (atoms.z[a] - g.origin[2]) / g.spacing[2]};
-    long lo[3], hi[3];
-    for (int d = 0; d < 3; ++d) {
-      lo[d] = std::max(0L, static_cast<long>(std::floor(f[d])) - 1);
-      hi[d] = std::min(n[d] - 1, static_cast<long>(std::ceil(f[d])) + 1);
-    }
-    for (long i = lo[0]; i <= hi[0]; ++i) {
-      const double mx = bspline2(1.5 + static_cast<double>(i) - f[0]);
-      for (long j = lo[1]; j <= hi[1]; ++j) {
-        const double my = bspline2(1.5 + static_cast<double>(j) - f[1]);
-        for (long k = lo[2]; k <= hi[2]; ++k) {
-          const double mz = bspline2(1.5 + static_cast<double>(k) - f[2]);
-          c.charge[static_cast<std::size_t>(i + n[0] * (j + n[1] * k))] += atoms.charge[a] * mx * my * mz;
-        }
-      }
-    }
-  }
-}
-
 }  // namespace
 
 double source_scale(double temperature) { return 4.0 * kPi * coulomb_constant(PotentialUnit::KTPerE, temperature); }
-
-int reference_sphere_request(const Atoms& atoms, const PbOptions& o) {
-  const double ion = o.ionic_strength > 0 ? o.ion_radius : 0.0;
-  const double reach = max_radius(atoms) + std::max(ion, o.probe_radius) + kCellListWindow;
-  return static_cast<int>(std::ceil(4.0 * kPi * reach * reach * o.surface_density));
-}
-
-ReferenceSphere reference_sphere(int points) {
-  ReferenceSphere s;
-  const int rings = round_half_up(std::sqrt(kPi * static_cast<double>(points) / 4.0));
-  if (rings <= 0) return s;
-  const double dtheta = kPi / static_cast<double>(rings);
-  const int most = 2 * rings;
-  for (int t = 0; t < rings; ++t) {
-    const double theta = dtheta * static_cast<double>(t);
-    const double sin_t = std::sin(theta), cos_t = std::cos(theta);
-    const int ring = round_half_up(sin_t * most);
-    if (ring == 0) continue;
-    const double dphi = 2.0 * kPi / static_cast<double>(ring);
-    for (int p = 0; p < ring; ++p) {
-      const double phi = dphi * static_cast<double>(p);
-      s.x.push_back(std::cos(phi) * sin_t);
-      s.y.push_back(std::sin(phi) * sin_t);
-      s.z.push_back(cos_t);
-    }
-  }
-  return s;
-}
-
-SasNeighbours sas_neighbours(const Atoms& atoms, const PbOptions& o, int threads) {
-  threads = thread_count(threads);
-  const double probe = o.probe_radius;
-  // A SAS point of atom a is blocked by atom b ≠ a when it lies strictly within r_b + probe of b
-  // (APBS ivdwAccExclus); b can block some point of a's SAS sphere only if it lies within
-  // r_a + probe + r_b + probe of a's centre. Cells of side r_max + probe, searched far enough.
-  const CellList cells(atoms, max_radius(atoms) + probe + 1e-6);
-  const std::size_t natoms = atoms.size();
-  std::vector<std::vector<std::int32_t>> lists(natoms);
-#pragma omp parallel for schedule(dynamic, 8) num_threads(threads)
-  for (long a = 0; a < static_cast<long>(natoms); ++a) {
-    const double ra = atoms.radius[a];
-    if (ra <= kNoRadius) continue;  // APBS: atoms without a radius have no SAS points
-    const double rad = ra + probe;
-    const double ax = atoms.x[a], ay = atoms.y[a], az = atoms.z[a];
-    // Two points d apart lie at most ceil(d / cell) cells apart along an axis (floor(a) − floor(b) ≤
-    // ceil(a − b)), and a blocking atom lies within rad + r_b + probe ≤ rad + cell of this one.
-    const long span = static_cast<long>(std::ceil((rad + cells.cell) / cells.cell));
-    const long cx = cells.cell_of(ax, 0), cy = cells.cell_of(ay, 1), cz = cells.cell_of(az, 2);
-    std::vector<std::int32_t>& out = lists[static_cast<std::size_t>(a)];
-    for (long k = std::max(0L, cz - span); k <= std::min(cells.n[2] - 1, cz + span); ++k)
-      for (long j = std::max(0L, cy - span); j <= std::min(cells.n[1] - 1, cy + span); ++j)
-        for (long i = std::max(0L, cx - span); i <= std::min(cells.n[0] - 1, cx + span); ++i) {
-          const std::size_t c = static_cast<std::size_t>(i + cells.n[0] * (j + cells.n[1] * k));
-          for (std::int64_t s = cells.start[c]; s < cells.start[c + 1]; ++s) {
-            const std::int32_t b = cells.atoms[static_cast<std::size_t>(s)];
-            if (b == a) continue;
-            const double reach = rad + atoms.radius[b] + probe;
-            const double dx = atoms.x[b] - ax, dy = atoms.y[b] - ay, dz = atoms.z[b] - az;
-            if (dx * dx + dy * dy + dz * dz < reach * reach) out.push_back(b);
-          }
-        }
-    // Closest first: they block most of the sphere, so the test of a buried point ends early. The
-    // order changes no result (a point is open when no neighbour blocks it).
-    auto dist2 = [&](std::int32_t b) {
-      const double dx = atoms.x[b] - ax, dy = atoms.y[b] - ay, dz = atoms.z[b] - az;
-      return dx * dx + dy * dy + dz * dz;
-    };
-    std::sort(out.begin(), out.end(), [&](std::int32_t l, std::int32_t r) {
-      const double dl = dist2(l), dr = dist2(r);
-      return dl < dr || (dl == dr && l < r);
-    });
-  }
-  SasNeighbours n;
-  n.start.assign(natoms + 1, 0);
-  for (std::size_t a = 0; a < natoms; ++a) n.start[a + 1] = n.start[a] + static_cast<std::int64_t>(lists[a].size());
-  n.atoms.reserve(static_cast<std::size_t>(n.start[natoms]));
-  for (const auto& l : lists) n.atoms.insert(n.atoms.end(), l.begin(), l.end());
-  return n;
-}
-
-SasPoints accessible_sas_points(const Atoms& atoms, const PbOptions& o, int threads) {
-  threads = thread_count(threads);
-  const ReferenceSphere ref = reference_sphere(reference_sphere_request(atoms, o));
-  const SasNeighbours nb = sas_neighbours(atoms, o, threads);
-  const std::size_t natoms = atoms.size(), nref = ref.x.size();
-  std::vector<std::vector<double>> per_atom(natoms);
-#pragma omp parallel for schedule(dynamic, 8) num_threads(threads)
-  for (long a = 0; a < static_cast<long>(natoms); ++a) {
-    const double ra = atoms.radius[a];
-    if (ra <= kNoRadius) continue;
-    const double rad = ra + o.probe_radius;
-    const double ax = atoms.x[a], ay = atoms.y[a], az = atoms.z[a];
-    std::vector<double>& out = per_atom[static_cast<std::size_t>(a)];
-    const long begin = static_cast<long>(nb.start[static_cast<std::size_t>(a)]);
-    const long end = static_cast<long>(nb.start[static_cast<std::size_t>(a) + 1]);
-    long last = -1;  // the neighbour that blocked the previous point: it likely blocks this one too
-    for (std::size_t p = 0; p < nref; ++p) {
-      const double px = rad * ref.x[p] + ax, py = rad * ref.y[p] + ay, pz = rad * ref.z[p] + az;
-      if (last >= 0 && !sas_point_open(px, py, pz, atoms.x.data(), atoms.y.data(), atoms.z.data(), atoms.radius.data(),
-                                       nb.atoms.data(), last, last + 1, o.probe_radius))
-        continue;
-      last = -1;
-      for (long s = begin; s < end && last < 0; ++s)
-        if (!sas_point_open(px, py, pz, atoms.x.data(), atoms.y.data(), atoms.z.data(), atoms.radius.data(),
-                            nb.atoms.data(), s, s + 1, o.probe_radius))
-          last = s;
-      if (last < 0) {
-        out.push_back(px);
-        out.push_back(py);
-        out.push_back(pz);
-      }
-    }
-  }
-  SasPoints sas;
-  std::size_t total = 0;
-  for (const auto& v : per_atom) total += v.size() / 3;
-  sas.x.reserve(total);
-  sas.y.reserve(total);
-  sas.z.reserve(total);
-  for (const auto& v : per_atom)
-    for (std::size_t i = 0; i < v.size(); i += 3) {
-      sas.x.push_back(v[i]);
-      sas.y.push_back(v[i + 1]);
-      sas.z.push_back(v[i + 2]);
-    }
-  return sas;
-}
 
 void check_atoms_inside(const Atoms& atoms, const GridSpec& g) {
   for (std::size_t a = 0; a < atoms.size(); ++a) {
@@ -650,8 +487,13 @@ void check_atoms_inside(const Atoms& atoms, const GridSpec& g) {
   }
 }
 
-PbCoefficients build_coefficients(const Atoms& atoms, const GridSpec& grid, const PbOptions& options,
-                                  bool spread_charges, int threads) {
+bool uniform_medium(const PbOptions& options) {
+  // APBS: "islap" when the ionic strength and |pdie − sdie| are below its VPMGSMALL (1e-12).
+  return !pb_has_ions(options) && std::fabs(options.solute_dielectric - options.solvent_dielectric) < 1e-12;
+}
+
+PbCoefficients build_coefficients(const Atoms& atoms, const GridSpec& grid, const PbOptions& options, bool spread,
+                                  int threads) {
   threads = thread_count(threads);
   PbCoefficients c;
   c.grid = grid;
@@ -660,13 +502,11 @@ PbCoefficients build_coefficients(const Atoms& atoms, const GridSpec& grid, cons
   c.eps_y.assign(points, 0.0);
   c.eps_z.assign(points, 0.0);
   c.accessibility.assign(points, 0.0);
-  // APBS treats a uniform medium without salt as the plain Laplacian (Vpmg_fillco: islap).
-  const bool laplacian = !(options.ionic_strength > 0) && options.solute_dielectric == options.solvent_dielectric;
-  if (laplacian) {
+  if (uniform_medium(options)) {
     std::fill(c.eps_x.begin(), c.eps_x.end(), options.solute_dielectric);
     std::fill(c.eps_y.begin(), c.eps_y.end(), options.solute_dielectric);
     std::fill(c.eps_z.begin(), c.eps_z.end(), options.solute_dielectric);
-  } else if (options.surface == PbSurface::Spline) {
+  } else if (options.surface == PbSurface::Spline || options.surface == PbSurface::Spline4) {
     spline_coefficients(atoms, options, c, threads);
   } else if (options.sampling >= 2) {
     sampled_coefficients(atoms, options, c, threads, options.sampling);
@@ -675,10 +515,7 @@ PbCoefficients build_coefficients(const Atoms& atoms, const GridSpec& grid, cons
     if (options.surface == PbSurface::Smol) smooth_dielectric(c, threads);
     mol_accessibility(atoms, options, c, threads);
   }
-  if (spread_charges) {
-    c.charge.assign(points, 0.0);
-    spread_charges_spl2(atoms, c);
-  }
+  if (spread) c.charge = spread_charges(atoms, grid, options.charges);
   return c;
 }
 
@@ -701,9 +538,9 @@ std::unique_ptr<DeviceSurfaceInputs> device_surface_inputs(const Atoms& atoms, c
   in.solute_dielectric = options.solute_dielectric;
   in.solvent_dielectric = options.solvent_dielectric;
   in.probe_radius = options.probe_radius;
-  in.ion_radius = options.ion_radius;
+  in.ion_radius = pb_ion_radius(options);
   in.spline_window = options.spline_window;
-  in.salt = options.ionic_strength > 0;
+  in.salt = pb_has_ions(options);
   in.device = device;
   if (options.surface == PbSurface::Spline) {
     const std::vector<SplineBox> boxes = spline_boxes(atoms, grid, options);
@@ -743,23 +580,21 @@ std::unique_ptr<DeviceSurfaceInputs> device_surface_inputs(const Atoms& atoms, c
 }
 
 bool surface_on_device(const PbOptions& options) {
-  const bool laplacian = !(options.ionic_strength > 0) && options.solute_dielectric == options.solvent_dielectric;
-  return !laplacian && options.sampling < 2;
+  // spl4 and the sampled surface are built on the host (the GPU then solves: the hybrid path).
+  return !uniform_medium(options) && options.sampling < 2 && options.surface != PbSurface::Spline4;
 }
 
-std::vector<double> spl2_charges(const Atoms& atoms, const GridSpec& grid) {
-  PbCoefficients c;
-  c.grid = grid;
-  c.charge.assign(grid.point_count(), 0.0);
-  spread_charges_spl2(atoms, c);
-  return std::move(c.charge);
+bool atoms_on_mesh(const Atoms& atoms, const GridSpec& grid) {
+  for (std::size_t a = 0; a < atoms.size(); ++a)
+    if (!on_mesh(grid, atoms.x[a], atoms.y[a], atoms.z[a])) return false;
+  return true;
 }
 
 PbCoefficients build_coefficients_on_device(const Atoms& atoms, const GridSpec& grid, const PbOptions& options,
-                                            bool spread_charges, int device, int threads, double* kernel_seconds) {
+                                            bool spread, int device, int threads, double* kernel_seconds) {
   threads = thread_count(threads);
-  if (!surface_on_device(options))  // trivial, or the sampled surface (built on the host)
-    return build_coefficients(atoms, grid, options, spread_charges, threads);
+  if (!surface_on_device(options) || !atoms_on_mesh(atoms, grid))  // the host builds these
+    return build_coefficients(atoms, grid, options, spread, threads);
   PbCoefficients c;
   c.grid = grid;
   const std::size_t points = grid.point_count();
@@ -776,7 +611,7 @@ PbCoefficients build_coefficients_on_device(const Atoms& atoms, const GridSpec& 
   cuda::build_pb_surface(inputs->input, out);
   c.sas_points = out.sas_points;
   if (kernel_seconds) *kernel_seconds = out.kernel_seconds;
-  if (spread_charges) c.charge = spl2_charges(atoms, grid);
+  if (spread) c.charge = spread_charges(atoms, grid, options.charges);
   return c;
 }
 

@@ -38,6 +38,7 @@ int reference_sphere_request(const Atoms& atoms, const PbOptions& options);
 /// no other such sphere contains), as APBS's Vacc_atomSASPoints builds them. Concatenated.
 struct SasPoints {
   std::vector<double> x, y, z;
+  std::vector<std::size_t> atom_start;  ///< atom a's points are [atom_start[a], atom_start[a + 1])
 };
 SasPoints accessible_sas_points(const Atoms& atoms, const PbOptions& options, int threads = 0);
 /// For each atom, the atoms that can block a point of its SAS sphere (CSR: atoms[start[a] ..
@@ -53,17 +54,19 @@ SasNeighbours sas_neighbours(const Atoms& atoms, const PbOptions& options, int t
 /// its boundary (charges there would be spread onto the fixed boundary values).
 void check_atoms_inside(const Atoms& atoms, const GridSpec& grid);
 
-/// Dielectric, accessibility and (with `spread_charges`) the spl2 charges, OpenMP over `threads`
-/// (0: all cores). Deterministic: the same maps for any thread count.
-PbCoefficients build_coefficients(const Atoms& atoms, const GridSpec& grid, const PbOptions& options,
-                                  bool spread_charges, int threads = 0);
+/// Dielectric, accessibility and (with `spread`) the charges spread by options.charges, OpenMP over
+/// `threads` (0: all cores). Deterministic: the same maps for any thread count. Atoms off the
+/// grid follow APBS's rules (pb_charges.h; the surface's "off the mesh" tests).
+PbCoefficients build_coefficients(const Atoms& atoms, const GridSpec& grid, const PbOptions& options, bool spread,
+                                  int threads = 0);
+/// A uniform medium without ions: APBS solves the plain Laplacian (ε = pdie everywhere, no ions).
+bool uniform_medium(const PbOptions& options);
 
 /// The same maps built on CUDA device `device` (kernels/pb_surface.cu; bit for bit the host's), for
-/// mol, smol and spl2; the sampled surface (sampling ≥ 2) is built on the host. `kernel_seconds`
-/// (optional) receives the device's kernel time.
+/// mol, smol and spl2 with every atom on the mesh; the host builds the others (spl4, the sampled
+/// surface, atoms off the grid). `kernel_seconds` (optional) receives the device's kernel time.
 PbCoefficients build_coefficients_on_device(const Atoms& atoms, const GridSpec& grid, const PbOptions& options,
-                                            bool spread_charges, int device, int threads = 0,
-                                            double* kernel_seconds = nullptr);
+                                            bool spread, int device, int threads = 0, double* kernel_seconds = nullptr);
 
 /// The inputs of the device's coefficient maps (src/pb/pb_cuda_driver.h) and the host arrays they
 /// point into: the reference sphere and SAS neighbour lists (mol, smol) or the spline rows (spl2).
@@ -78,10 +81,11 @@ struct DeviceSurfaceInputs {
 std::unique_ptr<DeviceSurfaceInputs> device_surface_inputs(const Atoms& atoms, const GridSpec& grid,
                                                            const PbOptions& options, int device, int threads = 0);
 /// Whether the device builds these options' maps (not for a uniform medium without salt, which is
-/// trivial, nor for the sampled surface, which the host builds).
+/// trivial, nor for spl4 and the sampled surface, which the host builds).
 bool surface_on_device(const PbOptions& options);
-/// `chgm spl2`: the charges spread onto the nodes, e.
-std::vector<double> spl2_charges(const Atoms& atoms, const GridSpec& grid);
+/// Whether every atom lies strictly inside the grid's box (APBS's "on the mesh"): else the device
+/// path leaves the surface to the host, which applies APBS's rules for atoms off the mesh.
+bool atoms_on_mesh(const Atoms& atoms, const GridSpec& grid);
 
 /// The charge scale of APBS's source term, zmagic = 4π e²/(kT·Å): the equation's right-hand side
 /// is zmagic·(spread charge)/volume and u is in kT/e.

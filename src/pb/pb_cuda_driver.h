@@ -111,7 +111,7 @@ namespace espgrid::cuda {
 struct PbDeviceSolveInput {
   PbSurfaceInput surface;             ///< the coefficient maps' inputs; surface.device is the device
   pb::AssemblyArgs assembly;          ///< its scalars (n, geo, mass, zmagic, eps_p, split); pointers ignored
-  const double* charge = nullptr;     ///< host: Direct's spl2 charges, e
+  const double* charge = nullptr;     ///< host: Direct's spread charges (any chgm), e
   const double* coulomb = nullptr;    ///< host: Split's φ_Coulomb, kT/e
   const double* boundary = nullptr;   ///< host: the boundary values (0 inside), kT/e
   const PbMgLevel* levels = nullptr;  ///< the hierarchy's shape (n, coarsened, maps); operators ignored
@@ -119,6 +119,8 @@ struct PbDeviceSolveInput {
   PbMgRun run;
   double unit_scale = 1;    ///< kT/e → the map's unit
   float* values = nullptr;  ///< host, written: the map
+  /// Host, optional (null: not copied): φ in double kT/e at every node, for energies and focusing.
+  double* potential = nullptr;
 };
 
 struct PbDeviceSolveResult {

@@ -101,6 +101,64 @@ ESPGRID_PB_HD void spline_factors(const double* p, const double* h, long i, long
   if (ez > kSplineSmall) ez *= spline_switch(dzf * dzf + dy * dy + dx * dx, r, w);
 }
 
+/// The `spl4` switching polynomial of one radius R (APBS fillcoCoefSpline4): the 7th-order
+/// polynomial in the distance that rises from 0 at b = R − w to 1 at e = R + w with three
+/// vanishing derivatives at both ends; c[0..7] its coefficients.
+ESPGRID_PB_HD void spline4_coefficients(double radius, double window, double* c) {
+  const double b = radius - window, e = radius + window;
+  const double e2 = e * e, e3 = e2 * e, e4 = e3 * e, e5 = e4 * e, e6 = e5 * e, e7 = e6 * e;
+  const double b2 = b * b, b3 = b2 * b, b4 = b3 * b, b5 = b4 * b, b6 = b5 * b, b7 = b6 * b;
+  const double denom =
+      e7 - 7.0 * b * e6 + 21.0 * b2 * e5 - 35.0 * e4 * b3 + 35.0 * e3 * b4 - 21.0 * b5 * e2 + 7.0 * e * b6 - b7;
+  c[0] = b4 * (35.0 * e3 - 21.0 * b * e2 + 7 * e * b2 - b3) / denom;
+  c[1] = -140.0 * b3 * e3 / denom;
+  c[2] = 210.0 * e2 * b2 * (e + b) / denom;
+  c[3] = -140.0 * e * b * (e2 + 3.0 * b * e + b2) / denom;
+  c[4] = 35.0 * (e3 + 9.0 * b * e2 + +9.0 * e * b2 + b3) / denom;
+  c[5] = -84.0 * (e2 + 3.0 * b * e + b2) / denom;
+  c[6] = 70.0 * (e + b) / denom;
+  c[7] = -20.0 / denom;
+}
+
+/// One `spl4` factor: `value` (a node's or face's running product, skipped at ≤ 1e-12) times the
+/// polynomial at distance² `dist2`: 0 within `inner` = max(0, R − w), unchanged from `outer` = R + w
+/// on, the polynomial clamped to [0, 1] between. APBS squares the root for x and y faces
+/// (`square_root`) and reuses dist² for nodes and z faces; the two round differently.
+ESPGRID_PB_HD void spline4_factor(double& value, double dist2, const double* c, double inner2, double outer2,
+                                  bool square_root) {
+  if (!(value > kSplineSmall)) return;
+  if (dist2 <= inner2) {
+    value = 0.0;
+    return;
+  }
+  if (!(dist2 < outer2)) return;
+  const double sm = std::sqrt(dist2);
+  const double sm2 = square_root ? sm * sm : dist2;
+  const double sm3 = sm2 * sm, sm4 = sm3 * sm, sm5 = sm4 * sm, sm6 = sm5 * sm, sm7 = sm6 * sm;
+  double v = c[0] + c[1] * sm + c[2] * sm2 + c[3] * sm3 + c[4] * sm4 + c[5] * sm5 + c[6] * sm6 + c[7] * sm7;
+  v = v > 1.0 ? 1.0 : (v < 0.0 ? 0.0 : v);
+  value *= v;
+}
+
+/// One atom's `spl4` factors at node (i, j, k) (APBS fillcoCoefSpline4's inner loop), as
+/// spline_factors does for spl2: `c` for the atom's radius r, `ic` for r + the ion radius.
+ESPGRID_PB_HD void spline4_factors(const double* p, const double* h, long i, long j, long k, double r, double ion,
+                                   double w, const double* c, const double* ic, double& acc, double& ex, double& ey,
+                                   double& ez) {
+  const double dx2 = (p[0] - h[0] * static_cast<double>(i)) * (p[0] - h[0] * static_cast<double>(i));
+  const double dy2 = (p[1] - h[1] * static_cast<double>(j)) * (p[1] - h[1] * static_cast<double>(j));
+  const double dz2 = (p[2] - static_cast<double>(k) * h[2]) * (p[2] - static_cast<double>(k) * h[2]);
+  const double itot = ion + r + w, ictot = ion + r - w > 0.0 ? ion + r - w : 0.0;
+  const double stot = r + w, sctot = r - w > 0.0 ? r - w : 0.0;
+  const double fx = p[0] - (static_cast<double>(i) + 0.5) * h[0];
+  const double fy = p[1] - (static_cast<double>(j) + 0.5) * h[1];
+  const double fz = p[2] - (static_cast<double>(k) + 0.5) * h[2];
+  spline4_factor(acc, dz2 + dy2 + dx2, ic, ictot * ictot, itot * itot, false);
+  spline4_factor(ex, dz2 + dy2 + fx * fx, c, sctot * sctot, stot * stot, true);
+  spline4_factor(ey, dz2 + dx2 + fy * fy, c, sctot * sctot, stot * stot, true);
+  spline4_factor(ez, dy2 + dx2 + fz * fz, c, sctot * sctot, stot * stot, false);
+}
+
 /// The 9-point harmonic mean `smol` applies to one face value (APBS fillcoCoefMolDielSmooth,
 /// after Bruccoleri et al., J Comput Chem 18, 268 (1997)): the face itself and the other two
 /// orientations' faces within h/√2 of its midpoint, those outside the grid left out.

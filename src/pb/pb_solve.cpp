@@ -9,11 +9,11 @@
 #include <limits>
 #include <memory>
 
-#include "src/compute/point_sum_inputs.h"
-#include "src/compute/prepared_problem.h"
 #include "src/core/errors.h"
 #include "src/core/stopwatch.h"
 #include "src/core/text_format.h"
+#include "src/pb/pb_boundary.h"
+#include "src/pb/pb_charges.h"
 #include "src/pb/pb_cuda_driver.h"
 #include "src/pb/pb_geometry.h"
 #include "src/pb/pb_hypre.h"
@@ -48,116 +48,7 @@ namespace {
 
 int thread_count(int threads) { return threads > 0 ? threads : omp_get_max_threads(); }
 
-/// The sum of `kernel` with `physics` over `atoms` on `grid`, as doubles (the kernels write floats).
-std::vector<double> direct_sum(const Atoms& atoms, const GridSpec& grid, const PhysicsOptions& physics,
-                               const KernelVariant& kernel, const RunOptions& run) {
-  const PreparedProblem problem = PreparedProblem::for_physics(atoms, grid, physics);
-  std::vector<float> out(grid.point_count(), std::numeric_limits<float>::quiet_NaN());
-  RunOptions r = run;
-  r.progress = nullptr;
-  r.planes_done = nullptr;
-  kernel.run(problem.view(out.data()), r);
-  return {out.begin(), out.end()};
-}
-
-/// The atoms with their axes permuted (new axis d = old axis perm[d]) and charges replaced.
-Atoms permuted(const Atoms& atoms, const int perm[3], const std::vector<double>& charges) {
-  Atoms out;
-  out.reserve(atoms.size());
-  const std::vector<double>* axes[3] = {&atoms.x, &atoms.y, &atoms.z};
-  for (std::size_t a = 0; a < atoms.size(); ++a)
-    out.push_back((*axes[perm[0]])[a], (*axes[perm[1]])[a], (*axes[perm[2]])[a], charges[a], atoms.radius[a]);
-  return out;
-}
-
 }  // namespace
-
-namespace {
-
-/// The linear indices of the grid's boundary nodes (every node on one of the six faces), once each.
-std::vector<std::size_t> boundary_nodes(const GridSpec& grid) {
-  const std::int64_t n0 = grid.dims[0], n1 = grid.dims[1], n2 = grid.dims[2];
-  std::vector<std::size_t> out;
-  out.reserve(static_cast<std::size_t>(2 * (n0 * n1 + n1 * n2 + n0 * n2)));
-  for (std::int64_t l = 0; l < n2; ++l)
-    for (std::int64_t j = 0; j < n1; ++j) {
-      const bool whole_row = l == 0 || l == n2 - 1 || j == 0 || j == n1 - 1;
-      for (std::int64_t i = 0; i < n0; i += (whole_row || i == n0 - 1) ? 1 : n0 - 1)
-        out.push_back(static_cast<std::size_t>(i + n0 * (j + n1 * l)));
-    }
-  return out;
-}
-
-}  // namespace
-
-std::vector<double> mdh_boundary(const Atoms& atoms, const GridSpec& grid, const PbOptions& o,
-                                 const KernelVariant& kernel, const RunOptions& run) {
-  // APBS bcfl mdh: every atom a Debye–Hückel sphere of its own radius a in the solvent:
-  // φ = k q e^(−κ(d − a)) / (ε_w (1 + κa) d). The factor e^(κa)/(1 + κa) goes into the charge, and
-  // the rest is espgrid's `debye` pair model in the solvent dielectric (`coulomb` without salt).
-  const double kappa = pb_kappa(o);
-  std::vector<double> q(atoms.size());
-  for (std::size_t a = 0; a < atoms.size(); ++a)
-    q[a] = atoms.charge[a] * (kappa > 0 ? std::exp(kappa * atoms.radius[a]) / (1.0 + kappa * atoms.radius[a]) : 1.0);
-  PhysicsOptions physics;
-  physics.unit = PotentialUnit::KTPerE;
-  physics.temperature = o.temperature;
-  physics.dielectric = o.solvent_dielectric;
-  physics.model = kappa > 0 ? PairModel::Debye : PairModel::Coulomb;
-  physics.ionic_strength = kappa > 0 ? o.ionic_strength : 0.0;
-  const long n[3] = {static_cast<long>(grid.dims[0]), static_cast<long>(grid.dims[1]), static_cast<long>(grid.dims[2])};
-  std::vector<double> fixed(grid.point_count(), 0.0);
-  if (kernel.backend == Backend::Cuda) {
-    // On a GPU every face node at once, through the point kernel: a face is a grid of one plane,
-    // too few points for the map kernels to fill the device (on an H200 the six faces of a 161³
-    // grid took 114 ms through cuda-dualpipe for ~4 ms of terms).
-    const auto faces = boundary_nodes(grid);
-    std::array<double, 3> centre;
-    for (int d = 0; d < 3; ++d)
-      centre[d] = grid.origin[d] + 0.5 * grid.spacing[d] * static_cast<double>(grid.dims[d] - 1);
-    std::vector<double> points(3 * faces.size());
-    for (std::size_t f = 0; f < faces.size(); ++f) {
-      const std::size_t idx = faces[f];
-      const auto i = static_cast<std::int64_t>(idx % static_cast<std::size_t>(n[0]));
-      const auto j = static_cast<std::int64_t>((idx / static_cast<std::size_t>(n[0])) % static_cast<std::size_t>(n[1]));
-      const auto l = static_cast<std::int64_t>(idx / static_cast<std::size_t>(n[0] * n[1]));
-      points[3 * f] = grid.position(0, i);
-      points[3 * f + 1] = grid.position(1, j);
-      points[3 * f + 2] = grid.position(2, l);
-    }
-    const PointSumInputs inputs(atoms.x, atoms.y, atoms.z, q, coulomb_factor(physics), points, centre);
-    std::vector<float> values(faces.size());
-    cuda::potential_at_points(inputs.problem(physics.model, pair_parameters(physics), values.data()), run.device,
-                              nullptr);
-    for (std::size_t f = 0; f < faces.size(); ++f) fixed[faces[f]] = values[f];
-    return fixed;
-  }
-  // Each pair of faces normal to axis d is a plane of the other two axes: sum on it as a grid of
-  // one z-plane (the kernels' fast layout) with the atoms' axes permuted to match.
-  for (int d = 0; d < 3; ++d) {
-    const int u = d == 0 ? 1 : 0, v = d == 2 ? 1 : 2;  // the face's axes, u fastest
-    const int perm[3] = {u, v, d};
-    const Atoms turned = permuted(atoms, perm, q);
-    for (int side = 0; side < 2; ++side) {
-      GridSpec face;
-      face.dims = {grid.dims[u], grid.dims[v], 1};
-      face.spacing = {grid.spacing[u], grid.spacing[v], grid.spacing[d]};
-      face.origin = {grid.origin[u], grid.origin[v], grid.position(d, side ? grid.dims[d] - 1 : 0)};
-      const std::vector<double> values = direct_sum(turned, face, physics, kernel, run);
-      const long fixed_index = side ? n[d] - 1 : 0;
-      for (long b = 0; b < n[v]; ++b)
-        for (long a = 0; a < n[u]; ++a) {
-          long idx[3];
-          idx[u] = a;
-          idx[v] = b;
-          idx[d] = fixed_index;
-          fixed[static_cast<std::size_t>(idx[0] + n[0] * (idx[1] + n[1] * idx[2]))] =
-              values[static_cast<std::size_t>(a + n[u] * b)];
-        }
-    }
-  }
-  return fixed;
-}
 
 std::vector<double> coulomb_map(const Atoms& atoms, const GridSpec& grid, const PbOptions& o,
                                 const KernelVariant& kernel, const RunOptions& run) {
@@ -290,9 +181,13 @@ SolveReport solve_cuda(const PbSystem& system, std::vector<double>& u, const PbO
 }  // namespace
 }  // namespace pb
 
-PbResult solve_pb(const Atoms& atoms, const GridSpec& grid, const PbOptions& options, const PbRun& run) {
-  using namespace pb;
-  const Stopwatch total;
+namespace {
+
+using pb::PbCoefficients;
+using pb::PbSystem;
+
+/// The checks that need no computation: options, atoms, the grid, focusing's inputs.
+void check_request(const Atoms& atoms, const GridSpec& grid, const PbOptions& options, const PbRun& run) {
   validate(options);
   if (atoms.empty()) throw UsageError("--model pb needs at least one atom");
   if (*std::max_element(atoms.radius.begin(), atoms.radius.end()) <= pb::kNoRadius)
@@ -302,17 +197,35 @@ PbResult solve_pb(const Atoms& atoms, const GridSpec& grid, const PbOptions& opt
   for (int d = 0; d < 3; ++d)
     if (grid.dims[d] < 5)
       throw UsageError("--model pb needs at least 5 grid points along every axis (the faces hold the boundary values)");
-  check_atoms_inside(atoms, grid);
-  const int threads = thread_count(run.threads);
-  // The solver, and with it where the direct sums run.
-  PbSolver solver = run.solver;
+  if (!run.atoms_outside) pb::check_atoms_inside(atoms, grid);
+  const bool focus = options.boundary == PbBoundary::Focus;
+  if (focus && (!run.focus_parent || !run.focus_parent->potential))
+    throw UsageError("bcfl focus needs the coarser level's solution (PbRun::focus_parent)");
+  if (!focus && run.focus_parent)
+    throw UsageError("a focusing parent was given for bcfl " + boundary_name(options.boundary) + " (it needs focus)");
+}
+
+/// Which solver runs, where the direct sums run, and whether the GPU does everything.
+struct SolvePlan {
+  PbSolver solver = PbSolver::Auto;
+  const KernelVariant* faces_kernel = nullptr;    ///< the boundary's direct sums (mdh)
+  const KernelVariant* coulomb_kernel = nullptr;  ///< split: φ_Coulomb
+  RunOptions dcs;                                 ///< how the direct sums run
+  bool split = false;
+  bool all_on_device = false;   ///< the GPU builds the maps, assembles, solves and combines
+  bool need_potential = false;  ///< φ in double kT/e is needed (energies, maps, keep_potential)
+  double scale = 1;             ///< kT/e → run.unit
+  int threads = 1;
+};
+
+PbSolver resolve_solver(PbSolver solver, bool across_ranks) {
   std::string cuda_reason;
   const bool have_cuda = cuda_available(&cuda_reason);
   if (solver == PbSolver::Auto) {
     std::string hypre_reason;
     if (have_cuda)
       solver = PbSolver::CudaMultigrid;
-    else if (hypre_available(&hypre_reason))
+    else if (pb::hypre_available(&hypre_reason))
       solver = PbSolver::Hypre;
     else
       throw Error("--model pb has no solver here: no usable GPU (" + cuda_reason + ") and " + hypre_reason);
@@ -320,159 +233,251 @@ PbResult solve_pb(const Atoms& atoms, const GridSpec& grid, const PbOptions& opt
   if (solver == PbSolver::CudaMultigrid && !have_cuda) throw Error("the CUDA PB solver needs a GPU: " + cuda_reason);
   if (solver == PbSolver::Hypre) {
     std::string reason;
-    if (!hypre_available(&reason)) throw Error(reason);
+    if (!pb::hypre_available(&reason)) throw Error(reason);
   }
-  if (run.across_ranks && solver != PbSolver::Hypre)
+  if (across_ranks && solver != PbSolver::Hypre)
     throw UsageError("a PB solve across MPI ranks runs on hypre (--backend cpu)");
-  const Backend backend = solver == PbSolver::CudaMultigrid ? Backend::Cuda : Backend::Cpu;
-  const KernelVariant& faces_kernel = default_kernel(backend);
-  const KernelVariant& coulomb_kernel = run.direct_sum ? *run.direct_sum : faces_kernel;
-  if (!coulomb_kernel.supports(PairModel::Coulomb))
-    throw UsageError("kernel " + std::string(coulomb_kernel.name) +
-                     " does not compute the Coulomb sum --model pb needs");
-  RunOptions dcs;
-  dcs.threads = run.threads;
-  dcs.device = run.device;
+  return solver;
+}
 
-  PbResult result;
-  auto phase = [&](const char* name, const Stopwatch& clock) { result.phases.push_back({name, clock.seconds()}); };
-  Stopwatch clock;
-  const bool split = options.formulation == PbFormulation::Split;
-  const double scale =
+SolvePlan plan_solve(const Atoms& atoms, const GridSpec& grid, const PbOptions& options, const PbRun& run) {
+  SolvePlan p;
+  p.solver = resolve_solver(run.solver, run.across_ranks);
+  p.threads = run.threads > 0 ? run.threads : omp_get_max_threads();
+  const Backend backend = p.solver == PbSolver::CudaMultigrid ? Backend::Cuda : Backend::Cpu;
+  p.faces_kernel = &default_kernel(backend);
+  p.coulomb_kernel = run.direct_sum ? run.direct_sum : p.faces_kernel;
+  if (!p.coulomb_kernel->supports(PairModel::Coulomb))
+    throw UsageError("kernel " + std::string(p.coulomb_kernel->name) +
+                     " does not compute the Coulomb sum --model pb needs");
+  p.dcs.threads = run.threads;
+  p.dcs.device = run.device;
+  p.split = options.formulation == PbFormulation::Split;
+  p.scale =
       coulomb_constant(run.unit, options.temperature) / coulomb_constant(PotentialUnit::KTPerE, options.temperature);
-  const bool all_on_device = solver == PbSolver::CudaMultigrid && surface_on_device(options);
-  // The direct sums (boundary values; the Coulomb part when split) run on the GPU. On the all-GPU
-  // path they run on a thread of their own while the host prepares the device's inputs, which
-  // need no GPU: on one H200 the 47k-atom 161³ map spent 157 ms in the sums (most of it the
-  // device's first use) and 125 ms in the host inputs, one after the other.
-  struct DirectSums {
-    std::vector<double> boundary, coulomb;
-    double boundary_seconds = 0, coulomb_seconds = 0;
-  };
-  auto direct_sums = [&] {
-    DirectSums sums;
-    Stopwatch sum_clock;
-    sums.boundary = mdh_boundary(atoms, grid, options, faces_kernel, dcs);
-    sums.boundary_seconds = sum_clock.seconds();
-    if (split) {
-      sum_clock.restart();
-      sums.coulomb = coulomb_map(atoms, grid, options, coulomb_kernel, dcs);
-      sums.coulomb_seconds = sum_clock.seconds();
-    }
-    return sums;
-  };
-  std::future<DirectSums> sums_beside;
+  const PbEnergyLevel level = options.energy.level;
+  bool maps_need_coefficients = false, maps_need_potential = false;
+  for (const pb::PbMapKind kind : run.maps) {
+    maps_need_coefficients = maps_need_coefficients || pb::pb_map_needs_coefficients(kind);
+    maps_need_potential = maps_need_potential || pb::pb_map_needs_potential(kind);
+  }
+  p.need_potential = level != PbEnergyLevel::None || run.keep_potential || maps_need_potential;
+  // The device builds mol/smol/spl2 maps of atoms on the mesh and solves the linear equation; the
+  // host builds the rest and keeps its maps for the energy terms and maps that need them.
+  const bool host_maps = !pb::surface_on_device(options) || !pb::atoms_on_mesh(atoms, grid) ||
+                         options.equation == PbEquation::Nonlinear || level == PbEnergyLevel::Components ||
+                         maps_need_coefficients;
+  p.all_on_device = p.solver == PbSolver::CudaMultigrid && !host_maps;
+  return p;
+}
+
+/// The direct sums (the boundary values; split: the Coulomb part) and their times.
+struct DirectSums {
+  std::vector<double> boundary, coulomb;
+  double boundary_seconds = 0, coulomb_seconds = 0;
+};
+
+std::vector<double> boundary_values(const Atoms& atoms, const GridSpec& grid, const PbOptions& options,
+                                    const PbRun& run, const SolvePlan& plan) {
+  switch (options.boundary) {
+    case PbBoundary::Zero:
+      return pb::zero_boundary(grid);
+    case PbBoundary::Sdh:
+      return pb::sdh_boundary(atoms, grid, options);
+    case PbBoundary::Mdh:
+      return pb::mdh_boundary(atoms, grid, options, *plan.faces_kernel, plan.dcs);
+    case PbBoundary::Focus:
+      return pb::focus_boundary(grid, run.focus_parent->grid, *run.focus_parent->potential);
+  }
+  throw Error("internal error: unknown PB boundary condition");
+}
+
+DirectSums direct_sums(const Atoms& atoms, const GridSpec& grid, const PbOptions& options, const PbRun& run,
+                       const SolvePlan& plan) {
   DirectSums sums;
-  if (all_on_device) {
-    sums_beside = std::async(std::launch::async, direct_sums);
-  } else {
-    sums = direct_sums();
-    result.phases.push_back({"boundary", sums.boundary_seconds});
-    if (split) result.phases.push_back({"coulomb", sums.coulomb_seconds});
+  Stopwatch clock;
+  sums.boundary = boundary_values(atoms, grid, options, run, plan);
+  sums.boundary_seconds = clock.seconds();
+  if (plan.split) {
+    clock.restart();
+    sums.coulomb = pb::coulomb_map(atoms, grid, options, *plan.coulomb_kernel, plan.dcs);
+    sums.coulomb_seconds = clock.seconds();
   }
-  const std::vector<double>& boundary = sums.boundary;
-  const std::vector<double>& coulomb = sums.coulomb;
-  if (all_on_device) {
-    // The GPU: the maps, the system, the hierarchy, the solve and the combination on the device;
-    // the host prepares the inputs (SAS neighbour lists or spline rows, spl2 charges, the levels'
-    // shape) and gets the float map back.
-    clock.restart();
-    const std::unique_ptr<DeviceSurfaceInputs> inputs =
-        device_surface_inputs(atoms, grid, options, run.device, threads);
-    std::vector<double> charge;
-    if (!split) charge = spl2_charges(atoms, grid);
-    const MgSettings settings;
-    const std::vector<MgLevel> shape = hierarchy_shape(
-        {static_cast<long>(grid.dims[0]), static_cast<long>(grid.dims[1]), static_cast<long>(grid.dims[2])}, settings);
-    std::vector<cuda::PbMgLevel> levels(shape.size());
-    for (std::size_t l = 0; l < shape.size(); ++l)
-      for (int d = 0; d < 3; ++d) {
-        const MgAxis& axis = shape[l].axes[static_cast<std::size_t>(d)];
-        levels[l].n[d] = shape[l].n[static_cast<std::size_t>(d)];
-        levels[l].coarsened[d] = l > 0 && axis.coarsened;
-        levels[l].fine_of[d] = axis.fine_of.data();
-        levels[l].coarse_lo[d] = axis.coarse_lo.data();
-        levels[l].mid[d] = axis.mid.data();
-      }
-    cuda::PbDeviceSolveInput in;
-    in.surface = inputs->input;
-    in.assembly = assembly_args(grid, options, split);
-    in.levels = levels.data();
-    in.level_count = static_cast<int>(levels.size());
-    in.run.smoothing = settings.smoothing;
-    in.run.coarsest_sweeps = settings.coarsest_sweeps;
-    in.run.tolerance = options.tolerance;
-    in.run.max_iterations = options.max_iterations;
-    in.run.device = run.device;
-    in.unit_scale = scale;
-    result.values.assign(grid.point_count(), 0.0f);
-    in.values = result.values.data();
-    phase("host inputs (beside the direct sums)", clock);
-    clock.restart();
-    sums = sums_beside.get();  // rethrows the sums' error, if any
-    in.charge = split ? nullptr : charge.data();
-    in.coulomb = split ? coulomb.data() : nullptr;
-    in.boundary = boundary.data();
-    result.phases.push_back({"boundary", sums.boundary_seconds});
-    if (split) result.phases.push_back({"coulomb", sums.coulomb_seconds});
-    phase("waiting for the direct sums", clock);
-    cuda::PbDeviceSolveResult r;
-    cuda::solve_pb_on_device(in, r);
-    result.sas_points = r.sas_points;
-    result.solve.method =
-        "espgrid multigrid-preconditioned CG (CUDA, double precision; surface, assembly and "
-        "hierarchy on the device)";
-    result.solve.device = r.device;
-    result.solve.iterations = r.iterations;
-    result.solve.relative_residual = r.relative_residual;
-    result.solve.setup_seconds = r.surface_seconds + r.assemble_seconds;
-    result.solve.solve_seconds = r.solve_seconds;
-    result.solve.converged = r.own_residual <= options.tolerance;
-    result.phases.push_back({"device surface", r.surface_seconds});
-    result.phases.push_back({"device assembly and hierarchy", r.assemble_seconds});
-    result.phases.push_back({"device solve", r.solve_seconds});
-    result.phases.push_back({"device call (all, with copies)", r.wall_seconds});
-  } else {
-    clock.restart();
-    // With the sampled surface (or a uniform medium) the maps come from the host, also for the GPU.
-    const PbCoefficients coefficients = build_coefficients(atoms, grid, options, !split, threads);
-    phase("surface", clock);
-    result.sas_points = coefficients.sas_points;
-    clock.restart();
-    const PbSystem system =
-        assemble_system(coefficients, boundary, options, options.formulation, split ? &coulomb : nullptr, threads);
-    phase("assemble", clock);
-    std::vector<double> u;
-    switch (solver) {
-      case PbSolver::Hypre:
-        result.solve = solve_hypre(system, u, options.tolerance, options.max_iterations, threads, run.across_ranks);
-        break;
-      case PbSolver::CpuMultigrid:
-        result.solve = solve_multigrid_cpu(system, u, options.tolerance, options.max_iterations, MgSettings{}, threads);
-        break;
-      case PbSolver::CudaMultigrid:
-        result.solve = solve_cuda(system, u, options, run.device, threads);
-        break;
-      case PbSolver::Auto:
-        break;
+  return sums;
+}
+
+/// What the solve leaves for the energies and maps.
+struct Solved {
+  std::vector<double> phi;                       ///< kT/e, every node (when plan.need_potential)
+  std::vector<double> charge;                    ///< the spread charges, e (direct formulation)
+  std::unique_ptr<PbCoefficients> coefficients;  ///< the host-built maps (host path)
+};
+
+void record_phase(PbResult& result, const char* name, double seconds) { result.phases.push_back({name, seconds}); }
+
+/// The GPU: maps, system, hierarchy, solve and combination on the device; the host prepares the
+/// inputs (SAS neighbour lists or spline rows, spread charges, the levels' shape) while the direct
+/// sums run on a thread of their own (on one H200 the 47k-atom 161³ map spent 157 ms in the sums,
+/// most of it the device's first use, and 125 ms in the host inputs, one after the other).
+void solve_on_device(const Atoms& atoms, const GridSpec& grid, const PbOptions& options, const PbRun& run,
+                     const SolvePlan& plan, PbResult& result, Solved& solved) {
+  std::future<DirectSums> sums_beside =
+      std::async(std::launch::async, [&] { return direct_sums(atoms, grid, options, run, plan); });
+  Stopwatch clock;
+  const std::unique_ptr<pb::DeviceSurfaceInputs> inputs =
+      pb::device_surface_inputs(atoms, grid, options, run.device, plan.threads);
+  if (!plan.split) solved.charge = pb::spread_charges(atoms, grid, options.charges);
+  const pb::MgSettings settings;
+  const std::vector<pb::MgLevel> shape = pb::hierarchy_shape(
+      {static_cast<long>(grid.dims[0]), static_cast<long>(grid.dims[1]), static_cast<long>(grid.dims[2])}, settings);
+  std::vector<cuda::PbMgLevel> levels(shape.size());
+  for (std::size_t l = 0; l < shape.size(); ++l)
+    for (int d = 0; d < 3; ++d) {
+      const pb::MgAxis& axis = shape[l].axes[static_cast<std::size_t>(d)];
+      levels[l].n[d] = shape[l].n[static_cast<std::size_t>(d)];
+      levels[l].coarsened[d] = l > 0 && axis.coarsened;
+      levels[l].fine_of[d] = axis.fine_of.data();
+      levels[l].coarse_lo[d] = axis.coarse_lo.data();
+      levels[l].mid[d] = axis.mid.data();
     }
-    result.phases.push_back({"solver setup", result.solve.setup_seconds});
-    result.phases.push_back({"solve", result.solve.solve_seconds});
-    if (result.solve.converged) {
-      clock.restart();
-      const std::vector<double> phi = combine(system, u, split ? &coulomb : nullptr);
-      result.values.resize(phi.size());
-      for (std::size_t i = 0; i < phi.size(); ++i) result.values[i] = static_cast<float>(phi[i] * scale);
-      phase("combine", clock);
-    }
+  cuda::PbDeviceSolveInput in;
+  in.surface = inputs->input;
+  in.assembly = pb::assembly_args(grid, options, plan.split);
+  in.levels = levels.data();
+  in.level_count = static_cast<int>(levels.size());
+  in.run.smoothing = settings.smoothing;
+  in.run.coarsest_sweeps = settings.coarsest_sweeps;
+  in.run.tolerance = options.tolerance;
+  in.run.max_iterations = options.max_iterations;
+  in.run.device = run.device;
+  in.unit_scale = plan.scale;
+  result.values.assign(grid.point_count(), 0.0f);
+  in.values = result.values.data();
+  if (plan.need_potential) {
+    solved.phi.assign(grid.point_count(), 0.0);
+    in.potential = solved.phi.data();
   }
+  record_phase(result, "host inputs (beside the direct sums)", clock.seconds());
+  clock.restart();
+  const DirectSums sums = sums_beside.get();  // rethrows the sums' error, if any
+  in.charge = plan.split ? nullptr : solved.charge.data();
+  in.coulomb = plan.split ? sums.coulomb.data() : nullptr;
+  in.boundary = sums.boundary.data();
+  record_phase(result, "boundary", sums.boundary_seconds);
+  if (plan.split) record_phase(result, "coulomb", sums.coulomb_seconds);
+  record_phase(result, "waiting for the direct sums", clock.seconds());
+  cuda::PbDeviceSolveResult r;
+  cuda::solve_pb_on_device(in, r);
+  result.sas_points = r.sas_points;
+  result.solve.method =
+      "espgrid multigrid-preconditioned CG (CUDA, double precision; surface, assembly and hierarchy on the device)";
+  result.solve.device = r.device;
+  result.solve.iterations = r.iterations;
+  result.solve.relative_residual = r.relative_residual;
+  result.solve.setup_seconds = r.surface_seconds + r.assemble_seconds;
+  result.solve.solve_seconds = r.solve_seconds;
+  result.solve.converged = r.own_residual <= options.tolerance;
+  record_phase(result, "device surface", r.surface_seconds);
+  record_phase(result, "device assembly and hierarchy", r.assemble_seconds);
+  record_phase(result, "device solve", r.solve_seconds);
+  record_phase(result, "device call (all, with copies)", r.wall_seconds);
+}
+
+/// The host builds the maps and the system; hypre, the CPU emulation or (the hybrid path) the CUDA
+/// multigrid solves; npbe goes to pb::solve_nonlinear.
+void solve_on_host(const Atoms& atoms, const GridSpec& grid, const PbOptions& options, const PbRun& run,
+                   const SolvePlan& plan, PbResult& result, Solved& solved) {
+  const DirectSums sums = direct_sums(atoms, grid, options, run, plan);
+  record_phase(result, "boundary", sums.boundary_seconds);
+  if (plan.split) record_phase(result, "coulomb", sums.coulomb_seconds);
+  Stopwatch clock;
+  solved.coefficients =
+      std::make_unique<PbCoefficients>(pb::build_coefficients(atoms, grid, options, !plan.split, plan.threads));
+  const PbCoefficients& coefficients = *solved.coefficients;
+  record_phase(result, "surface", clock.seconds());
+  result.sas_points = coefficients.sas_points;
+  clock.restart();
+  PbSystem system = pb::assemble_system(coefficients, sums.boundary, options, options.formulation,
+                                        plan.split ? &sums.coulomb : nullptr, plan.threads);
+  record_phase(result, "assemble", clock.seconds());
+  std::vector<double> u;
+  if (options.equation == PbEquation::Nonlinear) {  // npbe: src/pb/pb_nonlinear.h
+    result.solve = pb::solve_nonlinear(system, u, options, plan.split ? &sums.coulomb : nullptr, plan.solver,
+                                       plan.threads, run.across_ranks, run.device);
+  } else if (plan.solver == PbSolver::Hypre) {
+    result.solve =
+        pb::solve_hypre(system, u, options.tolerance, options.max_iterations, plan.threads, run.across_ranks);
+  } else if (plan.solver == PbSolver::CpuMultigrid) {
+    result.solve =
+        pb::solve_multigrid_cpu(system, u, options.tolerance, options.max_iterations, pb::MgSettings{}, plan.threads);
+  } else {
+    result.solve = pb::solve_cuda(system, u, options, run.device, plan.threads);
+  }
+  record_phase(result, "solver setup", result.solve.setup_seconds);
+  record_phase(result, "solve", result.solve.solve_seconds);
+  if (!result.solve.converged) return;
+  clock.restart();
+  solved.phi = pb::combine(system, u, plan.split ? &sums.coulomb : nullptr);
+  result.values.resize(solved.phi.size());
+  for (std::size_t i = 0; i < solved.phi.size(); ++i) result.values[i] = static_cast<float>(solved.phi[i] * plan.scale);
+  if (!plan.split) solved.charge = coefficients.charge;
+  record_phase(result, "combine", clock.seconds());
+}
+
+/// Energies, maps and the potential, from what the solve left.
+void report(const Atoms& atoms, const GridSpec& grid, const PbOptions& options, const PbRun& run, const SolvePlan& plan,
+            PbResult& result, Solved& solved) {
+  Stopwatch clock;
+  pb::EnergyInputs in;
+  in.atoms = &atoms;
+  in.grid = &grid;
+  in.options = &options;
+  in.potential = &solved.phi;
+  in.charge = plan.split ? nullptr : &solved.charge;
+  in.coefficients = solved.coefficients.get();
+  const PbEnergyLevel level = options.energy.level;
+  const pb::PbEnergyTerms from_coarser = run.focus_parent ? run.focus_parent->outside : pb::PbEnergyTerms{};
+  result.energy = pb::apbs_energy(in, level, from_coarser);
+  if (run.focus_child && level != PbEnergyLevel::None)
+    result.energy.outside_child = pb::energy_outside(in, *run.focus_child, from_coarser);
+  for (const pb::PbMapKind kind : run.maps) {
+    pb::PbMapInputs m;
+    m.atoms = &atoms;
+    m.grid = &grid;
+    m.options = &options;
+    m.potential = &solved.phi;
+    if (solved.coefficients) {
+      solved.coefficients->charge = solved.charge;
+      m.coefficients = solved.coefficients.get();
+    }
+    m.threads = plan.threads;
+    result.maps.push_back(pb::pb_map(kind, m));
+  }
+  if (run.keep_potential) result.potential = std::move(solved.phi);
+  if (level != PbEnergyLevel::None || !run.maps.empty()) record_phase(result, "energies and maps", clock.seconds());
+}
+
+}  // namespace
+
+PbResult solve_pb(const Atoms& atoms, const GridSpec& grid, const PbOptions& options, const PbRun& run) {
+  const Stopwatch total;
+  check_request(atoms, grid, options, run);
+  const SolvePlan plan = plan_solve(atoms, grid, options, run);
+  PbResult result;
+  Solved solved;
+  if (plan.all_on_device)
+    solve_on_device(atoms, grid, options, run, plan, result, solved);
+  else
+    solve_on_host(atoms, grid, options, run, plan, result, solved);
   if (!result.solve.converged)
     throw Error("the PB solver (" + result.solve.method + ") did not reach the relative residual " +
                 short_scientific(options.tolerance) + " in " + std::to_string(options.max_iterations) +
                 " iterations (it reached " + short_scientific(result.solve.relative_residual) +
                 "); raise --pb-max-iterations or --pb-tolerance");
-  result.direct_sum = "boundary " + std::string(faces_kernel.name) +
-                      (split ? ", Coulomb part " + std::string(coulomb_kernel.name) : std::string());
+  report(atoms, grid, options, run, plan, result, solved);
+  result.direct_sum = options.boundary == PbBoundary::Mdh ? "boundary " + std::string(plan.faces_kernel->name)
+                                                          : "boundary " + boundary_name(options.boundary) + " (no sum)";
+  if (plan.split) result.direct_sum += ", Coulomb part " + std::string(plan.coulomb_kernel->name);
   result.summary = describe(options) + "; " + result.solve.method + ": " + std::to_string(result.solve.iterations) +
                    " iterations, relative residual " + short_scientific(result.solve.relative_residual) +
                    " (tolerance " + short_scientific(options.tolerance) + ")";

@@ -1,13 +1,17 @@
 // espgrid's Poisson–Boltzmann maps: the one entry point (solve_pb) and the steps it is made of,
 // public so tests and benchmarks can check each.
 //
-//   atoms, grid, PbOptions ──► build_coefficients (surface, ion accessibility, spl2 charges)
-//                          ──► mdh_boundary: the direct sum of Debye–Hückel spheres onto the six
-//                              faces (espgrid's DCS kernels, rotated so each face is one plane)
+//   atoms, grid, PbOptions ──► build_coefficients (surface, ion accessibility; pb_coefficients.h)
+//                              and spread_charges (chgm spl0/spl2/spl4; pb_charges.h)
+//                          ──► boundary values (pb_boundary.h): zero, sdh, mdh (the direct sum of
+//                              Debye–Hückel spheres onto the six faces by espgrid's DCS kernels) or
+//                              focus (a coarser level's potential, PbRun::focus_parent)
 //                          ──► Split: φ_Coulomb(ε_solute) at every node (the DCS kernels)
 //                          ──► assemble_system (pb_system.h) ──► solver: hypre (CPU) or the
-//                              CUDA multigrid; the CPU emulation of the latter for tests
+//                              CUDA multigrid; the CPU emulation of the latter for tests; npbe:
+//                              pb::solve_nonlinear
 //                          ──► φ = boundary values + solution (+ φ_Coulomb), in the map's unit
+//                          ──► energies (pb_energy.h) and APBS's `write` maps (pb_maps.h) on request
 //
 // The narrow API for the rest of espgrid: solve_pb(atoms, grid, options, run) → PbResult.
 #pragma once
@@ -20,6 +24,8 @@
 #include "src/core/grid.h"
 #include "src/core/units.h"
 #include "src/pb/pb_coefficients.h"
+#include "src/pb/pb_energy.h"
+#include "src/pb/pb_maps.h"
 #include "src/pb/pb_system.h"
 #include "src/pb/pb_system_math.h"
 #include "src/physics/pb_options.h"
@@ -38,6 +44,15 @@ enum class PbSolver {
 std::string pb_solver_name(PbSolver solver);
 PbSolver parse_pb_solver(const std::string& text);
 
+/// A coarser level's solution for `bcfl focus` (APBS mg-auto's focusing): the fine level's face
+/// values are interpolated from it, and its energy outside the fine domain is added to the fine
+/// level's energies.
+struct PbFocusParent {
+  GridSpec grid;                                   ///< the coarser level's grid (must contain the fine one)
+  const std::vector<double>* potential = nullptr;  ///< its φ, kT/e, x fastest (its PbResult::potential)
+  pb::PbEnergyTerms outside;  ///< its PbResult::energy.outside_child (solved with focus_child = this level's grid)
+};
+
 /// How a PB map is run.
 struct PbRun {
   PbSolver solver = PbSolver::Auto;
@@ -52,34 +67,66 @@ struct PbRun {
   /// atoms, grid and options, and every rank gets the whole map). The coefficient maps and the
   /// direct sums are computed on every rank; only the solve is split (z-planes per rank).
   bool across_ranks = false;
+  /// `bcfl focus`: the coarser level (required then, refused otherwise).
+  const PbFocusParent* focus_parent = nullptr;
+  /// Compute the energy over this grid outside `focus_child` (the next finer level's grid) into
+  /// PbResult::energy.outside_child, for that level's PbFocusParent. Needs options.energy.level.
+  const GridSpec* focus_child = nullptr;
+  /// Atoms outside the grid, or within two spacings of its faces, are allowed (a focusing level
+  /// whose domain holds part of the molecule): as in APBS, an atom off the grid draws no surface
+  /// and adds no spread charge and no energy of this level (the charge methods' margins in
+  /// pb_charges.h; mol/smol's SAS points of every atom still carve the surface). Off: such atoms
+  /// are refused, naming the first.
+  bool atoms_outside = false;
+  /// Also return φ in double kT/e (PbResult::potential): a focusing parent's, or for energies
+  /// computed by the caller.
+  bool keep_potential = false;
+  /// APBS's `write` maps of this solve, in this order (PbResult::maps). Maps from the coefficient
+  /// maps (charge, kappa, diel*) make a GPU solve build its coefficients on the host (hybrid path).
+  std::vector<pb::PbMapKind> maps;
 };
 
 struct PbResult {
-  std::vector<float> values;        ///< the potential in run.unit, x fastest
-  pb::SolveReport solve;            ///< the solver's method, iterations and final residual
-  std::vector<PhaseTiming> phases;  ///< surface, boundary, coulomb, assemble, setup, solve, combine
-  std::string summary;              ///< one line: parameters, solver, iterations, residual
-  std::string direct_sum;           ///< the DCS kernel(s) used and where
-  std::size_t sas_points = 0;       ///< accessible SAS points (mol, smol)
-  double seconds = 0;               ///< all of solve_pb
+  std::vector<float> values;          ///< the potential in run.unit, x fastest
+  pb::SolveReport solve;              ///< the solver's method, iterations and final residual
+  std::vector<PhaseTiming> phases;    ///< surface, boundary, coulomb, assemble, setup, solve, combine
+  std::string summary;                ///< one line: parameters, solver, iterations, residual
+  std::string direct_sum;             ///< the DCS kernel(s) used and where
+  std::size_t sas_points = 0;         ///< accessible SAS points (mol, smol)
+  double seconds = 0;                 ///< all of solve_pb
+  std::vector<double> potential;      ///< φ in double kT/e, x fastest (run.keep_potential; else empty)
+  pb::PbEnergy energy;                ///< options.energy.level's energies (level None: none)
+  std::vector<pb::PbMapValues> maps;  ///< run.maps, in that order
 };
 
 /// The PB map of `atoms` on `grid`. Throws UsageError for bad options or atoms outside the grid,
 /// Error when the chosen solver is unavailable (naming why) or fails to converge.
 PbResult solve_pb(const Atoms& atoms, const GridSpec& grid, const PbOptions& options, const PbRun& run = {});
 
+/// Energies built from several solves on one grid (the grid and run as given; each solve asks
+/// for the total energy), kT. Solvation: solvated − reference, the reference being `options` with
+/// the solvent dielectric set to the solute's and no ions. Binding: E(complex) − Σ E(part), every
+/// part solved on the complex's grid with the same options (atoms outside it allowed).
+struct PbSolvation {
+  PbResult solvated, reference;
+  double energy = 0;  ///< kT
+};
+PbSolvation solvation_energy(const Atoms& atoms, const GridSpec& grid, const PbOptions& options, const PbRun& run = {});
+struct PbBinding {
+  PbResult complex;
+  std::vector<PbResult> parts;
+  double energy = 0;  ///< kT
+};
+PbBinding binding_energy(const Atoms& complex, const std::vector<Atoms>& parts, const GridSpec& grid,
+                         const PbOptions& options, const PbRun& run = {});
+
 namespace pb {
 
-/// Multiple Debye–Hückel boundary values (APBS `bcfl mdh`), kT/e, on the boundary nodes of
-/// `grid` (0 inside): Σ q e^(−κ(d − a)) / ((1 + κa) d) · k/ε_w over the atoms (a: atom radius).
-/// `kernel` must compute the Debye model (and Coulomb when there is no salt).
-std::vector<double> mdh_boundary(const Atoms& atoms, const GridSpec& grid, const PbOptions& options,
-                                 const KernelVariant& kernel, const RunOptions& run);
 /// φ_Coulomb = k Σ q / (ε_solute r) at every node, kT/e, by `kernel`.
 std::vector<double> coulomb_map(const Atoms& atoms, const GridSpec& grid, const PbOptions& options,
                                 const KernelVariant& kernel, const RunOptions& run);
 
-/// The linear system of one formulation: Direct takes coefficients.charge (spl2) as the source;
+/// The linear system of one formulation: Direct takes coefficients.charge (spread by options.charges) as the source;
 /// Split takes `coulomb` (φ_Coulomb at every node) and solves for the reaction field.
 PbSystem assemble_system(const PbCoefficients& coefficients, const std::vector<double>& boundary,
                          const PbOptions& options, PbFormulation formulation, const std::vector<double>* coulomb,
@@ -91,6 +138,15 @@ AssemblyArgs assembly_args(const GridSpec& grid, const PbOptions& options, bool 
 /// The potential in kT/e at every node from the solver's `u` (interior), the system's boundary
 /// values and, for Split, φ_Coulomb.
 std::vector<double> combine(const PbSystem& system, const std::vector<double>& u, const std::vector<double>* coulomb);
+
+/// The nonlinear PB solver (options.equation == Nonlinear; the npbe engineer's src/pb/pb_nonlinear.h
+/// declares it with default arguments and defines it): `system` as assemble_system made it (used as
+/// scratch, restored on return; its c = ε_w κ² λ·volume is the Boltzmann term's coefficient),
+/// `coulomb` φ_Coulomb for split or null, `u` receives the interior solution (0 on the faces).
+/// Until pb_nonlinear.cpp lands, src/pb/pb_nonlinear_pending.cpp defines it and throws Error.
+SolveReport solve_nonlinear(PbSystem& system, std::vector<double>& u, const PbOptions& options,
+                            const std::vector<double>* coulomb, PbSolver solver, int threads, bool across_ranks,
+                            int device);
 
 }  // namespace pb
 }  // namespace espgrid

@@ -43,7 +43,7 @@ void validate(const PhysicsOptions& options) {
   if (!std::isfinite(options.ionic_strength) || options.ionic_strength < 0 ||
       options.ionic_strength > kMaxIonicStrength)
     throw UsageError("ionic strength must be 0 to 10 mol/L, got " + number_text(options.ionic_strength));
-  if (options.poisson_boltzmann) {  // its ionic strength is options.pb's (issue 23)
+  if (options.is_pb()) {  // its ionic strength is options.pb's (issue 23)
     validate(options.pb);
     return;
   }
@@ -98,23 +98,21 @@ PairModel parse_model(const std::string& text) {
   return *found;
 }
 
-std::string model_label(const PhysicsOptions& options) {
-  return options.poisson_boltzmann ? "pb" : model_name(options.model);
-}
+std::string model_label(const PhysicsOptions& options) { return options.is_pb() ? "pb" : model_name(options.model); }
 
 std::string describe_model(const PhysicsOptions& o) {
-  if (o.poisson_boltzmann) return "pb (" + describe(o.pb) + ")";
+  if (o.is_pb()) return "pb (" + describe(o.pb) + ")";
   return with_pair_potential(o.model, [&](auto potential) { return potential.describe(o); });
 }
 
 std::string model_header(const PhysicsOptions& o) {
-  if (o.poisson_boltzmann) return ", model pb: " + describe(o.pb);  // issue 23
+  if (o.is_pb()) return ", model pb: " + describe(o.pb);  // issue 23
   return with_pair_potential(o.model, [&](auto potential) { return potential.header(o); });
 }
 
 bool parse_model_header(std::string_view text, PhysicsOptions& o) {
   if (text.rfind(", model pb", 0) == 0) {  // a Poisson-Boltzmann map (its parameters are not read back)
-    o.poisson_boltzmann = true;
+    o.method = MapMethod::PoissonBoltzmann;
     o.pb.solute_dielectric = o.dielectric;
     o.pb.temperature = o.temperature;
     return true;
@@ -150,8 +148,9 @@ std::string model_help() {
   return text +
          "  pb        the linearized Poisson-Boltzmann equation solved on the map's grid (APBS mg-manual's\n"
          "            definitions and defaults): solute --dielectric (default 2 with pb), --solvent-dielectric\n"
-         "            78.54, --ionic-strength (default 0.15 M with pb) of ions of --ion-radius 2 A, --surface\n"
-         "            smol|mol|spl2 with --probe-radius 1.4 A, multiple Debye-Hueckel boundary values. The low\n"
+         "            78.54, --ionic-strength (default 0.15 M with pb) of ions of --ion-radius 2 A (or --ion\n"
+         "            species), --surface smol|mol|spl2|spl4 with --probe-radius 1.4 A, --boundary mdh|sdh|zero,\n"
+         "            --charge-method spl2|spl0|spl4; reports APBS's total energy (--pb-energy). The low\n"
          "            dielectric interior and the solvent boundary's shape: what no pair model has. Costs a\n"
          "            field solve (hypre on the CPU, espgrid's multigrid on a GPU); docs/pb.md.\n"
          "  For molecular surfaces coloured like APBS use pb (or, cheaper, debye); for the textbook sum (and\n"

@@ -19,6 +19,12 @@ struct ModelParameterValue {
   double value = 0;
 };
 
+/// How a map's potential is obtained: a sum over atoms of a pair model, or a field solve.
+enum class MapMethod {
+  PairSum,           ///< Σ over atoms of `model`'s pair potential (coulomb, distance, debye, ...)
+  PoissonBoltzmann,  ///< `--model pb`: the Poisson–Boltzmann equation solved on the grid (src/pb/)
+};
+
 struct PhysicsOptions {
   PotentialUnit unit = PotentialUnit::KTPerE;
   double dielectric = 1.0;      ///< relative permittivity ε of the medium (distance model: ε(r) = ε·r/Å)
@@ -35,10 +41,11 @@ struct PhysicsOptions {
   }
   /// Sets (or replaces) a model parameter's value.
   void set_parameter(const std::string& name, double value);
-  // ---- Poisson-Boltzmann (issue 23; src/pb/). `--model pb` is a field solve, not a pair model:
-  // `model` stays Coulomb (the direct sums PB uses), `dielectric` is the solute's, `pb` has the rest.
-  bool poisson_boltzmann = false;  ///< the map is a linearized PB solution (src/pb/pb_solve.h)
-  PbOptions pb;  ///< its parameters (pb.solute_dielectric == dielectric, pb.temperature == temperature)
+  /// PairSum: `model` says which pair potential. PoissonBoltzmann (`--model pb`): `model` stays
+  /// Coulomb (the direct sums the solve makes), `dielectric` is the solute's, `pb` has the rest.
+  MapMethod method = MapMethod::PairSum;
+  PbOptions pb;  ///< the PB parameters (pb.solute_dielectric == dielectric, pb.temperature == temperature)
+  bool is_pb() const noexcept { return method == MapMethod::PoissonBoltzmann; }
 };
 
 /// "pb" for a Poisson-Boltzmann map, else model_name(options.model).

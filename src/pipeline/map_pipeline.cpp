@@ -120,14 +120,16 @@ void compute_pb_map(MapResult& result, const Atoms& atoms, const MapRequest& req
   result.timing.phases = pb.phases;
   result.timing.method = pb.summary + "; direct sums: " + pb.direct_sum;
   result.timing.direct_sums = pb.direct_sum;
+  if (request.physics.pb.energy.any())
+    result.pb_energy = pb_energy_report(atoms, request.grid, request.physics.pb, run, pb);
 }
 
 }  // namespace
 
 MapResult compute_map(const Atoms& atoms, const MapRequest& request, const KernelSelection& kernel, MapFiles* files) {
   validate(request.physics);
-  MapResult result;  // returned by this one name on every path: the streamed files refer to result.map
-  if (request.physics.poisson_boltzmann) {  // issue 23
+  MapResult result;               // returned by this one name on every path: the streamed files refer to result.map
+  if (request.physics.is_pb()) {  // issue 23
     compute_pb_map(result, atoms, request, kernel, files);
     return result;
   }

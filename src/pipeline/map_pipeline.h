@@ -25,6 +25,7 @@
 #include "src/job/map_job.h"
 #include "src/maps/map_formats.h"
 #include "src/physics/potential_map.h"
+#include "src/pipeline/pb_energy_report.h"
 #include "src/registry/kernel_registry.h"
 #include "src/structure/pdb2pqr_source.h"
 #include "src/structure/structure_reader.h"
@@ -87,6 +88,7 @@ struct MapResult {
   PotentialMap map;
   KernelSelection kernel;
   TimingReport timing;
+  std::optional<PbEnergyReport> pb_energy;  ///< --model pb: the energies asked for (--pb-energy, ...)
 };
 
 class StreamingMapWriter;

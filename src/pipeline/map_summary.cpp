@@ -30,7 +30,7 @@ std::string python_name(std::string_view option) {
 Json model_parameters_json(const PhysicsOptions& physics) {
   Json j = Json::object();
   j.set("name", model_label(physics));
-  if (physics.poisson_boltzmann) {
+  if (physics.is_pb()) {
     const PbOptions& pb = physics.pb;
     j.set("description", describe(pb));
     j.set("solute_dielectric", pb.solute_dielectric);
@@ -45,6 +45,13 @@ Json model_parameters_json(const PhysicsOptions& physics) {
     j.set("pb_formulation", formulation_name(pb.formulation));
     j.set("pb_tolerance", pb.tolerance);
     j.set("pb_max_iterations", pb.max_iterations);
+    j.set("pb_equation", equation_name(pb.equation));
+    j.set("boundary", boundary_name(pb.boundary));
+    j.set("charge_method", charge_method_name(pb.charges));
+    Json ions = Json::array();
+    for (const PbIon& ion : ion_species(pb))
+      ions.push(Json::object().set("charge", ion.charge).set("concentration", ion.concentration).set("radius", ion.radius));
+    j.set("ions", ions);
     j.set("kappa_per_angstrom", pb_kappa(pb));
     return j;
   }
@@ -91,7 +98,7 @@ Json timing_json(const TimingReport& timing, double atom_evaluations, const std:
 
 Json map_summary(const PotentialMap& map, const std::string& kernel, const std::string& kernel_choice,
                  const TimingReport& timing, const MapProvenance& provenance, const std::vector<std::string>& outputs,
-                 const std::optional<TimeEstimate>& estimate) {
+                 const std::optional<TimeEstimate>& estimate, const PbEnergyReport* energy) {
   const GridSpec& g = map.grid;
   Json j = Json::object();
   j.set("source", map.source);
@@ -112,10 +119,10 @@ Json map_summary(const PotentialMap& map, const std::string& kernel, const std::
   j.set("kernel", kernel.empty() ? Json() : Json(kernel));
   j.set("kernel_choice", kernel_choice);
   j.set("device", timing.device);
-  const double evaluations = map.physics.poisson_boltzmann
-                                 ? 0.0
-                                 : static_cast<double>(g.point_count()) * static_cast<double>(provenance.atoms);
+  const double evaluations =
+      map.physics.is_pb() ? 0.0 : static_cast<double>(g.point_count()) * static_cast<double>(provenance.atoms);
   j.set("timing", timing_json(timing, evaluations, estimate));
+  j.set("energy", energy ? pb_energy_json(*energy) : Json());
   // The range of the finite values (a map read back or made from values may hold none).
   bool any = false;
   float lo = 0, hi = 0;

@@ -40,9 +40,10 @@ Json model_parameters_json(const PhysicsOptions& physics);
 Json timing_json(const TimingReport& timing, double atom_evaluations,
                  const std::optional<TimeEstimate>& estimate = std::nullopt);
 /// The whole summary (see the file comment).
+/// `energy`: a PB map's energies (the "energy" block; null without).
 Json map_summary(const PotentialMap& map, const std::string& kernel, const std::string& kernel_choice,
                  const TimingReport& timing, const MapProvenance& provenance, const std::vector<std::string>& outputs,
-                 const std::optional<TimeEstimate>& estimate = std::nullopt);
+                 const std::optional<TimeEstimate>& estimate = std::nullopt, const PbEnergyReport* energy = nullptr);
 
 /// An observer that records what a summary needs (the input, pdb2pqr's report, the files
 /// written) and passes every report on to `next`.

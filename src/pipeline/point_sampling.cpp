@@ -16,7 +16,7 @@
 namespace espgrid {
 
 void check_point_job(const MapJob& job) {
-  if (job.physics.poisson_boltzmann)
+  if (job.physics.is_pb())
     throw UsageError(
         "--model pb is a field solve with no sum at a point: compute its map and sample that (espgrid "
         "map STRUCTURE --model pb -o pb.dx, then espgrid sample --map pb.dx --points FILE; in Python "

@@ -31,7 +31,7 @@ double probe_rate(const KernelVariant& kernel, const PreparedProblem& problem, c
 std::optional<TimeEstimate> estimate_map_time(const MapJob& job, const PreparedJob& prepared,
                                               double threshold_seconds) {
   const KernelVariant& kernel = *prepared.kernel.kernel;
-  if (job.physics.poisson_boltzmann || kernel.approximate()) return std::nullopt;
+  if (job.physics.is_pb() || kernel.approximate()) return std::nullopt;
   TimeEstimate e;
   e.evaluations =
       static_cast<double>(prepared.grid.point_count()) * static_cast<double>(prepared.structure.atoms.size());

@@ -1,0 +1,43 @@
+// The Dirichlet values on the grid's six faces, kT/e, for each of APBS 3.4.1's boundary conditions
+// (src/mg/vpmg.c: bcCalc, bcfl_sdh/multipolebc, bcflnew, focusFillBound). Every function returns a
+// full grid of values, 0 at the interior nodes.
+#pragma once
+
+#include <vector>
+
+#include "src/core/atoms.h"
+#include "src/core/grid.h"
+#include "src/physics/pb_options.h"
+#include "src/physics/physics_options.h"
+#include "src/registry/kernel_registry.h"
+
+namespace espgrid::pb {
+
+/// The sum of `kernel` with `physics` over `atoms` on `grid`, kT/e as doubles (the kernels write floats).
+std::vector<double> direct_sum(const Atoms& atoms, const GridSpec& grid, const PhysicsOptions& physics,
+                               const KernelVariant& kernel, const RunOptions& run);
+
+/// `bcfl mdh`: Σ q e^(−κ(d − a)) / ((1 + κa) d) · k/ε_w over the atoms (a: atom radius). `kernel`
+/// must compute the Debye model (and Coulomb without salt): the registry's exact direct sums.
+std::vector<double> mdh_boundary(const Atoms& atoms, const GridSpec& grid, const PbOptions& options,
+                                 const KernelVariant& kernel, const RunOptions& run);
+
+/// `bcfl sdh`: the molecule as one sphere at the centre of the atoms' bounding box, radius the
+/// largest (distance to the centre + atom radius), holding the total charge, the dipole and the
+/// traceless quadrupole about the centre: APBS's multipole expansion outside a dielectric sphere
+/// (with κ: the Debye–Hückel form of each order).
+std::vector<double> sdh_boundary(const Atoms& atoms, const GridSpec& grid, const PbOptions& options);
+
+/// `bcfl zero`.
+std::vector<double> zero_boundary(const GridSpec& grid);
+
+/// `bcfl focus`: each face node's value by trilinear interpolation of `parent_potential` (kT/e on
+/// `parent`, x fastest). Throws UsageError naming the corner when `grid` is not inside `parent`
+/// (APBS allows 1e-9 Å of rounding).
+std::vector<double> focus_boundary(const GridSpec& grid, const GridSpec& parent,
+                                   const std::vector<double>& parent_potential);
+
+/// The linear indices of the grid's boundary nodes (every node on one of the six faces), once each.
+std::vector<std::size_t> boundary_nodes(const GridSpec& grid);
+
+}  // namespace espgrid::pb

@@ -1,0 +1,220 @@
+#include "src/pb/pb_energy.h"
+
+#include <cmath>
+#include <string>
+
+#include "src/core/errors.h"
+#include "src/core/units.h"
+
+namespace espgrid::pb {
+namespace {
+
+constexpr double kApbsSmall = 1e-9;  ///< APBS's VSMALL
+constexpr double kPmgSmall = 1e-12;  ///< APBS's VPMGSMALL
+constexpr double kExpCap = 85.0;     ///< APBS's EXPMAX: Vcap_exp's largest exponent
+
+/// A node's weight in a sum over this level: 1 for its own energy; outside a child domain, APBS's
+/// inverted partition (extEnergy).
+using NodeWeights = std::vector<double>;
+
+/// Σ weight·φ·(spread charge) over the nodes (APBS Vpmg_qfEnergyVolume, `chgm spl2`).
+double fixed_charge_volume(const EnergyInputs& in, const NodeWeights* w) {
+  if (!in.charge || in.charge->size() != in.grid->point_count())
+    throw Error("internal error: the spl2 energy needs the spread charges");
+  const std::vector<double>& u = *in.potential;
+  const std::vector<double>& q = *in.charge;
+  double sum = 0;
+  for (std::size_t i = 0; i < u.size(); ++i) sum += (w ? (*w)[i] : 1.0) * u[i] * q[i];
+  return sum;
+}
+
+/// Σ qᵢ φ_trilinear(rᵢ) over the atoms on the grid whose `count(a)` is true (Vpmg_qfEnergyPoint).
+template <class Count>
+double fixed_charge_point(const EnergyInputs& in, Count&& count) {
+  const Atoms& atoms = *in.atoms;
+  double sum = 0;
+  for (std::size_t a = 0; a < atoms.size(); ++a) {
+    if (!count(a)) continue;
+    const double p[3] = {atoms.x[a], atoms.y[a], atoms.z[a]};
+    double value = 0;
+    if (trilinear_at(*in.grid, *in.potential, p, value)) sum += value * atoms.charge[a];
+  }
+  return sum;
+}
+
+/// APBS Vpmg_qmEnergyNONLIN: the mobile ions' energy term, kT.
+double mobile_charge(const EnergyInputs& in, const NodeWeights* w) {
+  const PbOptions& o = *in.options;
+  const double kappa = pb_kappa(o);
+  const double zkappa2 = o.solvent_dielectric * kappa * kappa;
+  if (zkappa2 < kApbsSmall) return 0.0;
+  if (!in.coefficients) throw Error("internal error: the mobile-charge energy needs the accessibility map");
+  const std::vector<double>& lambda = in.coefficients->accessibility;
+  const std::vector<double>& u = *in.potential;
+  const GridSpec& g = *in.grid;
+  const double volume = g.spacing[0] * g.spacing[1] * g.spacing[2];
+  const double zmagic = source_scale(o.temperature);
+  double energy = 0;
+  if (o.equation == PbEquation::Nonlinear) {
+    const std::vector<PbIon> species = ion_species(o);
+    const double zks2 = 0.5 * zkappa2 / pb_ionic_strength(o);
+    for (std::size_t i = 0; i < u.size(); ++i) {
+      const double weight = (w ? (*w)[i] : 1.0) * lambda[i];
+      if (!(weight > kApbsSmall)) continue;
+      for (const PbIon& ion : species) {
+        const double x = -ion.charge * u[i];
+        if (std::fabs(x) > kExpCap)
+          throw Error("the nonlinear PB energy met a potential of " + std::to_string(u[i]) +
+                      " kT/e where ions are: exp(" + std::to_string(x) +
+                      ") overflows APBS's cap of 85 (a failed solve)");
+        energy += weight * zks2 * ion.concentration * (std::exp(x) - 1.0);
+      }
+    }
+  } else {
+    for (std::size_t i = 0; i < u.size(); ++i) {
+      const double weight = (w ? (*w)[i] : 1.0) * lambda[i];
+      if (weight > kApbsSmall) energy += weight * zkappa2 * u[i] * u[i];
+    }
+    energy *= 0.5;
+  }
+  return energy * volume / zmagic;
+}
+
+/// APBS Vpmg_dielEnergy: ½ Σ ε (Δφ/h)² V / zmagic over the faces of the nodes below the last plane
+/// of every axis, each face weighted by the mean of its two nodes' weights.
+double dielectric(const EnergyInputs& in, const NodeWeights* w) {
+  if (!in.coefficients) throw Error("internal error: the dielectric energy needs the dielectric maps");
+  const PbCoefficients& c = *in.coefficients;
+  const std::vector<double>& u = *in.potential;
+  const GridSpec& g = *in.grid;
+  const long n0 = static_cast<long>(g.dims[0]), n1 = static_cast<long>(g.dims[1]), n2 = static_cast<long>(g.dims[2]);
+  const double hx = g.spacing[0], hy = g.spacing[1], hz = g.spacing[2];
+  const auto weight = [&](long idx) { return w ? (*w)[static_cast<std::size_t>(idx)] : 1.0; };
+  double energy = 0;
+  for (long k = 0; k < n2 - 1; ++k)
+    for (long j = 0; j < n1 - 1; ++j)
+      for (long i = 0; i < n0 - 1; ++i) {
+        const long idx = i + n0 * (j + n1 * k), sx = 1, sy = n0, sz = n0 * n1;
+        const auto face = [&](const std::vector<double>& eps, long step, double h) {
+          const double gradient = (u[static_cast<std::size_t>(idx)] - u[static_cast<std::size_t>(idx + step)]) / h;
+          return eps[static_cast<std::size_t>(idx)] * 0.5 * (weight(idx) + weight(idx + step)) * gradient * gradient;
+        };
+        energy += face(c.eps_x, sx, hx) + face(c.eps_y, sy, hy) + face(c.eps_z, sz, hz);
+      }
+  return 0.5 * energy * hx * hy * hz / source_scale(in.options->temperature);
+}
+
+void check(const EnergyInputs& in) {
+  if (!in.atoms || !in.grid || !in.options || !in.potential || in.potential->size() != in.grid->point_count())
+    throw Error("internal error: the PB energy needs the atoms, grid, options and potential");
+}
+
+/// APBS Vpmg_setPart's weight of one coordinate x (a node of spacing h, or an atom with h = 0)
+/// for the box [lower, upper], no neighbouring processors.
+double part_weight(double x, double lower, double upper, double h) {
+  if (x < upper - h / 2 && x > lower + h / 2) return 1.0;
+  if (std::fabs(x - lower) < kPmgSmall || std::fabs(x - upper) < kPmgSmall) return 1.0;
+  if (x > upper + h / 2 || x < lower - h / 2) return 0.0;
+  if (h == 0) return 0.0;
+  const double f = std::fabs(std::fmin(x + h / 2, upper) - std::fmax(x - h / 2, lower)) / h;
+  return f < 0 ? 0.0 : (f > 1 ? 1.0 : f);
+}
+
+}  // namespace
+
+double PbEnergy::kj_per_mol(double kt) const { return kt * kBoltzmann * temperature * kAvogadro / 1000.0; }
+
+bool trilinear_at(const GridSpec& g, const std::vector<double>& values, const double p[3], double& value) {
+  long lo[3], hi[3];
+  double d[3];
+  for (int a = 0; a < 3; ++a) {
+    const double f = (p[a] - g.origin[a]) / g.spacing[a];
+    lo[a] = static_cast<long>(std::floor(f));
+    hi[a] = static_cast<long>(std::ceil(f));
+    if (lo[a] < 0 || hi[a] >= g.dims[a]) return false;
+    d[a] = f - static_cast<double>(lo[a]);
+  }
+  const long n0 = static_cast<long>(g.dims[0]), n1 = static_cast<long>(g.dims[1]);
+  const auto u = [&](long i, long j, long k) { return values[static_cast<std::size_t>(i + n0 * (j + n1 * k))]; };
+  value = d[0] * d[1] * d[2] * u(hi[0], hi[1], hi[2]) + d[0] * (1.0 - d[1]) * d[2] * u(hi[0], lo[1], hi[2]) +
+          d[0] * d[1] * (1.0 - d[2]) * u(hi[0], hi[1], lo[2]) +
+          d[0] * (1.0 - d[1]) * (1.0 - d[2]) * u(hi[0], lo[1], lo[2]) +
+          (1.0 - d[0]) * d[1] * d[2] * u(lo[0], hi[1], hi[2]) +
+          (1.0 - d[0]) * (1.0 - d[1]) * d[2] * u(lo[0], lo[1], hi[2]) +
+          (1.0 - d[0]) * d[1] * (1.0 - d[2]) * u(lo[0], hi[1], lo[2]) +
+          (1.0 - d[0]) * (1.0 - d[1]) * (1.0 - d[2]) * u(lo[0], lo[1], lo[2]);
+  return true;
+}
+
+PbEnergy apbs_energy(const EnergyInputs& in, PbEnergyLevel level, const PbEnergyTerms& from_coarser) {
+  check(in);
+  const PbOptions& o = *in.options;
+  PbEnergy e;
+  e.level = level;
+  e.temperature = o.temperature;
+  if (level == PbEnergyLevel::None) return e;
+  e.from_coarser = from_coarser;
+  e.terms.fixed_charge = o.charges == PbChargeMethod::Spl2 ? fixed_charge_volume(in, nullptr)
+                                                           : fixed_charge_point(in, [](std::size_t) { return true; });
+  const bool full = o.equation == PbEquation::Nonlinear && pb_has_ions(o);
+  if (full || level == PbEnergyLevel::Components) {
+    e.terms.mobile_charge = mobile_charge(in, nullptr);
+    e.terms.dielectric = dielectric(in, nullptr);
+  }
+  e.terms += from_coarser;
+  e.total = full ? e.terms.fixed_charge - e.terms.dielectric - e.terms.mobile_charge : 0.5 * e.terms.fixed_charge;
+  if (level == PbEnergyLevel::Components) {
+    const Atoms& atoms = *in.atoms;
+    e.per_atom.assign(atoms.size(), 0.0);
+    for (std::size_t a = 0; a < atoms.size(); ++a) {
+      const double p[3] = {atoms.x[a], atoms.y[a], atoms.z[a]};
+      double value = 0;
+      if (trilinear_at(*in.grid, *in.potential, p, value)) e.per_atom[a] = 0.5 * value * atoms.charge[a];
+    }
+  }
+  return e;
+}
+
+PbEnergyTerms energy_outside(const EnergyInputs& in, const GridSpec& child, const PbEnergyTerms& from_coarser) {
+  check(in);
+  const GridSpec& g = *in.grid;
+  double lower[3], upper[3];
+  for (int d = 0; d < 3; ++d) lower[d] = child.origin[d], upper[d] = child.position(d, child.dims[d] - 1);
+  // The nodes whose cells do not reach into the child's box (APBS: 1 − partition, any overlap → 0).
+  NodeWeights w(g.point_count());
+  std::vector<double> wx(static_cast<std::size_t>(g.dims[0])), wy(static_cast<std::size_t>(g.dims[1])),
+      wz(static_cast<std::size_t>(g.dims[2]));
+  for (std::int64_t i = 0; i < g.dims[0]; ++i) wx[i] = part_weight(g.position(0, i), lower[0], upper[0], g.spacing[0]);
+  for (std::int64_t j = 0; j < g.dims[1]; ++j) wy[j] = part_weight(g.position(1, j), lower[1], upper[1], g.spacing[1]);
+  for (std::int64_t k = 0; k < g.dims[2]; ++k) wz[k] = part_weight(g.position(2, k), lower[2], upper[2], g.spacing[2]);
+  for (std::int64_t k = 0; k < g.dims[2]; ++k)
+    for (std::int64_t j = 0; j < g.dims[1]; ++j)
+      for (std::int64_t i = 0; i < g.dims[0]; ++i) {
+        double part = wx[i] * wy[j] * wz[k];
+        if (std::fabs(part) < kPmgSmall) part = 0.0;
+        w[static_cast<std::size_t>(i + g.dims[0] * (j + g.dims[1] * k))] = part > kApbsSmall ? 0.0 : 1.0 - part;
+      }
+  const PbOptions& o = *in.options;
+  PbEnergyTerms t;
+  if (o.charges == PbChargeMethod::Spl2) {
+    t.fixed_charge = fixed_charge_volume(in, &w);
+  } else {
+    const Atoms& atoms = *in.atoms;
+    t.fixed_charge = fixed_charge_point(in, [&](std::size_t a) {
+      const double p[3] = {atoms.x[a], atoms.y[a], atoms.z[a]};
+      double inside = 1;
+      for (int d = 0; d < 3; ++d) inside *= part_weight(p[d], lower[d], upper[d], 0.0);
+      return !(inside > kApbsSmall);  // an atom inside the child's box is the child's
+    });
+  }
+  // The mobile and dielectric terms count only where they count for the child: its components, or
+  // the nonlinear equation's total (both use this level's options, as APBS's levels share them).
+  if (o.energy.level == PbEnergyLevel::Components || o.equation == PbEquation::Nonlinear) {
+    t.mobile_charge = mobile_charge(in, &w);
+    t.dielectric = dielectric(in, &w);
+  }
+  t += from_coarser;
+  return t;
+}
+
+}  // namespace espgrid::pb

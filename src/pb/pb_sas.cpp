@@ -1,0 +1,194 @@
+// The solvent-accessible-surface points APBS carves `mol`/`smol` with (vacc.c): its reference
+// sphere, each atom's possible blockers, and the accessible points. Built without FMA contraction
+// (CMakeLists.txt), as pb_coefficients.cpp: the points must equal the device's bit for bit.
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "src/pb/pb_coefficients.h"
+#include "src/pb/pb_geometry.h"
+
+namespace espgrid::pb {
+namespace {
+
+constexpr double kPi = 3.14159265358979323846;
+
+int thread_count(int threads) { return threads > 0 ? threads : omp_get_max_threads(); }
+
+/// APBS's VRINT: round half up.
+int round_half_up(double x) { return static_cast<int>(std::floor(x + 0.5)); }
+
+double max_radius(const Atoms& atoms) {
+  double r = 0;
+  for (const double v : atoms.radius) r = std::max(r, v);
+  return r;
+}
+
+/// Atoms binned into cubic cells of side `cell` (Å): CSR lists, atoms in index order within a cell.
+struct CellList {
+  double lo[3] = {0, 0, 0};
+  double cell = 1;
+  long n[3] = {1, 1, 1};
+  std::vector<std::int64_t> start;  ///< n0·n1·n2 + 1 offsets into `atoms`
+  std::vector<std::int32_t> atoms;
+
+  long cell_of(double p, int axis) const {
+    const long c = static_cast<long>(std::floor((p - lo[axis]) / cell));
+    return std::clamp(c, 0L, n[axis] - 1);
+  }
+
+  CellList(const Atoms& a, double cell_size) : cell(cell_size) {
+    const BoundingBox box = bounding_box(a);
+    for (int d = 0; d < 3; ++d) {
+      lo[d] = box.lo[d];
+      n[d] = std::max(1L, static_cast<long>(std::ceil((box.hi[d] - box.lo[d]) / cell)) + 1);
+    }
+    const std::size_t cells = static_cast<std::size_t>(n[0] * n[1] * n[2]);
+    std::vector<std::int64_t> count(cells + 1, 0);
+    std::vector<std::size_t> of(a.size());
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      of[i] = static_cast<std::size_t>(cell_of(a.x[i], 0) + n[0] * (cell_of(a.y[i], 1) + n[1] * cell_of(a.z[i], 2)));
+      ++count[of[i] + 1];
+    }
+    for (std::size_t c = 0; c < cells; ++c) count[c + 1] += count[c];
+    start = count;
+    atoms.resize(a.size());
+    for (std::size_t i = 0; i < a.size(); ++i)
+      atoms[static_cast<std::size_t>(count[of[i]]++)] = static_cast<std::int32_t>(i);
+  }
+};
+
+}  // namespace
+
+int reference_sphere_request(const Atoms& atoms, const PbOptions& o) {
+  const double reach = max_radius(atoms) + std::max(pb_ion_radius(o), o.probe_radius) + kCellListWindow;
+  return static_cast<int>(std::ceil(4.0 * kPi * reach * reach * o.surface_density));
+}
+
+ReferenceSphere reference_sphere(int points) {
+  ReferenceSphere s;
+  const int rings = round_half_up(std::sqrt(kPi * static_cast<double>(points) / 4.0));
+  if (rings <= 0) return s;
+  const double dtheta = kPi / static_cast<double>(rings);
+  const int most = 2 * rings;
+  for (int t = 0; t < rings; ++t) {
+    const double theta = dtheta * static_cast<double>(t);
+    const double sin_t = std::sin(theta), cos_t = std::cos(theta);
+    const int ring = round_half_up(sin_t * most);
+    if (ring == 0) continue;
+    const double dphi = 2.0 * kPi / static_cast<double>(ring);
+    for (int p = 0; p < ring; ++p) {
+      const double phi = dphi * static_cast<double>(p);
+      s.x.push_back(std::cos(phi) * sin_t);
+      s.y.push_back(std::sin(phi) * sin_t);
+      s.z.push_back(cos_t);
+    }
+  }
+  return s;
+}
+
+SasNeighbours sas_neighbours(const Atoms& atoms, const PbOptions& o, int threads) {
+  threads = thread_count(threads);
+  const double probe = o.probe_radius;
+  // A SAS point of atom a is blocked by atom b ≠ a when it lies strictly within r_b + probe of b
+  // (APBS ivdwAccExclus); b can block some point of a's SAS sphere only if it lies within
+  // r_a + probe + r_b + probe of a's centre. Cells of side r_max + probe, searched far enough.
+  const CellList cells(atoms, max_radius(atoms) + probe + 1e-6);
+  const std::size_t natoms = atoms.size();
+  std::vector<std::vector<std::int32_t>> lists(natoms);
+#pragma omp parallel for schedule(dynamic, 8) num_threads(threads)
+  for (long a = 0; a < static_cast<long>(natoms); ++a) {
+    const double ra = atoms.radius[a];
+    if (ra <= kNoRadius) continue;  // APBS: atoms without a radius have no SAS points
+    const double rad = ra + probe;
+    const double ax = atoms.x[a], ay = atoms.y[a], az = atoms.z[a];
+    // Two points d apart lie at most ceil(d / cell) cells apart along an axis (floor(a) − floor(b) ≤
+    // ceil(a − b)), and a blocking atom lies within rad + r_b + probe ≤ rad + cell of this one.
+    const long span = static_cast<long>(std::ceil((rad + cells.cell) / cells.cell));
+    const long cx = cells.cell_of(ax, 0), cy = cells.cell_of(ay, 1), cz = cells.cell_of(az, 2);
+    std::vector<std::int32_t>& out = lists[static_cast<std::size_t>(a)];
+    for (long k = std::max(0L, cz - span); k <= std::min(cells.n[2] - 1, cz + span); ++k)
+      for (long j = std::max(0L, cy - span); j <= std::min(cells.n[1] - 1, cy + span); ++j)
+        for (long i = std::max(0L, cx - span); i <= std::min(cells.n[0] - 1, cx + span); ++i) {
+          const std::size_t c = static_cast<std::size_t>(i + cells.n[0] * (j + cells.n[1] * k));
+          for (std::int64_t s = cells.start[c]; s < cells.start[c + 1]; ++s) {
+            const std::int32_t b = cells.atoms[static_cast<std::size_t>(s)];
+            if (b == a) continue;
+            const double reach = rad + atoms.radius[b] + probe;
+            const double dx = atoms.x[b] - ax, dy = atoms.y[b] - ay, dz = atoms.z[b] - az;
+            if (dx * dx + dy * dy + dz * dz < reach * reach) out.push_back(b);
+          }
+        }
+    // Closest first: they block most of the sphere, so the test of a buried point ends early. The
+    // order changes no result (a point is open when no neighbour blocks it).
+    auto dist2 = [&](std::int32_t b) {
+      const double dx = atoms.x[b] - ax, dy = atoms.y[b] - ay, dz = atoms.z[b] - az;
+      return dx * dx + dy * dy + dz * dz;
+    };
+    std::sort(out.begin(), out.end(), [&](std::int32_t l, std::int32_t r) {
+      const double dl = dist2(l), dr = dist2(r);
+      return dl < dr || (dl == dr && l < r);
+    });
+  }
+  SasNeighbours n;
+  n.start.assign(natoms + 1, 0);
+  for (std::size_t a = 0; a < natoms; ++a) n.start[a + 1] = n.start[a] + static_cast<std::int64_t>(lists[a].size());
+  n.atoms.reserve(static_cast<std::size_t>(n.start[natoms]));
+  for (const auto& l : lists) n.atoms.insert(n.atoms.end(), l.begin(), l.end());
+  return n;
+}
+
+SasPoints accessible_sas_points(const Atoms& atoms, const PbOptions& o, int threads) {
+  threads = thread_count(threads);
+  const ReferenceSphere ref = reference_sphere(reference_sphere_request(atoms, o));
+  const SasNeighbours nb = sas_neighbours(atoms, o, threads);
+  const std::size_t natoms = atoms.size(), nref = ref.x.size();
+  std::vector<std::vector<double>> per_atom(natoms);
+#pragma omp parallel for schedule(dynamic, 8) num_threads(threads)
+  for (long a = 0; a < static_cast<long>(natoms); ++a) {
+    const double ra = atoms.radius[a];
+    if (ra <= kNoRadius) continue;
+    const double rad = ra + o.probe_radius;
+    const double ax = atoms.x[a], ay = atoms.y[a], az = atoms.z[a];
+    std::vector<double>& out = per_atom[static_cast<std::size_t>(a)];
+    const long begin = static_cast<long>(nb.start[static_cast<std::size_t>(a)]);
+    const long end = static_cast<long>(nb.start[static_cast<std::size_t>(a) + 1]);
+    long last = -1;  // the neighbour that blocked the previous point: it likely blocks this one too
+    for (std::size_t p = 0; p < nref; ++p) {
+      const double px = rad * ref.x[p] + ax, py = rad * ref.y[p] + ay, pz = rad * ref.z[p] + az;
+      if (last >= 0 && !sas_point_open(px, py, pz, atoms.x.data(), atoms.y.data(), atoms.z.data(), atoms.radius.data(),
+                                       nb.atoms.data(), last, last + 1, o.probe_radius))
+        continue;
+      last = -1;
+      for (long s = begin; s < end && last < 0; ++s)
+        if (!sas_point_open(px, py, pz, atoms.x.data(), atoms.y.data(), atoms.z.data(), atoms.radius.data(),
+                            nb.atoms.data(), s, s + 1, o.probe_radius))
+          last = s;
+      if (last < 0) {
+        out.push_back(px);
+        out.push_back(py);
+        out.push_back(pz);
+      }
+    }
+  }
+  SasPoints sas;
+  std::size_t total = 0;
+  for (const auto& v : per_atom) total += v.size() / 3;
+  sas.x.reserve(total);
+  sas.y.reserve(total);
+  sas.z.reserve(total);
+  sas.atom_start.reserve(natoms + 1);
+  for (const auto& v : per_atom) {
+    sas.atom_start.push_back(sas.x.size());
+    for (std::size_t i = 0; i < v.size(); i += 3) {
+      sas.x.push_back(v[i]);
+      sas.y.push_back(v[i + 1]);
+      sas.z.push_back(v[i + 2]);
+    }
+  }
+  sas.atom_start.push_back(sas.x.size());
+  return sas;
+}
+
+}  // namespace espgrid::pb
