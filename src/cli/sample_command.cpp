@@ -34,7 +34,7 @@ const JobOptionSet kSampleOptions{
     {OptionGroup::Input, OptionGroup::Physics, OptionGroup::Compute},
     {"kernel", "devices", "accuracy", "msm-cutoff", "msm-spacing", "msm-order", "solvent-dielectric", "ion-radius",
      "probe-radius", "surface", "surface-window", "surface-density", "surface-sampling", "pb-formulation",
-     "pb-tolerance", "pb-max-iterations"},
+     "pb-tolerance", "pb-max-iterations", "pb-equation"},
     /*input_required=*/false};
 
 /// Notes and pdb2pqr's report go to stderr, with the summary.

@@ -324,6 +324,10 @@ void add_pb_options(std::vector<JobOption>& t) {
      "the molecular surface, docs/pb.md)",
      "direct",
      [](PbOptions& o, const OptionValue& v) { o.formulation = parse_formulation(v.as_text("pb-formulation")); });
+  pb("pb-equation",
+     "lpbe (the linearized PB equation; the default) or npbe (the nonlinear one: the ions' Boltzmann term, solved by "
+     "inexact Newton) [lpbe|npbe]",
+     "lpbe", [](PbOptions& o, const OptionValue& v) { o.equation = parse_equation(v.as_text("pb-equation")); });
   pb("pb-tolerance", "relative residual at which the solver stops [etol]", "1e-6",
      [](PbOptions& o, const OptionValue& v) { o.tolerance = v.as_number("pb-tolerance"); });
   pb("pb-max-iterations", "most solver iterations", "200", [](PbOptions& o, const OptionValue& v) {
@@ -474,8 +478,8 @@ bool given(const MapJob& job, std::string_view name) {
 /// 0.15 M) and its own options; the pair models refuse those (issue 23).
 void finish_pb(MapJob& job) {
   static constexpr std::string_view kPbOnly[] = {
-      "solvent-dielectric", "ion-radius",       "probe-radius",   "surface",      "surface-window",
-      "surface-density",    "surface-sampling", "pb-formulation", "pb-tolerance", "pb-max-iterations"};
+      "solvent-dielectric", "ion-radius",     "probe-radius", "surface",           "surface-window", "surface-density",
+      "surface-sampling",   "pb-formulation", "pb-tolerance", "pb-max-iterations", "pb-equation"};
   PhysicsOptions& physics = job.physics;
   if (!physics.poisson_boltzmann) {
     for (const std::string_view option : kPbOnly)

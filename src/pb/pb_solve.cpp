@@ -18,6 +18,7 @@
 #include "src/pb/pb_geometry.h"
 #include "src/pb/pb_hypre.h"
 #include "src/pb/pb_multigrid.h"
+#include "src/pb/pb_nonlinear.h"
 #include "src/pb/pb_system_math.h"
 #include "src/physics/physics_options.h"
 
@@ -405,6 +406,12 @@ PbResult solve_pb(const Atoms& atoms, const GridSpec& grid, const PbOptions& opt
     in.run.max_iterations = options.max_iterations;
     in.run.device = run.device;
     in.unit_scale = scale;
+    cuda::PbNewtonInput newton;
+    if (options.equation == PbEquation::Nonlinear) {
+      newton.ions = boltzmann_species(options);
+      newton.settings = newton_settings(options);
+      in.nonlinear = &newton;
+    }
     result.values.assign(grid.point_count(), 0.0f);
     in.values = result.values.data();
     phase("host inputs (beside the direct sums)", clock);
@@ -422,6 +429,7 @@ PbResult solve_pb(const Atoms& atoms, const GridSpec& grid, const PbOptions& opt
     result.solve.method =
         "espgrid multigrid-preconditioned CG (CUDA, double precision; surface, assembly and "
         "hierarchy on the device)";
+    if (in.nonlinear) result.solve.method = newton_method(result.solve.method, r.newton, r.clipped_nodes);
     result.solve.device = r.device;
     result.solve.iterations = r.iterations;
     result.solve.relative_residual = r.relative_residual;
@@ -439,23 +447,28 @@ PbResult solve_pb(const Atoms& atoms, const GridSpec& grid, const PbOptions& opt
     phase("surface", clock);
     result.sas_points = coefficients.sas_points;
     clock.restart();
-    const PbSystem system =
+    PbSystem system =
         assemble_system(coefficients, boundary, options, options.formulation, split ? &coulomb : nullptr, threads);
     phase("assemble", clock);
     std::vector<double> u;
-    switch (solver) {
-      case PbSolver::Hypre:
-        result.solve = solve_hypre(system, u, options.tolerance, options.max_iterations, threads, run.across_ranks);
-        break;
-      case PbSolver::CpuMultigrid:
-        result.solve = solve_multigrid_cpu(system, u, options.tolerance, options.max_iterations, MgSettings{}, threads);
-        break;
-      case PbSolver::CudaMultigrid:
-        result.solve = solve_cuda(system, u, options, run.device, threads);
-        break;
-      case PbSolver::Auto:
-        break;
-    }
+    if (options.equation == PbEquation::Nonlinear)  // npbe: src/pb/pb_nonlinear.h
+      result.solve = solve_nonlinear(system, u, options, split ? &coulomb : nullptr, solver, threads, run.across_ranks,
+                                     run.device);
+    else
+      switch (solver) {
+        case PbSolver::Hypre:
+          result.solve = solve_hypre(system, u, options.tolerance, options.max_iterations, threads, run.across_ranks);
+          break;
+        case PbSolver::CpuMultigrid:
+          result.solve =
+              solve_multigrid_cpu(system, u, options.tolerance, options.max_iterations, MgSettings{}, threads);
+          break;
+        case PbSolver::CudaMultigrid:
+          result.solve = solve_cuda(system, u, options, run.device, threads);
+          break;
+        case PbSolver::Auto:
+          break;
+      }
     result.phases.push_back({"solver setup", result.solve.setup_seconds});
     result.phases.push_back({"solve", result.solve.solve_seconds});
     if (result.solve.converged) {

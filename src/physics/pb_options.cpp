@@ -36,6 +36,14 @@ PbFormulation parse_formulation(const std::string& text) {
   throw UsageError("--pb-formulation must be split or direct, got '" + text + "'");
 }
 
+std::string equation_name(PbEquation equation) { return equation == PbEquation::Nonlinear ? "npbe" : "lpbe"; }
+
+PbEquation parse_equation(const std::string& text) {
+  if (text == "lpbe") return PbEquation::Linearized;
+  if (text == "npbe") return PbEquation::Nonlinear;
+  throw UsageError("--pb-equation must be lpbe (linearized) or npbe (nonlinear), got '" + text + "'");
+}
+
 namespace {
 
 void require(bool ok, const std::string& option, const std::string& range, double value) {
@@ -81,8 +89,9 @@ double pb_kappa(const PbOptions& o) {
 }
 
 std::string describe(const PbOptions& o) {
-  std::string text = "linearized PB, pdie " + shortest_text(o.solute_dielectric) + ", sdie " +
-                     shortest_text(o.solvent_dielectric) + ", I " + shortest_text(o.ionic_strength) + " M";
+  std::string text = std::string(o.equation == PbEquation::Nonlinear ? "nonlinear" : "linearized") + " PB, pdie " +
+                     shortest_text(o.solute_dielectric) + ", sdie " + shortest_text(o.solvent_dielectric) + ", I " +
+                     shortest_text(o.ionic_strength) + " M";
   if (o.ionic_strength > 0) text += " (ion radius " + shortest_text(o.ion_radius) + " A)";
   text += ", srfm " + surface_name(o.surface);
   if (o.surface == PbSurface::Spline)

@@ -22,6 +22,14 @@ enum class PbSurface {
   Spline,  ///< `spl2`: a product of per-atom cubic switching functions of width `spline_window` (no probe)
 };
 
+/// Which Poisson–Boltzmann equation is solved (APBS `lpbe` / `npbe`). The nonlinear one replaces
+/// the ions' term ε_w κ² λ u by APBS's Boltzmann sum ε_w κ² λ Σₛ (cₛ zₛ / 2I)(−e^(−zₛ u)) (sinh u
+/// for a 1:1 salt); src/pb/pb_nonlinear.h solves it. Without ions the two are the same equation.
+enum class PbEquation {
+  Linearized,  ///< `lpbe`
+  Nonlinear,   ///< `npbe`
+};
+
 /// How φ is split for the solve. Direct is the default: at the molecular surface the dielectric
 /// boundary's discretization error is ~50× the charges' (measured, docs/pb.md), so splitting off
 /// the exact Coulomb part gains nothing there, and Direct is APBS's map.
@@ -49,6 +57,7 @@ struct PbOptions {
   int sampling = 0;
   double temperature = 298.15;  ///< K (`temp`)
   PbFormulation formulation = PbFormulation::Direct;
+  PbEquation equation = PbEquation::Linearized;  ///< `lpbe` or `npbe`
   double tolerance = 1e-6;   ///< relative residual ‖b − Au‖₂/‖b‖₂ at which the solve stops (APBS `etol`)
   int max_iterations = 200;  ///< of the Krylov solver (APBS's multigrid stops at 200 too)
 };
@@ -61,6 +70,11 @@ PbSurface parse_surface(const std::string& text);
 std::string formulation_name(PbFormulation formulation);
 /// Parses "split" or "direct"; UsageError otherwise.
 PbFormulation parse_formulation(const std::string& text);
+
+/// Names as APBS spells them: "lpbe", "npbe".
+std::string equation_name(PbEquation equation);
+/// Parses "lpbe" or "npbe"; UsageError otherwise.
+PbEquation parse_equation(const std::string& text);
 
 /// Throws UsageError naming the option (by its espgrid name) when a value is out of range.
 void validate(const PbOptions& options);
