@@ -324,10 +324,8 @@ void add_pb_options(std::vector<JobOption>& t) {
      "the molecular surface, docs/pb.md)",
      "direct",
      [](PbOptions& o, const OptionValue& v) { o.formulation = parse_formulation(v.as_text("pb-formulation")); });
-  pb("pb-equation",
-     "lpbe (the linearized PB equation; the default) or npbe (the nonlinear one: the ions' Boltzmann term, solved by "
-     "inexact Newton) [lpbe|npbe]",
-     "lpbe", [](PbOptions& o, const OptionValue& v) { o.equation = parse_equation(v.as_text("pb-equation")); });
+  pb("pb-equation", "lpbe (the linearized PB equation) or npbe (the nonlinear one) [lpbe|npbe]", "lpbe",
+     [](PbOptions& o, const OptionValue& v) { o.equation = parse_equation(v.as_text("pb-equation")); });
   pb("pb-tolerance", "relative residual at which the solver stops [etol]", "1e-6",
      [](PbOptions& o, const OptionValue& v) { o.tolerance = v.as_number("pb-tolerance"); });
   pb("pb-max-iterations", "most solver iterations", "200", [](PbOptions& o, const OptionValue& v) {

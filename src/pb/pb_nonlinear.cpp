@@ -44,9 +44,28 @@ double interior_sum(const long* n, int threads, F&& f) {
   return sum;
 }
 
+/// Σ f(idx) and Σ g(idx) over the interior nodes in one pass.
+template <class F, class G>
+void interior_sums(const long* n, int threads, F&& f, G&& g, double& sum_f, double& sum_g) {
+  double a = 0.0, b = 0.0;
+  const bool parallel = n[0] * n[1] * n[2] >= kParallelNodes;
+#pragma omp parallel for schedule(static) reduction(+ : a, b) num_threads(threads) if (parallel)
+  for (long k = 1; k < n[2] - 1; ++k)
+    for (long j = 1; j < n[1] - 1; ++j) {
+      const long row = n[0] * (j + n[1] * k);
+      for (long i = 1; i < n[0] - 1; ++i) {
+        a += f(row + i);
+        b += g(row + i);
+      }
+    }
+  sum_f = a;
+  sum_g = b;
+}
+
 /// The host's vectors for pb_newton.h: the system's conductances, its mass term c (the Boltzmann
-/// term's coefficient) and source b; u, F, δ, A₀δ. The system itself is the Jacobian the linear
-/// solvers see: its c and rhs are overwritten for each step and restored by the destructor.
+/// term's coefficient) and source b; u, δ, A₀δ. The system itself is the Jacobian the linear
+/// solvers see: residual_norm() writes F into its rhs and the Jacobian's diagonal term at the same
+/// u into its c (one pass), and the destructor restores both.
 class HostMachine {
  public:
   HostMachine(PbSystem& system, const BoltzmannSpecies& ions, const std::vector<double>* coulomb, PbSolver solver,
@@ -59,17 +78,17 @@ class HostMachine {
         mass_(std::move(system.c)),
         b_(std::move(system.rhs)) {
     system_.c = mass_;
-    system_.rhs.assign(mass_.size(), 0.0);
+    system_.rhs = b_;
     const std::size_t size = mass_.size();
     if (coulomb) {
       // Split: the linear rhs holds −c φ_C (the mass term of the Coulomb part); the Boltzmann term
       // of u + φ_C takes its place.
       offset_ = *coulomb;
-      for (std::size_t i = 0; i < size; ++i) b_effective_.push_back(b_[i] + mass_[i] * offset_[i]);
+      b_effective_.resize(size);
+      for (std::size_t i = 0; i < size; ++i) b_effective_[i] = b_[i] + mass_[i] * offset_[i];
     }
     for (int d = 0; d < 3; ++d) n_[d] = static_cast<long>(system.grid.dims[d]);
     u_.assign(size, 0.0);
-    f_.assign(size, 0.0);
     delta_.assign(size, 0.0);
     a_delta_.assign(size, 0.0);
   }
@@ -80,10 +99,9 @@ class HostMachine {
   HostMachine(const HostMachine&) = delete;
   HostMachine& operator=(const HostMachine&) = delete;
 
-  /// u = the linear equation's solution to `eta` (the split formulation's starting point).
+  /// u = the linear equation's solution to `eta` (the split formulation's starting point; the
+  /// system still holds the linear operator and source).
   void start_linear(double eta, int max_iterations) {
-    system_.c = mass_;
-    system_.rhs = b_;
     const LinearStep step = linear_solve(eta, max_iterations, u_);
     linear_iterations_ += step.iterations;
   }
@@ -91,31 +109,32 @@ class HostMachine {
   double residual_norm() {
     const MgOperator a = operator_of(system_);
     const std::vector<double>& b = offset_.empty() ? b_ : b_effective_;
+    double* jacobian = system_.c.data();
+    double* f = system_.rhs.data();
     const double ff = interior_sum(n_, threads_, [&](long idx) {
-      const double r = b[idx] - conductance_row(a, u_.data(), idx) - boltzmann_value(ions_, mass_[idx], total(idx));
-      f_[idx] = r;
+      const double v = total(idx);
+      const double r = b[idx] - conductance_row(a, u_.data(), idx) - boltzmann_value(ions_, mass_[idx], v);
+      f[idx] = r;
+      jacobian[idx] = boltzmann_slope(ions_, mass_[idx], v);
       return r * r;
     });
     return std::sqrt(ff);
   }
 
-  void set_jacobian() {
-    interior_sum(n_, threads_, [&](long idx) {
-      system_.c[idx] = boltzmann_slope(ions_, mass_[idx], total(idx));
-      system_.rhs[idx] = f_[idx];
-      return 0.0;
-    });
-  }
+  void set_jacobian() {}  // residual_norm() wrote it
 
   LinearStep solve_step(double eta, int max_iterations) { return linear_solve(eta, max_iterations, delta_); }
 
   void prepare_line(double& f_dot_delta, double& delta_a_delta) {
     const MgOperator a = operator_of(system_);
-    f_dot_delta = interior_sum(n_, threads_, [&](long idx) { return f_[idx] * delta_[idx]; });
-    delta_a_delta = interior_sum(n_, threads_, [&](long idx) {
-      a_delta_[idx] = conductance_row(a, delta_.data(), idx);
-      return delta_[idx] * a_delta_[idx];
-    });
+    const double* f = system_.rhs.data();
+    interior_sums(
+        n_, threads_, [&](long idx) { return f[idx] * delta_[idx]; },
+        [&](long idx) {
+          a_delta_[idx] = conductance_row(a, delta_.data(), idx);
+          return delta_[idx] * a_delta_[idx];
+        },
+        f_dot_delta, delta_a_delta);
   }
 
   double line_remainder(double lambda) {
@@ -140,7 +159,6 @@ class HostMachine {
   const SolveReport& last_linear() const { return last_; }
   int linear_iterations() const { return linear_iterations_; }
   double setup_seconds() const { return setup_seconds_; }
-  double solve_seconds() const { return solve_seconds_; }
 
  private:
   double total(long idx) const { return offset_.empty() ? u_[idx] : u_[idx] + offset_[idx]; }
@@ -149,7 +167,6 @@ class HostMachine {
     last_ = solver_ == PbSolver::Hypre ? solve_hypre(system_, x, eta, max_iterations, threads_, across_ranks_)
                                        : solve_multigrid_cpu(system_, x, eta, max_iterations, MgSettings{}, threads_);
     setup_seconds_ += last_.setup_seconds;
-    solve_seconds_ += last_.solve_seconds;
     return {last_.iterations, last_.converged};
   }
 
@@ -159,16 +176,22 @@ class HostMachine {
   const int threads_;
   const bool across_ranks_;
   long n_[3] = {0, 0, 0};
-  std::vector<double> mass_, b_, offset_, b_effective_, u_, f_, delta_, a_delta_;
+  std::vector<double> mass_, b_, offset_, b_effective_, u_, delta_, a_delta_;
   SolveReport last_;
   int linear_iterations_ = 0;
-  double setup_seconds_ = 0, solve_seconds_ = 0;
+  double setup_seconds_ = 0;
 };
 
 double interior_norm(const PbSystem& system, const std::vector<double>& v, int threads) {
   const long n[3] = {static_cast<long>(system.grid.dims[0]), static_cast<long>(system.grid.dims[1]),
                      static_cast<long>(system.grid.dims[2])};
   return std::sqrt(interior_sum(n, threads, [&](long idx) { return v[idx] * v[idx]; }));
+}
+
+/// Without ions the equation is linear: one step solved to the tolerance is the answer.
+NewtonSettings linear_when_ionless(NewtonSettings s, const BoltzmannSpecies& ions) {
+  if (ions.count == 0) s.max_forcing = s.tolerance;
+  return s;
 }
 
 NonlinearReport solve_on_device(PbSystem& system, std::vector<double>& u, const BoltzmannSpecies& ions,
@@ -196,19 +219,24 @@ NonlinearReport solve_nonlinear(PbSystem& system, std::vector<double>& u, const 
   if (solver != PbSolver::Hypre && solver != PbSolver::CpuMultigrid)
     throw Error("internal error: solve_nonlinear needs a chosen solver");
   NonlinearReport report;
+  const Stopwatch clock;
   const double reference = interior_norm(system, system.rhs, threads);
   {
     HostMachine machine(system, ions, coulomb, solver, threads, across_ranks);
     if (coulomb) machine.start_linear(settings.max_forcing, settings.max_linear_iterations);
-    report.newton = newton_solve(machine, reference, settings);
+    report.newton = newton_solve(machine, reference, linear_when_ionless(settings, ions));
     report.newton.linear_iterations += machine.linear_iterations();
     report.clipped_nodes = machine.clipped_nodes();
-    report.solve.method = machine.last_linear().method;
+    report.solve.method = machine.last_linear().method;  // empty when no step was needed
+    if (report.solve.method.empty())
+      report.solve.method = solver == PbSolver::Hypre ? "hypre PCG + PFMG" : "espgrid multigrid-preconditioned CG";
     report.solve.device = machine.last_linear().device;
-    report.solve.setup_seconds = machine.setup_seconds();
-    report.solve.solve_seconds = machine.solve_seconds();
     u = std::move(machine.solution());
+    report.solve.setup_seconds = machine.setup_seconds();
   }
+  // "solve": the linear solves and the Newton iteration's own passes (residuals, line searches), and
+  // MPI's start in the first hypre call (outside the phases for lpbe).
+  report.solve.solve_seconds = clock.seconds() - report.solve.setup_seconds;
   report.solve.iterations = report.newton.linear_iterations;
   report.solve.converged = report.newton.converged;
   report.solve.relative_residual = nonlinear_residual(system, u, ions, coulomb, threads);
@@ -220,7 +248,7 @@ NewtonSettings newton_settings(const PbOptions& o) {
   s.tolerance = o.tolerance;
   s.max_iterations = o.max_iterations;
   s.max_linear_iterations = o.max_iterations;
-  return s;
+  return linear_when_ionless(s, boltzmann_species(o));
 }
 
 std::string newton_method(const std::string& linear_method, const NewtonOutcome& newton, std::size_t clipped_nodes) {
@@ -349,7 +377,7 @@ NonlinearReport solve_on_device(PbSystem& system, std::vector<double>& u, const 
   run.device = device;
   cuda::PbNewtonInput newton;
   newton.ions = ions;
-  newton.settings = settings;
+  newton.settings = linear_when_ionless(settings, ions);
   u.assign(system.size(), 0.0);
   NonlinearReport report;
   const cuda::PbMgResult r = cuda::solve_pb_newton(levels.data(), static_cast<int>(levels.size()), system.rhs.data(),

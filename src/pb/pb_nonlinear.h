@@ -55,7 +55,7 @@ NonlinearReport solve_nonlinear(PbSystem& system, std::vector<double>& u, const 
 SolveReport solve_nonlinear(PbSystem& system, std::vector<double>& u, const PbOptions& options,
                             const std::vector<double>* coulomb, PbSolver solver, int threads = 0,
                             bool across_ranks = false, int device = 0);
-/// The Newton settings of `options`.
+/// The Newton settings of `options` (without ions, the one linear step solved to the tolerance).
 NewtonSettings newton_settings(const PbOptions& options);
 /// "inexact Newton, N steps, over " + the linear method (+ the clipped nodes, when any).
 std::string newton_method(const std::string& linear_method, const NewtonOutcome& newton, std::size_t clipped_nodes);

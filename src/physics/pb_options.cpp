@@ -36,12 +36,12 @@ PbFormulation parse_formulation(const std::string& text) {
   throw UsageError("--pb-formulation must be split or direct, got '" + text + "'");
 }
 
-std::string equation_name(PbEquation equation) { return equation == PbEquation::Nonlinear ? "npbe" : "lpbe"; }
+std::string equation_name(PbEquation equation) { return equation == PbEquation::Linearized ? "lpbe" : "npbe"; }
 
 PbEquation parse_equation(const std::string& text) {
   if (text == "lpbe") return PbEquation::Linearized;
   if (text == "npbe") return PbEquation::Nonlinear;
-  throw UsageError("--pb-equation must be lpbe (linearized) or npbe (nonlinear), got '" + text + "'");
+  throw UsageError("--pb-equation must be lpbe or npbe, got '" + text + "'");
 }
 
 namespace {
@@ -89,7 +89,7 @@ double pb_kappa(const PbOptions& o) {
 }
 
 std::string describe(const PbOptions& o) {
-  std::string text = std::string(o.equation == PbEquation::Nonlinear ? "nonlinear" : "linearized") + " PB, pdie " +
+  std::string text = std::string(o.equation == PbEquation::Linearized ? "linearized" : "nonlinear") + " PB, pdie " +
                      shortest_text(o.solute_dielectric) + ", sdie " + shortest_text(o.solvent_dielectric) + ", I " +
                      shortest_text(o.ionic_strength) + " M";
   if (o.ionic_strength > 0) text += " (ion radius " + shortest_text(o.ion_radius) + " A)";

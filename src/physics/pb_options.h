@@ -22,12 +22,10 @@ enum class PbSurface {
   Spline,  ///< `spl2`: a product of per-atom cubic switching functions of width `spline_window` (no probe)
 };
 
-/// Which Poisson–Boltzmann equation is solved (APBS `lpbe` / `npbe`). The nonlinear one replaces
-/// the ions' term ε_w κ² λ u by APBS's Boltzmann sum ε_w κ² λ Σₛ (cₛ zₛ / 2I)(−e^(−zₛ u)) (sinh u
-/// for a 1:1 salt); src/pb/pb_nonlinear.h solves it. Without ions the two are the same equation.
+/// Which equation is solved (APBS `lpbe` | `npbe`).
 enum class PbEquation {
   Linearized,  ///< `lpbe`
-  Nonlinear,   ///< `npbe`
+  Nonlinear,   ///< `npbe` (src/pb/pb_nonlinear.h: pb::solve_nonlinear)
 };
 
 /// How φ is split for the solve. Direct is the default: at the molecular surface the dielectric
@@ -71,9 +69,7 @@ std::string formulation_name(PbFormulation formulation);
 /// Parses "split" or "direct"; UsageError otherwise.
 PbFormulation parse_formulation(const std::string& text);
 
-/// Names as APBS spells them: "lpbe", "npbe".
 std::string equation_name(PbEquation equation);
-/// Parses "lpbe" or "npbe"; UsageError otherwise.
 PbEquation parse_equation(const std::string& text);
 
 /// Throws UsageError naming the option (by its espgrid name) when a value is out of range.
