@@ -40,13 +40,16 @@ struct NewtonArgs {
   __device__ double total(const double* u, long idx) const { return offset ? u[idx] + offset[idx] : u[idx]; }
 };
 
-/// F = b − A₀u − N(u) (0 on the faces).
-__global__ void residual_kernel(NewtonArgs a, const double* b, const double* u, double* f) {
+/// A₀u and F = b − A₀u − N(u) (0 on the faces).
+__global__ void residual_kernel(NewtonArgs a, const double* b, const double* u, double* a_u, double* f) {
   const long idx = static_cast<long>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (idx >= a.op.n[0] * a.op.n[1] * a.op.n[2]) return;
-  f[idx] = interior_node(idx, a.op.n)
-               ? b[idx] - pb::conductance_row(a.op, u, idx) - pb::boltzmann_value(a.ions, a.mass[idx], a.total(u, idx))
-               : 0.0;
+  if (!interior_node(idx, a.op.n)) {
+    a_u[idx] = f[idx] = 0.0;
+    return;
+  }
+  a_u[idx] = pb::conductance_row(a.op, u, idx);
+  f[idx] = b[idx] - a_u[idx] - pb::boltzmann_value(a.ions, a.mass[idx], a.total(u, idx));
 }
 
 /// The Jacobian's diagonal term into level 0's c, and its right-hand side F into the solver's.
@@ -89,6 +92,21 @@ struct RemainderTerm {  ///< c R(u, λδ)
                : 0.0;
   }
 };
+struct TrialResidualTerm {  ///< F(u + λδ)², from A₀u and A₀δ
+  NewtonArgs a;
+  const double* b;
+  const double* u;
+  const double* a_u;
+  const double* delta;
+  const double* a_delta;
+  double lambda;
+  __device__ double operator()(long idx) const {
+    if (!interior_node(idx, a.op.n)) return 0.0;
+    const double r = b[idx] - a_u[idx] - lambda * a_delta[idx] -
+                     pb::boltzmann_value(a.ions, a.mass[idx], a.total(u, idx) + lambda * delta[idx]);
+    return r * r;
+  }
+};
 struct ClippedTerm {  ///< 1 where the exponent clip is active
   NewtonArgs a;
   const double* u;
@@ -126,7 +144,7 @@ __global__ void sum_final_kernel(const double* partial, int count, double* out) 
   if (threadIdx.x == 0) *out = sums[0];
 }
 
-/// pb_newton.h's machine on the device: u, F, A₀δ and the Boltzmann coefficient are device
+/// pb_newton.h's machine on the device: u, A₀u, F, A₀δ and the Boltzmann coefficient are device
 /// buffers; δ is the multigrid solver's solution vector.
 class DeviceMachine {
  public:
@@ -136,6 +154,7 @@ class DeviceMachine {
     mass_ = DeviceBuffer<double>(static_cast<std::size_t>(size_), "PB Boltzmann coefficient");
     u_ = DeviceBuffer<double>(static_cast<std::size_t>(size_), "PB Newton iterate");
     f_ = DeviceBuffer<double>(static_cast<std::size_t>(size_), "PB Newton residual");
+    a_u_ = DeviceBuffer<double>(static_cast<std::size_t>(size_), "PB A0 u");
     a_delta_ = DeviceBuffer<double>(static_cast<std::size_t>(size_), "PB A0 delta");
     partial_ = DeviceBuffer<double>(kPbDotBlocks, "PB Newton partial sums");
     scalar_ = DeviceBuffer<double>(1, "PB Newton sum");
@@ -170,7 +189,7 @@ class DeviceMachine {
   double reference_norm() { return std::sqrt(solver_.dot(rhs_, rhs_)); }
 
   double residual_norm() {
-    residual_kernel<<<pb_blocks_for(size_), kPbBlock, 0, stream_>>>(args_, b_, u_.get(), f_.get());
+    residual_kernel<<<pb_blocks_for(size_), kPbBlock, 0, stream_>>>(args_, b_, u_.get(), a_u_.get(), f_.get());
     ESPGRID_CUDA_CHECK_LAUNCH();
     return std::sqrt(solver_.dot(f_.get(), f_.get()));
   }
@@ -199,7 +218,10 @@ class DeviceMachine {
     delta_a_delta = solver_.dot(solver_.solution(), a_delta_.get());
   }
 
-  double line_remainder(double lambda) { return sum(RemainderTerm{args_, u_.get(), solver_.solution(), lambda}); }
+  void line_trial(double lambda, double& remainder, double& residual) {
+    remainder = sum(RemainderTerm{args_, u_.get(), solver_.solution(), lambda});
+    residual = sum(TrialResidualTerm{args_, b_, u_.get(), a_u_.get(), solver_.solution(), a_delta_.get(), lambda});
+  }
 
   void take_step(double lambda) {
     step_kernel<<<pb_blocks_for(size_), kPbBlock, 0, stream_>>>(size_, lambda, solver_.solution(), u_.get());
@@ -233,7 +255,7 @@ class DeviceMachine {
   NewtonArgs args_;
   const double* rhs_ = nullptr;  ///< the linear system's source
   const double* b_ = nullptr;    ///< the Newton system's (split: b_split_)
-  DeviceBuffer<double> mass_, u_, f_, a_delta_, b_split_, partial_, scalar_;
+  DeviceBuffer<double> mass_, u_, a_u_, f_, a_delta_, b_split_, partial_, scalar_;
 };
 
 }  // namespace

@@ -63,7 +63,7 @@ void interior_sums(const long* n, int threads, F&& f, G&& g, double& sum_f, doub
 }
 
 /// The host's vectors for pb_newton.h: the system's conductances, its mass term c (the Boltzmann
-/// term's coefficient) and source b; u, δ, A₀δ. The system itself is the Jacobian the linear
+/// term's coefficient) and source b; u, A₀u, δ, A₀δ. The system itself is the Jacobian the linear
 /// solvers see: residual_norm() writes F into its rhs and the Jacobian's diagonal term at the same
 /// u into its c (one pass), and the destructor restores both.
 class HostMachine {
@@ -89,6 +89,7 @@ class HostMachine {
     }
     for (int d = 0; d < 3; ++d) n_[d] = static_cast<long>(system.grid.dims[d]);
     u_.assign(size, 0.0);
+    a_u_.assign(size, 0.0);
     delta_.assign(size, 0.0);
     a_delta_.assign(size, 0.0);
   }
@@ -113,7 +114,8 @@ class HostMachine {
     double* f = system_.rhs.data();
     const double ff = interior_sum(n_, threads_, [&](long idx) {
       const double v = total(idx);
-      const double r = b[idx] - conductance_row(a, u_.data(), idx) - boltzmann_value(ions_, mass_[idx], v);
+      a_u_[idx] = conductance_row(a, u_.data(), idx);
+      const double r = b[idx] - a_u_[idx] - boltzmann_value(ions_, mass_[idx], v);
       f[idx] = r;
       jacobian[idx] = boltzmann_slope(ions_, mass_[idx], v);
       return r * r;
@@ -137,10 +139,17 @@ class HostMachine {
         f_dot_delta, delta_a_delta);
   }
 
-  double line_remainder(double lambda) {
-    return interior_sum(n_, threads_, [&](long idx) {
-      return boltzmann_remainder(ions_, mass_[idx], total(idx), lambda * delta_[idx]);
-    });
+  void line_trial(double lambda, double& remainder, double& residual) {
+    const std::vector<double>& b = offset_.empty() ? b_ : b_effective_;
+    interior_sums(
+        n_, threads_,
+        [&](long idx) { return boltzmann_remainder(ions_, mass_[idx], total(idx), lambda * delta_[idx]); },
+        [&](long idx) {
+          const double r = b[idx] - a_u_[idx] - lambda * a_delta_[idx] -
+                           boltzmann_value(ions_, mass_[idx], total(idx) + lambda * delta_[idx]);
+          return r * r;
+        },
+        remainder, residual);
   }
 
   void take_step(double lambda) {
@@ -176,7 +185,7 @@ class HostMachine {
   const int threads_;
   const bool across_ranks_;
   long n_[3] = {0, 0, 0};
-  std::vector<double> mass_, b_, offset_, b_effective_, u_, delta_, a_delta_;
+  std::vector<double> mass_, b_, offset_, b_effective_, u_, a_u_, delta_, a_delta_;
   SolveReport last_;
   int linear_iterations_ = 0;
   double setup_seconds_ = 0;
