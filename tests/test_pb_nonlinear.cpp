@@ -444,8 +444,9 @@ TEST(PbNonlinearErrors, HugeChargesConvergeWithoutNaNAndTheirEnergyIsRefused) {
   PbOptions o;
   o.ionic_strength = 0.001;
   o.equation = PbEquation::Nonlinear;
-  for (const PbSolver solver : {PbSolver::Hypre, PbSolver::CpuMultigrid}) {
+  for (const PbSolver solver : {PbSolver::Hypre, PbSolver::CpuMultigrid, PbSolver::CudaMultigrid}) {
     if (solver == PbSolver::Hypre && !have_hypre()) continue;
+    if (solver == PbSolver::CudaMultigrid && !cuda_available() && !gpu_required()) continue;
     SCOPED_TRACE(pb_solver_name(solver));
     const PbResult r = solve_pb(atoms, g, o, PbRun{solver});
     for (const float v : r.values) ASSERT_TRUE(std::isfinite(v));
@@ -503,9 +504,15 @@ TEST(PbNonlinearGpu, TheDevicesNewtonEqualsItsCpuEmulation) {
     // The same arithmetic per node; reduction order and FMA contraction differ, so the iterates
     // agree to rounding: the same Newton steps, the linear counts within one per step.
     EXPECT_LT(relative_rms(as_double(rg.values), as_double(rc.values)), 1e-6);
-    const auto steps = [](const std::string& method) { return method.substr(0, method.find(" over ")); };
-    EXPECT_EQ(steps(rg.solve.method), steps(rc.solve.method)) << rg.solve.method << "\n" << rc.solve.method;
-    EXPECT_NEAR(rg.solve.iterations, rc.solve.iterations, 6);
+    const auto steps = [](const std::string& method) {
+      const auto at = method.find("inexact Newton, ");
+      return at == std::string::npos ? -1 : std::stoi(method.substr(at + 16));
+    };
+    ASSERT_GT(steps(rg.solve.method), 0) << rg.solve.method;
+    // A rounding-level difference can move one line-search decision or the last step across the
+    // tolerance: one Newton step, and a few linear iterations per step, either way.
+    EXPECT_NEAR(steps(rg.solve.method), steps(rc.solve.method), 1) << rg.solve.method << "\n" << rc.solve.method;
+    EXPECT_NEAR(rg.solve.iterations, rc.solve.iterations, 2 * steps(rc.solve.method) + 2);
     EXPECT_LT(rg.solve.relative_residual, 1e-9) << "recomputed on the device";
   }
 }
