@@ -9,6 +9,11 @@ PbMgResult solve_pb_multigrid(const PbMgLevel*, int, const double*, double*, con
       "this espgrid was built without CUDA (no nvcc found, or ESPGRID_CUDA=OFF): the GPU PB solver is unavailable");
 }
 
+PbMgResult solve_pb_newton(const PbMgLevel*, int, const double*, const double*, double*, const PbMgRun&,
+                           const PbNewtonInput&, pb::NewtonOutcome&, std::size_t&) {
+  throw Error("this espgrid was built without CUDA: the GPU PB solver is unavailable");
+}
+
 }  // namespace espgrid::cuda
 
 namespace espgrid::cuda {

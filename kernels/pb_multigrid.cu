@@ -12,6 +12,7 @@
 
 #include "kernels/cuda_runtime_support.h"
 #include "kernels/pb_device.cuh"
+#include "kernels/pb_multigrid_solver.cuh"
 #include "src/compute/cuda_driver.h"
 #include "src/pb/pb_cuda_driver.h"
 #include "src/pb/pb_multigrid_math.h"
@@ -23,8 +24,8 @@ namespace {
 using pb::MgAxisMap;
 using pb::MgOperator;
 
-constexpr int kBlock = 256;
-constexpr int kDotBlocks = 1024;  ///< partial sums per dot product (each block strides over the vector)
+constexpr int kBlock = kPbBlock;
+constexpr int kDotBlocks = kPbDotBlocks;
 
 struct DeviceIndex {
   long i, j, k;
@@ -40,10 +41,7 @@ __device__ __forceinline__ bool node_of(long idx, const long* n, DeviceIndex& ou
   return true;
 }
 
-/// Kernel arguments: an operator and its dimensions by value.
-struct OperatorArgs {
-  MgOperator op;
-};
+using OperatorArgs = PbOperatorArgs;
 
 struct TransferArgs {
   long nf[3], nc[3];
@@ -167,26 +165,7 @@ __global__ void combine_kernel(OperatorArgs a, const double* boundary, const dou
   out[idx] = static_cast<T>(pb::combined_value(a.op.n, boundary, u, coulomb, p.i, p.j, p.k) * scale);
 }
 
-unsigned blocks_for(long size) { return static_cast<unsigned>((size + kBlock - 1) / kBlock); }
-
-/// One level on the device: its operator and the V-cycle's vectors.
-struct DeviceLevel {
-  long n[3] = {0, 0, 0};
-  long size = 0;
-  DeviceBuffer<double> wx, wy, wz, c, x, b, r;
-  DeviceBuffer<int> fine_of[3], coarse_lo[3];
-  DeviceBuffer<unsigned char> mid[3];
-  bool coarsened[3] = {false, false, false};
-  OperatorArgs args() const {
-    OperatorArgs a;
-    for (int d = 0; d < 3; ++d) a.op.n[d] = n[d];
-    a.op.wx = wx.get();
-    a.op.wy = wy.get();
-    a.op.wz = wz.get();
-    a.op.c = c.get();
-    return a;
-  }
-};
+unsigned blocks_for(long size) { return pb_blocks_for(size); }
 
 template <class T>
 DeviceBuffer<T> upload(const T* host, std::size_t count, const std::string& name, cudaStream_t stream) {
@@ -195,211 +174,207 @@ DeviceBuffer<T> upload(const T* host, std::size_t count, const std::string& name
   return d;
 }
 
-class Solver {
- public:
-  explicit Solver(const PbMgRun& run) : run_(run) { stream_ = owned_stream_.get(); }
-
-  /// The hierarchy's operators uploaded from the host (every level's arrays given).
-  void upload_levels(const PbMgLevel* levels, int count) {
-    levels_.resize(static_cast<std::size_t>(count));
-    for (int l = 0; l < count; ++l) {
-      const PbMgLevel& h = levels[l];
-      DeviceLevel& d = levels_[static_cast<std::size_t>(l)];
-      const std::size_t size = shape(d, h, l > 0 ? &levels[l - 1] : nullptr, l);
-      const std::string level = "PB level " + std::to_string(l) + " ";
-      d.wx = upload(h.wx, size, level + "wx", stream_);
-      d.wy = upload(h.wy, size, level + "wy", stream_);
-      d.wz = upload(h.wz, size, level + "wz", stream_);
-      d.c = upload(h.c, size, level + "c", stream_);
-    }
-    allocate_vectors();
+/// The transfer between level `coarse` and the one above it.
+TransferArgs transfer(const std::vector<PbDeviceLevel>& levels, std::size_t coarse) {
+  const PbDeviceLevel& c = levels[coarse];
+  const PbDeviceLevel& f = levels[coarse - 1];
+  TransferArgs t;
+  for (int a = 0; a < 3; ++a) {
+    t.nf[a] = f.n[a];
+    t.nc[a] = c.n[a];
+    t.coarsened[a] = c.coarsened[a];
+    t.maps[a] = {c.fine_of[a].get(), c.coarse_lo[a].get(), c.mid[a].get()};
   }
+  return t;
+}
 
-  /// Level 0's operator already on the device (moved in); the coarser ones computed there.
-  void device_levels(const PbMgLevel* levels, int count, DeviceBuffer<double>&& wx, DeviceBuffer<double>&& wy,
-                     DeviceBuffer<double>&& wz, DeviceBuffer<double>&& c) {
-    levels_.resize(static_cast<std::size_t>(count));
-    shape(levels_[0], levels[0], nullptr, 0);
-    levels_[0].wx = std::move(wx);
-    levels_[0].wy = std::move(wy);
-    levels_[0].wz = std::move(wz);
-    levels_[0].c = std::move(c);
-    for (int l = 1; l < count; ++l) {
-      DeviceLevel& d = levels_[static_cast<std::size_t>(l)];
-      const std::size_t size = shape(d, levels[l], &levels[l - 1], l);
-      const std::string level = "PB level " + std::to_string(l) + " ";
-      d.wx = DeviceBuffer<double>(size, level + "wx");
-      d.wy = DeviceBuffer<double>(size, level + "wy");
-      d.wz = DeviceBuffer<double>(size, level + "wz");
-      d.c = DeviceBuffer<double>(size, level + "c");
-      const TransferArgs t = transfer(static_cast<std::size_t>(l));
-      coarse_operator_kernel<<<blocks_for(d.size), kBlock, 0, stream_>>>(
-          t, levels_[static_cast<std::size_t>(l) - 1].args().op, d.wx.get(), d.wy.get(), d.wz.get(), d.c.get());
-      ESPGRID_CUDA_CHECK_LAUNCH();
-    }
-    allocate_vectors();
-  }
+}  // namespace
 
-  cudaStream_t stream() const { return stream_; }
-  OperatorArgs top() const { return levels_[0].args(); }
-  double* scratch() { return q_.get(); }
-  /// ‖r‖₂/‖b‖₂ for r = b − A x on level 0 (uses the scratch vector).
-  double relative_residual(const double* x, const double* b) {
-    residual_kernel<<<blocks_for(levels_[0].size), kBlock, 0, stream_>>>(levels_[0].args(), x, b, q_.get());
-    ESPGRID_CUDA_CHECK_LAUNCH();
-    const double rr = dot(q_.get(), q_.get()), bb = dot(b, b);
-    return bb > 0 ? std::sqrt(rr / bb) : std::sqrt(rr);
-  }
+OperatorArgs PbDeviceLevel::args() const {
+  OperatorArgs a;
+  for (int d = 0; d < 3; ++d) a.op.n[d] = n[d];
+  a.op.wx = wx.get();
+  a.op.wy = wy.get();
+  a.op.wz = wz.get();
+  a.op.c = c.get();
+  return a;
+}
 
-  double* rhs_buffer() { return r_.get(); }
-  double* solution() { return u_.get(); }
-  long size() const { return levels_[0].size; }
+PbMultigridSolver::PbMultigridSolver(const PbMgRun& run) : run_(run) { stream_ = owned_stream_.get(); }
 
-  /// CG preconditioned by one V-cycle: the CPU emulation's loop (src/pb/pb_multigrid.cpp).
-  int solve(double tolerance, int max_iterations, double& own_residual) {
-    const long size = levels_[0].size;
-    const double bnorm = std::sqrt(dot(r_.get(), r_.get()));
-    if (bnorm == 0.0) {
-      own_residual = 0.0;
-      return 0;
-    }
-    precondition();
-    ESPGRID_CUDA_CHECK(cudaMemcpyAsync(p_.get(), z_.get(), static_cast<std::size_t>(size) * sizeof(double),
-                                       cudaMemcpyDeviceToDevice, stream_));
-    double rz = dot(r_.get(), z_.get());
-    double rnorm = bnorm;
-    int it = 0;
-    const OperatorArgs a = levels_[0].args();
-    while (it < max_iterations && rnorm > tolerance * bnorm) {
-      apply_kernel<<<blocks_for(size), kBlock, 0, stream_>>>(a, p_.get(), q_.get());
-      ESPGRID_CUDA_CHECK_LAUNCH();
-      const double pq = dot(p_.get(), q_.get());
-      if (!(pq > 0.0)) throw Error("PB multigrid (CUDA): the operator is not positive definite");
-      const double alpha = rz / pq;
-      update_solution_kernel<<<blocks_for(size), kBlock, 0, stream_>>>(size, alpha, p_.get(), q_.get(), u_.get(),
-                                                                       r_.get());
-      ESPGRID_CUDA_CHECK_LAUNCH();
-      ++it;
-      rnorm = std::sqrt(dot(r_.get(), r_.get()));
-      if (rnorm <= tolerance * bnorm) break;
-      precondition();
-      const double rz_new = dot(r_.get(), z_.get());
-      const double beta = rz_new / rz;
-      rz = rz_new;
-      update_direction_kernel<<<blocks_for(size), kBlock, 0, stream_>>>(size, beta, z_.get(), p_.get());
-      ESPGRID_CUDA_CHECK_LAUNCH();
-    }
-    own_residual = rnorm / bnorm;
-    return it;
-  }
-
- private:
-  /// Sizes and (coarse levels) the axis maps of level l; returns its node count.
-  std::size_t shape(DeviceLevel& d, const PbMgLevel& h, const PbMgLevel* above, int l) {
-    for (int a = 0; a < 3; ++a) d.n[a] = h.n[a];
-    d.size = h.n[0] * h.n[1] * h.n[2];
-    const std::size_t size = static_cast<std::size_t>(d.size);
+void PbMultigridSolver::upload_levels(const PbMgLevel* levels, int count) {
+  levels_.resize(static_cast<std::size_t>(count));
+  for (int l = 0; l < count; ++l) {
+    const PbMgLevel& h = levels[l];
+    PbDeviceLevel& d = levels_[static_cast<std::size_t>(l)];
+    const std::size_t size = shape(d, h, l > 0 ? &levels[l - 1] : nullptr, l);
     const std::string level = "PB level " + std::to_string(l) + " ";
-    d.x = DeviceBuffer<double>(size, level + "x");
-    d.b = DeviceBuffer<double>(size, level + "b");
-    d.r = DeviceBuffer<double>(size, level + "r");
-    ESPGRID_CUDA_CHECK(cudaMemsetAsync(d.r.get(), 0, size * sizeof(double), stream_));
-    if (!above) return size;
-    for (int a = 0; a < 3; ++a) {
-      d.coarsened[a] = h.coarsened[a];
-      if (!h.coarsened[a]) continue;
-      d.fine_of[a] = upload(h.fine_of[a], static_cast<std::size_t>(h.n[a]), level + "fine_of", stream_);
-      d.coarse_lo[a] = upload(h.coarse_lo[a], static_cast<std::size_t>(above->n[a]), level + "coarse_lo", stream_);
-      d.mid[a] = upload(h.mid[a], static_cast<std::size_t>(above->n[a]), level + "mid", stream_);
-    }
-    return size;
+    d.wx = upload(h.wx, size, level + "wx", stream_);
+    d.wy = upload(h.wy, size, level + "wy", stream_);
+    d.wz = upload(h.wz, size, level + "wz", stream_);
+    d.c = upload(h.c, size, level + "c", stream_);
   }
+  allocate_vectors();
+}
 
-  void allocate_vectors() {
-    const std::size_t size = static_cast<std::size_t>(levels_[0].size);
-    u_ = DeviceBuffer<double>(size, "PB solution");
-    r_ = DeviceBuffer<double>(size, "PB residual");
-    z_ = DeviceBuffer<double>(size, "PB preconditioned residual");
-    p_ = DeviceBuffer<double>(size, "PB search direction");
-    q_ = DeviceBuffer<double>(size, "PB A p");
-    partial_ = DeviceBuffer<double>(kDotBlocks, "PB dot partial sums");
-    scalar_ = DeviceBuffer<double>(1, "PB dot");
-    for (DeviceBuffer<double>* v : {&u_, &r_, &z_, &p_, &q_})
-      ESPGRID_CUDA_CHECK(cudaMemsetAsync(v->get(), 0, size * sizeof(double), stream_));
+void PbMultigridSolver::device_levels(const PbMgLevel* levels, int count, DeviceBuffer<double>&& wx,
+                                      DeviceBuffer<double>&& wy, DeviceBuffer<double>&& wz, DeviceBuffer<double>&& c) {
+  levels_.resize(static_cast<std::size_t>(count));
+  shape(levels_[0], levels[0], nullptr, 0);
+  levels_[0].wx = std::move(wx);
+  levels_[0].wy = std::move(wy);
+  levels_[0].wz = std::move(wz);
+  levels_[0].c = std::move(c);
+  for (int l = 1; l < count; ++l) {
+    PbDeviceLevel& d = levels_[static_cast<std::size_t>(l)];
+    const std::size_t size = shape(d, levels[l], &levels[l - 1], l);
+    const std::string level = "PB level " + std::to_string(l) + " ";
+    d.wx = DeviceBuffer<double>(size, level + "wx");
+    d.wy = DeviceBuffer<double>(size, level + "wy");
+    d.wz = DeviceBuffer<double>(size, level + "wz");
+    d.c = DeviceBuffer<double>(size, level + "c");
   }
+  rebuild_coarse_levels();
+  allocate_vectors();
+}
 
-  double dot(const double* a, const double* b) {
-    dot_partial_kernel<<<kDotBlocks, kBlock, 0, stream_>>>(levels_[0].size, a, b, partial_.get());
-    ESPGRID_CUDA_CHECK_LAUNCH();
-    dot_final_kernel<<<1, kBlock, 0, stream_>>>(partial_.get(), kDotBlocks, scalar_.get());
-    ESPGRID_CUDA_CHECK_LAUNCH();
-    double out = 0.0;
-    ESPGRID_CUDA_CHECK(cudaMemcpyAsync(&out, scalar_.get(), sizeof(double), cudaMemcpyDeviceToHost, stream_));
-    ESPGRID_CUDA_CHECK(cudaStreamSynchronize(stream_));
-    return out;
-  }
-
-  void half_sweep(std::size_t l, double* x, const double* b, int color) {
-    const DeviceLevel& d = levels_[l];
-    half_sweep_kernel<<<blocks_for(d.size), kBlock, 0, stream_>>>(d.args(), x, b, color);
+void PbMultigridSolver::rebuild_coarse_levels() {
+  for (std::size_t l = 1; l < levels_.size(); ++l) {
+    PbDeviceLevel& d = levels_[l];
+    coarse_operator_kernel<<<blocks_for(d.size), kBlock, 0, stream_>>>(transfer(levels_, l), levels_[l - 1].args().op,
+                                                                       d.wx.get(), d.wy.get(), d.wz.get(), d.c.get());
     ESPGRID_CUDA_CHECK_LAUNCH();
   }
+}
 
-  TransferArgs transfer(std::size_t coarse) const {
-    const DeviceLevel& c = levels_[coarse];
-    const DeviceLevel& f = levels_[coarse - 1];
-    TransferArgs t;
-    for (int a = 0; a < 3; ++a) {
-      t.nf[a] = f.n[a];
-      t.nc[a] = c.n[a];
-      t.coarsened[a] = c.coarsened[a];
-      t.maps[a] = {c.fine_of[a].get(), c.coarse_lo[a].get(), c.mid[a].get()};
-    }
-    return t;
+double PbMultigridSolver::relative_residual(const double* x, const double* b) {
+  residual_kernel<<<blocks_for(levels_[0].size), kBlock, 0, stream_>>>(levels_[0].args(), x, b, q_.get());
+  ESPGRID_CUDA_CHECK_LAUNCH();
+  const double rr = dot(q_.get(), q_.get()), bb = dot(b, b);
+  return bb > 0 ? std::sqrt(rr / bb) : std::sqrt(rr);
+}
+
+int PbMultigridSolver::solve(double tolerance, int max_iterations, double& own_residual) {
+  const long size = levels_[0].size;
+  const double bnorm = std::sqrt(dot(r_.get(), r_.get()));
+  if (bnorm == 0.0) {
+    own_residual = 0.0;
+    return 0;
   }
+  precondition();
+  ESPGRID_CUDA_CHECK(cudaMemcpyAsync(p_.get(), z_.get(), static_cast<std::size_t>(size) * sizeof(double),
+                                     cudaMemcpyDeviceToDevice, stream_));
+  double rz = dot(r_.get(), z_.get());
+  double rnorm = bnorm;
+  int it = 0;
+  const OperatorArgs a = levels_[0].args();
+  while (it < max_iterations && rnorm > tolerance * bnorm) {
+    apply_kernel<<<blocks_for(size), kBlock, 0, stream_>>>(a, p_.get(), q_.get());
+    ESPGRID_CUDA_CHECK_LAUNCH();
+    const double pq = dot(p_.get(), q_.get());
+    if (!(pq > 0.0)) throw Error("PB multigrid (CUDA): the operator is not positive definite");
+    const double alpha = rz / pq;
+    update_solution_kernel<<<blocks_for(size), kBlock, 0, stream_>>>(size, alpha, p_.get(), q_.get(), u_.get(),
+                                                                     r_.get());
+    ESPGRID_CUDA_CHECK_LAUNCH();
+    ++it;
+    rnorm = std::sqrt(dot(r_.get(), r_.get()));
+    if (rnorm <= tolerance * bnorm) break;
+    precondition();
+    const double rz_new = dot(r_.get(), z_.get());
+    const double beta = rz_new / rz;
+    rz = rz_new;
+    update_direction_kernel<<<blocks_for(size), kBlock, 0, stream_>>>(size, beta, z_.get(), p_.get());
+    ESPGRID_CUDA_CHECK_LAUNCH();
+  }
+  own_residual = rnorm / bnorm;
+  return it;
+}
 
-  /// x = M⁻¹ b on level l and below (x starts at 0).
-  void v_cycle(std::size_t l, double* x, const double* b) {
-    DeviceLevel& d = levels_[l];
-    ESPGRID_CUDA_CHECK(cudaMemsetAsync(x, 0, static_cast<std::size_t>(d.size) * sizeof(double), stream_));
-    if (l + 1 == levels_.size()) {
-      for (int s = 0; s < run_.coarsest_sweeps; ++s) {
-        half_sweep(l, x, b, 0);
-        half_sweep(l, x, b, 1);
-        half_sweep(l, x, b, 1);
-        half_sweep(l, x, b, 0);
-      }
-      return;
-    }
-    for (int s = 0; s < run_.smoothing; ++s) {
+std::size_t PbMultigridSolver::shape(PbDeviceLevel& d, const PbMgLevel& h, const PbMgLevel* above, int l) {
+  for (int a = 0; a < 3; ++a) d.n[a] = h.n[a];
+  d.size = h.n[0] * h.n[1] * h.n[2];
+  const std::size_t size = static_cast<std::size_t>(d.size);
+  const std::string level = "PB level " + std::to_string(l) + " ";
+  d.x = DeviceBuffer<double>(size, level + "x");
+  d.b = DeviceBuffer<double>(size, level + "b");
+  d.r = DeviceBuffer<double>(size, level + "r");
+  ESPGRID_CUDA_CHECK(cudaMemsetAsync(d.r.get(), 0, size * sizeof(double), stream_));
+  if (!above) return size;
+  for (int a = 0; a < 3; ++a) {
+    d.coarsened[a] = h.coarsened[a];
+    if (!h.coarsened[a]) continue;
+    d.fine_of[a] = upload(h.fine_of[a], static_cast<std::size_t>(h.n[a]), level + "fine_of", stream_);
+    d.coarse_lo[a] = upload(h.coarse_lo[a], static_cast<std::size_t>(above->n[a]), level + "coarse_lo", stream_);
+    d.mid[a] = upload(h.mid[a], static_cast<std::size_t>(above->n[a]), level + "mid", stream_);
+  }
+  return size;
+}
+
+void PbMultigridSolver::allocate_vectors() {
+  const std::size_t size = static_cast<std::size_t>(levels_[0].size);
+  u_ = DeviceBuffer<double>(size, "PB solution");
+  r_ = DeviceBuffer<double>(size, "PB residual");
+  z_ = DeviceBuffer<double>(size, "PB preconditioned residual");
+  p_ = DeviceBuffer<double>(size, "PB search direction");
+  q_ = DeviceBuffer<double>(size, "PB A p");
+  partial_ = DeviceBuffer<double>(kDotBlocks, "PB dot partial sums");
+  scalar_ = DeviceBuffer<double>(1, "PB dot");
+  for (DeviceBuffer<double>* v : {&u_, &r_, &z_, &p_, &q_})
+    ESPGRID_CUDA_CHECK(cudaMemsetAsync(v->get(), 0, size * sizeof(double), stream_));
+}
+
+double PbMultigridSolver::dot(const double* a, const double* b) {
+  dot_partial_kernel<<<kDotBlocks, kBlock, 0, stream_>>>(levels_[0].size, a, b, partial_.get());
+  ESPGRID_CUDA_CHECK_LAUNCH();
+  dot_final_kernel<<<1, kBlock, 0, stream_>>>(partial_.get(), kDotBlocks, scalar_.get());
+  ESPGRID_CUDA_CHECK_LAUNCH();
+  double out = 0.0;
+  ESPGRID_CUDA_CHECK(cudaMemcpyAsync(&out, scalar_.get(), sizeof(double), cudaMemcpyDeviceToHost, stream_));
+  ESPGRID_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  return out;
+}
+
+void PbMultigridSolver::half_sweep(std::size_t l, double* x, const double* b, int color) {
+  const PbDeviceLevel& d = levels_[l];
+  half_sweep_kernel<<<blocks_for(d.size), kBlock, 0, stream_>>>(d.args(), x, b, color);
+  ESPGRID_CUDA_CHECK_LAUNCH();
+}
+
+/// x = M⁻¹ b on level l and below (x starts at 0).
+void PbMultigridSolver::v_cycle(std::size_t l, double* x, const double* b) {
+  PbDeviceLevel& d = levels_[l];
+  ESPGRID_CUDA_CHECK(cudaMemsetAsync(x, 0, static_cast<std::size_t>(d.size) * sizeof(double), stream_));
+  if (l + 1 == levels_.size()) {
+    for (int s = 0; s < run_.coarsest_sweeps; ++s) {
       half_sweep(l, x, b, 0);
       half_sweep(l, x, b, 1);
-    }
-    residual_kernel<<<blocks_for(d.size), kBlock, 0, stream_>>>(d.args(), x, b, d.r.get());
-    ESPGRID_CUDA_CHECK_LAUNCH();
-    DeviceLevel& c = levels_[l + 1];
-    const TransferArgs t = transfer(l + 1);
-    restrict_kernel<<<blocks_for(c.size), kBlock, 0, stream_>>>(t, d.r.get(), c.b.get());
-    ESPGRID_CUDA_CHECK_LAUNCH();
-    v_cycle(l + 1, c.x.get(), c.b.get());
-    prolong_add_kernel<<<blocks_for(d.size), kBlock, 0, stream_>>>(t, c.x.get(), x);
-    ESPGRID_CUDA_CHECK_LAUNCH();
-    for (int s = 0; s < run_.smoothing; ++s) {
       half_sweep(l, x, b, 1);
       half_sweep(l, x, b, 0);
     }
+    return;
   }
+  for (int s = 0; s < run_.smoothing; ++s) {
+    half_sweep(l, x, b, 0);
+    half_sweep(l, x, b, 1);
+  }
+  residual_kernel<<<blocks_for(d.size), kBlock, 0, stream_>>>(d.args(), x, b, d.r.get());
+  ESPGRID_CUDA_CHECK_LAUNCH();
+  PbDeviceLevel& c = levels_[l + 1];
+  const TransferArgs t = transfer(levels_, l + 1);
+  restrict_kernel<<<blocks_for(c.size), kBlock, 0, stream_>>>(t, d.r.get(), c.b.get());
+  ESPGRID_CUDA_CHECK_LAUNCH();
+  v_cycle(l + 1, c.x.get(), c.b.get());
+  prolong_add_kernel<<<blocks_for(d.size), kBlock, 0, stream_>>>(t, c.x.get(), x);
+  ESPGRID_CUDA_CHECK_LAUNCH();
+  for (int s = 0; s < run_.smoothing; ++s) {
+    half_sweep(l, x, b, 1);
+    half_sweep(l, x, b, 0);
+  }
+}
 
-  void precondition() { v_cycle(0, z_.get(), r_.get()); }
-
-  PbMgRun run_;
-  std::vector<DeviceLevel> levels_;
-  DeviceBuffer<double> u_, r_, z_, p_, q_, partial_, scalar_;
-  // Last: destroyed first, it waits for the stream's work before the buffers above are freed.
-  Stream owned_stream_;
-  cudaStream_t stream_ = nullptr;
-};
-
+namespace {
+using Solver = PbMultigridSolver;
 }  // namespace
 
 PbMgResult solve_pb_multigrid(const PbMgLevel* levels, int level_count, const double* rhs, double* u,
@@ -483,9 +458,15 @@ void solve_pb_on_device(const PbDeviceSolveInput& in, PbDeviceSolveResult& out) 
   ESPGRID_CUDA_CHECK(
       cudaMemcpyAsync(solver.rhs_buffer(), rhs.get(), size * sizeof(double), cudaMemcpyDeviceToDevice, st));
   e2.record(st);
-  out.iterations = solver.solve(in.run.tolerance, in.run.max_iterations, out.own_residual);
+  if (in.nonlinear) {  // npbe: kernels/pb_nonlinear.cu
+    newton_on_device(solver, rhs.get(), coulomb.get(), *in.nonlinear, out.newton, out.clipped_nodes);
+    out.iterations = out.newton.linear_iterations;
+    out.own_residual = out.relative_residual = out.newton.relative_residual;  // recomputed from u at the end
+  } else {
+    out.iterations = solver.solve(in.run.tolerance, in.run.max_iterations, out.own_residual);
+  }
   e3.record(st);
-  out.relative_residual = solver.relative_residual(solver.solution(), rhs.get());
+  if (!in.nonlinear) out.relative_residual = solver.relative_residual(solver.solution(), rhs.get());
   DeviceBuffer<float> map(size, "PB map");
   combine_kernel<<<blocks, kBlock, 0, st>>>(solver.top(), boundary.get(), solver.solution(), coulomb.get(),
                                             in.unit_scale, map.get());

@@ -127,9 +127,11 @@ void write_dx(const PotentialMap& map, const std::string& path, const MapWriteOp
   const GridSpec& g = map.grid;
   const auto nx = g.dims[0], ny = g.dims[1], nz = g.dims[2];
   std::string header;
-  header += map.physics.is_pb()  // issue 23
-                ? "# Electrostatic potential by espgrid " ESPGRID_VERSION " (linearized Poisson-Boltzmann)\n"
-                : "# Electrostatic potential by espgrid " ESPGRID_VERSION " (direct Coulomb summation)\n";
+  header += !map.physics.is_pb() ? "# Electrostatic potential by espgrid " ESPGRID_VERSION
+                                   " (direct Coulomb summation)\n"
+            : map.physics.pb.equation == PbEquation::Nonlinear
+                ? "# Electrostatic potential by espgrid " ESPGRID_VERSION " (nonlinear Poisson-Boltzmann)\n"
+                : "# Electrostatic potential by espgrid " ESPGRID_VERSION " (linearized Poisson-Boltzmann)\n";
   if (!map.source.empty()) header += "# " + comment_text(map.source) + "\n";
   header += "# " + physics_comment(map.physics) + "\n";
   header += "object 1 class gridpositions counts " + std::to_string(nx) + " " + std::to_string(ny) + " " +

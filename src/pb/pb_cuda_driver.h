@@ -12,6 +12,8 @@
 #include <cstddef>
 #include <string>
 
+#include "src/pb/pb_newton.h"
+#include "src/pb/pb_nonlinear_math.h"
 #include "src/pb/pb_system_math.h"
 
 namespace espgrid::cuda {
@@ -50,6 +52,21 @@ struct PbMgResult {
 /// `rhs` and `u` hold levels[0]'s n[0]·n[1]·n[2] values (u is written). Throws CudaError / Error.
 PbMgResult solve_pb_multigrid(const PbMgLevel* levels, int level_count, const double* rhs, double* u,
                               const PbMgRun& run);
+
+/// The nonlinear equation's Boltzmann term and Newton settings (src/pb/pb_nonlinear.h).
+struct PbNewtonInput {
+  pb::BoltzmannSpecies ions;
+  pb::NewtonSettings settings;  ///< settings.max_linear_iterations bounds each multigrid solve
+};
+
+/// The nonlinear system by inexact Newton with the whole iteration on `run.device`
+/// (kernels/pb_nonlinear.cu): `levels` gives the hierarchy's shape and level 0's operator (its c is
+/// the Boltzmann term's coefficient; coarser operators are built on the device for each step's
+/// Jacobian), `rhs` the linear system's source, `coulomb` φ_Coulomb for the split formulation (null
+/// for direct). `u` receives the solution; `outcome` and `clipped_nodes` what the iteration did.
+PbMgResult solve_pb_newton(const PbMgLevel* levels, int level_count, const double* rhs, const double* coulomb,
+                           double* u, const PbMgRun& run, const PbNewtonInput& newton, pb::NewtonOutcome& outcome,
+                           std::size_t& clipped_nodes);
 
 }  // namespace espgrid::cuda
 
@@ -121,17 +138,20 @@ struct PbDeviceSolveInput {
   float* values = nullptr;  ///< host, written: the map
   /// Host, optional (null: not copied): φ in double kT/e at every node, for energies and focusing.
   double* potential = nullptr;
+  const PbNewtonInput* nonlinear = nullptr;  ///< the nonlinear equation (npbe); null: the linear one
 };
 
 struct PbDeviceSolveResult {
   int iterations = 0;
-  double own_residual = 0;       ///< the CG recursion's relative residual at the end
-  double relative_residual = 0;  ///< ‖b − Au‖₂/‖b‖₂ recomputed from the solution, on the device
+  double own_residual = 0;  ///< the CG recursion's relative residual at the end
+  double relative_residual = 0;  ///< ‖b − Au‖₂/‖b‖₂ (npbe: ‖F(u)‖₂/‖b‖₂) recomputed from the solution, on the device
   std::size_t sas_points = 0;
-  double surface_seconds = 0;   ///< CUDA events
-  double assemble_seconds = 0;  ///< assembly and hierarchy, CUDA events
-  double solve_seconds = 0;     ///< CUDA events
-  double wall_seconds = 0;      ///< the whole call: allocation, copies in and out, kernels
+  pb::NewtonOutcome newton;       ///< npbe: what the Newton iteration did (iterations above: the linear ones)
+  std::size_t clipped_nodes = 0;  ///< npbe: interior nodes where APBS's exponent clip is active
+  double surface_seconds = 0;     ///< CUDA events
+  double assemble_seconds = 0;    ///< assembly and hierarchy, CUDA events
+  double solve_seconds = 0;       ///< CUDA events
+  double wall_seconds = 0;        ///< the whole call: allocation, copies in and out, kernels
   std::string device;
 };
 

@@ -18,6 +18,7 @@
 #include "src/pb/pb_geometry.h"
 #include "src/pb/pb_hypre.h"
 #include "src/pb/pb_multigrid.h"
+#include "src/pb/pb_nonlinear.h"
 #include "src/pb/pb_system_math.h"
 #include "src/physics/physics_options.h"
 
@@ -265,8 +266,8 @@ SolvePlan plan_solve(const Atoms& atoms, const GridSpec& grid, const PbOptions& 
   // The device builds mol/smol/spl2 maps of atoms on the mesh and solves the linear equation; the
   // host builds the rest and keeps its maps for the energy terms and maps that need them.
   const bool host_maps = !pb::surface_on_device(options) || !pb::atoms_on_mesh(atoms, grid) ||
-                         options.equation == PbEquation::Nonlinear || level == PbEnergyLevel::Components ||
-                         maps_need_coefficients;
+                         (options.equation == PbEquation::Nonlinear && level != PbEnergyLevel::None) ||
+                         level == PbEnergyLevel::Components || maps_need_coefficients;
   p.all_on_device = p.solver == PbSolver::CudaMultigrid && !host_maps;
   return p;
 }
@@ -351,6 +352,12 @@ void solve_on_device(const Atoms& atoms, const GridSpec& grid, const PbOptions& 
   in.run.max_iterations = options.max_iterations;
   in.run.device = run.device;
   in.unit_scale = plan.scale;
+  cuda::PbNewtonInput newton;
+  if (options.equation == PbEquation::Nonlinear) {  // npbe: Newton's steps on the device too
+    newton.ions = pb::boltzmann_species(options);
+    newton.settings = pb::newton_settings(options);
+    in.nonlinear = &newton;
+  }
   result.values.assign(grid.point_count(), 0.0f);
   in.values = result.values.data();
   if (plan.need_potential) {
@@ -371,6 +378,7 @@ void solve_on_device(const Atoms& atoms, const GridSpec& grid, const PbOptions& 
   result.sas_points = r.sas_points;
   result.solve.method =
       "espgrid multigrid-preconditioned CG (CUDA, double precision; surface, assembly and hierarchy on the device)";
+  if (in.nonlinear) result.solve.method = pb::newton_method(result.solve.method, r.newton, r.clipped_nodes);
   result.solve.device = r.device;
   result.solve.iterations = r.iterations;
   result.solve.relative_residual = r.relative_residual;

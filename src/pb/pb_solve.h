@@ -139,14 +139,5 @@ AssemblyArgs assembly_args(const GridSpec& grid, const PbOptions& options, bool 
 /// values and, for Split, φ_Coulomb.
 std::vector<double> combine(const PbSystem& system, const std::vector<double>& u, const std::vector<double>* coulomb);
 
-/// The nonlinear PB solver (options.equation == Nonlinear; the npbe engineer's src/pb/pb_nonlinear.h
-/// declares it with default arguments and defines it): `system` as assemble_system made it (used as
-/// scratch, restored on return; its c = ε_w κ² λ·volume is the Boltzmann term's coefficient),
-/// `coulomb` φ_Coulomb for split or null, `u` receives the interior solution (0 on the faces).
-/// Until pb_nonlinear.cpp lands, src/pb/pb_nonlinear_pending.cpp defines it and throws Error.
-SolveReport solve_nonlinear(PbSystem& system, std::vector<double>& u, const PbOptions& options,
-                            const std::vector<double>* coulomb, PbSolver solver, int threads, bool across_ranks,
-                            int device);
-
 }  // namespace pb
 }  // namespace espgrid

@@ -43,6 +43,7 @@ Json model_parameters_json(const PhysicsOptions& physics) {
     j.set("surface_density", pb.surface_density);
     j.set("surface_sampling", pb.sampling);
     j.set("pb_formulation", formulation_name(pb.formulation));
+    j.set("pb_equation", equation_name(pb.equation));
     j.set("pb_tolerance", pb.tolerance);
     j.set("pb_max_iterations", pb.max_iterations);
     j.set("pb_equation", equation_name(pb.equation));

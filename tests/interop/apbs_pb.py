@@ -18,7 +18,7 @@ SHELL = (1.2, 1.6)   # Å outside the van der Waals surface: where surface colou
 OUTSIDE = 1.4        # Å: the agreement region starts this far outside every vdW sphere
 
 DEFAULTS = dict(pdie=2.0, sdie=78.54, ionic_strength=0.15, ion_radius=2.0, srad=1.4, srfm="smol", swin=0.3,
-                sdens=10.0, temp=298.15)
+                sdens=10.0, temp=298.15, equation="lpbe", calcenergy="no")
 
 
 def find_apbs():
@@ -93,7 +93,7 @@ elec name pb
     glen {glen[0]!r} {glen[1]!r} {glen[2]!r}
     gcent {gcent[0]!r} {gcent[1]!r} {gcent[2]!r}
     mol 1
-    lpbe
+    {p['equation']}
     bcfl mdh
 {ions}    pdie {p['pdie']}
     sdie {p['sdie']}
@@ -103,7 +103,7 @@ elec name pb
     srad {p['srad']}
     swin {p['swin']}
     temp {p['temp']}
-{extra}    calcenergy no
+{extra}    calcenergy {p['calcenergy']}
     calcforce no
     write pot dx {stem}
 end
@@ -122,10 +122,31 @@ def run_apbs(pqr, origin, dims, spacing, workdir, params=None, etol=None, name="
     t0 = time.perf_counter()
     r = subprocess.run(["apbs", inp], cwd=workdir, capture_output=True, text=True)
     seconds = time.perf_counter() - t0
+    with open(stem + ".out", "w") as f:  # what apbs_energies() reads
+        f.write(r.stdout)
     for candidate in (stem + ".dx", stem + "-PE0.dx"):   # Debian's MPI build names it STEM-PE0.dx
         if os.path.isfile(candidate) and r.returncode == 0:
             return candidate, seconds
     raise RuntimeError(f"apbs failed on {pqr} (exit {r.returncode}):\n{r.stdout[-3000:]}\n{r.stderr[-2000:]}")
+
+
+def apbs_energies(dx_path):
+    """APBS's energies of the run that wrote `dx_path`, in kT: {"total": ...} and, with calcenergy
+    comps or npbe with ions, "qf", "qm", "diel" (Vpmg_energy's terms, from io.mc, 13 digits)."""
+    workdir = os.path.dirname(dx_path)
+    stem = re.sub(r"(-PE0)?\.dx$", "", dx_path)
+    out = open(stem + ".out").read()
+    m = re.search(r"Total electrostatic energy = (\S+) kJ/mol", out)
+    temp = float(re.search(r"temp\s+(\S+)", open(stem + ".in").read()).group(1))
+    kj_per_kt = 1.3806581e-23 * temp * 1e-3 * 6.0221367e23   # APBS's own constants (vunit.h)
+    energies = {"total": float(m.group(1)) / kj_per_kt} if m else {}
+    mc = os.path.join(workdir, "io.mc")
+    if os.path.isfile(mc):
+        for term in ("qf", "qm", "diel"):
+            found = re.findall(rf"Vpmg_energy:\s+{term}Energy = (\S+) kT", open(mc).read())
+            if found:
+                energies[term] = float(found[-1])
+    return energies
 
 
 def espgrid_options(params=None):
@@ -136,6 +157,8 @@ def espgrid_options(params=None):
             "--temperature", repr(p["temp"])]
     if p["srfm"] == "spl2":
         opts += ["--surface-window", repr(p["swin"])]
+    if p["equation"] != "lpbe":
+        opts += ["--pb-equation", p["equation"]]
     return opts
 
 
