@@ -1,0 +1,114 @@
+// The APBS front end's adapter to the PB physics (see apbs_solve.h). The mapping, keyword by
+// keyword (PB_API.md names the PbOptions/PbRun fields each lands in):
+//   lpbe/npbe → equation          bcfl → boundary (focus: PbRun's focusing parent)
+//   pdie, sdie, temp → dielectrics, temperature     etol → tolerance
+//   ion lines → the ion species (lpbe: APBS itself uses only their ionic strength ½Σcz² and
+//               largest radius, which is how this build's 1:1-salt options carry them exactly)
+//   srfm mol|smol|spl2|spl4, srad, swin, sdens → surface     chgm → charge spreading
+//   calcenergy → energies         write TYPE → maps
+// What this build's physics lacks is refused in check_supported with the keyword's line.
+#include "src/apbs/apbs_solve.h"
+
+#include <algorithm>
+
+#include "src/pb/pb_solve.h"
+
+namespace espgrid::apbs {
+namespace {
+
+[[noreturn]] void not_yet(const ApbsInput& input, std::size_t line, const std::string& keyword,
+                          const std::string& why) {
+  throw ApbsInputError(input.file, line,
+                       "keyword " + keyword + " is not supported yet (" + why +
+                           " is not in this build's Poisson-Boltzmann physics; see docs/apbs.md)");
+}
+
+double ionic_strength(const ElecBlock& elec) {
+  double strength = 0;
+  for (const IonSpecies& ion : elec.ions) strength += 0.5 * ion.concentration * ion.charge * ion.charge;
+  return strength;
+}
+
+double largest_ion_radius(const ElecBlock& elec) {
+  double radius = 0;
+  for (const IonSpecies& ion : elec.ions) radius = std::max(radius, ion.radius);
+  return radius;
+}
+
+PbOptions pb_options(const ElecBlock& elec) {
+  PbOptions o;
+  o.solute_dielectric = elec.pdie.value;
+  o.solvent_dielectric = elec.sdie.value;
+  o.temperature = elec.temp.value;
+  o.ionic_strength = ionic_strength(elec);
+  o.ion_radius = largest_ion_radius(elec);
+  if (elec.srad.set) o.probe_radius = elec.srad.value;
+  if (elec.swin.set) o.spline_window = elec.swin.value;
+  if (elec.sdens.set) o.surface_density = elec.sdens.value;
+  switch (*elec.surface) {
+    case SurfaceMethod::Mol:
+      o.surface = PbSurface::Mol;
+      break;
+    case SurfaceMethod::Smol:
+      o.surface = PbSurface::Smol;
+      break;
+    case SurfaceMethod::Spline2:
+      o.surface = PbSurface::Spline;
+      break;
+    case SurfaceMethod::Spline4:
+      break;  // refused by check_supported
+  }
+  o.formulation = PbFormulation::Direct;  // APBS's discretization: charges spread, the whole φ solved
+  if (elec.etol) o.tolerance = *elec.etol;
+  return o;
+}
+
+PbRun pb_run(const SolverChoice& choice) {
+  PbRun run;
+  run.solver = choice.backend == SolverChoice::Backend::Cpu    ? PbSolver::Hypre
+               : choice.backend == SolverChoice::Backend::Cuda ? PbSolver::CudaMultigrid
+                                                               : PbSolver::Auto;
+  run.threads = choice.threads;
+  run.device = choice.device;
+  run.unit = PotentialUnit::KTPerE;
+  return run;
+}
+
+}  // namespace
+
+void check_supported(const ApbsInput& input, const ElecBlock& elec, const Calculation& calc) {
+  if (*elec.equation == Equation::Nonlinear) not_yet(input, elec.line, "npbe", "the nonlinear PB equation");
+  if (calc.boundary == Boundary::Focus)
+    not_yet(input, calc.level > 0 ? elec.line : elec.boundary_line,
+            calc.level > 0 ? std::string(method_name(elec.method)) : "bcfl focus",
+            "focusing (boundary values from a coarser level)");
+  if (calc.boundary != Boundary::MultipleDebyeHuckel)
+    not_yet(input, elec.boundary_line, "bcfl " + std::string(boundary_name(calc.boundary)),
+            "the " + std::string(boundary_name(calc.boundary)) + " boundary condition");
+  if (*elec.charges != ChargeMethod::Spline2)
+    not_yet(input, elec.charges_line, "chgm " + std::string(charge_method_name(*elec.charges)),
+            "the " + std::string(charge_method_name(*elec.charges)) + " charge spreading");
+  if (*elec.surface == SurfaceMethod::Spline4) not_yet(input, elec.surface_line, "srfm spl4", "the spl4 surface");
+  if (elec.energy != EnergyRequest::None)
+    not_yet(input, elec.energy_line, "calcenergy " + std::string(energy_request_name(elec.energy)), "the PB energy");
+  for (const WriteRequest& w : elec.writes)
+    if (w.type != WriteType::Pot)
+      not_yet(input, w.line, "write " + std::string(write_type_name(w.type)),
+              "APBS's " + std::string(write_type_name(w.type)) + " map");
+}
+
+SolveOutcome solve_calculation(const SolveRequest& request) {
+  const ElecBlock& elec = *request.elec;
+  const Calculation& calc = *request.calculation;
+  SolveOutcome out;
+  out.grid = calc.grid.grid();
+  const PbOptions options = pb_options(elec);
+  const PbRun run = pb_run(request.solver);
+  const PbResult result = solve_pb(*request.atoms, out.grid, options, run);
+  out.potential.assign(result.values.begin(), result.values.end());
+  out.summary = result.summary;
+  out.seconds = result.seconds;
+  return out;
+}
+
+}  // namespace espgrid::apbs
