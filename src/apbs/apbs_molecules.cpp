@@ -17,12 +17,17 @@ std::string upper(std::string text) {
   return text;
 }
 
-std::string read_text(const std::string& path, const std::string& input_file, std::size_t line, const char* what) {
+/// The file's text; a missing file is an error at the READ line that named it. `base` as for
+/// resolve_path: empty when relative paths are the working directory's (said in the message).
+std::string read_text(const std::string& path, const std::string& base, const std::string& input_file, std::size_t line,
+                      const char* what) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec))
     throw ApbsInputError(input_file, line,
                          std::string("cannot open the ") + what + " " + path +
-                             " (no such file; APBS reads paths from the working directory)");
+                             (base.empty() && path.front() != '/'
+                                  ? " (no such file in the working directory, where APBS reads relative paths)"
+                                  : " (no such file)"));
   std::ifstream in(path, std::ios::binary);
   std::ostringstream text;
   text << in.rdbuf();
@@ -150,7 +155,7 @@ std::vector<Molecule> load_molecules(const ApbsInput& input, const std::string& 
   std::optional<AtomParameters> parameters;
   if (input.parameters) {
     const std::string path = resolve_path(input.parameters->path, base);
-    read_text(path, input.file, input.parameters->line, "parameter file");  // names the READ line when missing
+    read_text(path, base, input.file, input.parameters->line, "parameter file");  // names the READ line when missing
     parameters = read_flat_parameters(path);
   }
   std::vector<Molecule> molecules;
@@ -161,12 +166,12 @@ std::vector<Molecule> load_molecules(const ApbsInput& input, const std::string& 
       throw ApbsInputError(input.file, mol.line,
                            "mol pdb needs a parameter file for its charges and radii (parm flat FILE in READ)");
     if (mol.format == MoleculeFormat::Pqr && !parameters) {
-      read_text(m.path, input.file, mol.line, "molecule");  // names the READ line when missing
+      read_text(m.path, base, input.file, mol.line, "molecule");  // names the READ line when missing
       Structure s = read_structure(m.path, StructureFormat::Pqr);
       for (std::string& n : s.notices) notices.push_back(m.path + ": " + n);
       m.atoms = std::move(s.atoms);
     } else {
-      const std::string text = read_text(m.path, input.file, mol.line, "molecule");
+      const std::string text = read_text(m.path, base, input.file, mol.line, "molecule");
       m.atoms = read_apbs_atoms(text, m.path, mol.format == MoleculeFormat::Pqr, parameters ? &*parameters : nullptr);
     }
     const BoundingBox box = bounding_box(m.atoms);

@@ -65,9 +65,20 @@ PbOptions pb_options(const ElecBlock& elec) {
 
 PbRun pb_run(const SolverChoice& choice) {
   PbRun run;
-  run.solver = choice.backend == SolverChoice::Backend::Cpu    ? PbSolver::Hypre
-               : choice.backend == SolverChoice::Backend::Cuda ? PbSolver::CudaMultigrid
-                                                               : PbSolver::Auto;
+  switch (choice.backend) {
+    case SolverChoice::Backend::Auto:
+      run.solver = PbSolver::Auto;
+      break;
+    case SolverChoice::Backend::Cpu:
+      run.solver = PbSolver::Hypre;
+      break;
+    case SolverChoice::Backend::Cuda:
+      run.solver = PbSolver::CudaMultigrid;
+      break;
+    case SolverChoice::Backend::CpuEmulation:
+      run.solver = PbSolver::CpuMultigrid;
+      break;
+  }
   run.threads = choice.threads;
   run.device = choice.device;
   run.unit = PotentialUnit::KTPerE;
