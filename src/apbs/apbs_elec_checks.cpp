@@ -48,6 +48,9 @@ void check_grid_keywords(const ParseState& state, const ElecBlock& elec) {
     require(state, elec.ofrac.set, elec, "does not set ofrac");
     const long long partitions =
         static_cast<long long>(elec.pdime.value[0]) * elec.pdime.value[1] * elec.pdime.value[2];
+    // A limit far beyond any machine's processes, so the partitions can be listed.
+    if (partitions > 100'000)
+      state.fail(elec.pdime.line, "pdime asks for " + std::to_string(partitions) + " partitions (at most 100000)");
     if (elec.async && *elec.async >= partitions)
       state.fail(elec.line, "async " + std::to_string(*elec.async) + " names no partition (pdime gives " +
                                 std::to_string(partitions) + ", numbered from 0)");

@@ -12,6 +12,10 @@ namespace {
 
 /// Largest `dime` accepted along one axis: far beyond any grid that fits in memory.
 constexpr int kMaxDime = 100'000;
+/// Largest length, spacing or |centre coordinate| accepted, Å: the structure readers' limit on
+/// coordinates (structure_reader.h kMaxCoordinate); beyond it a grid is a typo, and its
+/// arithmetic (spacing ratios, focusing levels) would leave the finite doubles.
+constexpr double kMaxLength = 1e6;
 
 template <typename T>
 void read_triple(ParseState& state, const Token& keyword, Triple<T>& triple) {
@@ -38,6 +42,8 @@ void read_center(ParseState& state, const Token& keyword, CenterInput& center) {
   if (!x || !std::isfinite(*x))
     state.fail(first.line, "'" + first.text + "' is not a number (" + keyword.text + " takes 'mol N' or x y z)");
   center.xyz = {*x, state.number(keyword.text, keyword.line), state.number(keyword.text, keyword.line)};
+  for (double c : center.xyz)
+    if (std::abs(c) > kMaxLength) state.fail(keyword.line, keyword.text + " is implausible (beyond 1e6 A)");
 }
 
 void read_scalar(ParseState& state, const Token& keyword, Scalar& scalar) {
@@ -296,8 +302,10 @@ bool parse_grid_keyword(ParseState& state, const Token& keyword, const std::stri
                         : key == "cglen" ? elec.cglen
                                          : elec.fglen;
     read_triple(state, keyword, t);
-    for (double v : t.value)
+    for (double v : t.value) {
       if (!(v > 0)) state.fail(keyword.line, keyword.text + " must be positive");
+      if (v > kMaxLength) state.fail(keyword.line, keyword.text + " is implausible (over 1e6 A)");
+    }
   } else if (key == "gcent" || key == "cgcent" || key == "fgcent") {
     read_center(state, keyword, key == "gcent" ? elec.gcent : key == "cgcent" ? elec.cgcent : elec.fgcent);
   } else if (key == "pdime") {

@@ -4,6 +4,7 @@
 #include <map>
 #include <memory>
 
+#include "src/core/grid.h"
 #include "src/core/stopwatch.h"
 #include "src/core/units.h"
 #include "src/maps/map_formats.h"
@@ -177,7 +178,16 @@ ApbsResult run_apbs(const std::string& path, const ApbsRunOptions& options, Apbs
       if (observer) observer->calculation_done(input, planned);
     }
   }
-  for (const Calculation& c : plan.calculations) check_supported(input, input.elecs[c.elec], c);
+  for (std::size_t i = 0; i < plan.calculations.size(); ++i) {
+    const Calculation& c = plan.calculations[i];
+    check_supported(input, input.elecs[c.elec], c);
+    try {
+      check_grid_fits(c.grid.grid());
+    } catch (const UsageError& e) {
+      throw ApbsInputError(input.file, input.elecs[c.elec].line,
+                           "CALCULATION #" + std::to_string(i + 1) + " of this block: " + e.what());
+    }
+  }
   std::vector<PlannedFile> files = plan_files(input, plan, options.directory);
   if (options.write_files)
     for (const PlannedFile& f : files) check_output_path(f.path);

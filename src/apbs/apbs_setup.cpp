@@ -9,6 +9,8 @@ namespace {
 
 /// Most a focusing level may shrink the spacing (vhal.h VREDFRAC).
 constexpr double kReductionLimit = 0.25;
+/// Most calculations one ELEC block may make (nosh.h NOSH_MAXCALC).
+constexpr int kMaxLevels = 20;
 /// maloc's VSMALL: how far a grid may stick out of the coarser one before NOsh moves it.
 constexpr double kApbsSmall = 1e-9;
 
@@ -79,9 +81,15 @@ std::vector<LevelGrid> focusing_levels(const std::array<int, 3>& dime, const std
     coarse_spacing[j] = coarse_length[j] / (dime[j] - 1);
     fine_spacing[j] = fine_length[j] / (dime[j] - 1);
     const double ratio = fine_spacing[j] / coarse_spacing[j];
-    if (ratio < kReductionLimit)
-      levels = std::max(levels, static_cast<int>(std::ceil(std::log(ratio) / std::log(kReductionLimit))) + 1);
+    if (ratio < kReductionLimit)  // lengths lie in (0, 1e6] Å (the parser's limit): the count stays small
+      levels =
+          std::max(levels, static_cast<int>(std::min(1e3, std::ceil(std::log(ratio) / std::log(kReductionLimit)))) + 1);
   }
+  // NOsh_setupCalcMGAUTO: a block needs at most NOSH_MAXCALC (20) calculations.
+  if (levels > kMaxLevels)
+    throw ApbsInputError(file, line,
+                         "fglen is " + std::to_string(levels) + " focusing levels from cglen (APBS allows " +
+                             std::to_string(kMaxLevels) + " calculations); is fglen or cglen a typo?");
   for (int j = 0; j < 3; ++j)
     reduction[j] = std::pow(fine_spacing[j] / coarse_spacing[j], 1.0 / (static_cast<double>(levels) - 1.0));
   std::vector<LevelGrid> out(static_cast<std::size_t>(levels));
@@ -164,6 +172,15 @@ CalculationPlan plan_calculations(const ApbsInput& input, const std::vector<std:
         throw ApbsInputError(input.file, elec.boundary_line,
                              "bcfl focus needs an earlier calculation to focus from, and this is the first (APBS: "
                              "\"Can't focus first calculation!\")");
+      if (c.boundary == Boundary::Focus && i == 0) {  // a block's own levels fit by construction
+        const LevelGrid& parent = plan.calculations.back().grid;
+        for (int j = 0; j < 3; ++j)
+          if (c.grid.center[j] - 0.5 * c.grid.length[j] < parent.center[j] - 0.5 * parent.length[j] - kApbsSmall ||
+              c.grid.center[j] + 0.5 * c.grid.length[j] > parent.center[j] + 0.5 * parent.length[j] + kApbsSmall)
+            throw ApbsInputError(input.file, elec.boundary_line,
+                                 std::string("bcfl focus: this grid reaches past the previous calculation's along ") +
+                                     "xyz"[j] + ", where no boundary values can come from");
+      }
       plan.calculations.push_back(c);
     }
     plan.result_of_elec.push_back(plan.calculations.size() - 1);
