@@ -150,7 +150,8 @@ TEST_P(NoshFixture, GridsAreApbsGridsLevelByLevel) {
 }
 
 INSTANTIATE_TEST_SUITE_P(ApbsLogs, NoshFixture,
-                         ::testing::Values("born_auto", "fas_offcenter", "fas_levels", "fas_manual", "actin_auto"));
+                         ::testing::Values("born_auto", "fas_offcenter", "fas_levels", "fas_manual", "actin_auto"),
+                         [](const auto& info) { return std::string(info.param); });
 
 TEST(NoshSetup, FocusingLevelsFollowApbsRules) {
   // 300 Å to 10 Å at 33 points: a 30× reduction needs ⌈log 30 / log 4⌉ + 1 = 4 levels, each
@@ -196,7 +197,8 @@ TEST_P(ParallelFixture, EveryProcessWritesApbsBlock) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(ApbsLogs, ParallelFixture, ::testing::Values("born_para", "fas_para"));
+INSTANTIATE_TEST_SUITE_P(ApbsLogs, ParallelFixture, ::testing::Values("born_para", "fas_para"),
+                         [](const auto& info) { return std::string(info.param); });
 
 TEST(ApbsMolecules, ReadsApbsPdbWithParameters) {
   const fs::path dir = fs::temp_directory_path() / ("espgrid_apbs_pdb_" + std::to_string(::getpid()));

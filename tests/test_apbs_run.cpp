@@ -198,7 +198,8 @@ TEST_P(FixtureEnergies, WithinATenthOfAPercentOfApbs) {
 }
 
 INSTANTIATE_TEST_SUITE_P(ApbsLogs, FixtureEnergies,
-                         ::testing::Values("born_auto", "fas_offcenter", "fas_levels", "fas_manual", "actin_auto"));
+                         ::testing::Values("born_auto", "fas_offcenter", "fas_levels", "fas_manual", "actin_auto"),
+                         [](const auto& info) { return std::string(info.param); });
 
 }  // namespace
 }  // namespace espgrid::apbs
