@@ -178,9 +178,9 @@ ApbsResult run_apbs(const std::string& path, const ApbsRunOptions& options, Apbs
       if (observer) observer->calculation_done(input, planned);
     }
   }
+  check_supported(input, plan);
   for (std::size_t i = 0; i < plan.calculations.size(); ++i) {
     const Calculation& c = plan.calculations[i];
-    check_supported(input, input.elecs[c.elec], c);
     try {
       check_grid_fits(c.grid.grid());
     } catch (const UsageError& e) {

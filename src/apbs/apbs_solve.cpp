@@ -16,13 +16,6 @@
 namespace espgrid::apbs {
 namespace {
 
-[[noreturn]] void not_yet(const ApbsInput& input, std::size_t line, const std::string& keyword,
-                          const std::string& why) {
-  throw ApbsInputError(input.file, line,
-                       "keyword " + keyword + " is not supported yet (" + why +
-                           " is not in this build's Poisson-Boltzmann physics; see docs/apbs.md)");
-}
-
 double ionic_strength(const ElecBlock& elec) {
   double strength = 0;
   for (const IonSpecies& ion : elec.ions) strength += 0.5 * ion.concentration * ion.charge * ion.charge;
@@ -87,25 +80,49 @@ PbRun pb_run(const SolverChoice& choice) {
 
 }  // namespace
 
-void check_supported(const ApbsInput& input, const ElecBlock& elec, const Calculation& calc) {
-  if (*elec.equation == Equation::Nonlinear) not_yet(input, elec.line, "npbe", "the nonlinear PB equation");
+std::vector<MissingPhysics> missing_physics(const ElecBlock& elec, const Calculation& calc) {
+  std::vector<MissingPhysics> out;
+  const auto lacks = [&](std::size_t line, std::string keyword, std::string what) {
+    out.push_back({line, std::move(keyword), std::move(what)});
+  };
+  if (*elec.equation == Equation::Nonlinear) lacks(elec.line, "npbe", "the nonlinear PB equation");
   if (calc.boundary == Boundary::Focus)
-    not_yet(input, calc.level > 0 ? elec.line : elec.boundary_line,
-            calc.level > 0 ? std::string(method_name(elec.method)) : "bcfl focus",
-            "focusing (boundary values from a coarser level)");
-  if (calc.boundary != Boundary::MultipleDebyeHuckel)
-    not_yet(input, elec.boundary_line, "bcfl " + std::string(boundary_name(calc.boundary)),
-            "the " + std::string(boundary_name(calc.boundary)) + " boundary condition");
+    lacks(calc.level > 0 ? elec.line : elec.boundary_line,
+          calc.level > 0 ? std::string(method_name(elec.method)) + " focusing" : "bcfl focus",
+          "focusing (boundary values from a coarser level)");
+  else if (calc.boundary != Boundary::MultipleDebyeHuckel)
+    lacks(elec.boundary_line, "bcfl " + std::string(boundary_name(calc.boundary)),
+          "the " + std::string(boundary_name(calc.boundary)) + " boundary condition");
   if (*elec.charges != ChargeMethod::Spline2)
-    not_yet(input, elec.charges_line, "chgm " + std::string(charge_method_name(*elec.charges)),
-            "the " + std::string(charge_method_name(*elec.charges)) + " charge spreading");
-  if (*elec.surface == SurfaceMethod::Spline4) not_yet(input, elec.surface_line, "srfm spl4", "the spl4 surface");
+    lacks(elec.charges_line, "chgm " + std::string(charge_method_name(*elec.charges)),
+          "the " + std::string(charge_method_name(*elec.charges)) + " charge spreading");
+  if (*elec.surface == SurfaceMethod::Spline4) lacks(elec.surface_line, "srfm spl4", "the spl4 surface");
   if (elec.energy != EnergyRequest::None)
-    not_yet(input, elec.energy_line, "calcenergy " + std::string(energy_request_name(elec.energy)), "the PB energy");
+    lacks(elec.energy_line, "calcenergy " + std::string(energy_request_name(elec.energy)), "the PB energies");
   for (const WriteRequest& w : elec.writes)
     if (w.type != WriteType::Pot)
-      not_yet(input, w.line, "write " + std::string(write_type_name(w.type)),
-              "APBS's " + std::string(write_type_name(w.type)) + " map");
+      lacks(w.line, "write " + std::string(write_type_name(w.type)),
+            "APBS's " + std::string(write_type_name(w.type)) + " map");
+  return out;
+}
+
+void check_supported(const ApbsInput& input, const CalculationPlan& plan) {
+  std::vector<MissingPhysics> missing;
+  for (const Calculation& c : plan.calculations)
+    for (MissingPhysics& m : missing_physics(input.elecs[c.elec], c)) {
+      bool seen = false;
+      for (const MissingPhysics& earlier : missing) seen = seen || earlier.keyword == m.keyword;
+      if (!seen) missing.push_back(std::move(m));
+    }
+  if (missing.empty()) return;
+  std::string also;
+  for (std::size_t i = 1; i < missing.size(); ++i) also += (i > 1 ? ", " : "") + missing[i].keyword;
+  throw ApbsInputError(input.file, missing[0].line,
+                       "keyword " + missing[0].keyword +
+                           " is not supported yet (this build's Poisson-Boltzmann physics "
+                           "lacks " +
+                           missing[0].what + (also.empty() ? std::string() : "; the input also needs " + also) +
+                           "; see docs/apbs.md)");
 }
 
 SolveOutcome solve_calculation(const SolveRequest& request) {

@@ -51,10 +51,19 @@ struct SolveRequest {
   SolverChoice solver;
 };
 
-/// Throws ApbsInputError "FILE:LINE: keyword X is not supported yet (...)" naming the keyword
-/// when `calc` of `elec` needs physics this build lacks. Called for every calculation before
-/// the first solve, so an input that cannot be run fully is refused before anything is written.
-void check_supported(const ApbsInput& input, const ElecBlock& elec, const Calculation& calc);
+/// A keyword whose physics this build lacks: where, which, and what it would need.
+struct MissingPhysics {
+  std::size_t line = 0;
+  std::string keyword;  ///< "chgm spl0", "npbe", "mg-auto" (focusing), ...
+  std::string what;     ///< "the spl0 charge spreading"
+};
+/// What `calc` of `elec` needs that this build's physics lacks (empty: it can be solved).
+std::vector<MissingPhysics> missing_physics(const ElecBlock& elec, const Calculation& calc);
+/// Throws ApbsInputError "FILE:LINE: keyword X is not supported yet (...; the input also needs
+/// Y, Z; ...)" at the first keyword the plan needs and this build lacks, listing the others.
+/// Called before the first solve, so an input that cannot run fully is refused before anything
+/// is written.
+void check_supported(const ApbsInput& input, const CalculationPlan& plan);
 
 /// Solves one calculation.
 SolveOutcome solve_calculation(const SolveRequest& request);
