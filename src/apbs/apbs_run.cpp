@@ -154,6 +154,92 @@ void write_block_files(std::vector<PlannedFile>& files, std::size_t elec, const 
 
 double kilojoules_per_kt(double temperature) { return kBoltzmann * temperature * kAvogadro * 1e-3; }
 
+namespace {
+
+/// Every grid fits in memory (and under ESPGRID_MAX_GRID_POINTS), before anything is solved.
+void check_grids_fit(const ApbsInput& input, const CalculationPlan& plan) {
+  for (std::size_t i = 0; i < plan.calculations.size(); ++i) {
+    const Calculation& c = plan.calculations[i];
+    try {
+      check_grid_fits(c.grid.grid());
+    } catch (const UsageError& e) {
+      throw ApbsInputError(input.file, input.elecs[c.elec].line,
+                           "CALCULATION #" + std::to_string(i + 1) + " of this block: " + e.what());
+    }
+  }
+}
+
+/// The request for calculation `i` of the plan; `next_grid` holds the next level's grid when it
+/// focuses from this one.
+SolveRequest request_for(const CalculationPlan& plan, std::size_t i, const ApbsInput& input,
+                         const std::vector<Molecule>& molecules, const SolveOutcome* previous,
+                         const ApbsRunOptions& options, GridSpec& next_grid) {
+  const Calculation& calc = plan.calculations[i];
+  const ElecBlock& elec = input.elecs[calc.elec];
+  SolveRequest request;
+  request.elec = &elec;
+  request.calculation = &calc;
+  request.atoms = &molecules[static_cast<std::size_t>(elec.molecule - 1)].atoms;
+  request.parent = calc.boundary == Boundary::Focus ? previous : nullptr;
+  if (i + 1 < plan.calculations.size() && plan.calculations[i + 1].boundary == Boundary::Focus) {
+    next_grid = plan.calculations[i + 1].grid.grid();
+    request.next_level = &next_grid;
+  }
+  if (calc.finest())
+    for (const WriteRequest& w : elec.writes) request.maps.push_back(w.type);
+  request.solver = options.solver;
+  return request;
+}
+
+void add_prints(ApbsResult& result) {
+  for (const PrintStatement& print : result.input.prints) {
+    PrintResult p;
+    p.expression = print_expression(result.input, print);
+    p.deprecated_energy = print.deprecated_energy;
+    for (std::size_t i = 0; i < print.elecs.size(); ++i)
+      p.energy += print.signs[i] * result.elecs[static_cast<std::size_t>(print.elecs[i])].energy.value_or(0.0);
+    result.prints.push_back(std::move(p));
+  }
+}
+
+/// Solves every calculation in order, each focusing level from the one before; the finest level
+/// of each block writes its files (to temporary files) and gives the block's result.
+void solve_plan(const CalculationPlan& plan, const std::vector<Molecule>& molecules, std::vector<PlannedFile>& files,
+                const ApbsRunOptions& options, ApbsObserver* observer, ApbsResult& result) {
+  const ApbsInput& input = result.input;
+  std::shared_ptr<SolveOutcome> previous;
+  for (std::size_t i = 0; i < plan.calculations.size(); ++i) {
+    const Calculation& calc = plan.calculations[i];
+    const ElecBlock& elec = input.elecs[calc.elec];
+    GridSpec next_grid;
+    const SolveRequest request = request_for(plan, i, input, molecules, previous.get(), options, next_grid);
+    auto outcome = std::make_shared<SolveOutcome>(solve_calculation(request));
+    CalculationResult done;
+    done.number = static_cast<int>(i + 1);
+    done.calculation = calc;
+    if (outcome->energy) done.energy = *outcome->energy * kilojoules_per_kt(elec.temp.value);
+    done.solver = outcome->summary;
+    done.seconds = outcome->seconds;
+    if (calc.finest()) {
+      const std::size_t first_map = result.maps.size();
+      write_block_files(files, calc.elec, elec, *outcome, done, options, result);
+      for (std::size_t m = first_map; m < result.maps.size(); ++m)
+        if (options.write_files) done.files.emplace_back(result.maps[m].type, result.maps[m].path);
+      ElecResult e;
+      e.name = elec.name;
+      e.energy = done.energy;
+      for (double a : outcome->atom_energies) e.atom_energies.push_back(a * kilojoules_per_kt(elec.temp.value));
+      e.calculation = done.number;
+      result.elecs.push_back(std::move(e));
+    }
+    result.calculations.push_back(done);
+    if (observer) observer->calculation_done(input, done);
+    previous = std::move(outcome);  // the next level focuses from it; the one before is freed
+  }
+}
+
+}  // namespace
+
 ApbsResult run_apbs(const std::string& path, const ApbsRunOptions& options, ApbsObserver* observer) {
   const Stopwatch clock;
   ApbsResult result;
@@ -179,75 +265,17 @@ ApbsResult run_apbs(const std::string& path, const ApbsRunOptions& options, Apbs
     }
   }
   check_supported(input, plan);
-  for (std::size_t i = 0; i < plan.calculations.size(); ++i) {
-    const Calculation& c = plan.calculations[i];
-    try {
-      check_grid_fits(c.grid.grid());
-    } catch (const UsageError& e) {
-      throw ApbsInputError(input.file, input.elecs[c.elec].line,
-                           "CALCULATION #" + std::to_string(i + 1) + " of this block: " + e.what());
-    }
-  }
+  check_grids_fit(input, plan);
   std::vector<PlannedFile> files = plan_files(input, plan, options.directory);
   if (options.write_files)
     for (const PlannedFile& f : files) check_output_path(f.path);
-  if (options.dry_run) {
-    result.seconds = clock.seconds();
-    return result;
+  if (!options.dry_run) {
+    if (observer) observer->starting(input, plan);
+    solve_plan(plan, molecules, files, options, observer, result);
+    add_prints(result);
+    for (PlannedFile& f : files)
+      if (f.output) f.output->commit();
   }
-  if (observer) observer->starting(input, plan);
-  std::shared_ptr<SolveOutcome> previous;
-  for (std::size_t i = 0; i < plan.calculations.size(); ++i) {
-    const Calculation& calc = plan.calculations[i];
-    const ElecBlock& elec = input.elecs[calc.elec];
-    SolveRequest request;
-    request.elec = &elec;
-    request.calculation = &calc;
-    request.atoms = &molecules[static_cast<std::size_t>(elec.molecule - 1)].atoms;
-    request.parent = calc.boundary == Boundary::Focus ? previous.get() : nullptr;
-    GridSpec next_grid;
-    if (i + 1 < plan.calculations.size() && plan.calculations[i + 1].boundary == Boundary::Focus) {
-      next_grid = plan.calculations[i + 1].grid.grid();
-      request.next_level = &next_grid;
-    }
-    if (calc.finest())
-      for (const WriteRequest& w : elec.writes) request.maps.push_back(w.type);
-    request.solver = options.solver;
-    auto outcome = std::make_shared<SolveOutcome>(solve_calculation(request));
-
-    CalculationResult done;
-    done.number = static_cast<int>(i + 1);
-    done.calculation = calc;
-    if (outcome->energy) done.energy = *outcome->energy * kilojoules_per_kt(elec.temp.value);
-    done.solver = outcome->summary;
-    done.seconds = outcome->seconds;
-    if (calc.finest()) {
-      const std::size_t first_map = result.maps.size();
-      write_block_files(files, calc.elec, elec, *outcome, done, options, result);
-      for (std::size_t m = first_map; m < result.maps.size(); ++m)
-        if (options.write_files) done.files.emplace_back(result.maps[m].type, result.maps[m].path);
-      ElecResult e;
-      e.name = elec.name;
-      e.energy = done.energy;
-      for (double a : outcome->atom_energies) e.atom_energies.push_back(a * kilojoules_per_kt(elec.temp.value));
-      e.calculation = done.number;
-      result.elecs.push_back(std::move(e));
-    }
-    result.calculations.push_back(done);
-    if (observer) observer->calculation_done(input, done);
-    previous = std::move(outcome);
-  }
-
-  for (const PrintStatement& print : input.prints) {
-    PrintResult p;
-    p.expression = print_expression(input, print);
-    p.deprecated_energy = print.deprecated_energy;
-    for (std::size_t i = 0; i < print.elecs.size(); ++i)
-      p.energy += print.signs[i] * result.elecs[static_cast<std::size_t>(print.elecs[i])].energy.value_or(0.0);
-    result.prints.push_back(std::move(p));
-  }
-  for (PlannedFile& f : files)
-    if (f.output) f.output->commit();
   result.seconds = clock.seconds();
   return result;
 }
