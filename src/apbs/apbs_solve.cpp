@@ -107,6 +107,16 @@ std::vector<MissingPhysics> missing_physics(const ElecBlock& elec, const Calcula
 }
 
 void check_supported(const ApbsInput& input, const CalculationPlan& plan) {
+  // The solver's own ranges (physics/pb_options.h validate): its message names espgrid's option
+  // for the value; the line is the block's.
+  for (const ElecBlock& elec : input.elecs) {
+    try {
+      validate(pb_options(elec));
+    } catch (const UsageError& e) {
+      throw ApbsInputError(input.file, elec.line,
+                           std::string("a value of this block is outside what espgrid's PB solver takes: ") + e.what());
+    }
+  }
   std::vector<MissingPhysics> missing;
   for (const Calculation& c : plan.calculations)
     for (MissingPhysics& m : missing_physics(input.elecs[c.elec], c)) {
