@@ -50,6 +50,10 @@ py::dict calculation_dict(const apbs::ApbsInput& input, const apbs::CalculationR
       "levels"_a = c.levels, "dime"_a = py::make_tuple(c.grid.dime[0], c.grid.dime[1], c.grid.dime[2]),
       "spacing"_a = triple(c.grid.spacing), "length"_a = triple(c.grid.length), "center"_a = triple(c.grid.center),
       "bcfl"_a = std::string(apbs::boundary_name(c.boundary)), "energy"_a = optional_number(r.energy),
+      "components"_a = r.components ? py::object(py::dict("fixed_charge"_a = r.components->fixed_charge,
+                                                          "mobile_charge"_a = r.components->mobile_charge,
+                                                          "dielectric"_a = r.components->dielectric))
+                                    : py::object(py::none()),
       "files"_a = files, "solver"_a = r.solver, "seconds"_a = r.seconds);
 }
 

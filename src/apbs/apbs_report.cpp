@@ -162,6 +162,16 @@ std::string calculation_text(const ApbsInput& input, const CalculationResult& re
   append(out, "  Multigrid levels: %d\n", c.multigrid_levels);
   equation_lines(out, elec, result);
   if (result.energy) append(out, "  Total electrostatic energy = %1.12E kJ/mol\n", *result.energy);
+  if (result.components) {  // energyMG's lines for calcenergy comps
+    append(out, "  Fixed charge energy = %g kJ/mol\n", result.components->fixed_charge);
+    append(out, "  Mobile charge energy = %g kJ/mol\n", result.components->mobile_charge);
+    append(out, "  Dielectric energy = %g kJ/mol\n", result.components->dielectric);
+  }
+  if (!result.atom_energies.empty()) {
+    out += "  Per-atom energies:\n";
+    for (std::size_t i = 0; i < result.atom_energies.size(); ++i)
+      append(out, "      Atom %zu:  %1.12E kJ/mol\n", i, result.atom_energies[i]);
+  }
   if (!result.solver.empty()) out += "  Solved by espgrid: " + result.solver + "\n";
   for (const auto& [type, file] : result.files)
     out += "  Writing " + std::string(writing_text(type)) + " to " + file + "\n";
@@ -203,6 +213,12 @@ Json result_json(const ApbsResult& result) {
                           .set("grid", std::move(grid))
                           .set("bcfl", std::string(boundary_name(c.boundary)))
                           .set("energy_kj_per_mol", r.energy ? Json(*r.energy) : Json())
+                          .set("components_kj_per_mol", r.components
+                                                            ? Json::object()
+                                                                  .set("fixed_charge", r.components->fixed_charge)
+                                                                  .set("mobile_charge", r.components->mobile_charge)
+                                                                  .set("dielectric", r.components->dielectric)
+                                                            : Json())
                           .set("files", std::move(files))
                           .set("solver", r.solver)
                           .set("seconds", r.seconds));

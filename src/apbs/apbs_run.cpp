@@ -217,7 +217,12 @@ void solve_plan(const CalculationPlan& plan, const std::vector<Molecule>& molecu
     CalculationResult done;
     done.number = static_cast<int>(i + 1);
     done.calculation = calc;
-    if (outcome->energy) done.energy = *outcome->energy * kilojoules_per_kt(elec.temp.value);
+    const double kj = kilojoules_per_kt(elec.temp.value);
+    if (outcome->energy) done.energy = *outcome->energy * kj;
+    if (outcome->components)
+      done.components = EnergyComponents{outcome->components->fixed_charge * kj,
+                                         outcome->components->mobile_charge * kj, outcome->components->dielectric * kj};
+    for (double a : outcome->atom_energies) done.atom_energies.push_back(a * kj);
     done.solver = outcome->summary;
     done.seconds = outcome->seconds;
     if (calc.finest()) {
@@ -228,7 +233,7 @@ void solve_plan(const CalculationPlan& plan, const std::vector<Molecule>& molecu
       ElecResult e;
       e.name = elec.name;
       e.energy = done.energy;
-      for (double a : outcome->atom_energies) e.atom_energies.push_back(a * kilojoules_per_kt(elec.temp.value));
+      e.atom_energies = done.atom_energies;
       e.calculation = done.number;
       result.elecs.push_back(std::move(e));
     }

@@ -41,6 +41,8 @@ struct CalculationResult {
   int number = 0;  ///< 1-based, APBS's numbering
   Calculation calculation;
   std::optional<double> energy;                          ///< total electrostatic energy, kJ/mol
+  std::optional<EnergyComponents> components;            ///< kJ/mol (calcenergy comps)
+  std::vector<double> atom_energies;                     ///< kJ/mol (calcenergy comps)
   std::vector<std::pair<WriteType, std::string>> files;  ///< written by this calculation
   std::string solver;                                    ///< the solver's one-line report
   double seconds = 0;

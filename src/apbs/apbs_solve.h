@@ -27,12 +27,21 @@ struct SolverChoice {
   int device = 0;   ///< CUDA device
 };
 
+/// APBS's energy components (calcenergy comps; routines.c energyMG), kT: the fixed-charge term
+/// as APBS prints it (½ Σ qᵢ φ(rᵢ)), the mobile ions' and the dielectric's.
+struct EnergyComponents {
+  double fixed_charge = 0;
+  double mobile_charge = 0;
+  double dielectric = 0;
+};
+
 /// What one calculation produced.
 struct SolveOutcome {
   GridSpec grid;
-  std::vector<double> potential;      ///< φ, kT/e, x fastest
-  std::optional<double> energy;       ///< APBS's total electrostatic energy, kT (calcenergy total|comps)
-  std::vector<double> atom_energies;  ///< per-atom energies, kT (calcenergy comps)
+  std::vector<double> potential;               ///< φ, kT/e, x fastest
+  std::optional<double> energy;                ///< APBS's total electrostatic energy, kT (calcenergy total|comps)
+  std::optional<EnergyComponents> components;  ///< calcenergy comps
+  std::vector<double> atom_energies;           ///< per-atom energies, kT (calcenergy comps; APBS's ½ qᵢ φ(rᵢ))
   std::vector<std::pair<WriteType, std::vector<float>>> maps;  ///< the block's `write` maps other than pot
   std::string summary;                                         ///< the solver's one-line report
   double seconds = 0;
