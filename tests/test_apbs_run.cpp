@@ -165,7 +165,7 @@ TEST_F(ApbsRun, CommandLineWritesJsonAndApbsLines) {
 /// The fixtures' energies against APBS's, where this build has the physics they use.
 class FixtureEnergies : public ::testing::TestWithParam<std::string> {};
 
-TEST_P(FixtureEnergies, WithinATenthOfAPercentOfApbs) {
+TEST_P(FixtureEnergies, AgreeWithApbsLevelByLevel) {
   const fs::path work = fs::temp_directory_path() / ("espgrid_apbs_energy_" + std::to_string(::getpid()));
   fs::create_directories(work);
   const std::string name = GetParam();
@@ -190,10 +190,13 @@ TEST_P(FixtureEnergies, WithinATenthOfAPercentOfApbs) {
   for (std::string line; std::getline(log, line);)
     if (double e; std::sscanf(line.c_str(), "  Total electrostatic energy = %lf", &e) == 1) apbs.push_back(e);
   ASSERT_EQ(result.calculations.size(), apbs.size());
-  // The issue's target: every energy within 0.1% of APBS 3.4.1's (same grids, same discretization).
+  // The issue's target is 0.1%. On the same grids and discretization the energies differ by APBS's
+  // older constants (k_B, N_A, e of 1986 against CODATA 2018): 1.1-1.2e-5 measured on these
+  // fixtures (2026-11-27, pbphys c86c9f4 merged); 1e-4 leaves room for the two solvers' 1e-6
+  // residuals and still catches a wrong focusing energy (the outside-the-level terms are 1-100%).
   for (std::size_t i = 0; i < apbs.size(); ++i) {
     ASSERT_TRUE(result.calculations[i].energy) << "CALCULATION #" << i + 1;
-    EXPECT_NEAR(*result.calculations[i].energy, apbs[i], 1e-3 * std::abs(apbs[i])) << "CALCULATION #" << i + 1;
+    EXPECT_NEAR(*result.calculations[i].energy, apbs[i], 1e-4 * std::abs(apbs[i])) << "CALCULATION #" << i + 1;
   }
 }
 

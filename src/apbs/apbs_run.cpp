@@ -271,6 +271,11 @@ ApbsResult run_apbs(const std::string& path, const ApbsRunOptions& options, Apbs
   }
   check_supported(input, plan);
   check_grids_fit(input, plan);
+  for (std::size_t i = 0; i < plan.calculations.size(); ++i) {
+    const Calculation& c = plan.calculations[i];
+    check_atoms_on_grid(input, c, static_cast<int>(i + 1),
+                        molecules[static_cast<std::size_t>(input.elecs[c.elec].molecule - 1)].atoms);
+  }
   std::vector<PlannedFile> files = plan_files(input, plan, options.directory);
   if (options.write_files)
     for (const PlannedFile& f : files) check_output_path(f.path);

@@ -74,6 +74,11 @@ std::vector<MissingPhysics> missing_physics(const ElecBlock& elec, const Calcula
 /// is written.
 void check_supported(const ApbsInput& input, const CalculationPlan& plan);
 
+/// Throws ApbsInputError at the block's line when a calculation that does not focus has an atom of
+/// its molecule off its grid or within two spacings of its faces: APBS drops such atoms with a
+/// warning; espgrid's solver refuses them (docs/pb.md), so the run stops before it starts.
+void check_atoms_on_grid(const ApbsInput& input, const Calculation& calc, int number, const Atoms& atoms);
+
 /// Solves one calculation.
 SolveOutcome solve_calculation(const SolveRequest& request);
 

@@ -135,10 +135,24 @@ GLOBAL = re.compile(r"^  Global net ELEC energy = (\S+) kJ/mol$", re.M)
 
 
 def coarse(text):
-    """The example at dime 33 along every axis (mg-para inputs keep theirs: it is per process)."""
+    """The example at dime 33 along every axis, each block's lengths kept (a `grid` spacing grows by
+    (dime - 1)/32); mg-para inputs keep theirs (their dime is per process)."""
     if re.search(r"(?im)^\s*mg-para", text):
         return text
-    return re.sub(r"(?im)^(\s*dime)\s+\d+\s+\d+\s+\d+", r"\1 33 33 33", text)
+
+    def block(m):
+        b = m.group(0)
+        d = re.search(r"(?im)^\s*dime\s+(\d+)\s+(\d+)\s+(\d+)", b)
+        if not d:
+            return b
+        dims = [int(x) for x in d.groups()]
+        g = re.search(r"(?im)^(\s*grid)\s+(\S+)\s+(\S+)\s+(\S+)", b)
+        if g:
+            spacing = [float(g.group(2 + i)) * (dims[i] - 1) / 32 for i in range(3)]
+            b = b[:g.start()] + g.group(1) + " " + " ".join(f"{h:.6g}" for h in spacing) + b[g.end():]
+        return re.sub(r"(?im)^(\s*dime)\s+\d+\s+\d+\s+\d+", r"\1 33 33 33", b)
+
+    return re.sub(r"(?is)\belec\b.*?\bend\b", block, text)
 
 
 def prepare(work, example, text, molecules, source):
