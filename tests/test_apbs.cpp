@@ -232,6 +232,16 @@ TEST(ApbsMolecules, ReadsApbsPdbWithParameters) {
     EXPECT_EQ(e.line(), 5u);
     EXPECT_TRUE(contains(e.what(), "no parameters for atom N of residue ALK")) << e.what();
   }
+  // A parameter entry that is not five fields of the right kinds: its line.
+  try {
+    parse_flat_parameters("ALK C -0.2 1.9 0.45\nALK H 0.1 big 0.06\n", "p.dat");
+    FAIL() << "a radius 'big' was accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.line(), 2u);
+    EXPECT_TRUE(contains(e.what(), "p.dat:2: 'big' is not a number (an atom's radius)")) << e.what();
+  }
+  EXPECT_THROW(parse_flat_parameters("ALK C -0.2 1.9\n", "p.dat"), InputError);  // the file ends mid-entry
+  EXPECT_THROW(parse_flat_parameters("# nothing\n", "p.dat"), InputError);       // no entries
   // mol pdb without parm, and a molecule that is not there: the READ line.
   std::ofstream(dir / "in.in") << "read\n mol pdb m.pdb\n mol pqr missing.pqr\nend\n";
   EXPECT_THROW(load_molecules(read_apbs_input((dir / "in.in").string()), dir.string(), notices), ApbsInputError);

@@ -84,13 +84,16 @@ const AtomParameters::Entry* AtomParameters::find(const std::string& residue, co
 }
 
 AtomParameters read_flat_parameters(const std::string& path) {
-  AtomParameters parameters;
-  parameters.path = path;
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(path, 0, "cannot open the parameter file");
   std::ostringstream text;
   text << in.rdbuf();
-  const std::string content = text.str();
+  return parse_flat_parameters(text.str(), path);
+}
+
+AtomParameters parse_flat_parameters(const std::string& content, const std::string& path) {
+  AtomParameters parameters;
+  parameters.path = path;
   TokenStream tokens(content, path);
   while (std::optional<Token> residue = tokens.next()) {
     AtomParameters::Entry e;
@@ -155,8 +158,8 @@ std::vector<Molecule> load_molecules(const ApbsInput& input, const std::string& 
   std::optional<AtomParameters> parameters;
   if (input.parameters) {
     const std::string path = resolve_path(input.parameters->path, base);
-    read_text(path, base, input.file, input.parameters->line, "parameter file");  // names the READ line when missing
-    parameters = read_flat_parameters(path);
+    parameters =
+        parse_flat_parameters(read_text(path, base, input.file, input.parameters->line, "parameter file"), path);
   }
   std::vector<Molecule> molecules;
   for (const MoleculeInput& mol : input.molecules) {

@@ -43,6 +43,8 @@ struct AtomParameters {
   const Entry* find(const std::string& residue, const std::string& atom) const;
 };
 AtomParameters read_flat_parameters(const std::string& path);
+/// The same from the file's text (`path` names it in messages).
+AtomParameters parse_flat_parameters(const std::string& text, const std::string& path);
 
 /// APBS's whitespace PDB/PQR atoms from `text` (`file` names it in messages): positions, and
 /// with `parameters` the charges and radii from them, else (PQR) from the two fields after z.

@@ -46,7 +46,7 @@ std::optional<Token> TokenStream::next() {
   if (position_ - start > kMaxTokenChars)
     throw ApbsInputError(file_, line_,
                          "a word of " + std::to_string(position_ - start) + " characters (at most " +
-                             std::to_string(kMaxTokenChars) + "): this is not an APBS input file");
+                             std::to_string(kMaxTokenChars) + "): not text APBS reads");
   return Token{std::string(text_.substr(start, position_ - start)), line_};
 }
 
