@@ -31,8 +31,9 @@ ALLOWED["src/job"] = set(_BELOW_JOB)
 ALLOWED["src/pipeline"] = _BELOW_JOB | {"src/job"}
 ALLOWED["src/bench"] = ALLOWED["src/pipeline"] | {"src/pipeline"}
 ALLOWED["src/scaleout"] = ALLOWED["src/pipeline"] | {"src/pipeline"}
-ALLOWED["python/src"] = ALLOWED["src/pipeline"] | {"src/pipeline"}
-ALLOWED["src/cli"] = ALLOWED["src/pipeline"] | {"src/pipeline", "src/bench", "src/scaleout"}
+ALLOWED["src/apbs"] = ALLOWED["src/pipeline"] | {"src/pipeline"}
+ALLOWED["python/src"] = ALLOWED["src/pipeline"] | {"src/pipeline", "src/apbs"}
+ALLOWED["src/cli"] = ALLOWED["src/pipeline"] | {"src/pipeline", "src/bench", "src/scaleout", "src/apbs"}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"((?:src|kernels|python)/[^"]+)"')
 
 

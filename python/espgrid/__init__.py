@@ -257,3 +257,6 @@ from .view import View, view as _view  # noqa: E402
 
 Map.view = _view
 
+
+# APBS input files: espgrid.apbs.run("apbs.in") (python/espgrid/apbs.py, issue 32).
+from . import apbs  # noqa: E402,F401

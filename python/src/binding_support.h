@@ -84,5 +84,6 @@ void bind_options(py::module_& m);
 void bind_map(py::module_& m);
 void bind_trajectory(py::module_& m);
 void bind_points(py::module_& m);
+void bind_apbs(py::module_& m);
 
 }  // namespace espgrid::python

@@ -28,4 +28,5 @@ PYBIND11_MODULE(_espgrid, m) {
   bind_map(m);
   bind_trajectory(m);
   bind_points(m);
+  bind_apbs(m);
 }

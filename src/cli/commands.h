@@ -13,5 +13,6 @@ int run_bench(int argc, char** argv);    ///< src/cli/bench_command.cpp
 int run_view(int argc, char** argv);     ///< src/cli/view_command.cpp
 int run_surface(int argc, char** argv);  ///< src/cli/surface_command.cpp
 int run_sample(int argc, char** argv);   ///< src/cli/sample_command.cpp
+int run_apbs(int argc, char** argv);     ///< src/cli/apbs_command.cpp
 
 }  // namespace espgrid::cli

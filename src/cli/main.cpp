@@ -25,7 +25,8 @@ void print_usage() {
       "  convert  write a .dx map as .mrc, .vti or .dx\n"
       "  view     write an HTML page showing the surface coloured by a map, for any browser\n"
       "  surface  write the surface coloured by the potential as a mesh (.glb, .ply, .vtp)\n"
-      "  sample   the potential at a list of points (exact sum, or a map interpolated), as a text/CSV table\n\n"
+      "  sample   the potential at a list of points (exact sum, or a map interpolated), as a text/CSV table\n"
+      "  apbs     run an APBS input file (FILE.in): the same calculations, files and energy lines as APBS 3.4.1\n\n"
       "  espgrid VERB --help   shows a verb's options\n\n"
       "example:\n"
       "  espgrid map data/fasciculin2.pqr -o fas2.dx -o fas2.mrc -o fas2.vti\n",
@@ -79,9 +80,10 @@ int run_verb(int argc, char** argv) {
     if (verb == "view") return espgrid::cli::run_view(argc - 1, argv + 1);
     if (verb == "surface") return espgrid::cli::run_surface(argc - 1, argv + 1);
     if (verb == "sample") return espgrid::cli::run_sample(argc - 1, argv + 1);
+    if (verb == "apbs") return espgrid::cli::run_apbs(argc - 1, argv + 1);
     std::fprintf(stderr,
-                 "espgrid: error: unknown verb '%s' (use map, kernels, verify, bench, atoms, convert, view, surface or "
-                 "sample; see espgrid "
+                 "espgrid: error: unknown verb '%s' (use map, kernels, verify, bench, atoms, convert, view, surface, "
+                 "sample or apbs; see espgrid "
                  "--help)\n",
                  verb.c_str());
     return 2;

@@ -177,8 +177,7 @@ std::vector<std::string> physics_labels(const PhysicsOptions& physics) {
 }  // namespace
 
 std::string mrc_physics_text(const PhysicsOptions& physics) {
-  return physics_comment(physics) +
-         (physics.model == PairModel::Coulomb && !physics.is_pb() ? ", model coulomb" : "");
+  return physics_comment(physics) + (physics.model == PairModel::Coulomb && !physics.is_pb() ? ", model coulomb" : "");
 }
 
 MrcPlacement mrc_placement(const GridSpec& grid) {
@@ -242,10 +241,9 @@ std::array<char, kHeaderBytes> mrc_header(const PotentialMap& map, const PlaneSt
   std::memcpy(h.data() + 212, stamp, 4);
   const double variance = stats.count ? stats.squared_deviations / static_cast<double>(stats.count) : 0.0;
   put(h, 55, static_cast<float>(std::sqrt(variance)));  // RMS: deviation from the mean
-  std::vector<std::string> labels = {map.physics.is_pb()
-                                         ? "espgrid " ESPGRID_VERSION ": electrostatic potential, Poisson-Boltzmann"
-                                         : "espgrid " ESPGRID_VERSION
-                                           ": electrostatic potential by direct Coulomb summation"};
+  std::vector<std::string> labels = {
+      map.physics.is_pb() ? "espgrid " ESPGRID_VERSION ": electrostatic potential, Poisson-Boltzmann"
+                          : "espgrid " ESPGRID_VERSION ": electrostatic potential by direct Coulomb summation"};
   for (std::string& label : physics_labels(map.physics)) labels.push_back(std::move(label));
   if (!map.source.empty() && labels.size() < kLabels) labels.push_back(map.source);
   if (labels.size() > kLabels) labels.resize(kLabels);

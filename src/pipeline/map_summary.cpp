@@ -51,7 +51,8 @@ Json model_parameters_json(const PhysicsOptions& physics) {
     j.set("charge_method", charge_method_name(pb.charges));
     Json ions = Json::array();
     for (const PbIon& ion : ion_species(pb))
-      ions.push(Json::object().set("charge", ion.charge).set("concentration", ion.concentration).set("radius", ion.radius));
+      ions.push(
+          Json::object().set("charge", ion.charge).set("concentration", ion.concentration).set("radius", ion.radius));
     j.set("ions", ions);
     j.set("kappa_per_angstrom", pb_kappa(pb));
     return j;

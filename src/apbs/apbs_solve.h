@@ -1,0 +1,85 @@
+// The one place where the APBS front end meets the Poisson–Boltzmann physics (src/pb/,
+// solve_pb): an ELEC block's keywords and one calculation's grid become PbOptions and PbRun,
+// and the solve's result becomes what APBS reports: the potential (kept for the next focusing
+// level), the energy in kT, per-atom energies and the `write` maps. Nothing else in src/apbs/
+// includes src/pb/. Where a feature the input asks for is not in this build's physics, the
+// adapter says so before anything is solved (check_supported), never approximates it.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "src/apbs/apbs_input.h"
+#include "src/apbs/apbs_setup.h"
+#include "src/core/atoms.h"
+#include "src/core/grid.h"
+
+namespace espgrid::apbs {
+
+/// Where and how the solves run (`espgrid apbs --backend`, Python's backend=).
+struct SolverChoice {
+  /// CpuEmulation: the GPU solver's arithmetic on the CPU (tests, hosts without hypre).
+  enum class Backend { Auto, Cpu, Cuda, CpuEmulation } backend = Backend::Auto;
+  int threads = 0;  ///< CPU threads; 0: all cores
+  int device = 0;   ///< CUDA device
+};
+
+/// APBS's energy components (calcenergy comps; routines.c energyMG), kT: the fixed-charge term
+/// as APBS prints it (½ Σ qᵢ φ(rᵢ)), the mobile ions' and the dielectric's.
+struct EnergyComponents {
+  double fixed_charge = 0;
+  double mobile_charge = 0;
+  double dielectric = 0;
+};
+
+/// What one calculation produced.
+struct SolveOutcome {
+  GridSpec grid;
+  std::vector<double> potential;               ///< φ, kT/e, x fastest
+  std::optional<double> energy;                ///< APBS's total electrostatic energy, kT (calcenergy total|comps)
+  std::optional<EnergyComponents> components;  ///< calcenergy comps
+  std::vector<double> atom_energies;           ///< per-atom energies, kT (calcenergy comps; APBS's ½ qᵢ φ(rᵢ))
+  std::vector<std::pair<WriteType, std::vector<float>>> maps;  ///< the block's `write` maps other than pot
+  std::string summary;                                         ///< the solver's one-line report
+  double seconds = 0;
+  /// What the physics keeps of this level to focus the next one (the adapter's own type).
+  std::shared_ptr<const void> focus_state;
+};
+
+/// One calculation to solve.
+struct SolveRequest {
+  const ElecBlock* elec = nullptr;
+  const Calculation* calculation = nullptr;
+  const Atoms* atoms = nullptr;          ///< the block's molecule (`mol N`)
+  const SolveOutcome* parent = nullptr;  ///< the previous calculation, for bcfl focus
+  const GridSpec* next_level = nullptr;  ///< the grid the next calculation focuses onto, if it does
+  std::vector<WriteType> maps;           ///< `write` types wanted from this solve (pot included)
+  SolverChoice solver;
+};
+
+/// A keyword whose physics this build lacks: where, which, and what it would need.
+struct MissingPhysics {
+  std::size_t line = 0;
+  std::string keyword;  ///< "chgm spl0", "npbe", "mg-auto" (focusing), ...
+  std::string what;     ///< "the spl0 charge spreading"
+};
+/// What `calc` of `elec` needs that this build's physics lacks (empty: it can be solved).
+std::vector<MissingPhysics> missing_physics(const ElecBlock& elec, const Calculation& calc);
+/// Throws ApbsInputError "FILE:LINE: keyword X is not supported yet (...; the input also needs
+/// Y, Z; ...)" at the first keyword the plan needs and this build lacks, listing the others.
+/// Called before the first solve, so an input that cannot run fully is refused before anything
+/// is written.
+void check_supported(const ApbsInput& input, const CalculationPlan& plan);
+
+/// Throws ApbsInputError at the block's line when a calculation that does not focus has an atom of
+/// its molecule off its grid or within two spacings of its faces: APBS drops such atoms with a
+/// warning; espgrid's solver refuses them (docs/pb.md), so the run stops before it starts.
+void check_atoms_on_grid(const ApbsInput& input, const Calculation& calc, int number, const Atoms& atoms);
+
+/// Solves one calculation.
+SolveOutcome solve_calculation(const SolveRequest& request);
+
+}  // namespace espgrid::apbs
