@@ -55,6 +55,12 @@ class PeriodicBoxWarning(UserWarning):
     """A periodic system's map computed without making its molecules whole (unwrap=None)."""
 
 
+class TrajectoryNote(UserWarning):
+    """A remark about the input that changes nothing in the result, e.g. a DCD whose header's
+    frame count (NSET) is stale: its frames are counted from the file's size, as VMD and
+    MDAnalysis count them. espgrid-trajectory prints it as `espgrid-trajectory: note: ...`."""
+
+
 @contextlib.contextmanager
 def _quiet_mdanalysis():
     """MDAnalysis 2.4 warns about its own internals on Python 3.11 (xdrlib on import, the DCD
@@ -203,11 +209,13 @@ def _check_file(path):
         raise IsADirectoryError(errno.EISDIR, "Is a directory", path)
 
 
-def _check_dcd_readers(universe, checked=()):
-    """Every DCD the universe reads is checked record by record against its header
-    (structure/dcd_check.h): MDAnalysis counts a DCD's frames from its size, so a trajectory cut short
-    would otherwise be averaged over the frames left (issue #21). Returns nothing; raises
-    espgrid.InputError "FILE: what is wrong"."""
+def _check_dcd_readers(universe, checked=(), stacklevel=4):
+    """Every DCD the universe reads is walked record by record (structure/dcd_check.h): its frames
+    are counted from its size, as MDAnalysis and VMD count them, so a file that ends inside a
+    frame (cut short) or has a damaged record is refused rather than averaged over the frames
+    before the damage (issue #21). A header whose frame count differs from the whole frames is
+    a TrajectoryNote, not an error: writers leave it stale. Raises espgrid.InputError
+    "FILE: what is wrong"."""
     trajectory = universe.trajectory
     for reader in getattr(trajectory, "readers", None) or [trajectory]:
         path = getattr(reader, "filename", None)
@@ -217,6 +225,8 @@ def _check_dcd_readers(universe, checked=()):
         if reader.n_frames != summary["frames"]:
             raise _input_error(f"{path}: MDAnalysis sees {reader.n_frames} frames where the file's records hold "
                                f"{summary['frames']}", path)
+        if summary.get("note"):
+            warnings.warn(TrajectoryNote(f"{path}: {summary['note']}"), stacklevel=stacklevel)
 
 
 def _atom_group(topology, trajectory, select):
@@ -235,7 +245,7 @@ def _atom_group(topology, trajectory, select):
         top, files = os.fspath(topology), [os.fspath(f) for f in files]
         for path in [top] + files:
             _check_file(path)
-        # A DCD cut short is refused before MDAnalysis opens it.
+        # A DCD cut short (inside a frame) or damaged is refused before MDAnalysis opens it.
         checked = {path: _espgrid.check_dcd(path) for path in files if path.lower().endswith(".dcd")}
         # The topology first, then the trajectory: an error names the file it comes from.
         try:
@@ -459,6 +469,8 @@ def main(argv=None):
         # espgrid's own warnings as one line, like its errors; others as Python shows them.
         if issubclass(category, PeriodicBoxWarning):
             print(f"espgrid-trajectory: warning: {message}", file=sys.stderr)
+        elif issubclass(category, TrajectoryNote):
+            print(f"espgrid-trajectory: note: {message}", file=sys.stderr)
         else:
             print(warnings.formatwarning(message, category, filename, lineno, line), end="", file=sys.stderr)
     warnings.showwarning = show

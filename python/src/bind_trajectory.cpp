@@ -63,10 +63,12 @@ void bind_trajectory(py::module_& m) {
           py::gil_scoped_release release;
           return check_dcd(path);
         }();
-        return py::dict("atoms"_a = s.atoms, "frames"_a = s.frames, "header_frames"_a = s.header_frames);
+        return py::dict("atoms"_a = s.atoms, "frames"_a = s.frames, "header_frames"_a = s.header_frames,
+                        "note"_a = frame_count_note(s));
       },
       "path"_a,
-      "Checks a DCD's records against its header and size (structure/dcd_check.h); InputError when it is cut short.");
+      "Checks a DCD's records and counts its whole frames (structure/dcd_check.h); InputError when it ends "
+      "inside a frame or a record is damaged. 'note' says when the header's frame count differs.");
 }
 
 }  // namespace espgrid::python

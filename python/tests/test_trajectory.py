@@ -18,6 +18,7 @@ import espgrid
 from conftest import ROOT
 
 mda = pytest.importorskip("MDAnalysis")
+from espgrid.trajectory import TrajectoryNote  # noqa: E402
 warnings.filterwarnings("ignore", category=DeprecationWarning)
 warnings.filterwarnings("ignore", category=UserWarning, module="MDAnalysis")
 
@@ -188,14 +189,16 @@ def test_a_truncated_dcd_is_an_error_not_a_shorter_average(trajectory, tmp_path)
                                                  r"complete frames of the 10 its header announces\)") as e:
         espgrid.average_map(TOPOLOGY, str(cut), spacing=2.0, progress=False)
     assert e.value.file == str(cut)
-    # Cut at a frame boundary: whole frames, fewer than the header's 10.
+    # A Universe the caller opened is checked too.
+    with pytest.raises(espgrid.InputError, match="cut.dcd: the file ends part-way through frame 6"):
+        espgrid.average_map(mda.Universe(TOPOLOGY, str(cut)), spacing=2.0, progress=False)
+    # Cut at a frame boundary: whole frames, fewer than the header's 10, are read as VMD and
+    # MDAnalysis read them (writers leave the header's count stale), with a note.
     whole = tmp_path / "whole.dcd"
     whole.write_bytes(data[:header + 4 * frame])
-    with pytest.raises(espgrid.InputError, match="holds 4 frames, but its header announces 10"):
-        espgrid.average_map(TOPOLOGY, str(whole), spacing=2.0, progress=False)
-    # A Universe the caller opened is checked too.
-    with pytest.raises(espgrid.InputError, match="holds 4 frames, but its header announces 10"):
-        espgrid.average_map(mda.Universe(TOPOLOGY, str(whole)), spacing=2.0, progress=False)
+    with pytest.warns(TrajectoryNote, match="its header announces 10 frames .NSET., but the file holds 4 whole"):
+        result = espgrid.average_map(TOPOLOGY, str(whole), spacing=2.0, progress=False)
+    assert result.frames == [0, 1, 2, 3]
     # A damaged record marker in the middle.
     damaged = bytearray(data)
     damaged[header + 3 * frame] ^= 0x40
