@@ -14,13 +14,18 @@ using namespace pybind11::literals;
 void bind_trajectory(py::module_& m) {
   py::class_<FrameAverage>(m, "FrameAverage", "Running mean (and standard deviation) of per-frame maps.")
       .def(py::init([](const MapJob& o, const GridSpec& grid, const py::handle& charges, bool with_deviation,
-                       const std::string& source) {
+                       const std::string& source, const py::handle& radii) {
              const auto count = py::len(charges);
              std::vector<double> q = vector_of(charges, "charges", count);
              check_atom_values(q, AtomField::Charge, "charges");
-             return FrameAverage(o, grid, std::move(q), with_deviation, source);
+             std::vector<double> r;
+             if (!radii.is_none()) {
+               r = vector_of(radii, "radii", count);
+               check_atom_values(r, AtomField::Radius, "radii");
+             }
+             return FrameAverage(o, grid, std::move(q), std::move(r), with_deviation, source);
            }),
-           "options"_a, "grid"_a, "charges"_a, "with_deviation"_a, "source"_a)
+           "options"_a, "grid"_a, "charges"_a, "with_deviation"_a, "source"_a, "radii"_a = py::none())
       .def(
           "add_frame",
           [](FrameAverage& f, const py::handle& positions, const py::object& progress) {
@@ -34,6 +39,26 @@ void bind_trajectory(py::module_& m) {
           },
           "positions"_a, "progress"_a = py::none())
       .def_property_readonly("frames", &FrameAverage::frames)
+      .def_property_readonly(
+          "limbs",
+          [](py::object self) {
+            // A view of the exact sums (compute/frame_sums.h), limb-major, for MPI: no copy.
+            FrameAverage& f = self.cast<FrameAverage&>();
+            auto& limbs = f.sums().limbs();
+            return py::array_t<std::uint64_t>({static_cast<py::ssize_t>(limbs.size())}, {sizeof(std::uint64_t)},
+                                              limbs.data(), self);
+          },
+          "The exact frame sums' limbs (uint64, limb-major), a view: what merge() of another rank takes.")
+      .def(
+          "merge",
+          [](FrameAverage& f, const py::array_t<std::uint64_t, py::array::c_style | py::array::forcecast>& limbs,
+             std::uint64_t frames) {
+            if (limbs.ndim() != 1) throw UsageError("limbs must be one-dimensional");
+            py::gil_scoped_release release;
+            f.sums().merge(limbs.data(), static_cast<std::size_t>(limbs.shape(0)), frames);
+          },
+          "limbs"_a, "frames"_a, "Adds another accumulator's sums (its limbs and frame count): integer sums, exact.")
+      .def_property_readonly("last_solve", &FrameAverage::last_solve)
       .def_property_readonly("kernel", [](const FrameAverage& f) { return std::string(f.kernel().kernel->name); })
       .def_property_readonly("kernel_choice", [](const FrameAverage& f) { return f.kernel().why; })
       .def_property_readonly("kernel_seconds", &FrameAverage::kernel_seconds)

@@ -52,16 +52,19 @@ MapJob FrameAverage::with_grid(MapJob job, const GridSpec& grid, const std::stri
   return job;
 }
 
-FrameAverage::FrameAverage(const MapJob& job, const GridSpec& grid, std::vector<double> charges, bool with_deviation,
-                           std::string source)
+FrameAverage::FrameAverage(const MapJob& job, const GridSpec& grid, std::vector<double> charges,
+                           std::vector<double> radii, bool with_deviation, std::string source)
     : job_(with_grid(job, grid, source)),
       session_(job_),
       charges_(std::move(charges)),
-      with_deviation_(with_deviation),
-      source_(std::move(source)) {
+      radii_(std::move(radii)),
+      source_(std::move(source)),
+      sums_(session_.grid().point_count(), with_deviation) {
   if (charges_.empty()) throw UsageError("no atoms to average over");
-  mean_.assign(session_.grid().point_count(), 0.0);
-  if (with_deviation_) m2_.assign(session_.grid().point_count(), 0.0);
+  if (!radii_.empty() && radii_.size() != charges_.size())
+    throw UsageError("radii hold " + std::to_string(radii_.size()) + " atoms, the charges " +
+                     std::to_string(charges_.size()));
+  if (radii_.empty()) radii_.assign(charges_.size(), 0.0);
 }
 
 /// Planes of each frame to the caller's progress function.
@@ -81,27 +84,14 @@ void FrameAverage::add_frame(const double* xyz, const ProgressFn& progress) {
   check_positions(xyz, n, "positions");
   Atoms atoms = atoms_of(xyz, n);
   atoms.charge = charges_;
-  atoms.radius.assign(n, 0.0);
+  atoms.radius = radii_;
   atoms.element.assign(n, ElementSymbol{});
   FrameProgress observer(progress);
   const MapResult result = session_.compute(atoms, observer);
   kernel_seconds_ += result.timing.kernel_seconds;
   transfer_seconds_ += result.timing.transfer_seconds;
-
-  // Welford's update: mean += (φ − mean)/n, M2 += (φ − mean_old)(φ − mean_new).
-  const double count = static_cast<double>(++frames_);
-  const float* values = result.map.values.data();
-  const auto points = static_cast<std::int64_t>(mean_.size());
-  const int threads = job_.compute.run.threads > 0 ? job_.compute.run.threads : omp_get_max_threads();
-  double* mean = mean_.data();
-  double* m2 = with_deviation_ ? m2_.data() : nullptr;
-#pragma omp parallel for num_threads(threads) schedule(static)
-  for (std::int64_t p = 0; p < points; ++p) {
-    const double phi = values[p];
-    const double before = phi - mean[p];
-    mean[p] += before / count;
-    if (m2) m2[p] += before * (phi - mean[p]);
-  }
+  if (job_.physics.poisson_boltzmann) last_solve_ = result.timing.method;
+  sums_.add(result.map.values.data(), job_.compute.run.threads);
 }
 
 PotentialMap FrameAverage::map_with(std::vector<float> values, const std::string& what) const {
@@ -109,22 +99,15 @@ PotentialMap FrameAverage::map_with(std::vector<float> values, const std::string
   map.grid = session_.grid();
   map.physics = job_.physics;
   map.values = std::move(values);
-  map.source = what + " over " + std::to_string(frames_) + (frames_ == 1 ? " frame" : " frames") + " of " + source_;
+  const std::size_t count = frames();
+  map.source = what + " over " + std::to_string(count) + (count == 1 ? " frame" : " frames") + " of " + source_;
   return map;
 }
 
-PotentialMap FrameAverage::mean() const {
-  if (frames_ == 0) throw Error("no frames were added, so there is no mean");
-  return map_with(std::vector<float>(mean_.begin(), mean_.end()), "mean");
-}
+PotentialMap FrameAverage::mean() const { return map_with(sums_.mean(job_.compute.run.threads), "mean"); }
 
 PotentialMap FrameAverage::deviation() const {
-  if (!with_deviation_) throw Error("internal error: the standard deviation was not asked for");
-  if (frames_ == 0) throw Error("no frames were added, so there is no standard deviation");
-  std::vector<float> values(m2_.size());
-  const double count = static_cast<double>(frames_);
-  for (std::size_t p = 0; p < values.size(); ++p) values[p] = static_cast<float>(std::sqrt(m2_[p] / count));
-  return map_with(std::move(values), "standard deviation");
+  return map_with(sums_.deviation(job_.compute.run.threads), "standard deviation");
 }
 
 }  // namespace espgrid::python

@@ -4,13 +4,16 @@
 // computed through the library facade and folded into running sums in double precision.
 //
 // Every frame is computed by one ComputeSession (pipeline/map_pipeline.h): the kernel is chosen
-// once for the job's physics and grid, and each frame brings only new positions.
+// once for the job's physics and grid, and each frame brings only new positions. The frames are
+// summed exactly (compute/frame_sums.h), so MPI ranks and devices that each average some frames
+// merge into the same bits as one process that averages them all.
 #pragma once
 
 #include <cstddef>
 #include <string>
 #include <vector>
 
+#include "src/compute/frame_sums.h"
 #include "src/physics/potential_map.h"
 #include "src/pipeline/map_pipeline.h"
 #include "src/structure/structure_reader.h"
@@ -20,25 +23,30 @@ namespace espgrid::python {
 class FrameAverage {
  public:
   /// Selects the kernel once (so a missing GPU fails before any frame is read) for `charges`
-  /// (e) on `grid`. `source` describes the frames for the output files' headers.
-  /// `job` gives the physics and compute options; its grid is replaced by `grid`.
-  FrameAverage(const MapJob& job, const GridSpec& grid, std::vector<double> charges, bool with_deviation,
-               std::string source);
+  /// (e) and `radii` (Å; empty: none, for the pair models; --model pb needs them) on `grid`.
+  /// `source` describes the frames for the output files' headers. `job` gives the physics and
+  /// compute options; its grid is replaced by `grid`.
+  FrameAverage(const MapJob& job, const GridSpec& grid, std::vector<double> charges, std::vector<double> radii,
+               bool with_deviation, std::string source);
 
   std::size_t atom_count() const noexcept { return charges_.size(); }
   const KernelSelection& kernel() const noexcept { return session_.kernel(); }
 
   /// Computes the map of one frame from `xyz` (atom_count() × 3 positions, Å, row-major) and
-  /// adds it to the running mean and sum of squared deviations (Welford's update, in double:
-  /// stable where the deviation is tiny next to the potential). `progress` reports the
-  /// frame's planes and may throw to stop (an interrupt).
+  /// adds it to the exact sums (src/compute/frame_sums.h: the same bits in any order, on any
+  /// number of ranks). `progress` reports the frame's planes and may throw to stop (an interrupt).
   void add_frame(const double* xyz, const ProgressFn& progress);
-  std::size_t frames() const noexcept { return frames_; }
+  std::size_t frames() const noexcept { return static_cast<std::size_t>(sums_.frames()); }
+  /// The sums so far: another rank's or device's are merged into them (FrameSums::merge).
+  FrameSums& sums() noexcept { return sums_; }
+  const FrameSums& sums() const noexcept { return sums_; }
   /// Kernel and transfer seconds summed over the frames so far.
   double kernel_seconds() const noexcept { return kernel_seconds_; }
   double transfer_seconds() const noexcept { return transfer_seconds_; }
+  /// --model pb: the last frame's solve (method, iterations, residual) for the summary; empty otherwise.
+  const std::string& last_solve() const noexcept { return last_solve_; }
 
-  /// The mean over the frames, float32 (rounded once, from the double sums).
+  /// The mean over the frames, float32 (rounded once, from the exact sums).
   PotentialMap mean() const;
   /// The standard deviation over the frames, √(Σ(φ − mean)² / frames) (population form:
   /// the frames are the whole set being described). Error unless built with_deviation.
@@ -52,13 +60,12 @@ class FrameAverage {
   MapJob job_;
   ComputeSession session_;
   std::vector<double> charges_;
-  bool with_deviation_;
+  std::vector<double> radii_;
   std::string source_;
-  std::size_t frames_ = 0;
-  std::vector<double> mean_;  ///< running mean per point, output unit
-  std::vector<double> m2_;    ///< running Σ(φ − mean)² per point
+  FrameSums sums_;
   double kernel_seconds_ = 0;
   double transfer_seconds_ = 0;
+  std::string last_solve_;
 };
 
 /// Throws UsageError naming the first coordinate the structure readers would refuse (not finite,
