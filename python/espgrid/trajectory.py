@@ -94,6 +94,16 @@ def _box(universe):
     return lengths if np.all(np.isfinite(lengths)) and np.all(lengths > 0) else None
 
 
+def _warn_user(warning):
+    """warnings.warn naming the first line outside the espgrid package (the user's call), however
+    deep in espgrid the warning arises."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    frame, level = sys._getframe(1), 1
+    while frame is not None and os.path.dirname(os.path.abspath(frame.f_code.co_filename)) == here:
+        frame, level = frame.f_back, level + 1
+    warnings.warn(warning, stacklevel=level + 1)
+
+
 def _has_bonds(group):
     try:
         group.bonds  # noqa: B018 (MDAnalysis raises NoDataError, an AttributeError, without bonds)
@@ -125,10 +135,10 @@ def _check_unwrap(group, unwrap, name, frame_text, stacklevel):
         stretched = int(np.count_nonzero(lengths > 0.5 * box.min()))
         split = (f"; {stretched} of its {len(lengths)} bonds {'spans' if stretched == 1 else 'span'} more than half "
                  f"the box in {frame_text}" if stretched else f"; no bond spans more than half the box in {frame_text}")
-    warnings.warn(PeriodicBoxWarning(
+    _warn_user(PeriodicBoxWarning(
         f"{name} is periodic (box {' x '.join(f'{x:g}' for x in box)} Å) and its molecules are not made whole"
         f"{split}: a molecule split across the box gives a wrong map there. unwrap=True (--unwrap; needs bonds) "
-        "makes them whole first; unwrap=False (--no-unwrap) says they are whole already"), stacklevel=stacklevel)
+        "makes them whole first; unwrap=False (--no-unwrap) says they are whole already"))
 
 
 def _positions(group, unwrap):
@@ -209,7 +219,7 @@ def _check_file(path):
         raise IsADirectoryError(errno.EISDIR, "Is a directory", path)
 
 
-def _check_dcd_readers(universe, checked=(), stacklevel=4):
+def _check_dcd_readers(universe, checked=()):
     """Every DCD the universe reads is walked record by record (structure/dcd_check.h): its frames
     are counted from its size, as MDAnalysis and VMD count them, so a file that ends inside a
     frame (cut short) or has a damaged record is refused rather than averaged over the frames
@@ -226,7 +236,7 @@ def _check_dcd_readers(universe, checked=(), stacklevel=4):
             raise _input_error(f"{path}: MDAnalysis sees {reader.n_frames} frames where the file's records hold "
                                f"{summary['frames']}", path)
         if summary.get("note"):
-            warnings.warn(TrajectoryNote(f"{path}: {summary['note']}"), stacklevel=stacklevel)
+            _warn_user(TrajectoryNote(f"{path}: {summary['note']}"))
 
 
 def _atom_group(topology, trajectory, select):
@@ -304,32 +314,8 @@ def _frames(universe, start, stop, step, name, expected):
                            "(nothing averaged from a partly read trajectory)")
 
 
-def _progress_bar(enabled, total):
-    """A tqdm bar on stderr when enabled (True, or None and stderr is a terminal); None when off."""
-    if enabled is None:
-        enabled = sys.stderr.isatty()
-    if callable(enabled) or not enabled:
-        return None
-    try:
-        from tqdm import tqdm
-        return tqdm(total=total, unit="frame", desc="espgrid", file=sys.stderr)
-    except ImportError:
-        class _Plain:
-            def __init__(self):
-                self.n = 0
-
-            def update(self, k):
-                self.n += k
-                sys.stderr.write(f"\respgrid: frame {self.n}/{total}")
-                sys.stderr.flush()
-
-            def close(self):
-                sys.stderr.write("\n")
-        return _Plain()
-
-
 def average_map(topology, trajectory=None, *, select="all", start=None, stop=None, step=None, std=False,
-                grid=None, progress=None, unwrap=None, **options):
+                grid=None, progress=None, unwrap=None, radii=None, devices=None, comm=None, **options):
     """The potential averaged over a trajectory's frames, on one fixed grid.
 
     topology, trajectory: file names (any MDAnalysis reads; trajectory may be a list, or None
@@ -342,69 +328,33 @@ def average_map(topology, trajectory=None, *, select="all", start=None, stop=Non
     progress(frames_done, frames). unwrap: True makes every molecule holding a selected atom
     whole across the periodic box in each frame (needs bonds); None (the default) warns
     (PeriodicBoxWarning) when the system is periodic; False neither (molecules whole already).
-    Every other keyword is an `espgrid map` option (kernel, units, dielectric, model, devices,
+    radii (model="pb"): where the atoms' radii come from (espgrid.radii: None for the topology's
+    or else the AMBER table with Bondi's by element, "amber", "parse", "bondi", a PQR of the same
+    atoms, or an array). devices: "all" or GPU numbers: the frames dealt over them (one map per
+    GPU at a time). comm: an mpi4py communicator whose ranks share the frames (None: MPI's world
+    when started by mpirun with several ranks; False: none); rank 0 gets the result, the others
+    None. Every other keyword is an `espgrid map` option (kernel, units, dielectric, model,
     threads, ...), as for espgrid.compute_map.
     """
-    universe, group, charges, name = _atom_group(topology, trajectory, select)
-    frames = range(universe.trajectory.n_frames)[slice(start, stop, step)]
-    if len(frames) == 0:
-        raise espgrid.UsageError(f"no frames selected from {name} ({universe.trajectory.n_frames} frames, "
-                                 f"start={start}, stop={stop}, step={step})")
-    with _quiet_mdanalysis():
-        universe.trajectory[frames[0]]
-    # The warning names the caller's line: user → espgrid.average_map → here (→ _check_unwrap).
-    _check_unwrap(group, unwrap, name, f"frame {frames[0]}", stacklevel=4)
-    if grid is None and options.get("origin") is None and options.get("dims") is None:
-        # The bounding box over every selected frame, so no frame's atoms leave the grid.
-        lo = np.full(3, np.inf)
-        hi = np.full(3, -np.inf)
-        for _ in _frames(universe, start, stop, step, name, frames):
-            xyz = _positions(group, unwrap)
-            lo = np.minimum(lo, xyz.min(axis=0))
-            hi = np.maximum(hi, xyz.max(axis=0))
-        grid = espgrid.grid_around(np.array([lo, hi], dtype=np.float64), **options)
-        options = {k: v for k, v in options.items() if k not in ("spacing", "padding")}
-    if grid is not None:
-        options = espgrid._with_grid(grid, options)
-    parsed = espgrid.map_options(**options)
-    grid = parsed.explicit_grid
-    selection = ("" if select in (None, "all") else f", selection {select!r}") + (", molecules made whole"
-                                                                                 if unwrap else "")
-    source = _espgrid.describe_source(
-        f"{name}{selection}, frames {frames.start}:{frames.stop}:{frames.step}",
-        _espgrid.structure_from_arrays(group.positions.astype(np.float64), charges))
-    average = FrameAverageLoop(parsed, grid, charges, std, source)
-    bar = _progress_bar(progress, len(frames))
-    began = time.perf_counter()
-    try:
-        for done, _ in enumerate(_frames(universe, start, stop, step, name, frames), start=1):
-            average.add(_positions(group, unwrap), universe.trajectory.frame)
-            if bar is not None:
-                bar.update(1)
-            if callable(progress):
-                progress(done, len(frames))
-    finally:
-        if bar is not None:
-            bar.close()
-    seconds = time.perf_counter() - began
-    return TrajectoryAverage(average.engine.mean(), average.engine.deviation() if std else None, list(frames),
-                             len(group), average.engine.kernel, seconds)
+    from espgrid.frames import run_frames
+    run = run_frames(topology, trajectory, select=select, start=start, stop=stop, step=step, std=std, grid=grid,
+                     progress=progress, unwrap=unwrap, radii=radii, devices=devices, comm=comm, **options)
+    return None if run is None else run.average
 
 
-class FrameAverageLoop:
-    """The per-frame step of average_map: hands a frame's positions to the C++ accumulator
-    (espgrid.FrameAverage: compute through the facade, Welford update), naming the frame in
-    any error. On a GPU the engine's compute session keeps its device buffers between frames
-    (docs/python.md, "GPU between frames")."""
-
-    def __init__(self, options, grid, charges, std, source):
-        self.engine = _espgrid.FrameAverage(options, grid, charges, std, source)
-
-    def add(self, positions, frame):
-        try:
-            self.engine.add_frame(np.asarray(positions, dtype=np.float64))
-        except espgrid.UsageError as e:
-            raise espgrid.UsageError(f"frame {frame}: {e}") from e
+def frame_energies(topology, trajectory=None, *, select="all", binding=None, start=None, stop=None, step=None,
+                   progress=None, unwrap=None, energy_units="kJ/mol", comm=None, **options):
+    """The electrostatic energy of every selected frame, as an EnergySeries (espgrid.frame_energy):
+    of the selection, or with binding=(selection_a, selection_b) the binding energy
+    complex − a − b and its three terms. A pair model (model="coulomb", "debye", ...) gives exact
+    pair sums; energy_units "kJ/mol" (APBS's), "kcal/mol" or "kT". The other arguments are
+    average_map's; rank 0 gets the series under MPI, the others None.
+    """
+    from espgrid.frames import run_frames
+    run = run_frames(topology, trajectory, select=select, start=start, stop=stop, step=step, progress=progress,
+                     unwrap=unwrap, maps=False, energies=True, binding=binding, energy_units=energy_units, comm=comm,
+                     **options)
+    return None if run is None else run.energies
 
 
 # ---- command line -------------------------------------------------------------------------------

@@ -5,6 +5,7 @@
 
 #include "python/src/binding_support.h"
 #include "python/src/frame_average.h"
+#include "src/physics/pair_energy.h"
 #include "src/structure/dcd_check.h"
 
 namespace espgrid::python {
@@ -12,7 +13,8 @@ namespace espgrid::python {
 using namespace pybind11::literals;
 
 void bind_trajectory(py::module_& m) {
-  py::class_<FrameAverage>(m, "FrameAverage", "Running mean (and standard deviation) of per-frame maps.")
+  py::class_<FrameAverage, std::unique_ptr<FrameAverage>>(m, "FrameAverage",
+                                                          "Running mean (and standard deviation) of per-frame maps.")
       .def(py::init([](const MapJob& o, const GridSpec& grid, const py::handle& charges, bool with_deviation,
                        const std::string& source, const py::handle& radii) {
              const auto count = py::len(charges);
@@ -23,21 +25,30 @@ void bind_trajectory(py::module_& m) {
                r = vector_of(radii, "radii", count);
                check_atom_values(r, AtomField::Radius, "radii");
              }
-             return FrameAverage(o, grid, std::move(q), std::move(r), with_deviation, source);
+             return std::make_unique<FrameAverage>(o, grid, std::move(q), std::move(r), with_deviation, source);
            }),
            "options"_a, "grid"_a, "charges"_a, "with_deviation"_a, "source"_a, "radii"_a = py::none())
       .def(
           "add_frame",
-          [](FrameAverage& f, const py::handle& positions, const py::object& progress) {
+          [](FrameAverage& f, const py::handle& positions, const std::string& label, const py::object& progress) {
             const auto xyz = positions_array(positions, "positions");
             if (static_cast<std::size_t>(xyz.shape(0)) != f.atom_count())
-              throw UsageError("positions hold " + std::to_string(xyz.shape(0)) + " atoms, the charges " +
+              throw UsageError(label + ": positions hold " + std::to_string(xyz.shape(0)) + " atoms, the charges " +
                                std::to_string(f.atom_count()));
             ProgressFn report = interruptible(progress);
             py::gil_scoped_release release;
-            f.add_frame(xyz.data(), report);
+            f.add_frame(xyz.data(), label, report);
           },
-          "positions"_a, "progress"_a = py::none())
+          "positions"_a, "label"_a = "frame", "progress"_a = py::none(),
+          "Queues a frame (computed while the caller reads the next); an earlier frame's error is raised here.")
+      .def(
+          "finish",
+          [](FrameAverage& f, const py::object& progress) {
+            ProgressFn report = interruptible(progress);
+            py::gil_scoped_release release;
+            f.finish(report);
+          },
+          "progress"_a = py::none(), "Waits until every queued frame is computed and summed.")
       .def_property_readonly("frames", &FrameAverage::frames)
       .def_property_readonly(
           "limbs",
@@ -80,6 +91,55 @@ void bind_trajectory(py::module_& m) {
         p.kernel_why = f.kernel().why;
         return p;
       });
+
+  // The pair models' energies of one frame (physics/pair_energy.h), in kT: the energies of
+  // espgrid.trajectory_energies, converted to the asked unit in Python.
+  auto frame_atoms = [](const py::handle& positions, const py::handle& charges) {
+    const auto xyz = positions_array(positions, "positions");
+    const auto count = static_cast<std::size_t>(xyz.shape(0));
+    check_positions(xyz.data(), count, "positions");
+    Atoms atoms = atoms_of(xyz.data(), count);
+    atoms.charge = vector_of(charges, "charges", count);
+    check_atom_values(atoms.charge, AtomField::Charge, "charges");
+    return atoms;
+  };
+  auto kt_physics = [](const MapJob& job) {
+    PhysicsOptions physics = job.physics;
+    if (physics.poisson_boltzmann) throw UsageError("internal error: pair energies asked of a PB job");
+    physics.unit = PotentialUnit::KTPerE;
+    return physics;
+  };
+  m.def(
+      "pair_energy",
+      [=](const py::handle& positions, const py::handle& charges, const MapJob& job,
+          const std::vector<std::int32_t>& members) {
+        const Atoms atoms = frame_atoms(positions, charges);
+        const PhysicsOptions physics = kt_physics(job);
+        py::gil_scoped_release release;
+        return pair_energy(atoms, physics, members, job.compute.run.threads);
+      },
+      "positions"_a, "charges"_a, "options"_a, "members"_a,
+      "The pair model's energy of the atoms `members` (indices), kT: the sum over their pairs.");
+  m.def(
+      "pair_interaction",
+      [=](const py::handle& positions, const py::handle& charges, const MapJob& job, const std::vector<std::int32_t>& a,
+          const std::vector<std::int32_t>& b) {
+        const Atoms atoms = frame_atoms(positions, charges);
+        const PhysicsOptions physics = kt_physics(job);
+        py::gil_scoped_release release;
+        return pair_interaction(atoms, physics, a, b, job.compute.run.threads);
+      },
+      "positions"_a, "charges"_a, "options"_a, "a"_a, "b"_a,
+      "The pair model's interaction of two disjoint groups, kT: E(a ∪ b) − E(a) − E(b).");
+
+  m.def(
+      "usable_devices",
+      [] {
+        std::string reason;
+        const std::vector<int> devices = cuda::usable_devices(&reason);
+        return py::make_tuple(devices, reason);
+      },
+      "The usable CUDA devices' numbers and, when there are none, why: (devices, reason).");
 
   m.def(
       "check_dcd",

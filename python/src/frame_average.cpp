@@ -2,9 +2,12 @@
 
 #include <omp.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 
+#include "src/core/bulk_memory.h"
 #include "src/core/errors.h"
 #include "src/core/text_format.h"
 #include "src/structure/structure_reader.h"
@@ -59,39 +62,149 @@ FrameAverage::FrameAverage(const MapJob& job, const GridSpec& grid, std::vector<
       charges_(std::move(charges)),
       radii_(std::move(radii)),
       source_(std::move(source)),
-      sums_(session_.grid().point_count(), with_deviation) {
+      sums_(session_.grid().point_count(), with_deviation),
+      overlap_sums_(session_.kernel().kernel->backend == Backend::Cuda) {
   if (charges_.empty()) throw UsageError("no atoms to average over");
   if (!radii_.empty() && radii_.size() != charges_.size())
     throw UsageError("radii hold " + std::to_string(radii_.size()) + " atoms, the charges " +
                      std::to_string(charges_.size()));
   if (radii_.empty()) radii_.assign(charges_.size(), 0.0);
+  for (auto& b : buffers_) assign_poisoned(b, session_.grid().point_count());
 }
 
-/// Planes of each frame to the caller's progress function.
+FrameAverage::~FrameAverage() { stop_and_wait(); }
+
+void FrameAverage::stop_and_wait() noexcept {
+  stop_ = true;
+  try {
+    if (computing_.valid()) computing_.get();
+  } catch (...) {
+  }
+  try {
+    if (summing_.valid()) summing_.get();
+  } catch (...) {
+  }
+  stop_ = false;
+}
+
+namespace {
+
+/// What a frame's computation tells: its planes, into counters the waiting thread reports; it
+/// stops at the next plane once `stop` is set.
 class FrameProgress : public MapObserver {
  public:
-  explicit FrameProgress(const ProgressFn& progress) : progress_(progress) {}
+  FrameProgress(const std::atomic<bool>& stop, std::atomic<std::size_t>& done, std::atomic<std::size_t>& total)
+      : stop_(stop), done_(done), total_(total) {}
   void progress(std::size_t done, std::size_t total) override {
-    if (progress_) progress_(done, total);
+    done_ = done;
+    total_ = total;
+    if (stop_) throw Error("stopped");
   }
 
  private:
-  const ProgressFn& progress_;
+  const std::atomic<bool>& stop_;
+  std::atomic<std::size_t>& done_;
+  std::atomic<std::size_t>& total_;
 };
 
-void FrameAverage::add_frame(const double* xyz, const ProgressFn& progress) {
+/// `call()`, its UsageError and Error messages prefixed with `label` ("frame 12: ...").
+template <class F>
+auto naming(const std::string& label, F&& call) {
+  try {
+    return call();
+  } catch (const InputError&) {
+    throw;
+  } catch (const UsageError& e) {
+    throw UsageError(label + ": " + e.what());
+  } catch (const Error& e) {
+    throw Error(label + ": " + e.what());
+  }
+}
+
+}  // namespace
+
+FrameAverage::Computed FrameAverage::compute(const Atoms& atoms, int b, const std::string& label) {
+  return naming(label, [&] {
+    FrameProgress observer(stop_, planes_done_, planes_);
+    Computed c;
+    c.buffer = b;
+    c.label = label;
+    c.timing = session_.compute_into(atoms, buffers_[static_cast<std::size_t>(b)], observer);
+    if (!overlap_sums_) sum_buffer(b, label);
+    return c;
+  });
+}
+
+void FrameAverage::sum_buffer(int b, const std::string& label) {
+  std::vector<float>& values = buffers_[static_cast<std::size_t>(b)];
+  naming(label, [&] { sums_.add(values.data(), job_.compute.run.threads); });
+  // Poisoned again, so a kernel that misses a point of the next frame is caught by the sums' check.
+  const auto n = static_cast<std::int64_t>(values.size());
+  float* v = values.data();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+#pragma omp parallel for schedule(static)
+  for (std::int64_t p = 0; p < n; ++p) v[p] = nan;
+}
+
+template <class T>
+void FrameAverage::wait(std::future<T>& f, const ProgressFn& poll) {
+  while (f.wait_for(std::chrono::milliseconds(50)) != std::future_status::ready)
+    if (poll) {
+      try {
+        poll(planes_done_, planes_);
+      } catch (...) {
+        stop_and_wait();  // the frame in flight stops at its next plane
+        throw;
+      }
+    }
+}
+
+void FrameAverage::collect(const ProgressFn& poll) {
+  if (!computing_.valid()) return;
+  wait(computing_, poll);
+  Computed c;
+  try {
+    c = computing_.get();
+  } catch (...) {
+    stop_and_wait();
+    throw;
+  }
+  kernel_seconds_ += c.timing.kernel_seconds;
+  transfer_seconds_ += c.timing.transfer_seconds;
+  if (job_.physics.poisson_boltzmann) last_solve_ = c.timing.method;
+  if (!overlap_sums_) return;
+  if (summing_.valid()) {  // the frame before: its buffer is the one the next frame needs
+    wait(summing_, poll);
+    summing_.get();
+  }
+  summing_ = std::async(std::launch::async, [this, c] { sum_buffer(c.buffer, c.label); });
+}
+
+void FrameAverage::add_frame(const double* xyz, const std::string& label, const ProgressFn& poll) {
   const std::size_t n = charges_.size();
-  check_positions(xyz, n, "positions");
+  naming(label, [&] { check_positions(xyz, n, "positions"); });
   Atoms atoms = atoms_of(xyz, n);
   atoms.charge = charges_;
   atoms.radius = radii_;
   atoms.element.assign(n, ElementSymbol{});
-  FrameProgress observer(progress);
-  const MapResult result = session_.compute(atoms, observer);
-  kernel_seconds_ += result.timing.kernel_seconds;
-  transfer_seconds_ += result.timing.transfer_seconds;
-  if (job_.physics.poisson_boltzmann) last_solve_ = result.timing.method;
-  sums_.add(result.map.values.data(), job_.compute.run.threads);
+  collect(poll);
+  if (summing_.valid()) {  // its buffer is the one this frame takes
+    wait(summing_, poll);
+    summing_.get();
+  }
+  const int b = next_buffer_;
+  next_buffer_ = 1 - next_buffer_;
+  planes_done_ = 0;
+  computing_ =
+      std::async(std::launch::async, [this, atoms = std::move(atoms), b, label] { return compute(atoms, b, label); });
+}
+
+void FrameAverage::finish(const ProgressFn& poll) {
+  collect(poll);
+  if (summing_.valid()) {
+    wait(summing_, poll);
+    summing_.get();
+  }
 }
 
 PotentialMap FrameAverage::map_with(std::vector<float> values, const std::string& what) const {

@@ -1,15 +1,21 @@
 // The mean (and standard deviation) of the potential over the frames of a trajectory, on one
 // fixed grid: the C++ half of espgrid.average_map (python/espgrid/trajectory.py). Python reads
 // the frames (MDAnalysis) and hands over each frame's positions; the map of every frame is
-// computed through the library facade and folded into running sums in double precision.
+// computed through the library facade and added to exact integer sums (compute/frame_sums.h), so
+// MPI ranks and devices that each average some frames merge into the same bits as one process
+// that averages them all.
 //
 // Every frame is computed by one ComputeSession (pipeline/map_pipeline.h): the kernel is chosen
-// once for the job's physics and grid, and each frame brings only new positions. The frames are
-// summed exactly (compute/frame_sums.h), so MPI ranks and devices that each average some frames
-// merge into the same bits as one process that averages them all.
+// once for the job's physics and grid, and each frame brings only new positions. The frames flow
+// through a pipeline: while frame k is computed (a worker thread), Python reads frame k+1 and, on a
+// GPU, frame k−1's map is added to the sums on the host; two map buffers, allocated and poisoned
+// once and poisoned again after each use, carry the maps.
 #pragma once
 
+#include <array>
+#include <atomic>
 #include <cstddef>
+#include <future>
 #include <string>
 #include <vector>
 
@@ -28,32 +34,57 @@ class FrameAverage {
   /// compute options; its grid is replaced by `grid`.
   FrameAverage(const MapJob& job, const GridSpec& grid, std::vector<double> charges, std::vector<double> radii,
                bool with_deviation, std::string source);
+  /// Stops the pipeline (the frame being computed stops at its next plane) and waits for it.
+  ~FrameAverage();
+  FrameAverage(const FrameAverage&) = delete;
+  FrameAverage& operator=(const FrameAverage&) = delete;
 
   std::size_t atom_count() const noexcept { return charges_.size(); }
   const KernelSelection& kernel() const noexcept { return session_.kernel(); }
+  const GridSpec& grid() const noexcept { return session_.grid(); }
 
-  /// Computes the map of one frame from `xyz` (atom_count() × 3 positions, Å, row-major) and
-  /// adds it to the exact sums (src/compute/frame_sums.h: the same bits in any order, on any
-  /// number of ranks). `progress` reports the frame's planes and may throw to stop (an interrupt).
-  void add_frame(const double* xyz, const ProgressFn& progress);
+  /// Queues one frame: checks and copies `xyz` (atom_count() × 3 positions, Å, row-major), waits
+  /// until the frame before it is computed, starts this one's map, and returns while it runs. While
+  /// it waits it calls `poll(planes done, planes)` from this thread every 50 ms at most (Python:
+  /// Ctrl-C and the progress callback), which may throw to stop everything. `label` names the frame
+  /// in errors ("frame 12: ..."); an error of an earlier frame is thrown by a later call.
+  void add_frame(const double* xyz, const std::string& label, const ProgressFn& poll);
+  /// Waits until every queued frame is computed and summed (polling as add_frame does).
+  void finish(const ProgressFn& poll);
+
+  /// Frames summed so far (all of them after finish()).
   std::size_t frames() const noexcept { return static_cast<std::size_t>(sums_.frames()); }
-  /// The sums so far: another rank's or device's are merged into them (FrameSums::merge).
+  /// The sums: another rank's or device's are merged into them (FrameSums::merge) after finish().
   FrameSums& sums() noexcept { return sums_; }
   const FrameSums& sums() const noexcept { return sums_; }
-  /// Kernel and transfer seconds summed over the frames so far.
+  /// Kernel and transfer seconds summed over the frames computed so far.
   double kernel_seconds() const noexcept { return kernel_seconds_; }
   double transfer_seconds() const noexcept { return transfer_seconds_; }
   /// --model pb: the last frame's solve (method, iterations, residual) for the summary; empty otherwise.
   const std::string& last_solve() const noexcept { return last_solve_; }
 
-  /// The mean over the frames, float32 (rounded once, from the exact sums).
+  /// The mean over the frames, float32 (rounded once, from the exact sums). Call finish() first.
   PotentialMap mean() const;
   /// The standard deviation over the frames, √(Σ(φ − mean)² / frames) (population form:
   /// the frames are the whole set being described). Error unless built with_deviation.
   PotentialMap deviation() const;
 
  private:
+  struct Computed {
+    int buffer = 0;
+    std::string label;
+    TimingReport timing;
+  };
   PotentialMap map_with(std::vector<float> values, const std::string& what) const;
+  /// The map of a frame into buffer `b` (worker thread); on the CPU also its sum.
+  Computed compute(const Atoms& atoms, int b, const std::string& label);
+  /// Adds buffer `b` to the sums and poisons it again.
+  void sum_buffer(int b, const std::string& label);
+  /// Waits for the computing frame, then starts its sum (GPU: beside the next frame's kernel).
+  void collect(const ProgressFn& poll);
+  template <class T>
+  void wait(std::future<T>& f, const ProgressFn& poll);
+  void stop_and_wait() noexcept;
 
   /// The job with the exact grid, and the session that computes every frame of it.
   static MapJob with_grid(MapJob job, const GridSpec& grid, const std::string& source);
@@ -63,6 +94,13 @@ class FrameAverage {
   std::vector<double> radii_;
   std::string source_;
   FrameSums sums_;
+  bool overlap_sums_;  ///< sum on the host beside the device's next frame (GPU kernels)
+  std::array<std::vector<float>, 2> buffers_;
+  int next_buffer_ = 0;
+  std::future<Computed> computing_;
+  std::future<void> summing_;
+  std::atomic<bool> stop_{false};
+  std::atomic<std::size_t> planes_done_{0}, planes_{0};
   double kernel_seconds_ = 0;
   double transfer_seconds_ = 0;
   std::string last_solve_;

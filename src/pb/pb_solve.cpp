@@ -333,6 +333,7 @@ PbResult solve_pb(const Atoms& atoms, const GridSpec& grid, const PbOptions& opt
   RunOptions dcs;
   dcs.threads = run.threads;
   dcs.device = run.device;
+  dcs.workspace = run.workspace;
 
   PbResult result;
   auto phase = [&](const char* name, const Stopwatch& clock) { result.phases.push_back({name, clock.seconds()}); };
@@ -405,6 +406,7 @@ PbResult solve_pb(const Atoms& atoms, const GridSpec& grid, const PbOptions& opt
     in.run.max_iterations = options.max_iterations;
     in.run.device = run.device;
     in.unit_scale = scale;
+    in.workspace = run.device_workspace.get();
     result.values.assign(grid.point_count(), 0.0f);
     in.values = result.values.data();
     phase("host inputs (beside the direct sums)", clock);

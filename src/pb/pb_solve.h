@@ -52,6 +52,10 @@ struct PbRun {
   /// atoms, grid and options, and every rank gets the whole map). The coefficient maps and the
   /// direct sums are computed on every rank; only the solve is split (z-planes per rank).
   bool across_ranks = false;
+  /// Buffers kept between solves on the same grid (a compute session's: trajectory frames): the
+  /// direct sums' (a CUDA kernel's workspace) and the device solve's; null: allocated per solve.
+  std::shared_ptr<cuda::DeviceWorkspace> workspace;
+  std::shared_ptr<cuda::PbDeviceWorkspace> device_workspace;
 };
 
 struct PbResult {

@@ -24,6 +24,7 @@
 #include "src/compute/prepared_problem.h"
 #include "src/job/map_job.h"
 #include "src/maps/map_formats.h"
+#include "src/pb/pb_cuda_driver.h"
 #include "src/physics/potential_map.h"
 #include "src/registry/kernel_registry.h"
 #include "src/structure/pdb2pqr_source.h"
@@ -81,6 +82,8 @@ struct MapRequest {
   /// When valid, the GPU contexts being created meanwhile (PreparedJob::devices_ready): waited
   /// for once the map's memory is prepared, so the two overlap.
   std::shared_future<void> devices_ready;
+  /// --model pb on a GPU: device buffers kept between maps (a compute session's); null: per map.
+  std::shared_ptr<cuda::PbDeviceWorkspace> pb_workspace;
 };
 
 struct MapResult {
@@ -211,13 +214,20 @@ class ComputeSession {
   const GridSpec& grid() const noexcept { return grid_; }
   /// The map of `atoms` (charges in e), reporting planes to `observer`.
   MapResult compute(const Atoms& atoms, MapObserver& observer) const;
+  /// The same into `values` (grid().point_count() floats, poisoned by the caller: a buffer it
+  /// reuses between maps, so no map is allocated per frame); the map's timing. --model pb: its
+  /// solve's summary in timing.method. One call at a time.
+  TimingReport compute_into(const Atoms& atoms, std::vector<float>& values, MapObserver& observer) const;
 
  private:
   MapJob job_;
   GridSpec grid_;
   KernelSelection kernel_;
-  /// A CUDA kernel on one device: the atoms', slabs' and staging buffers kept between frames.
+  /// A CUDA kernel on one device: the atoms', slabs' and staging buffers kept between frames
+  /// (--model pb: its direct sums' buffers).
   std::shared_ptr<cuda::DeviceWorkspace> workspace_;
+  /// --model pb on a GPU: the solve's device buffers, kept between frames.
+  std::shared_ptr<cuda::PbDeviceWorkspace> pb_workspace_;
 };
 
 // ---- the steps --------------------------------------------------------------------------------------
