@@ -131,7 +131,7 @@ class PairEnergies:
             self.charges = np.asarray(both.charges, np.float64)
             self.members = [np.searchsorted(both.ix, g.ix).astype(np.int32) for g in (a, b)]
             self.names = ["complex", "a", "b", "binding"]
-            self.what = "binding energy: complex − a − b (a, b: the two selections)"
+            self.what = "binding energy: complex - a - b (a, b: the two selections)"
 
     def values(self, positions):
         """One frame's energies in kT from the positions of self.groups[0]."""

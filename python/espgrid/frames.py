@@ -432,6 +432,7 @@ def run_frames(topology, trajectory=None, *, select="all", start=None, stop=None
         bar.settle()
         bar.close()
         seconds = time.perf_counter() - began
+        kernel_seconds = ranks.gather_rows([sum(e.kernel_seconds for e in engines)])
         if engines:
             ranks.merge_sums(engines[0])
         gathered = ranks.gather_rows(rows)
@@ -444,7 +445,7 @@ def run_frames(topology, trajectory=None, *, select="all", start=None, stop=None
                                           len(s.group), first.kernel, seconds)
             average.radii = s.radii.description if s.radii is not None else None
             average.solve = first.last_solve or None
-            average.kernel_seconds = sum(e.kernel_seconds for e in engines)
+            average.kernel_seconds = sum(kernel_seconds)  # every rank's and device's
             average.ranks, average.devices = ranks.size, (s.devices or [])
         if s.energies is not None:
             scale = kt_in(energy_units, _temperature(options))

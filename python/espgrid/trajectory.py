@@ -25,7 +25,6 @@ import contextlib
 import errno
 import os
 import sys
-import time
 import warnings
 
 import numpy as np
@@ -370,7 +369,7 @@ def _parser():
     p.add_argument("topology", metavar="TOPOLOGY", help="topology with charges (.psf, .prmtop, .tpr, .pqr, ...)")
     p.add_argument("trajectory", metavar="TRAJECTORY", nargs="*",
                    help="trajectory file(s) (.dcd, .xtc, .trr, .nc, ...); none: the topology's coordinates")
-    p.add_argument("-o", "--output", action="append", required=True, metavar="MAP",
+    p.add_argument("-o", "--output", action="append", metavar="MAP",
                    help="mean map to write (.dx, .vti, or any format `espgrid map -o` writes); repeat for several")
     p.add_argument("--std-output", action="append", metavar="MAP",
                    help="also write the standard deviation over the frames; repeat for several")
@@ -384,6 +383,22 @@ def _parser():
                             "frame (needs bonds: PSF, TPR, PRMTOP)")
     whole.add_argument("--no-unwrap", dest="unwrap", action="store_false",
                        help="the molecules are whole already: no warning for a periodic system")
+    p.add_argument("--radii", metavar="SOURCE",
+                   help="--model pb: the atoms' radii: topology (a PQR's or PRMTOP's), amber or parse (PDB2PQR's "
+                        "tables by residue and atom name), bondi (by element), or a PQR file of the same atoms "
+                        "(default: the topology's, else amber with Bondi's for atoms the table lacks)")
+    energy = p.add_argument_group("Energies per frame")
+    energy.add_argument("--energy-output", metavar="CSV",
+                        help="write the electrostatic energy of the selection in every frame (frame, time, energy) "
+                             "as CSV; a pair model's exact sum over its atom pairs")
+    energy.add_argument("--binding", nargs=2, metavar=("SEL_A", "SEL_B"),
+                        help="energies of two disjoint selections and their binding energy, complex - a - b, "
+                             "instead of the selection's")
+    energy.add_argument("--energy-units", default="kJ/mol", choices=["kJ/mol", "kcal/mol", "kT"],
+                        help="unit of the energies (default kJ/mol, as APBS)")
+    p.add_argument("--json", metavar="FILE",
+                   help="also write the run's summary as JSON (frames, grid, kernel, radii, ranks, the energies' "
+                        "mean, standard error and statistical inefficiency): a file, or - for standard output")
     bar = p.add_mutually_exclusive_group()
     bar.add_argument("--progress", dest="progress", action="store_true", default=None,
                      help="show a progress bar (default: when stderr is a terminal)")
@@ -393,8 +408,11 @@ def _parser():
         group = groups.get(spec["group"]) or p.add_argument_group(spec["group"] + " (as `espgrid map`)")
         groups[spec["group"]] = group
         default = f" (default {spec['default']})" if spec["default"] is not None else ""
+        text = spec["help"] + default
+        if spec["name"] == "devices":  # a trajectory deals whole frames to the GPUs instead
+            text = "several CUDA devices: all, or N,N,...: the frames dealt over them, one frame per GPU at a time"
         group.add_argument("--" + spec["name"], dest="map_" + spec["name"].replace("-", "_"), metavar="VALUE",
-                           help=spec["help"] + default)
+                           help=text)
     return p
 
 
@@ -428,36 +446,28 @@ def main(argv=None):
     options = {k[len("map_"):]: v for k, v in vars(args).items() if k.startswith("map_") and v is not None}
 
     def error(message, code):
-        print(f"espgrid-trajectory: error: {message}", file=sys.stderr)
+        if ranks is None or ranks.root:  # every rank fails alike (frames.Ranks.agree); rank 0 says why
+            print(f"espgrid-trajectory: error: {message}", file=sys.stderr)
         return code
 
+    from espgrid import frames as shared
+    from espgrid import trajectory_cli as cli
+    ranks, stdout = None, sys.stdout
     try:
-        outputs = args.output + (args.std_output or [])
-        _espgrid.check_output_paths(outputs)
-        result = average_map(args.topology, args.trajectory or None, select=args.select, start=args.start,
-                             stop=args.stop, step=args.step, std=bool(args.std_output), progress=args.progress,
-                             unwrap=args.unwrap, **options)
-        mean = result.mean
-        frames = len(result.frames)
-        plural = "" if frames == 1 else "s"
-        print(f"frames     {frames} (of {args.topology}"
-              f"{' + ' + ', '.join(args.trajectory) if args.trajectory else ''}), {result.atoms} atoms")
-        print(f"grid       {' x '.join(map(str, mean.shape))}, spacing {','.join(f'{h:g}' for h in mean.spacing)} Å, "
-              f"origin ({', '.join(f'{o:.3f}' for o in mean.origin)}) Å")
-        if args.unwrap:
-            print("molecules  made whole across the periodic box in every frame")
-        print(f"kernel     {result.kernel} ({mean.kernel_choice})")
-        print(f"mean       {mean.values.min():.4g} to {mean.values.max():.4g} {mean.units}; {mean.physics}")
-        mean.write(args.output)
-        for path in args.output:
-            print(f"wrote      {path}")
-        if result.std is not None:
-            print(f"std        {result.std.values.min():.4g} to {result.std.values.max():.4g} {result.std.units}")
-            result.std.write(args.std_output)
-            for path in args.std_output:
-                print(f"wrote      {path}")
-        print(f"time       {result.seconds:.3f} s for {frames} frame{plural} "
-              f"(kernel {mean.timing['kernel_seconds']:.3f} s)")
+        ranks = shared.world()
+        if not ranks.root:  # one report, from rank 0
+            sys.stdout = open(os.devnull, "w")
+        outputs, texts, energies = cli._check_arguments(args)
+        if "-" in (args.json, args.energy_output):
+            sys.stdout = sys.stderr  # standard output holds the CSV or JSON alone
+        shared._guarded(ranks, lambda: cli._check_outputs(outputs, texts) if ranks.root else None)
+        devices = options.pop("devices", None)
+        run = shared.run_frames(args.topology, args.trajectory or None, select=args.select, start=args.start,
+                                stop=args.stop, step=args.step, std=bool(args.std_output), progress=args.progress,
+                                unwrap=args.unwrap, radii=args.radii, maps=bool(outputs), energies=energies,
+                                binding=args.binding, energy_units=args.energy_units, devices=devices, **options)
+        if run is not None:
+            cli._report(args, run, ranks)
         return 0
     except KeyboardInterrupt:
         return error("interrupted; no output written", 130)
@@ -475,3 +485,5 @@ def main(argv=None):
         if os.environ.get("ESPGRID_DEBUG") == "1":
             raise
         return error(f"{type(e).__name__}: {_reason(e)}", 1)
+    finally:
+        sys.stdout = stdout
