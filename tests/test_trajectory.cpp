@@ -12,6 +12,7 @@
 #include "src/compute/frame_sums.h"
 #include "src/compute/frame_sums_math.h"
 #include "src/core/errors.h"
+#include "src/physics/pair_energy.h"
 
 namespace espgrid {
 namespace {
@@ -161,6 +162,72 @@ TEST(FrameSums, ABadValueIsAnErrorNamingThePointAndAddsNothing) {
     EXPECT_EQ(sums.limbs(), before);
     EXPECT_EQ(sums.frames(), 1u);
   }
+}
+
+}  // namespace
+}  // namespace espgrid
+
+namespace espgrid {
+namespace {
+
+Atoms random_atoms(std::size_t n, unsigned seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> box(-12.0, 12.0), charge(-1.0, 1.0);
+  Atoms atoms;
+  for (std::size_t i = 0; i < n; ++i) atoms.push_back(box(rng), box(rng), box(rng), charge(rng), 1.5);
+  return atoms;
+}
+
+/// ½ Σᵢ qᵢ φ_others(rᵢ) written the other way round: every ordered pair (i ≠ j), halved, in long
+/// double, with the model's f written out here (Coulomb 1/r, Debye e^(−κr)/r) and the maps' softening.
+long double reference_energy(const Atoms& atoms, const std::vector<std::int32_t>& members, double k, double kappa) {
+  long double sum = 0;
+  for (const std::int32_t i : members)
+    for (const std::int32_t j : members) {
+      if (i == j) continue;
+      const long double dx = atoms.x[i] - atoms.x[j], dy = atoms.y[i] - atoms.y[j], dz = atoms.z[i] - atoms.z[j];
+      const long double r = std::sqrt(dx * dx + dy * dy + dz * dz + kSofteningLength * kSofteningLength);
+      sum += atoms.charge[i] * atoms.charge[j] * std::exp(-kappa * r) / r;
+    }
+  return 0.5L * k * sum;
+}
+
+TEST(PairEnergy, EqualsHalfTheSumOfEachChargeTimesTheOthersPotential) {
+  const Atoms atoms = random_atoms(300, 7);
+  std::vector<std::int32_t> all(atoms.size());
+  for (std::size_t i = 0; i < all.size(); ++i) all[i] = static_cast<std::int32_t>(i);
+  for (const PairModel model : {PairModel::Coulomb, PairModel::Debye}) {
+    PhysicsOptions physics;
+    physics.model = model;
+    physics.dielectric = 4.0;
+    physics.ionic_strength = model == PairModel::Debye ? 0.15 : 0.0;
+    const double kappa = model == PairModel::Debye ? pair_parameters(physics).kappa : 0.0;
+    const long double expected = reference_energy(atoms, all, coulomb_factor(physics), kappa);
+    const double e = pair_energy(atoms, physics, all, 2);
+    // Double sums of ~45,000 terms against long double: 1e-12 of the sum of |terms| bounds their
+    // rounding; κ enters as float (the kernels' PairParameters), so Debye compares at 1e-6.
+    const double tolerance = (model == PairModel::Debye ? 1e-6 : 1e-11) * std::abs(static_cast<double>(expected));
+    EXPECT_NEAR(e, static_cast<double>(expected), tolerance) << model_name(model);
+  }
+}
+
+TEST(PairEnergy, TheSameForAnyThreadCountAndTheInteractionIsComplexMinusParts) {
+  const Atoms atoms = random_atoms(257, 9);
+  PhysicsOptions physics;
+  std::vector<std::int32_t> a, b, both;
+  for (std::int32_t i = 0; i < 257; ++i) {
+    (i % 3 ? a : b).push_back(i);
+    both.push_back(i);
+  }
+  const double one = pair_energy(atoms, physics, both, 1);
+  EXPECT_EQ(pair_energy(atoms, physics, both, 2), one);  // rows summed in order: not a tolerance
+  EXPECT_EQ(pair_energy(atoms, physics, both, 3), one);
+  const double ea = pair_energy(atoms, physics, a, 2), eb = pair_energy(atoms, physics, b, 2);
+  const double cross = pair_interaction(atoms, physics, a, b, 2);
+  // The same pairs grouped differently: the double sums' rounding, ~1e-13 of the terms' scale.
+  EXPECT_NEAR(one, ea + eb + cross, 1e-11 * (std::abs(ea) + std::abs(eb) + std::abs(cross)));
+  EXPECT_THROW(pair_interaction(atoms, physics, a, {a.front()}, 2), UsageError);
+  EXPECT_THROW(pair_energy(atoms, physics, {1, 1}, 2), UsageError);
 }
 
 }  // namespace

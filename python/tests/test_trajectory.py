@@ -287,3 +287,17 @@ def test_a_read_error_part_way_through_a_dcd_stops_the_average(trajectory, tmp_p
                else r"disk.dcd: the trajectory ended after [45] of the 10 frames selected")
     assert r.returncode == 1 and re.search(message, r.stderr), r.stderr
     assert "Traceback" not in r.stderr and not (tmp_path / "mean.dx").exists()
+
+
+def test_frames_dealt_over_several_accumulators_give_the_same_bits(trajectory):
+    """devices=[...] deals frames round-robin to one accumulator per entry (here three on the CPU,
+    where `device` is not used) whose exact sums are added at the end: the same bits as one."""
+    path, _, _ = trajectory
+    one = espgrid.average_map(TOPOLOGY, path, std=True, spacing=2.0, progress=False)
+    three = espgrid.average_map(TOPOLOGY, path, std=True, spacing=2.0, progress=False, devices=[0, 0, 0])
+    assert three.devices == [0, 0, 0] and three.frames == one.frames
+    assert np.array_equal(three.mean.values, one.mean.values) and np.array_equal(three.std.values, one.std.values)
+    ok, _ = espgrid.cuda_available()
+    if not ok:
+        with pytest.raises(espgrid.Error, match="devices='all'"):
+            espgrid.average_map(TOPOLOGY, path, spacing=2.0, progress=False, devices="all")
