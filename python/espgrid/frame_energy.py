@@ -112,7 +112,7 @@ class PairEnergies:
     """The per-frame energy of one selection, or the binding energy of two, for a pair model:
     rows(positions_of) → the frame's values, in kT."""
 
-    def __init__(self, options, universe, group, binding, name):
+    def __init__(self, options, group, binding):
         self.options = options
         if binding is None:
             self.groups = [group]
@@ -143,6 +143,45 @@ class PairEnergies:
         eb = _espgrid.pair_energy(xyz, self.charges, self.options, b)
         cross = _espgrid.pair_interaction(xyz, self.charges, self.options, a, b)
         return [ea + eb + cross, ea, eb, cross]
+
+
+class PbEnergies:
+    """The per-frame PB energy of one selection (its polar solvation energy: the total energy in
+    the solvent less that in the reference medium, the solvent's dielectric set to the solute's
+    and no ions), or the PB binding energy of two (complex − a − b, every solve on the maps' grid),
+    through the PB solver's energies (APBS's calcenergy), in kT."""
+
+    def __init__(self, job, group, group_radii, binding, radii_source):
+        from espgrid.radii import assign_radii
+        self.job = job
+        if binding is None:
+            self.groups, self.names = [group], ["solvation"]
+            self.charges = np.asarray(group.charges, np.float64)
+            self.radii = group_radii.radii
+            self.what = "polar solvation energy of the selection (PB: solvent less reference medium)"
+            return
+        a, b = binding
+        overlap = np.intersect1d(a.ix, b.ix)
+        if len(overlap):
+            raise espgrid.UsageError(f"the two binding selections share {len(overlap)} atoms (atom {overlap[0]} "
+                                     "first): they must be disjoint")
+        both = a | b
+        self.groups, self.names = [both], ["complex", "a", "b", "binding"]
+        self.charges = np.asarray(both.charges, np.float64)
+        self.radii = assign_radii(both, radii_source).radii
+        self.members = [np.searchsorted(both.ix, g.ix).astype(np.int32) for g in (a, b)]
+        self.what = "PB binding energy: complex - a - b, each solved on one grid (a, b: the two selections)"
+
+    def values(self, positions):
+        xyz = np.ascontiguousarray(positions, np.float64)
+        if len(self.names) == 1:
+            return [_espgrid.pb_solvation_energy(xyz, self.charges, self.radii, self.job)]
+        return list(_espgrid.pb_binding_energy(xyz, self.charges, self.radii, self.job, *self.members))
+
+
+def pb_energies_available():
+    """Whether this build's PB solver has energies (the bindings exist only then)."""
+    return hasattr(_espgrid, "pb_solvation_energy")
 
 
 def pb_energies_unavailable():

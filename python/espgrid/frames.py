@@ -309,18 +309,18 @@ def _prepare(t, topology, trajectory, select, start, stop, step, grid, unwrap, r
         s.radii = assign_radii(s.group, radii)
     elif radii is not None:
         raise espgrid.UsageError("radii are for model='pb' (the pair models take charges only)")
-    s.energies = None
-    if energies or binding is not None:
-        if s.pb:
+    s.energies = s.parts = None
+    s.wants_energies = bool(energies or binding is not None)
+    if s.wants_energies:
+        if s.pb and not frame_energy.pb_energies_available():
             raise frame_energy.pb_energies_unavailable()
         frame_energy.kt_in(energy_units, 298.15)  # the unit checked before any frame is read
-        parts = None
         if binding is not None:
             if len(binding) != 2:
                 raise espgrid.UsageError("binding takes two selections (the two parts of the complex)")
-            parts = [_select(s.universe, b, s.name) for b in binding]
-        s.energies = frame_energy.PairEnergies(espgrid.map_options(**_energy_options(options)), s.universe, s.group,
-                                               parts, s.name)
+            s.parts = [_select(s.universe, b, s.name) for b in binding]
+        if not s.pb:
+            s.energies = frame_energy.PairEnergies(espgrid.map_options(**_energy_options(options)), s.group, s.parts)
     return s
 
 
@@ -383,6 +383,7 @@ def run_frames(topology, trajectory=None, *, select="all", start=None, stop=None
                energy_units="kJ/mol", devices=None, comm=None, **options):
     """Every selected frame once, on this rank's block: the maps' mean (and deviation) and the
     energies per frame. See espgrid.trajectory.average_map and frame_energies for the arguments."""
+    from espgrid import frame_energy
     from espgrid import trajectory as t
     from espgrid.frame_energy import EnergySeries, kt_in
     ranks = world(comm)
@@ -396,8 +397,12 @@ def run_frames(topology, trajectory=None, *, select="all", start=None, stop=None
         s = _guarded(ranks, lambda: _prepare(t, topology, trajectory, select, start, stop, step, grid, unwrap, radii,
                                              maps, energies, binding, energy_units, devices, options, ranks))
         engines, rows = [], []
-        if maps:
+        if maps or (s.pb and s.wants_energies):  # PB energies: on the maps' grid
             explicit, options = _grid(t, s, grid, unwrap, dict(options), ranks)
+        if s.pb and s.wants_energies:
+            s.energies = _guarded(ranks, lambda: frame_energy.PbEnergies(espgrid.map_options(**options), s.group,
+                                                                       s.radii, s.parts, radii))
+        if maps:
             selection = ("" if select in (None, "all") else f", selection {select!r}") + \
                 (", molecules made whole" if unwrap else "") + \
                 (f", radii: {s.radii.description}" if s.radii is not None else "")

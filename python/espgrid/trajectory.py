@@ -342,16 +342,18 @@ def average_map(topology, trajectory=None, *, select="all", start=None, stop=Non
 
 
 def frame_energies(topology, trajectory=None, *, select="all", binding=None, start=None, stop=None, step=None,
-                   progress=None, unwrap=None, energy_units="kJ/mol", comm=None, **options):
+                   progress=None, unwrap=None, radii=None, grid=None, energy_units="kJ/mol", comm=None, **options):
     """The electrostatic energy of every selected frame, as an EnergySeries (espgrid.frame_energy):
     of the selection, or with binding=(selection_a, selection_b) the binding energy
     complex − a − b and its three terms. A pair model (model="coulomb", "debye", ...) gives exact
-    pair sums; energy_units "kJ/mol" (APBS's), "kcal/mol" or "kT". The other arguments are
-    average_map's; rank 0 gets the series under MPI, the others None.
+    pair sums; model="pb" the polar solvation energy (solvent less reference medium) or the PB
+    binding energy, every solve on one grid (grid=, or the selection's box over the frames), where
+    the PB solver has energies. energy_units "kJ/mol" (APBS's), "kcal/mol" or "kT". The other
+    arguments are average_map's; rank 0 gets the series under MPI, the others None.
     """
     from espgrid.frames import run_frames
     run = run_frames(topology, trajectory, select=select, start=start, stop=stop, step=step, progress=progress,
-                     unwrap=unwrap, maps=False, energies=True, binding=binding, energy_units=energy_units, comm=comm,
+                     unwrap=unwrap, radii=radii, grid=grid, maps=False, energies=True, binding=binding, energy_units=energy_units, comm=comm,
                      **options)
     return None if run is None else run.energies
 

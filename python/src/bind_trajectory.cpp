@@ -5,12 +5,87 @@
 
 #include "python/src/binding_support.h"
 #include "python/src/frame_average.h"
+#include "src/pb/pb_solve.h"
 #include "src/physics/pair_energy.h"
 #include "src/structure/dcd_check.h"
 
 namespace espgrid::python {
 
 using namespace pybind11::literals;
+
+namespace {
+
+#if ESPGRID_HAVE_PB_ENERGY
+/// The PbRun of a map job's PB energies: the solver its backend asks for, in kT.
+PbRun energy_run(const MapJob& job) {
+  PbRun run;
+  run.solver = job.compute.backend == BackendChoice::Cpu    ? PbSolver::Hypre
+               : job.compute.backend == BackendChoice::Cuda ? PbSolver::CudaMultigrid
+                                                            : PbSolver::Auto;
+  run.threads = job.compute.run.threads;
+  run.device = job.compute.run.device;
+  run.unit = PotentialUnit::KTPerE;
+  return run;
+}
+
+GridSpec energy_grid(const MapJob& job) {
+  const std::optional<GridSpec> grid = explicit_grid(job.grid);
+  if (!grid) throw Error("internal error: PB energies of a frame need the exact grid");
+  return *grid;
+}
+#endif
+
+/// espgrid.frame_energy's PB energies of one frame (polar solvation; binding as complex − parts on
+/// one grid), through the PB solver's energies (src/pb/pb_solve.h: solvation_energy,
+/// binding_energy; APBS's calcenergy). A build whose solver has none defines neither function,
+/// and Python says so.
+template <class FrameAtoms>
+void bind_pb_energies([[maybe_unused]] py::module_& m, [[maybe_unused]] const FrameAtoms& frame_atoms) {
+#if ESPGRID_HAVE_PB_ENERGY
+  auto with_radii = [frame_atoms](const py::handle& positions, const py::handle& charges, const py::handle& radii) {
+    Atoms atoms = frame_atoms(positions, charges);
+    atoms.radius = vector_of(radii, "radii", atoms.size());
+    check_atom_values(atoms.radius, AtomField::Radius, "radii");
+    atoms.element.assign(atoms.size(), ElementSymbol{});
+    return atoms;
+  };
+  m.def(
+      "pb_solvation_energy",
+      [with_radii](const py::handle& positions, const py::handle& charges, const py::handle& radii, const MapJob& job) {
+        const Atoms atoms = with_radii(positions, charges, radii);
+        py::gil_scoped_release release;
+        return solvation_energy(atoms, energy_grid(job), job.physics.pb, energy_run(job)).energy;
+      },
+      "positions"_a, "charges"_a, "radii"_a, "options"_a,
+      "The polar solvation energy of the atoms, kT: the PB total energy in the solvent minus in the reference "
+      "medium (solvent dielectric = solute's, no ions), on the job's grid.");
+  m.def(
+      "pb_binding_energy",
+      [with_radii](const py::handle& positions, const py::handle& charges, const py::handle& radii, const MapJob& job,
+                   const std::vector<std::int32_t>& a, const std::vector<std::int32_t>& b) {
+        const Atoms complex = with_radii(positions, charges, radii);
+        std::vector<Atoms> parts(2);
+        for (int k = 0; k < 2; ++k)
+          for (const std::int32_t i : k == 0 ? a : b) {
+            if (i < 0 || static_cast<std::size_t>(i) >= complex.size()) throw UsageError("atom index out of range");
+            const auto j = static_cast<std::size_t>(i);
+            parts[static_cast<std::size_t>(k)].push_back(complex.x[j], complex.y[j], complex.z[j], complex.charge[j],
+                                                         complex.radius[j]);
+          }
+        PbBinding binding;
+        {
+          py::gil_scoped_release release;
+          binding = binding_energy(complex, parts, energy_grid(job), job.physics.pb, energy_run(job));
+        }
+        return py::make_tuple(binding.complex.energy.total, binding.parts.at(0).energy.total,
+                              binding.parts.at(1).energy.total, binding.energy);
+      },
+      "positions"_a, "charges"_a, "radii"_a, "options"_a, "a"_a, "b"_a,
+      "PB total energies (kT) of the complex and of the parts a and b (indices) on one grid, and complex − a − b.");
+#endif
+}
+
+}  // namespace
 
 void bind_trajectory(py::module_& m) {
   py::class_<FrameAverage, std::unique_ptr<FrameAverage>>(m, "FrameAverage",
@@ -105,7 +180,7 @@ void bind_trajectory(py::module_& m) {
   };
   auto kt_physics = [](const MapJob& job) {
     PhysicsOptions physics = job.physics;
-    if (physics.poisson_boltzmann) throw UsageError("internal error: pair energies asked of a PB job");
+    if (model_label(physics) == "pb") throw UsageError("internal error: pair energies asked of a PB job");
     physics.unit = PotentialUnit::KTPerE;
     return physics;
   };
@@ -131,6 +206,8 @@ void bind_trajectory(py::module_& m) {
       },
       "positions"_a, "charges"_a, "options"_a, "a"_a, "b"_a,
       "The pair model's interaction of two disjoint groups, kT: E(a ∪ b) − E(a) − E(b).");
+
+  bind_pb_energies(m, frame_atoms);
 
   m.def(
       "usable_devices",

@@ -171,7 +171,7 @@ void FrameAverage::collect(const ProgressFn& poll) {
   }
   kernel_seconds_ += c.timing.kernel_seconds;
   transfer_seconds_ += c.timing.transfer_seconds;
-  if (job_.physics.poisson_boltzmann) last_solve_ = c.timing.method;
+  if (model_label(job_.physics) == "pb") last_solve_ = c.timing.method;
   if (!overlap_sums_) return;
   if (summing_.valid()) {  // the frame before: its buffer is the one the next frame needs
     wait(summing_, poll);

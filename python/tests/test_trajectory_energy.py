@@ -7,6 +7,7 @@ The frames are MDAnalysis' adk (tests/data/mdanalysis): 3 frames of 3,341 atoms.
 import csv
 import json
 import os
+import shutil
 import subprocess
 import sys
 import warnings
@@ -164,3 +165,64 @@ def test_command_line_errors(tmp_path):
         r = run_script([sys.executable, "-m", "espgrid", ADK_PSF, ADK_DCD, *args, "--no-progress"], cwd=tmp_path)
         assert r.returncode == 2 and message in r.stderr, (args, r.stderr)
     assert os.listdir(tmp_path) == []
+
+
+APBS_ELEC = """elec name {name}
+  mg-manual
+  dime {dims}
+  grid {h} {h} {h}
+  gcent {centre}
+  mol 1
+  lpbe
+  bcfl mdh
+  pdie 2.0
+  sdie {sdie}
+{ions}  srfm smol
+  chgm spl2
+  sdens 10.0
+  srad 1.4
+  swin 0.3
+  temp 298.15
+  calcenergy total
+  calcforce no
+end
+"""
+
+
+def apbs_solvation_kj(pqr, grid, folder):
+    """APBS 3.4.1's polar solvation energy (kJ/mol) of `pqr` on `grid`: the total energy with
+    sdie 78.54 and 0.15 M salt less with sdie 2 and none, espgrid's PB defaults."""
+    import re
+    dims = " ".join(map(str, grid.dims))
+    centre = " ".join(f"{o + 0.5 * (n - 1) * grid.spacing[0]:.6f}" for o, n in zip(grid.origin, grid.dims))
+    ions = "  ion charge 1 conc 0.15 radius 2.0\n  ion charge -1 conc 0.15 radius 2.0\n"
+    text = (f"read\n  mol pqr {pqr}\nend\n"
+            + APBS_ELEC.format(name="solvated", dims=dims, h=grid.spacing[0], centre=centre, sdie=78.54, ions=ions)
+            + APBS_ELEC.format(name="reference", dims=dims, h=grid.spacing[0], centre=centre, sdie=2.0, ions="")
+            + "print elecEnergy solvated - reference end\nquit\n")
+    (folder / "apbs.in").write_text(text)
+    r = subprocess.run(["apbs", "apbs.in"], cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    assert r.returncode == 0, r.stdout[-2000:]
+    return float(re.search(r"Global net ELEC energy = ([-+0-9.eE]+) kJ/mol", r.stdout).group(1))
+
+
+def test_pb_solvation_energies_per_frame_equal_apbs_on_the_same_frames_and_grid(tmp_path):
+    """Issue 37's target: adk's polar solvation energy per frame within 0.1% of APBS's (3 frames)."""
+    if not frame_energy.pb_energies_available():
+        pytest.skip("this build's PB solver has no energies yet (issue 32)")
+    if shutil.which("apbs") is None:
+        pytest.skip("APBS is not installed (Debian: apbs)")
+    from espgrid.radii import assign_radii
+    u, xyz, _ = frames()
+    radii = assign_radii(u.atoms).radii
+    grid = espgrid.Grid(origin=(-38.4, -38.4, -38.4), dims=(97, 97, 97), spacing=(0.8, 0.8, 0.8))
+    series = espgrid.frame_energies(ADK_PSF, ADK_DCD, model="pb", grid=grid, progress=False)
+    assert list(series.columns) == ["solvation"] and series.unit == "kJ/mol"
+    for k in range(3):
+        pqr = tmp_path / f"frame{k}.pqr"
+        with open(pqr, "w") as f:
+            for i, (atom, p) in enumerate(zip(u.atoms, xyz[k])):
+                f.write(f"ATOM {i + 1:6d} {atom.name:4s} {atom.resname:4s} {atom.resid:5d} {p[0]:.4f} {p[1]:.4f} "
+                        f"{p[2]:.4f} {atom.charge:.4f} {radii[i]:.4f}\n")
+        expected = apbs_solvation_kj(pqr.name, grid, tmp_path)
+        assert abs(series.columns["solvation"][k] - expected) < 1e-3 * abs(expected), (k, expected)

@@ -368,7 +368,7 @@ ComputeSession::ComputeSession(const MapJob& job) : job_(job) {
   kernel_ = select_kernel(job_.compute, job_.physics.model);
   if (kernel_.kernel->backend == Backend::Cuda && job_.compute.run.devices.size() <= 1)
     workspace_ = std::make_shared<cuda::DeviceWorkspace>();
-  if (job_.physics.poisson_boltzmann && job_.compute.backend != BackendChoice::Cpu)
+  if (model_label(job_.physics) == "pb" && job_.compute.backend != BackendChoice::Cpu)
     pb_workspace_ = std::make_shared<cuda::PbDeviceWorkspace>();
 }
 
@@ -383,7 +383,7 @@ MapResult ComputeSession::compute(const Atoms& atoms, MapObserver& observer) con
 
 TimingReport ComputeSession::compute_into(const Atoms& atoms, std::vector<float>& values, MapObserver& observer) const {
   if (values.size() != grid_.point_count()) throw Error("internal error: a frame buffer of the wrong size");
-  if (job_.physics.poisson_boltzmann) {
+  if (model_label(job_.physics) == "pb") {
     MapResult result = compute(atoms, observer);
     values.swap(result.map.values);  // solve_pb makes its own buffer
     return result.timing;
