@@ -63,13 +63,15 @@ FrameAverage::FrameAverage(const MapJob& job, const GridSpec& grid, std::vector<
       radii_(std::move(radii)),
       source_(std::move(source)),
       sums_(session_.grid().point_count(), with_deviation),
-      overlap_sums_(session_.kernel().kernel->backend == Backend::Cuda) {
+      sums_on_device_(session_.sums_on_device()),
+      overlap_sums_(!sums_on_device_ && session_.kernel().kernel->backend == Backend::Cuda) {
   if (charges_.empty()) throw UsageError("no atoms to average over");
   if (!radii_.empty() && radii_.size() != charges_.size())
     throw UsageError("radii hold " + std::to_string(radii_.size()) + " atoms, the charges " +
                      std::to_string(charges_.size()));
   if (radii_.empty()) radii_.assign(charges_.size(), 0.0);
-  for (auto& b : buffers_) assign_poisoned(b, session_.grid().point_count());
+  if (!sums_on_device_)
+    for (auto& b : buffers_) assign_poisoned(b, session_.grid().point_count());
 }
 
 FrameAverage::~FrameAverage() { stop_and_wait(); }
@@ -129,6 +131,10 @@ FrameAverage::Computed FrameAverage::compute(const Atoms& atoms, int b, const st
     Computed c;
     c.buffer = b;
     c.label = label;
+    if (sums_on_device_) {  // the map stays on the device, added to the sums there
+      c.timing = session_.sum_into_device(atoms, sums_.squares(), observer);
+      return c;
+    }
     c.timing = session_.compute_into(atoms, buffers_[static_cast<std::size_t>(b)], observer);
     if (!overlap_sums_) sum_buffer(b, label);
     return c;
@@ -205,6 +211,7 @@ void FrameAverage::finish(const ProgressFn& poll) {
     wait(summing_, poll);
     summing_.get();
   }
+  if (sums_on_device_) session_.take_device_sums(sums_);
 }
 
 PotentialMap FrameAverage::map_with(std::vector<float> values, const std::string& what) const {

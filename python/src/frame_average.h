@@ -7,9 +7,11 @@
 //
 // Every frame is computed by one ComputeSession (pipeline/map_pipeline.h): the kernel is chosen
 // once for the job's physics and grid, and each frame brings only new positions. The frames flow
-// through a pipeline: while frame k is computed (a worker thread), Python reads frame k+1 and, on a
-// GPU, frame k−1's map is added to the sums on the host; two map buffers, allocated and poisoned
-// once and poisoned again after each use, carry the maps.
+// through a pipeline: while frame k is computed (a worker thread), Python reads frame k+1. With an
+// exact CUDA kernel on one device the map is added to exact sums on the device as each slab
+// finishes (kernels/frame_sums.cu) and never comes back; with the other GPU kernels (cuda-msm, PB)
+// frame k−1's map is added on the host beside frame k's kernel; on the CPU after it. Two map
+// buffers, allocated and poisoned once and poisoned again after each use, carry the host's maps.
 #pragma once
 
 #include <array>
@@ -94,7 +96,8 @@ class FrameAverage {
   std::vector<double> radii_;
   std::string source_;
   FrameSums sums_;
-  bool overlap_sums_;  ///< sum on the host beside the device's next frame (GPU kernels)
+  bool sums_on_device_;  ///< exact CUDA kernels on one device: the maps summed there, never copied back
+  bool overlap_sums_;    ///< other GPU kernels: sum on the host beside the device's next frame
   std::array<std::vector<float>, 2> buffers_;
   int next_buffer_ = 0;
   std::future<Computed> computing_;

@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "src/compute/frame_sums.h"
 #include "src/compute/prepared_problem.h"
 #include "src/job/map_job.h"
 #include "src/maps/map_formats.h"
@@ -218,6 +219,14 @@ class ComputeSession {
   /// reuses between maps, so no map is allocated per frame); the map's timing. --model pb: its
   /// solve's summary in timing.method. One call at a time.
   TimingReport compute_into(const Atoms& atoms, std::vector<float>& values, MapObserver& observer) const;
+
+  /// Whether maps can be summed where they are computed (an exact CUDA kernel on one device):
+  /// then sum_into_device adds a map to exact frame sums on the device (compute/frame_sums.h, with
+  /// Σp² when `squares`) and no map comes back to the host; take_device_sums fetches them.
+  bool sums_on_device() const noexcept;
+  TimingReport sum_into_device(const Atoms& atoms, bool squares, MapObserver& observer) const;
+  /// Adds the device's sums to `sums` and zeroes them there (nothing when none were added).
+  void take_device_sums(FrameSums& sums) const;
 
  private:
   MapJob job_;
