@@ -44,6 +44,12 @@ class Ranks:
         self.size = comm.Get_size() if comm is not None else 1
         self._sent = []
         self._heard = 0
+        self.local_rank = 0  # among the ranks of this host
+        if comm is not None:  # collective: every rank makes it here, before anything can fail
+            from mpi4py import MPI
+            host = comm.Split_type(MPI.COMM_TYPE_SHARED)
+            self.local_rank = host.Get_rank()
+            host.Free()
 
     @property
     def root(self):
@@ -169,6 +175,16 @@ def world(comm=None):
                                 "(Debian: apt-get install python3-mpi4py)") from e
         comm = MPI.COMM_WORLD
     return Ranks(comm if comm.Get_size() > 1 else None)
+
+
+def rank_device(ranks, options, devices):
+    """Under MPI with no device named, each rank takes a GPU of its host in turn (its rank among the
+    host's ranks modulo the host's usable GPUs), so `mpirun -np 2` on a 2-GPU host uses both; None
+    where there is no GPU, one rank, or a device was named."""
+    if ranks.comm is None or devices is not None or options.get("device") is not None:
+        return devices
+    found, _ = _espgrid.usable_devices()
+    return [found[ranks.local_rank % len(found)]] if found else None
 
 
 def device_list(devices):
@@ -301,7 +317,7 @@ def _prepare(t, topology, trajectory, select, start, stop, step, grid, unwrap, r
     with t._quiet_mdanalysis():
         s.universe.trajectory[s.frames[0]]
     t._check_unwrap(s.group, unwrap, s.name, f"frame {s.frames[0]}", stacklevel=0)
-    s.devices = device_list(devices)
+    s.devices = device_list(rank_device(ranks, options, devices))
     s.model = espgrid.map_options(**_energy_options(options)).model  # the physics options checked early
     s.pb = s.model == "pb"
     s.radii = None

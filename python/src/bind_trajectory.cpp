@@ -145,6 +145,7 @@ void bind_trajectory(py::module_& m) {
           },
           "limbs"_a, "frames"_a, "Adds another accumulator's sums (its limbs and frame count): integer sums, exact.")
       .def_property_readonly("last_solve", &FrameAverage::last_solve)
+      .def_property_readonly("sums_on_device", &FrameAverage::sums_on_device)
       .def_property_readonly("kernel", [](const FrameAverage& f) { return std::string(f.kernel().kernel->name); })
       .def_property_readonly("kernel_choice", [](const FrameAverage& f) { return f.kernel().why; })
       .def_property_readonly("kernel_seconds", &FrameAverage::kernel_seconds)

@@ -54,6 +54,8 @@ class FrameAverage {
   /// Waits until every queued frame is computed and summed (polling as add_frame does).
   void finish(const ProgressFn& poll);
 
+  /// Whether the maps are summed on the device (never copied back) rather than on the host.
+  bool sums_on_device() const noexcept { return sums_on_device_; }
   /// Frames summed so far (all of them after finish()).
   std::size_t frames() const noexcept { return static_cast<std::size_t>(sums_.frames()); }
   /// The sums: another rank's or device's are merged into them (FrameSums::merge) after finish().
