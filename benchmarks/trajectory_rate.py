@@ -84,6 +84,8 @@ def main():
     ap.add_argument("--accuracy", type=float, default=None)
     ap.add_argument("--std", action="store_true", help="also the standard deviation")
     ap.add_argument("--fresh-frames", type=int, default=20, help="frames timed with a fresh compute_map each")
+    ap.add_argument("--engines", type=int, default=1,
+                    help="accumulators on the device, frames dealt round-robin (devices=[0]*N): N frames in flight")
     ap.add_argument("--seed", type=int, default=24)
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
@@ -106,27 +108,33 @@ def main():
     source = _espgrid.describe_source(f"{args.atoms} atoms, synthetic frames", _espgrid.structure_from_arrays(xyz, q))
 
     t = time.perf_counter()
-    engine = _espgrid.FrameAverage(parsed, parsed.explicit_grid, q, args.std, source,
-                                   radii if args.model == "pb" else None)
+    engines = [_espgrid.FrameAverage(parsed, parsed.explicit_grid, q, args.std, source,
+                                     radii if args.model == "pb" else None) for _ in range(args.engines)]
+    engine = engines[0]
     setup = time.perf_counter() - t
     t = time.perf_counter()
-    engine.add_frame(frames[0], "frame 0")
-    engine.finish()
+    for e in engines:  # each engine's first frame: its buffers, and the device's first use
+        e.add_frame(frames[0], "frame 0")
+        e.finish()
     first = time.perf_counter() - t
-    k0, x0 = engine.kernel_seconds, engine.transfer_seconds
+    k0 = sum(e.kernel_seconds for e in engines)
+    x0 = sum(e.transfer_seconds for e in engines)
     # The frames are queued (add_frame returns while the frame is computed, as espgrid.average_map
     # reads the next one meanwhile) and finish() waits for the last: the rate is frames over that.
     queued = []
     t0 = time.perf_counter()
     for f in range(1, args.frames + 1):
         t = time.perf_counter()
-        engine.add_frame(frames[f], f"frame {f}")
+        engines[f % len(engines)].add_frame(frames[f], f"frame {f}")
         queued.append(time.perf_counter() - t)
-    engine.finish()
+    for e in engines:
+        e.finish()
     total = time.perf_counter() - t0
     per_frame = queued
+    for e in engines[1:]:
+        engine.merge(e.limbs, e.frames)
     mean_map = engine.mean()
-    assert np.isfinite(np.asarray(mean_map.values)).all() and engine.frames == args.frames + 1
+    assert np.isfinite(np.asarray(mean_map.values)).all() and engine.frames == args.frames + len(engines)
 
     fresh = []
     for f in range(1, min(args.fresh_frames, args.frames) + 1):
@@ -143,12 +151,14 @@ def main():
         "seconds_per_frame": total / args.frames,
         "add_frame_wait_seconds": {"median": float(np.median(per_frame)), "max": float(max(per_frame))},
         "sums": "device" if engine.sums_on_device else "host",
-        "kernel_seconds_per_frame": (engine.kernel_seconds - k0) / args.frames,
-        "transfer_seconds_per_frame": (engine.transfer_seconds - x0) / args.frames,
+        "engines": args.engines,
+        "kernel_seconds_per_frame": (sum(e.kernel_seconds for e in engines) - k0) / args.frames,
+        "transfer_seconds_per_frame": (sum(e.transfer_seconds for e in engines) - x0) / args.frames,
         "setup_seconds": setup, "first_frame_seconds": first,
         "fresh_compute_map_seconds_per_frame_median": float(np.median(fresh)) if fresh else None,
         "atom_evaluations_per_second_in_kernel": (args.atoms * float(np.prod(dims)) /
-                                                  max((engine.kernel_seconds - k0) / args.frames, 1e-12)),
+                                                  max((sum(e.kernel_seconds for e in engines) - k0) / args.frames,
+                                                      1e-12)),
     }
     text = json.dumps(result, indent=2)
     print(text)
