@@ -64,7 +64,8 @@ FrameAverage::FrameAverage(const MapJob& job, const GridSpec& grid, std::vector<
       source_(std::move(source)),
       sums_(session_.grid().point_count(), with_deviation),
       sums_on_device_(session_.sums_on_device()),
-      overlap_sums_(!sums_on_device_ && session_.kernel().kernel->backend == Backend::Cuda) {
+      overlap_sums_(!sums_on_device_ && session_.kernel().kernel->backend == Backend::Cuda),
+      pipelined_(model_label(job_.physics) != "pb") {
   if (charges_.empty()) throw UsageError("no atoms to average over");
   if (!radii_.empty() && radii_.size() != charges_.size())
     throw UsageError("radii hold " + std::to_string(radii_.size()) + " atoms, the charges " +
@@ -75,6 +76,31 @@ FrameAverage::FrameAverage(const MapJob& job, const GridSpec& grid, std::vector<
 }
 
 FrameAverage::~FrameAverage() { stop_and_wait(); }
+
+TaskThread::TaskThread() : thread_([this] { run(); }) {}
+
+TaskThread::~TaskThread() {
+  {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    closing_ = true;
+  }
+  ready_.notify_one();
+  thread_.join();
+}
+
+void TaskThread::run() {
+  for (;;) {
+    std::function<void()> task;
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      ready_.wait(lock, [this] { return closing_ || !tasks_.empty(); });
+      if (tasks_.empty()) return;
+      task = std::move(tasks_.front());
+      tasks_.pop_front();
+    }
+    task();  // a packaged_task: its exception goes to its future
+  }
+}
 
 void FrameAverage::stop_and_wait() noexcept {
   stop_ = true;
@@ -175,6 +201,10 @@ void FrameAverage::collect(const ProgressFn& poll) {
     stop_and_wait();
     throw;
   }
+  computed(c, poll);
+}
+
+void FrameAverage::computed(const Computed& c, const ProgressFn& poll) {
   kernel_seconds_ += c.timing.kernel_seconds;
   transfer_seconds_ += c.timing.transfer_seconds;
   if (model_label(job_.physics) == "pb") last_solve_ = c.timing.method;
@@ -183,7 +213,8 @@ void FrameAverage::collect(const ProgressFn& poll) {
     wait(summing_, poll);
     summing_.get();
   }
-  summing_ = std::async(std::launch::async, [this, c] { sum_buffer(c.buffer, c.label); });
+  if (!summer_) summer_ = std::make_unique<TaskThread>();
+  summing_ = summer_->submit([this, c] { sum_buffer(c.buffer, c.label); });
 }
 
 void FrameAverage::add_frame(const double* xyz, const std::string& label, const ProgressFn& poll) {
@@ -201,8 +232,12 @@ void FrameAverage::add_frame(const double* xyz, const std::string& label, const 
   const int b = next_buffer_;
   next_buffer_ = 1 - next_buffer_;
   planes_done_ = 0;
-  computing_ =
-      std::async(std::launch::async, [this, atoms = std::move(atoms), b, label] { return compute(atoms, b, label); });
+  if (!pipelined_) {  // PB: on this thread (see pipelined_)
+    computed(compute(atoms, b, label), poll);
+    return;
+  }
+  if (!computer_) computer_ = std::make_unique<TaskThread>();
+  computing_ = computer_->submit([this, atoms = std::move(atoms), b, label] { return compute(atoms, b, label); });
 }
 
 void FrameAverage::finish(const ProgressFn& poll) {

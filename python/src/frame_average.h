@@ -16,9 +16,15 @@
 
 #include <array>
 #include <atomic>
+#include <condition_variable>
 #include <cstddef>
+#include <deque>
+#include <functional>
 #include <future>
+#include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "src/compute/frame_sums.h"
@@ -27,6 +33,36 @@
 #include "src/structure/structure_reader.h"
 
 namespace espgrid::python {
+
+/// One thread that runs the tasks given to it, in order: a pipeline stage. Made once and kept
+/// (std::async makes a thread per call, and glibc gives each new thread's allocations an arena
+/// of their own).
+class TaskThread {
+ public:
+  TaskThread();
+  ~TaskThread();  ///< runs the tasks still queued, then ends the thread
+  TaskThread(const TaskThread&) = delete;
+  TaskThread& operator=(const TaskThread&) = delete;
+  template <class F>
+  auto submit(F task) -> std::future<decltype(task())> {
+    auto packaged = std::make_shared<std::packaged_task<decltype(task())()>>(std::move(task));
+    auto future = packaged->get_future();
+    {
+      const std::lock_guard<std::mutex> lock(mutex_);
+      tasks_.emplace_back([packaged] { (*packaged)(); });
+    }
+    ready_.notify_one();
+    return future;
+  }
+
+ private:
+  void run();
+  std::mutex mutex_;
+  std::condition_variable ready_;
+  std::deque<std::function<void()>> tasks_;
+  bool closing_ = false;
+  std::thread thread_;  ///< last: started once the rest exists
+};
 
 class FrameAverage {
  public:
@@ -84,8 +120,10 @@ class FrameAverage {
   Computed compute(const Atoms& atoms, int b, const std::string& label);
   /// Adds buffer `b` to the sums and poisons it again.
   void sum_buffer(int b, const std::string& label);
-  /// Waits for the computing frame, then starts its sum (GPU: beside the next frame's kernel).
+  /// Waits for the computing frame, then computed().
   void collect(const ProgressFn& poll);
+  /// A frame's map is done: its times, and (GPU) its sum started beside the next frame's kernel.
+  void computed(const Computed& c, const ProgressFn& poll);
   template <class T>
   void wait(std::future<T>& f, const ProgressFn& poll);
   void stop_and_wait() noexcept;
@@ -100,10 +138,17 @@ class FrameAverage {
   FrameSums sums_;
   bool sums_on_device_;  ///< exact CUDA kernels on one device: the maps summed there, never copied back
   bool overlap_sums_;    ///< other GPU kernels: sum on the host beside the device's next frame
+  /// Frames computed on a worker thread while the caller reads the next (pair models). PB frames
+  /// are computed on the calling thread: hypre's set-up on a worker thread took 1.3–1.7 s instead
+  /// of 0.17 s a frame (3,341 atoms, 1 Å; glibc's per-thread arenas give back and fault in its
+  /// memory every frame: MALLOC_ARENA_MAX=1 made the two equal), and a PB frame's reading is
+  /// nothing beside its solve.
+  bool pipelined_;
   std::array<std::vector<float>, 2> buffers_;
   int next_buffer_ = 0;
   std::future<Computed> computing_;
   std::future<void> summing_;
+  std::unique_ptr<TaskThread> computer_, summer_;  ///< after what their tasks use: stopped first
   std::atomic<bool> stop_{false};
   std::atomic<std::size_t> planes_done_{0}, planes_{0};
   double kernel_seconds_ = 0;
