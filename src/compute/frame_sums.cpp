@@ -81,18 +81,19 @@ void FrameSums::add(const float* values, int threads) {
   if (frames_ + 1 >= kMaxFrames) throw Error("too many frames for one average (at most 2^32 - 1)");
   const auto n = static_cast<std::int64_t>(points_);
   const int t = thread_count(threads);
-  // Checked first, so that a bad value adds nothing.
-  std::int64_t bad = n;
-#pragma omp parallel for num_threads(t) schedule(static) reduction(min : bad)
-  for (std::int64_t p = 0; p < n; ++p)
-    if (!frame_sums::quantize(values[p]).ok && p < bad) bad = p;
-  if (bad < n)
-    throw Error("frame " + std::to_string(frames_) + "'s map holds " + number_text(values[bad]) + " at point " +
-                std::to_string(bad) + ": a trajectory average takes finite values below 2^31 in magnitude");
   std::uint64_t* sums = limbs_.data();
   const bool squares = squares_;
+  std::int64_t bad = n;  // a value that cannot be added is skipped and named
+#pragma omp parallel for num_threads(t) schedule(static) reduction(min : bad)
+  for (std::int64_t p = 0; p < n; ++p)
+    if (!frame_sums::add_value(values[p], sums, n, p, squares) && p < bad) bad = p;
+  if (bad < n) {
+    // Integer sums: adding the negated values takes the frame out exactly, so it adds nothing.
 #pragma omp parallel for num_threads(t) schedule(static)
-  for (std::int64_t p = 0; p < n; ++p) frame_sums::add_value(values[p], sums, n, p, squares);
+    for (std::int64_t p = 0; p < n; ++p) frame_sums::remove_value(values[p], sums, n, p, squares);
+    throw Error("frame " + std::to_string(frames_) + "'s map holds " + number_text(values[bad]) + " at point " +
+                std::to_string(bad) + ": a trajectory average takes finite values below 2^31 in magnitude");
+  }
   ++frames_;
 }
 

@@ -123,4 +123,31 @@ ESPGRID_FS_HD bool add_value(float phi, std::uint64_t* sums, std::int64_t points
   return true;
 }
 
+/// Undoes add_value(phi, ...) exactly (nothing when φ could not be added): Σp −= p, Σp² −= p².
+ESPGRID_FS_HD void remove_value(float phi, std::uint64_t* sums, std::int64_t points, std::int64_t p, bool squares) {
+  Quantized q = quantize(phi);
+  if (!q.ok) return;
+  q.negative = !q.negative;  // −p into Σp
+  std::uint64_t& lo = sums[p];
+  std::uint64_t& hi = sums[points + p];
+  if (q.negative) {
+    const std::uint64_t borrow = lo < q.lo;
+    lo -= q.lo;
+    hi -= q.hi + borrow;
+  } else {
+    hi += q.hi + add_carry(lo, q.lo, 0);
+  }
+  if (squares) {  // Σp² −= p²: 192-bit subtraction
+    std::uint64_t sq[3];
+    square(q, sq);
+    std::uint64_t borrow = 0;
+    for (int l = 0; l < 3; ++l) {
+      std::uint64_t& limb = sums[(2 + l) * points + p];
+      const std::uint64_t before = limb;
+      limb = before - sq[l] - borrow;
+      borrow = (before < sq[l] || (before == sq[l] && borrow)) ? 1 : 0;
+    }
+  }
+}
+
 }  // namespace espgrid::frame_sums
