@@ -9,9 +9,12 @@ or from a shell (the same as `python3 -m espgrid`):
     espgrid-trajectory top.psf traj.dcd -o mean.dx --std-output std.dx --select protein --step 10
 
 Every selected frame's map is computed on one fixed grid (the atoms' bounding box over all
-selected frames plus padding, unless the grid is given) with any kernel, and folded into a
-running mean and standard deviation in double precision (C++: python/src/frame_average.h).
-The topology must carry charges (PSF, PRMTOP, TPR, PQR, ...); they are taken as they are.
+selected frames plus padding, unless the grid is given) with any kernel or model="pb" (radii:
+espgrid/radii.py), and added to exact integer sums that give the mean and standard deviation
+(C++: python/src/frame_average.h, src/compute/frame_sums.h). frame_energies gives energies per
+frame (espgrid/frame_energy.py). The frames are shared out over MPI ranks and GPUs by
+espgrid/frames.py. The topology must carry charges (PSF, PRMTOP, TPR, PQR, ...); they are taken
+as they are.
 
 Periodic systems: a molecule split across the box has atoms on both sides of it, and its map
 is wrong there. unwrap=True (--unwrap) makes every molecule holding a selected atom whole in
