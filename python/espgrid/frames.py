@@ -308,6 +308,8 @@ def _prepare(t, topology, trajectory, select, start, stop, step, grid, unwrap, r
     from espgrid import frame_energy
     from espgrid.radii import assign_radii
     s = _Setup()
+    if step == 0:
+        raise espgrid.UsageError("step=0: step takes every STEP-th frame, a whole number other than 0")
     s.universe, s.group, s.charges, s.name = t._atom_group(topology, trajectory, select)
     s.frames = range(s.universe.trajectory.n_frames)[slice(start, stop, step)]
     if len(s.frames) == 0:

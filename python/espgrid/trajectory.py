@@ -465,7 +465,8 @@ def main(argv=None):
         outputs, texts, energies = cli._check_arguments(args)
         if "-" in (args.json, args.energy_output):
             sys.stdout = sys.stderr  # standard output holds the CSV or JSON alone
-        shared._guarded(ranks, lambda: cli._check_outputs(outputs, texts) if ranks.root else None)
+        inputs = [args.topology] + args.trajectory
+        shared._guarded(ranks, lambda: cli._check_outputs(outputs, texts, inputs) if ranks.root else None)
         devices = options.pop("devices", None)
         run = shared.run_frames(args.topology, args.trajectory or None, select=args.select, start=args.start,
                                 stop=args.stop, step=args.step, std=bool(args.std_output), progress=args.progress,

@@ -26,10 +26,15 @@ def _check_arguments(args):
     return outputs, texts, energies
 
 
-def _check_outputs(maps, texts):
-    """The map paths as `espgrid map` checks them; the CSV and JSON paths: a writable folder, not a
-    folder themselves, no path named twice."""
+def _check_outputs(maps, texts, inputs):
+    """The map paths as `espgrid map` checks them (never onto an input, by name, through a link or
+    as the same file); the CSV and JSON paths: a writable folder, not a folder themselves, not an
+    input; no path named twice."""
     _espgrid.check_output_paths(maps)
+    for path in maps + texts:
+        for source in inputs:
+            if os.path.exists(path) and os.path.exists(source) and os.path.samefile(path, source):
+                raise espgrid.UsageError(f"{path} is an input ({source}): it would be replaced by an output")
     for path in texts:
         folder = os.path.dirname(os.path.abspath(path))
         if os.path.isdir(path):

@@ -161,7 +161,8 @@ def test_command_line_errors(tmp_path):
     for args, message in [([], "nothing to write"), (["--binding", "resid 1", "resid 2"], "--binding needs"),
                           (["--std-output", "s.dx"], "--std-output needs -o"),
                           (["--energy-output", "-", "--json", "-"], "cannot both be -"),
-                          (["--energy-output", "e.dx", "-o", "e.dx"], "named twice")]:
+                          (["--energy-output", "e.dx", "-o", "e.dx"], "named twice"),
+                          (["--energy-output", ADK_DCD], "is an input"), (["-o", "m.dx", "--step", "0"], "step=0")]:
         r = run_script([sys.executable, "-m", "espgrid", ADK_PSF, ADK_DCD, *args, "--no-progress"], cwd=tmp_path)
         assert r.returncode == 2 and message in r.stderr, (args, r.stderr)
     assert os.listdir(tmp_path) == []
