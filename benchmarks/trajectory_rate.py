@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Frames per second of espgrid's trajectory average (issue 24), end to end from positions in
+"""Frames per second of espgrid's trajectory average (issues 24 and 37), end to end from positions in
 memory: the frames are made beforehand (the first N atoms of a bundled structure, or copies of one
 to reach N, each frame rotated by a small random angle and given 0.3 Å of thermal noise), so the
 figure is espgrid's per-frame cost: the map through one compute session (FrameAverage, what
@@ -10,6 +10,10 @@ session pays.
 
   PYTHONPATH=build/python python3 benchmarks/trajectory_rate.py --atoms 3341 --frames 300 --backend cuda
   PYTHONPATH=build/python python3 benchmarks/trajectory_rate.py --atoms 100000 --accuracy 1e-3 --frames 60
+  PYTHONPATH=build/python python3 benchmarks/trajectory_rate.py --model pb --atoms 11754 --frames 60   # PB frames
+  PYTHONPATH=build/python python3 benchmarks/trajectory_rate.py --model pb --backend cpu --spacing 2 --frames 5
+
+--model pb takes the structure's radii (its PQR's radius column).
 
 Prints one JSON object (and writes it to --out): frames/s, seconds per frame by stage, the grid.
 """
@@ -26,29 +30,30 @@ ROOT = os.path.dirname(HERE)
 
 
 def read_pqr(path):
-    xyz, q = [], []
+    xyz, q, r = [], [], []
     for line in open(path):
         if line.startswith(("ATOM", "HETATM")):
             t = line.split()
             xyz.append([float(t[-5]), float(t[-4]), float(t[-3])])
             q.append(float(t[-2]))
-    return np.array(xyz), np.array(q)
+            r.append(float(t[-1]))
+    return np.array(xyz), np.array(q), np.array(r)
 
 
 def structure(path, atoms):
-    """The first `atoms` atoms of `path`, or copies of it side by side (5 Å apart) to reach them."""
-    xyz, q = read_pqr(path)
+    """The first `atoms` atoms of `path`, or copies of it side by side (5 Å apart) to reach them:
+    positions, charges and radii."""
+    xyz, q, r = read_pqr(path)
     if atoms <= len(q):
-        return xyz[:atoms], q[:atoms]
+        return xyz[:atoms], q[:atoms], r[:atoms]
     extent = xyz.max(axis=0) - xyz.min(axis=0) + 5.0
     copies = -(-atoms // len(q))
     side = int(np.ceil(copies ** (1 / 3)))
-    parts, charges = [], []
+    parts = []
     for c in range(copies):
         shift = extent * np.array([c % side, (c // side) % side, c // (side * side)])
         parts.append(xyz + shift)
-        charges.append(q)
-    return np.concatenate(parts)[:atoms], np.concatenate(charges)[:atoms]
+    return np.concatenate(parts)[:atoms], np.tile(q, copies)[:atoms], np.tile(r, copies)[:atoms]
 
 
 def frames_of(xyz, count, seed):
@@ -79,6 +84,8 @@ def main():
     ap.add_argument("--accuracy", type=float, default=None)
     ap.add_argument("--std", action="store_true", help="also the standard deviation")
     ap.add_argument("--fresh-frames", type=int, default=20, help="frames timed with a fresh compute_map each")
+    ap.add_argument("--engines", type=int, default=1,
+                    help="accumulators on the device, frames dealt round-robin (devices=[0]*N): N frames in flight")
     ap.add_argument("--seed", type=int, default=24)
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
@@ -86,7 +93,7 @@ def main():
     import espgrid
     from espgrid import _espgrid
 
-    xyz, q = structure(args.structure, args.atoms)
+    xyz, q, radii = structure(args.structure, args.atoms)
     frames = frames_of(xyz, args.frames + 1, args.seed)  # frame 0 warms up: the device's first use
     options = {"backend": args.backend, "model": args.model}
     if args.kernel:
@@ -101,25 +108,39 @@ def main():
     source = _espgrid.describe_source(f"{args.atoms} atoms, synthetic frames", _espgrid.structure_from_arrays(xyz, q))
 
     t = time.perf_counter()
-    engine = _espgrid.FrameAverage(parsed, parsed.explicit_grid, q, args.std, source)
+    engines = [_espgrid.FrameAverage(parsed, parsed.explicit_grid, q, args.std, source,
+                                     radii if args.model == "pb" else None) for _ in range(args.engines)]
+    engine = engines[0]
     setup = time.perf_counter() - t
     t = time.perf_counter()
-    engine.add_frame(frames[0])
+    for e in engines:  # each engine's first frame: its buffers, and the device's first use
+        e.add_frame(frames[0], "frame 0")
+        e.finish()
     first = time.perf_counter() - t
-    k0, x0 = engine.kernel_seconds, engine.transfer_seconds
-    per_frame = []
+    k0 = sum(e.kernel_seconds for e in engines)
+    x0 = sum(e.transfer_seconds for e in engines)
+    # The frames are queued (add_frame returns while the frame is computed, as espgrid.average_map
+    # reads the next one meanwhile) and finish() waits for the last: the rate is frames over that.
+    queued = []
+    t0 = time.perf_counter()
     for f in range(1, args.frames + 1):
         t = time.perf_counter()
-        engine.add_frame(frames[f])
-        per_frame.append(time.perf_counter() - t)
-    total = sum(per_frame)
+        engines[f % len(engines)].add_frame(frames[f], f"frame {f}")
+        queued.append(time.perf_counter() - t)
+    for e in engines:
+        e.finish()
+    total = time.perf_counter() - t0
+    per_frame = queued
+    for e in engines[1:]:
+        engine.merge(e.limbs, e.frames)
     mean_map = engine.mean()
-    assert np.isfinite(np.asarray(mean_map.values)).all()
+    assert np.isfinite(np.asarray(mean_map.values)).all() and engine.frames == args.frames + len(engines)
 
     fresh = []
     for f in range(1, min(args.fresh_frames, args.frames) + 1):
         t = time.perf_counter()
-        espgrid.compute_map(_espgrid.structure_from_arrays(frames[f], q), **espgrid._with_grid(grid, dict(options)))
+        espgrid.compute_map(_espgrid.structure_from_arrays(frames[f], q, radii if args.model == "pb" else None),
+                            **espgrid._with_grid(grid, dict(options)))
         fresh.append(time.perf_counter() - t)
 
     dims = [int(d) for d in parsed.explicit_grid.dims]
@@ -127,14 +148,17 @@ def main():
         "atoms": args.atoms, "frames": args.frames, "grid": dims, "points": int(np.prod(dims)),
         "spacing_A": args.spacing, "options": options, "kernel": engine.kernel,
         "frames_per_second": args.frames / total,
-        "seconds_per_frame": {"median": float(np.median(per_frame)), "min": float(min(per_frame)),
-                              "max": float(max(per_frame))},
-        "kernel_seconds_per_frame": (engine.kernel_seconds - k0) / args.frames,
-        "transfer_seconds_per_frame": (engine.transfer_seconds - x0) / args.frames,
+        "seconds_per_frame": total / args.frames,
+        "add_frame_wait_seconds": {"median": float(np.median(per_frame)), "max": float(max(per_frame))},
+        "sums": "device" if engine.sums_on_device else "host",
+        "engines": args.engines,
+        "kernel_seconds_per_frame": (sum(e.kernel_seconds for e in engines) - k0) / args.frames,
+        "transfer_seconds_per_frame": (sum(e.transfer_seconds for e in engines) - x0) / args.frames,
         "setup_seconds": setup, "first_frame_seconds": first,
         "fresh_compute_map_seconds_per_frame_median": float(np.median(fresh)) if fresh else None,
         "atom_evaluations_per_second_in_kernel": (args.atoms * float(np.prod(dims)) /
-                                                  max((engine.kernel_seconds - k0) / args.frames, 1e-12)),
+                                                  max((sum(e.kernel_seconds for e in engines) - k0) / args.frames,
+                                                      1e-12)),
     }
     text = json.dumps(result, indent=2)
     print(text)

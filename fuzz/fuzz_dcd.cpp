@@ -2,8 +2,8 @@
 // espgrid::check_dcd_bytes("fuzz", ...) as espgrid-trajectory checks every DCD before MDAnalysis
 // reads it. Accepted: a summary, or an espgrid::InputError naming "fuzz" (a binary file: line
 // 0). Any other exception, a crash, an ASan/UBSan report or a hang is a finding, and so is a
-// summary that contradicts the file: no frames, fewer frames than the header announces, more
-// fixed atoms than atoms, or more frames than the file's bytes can hold.
+// summary that contradicts the file: no frames, more fixed atoms than atoms, more frames than the
+// file's bytes can hold, or a header count that differs from the frames without a note.
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -26,7 +26,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   try {
     const espgrid::DcdSummary s = espgrid::check_dcd_bytes("fuzz", bytes);
     if (s.frames < 1) finding("a DCD without frames passed");
-    if (s.header_frames > s.frames) finding("a DCD shorter than its header passed");
+    if (espgrid::frame_count_note(s).empty() != (s.header_frames == s.frames))
+      finding("a header count that differs from the frames held without a note, or a note without a difference");
     if (s.atoms < 1 || s.fixed_atoms < 0 || s.fixed_atoms >= s.atoms) finding("impossible atom counts passed");
     // Every frame holds at least three coordinate records of 4 bytes per free atom and their
     // markers; the first frame holds every atom.

@@ -31,6 +31,58 @@ CudaError::CudaError(cudaError_t code, const std::string& message, std::string l
       message_(message),
       location_(std::move(location)) {}
 
+DevicePool*& current_device_pool() noexcept {
+  thread_local DevicePool* pool = nullptr;
+  return pool;
+}
+
+cudaError_t DevicePool::allocate(void** p, std::size_t bytes) {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  int device = 0;
+  if (const cudaError_t status = cudaGetDevice(&device); status != cudaSuccess) return status;
+  if (device != device_) {  // kept blocks of another device are of no use here
+    release_all();
+    device_ = device;
+  }
+  if (const auto kept = free_.find(bytes); kept != free_.end()) {
+    *p = kept->second;
+    free_.erase(kept);
+  } else {
+    if (const cudaError_t status = cudaMalloc(p, bytes); status != cudaSuccess) {
+      // Out of memory with blocks kept for other sizes: free those and try once more.
+      if (free_.empty()) return status;
+      cudaGetLastError();
+      release_all();
+      device_ = device;
+      if (const cudaError_t again = cudaMalloc(p, bytes); again != cudaSuccess) return again;
+    }
+    ++allocated_;
+  }
+  out_[*p] = bytes;
+  return cudaSuccess;
+}
+
+bool DevicePool::keep(void* p) noexcept {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  const auto it = out_.find(p);
+  if (it == out_.end()) return false;
+  free_.emplace(it->second, p);
+  out_.erase(it);
+  return true;
+}
+
+void DevicePool::release_all() noexcept {
+  if (free_.empty()) return;
+  int current = -1;
+  cudaGetDevice(&current);
+  if (device_ >= 0 && device_ != current) cudaSetDevice(device_);
+  for (const auto& [bytes, p] : free_) cudaFree(p);  // errors ignored: we are cleaning up
+  free_.clear();
+  if (current >= 0 && device_ != current) cudaSetDevice(current);
+}
+
+DevicePool::~DevicePool() { release_all(); }
+
 bool debug_enabled() {
   const char* value = std::getenv("ESPGRID_DEBUG");  // read at each error: errors are rare
   return value != nullptr && std::strcmp(value, "1") == 0;

@@ -8,7 +8,10 @@
 
 #include <cstddef>
 #include <limits>
+#include <map>
+#include <mutex>
 #include <string>
+#include <unordered_map>
 #include <utility>
 
 #include "src/core/errors.h"
@@ -78,12 +81,61 @@ std::size_t checked_bytes(std::size_t count, const std::string& name) {
 }
 }  // namespace detail
 
-/// Where a buffer lives: device memory (cudaMalloc) or page-locked host memory
-/// (cudaMallocHost, for asynchronous copies).
+/// Device memory that is kept instead of freed and handed out again for a request of the same
+/// size: what a PB solve allocates for one trajectory frame serves the next (PbDeviceWorkspace).
+/// DeviceMemory uses the pool made current on the calling thread by a DevicePoolScope; every
+/// buffer a pooled call frees before the scope ends returns here.
+class DevicePool {
+ public:
+  DevicePool() = default;
+  ~DevicePool();  ///< frees the blocks it holds
+  DevicePool(const DevicePool&) = delete;
+  DevicePool& operator=(const DevicePool&) = delete;
+  /// A kept block of exactly `bytes` on the current device, or a new one (cudaMalloc).
+  cudaError_t allocate(void** p, std::size_t bytes);
+  /// Keeps `p` when this pool handed it out (true); false otherwise (the caller frees it).
+  bool keep(void* p) noexcept;
+  std::size_t blocks_allocated() const noexcept { return allocated_; }
+
+ private:
+  void release_all() noexcept;
+  std::mutex mutex_;
+  int device_ = -1;
+  std::multimap<std::size_t, void*> free_;      ///< kept blocks by size
+  std::unordered_map<void*, std::size_t> out_;  ///< blocks handed out, and their sizes
+  std::size_t allocated_ = 0;                   ///< cudaMalloc calls made, for tests and reports
+};
+
+/// The pool DeviceMemory uses on this thread (null: cudaMalloc and cudaFree).
+DevicePool*& current_device_pool() noexcept;
+
+/// Makes `pool` (may be null) the calling thread's for the scope. Declare it before the buffers
+/// it should serve, so that they return to it before it is unset.
+class DevicePoolScope {
+ public:
+  explicit DevicePoolScope(DevicePool* pool) noexcept : previous_(current_device_pool()) {
+    current_device_pool() = pool;
+  }
+  ~DevicePoolScope() { current_device_pool() = previous_; }
+  DevicePoolScope(const DevicePoolScope&) = delete;
+  DevicePoolScope& operator=(const DevicePoolScope&) = delete;
+
+ private:
+  DevicePool* previous_;
+};
+
+/// Where a buffer lives: device memory (cudaMalloc, or the thread's DevicePool) or page-locked
+/// host memory (cudaMallocHost, for asynchronous copies).
 struct DeviceMemory {
   static constexpr bool pinned_host = false;
-  static cudaError_t allocate(void** p, std::size_t bytes) { return cudaMalloc(p, bytes); }
-  static void release(void* p) noexcept { cudaFree(p); }
+  static cudaError_t allocate(void** p, std::size_t bytes) {
+    if (DevicePool* pool = current_device_pool()) return pool->allocate(p, bytes);
+    return cudaMalloc(p, bytes);
+  }
+  static void release(void* p) noexcept {
+    if (DevicePool* pool = current_device_pool(); pool && pool->keep(p)) return;
+    cudaFree(p);
+  }
 };
 struct PinnedHostMemory {
   static constexpr bool pinned_host = true;

@@ -31,6 +31,7 @@
 
 #include "kernels/device_common.cuh"
 #include "kernels/device_workspace.cuh"
+#include "kernels/frame_sums.cuh"
 #include "src/compute/device_scheduler.h"
 #include "src/core/errors.h"
 #include "src/core/stopwatch.h"
@@ -145,6 +146,7 @@ struct WorkerContext {
   int sms = 0;
   std::function<void(const PlaneRange&)> done;       ///< called in the worker's thread when a range is in the output
   std::function<void(int, int, std::int64_t)> hook;  ///< DeviceRunOptions::chunk_hook
+  const SlabSums* sums = nullptr;                    ///< sum_frames: each slab is added to these, not copied back
 };
 
 /// One worker on the current device: takes ranges of planes from the queue and computes
@@ -181,9 +183,11 @@ WorkerResult run_worker(const DeviceKernel& kernel, const LaunchPlan& plan, cons
     }
   }
   std::array<PinnedBuffer<float>, 2>& h_slab = slabs.staging;
-  ensure_capacity(h_slab[0], map_plane_points * static_cast<std::size_t>(planes), "potential slab (staging)");
-  if (planes < p.nz)
-    ensure_capacity(h_slab[1], map_plane_points * static_cast<std::size_t>(planes), "potential slab (staging 2)");
+  if (!ctx.sums) {  // summed on the device: nothing comes back
+    ensure_capacity(h_slab[0], map_plane_points * static_cast<std::size_t>(planes), "potential slab (staging)");
+    if (planes < p.nz)
+      ensure_capacity(h_slab[1], map_plane_points * static_cast<std::size_t>(planes), "potential slab (staging 2)");
+  }
 
   // Streams after the buffers: their destructors wait for queued work before the buffers go.
   std::array<Stream, 2> streams;
@@ -218,8 +222,9 @@ WorkerResult run_worker(const DeviceKernel& kernel, const LaunchPlan& plan, cons
   const auto finish = [&](const InFlight& s) {
     done[s.buffer].synchronize();
     kernel_ms += Event::elapsed_ms(start[s.buffer], stop[s.buffer]);
-    std::memcpy(p.potential + static_cast<std::size_t>(s.range.k0) * map_plane_points, h_slab[s.buffer].get(),
-                sizeof(float) * map_plane_points * static_cast<std::size_t>(s.range.planes));
+    if (!ctx.sums)
+      std::memcpy(p.potential + static_cast<std::size_t>(s.range.k0) * map_plane_points, h_slab[s.buffer].get(),
+                  sizeof(float) * map_plane_points * static_cast<std::size_t>(s.range.planes));
     result.planes += s.range.planes;
     if (ctx.done) ctx.done(s.range);
   };
@@ -243,7 +248,13 @@ WorkerResult run_worker(const DeviceKernel& kernel, const LaunchPlan& plan, cons
     launch.stream = stream;
     kernel.launch(launch);
     stop[b].record(stream);
-    enqueue_copy_back(plan, p, slab, h_slab[b].get(), count, stream);
+    // The slab to the host, or (sum_frames) into the sums on the device while the next slab's
+    // kernels run on the other stream.
+    if (ctx.sums)
+      enqueue_slab_sums(*ctx.sums, slab, plan.pitch_x, plan.pitch_y, static_cast<int>(p.nx), static_cast<int>(p.ny),
+                        count, range->k0, stream);
+    else
+      enqueue_copy_back(plan, p, slab, h_slab[b].get(), count, stream);
     done[b].record(stream);
     ++result.chunks;
     if (pending) finish(*pending);
@@ -368,7 +379,18 @@ ComputeTiming compute_potential(std::string_view variant, const DeviceKernel& ke
       if (options.progress)
         options.progress(static_cast<std::size_t>(r.k0 + r.planes), static_cast<std::size_t>(problem.nz));
     };
+    std::optional<SlabSums> sums;
+    if (options.sum_frames) {
+      if (!kept) throw Error("internal error: frame sums on the device need a workspace");
+      if (problem.z_offset != 0) throw Error("internal error: frame sums on the device take whole maps");
+      Stream setup;
+      sums = prepare_frame_sums(kept->sums, static_cast<std::int64_t>(problem.point_count()), options.sum_squares,
+                                setup.get());
+      setup.synchronize();
+      ctx.sums = &*sums;
+    }
     result = run_worker(kernel, plan, problem, d_atoms, ctx, kept ? kept->slabs : own_slabs);
+    if (sums) finish_frame_sums(kept->sums);
   }
   timing.kernel_seconds = result.kernel_seconds;
   timing.wall_seconds = wall.seconds();

@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstddef>
+#include <cstdint>
 #include <mutex>
 
 #include "kernels/device_common.cuh"
@@ -37,14 +38,27 @@ struct SlabStorage {
   std::size_t device_bytes() const noexcept { return device[0].bytes() + device[1].bytes(); }
 };
 
-/// The workspace's buffers: the atoms, one worker's slabs, and cuda-msm's contracted planes.
+/// Exact sums of the maps of many runs, kept on the device (DeviceRunOptions::sum_frames): the
+/// limbs of src/compute/frame_sums.h, and the first point whose value could not be added.
+struct FrameSumStorage {
+  DeviceBuffer<std::uint64_t> limbs;           ///< limb-major: 2 (Σp) or 5 (and Σp²) limbs a point
+  DeviceBuffer<unsigned long long> first_bad;  ///< the lowest such point of the last run; all ones: none
+  std::int64_t points = 0;
+  bool squares = false;
+  std::uint64_t frames = 0;  ///< maps added since the last take_frame_sums
+};
+
+/// The workspace's buffers: the atoms, one worker's slabs, cuda-msm's contracted planes, and the
+/// frame sums of a trajectory average.
 struct DeviceWorkspace::Buffers {
   std::mutex mutex;  ///< one call at a time
   int device = -1;   ///< where the buffers are; -1: none yet
   AtomStorage atoms;
   SlabStorage slabs;
   std::array<DeviceBuffer<float>, 2> contracted;  ///< cuda-msm
+  FrameSumStorage sums;
   void release() noexcept {
+    sums = FrameSumStorage{};
     contracted = {};
     slabs = SlabStorage{};
     atoms = AtomStorage{};

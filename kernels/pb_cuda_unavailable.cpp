@@ -26,6 +26,10 @@ void build_pb_surface(const PbSurfaceInput&, PbSurfaceOutput&) {
 
 namespace espgrid::cuda {
 
+struct PbDeviceWorkspace::Pool {};
+PbDeviceWorkspace::PbDeviceWorkspace() : pool_(std::make_unique<Pool>()) {}
+PbDeviceWorkspace::~PbDeviceWorkspace() = default;
+
 void solve_pb_on_device(const PbDeviceSolveInput&, PbDeviceSolveResult&) {
   throw Error("this espgrid was built without CUDA: the GPU PB solver is unavailable");
 }

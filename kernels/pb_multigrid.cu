@@ -409,10 +409,20 @@ PbMgResult solve_pb_multigrid(const PbMgLevel* levels, int level_count, const do
   return result;
 }
 
+struct PbDeviceWorkspace::Pool : DevicePool {};
+
+PbDeviceWorkspace::PbDeviceWorkspace() : pool_(std::make_unique<Pool>()) {}
+PbDeviceWorkspace::~PbDeviceWorkspace() = default;
+
 void solve_pb_on_device(const PbDeviceSolveInput& in, PbDeviceSolveResult& out) {
   if (in.level_count < 1) throw Error("internal error: the PB multigrid needs at least one level");
   const auto wall0 = std::chrono::steady_clock::now();
   const DeviceGuard guard(in.surface.device);
+  // With a workspace (trajectory frames), every buffer below comes from and returns to its pool:
+  // declared first, so it outlives them.
+  const std::unique_lock<std::mutex> one_solve =
+      in.workspace ? std::unique_lock<std::mutex>(in.workspace->mutex()) : std::unique_lock<std::mutex>();
+  const DevicePoolScope pool(in.workspace ? &in.workspace->pool() : nullptr);
   out.device = describe_device(in.surface.device);
   const long n[3] = {in.assembly.n[0], in.assembly.n[1], in.assembly.n[2]};
   const std::size_t size = static_cast<std::size_t>(n[0] * n[1] * n[2]);

@@ -31,8 +31,8 @@ from ._espgrid import Error, FrameAverage, Grid, InputError, Map, Structure, Usa
 
 __all__ = [
     "Error", "Grid", "InputError", "Map", "Structure", "UsageError", "View", "__version__", "average_map", "compute_map",
-    "binding_energy", "cuda_available", "grid_around", "kernels", "map_from_values", "map_options", "potential_at",
-    "read_map", "read_structure", "solvation_energy",
+    "binding_energy", "cuda_available", "frame_energies", "grid_around", "kernels", "map_from_values", "map_options",
+    "potential_at", "read_map", "read_structure", "solvation_energy",
 ]
 
 
@@ -251,6 +251,12 @@ def average_map(*args, **kwargs):
 
 
 average_map.__doc__ = "The potential averaged over a trajectory's frames; see espgrid.trajectory.average_map."
+
+
+def frame_energies(*args, **kwargs):
+    """Electrostatic energies per trajectory frame (espgrid.trajectory.frame_energies)."""
+    from .trajectory import frame_energies as _frame_energies
+    return _frame_energies(*args, **kwargs)
 
 # Map.view and the notebook display of its page (python/espgrid/view.py, issue 26).
 from .view import View, view as _view  # noqa: E402

@@ -9,9 +9,12 @@ or from a shell (the same as `python3 -m espgrid`):
     espgrid-trajectory top.psf traj.dcd -o mean.dx --std-output std.dx --select protein --step 10
 
 Every selected frame's map is computed on one fixed grid (the atoms' bounding box over all
-selected frames plus padding, unless the grid is given) with any kernel, and folded into a
-running mean and standard deviation in double precision (C++: python/src/frame_average.h).
-The topology must carry charges (PSF, PRMTOP, TPR, PQR, ...); they are taken as they are.
+selected frames plus padding, unless the grid is given) with any kernel or model="pb" (radii:
+espgrid/radii.py), and added to exact integer sums that give the mean and standard deviation
+(C++: python/src/frame_average.h, src/compute/frame_sums.h). frame_energies gives energies per
+frame (espgrid/frame_energy.py). The frames are shared out over MPI ranks and GPUs by
+espgrid/frames.py. The topology must carry charges (PSF, PRMTOP, TPR, PQR, ...); they are taken
+as they are.
 
 Periodic systems: a molecule split across the box has atoms on both sides of it, and its map
 is wrong there. unwrap=True (--unwrap) makes every molecule holding a selected atom whole in
@@ -25,7 +28,6 @@ import contextlib
 import errno
 import os
 import sys
-import time
 import warnings
 
 import numpy as np
@@ -53,6 +55,12 @@ class TrajectoryAverage:
 
 class PeriodicBoxWarning(UserWarning):
     """A periodic system's map computed without making its molecules whole (unwrap=None)."""
+
+
+class TrajectoryNote(UserWarning):
+    """A remark about the input that changes nothing in the result, e.g. a DCD whose header's
+    frame count (NSET) is stale: its frames are counted from the file's size, as VMD and
+    MDAnalysis count them. espgrid-trajectory prints it as `espgrid-trajectory: note: ...`."""
 
 
 @contextlib.contextmanager
@@ -88,6 +96,16 @@ def _box(universe):
     return lengths if np.all(np.isfinite(lengths)) and np.all(lengths > 0) else None
 
 
+def _warn_user(warning):
+    """warnings.warn naming the first line outside the espgrid package (the user's call), however
+    deep in espgrid the warning arises."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    frame, level = sys._getframe(1), 1
+    while frame is not None and os.path.dirname(os.path.abspath(frame.f_code.co_filename)) == here:
+        frame, level = frame.f_back, level + 1
+    warnings.warn(warning, stacklevel=level + 1)
+
+
 def _has_bonds(group):
     try:
         group.bonds  # noqa: B018 (MDAnalysis raises NoDataError, an AttributeError, without bonds)
@@ -119,10 +137,10 @@ def _check_unwrap(group, unwrap, name, frame_text, stacklevel):
         stretched = int(np.count_nonzero(lengths > 0.5 * box.min()))
         split = (f"; {stretched} of its {len(lengths)} bonds {'spans' if stretched == 1 else 'span'} more than half "
                  f"the box in {frame_text}" if stretched else f"; no bond spans more than half the box in {frame_text}")
-    warnings.warn(PeriodicBoxWarning(
+    _warn_user(PeriodicBoxWarning(
         f"{name} is periodic (box {' x '.join(f'{x:g}' for x in box)} Å) and its molecules are not made whole"
         f"{split}: a molecule split across the box gives a wrong map there. unwrap=True (--unwrap; needs bonds) "
-        "makes them whole first; unwrap=False (--no-unwrap) says they are whole already"), stacklevel=stacklevel)
+        "makes them whole first; unwrap=False (--no-unwrap) says they are whole already"))
 
 
 def _positions(group, unwrap):
@@ -204,10 +222,12 @@ def _check_file(path):
 
 
 def _check_dcd_readers(universe, checked=()):
-    """Every DCD the universe reads is checked record by record against its header
-    (structure/dcd_check.h): MDAnalysis counts a DCD's frames from its size, so a trajectory cut short
-    would otherwise be averaged over the frames left (issue #21). Returns nothing; raises
-    espgrid.InputError "FILE: what is wrong"."""
+    """Every DCD the universe reads is walked record by record (structure/dcd_check.h): its frames
+    are counted from its size, as MDAnalysis and VMD count them, so a file that ends inside a
+    frame (cut short) or has a damaged record is refused rather than averaged over the frames
+    before the damage (issue #21). A header whose frame count differs from the whole frames is
+    a TrajectoryNote, not an error: writers leave it stale. Raises espgrid.InputError
+    "FILE: what is wrong"."""
     trajectory = universe.trajectory
     for reader in getattr(trajectory, "readers", None) or [trajectory]:
         path = getattr(reader, "filename", None)
@@ -217,6 +237,8 @@ def _check_dcd_readers(universe, checked=()):
         if reader.n_frames != summary["frames"]:
             raise _input_error(f"{path}: MDAnalysis sees {reader.n_frames} frames where the file's records hold "
                                f"{summary['frames']}", path)
+        if summary.get("note"):
+            _warn_user(TrajectoryNote(f"{path}: {summary['note']}"))
 
 
 def _atom_group(topology, trajectory, select):
@@ -235,7 +257,7 @@ def _atom_group(topology, trajectory, select):
         top, files = os.fspath(topology), [os.fspath(f) for f in files]
         for path in [top] + files:
             _check_file(path)
-        # A DCD cut short is refused before MDAnalysis opens it.
+        # A DCD cut short (inside a frame) or damaged is refused before MDAnalysis opens it.
         checked = {path: _espgrid.check_dcd(path) for path in files if path.lower().endswith(".dcd")}
         # The topology first, then the trajectory: an error names the file it comes from.
         try:
@@ -294,32 +316,8 @@ def _frames(universe, start, stop, step, name, expected):
                            "(nothing averaged from a partly read trajectory)")
 
 
-def _progress_bar(enabled, total):
-    """A tqdm bar on stderr when enabled (True, or None and stderr is a terminal); None when off."""
-    if enabled is None:
-        enabled = sys.stderr.isatty()
-    if callable(enabled) or not enabled:
-        return None
-    try:
-        from tqdm import tqdm
-        return tqdm(total=total, unit="frame", desc="espgrid", file=sys.stderr)
-    except ImportError:
-        class _Plain:
-            def __init__(self):
-                self.n = 0
-
-            def update(self, k):
-                self.n += k
-                sys.stderr.write(f"\respgrid: frame {self.n}/{total}")
-                sys.stderr.flush()
-
-            def close(self):
-                sys.stderr.write("\n")
-        return _Plain()
-
-
 def average_map(topology, trajectory=None, *, select="all", start=None, stop=None, step=None, std=False,
-                grid=None, progress=None, unwrap=None, **options):
+                grid=None, progress=None, unwrap=None, radii=None, devices=None, comm=None, **options):
     """The potential averaged over a trajectory's frames, on one fixed grid.
 
     topology, trajectory: file names (any MDAnalysis reads; trajectory may be a list, or None
@@ -332,69 +330,35 @@ def average_map(topology, trajectory=None, *, select="all", start=None, stop=Non
     progress(frames_done, frames). unwrap: True makes every molecule holding a selected atom
     whole across the periodic box in each frame (needs bonds); None (the default) warns
     (PeriodicBoxWarning) when the system is periodic; False neither (molecules whole already).
-    Every other keyword is an `espgrid map` option (kernel, units, dielectric, model, devices,
+    radii (model="pb"): where the atoms' radii come from (espgrid.radii: None for the topology's
+    or else the AMBER table with Bondi's by element, "amber", "parse", "bondi", a PQR of the same
+    atoms, or an array). devices: "all" or GPU numbers: the frames dealt over them (one map per
+    GPU at a time). comm: an mpi4py communicator whose ranks share the frames (None: MPI's world
+    when started by mpirun with several ranks; False: none); rank 0 gets the result, the others
+    None. Every other keyword is an `espgrid map` option (kernel, units, dielectric, model,
     threads, ...), as for espgrid.compute_map.
     """
-    universe, group, charges, name = _atom_group(topology, trajectory, select)
-    frames = range(universe.trajectory.n_frames)[slice(start, stop, step)]
-    if len(frames) == 0:
-        raise espgrid.UsageError(f"no frames selected from {name} ({universe.trajectory.n_frames} frames, "
-                                 f"start={start}, stop={stop}, step={step})")
-    with _quiet_mdanalysis():
-        universe.trajectory[frames[0]]
-    # The warning names the caller's line: user → espgrid.average_map → here (→ _check_unwrap).
-    _check_unwrap(group, unwrap, name, f"frame {frames[0]}", stacklevel=4)
-    if grid is None and options.get("origin") is None and options.get("dims") is None:
-        # The bounding box over every selected frame, so no frame's atoms leave the grid.
-        lo = np.full(3, np.inf)
-        hi = np.full(3, -np.inf)
-        for _ in _frames(universe, start, stop, step, name, frames):
-            xyz = _positions(group, unwrap)
-            lo = np.minimum(lo, xyz.min(axis=0))
-            hi = np.maximum(hi, xyz.max(axis=0))
-        grid = espgrid.grid_around(np.array([lo, hi], dtype=np.float64), **options)
-        options = {k: v for k, v in options.items() if k not in ("spacing", "padding")}
-    if grid is not None:
-        options = espgrid._with_grid(grid, options)
-    parsed = espgrid.map_options(**options)
-    grid = parsed.explicit_grid
-    selection = ("" if select in (None, "all") else f", selection {select!r}") + (", molecules made whole"
-                                                                                 if unwrap else "")
-    source = _espgrid.describe_source(
-        f"{name}{selection}, frames {frames.start}:{frames.stop}:{frames.step}",
-        _espgrid.structure_from_arrays(group.positions.astype(np.float64), charges))
-    average = FrameAverageLoop(parsed, grid, charges, std, source)
-    bar = _progress_bar(progress, len(frames))
-    began = time.perf_counter()
-    try:
-        for done, _ in enumerate(_frames(universe, start, stop, step, name, frames), start=1):
-            average.add(_positions(group, unwrap), universe.trajectory.frame)
-            if bar is not None:
-                bar.update(1)
-            if callable(progress):
-                progress(done, len(frames))
-    finally:
-        if bar is not None:
-            bar.close()
-    seconds = time.perf_counter() - began
-    return TrajectoryAverage(average.engine.mean(), average.engine.deviation() if std else None, list(frames),
-                             len(group), average.engine.kernel, seconds)
+    from espgrid.frames import run_frames
+    run = run_frames(topology, trajectory, select=select, start=start, stop=stop, step=step, std=std, grid=grid,
+                     progress=progress, unwrap=unwrap, radii=radii, devices=devices, comm=comm, **options)
+    return None if run is None else run.average
 
 
-class FrameAverageLoop:
-    """The per-frame step of average_map: hands a frame's positions to the C++ accumulator
-    (espgrid.FrameAverage: compute through the facade, Welford update), naming the frame in
-    any error. On a GPU the engine's compute session keeps its device buffers between frames
-    (docs/python.md, "GPU between frames")."""
-
-    def __init__(self, options, grid, charges, std, source):
-        self.engine = _espgrid.FrameAverage(options, grid, charges, std, source)
-
-    def add(self, positions, frame):
-        try:
-            self.engine.add_frame(np.asarray(positions, dtype=np.float64))
-        except espgrid.UsageError as e:
-            raise espgrid.UsageError(f"frame {frame}: {e}") from e
+def frame_energies(topology, trajectory=None, *, select="all", binding=None, start=None, stop=None, step=None,
+                   progress=None, unwrap=None, radii=None, grid=None, energy_units="kJ/mol", comm=None, **options):
+    """The electrostatic energy of every selected frame, as an EnergySeries (espgrid.frame_energy):
+    of the selection, or with binding=(selection_a, selection_b) the binding energy
+    complex − a − b and its three terms. A pair model (model="coulomb", "debye", ...) gives exact
+    pair sums; model="pb" the polar solvation energy (solvent less reference medium) or the PB
+    binding energy, every solve on one grid (grid=, or the selection's box over the frames), where
+    the PB solver has energies. energy_units "kJ/mol" (APBS's), "kcal/mol" or "kT". The other
+    arguments are average_map's; rank 0 gets the series under MPI, the others None.
+    """
+    from espgrid.frames import run_frames
+    run = run_frames(topology, trajectory, select=select, start=start, stop=stop, step=step, progress=progress,
+                     unwrap=unwrap, radii=radii, grid=grid, maps=False, energies=True, binding=binding, energy_units=energy_units, comm=comm,
+                     **options)
+    return None if run is None else run.energies
 
 
 # ---- command line -------------------------------------------------------------------------------
@@ -410,7 +374,7 @@ def _parser():
     p.add_argument("topology", metavar="TOPOLOGY", help="topology with charges (.psf, .prmtop, .tpr, .pqr, ...)")
     p.add_argument("trajectory", metavar="TRAJECTORY", nargs="*",
                    help="trajectory file(s) (.dcd, .xtc, .trr, .nc, ...); none: the topology's coordinates")
-    p.add_argument("-o", "--output", action="append", required=True, metavar="MAP",
+    p.add_argument("-o", "--output", action="append", metavar="MAP",
                    help="mean map to write (.dx, .vti, or any format `espgrid map -o` writes); repeat for several")
     p.add_argument("--std-output", action="append", metavar="MAP",
                    help="also write the standard deviation over the frames; repeat for several")
@@ -424,6 +388,22 @@ def _parser():
                             "frame (needs bonds: PSF, TPR, PRMTOP)")
     whole.add_argument("--no-unwrap", dest="unwrap", action="store_false",
                        help="the molecules are whole already: no warning for a periodic system")
+    p.add_argument("--radii", metavar="SOURCE",
+                   help="--model pb: the atoms' radii: topology (a PQR's or PRMTOP's), amber or parse (PDB2PQR's "
+                        "tables by residue and atom name), bondi (by element), or a PQR file of the same atoms "
+                        "(default: the topology's, else amber with Bondi's for atoms the table lacks)")
+    energy = p.add_argument_group("Energies per frame")
+    energy.add_argument("--energy-output", metavar="CSV",
+                        help="write the electrostatic energy of the selection in every frame (frame, time, energy) "
+                             "as CSV; a pair model's exact sum over its atom pairs")
+    energy.add_argument("--binding", nargs=2, metavar=("SEL_A", "SEL_B"),
+                        help="energies of two disjoint selections and their binding energy, complex - a - b, "
+                             "instead of the selection's")
+    energy.add_argument("--energy-units", default="kJ/mol", choices=["kJ/mol", "kcal/mol", "kT"],
+                        help="unit of the energies (default kJ/mol, as APBS)")
+    p.add_argument("--json", metavar="FILE",
+                   help="also write the run's summary as JSON (frames, grid, kernel, radii, ranks, the energies' "
+                        "mean, standard error and statistical inefficiency): a file, or - for standard output")
     bar = p.add_mutually_exclusive_group()
     bar.add_argument("--progress", dest="progress", action="store_true", default=None,
                      help="show a progress bar (default: when stderr is a terminal)")
@@ -433,8 +413,11 @@ def _parser():
         group = groups.get(spec["group"]) or p.add_argument_group(spec["group"] + " (as `espgrid map`)")
         groups[spec["group"]] = group
         default = f" (default {spec['default']})" if spec["default"] is not None else ""
+        text = spec["help"] + default
+        if spec["name"] == "devices":  # a trajectory deals whole frames to the GPUs instead
+            text = "several CUDA devices: all, or N,N,...: the frames dealt over them, one frame per GPU at a time"
         group.add_argument("--" + spec["name"], dest="map_" + spec["name"].replace("-", "_"), metavar="VALUE",
-                           help=spec["help"] + default)
+                           help=text)
     return p
 
 
@@ -459,6 +442,8 @@ def main(argv=None):
         # espgrid's own warnings as one line, like its errors; others as Python shows them.
         if issubclass(category, PeriodicBoxWarning):
             print(f"espgrid-trajectory: warning: {message}", file=sys.stderr)
+        elif issubclass(category, TrajectoryNote):
+            print(f"espgrid-trajectory: note: {message}", file=sys.stderr)
         else:
             print(warnings.formatwarning(message, category, filename, lineno, line), end="", file=sys.stderr)
     warnings.showwarning = show
@@ -466,36 +451,29 @@ def main(argv=None):
     options = {k[len("map_"):]: v for k, v in vars(args).items() if k.startswith("map_") and v is not None}
 
     def error(message, code):
-        print(f"espgrid-trajectory: error: {message}", file=sys.stderr)
+        if ranks is None or ranks.root:  # every rank fails alike (frames.Ranks.agree); rank 0 says why
+            print(f"espgrid-trajectory: error: {message}", file=sys.stderr)
         return code
 
+    from espgrid import frames as shared
+    from espgrid import trajectory_cli as cli
+    ranks, stdout = None, sys.stdout
     try:
-        outputs = args.output + (args.std_output or [])
-        _espgrid.check_output_paths(outputs)
-        result = average_map(args.topology, args.trajectory or None, select=args.select, start=args.start,
-                             stop=args.stop, step=args.step, std=bool(args.std_output), progress=args.progress,
-                             unwrap=args.unwrap, **options)
-        mean = result.mean
-        frames = len(result.frames)
-        plural = "" if frames == 1 else "s"
-        print(f"frames     {frames} (of {args.topology}"
-              f"{' + ' + ', '.join(args.trajectory) if args.trajectory else ''}), {result.atoms} atoms")
-        print(f"grid       {' x '.join(map(str, mean.shape))}, spacing {','.join(f'{h:g}' for h in mean.spacing)} Å, "
-              f"origin ({', '.join(f'{o:.3f}' for o in mean.origin)}) Å")
-        if args.unwrap:
-            print("molecules  made whole across the periodic box in every frame")
-        print(f"kernel     {result.kernel} ({mean.kernel_choice})")
-        print(f"mean       {mean.values.min():.4g} to {mean.values.max():.4g} {mean.units}; {mean.physics}")
-        mean.write(args.output)
-        for path in args.output:
-            print(f"wrote      {path}")
-        if result.std is not None:
-            print(f"std        {result.std.values.min():.4g} to {result.std.values.max():.4g} {result.std.units}")
-            result.std.write(args.std_output)
-            for path in args.std_output:
-                print(f"wrote      {path}")
-        print(f"time       {result.seconds:.3f} s for {frames} frame{plural} "
-              f"(kernel {mean.timing['kernel_seconds']:.3f} s)")
+        ranks = shared.world()
+        if not ranks.root:  # one report, from rank 0
+            sys.stdout = open(os.devnull, "w")
+        outputs, texts, energies = cli._check_arguments(args)
+        if "-" in (args.json, args.energy_output):
+            sys.stdout = sys.stderr  # standard output holds the CSV or JSON alone
+        inputs = [args.topology] + args.trajectory
+        shared._guarded(ranks, lambda: cli._check_outputs(outputs, texts, inputs) if ranks.root else None)
+        devices = options.pop("devices", None)
+        run = shared.run_frames(args.topology, args.trajectory or None, select=args.select, start=args.start,
+                                stop=args.stop, step=args.step, std=bool(args.std_output), progress=args.progress,
+                                unwrap=args.unwrap, radii=args.radii, maps=bool(outputs), energies=energies,
+                                binding=args.binding, energy_units=args.energy_units, devices=devices, **options)
+        if run is not None:
+            cli._report(args, run, ranks)
         return 0
     except KeyboardInterrupt:
         return error("interrupted; no output written", 130)
@@ -513,3 +491,5 @@ def main(argv=None):
         if os.environ.get("ESPGRID_DEBUG") == "1":
             raise
         return error(f"{type(e).__name__}: {_reason(e)}", 1)
+    finally:
+        sys.stdout = stdout

@@ -18,6 +18,7 @@ import espgrid
 from conftest import ROOT
 
 mda = pytest.importorskip("MDAnalysis")
+from espgrid.trajectory import TrajectoryNote  # noqa: E402
 warnings.filterwarnings("ignore", category=DeprecationWarning)
 warnings.filterwarnings("ignore", category=UserWarning, module="MDAnalysis")
 
@@ -188,14 +189,16 @@ def test_a_truncated_dcd_is_an_error_not_a_shorter_average(trajectory, tmp_path)
                                                  r"complete frames of the 10 its header announces\)") as e:
         espgrid.average_map(TOPOLOGY, str(cut), spacing=2.0, progress=False)
     assert e.value.file == str(cut)
-    # Cut at a frame boundary: whole frames, fewer than the header's 10.
+    # A Universe the caller opened is checked too.
+    with pytest.raises(espgrid.InputError, match="cut.dcd: the file ends part-way through frame 6"):
+        espgrid.average_map(mda.Universe(TOPOLOGY, str(cut)), spacing=2.0, progress=False)
+    # Cut at a frame boundary: whole frames, fewer than the header's 10, are read as VMD and
+    # MDAnalysis read them (writers leave the header's count stale), with a note.
     whole = tmp_path / "whole.dcd"
     whole.write_bytes(data[:header + 4 * frame])
-    with pytest.raises(espgrid.InputError, match="holds 4 frames, but its header announces 10"):
-        espgrid.average_map(TOPOLOGY, str(whole), spacing=2.0, progress=False)
-    # A Universe the caller opened is checked too.
-    with pytest.raises(espgrid.InputError, match="holds 4 frames, but its header announces 10"):
-        espgrid.average_map(mda.Universe(TOPOLOGY, str(whole)), spacing=2.0, progress=False)
+    with pytest.warns(TrajectoryNote, match="its header announces 10 frames .NSET., but the file holds 4 whole"):
+        result = espgrid.average_map(TOPOLOGY, str(whole), spacing=2.0, progress=False)
+    assert result.frames == [0, 1, 2, 3]
     # A damaged record marker in the middle.
     damaged = bytearray(data)
     damaged[header + 3 * frame] ^= 0x40
@@ -284,3 +287,17 @@ def test_a_read_error_part_way_through_a_dcd_stops_the_average(trajectory, tmp_p
                else r"disk.dcd: the trajectory ended after [45] of the 10 frames selected")
     assert r.returncode == 1 and re.search(message, r.stderr), r.stderr
     assert "Traceback" not in r.stderr and not (tmp_path / "mean.dx").exists()
+
+
+def test_frames_dealt_over_several_accumulators_give_the_same_bits(trajectory):
+    """devices=[...] deals frames round-robin to one accumulator per entry (here three on the CPU,
+    where `device` is not used) whose exact sums are added at the end: the same bits as one."""
+    path, _, _ = trajectory
+    one = espgrid.average_map(TOPOLOGY, path, std=True, spacing=2.0, progress=False)
+    three = espgrid.average_map(TOPOLOGY, path, std=True, spacing=2.0, progress=False, devices=[0, 0, 0])
+    assert three.devices == [0, 0, 0] and three.frames == one.frames
+    assert np.array_equal(three.mean.values, one.mean.values) and np.array_equal(three.std.values, one.std.values)
+    ok, _ = espgrid.cuda_available()
+    if not ok:
+        with pytest.raises(espgrid.Error, match="devices='all'"):
+            espgrid.average_map(TOPOLOGY, path, spacing=2.0, progress=False, devices="all")

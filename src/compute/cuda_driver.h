@@ -118,6 +118,11 @@ struct DeviceRunOptions {
   /// compute_potential_multi: planes per work-queue chunk; 0 = automatic (auto_chunk_planes).
   /// A worker never takes more than its slab buffer holds.
   std::int64_t chunk_planes = 0;
+  /// With a workspace: add the map's values to the workspace's exact frame sums on the device
+  /// (frame_sums_math.h; Σp² too with sum_squares) instead of copying them to problem.potential,
+  /// which is not written. A value that is not finite or not below 2^31 is an Error after the call.
+  bool sum_frames = false;
+  bool sum_squares = false;
   /// Tests: called in the worker's own thread before each chunk is queued, with the worker's
   /// index, its device and the chunk's first plane. An exception it throws fails that worker,
   /// and so the whole call.
@@ -141,6 +146,12 @@ ComputeTiming compute_potential(std::string_view variant, const DeviceKernel& ke
 ComputeTiming compute_potential_multi(std::string_view variant, const DeviceKernel& kernel,
                                       const GridSumProblem& problem, const std::vector<int>& devices,
                                       const DeviceRunOptions& options);
+
+/// Copies the exact frame sums that runs with DeviceRunOptions::sum_frames added on the device
+/// into `limbs` (`count` values, the FrameSums layout: limb-major, 2 or 5 limbs a point), zeroes
+/// them there, and returns how many maps they hold (0, and `limbs` untouched, when there are none).
+/// Error when `count` does not match.
+std::uint64_t take_frame_sums(DeviceWorkspace& workspace, std::uint64_t* limbs, std::size_t count);
 
 /// Number of usable CUDA devices (those whose compute capability this build has code for);
 /// 0 with `reason` filled when there are none (no driver, no device, or a build without

@@ -39,6 +39,12 @@ struct RunOptions {
   MethodParameters method;         ///< approximate rows: accuracy preset or explicit parameters
   /// CUDA, one device: buffers kept between runs (a compute session's frames); null: per run.
   std::shared_ptr<cuda::DeviceWorkspace> workspace;
+  /// Exact CUDA rows on one device with a workspace (trajectory frames): add the map to the
+  /// workspace's exact frame sums on the device (compute/frame_sums.h; with Σp² when
+  /// `sum_squares`) instead of writing the problem's output; cuda::take_frame_sums fetches them.
+  /// The other rows refuse it.
+  bool sum_on_device = false;
+  bool sum_squares = false;
 };
 
 using RunTiming = ComputeTiming;

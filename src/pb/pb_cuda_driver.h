@@ -10,6 +10,8 @@
 #pragma once
 
 #include <cstddef>
+#include <memory>
+#include <mutex>
 #include <string>
 
 #include "src/pb/pb_newton.h"
@@ -122,6 +124,24 @@ void build_pb_surface(const PbSurfaceInput& in, PbSurfaceOutput& out);
 
 namespace espgrid::cuda {
 
+/// Device memory kept between PB solves on the same grid (trajectory frames): the solve's buffers
+/// return to it instead of being freed and are handed out again to requests of the same size, so
+/// a frame after the first allocates nothing. One solve at a time uses it; freed with it.
+class PbDeviceWorkspace {
+ public:
+  PbDeviceWorkspace();
+  ~PbDeviceWorkspace();
+  PbDeviceWorkspace(const PbDeviceWorkspace&) = delete;
+  PbDeviceWorkspace& operator=(const PbDeviceWorkspace&) = delete;
+  struct Pool;  // kernels/pb_multigrid.cu (a DevicePool)
+  Pool& pool() noexcept { return *pool_; }
+  std::mutex& mutex() noexcept { return mutex_; }
+
+ private:
+  std::unique_ptr<Pool> pool_;
+  std::mutex mutex_;  ///< one solve at a time
+};
+
 /// The whole PB map on one device: the coefficient maps, the system's assembly, the multigrid
 /// hierarchy, the solve and the combination run there (the per-node code of src/pb/pb_geometry.h,
 /// pb_system_math.h and pb_multigrid_math.h); only the float map comes back.
@@ -139,6 +159,7 @@ struct PbDeviceSolveInput {
   /// Host, optional (null: not copied): φ in double kT/e at every node, for energies and focusing.
   double* potential = nullptr;
   const PbNewtonInput* nonlinear = nullptr;  ///< the nonlinear equation (npbe); null: the linear one
+  PbDeviceWorkspace* workspace = nullptr;  ///< buffers kept between solves (null: allocated for this one)
 };
 
 struct PbDeviceSolveResult {

@@ -253,6 +253,7 @@ SolvePlan plan_solve(const Atoms& atoms, const GridSpec& grid, const PbOptions& 
                      " does not compute the Coulomb sum --model pb needs");
   p.dcs.threads = run.threads;
   p.dcs.device = run.device;
+  p.dcs.workspace = run.workspace;
   p.split = options.formulation == PbFormulation::Split;
   p.scale =
       coulomb_constant(run.unit, options.temperature) / coulomb_constant(PotentialUnit::KTPerE, options.temperature);
@@ -352,6 +353,7 @@ void solve_on_device(const Atoms& atoms, const GridSpec& grid, const PbOptions& 
   in.run.max_iterations = options.max_iterations;
   in.run.device = run.device;
   in.unit_scale = plan.scale;
+  in.workspace = run.device_workspace.get();
   cuda::PbNewtonInput newton;
   if (options.equation == PbEquation::Nonlinear) {  // npbe: Newton's steps on the device too
     newton.ions = pb::boltzmann_species(options);

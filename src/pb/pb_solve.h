@@ -84,6 +84,10 @@ struct PbRun {
   /// APBS's `write` maps of this solve, in this order (PbResult::maps). Maps from the coefficient
   /// maps (charge, kappa, diel*) make a GPU solve build its coefficients on the host (hybrid path).
   std::vector<pb::PbMapKind> maps;
+  /// Buffers kept between solves on the same grid (a compute session's: trajectory frames): the
+  /// direct sums' (a CUDA kernel's workspace) and the device solve's; null: allocated per solve.
+  std::shared_ptr<cuda::DeviceWorkspace> workspace;
+  std::shared_ptr<cuda::PbDeviceWorkspace> device_workspace;
 };
 
 struct PbResult {

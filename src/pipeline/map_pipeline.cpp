@@ -106,6 +106,8 @@ void compute_pb_map(MapResult& result, const Atoms& atoms, const MapRequest& req
   run.device = request.compute.run.device;
   run.direct_sum = kernel.kernel;
   run.unit = request.physics.unit;
+  run.workspace = request.compute.run.workspace;
+  run.device_workspace = request.pb_workspace;
   if (request.progress) request.progress(0, 1);
   const PbResult pb = solve_pb(atoms, request.grid, request.physics.pb, run);
   std::copy(pb.values.begin(), pb.values.end(), result.map.values.begin());
@@ -368,14 +370,75 @@ ComputeSession::ComputeSession(const MapJob& job) : job_(job) {
   kernel_ = select_kernel(job_.compute, job_.physics.model);
   if (kernel_.kernel->backend == Backend::Cuda && job_.compute.run.devices.size() <= 1)
     workspace_ = std::make_shared<cuda::DeviceWorkspace>();
+  if (model_label(job_.physics) == "pb" && job_.compute.backend != BackendChoice::Cpu)
+    pb_workspace_ = std::make_shared<cuda::PbDeviceWorkspace>();
 }
 
 MapResult ComputeSession::compute(const Atoms& atoms, MapObserver& observer) const {
   MapRequest request = request_of(job_, grid_, job_.input.description, observer);
   request.compute.run.workspace = workspace_;
+  request.pb_workspace = pb_workspace_;
   MapResult result = compute_map(atoms, request, kernel_);
   observer.computed(result);
   return result;
+}
+
+bool ComputeSession::sums_on_device() const noexcept {
+  return workspace_ && kernel_.kernel->backend == Backend::Cuda && kernel_.kernel->accuracy == Accuracy::Exact &&
+         model_label(job_.physics) != "pb";
+}
+
+TimingReport ComputeSession::sum_into_device(const Atoms& atoms, bool squares, MapObserver& observer) const {
+  if (!sums_on_device()) throw Error("internal error: this session cannot sum its maps on the device");
+  MapRequest request = request_of(job_, grid_, job_.input.description, observer);
+  RunOptions run = request.compute.run;
+  run.workspace = workspace_;
+  run.progress = request.progress;
+  run.sum_on_device = true;
+  run.sum_squares = squares;
+  const Stopwatch prepare;
+  const PreparedProblem problem = PreparedProblem::for_physics(atoms, grid_, job_.physics);
+  TimingReport timing;
+  timing.prepare_seconds = prepare.seconds();
+  // The map is never written to the host: the output pointer only satisfies the driver's checks.
+  float unused = 0;
+  const ComputeTiming t = kernel_.kernel->run(problem.view(&unused), run);
+  timing.kernel_seconds = t.kernel_seconds;
+  timing.transfer_seconds = std::max(0.0, t.wall_seconds - t.kernel_seconds);
+  timing.device = t.device;
+  return timing;
+}
+
+void ComputeSession::take_device_sums(FrameSums& sums) const {
+  if (!workspace_) return;
+  std::vector<std::uint64_t> limbs(sums.limbs().size());
+  const std::uint64_t frames = cuda::take_frame_sums(*workspace_, limbs.data(), limbs.size());
+  if (frames > 0) sums.merge(limbs.data(), limbs.size(), frames);
+}
+
+TimingReport ComputeSession::compute_into(const Atoms& atoms, std::vector<float>& values, MapObserver& observer) const {
+  if (values.size() != grid_.point_count()) throw Error("internal error: a frame buffer of the wrong size");
+  if (model_label(job_.physics) == "pb") {
+    MapResult result = compute(atoms, observer);
+    values.swap(result.map.values);  // solve_pb makes its own buffer
+    return result.timing;
+  }
+  MapRequest request = request_of(job_, grid_, job_.input.description, observer);
+  RunOptions run = request.compute.run;
+  run.workspace = workspace_;
+  run.progress = request.progress;
+  const Stopwatch prepare;
+  const PreparedProblem problem = PreparedProblem::for_physics(atoms, grid_, job_.physics);
+  TimingReport timing;
+  timing.prepare_seconds = prepare.seconds();
+  const ComputeTiming t = kernel_.kernel->run(problem.view(values.data()), run);
+  timing.kernel_seconds = t.kernel_seconds;
+  timing.transfer_seconds = std::max(0.0, t.wall_seconds - t.kernel_seconds);
+  timing.device = t.device;
+  timing.parts = t.parts;
+  timing.phases = t.phases;
+  timing.method = t.method;
+  return timing;
 }
 
 }  // namespace espgrid

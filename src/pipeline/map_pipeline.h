@@ -21,9 +21,11 @@
 #include <string>
 #include <vector>
 
+#include "src/compute/frame_sums.h"
 #include "src/compute/prepared_problem.h"
 #include "src/job/map_job.h"
 #include "src/maps/map_formats.h"
+#include "src/pb/pb_cuda_driver.h"
 #include "src/physics/potential_map.h"
 #include "src/pipeline/pb_energy_report.h"
 #include "src/registry/kernel_registry.h"
@@ -82,6 +84,8 @@ struct MapRequest {
   /// When valid, the GPU contexts being created meanwhile (PreparedJob::devices_ready): waited
   /// for once the map's memory is prepared, so the two overlap.
   std::shared_future<void> devices_ready;
+  /// --model pb on a GPU: device buffers kept between maps (a compute session's); null: per map.
+  std::shared_ptr<cuda::PbDeviceWorkspace> pb_workspace;
 };
 
 struct MapResult {
@@ -213,13 +217,28 @@ class ComputeSession {
   const GridSpec& grid() const noexcept { return grid_; }
   /// The map of `atoms` (charges in e), reporting planes to `observer`.
   MapResult compute(const Atoms& atoms, MapObserver& observer) const;
+  /// The same into `values` (grid().point_count() floats, poisoned by the caller: a buffer it
+  /// reuses between maps, so no map is allocated per frame); the map's timing. --model pb: its
+  /// solve's summary in timing.method. One call at a time.
+  TimingReport compute_into(const Atoms& atoms, std::vector<float>& values, MapObserver& observer) const;
+
+  /// Whether maps can be summed where they are computed (an exact CUDA kernel on one device):
+  /// then sum_into_device adds a map to exact frame sums on the device (compute/frame_sums.h, with
+  /// Σp² when `squares`) and no map comes back to the host; take_device_sums fetches them.
+  bool sums_on_device() const noexcept;
+  TimingReport sum_into_device(const Atoms& atoms, bool squares, MapObserver& observer) const;
+  /// Adds the device's sums to `sums` and zeroes them there (nothing when none were added).
+  void take_device_sums(FrameSums& sums) const;
 
  private:
   MapJob job_;
   GridSpec grid_;
   KernelSelection kernel_;
-  /// A CUDA kernel on one device: the atoms', slabs' and staging buffers kept between frames.
+  /// A CUDA kernel on one device: the atoms', slabs' and staging buffers kept between frames
+  /// (--model pb: its direct sums' buffers).
   std::shared_ptr<cuda::DeviceWorkspace> workspace_;
+  /// --model pb on a GPU: the solve's device buffers, kept between frames.
+  std::shared_ptr<cuda::PbDeviceWorkspace> pb_workspace_;
 };
 
 // ---- the steps --------------------------------------------------------------------------------------

@@ -195,6 +195,8 @@ RunTiming KernelVariant::run(const GridSumProblem& problem, const RunOptions& op
   if (backend == Backend::Cpu && (options.threads < 0 || options.threads > kMaxCpuThreads))
     throw UsageError("CPU thread count " + std::to_string(options.threads) +
                      " is out of range: --threads takes 0 (all cores) to " + std::to_string(kMaxCpuThreads));
+  if (options.sum_on_device && (method_run || backend != Backend::Cuda))
+    throw Error("internal error: " + std::string(name) + " cannot add its maps to sums on the device");
   if (method_run) {
     if (backend == Backend::Cuda && options.devices.size() > 1)
       throw UsageError(std::string(name) + " runs on one GPU; give --device N instead of --devices (" +
@@ -227,7 +229,12 @@ RunTiming KernelVariant::run(const GridSumProblem& problem, const RunOptions& op
   d.progress = options.progress;
   d.planes_done = options.planes_done;
   d.workspace = options.workspace.get();
-  if (options.devices.size() > 1) return cuda::compute_potential_multi(name, device, problem, options.devices, d);
+  d.sum_frames = options.sum_on_device;
+  d.sum_squares = options.sum_squares;
+  if (options.devices.size() > 1) {
+    if (options.sum_on_device) throw Error("internal error: frame sums on the device need one device");
+    return cuda::compute_potential_multi(name, device, problem, options.devices, d);
+  }
   return cuda::compute_potential(name, device, problem, d);
 }
 

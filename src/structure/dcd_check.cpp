@@ -123,15 +123,22 @@ DcdSummary check(const ByteSource& bytes) {
   if (s.frames == 0)
     fail("the file holds a header but no frames" +
          (s.header_frames ? " (its header announces " + std::to_string(s.header_frames) + ")" : std::string()));
-  if (s.header_frames > s.frames)
-    fail("the file holds " + std::to_string(s.frames) + " frames, but its header announces " +
-         std::to_string(s.header_frames) + ": the trajectory is truncated");
   return s;
 }
 
 }  // namespace
 
 DcdSummary check_dcd(const std::string& path) { return check(ByteSource(path)); }
+
+std::string frame_count_note(const DcdSummary& s) {
+  if (s.header_frames == s.frames) return {};
+  const std::string held = std::to_string(s.frames) + (s.frames == 1 ? " whole frame" : " whole frames");
+  const std::string all = s.frames == 1 ? "it is read" : "all " + std::to_string(s.frames) + " are read";
+  const std::string header = s.header_frames == 0 ? "its header's frame count (NSET) is 0, not filled in"
+                                                  : "its header announces " + std::to_string(s.header_frames) +
+                                                        (s.header_frames == 1 ? " frame (NSET)" : " frames (NSET)");
+  return header + ", but the file holds " + held + ": " + all + ", as VMD and MDAnalysis read them";
+}
 
 DcdSummary check_dcd_bytes(const std::string& name, std::string bytes) {
   return check(ByteSource(name, std::move(bytes)));
