@@ -492,6 +492,15 @@ void finish_pb(MapJob& job) {
   pb.temperature = physics.temperature;
   if (given(job, "surface-window") && pb.surface != PbSurface::Spline)
     throw UsageError("--surface-window applies to --surface spl2 (mol and smol have no window)");
+  // The kernel options choose the kernel of the one direct sum they can serve: the Coulomb part of
+  // the split formulation (the boundary faces always take the backend's exact kernel).
+  if (pb.formulation != PbFormulation::Split)
+    for (const std::string_view option : {"kernel", "accuracy", "msm-cutoff", "msm-spacing", "msm-order"})
+      if (given(job, option))
+        throw UsageError("--" + std::string(option) +
+                         " with --model pb chooses the kernel of the Coulomb part that --pb-formulation split sums; "
+                         "the direct formulation has no such sum (the boundary faces always take the backend's "
+                         "exact kernel): leave it out, or add --pb-formulation split");
 }
 
 }  // namespace

@@ -17,6 +17,7 @@
 #include "src/pb/pb_cuda_driver.h"
 #include "src/pb/pb_geometry.h"
 #include "src/pb/pb_hypre.h"
+#include "src/pb/pb_limits.h"
 #include "src/pb/pb_multigrid.h"
 #include "src/pb/pb_system_math.h"
 #include "src/physics/physics_options.h"
@@ -303,6 +304,7 @@ PbResult solve_pb(const Atoms& atoms, const GridSpec& grid, const PbOptions& opt
     if (grid.dims[d] < 5)
       throw UsageError("--model pb needs at least 5 grid points along every axis (the faces hold the boundary values)");
   check_atoms_inside(atoms, grid);
+  check_pb_boundary(atoms, grid, options);
   const int threads = thread_count(run.threads);
   // The solver, and with it where the direct sums run.
   PbSolver solver = run.solver;
@@ -322,6 +324,7 @@ PbResult solve_pb(const Atoms& atoms, const GridSpec& grid, const PbOptions& opt
     std::string reason;
     if (!hypre_available(&reason)) throw Error(reason);
   }
+  check_pb_fits(grid, options, solver == PbSolver::CudaMultigrid);
   if (run.across_ranks && solver != PbSolver::Hypre)
     throw UsageError("a PB solve across MPI ranks runs on hypre (--backend cpu)");
   const Backend backend = solver == PbSolver::CudaMultigrid ? Backend::Cuda : Backend::Cpu;

@@ -454,21 +454,28 @@ AssignedStructure assign_charges(const std::string& input, StructureFormat forma
     given = stem + (format == StructureFormat::Mmcif ? ".cif" : ".pdb");
     if (fs::path(input).filename() == given) given = stem + "-gunzipped" + fs::path(given).extension().string();
     const std::unique_ptr<LineSource> lines = open_structure_lines(input);
-    std::string text;
-    while (const auto line = lines->next()) {
-      text.append(*line);
-      text += '\n';
-    }
-    if (lines->empty()) throw Error(shown_input + " is empty: no structure to give pdb2pqr");
     const fs::path copy = folder / given;
     const int fd = ::open(copy.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    if (fd < 0 || !write_all(fd, text.data(), text.size())) {
-      const int error = errno;
-      if (fd >= 0) ::close(fd);
-      throw Error("cannot copy " + shown_input + " for pdb2pqr into " + copy.string() + ": " + std::strerror(error) +
-                  full_note(folder));
+    const auto cannot_copy = [&](int error) {
+      return Error("cannot copy " + shown_input + " for pdb2pqr into " + copy.string() + ": " + std::strerror(error) +
+                   full_note(folder));
+    };
+    if (fd < 0) throw cannot_copy(errno);
+    const std::unique_ptr<const int, void (*)(const int*)> closing(&fd, [](const int* f) { ::close(*f); });
+    // Streamed a MiB at a time: a .pdb.gz may expand to more than memory holds.
+    std::string text;
+    for (bool more = true; more;) {
+      const auto line = lines->next();
+      more = line.has_value();
+      if (more) {
+        text.append(*line);
+        text += '\n';
+        if (text.size() < (std::size_t{1} << 20)) continue;
+      }
+      if (!write_all(fd, text.data(), text.size())) throw cannot_copy(errno);
+      text.clear();
     }
-    ::close(fd);
+    if (lines->empty()) throw Error(shown_input + " is empty: no structure to give pdb2pqr");
     pdb_input = copy.string();
     const bool compressed = gzip || (!standard_input && !own_descriptor && is_gzip_file(input));
     result.command_prefix_ = standard_input ? "cat > " + given + " && "
