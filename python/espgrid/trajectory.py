@@ -219,6 +219,38 @@ def _check_dcd_readers(universe, checked=()):
                                f"{summary['frames']}", path)
 
 
+def _check_xyz_readers(universe):
+    """Every frame of an XYZ trajectory holds as many atoms as the topology: MDAnalysis reads each
+    frame as that many lines whatever the frame's own count says, so one atom more would shift
+    positions onto the wrong atoms (issue #35). Raises espgrid.InputError "FILE:LINE: frame F ..."."""
+    from MDAnalysis.coordinates.XYZ import XYZReader
+    from MDAnalysis.lib.util import anyopen
+    atoms = universe.atoms.n_atoms
+    for reader in getattr(universe.trajectory, "readers", None) or [universe.trajectory]:
+        if not isinstance(reader, XYZReader):
+            continue
+        path, line, frame = reader.filename, 0, 0
+        with anyopen(path) as f:
+            while text := f.readline():
+                line += 1
+                if not text.strip():
+                    if f.read().strip():  # blank lines only after the last frame
+                        raise _input_error(f"{path}:{line}: a blank line between frames (frame {frame} should start "
+                                           "here with its atom count)", path)
+                    break
+                count = text.split()[0]
+                if not count.isdigit() or int(count) != atoms:
+                    said = f"holds {int(count)} atoms" if count.isdigit() else f"starts with {text.strip()[:40]!r}"
+                    raise _input_error(f"{path}:{line}: frame {frame} {said} where the topology has {atoms} atoms "
+                                       "(every frame of an XYZ trajectory must hold the topology's atoms)", path)
+                for _ in range(atoms + 1):  # its comment line and its atoms
+                    if not f.readline():
+                        raise _input_error(f"{path}: frame {frame} (from line {line}) ends early: the trajectory is "
+                                           "truncated", path)
+                line += atoms + 1
+                frame += 1
+
+
 def _atom_group(topology, trajectory, select):
     mda = _mdanalysis()
     if isinstance(topology, mda.AtomGroup):
@@ -256,6 +288,7 @@ def _atom_group(topology, trajectory, select):
         base = universe.atoms
         name = " + ".join([top] + files)
     _check_dcd_readers(universe, checked)
+    _check_xyz_readers(universe)
     try:
         group = base.select_atoms(select) if select not in (None, "all") else base
     except Exception as e:  # SelectionError, and ValueError/TypeError for some malformed selections
@@ -335,6 +368,8 @@ def average_map(topology, trajectory=None, *, select="all", start=None, stop=Non
     Every other keyword is an `espgrid map` option (kernel, units, dielectric, model, devices,
     threads, ...), as for espgrid.compute_map.
     """
+    if step == 0:
+        raise espgrid.UsageError("step=0: step takes every STEP-th frame, a whole number other than 0")
     universe, group, charges, name = _atom_group(topology, trajectory, select)
     frames = range(universe.trajectory.n_frames)[slice(start, stop, step)]
     if len(frames) == 0:
@@ -471,7 +506,8 @@ def main(argv=None):
 
     try:
         outputs = args.output + (args.std_output or [])
-        _espgrid.check_output_paths(outputs)
+        # Never onto an input, by name, through a link or as the same file (check_output_paths).
+        _espgrid.check_output_paths(outputs, [args.topology] + args.trajectory)
         result = average_map(args.topology, args.trajectory or None, select=args.select, start=args.start,
                              stop=args.stop, step=args.step, std=bool(args.std_output), progress=args.progress,
                              unwrap=args.unwrap, **options)

@@ -14,11 +14,11 @@ using namespace pybind11::literals;
 void bind_trajectory(py::module_& m) {
   py::class_<FrameAverage>(m, "FrameAverage", "Running mean (and standard deviation) of per-frame maps.")
       .def(py::init([](const MapJob& o, const GridSpec& grid, const py::handle& charges, bool with_deviation,
-                       const std::string& source) {
+                       const py::object& source) {
              const auto count = py::len(charges);
              std::vector<double> q = vector_of(charges, "charges", count);
              check_atom_values(q, AtomField::Charge, "charges");
-             return FrameAverage(o, grid, std::move(q), with_deviation, source);
+             return FrameAverage(o, grid, std::move(q), with_deviation, os_string(source));
            }),
            "options"_a, "grid"_a, "charges"_a, "with_deviation"_a, "source"_a)
       .def(
@@ -58,7 +58,8 @@ void bind_trajectory(py::module_& m) {
 
   m.def(
       "check_dcd",
-      [](const std::string& path) {
+      [](const py::object& path_argument) {
+        const std::string path = os_string(path_argument);
         const DcdSummary s = [&] {
           py::gil_scoped_release release;
           return check_dcd(path);
