@@ -77,8 +77,8 @@ SolveReport solve_with_hypre(const PbSystem& system, std::vector<double>& u, dou
     MPI_Initialized(&initialized);
     if (!initialized) throw Error("hypre across MPI ranks: MPI is not running (start espgrid with mpirun)");
   }
-  reserve_for_hypre(system.grid);  // an allocation that fails inside hypre ends the process (MPI_Abort)
   ensure_mpi();
+  reserve_for_hypre(system.grid);  // an allocation that fails inside hypre ends the process (MPI_Abort)
   const long n[3] = {static_cast<long>(system.grid.dims[0]), static_cast<long>(system.grid.dims[1]),
                      static_cast<long>(system.grid.dims[2])};
   for (int d = 0; d < 3; ++d)

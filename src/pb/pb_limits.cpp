@@ -28,6 +28,11 @@ constexpr double kHypreStagingPoints = double(std::uint64_t{1} << 22);
 // The surface phase: the map, the boundary values and the coefficient maps (52), and with the
 // sampled surface 2 bytes a fine point (region and ions) and 1 a cell.
 constexpr double kSurfaceBytes = 56;
+// Open MPI's start (hypre's MPI, once a process): 117 MB more address space after
+// MPI_Init_thread, 140 MB at its peak, 7 MB of it resident (measured 2026-11-27, Open MPI 4.1.4,
+// isolated singleton: its threads' stacks and shared-memory maps). An address-space limit (ulimit
+// -v) binds on it, and a start that fails there ends the process (MPI's errors are fatal then).
+constexpr double kMpiStartBytes = 160.0 * 1024 * 1024;
 // On a GPU the host holds the map, the boundary values, the Coulomb map or spread charges and, when
 // the host builds the coefficients and the multigrid hierarchy, those too (by the code).
 constexpr double kGpuHostBytes = 168;
@@ -52,7 +57,8 @@ double hypre_bytes(const GridSpec& grid) {
 double pb_host_bytes(const GridSpec& grid, const PbOptions& options, bool on_gpu) {
   const double points = point_count(grid);
   const double surface = kSurfaceBytes * points + 3.0 * double(sampled_surface_points(grid, options));
-  const double solve = on_gpu ? kGpuHostBytes * points : kEspgridSolveBytes * points + hypre_bytes(grid);
+  const double solve =
+      on_gpu ? kGpuHostBytes * points : kEspgridSolveBytes * points + hypre_bytes(grid) + kMpiStartBytes;
   return std::max(surface, solve);
 }
 
@@ -68,15 +74,16 @@ void check_pb_fits(const GridSpec& grid, const PbOptions& options, bool on_gpu, 
   const double needed = pb_host_bytes(grid, options, on_gpu);
   if (available == 0 || needed <= 0.9 * double(available)) return;
   const bool fine_decides = kSurfaceBytes * point_count(grid) + 3.0 * double(fine) > needed * 0.999;
-  throw UsageError(
-      "--model pb on a grid of " + describe(grid) + " needs about " + human_bytes(needed) + " of memory (" +
-      (fine_decides ? sampled
-                    : (on_gpu ? std::string("the host's share of the GPU solve")
-                              : "the system and hypre's multigrid, about " +
-                                    std::to_string(static_cast<int>(std::lround(needed / point_count(grid)))) +
-                                    " bytes a point")) +
-      ") but only " + human_bytes(double(available)) + " is available; use a larger --spacing" +
-      (fine ? std::string(", a smaller --surface-sampling") : std::string()) + " or a smaller region");
+  throw UsageError("--model pb on a grid of " + describe(grid) + " needs about " + human_bytes(needed) +
+                   " of memory (" +
+                   (fine_decides ? sampled
+                                 : (on_gpu ? std::string("the host's share of the GPU solve")
+                                           : "the system and hypre's multigrid, about " +
+                                                 std::to_string(static_cast<int>(
+                                                     std::lround((needed - kMpiStartBytes) / point_count(grid)))) +
+                                                 " bytes a point, and Open MPI's start")) +
+                   ") but only " + human_bytes(double(available)) + " is available; use a larger --spacing" +
+                   (fine ? std::string(", a smaller --surface-sampling") : std::string()) + " or a smaller region");
 }
 
 void check_pb_boundary(const Atoms& atoms, const GridSpec& g, const PbOptions& o) {
@@ -138,11 +145,11 @@ void check_pb_boundary(const Atoms& atoms, const GridSpec& g, const PbOptions& o
 void reserve_for_hypre(const GridSpec& grid) {
   // Address space asked for and given back untouched: with an address-space limit (ulimit -v, a
   // batch system's) or strict overcommit the request fails here, where it can be reported.
-  const double bytes = 1.25 * hypre_bytes(grid);
+  const double bytes = 1.25 * hypre_bytes(grid) + 32.0 * 1024 * 1024;  // hypre's own structures besides
   if (bytes >= double(SIZE_MAX)) throw UsageError("--model pb: the grid is too large for hypre");
   void* volatile block = std::malloc(static_cast<std::size_t>(bytes));
   if (block == nullptr)
-    throw Error("--model pb: hypre needs about " + human_bytes(bytes / 1.25) + " for a grid of " + describe(grid) +
+    throw Error("--model pb: hypre needs about " + human_bytes(hypre_bytes(grid)) + " for a grid of " + describe(grid) +
                 ", and the system does not give it (" + human_bytes(double(available_memory_bytes())) +
                 " available); use a larger --spacing or a smaller region");
   std::free(block);

@@ -38,8 +38,8 @@ void check_pb_fits(const GridSpec& grid, const PbOptions& options, bool on_gpu, 
 /// dielectric: a temperature near 0 K makes κa huge). The message names the option to change.
 void check_pb_boundary(const Atoms& atoms, const GridSpec& grid, const PbOptions& options);
 
-/// Makes sure hypre's allocations for `grid` can succeed: asks the system for hypre_bytes(grid)
-/// (plus a margin) and gives it back. Throws Error naming the size when it cannot be had, rather
+/// Makes sure hypre's allocations for `grid` can succeed (called once MPI has started): asks the
+/// system for hypre_bytes(grid) (plus a margin) and gives it back untouched. Throws Error naming the size when it cannot be had, rather
 /// than letting hypre's allocation fail, which ends the process (MPI_Abort) with no message.
 void reserve_for_hypre(const GridSpec& grid);
 

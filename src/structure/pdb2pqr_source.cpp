@@ -216,6 +216,11 @@ std::string Pdb2pqrAccount::left_out_text(std::size_t most) const {
 }
 
 Pdb2pqrAccount account_for_atoms(const std::string& pdb, const Atoms& pqr) {
+  std::istringstream in(pdb);
+  return account_for_atoms(in, pqr);
+}
+
+Pdb2pqrAccount account_for_atoms(std::istream& in, const Atoms& pqr) {
   Pdb2pqrAccount account;
   // The PQR's positions (pdb2pqr writes %8.3f, the PDB's own precision).
   std::set<std::array<long long, 3>> kept;
@@ -229,7 +234,6 @@ Pdb2pqrAccount account_for_atoms(const std::string& pdb, const Atoms& pqr) {
   }
   account.output_atoms = pqr.size();
   // The input's atoms of the first model, each once (its alternate locations: one atom).
-  std::istringstream in(pdb);
   std::string line;
   std::map<std::string, bool> atom_kept;                                   // identity -> a position of it is in the PQR
   std::map<std::string, std::size_t> residue_at;                           // residue -> index in `residues`
@@ -548,7 +552,8 @@ AssignedStructure assign_charges(const std::string& input, StructureFormat forma
   }
   // What went in and what came out: pdb2pqr leaves out, with a warning at most, whatever it has
   // no parameters for (ligands, ions, modified residues). Said first, where nobody misses it.
-  result.account = account_for_atoms(file_text(pdb_input), result.structure.atoms);
+  std::ifstream pdb_text(pdb_input);  // streamed: a structure may be larger than memory
+  result.account = account_for_atoms(pdb_text, result.structure.atoms);
   if (result.account.left_out_atoms > 0)
     result.structure.notices.push_back(
         "pdb2pqr left " + std::to_string(result.account.left_out_atoms) + " of the " +

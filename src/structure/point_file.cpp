@@ -130,6 +130,8 @@ PointList read_points_text(const std::string& name, const std::string& text) {
   return read_from(source);
 }
 
+PointList read_points(LineSource& lines) { return read_from(lines); }
+
 PointTableFormat point_table_format_from_extension(const std::string& path) {
   const auto dot = path.rfind('.');
   std::string ext = dot == std::string::npos ? "" : path.substr(dot + 1);
