@@ -5,8 +5,9 @@
 # libFuzzer targets (ESPGRID_FUZZ=ON: coverage instrumentation on the libraries), then:
 #   1. `ctest -L cpu` on that build: every CPU test under the sanitizers;
 #   2. every saved regression input (fuzz/regressions/TARGET/) replayed through fuzz_pqr,
-#      fuzz_xyz, fuzz_cli, fuzz_map, fuzz_dcd, fuzz_apbs; then each target fuzzed for $ESPGRID_FUZZ_SECONDS
-#      seconds (default 60; fuzz_map, fuzz_dcd and fuzz_apbs, whose inputs are small and fast, half of it)
+#      fuzz_xyz, fuzz_cli, fuzz_map, fuzz_dcd, fuzz_apbs, fuzz_gzip, fuzz_points; then each target
+#      fuzzed for $ESPGRID_FUZZ_SECONDS seconds (default 60; fuzz_map, fuzz_dcd, fuzz_apbs, fuzz_gzip and
+#      fuzz_points, whose inputs are small and fast, half of it)
 #      from the seed corpus (fuzz/seeds/, data/*.pqr|xyz, tests/data/*.pqr|xyz). A crash,
 #      sanitizer report, hang (-timeout) or out-of-memory is saved to $ESPGRID_FUZZ_CRASH_DIR
 #      and fails the script.
@@ -88,21 +89,23 @@ seed_dir() {  # seed_dir TARGET: prints the folder
           cp "$f" "$dir/$(echo "${f#/usr/share/apbs/examples/}" | tr / _)"
         done
       fi ;;
+    points) cp "$ROOT"/data/*-points.csv "$dir"/ ;;
   esac
   echo "$dir"
 }
 
 # max_len: inputs are cut to this size; the real molecules (up to 1 MB) become prefixes.
-declare -A MAX_LEN=([pqr]=16384 [xyz]=16384 [cli]=1024 [map]=16384 [dcd]=16384 [apbs]=8192)
-# Seconds of fuzzing per target: the map and DCD targets get half (their inputs are a few KiB
+declare -A MAX_LEN=([pqr]=16384 [xyz]=16384 [cli]=1024 [map]=16384 [dcd]=16384 [apbs]=8192 [gzip]=16384 [points]=16384)
+# Seconds of fuzzing per target: the small, fast targets get half (their inputs are a few KiB
 # and run at thousands per second; CI's 30 minutes are shared by every step).
-declare -A FUZZ_SHARE=([pqr]=1 [xyz]=1 [cli]=1 [map]=2 [dcd]=2 [apbs]=2)
+declare -A FUZZ_SHARE=([pqr]=1 [xyz]=1 [cli]=1 [map]=2 [dcd]=2 [apbs]=2 [gzip]=2 [points]=2)
 # fuzz_cli works in a temporary folder under $TMPDIR: keep those inside the build folder.
 export TMPDIR="$FUZZ_ABS/tmp"
 rm -rf "$TMPDIR"
 mkdir -p "$TMPDIR"
-for target in pqr xyz cli map dcd apbs; do
+for target in pqr xyz cli map dcd apbs gzip points; do
   exe="$FUZZ_ABS/fuzz/fuzz_$target"
+  [ -x "$exe" ] || { say "fuzz_$target: not built here (fuzz_gzip needs zlib), skipped"; continue; }
   # Replay every saved regression input once (they are crashes that were fixed).
   regressions=("$ROOT"/fuzz/regressions/"$target"/*)
   if [ -e "${regressions[0]}" ]; then

@@ -1224,6 +1224,83 @@ TEST(CompressedStructures, GzipReadsAsThePlainFileAndACutStreamIsAnError) {
 #endif
 }
 
+#if ESPGRID_HAVE_ZLIB
+/// `text` as one gzip member (zlib, level 6).
+std::string gzip_member(const std::string& text) {
+  z_stream z{};
+  EXPECT_EQ(deflateInit2(&z, 6, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY), Z_OK);
+  std::string out(deflateBound(&z, static_cast<uLong>(text.size())) + 32, '\0');
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(text.data()));
+  z.avail_in = static_cast<uInt>(text.size());
+  z.next_out = reinterpret_cast<Bytef*>(out.data());
+  z.avail_out = static_cast<uInt>(out.size());
+  EXPECT_EQ(deflate(&z, Z_FINISH), Z_STREAM_END);
+  out.resize(z.total_out);
+  deflateEnd(&z);
+  return out;
+}
+#endif
+
+// A .pqr.gz is read as gunzip reads it: every member, one after another; anything after the
+// last member that is not another one ("trailing garbage", which gunzip refuses too) is an
+// error, never the end of a shorter structure. zlib's gzread, which read them before, stopped at
+// bytes that are not a member's magic and gave 1 atom of 3 with exit 0.
+TEST(CompressedStructures, EveryMemberIsReadAndBytesAfterTheLastAreAnError) {
+#if !ESPGRID_HAVE_ZLIB
+  GTEST_SKIP() << "this build has no zlib";
+#else
+  const std::string lines[3] = {"ATOM      1  N   ALA A   1       0.000   0.000   0.000  0.5000 1.8000\n",
+                                "ATOM      2  C   ALA A   1       1.500   0.000   0.000 -0.2000 1.7000\n",
+                                "ATOM      3  O   ALA A   1       3.000   1.000   0.000 -0.3000 1.5000\n"};
+  const std::string first = gzip_member(lines[0]), second = gzip_member(lines[1]), third = gzip_member(lines[2]);
+  const auto dir = std::filesystem::temp_directory_path() / ("espgrid_gz_members_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const auto read_file = [&](const std::string& name, const std::string& bytes) {
+    const std::string path = (dir / name).string();
+    std::ofstream(path, std::ios::binary) << bytes;
+    return read_structure(path, StructureFormat::Pqr);
+  };
+  // One member a line: the three atoms, in order, in every case the writers and users make.
+  const Structure three = read_file("three.pqr.gz", first + second + third);
+  ASSERT_EQ(three.atoms.size(), 3u);
+  EXPECT_EQ(three.atoms.x, (std::vector<double>{0.0, 1.5, 3.0}));
+  // The same from memory, the file handed over in pieces of every size from 1 to 9 bytes.
+  for (std::size_t chunk = 1; chunk < 10; ++chunk) {
+    LineSource source("m.pqr.gz", first + second + third, chunk, LineSource::Decompress::Gzip);
+    EXPECT_EQ(read_pqr(source).atoms.x, three.atoms.x) << chunk << "-byte pieces";
+  }
+  std::string magic_damaged = second;
+  magic_damaged[1] = static_cast<char>(0x8c);
+  std::string data_damaged = second;
+  data_damaged[data_damaged.size() / 2] = static_cast<char>(data_damaged[data_damaged.size() / 2] ^ 0x55);
+  struct Case {
+    const char* name;
+    std::string bytes;
+    const char* says;
+  };
+  const Case cases[] = {
+      {"text after the member", first + lines[1] + lines[2], "bytes that are not gzip data"},
+      {"zero bytes after the members (tape padding)", first + second + third + std::string(8, '\0'),
+       "bytes that are not gzip data"},
+      {"the second member's magic damaged", first + magic_damaged + third, "bytes that are not gzip data"},
+      {"the second member's data damaged", first + data_damaged + third, "the gzip data is corrupt"},
+      {"the second member cut short", first + second.substr(0, second.size() - 5), "the file is truncated"},
+      {"one stray byte after the members", first + second + third + "\x1f", "bytes that are not gzip data"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    try {
+      const Structure s = read_file("bad.pqr.gz", c.bytes);
+      ADD_FAILURE() << "read as " << s.atoms.size() << " atoms";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(c.says), std::string::npos) << e.what();
+      EXPECT_EQ(e.file(), (dir / "bad.pqr.gz").string());
+    }
+  }
+  std::filesystem::remove_all(dir);
+#endif
+}
+
 // One set of checks: the PQR and XYZ readers and the Python module's arrays all ask
 // atom_value_problem, so a value refused in a file is refused from Python with the same words.
 TEST(AtomValues, OneSetOfChecksForEveryFrontEnd) {

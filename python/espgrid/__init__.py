@@ -83,7 +83,7 @@ def _structure(atoms, charges, radii, unwrap=None):
         if charges is not None or radii is not None:
             raise TypeError("charges and radii come with the Structure; give them only with positions")
         return atoms
-    if isinstance(atoms, (str, os.PathLike)):
+    if isinstance(atoms, (str, bytes, os.PathLike)):
         if charges is not None or radii is not None:
             raise TypeError("charges and radii come from the file; give them only with positions")
         return read_structure(atoms)
@@ -98,7 +98,7 @@ def grid_around(atoms, charges=None, **options):
     Å) with these options: the atoms' bounding box plus padding, at spacing."""
     if _is_mdanalysis(atoms):
         atoms = _np.asarray(atoms.atoms.positions, dtype=_np.float64)  # no charges needed
-    elif isinstance(atoms, (Structure, str, os.PathLike)):
+    elif isinstance(atoms, (Structure, str, bytes, os.PathLike)):
         atoms = _structure(atoms, None, None).positions
     return _espgrid.grid_around(map_options(**options), atoms)
 

@@ -241,6 +241,38 @@ def _check_dcd_readers(universe, checked=()):
             _warn_user(TrajectoryNote(f"{path}: {summary['note']}"))
 
 
+def _check_xyz_readers(universe):
+    """Every frame of an XYZ trajectory holds as many atoms as the topology: MDAnalysis reads each
+    frame as that many lines whatever the frame's own count says, so one atom more would shift
+    positions onto the wrong atoms (issue #35). Raises espgrid.InputError "FILE:LINE: frame F ..."."""
+    from MDAnalysis.coordinates.XYZ import XYZReader
+    from MDAnalysis.lib.util import anyopen
+    atoms = universe.atoms.n_atoms
+    for reader in getattr(universe.trajectory, "readers", None) or [universe.trajectory]:
+        if not isinstance(reader, XYZReader):
+            continue
+        path, line, frame = reader.filename, 0, 0
+        with anyopen(path) as f:
+            while text := f.readline():
+                line += 1
+                if not text.strip():
+                    if f.read().strip():  # blank lines only after the last frame
+                        raise _input_error(f"{path}:{line}: a blank line between frames (frame {frame} should start "
+                                           "here with its atom count)", path)
+                    break
+                count = text.split()[0]
+                if not count.isdigit() or int(count) != atoms:
+                    said = f"holds {int(count)} atoms" if count.isdigit() else f"starts with {text.strip()[:40]!r}"
+                    raise _input_error(f"{path}:{line}: frame {frame} {said} where the topology has {atoms} atoms "
+                                       "(every frame of an XYZ trajectory must hold the topology's atoms)", path)
+                for _ in range(atoms + 1):  # its comment line and its atoms
+                    if not f.readline():
+                        raise _input_error(f"{path}: frame {frame} (from line {line}) ends early: the trajectory is "
+                                           "truncated", path)
+                line += atoms + 1
+                frame += 1
+
+
 def _atom_group(topology, trajectory, select):
     mda = _mdanalysis()
     if isinstance(topology, mda.AtomGroup):
@@ -278,6 +310,7 @@ def _atom_group(topology, trajectory, select):
         base = universe.atoms
         name = " + ".join([top] + files)
     _check_dcd_readers(universe, checked)
+    _check_xyz_readers(universe)
     try:
         group = base.select_atoms(select) if select not in (None, "all") else base
     except Exception as e:  # SelectionError, and ValueError/TypeError for some malformed selections

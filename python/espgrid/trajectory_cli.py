@@ -30,7 +30,7 @@ def _check_outputs(maps, texts, inputs):
     """The map paths as `espgrid map` checks them (never onto an input, by name, through a link or
     as the same file); the CSV and JSON paths: a writable folder, not a folder themselves, not an
     input; no path named twice."""
-    _espgrid.check_output_paths(maps)
+    _espgrid.check_output_paths(maps, inputs)
     for path in maps + texts:
         for source in inputs:
             if os.path.exists(path) and os.path.exists(source) and os.path.samefile(path, source):

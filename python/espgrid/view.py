@@ -45,7 +45,7 @@ class View:
 
 
 def _check_page_path(path):
-    if os.path.splitext(path)[1].lower() not in (".html", ".htm"):
+    if os.path.splitext(os.fsdecode(path))[1].lower() not in (".html", ".htm"):
         raise _espgrid.UsageError(f"{path}: the page is HTML; name it NAME.html")
 
 

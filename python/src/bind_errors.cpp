@@ -17,8 +17,9 @@ PyObject* g_usage_error = nullptr;
 PyObject* g_input_error = nullptr;
 
 void raise(PyObject* type, const std::string& message) {
-  // PyErr_SetString would drop non-ASCII text ("Å") into mojibake; pass a str.
-  PyErr_SetObject(type, py::str(message).ptr());
+  // PyErr_SetString would drop non-ASCII text ("Å") into mojibake; pass a str (a file name that is
+  // not UTF-8 as os.fsdecode gives it).
+  PyErr_SetObject(type, os_text(message).ptr());
 }
 
 }  // namespace
@@ -38,8 +39,8 @@ void bind_errors(py::module_& m) {
     try {
       if (p) std::rethrow_exception(p);
     } catch (const InputError& e) {
-      py::object error = py::reinterpret_borrow<py::object>(g_input_error)(py::str(e.what()));
-      error.attr("file") = e.file();
+      py::object error = py::reinterpret_borrow<py::object>(g_input_error)(os_text(e.what()));
+      error.attr("file") = os_text(e.file());
       error.attr("line") = e.line();
       PyErr_SetObject(g_input_error, error.ptr());
     } catch (const UsageError& e) {

@@ -1,4 +1,7 @@
 // espgrid.Map: values on a grid with its physics, made from values or read from a file, written, viewed and summarised.
+#include <algorithm>
+#include <cfloat>
+#include <cmath>
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -31,21 +34,38 @@ py::array values_view(const py::object& self) {
 
 PyMap map_from_values(const py::handle& values, const GridSpec& grid, const PhysicsOptions& physics,
                       const std::string& source) {
-  auto array = py::array_t<float, py::array::f_style | py::array::forcecast>::ensure(values);
+  refuse_complex(values, "values");
+  // Checked as float64, before float32 could overflow: a map holds finite potentials, and a NaN,
+  // an infinity or a number beyond float32 is the caller's, named at its index (the writers would
+  // only find "the potential at grid point ... is not finite").
+  auto array = py::array_t<double, py::array::f_style | py::array::forcecast>::ensure(values);
   if (!array) throw UsageError("values must be an array of numbers");
   const auto& d = grid.dims;
   if (array.ndim() != 3 || array.shape(0) != d[0] || array.shape(1) != d[1] || array.shape(2) != d[2])
     throw UsageError("values must have the grid's shape (" + std::to_string(d[0]) + ", " + std::to_string(d[1]) + ", " +
                      std::to_string(d[2]) + "), got " + shape_text(array));
+  const double* data = array.data();
+  const double* end = data + grid.point_count();
+  const double* bad = std::find_if(data, end, [](double v) { return !(std::fabs(v) <= double(FLT_MAX)); });
+  if (bad != end) {
+    const auto at = static_cast<std::int64_t>(bad - data);
+    const std::int64_t i = at % d[0], j = (at / d[0]) % d[1], k = at / (d[0] * d[1]);
+    const py::object given = py::reinterpret_borrow<py::object>(values)[py::make_tuple(i, j, k)];
+    throw UsageError("values[" + std::to_string(i) + ", " + std::to_string(j) + ", " + std::to_string(k) + "] is " +
+                     py::repr(given).cast<std::string>() +
+                     (std::isfinite(*bad) ? " (beyond float32's ±3.4e38, in which maps are stored)" : "") +
+                     ": a map holds finite potentials");
+  }
   PyMap m;
   m.map.grid = grid;
   m.map.physics = physics;
   m.map.source = source;
-  m.map.values.assign(array.data(), array.data() + grid.point_count());  // Fortran order = x fastest
+  m.map.values.assign(data, end);  // Fortran order = x fastest
   return m;
 }
 
-PyMap read_map_file(const std::string& path, const std::optional<std::string>& units) {
+PyMap read_map_file(const py::handle& path_argument, const std::optional<std::string>& units) {
+  const std::string path = os_string(path_argument);
   PyMap m;
   bool unit_known = false;
   {
@@ -85,7 +105,7 @@ std::string map_repr(const PyMap& p) {
   if (finite) text += ", range=" + r(py::make_tuple(static_cast<double>(lo), static_cast<double>(hi)));
   if (finite != m.values.size()) text += ", not_finite=" + std::to_string(m.values.size() - finite);
   if (!p.kernel.empty()) text += ", kernel=" + r(py::str(p.kernel));
-  if (!m.source.empty()) text += ", source=" + r(py::str(m.source));
+  if (!m.source.empty()) text += ", source=" + r(os_text(m.source));
   return text + ")";
 }
 
@@ -108,7 +128,7 @@ void bind_map(py::module_& m) {
           "physics", [](const PyMap& p) { return physics_comment(p.map.physics); },
           "The physics line every output file records, e.g. 'Potential in kT/e (T = 298.15 K), "
           "dielectric 1'.")
-      .def_property_readonly("source", [](const PyMap& p) { return p.map.source; })
+      .def_property_readonly("source", [](const PyMap& p) { return os_text(p.map.source); })
       .def_property_readonly("kernel",
                              [](const PyMap& p) -> py::object {
                                if (p.kernel.empty()) return py::none();
@@ -124,7 +144,7 @@ void bind_map(py::module_& m) {
                                                "transfer_seconds"_a = p.timing.transfer_seconds,
                                                "write_seconds"_a = p.timing.write_seconds);
                              })
-      .def("__repr__", &map_repr)
+      .def("__repr__", [](const PyMap& p) { return os_text(map_repr(p)); })
       .def(
           "write",
           [](PyMap& p, const py::args& args) {
@@ -134,8 +154,7 @@ void bind_map(py::module_& m) {
                     ? py::list(args[0])
                     : py::list(args);
             std::vector<std::string> paths;
-            const py::object fspath = py::module_::import("os").attr("fspath");
-            for (const py::handle& item : items) paths.push_back(fspath(item).cast<std::string>());
+            for (const py::handle& item : items) paths.push_back(os_string(item));
             if (paths.empty()) throw UsageError("no output given: write('map.dx') and/or write('map.vti')");
             check_output_paths(paths);
             py::gil_scoped_release release;
@@ -146,7 +165,7 @@ void bind_map(py::module_& m) {
   m.def(
       "map_from_values",
       [](const py::handle& values, const GridSpec& grid, const py::object& like, const MapJob* options,
-         const std::string& source) {
+         const py::object& source) {
         PhysicsOptions physics = options ? options->physics : PhysicsOptions{};
         if (!like.is_none()) {
           // A wrong type is a TypeError, as Python's own calls raise, not pybind11's cast error.
@@ -155,7 +174,7 @@ void bind_map(py::module_& m) {
                                  py::repr(py::type::of(like)).cast<std::string>());
           physics = like.cast<const PyMap&>().map.physics;
         }
-        return map_from_values(values, grid, physics, source);
+        return map_from_values(values, grid, physics, os_string(source));
       },
       "values"_a, "grid"_a, "like"_a = py::none(), "options"_a = nullptr, "source"_a = "");
   m.def("read_map", &read_map_file, "path"_a, "units"_a = py::none());
@@ -202,7 +221,8 @@ void bind_map(py::module_& m) {
       "surface_spacing"_a = 0.5, "probe"_a = 0.0, "title"_a = "", "view"_a = "auto");
   m.def(
       "write_page",
-      [](const std::string& path, const py::bytes& html) {
+      [](const py::object& path_argument, const py::bytes& html) {
+        const std::string path = os_string(path_argument);
         const std::string text = html;
         check_output_path(path);
         py::gil_scoped_release release;
@@ -216,12 +236,12 @@ void bind_map(py::module_& m) {
         const double evaluations = p.map.physics.is_pb() ? 0.0
                                                          : static_cast<double>(p.map.grid.point_count()) *
                                                                static_cast<double>(p.provenance.atoms);
-        if (part == "timing") return timing_json(p.timing, evaluations).dump(0);
-        if (part == "model_parameters") return model_parameters_json(p.map.physics).dump(0);
-        if (part == "energy") return (p.energy ? pb_energy_json(*p.energy) : Json()).dump(0);
+        if (part == "timing") return os_text(timing_json(p.timing, evaluations).dump(0));
+        if (part == "model_parameters") return os_text(model_parameters_json(p.map.physics).dump(0));
+        if (part == "energy") return os_text((p.energy ? pb_energy_json(*p.energy) : Json()).dump(0));
         const Json whole = map_summary(p.map, p.kernel, p.kernel_why, p.timing, p.provenance, p.outputs, std::nullopt,
                                        p.energy ? &*p.energy : nullptr);
-        return whole.dump(0);
+        return os_text(whole.dump(0));
       },
       "map"_a, "part"_a = "",
       "The summary `espgrid map --json` writes, for this map (src/pipeline/map_summary.h); part: \"timing\" or "

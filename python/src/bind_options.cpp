@@ -131,8 +131,16 @@ void bind_options(py::module_& m) {
       "options"_a, "positions"_a, "The grid `espgrid map` would place around these positions with these options.");
   m.def("compute", &compute, "structure"_a, "options"_a, "progress"_a = py::none());
   m.def(
-      "check_output_paths", [](const std::vector<std::string>& paths) { check_output_paths(paths); }, "paths"_a,
-      "Raises unless every path is a map format this build writes, in a writable directory.");
+      "check_output_paths",
+      [](const py::iterable& paths, const py::iterable& inputs) {
+        std::vector<std::string> outputs, read;
+        for (const py::handle path : paths) outputs.push_back(os_string(path));
+        for (const py::handle path : inputs) read.push_back(os_string(path));
+        check_output_paths(outputs, read);
+      },
+      "paths"_a, "inputs"_a = py::tuple(),
+      "Raises unless every path is a map format this build writes, in a writable directory, and none is one of "
+      "the inputs (by name, through links, or as the same file).");
   m.def("kernels", &kernel_table);
   m.def("cuda_available", [] {
     std::string reason;

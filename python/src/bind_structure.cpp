@@ -32,9 +32,12 @@ PyStructure structure_from_arrays(const py::handle& positions, const py::handle&
   return s;
 }
 
-PyStructure read_structure_file(const std::string& path, const std::optional<std::string>& format,
+PyStructure read_structure_file(const py::handle& path_argument, const std::optional<std::string>& format,
                                 const std::optional<std::string>& forcefield, std::optional<double> ph,
-                                const std::optional<std::string>& keep_pqr) {
+                                const py::object& keep_pqr_argument) {
+  const std::string path = os_string(path_argument);
+  const std::optional<std::string> keep_pqr =
+      keep_pqr_argument.is_none() ? std::nullopt : std::optional<std::string>(os_string(keep_pqr_argument));
   // The input options of a map job, checked as the program checks them (keep_pqr never onto the
   // input itself or a link to it).
   MapJob job;
@@ -103,9 +106,14 @@ void bind_structure(py::module_& m) {
                                return e;
                              })
       .def_property_readonly("total_charge", [](const PyStructure& s) { return s.structure.atoms.total_charge(); })
-      .def_property_readonly("notices", [](const PyStructure& s) { return s.structure.notices; })
-      .def_readonly("path", &PyStructure::path)
-      .def_readonly("source", &PyStructure::source)
+      .def_property_readonly("notices",
+                             [](const PyStructure& s) {
+                               py::list notices;
+                               for (const std::string& n : s.structure.notices) notices.append(os_text(n));
+                               return notices;
+                             })
+      .def_property_readonly("path", [](const PyStructure& s) { return os_text(s.path); })
+      .def_property_readonly("source", [](const PyStructure& s) { return os_text(s.source); })
       .def_property_readonly("charges_from",
                              [](const PyStructure& s) -> py::object {
                                if (s.charges_from.empty()) return py::none();
@@ -114,12 +122,12 @@ void bind_structure(py::module_& m) {
       .def_property_readonly("pdb2pqr_command",
                              [](const PyStructure& s) -> py::object {
                                if (s.pdb2pqr_command.empty()) return py::none();
-                               return py::str(s.pdb2pqr_command);
+                               return os_text(s.pdb2pqr_command);
                              })
       .def_property_readonly("pdb2pqr_log",
                              [](const PyStructure& s) -> py::object {
                                if (s.charges_from.empty()) return py::none();
-                               return py::str(s.pdb2pqr_log);
+                               return os_text(s.pdb2pqr_log);
                              })
       .def_property_readonly(
           "pdb2pqr_atoms",
@@ -136,14 +144,15 @@ void bind_structure(py::module_& m) {
           "PDB/mmCIF input: atoms in the input and in pdb2pqr's PQR, and the input's heavy atoms it left out, by "
           "residue (None for other input).")
       .def("__len__", [](const PyStructure& s) { return s.structure.atoms.size(); })
-      .def("__repr__", [](const PyStructure& s) { return "<espgrid.Structure " + s.source + ">"; });
+      .def("__repr__", [](const PyStructure& s) { return os_text("<espgrid.Structure " + s.source + ">"); });
 
   m.def("read_structure", &read_structure_file, "path"_a, "format"_a = py::none(), "forcefield"_a = py::none(),
         "ph"_a = py::none(), "keep_pqr"_a = py::none());
   m.def("structure_from_arrays", &structure_from_arrays, "positions"_a, "charges"_a, "radii"_a = py::none(),
         "name"_a = "positions and charges from Python");
-  m.def("describe_source",
-        [](const std::string& what, const PyStructure& s) { return describe_source(what, s.structure.atoms); });
+  m.def("describe_source", [](const py::object& what, const PyStructure& s) {
+    return os_text(describe_source(os_string(what), s.structure.atoms));
+  });
 }
 
 }  // namespace espgrid::python

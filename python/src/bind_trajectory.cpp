@@ -91,7 +91,7 @@ void bind_trajectory(py::module_& m) {
   py::class_<FrameAverage, std::unique_ptr<FrameAverage>>(m, "FrameAverage",
                                                           "Running mean (and standard deviation) of per-frame maps.")
       .def(py::init([](const MapJob& o, const GridSpec& grid, const py::handle& charges, bool with_deviation,
-                       const std::string& source, const py::handle& radii) {
+                       const py::object& source, const py::handle& radii) {
              const auto count = py::len(charges);
              std::vector<double> q = vector_of(charges, "charges", count);
              check_atom_values(q, AtomField::Charge, "charges");
@@ -100,7 +100,7 @@ void bind_trajectory(py::module_& m) {
                r = vector_of(radii, "radii", count);
                check_atom_values(r, AtomField::Radius, "radii");
              }
-             return std::make_unique<FrameAverage>(o, grid, std::move(q), std::move(r), with_deviation, source);
+             return std::make_unique<FrameAverage>(o, grid, std::move(q), std::move(r), with_deviation, os_string(source));
            }),
            "options"_a, "grid"_a, "charges"_a, "with_deviation"_a, "source"_a, "radii"_a = py::none())
       .def(
@@ -221,7 +221,8 @@ void bind_trajectory(py::module_& m) {
 
   m.def(
       "check_dcd",
-      [](const std::string& path) {
+      [](const py::object& path_argument) {
+        const std::string path = os_string(path_argument);
         const DcdSummary s = [&] {
           py::gil_scoped_release release;
           return check_dcd(path);

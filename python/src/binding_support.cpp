@@ -116,6 +116,26 @@ ProgressFn interruptible(const py::object& callback) {
   };
 }
 
+std::string os_string(const py::handle& value) {
+  const py::object bytes = py::module_::import("os").attr("fsencode")(value);  // TypeError for other types
+  return bytes.cast<std::string>();
+}
+
+py::str os_text(const std::string& text) {
+  PyObject* decoded = PyUnicode_DecodeFSDefaultAndSize(text.data(), static_cast<Py_ssize_t>(text.size()));
+  if (decoded == nullptr) throw py::error_already_set();
+  return py::reinterpret_steal<py::str>(decoded);
+}
+
+void refuse_complex(const py::handle& value, const std::string& what) {
+  if (py::isinstance<py::str>(value) || py::isinstance<py::bytes>(value)) return;
+  const py::object array = py::module_::import("numpy").attr("asarray")(value);
+  if (array.attr("dtype").attr("kind").cast<std::string>() != "c") return;
+  throw UsageError(what + " hold complex numbers (dtype " + py::str(array.attr("dtype")).cast<std::string>() +
+                   "): espgrid takes real numbers, and a cast would drop the imaginary parts; pass .real if that "
+                   "is what is meant");
+}
+
 /// "(906, 3)" for messages.
 std::string shape_text(const py::array& array) {
   std::string text = "(";
@@ -126,6 +146,7 @@ std::string shape_text(const py::array& array) {
 /// N×3 positions as a C-ordered float64 array; UsageError for any other shape.
 py::array_t<double, py::array::c_style | py::array::forcecast> positions_array(const py::handle& positions,
                                                                                const std::string& what) {
+  refuse_complex(positions, what);
   auto array = py::array_t<double, py::array::c_style | py::array::forcecast>::ensure(positions);
   if (!array) throw UsageError(what + " must be an array of numbers");
   if (array.ndim() != 2 || array.shape(1) != 3)
@@ -134,6 +155,7 @@ py::array_t<double, py::array::c_style | py::array::forcecast> positions_array(c
 }
 
 std::vector<double> vector_of(const py::handle& values, const std::string& what, std::size_t expected) {
+  refuse_complex(values, what);
   auto array = py::array_t<double, py::array::c_style | py::array::forcecast>::ensure(values);
   if (!array) throw UsageError(what + " must be an array of numbers");
   if (array.ndim() != 1 || static_cast<std::size_t>(array.shape(0)) != expected)
@@ -145,6 +167,7 @@ std::vector<double> vector_of(const py::handle& values, const std::string& what,
 /// points as an (N, 3) array of finite coordinates within ±1e6 Å, flattened; UsageError naming
 /// the first bad one.
 std::vector<double> points_of(const py::handle& points) {
+  refuse_complex(points, "points");
   auto xyz = py::array_t<double, py::array::c_style | py::array::forcecast>::ensure(points);
   if (!xyz) throw UsageError("points must be an array of numbers");
   if (xyz.ndim() == 1 && xyz.shape(0) == 3) xyz = xyz.reshape({py::ssize_t{1}, py::ssize_t{3}});  // one point

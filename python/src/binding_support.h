@@ -59,6 +59,18 @@ py::list map_option_specs();
 /// it is None.
 ProgressFn interruptible(const py::object& callback);
 
+/// A file name (or text holding one) from Python as the bytes the system takes: a str (a name
+/// os.listdir gives for bytes that are not UTF-8 holds surrogate escapes), bytes or an
+/// os.PathLike, through os.fsencode. TypeError for anything else.
+std::string os_string(const py::handle& value);
+/// Text that may hold file names (a path, a map's source line, a summary, a message) as a
+/// Python str: bytes that are not UTF-8 become surrogate escapes, as os.fsdecode gives them, so
+/// a name read back from it opens the same file (pybind11's own conversion raises on them).
+py::str os_text(const std::string& text);
+/// Throws UsageError when `value` is (or converts to) a complex array: espgrid's numbers are
+/// real, and numpy's cast would drop the imaginary parts silently.
+void refuse_complex(const py::handle& value, const std::string& what);
+
 /// "(906, 3)" for messages.
 std::string shape_text(const py::array& array);
 /// N×3 positions as a C-ordered float64 array; UsageError for any other shape.

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,7 @@
 #include "src/view/molecular_surface.h"
 #include "src/view/vertex_potential.h"
 #include "src/view/view.h"
+#include "src/view/view_scene.h"
 
 namespace espgrid::cli {
 
@@ -90,6 +92,11 @@ int run_surface(int argc, char** argv) {
   surface_options.probe = number_option("probe", args["probe"].as<std::string>());
   const MapJob job = job_from_args(args, job_options_here, JobUse::Values);  // checks the physics
   PhysicsOptions physics = job.physics;
+  if (physics.poisson_boltzmann)
+    throw UsageError(
+        "--model pb: a Poisson-Boltzmann potential is a field solve, not a sum over the atoms; map it first and "
+        "colour the surface with that map: espgrid map " +
+        input + " --model pb -o pb.dx, then espgrid surface " + input + " --map pb.dx -o SURFACE");
 
   // Refused before anything is read: unknown formats, unwritable files, an output named twice
   // or naming an input.
@@ -114,6 +121,13 @@ int run_surface(int argc, char** argv) {
                      "keeps pdb2pqr's PQR beside the map");
   const Structure structure = load_structure(input, structure_format);
   for (const std::string& notice : structure.notices) std::fprintf(stderr, "note: %s\n", notice.c_str());
+  std::optional<PotentialMap> map;
+  bool unit_known = false;
+  if (with_map) {  // read before the surface is built: a map that is not the structure's is refused now
+    map = read_map_with_unit(args["map"].as<std::string>(), args, "map-units", &unit_known);  // any format
+    for (const std::string& note : surface::structure_in_map_notes(structure.atoms, map->grid))
+      std::fprintf(stderr, "note: %s\n", note.c_str());
+  }
 
   const surface::SurfaceResult surf = surface::molecular_surface(structure.atoms, surface_options);
   Stopwatch clock;
@@ -122,17 +136,15 @@ int run_surface(int argc, char** argv) {
   std::vector<std::string> comments = {"structure: " + describe_source(input, structure.atoms)};
   if (with_map) {
     const std::string map_path = args["map"].as<std::string>();
-    bool unit_known = false;
-    PotentialMap map = read_map_with_unit(map_path, args, "map-units", &unit_known);  // any format espgrid writes
     surface::MapOrigin origin;
     origin.path = map_path;
-    origin.header = map_header_lines(map_path, map, unit_known);
+    origin.header = map_header_lines(map_path, *map, unit_known);
     origin.espgrid_physics = header_has_espgrid_physics(origin.header);
-    surface::SurfaceValues v = surface::surface_values(structure.atoms, map, origin, surf.mesh, view);
+    surface::SurfaceValues v = surface::surface_values(structure.atoms, *map, origin, surf.mesh, view);
     values = std::move(v.values);
     method = v.method_text;
     for (const std::string& note : v.notes) std::fprintf(stderr, "note: %s\n", note.c_str());
-    physics = map.physics;
+    physics = map->physics;
     comments.push_back("map: " + map_path);
     for (const std::string& line : origin.header) comments.push_back("map header: " + line);
   } else {

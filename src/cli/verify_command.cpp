@@ -217,6 +217,11 @@ int run_verify(int argc, char** argv) {
     return 0;
   }
   MapJob job = job_from_args(args, job_options_taken, JobUse::Values);
+  if (job.physics.poisson_boltzmann)
+    throw UsageError(
+        "verify compares the pair-model kernels with the double-precision reference sum; --model pb is a field "
+        "solve that no kernel computes, so verify has nothing to check it against (PB maps are checked against "
+        "APBS 3.4.1: docs/pb.md)");
   // --kernel is verify's list; the pipeline checks everything else the job says.
   const std::string which = job.compute.kernel.empty() ? "all" : job.compute.kernel;
   job.compute.kernel.clear();

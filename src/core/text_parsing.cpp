@@ -120,49 +120,95 @@ int open_input_file(const std::string& path) {
   return fd;
 }
 
-// ---- LineSource ---------------------------------------------------------------------------------
+// ---- LineSource ----------------------------------------------------------------------------------
 
-LineSource::LineSource(std::string path, Decompress decompress) : path_(std::move(path)) {
+#if ESPGRID_HAVE_ZLIB
+/// zlib's inflate over the file's bytes, one gzip member after another.
+struct LineSource::GzipStream {
+  enum class Mode { Undecided, Gzip, Plain };
+  z_stream z{};
+  bool z_ready = false;   // inflateInit2 succeeded
+  std::vector<char> raw;  // the file's bytes read; the unused ones are [begin, end)
+  std::size_t begin = 0, end = 0;
+  bool raw_eof = false;         // the file has no more bytes to give
+  Mode mode = Mode::Undecided;  // decided by the first two bytes
+  bool in_member = false;       // inside a member: its end (with CRC and length) not yet seen
+  std::size_t members = 0;      // members begun
+  std::uint64_t offset = 0;     // bytes of the file before raw[begin]
+  std::uint64_t member_start = 0;
+  std::size_t left() const { return end - begin; }
+  bool magic_next() const {
+    return left() >= 2 && static_cast<unsigned char>(raw[begin]) == 0x1f &&
+           static_cast<unsigned char>(raw[begin + 1]) == 0x8b;
+  }
+  ~GzipStream() {
+    if (z_ready) inflateEnd(&z);
+  }
+};
+#else
+struct LineSource::GzipStream {};
+#endif
+
+LineSource::LineSource(std::string path, Decompress decompress, std::string name)
+    : path_(name.empty() ? path : std::move(name)) {
   const bool gzip = decompress == Decompress::Gzip;
 #if !ESPGRID_HAVE_ZLIB
   if (gzip) throw UsageError("cannot read " + path_ + ": this espgrid was built without zlib, which reads gzip files");
 #endif
-  fd_ = open_input_file(path_);
+  fd_ = open_input_file(path);
   struct stat st {};
   if (::fstat(fd_, &st) == 0 && S_ISREG(st.st_mode)) size_hint_ = static_cast<std::size_t>(st.st_size);
   buffer_.resize(kChunkBytes);
-#if ESPGRID_HAVE_ZLIB
   if (gzip) {
-    gz_ = gzdopen(fd_, "rb");
-    if (gz_ == nullptr) {
+    try {
+      start_gzip();
+    } catch (...) {
       ::close(fd_);
-      fd_ = -1;
-      throw Error("cannot read " + path_ + ": zlib could not start (out of memory?)");
+      throw;
     }
-    gzbuffer(static_cast<gzFile>(gz_), 1 << 20);
     size_hint_ = 0;  // the text is larger than the file
   }
-#endif
 }
 
-LineSource::LineSource(std::string name, std::string text, std::size_t chunk_bytes)
-    : path_(std::move(name)), memory_(std::move(text)), chunk_bytes_(chunk_bytes) {
+LineSource::LineSource(std::string name, std::string bytes, std::size_t chunk_bytes, Decompress decompress)
+    : path_(std::move(name)), memory_(std::move(bytes)), chunk_bytes_(chunk_bytes) {
+#if !ESPGRID_HAVE_ZLIB
+  if (decompress == Decompress::Gzip)
+    throw UsageError("cannot read " + path_ + ": this espgrid was built without zlib, which reads gzip files");
+#endif
   size_hint_ = memory_.size();
   buffer_.resize(std::max<std::size_t>(64, chunk_bytes_ == 0 ? memory_.size() : chunk_bytes_));
+  if (decompress == Decompress::Gzip) {
+    start_gzip();
+    size_hint_ = 0;
+  }
 }
 
 LineSource::~LineSource() {
-#if ESPGRID_HAVE_ZLIB
-  if (gz_ != nullptr) {
-    gzclose(static_cast<gzFile>(gz_));  // closes fd_ too
-    return;
-  }
-#endif
   if (fd_ >= 0) ::close(fd_);
+}
+
+void LineSource::start_gzip() {
+  gzip_ = std::make_unique<GzipStream>();
+#if ESPGRID_HAVE_ZLIB
+  const std::size_t raw_bytes = fd_ >= 0 ? kChunkBytes : std::max<std::size_t>(64, chunk_bytes_);
+  gzip_->raw.resize(raw_bytes);
+  // The decompressed text goes to buffer_ a chunk at a time, whatever the file's size.
+  if (fd_ < 0) buffer_.resize(std::max<std::size_t>(64, chunk_bytes_ == 0 ? kChunkBytes : chunk_bytes_));
+#endif
 }
 
 void LineSource::fail(const std::string& what) const {
   throw InputError(path_, std::max<std::size_t>(line_number_, 1), what);
+}
+
+std::size_t LineSource::read_file_bytes(char* into, std::size_t bytes) {
+  if (fd_ >= 0) return read_some(fd_, into, bytes, path_, line_number_);
+  const std::size_t step = chunk_bytes_ == 0 ? memory_.size() : chunk_bytes_;
+  const std::size_t got = std::min({bytes, step, memory_.size() - memory_offset_});
+  std::memcpy(into, memory_.data() + memory_offset_, got);
+  memory_offset_ += got;
+  return got;
 }
 
 bool LineSource::fill() {
@@ -174,41 +220,100 @@ bool LineSource::fill() {
     begin_ = 0;
   }
   const std::size_t want =
-      std::max<std::size_t>(1, fd_ >= 0 ? kChunkBytes : (chunk_bytes_ == 0 ? memory_.size() : chunk_bytes_));
+      std::max<std::size_t>(1, fd_ >= 0 || gzip_ ? kChunkBytes : (chunk_bytes_ == 0 ? memory_.size() : chunk_bytes_));
   if (buffer_.size() - end_ < want) buffer_.resize(end_ + want);
-  std::size_t got = 0;
-  if (gz_ != nullptr) {
-    got = read_gzip(buffer_.data() + end_, buffer_.size() - end_);
-  } else if (fd_ >= 0) {
-    got = read_some(fd_, buffer_.data() + end_, buffer_.size() - end_, path_, line_number_);
-  } else {
-    got = std::min(want, memory_.size() - memory_offset_);
-    std::memcpy(buffer_.data() + end_, memory_.data() + memory_offset_, got);
-    memory_offset_ += got;
-  }
+  const std::size_t room =
+      gzip_ && fd_ < 0 && chunk_bytes_ > 0 ? std::min(chunk_bytes_, buffer_.size() - end_) : buffer_.size() - end_;
+  const std::size_t got =
+      gzip_ ? read_gzip(buffer_.data() + end_, room) : read_file_bytes(buffer_.data() + end_, buffer_.size() - end_);
   bytes_read_ += got;
   end_ += got;
   eof_ = got == 0;
   return !eof_;
 }
 
+bool LineSource::more_compressed() {
+  GzipStream& g = *gzip_;
+  if (g.raw_eof) return false;
+  if (g.begin > 0) {
+    std::memmove(g.raw.data(), g.raw.data() + g.begin, g.left());
+    g.end -= g.begin;
+    g.begin = 0;
+  }
+  const std::size_t got = read_file_bytes(g.raw.data() + g.end, g.raw.size() - g.end);
+  g.end += got;
+  g.raw_eof = got == 0;
+  return got > 0;
+}
+
 std::size_t LineSource::read_gzip(char* into, std::size_t bytes) {
 #if ESPGRID_HAVE_ZLIB
-  const auto gz = static_cast<gzFile>(gz_);
-  const int got = gzread(gz, into, static_cast<unsigned>(std::min<std::size_t>(bytes, 1u << 30)));
-  int code = Z_OK;
-  const char* message = gzerror(gz, &code);
-  if (got > 0) return static_cast<std::size_t>(got);
-  if (code == Z_ERRNO)
-    throw Error("cannot read " + path_ + ": " + std::strerror(errno) + " (after line " + std::to_string(line_number_) +
-                "; nothing was computed from a partly read file)");
-  // gzread reports a stream cut short as an end of file; gzerror says Z_BUF_ERROR then.
-  if (code == Z_BUF_ERROR)
+  GzipStream& g = *gzip_;
+  using Mode = GzipStream::Mode;
+  if (g.mode == Mode::Undecided) {
+    while (g.left() < 2 && more_compressed()) {
+    }
+    g.mode = g.magic_next() ? Mode::Gzip : Mode::Plain;
+  }
+  if (g.mode == Mode::Plain) {  // not gzip data: the text as it is (gunzip -c would refuse it; cat not)
+    if (g.left() == 0 && !more_compressed()) return 0;
+    const std::size_t n = std::min(bytes, g.left());
+    std::memcpy(into, g.raw.data() + g.begin, n);
+    g.begin += n;
+    g.offset += n;
+    return n;
+  }
+  const auto where = [&] {
+    return "gzip member " + std::to_string(g.members) + " (from byte " + std::to_string(g.member_start) +
+           " of the file)";
+  };
+  for (;;) {
+    if (!g.in_member) {  // at the start, or after a member's end: another member, or the end
+      while (g.left() < 2 && more_compressed()) {
+      }
+      if (g.left() == 0) return 0;
+      if (!g.magic_next())
+        throw InputError(path_, line_number_ + 1,
+                         "the file goes on after its gzip data (" + std::to_string(g.members) +
+                             (g.members == 1 ? " member" : " members") + ", " + std::to_string(g.offset) +
+                             " bytes) with bytes that are not gzip data (gunzip's \"trailing garbage\"); is the "
+                             "file damaged, or was something appended to it?");
+      const int started = g.z_ready ? inflateReset(&g.z) : inflateInit2(&g.z, 16 + MAX_WBITS);
+      if (started != Z_OK) throw Error("cannot read " + path_ + ": zlib could not start (out of memory?)");
+      g.z_ready = true;
+      g.in_member = true;
+      g.member_start = g.offset;
+      ++g.members;
+    }
+    if (g.left() == 0 && !more_compressed())
+      throw InputError(path_, line_number_ + 1,
+                       "the gzip data ends early: the file is truncated (" + where() + " ends before its end)");
+    const std::size_t in = std::min<std::size_t>(g.left(), 1u << 30), out = std::min<std::size_t>(bytes, 1u << 30);
+    g.z.next_in = reinterpret_cast<Bytef*>(g.raw.data() + g.begin);
+    g.z.avail_in = static_cast<uInt>(in);
+    g.z.next_out = reinterpret_cast<Bytef*>(into);
+    g.z.avail_out = static_cast<uInt>(out);
+    const int code = inflate(&g.z, Z_NO_FLUSH);
+    const std::size_t used = in - g.z.avail_in, produced = out - g.z.avail_out;
+    g.begin += used;
+    g.offset += used;
+    if (code == Z_STREAM_END) {  // the member's CRC-32 and length matched its data
+      g.in_member = false;
+      if (produced > 0) return produced;
+      continue;
+    }
+    if (code == Z_OK || code == Z_BUF_ERROR) {  // Z_BUF_ERROR: it needs more of the file
+      if (produced > 0) return produced;
+      if (used == 0 && !more_compressed())
+        throw InputError(path_, line_number_ + 1,
+                         "the gzip data ends early: the file is truncated (" + where() + " ends before its end)");
+      continue;
+    }
+    if (code == Z_MEM_ERROR) throw Error("cannot read " + path_ + ": zlib ran out of memory");
     throw InputError(path_, line_number_ + 1,
-                     "the gzip data ends early: the file is truncated (zlib: " + std::string(message) + ")");
-  if (got < 0 || code != Z_OK)
-    throw InputError(path_, line_number_ + 1, "the gzip data is corrupt (zlib: " + std::string(message) + ")");
-  return 0;
+                     "the gzip data is corrupt (zlib: " +
+                         (g.z.msg ? std::string(g.z.msg) : "code " + std::to_string(code)) + ", in " + where() + ")");
+  }
 #else
   (void)into;
   (void)bytes;

@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -41,14 +43,19 @@ class LineSource {
   /// How the file's bytes become text.
   enum class Decompress {
     None,  ///< as they are
-    Gzip,  ///< zlib's gzread: gzip members one after another, or plain text as it is
+    /// A file that starts with gzip's magic bytes is gzip: every member, one after another, as
+    /// gunzip reads it; bytes after the last member that are not another member ("trailing
+    /// garbage", which gunzip refuses too) are an InputError. Any other file is text as it is.
+    Gzip,
   };
-  /// Opens `path` (see open_input_file). With Decompress::Gzip, a truncated or corrupt gzip
-  /// stream is an InputError, never an early end; UsageError when this build has no zlib.
-  explicit LineSource(std::string path, Decompress decompress = Decompress::None);
-  /// Reads `text` as if it were a file named `name` (tests and fuzzers), handing it to the line
-  /// splitter `chunk_bytes` at a time (0: all at once) to exercise lines that cross reads.
-  LineSource(std::string name, std::string text, std::size_t chunk_bytes = 0);
+  /// Opens `path` (see open_input_file), named `name` in messages when one is given ("<stdin>"
+  /// for /dev/stdin). With Decompress::Gzip, a truncated or corrupt gzip stream is an
+  /// InputError, never an early end; UsageError when this build has no zlib.
+  explicit LineSource(std::string path, Decompress decompress = Decompress::None, std::string name = {});
+  /// Reads `bytes` as if they were a file named `name` (tests and fuzzers), handing them over
+  /// `chunk_bytes` at a time (0: all at once) to exercise lines and gzip data that cross reads.
+  LineSource(std::string name, std::string bytes, std::size_t chunk_bytes = 0,
+             Decompress decompress = Decompress::None);
   ~LineSource();
   LineSource(const LineSource&) = delete;
   LineSource& operator=(const LineSource&) = delete;
@@ -71,19 +78,25 @@ class LineSource {
   void set_kind(std::string kind) { kind_ = std::move(kind); }
 
  private:
+  struct GzipStream;  // zlib's inflate state and the compressed bytes read (text_parsing.cpp)
   /// Reads more bytes after the unread ones; returns false at the end of the file.
   bool fill();
-  /// Up to `bytes` decompressed bytes (gzip mode); 0 at the end of the stream.
+  /// Up to `bytes` of the file's own bytes (compressed ones in gzip mode); 0 at its end.
+  std::size_t read_file_bytes(char* into, std::size_t bytes);
+  /// Up to `bytes` decompressed bytes (gzip mode); 0 at the end of the last member.
   std::size_t read_gzip(char* into, std::size_t bytes);
+  /// Reads more compressed bytes after the unused ones; false at the end of the file.
+  bool more_compressed();
+  void start_gzip();
   /// Numbers a line about to be returned (and drops a byte-order mark from the first).
   std::string_view counted(std::string_view line);
   std::string path_;
   int fd_ = -1;
-  void* gz_ = nullptr;             // zlib's gzFile when decompressing (it owns fd_ then)
-  std::string memory_;             // in-memory text, consumed from memory_offset_
-  std::size_t memory_offset_ = 0;  //
-  std::size_t chunk_bytes_ = 0;    // in-memory: bytes handed over per fill (0 = all)
-  std::vector<char> buffer_;       // unread bytes are [begin_, end_)
+  std::unique_ptr<GzipStream> gzip_;  // set when decompressing
+  std::string memory_;                // in-memory text, consumed from memory_offset_
+  std::size_t memory_offset_ = 0;     //
+  std::size_t chunk_bytes_ = 0;       // in-memory: bytes handed over per fill (0 = all)
+  std::vector<char> buffer_;          // unread bytes are [begin_, end_)
   std::size_t begin_ = 0, end_ = 0;
   std::size_t line_number_ = 0;
   std::size_t bytes_read_ = 0;

@@ -573,6 +573,15 @@ void finish_pb(MapJob& job) {
         "focusing (espgrid apbs FILE.in); use zero, sdh or mdh for one map");
   if (given(job, "charge-method") && pb.formulation == PbFormulation::Split)
     throw UsageError("--charge-method applies to --pb-formulation direct (split spreads no charges)");
+  // The kernel options choose the kernel of the one direct sum they can serve: the Coulomb part of
+  // the split formulation (the boundary faces always take the backend's exact kernel).
+  if (pb.formulation != PbFormulation::Split)
+    for (const std::string_view option : {"kernel", "accuracy", "msm-cutoff", "msm-spacing", "msm-order"})
+      if (given(job, option))
+        throw UsageError("--" + std::string(option) +
+                         " with --model pb chooses the kernel of the Coulomb part that --pb-formulation split sums; "
+                         "the direct formulation has no such sum (the boundary faces always take the backend's "
+                         "exact kernel): leave it out, or add --pb-formulation split");
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -200,7 +201,13 @@ void write_dx(const PotentialMap& map, const std::string& path, const MapWriteOp
     }
   };
   std::vector<std::thread> helpers;
-  for (int t = 1; t < threads; ++t) helpers.emplace_back(work, std::ref(buffers[static_cast<std::size_t>(t)]));
+  for (int t = 1; t < threads; ++t) {
+    try {
+      helpers.emplace_back(work, std::ref(buffers[static_cast<std::size_t>(t)]));
+    } catch (const std::system_error&) {
+      break;  // no thread to be had (an address-space limit): the threads started write the rest
+    }
+  }
   work(buffers[0]);
   for (auto& h : helpers) h.join();
   put(buffers[0], kTrailer, sizeof kTrailer - 1);

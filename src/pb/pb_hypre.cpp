@@ -10,6 +10,7 @@
 #include "src/core/errors.h"
 #include "src/core/foreign_allocations.h"
 #include "src/core/stopwatch.h"
+#include "src/pb/pb_limits.h"
 
 namespace espgrid::pb {
 
@@ -77,6 +78,7 @@ SolveReport solve_with_hypre(const PbSystem& system, std::vector<double>& u, dou
     if (!initialized) throw Error("hypre across MPI ranks: MPI is not running (start espgrid with mpirun)");
   }
   ensure_mpi();
+  reserve_for_hypre(system.grid);  // an allocation that fails inside hypre ends the process (MPI_Abort)
   const long n[3] = {static_cast<long>(system.grid.dims[0]), static_cast<long>(system.grid.dims[1]),
                      static_cast<long>(system.grid.dims[2])};
   for (int d = 0; d < 3; ++d)

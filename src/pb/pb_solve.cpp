@@ -17,6 +17,7 @@
 #include "src/pb/pb_cuda_driver.h"
 #include "src/pb/pb_geometry.h"
 #include "src/pb/pb_hypre.h"
+#include "src/pb/pb_limits.h"
 #include "src/pb/pb_multigrid.h"
 #include "src/pb/pb_nonlinear.h"
 #include "src/pb/pb_system_math.h"
@@ -199,6 +200,10 @@ void check_request(const Atoms& atoms, const GridSpec& grid, const PbOptions& op
     if (grid.dims[d] < 5)
       throw UsageError("--model pb needs at least 5 grid points along every axis (the faces hold the boundary values)");
   if (!run.atoms_outside) pb::check_atoms_inside(atoms, grid);
+  // The Debye-Hueckel boundary values hold outside every atom, and their float sums must not
+  // overflow (pb_limits.h); a focusing level's atoms may leave its grid by design.
+  if (!run.atoms_outside && (options.boundary == PbBoundary::Mdh || options.boundary == PbBoundary::Sdh))
+    pb::check_pb_boundary(atoms, grid, options);
   const bool focus = options.boundary == PbBoundary::Focus;
   if (focus && (!run.focus_parent || !run.focus_parent->potential))
     throw UsageError("bcfl focus needs the coarser level's solution (PbRun::focus_parent)");
@@ -244,6 +249,7 @@ PbSolver resolve_solver(PbSolver solver, bool across_ranks) {
 SolvePlan plan_solve(const Atoms& atoms, const GridSpec& grid, const PbOptions& options, const PbRun& run) {
   SolvePlan p;
   p.solver = resolve_solver(run.solver, run.across_ranks);
+  pb::check_pb_fits(grid, options, p.solver == PbSolver::CudaMultigrid);  // before anything is allocated
   p.threads = run.threads > 0 ? run.threads : omp_get_max_threads();
   const Backend backend = p.solver == PbSolver::CudaMultigrid ? Backend::Cuda : Backend::Cpu;
   p.faces_kernel = &default_kernel(backend);

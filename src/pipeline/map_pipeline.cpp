@@ -1,8 +1,10 @@
 #include "src/pipeline/map_pipeline.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <limits>
+#include <memory>
 #include <sys/stat.h>
 
 #include "src/core/bulk_memory.h"
@@ -12,6 +14,7 @@
 #include "src/maps/map_formats.h"
 #include "src/maps/map_stream.h"
 #include "src/os/atomic_output_file.h"
+#include "src/pb/pb_limits.h"
 #include "src/pb/pb_solve.h"
 
 namespace espgrid {
@@ -84,6 +87,24 @@ MapResult compute_map(const Atoms& atoms, const MapRequest& request) {
 
 namespace {
 
+/// Open MPI (hypre's MPI) keeps a session folder under $TMPDIR while it runs and removes it in
+/// MPI_Finalize, at exit: a signal that ends the program first would leave it. Its files go to a
+/// private folder of this process instead, which the signal handler removes (os/), as does the
+/// next run when a SIGKILL left it. Made once, before MPI starts (its finalization, registered
+/// later, then runs before the folder's removal at exit); a user's own setting is kept.
+void keep_open_mpi_files_in_a_private_folder() {
+  static const std::unique_ptr<TemporaryFolder> folder = []() -> std::unique_ptr<TemporaryFolder> {
+    if (std::getenv("OMPI_MCA_orte_tmpdir_base") != nullptr) return nullptr;
+    try {
+      auto made = std::make_unique<TemporaryFolder>("espgrid-mpi", "Open MPI's session files (hypre's MPI)");
+      ::setenv("OMPI_MCA_orte_tmpdir_base", made->path().c_str(), 0);
+      return made;
+    } catch (const Error&) {
+      return nullptr;  // no usable TMPDIR: Open MPI finds its own place, as it did before
+    }
+  }();
+}
+
 /// --model pb (issue 23): the map is a Poisson-Boltzmann solution (src/pb/pb_solve.h); the selected
 /// kernel computes its direct sums, and the backend picks the solver (cpu: hypre, cuda: the GPU
 /// multigrid, auto: the GPU when there is one).
@@ -109,6 +130,7 @@ void compute_pb_map(MapResult& result, const Atoms& atoms, const MapRequest& req
   run.workspace = request.compute.run.workspace;
   run.device_workspace = request.pb_workspace;
   if (request.progress) request.progress(0, 1);
+  if (run.solver != PbSolver::CudaMultigrid) keep_open_mpi_files_in_a_private_folder();
   const PbResult pb = solve_pb(atoms, request.grid, request.physics.pb, run);
   std::copy(pb.values.begin(), pb.values.end(), result.map.values.begin());
   // The files record how the map was solved (their source line), beside the physics.
@@ -290,6 +312,19 @@ JobInput read_job_input(const MapJob& job, MapObserver& observer, TimingReport* 
   return in;
 }
 
+namespace {
+
+/// check_grid_fits, and for --model pb what the solve needs beyond the map (pb/pb_limits.h).
+void check_job_grid_fits(const MapJob& job, const GridSpec& grid) {
+  check_grid_fits(grid);
+  if (!job.physics.poisson_boltzmann) return;
+  const BackendChoice backend = job.compute.backend;
+  pb::check_pb_fits(grid, job.physics.pb,
+                    backend == BackendChoice::Cuda || (backend == BackendChoice::Auto && cuda_available()));
+}
+
+}  // namespace
+
 PreparedJob prepare_job(const MapJob& job, MapObserver& observer, bool check_outputs) {
   const StructureSource& input = job.input;
   if (check_outputs) {
@@ -302,7 +337,7 @@ PreparedJob prepare_job(const MapJob& job, MapObserver& observer, bool check_out
   }
   PreparedJob p;
   p.kernel = select_kernel(job.compute, job.physics.model);
-  if (const std::optional<GridSpec> grid = explicit_grid(job.grid)) check_grid_fits(*grid);  // before reading
+  if (const std::optional<GridSpec> grid = explicit_grid(job.grid)) check_job_grid_fits(job, *grid);  // before reading
   // A CUDA context takes ~0.2 s to create: do it while the input is read, not after.
   if (p.kernel.kernel->backend == Backend::Cuda) {
     std::vector<int> devices = job.compute.run.devices;
@@ -313,7 +348,7 @@ PreparedJob prepare_job(const MapJob& job, MapObserver& observer, bool check_out
   }
   static_cast<JobInput&>(p) = read_job_input(job, observer, &p.timing);
   p.grid = make_grid(job.grid, p.structure.atoms);
-  check_grid_fits(p.grid);
+  check_job_grid_fits(job, p.grid);
   observer.prepared(p);
   return p;
 }

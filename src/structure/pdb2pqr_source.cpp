@@ -216,6 +216,11 @@ std::string Pdb2pqrAccount::left_out_text(std::size_t most) const {
 }
 
 Pdb2pqrAccount account_for_atoms(const std::string& pdb, const Atoms& pqr) {
+  std::istringstream in(pdb);
+  return account_for_atoms(in, pqr);
+}
+
+Pdb2pqrAccount account_for_atoms(std::istream& in, const Atoms& pqr) {
   Pdb2pqrAccount account;
   // The PQR's positions (pdb2pqr writes %8.3f, the PDB's own precision).
   std::set<std::array<long long, 3>> kept;
@@ -229,7 +234,6 @@ Pdb2pqrAccount account_for_atoms(const std::string& pdb, const Atoms& pqr) {
   }
   account.output_atoms = pqr.size();
   // The input's atoms of the first model, each once (its alternate locations: one atom).
-  std::istringstream in(pdb);
   std::string line;
   std::map<std::string, bool> atom_kept;                                   // identity -> a position of it is in the PQR
   std::map<std::string, std::size_t> residue_at;                           // residue -> index in `residues`
@@ -454,21 +458,28 @@ AssignedStructure assign_charges(const std::string& input, StructureFormat forma
     given = stem + (format == StructureFormat::Mmcif ? ".cif" : ".pdb");
     if (fs::path(input).filename() == given) given = stem + "-gunzipped" + fs::path(given).extension().string();
     const std::unique_ptr<LineSource> lines = open_structure_lines(input);
-    std::string text;
-    while (const auto line = lines->next()) {
-      text.append(*line);
-      text += '\n';
-    }
-    if (lines->empty()) throw Error(shown_input + " is empty: no structure to give pdb2pqr");
     const fs::path copy = folder / given;
     const int fd = ::open(copy.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    if (fd < 0 || !write_all(fd, text.data(), text.size())) {
-      const int error = errno;
-      if (fd >= 0) ::close(fd);
-      throw Error("cannot copy " + shown_input + " for pdb2pqr into " + copy.string() + ": " + std::strerror(error) +
-                  full_note(folder));
+    const auto cannot_copy = [&](int error) {
+      return Error("cannot copy " + shown_input + " for pdb2pqr into " + copy.string() + ": " + std::strerror(error) +
+                   full_note(folder));
+    };
+    if (fd < 0) throw cannot_copy(errno);
+    const std::unique_ptr<const int, void (*)(const int*)> closing(&fd, [](const int* f) { ::close(*f); });
+    // Streamed a MiB at a time: a .pdb.gz may expand to more than memory holds.
+    std::string text;
+    for (bool more = true; more;) {
+      const auto line = lines->next();
+      more = line.has_value();
+      if (more) {
+        text.append(*line);
+        text += '\n';
+        if (text.size() < (std::size_t{1} << 20)) continue;
+      }
+      if (!write_all(fd, text.data(), text.size())) throw cannot_copy(errno);
+      text.clear();
     }
-    ::close(fd);
+    if (lines->empty()) throw Error(shown_input + " is empty: no structure to give pdb2pqr");
     pdb_input = copy.string();
     const bool compressed = gzip || (!standard_input && !own_descriptor && is_gzip_file(input));
     result.command_prefix_ = standard_input ? "cat > " + given + " && "
@@ -541,7 +552,8 @@ AssignedStructure assign_charges(const std::string& input, StructureFormat forma
   }
   // What went in and what came out: pdb2pqr leaves out, with a warning at most, whatever it has
   // no parameters for (ligands, ions, modified residues). Said first, where nobody misses it.
-  result.account = account_for_atoms(file_text(pdb_input), result.structure.atoms);
+  std::ifstream pdb_text(pdb_input);  // streamed: a structure may be larger than memory
+  result.account = account_for_atoms(pdb_text, result.structure.atoms);
   if (result.account.left_out_atoms > 0)
     result.structure.notices.push_back(
         "pdb2pqr left " + std::to_string(result.account.left_out_atoms) + " of the " +

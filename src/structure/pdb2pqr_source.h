@@ -17,6 +17,7 @@
 
 #include <array>
 #include <functional>
+#include <iosfwd>
 #include <memory>
 #include <optional>
 #include <string>
@@ -77,6 +78,8 @@ struct Pdb2pqrAccount {
 /// heavy atom is kept when a PQR atom sits at its coordinates to 0.001 Å (PDB2PQR copies them;
 /// it renames atoms and residues and drops chain IDs, so names cannot be compared).
 Pdb2pqrAccount account_for_atoms(const std::string& pdb, const Atoms& pqr);
+/// The same, reading the PDB text line by line from `pdb` (a file as large as it comes).
+Pdb2pqrAccount account_for_atoms(std::istream& pdb, const Atoms& pqr);
 
 /// A structure whose charges and radii PDB2PQR assigned. Owns the temporary folder with the
 /// PQR until it is destroyed.

@@ -1,11 +1,13 @@
 #include "src/structure/point_file.h"
 
+#include <unistd.h>
+
 #include <charconv>
 #include <cmath>
+#include <filesystem>
 #include <iostream>
 #include <iterator>
 #include <optional>
-#include <sstream>
 
 #include "src/core/errors.h"
 #include "src/core/number_parsing.h"
@@ -55,8 +57,9 @@ PointList read_from(LineSource& source) {
   bool seen_data = false;
   static constexpr const char* kAxis[] = {"x", "y", "z"};
   while (const auto next = source.next()) {
-    const std::string_view line = trim(*next);
-    if (line.empty() || line.front() == '#') continue;
+    // '#' starts a comment, at the start of a line or after a point ("0 0 10  # site A").
+    const std::string_view line = trim(next->substr(0, next->find('#')));
+    if (line.empty()) continue;
     fields_of(line, fields);
     if (!seen_data && points.xyz.empty() && is_header(fields)) {
       seen_data = true;  // one header line, before any point
@@ -104,14 +107,21 @@ std::string shortest(float v) {
 std::string PointList::where(std::size_t index) const { return path + ":" + std::to_string(lines.at(index)); }
 
 PointList read_points(const std::string& path) {
-  if (path == "-") {
-    // Standard input may be a pipe or a terminal: read it whole (a points file is small next to
-    // memory), then parse it as any file, named "<stdin>" in messages.
+  // Standard input is streamed as any file (a pipe may bring more than memory holds), named
+  // "<stdin>" in messages; a terminal, which the line source refuses as a device, is read whole.
+  const bool standard_input = path == "-";
+  if (standard_input && ::isatty(STDIN_FILENO)) {
     std::string text((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
     if (std::cin.bad()) throw Error("cannot read the points from standard input");
     return read_points_text("<stdin>", text);
   }
-  LineSource source(path);
+  std::error_code ec;
+  const std::string opened = !standard_input                             ? path
+                             : std::filesystem::exists("/dev/stdin", ec) ? "/dev/stdin"
+                                                                         : "/proc/self/fd/0";
+  if (!standard_input && std::filesystem::is_directory(path, ec))
+    throw Error(path + " is a directory, not a points file (x y z a line)");
+  LineSource source(opened, LineSource::Decompress::None, standard_input ? "<stdin>" : path);
   return read_from(source);
 }
 
@@ -119,6 +129,8 @@ PointList read_points_text(const std::string& name, const std::string& text) {
   LineSource source(name, text);
   return read_from(source);
 }
+
+PointList read_points(LineSource& lines) { return read_from(lines); }
 
 PointTableFormat point_table_format_from_extension(const std::string& path) {
   const auto dot = path.rfind('.');

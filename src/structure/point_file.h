@@ -1,7 +1,8 @@
 // Points to sample the potential at (`espgrid sample`, issue 25) and the table of values it
 // writes. A points file holds one point a line, "x y z" in Å separated by whitespace or by
-// commas (APBS multivalue's CSV), with '#' comment lines, blank lines and one header line
-// "x,y,z" (or "x y z") allowed. Any other line is an InputError "FILE:LINE: what".
+// commas (APBS multivalue's CSV); '#' starts a comment (a whole line, or after a point), and
+// blank lines and one header line "x,y,z" (or "x y z") are allowed. Any other line is an
+// InputError "FILE:LINE: what".
 #pragma once
 
 #include <cstddef>
@@ -9,6 +10,8 @@
 #include <vector>
 
 namespace espgrid {
+
+class LineSource;
 
 struct PointList {
   std::string path;                ///< the file as named in messages ("<stdin>" for standard input)
@@ -25,6 +28,8 @@ struct PointList {
 PointList read_points(const std::string& path);
 /// The same from text in memory named `name` (tests and fuzzers).
 PointList read_points_text(const std::string& name, const std::string& text);
+/// The same from any line source (fuzzers read text in pieces through it).
+PointList read_points(LineSource& lines);
 
 /// How a table of sampled values is written.
 enum class PointTableFormat {

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <limits>
 
+#include "src/core/errors.h"
 #include "src/physics/pair_potentials.h"
 
 namespace espgrid::surface {
@@ -22,6 +23,12 @@ std::vector<double> offset_points(const TriangleMesh& mesh, double offset) {
 
 std::vector<float> potential_at(const Atoms& atoms, const PhysicsOptions& physics, const std::vector<double>& points,
                                 int threads) {
+  // The pair evaluator of a PB physics is its Coulomb part only: summing it would label the vacuum
+  // potential "pb". Every caller refuses --model pb with its own advice first; this is the floor.
+  if (physics.poisson_boltzmann)
+    throw UsageError(
+        "a Poisson-Boltzmann potential is a field solve, not a sum over the atoms: map it with "
+        "--model pb and interpolate that map");
   const std::size_t n = points.size() / 3;
   std::vector<float> out(n);
   const double k = coulomb_factor(physics);

@@ -149,8 +149,20 @@ SurfaceValues surface_values(const Atoms& atoms, const PotentialMap& map, const 
                                describe_model(map.physics) + ", dielectric " + shortest_text(map.physics.dielectric) +
                                ")";
   const std::string map_text = "trilinear interpolation of the map";
+  // A Poisson-Boltzmann map is a field solve: no sum over the atoms gives it (the sum with its
+  // physics would be the vacuum Coulomb potential at the solute's dielectric, labelled PB).
+  const bool pb = map.physics.poisson_boltzmann;
+  if (pb && options.values == VertexValues::Sum)
+    throw UsageError(
+        "--values sum: the map is a Poisson-Boltzmann solution, which no sum over the atoms gives (the sum would be "
+        "the vacuum Coulomb potential at the solute's dielectric " +
+        shortest_text(map.physics.dielectric) + "); use --values map (or auto, which interpolates a PB map)");
   std::vector<float> interpolated = interpolate(map, points);
-  if (options.values == VertexValues::Map) {
+  if (pb) {
+    out.values = std::move(interpolated);
+    out.method = VertexValues::Map;
+    out.method_text = map_text + " (a Poisson-Boltzmann map: no sum over the atoms gives it)";
+  } else if (options.values == VertexValues::Map) {
     out.values = std::move(interpolated);
     out.method = VertexValues::Map;
     out.method_text = map_text + " (asked for)";
@@ -237,6 +249,26 @@ std::array<std::uint8_t, 3> potential_rgb(double value, double limit) {
   return out;
 }
 
+std::vector<std::string> structure_in_map_notes(const Atoms& atoms, const GridSpec& g) {
+  // The structure must be the map's: at least one atom inside the map's box.
+  std::size_t inside = 0;
+  for (std::size_t i = 0; i < atoms.size(); ++i) {
+    const double p[3] = {atoms.x[i], atoms.y[i], atoms.z[i]};
+    bool in = true;
+    for (int a = 0; a < 3; ++a) {
+      const double lo = g.origin[a], hi = g.position(a, g.dims[a] - 1);
+      in = in && p[a] >= lo - 1e-6 && p[a] <= hi + 1e-6;
+    }
+    inside += in ? 1 : 0;
+  }
+  if (inside == 0)
+    throw UsageError(
+        "no atom of the structure lies inside the map's box: is it the structure the map was computed from?");
+  if (inside < atoms.size())
+    return {with_commas(atoms.size() - inside) + " of " + with_commas(atoms.size()) + " atoms lie outside the map"};
+  return {};
+}
+
 ViewScene build_view_scene(const Atoms& atoms, const PotentialMap& map, const MapOrigin& origin,
                            const ViewOptions& options) {
   if (!(options.offset >= 0 && options.offset <= 20))
@@ -257,23 +289,8 @@ ViewScene build_view_scene(const Atoms& atoms, const PotentialMap& map, const Ma
   scene.units = unit_name(map.physics.unit);
   const GridSpec& g = map.grid;
 
-  // The structure must be the map's: at least one atom inside the map's box.
-  std::size_t inside = 0;
-  for (std::size_t i = 0; i < atoms.size(); ++i) {
-    const double p[3] = {atoms.x[i], atoms.y[i], atoms.z[i]};
-    bool in = true;
-    for (int a = 0; a < 3; ++a) {
-      const double lo = g.origin[a], hi = g.position(a, g.dims[a] - 1);
-      in = in && p[a] >= lo - 1e-6 && p[a] <= hi + 1e-6;
-    }
-    inside += in ? 1 : 0;
-  }
-  if (inside == 0)
-    throw UsageError(
-        "no atom of the structure lies inside the map's box: is it the structure the map was computed from?");
-  if (inside < atoms.size())
-    scene.notes.push_back(with_commas(atoms.size() - inside) + " of " + with_commas(atoms.size()) +
-                          " atoms lie outside the map");
+  const std::vector<std::string> placement = structure_in_map_notes(atoms, g);
+  scene.notes.insert(scene.notes.end(), placement.begin(), placement.end());
 
   // The surface.
   SurfaceOptions surface_options = options.surface;

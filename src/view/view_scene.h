@@ -20,7 +20,7 @@ namespace espgrid::surface {
 
 /// How the potential at the surface's sample points is obtained.
 enum class VertexValues {
-  Auto,  ///< Sum when the map is espgrid's, the sum is affordable and it agrees with the map; else Map
+  Auto,  ///< Sum when the map is an espgrid pair-model map, the sum affordable and agreeing with it; else Map
   Sum,   ///< the exact direct sum over the atoms, with the map's physics (vertex_potential.h)
   Map,   ///< trilinear interpolation of the map (NaN, drawn grey, outside it)
 };
@@ -107,7 +107,8 @@ std::pair<std::array<double, 3>, std::array<double, 3>> camera_axes(const Atoms&
 
 /// The potential at each vertex's sample point (offset outside along its normal) and how it was
 /// obtained, by options.values (see VertexValues and docs/viz.md): shared by `espgrid view` and
-/// `espgrid surface --map`.
+/// `espgrid surface --map`. A Poisson-Boltzmann map is always interpolated (auto), and --values
+/// sum is a UsageError for it: no sum over the atoms gives a PB potential.
 struct SurfaceValues {
   std::vector<float> values;  ///< map units; NaN where interpolation falls outside the map
   VertexValues method = VertexValues::Map;
@@ -116,6 +117,10 @@ struct SurfaceValues {
 };
 SurfaceValues surface_values(const Atoms& atoms, const PotentialMap& map, const MapOrigin& origin,
                              const TriangleMesh& surface, const ViewOptions& options);
+
+/// Throws UsageError when no atom lies inside the map's box (the structure is not the map's);
+/// otherwise a note when some atoms lie outside it. `espgrid view` and `espgrid surface --map`.
+std::vector<std::string> structure_in_map_notes(const Atoms& atoms, const GridSpec& grid);
 
 /// The colour scale's ±limit for these values and why: options.limit, --limit auto (the 95th
 /// percentile of |value|, rounded up by nice_ceiling) or the unit's customary range.

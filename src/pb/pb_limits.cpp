@@ -1,0 +1,158 @@
+#include "src/pb/pb_limits.h"
+
+#include <algorithm>
+#include <cfloat>
+#include <cmath>
+#include <cstdlib>
+#include <string>
+
+#include "src/core/errors.h"
+#include "src/core/text_format.h"
+#include "src/core/units.h"
+#include "src/pb/pb_geometry.h"
+
+namespace espgrid::pb {
+namespace {
+
+// Host bytes per grid point, by phase. Measured 2026-11-27 (peak RSS of `espgrid map
+// data/fasciculin2.pqr --model pb`, release build, hypre 2.26): 376 B a point between 290,700 and
+// 1,134,216 points (the slope; the 30 MB the program holds anyway is not counted), the same for
+// the split formulation and spl2. By the code: espgrid's arrays while hypre runs are the float
+// map (4), the boundary values (8), the coefficient maps (40), the system (48) and u (8): 108;
+// hypre's staging buffers 72 B a point up to 2^22 points (pb_hypre.cpp fills hypre a slab at a
+// time); hypre itself the rest, 196 (its matrix, PCG's vectors and PFMG's levels). Rounded up.
+constexpr double kEspgridSolveBytes = 112;
+constexpr double kHypreBytes = 200;
+constexpr double kHypreStagingBytes = 72;
+constexpr double kHypreStagingPoints = double(std::uint64_t{1} << 22);
+// The surface phase: the map, the boundary values and the coefficient maps (52), and with the
+// sampled surface 2 bytes a fine point (region and ions) and 1 a cell.
+constexpr double kSurfaceBytes = 56;
+// Open MPI's start (hypre's MPI, once a process): 117 MB more address space after
+// MPI_Init_thread, 140 MB at its peak, 7 MB of it resident (measured 2026-11-27, Open MPI 4.1.4,
+// isolated singleton: its threads' stacks and shared-memory maps). An address-space limit (ulimit
+// -v) binds on it, and a start that fails there ends the process (MPI's errors are fatal then).
+constexpr double kMpiStartBytes = 160.0 * 1024 * 1024;
+// On a GPU the host holds the map, the boundary values, the Coulomb map or spread charges and, when
+// the host builds the coefficients and the multigrid hierarchy, those too (by the code).
+constexpr double kGpuHostBytes = 168;
+
+double point_count(const GridSpec& grid) { return double(grid.dims[0]) * double(grid.dims[1]) * double(grid.dims[2]); }
+
+}  // namespace
+
+std::uint64_t sampled_surface_points(const GridSpec& grid, const PbOptions& options) {
+  if (options.sampling < 2) return 0;
+  std::uint64_t points = 1;
+  for (int d = 0; d < 3; ++d)
+    points *= static_cast<std::uint64_t>(grid.dims[d] - 1) * static_cast<std::uint64_t>(options.sampling) + 1;
+  return points;
+}
+
+double hypre_bytes(const GridSpec& grid) {
+  const double points = point_count(grid);
+  return kHypreBytes * points + kHypreStagingBytes * std::min(points, kHypreStagingPoints);
+}
+
+double pb_host_bytes(const GridSpec& grid, const PbOptions& options, bool on_gpu) {
+  const double points = point_count(grid);
+  const double surface = kSurfaceBytes * points + 3.0 * double(sampled_surface_points(grid, options));
+  const double solve =
+      on_gpu ? kGpuHostBytes * points : kEspgridSolveBytes * points + hypre_bytes(grid) + kMpiStartBytes;
+  return std::max(surface, solve);
+}
+
+void check_pb_fits(const GridSpec& grid, const PbOptions& options, bool on_gpu, std::size_t available) {
+  const std::uint64_t fine = sampled_surface_points(grid, options);
+  const std::string sampled = "the sampled surface's fine grid (--surface-sampling " +
+                              std::to_string(options.sampling) + " on " + describe(grid) + ") of " + with_commas(fine) +
+                              " points";
+  if (const std::uint64_t limit = max_grid_points_from_environment(); limit != 0 && fine > limit)
+    throw UsageError(sampled + " is over the limit of " + with_commas(limit) +
+                     " points set by ESPGRID_MAX_GRID_POINTS; use a smaller --surface-sampling or a larger --spacing");
+  if (available == 0) available = available_memory_bytes();
+  const double needed = pb_host_bytes(grid, options, on_gpu);
+  if (available == 0 || needed <= 0.9 * double(available)) return;
+  const bool fine_decides = kSurfaceBytes * point_count(grid) + 3.0 * double(fine) > needed * 0.999;
+  throw UsageError("--model pb on a grid of " + describe(grid) + " needs about " + human_bytes(needed) +
+                   " of memory (" +
+                   (fine_decides ? sampled
+                                 : (on_gpu ? std::string("the host's share of the GPU solve")
+                                           : "the system and hypre's multigrid, about " +
+                                                 std::to_string(static_cast<int>(
+                                                     std::lround((needed - kMpiStartBytes) / point_count(grid)))) +
+                                                 " bytes a point, and Open MPI's start")) +
+                   ") but only " + human_bytes(double(available)) + " is available; use a larger --spacing" +
+                   (fine ? std::string(", a smaller --surface-sampling") : std::string()) + " or a smaller region");
+}
+
+void check_pb_boundary(const Atoms& atoms, const GridSpec& g, const PbOptions& o) {
+  // The atom whose sphere reaches furthest past a face, and the padding every sphere would need.
+  double worst = 0, padding = 0;
+  std::size_t worst_atom = 0;
+  int worst_axis = 0, worst_side = 0;
+  double lo[3], hi[3];
+  for (int d = 0; d < 3; ++d) {
+    const std::vector<double>& c = d == 0 ? atoms.x : d == 1 ? atoms.y : atoms.z;
+    lo[d] = *std::min_element(c.begin(), c.end());
+    hi[d] = *std::max_element(c.begin(), c.end());
+  }
+  for (std::size_t a = 0; a < atoms.size(); ++a) {
+    const double r = atoms.radius[a];
+    if (r <= kNoRadius) continue;
+    const double p[3] = {atoms.x[a], atoms.y[a], atoms.z[a]};
+    for (int d = 0; d < 3; ++d)
+      for (int side = 0; side < 2; ++side) {
+        const double face = side ? g.position(d, g.dims[d] - 1) : g.origin[d];
+        const double past = r - std::fabs(p[d] - face);
+        padding = std::max(padding, r - (side ? hi[d] - p[d] : p[d] - lo[d]));
+        if (past > worst) {
+          worst = past, worst_atom = a, worst_axis = d, worst_side = side;
+        }
+      }
+  }
+  if (worst > 0) {
+    const std::size_t a = worst_atom;
+    const double face = worst_side ? g.position(worst_axis, g.dims[worst_axis] - 1) : g.origin[worst_axis];
+    throw UsageError("--model pb: atom " + std::to_string(a + 1) + " (radius " + shortest_text(atoms.radius[a]) +
+                     " Å) at (" + short_fixed(atoms.x[a], 3) + ", " + short_fixed(atoms.y[a], 3) + ", " +
+                     short_fixed(atoms.z[a], 3) + ") reaches the grid's " + std::string(1, "xyz"[worst_axis]) +
+                     " face at " + short_fixed(face, 3) + " Å: the boundary values (Debye-Hückel spheres, APBS bcfl " +
+                     "mdh) hold only outside every atom; use a --padding of at least " +
+                     short_fixed(std::ceil(padding * 10) / 10, 1) +
+                     " Å, or an explicit grid whose faces are a radius away from every atom");
+  }
+  // Each atom enters the boundary's float32 direct sum with q·e^(κa)/(1 + κa)·k/ε_w (pb_solve.cpp
+  // mdh_boundary); keep it well inside float32 (3.4e38), with room for the sum over the atoms.
+  const double kappa = pb_kappa(o);
+  const double k = coulomb_constant(PotentialUnit::KTPerE, o.temperature) / o.solvent_dielectric;
+  for (std::size_t a = 0; a < atoms.size(); ++a) {
+    const double ka = kappa * atoms.radius[a];
+    const double log10_charge =
+        std::log10(std::max(std::fabs(atoms.charge[a]), 1e-300) * k) + (ka - std::log1p(ka)) / std::log(10.0);
+    if (log10_charge <= 35) continue;
+    throw UsageError(
+        "--model pb at --temperature " + shortest_text(o.temperature) + " K: atom " + std::to_string(a + 1) +
+        " (radius " + shortest_text(atoms.radius[a]) + " Å) enters the boundary's Debye-Hückel sum with about 1e" +
+        std::to_string(static_cast<int>(std::floor(log10_charge))) + " kT/e·Å (Debye length " +
+        short_scientific(kappa > 0 ? 1 / kappa : 0) + " Å from --temperature, --ionic-strength " +
+        shortest_text(o.ionic_strength) + " M and --solvent-dielectric " + shortest_text(o.solvent_dielectric) +
+        "), beyond what the float32 direct sum holds; PB needs a temperature near the solvent's, "
+        "not near 0 K");
+  }
+}
+
+void reserve_for_hypre(const GridSpec& grid) {
+  // Address space asked for and given back untouched: with an address-space limit (ulimit -v, a
+  // batch system's) or strict overcommit the request fails here, where it can be reported.
+  const double bytes = 1.25 * hypre_bytes(grid) + 32.0 * 1024 * 1024;  // hypre's own structures besides
+  if (bytes >= double(SIZE_MAX)) throw UsageError("--model pb: the grid is too large for hypre");
+  void* volatile block = std::malloc(static_cast<std::size_t>(bytes));
+  if (block == nullptr)
+    throw Error("--model pb: hypre needs about " + human_bytes(hypre_bytes(grid)) + " for a grid of " + describe(grid) +
+                ", and the system does not give it (" + human_bytes(double(available_memory_bytes())) +
+                " available); use a larger --spacing or a smaller region");
+  std::free(block);
+}
+
+}  // namespace espgrid::pb
