@@ -92,7 +92,7 @@ int run_surface(int argc, char** argv) {
   surface_options.probe = number_option("probe", args["probe"].as<std::string>());
   const MapJob job = job_from_args(args, job_options_here, JobUse::Values);  // checks the physics
   PhysicsOptions physics = job.physics;
-  if (physics.poisson_boltzmann)
+  if (physics.is_pb())
     throw UsageError(
         "--model pb: a Poisson-Boltzmann potential is a field solve, not a sum over the atoms; map it first and "
         "colour the surface with that map: espgrid map " +

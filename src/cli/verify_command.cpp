@@ -217,7 +217,7 @@ int run_verify(int argc, char** argv) {
     return 0;
   }
   MapJob job = job_from_args(args, job_options_taken, JobUse::Values);
-  if (job.physics.poisson_boltzmann)
+  if (job.physics.is_pb())
     throw UsageError(
         "verify compares the pair-model kernels with the double-precision reference sum; --model pb is a field "
         "solve that no kernel computes, so verify has nothing to check it against (PB maps are checked against "

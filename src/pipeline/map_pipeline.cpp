@@ -317,7 +317,7 @@ namespace {
 /// check_grid_fits, and for --model pb what the solve needs beyond the map (pb/pb_limits.h).
 void check_job_grid_fits(const MapJob& job, const GridSpec& grid) {
   check_grid_fits(grid);
-  if (!job.physics.poisson_boltzmann) return;
+  if (!job.physics.is_pb()) return;
   const BackendChoice backend = job.compute.backend;
   pb::check_pb_fits(grid, job.physics.pb,
                     backend == BackendChoice::Cuda || (backend == BackendChoice::Auto && cuda_available()));

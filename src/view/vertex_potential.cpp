@@ -25,7 +25,7 @@ std::vector<float> potential_at(const Atoms& atoms, const PhysicsOptions& physic
                                 int threads) {
   // The pair evaluator of a PB physics is its Coulomb part only: summing it would label the vacuum
   // potential "pb". Every caller refuses --model pb with its own advice first; this is the floor.
-  if (physics.poisson_boltzmann)
+  if (physics.is_pb())
     throw UsageError(
         "a Poisson-Boltzmann potential is a field solve, not a sum over the atoms: map it with "
         "--model pb and interpolate that map");

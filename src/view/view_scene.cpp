@@ -151,7 +151,7 @@ SurfaceValues surface_values(const Atoms& atoms, const PotentialMap& map, const 
   const std::string map_text = "trilinear interpolation of the map";
   // A Poisson-Boltzmann map is a field solve: no sum over the atoms gives it (the sum with its
   // physics would be the vacuum Coulomb potential at the solute's dielectric, labelled PB).
-  const bool pb = map.physics.poisson_boltzmann;
+  const bool pb = map.physics.is_pb();
   if (pb && options.values == VertexValues::Sum)
     throw UsageError(
         "--values sum: the map is a Poisson-Boltzmann solution, which no sum over the atoms gives (the sum would be "
