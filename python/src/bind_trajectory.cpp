@@ -100,7 +100,8 @@ void bind_trajectory(py::module_& m) {
                r = vector_of(radii, "radii", count);
                check_atom_values(r, AtomField::Radius, "radii");
              }
-             return std::make_unique<FrameAverage>(o, grid, std::move(q), std::move(r), with_deviation, os_string(source));
+             return std::make_unique<FrameAverage>(o, grid, std::move(q), std::move(r), with_deviation,
+                                                   os_string(source));
            }),
            "options"_a, "grid"_a, "charges"_a, "with_deviation"_a, "source"_a, "radii"_a = py::none())
       .def(
