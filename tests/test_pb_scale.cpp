@@ -21,6 +21,8 @@
 #include "src/pb/pb_multigrid.h"
 #include "src/pb/pb_pipeline.h"
 #include "src/pb/pb_solve.h"
+#include "src/pipeline/map_pipeline.h"
+#include "src/registry/kernel_registry.h"
 #include "tests/test_support.h"
 
 namespace espgrid {
@@ -290,6 +292,22 @@ TEST(PbMemory, TheSummaryStatesTheEstimateAndThePeak) {
   const PbResult r = solve_pb(fas, grid_around(fas, 1.2, 7), PbOptions{}, run);
   EXPECT_NE(r.summary.find("memory: estimated about"), std::string::npos) << r.summary;
   EXPECT_NE(r.summary.find("host peak"), std::string::npos) << r.summary;
+}
+
+// A PB grid is not split over GPUs: several devices are refused, not quietly reduced to the first.
+TEST(PbScaleOut, SeveralDevicesAreRefusedBeforeTheMapIsMade) {
+  const Atoms fas = testing::load_molecule("fasciculin2.pqr");
+  MapRequest request;
+  request.grid = grid_around(fas, 1.2, 7);
+  request.physics.method = MapMethod::PoissonBoltzmann;
+  request.compute.run.devices = {0, 1};
+  const KernelSelection kernel{&default_kernel(Backend::Cpu), "test", 0};
+  try {
+    compute_map(fas, request, kernel);
+    FAIL() << "--model pb over two devices was not refused";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("solves on one GPU"), std::string::npos) << e.what();
+  }
 }
 
 // ---- on a GPU: the pipeline against the path it replaces -------------------------------------------

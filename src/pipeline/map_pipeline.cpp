@@ -91,6 +91,9 @@ namespace {
 /// caller's object (compute_map returns it by its one name: no move).
 void compute_pb_map(MapResult& result, const Atoms& atoms, const MapRequest& request, const KernelSelection& kernel,
                     MapFiles* files) {
+  if (request.compute.run.devices.size() > 1)  // not one GPU's solve under another name
+    throw UsageError("--model pb solves on one GPU (--device N): splitting a PB grid over " +
+                     std::to_string(request.compute.run.devices.size()) + " GPUs is not implemented yet");
   result.kernel = kernel;
   result.map.grid = request.grid;
   result.map.physics = request.physics;
@@ -106,6 +109,7 @@ void compute_pb_map(MapResult& result, const Atoms& atoms, const MapRequest& req
   run.device = request.compute.run.device;
   run.direct_sum = kernel.kernel;
   run.unit = request.physics.unit;
+  run.across_ranks = request.pb_across_ranks;
   if (request.progress) request.progress(0, 1);
   const PbResult pb = solve_pb(atoms, request.grid, request.physics.pb, run);
   std::copy(pb.values.begin(), pb.values.end(), result.map.values.begin());

@@ -82,6 +82,9 @@ struct MapRequest {
   /// When valid, the GPU contexts being created meanwhile (PreparedJob::devices_ready): waited
   /// for once the map's memory is prepared, so the two overlap.
   std::shared_future<void> devices_ready;
+  /// --model pb under mpirun: one solve by hypre over every rank of MPI_COMM_WORLD (collective:
+  /// every rank calls compute_map with the same request; every rank gets the whole map).
+  bool pb_across_ranks = false;
 };
 
 struct MapResult {
