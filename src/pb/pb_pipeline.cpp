@@ -7,6 +7,7 @@
 #include <string>
 
 #include "src/core/errors.h"
+#include "src/core/stopwatch.h"
 #include "src/pb/pb_boundary.h"
 #include "src/pb/pb_geometry.h"
 #include "src/pb/pb_multigrid.h"
@@ -95,6 +96,7 @@ std::vector<double> face_values(const std::vector<double>& full, const GridSpec&
 
 PipelineSolve solve_with_pipeline(const Atoms& atoms, const GridSpec& grid, const PbOptions& o,
                                   const PipelineRequest& request, std::vector<float>& values) {
+  const Stopwatch host_clock;  // the host's share: small tables, the hierarchy's shape, the map's memory
   cuda::PbPipelineInput in;
   in.atoms = {static_cast<long>(atoms.size()),
               atoms.x.data(),
@@ -153,6 +155,7 @@ PipelineSolve solve_with_pipeline(const Atoms& atoms, const GridSpec& grid, cons
     in.potential = out.potential.data();
   }
   in.fixed_charge_energy = request.fixed_charge;
+  const double host_seconds = host_clock.seconds();
   cuda::PbPipelineResult r;
   cuda::run_pb_pipeline(in, r);
   out.solve.method =
@@ -167,7 +170,8 @@ PipelineSolve solve_with_pipeline(const Atoms& atoms, const GridSpec& grid, cons
   out.sas_points = r.sas_points;
   if (request.fixed_charge) out.fixed_charge = r.fixed_charge;
   out.device_peak_bytes = static_cast<double>(r.peak_bytes);
-  out.phases = {{"device inputs (atoms, SAS neighbours)", r.inputs_seconds},
+  out.phases = {{"host preparation (tables, hierarchy shape, map memory)", host_seconds},
+                {"device inputs (atoms, SAS neighbours)", r.inputs_seconds},
                 {"device surface", r.surface_seconds},
                 {"waiting for the boundary values", r.faces_wait_seconds},
                 {"device charges, assembly and hierarchy", r.assemble_seconds},
