@@ -22,6 +22,7 @@
 #include "src/core/text_format.h"
 #include "src/maps/map_stream.h"
 #include "src/os/atomic_output_file.h"
+#include "src/pb/pb_memory.h"
 #include "src/pipeline/map_pipeline.h"
 #include "src/pipeline/map_summary.h"
 #include "src/pipeline/time_estimate.h"
@@ -140,6 +141,13 @@ class PrintingObserver : public MapObserver {
   void notice(const std::string& text) override { std::fprintf(stderr, "espgrid: note: %s\n", text.c_str()); }
   void prepared(const PreparedJob& p) override {
     print_input(job_.input.path, p.structure.atoms, p.grid);
+    if (job_.physics.is_pb()) {  // before anything of the grid's size is allocated (issue 33)
+      const BackendChoice backend = job_.compute.backend;
+      const bool gpu = backend == BackendChoice::Cuda || (backend == BackendChoice::Auto && cuda_available());
+      std::printf("memory     the PB solve needs %s\n",
+                  pb::pb_memory_plan(p.structure.atoms, p.grid, job_.physics.pb, gpu).describe().c_str());
+      std::fflush(stdout);
+    }
     bar_.emplace(std::string(p.kernel.kernel->name));
     kernel_name_ = std::string(p.kernel.kernel->name);
     why_ = p.kernel.why;
@@ -260,8 +268,10 @@ class JsonSummary {
 
 /// `espgrid map` under mpirun with more than one rank: every rank reads the input and computes
 /// a contiguous block of z-planes (its rank-local GPU, or the CPU); rank 0 gathers the map,
-/// prints the summary with every rank's timing, and writes the outputs. Any rank's failure
-/// stops every rank before anything is written (rank 0 reports it; see Cluster::agree).
+/// prints the summary with every rank's timing, and writes the outputs. --model pb is one solve:
+/// hypre over every rank (z-planes in contiguous blocks), each rank building the coefficient maps,
+/// rank 0 writing the map. Any rank's failure stops every rank before anything is written (rank 0
+/// reports it; see Cluster::agree).
 int run_map_distributed(const cxxopts::ParseResult& args, scaleout::Cluster& cluster, const JsonSummary& json) {
   const bool root = cluster.is_root();
   MapJob job;
@@ -269,7 +279,9 @@ int run_map_distributed(const cxxopts::ParseResult& args, scaleout::Cluster& clu
   std::optional<PreparedProblem> problem;
   MapResult result;
   scaleout::DistributedRun run;
-  MapObserver quiet;  // rank 0 prints once every rank has read the input
+  MapObserver quiet;                         // rank 0 prints once every rank has read the input
+  std::optional<PrintingObserver> printing;  // --model pb: rank 0's, as one process prints
+  std::optional<SummaryRecorder> recorder;
   // Every rank passes the same agreement points, so a failure anywhere reaches all of them:
   // rank 0 prints it, everyone waits for that, then rank 0 exits non-zero and the rest 0.
   int status = 0;
@@ -280,8 +292,13 @@ int run_map_distributed(const cxxopts::ParseResult& args, scaleout::Cluster& clu
       if (is_standard_input(job.input.path))
         throw UsageError("under mpirun, give a file: every rank reads the input, and only one has standard input");
       if (root) json.check(job);
-      if (job.physics.is_pb())  // issue 23: one process solves the whole grid
-        throw UsageError("--model pb runs in one process; run it without mpirun (on a GPU it takes seconds)");
+      if (job.physics.is_pb()) {  // one solve over the ranks: hypre on MPI_COMM_WORLD (issue 33)
+        if (job.compute.backend == BackendChoice::Cuda)
+          throw UsageError(
+              "under mpirun, --model pb is one solve by hypre over the ranks' CPUs (--backend cpu): the GPU solver "
+              "does not split a grid over ranks; without mpirun one GPU solves a grid of 10^8 points");
+        job.compute.backend = BackendChoice::Cpu;
+      }
       if (needs_charge_assignment(job.input.file_format()))
         throw UsageError("under mpirun, give a PQR file: run `espgrid map " + job.input.path +
                          " --keep-pqr FILE.pqr ...` once without mpirun (or pdb2pqr30 yourself)");
@@ -296,7 +313,8 @@ int run_map_distributed(const cxxopts::ParseResult& args, scaleout::Cluster& clu
       if (prepared->kernel.kernel->backend == Backend::Cpu && options.threads == 0 && cluster.local_size() > 1 &&
           omp_get_num_procs() >= static_cast<int>(std::thread::hardware_concurrency()))
         options.threads = std::max(1, omp_get_num_procs() / cluster.local_size());
-      problem.emplace(PreparedProblem::for_physics(prepared->structure.atoms, prepared->grid, job.physics));
+      if (!job.physics.is_pb())
+        problem.emplace(PreparedProblem::for_physics(prepared->structure.atoms, prepared->grid, job.physics));
       if (root) {
         result.map.grid = prepared->grid;
         result.map.physics = job.physics;
@@ -308,25 +326,47 @@ int run_map_distributed(const cxxopts::ParseResult& args, scaleout::Cluster& clu
     if (root) {
       for (const auto& notice : prepared->structure.notices)
         std::fprintf(stderr, "espgrid: note: %s\n", notice.c_str());
-      print_input(job.input.path, prepared->structure.atoms, prepared->grid);
-      std::printf(
-          "ranks      %d MPI ranks: z-planes in contiguous blocks, one per rank; the map is gathered to "
-          "rank 0\n",
-          cluster.size());
+      if (job.physics.is_pb()) {
+        printing.emplace(job);
+        recorder.emplace(*printing);
+        recorder->prepared(*prepared);
+        std::printf(
+            "ranks      %d MPI ranks: one PB solve by hypre over all of them (z-planes in contiguous blocks); every "
+            "rank builds the coefficient maps and gets the map; rank 0 writes it\n",
+            cluster.size());
+      } else {
+        print_input(job.input.path, prepared->structure.atoms, prepared->grid);
+        std::printf(
+            "ranks      %d MPI ranks: z-planes in contiguous blocks, one per rank; the map is gathered to "
+            "rank 0\n",
+            cluster.size());
+      }
       std::fflush(stdout);
     }
-    ProgressBar bar(std::string(prepared->kernel.kernel->name));
-    RunOptions options = job.compute.run;
-    if (root) options.progress = [&bar](std::size_t done, std::size_t total) { bar.update(done, total); };
-    try {
-      run = scaleout::compute_distributed(cluster, *prepared->kernel.kernel, *problem,
-                                          root ? result.map.values.data() : nullptr, options);
-    } catch (const scaleout::PeerFailure&) {
-      throw;
-    } catch (const UsageError&) {
-      throw;
-    } catch (const Error& e) {
-      throw Error(std::string(e.what()) + "; no map written");
+    if (job.physics.is_pb()) {
+      MapRequest request;
+      request.grid = prepared->grid;
+      request.physics = job.physics;
+      request.compute = job.compute;
+      request.source = prepared->source;
+      request.pb_across_ranks = true;
+      cluster.agree("solving the PB map across the ranks",
+                    [&] { result = compute_map(prepared->structure.atoms, request, prepared->kernel); });
+      result.timing.read_seconds = prepared->timing.read_seconds;
+    } else {
+      ProgressBar bar(std::string(prepared->kernel.kernel->name));
+      RunOptions options = job.compute.run;
+      if (root) options.progress = [&bar](std::size_t done, std::size_t total) { bar.update(done, total); };
+      try {
+        run = scaleout::compute_distributed(cluster, *prepared->kernel.kernel, *problem,
+                                            root ? result.map.values.data() : nullptr, options);
+      } catch (const scaleout::PeerFailure&) {
+        throw;
+      } catch (const UsageError&) {
+        throw;
+      } catch (const Error& e) {
+        throw Error(std::string(e.what()) + "; no map written");
+      }
     }
   } catch (const scaleout::PeerFailure&) {
     status = 1;
@@ -346,6 +386,14 @@ int run_map_distributed(const cxxopts::ParseResult& args, scaleout::Cluster& clu
     return root ? status : 0;
   }
   if (!root) return 0;
+  if (job.physics.is_pb()) {
+    recorder->computed(result);
+    MapFiles files(job.outputs, job.write);
+    finish_job_outputs(job, *prepared, result, files, *recorder);
+    print_times(result.timing, false, " (the solve: on every rank at once)");
+    json.write(job, result, recorder->provenance, recorder->outputs, std::nullopt);
+    return 0;
+  }
 
   for (const scaleout::RankReport& r : run.ranks) {
     const std::string planes = r.planes.count() == 0 ? std::string("no planes")
@@ -371,8 +419,8 @@ int run_map_distributed(const cxxopts::ParseResult& args, scaleout::Cluster& clu
   print_summary(result.map, problem->atom_count(),
                 kernel_names + " on " + run.timing.device + " (" + prepared->kernel.why + ")", timing);
   MapFiles files(job.outputs, job.write);  // rank 0 has the whole map only now: nothing streams
-  PrintingObserver printing(job);
-  SummaryRecorder observer(printing);
+  printing.emplace(job);
+  SummaryRecorder observer(*printing);
   // The atoms, for the summary: rank 0 prepared with a quiet observer.
   observer.provenance.atoms = prepared->structure.atoms.size();
   observer.provenance.total_charge = prepared->structure.atoms.total_charge();

@@ -57,49 +57,68 @@ std::vector<std::size_t> boundary_nodes(const GridSpec& grid) {
   return out;
 }
 
-std::vector<double> mdh_boundary(const Atoms& atoms, const GridSpec& grid, const PbOptions& o,
-                                 const KernelVariant& kernel, const RunOptions& run) {
-  // APBS bcfl mdh: every atom a Debye–Hückel sphere of its own radius a in the solvent:
-  // φ = k q e^(−κ(d − a)) / (ε_w (1 + κa) d). The factor e^(κa)/(1 + κa) goes into the charge, and
-  // the rest is espgrid's `debye` pair model in the solvent dielectric (`coulomb` without salt).
+namespace {
+
+/// APBS bcfl mdh: every atom a Debye–Hückel sphere of its own radius a in the solvent:
+/// φ = k q e^(−κ(d − a)) / (ε_w (1 + κa) d). The factor e^(κa)/(1 + κa) goes into the charge
+/// (`charges`), and the rest is espgrid's `debye` pair model in the solvent dielectric (`coulomb`
+/// without salt): the returned physics.
+PhysicsOptions mdh_physics(const Atoms& atoms, const PbOptions& o, std::vector<double>& charges) {
   const double kappa = pb_kappa(o);
-  const double strength = pb_ionic_strength(o);
-  std::vector<double> q(atoms.size());
+  charges.resize(atoms.size());
   for (std::size_t a = 0; a < atoms.size(); ++a)
-    q[a] = atoms.charge[a] * (kappa > 0 ? std::exp(kappa * atoms.radius[a]) / (1.0 + kappa * atoms.radius[a]) : 1.0);
+    charges[a] =
+        atoms.charge[a] * (kappa > 0 ? std::exp(kappa * atoms.radius[a]) / (1.0 + kappa * atoms.radius[a]) : 1.0);
   PhysicsOptions physics;
   physics.unit = PotentialUnit::KTPerE;
   physics.temperature = o.temperature;
   physics.dielectric = o.solvent_dielectric;
   physics.model = kappa > 0 ? PairModel::Debye : PairModel::Coulomb;
-  physics.ionic_strength = kappa > 0 ? strength : 0.0;
+  physics.ionic_strength = kappa > 0 ? pb_ionic_strength(o) : 0.0;
+  return physics;
+}
+
+}  // namespace
+
+std::vector<double> mdh_face_values(const Atoms& atoms, const GridSpec& grid, const PbOptions& o, int device) {
+  std::vector<double> q;
+  const PhysicsOptions physics = mdh_physics(atoms, o, q);
   const long n[3] = {static_cast<long>(grid.dims[0]), static_cast<long>(grid.dims[1]), static_cast<long>(grid.dims[2])};
+  // Every face node at once, through the point kernel: a face is a grid of one plane, too few points
+  // for the map kernels to fill the device (on an H200 the six faces of a 161³ grid took 114 ms
+  // through cuda-dualpipe for ~4 ms of terms).
+  const auto faces = boundary_nodes(grid);
+  std::array<double, 3> centre;
+  for (int d = 0; d < 3; ++d)
+    centre[d] = grid.origin[d] + 0.5 * grid.spacing[d] * static_cast<double>(grid.dims[d] - 1);
+  std::vector<double> points(3 * faces.size());
+  for (std::size_t f = 0; f < faces.size(); ++f) {
+    const std::size_t idx = faces[f];
+    const auto i = static_cast<std::int64_t>(idx % static_cast<std::size_t>(n[0]));
+    const auto j = static_cast<std::int64_t>((idx / static_cast<std::size_t>(n[0])) % static_cast<std::size_t>(n[1]));
+    const auto l = static_cast<std::int64_t>(idx / static_cast<std::size_t>(n[0] * n[1]));
+    points[3 * f] = grid.position(0, i);
+    points[3 * f + 1] = grid.position(1, j);
+    points[3 * f + 2] = grid.position(2, l);
+  }
+  const PointSumInputs inputs(atoms.x, atoms.y, atoms.z, q, coulomb_factor(physics), points, centre);
+  std::vector<float> values(faces.size());
+  cuda::potential_at_points(inputs.problem(physics.model, pair_parameters(physics), values.data()), device, nullptr);
+  return {values.begin(), values.end()};
+}
+
+std::vector<double> mdh_boundary(const Atoms& atoms, const GridSpec& grid, const PbOptions& o,
+                                 const KernelVariant& kernel, const RunOptions& run) {
   std::vector<double> fixed(grid.point_count(), 0.0);
   if (kernel.backend == Backend::Cuda) {
-    // On a GPU every face node at once, through the point kernel: a face is a grid of one plane,
-    // too few points for the map kernels to fill the device (on an H200 the six faces of a 161³
-    // grid took 114 ms through cuda-dualpipe for ~4 ms of terms).
+    const std::vector<double> values = mdh_face_values(atoms, grid, o, run.device);
     const auto faces = boundary_nodes(grid);
-    std::array<double, 3> centre;
-    for (int d = 0; d < 3; ++d)
-      centre[d] = grid.origin[d] + 0.5 * grid.spacing[d] * static_cast<double>(grid.dims[d] - 1);
-    std::vector<double> points(3 * faces.size());
-    for (std::size_t f = 0; f < faces.size(); ++f) {
-      const std::size_t idx = faces[f];
-      const auto i = static_cast<std::int64_t>(idx % static_cast<std::size_t>(n[0]));
-      const auto j = static_cast<std::int64_t>((idx / static_cast<std::size_t>(n[0])) % static_cast<std::size_t>(n[1]));
-      const auto l = static_cast<std::int64_t>(idx / static_cast<std::size_t>(n[0] * n[1]));
-      points[3 * f] = grid.position(0, i);
-      points[3 * f + 1] = grid.position(1, j);
-      points[3 * f + 2] = grid.position(2, l);
-    }
-    const PointSumInputs inputs(atoms.x, atoms.y, atoms.z, q, coulomb_factor(physics), points, centre);
-    std::vector<float> values(faces.size());
-    cuda::potential_at_points(inputs.problem(physics.model, pair_parameters(physics), values.data()), run.device,
-                              nullptr);
     for (std::size_t f = 0; f < faces.size(); ++f) fixed[faces[f]] = values[f];
     return fixed;
   }
+  std::vector<double> q;
+  const PhysicsOptions physics = mdh_physics(atoms, o, q);
+  const long n[3] = {static_cast<long>(grid.dims[0]), static_cast<long>(grid.dims[1]), static_cast<long>(grid.dims[2])};
   // Each pair of faces normal to axis d is a plane of the other two axes: sum on it as a grid of
   // one z-plane (the kernels' fast layout) with the atoms' axes permuted to match.
   for (int d = 0; d < 3; ++d) {

@@ -22,6 +22,10 @@ std::vector<double> direct_sum(const Atoms& atoms, const GridSpec& grid, const P
 std::vector<double> mdh_boundary(const Atoms& atoms, const GridSpec& grid, const PbOptions& options,
                                  const KernelVariant& kernel, const RunOptions& run);
 
+/// `bcfl mdh` at the face nodes only, in boundary_nodes' order, by the CUDA point kernel on `device`
+/// (the face values of mdh_boundary with a CUDA kernel).
+std::vector<double> mdh_face_values(const Atoms& atoms, const GridSpec& grid, const PbOptions& options, int device);
+
 /// `bcfl sdh`: the molecule as one sphere at the centre of the atoms' bounding box, radius the
 /// largest (distance to the centre + atom radius), holding the total charge, the dipole and the
 /// traceless quadrupole about the centre: APBS's multipole expansion outside a dielectric sphere

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "src/pb/pb_geometry.h"
+#include "src/pb/pb_pipeline_math.h"
 
 namespace espgrid::pb {
 namespace {
@@ -82,31 +83,7 @@ void spread_bspline(const GridSpec& g, const double f[3], double q, std::vector<
 
 }  // namespace
 
-double bspline4(double x) {
-  // The quartic B-spline (support (0, 5]), piece by piece in APBS's form.
-  constexpr double one6 = 1.0 / 6.0, one8 = 1.0 / 8.0, one24 = 1.0 / 24.0;
-  if (x > 0.0 && x <= 1.0) {
-    const double m = x * x;
-    return one24 * m * m;
-  }
-  if (x > 1.0 && x <= 2.0) {
-    const double m = x - 1.0, m2 = m * m;
-    return -one8 + one6 * x + m2 * (0.25 + one6 * m - one6 * m2);
-  }
-  if (x > 2.0 && x <= 3.0) {
-    const double m = x - 2.0, m2 = m * m;
-    return -13.0 / 24.0 + 0.5 * x + m2 * (-0.25 - 0.5 * m + 0.25 * m2);
-  }
-  if (x > 3.0 && x <= 4.0) {
-    const double m = x - 3.0, m2 = m * m;
-    return 47.0 / 24.0 - 0.5 * x + m2 * (-0.25 + 0.5 * m - one6 * m2);
-  }
-  if (x > 4.0 && x <= 5.0) {
-    const double m = x - 4.0, m2 = m * m;
-    return 17.0 / 24.0 - one6 * x + m2 * (0.25 - one6 * m + one24 * m2);
-  }
-  return 0.0;
-}
+double bspline4(double x) { return bspline4_weight(x); }  // shared with the device (pb_pipeline_math.h)
 
 bool charge_on_grid(double x, double y, double z, const GridSpec& g, PbChargeMethod method) {
   const double p[3] = {x, y, z};

@@ -15,6 +15,9 @@
 // summed with P's weights. With the volume-scaled (finite-volume) operator that is consistent
 // with Pᵀ A P for smooth coefficients, and it keeps a 7-point stencil on every level.
 //
+// The functions take any operator with MgOperator's members (wx, wy, wz, c indexable by node): the
+// stored arrays, or the device pipeline's coded level 0 (pb_pipeline_math.h CodedOperator).
+//
 // C++17 and header-only: nvcc compiles it into the device code.
 #pragma once
 
@@ -54,25 +57,29 @@ ESPGRID_MG_HD bool interior(const long* n, long i, long j, long k) {
 }
 
 /// The diagonal of the operator at an interior node.
-ESPGRID_MG_HD double diagonal(const MgOperator& a, long idx) {
+template <class Op>
+ESPGRID_MG_HD double diagonal(const Op& a, long idx) {
   const long sy = a.sy(), sz = a.sz();
   return a.wx[idx - 1] + a.wx[idx] + a.wy[idx - sy] + a.wy[idx] + a.wz[idx - sz] + a.wz[idx] + a.c[idx];
 }
 
 /// Σ_faces w·x_nb at an interior node (the off-diagonal part, sign flipped).
-ESPGRID_MG_HD double neighbour_sum(const MgOperator& a, const double* x, long idx) {
+template <class Op>
+ESPGRID_MG_HD double neighbour_sum(const Op& a, const double* x, long idx) {
   const long sy = a.sy(), sz = a.sz();
   return a.wx[idx - 1] * x[idx - 1] + a.wx[idx] * x[idx + 1] + a.wy[idx - sy] * x[idx - sy] + a.wy[idx] * x[idx + sy] +
          a.wz[idx - sz] * x[idx - sz] + a.wz[idx] * x[idx + sz];
 }
 
 /// (A x) at an interior node.
-ESPGRID_MG_HD double apply_row(const MgOperator& a, const double* x, long idx) {
+template <class Op>
+ESPGRID_MG_HD double apply_row(const Op& a, const double* x, long idx) {
   return diagonal(a, idx) * x[idx] - neighbour_sum(a, x, idx);
 }
 
 /// Gauss–Seidel's new value at an interior node: (b + Σ w x_nb) / diagonal.
-ESPGRID_MG_HD double gauss_seidel_value(const MgOperator& a, const double* x, const double* b, long idx) {
+template <class Op>
+ESPGRID_MG_HD double gauss_seidel_value(const Op& a, const double* x, const double* b, long idx) {
   return (b[idx] + neighbour_sum(a, x, idx)) / diagonal(a, idx);
 }
 
@@ -85,7 +92,8 @@ ESPGRID_MG_HD double hat_weight(const MgAxisMap& m, bool coarsened, long f, long
 }
 
 /// (Pᵀ r) at coarse node (I, J, K): the fine residuals around it with interpolation weights.
-ESPGRID_MG_HD double restrict_value(const double* r, const long* nf, const MgAxisMap* m, const bool* coarsened, long I,
+template <class Values>
+ESPGRID_MG_HD double restrict_value(const Values& r, const long* nf, const MgAxisMap* m, const bool* coarsened, long I,
                                     long J, long K) {
   const long fc[3] = {coarsened[0] ? m[0].fine_of[I] : I, coarsened[1] ? m[1].fine_of[J] : J,
                       coarsened[2] ? m[2].fine_of[K] : K};
@@ -157,7 +165,8 @@ ESPGRID_MG_HD double prolong_value(const double* e, const long* nc, const MgAxis
 /// The coarse operator at coarse node (I, J, K): the conductance of its face along `axis` (0, 1,
 /// 2) from the fine conductances `w` of that axis (series along the axis, P-weighted sum across).
 /// Faces that would reach past the last node are 0.
-ESPGRID_MG_HD double coarse_face(const double* w, int axis, const long* nf, const long* nc, const MgAxisMap* m,
+template <class Values>
+ESPGRID_MG_HD double coarse_face(const Values& w, int axis, const long* nf, const long* nc, const MgAxisMap* m,
                                  const bool* coarsened, long I, long J, long K) {
   const long c[3] = {I, J, K};
   if (c[axis] >= nc[axis] - 1) return 0.0;
@@ -206,13 +215,15 @@ ESPGRID_MG_HD double coarse_face(const double* w, int axis, const long* nf, cons
 }
 
 /// The coarse mass term at coarse node (I, J, K): Σ P(f ← I,J,K) c_f.
-ESPGRID_MG_HD double coarse_mass(const double* c, const long* nf, const MgAxisMap* m, const bool* coarsened, long I,
+template <class Values>
+ESPGRID_MG_HD double coarse_mass(const Values& c, const long* nf, const MgAxisMap* m, const bool* coarsened, long I,
                                  long J, long K) {
   return restrict_value(c, nf, m, coarsened, I, J, K);
 }
 
 /// A coarse node's whole operator: its three face conductances and (interior nodes) its mass term.
-ESPGRID_MG_HD void coarse_node(const MgOperator& fine, const long* nf, const long* nc, const MgAxisMap* m,
+template <class Op>
+ESPGRID_MG_HD void coarse_node(const Op& fine, const long* nf, const long* nc, const MgAxisMap* m,
                                const bool* coarsened, long I, long J, long K, double& wx, double& wy, double& wz,
                                double& c) {
   wx = coarse_face(fine.wx, 0, nf, nc, m, coarsened, I, J, K);

@@ -8,6 +8,7 @@
 #include <future>
 #include <limits>
 #include <memory>
+#include <optional>
 
 #include "src/core/errors.h"
 #include "src/core/stopwatch.h"
@@ -18,8 +19,11 @@
 #include "src/pb/pb_geometry.h"
 #include "src/pb/pb_hypre.h"
 #include "src/pb/pb_limits.h"
+#include "src/pb/pb_memory.h"
 #include "src/pb/pb_multigrid.h"
 #include "src/pb/pb_nonlinear.h"
+#include "src/pb/pb_pipeline.h"
+#include "src/pb/pb_pipeline_driver.h"
 #include "src/pb/pb_system_math.h"
 #include "src/physics/physics_options.h"
 
@@ -219,6 +223,9 @@ struct SolvePlan {
   RunOptions dcs;                                 ///< how the direct sums run
   bool split = false;
   bool all_on_device = false;   ///< the GPU builds the maps, assembles, solves and combines
+  bool pipeline = false;        ///< ... from the atoms alone (pb_pipeline.h)
+  bool device_energy = false;   ///< the pipeline sums the spl2 energy itself (no φ comes back)
+  bool host_maps = false;       ///< the host builds the coefficient maps
   bool need_potential = false;  ///< φ in double kT/e is needed (energies, maps, keep_potential)
   double scale = 1;             ///< kT/e → run.unit
   int threads = 1;
@@ -276,6 +283,10 @@ SolvePlan plan_solve(const Atoms& atoms, const GridSpec& grid, const PbOptions& 
                          (options.equation == PbEquation::Nonlinear && level != PbEnergyLevel::None) ||
                          level == PbEnergyLevel::Components || maps_need_coefficients;
   p.all_on_device = p.solver == PbSolver::CudaMultigrid && !host_maps;
+  p.host_maps = host_maps;
+  p.pipeline = p.all_on_device && pb::pipeline_applies(atoms, grid, options);
+  p.device_energy = p.pipeline && level == PbEnergyLevel::Total && options.charges == PbChargeMethod::Spl2 &&
+                    !run.keep_potential && !maps_need_potential && !run.focus_child;
   return p;
 }
 
@@ -319,9 +330,41 @@ struct Solved {
   std::vector<double> phi;                       ///< kT/e, every node (when plan.need_potential)
   std::vector<double> charge;                    ///< the spread charges, e (direct formulation)
   std::unique_ptr<PbCoefficients> coefficients;  ///< the host-built maps (host path)
+  std::optional<double> fixed_charge;            ///< the device pipeline's Σ φ·q, kT (instead of φ)
+  double device_peak_bytes = 0;                  ///< the device pipeline's peak
 };
 
 void record_phase(PbResult& result, const char* name, double seconds) { result.phases.push_back({name, seconds}); }
+
+/// The device pipeline (pb_pipeline.h): the GPU builds everything from the atoms, while the
+/// boundary's direct sum runs on a thread of its own (also on the GPU) and only the face values
+/// travel.
+void solve_with_device_pipeline(const Atoms& atoms, const GridSpec& grid, const PbOptions& options, const PbRun& run,
+                                const SolvePlan& plan, PbResult& result, Solved& solved) {
+  double boundary_seconds = 0;
+  std::future<std::vector<double>> faces = std::async(std::launch::async, [&] {
+    const Stopwatch clock;
+    std::vector<double> values = options.boundary == PbBoundary::Mdh && plan.faces_kernel->backend == Backend::Cuda
+                                     ? pb::mdh_face_values(atoms, grid, options, run.device)
+                                     : pb::face_values(boundary_values(atoms, grid, options, run, plan), grid);
+    boundary_seconds = clock.seconds();
+    return values;
+  });
+  pb::PipelineRequest request;
+  request.device = run.device;
+  request.unit_scale = plan.scale;
+  request.fixed_charge = plan.device_energy;
+  request.potential = plan.need_potential && !plan.device_energy;
+  request.faces = [&faces] { return faces.get(); };  // rethrows the sum's error, if any
+  pb::PipelineSolve s = pb::solve_with_pipeline(atoms, grid, options, request, result.values);
+  result.sas_points = s.sas_points;
+  result.solve = s.solve;
+  record_phase(result, "boundary", boundary_seconds);
+  for (const PhaseTiming& phase : s.phases) result.phases.push_back(phase);
+  solved.phi = std::move(s.potential);
+  solved.fixed_charge = s.fixed_charge;
+  solved.device_peak_bytes = s.device_peak_bytes;
+}
 
 /// The GPU: maps, system, hierarchy, solve and combination on the device; the host prepares the
 /// inputs (SAS neighbour lists or spline rows, spread charges, the levels' shape) while the direct
@@ -329,6 +372,7 @@ void record_phase(PbResult& result, const char* name, double seconds) { result.p
 /// most of it the device's first use, and 125 ms in the host inputs, one after the other).
 void solve_on_device(const Atoms& atoms, const GridSpec& grid, const PbOptions& options, const PbRun& run,
                      const SolvePlan& plan, PbResult& result, Solved& solved) {
+  if (plan.pipeline) return solve_with_device_pipeline(atoms, grid, options, run, plan, result, solved);
   std::future<DirectSums> sums_beside =
       std::async(std::launch::async, [&] { return direct_sums(atoms, grid, options, run, plan); });
   Stopwatch clock;
@@ -453,8 +497,10 @@ void report(const Atoms& atoms, const GridSpec& grid, const PbOptions& options, 
   in.coefficients = solved.coefficients.get();
   const PbEnergyLevel level = options.energy.level;
   const pb::PbEnergyTerms from_coarser = run.focus_parent ? run.focus_parent->outside : pb::PbEnergyTerms{};
-  if (level != PbEnergyLevel::None) {  // the GPU path keeps no potential when no energy is asked for
-    result.energy = pb::apbs_energy(in, level, from_coarser);
+  if (level != PbEnergyLevel::None) {  // the GPU paths keep no potential when no energy is asked for
+    result.energy = solved.fixed_charge
+                        ? pb::energy_from_fixed_charge(options, level, *solved.fixed_charge, from_coarser)
+                        : pb::apbs_energy(in, level, from_coarser);
     if (run.focus_child) result.energy.outside_child = pb::energy_outside(in, *run.focus_child, from_coarser);
   }
   for (const pb::PbMapKind kind : run.maps) {
@@ -474,12 +520,37 @@ void report(const Atoms& atoms, const GridSpec& grid, const PbOptions& options, 
   if (level != PbEnergyLevel::None || !run.maps.empty()) record_phase(result, "energies and maps", clock.seconds());
 }
 
+/// The memory this plan needs, checked against what the device and the host have free (pb_memory.h).
+pb::PbMemoryPlan check_memory(const Atoms& atoms, const GridSpec& grid, const PbOptions& options, const PbRun& run,
+                              const SolvePlan& plan) {
+  pb::PbMemoryRequest r;
+  r.gpu = plan.solver == PbSolver::CudaMultigrid;
+  r.host_maps = plan.host_maps;
+  r.pipeline = plan.pipeline;
+  r.potential = plan.need_potential && !plan.device_energy;
+  r.split = plan.split;
+  const pb::PbMemoryPlan memory = pb::pb_memory_plan(atoms, grid, options, r);
+  std::size_t free = 0, total = 0;
+  if (r.gpu) cuda::pb_device_memory(run.device, free, total);
+  pb::check_pb_memory(memory, grid, free, total, r.gpu ? "GPU " + std::to_string(run.device) : std::string(),
+                      available_memory_bytes());
+  return memory;
+}
+
+/// "memory: GPU about 1.1 GiB (52 B a point) estimated, 1.0 GiB peak; host peak 0.4 GiB (resident)".
+std::string memory_summary(const pb::PbMemoryPlan& memory, const Solved& solved) {
+  std::string text = "memory: estimated " + memory.describe();
+  if (solved.device_peak_bytes > 0) text += ", GPU peak " + human_bytes(solved.device_peak_bytes);
+  return text + ", host peak " + human_bytes(pb::host_peak_bytes()) + " (resident, the whole process)";
+}
+
 }  // namespace
 
 PbResult solve_pb(const Atoms& atoms, const GridSpec& grid, const PbOptions& options, const PbRun& run) {
   const Stopwatch total;
   check_request(atoms, grid, options, run);
   const SolvePlan plan = plan_solve(atoms, grid, options, run);
+  const pb::PbMemoryPlan memory = check_memory(atoms, grid, options, run, plan);
   PbResult result;
   Solved solved;
   if (plan.all_on_device)
@@ -497,7 +568,7 @@ PbResult solve_pb(const Atoms& atoms, const GridSpec& grid, const PbOptions& opt
   if (plan.split) result.direct_sum += ", Coulomb part " + std::string(plan.coulomb_kernel->name);
   result.summary = describe(options) + "; " + result.solve.method + ": " + std::to_string(result.solve.iterations) +
                    " iterations, relative residual " + short_scientific(result.solve.relative_residual) +
-                   " (tolerance " + short_scientific(options.tolerance) + ")";
+                   " (tolerance " + short_scientific(options.tolerance) + "); " + memory_summary(memory, solved);
   result.seconds = total.seconds();
   return result;
 }

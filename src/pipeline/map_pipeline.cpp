@@ -112,6 +112,9 @@ void keep_open_mpi_files_in_a_private_folder() {
 /// caller's object (compute_map returns it by its one name: no move).
 void compute_pb_map(MapResult& result, const Atoms& atoms, const MapRequest& request, const KernelSelection& kernel,
                     MapFiles* files) {
+  if (request.compute.run.devices.size() > 1)  // not one GPU's solve under another name
+    throw UsageError("--model pb solves on one GPU (--device N): splitting a PB grid over " +
+                     std::to_string(request.compute.run.devices.size()) + " GPUs is not implemented yet");
   result.kernel = kernel;
   result.map.grid = request.grid;
   result.map.physics = request.physics;
@@ -129,6 +132,7 @@ void compute_pb_map(MapResult& result, const Atoms& atoms, const MapRequest& req
   run.unit = request.physics.unit;
   run.workspace = request.compute.run.workspace;
   run.device_workspace = request.pb_workspace;
+  run.across_ranks = request.pb_across_ranks;
   if (request.progress) request.progress(0, 1);
   if (run.solver != PbSolver::CudaMultigrid) keep_open_mpi_files_in_a_private_folder();
   const PbResult pb = solve_pb(atoms, request.grid, request.physics.pb, run);

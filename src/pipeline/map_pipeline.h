@@ -86,6 +86,9 @@ struct MapRequest {
   std::shared_future<void> devices_ready;
   /// --model pb on a GPU: device buffers kept between maps (a compute session's); null: per map.
   std::shared_ptr<cuda::PbDeviceWorkspace> pb_workspace;
+  /// --model pb under mpirun: one solve by hypre over every rank of MPI_COMM_WORLD (collective:
+  /// every rank calls compute_map with the same request; every rank gets the whole map).
+  bool pb_across_ranks = false;
 };
 
 struct MapResult {

@@ -1,0 +1,351 @@
+// The device pipeline's multigrid-preconditioned CG (kernels/pb_pipeline.cu): the algorithm and the
+// arithmetic of kernels/pb_multigrid.cu's solver, node for node and in the same order, so the same
+// system gives the same bits, with less memory:
+//   - level 0's operator is any type with MgOperator's members (the pipeline's CodedOperator: 4
+//     bytes a node instead of 32);
+//   - level 0 has no V-cycle vectors of its own: the cycle runs on the CG's z (x) and r (b), and
+//     its residual goes to the CG's q, free between the operator's application and the next one;
+//   - every buffer is counted by a ledger, whose peak the summary reports.
+// Five vectors of level 0 (u, r, z, p, q: 40 bytes a node) and the coarse levels (~8 bytes a fine
+// node) are all it holds; the pipeline reuses them for its outputs.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "kernels/cuda_runtime_support.h"
+#include "kernels/pb_device_ledger.cuh"
+#include "src/pb/pb_cuda_driver.h"
+#include "src/pb/pb_multigrid_math.h"
+
+namespace espgrid::cuda::lean {
+
+constexpr int kBlock = 256;
+constexpr int kDotBlocks = 1024;  ///< partial sums per dot product, as pb_multigrid.cu's
+
+inline unsigned blocks_for(long size) { return static_cast<unsigned>((size + kBlock - 1) / kBlock); }
+
+struct Index {
+  long i, j, k;
+};
+
+__device__ __forceinline__ bool node_of(long idx, const long* n, Index& out) {
+  const long plane = n[0] * n[1];
+  if (idx >= plane * n[2]) return false;
+  out.k = idx / plane;
+  const long rest = idx - out.k * plane;
+  out.j = rest / n[0];
+  out.i = rest - out.j * n[0];
+  return true;
+}
+
+struct Transfer {
+  long nf[3], nc[3];
+  pb::MgAxisMap maps[3];
+  bool coarsened[3];
+};
+
+template <class Op>
+__global__ void half_sweep_kernel(Op a, double* x, const double* b, int color) {
+  const long idx = static_cast<long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  Index p;
+  if (!node_of(idx, a.n, p)) return;
+  if (!pb::interior(a.n, p.i, p.j, p.k) || ((p.i + p.j + p.k) & 1) != color) return;
+  x[idx] = pb::gauss_seidel_value(a, x, b, idx);
+}
+
+template <class Op>
+__global__ void residual_kernel(Op a, const double* x, const double* b, double* r) {
+  const long idx = static_cast<long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  Index p;
+  if (!node_of(idx, a.n, p)) return;
+  r[idx] = pb::interior(a.n, p.i, p.j, p.k) ? b[idx] - pb::apply_row(a, x, idx) : 0.0;
+}
+
+template <class Op>
+__global__ void apply_kernel(Op a, const double* x, double* y) {
+  const long idx = static_cast<long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  Index p;
+  if (!node_of(idx, a.n, p)) return;
+  y[idx] = pb::interior(a.n, p.i, p.j, p.k) ? pb::apply_row(a, x, idx) : 0.0;
+}
+
+template <class Op>
+__global__ void coarse_operator_kernel(Transfer t, Op fine, double* wx, double* wy, double* wz, double* c) {
+  const long idx = static_cast<long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  Index p;
+  if (!node_of(idx, t.nc, p)) return;
+  pb::coarse_node(fine, t.nf, t.nc, t.maps, t.coarsened, p.i, p.j, p.k, wx[idx], wy[idx], wz[idx], c[idx]);
+}
+
+__global__ void restrict_kernel(Transfer t, const double* r_fine, double* b_coarse) {
+  const long idx = static_cast<long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  Index p;
+  if (!node_of(idx, t.nc, p)) return;
+  b_coarse[idx] =
+      pb::interior(t.nc, p.i, p.j, p.k) ? pb::restrict_value(r_fine, t.nf, t.maps, t.coarsened, p.i, p.j, p.k) : 0.0;
+}
+
+__global__ void prolong_add_kernel(Transfer t, const double* e_coarse, double* x_fine) {
+  const long idx = static_cast<long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  Index p;
+  if (!node_of(idx, t.nf, p)) return;
+  if (!pb::interior(t.nf, p.i, p.j, p.k)) return;
+  x_fine[idx] += pb::prolong_value(e_coarse, t.nc, t.maps, t.coarsened, p.i, p.j, p.k);
+}
+
+__global__ void update_solution_kernel(long size, double alpha, const double* p, const double* q, double* u,
+                                       double* r) {
+  const long idx = static_cast<long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (idx >= size) return;
+  u[idx] += alpha * p[idx];
+  r[idx] -= alpha * q[idx];
+}
+
+__global__ void update_direction_kernel(long size, double beta, const double* z, double* p) {
+  const long idx = static_cast<long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (idx >= size) return;
+  p[idx] = z[idx] + beta * p[idx];
+}
+
+/// Partial sums of a·b (b null: of a), block b over indices b·kBlock + t stepping by the grid.
+__global__ void dot_partial_kernel(long size, const double* a, const double* b, double* partial) {
+  __shared__ double sums[kBlock];
+  double s = 0.0;
+  for (long idx = static_cast<long>(blockIdx.x) * blockDim.x + threadIdx.x; idx < size;
+       idx += static_cast<long>(gridDim.x) * blockDim.x)
+    s += b ? a[idx] * b[idx] : a[idx];
+  sums[threadIdx.x] = s;
+  __syncthreads();
+  for (int half = kBlock / 2; half > 0; half /= 2) {
+    if (threadIdx.x < half) sums[threadIdx.x] += sums[threadIdx.x + half];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) partial[blockIdx.x] = sums[0];
+}
+
+__global__ void dot_final_kernel(const double* partial, int count, double* out) {
+  __shared__ double sums[kBlock];
+  double s = 0.0;
+  for (int i = threadIdx.x; i < count; i += blockDim.x) s += partial[i];
+  sums[threadIdx.x] = s;
+  __syncthreads();
+  for (int half = kBlock / 2; half > 0; half /= 2) {
+    if (threadIdx.x < half) sums[threadIdx.x] += sums[threadIdx.x + half];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) *out = sums[0];
+}
+
+/// One coarse level: its operator and its V-cycle vectors.
+struct CoarseLevel {
+  long n[3] = {0, 0, 0};
+  long size = 0;
+  Tracked<double> wx, wy, wz, c, x, b, r;
+  Tracked<int> fine_of[3], coarse_lo[3];
+  Tracked<unsigned char> mid[3];
+  bool coarsened[3] = {false, false, false};
+  pb::MgOperator op() const {
+    pb::MgOperator a;
+    for (int d = 0; d < 3; ++d) a.n[d] = n[d];
+    a.wx = wx.get();
+    a.wy = wy.get();
+    a.wz = wz.get();
+    a.c = c.get();
+    return a;
+  }
+};
+
+/// CG preconditioned by one V-cycle, level 0's operator of type Top. The caller owns the stream.
+template <class Top>
+class Solver {
+ public:
+  Solver(Ledger& ledger, const PbMgRun& run, cudaStream_t stream) : ledger_(ledger), run_(run), stream_(stream) {}
+
+  /// Level 0's vectors (zero) and the coarser levels' shapes; their operators from `top`.
+  void build(const Top& top, const PbMgLevel* shape, int count) {
+    top_ = top;
+    size_ = top.n[0] * top.n[1] * top.n[2];
+    const std::size_t size = static_cast<std::size_t>(size_);
+    u_ = Tracked<double>(ledger_, size, "PB solution");
+    r_ = Tracked<double>(ledger_, size, "PB residual");
+    z_ = Tracked<double>(ledger_, size, "PB preconditioned residual");
+    p_ = Tracked<double>(ledger_, size, "PB search direction");
+    q_ = Tracked<double>(ledger_, size, "PB A p (and level 0's V-cycle residual)");
+    partial_ = Tracked<double>(ledger_, kDotBlocks, "PB dot partial sums");
+    scalar_ = Tracked<double>(ledger_, 1, "PB dot");
+    for (double* v : {u_.get(), r_.get(), z_.get(), p_.get(), q_.get()})
+      ESPGRID_CUDA_CHECK(cudaMemsetAsync(v, 0, size * sizeof(double), stream_));
+    coarse_.clear();
+    coarse_.resize(static_cast<std::size_t>(std::max(0, count - 1)));
+    for (int l = 1; l < count; ++l) {
+      CoarseLevel& d = coarse_[static_cast<std::size_t>(l - 1)];
+      shape_level(d, shape[l], shape[l - 1], l);
+      const Transfer t = transfer(static_cast<std::size_t>(l));
+      if (l == 1)
+        coarse_operator_kernel<<<blocks_for(d.size), kBlock, 0, stream_>>>(t, top_, d.wx.get(), d.wy.get(), d.wz.get(),
+                                                                           d.c.get());
+      else
+        coarse_operator_kernel<<<blocks_for(d.size), kBlock, 0, stream_>>>(
+            t, coarse_[static_cast<std::size_t>(l - 2)].op(), d.wx.get(), d.wy.get(), d.wz.get(), d.c.get());
+      ESPGRID_CUDA_CHECK_LAUNCH();
+    }
+  }
+
+  long size() const { return size_; }
+  const Top& top() const { return top_; }
+  double* u() { return u_.get(); }
+  double* r() { return r_.get(); }
+  double* z() { return z_.get(); }
+  double* p() { return p_.get(); }
+  double* q() { return q_.get(); }
+
+  /// a·b (b null: Σ a) over level 0's nodes, in a fixed order.
+  double dot(const double* a, const double* b) {
+    dot_partial_kernel<<<kDotBlocks, kBlock, 0, stream_>>>(size_, a, b, partial_.get());
+    ESPGRID_CUDA_CHECK_LAUNCH();
+    dot_final_kernel<<<1, kBlock, 0, stream_>>>(partial_.get(), kDotBlocks, scalar_.get());
+    ESPGRID_CUDA_CHECK_LAUNCH();
+    double out = 0.0;
+    ESPGRID_CUDA_CHECK(cudaMemcpyAsync(&out, scalar_.get(), sizeof(double), cudaMemcpyDeviceToHost, stream_));
+    ESPGRID_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    return out;
+  }
+
+  /// r = b − A x on level 0 (every node; 0 on the faces).
+  void residual(const double* x, const double* b, double* r) {
+    residual_kernel<<<blocks_for(size_), kBlock, 0, stream_>>>(top_, x, b, r);
+    ESPGRID_CUDA_CHECK_LAUNCH();
+  }
+
+  /// CG from u = 0 with the right-hand side in r(): pb_multigrid.cu's loop.
+  int solve(double tolerance, int max_iterations, double& own_residual) {
+    const double bnorm = std::sqrt(dot(r_.get(), r_.get()));
+    if (bnorm == 0.0) {
+      own_residual = 0.0;
+      return 0;
+    }
+    precondition();
+    ESPGRID_CUDA_CHECK(cudaMemcpyAsync(p_.get(), z_.get(), static_cast<std::size_t>(size_) * sizeof(double),
+                                       cudaMemcpyDeviceToDevice, stream_));
+    double rz = dot(r_.get(), z_.get());
+    double rnorm = bnorm;
+    int it = 0;
+    while (it < max_iterations && rnorm > tolerance * bnorm) {
+      apply_kernel<<<blocks_for(size_), kBlock, 0, stream_>>>(top_, p_.get(), q_.get());
+      ESPGRID_CUDA_CHECK_LAUNCH();
+      const double pq = dot(p_.get(), q_.get());
+      if (!(pq > 0.0)) throw Error("PB multigrid (CUDA): the operator is not positive definite");
+      const double alpha = rz / pq;
+      update_solution_kernel<<<blocks_for(size_), kBlock, 0, stream_>>>(size_, alpha, p_.get(), q_.get(), u_.get(),
+                                                                        r_.get());
+      ESPGRID_CUDA_CHECK_LAUNCH();
+      ++it;
+      rnorm = std::sqrt(dot(r_.get(), r_.get()));
+      if (rnorm <= tolerance * bnorm) break;
+      precondition();
+      const double rz_new = dot(r_.get(), z_.get());
+      const double beta = rz_new / rz;
+      rz = rz_new;
+      update_direction_kernel<<<blocks_for(size_), kBlock, 0, stream_>>>(size_, beta, z_.get(), p_.get());
+      ESPGRID_CUDA_CHECK_LAUNCH();
+    }
+    own_residual = rnorm / bnorm;
+    return it;
+  }
+
+ private:
+  template <class T>
+  Tracked<T> upload(const T* host, std::size_t count, const std::string& name) {
+    Tracked<T> d(ledger_, count, name);
+    if (count) ESPGRID_CUDA_CHECK(cudaMemcpyAsync(d.get(), host, count * sizeof(T), cudaMemcpyHostToDevice, stream_));
+    return d;
+  }
+
+  void shape_level(CoarseLevel& d, const PbMgLevel& h, const PbMgLevel& above, int l) {
+    for (int a = 0; a < 3; ++a) d.n[a] = h.n[a];
+    d.size = h.n[0] * h.n[1] * h.n[2];
+    const std::size_t size = static_cast<std::size_t>(d.size);
+    const std::string level = "PB level " + std::to_string(l) + " ";
+    Tracked<double>* buffers[7] = {&d.wx, &d.wy, &d.wz, &d.c, &d.x, &d.b, &d.r};
+    const char* names[7] = {"wx", "wy", "wz", "c", "x", "b", "r"};
+    for (int v = 0; v < 7; ++v) *buffers[v] = Tracked<double>(ledger_, size, level + names[v]);
+    ESPGRID_CUDA_CHECK(cudaMemsetAsync(d.r.get(), 0, size * sizeof(double), stream_));
+    for (int a = 0; a < 3; ++a) {
+      d.coarsened[a] = h.coarsened[a];
+      if (!h.coarsened[a]) continue;
+      d.fine_of[a] = upload(h.fine_of[a], static_cast<std::size_t>(h.n[a]), level + "fine_of");
+      d.coarse_lo[a] = upload(h.coarse_lo[a], static_cast<std::size_t>(above.n[a]), level + "coarse_lo");
+      d.mid[a] = upload(h.mid[a], static_cast<std::size_t>(above.n[a]), level + "mid");
+    }
+  }
+
+  /// The transfer between level `coarse` and the level above it.
+  Transfer transfer(std::size_t coarse) const {
+    const CoarseLevel& c = coarse_[coarse - 1];
+    Transfer t;
+    for (int a = 0; a < 3; ++a) {
+      t.nf[a] = coarse == 1 ? top_.n[a] : coarse_[coarse - 2].n[a];
+      t.nc[a] = c.n[a];
+      t.coarsened[a] = c.coarsened[a];
+      t.maps[a] = {c.fine_of[a].get(), c.coarse_lo[a].get(), c.mid[a].get()};
+    }
+    return t;
+  }
+
+  template <class Op>
+  void half_sweep(const Op& op, long size, double* x, const double* b, int color) {
+    half_sweep_kernel<<<blocks_for(size), kBlock, 0, stream_>>>(op, x, b, color);
+    ESPGRID_CUDA_CHECK_LAUNCH();
+  }
+
+  /// x = M⁻¹ b on level l and below (x starts at 0): pb_multigrid.cu's v_cycle.
+  template <class Op>
+  void v_cycle(std::size_t l, const Op& op, long size, double* x, const double* b, double* r) {
+    ESPGRID_CUDA_CHECK(cudaMemsetAsync(x, 0, static_cast<std::size_t>(size) * sizeof(double), stream_));
+    if (l == coarse_.size()) {
+      for (int s = 0; s < run_.coarsest_sweeps; ++s) {
+        half_sweep(op, size, x, b, 0);
+        half_sweep(op, size, x, b, 1);
+        half_sweep(op, size, x, b, 1);
+        half_sweep(op, size, x, b, 0);
+      }
+      return;
+    }
+    for (int s = 0; s < run_.smoothing; ++s) {
+      half_sweep(op, size, x, b, 0);
+      half_sweep(op, size, x, b, 1);
+    }
+    residual_kernel<<<blocks_for(size), kBlock, 0, stream_>>>(op, x, b, r);
+    ESPGRID_CUDA_CHECK_LAUNCH();
+    CoarseLevel& c = coarse_[l];
+    const Transfer t = transfer(l + 1);
+    restrict_kernel<<<blocks_for(c.size), kBlock, 0, stream_>>>(t, r, c.b.get());
+    ESPGRID_CUDA_CHECK_LAUNCH();
+    v_cycle(l + 1, c.op(), c.size, c.x.get(), c.b.get(), c.r.get());
+    prolong_add_kernel<<<blocks_for(size), kBlock, 0, stream_>>>(t, c.x.get(), x);
+    ESPGRID_CUDA_CHECK_LAUNCH();
+    for (int s = 0; s < run_.smoothing; ++s) {
+      half_sweep(op, size, x, b, 1);
+      half_sweep(op, size, x, b, 0);
+    }
+  }
+
+  void precondition() { v_cycle(0, top_, size_, z_.get(), r_.get(), q_.get()); }
+
+  Ledger& ledger_;
+  PbMgRun run_;
+  cudaStream_t stream_;
+  Top top_{};
+  long size_ = 0;
+  std::vector<CoarseLevel> coarse_;
+  Tracked<double> u_, r_, z_, p_, q_, partial_, scalar_;
+};
+
+}  // namespace espgrid::cuda::lean

@@ -1,0 +1,63 @@
+// What kernels/pb_pipeline_inputs.cu gives kernels/pb_pipeline.cu (CUDA only): the pipeline's
+// inputs built on the device from the atoms. pb_pipeline_inputs.cu is built without FMA
+// contraction (the host's bits: the surface and the charges equal pb_coefficients.cpp's and
+// pb_charges.cpp's); pb_pipeline.cu with it, as pb_multigrid.cu, whose solver it repeats.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/pb_device_ledger.cuh"
+#include "src/pb/pb_pipeline_driver.h"
+#include "src/pb/pb_pipeline_math.h"
+
+namespace espgrid::cuda::pipeline {
+
+using lean::Ledger;
+using lean::Tracked;
+
+/// The atoms in device memory.
+struct DeviceAtoms {
+  long count = 0;
+  Tracked<double> x, y, z, radius, charge;
+  pb::AtomArrays view() const { return {count, x.get(), y.get(), z.get(), radius.get(), charge.get()}; }
+};
+DeviceAtoms upload_atoms(Ledger& ledger, const pb::AtomArrays& host, cudaStream_t stream);
+
+/// Atoms sorted by a bin key (ascending atom index within a bin) and each bin's first entry.
+struct Bins {
+  Tracked<unsigned> start;  ///< bins + 1 entries
+  Tracked<int> atoms;
+};
+/// The SAS search's cells (geometry from `cells`, lists filled).
+Bins bin_atoms(Ledger& ledger, const pb::AtomCells& cells, const pb::AtomArrays& atoms, cudaStream_t stream);
+/// The charge bins (geometry from `bins`).
+Bins bin_atoms(Ledger& ledger, const pb::ChargeBins& bins, const pb::AtomArrays& atoms, cudaStream_t stream);
+
+/// Every atom's SAS neighbours, closest first (CSR).
+struct Neighbours {
+  Tracked<long long> start;  ///< atoms + 1 entries
+  Tracked<int> list;
+  std::size_t pairs = 0;
+};
+Neighbours sas_neighbours(Ledger& ledger, const pb::AtomCells& cells, const pb::AtomArrays& atoms, double probe,
+                          cudaStream_t stream);
+
+/// The mol/smol surface's face bytes and ion-accessibility bytes, carved by the open SAS points.
+struct SurfaceBytes {
+  Tracked<unsigned char> solute[3], accessible;
+  Tracked<double> reference[3];  ///< the reference sphere, kept until the carving has run
+  pb::SurfaceBytes view{};
+};
+/// Builds them (returns once the kernels are queued: free only after the stream has run them);
+/// `open_points` (device) counts the open SAS points.
+SurfaceBytes build_surface_bytes(Ledger& ledger, const PbPipelineInput& in, const pb::AtomArrays& atoms,
+                                 const Neighbours& neighbours, unsigned long long* open_points, cudaStream_t stream);
+/// Writes every node's code (pb::node_code).
+void write_codes(const pb::SurfaceBytes& bytes, bool smooth, bool salt, std::uint32_t* codes, cudaStream_t stream);
+/// Writes every node's spread charge, e (pb::gathered_charge).
+void gather_charges(const pb::ChargeBins& bins, const pb::AtomArrays& atoms, double* out, cudaStream_t stream);
+
+}  // namespace espgrid::cuda::pipeline

@@ -1,0 +1,176 @@
+#include "src/pb/pb_memory.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <sys/resource.h>
+
+#include "src/core/errors.h"
+#include "src/core/text_format.h"
+#include "src/pb/pb_coefficients.h"
+#include "src/pb/pb_multigrid.h"
+#include "src/pb/pb_pipeline.h"
+#include "src/pb/pb_pipeline_math.h"
+
+namespace espgrid::pb {
+namespace {
+
+constexpr double kPi = 3.14159265358979323846;
+
+// Bytes a grid point, by the code (each array named where it is allocated). Device pipeline
+// (kernels/pb_pipeline.cu): the node codes, then the solver's u, r, z, p, q; while the surface is
+// built, the codes and 4 flag bytes.
+constexpr double kPipelineSolve = 4 + 40;
+constexpr double kPipelineSurface = 4 + 4;
+// The all-on-device path (kernels/pb_multigrid.cu solve_pb_on_device): ε on three faces and λ
+// (32), smol's unsmoothed copy (24); the assembly's boundary, charges, operator and rhs beside the
+// maps (88); the solve: operator 32, level 0's x, b, r 24, CG 40, rhs 8, boundary 8, charges 8,
+// the float map 4.
+constexpr double kMapsSurface = 32, kMapsSmooth = 24, kMapsAssembly = 88, kMapsSolve = 124 + 4;
+// Hybrid (solve_pb_multigrid): every level's operator and V-cycle vectors (56), CG 40.
+constexpr double kHybridDevice = 56 + 40;
+// A coarse level's point: operator 32 and V-cycle vectors 24.
+constexpr double kCoarseLevel = 56;
+// The host's share. Pipeline: the map in PbResult and in the MapResult (4 + 4). All-on-device:
+// those, the boundary values and the charges (or Coulomb map), 8 + 8. Hybrid: the coefficient maps
+// (40), the boundary (8), the system (48), the hierarchy's copy of level 0 (32), u (8), φ (8), the
+// maps (8). CPU (src/pb/pb_limits.cpp's figures, measured 2026-11-27 on fasciculin-2: espgrid's
+// arrays 112 and hypre's 200 a point, hypre's staging 72 up to 2^22 points).
+constexpr double kHostPipeline = 8, kHostMaps = 8 + 16, kHostHybrid = 152, kHostCpu = 312;
+constexpr double kHostStaging = 72, kHostStagingPoints = double(1u << 22);
+constexpr double kPotential = 8;  ///< φ in double, on either side
+/// Atom density used to size the SAS neighbour lists (a protein with its hydrogens holds ~0.1 atoms
+/// per Å³; rounded up).
+constexpr double kAtomDensity = 0.12;
+
+double coarse_points(const GridSpec& grid) {
+  const std::vector<MgLevel> shape = hierarchy_shape(
+      {static_cast<long>(grid.dims[0]), static_cast<long>(grid.dims[1]), static_cast<long>(grid.dims[2])});
+  double points = 0;
+  for (std::size_t l = 1; l < shape.size(); ++l) points += static_cast<double>(shape[l].size());
+  return points;
+}
+
+/// The SAS neighbour-list entries: each atom's neighbours within 2(r_max + probe), at protein density.
+double neighbour_pairs(const Atoms& atoms, const PbOptions& o) {
+  double r_max = 0;
+  for (const double r : atoms.radius) r_max = std::max(r_max, r);
+  const double reach = 2 * (r_max + o.probe_radius);
+  const double per_atom = std::min(double(atoms.size()), kAtomDensity * 4.0 / 3.0 * kPi * reach * reach * reach);
+  return per_atom * double(atoms.size());
+}
+
+double face_points(const GridSpec& g) {
+  const double n0 = double(g.dims[0]), n1 = double(g.dims[1]), n2 = double(g.dims[2]);
+  return 2 * n0 * n1 + (n2 - 2) * (2 * n0 + 2 * (n1 - 2));
+}
+
+/// The device pipeline's peak: the surface phase or the solve phase.
+double pipeline_device(const Atoms& atoms, const GridSpec& g, const PbOptions& o) {
+  const double n = double(g.point_count()), a = double(atoms.size()), c = coarse_points(g);
+  const AtomCells cells = sas_cell_geometry(atoms, o);
+  const double cell_count = double(cells.n[0]) * double(cells.n[1]) * double(cells.n[2]);
+  const double atom_arrays = 40 * a;  // x, y, z, radius, charge
+  const double binning = 24 * a;      // keys, sorted keys, order, scratch (transient)
+  const double reference = 24.0 * double(reference_sphere_request(atoms, o));
+  const double surface = kPipelineSurface * n + atom_arrays + 4 * (cell_count + a) + binning + 16 * a +
+                         4 * neighbour_pairs(atoms, o) + reference;
+  const double bin_nodes = double(charge_bin_nodes(o.charges == PbChargeMethod::Spl4 ? 2 : 1));
+  const double solve = kPipelineSolve * n + kCoarseLevel * c + 8 * face_points(g) + atom_arrays +
+                       4 * (n / (bin_nodes * bin_nodes * bin_nodes) + a) + 3 * 8 * kPatterns;
+  return std::max(surface, solve);
+}
+
+}  // namespace
+
+std::string memory_path_name(PbMemoryPath path) {
+  switch (path) {
+    case PbMemoryPath::Pipeline:
+      return "device pipeline";
+    case PbMemoryPath::DeviceMaps:
+      return "maps and solve on the device";
+    case PbMemoryPath::Hybrid:
+      return "maps on the host, solve on the device";
+    case PbMemoryPath::Host:
+      return "CPU solve";
+  }
+  return "?";
+}
+
+std::string PbMemoryPlan::describe() const {
+  const auto per_point = [&](double bytes) {
+    return std::to_string(static_cast<long>(std::lround(bytes / std::max(points, 1.0)))) + " B a point";
+  };
+  std::string text = "about ";
+  if (path != PbMemoryPath::Host)
+    text += human_bytes(device_bytes) + " on the GPU (" + per_point(device_bytes) + ") and ";
+  return text + human_bytes(host_bytes) + " on the host (" + per_point(host_bytes) + "; " + memory_path_name(path) +
+         ")";
+}
+
+PbMemoryPlan pb_memory_plan(const Atoms& atoms, const GridSpec& g, const PbOptions& o, const PbMemoryRequest& r) {
+  PbMemoryPlan plan;
+  const double n = double(g.point_count()), c = coarse_points(g);
+  plan.points = n;
+  const double potential = r.potential ? kPotential * n : 0.0;
+  if (!r.gpu) {
+    plan.path = PbMemoryPath::Host;
+    plan.host_bytes = kHostCpu * n + kHostStaging * std::min(n, kHostStagingPoints) + potential;
+  } else if (r.host_maps) {
+    plan.path = PbMemoryPath::Hybrid;
+    plan.device_bytes = kHybridDevice * n + kCoarseLevel * c;
+    plan.host_bytes = kHostHybrid * n + 32 * c + potential;
+  } else if (r.pipeline) {
+    plan.path = PbMemoryPath::Pipeline;
+    plan.device_bytes = pipeline_device(atoms, g, o);
+    plan.host_bytes = kHostPipeline * n + potential + 16 * face_points(g);
+  } else {
+    plan.path = PbMemoryPath::DeviceMaps;
+    const double surface = (kMapsSurface + (o.surface == PbSurface::Smol ? kMapsSmooth : 0.0)) * n +
+                           4 * neighbour_pairs(atoms, o) + 40 * double(atoms.size());
+    plan.device_bytes = std::max({surface, kMapsAssembly * n, kMapsSolve * n + kCoarseLevel * c + potential});
+    plan.host_bytes = kHostMaps * n + potential + 4 * neighbour_pairs(atoms, o) + (r.split ? 4 * n : 0.0);
+  }
+  return plan;
+}
+
+PbMemoryPlan pb_memory_plan(const Atoms& atoms, const GridSpec& grid, const PbOptions& o, bool gpu) {
+  PbMemoryRequest r;
+  r.gpu = gpu;
+  r.split = o.formulation == PbFormulation::Split;
+  r.host_maps = !surface_on_device(o) || !atoms_on_mesh(atoms, grid) || o.equation == PbEquation::Nonlinear ||
+                o.energy.level == PbEnergyLevel::Components;
+  r.pipeline = gpu && !r.host_maps && pipeline_applies(atoms, grid, o);
+  // The pipeline sums the spl2 energy itself; elsewhere an energy brings φ back in double.
+  r.potential = o.energy.level != PbEnergyLevel::None && !(r.pipeline && o.charges == PbChargeMethod::Spl2);
+  return pb_memory_plan(atoms, grid, o, r);
+}
+
+void check_pb_memory(const PbMemoryPlan& plan, const GridSpec& grid, std::size_t device_free, std::size_t device_total,
+                     const std::string& device_name, std::size_t host_available) {
+  const auto per_point = [&](double bytes) {
+    return std::to_string(static_cast<long>(std::lround(bytes / std::max(plan.points, 1.0)))) + " bytes a point";
+  };
+  // The CUDA context, cub's scratch and fragmentation: keep some of the free memory unasked for.
+  const double reserve = std::max(256.0 * 1024 * 1024, 0.03 * double(device_total));
+  if (plan.path != PbMemoryPath::Host && device_free > 0 && plan.device_bytes > double(device_free) - reserve)
+    throw UsageError("--model pb on a grid of " + describe(grid) + " needs about " + human_bytes(plan.device_bytes) +
+                     " of GPU memory (" + per_point(plan.device_bytes) + ", " + memory_path_name(plan.path) +
+                     "), but " + device_name + " has " + human_bytes(double(device_free)) + " free of " +
+                     human_bytes(double(device_total)) +
+                     "; use a larger --spacing, a smaller region (--padding or --dims), or --backend cpu");
+  if (host_available > 0 && plan.host_bytes > 0.9 * double(host_available))
+    throw UsageError("--model pb on a grid of " + describe(grid) + " needs about " + human_bytes(plan.host_bytes) +
+                     " of host memory (" + per_point(plan.host_bytes) + ", " + memory_path_name(plan.path) +
+                     "), but only " + human_bytes(double(host_available)) +
+                     " is available; use a larger --spacing or a smaller region (--padding or --dims)" +
+                     (plan.path == PbMemoryPath::Host ? ", or a GPU (--backend cuda)" : ""));
+}
+
+double host_peak_bytes() {
+  rusage usage{};
+  if (getrusage(RUSAGE_SELF, &usage) != 0) return 0;
+  return double(usage.ru_maxrss) * 1024.0;  // Linux: KiB
+}
+
+}  // namespace espgrid::pb

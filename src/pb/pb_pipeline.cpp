@@ -1,0 +1,199 @@
+#include "src/pb/pb_pipeline.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <limits>
+#include <string>
+
+#include "src/core/errors.h"
+#include "src/core/stopwatch.h"
+#include "src/pb/pb_boundary.h"
+#include "src/pb/pb_geometry.h"
+#include "src/pb/pb_multigrid.h"
+#include "src/pb/pb_pipeline_driver.h"
+#include "src/pb/pb_solve.h"
+
+namespace espgrid::pb {
+namespace {
+
+bool turned_off() {
+  const char* v = std::getenv("ESPGRID_PB_PIPELINE");
+  if (!v) return false;
+  const std::string s(v);
+  return s == "0" || s == "off" || s == "no";
+}
+
+int charge_method_code(PbChargeMethod m) {
+  switch (m) {
+    case PbChargeMethod::Spl0:
+      return 0;
+    case PbChargeMethod::Spl2:
+      return 1;
+    case PbChargeMethod::Spl4:
+      return 2;
+  }
+  return 1;
+}
+
+/// smol's value of a face of axis d whose 9 neighbourhood flags (node_code's order) are `pattern`:
+/// smooth_face on a 3 × 3 × 3 block holding those values around its centre.
+double smol_value(int d, unsigned pattern, double solute, double solvent) {
+  double arrays[3][27];
+  for (auto& a : arrays) std::fill(a, a + 27, solvent);
+  double* own = arrays[d];
+  double* a = arrays[d == 0 ? 1 : 0];
+  double* b = arrays[d == 2 ? 1 : 2];
+  const long sx = 1, sy = 3, sz = 9, idx = sx + sy + sz;
+  const long su = d == 0 ? sx : (d == 1 ? sy : sz), sv = d == 0 ? sy : sx, sw = d == 2 ? sy : sz;
+  double* at[9] = {&own[idx],    &a[idx],      &b[idx],           &a[idx - sv],     &b[idx - sw],
+                   &a[idx + su], &b[idx + su], &a[idx + su - sv], &b[idx + su - sw]};
+  for (unsigned bit = 0; bit < 9; ++bit) *at[bit] = (pattern >> bit) & 1u ? solute : solvent;
+  const long n[3] = {3, 3, 3};
+  return smooth_face(own, a, b, d, 1, 1, 1, n, sx, sy, sz);
+}
+
+}  // namespace
+
+bool pipeline_applies(const Atoms& atoms, const GridSpec& grid, const PbOptions& o) {
+  return !turned_off() && (o.surface == PbSurface::Mol || o.surface == PbSurface::Smol) && o.sampling < 2 &&
+         !uniform_medium(o) && o.equation == PbEquation::Linearized && o.formulation == PbFormulation::Direct &&
+         atoms_on_mesh(atoms, grid);
+}
+
+std::vector<double> conductance_table(const GridSpec& grid, const PbOptions& o) {
+  const AssemblyArgs a = assembly_args(grid, o, false);
+  const bool smooth = o.surface == PbSurface::Smol;
+  std::vector<double> table(3 * kPatterns);
+  for (int d = 0; d < 3; ++d)
+    for (unsigned p = 0; p < kPatterns; ++p) {
+      const double eps = smooth ? smol_value(d, p, o.solute_dielectric, o.solvent_dielectric)
+                                : ((p & 1u) ? o.solute_dielectric : o.solvent_dielectric);
+      table[d * kPatterns + p] = eps * a.geo[d];  // assemble_coefficients' product
+    }
+  return table;
+}
+
+AtomCells sas_cell_geometry(const Atoms& atoms, const PbOptions& o) {
+  AtomCells c;
+  double r_max = 0;
+  for (const double r : atoms.radius) r_max = std::max(r_max, r);
+  c.cell = r_max + o.probe_radius + 1e-6;
+  const BoundingBox box = bounding_box(atoms);
+  for (int d = 0; d < 3; ++d) {
+    c.lo[d] = box.lo[d];
+    c.n[d] = std::max(1L, static_cast<long>(std::ceil((box.hi[d] - box.lo[d]) / c.cell)) + 1);
+  }
+  return c;
+}
+
+std::vector<double> face_values(const std::vector<double>& full, const GridSpec& grid) {
+  const std::vector<std::size_t> nodes = boundary_nodes(grid);
+  std::vector<double> out(nodes.size());
+  for (std::size_t f = 0; f < nodes.size(); ++f) out[f] = full[nodes[f]];
+  return out;
+}
+
+PipelineSolve solve_with_pipeline(const Atoms& atoms, const GridSpec& grid, const PbOptions& o,
+                                  const PipelineRequest& request, std::vector<float>& values) {
+  const Stopwatch host_clock;  // the host's share: small tables, the hierarchy's shape, the map's memory
+  cuda::PbPipelineInput in;
+  in.atoms = {static_cast<long>(atoms.size()),
+              atoms.x.data(),
+              atoms.y.data(),
+              atoms.z.data(),
+              atoms.radius.data(),
+              atoms.charge.data()};
+  for (int d = 0; d < 3; ++d) {
+    in.n[d] = static_cast<long>(grid.dims[d]);
+    in.origin[d] = grid.origin[d];
+    in.spacing[d] = grid.spacing[d];
+  }
+  in.smooth = o.surface == PbSurface::Smol;
+  in.salt = pb_has_ions(o);
+  in.probe_radius = o.probe_radius;
+  in.ion_radius = pb_ion_radius(o);
+  in.cells = sas_cell_geometry(atoms, o);
+  ReferenceSphere reference;
+  if (o.probe_radius > kNoRadius) reference = reference_sphere(reference_sphere_request(atoms, o));
+  in.reference_points = static_cast<long>(reference.x.size());
+  in.reference_x = reference.x.data();
+  in.reference_y = reference.y.data();
+  in.reference_z = reference.z.data();
+  const std::vector<double> table = conductance_table(grid, o);
+  in.conductances = table.data();
+  const AssemblyArgs a = assembly_args(grid, o, false);
+  in.mass = a.mass;
+  in.zmagic = a.zmagic;
+  in.charge_method = charge_method_code(o.charges);
+  in.faces = request.faces;
+  const MgSettings settings;
+  const std::vector<MgLevel> shape = hierarchy_shape({in.n[0], in.n[1], in.n[2]}, settings);
+  std::vector<cuda::PbMgLevel> levels(shape.size());
+  for (std::size_t l = 0; l < shape.size(); ++l)
+    for (int d = 0; d < 3; ++d) {
+      const MgAxis& axis = shape[l].axes[static_cast<std::size_t>(d)];
+      levels[l].n[d] = shape[l].n[static_cast<std::size_t>(d)];
+      levels[l].coarsened[d] = l > 0 && axis.coarsened;
+      levels[l].fine_of[d] = axis.fine_of.data();
+      levels[l].coarse_lo[d] = axis.coarse_lo.data();
+      levels[l].mid[d] = axis.mid.data();
+    }
+  in.levels = levels.data();
+  in.level_count = static_cast<int>(levels.size());
+  in.run.smoothing = settings.smoothing;
+  in.run.coarsest_sweeps = settings.coarsest_sweeps;
+  in.run.tolerance = o.tolerance;
+  in.run.max_iterations = o.max_iterations;
+  in.run.device = request.device;
+  in.unit_scale = request.unit_scale;
+  values.assign(grid.point_count(), std::numeric_limits<float>::quiet_NaN());  // every node written, or NaN
+  in.values = values.data();
+  PipelineSolve out;
+  if (request.potential) {
+    out.potential.assign(grid.point_count(), std::numeric_limits<double>::quiet_NaN());
+    in.potential = out.potential.data();
+  }
+  in.fixed_charge_energy = request.fixed_charge;
+  const double host_seconds = host_clock.seconds();
+  cuda::PbPipelineResult r;
+  cuda::run_pb_pipeline(in, r);
+  out.solve.method =
+      "espgrid multigrid-preconditioned CG (CUDA, double precision; SAS search, surface, charges, assembly and "
+      "hierarchy on the device)";
+  out.solve.device = r.device;
+  out.solve.iterations = r.iterations;
+  out.solve.relative_residual = r.relative_residual;
+  out.solve.setup_seconds = r.inputs_seconds + r.surface_seconds + r.assemble_seconds;
+  out.solve.solve_seconds = r.solve_seconds;
+  out.solve.converged = r.own_residual <= o.tolerance;
+  out.sas_points = r.sas_points;
+  if (request.fixed_charge) out.fixed_charge = r.fixed_charge;
+  out.device_peak_bytes = static_cast<double>(r.peak_bytes);
+  out.phases = {{"host preparation (tables, hierarchy shape, map memory)", host_seconds},
+                {"device inputs (atoms, SAS neighbours)", r.inputs_seconds},
+                {"device surface", r.surface_seconds},
+                {"waiting for the boundary values", r.faces_wait_seconds},
+                {"device charges, assembly and hierarchy", r.assemble_seconds},
+                {"device solve", r.solve_seconds},
+                {"device outputs (with copies)", r.output_seconds},
+                {"device call (all, with copies)", r.wall_seconds}};
+  return out;
+}
+
+PbEnergy energy_from_fixed_charge(const PbOptions& o, PbEnergyLevel level, double fixed_charge,
+                                  const PbEnergyTerms& from_coarser) {
+  PbEnergy e;
+  e.level = level;
+  e.temperature = o.temperature;
+  if (level == PbEnergyLevel::None) return e;
+  if (level != PbEnergyLevel::Total || o.equation != PbEquation::Linearized)
+    throw Error("internal error: the device's fixed-charge sum gives the linear equation's total energy only");
+  e.from_coarser = from_coarser;
+  e.terms.fixed_charge = fixed_charge;
+  e.terms += from_coarser;
+  e.total = 0.5 * e.terms.fixed_charge;
+  return e;
+}
+
+}  // namespace espgrid::pb

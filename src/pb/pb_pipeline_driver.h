@@ -1,0 +1,73 @@
+// The device PB pipeline's entry, declared in plain C++ (no CUDA headers) and implemented by
+// kernels/pb_pipeline.cu; a build without CUDA links kernels/pb_pipeline_unavailable.cpp.
+//
+// The host gives the atoms and a few small tables (the reference sphere, the 3 × 512 face
+// conductances, the hierarchy's shape); the device bins the atoms, finds the SAS neighbours, builds
+// the mol/smol surface as bytes and then as 4-byte node codes, gathers the spread charges, assembles
+// the right-hand side, builds the multigrid hierarchy and solves; the float map (and on request φ in
+// double, or only the fixed-charge energy Σ φ·q) comes back. src/pb/pb_pipeline.h is its host side.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "src/pb/pb_cuda_driver.h"
+#include "src/pb/pb_pipeline_math.h"
+
+namespace espgrid::cuda {
+
+struct PbPipelineInput {
+  pb::AtomArrays atoms;  ///< host arrays; radius and charge required
+  long n[3] = {0, 0, 0};
+  double origin[3] = {0, 0, 0};               ///< Å
+  double spacing[3] = {0, 0, 0};              ///< Å
+  bool smooth = true;                         ///< smol (else mol)
+  bool salt = true;                           ///< ionic strength > 0
+  double probe_radius = 1.4, ion_radius = 2;  ///< Å
+  pb::AtomCells cells;                        ///< the SAS search's cell geometry (start/atoms unused)
+  long reference_points = 0;                  ///< the reference sphere (host)
+  const double* reference_x = nullptr;
+  const double* reference_y = nullptr;
+  const double* reference_z = nullptr;
+  const double* conductances = nullptr;  ///< host, 3 × pb::kPatterns: w of each face pattern, Å
+  double mass = 0;                       ///< ε_w κ² · cell volume, Å
+  double zmagic = 0;                     ///< the source's scale
+  int charge_method = 1;                 ///< 0 spl0, 1 spl2, 2 spl4
+  /// The boundary values on the six faces (pb::boundary_nodes' order), kT/e: called once the
+  /// surface's kernels are queued, so a direct sum running on another thread overlaps them.
+  std::function<std::vector<double>()> faces;
+  const PbMgLevel* levels = nullptr;  ///< the hierarchy's shape (operators ignored)
+  int level_count = 0;
+  PbMgRun run;                       ///< run.device is the device
+  double unit_scale = 1;             ///< kT/e → the map's unit
+  float* values = nullptr;           ///< host, written: the map
+  double* potential = nullptr;       ///< host, optional: φ in double kT/e
+  bool fixed_charge_energy = false;  ///< compute Σ_nodes φ·(spread charge) (APBS's spl2 qf)
+};
+
+struct PbPipelineResult {
+  int iterations = 0;
+  double own_residual = 0;       ///< the CG recursion's relative residual at the end
+  double relative_residual = 0;  ///< ‖b − Au‖₂/‖b‖₂ recomputed on the device
+  double fixed_charge = 0;       ///< Σ φ·q over the nodes, kT (with fixed_charge_energy)
+  std::size_t sas_points = 0;
+  std::size_t neighbour_pairs = 0;  ///< SAS neighbour-list entries
+  double inputs_seconds = 0;        ///< upload, binning, neighbour lists (CUDA events)
+  double surface_seconds = 0;       ///< surface bytes, SAS carving, codes
+  double assemble_seconds = 0;      ///< charges, right-hand side, hierarchy
+  double solve_seconds = 0;
+  double output_seconds = 0;      ///< residual, combination, energy, copies back
+  double faces_wait_seconds = 0;  ///< the host waiting for the boundary values (wall)
+  double wall_seconds = 0;
+  std::size_t peak_bytes = 0;  ///< the most device memory the pipeline held at once
+  std::string device;
+};
+
+void run_pb_pipeline(const PbPipelineInput& in, PbPipelineResult& out);
+
+/// Free and total memory of `device`, bytes.
+void pb_device_memory(int device, std::size_t& free_bytes, std::size_t& total_bytes);
+
+}  // namespace espgrid::cuda

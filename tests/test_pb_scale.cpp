@@ -1,0 +1,402 @@
+// PB at scale (issue 33): the device pipeline's algorithms (src/pb/pb_pipeline_math.h) run by their
+// CPU emulation against the host's builders, bit for bit (SAS neighbour lists, the surface, the
+// spread charges, the assembled system, the map); the memory plan and its refusals; and, on a GPU,
+// the pipeline against the all-on-device path it replaces. The CUDA cases skip without a GPU
+// (ESPGRID_REQUIRE_GPU=1 makes them fail instead).
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cmath>
+#include <cstdlib>
+#include <iostream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "src/core/errors.h"
+#include "src/pb/pb_boundary.h"
+#include "src/pb/pb_charges.h"
+#include "src/pb/pb_coefficients.h"
+#include "src/pb/pb_memory.h"
+#include "src/pb/pb_multigrid.h"
+#include "src/pb/pb_pipeline.h"
+#include "src/pb/pb_solve.h"
+#include "src/pipeline/map_pipeline.h"
+#include "src/registry/kernel_registry.h"
+#include "tests/test_support.h"
+
+namespace espgrid {
+namespace {
+
+/// A grid around `atoms`: `padding` Å beyond their centres at `h` Å, `extra` more nodes along y
+/// and z so that the axes differ (awkward sizes: nothing is a power of two plus one by accident).
+GridSpec grid_around(const Atoms& atoms, double h, double padding, int extra = 0) {
+  const BoundingBox box = bounding_box(atoms);
+  GridSpec g;
+  for (int d = 0; d < 3; ++d) {
+    g.spacing[d] = h;
+    g.dims[d] = static_cast<std::int64_t>(std::ceil((box.hi[d] - box.lo[d] + 2 * padding) / h)) + 1 + d * extra;
+    g.origin[d] = 0.5 * (box.lo[d] + box.hi[d]) - 0.5 * h * static_cast<double>(g.dims[d] - 1);
+  }
+  return g;
+}
+
+/// `count` atoms of radius 0–2.2 Å (some without one) and charge ±0.9 e in a 14 Å ball, some
+/// placed exactly on nodes of a 0.5 Å lattice (integer fractional indices: spl0's and the B-splines'
+/// edge cases).
+Atoms random_molecule(unsigned seed, std::size_t count) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> u(-1, 1), radius(0.8, 2.2), charge(-0.9, 0.9);
+  Atoms atoms;
+  while (atoms.size() < count) {
+    double x = 7 * u(rng), y = 7 * u(rng), z = 7 * u(rng);
+    if (x * x + y * y + z * z > 49) continue;
+    if (atoms.size() % 7 == 0) x = std::round(x * 2) / 2, y = std::round(y * 2) / 2, z = std::round(z * 2) / 2;
+    atoms.push_back(x - 4.25, y + 1.5, z + 30.0, charge(rng), atoms.size() % 11 == 5 ? 0.0 : radius(rng));
+  }
+  return atoms;
+}
+
+int charge_code(PbChargeMethod m) { return m == PbChargeMethod::Spl0 ? 0 : (m == PbChargeMethod::Spl2 ? 1 : 2); }
+
+// ---- the per-item arithmetic --------------------------------------------------------------------
+
+TEST(PbPipelineMath, FaceIndexFollowsTheBoundaryNodesOrder) {
+  for (const auto& dims : {std::array<std::int64_t, 3>{5, 5, 5}, {7, 6, 9}, {33, 17, 5}, {6, 31, 8}}) {
+    GridSpec g;
+    g.dims = dims;
+    g.spacing = {1, 1, 1};
+    const long n[3] = {static_cast<long>(dims[0]), static_cast<long>(dims[1]), static_cast<long>(dims[2])};
+    const std::vector<std::size_t> nodes = pb::boundary_nodes(g);
+    ASSERT_EQ(static_cast<long>(nodes.size()), pb::face_node_count(n));
+    for (std::size_t f = 0; f < nodes.size(); ++f) {
+      const long idx = static_cast<long>(nodes[f]);
+      const long i = idx % n[0], j = (idx / n[0]) % n[1], k = idx / (n[0] * n[1]);
+      ASSERT_TRUE(pb::on_faces(n, i, j, k));
+      ASSERT_EQ(pb::face_index(n, i, j, k), static_cast<long>(f)) << i << "," << j << "," << k;
+    }
+  }
+}
+
+TEST(PbPipelineMath, QuarticBSplineIsTheHostsAndPartitionsUnity) {
+  // pb::bspline4 now returns the shared function; the partition of unity is the B-spline's own test.
+  for (double f = 0.0; f < 1.0; f += 0.0625) {
+    double sum = 0;
+    for (int i = -3; i <= 3; ++i) sum += pb::bspline4_weight(2.5 + i - f);
+    EXPECT_NEAR(sum, 1.0, 1e-14) << f;
+    EXPECT_EQ(pb::bspline4(2.5 - f), pb::bspline4_weight(2.5 - f));
+  }
+}
+
+TEST(PbPipelineMath, ChargeOnMeshIsTheHostsTest) {
+  // The atom bins leave out exactly the atoms pb::spread_charges leaves out: the same test, here
+  // at and around the margins of each method (exact multiples of the spacing included).
+  GridSpec g;
+  g.dims = {9, 7, 8};
+  g.spacing = {0.5, 0.75, 1.0};
+  g.origin = {-1.0, 2.0, 0.25};
+  const long n[3] = {9, 7, 8};
+  for (const PbChargeMethod m : {PbChargeMethod::Spl0, PbChargeMethod::Spl2, PbChargeMethod::Spl4})
+    for (double x = -3.0; x <= 4.0; x += 0.125)
+      for (double z = -2.5; z <= 10.5; z += 0.25) {
+        const double y = 4.0;
+        EXPECT_EQ(pb::charge_on_mesh(g.origin.data(), g.spacing.data(), n, charge_code(m), x, y, z),
+                  pb::charge_on_grid(x, y, z, g, m))
+            << x << " " << z;
+      }
+}
+
+TEST(PbPipelineMath, ConductanceTableOfMolIsTheTwoDielectrics) {
+  const Atoms atoms = testing::load_molecule("fasciculin2.pqr");
+  GridSpec g = grid_around(atoms, 0.9, 6);
+  g.spacing = {0.9, 0.8, 1.1};
+  PbOptions o;
+  o.surface = PbSurface::Mol;
+  const std::vector<double> t = pb::conductance_table(g, o);
+  const pb::AssemblyArgs a = pb::assembly_args(g, o, false);
+  for (int d = 0; d < 3; ++d)
+    for (unsigned p = 0; p < pb::kPatterns; ++p)
+      EXPECT_EQ(t[d * pb::kPatterns + p], ((p & 1u) ? o.solute_dielectric : o.solvent_dielectric) * a.geo[d]);
+}
+
+// ---- the emulation against the host's builders ---------------------------------------------------
+
+TEST(PbPipelineEmulation, NeighbourListsAreTheHosts) {
+  // The device's search (its own cell list, count, fill, sort) gives the host's lists entry for entry.
+  for (const Atoms& atoms : {testing::load_molecule("fasciculin2.pqr"), random_molecule(5, 300)}) {
+    for (const double probe : {1.4, 0.0, 2.1}) {
+      PbOptions o;
+      o.probe_radius = probe;
+      const GridSpec g = grid_around(atoms, 1.0, 7);
+      const pb::SasNeighbours host = pb::sas_neighbours(atoms, o);
+      const pb::PipelineEmulation e =
+          pb::emulate_pipeline(atoms, g, o, std::vector<double>(pb::boundary_nodes(g).size(), 0.0));
+      EXPECT_EQ(e.neighbours.start, host.start) << atoms.size() << " atoms, probe " << probe;
+      EXPECT_EQ(e.neighbours.atoms, host.atoms) << atoms.size() << " atoms, probe " << probe;
+      EXPECT_GT(host.atoms.size(), atoms.size()) << "a test that searches nothing";
+    }
+  }
+}
+
+/// The emulated system (surface, charges, assembly from the codes and the face values) equals
+/// assemble_system's from the host's maps, bit for bit.
+void expect_system_is_the_hosts(const Atoms& atoms, const GridSpec& g, const PbOptions& o, const std::string& what) {
+  const pb::PbCoefficients c = pb::build_coefficients(atoms, g, o, true, 0);
+  const std::vector<double> boundary = pb::sdh_boundary(atoms, g, o);  // any values: they are moved in exactly
+  const pb::PbSystem host = pb::assemble_system(c, boundary, o, PbFormulation::Direct, nullptr, 0);
+  const pb::PipelineEmulation e = pb::emulate_pipeline(atoms, g, o, pb::face_values(boundary, g));
+  EXPECT_EQ(e.charge, c.charge) << what;
+  EXPECT_EQ(e.sas_points, c.sas_points) << what;
+  EXPECT_EQ(e.system.wx, host.wx) << what;
+  EXPECT_EQ(e.system.wy, host.wy) << what;
+  EXPECT_EQ(e.system.wz, host.wz) << what;
+  EXPECT_EQ(e.system.c, host.c) << what;
+  EXPECT_EQ(e.system.rhs, host.rhs) << what;
+  EXPECT_EQ(e.system.fixed, host.fixed) << what;
+  double charge = 0;
+  for (const double q : c.charge) charge += std::fabs(q);
+  EXPECT_GT(charge, 0.1) << what << ": a test with no charge on the grid";
+}
+
+TEST(PbPipelineEmulation, SystemIsTheHostsForEverySurfaceChargeMethodAndSalt) {
+  const Atoms fas = testing::load_molecule("fasciculin2.pqr");
+  const GridSpec g = grid_around(fas, 0.85, 7, 1);
+  for (const PbSurface s : {PbSurface::Smol, PbSurface::Mol})
+    for (const double salt : {0.15, 0.0})
+      for (const PbChargeMethod m : {PbChargeMethod::Spl2, PbChargeMethod::Spl0, PbChargeMethod::Spl4}) {
+        PbOptions o;
+        o.surface = s;
+        o.ionic_strength = salt;
+        o.charges = m;
+        o.boundary = PbBoundary::Sdh;
+        expect_system_is_the_hosts(fas, g, o,
+                                   surface_name(s) + " I " + std::to_string(salt) + " " + charge_method_name(m));
+      }
+}
+
+TEST(PbPipelineEmulation, SystemIsTheHostsOnFineAnisotropicGridsWithOddAtoms) {
+  // Atoms on nodes (integer fractional indices), atoms without radius, unequal spacings, a wide
+  // probe and ion radius: the places where a gather could differ from the host's scatter.
+  const Atoms atoms = random_molecule(17, 120);
+  GridSpec g = grid_around(atoms, 0.5, 6, 2);
+  g.spacing = {0.5, 0.45, 0.6};
+  for (const PbChargeMethod m : {PbChargeMethod::Spl0, PbChargeMethod::Spl2, PbChargeMethod::Spl4}) {
+    PbOptions o;
+    o.charges = m;
+    o.probe_radius = 1.7;
+    o.ion_radius = 2.4;
+    o.boundary = PbBoundary::Sdh;
+    expect_system_is_the_hosts(atoms, g, o, "random, " + charge_method_name(m));
+  }
+}
+
+TEST(PbPipelineEmulation, MapIsTheHostPathsMap) {
+  // The same system, the same solver (the CUDA multigrid's emulation): the same map, bit for bit.
+  const Atoms fas = testing::load_molecule("fasciculin2.pqr");
+  const GridSpec g = grid_around(fas, 1.0, 7);
+  PbOptions o;
+  o.boundary = PbBoundary::Sdh;
+  PbRun run;
+  run.solver = PbSolver::CpuMultigrid;
+  const PbResult host = solve_pb(fas, g, o, run);
+  const std::vector<double> boundary = pb::sdh_boundary(fas, g, o);
+  const pb::PipelineEmulation e = pb::emulate_pipeline(fas, g, o, pb::face_values(boundary, g));
+  std::vector<double> u;
+  const pb::SolveReport r = pb::solve_multigrid_cpu(e.system, u, o.tolerance, o.max_iterations);
+  const std::vector<double> phi = pb::combine(e.system, u, nullptr);
+  ASSERT_EQ(phi.size(), host.values.size());
+  std::size_t differ = 0;
+  for (std::size_t i = 0; i < phi.size(); ++i) differ += static_cast<float>(phi[i]) != host.values[i];
+  EXPECT_EQ(differ, 0u);
+  EXPECT_EQ(r.iterations, host.solve.iterations);
+}
+
+TEST(PbPipelineEnergy, FixedChargeSumGivesApbsTotal) {
+  // APBS's lpbe total is ½ qf whatever qf's source; the device's sum enters as the host's does.
+  const Atoms fas = testing::load_molecule("fasciculin2.pqr");
+  const GridSpec g = grid_around(fas, 1.1, 7);
+  PbOptions o;
+  o.energy.level = PbEnergyLevel::Total;
+  PbRun run;
+  run.solver = PbSolver::CpuMultigrid;
+  run.keep_potential = true;
+  const PbResult r = solve_pb(fas, g, o, run);
+  const std::vector<double> charge = pb::spread_charges(fas, g, o.charges);
+  double qf = 0;
+  for (std::size_t i = 0; i < charge.size(); ++i) qf += r.potential[i] * charge[i];
+  const pb::PbEnergyTerms from{1.5, 0.25, -0.5};
+  const pb::PbEnergy e = pb::energy_from_fixed_charge(o, PbEnergyLevel::Total, qf, from);
+  EXPECT_DOUBLE_EQ(e.total, 0.5 * (qf + 1.5));
+  EXPECT_DOUBLE_EQ(r.energy.total, 0.5 * qf);
+  EXPECT_EQ(e.terms.mobile_charge, 0.25);
+  EXPECT_EQ(pb::energy_from_fixed_charge(o, PbEnergyLevel::None, qf, from).total, 0.0);
+}
+
+// ---- memory ----------------------------------------------------------------------------------
+
+TEST(PbMemory, DevicePipelineNeedsAtMost64BytesAPoint) {
+  // A big grid around a small molecule: the per-point share decides (the atoms' is negligible).
+  const Atoms fas = testing::load_molecule("fasciculin2.pqr");
+  const GridSpec g = grid_around(fas, 0.25, 12);
+  const pb::PbMemoryPlan plan = pb::pb_memory_plan(fas, g, PbOptions{}, true);
+  ASSERT_EQ(plan.path, pb::PbMemoryPath::Pipeline);
+  EXPECT_LE(plan.device_bytes / plan.points, 64.0) << plan.describe();
+  EXPECT_GE(plan.device_bytes / plan.points, 44.0) << "the codes and five vectors at least: " << plan.describe();
+  EXPECT_LE(plan.host_bytes / plan.points, 16.0) << plan.describe();
+  // The path it replaces needs about twice as much.
+  PbOptions split;
+  split.formulation = PbFormulation::Split;
+  const pb::PbMemoryPlan old = pb::pb_memory_plan(fas, g, split, true);
+  EXPECT_EQ(old.path, pb::PbMemoryPath::DeviceMaps);
+  EXPECT_GT(old.device_bytes / old.points, 120.0) << old.describe();
+}
+
+TEST(PbMemory, WhatDoesNotFitIsRefusedNamingTheNeedAndTheRemedy) {
+  const Atoms fas = testing::load_molecule("fasciculin2.pqr");
+  const GridSpec g = grid_around(fas, 0.5, 10);
+  const pb::PbMemoryPlan plan = pb::pb_memory_plan(fas, g, PbOptions{}, true);
+  const std::size_t gib = std::size_t{1} << 30;
+  EXPECT_NO_THROW(pb::check_pb_memory(plan, g, 70 * gib, 80 * gib, "GPU 0", 64 * gib));
+  try {
+    pb::check_pb_memory(plan, g, std::size_t(plan.device_bytes * 0.8), 80 * gib, "GPU 0", 64 * gib);
+    FAIL() << "a device share beyond the free memory was not refused";
+  } catch (const UsageError& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("GPU memory"), std::string::npos) << m;
+    EXPECT_NE(m.find("bytes a point"), std::string::npos) << m;
+    EXPECT_NE(m.find("--spacing"), std::string::npos) << m;
+    EXPECT_NE(m.find("GPU 0"), std::string::npos) << m;
+  }
+  try {
+    pb::check_pb_memory(plan, g, 70 * gib, 80 * gib, "GPU 0", std::size_t(plan.host_bytes));
+    FAIL() << "a host share beyond 90 % of the available memory was not refused";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("host memory"), std::string::npos) << e.what();
+  }
+  // The CPU path has no device share, and says to use a GPU when the host is short.
+  const pb::PbMemoryPlan cpu = pb::pb_memory_plan(fas, g, PbOptions{}, false);
+  EXPECT_EQ(cpu.device_bytes, 0.0);
+  EXPECT_NO_THROW(pb::check_pb_memory(cpu, g, 1, 80 * gib, "", 64 * gib));
+  try {
+    pb::check_pb_memory(cpu, g, 0, 0, "", std::size_t(cpu.host_bytes));
+    FAIL() << "the CPU path's host share was not checked";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("--backend cuda"), std::string::npos) << e.what();
+  }
+}
+
+TEST(PbMemory, TheSummaryStatesTheEstimateAndThePeak) {
+  const Atoms fas = testing::load_molecule("fasciculin2.pqr");
+  PbRun run;
+  run.solver = PbSolver::CpuMultigrid;
+  const PbResult r = solve_pb(fas, grid_around(fas, 1.2, 7), PbOptions{}, run);
+  EXPECT_NE(r.summary.find("memory: estimated about"), std::string::npos) << r.summary;
+  EXPECT_NE(r.summary.find("host peak"), std::string::npos) << r.summary;
+}
+
+// A PB grid is not split over GPUs: several devices are refused, not quietly reduced to the first.
+TEST(PbScaleOut, SeveralDevicesAreRefusedBeforeTheMapIsMade) {
+  const Atoms fas = testing::load_molecule("fasciculin2.pqr");
+  MapRequest request;
+  request.grid = grid_around(fas, 1.2, 7);
+  request.physics.method = MapMethod::PoissonBoltzmann;
+  request.compute.run.devices = {0, 1};
+  const KernelSelection kernel{&default_kernel(Backend::Cpu), "test", 0};
+  try {
+    compute_map(fas, request, kernel);
+    FAIL() << "--model pb over two devices was not refused";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("solves on one GPU"), std::string::npos) << e.what();
+  }
+}
+
+// ---- on a GPU: the pipeline against the path it replaces -------------------------------------------
+
+#define SKIP_WITHOUT_GPU()                                                                           \
+  do {                                                                                               \
+    std::string reason_;                                                                             \
+    if (!cuda_available(&reason_)) {                                                                 \
+      if (testing::gpu_required()) FAIL() << "ESPGRID_REQUIRE_GPU=1 but no usable GPU: " << reason_; \
+      GTEST_SKIP() << "no usable GPU: " << reason_;                                                  \
+    }                                                                                                \
+  } while (0)
+
+/// solve_pb with the device pipeline turned off (ESPGRID_PB_PIPELINE=0): the all-on-device path.
+PbResult without_pipeline(const Atoms& atoms, const GridSpec& g, const PbOptions& o, const PbRun& run) {
+  ::setenv("ESPGRID_PB_PIPELINE", "0", 1);
+  try {
+    PbResult r = solve_pb(atoms, g, o, run);
+    ::unsetenv("ESPGRID_PB_PIPELINE");
+    return r;
+  } catch (...) {
+    ::unsetenv("ESPGRID_PB_PIPELINE");
+    throw;
+  }
+}
+
+TEST(PbPipelineGpu, MapIsTheAllOnDevicePathsMap) {
+  SKIP_WITHOUT_GPU();
+  const Atoms fas = testing::load_molecule("fasciculin2.pqr");
+  const GridSpec g = grid_around(fas, 0.7, 8, 1);
+  for (const PbSurface s : {PbSurface::Smol, PbSurface::Mol})
+    for (const PbChargeMethod m : {PbChargeMethod::Spl2, PbChargeMethod::Spl0, PbChargeMethod::Spl4}) {
+      PbOptions o;
+      o.surface = s;
+      o.charges = m;
+      PbRun run;
+      run.solver = PbSolver::CudaMultigrid;
+      run.keep_potential = true;
+      const PbResult now = solve_pb(fas, g, o, run), before = without_pipeline(fas, g, o, run);
+      const std::string what = surface_name(s) + " " + charge_method_name(m);
+      ASSERT_NE(now.solve.method.find("SAS search"), std::string::npos) << what << ": the pipeline did not run";
+      ASSERT_EQ(before.solve.method.find("SAS search"), std::string::npos) << what;
+      // The same surface and charges (bit for bit, held by the emulation tests), the same solver
+      // arithmetic: the same iterations and, node for node, the same map. A last-bit difference
+      // (the compiler contracting the assembly's sums differently) would show as ≲1e-12 relative.
+      EXPECT_EQ(now.solve.iterations, before.solve.iterations) << what;
+      EXPECT_EQ(now.sas_points, before.sas_points) << what;
+      std::size_t differ = 0;
+      double num = 0, den = 0;
+      for (std::size_t i = 0; i < now.values.size(); ++i) {
+        differ += now.values[i] != before.values[i];
+        num += std::pow(now.potential[i] - before.potential[i], 2);
+        den += std::pow(before.potential[i], 2);
+      }
+      EXPECT_LE(std::sqrt(num / den), 1e-12) << what << ": " << differ << " float nodes differ";
+      EXPECT_NEAR(now.solve.relative_residual, before.solve.relative_residual, 1e-12) << what;
+    }
+}
+
+TEST(PbPipelineGpu, EnergyAndPotentialAreTheHostsAndThePeakIsMeasured) {
+  SKIP_WITHOUT_GPU();
+  const Atoms fas = testing::load_molecule("fasciculin2.pqr");
+  const GridSpec g = grid_around(fas, 0.6, 9);
+  PbOptions o;
+  o.energy.level = PbEnergyLevel::Total;
+  PbRun run;
+  run.solver = PbSolver::CudaMultigrid;
+  const PbResult now = solve_pb(fas, g, o, run), before = without_pipeline(fas, g, o, run);
+  // Σ φ·q over 10⁶ nodes in a different order: the sums differ by rounding, ~1e-15 relative.
+  EXPECT_NEAR(now.energy.total, before.energy.total, 1e-11 * std::fabs(before.energy.total));
+  EXPECT_NE(now.summary.find("GPU peak"), std::string::npos) << now.summary;
+  const pb::PbMemoryPlan plan = pb::pb_memory_plan(fas, g, o, true);
+  EXPECT_EQ(plan.path, pb::PbMemoryPath::Pipeline);
+  std::cout << "[ plan     ] " << plan.describe() << "\n[ summary  ] " << now.summary << "\n";
+}
+
+TEST(PbPipelineGpu, AGridBeyondTheDeviceIsRefusedBeforeAnythingIsAllocated) {
+  SKIP_WITHOUT_GPU();
+  const Atoms fas = testing::load_molecule("fasciculin2.pqr");
+  GridSpec g = grid_around(fas, 0.03, 6);  // ~4·10⁹ points: over 200 GB on the device
+  PbRun run;
+  run.solver = PbSolver::CudaMultigrid;
+  try {
+    solve_pb(fas, g, PbOptions{}, run);
+    FAIL() << "a grid of " << g.point_count() << " points was not refused";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("needs about"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace espgrid
