@@ -364,6 +364,9 @@ void solve_with_device_pipeline(const Atoms& atoms, const GridSpec& grid, const 
   solved.phi = std::move(s.potential);
   solved.fixed_charge = s.fixed_charge;
   solved.device_peak_bytes = s.device_peak_bytes;
+  // φ came back for energies or maps the device does not sum: they need the spread charges too
+  // (the host's spreading is the device's, bit for bit: pb_pipeline_inputs.cu is built without FMA).
+  if (!solved.phi.empty() && !plan.split) solved.charge = pb::spread_charges(atoms, grid, options.charges);
 }
 
 /// The GPU: maps, system, hierarchy, solve and combination on the device; the host prepares the
