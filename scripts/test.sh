@@ -13,7 +13,7 @@ else
 fi
 bash scripts/build.sh
 ctest --test-dir "${BUILD_DIR:-build}" --output-on-failure -j "$(nproc)"
-# Sanitizer build + CPU tests, and the fuzzers for ESPGRID_FUZZ_SECONDS (default 60) each:
+# Sanitizer build + CPU tests, and the fuzzers for ESPGRID_FUZZ_SECONDS (default 45) each:
 # docs/reliability.md. ESPGRID_SKIP_HARDENING=1 leaves them out (e.g. for a quick local run).
 if [ "${ESPGRID_SKIP_HARDENING:-0}" != 1 ]; then
   bash scripts/hardening.sh
