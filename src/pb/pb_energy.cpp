@@ -66,7 +66,8 @@ double mobile_charge(const EnergyInputs& in, const NodeWeights* w) {
         if (std::fabs(x) > kExpCap)
           throw Error("the nonlinear PB energy met a potential of " + std::to_string(u[i]) +
                       " kT/e where ions are: exp(" + std::to_string(x) +
-                      ") overflows APBS's cap of 85 (a failed solve)");
+                      ") overflows APBS's cap of 85, where APBS stops too (charges too large for this salt, "
+                      "or a failed solve)");
         energy += weight * zks2 * ion.concentration * (std::exp(x) - 1.0);
       }
     }
