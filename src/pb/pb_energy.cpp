@@ -5,6 +5,7 @@
 
 #include "src/core/errors.h"
 #include "src/core/units.h"
+#include "src/pb/pb_geometry.h"
 
 namespace espgrid::pb {
 namespace {
@@ -137,13 +138,7 @@ bool trilinear_at(const GridSpec& g, const std::vector<double>& values, const do
   }
   const long n0 = static_cast<long>(g.dims[0]), n1 = static_cast<long>(g.dims[1]);
   const auto u = [&](long i, long j, long k) { return values[static_cast<std::size_t>(i + n0 * (j + n1 * k))]; };
-  value = d[0] * d[1] * d[2] * u(hi[0], hi[1], hi[2]) + d[0] * (1.0 - d[1]) * d[2] * u(hi[0], lo[1], hi[2]) +
-          d[0] * d[1] * (1.0 - d[2]) * u(hi[0], hi[1], lo[2]) +
-          d[0] * (1.0 - d[1]) * (1.0 - d[2]) * u(hi[0], lo[1], lo[2]) +
-          (1.0 - d[0]) * d[1] * d[2] * u(lo[0], hi[1], hi[2]) +
-          (1.0 - d[0]) * (1.0 - d[1]) * d[2] * u(lo[0], lo[1], hi[2]) +
-          (1.0 - d[0]) * d[1] * (1.0 - d[2]) * u(lo[0], hi[1], lo[2]) +
-          (1.0 - d[0]) * (1.0 - d[1]) * (1.0 - d[2]) * u(lo[0], lo[1], lo[2]);
+  value = trilinear_blend(lo, hi, d, u);
   return true;
 }
 

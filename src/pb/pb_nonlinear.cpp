@@ -19,16 +19,6 @@ int thread_count(int threads) { return threads > 0 ? threads : omp_get_max_threa
 /// Levels smaller than this run on one thread (the multigrid emulation's rule, pb_multigrid.cpp).
 constexpr long kParallelNodes = 1L << 17;
 
-MgOperator operator_of(const PbSystem& s) {
-  MgOperator a;
-  for (int d = 0; d < 3; ++d) a.n[d] = static_cast<long>(s.grid.dims[d]);
-  a.wx = s.wx.data();
-  a.wy = s.wy.data();
-  a.wz = s.wz.data();
-  a.c = s.c.data();
-  return a;
-}
-
 /// Σ f(idx) over the interior nodes, planes over threads (static schedule: the same sum for the
 /// same thread count).
 template <class F>
