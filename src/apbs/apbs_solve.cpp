@@ -159,6 +159,12 @@ void check_solver_ranges(const ApbsInput& input) {
 }
 
 void check_atoms_on_grid(const ApbsInput& input, const Calculation& calc, int number, const Atoms& atoms) {
+  try {
+    pb::check_atoms_have_radii(atoms, pb_options(input.elecs[calc.elec]));
+  } catch (const UsageError& e) {
+    throw ApbsInputError(input.file, input.elecs[calc.elec].line,
+                         "CALCULATION #" + std::to_string(number) + " of this block: " + e.what());
+  }
   if (calc.boundary == Boundary::Focus) return;  // a focusing level takes atoms off its grid, as APBS
   try {
     pb::check_atoms_inside(atoms, calc.grid.grid());

@@ -459,6 +459,14 @@ void spline_coefficients(const Atoms& atoms, const PbOptions& o, PbCoefficients&
 
 double source_scale(double temperature) { return 4.0 * kPi * coulomb_constant(PotentialUnit::KTPerE, temperature); }
 
+void check_atoms_have_radii(const Atoms& atoms, const PbOptions& options) {
+  if (atoms.empty()) throw UsageError("--model pb needs at least one atom");
+  if (!uniform_medium(options) && *std::max_element(atoms.radius.begin(), atoms.radius.end()) <= kNoRadius)
+    throw UsageError(
+        "--model pb needs atomic radii (they draw the molecular surface), and every atom's radius is 0: "
+        "give a PQR with its radius column (or, from Python, radii=)");
+}
+
 void check_atoms_inside(const Atoms& atoms, const GridSpec& g) {
   for (std::size_t a = 0; a < atoms.size(); ++a) {
     const double p[3] = {atoms.x[a], atoms.y[a], atoms.z[a]};

@@ -155,6 +155,7 @@ CASES = [
     ("pka-lig/apbs-mol-surf", "pka-lig/apbs-mol-surf.in", None, []),
     ("misc/apbs (pot, sspl, kappa, charge maps)", "misc/apbs.in", None, []),
     ("actin-dimer/apbs-mol-auto", "actin-dimer/apbs-mol-auto.in", None, []),
+    ("point-pmf/complex-0_1 (ions of radius 0, uniform medium, comps)", "point-pmf/complex-0_1.in", None, []),
 ]
 
 GRID_LINE = re.compile(r"^  Grid (dimensions|spacings|lengths|center): .*$", re.M)
