@@ -4,11 +4,10 @@
 
 Each example's folder is copied to a temporary directory (APBS reads paths from the working
 directory; the check also makes sure the outputs could be written) and `espgrid apbs FILE --dry-run`
-runs there: the parser, the molecules, NOsh's grids, the physics this build supports and the
-outputs are all checked, nothing is solved. Exit 0: the input runs. Exit 2: the message says
-which line and keyword stop it; "is not supported yet" marks physics still to land in this build
-(pbphys, npbe), every other refusal is a keyword espgrid does not take (another solver, forces,
-APOLAR, ...). Inputs APBS 3.4.1 itself cannot run are marked so (checked by running apbs on them).
+runs there: the parser, the molecules, NOsh's grids, the solver's ranges and the outputs are all
+checked, nothing is solved. Exit 0: the input passes every check made before solving. Exit 2: the
+message says which line and keyword stop it (another solver, forces, APOLAR, ...). Inputs APBS
+3.4.1 itself cannot run are marked so (checked by running apbs on them).
 
     /usr/bin/python3 scripts/apbs_examples_table.py [--espgrid build/espgrid] [--write docs/apbs.md]
 
@@ -49,7 +48,7 @@ def methods(text):
 
 
 def check(espgrid, example):
-    """(status, reason) of one example: status is 'runs', 'not yet' or 'no'."""
+    """(status, reason) of one example: status is 'runs' or 'no'."""
     folder = os.path.join(EXAMPLES, os.path.dirname(example))
     with tempfile.TemporaryDirectory() as work:
         for f in os.listdir(folder):
@@ -63,7 +62,7 @@ def check(espgrid, example):
     reason = lines[-1][len("espgrid: error: "):] if lines else run.stderr.strip()[-300:]
     if example in APBS_FAILS_TOO:
         return "no", APBS_FAILS_TOO[example] + " (espgrid: " + reason + ")"
-    return ("not yet" if "is not supported yet" in reason else "no"), reason
+    return "no", reason
 
 
 def table(espgrid):
@@ -78,8 +77,8 @@ def table(espgrid):
         tally[status] = tally.get(status, 0) + 1
         reason = reason.replace("|", "\\|")
         rows.append(f"| `{example}` | {blocks or '—'} | {status} | {reason} |")
-    summary = (f"{len(inputs)} inputs: {tally.get('runs', 0)} run, {tally.get('not yet', 0)} wait for physics "
-               f"not yet in this build, {tally.get('no', 0)} use what espgrid does not take (or APBS cannot run either).")
+    summary = (f"{len(inputs)} inputs: {tally.get('runs', 0)} run, {tally.get('no', 0)} use what espgrid does not take "
+               "(or APBS cannot run either).")
     return summary + "\n\n" + "\n".join(rows) + "\n"
 
 

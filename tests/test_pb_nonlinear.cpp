@@ -174,7 +174,6 @@ struct NpbeSolve {
   pb::PbSystem system;
   std::vector<double> u, phi;
   pb::NonlinearReport report;
-  double energy_linear = 0;  ///< ½ Σ qφ (lpbe's, and npbe's without ions)
 };
 
 NpbeSolve solve_pieces(const Atoms& atoms, const GridSpec& g, const PbOptions& o, PbSolver solver) {
@@ -192,8 +191,19 @@ NpbeSolve solve_pieces(const Atoms& atoms, const GridSpec& g, const PbOptions& o
     EXPECT_TRUE(r.converged);
   }
   s.phi = pb::combine(s.system, s.u, nullptr);
-  s.energy_linear = 0.5 * pb::charge_potential_sum(s.coefficients.charge, s.phi);
   return s;
+}
+
+/// APBS's energies of a piece-by-piece solve through pb_energy.h, the code solve_pb reports with.
+pb::PbEnergy energy_of(const Atoms& atoms, const NpbeSolve& s, const PbOptions& o, PbEnergyLevel level) {
+  pb::EnergyInputs in;
+  in.atoms = &atoms;
+  in.grid = &s.coefficients.grid;
+  in.options = &o;
+  in.potential = &s.phi;
+  in.charge = &s.coefficients.charge;
+  in.coefficients = &s.coefficients;
+  return pb::apbs_energy(in, level);
 }
 
 TEST(PbNonlinearSolve, WithoutIonsNpbeIsLpbe) {
@@ -392,35 +402,35 @@ TEST(PbNonlinearApbs, EnergiesMatchApbs) {
   for (const ApbsRun& run : apbs_runs()) {
     SCOPED_TRACE(run.name);
     const PbOptions o = options_of(run);
-    const NpbeSolve s = solve_pieces(structure_of(run), run.grid, o, cpu_solver());
-    const double qf = pb::charge_potential_sum(s.coefficients.charge, s.phi);
+    const Atoms atoms = structure_of(run);
+    const NpbeSolve s = solve_pieces(atoms, run.grid, o, cpu_solver());
+    // Every term of this solve's double potential (Components: the mobile and dielectric terms
+    // for lpbe too, which APBS's total leaves out).
+    const pb::PbEnergy e = energy_of(atoms, s, o, PbEnergyLevel::Components);
+    const double qf = e.terms.fixed_charge, total = e.total;
     // qf is Σqφ over the spread charges: APBS's potential to ~1e-6 here (1e-10 on both sides, the
     // constants' 2e-5 scaled down by the charges' share of the boundary) — 2e-5 holds it.
     EXPECT_NEAR(qf, run.qf, 2e-5 * std::fabs(run.qf));
-    double total = s.energy_linear;
-    if (o.equation == PbEquation::Nonlinear) {
-      const pb::NpbeEnergy e = pb::npbe_energy(s.coefficients, s.phi, qf, o);
-      total = e.total;
-      if (std::isfinite(run.qm)) {
-        std::printf("%-30s diel %+.1e, qm %+.1e relative\n", run.name.c_str(), e.diel / run.diel - 1,
-                    e.qm / run.qm - 1);
-        EXPECT_NEAR(e.diel, run.diel, 2e-5 * std::fabs(run.diel));
-        // qm sums e^(∓φ) − 1 over the ions' nodes: a relative error of the potential there of ~1e-5
-        // becomes ≲ 1e-4 of qm (its terms are ~φ²/2 at small φ, the relative error doubles).
-        EXPECT_NEAR(e.qm, run.qm, 1e-4 * std::fabs(run.qm));
-      } else {
-        EXPECT_EQ(e.qm, 0.0);  // no ions: ½qf, as APBS
-      }
+    if (std::isfinite(run.qm)) {  // APBS prints npbe's terms with ions
+      std::printf("%-30s diel %+.1e, qm %+.1e relative\n", run.name.c_str(), e.terms.dielectric / run.diel - 1,
+                  e.terms.mobile_charge / run.qm - 1);
+      EXPECT_NEAR(e.terms.dielectric, run.diel, 2e-5 * std::fabs(run.diel));
+      // qm sums e^(∓φ) − 1 over the ions' nodes: a relative error of the potential there of ~1e-5
+      // becomes ≲ 1e-4 of qm (its terms are ~φ²/2 at small φ, the relative error doubles).
+      EXPECT_NEAR(e.terms.mobile_charge, run.qm, 1e-4 * std::fabs(run.qm));
+      EXPECT_DOUBLE_EQ(total, qf - e.terms.dielectric - e.terms.mobile_charge);
+    } else {
+      if (!pb_has_ions(o)) EXPECT_EQ(e.terms.mobile_charge, 0.0);
+      EXPECT_DOUBLE_EQ(total, 0.5 * qf);  // lpbe, and npbe without ions: ½qf, as APBS
     }
     // The target is 0.1%; the same discretization agrees to the solvers' tolerance.
     EXPECT_NEAR(total, run.total, 2e-5 * std::fabs(run.total));
-    // What `espgrid map` and `espgrid apbs` print: solve_pb's energy (pb_energy.cpp's functional,
-    // written apart from npbe_energy) must agree with APBS as closely.
+    // What `espgrid map` and `espgrid apbs` print: solve_pb's energy of its own solve.
     PbOptions asking = o;
     asking.energy.level = PbEnergyLevel::Total;
     PbRun program;
     program.solver = cpu_solver();
-    const PbResult printed = solve_pb(structure_of(run), run.grid, asking, program);
+    const PbResult printed = solve_pb(atoms, run.grid, asking, program);
     EXPECT_NEAR(printed.energy.total, run.total, 2e-5 * std::fabs(run.total)) << "solve_pb's energy";
     std::printf("%-30s total %.6f kT (APBS %.6f, %+.1e relative), qf %+.1e relative\n", run.name.c_str(), total,
                 run.total, total / run.total - 1, qf / run.qf - 1);
@@ -445,7 +455,7 @@ TEST(PbNonlinearApbs, EnergiesMatchApbs) {
 /// Charges at the structure reader's limit (every atom −999 e: −618,000 e on the RNA) at low salt:
 /// the boundary values reach −3000 kT/e, the Boltzmann term e^3000 without APBS's clip. The solve
 /// converges (the clip keeps every term finite) and the map has no NaN; the energy, whose ion term
-/// APBS refuses beyond the clip, is a clear error.
+/// APBS refuses beyond the clip, is a clear error (solve_pb's, asked for with the map).
 TEST(PbNonlinearErrors, HugeChargesConvergeWithoutNaNAndTheirEnergyIsRefused) {
   Atoms atoms = testing::load_molecule("boxb_rna_pdb2pqr3.pqr");
   for (double& q : atoms.charge) q = -999;
@@ -462,12 +472,12 @@ TEST(PbNonlinearErrors, HugeChargesConvergeWithoutNaNAndTheirEnergyIsRefused) {
     EXPECT_LE(r.solve.relative_residual, o.tolerance);
     EXPECT_LT(*std::min_element(r.values.begin(), r.values.end()), -1000.0f) << "the case is as extreme as meant";
   }
-  const NpbeSolve s = solve_pieces(atoms, g, o, PbSolver::CpuMultigrid);
+  o.energy.level = PbEnergyLevel::Total;
   try {
-    pb::npbe_energy(s.coefficients, s.phi, pb::charge_potential_sum(s.coefficients.charge, s.phi), o);
+    (void)solve_pb(atoms, g, o, PbRun{PbSolver::CpuMultigrid});
     FAIL() << "no error";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("exceeds 85"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("cap of 85"), std::string::npos) << e.what();
   }
 }
 

@@ -456,6 +456,39 @@ TEST(PbErrors, FocusNeedsItsParentAndNpbeReachesTheNewtonSolver) {
   EXPECT_TRUE(std::isfinite(r.energy.total) && r.energy.total > 0) << r.energy.total;
 }
 
+TEST(PbErrors, AtomsWithoutRadiiOnlyWhereTheSurfaceDoesNotMatter) {
+  // APBS's point-pmf examples: ions of radius 0 in a uniform dielectric without salt, where the
+  // surface changes nothing. Solved there (the same map as with radii: κ = 0 makes the boundary's
+  // Debye-Hückel factor 1 whatever the radius); anywhere else radii draw the surface and all-zero
+  // radii are refused.
+  const Atoms with_radii = testing::load_molecule("fasciculin2.pqr");
+  Atoms points = with_radii;
+  for (double& r : points.radius) r = 0;
+  const GridSpec g = energy_grid(points);
+  PbOptions o;
+  o.solute_dielectric = o.solvent_dielectric = 78.54;
+  o.ionic_strength = 0;
+  o.energy.level = PbEnergyLevel::Total;
+  const PbResult bare = solve_pb(points, g, o, cpu_run());
+  const PbResult reference = solve_pb(with_radii, g, o, cpu_run());
+  EXPECT_EQ(bare.values, reference.values);
+  EXPECT_EQ(bare.energy.total, reference.energy.total);
+  const auto refused = [&](const PbOptions& options) {
+    try {
+      (void)solve_pb(points, g, options, cpu_run());
+      ADD_FAILURE() << "all-zero radii accepted with " << describe(options);
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find("needs atomic radii"), std::string::npos) << e.what();
+    }
+  };
+  PbOptions dielectric_boundary = o;
+  dielectric_boundary.solute_dielectric = 2;
+  refused(dielectric_boundary);
+  PbOptions salt = o;
+  salt.ionic_strength = 0.1;
+  refused(salt);
+}
+
 // ---- the command line ---------------------------------------------------------------------------
 
 TEST(PbEnergyCli, MapReportsEnergiesSolvationAndBinding) {

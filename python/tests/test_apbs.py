@@ -65,11 +65,7 @@ def test_dry_run_sets_up_focusing_without_solving(tmp_path):
         "read mol pqr ion.pqr end\n"
         "elec name solvated mg-auto dime 33 33 33 cglen 50 50 50 fglen 12 12 12 cgcent mol 1 fgcent mol 1\n"
         "  mol 1 lpbe bcfl mdh pdie 1 sdie 78.54 chgm spl2 srfm mol srad 1.4 sdens 10 temp 298.15 end\n")
-    try:
-        run = espgrid.apbs.run("auto.in", directory=tmp_path, dry_run=True)
-    except espgrid.InputError as e:  # a build without focusing says so, naming the block
-        assert e.line == 2 and "not supported yet" in str(e)
-        return
+    run = espgrid.apbs.run("auto.in", directory=tmp_path, dry_run=True)
     # APBS's born example: 50 -> 24.495 -> 12 A (tests/data/apbs/nosh/born_auto.apbs.txt).
     assert [round(c["length"][0], 3) for c in run.calculations] == [50.0, 24.495, 12.0]
     assert [c["bcfl"] for c in run.calculations] == ["mdh", "focus", "focus"]
@@ -85,6 +81,14 @@ def test_errors_name_the_file_and_line_and_write_nothing(tmp_path):
     assert caught.value.file.endswith("bad.in")
     assert "'one' is not a number" in str(caught.value)
     assert sorted(os.listdir(tmp_path)) == ["bad.in", "ion.pqr"]
+    # A keyword of APBS's that espgrid does not build (forces): refused at its line, nothing written.
+    forces = BLOCK.replace("  write", "  calcforce total\n  write")
+    (tmp_path / "forces.in").write_text("read mol pqr ion.pqr end\n" + forces)
+    with pytest.raises(espgrid.InputError) as caught:
+        espgrid.apbs.run("forces.in", directory=tmp_path)
+    assert caught.value.line == 5
+    assert "keyword calcforce is not supported (calcforce total: espgrid computes no forces" in str(caught.value)
+    assert sorted(os.listdir(tmp_path)) == ["bad.in", "forces.in", "ion.pqr"]
     with pytest.raises(espgrid.UsageError):
         espgrid.apbs.run("bad.in", directory=tmp_path, backend="gpu")
 

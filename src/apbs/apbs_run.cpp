@@ -260,7 +260,7 @@ ApbsResult run_apbs(const std::string& path, const ApbsRunOptions& options, Apbs
     for (const std::string& n : result.notices) observer->notice(n);
     observer->molecules_loaded(input, molecules);
   }
-  if (options.dry_run) {  // the grids first, then whether this build can solve them
+  if (options.dry_run) {  // the grids first, then whether the solver takes them
     for (std::size_t i = 0; i < plan.calculations.size(); ++i) {
       CalculationResult planned;
       planned.number = static_cast<int>(i + 1);
@@ -269,7 +269,7 @@ ApbsResult run_apbs(const std::string& path, const ApbsRunOptions& options, Apbs
       if (observer) observer->calculation_done(input, planned);
     }
   }
-  check_supported(input, plan);
+  check_solver_ranges(input);
   check_grids_fit(input, plan);
   for (std::size_t i = 0; i < plan.calculations.size(); ++i) {
     const Calculation& c = plan.calculations[i];

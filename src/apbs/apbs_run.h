@@ -1,13 +1,13 @@
 // `espgrid apbs FILE.in` as a library call: an APBS input file run as APBS 3.4.1 runs it.
 //
 //   read_apbs_input (apbs_input.h) ─► load_molecules (apbs_molecules.h) ─► plan_calculations
-//   (apbs_setup.h: NOsh's grids) ─► check_supported for every calculation and every output path
-//   checked ─► each calculation solved in order (apbs_solve.h, the previous one as the focusing
+//   (apbs_setup.h: NOsh's grids) ─► every block's values in the solver's ranges and every output
+//   path checked ─► each calculation solved in order (apbs_solve.h, the previous one as the focusing
 //   parent) ─► energies (kJ/mol), PRINT sums ─► the `write` files, each written to a temporary
 //   file and all renamed into place only when every calculation has succeeded.
 //
 // Everything that can be known before solving (the file's grammar, the molecules, the grids,
-// the physics this build supports, the outputs' directories) is checked first, so a bad input
+// the solver's ranges, the outputs' directories) is checked first, so a bad input
 // leaves nothing behind.
 #pragma once
 

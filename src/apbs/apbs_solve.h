@@ -2,8 +2,8 @@
 // solve_pb): an ELEC block's keywords and one calculation's grid become PbOptions and PbRun,
 // and the solve's result becomes what APBS reports: the potential (kept for the next focusing
 // level), the energy in kT, per-atom energies and the `write` maps. Nothing else in src/apbs/
-// includes src/pb/. Where a feature the input asks for is not in this build's physics, the
-// adapter says so before anything is solved (check_supported), never approximates it.
+// includes src/pb/. A value the solver does not take is refused before anything is solved
+// (check_solver_ranges), never approximated.
 #pragma once
 
 #include <memory>
@@ -60,19 +60,10 @@ struct SolveRequest {
   SolverChoice solver;
 };
 
-/// A keyword whose physics this build lacks: where, which, and what it would need.
-struct MissingPhysics {
-  std::size_t line = 0;
-  std::string keyword;  ///< "chgm spl0", "npbe", "mg-auto" (focusing), ...
-  std::string what;     ///< "the spl0 charge spreading"
-};
-/// What `calc` of `elec` needs that this build's physics lacks (empty: it can be solved).
-std::vector<MissingPhysics> missing_physics(const ElecBlock& elec, const Calculation& calc);
-/// Throws ApbsInputError "FILE:LINE: keyword X is not supported yet (...; the input also needs
-/// Y, Z; ...)" at the first keyword the plan needs and this build lacks, listing the others.
-/// Called before the first solve, so an input that cannot run fully is refused before anything
-/// is written.
-void check_supported(const ApbsInput& input, const CalculationPlan& plan);
+/// Throws ApbsInputError at a block's line when one of its values is outside what the PB solver
+/// takes (physics/pb_options.h validate: ranges, electroneutral ions); called before the first
+/// solve, so an input that cannot run fully is refused before anything is written.
+void check_solver_ranges(const ApbsInput& input);
 
 /// Throws ApbsInputError at the block's line when a calculation that does not focus has an atom of
 /// its molecule off its grid or within two spacings of its faces: APBS drops such atoms with a

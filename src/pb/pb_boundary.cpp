@@ -11,6 +11,7 @@
 #include "src/core/errors.h"
 #include "src/core/text_format.h"
 #include "src/core/units.h"
+#include "src/pb/pb_geometry.h"
 #include "src/physics/physics_options.h"
 
 namespace espgrid::pb {
@@ -273,13 +274,7 @@ std::vector<double> focus_boundary(const GridSpec& grid, const GridSpec& parent,
     const auto u = [&](long i, long j, long k) {
       return parent_potential[static_cast<std::size_t>(i + pn[0] * (j + pn[1] * k))];
     };
-    fixed[idx] = d[0] * d[1] * d[2] * u(hi[0], hi[1], hi[2]) + d[0] * (1.0 - d[1]) * d[2] * u(hi[0], lo[1], hi[2]) +
-                 d[0] * d[1] * (1.0 - d[2]) * u(hi[0], hi[1], lo[2]) +
-                 d[0] * (1.0 - d[1]) * (1.0 - d[2]) * u(hi[0], lo[1], lo[2]) +
-                 (1.0 - d[0]) * d[1] * d[2] * u(lo[0], hi[1], hi[2]) +
-                 (1.0 - d[0]) * (1.0 - d[1]) * d[2] * u(lo[0], lo[1], hi[2]) +
-                 (1.0 - d[0]) * d[1] * (1.0 - d[2]) * u(lo[0], hi[1], lo[2]) +
-                 (1.0 - d[0]) * (1.0 - d[1]) * (1.0 - d[2]) * u(lo[0], lo[1], lo[2]);
+    fixed[idx] = trilinear_blend(lo, hi, d, u);
   }
   return fixed;
 }

@@ -122,21 +122,10 @@ struct PointCells {
   }
   /// Whether some point lies within √r2 (≤ cell) of (px, py, pz).
   bool any_within(double px, double py, double pz, double r2) const {
-    if (x.empty()) return false;
-    const long c[3] = {static_cast<long>(std::floor((px - lo[0]) / cell)),
-                       static_cast<long>(std::floor((py - lo[1]) / cell)),
-                       static_cast<long>(std::floor((pz - lo[2]) / cell))};
-    for (long k = std::max(0L, c[2] - 1); k <= std::min(n[2] - 1, c[2] + 1); ++k)
-      for (long j = std::max(0L, c[1] - 1); j <= std::min(n[1] - 1, c[1] + 1); ++j)
-        for (long i = std::max(0L, c[0] - 1); i <= std::min(n[0] - 1, c[0] + 1); ++i) {
-          const std::size_t cc = static_cast<std::size_t>(i + n[0] * (j + n[1] * k));
-          for (std::int64_t s = start[cc]; s < start[cc + 1]; ++s) {
-            const double dx = px - x[static_cast<std::size_t>(s)], dy = py - y[static_cast<std::size_t>(s)],
-                         dz = pz - z[static_cast<std::size_t>(s)];
-            if (dx * dx + dy * dy + dz * dz <= r2) return true;
-          }
-        }
-    return false;
+    return any(px, py, pz, [&](double x0, double y0, double z0) {
+      const double dx = px - x0, dy = py - y0, dz = pz - z0;
+      return dx * dx + dy * dy + dz * dz <= r2;
+    });
   }
 };
 
@@ -469,6 +458,14 @@ void spline_coefficients(const Atoms& atoms, const PbOptions& o, PbCoefficients&
 }  // namespace
 
 double source_scale(double temperature) { return 4.0 * kPi * coulomb_constant(PotentialUnit::KTPerE, temperature); }
+
+void check_atoms_have_radii(const Atoms& atoms, const PbOptions& options) {
+  if (atoms.empty()) throw UsageError("--model pb needs at least one atom");
+  if (!uniform_medium(options) && *std::max_element(atoms.radius.begin(), atoms.radius.end()) <= kNoRadius)
+    throw UsageError(
+        "--model pb needs atomic radii (they draw the molecular surface), and every atom's radius is 0: "
+        "give a PQR with its radius column (or, from Python, radii=)");
+}
 
 void check_atoms_inside(const Atoms& atoms, const GridSpec& g) {
   for (std::size_t a = 0; a < atoms.size(); ++a) {

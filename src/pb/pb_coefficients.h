@@ -50,6 +50,10 @@ struct SasNeighbours {
 };
 SasNeighbours sas_neighbours(const Atoms& atoms, const PbOptions& options, int threads = 0);
 
+/// Throws UsageError when there is no atom, or no atom has a radius where the surface matters (a
+/// uniform medium, as APBS's point-charge examples use, needs none).
+void check_atoms_have_radii(const Atoms& atoms, const PbOptions& options);
+
 /// Throws UsageError naming the first atom that lies outside the grid or within two spacings of
 /// its boundary (charges there would be spread onto the fixed boundary values).
 void check_atoms_inside(const Atoms& atoms, const GridSpec& grid);

@@ -5,6 +5,7 @@
 
 #include "src/core/errors.h"
 #include "src/core/units.h"
+#include "src/pb/pb_geometry.h"
 
 namespace espgrid::pb {
 namespace {
@@ -66,7 +67,8 @@ double mobile_charge(const EnergyInputs& in, const NodeWeights* w) {
         if (std::fabs(x) > kExpCap)
           throw Error("the nonlinear PB energy met a potential of " + std::to_string(u[i]) +
                       " kT/e where ions are: exp(" + std::to_string(x) +
-                      ") overflows APBS's cap of 85 (a failed solve)");
+                      ") overflows APBS's cap of 85, where APBS stops too (charges too large for this salt, "
+                      "or a failed solve)");
         energy += weight * zks2 * ion.concentration * (std::exp(x) - 1.0);
       }
     }
@@ -136,13 +138,7 @@ bool trilinear_at(const GridSpec& g, const std::vector<double>& values, const do
   }
   const long n0 = static_cast<long>(g.dims[0]), n1 = static_cast<long>(g.dims[1]);
   const auto u = [&](long i, long j, long k) { return values[static_cast<std::size_t>(i + n0 * (j + n1 * k))]; };
-  value = d[0] * d[1] * d[2] * u(hi[0], hi[1], hi[2]) + d[0] * (1.0 - d[1]) * d[2] * u(hi[0], lo[1], hi[2]) +
-          d[0] * d[1] * (1.0 - d[2]) * u(hi[0], hi[1], lo[2]) +
-          d[0] * (1.0 - d[1]) * (1.0 - d[2]) * u(hi[0], lo[1], lo[2]) +
-          (1.0 - d[0]) * d[1] * d[2] * u(lo[0], hi[1], hi[2]) +
-          (1.0 - d[0]) * (1.0 - d[1]) * d[2] * u(lo[0], lo[1], hi[2]) +
-          (1.0 - d[0]) * d[1] * (1.0 - d[2]) * u(lo[0], hi[1], lo[2]) +
-          (1.0 - d[0]) * (1.0 - d[1]) * (1.0 - d[2]) * u(lo[0], lo[1], lo[2]);
+  value = trilinear_blend(lo, hi, d, u);
   return true;
 }
 

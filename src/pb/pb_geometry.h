@@ -201,4 +201,17 @@ ESPGRID_PB_HD double smooth_face(const double* own, const double* a, const doubl
   return static_cast<double>(count) / frac;
 }
 
+/// Trilinear interpolation of node values u(i, j, k) between the nodes lo and hi of each axis, at
+/// the fractions d from lo (the focusing boundary and the point energies: one sum, one order).
+template <class NodeValue>
+ESPGRID_PB_HD double trilinear_blend(const long lo[3], const long hi[3], const double d[3], NodeValue&& u) {
+  return d[0] * d[1] * d[2] * u(hi[0], hi[1], hi[2]) + d[0] * (1.0 - d[1]) * d[2] * u(hi[0], lo[1], hi[2]) +
+         d[0] * d[1] * (1.0 - d[2]) * u(hi[0], hi[1], lo[2]) +
+         d[0] * (1.0 - d[1]) * (1.0 - d[2]) * u(hi[0], lo[1], lo[2]) +
+         (1.0 - d[0]) * d[1] * d[2] * u(lo[0], hi[1], hi[2]) +
+         (1.0 - d[0]) * (1.0 - d[1]) * d[2] * u(lo[0], lo[1], hi[2]) +
+         (1.0 - d[0]) * d[1] * (1.0 - d[2]) * u(lo[0], hi[1], lo[2]) +
+         (1.0 - d[0]) * (1.0 - d[1]) * (1.0 - d[2]) * u(lo[0], lo[1], lo[2]);
+}
+
 }  // namespace espgrid::pb

@@ -136,7 +136,7 @@ void check_pb_boundary(const Atoms& atoms, const GridSpec& g, const PbOptions& o
         " (radius " + shortest_text(atoms.radius[a]) + " Å) enters the boundary's Debye-Hückel sum with about 1e" +
         std::to_string(static_cast<int>(std::floor(log10_charge))) + " kT/e·Å (Debye length " +
         short_scientific(kappa > 0 ? 1 / kappa : 0) + " Å from --temperature, --ionic-strength " +
-        shortest_text(o.ionic_strength) + " M and --solvent-dielectric " + shortest_text(o.solvent_dielectric) +
+        shortest_text(pb_ionic_strength(o)) + " M and --solvent-dielectric " + shortest_text(o.solvent_dielectric) +
         "), beyond what the float32 direct sum holds; PB needs a temperature near the solvent's, "
         "not near 0 K");
   }

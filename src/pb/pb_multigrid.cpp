@@ -248,4 +248,14 @@ SolveReport solve_multigrid_cpu(const PbSystem& system, std::vector<double>& u, 
   return report;
 }
 
+MgOperator operator_of(const PbSystem& s) {
+  MgOperator a;
+  for (int d = 0; d < 3; ++d) a.n[d] = static_cast<long>(s.grid.dims[d]);
+  a.wx = s.wx.data();
+  a.wy = s.wy.data();
+  a.wz = s.wz.data();
+  a.c = s.c.data();
+  return a;
+}
+
 }  // namespace espgrid::pb

@@ -70,4 +70,8 @@ SolveReport solve_multigrid_cpu(const PbSystem& system, std::vector<double>& u, 
 /// Total doubles the hierarchy's operators hold (for memory checks and messages).
 std::size_t hierarchy_doubles(const std::vector<MgLevel>& levels);
 
+/// The system's operator as the per-node arithmetic (pb_multigrid_math.h) reads it: views of its
+/// arrays, no copy.
+MgOperator operator_of(const PbSystem& system);
+
 }  // namespace espgrid::pb

@@ -19,16 +19,6 @@ int thread_count(int threads) { return threads > 0 ? threads : omp_get_max_threa
 /// Levels smaller than this run on one thread (the multigrid emulation's rule, pb_multigrid.cpp).
 constexpr long kParallelNodes = 1L << 17;
 
-MgOperator operator_of(const PbSystem& s) {
-  MgOperator a;
-  for (int d = 0; d < 3; ++d) a.n[d] = static_cast<long>(s.grid.dims[d]);
-  a.wx = s.wx.data();
-  a.wy = s.wy.data();
-  a.wz = s.wz.data();
-  a.c = s.c.data();
-  return a;
-}
-
 /// Σ f(idx) over the interior nodes, planes over threads (static schedule: the same sum for the
 /// same thread count).
 template <class F>
@@ -294,66 +284,6 @@ double nonlinear_residual(const PbSystem& system, const std::vector<double>& u, 
   });
   const double bb = interior_sum(a.n, threads, [&](long idx) { return system.rhs[idx] * system.rhs[idx]; });
   return bb > 0 ? std::sqrt(rr / bb) : std::sqrt(rr);
-}
-
-double charge_potential_sum(const std::vector<double>& charge, const std::vector<double>& phi) {
-  double sum = 0.0;
-  for (std::size_t i = 0; i < charge.size(); ++i)
-    if (charge[i] != 0.0) sum += charge[i] * phi[i];
-  return sum;
-}
-
-NpbeEnergy npbe_energy(const PbCoefficients& coef, const std::vector<double>& phi, double qf, const PbOptions& o,
-                       int threads) {
-  threads = thread_count(threads);
-  NpbeEnergy e;
-  e.qf = qf;
-  const BoltzmannSpecies ions = boltzmann_species(o);
-  if (ions.count == 0) {  // Vpmg_energy: without ions only the charges' energy, as for lpbe
-    e.total = 0.5 * qf;
-    return e;
-  }
-  const GridSpec& g = coef.grid;
-  const long n[3] = {static_cast<long>(g.dims[0]), static_cast<long>(g.dims[1]), static_cast<long>(g.dims[2])};
-  const long sy = n[0], sz = n[0] * n[1];
-  const double h[3] = {g.spacing[0], g.spacing[1], g.spacing[2]};
-  const double volume = h[0] * h[1] * h[2];
-  const double zmagic = source_scale(o.temperature);
-  // Vpmg_dielEnergy: every face (i, j, k) with i < nx − 1, j < ny − 1, k < nz − 1 along each axis —
-  // the faces between interior nodes, those to the boundary, and the boundary planes' at index 0.
-  double diel = 0.0;
-#pragma omp parallel for schedule(static) reduction(+ : diel) num_threads(threads)
-  for (long k = 0; k < n[2] - 1; ++k)
-    for (long j = 0; j < n[1] - 1; ++j)
-      for (long i = 0; i < n[0] - 1; ++i) {
-        const long idx = i + sy * j + sz * k;
-        const double dx = (phi[idx] - phi[idx + 1]) / h[0];
-        const double dy = (phi[idx] - phi[idx + sy]) / h[1];
-        const double dz = (phi[idx] - phi[idx + sz]) / h[2];
-        diel += coef.eps_x[idx] * dx * dx + coef.eps_y[idx] * dy * dy + coef.eps_z[idx] * dz * dz;
-      }
-  e.diel = 0.5 * diel * volume / zmagic;
-  // Vpmg_qmEnergy: every node with λ > VSMALL (MALOC's 1e-9), boundary nodes included.
-  const double kappa = pb_kappa(o);
-  const double zkappa2 = o.solvent_dielectric * kappa * kappa;
-  double qm = 0.0;
-  long clipped = 0;
-  const long size = n[0] * n[1] * n[2];
-#pragma omp parallel for schedule(static) reduction(+ : qm, clipped) num_threads(threads)
-  for (long idx = 0; idx < size; ++idx) {
-    if (!(coef.accessibility[idx] > 1e-9)) continue;
-    bool chopped = false;
-    qm += ion_energy_density(ions, coef.accessibility[idx], phi[idx], chopped);
-    clipped += chopped ? 1 : 0;
-  }
-  e.qm = qm * zkappa2 * volume / zmagic;
-  e.clipped_nodes = static_cast<std::size_t>(clipped);
-  if (clipped > 0)
-    throw Error("nonlinear PB energy: |z phi| exceeds 85 at " + std::to_string(clipped) +
-                " ion-accessible nodes, where e^(-z phi) overflows APBS's limit and the energy is meaningless (APBS "
-                "stops there too); the charges are too large for this salt");
-  e.total = e.qf - e.diel - e.qm;
-  return e;
 }
 
 namespace {

@@ -1,4 +1,4 @@
-// The nonlinear Poisson–Boltzmann equation (APBS `npbe`): its solver and its energy.
+// The nonlinear Poisson–Boltzmann equation (APBS `npbe`): its solver (its energy: pb_energy.h).
 //
 //   −∇·(ε∇u) − ε_w κ² λ Σₛ (cₛ zₛ / 2I) e^(−zₛ u) = (4π e²/kT) Σ qᵢ δ(r − rᵢ)      (u = eφ/kT)
 //
@@ -15,7 +15,6 @@
 #include <string>
 #include <vector>
 
-#include "src/pb/pb_coefficients.h"
 #include "src/pb/pb_newton.h"
 #include "src/pb/pb_nonlinear_math.h"
 #include "src/pb/pb_solve.h"
@@ -63,26 +62,5 @@ std::string newton_method(const std::string& linear_method, const NewtonOutcome&
 /// The nonlinear residual ‖b − A₀u − N(u)‖₂/‖b‖₂ of a solution (interior u, 0 on the faces).
 double nonlinear_residual(const PbSystem& system, const std::vector<double>& u, const BoltzmannSpecies& ions,
                           const std::vector<double>* coulomb = nullptr, int threads = 0);
-
-/// APBS's npbe energy (Vpmg_energy with ions), each term in kT:
-///   qf   = Σ qᵢ φᵢ over the spread charges (Vpmg_qfEnergy; chgm spl2's volume form),
-///   diel = ½ Σ_faces ε (Δφ/h)² h³ / zmagic over APBS's range of faces (Vpmg_dielEnergy),
-///   qm   = Σ_nodes ε_w κ² λ Σₛ αₛ (e^(−zₛφ) − 1) h³ / zmagic (Vpmg_qmEnergy),
-///   total = qf − diel − qm.
-/// Without ions APBS's total is ½ qf for npbe too (as for lpbe).
-struct NpbeEnergy {
-  double total = 0, qf = 0, diel = 0, qm = 0;  ///< kT
-  std::size_t clipped_nodes = 0;               ///< nodes where |zφ| > 85 (APBS stops with an error there)
-};
-
-/// The energy of `phi` (kT/e at every node, boundary values included: what combine returns) on
-/// `coefficients`' grid and maps. `qf` (kT) is Σ qᵢ φ(rᵢ) as the charge method defines it; use
-/// charge_potential_sum for chgm spl2. Throws Error when the exponent is clipped at an
-/// ion-accessible node (APBS aborts there: the energy is meaningless).
-NpbeEnergy npbe_energy(const PbCoefficients& coefficients, const std::vector<double>& phi, double qf,
-                       const PbOptions& options, int threads = 0);
-
-/// Σ qᵢ φᵢ over the nodes of the spread charges (e × kT/e = kT): APBS's qf for chgm spl2.
-double charge_potential_sum(const std::vector<double>& charge, const std::vector<double>& phi);
 
 }  // namespace espgrid::pb

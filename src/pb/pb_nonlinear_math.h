@@ -120,18 +120,6 @@ ESPGRID_NL_HD double boltzmann_remainder(const BoltzmannSpecies& ions, double c,
   return sum;
 }
 
-/// APBS's qm energy density at a node (Vpmg_qmEnergy, npbe): λ Σₛ αₛ (e^(−zₛ u) − 1) with the
-/// exponent capped at ±85 (Vcap_exp); `clipped` is set when it was.
-ESPGRID_NL_HD double ion_energy_density(const BoltzmannSpecies& ions, double accessibility, double u, bool& clipped) {
-  double sum = 0.0;
-  for (int s = 0; s < ions.count; ++s) {
-    const double t = -ions.charge[s] * u;
-    if (t > kExponentLimit || t < -kExponentLimit) clipped = true;
-    sum += ions.weight[s] * (std::exp(clamp_exponent(t)) - 1.0);
-  }
-  return accessibility * sum;
-}
-
 /// The conductances' part of the operator at an interior node, (A₀x)ᵢ = Σ_faces w (xᵢ − x_nb):
 /// the linear operator without its mass term, which the nonlinear term replaces.
 ESPGRID_NL_HD double conductance_row(const MgOperator& a, const double* x, long idx) {

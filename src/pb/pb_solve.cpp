@@ -195,11 +195,7 @@ using pb::PbSystem;
 /// The checks that need no computation: options, atoms, the grid, focusing's inputs.
 void check_request(const Atoms& atoms, const GridSpec& grid, const PbOptions& options, const PbRun& run) {
   validate(options);
-  if (atoms.empty()) throw UsageError("--model pb needs at least one atom");
-  if (*std::max_element(atoms.radius.begin(), atoms.radius.end()) <= pb::kNoRadius)
-    throw UsageError(
-        "--model pb needs atomic radii (they draw the molecular surface), and every atom's radius is 0: "
-        "give a PQR with its radius column (or, from Python, radii=)");
+  pb::check_atoms_have_radii(atoms, options);
   for (int d = 0; d < 3; ++d)
     if (grid.dims[d] < 5)
       throw UsageError("--model pb needs at least 5 grid points along every axis (the faces hold the boundary values)");

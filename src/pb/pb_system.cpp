@@ -4,22 +4,9 @@
 
 #include <cmath>
 
-#include "src/pb/pb_multigrid_math.h"
+#include "src/pb/pb_multigrid.h"
 
 namespace espgrid::pb {
-namespace {
-
-MgOperator operator_of(const PbSystem& s) {
-  MgOperator a;
-  for (int d = 0; d < 3; ++d) a.n[d] = static_cast<long>(s.grid.dims[d]);
-  a.wx = s.wx.data();
-  a.wy = s.wy.data();
-  a.wz = s.wz.data();
-  a.c = s.c.data();
-  return a;
-}
-
-}  // namespace
 
 void apply_operator(const PbSystem& system, const std::vector<double>& x, std::vector<double>& y, int threads) {
   if (threads <= 0) threads = omp_get_max_threads();

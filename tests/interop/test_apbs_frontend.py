@@ -11,11 +11,8 @@ then, file by file and line by line:
   * every file APBS writes, espgrid writes under the same name, on the same grid, and its values
     agree to 1e-3 relative RMS over the nodes >= 1.4 A outside every van der Waals sphere.
 
-Cases marked `alone` run with this build's physics before pbphys/npbe are merged (mg-manual,
-lpbe, mdh, spl2); the others need sdh/zero/focus boundaries, spl0/spl4, npbe or energies. Where
-espgrid refuses a case with "not supported yet" (exit 2, nothing written) the case is PENDING, not
-failed, unless ESPGRID_APBS_REQUIRE_ALL=1 (what CI should set once the physics is in); any other
-refusal or disagreement fails. Skips (77) without apbs or apbs-data.
+Every case must run and agree; a refusal or a disagreement fails. Skips (77) without apbs or
+apbs-data.
 """
 
 import os
@@ -144,20 +141,21 @@ end
 quit
 """
 
-# (name, example input under EXAMPLES or None, text when None, molecules to copy, runs on its own)
+# (name, example input under EXAMPLES or None, text when None, molecules to copy)
 CASES = [
-    ("fasciculin2 mg-manual smol/spl2", None, FAS_MANUAL, ["data/fasciculin2.pqr"], True),
-    ("PDB2PQR template (fasciculin-2)", None, PDB2PQR_TEMPLATE, ["data/fasciculin2.pqr"], False),
-    ("fasciculin2 comps (spl0, bcfl zero)", None, FAS_COMPS, ["data/fasciculin2.pqr"], False),
-    ("born/apbs-mol-auto", "born/apbs-mol-auto.in", None, [], False),
-    ("born/apbs-smol-auto", "born/apbs-smol-auto.in", None, [], False),
-    ("solv/apbs-mol", "solv/apbs-mol.in", None, [], False),
-    ("ionize/apbs-smol", "ionize/apbs-smol.in", None, [], False),
-    ("hca-bind/apbs-mol", "hca-bind/apbs-mol.in", None, [], False),
-    ("FKBP/1d7h-dmso-mol", "FKBP/1d7h-dmso-mol.in", None, [], False),
-    ("pka-lig/apbs-mol-surf", "pka-lig/apbs-mol-surf.in", None, [], False),
-    ("misc/apbs (pot, sspl, kappa, charge maps)", "misc/apbs.in", None, [], False),
-    ("actin-dimer/apbs-mol-auto", "actin-dimer/apbs-mol-auto.in", None, [], False),
+    ("fasciculin2 mg-manual smol/spl2", None, FAS_MANUAL, ["data/fasciculin2.pqr"]),
+    ("PDB2PQR template (fasciculin-2)", None, PDB2PQR_TEMPLATE, ["data/fasciculin2.pqr"]),
+    ("fasciculin2 comps (spl0, bcfl zero)", None, FAS_COMPS, ["data/fasciculin2.pqr"]),
+    ("born/apbs-mol-auto", "born/apbs-mol-auto.in", None, []),
+    ("born/apbs-smol-auto", "born/apbs-smol-auto.in", None, []),
+    ("solv/apbs-mol", "solv/apbs-mol.in", None, []),
+    ("ionize/apbs-smol", "ionize/apbs-smol.in", None, []),
+    ("hca-bind/apbs-mol", "hca-bind/apbs-mol.in", None, []),
+    ("FKBP/1d7h-dmso-mol", "FKBP/1d7h-dmso-mol.in", None, []),
+    ("pka-lig/apbs-mol-surf", "pka-lig/apbs-mol-surf.in", None, []),
+    ("misc/apbs (pot, sspl, kappa, charge maps)", "misc/apbs.in", None, []),
+    ("actin-dimer/apbs-mol-auto", "actin-dimer/apbs-mol-auto.in", None, []),
+    ("point-pmf/complex-0_1 (ions of radius 0, uniform medium, comps)", "point-pmf/complex-0_1.in", None, []),
 ]
 
 GRID_LINE = re.compile(r"^  Grid (dimensions|spacings|lengths|center): .*$", re.M)
@@ -290,28 +288,14 @@ def main():
         common.skip("apbs not installed (apt-get install apbs)")
     if not os.path.isdir(EXAMPLES):
         common.skip(f"{EXAMPLES} missing (apt-get install apbs-data)")
-    require_all = os.environ.get("ESPGRID_APBS_REQUIRE_ALL") == "1"
-    failures = pending = agreed = 0
+    failures = agreed = 0
     with common.Workdir(args.keep) as wd:
-        for name, example, text, molecules, alone in CASES:
+        for name, example, text, molecules in CASES:
             slug = re.sub(r"\W+", "_", name)
             apbs_dir, ours_dir = os.path.join(wd, slug, "apbs"), os.path.join(wd, slug, "espgrid")
             for d in (apbs_dir, ours_dir):
                 prepare(d, example, text, molecules, args.source)
             ours, ours_s = run([args.espgrid, "apbs", "case.in"], ours_dir)
-            if ours.returncode == 2 and "is not supported yet" in ours.stderr and not alone:
-                reason = ours.stderr.strip().splitlines()[-1]
-                leftovers = [f for f in os.listdir(ours_dir) if f.endswith((".dx", ".gz"))]
-                if leftovers:
-                    print(f"FAIL {name}: refused but wrote {leftovers}")
-                    failures += 1
-                elif require_all:
-                    print(f"FAIL {name}: {reason} (ESPGRID_APBS_REQUIRE_ALL=1)")
-                    failures += 1
-                else:
-                    print(f"PENDING {name}: {reason}")
-                    pending += 1
-                continue
             if ours.returncode != 0:
                 print(f"FAIL {name}: espgrid apbs exit {ours.returncode}\n{ours.stderr[-2000:]}")
                 failures += 1
@@ -326,7 +310,7 @@ def main():
             print(("ok   " if not problems else "FAIL ") + line + "".join("\n       " + p for p in problems), flush=True)
             failures += bool(problems)
             agreed += not problems
-    print(f"{agreed} agree, {pending} pending (physics not in this build), {failures} failed")
+    print(f"{agreed} agree, {failures} failed")
     if failures:
         common.fail(f"{failures} case(s) disagree with APBS")
 
