@@ -81,7 +81,7 @@ int run_atoms(int argc, char** argv) {
                            "element.\n");
   options.custom_help("INPUT [--format pqr|xyz]");
   options.positional_help("");
-  const JobOptionSet input_options{{OptionGroup::Input}, {"forcefield", "ph", "keep-pqr"}};
+  const JobOptionSet input_options{{OptionGroup::Input}, without_pdb_input_options()};
   add_job_options(options, input_options, "structure file (.pqr or .xyz)");
   options.add_options()("h,help", "show this help");
   const auto args = parse_args(options, argc, argv);

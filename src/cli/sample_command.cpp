@@ -44,6 +44,7 @@ class SampleObserver : public MapObserver {
   void charges_assigned(const AssignedStructure& assigned, double seconds) override {
     std::fprintf(info_, "charges    %s (%s): %s\n", assigned.describe().c_str(), seconds_text(seconds).c_str(),
                  assigned.command.c_str());
+    for (const auto& [tag, text] : assigned.report()) std::fprintf(info_, "%-10s %s\n", tag.c_str(), text.c_str());
   }
   void notice(const std::string& text) override { std::fprintf(stderr, "espgrid: note: %s\n", text.c_str()); }
 

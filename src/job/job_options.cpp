@@ -224,27 +224,59 @@ JobOption value(std::string_view name, G group, std::string help, std::string de
 void add_input_options(std::vector<JobOption>& t) {
   t.push_back(value("format", G::Input, "input format when the extension does not say: pqr, xyz, pdb or cif", "",
                     [](MapJob& j, const OptionValue& v) { j.input.format = parse_format_name(v.as_text("format")); }));
-  t.push_back(value("forcefield", G::Input,
-                    "PDB/mmCIF input: pdb2pqr's force field (AMBER, CHARMM, PARSE, TYL06, PEOEPB, SWANSON)", "AMBER",
-                    [](MapJob& j, const OptionValue& v) {
-                      j.input.charges = make_charge_assignment(v.as_text("forcefield"), j.input.charges.ph);
-                      if (j.input.charge_option.empty()) j.input.charge_option = "--forcefield";
-                    }));
-  t.push_back(value("ph", G::Input,
-                    "PDB/mmCIF input: pH for the titratable residues, through PROPKA (default: pdb2pqr's standard "
-                    "protonation states)",
-                    "", [](MapJob& j, const OptionValue& v) {
-                      j.input.charges = make_charge_assignment(j.input.charges.force_field, v.as_number("ph"));
-                      if (j.input.charge_option.empty()) j.input.charge_option = "--ph";
-                    }));
+  // PDB/mmCIF only: each records that it was given (finish_job refuses them for a PQR or XYZ).
+  const auto pdb_only = [&t](std::string_view name, std::string help, std::string fallback, bool is_switch,
+                             std::function<void(ChargeAssignment&, const OptionValue&)> set) {
+    JobOption o = value(name, G::Input, "PDB/mmCIF input: " + std::move(help), std::move(fallback),
+                        [name, set = std::move(set)](MapJob& j, const OptionValue& v) {
+                          set(j.input.charges, v);
+                          if (j.input.charge_option.empty()) j.input.charge_option = "--" + std::string(name);
+                        });
+    o.is_switch = is_switch;
+    t.push_back(std::move(o));
+  };
+  pdb_only("forcefield", "pdb2pqr's force field (AMBER, CHARMM, PARSE, TYL06, PEOEPB, SWANSON)", "AMBER", false,
+           [](ChargeAssignment& c, const OptionValue& v) {
+             c.force_field = make_charge_assignment(v.as_text("forcefield"), std::nullopt).force_field;
+           });
+  pdb_only("ph",
+           "pH for the titratable residues, through PROPKA, and for the ligands' hydrogens (default: pdb2pqr's "
+           "standard protonation states; ligands pH 7)",
+           "", false, [](ChargeAssignment& c, const OptionValue& v) {
+             c.ph = v.as_number("ph");
+             check_charge_assignment(c);
+           });
   t.push_back(value("keep-pqr", G::Input,
-                    "PDB/mmCIF input: where to keep the PQR pdb2pqr made (default: beside the first map, named "
-                    "after the input)",
+                    "PDB/mmCIF input: where to keep the PQR of the map's atoms (pdb2pqr's, then the ligands and ions "
+                    "charged here; default: beside the first map, named after the input)",
                     "", [](MapJob& j, const OptionValue& v) {
                       j.input.keep_pqr = v.as_text("keep-pqr");
                       if (j.input.keep_pqr.empty()) throw UsageError("--keep-pqr needs a file name");
                       if (j.input.charge_option.empty()) j.input.charge_option = "--keep-pqr";
                     }));
+  pdb_only("keep-water", "keep the waters (default: dropped, as pdb2pqr --drop-water)", "", true,
+           [](ChargeAssignment& c, const OptionValue& v) { c.keep_water = v.is_on("keep-water"); });
+  pdb_only("keep-chain", "pdb2pqr --keep-chain: chain IDs in the PQR", "", true,
+           [](ChargeAssignment& c, const OptionValue& v) { c.keep_chain = v.is_on("keep-chain"); });
+  pdb_only("ligand",
+           "pdb2pqr --ligand: a MOL2 file of one ligand (with hydrogens) that pdb2pqr charges itself, instead of "
+           "Open Babel",
+           "", false, [](ChargeAssignment& c, const OptionValue& v) {
+             c.ligand_mol2 = v.as_text("ligand");
+             if (c.ligand_mol2.empty()) throw UsageError("--ligand needs a MOL2 file name");
+           });
+  pdb_only("ligand-charges",
+           "how the ligands pdb2pqr has no template for are charged: mmff94 (Open Babel's MMFF94; Gasteiger where "
+           "MMFF94 has no types), gasteiger, or none (left out of the map)",
+           "mmff94", false, [](ChargeAssignment& c, const OptionValue& v) {
+             c.ligand_charges = parse_ligand_charge_model(v.as_text("ligand-charges"));
+           });
+  pdb_only("pdb2pqr-options",
+           "more of pdb2pqr's own options, as one word list: --nodebump, --noopt, --neutraln, --neutralc, "
+           "--assign-only, --ffout FF, --userff FILE, --usernames FILE",
+           "", false, [](ChargeAssignment& c, const OptionValue& v) {
+             c.pdb2pqr_options = parse_pdb2pqr_options(v.as_text("pdb2pqr-options"));
+           });
 }
 
 /// The map files and how they are written.
@@ -450,6 +482,13 @@ bool same_place(const std::string& a, const std::string& b) {
 }
 
 }  // namespace
+
+std::vector<std::string_view> without_pdb_input_options(std::vector<std::string_view> others) {
+  for (const std::string_view name :
+       {"forcefield", "ph", "keep-pqr", "keep-water", "keep-chain", "ligand", "ligand-charges", "pdb2pqr-options"})
+    others.push_back(name);
+  return others;
+}
 
 const std::vector<JobOption>& job_options() {
   static const std::vector<JobOption> table = make_table();

@@ -344,7 +344,9 @@ void finish_job_outputs(const MapJob& job, const PreparedJob& prepared, MapResul
     const Stopwatch clock;
     prepared.assigned->keep(job.input.keep_pqr);
     result.timing.write_seconds += clock.seconds();
-    observer.written(job.input.keep_pqr, "the PQR pdb2pqr made");
+    observer.written(job.input.keep_pqr, prepared.assigned->charging.empty() ? "the PQR pdb2pqr made"
+                                                                             : "the map's atoms: pdb2pqr's PQR, then "
+                                                                               "what was charged here");
     observer.written(AssignedStructure::log_path_for(job.input.keep_pqr), "pdb2pqr's whole log");
   }
 }
