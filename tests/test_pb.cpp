@@ -629,7 +629,6 @@ TEST(PbCli, PbOptionsNeedModelPbAndBadValuesAreNamed) {
       {{"--model", "debye", "--ionic-strength", "0.1", "--probe-radius", "1.2"},
        "--probe-radius applies to --model pb"},
       {{"--model", "pb", "--surface", "sas"}, "--surface must be mol, smol or spl2"},
-      {{"--model", "pb", "--surface-window", "0.5"}, "--surface-window applies to --surface spl2"},
       {{"--model", "pb", "--ion-radius", "-2"}, "--ion-radius must be"},
       {{"--model", "pb", "--surface-sampling", "1"}, "--surface-sampling must be"},
       {{"--model", "pb", "--pb-formulation", "both"}, "--pb-formulation must be split or direct"},

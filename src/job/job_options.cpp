@@ -336,7 +336,8 @@ void add_pb_options(std::vector<JobOption>& t) {
      "dielectric boundary: smol (mol, then 9-point harmonic smoothing), mol (molecular surface) or spl2 (per-atom "
      "cubic splines of width --surface-window) [srfm]",
      "smol", [](PbOptions& o, const OptionValue& v) { o.surface = parse_surface(v.as_text("surface")); });
-  pb("surface-window", "spl2's spline window, Å [swin]", "0.3",
+  pb("surface-window", "spl2's spline window, Å; taken with mol and smol too, as APBS takes it, and not used [swin]",
+     "0.3",
      [](PbOptions& o, const OptionValue& v) { o.spline_window = v.as_number("surface-window"); });
   pb("surface-density", "SAS points per Å² for mol and smol [sdens]", "10",
      [](PbOptions& o, const OptionValue& v) { o.surface_density = v.as_number("surface-density"); });
@@ -529,8 +530,8 @@ void finish_pb(MapJob& job) {
   if (given(job, "ionic-strength")) pb.ionic_strength = physics.ionic_strength;  // else 0.15 M
   physics.ionic_strength = 0;
   pb.temperature = physics.temperature;
-  if (given(job, "surface-window") && pb.surface != PbSurface::Spline)
-    throw UsageError("--surface-window applies to --surface spl2 (mol and smol have no window)");
+  // --surface-window with mol or smol is taken and not used, as APBS takes `swin` (PDB2PQR's
+  // template writes it whatever the surface): an APBS input's settings all carry over.
 }
 
 }  // namespace

@@ -124,6 +124,18 @@ void compute_pb_map(MapResult& result, const Atoms& atoms, const MapRequest& req
 
 }  // namespace
 
+std::string MapResult::kernel_name() const {
+  if (!map.physics.poisson_boltzmann) return kernel.kernel ? std::string(kernel.kernel->name) : std::string();
+  return timing.method.find("hypre") != std::string::npos ? "pb-hypre" : "pb-multigrid";
+}
+
+std::string MapResult::kernel_choice() const {
+  if (!map.physics.poisson_boltzmann) return kernel.why;
+  return "--model pb: a Poisson-Boltzmann solve on " + timing.device + "; its direct sums: " +
+         (timing.direct_sums.empty() && kernel.kernel ? std::string(kernel.kernel->name) : timing.direct_sums) + " (" +
+         kernel.why + ")";
+}
+
 MapResult compute_map(const Atoms& atoms, const MapRequest& request, const KernelSelection& kernel, MapFiles* files) {
   validate(request.physics);
   MapResult result;  // returned by this one name on every path: the streamed files refer to result.map
