@@ -289,7 +289,7 @@ Completion complete_structure(
     c.residues = r.name;
     const std::string name = r.label.residue_name();
     if (!r.whole()) {
-      c.how = "left out: pdb2pqr's template has no place for " + std::to_string(r.left_out) + " of its " +
+      c.how = "pdb2pqr's template has no place for " + std::to_string(r.left_out) + " of its " +
               std::to_string(r.heavy) + " heavy atoms";
     } else if (is_water_residue(name) && !keep_water) {
       ++waters[name];
@@ -306,11 +306,11 @@ Completion complete_structure(
         out.added.atoms.push_back(atom->x, atom->y, atom->z, ion->charge, ion->radius, atom->element);
         out.added.labels.push_back(atom->label);
       } else {
-        c.how = "left out: a lone " + atom->element.text() + " whose residue name " + espgrid::quoted(name) +
-                " is not one of the PDB's ion names espgrid knows the charge of; give a PQR with its charge and radius";
+        c.how = "a lone " + atom->element.text() + " whose residue name " + espgrid::quoted(name) +
+                " is not one of the PDB's ion names espgrid knows the charge of";
       }
     } else if (model == LigandChargeModel::None) {
-      c.how = "left out (--ligand-charges none)";
+      c.how = "not charged (--ligand-charges none)";
     } else {
       ligands.push_back(r.name);
       continue;
@@ -356,7 +356,7 @@ Completion complete_structure(
     if (!done.count(residue)) {
       ResidueCharging c;
       c.residues = residue;
-      c.how = "left out: Open Babel's molecule for it also holds atoms pdb2pqr kept (a bond to the polymer?)";
+      c.how = "Open Babel's molecule for it also holds atoms pdb2pqr kept (a bond to the polymer?)";
       report[residue] = c;
     }
   for (const auto& r : account.left_out)

@@ -441,7 +441,10 @@ AssignedStructure assign_charges(const std::string& input, StructureFormat forma
 
   result.pqr_name_ = staged.stem + ".pqr";
   std::string options;
-  for (const std::string& option : pdb2pqr_options(assignment)) options += " " + shell_word(option);
+  for (const std::string& option : pdb2pqr_options(assignment)) {
+    options += ' ';  // (" " + word trips GCC 12's -Wrestrict false positive)
+    options += shell_word(option);
+  }
   result.command_options_ = fs::path(pdb2pqr).filename().string() + options + " " + staged.command_reads + " ";
   result.command = result.command_for(result.pqr_name_);
   run_pdb2pqr(result, pdb2pqr, staged, folder, result.pqr_name_, waiting);
@@ -480,13 +483,13 @@ AssignedStructure assign_charges(const std::string& input, StructureFormat forma
   for (const ResidueCharging& c : result.charging)
     if (c.way == ResidueCharging::Way::LeftOut) {
       ++left_out;
-      named += (named.empty() ? "" : "; ") + c.text();
+      named += (named.empty() ? "" : "; ") + c.residues + " (" + c.how + ")";
     }
   if (left_out > 0)
     result.structure.notices.insert(result.structure.notices.begin(),
-                                    std::to_string(left_out) + " residues of " + staged.shown +
-                                        " are not in the map: " + named +
-                                        "; to include them, give a PQR with their charges and radii");
+                                    std::to_string(left_out) + (left_out == 1 ? " residue of " : " residues of ") +
+                                        staged.shown + (left_out == 1 ? " is" : " are") + " not in the map: " + named +
+                                        "; to include it, give a PQR with the charges and radii of every atom");
   result.pqr_text_ = std::move(pqr_text);
   return result;
 }
