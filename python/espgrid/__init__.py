@@ -49,7 +49,7 @@ def _with_grid(grid, options):
         return options
     if not isinstance(grid, Grid):
         raise TypeError(f"grid must be an espgrid.Grid, got {type(grid).__name__}")
-    clash = [k for k in ("spacing", "padding", "origin", "dims") if options.get(k) is not None]
+    clash = [k for k in ("spacing", "padding", "origin", "dims", "center", "length") if options.get(k) is not None]
     if clash:
         raise TypeError(f"give grid= or {', '.join(clash)}=, not both")
     return dict(options, origin=grid.origin, dims=grid.dims, spacing=grid.spacing)
@@ -150,7 +150,7 @@ def potential_at(points, atoms, charges=None, *, radii=None, progress=None, unwr
     map) and the grid and map-kernel options (spacing, kernel, accuracy, ...), which do not
     apply to points."""
     structure = _structure(atoms, charges, radii, unwrap)
-    for name in ("spacing", "padding", "origin", "dims", "grid"):
+    for name in ("spacing", "padding", "origin", "dims", "center", "length", "grid"):
         if options.get(name) is not None:
             raise TypeError(f"{name}= places a map's grid; potential_at takes points")
     values, _ = _espgrid.potential_at(points, structure, map_options(**options), progress)
@@ -175,11 +175,13 @@ def residue_values(structure, values):
     return _espgrid.residue_values(_structure(structure, None, None), values)
 
 
-def write_atom_values(path, structure, values, *, residues=False):
-    """Writes `values` (one an atom) as `espgrid sample --at-atoms` does: a .csv with a row an atom,
-    a .pdb with the value as each atom's B-factor, or with residues=True each residue's mean,
-    lowest and highest (.csv)."""
-    _espgrid.write_atom_values(os.fspath(path), _structure(structure, None, None), values, residues=residues)
+def write_atom_values(path, structure, values, *, residues=False, column="potential"):
+    """Writes `values` (one an atom) as `espgrid sample --at-atoms` does: a .csv with a row an atom
+    (the values in the last column, named `column`; the program names it potential_UNIT), a .pdb
+    with the value as each atom's B-factor, or with residues=True each residue's mean, lowest and
+    highest (.csv)."""
+    _espgrid.write_atom_values(os.fspath(path), _structure(structure, None, None), values, residues=residues,
+                               column=column)
 
 
 def _array(self, dtype=None, copy=None):

@@ -18,18 +18,20 @@ void bind_grid(py::module_& m) {
                    "a Grid is origin=(x, y, z) Å, dims=(nx, ny, nz) and spacing (Å: one value or three); the grid "
                    "espgrid places around atoms is espgrid.grid_around(atoms, spacing=..., padding=...)");
              // Through the option table: the checks and messages of --origin, --dims and --spacing.
-             const MapJob job = job_from_keywords(py::dict("origin"_a = origin, "dims"_a = dims, "spacing"_a = spacing));
+             const MapJob job =
+                 job_from_keywords(py::dict("origin"_a = origin, "dims"_a = dims, "spacing"_a = spacing));
              return *explicit_grid(job.grid);
            }),
            "origin"_a = py::none(), "dims"_a = py::none(), "spacing"_a = py::none())
-      .def(py::pickle([](const GridSpec& g) { return py::make_tuple(triple(g.origin), triple(g.dims), triple(g.spacing)); },
-                      [](const py::tuple& t) {
-                        GridRequest request;
-                        request.origin = t[0].cast<std::array<double, 3>>();
-                        request.dims = t[1].cast<std::array<std::int64_t, 3>>();
-                        request.spacing = t[2].cast<std::array<double, 3>>();
-                        return *explicit_grid(request);
-                      }))
+      .def(py::pickle(
+          [](const GridSpec& g) { return py::make_tuple(triple(g.origin), triple(g.dims), triple(g.spacing)); },
+          [](const py::tuple& t) {
+            GridRequest request;
+            request.origin = t[0].cast<std::array<double, 3>>();
+            request.dims = t[1].cast<std::array<std::int64_t, 3>>();
+            request.spacing = t[2].cast<std::array<double, 3>>();
+            return *explicit_grid(request);
+          }))
       .def_property_readonly("origin", [](const GridSpec& g) { return triple(g.origin); })
       .def_property_readonly("dims", [](const GridSpec& g) { return triple(g.dims); })
       .def_property_readonly("shape", [](const GridSpec& g) { return triple(g.dims); })

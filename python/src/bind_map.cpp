@@ -57,6 +57,7 @@ PyMap read_map_file(const std::string& path, const std::optional<std::string>& u
     if (unit_known && unit != m.map.physics.unit)
       throw UsageError(path + " says its unit is " + unit_name(m.map.physics.unit) + ", not " + unit_name(unit));
     m.map.physics.unit = unit;
+    m.map.unit_known = true;
   } else if (!unit_known) {
     throw UsageError(path + " does not say its unit; name it with units='kT/e', 'kcal/mol/e' or 'V'");
   }
@@ -79,9 +80,11 @@ std::string map_repr(const PyMap& p) {
   const auto r = [](const py::object& o) { return py::repr(o).cast<std::string>(); };
   std::string text = "Map(shape=" + r(triple(m.grid.dims)) + ", spacing=" + r(triple(m.grid.spacing)) +
                      ", origin=" + r(triple(m.grid.origin)) + ", units=" + r(py::str(unit_name(m.physics.unit))) +
-                     ", model=" + r(py::str(model_label(m.physics))) +
-                     ", dielectric=" + r(py::float_(m.physics.dielectric));
-  if (m.physics.unit == PotentialUnit::KTPerE) text += ", temperature=" + r(py::float_(m.physics.temperature));
+                     ", model=" + (m.foreign.empty() ? r(py::str(model_label(m.physics))) : std::string("None")) +
+                     (m.foreign.empty() ? ", dielectric=" + r(py::float_(m.physics.dielectric)) : std::string());
+  if (m.physics.unit == PotentialUnit::KTPerE && m.foreign.empty())
+    text += ", temperature=" + r(py::float_(m.physics.temperature));
+  if (!m.foreign.empty()) text += ", foreign=" + r(py::str(m.foreign));
   if (finite) text += ", range=" + r(py::make_tuple(static_cast<double>(lo), static_cast<double>(hi)));
   if (finite != m.values.size()) text += ", not_finite=" + std::to_string(m.values.size() - finite);
   if (!p.kernel.empty()) text += ", kernel=" + r(py::str(p.kernel));
@@ -105,15 +108,15 @@ py::dict map_state(const PyMap& p) {
   const MapProvenance& v = p.provenance;
   return py::dict(
       "version"_a = ESPGRID_VERSION, "values"_a = values, "origin"_a = triple(m.grid.origin),
-      "spacing"_a = triple(m.grid.spacing), "units"_a = unit_name(m.physics.unit), "dielectric"_a = m.physics.dielectric,
-      "temperature"_a = m.physics.temperature, "parameters"_a = loads(model_parameters_json(m.physics).dump(0)),
-      "physics"_a = physics_comment(m.physics), "source"_a = m.source, "kernel"_a = p.kernel,
-      "kernel_why"_a = p.kernel_why,
+      "spacing"_a = triple(m.grid.spacing), "units"_a = unit_name(m.physics.unit),
+      "dielectric"_a = m.physics.dielectric, "temperature"_a = m.physics.temperature,
+      "parameters"_a = loads(model_parameters_json(m.physics).dump(0)), "physics"_a = physics_comment(m.physics),
+      "source"_a = m.source, "kernel"_a = p.kernel, "kernel_why"_a = p.kernel_why,
       "timing"_a = py::make_tuple(t.read_seconds, t.prepare_seconds, t.kernel_seconds, t.transfer_seconds,
                                   t.write_seconds, t.streamed_write_seconds, t.device, t.method, t.direct_sums, phases),
       "provenance"_a = py::make_tuple(v.command, v.input, v.atoms, v.total_charge, v.charges_from, v.pdb2pqr_command,
                                       v.pqr_kept, v.created),
-      "outputs"_a = p.outputs);
+      "outputs"_a = p.outputs, "foreign"_a = m.foreign, "unit_known"_a = m.unit_known);
 }
 
 /// The physics of a pickled map, through the option table (the keywords compute_map takes),
@@ -178,6 +181,8 @@ PyMap map_from_state(const py::dict& state) {
   pv.pqr_kept = v[6].cast<std::string>();
   pv.created = v[7].cast<std::string>();
   p.outputs = state["outputs"].cast<std::vector<std::string>>();
+  p.map.foreign = state["foreign"].cast<std::string>();
+  p.map.unit_known = state["unit_known"].cast<bool>();
   return p;
 }
 
@@ -193,11 +198,19 @@ void bind_map(py::module_& m) {
       .def_property_readonly("spacing", [](const PyMap& p) { return triple(p.map.grid.spacing); })
       .def_property_readonly("shape", [](const PyMap& p) { return triple(p.map.grid.dims); })
       .def_property_readonly("units", [](const PyMap& p) { return unit_name(p.map.physics.unit); })
-      .def_property_readonly("model", [](const PyMap& p) { return model_label(p.map.physics); })
+      .def_property_readonly("model",
+                             [](const PyMap& p) -> py::object {
+                               if (!p.map.foreign.empty()) return py::none();  // APBS's map: not known
+                               return py::str(model_label(p.map.physics));
+                             })
       .def_property_readonly("dielectric", [](const PyMap& p) { return p.map.physics.dielectric; })
       .def_property_readonly("temperature", [](const PyMap& p) { return p.map.physics.temperature; })
       .def_property_readonly(
-          "physics", [](const PyMap& p) { return physics_comment(p.map.physics); },
+          "physics",
+          [](const PyMap& p) {
+            return p.map.foreign.empty() ? physics_comment(p.map.physics)
+                                         : foreign_map_title(p.map) + "; " + foreign_map_unit(p.map);
+          },
           "The physics line every output file records, e.g. 'Potential in kT/e (T = 298.15 K), "
           "dielectric 1'.")
       .def_property_readonly("source", [](const PyMap& p) { return p.map.source; })
@@ -218,7 +231,8 @@ void bind_map(py::module_& m) {
                              })
       .def("__repr__", &map_repr)
       .def("__copy__", [](const PyMap& p) { return PyMap(p); })
-      .def("__deepcopy__", [](const PyMap& p, const py::dict&) { return PyMap(p); }, "memo"_a)
+      .def(
+          "__deepcopy__", [](const PyMap& p, const py::dict&) { return PyMap(p); }, "memo"_a)
       .def(py::pickle(&map_state, &map_from_state))
       .def(
           "write",

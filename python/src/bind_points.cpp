@@ -69,7 +69,7 @@ void bind_points(py::module_& m) {
         const AtomTableFormat format = atom_table_format(path);
         if (residues && format != AtomTableFormat::Csv) throw UsageError(path + ": the per-residue table is a .csv");
         check_output_path(path);
-        const std::string text = residues ? residue_values_csv(residue_values(s.structure, v))
+        const std::string text = residues                         ? residue_values_csv(residue_values(s.structure, v))
                                  : format == AtomTableFormat::Csv ? atom_values_csv(s.structure, v, column)
                                                                   : atom_values_pdb(s.structure, v, remarks);
         py::gil_scoped_release release;

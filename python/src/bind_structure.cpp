@@ -1,15 +1,14 @@
 // espgrid.Structure and how one is made: read from a file (PDB/mmCIF through pdb2pqr) or from arrays.
 #include <algorithm>
 #include <cmath>
-
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
 #include "python/src/binding_support.h"
 #include "python/src/frame_average.h"
-#include "src/os/atomic_output_file.h"
 #include "src/core/text_format.h"
+#include "src/os/atomic_output_file.h"
 #include "src/pipeline/map_pipeline.h"
 
 namespace espgrid::python {
@@ -37,7 +36,7 @@ std::vector<AtomLabel> labels_of(const py::handle& names, const py::handle& resi
     return h.is_none() ? std::vector<std::string>(n) : texts_of(h, what, n);
   };
   const std::vector<std::string> atom = text(names, "names"), residue = text(residue_names, "residue_names"),
-                                  chain = text(chains, "chains");
+                                 chain = text(chains, "chains");
   std::vector<double> number(n, 1.0);
   if (!residue_numbers.is_none()) number = vector_of(residue_numbers, "residue_numbers", n);
   std::vector<AtomLabel> labels;
@@ -90,9 +89,11 @@ PyStructure read_structure_file(const std::string& path, const std::optional<std
     std::string name = py::str(key).cast<std::string>();
     std::replace(name.begin(), name.end(), '_', '-');
     const JobOption* option = find_job_option(name);
-    if (option == nullptr) throw py::type_error("read_structure() got an unexpected keyword " + py::str(key).cast<std::string>());
+    if (option == nullptr)
+      throw py::type_error("read_structure() got an unexpected keyword " + py::str(key).cast<std::string>());
     if (option->is_switch) {
-      if (!py::isinstance<py::bool_>(value)) throw py::type_error(py::str(key).cast<std::string>() + "= takes True or False");
+      if (!py::isinstance<py::bool_>(value))
+        throw py::type_error(py::str(key).cast<std::string>() + "= takes True or False");
       if (value.cast<bool>()) apply(name, OptionValue::on());
     } else if (name == "pdb2pqr-options" && !py::isinstance<py::str>(value)) {
       std::string words;
@@ -215,7 +216,8 @@ PyStructure structure_from_state(const py::dict& state) {
     acc.left_out_atoms = t[4].cast<std::size_t>();
     for (const py::handle h : t[5]) {
       const auto r = h.cast<py::tuple>();
-      acc.left_out.push_back({r[0].cast<std::string>(), label_from(r[1]), r[2].cast<std::size_t>(), r[3].cast<std::size_t>()});
+      acc.left_out.push_back(
+          {r[0].cast<std::string>(), label_from(r[1]), r[2].cast<std::size_t>(), r[3].cast<std::size_t>()});
     }
     acc.flipped = t[6].cast<std::vector<std::string>>();
     s.account = acc;
@@ -291,7 +293,8 @@ void bind_structure(py::module_& m) {
           "PDB/mmCIF input: atoms in the input and in pdb2pqr's PQR, and the input's heavy atoms it left out, by "
           "residue (None for other input).")
       .def_property_readonly(
-          "names", [](const PyStructure& s) { return label_column(s, [](const AtomLabel& l) { return l.atom_name(); }); },
+          "names",
+          [](const PyStructure& s) { return label_column(s, [](const AtomLabel& l) { return l.atom_name(); }); },
           "Atom names (PQR, PDB/mmCIF: 'CA', 'OD1'), or None for a structure without them (XYZ, arrays without names).")
       .def_property_readonly(
           "residue_names",
@@ -306,7 +309,8 @@ void bind_structure(py::module_& m) {
                                return out;
                              })
       .def_property_readonly(
-          "chains", [](const PyStructure& s) { return label_column(s, [](const AtomLabel& l) { return l.chain_id(); }); })
+          "chains",
+          [](const PyStructure& s) { return label_column(s, [](const AtomLabel& l) { return l.chain_id(); }); })
       .def_property_readonly("insertion_codes",
                              [](const PyStructure& s) {
                                return label_column(s, [](const AtomLabel& l) {
@@ -338,7 +342,8 @@ void bind_structure(py::module_& m) {
           "PDB/mmCIF input: the lines `espgrid map` prints after its charges line, as (tag, text).")
       .def("__len__", [](const PyStructure& s) { return s.structure.atoms.size(); })
       .def("__copy__", [](const PyStructure& s) { return PyStructure(s); })
-      .def("__deepcopy__", [](const PyStructure& s, const py::dict&) { return PyStructure(s); }, "memo"_a)
+      .def(
+          "__deepcopy__", [](const PyStructure& s, const py::dict&) { return PyStructure(s); }, "memo"_a)
       .def(py::pickle(&structure_state, &structure_from_state))
       .def("__repr__", [](const PyStructure& s) { return "<espgrid.Structure " + s.source + ">"; });
 

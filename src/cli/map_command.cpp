@@ -230,8 +230,8 @@ class JsonSummary {
     if (!wanted()) return;
     provenance.command = command_;
     provenance.input = job.input.path;
-    const std::string text = map_summary(result.map, result.kernel_name(), result.kernel_choice(),
-                                         result.timing, provenance, outputs, estimate)
+    const std::string text = map_summary(result.map, result.kernel_name(), result.kernel_choice(), result.timing,
+                                         provenance, outputs, estimate)
                                  .dump();
     if (fd_ >= 0) {
       std::fflush(stdout);

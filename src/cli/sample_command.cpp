@@ -65,8 +65,8 @@ class SampleObserver : public MapObserver {
 
 /// The atom with the lowest and the highest value, for the summary: "-12.3 kT/e at OD1 ASP A 25".
 std::string extreme_text(const Structure& s, const std::vector<double>& values, bool highest) {
-  const auto at = highest ? std::max_element(values.begin(), values.end())
-                          : std::min_element(values.begin(), values.end());
+  const auto at =
+      highest ? std::max_element(values.begin(), values.end()) : std::min_element(values.begin(), values.end());
   const auto i = static_cast<std::size_t>(at - values.begin());
   const std::string who = s.has_labels() ? s.labels[i].atom_name() + " " + s.labels[i].residue_text()
                                          : "atom " + std::to_string(i + 1) + " (" + s.atoms.element[i].text() + ")";
@@ -126,9 +126,9 @@ int run_at_atoms(const cxxopts::ParseResult& args, const std::vector<std::string
         "espgrid " ESPGRID_VERSION " sample --at-atoms: B-factor = the potential in " + units + " at the atom",
         "structure: " + input.source, "values: " + result.method};
     write_text_file_atomically(out, atom_values_pdb(s, result.values, remarks, &clamped));
-    std::fprintf(info, "wrote      %s (the potential as B-factor%s)\n", out.c_str(),
-                 clamped ? (", " + with_commas(clamped) + " values beyond -999.99..9999.99 clamped to them").c_str()
-                         : "");
+    std::fprintf(
+        info, "wrote      %s (the potential as B-factor%s)\n", out.c_str(),
+        clamped ? (", " + with_commas(clamped) + " values beyond -99999..999999 clamped to them").c_str() : "");
   }
   if (!residues.empty()) {
     const std::vector<ResidueValues> table = residue_values(s, result.values);
@@ -259,8 +259,8 @@ int run_sample(int argc, char** argv) {
           "the map " + map_path + " is not finite around the point " + point_text(points, not_finite.front()));
     units = unit_name(map.physics.unit);
     std::fprintf(info, "map        %s: %s\n", map_path.c_str(), describe(map.grid).c_str());
-    comments = {"map: " + map_path, physics_comment(map.physics)};
-    physics_line = "the map's: " + physics_comment(map.physics);
+    comments = {"map: " + map_path, map_physics_text(map)};
+    physics_line = "the map's: " + map_physics_text(map);
     for (const std::string& line : map_header_lines(map_path, map, unit_known))
       comments.push_back("map header: " + line);
   } else {

@@ -1,6 +1,7 @@
 #include "src/job/job_options.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <filesystem>
 #include <functional>
@@ -317,6 +318,13 @@ void add_grid_options(std::vector<JobOption>& t) {
                     [](MapJob& j, const OptionValue& v) { j.grid.origin = v.as_triple("origin", false); }));
   t.push_back(value("dims", G::Grid, "explicit grid points NX,NY,NZ (with --origin)", "",
                     [](MapJob& j, const OptionValue& v) { j.grid.dims = v.as_dims("dims"); }));
+  t.push_back(value("center", G::Grid,
+                    "the grid's centre X,Y,Z in Å, exactly (APBS's gcent; default: the centre of the atoms' box)", "",
+                    [](MapJob& j, const OptionValue& v) { j.grid.center = v.as_triple("center", false); }));
+  t.push_back(value("length", G::Grid,
+                    "the grid's least extent in Å, L or LX,LY,LZ (APBS's glen): the fewest points at --spacing that "
+                    "reach it, centred on --center (default: the atoms' box plus --padding)",
+                    "", [](MapJob& j, const OptionValue& v) { j.grid.length = v.as_triple("length", true); }));
 }
 
 /// --model pb's own options (issue 23, src/pb/; APBS's keyword in brackets).
@@ -337,8 +345,7 @@ void add_pb_options(std::vector<JobOption>& t) {
      "cubic splines of width --surface-window) [srfm]",
      "smol", [](PbOptions& o, const OptionValue& v) { o.surface = parse_surface(v.as_text("surface")); });
   pb("surface-window", "spl2's spline window, Å; taken with mol and smol too, as APBS takes it, and not used [swin]",
-     "0.3",
-     [](PbOptions& o, const OptionValue& v) { o.spline_window = v.as_number("surface-window"); });
+     "0.3", [](PbOptions& o, const OptionValue& v) { o.spline_window = v.as_number("surface-window"); });
   pb("surface-density", "SAS points per Å² for mol and smol [sdens]", "10",
      [](PbOptions& o, const OptionValue& v) { o.surface_density = v.as_number("surface-density"); });
   pb("surface-sampling",
@@ -382,10 +389,20 @@ void add_physics_options(std::vector<JobOption>& t) {
   t.push_back(value("model", G::Physics,
                     models + " (pair models) or pb (Poisson-Boltzmann); each described under Models in `espgrid map "
                              "--help`",
-                    "coulomb", [](MapJob& j, const OptionValue& v) {
-                      const std::string name = v.as_text("model");
+                    "coulomb", [models](MapJob& j, const OptionValue& v) {
+                      std::string name = v.as_text("model");
+                      for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
                       j.physics.poisson_boltzmann = name == "pb";  // a field solve (issue 23, src/pb/)
-                      j.physics.model = j.physics.poisson_boltzmann ? PairModel::Coulomb : parse_model(name);
+                      if (j.physics.poisson_boltzmann) {
+                        j.physics.model = PairModel::Coulomb;
+                        return;
+                      }
+                      try {
+                        j.physics.model = parse_model(name);  // names in any case: PB, Debye
+                      } catch (const UsageError&) {
+                        throw UsageError("--model takes " + models + " or pb, got " +
+                                         espgrid::quoted(v.as_text("model")));
+                      }
                     }));
   t.push_back(value("ionic-strength", G::Physics,
                     screened + " and pb: ionic strength of the 1:1 electrolyte, mol/L (pb: default 0.15)", "0",
@@ -541,6 +558,8 @@ void finish_job(MapJob& job, JobUse use) {
   // Grid: origin and dims together, every value checked (needs no atoms).
   if (job.grid.dims.has_value() != job.grid.origin.has_value())
     throw UsageError(job.grid.dims ? "--dims needs --origin too" : "--origin needs --dims too");
+  if (job.grid.length && given(job, "padding"))
+    throw UsageError("--length gives the grid's extent, and --padding would too: give one of them");
   check_grid_request(job.grid);
   validate(job.physics);
   // Compute: one device or several, and the approximate method's parameters checked now.

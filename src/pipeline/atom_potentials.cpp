@@ -17,17 +17,20 @@ void check_atom_potential_job(const MapJob& job) {
   if (job.physics.poisson_boltzmann) return;  // the map's options apply
   const MethodParameters& method = job.compute.run.method;
   if (method.accuracy != 0 || !method.msm.empty())
-    throw UsageError("--accuracy and --msm-* choose an approximate map method; the potentials at atoms are summed "
-                     "exactly over every pair");
+    throw UsageError(
+        "--accuracy and --msm-* choose an approximate map method; the potentials at atoms are summed "
+        "exactly over every pair");
   if (!job.compute.kernel.empty())
-    throw UsageError("--kernel names a map kernel; the potentials at atoms are an exact sum over every pair, in "
-                     "double precision on the CPU");
+    throw UsageError(
+        "--kernel names a map kernel; the potentials at atoms are an exact sum over every pair, in "
+        "double precision on the CPU");
   if (job.compute.backend == BackendChoice::Cuda)
-    throw UsageError("--backend cuda: the potentials at atoms are summed in double precision on the CPU (the GPU's "
-                     "float32 sum would lose them to the atom's own term); leave --backend out");
+    throw UsageError(
+        "--backend cuda: the potentials at atoms are summed in double precision on the CPU (the GPU's "
+        "float32 sum would lose them to the atom's own term); leave --backend out");
   if (!job.compute.run.devices.empty() || job.compute.device_given)
     throw UsageError("--device and --devices choose GPUs; the potentials at atoms are summed on the CPU");
-  for (const std::string_view grid : {"spacing", "padding", "origin", "dims"})
+  for (const std::string_view grid : {"spacing", "padding", "origin", "dims", "center", "length"})
     if (std::find(job.given.begin(), job.given.end(), grid) != job.given.end())
       throw UsageError("--" + std::string(grid) + " places a map's grid; a pair model's potentials at atoms are " +
                        "summed without one (--model pb computes a map, and takes it)");

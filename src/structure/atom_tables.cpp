@@ -44,8 +44,9 @@ AtomTableFormat atom_table_format(const std::string& path) {
 
 std::vector<ResidueValues> residue_values(const Structure& s, const std::vector<double>& values) {
   if (!s.has_labels())
-    throw UsageError("the structure has no residues (XYZ input, or arrays without names): per-residue values need a "
-                     "PDB, mmCIF or PQR file");
+    throw UsageError(
+        "the structure has no residues (XYZ input, or arrays without names): per-residue values need a "
+        "PDB, mmCIF or PQR file");
   std::vector<ResidueValues> out;
   for (std::size_t i = 0; i < s.atoms.size(); ++i) {
     const AtomLabel& l = s.labels[i];
@@ -107,7 +108,7 @@ std::string atom_values_pdb(const Structure& s, const std::vector<double>& value
   std::size_t out_of_range = 0;
   const Atoms& a = s.atoms;
   for (std::size_t i = 0; i < a.size(); ++i) {
-    const double b = std::clamp(values[i], -999.99, 9999.99);
+    const double b = std::clamp(values[i], -99999.0, 999999.0);
     if (b != values[i]) ++out_of_range;
     const AtomLabel l = label_of(s, i);
     out += pdb_atom_record(!pdb2pqr_knows_residue(l.residue_name()), i + 1, l, a.x[i], a.y[i], a.z[i], b, a.element[i]);

@@ -34,8 +34,9 @@ std::vector<ResidueValues> residue_values(const Structure& s, const std::vector<
 std::string atom_values_csv(const Structure& s, const std::vector<double>& values, const std::string& column);
 /// "residue,chain,number,insertion,atoms,charge,mean,min,min_atom,max,max_atom".
 std::string residue_values_csv(const std::vector<ResidueValues>& residues);
-/// REMARK lines, then ATOM/HETATM records with occupancy 1 and B-factor the value (PDB's %6.2f:
-/// values beyond -999.99..9999.99 are clamped to them and counted in `clamped`), then END.
+/// REMARK lines, then ATOM/HETATM records with occupancy 1 and B-factor the value (columns 61-66:
+/// two decimals where they fit, else one or none; values beyond -99999..999999 are clamped to
+/// them and counted in `clamped`), then END.
 /// Structures without labels get each atom named by its element, residue UNL 1.
 std::string atom_values_pdb(const Structure& s, const std::vector<double>& values,
                             const std::vector<std::string>& remarks, std::size_t* clamped = nullptr);

@@ -129,6 +129,19 @@ std::vector<std::pair<long, long>> read_pdb_bonds(const std::string& text) {
   return bonds;
 }
 
+namespace {
+
+/// The B-factor field, columns 61-66: two decimals where they fit (PDB's F6.2, −99.99…999.99),
+/// else one, else none, so a value down to −99999 keeps its place and viewers read it.
+std::string b_factor_field(double b) {
+  char field[32];
+  for (int decimals = 2; decimals >= 0; --decimals)
+    if (std::snprintf(field, sizeof field, "%6.*f", decimals, b) == 6) return field;
+  return field;  // beyond −99999…999999: callers clamp (atom_values_pdb)
+}
+
+}  // namespace
+
 std::string pdb_atom_record(bool hetatm, std::size_t serial, const AtomLabel& label, double x, double y, double z,
                             double b_factor, ElementSymbol element) {
   // The name field: a one-letter element's name starts in column 14 (" CA "), a four-character
@@ -137,10 +150,10 @@ std::string pdb_atom_record(bool hetatm, std::size_t serial, const AtomLabel& la
   const std::string symbol = element.text();
   if (name.size() < 4 && symbol.size() == 1) name = " " + name;
   char record[128];
-  std::snprintf(record, sizeof record, "%-6s%5zu %-4.4s %3.3s %1.1s%4d%c   %8.3f%8.3f%8.3f%6.2f%6.2f          %2s\n",
+  std::snprintf(record, sizeof record, "%-6s%5zu %-4.4s %3.3s %1.1s%4d%c   %8.3f%8.3f%8.3f%6.2f%s          %2s\n",
                 hetatm ? "HETATM" : "ATOM", serial % 100000, name.c_str(), label.residue_name().c_str(),
-                label.chain_id().c_str(), label.number, label.insertion ? label.insertion : ' ', x, y, z, 1.0, b_factor,
-                symbol.c_str());
+                label.chain_id().c_str(), label.number, label.insertion ? label.insertion : ' ', x, y, z, 1.0,
+                b_factor_field(b_factor).c_str(), symbol.c_str());
   return record;
 }
 

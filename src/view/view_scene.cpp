@@ -156,8 +156,9 @@ SurfaceValues surface_values(const Atoms& atoms, const PotentialMap& map, const 
     out.method_text = map_text + " (asked for)";
   } else if (options.values == VertexValues::Sum) {
     if (map.physics.poisson_boltzmann)
-      throw UsageError("--values sum sums a pair model over the atoms; this map is a Poisson-Boltzmann solution, "
-                       "which no pair sum gives: leave --values out (the map's values are shown)");
+      throw UsageError(
+          "--values sum sums a pair model over the atoms; this map is a Poisson-Boltzmann solution, "
+          "which no pair sum gives: leave --values out (the map's values are shown)");
     out.values = potential_at(atoms, map.physics, points);
     out.method = VertexValues::Sum;
     out.method_text = sum_text + " (asked for)";
