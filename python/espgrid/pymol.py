@@ -34,7 +34,7 @@ __all__ = ["espgrid_command"]
 RAMP_COLOURS = ["red", "white", "blue"]
 # Space around the atoms, Å: the surface PyMOL colours lies within a probe radius (1.4 Å) of the
 # atoms, and surface_ramp_above_mode samples up to another probe radius outside it.
-DEFAULT_PADDING = 6.0
+DEFAULT_PADDING = {"pb": 10.0}  # PB: its boundary values need the room (docs/pb.md, Padding); others 6 Å
 DEFAULT_SPACING = {"pb": 0.5}  # PB: APBS's usual fine grid; the pair models 1 Å (a surface needs no finer)
 # The medium of the Debye-Hückel model when not given: water at 0.15 M (README, Pair models).
 DEBYE_DEFAULTS = {"dielectric": 78.54, "ionic_strength": 0.15}
@@ -74,14 +74,15 @@ def _truth(value):
 
 
 def _own_charges(obj, _self):
-    """The object's own charges as a Structure (its atoms' partial_charge, with vdw as radii), or
-    None when every charge is 0 (a PDB: pdb2pqr assigns them)."""
+    """The object's own charges as a Structure (its atoms' partial_charge; radii: a PQR's, which
+    PyMOL keeps as elec_radius, else PyMOL's vdw by element, as for a MOL2), or None when every
+    charge is 0 (a PDB: pdb2pqr assigns them)."""
     model = _self.get_model(obj, state=-1)
     charges = np.array([a.partial_charge for a in model.atom], dtype=np.float64)
     if len(charges) == 0 or not np.any(charges != 0):
         return None
     positions = np.array([a.coord for a in model.atom], dtype=np.float64)
-    radii = np.array([a.vdw for a in model.atom], dtype=np.float64)
+    radii = np.array([a.elec_radius if a.elec_radius > 0 else a.vdw for a in model.atom], dtype=np.float64)
     numbers = []
     for a in model.atom:
         digits = "".join(c for c in str(a.resi) if c.isdigit() or c == "-")
@@ -154,7 +155,7 @@ def espgrid_command(selection, model="debye", spacing="", limit="5", isosurfaces
     map_options.update(words)
     map_options["model"] = model
     map_options["spacing"] = float(spacing) if str(spacing).strip() else DEFAULT_SPACING.get(model, 1.0)
-    map_options["padding"] = float(padding) if str(padding).strip() else DEFAULT_PADDING
+    map_options["padding"] = float(padding) if str(padding).strip() else DEFAULT_PADDING.get(model, 6.0)
     limit = float(limit)
     try:
         structure = _own_charges(obj, _self)
