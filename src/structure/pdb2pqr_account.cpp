@@ -89,7 +89,8 @@ Pdb2pqrAccount account_for_atoms(const std::vector<PdbAtom>& input, const Struct
       if (dx * dx + dy * dy + dz * dz > kFlipTolerance * kFlipTolerance) continue;
       used[i] = found = true;
       std::string& names = flipped[atom.label.residue_text()];
-      names += (names.empty() ? "" : "/") + atom.label.atom_name();
+      if (!names.empty()) names += '/';  // (not "/" + name: GCC 12's -Wrestrict false positive)
+      names += atom.label.atom_name();
     }
     if (!found) left.push_back(a);
   }
