@@ -98,7 +98,7 @@ def test_install_layout(installed):
     # The ligands' charges (run by espgrid with Debian's python3) and PyMOL's plugin-manager entry.
     assert os.access(os.path.join(prefix, "share", "espgrid", "openbabel_charges.py"), os.X_OK)
     assert os.path.isfile(os.path.join(prefix, "share", "espgrid", "pymol-plugin", "espgrid_pymol", "__init__.py"))
-    assert os.path.isfile(os.path.join(installed["site"], "pymol.py"))
+    assert os.path.isfile(os.path.join(installed["site"], "espgrid", "pymol.py"))
     # `espgrid view`'s page and script, and the viewer library where the build could bundle it.
     web = os.path.join(prefix, "share", "espgrid", "web")
     for name in ("page.html", "viewer.js"):
