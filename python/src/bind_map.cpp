@@ -112,6 +112,59 @@ std::string map_repr(const PyMap& p) {
   return text + ")";
 }
 
+/// A PB map's energies (PyMap::energy) for pickle: every field pb_energy_json and the summary
+/// read, as plain tuples; None without.
+py::object energy_state(const std::optional<PbEnergyReport>& report) {
+  if (!report) return py::none();
+  const pb::PbEnergy& e = report->energy;
+  const auto terms = [](const pb::PbEnergyTerms& t) {
+    return py::make_tuple(t.fixed_charge, t.mobile_charge, t.dielectric);
+  };
+  py::list parts;
+  for (const PbEnergyReport::Part& part : report->parts) parts.append(py::make_tuple(part.name, part.total));
+  return py::make_tuple(static_cast<int>(e.level), e.temperature, e.total, terms(e.terms), terms(e.from_coarser),
+                        e.per_atom, terms(e.outside_child), report->charge_method, report->nonlinear, report->reference,
+                        report->solvation, parts, report->binding);
+}
+
+std::optional<PbEnergyReport> energy_from_state(const py::handle& state) {
+  if (state.is_none()) return std::nullopt;
+  const auto t = state.cast<py::tuple>();
+  const auto terms = [](const py::handle& h) {
+    const auto v = h.cast<std::array<double, 3>>();
+    return pb::PbEnergyTerms{v[0], v[1], v[2]};
+  };
+  PbEnergyReport r;
+  r.energy.level = static_cast<PbEnergyLevel>(t[0].cast<int>());
+  r.energy.temperature = t[1].cast<double>();
+  r.energy.total = t[2].cast<double>();
+  r.energy.terms = terms(t[3]);
+  r.energy.from_coarser = terms(t[4]);
+  r.energy.per_atom = t[5].cast<std::vector<double>>();
+  r.energy.outside_child = terms(t[6]);
+  r.charge_method = t[7].cast<std::string>();
+  r.nonlinear = t[8].cast<bool>();
+  r.reference = t[9].cast<std::optional<double>>();
+  r.solvation = t[10].cast<std::optional<double>>();
+  for (const py::handle h : t[11]) {
+    const auto part = h.cast<py::tuple>();
+    r.parts.push_back({part[0].cast<std::string>(), part[1].cast<double>()});
+  }
+  r.binding = t[12].cast<std::optional<double>>();
+  return r;
+}
+
+/// PB: the ion species given one by one, as the ion= text "z,c,r;z,c,r" (Python's repr of each
+/// number: exact); empty for a 1:1 salt from ionic_strength (and for pair models).
+std::string pb_ions_state(const PhysicsOptions& physics) {
+  std::string out;
+  if (!physics.is_pb()) return out;
+  const auto r = [](double v) { return py::repr(py::float_(v)).cast<std::string>(); };
+  for (const PbIon& ion : physics.pb.ions)
+    out += (out.empty() ? "" : ";") + r(ion.charge) + "," + r(ion.concentration) + "," + r(ion.radius);
+  return out;
+}
+
 /// Everything a Map holds, for pickle (and copies): the values, the grid, the physics as the
 /// option keywords that make it again (model_parameters_json's keys are Python keywords), and
 /// the record of how it was made.
@@ -136,7 +189,8 @@ py::dict map_state(const PyMap& p) {
                                   t.write_seconds, t.streamed_write_seconds, t.device, t.method, t.direct_sums, phases),
       "provenance"_a = py::make_tuple(v.command, v.input, v.atoms, v.total_charge, v.charges_from, v.pdb2pqr_command,
                                       v.pqr_kept, v.created),
-      "outputs"_a = p.outputs, "foreign"_a = m.foreign, "unit_known"_a = m.unit_known);
+      "outputs"_a = p.outputs, "foreign"_a = m.foreign, "unit_known"_a = m.unit_known,
+      "energy"_a = energy_state(p.energy), "ions"_a = pb_ions_state(m.physics));
 }
 
 /// The physics of a pickled map, through the option table (the keywords compute_map takes),
@@ -146,12 +200,19 @@ PhysicsOptions physics_from_state(const py::dict& state) {
   const bool pb = parameters["name"].cast<std::string>() == "pb";
   py::dict keywords("units"_a = state["units"], "temperature"_a = state["temperature"], "model"_a = parameters["name"],
                     "dielectric"_a = pb ? parameters["solute_dielectric"] : state["dielectric"]);
+  // PB: the species given as ion= (state "ions") replace the 1:1 salt's keywords; "ions" in the
+  // parameters lists the species either way. The split formulation takes no charge_method.
+  const std::string ions = state["ions"].cast<std::string>();
+  const bool split = pb && parameters["pb_formulation"].cast<std::string>() == "split";
   for (const auto& [key, value] : parameters) {
     const std::string name = key.cast<std::string>();
-    if (name == "name" || name == "description" || name == "kappa_per_angstrom" || name == "solute_dielectric")
+    if (name == "name" || name == "description" || name == "kappa_per_angstrom" || name == "solute_dielectric" ||
+        name == "ions" || (split && name == "charge_method") ||
+        (!ions.empty() && (name == "ionic_strength" || name == "ion_radius")))
       continue;
     keywords[key] = value;
   }
+  if (!ions.empty()) keywords["ion"] = ions;
   const PhysicsOptions physics = job_from_keywords(keywords).physics;
   if (physics_comment(physics) != state["physics"].cast<std::string>())
     throw Error("internal error: a pickled map's physics did not come back: " + physics_comment(physics) +
@@ -203,6 +264,7 @@ PyMap map_from_state(const py::dict& state) {
   p.outputs = state["outputs"].cast<std::vector<std::string>>();
   p.map.foreign = state["foreign"].cast<std::string>();
   p.map.unit_known = state["unit_known"].cast<bool>();
+  p.energy = energy_from_state(state["energy"]);
   return p;
 }
 

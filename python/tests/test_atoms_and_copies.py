@@ -130,7 +130,9 @@ def test_structures_pickle_and_copy(fas):
 
 @pytest.mark.parametrize("options", [
     {"model": "debye", "dielectric": 78.54, "ionic_strength": 0.15, "units": "kcal/mol/e"},
-    {"model": "pb", "surface": "mol", "probe_radius": 1.2, "surface_sampling": 2}])
+    {"model": "pb", "surface": "mol", "probe_radius": 1.2, "surface_sampling": 2},
+    {"model": "pb", "pb_formulation": "split", "ionic_strength": 0.05, "backend": "cpu"},
+    {"model": "pb", "ion": [(2, 0.05, 2), (-1, 0.1, 1.5)], "boundary": "sdh", "pb_energy": "comps"}])
 def test_maps_pickle_and_copy(fas, options):
     phi = espgrid.compute_map(fas, spacing=1.5, padding=6, **options)
     for twin in (pickle.loads(pickle.dumps(phi)), copy.deepcopy(phi)):
@@ -139,6 +141,7 @@ def test_maps_pickle_and_copy(fas, options):
         assert twin.grid == phi.grid and twin.physics == phi.physics and twin.model == phi.model
         assert twin.model_parameters == phi.model_parameters and twin.kernel == phi.kernel
         assert twin.summary() == phi.summary()
+        assert twin.energy == phi.energy  # pb: APBS's total energy, computed with the map
     # Independent: the copy outlives the original.
     twin = copy.deepcopy(phi)
     first = float(phi.values[0, 0, 0])

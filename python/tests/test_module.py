@@ -7,6 +7,7 @@ module calls the same library) or with an independent double-precision sum in nu
 import gzip
 import json
 import os
+import pickle
 import re
 import shutil
 import signal
@@ -105,6 +106,7 @@ def test_poisson_boltzmann_energies_equal_the_programs(cli, tmp_path):
                               boundary="sdh", pb_energy="comps", backend="cpu")
     assert phi.energy == json.loads((tmp_path / "cli.json").read_text())["energy"]
     assert len(phi.energy["per_atom_kJ_per_mol"]) == phi.provenance["atoms"]
+    assert pickle.loads(pickle.dumps(phi)).energy == phi.energy  # comps: the terms and per-atom energies too
     assert espgrid.compute_map(FAS2, spacing=1.5, backend="cpu").energy is None  # a pair model has none here
     s = espgrid.solvation_energy(FAS2, spacing=1.5, backend="cpu")
     assert s["energy"] == pytest.approx(s["solvated"] - s["reference"], rel=1e-12)
