@@ -15,6 +15,7 @@ packages=(
   pybind11-dev python3-dev python3-pytest   # the Python module and its tests (docs/python.md)
   python3-mdanalysis python3-tqdm           # trajectory averages: espgrid-trajectory
   pdb2pqr gemmi                             # PDB/mmCIF input: charges from pdb2pqr30 (gemmi: mmCIF -> PDB)
+  openbabel python3-openbabel               # the ligands pdb2pqr leaves out: Open Babel's hydrogens and charges
   libhypre-dev python3-scipy                # --model pb on the CPU: hypre PCG + PFMG; the PB benchmarks' scipy
   locales                                   # the locale tests make de_DE.UTF-8 from its source (localedef)
   util-linux                                # unshare: the full-disk and read-only-mount tests' private mounts
@@ -28,11 +29,12 @@ fi
 interop=0
 for option in "$@"; do
   case $option in
-    --interop)  # the clients the interop tests open our files with: ParaView, PyMOL, APBS (multivalue),
+    --interop)  # the clients the interop tests open our files with: ParaView, PyMOL (and its tutorial
+                # files, pymol-data: the espgrid PyMOL command's tests), APBS (multivalue),
                 # gemmi and GridDataFormats (where each places an .mrc), mrcfile (MRC2014 validation),
                 # and Chromium and Firefox for the `espgrid view` page (ctest label browser)
       interop=1
-      packages+=(paraview pymol apbs python3-gemmi python3-griddataformats python3-mrcfile chromium firefox-esr) ;;
+      packages+=(paraview pymol pymol-data apbs python3-gemmi python3-griddataformats python3-mrcfile chromium firefox-esr) ;;
     --hardening)  # scripts/hardening.sh: clang with libFuzzer, its sanitizer runtimes, OpenMP for clang
       packages+=(clang libclang-rt-14-dev libomp-14-dev) ;;
     *) echo "install-deps: unknown option $option (--interop, --hardening)" >&2; exit 2 ;;

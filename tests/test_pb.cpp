@@ -638,7 +638,6 @@ TEST(PbCli, PbOptionsNeedModelPbAndBadValuesAreNamed) {
       {{"--model", "debye", "--ionic-strength", "0.1", "--probe-radius", "1.2"},
        "--probe-radius applies to --model pb"},
       {{"--model", "pb", "--surface", "sas"}, "--surface must be mol, smol, spl2 or spl4"},
-      {{"--model", "pb", "--surface-window", "0.5"}, "--surface-window applies to --surface spl2 and spl4"},
       {{"--model", "pb", "--boundary", "focus"}, "--boundary focus interpolates a coarser level's potential"},
       {{"--model", "pb", "--boundary", "mdm"}, "--boundary must be zero, sdh, mdh or focus"},
       {{"--model", "pb", "--charge-method", "spl3"}, "--charge-method must be spl0, spl2 or spl4"},

@@ -232,7 +232,7 @@ TEST_F(PdbInput, MapOfAPdbEqualsTheMapOfPdb2pqrsOwnPqr) {
   EXPECT_TRUE(contains(r.out, "charges    pdb2pqr 3.")) << r;
   EXPECT_TRUE(contains(r.out, "AMBER force field, standard protonation states")) << r;
   // The command that makes the PQR espgrid keeps (issue 25: it named boxb.pqr, not out/boxb.pqr).
-  EXPECT_TRUE(contains(r.out, "pdb2pqr30 --ff AMBER boxb.pdb out/boxb.pqr")) << r;
+  EXPECT_TRUE(contains(r.out, "pdb2pqr30 --ff AMBER --drop-water boxb.pdb out/boxb.pqr")) << r;
   EXPECT_TRUE(contains(r.out, "619 atoms, total charge -18.0000 e")) << r;
   EXPECT_TRUE(contains(r.out, "wrote      out/boxb.pqr")) << r;
   EXPECT_TRUE(contains(r.out, "wrote      out/boxb.log (pdb2pqr's whole log)")) << r;
@@ -284,7 +284,7 @@ TEST_F(PdbInput, ForceFieldAndPhReachPdb2pqr) {
                        "ESPGRID_PDB2PQR=" + quote(path("fake-pdb2pqr").string()));
   ASSERT_EQ(r.code, 0) << r;
   const std::string args = slurp(path("args.txt"));
-  EXPECT_TRUE(contains(args, "--ff\nCHARMM\n--titration-state-method\npropka\n--with-ph\n4.5\n")) << args;
+  EXPECT_TRUE(contains(args, "--ff\nCHARMM\n--drop-water\n--titration-state-method\npropka\n--with-ph\n4.5\n")) << args;
   EXPECT_TRUE(contains(args, path("boxb.pdb").string() + "\nboxb.pqr\n"))
       << args;  // absolute input, output in its folder
   EXPECT_TRUE(contains(r.out, "pdb2pqr 0.0-test, CHARMM force field, pH 4.5 (PROPKA)")) << r;
@@ -429,21 +429,30 @@ TEST_F(PdbInput, WhatPdb2pqrLeftOutIsSaidAndItsWholeLogKept) {
   ASSERT_EQ(r.code, 0) << r;
   // 415 atoms in, none hydrogen; the two waters come back with their hydrogens.
   EXPECT_TRUE(contains(r.out, "atoms      415 in the input (0 hydrogens)")) << r;
-  EXPECT_TRUE(contains(r.out, "4 heavy atoms left out: NAG B 501 (3 of 3 heavy atoms), ZN C 601 (1 of 1)")) << r;
-  EXPECT_TRUE(contains(r.err,
-                       "espgrid: note: pdb2pqr left 4 of the 415 heavy atoms of lig.pdb out of its PQR, so "
-                       "the map does not include them: NAG B 501"))
+  EXPECT_TRUE(
+      contains(r.out, "6 heavy atoms not in its PQR: NAG B 501 (3 of 3 heavy atoms), ZN C 601 (1 of 1) and 2 waters"))
       << r;
+  // What pdb2pqr left out is completed (tests/test_ligands.cpp has the details): the ion by its
+  // formal charge, the sugar by Open Babel where it is installed; the waters dropped.
+  EXPECT_TRUE(contains(r.out, "ion        ZN C 601: zinc ion, formal charge +2")) << r;
+  EXPECT_TRUE(contains(r.out, "waters     2 waters (HOH): dropped")) << r;
+  if (std::system("/usr/bin/python3 -c 'from openbabel import openbabel' >/dev/null 2>&1") == 0) {
+    EXPECT_TRUE(contains(r.out, "ligand     NAG B 501: Open Babel")) << r;
+    EXPECT_FALSE(contains(r.err, "not in the map")) << r;
+  }
   EXPECT_TRUE(contains(r.out, "wrote      out/lig.log (pdb2pqr's whole log)")) << r;
   const std::string log = slurp(path("out/lig.log"));
   EXPECT_TRUE(contains(log, "PDB2PQR v3.")) << log;
   EXPECT_TRUE(contains(log, "Ignoring 4 missing lines in output")) << log;  // past the ten warnings shown
   EXPECT_EQ(entries("out"), (std::vector<std::string>{"lig.dx", "lig.log", "lig.pqr"}));
-  // Independently: no atom of the kept PQR sits where the sugar or the ion was.
-  for (const std::string& record : atom_records(path("out/lig.pqr")))
-    for (const char* where : {"  10.000  10.000  10.000", "  11.400  10.000  10.000", "  10.000  11.400  10.000",
-                              "  -5.000  -5.000  -5.000"})
+  // Independently: no atom of the kept PQR sits where the waters were; the zinc is there.
+  bool zinc = false;
+  for (const std::string& record : atom_records(path("out/lig.pqr"))) {
+    for (const char* where : {"  20.000  20.000  20.000", "  22.000  20.000  20.000"})
       EXPECT_FALSE(contains(record, where)) << record;
+    zinc = zinc || (contains(record, " ZN ") && contains(record, "-5.0000    -5.0000    -5.0000"));
+  }
+  EXPECT_TRUE(zinc);
 
   // Every heavy atom kept: said too.
   const Result clean = run("map heavy.pdb -o out/heavy.dx --spacing 3");
@@ -464,7 +473,7 @@ TEST_F(PdbInput, TheBundledPdbsTerminalPhosphateIsReported) {
   ASSERT_EQ(r.code, 0) << r;
   EXPECT_TRUE(contains(r.out,
                        "620 in the input (208 hydrogens), 619 in pdb2pqr's PQR (210 hydrogens); 3 heavy atoms "
-                       "left out: G 1 (3 of 23 heavy atoms)"))
+                       "not in its PQR: G 1 (3 of 23 heavy atoms)"))
       << r;
   // The three are the phosphate's P, O1P and O2P, at their input coordinates.
   for (const std::string& record : atom_records(path("out/boxb_rna.pqr")))
@@ -482,7 +491,7 @@ TEST_F(PdbInput, TheEquivalentCommandMakesTheKeptPqr) {
   const std::string line =
       r.out.substr(r.out.find("charges    "), r.out.find('\n', r.out.find("charges ")) - r.out.find("charges    "));
   const std::string command = line.substr(line.find("): ") + 3);
-  EXPECT_EQ(command, "pdb2pqr30 --ff PARSE boxb.pdb kept/mine.pqr") << r;
+  EXPECT_EQ(command, "pdb2pqr30 --ff PARSE --drop-water boxb.pdb kept/mine.pqr") << r;
   EXPECT_TRUE(contains(slurp(path("kept/mine.log")), "PDB2PQR v3"));  // where pdb2pqr puts its own log
   fs::rename(path("kept/mine.pqr"), path("espgrid.pqr"));
   ASSERT_TRUE(shell(command));

@@ -32,7 +32,8 @@ from ._espgrid import Error, FrameAverage, Grid, InputError, Map, Structure, Usa
 __all__ = [
     "Error", "Grid", "InputError", "Map", "Structure", "UsageError", "View", "__version__", "average_map", "compute_map",
     "binding_energy", "cuda_available", "frame_energies", "grid_around", "kernels", "map_from_values", "map_options",
-    "potential_at", "read_map", "read_structure", "solvation_energy",
+    "potential_at", "potential_at_atoms", "read_map", "read_structure", "residue_values", "solvation_energy",
+    "structure_from_arrays", "write_atom_values",
 ]
 
 
@@ -49,21 +50,37 @@ def _with_grid(grid, options):
         return options
     if not isinstance(grid, Grid):
         raise TypeError(f"grid must be an espgrid.Grid, got {type(grid).__name__}")
-    clash = [k for k in ("spacing", "padding", "origin", "dims") if options.get(k) is not None]
+    clash = [k for k in ("spacing", "padding", "origin", "dims", "center", "length") if options.get(k) is not None]
     if clash:
         raise TypeError(f"give grid= or {', '.join(clash)}=, not both")
     return dict(options, origin=grid.origin, dims=grid.dims, spacing=grid.spacing)
 
 
-def read_structure(path, format=None, *, forcefield=None, ph=None, keep_pqr=None):
+def read_structure(path, format=None, *, forcefield=None, ph=None, keep_pqr=None, keep_water=False,
+                   keep_chain=False, ligand=None, ligand_charges=None, pdb2pqr_options=None):
     """Reads a structure as `espgrid map` does: .pqr and .xyz directly; .pdb and .cif through
-    pdb2pqr30 (forcefield, default AMBER; ph through PROPKA; keep_pqr: where to keep its PQR,
-    default nowhere). Raises InputError (a ValueError with .file and .line) for a defect."""
+    pdb2pqr30 (forcefield, default AMBER; ph through PROPKA and for the ligands' hydrogens;
+    keep_pqr: where to keep the PQR of every atom, default nowhere), with the ligands pdb2pqr has
+    no template for charged by Open Babel (ligand_charges: "mmff94", "gasteiger" or "none"), ions
+    by formal charge, waters dropped unless keep_water; keep_chain, ligand (a MOL2 file pdb2pqr
+    charges itself) and pdb2pqr_options (its --nodebump, --noopt, ...) go to pdb2pqr. Raises
+    InputError (a ValueError with .file and .line) for a defect."""
     path = os.fspath(path)
     if not os.path.exists(path):
         raise FileNotFoundError(2, "No such file or directory", path)
+    pdb_options = dict(keep_water=keep_water or None, keep_chain=keep_chain or None, ligand=ligand,
+                       ligand_charges=ligand_charges, pdb2pqr_options=pdb2pqr_options)
     return _espgrid.read_structure(path, format, forcefield, ph,
-                                   os.fspath(keep_pqr) if keep_pqr is not None else None)
+                                   os.fspath(keep_pqr) if keep_pqr is not None else None, pdb_options)
+
+
+def structure_from_arrays(positions, charges, radii=None, *, names=None, residue_names=None, residue_numbers=None,
+                          chains=None, name="positions and charges from Python"):
+    """A Structure from (N, 3) positions (Å) and N charges (e), with optional radii (Å) and the
+    atoms' names and residues (sequences of N values), which per-atom and per-residue tables
+    (potential_at_atoms, residue_values, write_atom_values) use."""
+    return _espgrid.structure_from_arrays(positions, charges, radii, name, names, residue_names, residue_numbers,
+                                          chains)
 
 
 def _is_mdanalysis(atoms):
@@ -134,11 +151,47 @@ def potential_at(points, atoms, charges=None, *, radii=None, progress=None, unwr
     map) and the grid and map-kernel options (spacing, kernel, accuracy, ...), which do not
     apply to points."""
     structure = _structure(atoms, charges, radii, unwrap)
-    for name in ("spacing", "padding", "origin", "dims", "grid"):
+    for name in ("spacing", "padding", "origin", "dims", "center", "length", "grid"):
         if options.get(name) is not None:
             raise TypeError(f"{name}= places a map's grid; potential_at takes points")
     values, _ = _espgrid.potential_at(points, structure, map_options(**options), progress)
     return values
+
+
+def potential_at_atoms(atoms, charges=None, *, radii=None, progress=None, unwrap=None, **options):
+    """The potential at every atom from every other charge, as a float64 array (one value an
+    atom, in `units`): `espgrid sample --at-atoms`. Pair models: the exact sum over the other
+    atoms in double precision on the CPU (the atom's own term left out). model="pb": APBS's
+    atompot, the PB map (the Grid options place it) interpolated at each atom's centre.
+    progress(done, total) is called from this thread (atoms; PB: the map's planes)."""
+    structure = _structure(atoms, charges, radii, unwrap)
+    values, _ = _espgrid.potential_at_atoms(structure, map_options(**options), progress)
+    return values
+
+
+def residue_values(structure, values):
+    """Each residue's mean, lowest and highest of `values` (one an atom, e.g. potential_at_atoms'),
+    with its atoms' count and charge, as a list of dicts in the structure's order. Needs a
+    structure with residues (PQR, PDB/mmCIF, or arrays with names)."""
+    return _espgrid.residue_values(_structure(structure, None, None), values)
+
+
+def write_atom_values(path, structure, values, *, residues=False, column="potential"):
+    """Writes `values` (one an atom) as `espgrid sample --at-atoms` does: a .csv with a row an atom
+    (the values in the last column, named `column`; the program names it potential_UNIT), a .pdb
+    with the value as each atom's B-factor, or with residues=True each residue's mean, lowest and
+    highest (.csv)."""
+    _espgrid.write_atom_values(os.fspath(path), _structure(structure, None, None), values, residues=residues,
+                               column=column)
+
+
+def _array(self, dtype=None, copy=None):
+    """np.asarray(map): the (nx, ny, nz) values, the read-only view `values` is (copied when a dtype
+    or copy=True asks for it)."""
+    values = self.values
+    if dtype is not None and _np.dtype(dtype) != values.dtype:
+        return values.astype(dtype)
+    return _np.array(values) if copy else values
 
 
 def _sample(self, points):
@@ -156,6 +209,7 @@ def _summary(self):
     return _json.loads(_espgrid.map_summary_json(self))
 
 
+Map.__array__ = _array
 Map.sample = _sample
 Map.summary = _summary
 Map.range = property(lambda self: tuple(self.summary()["range"] or (None, None)),

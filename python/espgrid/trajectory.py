@@ -88,12 +88,33 @@ def _mdanalysis():
 
 
 def _box(universe):
-    """The periodic box's edge lengths (Å) of the current frame, or None when it has none."""
+    """The periodic box of the current frame, [a, b, c (Å), α, β, γ (degrees)], or None when it has none."""
     dimensions = universe.dimensions
     if dimensions is None:
         return None
-    lengths = np.asarray(dimensions[:3], dtype=np.float64)
-    return lengths if np.all(np.isfinite(lengths)) and np.all(lengths > 0) else None
+    box = np.asarray(dimensions[:6], dtype=np.float64)
+    return box if np.all(np.isfinite(box)) and np.all(box[:3] > 0) else None
+
+
+def _box_text(box):
+    """"30 x 30 x 30 Å", with the angles where the box is not rectangular ("..., angles 60, 60, 90°")."""
+    text = " x ".join(f"{x:g}" for x in box[:3]) + " Å"
+    if len(box) == 6 and not np.allclose(box[3:], 90.0):
+        text += ", angles " + ", ".join(f"{x:g}" for x in box[3:]) + "°"
+    return text
+
+
+def _box_width(box):
+    """The box's smallest width (Å): its smallest edge for a rectangular box, else the smallest
+    distance between opposite faces (the volume over the largest face), which is what a bond
+    spanning "more than half the box" is measured against."""
+    if len(box) < 6 or np.allclose(box[3:], 90.0):
+        return float(box[:3].min())
+    from MDAnalysis.lib.mdamath import triclinic_vectors
+    a, b, c = triclinic_vectors(box)
+    volume = abs(np.dot(a, np.cross(b, c)))
+    return float(min(volume / np.linalg.norm(np.cross(b, c)), volume / np.linalg.norm(np.cross(c, a)),
+                     volume / np.linalg.norm(np.cross(a, b))))
 
 
 def _warn_user(warning):
@@ -134,11 +155,11 @@ def _check_unwrap(group, unwrap, name, frame_text, stacklevel):
     split = ""
     if _has_bonds(group) and len(group.bonds):
         lengths = group.bonds.values()
-        stretched = int(np.count_nonzero(lengths > 0.5 * box.min()))
+        stretched = int(np.count_nonzero(lengths > 0.5 * _box_width(box)))
         split = (f"; {stretched} of its {len(lengths)} bonds {'spans' if stretched == 1 else 'span'} more than half "
                  f"the box in {frame_text}" if stretched else f"; no bond spans more than half the box in {frame_text}")
     _warn_user(PeriodicBoxWarning(
-        f"{name} is periodic (box {' x '.join(f'{x:g}' for x in box)} Å) and its molecules are not made whole"
+        f"{name} is periodic (box {_box_text(box)}) and its molecules are not made whole"
         f"{split}: a molecule split across the box gives a wrong map there. unwrap=True (--unwrap; needs bonds) "
         "makes them whole first; unwrap=False (--no-unwrap) says they are whole already"))
 

@@ -12,14 +12,26 @@ using namespace pybind11::literals;
 
 void bind_grid(py::module_& m) {
   py::class_<GridSpec>(m, "Grid", "A regular grid: dims (points along x, y, z), origin (Å), spacing (Å).")
-      .def(py::init([](std::array<double, 3> origin, std::array<std::int64_t, 3> dims, std::array<double, 3> spacing) {
-             GridRequest request;
-             request.origin = origin;
-             request.dims = dims;
-             request.spacing = spacing;
-             return *explicit_grid(request);  // checks every value
+      .def(py::init([](const py::object& origin, const py::object& dims, const py::object& spacing) {
+             if (origin.is_none() || dims.is_none() || spacing.is_none())
+               throw py::type_error(
+                   "a Grid is origin=(x, y, z) Å, dims=(nx, ny, nz) and spacing (Å: one value or three); the grid "
+                   "espgrid places around atoms is espgrid.grid_around(atoms, spacing=..., padding=...)");
+             // Through the option table: the checks and messages of --origin, --dims and --spacing.
+             const MapJob job =
+                 job_from_keywords(py::dict("origin"_a = origin, "dims"_a = dims, "spacing"_a = spacing));
+             return *explicit_grid(job.grid);
            }),
-           "origin"_a, "dims"_a, "spacing"_a)
+           "origin"_a = py::none(), "dims"_a = py::none(), "spacing"_a = py::none())
+      .def(py::pickle(
+          [](const GridSpec& g) { return py::make_tuple(triple(g.origin), triple(g.dims), triple(g.spacing)); },
+          [](const py::tuple& t) {
+            GridRequest request;
+            request.origin = t[0].cast<std::array<double, 3>>();
+            request.dims = t[1].cast<std::array<std::int64_t, 3>>();
+            request.spacing = t[2].cast<std::array<double, 3>>();
+            return *explicit_grid(request);
+          }))
       .def_property_readonly("origin", [](const GridSpec& g) { return triple(g.origin); })
       .def_property_readonly("dims", [](const GridSpec& g) { return triple(g.dims); })
       .def_property_readonly("shape", [](const GridSpec& g) { return triple(g.dims); })

@@ -77,6 +77,7 @@ PyMap read_map_file(const py::handle& path_argument, const std::optional<std::st
     if (unit_known && unit != m.map.physics.unit)
       throw UsageError(path + " says its unit is " + unit_name(m.map.physics.unit) + ", not " + unit_name(unit));
     m.map.physics.unit = unit;
+    m.map.unit_known = true;
   } else if (!unit_known) {
     throw UsageError(path + " does not say its unit; name it with units='kT/e', 'kcal/mol/e' or 'V'");
   }
@@ -99,14 +100,172 @@ std::string map_repr(const PyMap& p) {
   const auto r = [](const py::object& o) { return py::repr(o).cast<std::string>(); };
   std::string text = "Map(shape=" + r(triple(m.grid.dims)) + ", spacing=" + r(triple(m.grid.spacing)) +
                      ", origin=" + r(triple(m.grid.origin)) + ", units=" + r(py::str(unit_name(m.physics.unit))) +
-                     ", model=" + r(py::str(model_name(m.physics.model))) +
-                     ", dielectric=" + r(py::float_(m.physics.dielectric));
-  if (m.physics.unit == PotentialUnit::KTPerE) text += ", temperature=" + r(py::float_(m.physics.temperature));
+                     ", model=" + (m.foreign.empty() ? r(py::str(model_label(m.physics))) : std::string("None")) +
+                     (m.foreign.empty() ? ", dielectric=" + r(py::float_(m.physics.dielectric)) : std::string());
+  if (m.physics.unit == PotentialUnit::KTPerE && m.foreign.empty())
+    text += ", temperature=" + r(py::float_(m.physics.temperature));
+  if (!m.foreign.empty()) text += ", foreign=" + r(py::str(m.foreign));
   if (finite) text += ", range=" + r(py::make_tuple(static_cast<double>(lo), static_cast<double>(hi)));
   if (finite != m.values.size()) text += ", not_finite=" + std::to_string(m.values.size() - finite);
   if (!p.kernel.empty()) text += ", kernel=" + r(py::str(p.kernel));
   if (!m.source.empty()) text += ", source=" + r(os_text(m.source));
   return text + ")";
+}
+
+/// A PB map's energies (PyMap::energy) for pickle: every field pb_energy_json and the summary
+/// read, as plain tuples; None without.
+py::object energy_state(const std::optional<PbEnergyReport>& report) {
+  if (!report) return py::none();
+  const pb::PbEnergy& e = report->energy;
+  const auto terms = [](const pb::PbEnergyTerms& t) {
+    return py::make_tuple(t.fixed_charge, t.mobile_charge, t.dielectric);
+  };
+  py::list parts;
+  for (const PbEnergyReport::Part& part : report->parts) parts.append(py::make_tuple(part.name, part.total));
+  return py::make_tuple(static_cast<int>(e.level), e.temperature, e.total, terms(e.terms), terms(e.from_coarser),
+                        e.per_atom, terms(e.outside_child), report->charge_method, report->nonlinear, report->reference,
+                        report->solvation, parts, report->binding);
+}
+
+std::optional<PbEnergyReport> energy_from_state(const py::handle& state) {
+  if (state.is_none()) return std::nullopt;
+  const auto t = state.cast<py::tuple>();
+  const auto terms = [](const py::handle& h) {
+    const auto v = h.cast<std::array<double, 3>>();
+    return pb::PbEnergyTerms{v[0], v[1], v[2]};
+  };
+  PbEnergyReport r;
+  r.energy.level = static_cast<PbEnergyLevel>(t[0].cast<int>());
+  r.energy.temperature = t[1].cast<double>();
+  r.energy.total = t[2].cast<double>();
+  r.energy.terms = terms(t[3]);
+  r.energy.from_coarser = terms(t[4]);
+  r.energy.per_atom = t[5].cast<std::vector<double>>();
+  r.energy.outside_child = terms(t[6]);
+  r.charge_method = t[7].cast<std::string>();
+  r.nonlinear = t[8].cast<bool>();
+  r.reference = t[9].cast<std::optional<double>>();
+  r.solvation = t[10].cast<std::optional<double>>();
+  for (const py::handle h : t[11]) {
+    const auto part = h.cast<py::tuple>();
+    r.parts.push_back({part[0].cast<std::string>(), part[1].cast<double>()});
+  }
+  r.binding = t[12].cast<std::optional<double>>();
+  return r;
+}
+
+/// PB: the ion species given one by one, as the ion= text "z,c,r;z,c,r" (Python's repr of each
+/// number: exact); empty for a 1:1 salt from ionic_strength (and for pair models).
+std::string pb_ions_state(const PhysicsOptions& physics) {
+  std::string out;
+  if (!physics.is_pb()) return out;
+  const auto r = [](double v) { return py::repr(py::float_(v)).cast<std::string>(); };
+  for (const PbIon& ion : physics.pb.ions)
+    out += (out.empty() ? "" : ";") + r(ion.charge) + "," + r(ion.concentration) + "," + r(ion.radius);
+  return out;
+}
+
+/// Everything a Map holds, for pickle (and copies): the values, the grid, the physics as the
+/// option keywords that make it again (model_parameters_json's keys are Python keywords), and
+/// the record of how it was made.
+py::dict map_state(const PyMap& p) {
+  const PotentialMap& m = p.map;
+  const py::object loads = py::module_::import("json").attr("loads");
+  py::array_t<float, py::array::f_style> values({static_cast<py::ssize_t>(m.grid.dims[0]),
+                                                 static_cast<py::ssize_t>(m.grid.dims[1]),
+                                                 static_cast<py::ssize_t>(m.grid.dims[2])});
+  std::copy(m.values.begin(), m.values.end(), values.mutable_data());
+  const TimingReport& t = p.timing;
+  py::list phases;
+  for (const PhaseTiming& phase : t.phases) phases.append(py::make_tuple(phase.name, phase.seconds));
+  const MapProvenance& v = p.provenance;
+  return py::dict(
+      "version"_a = ESPGRID_VERSION, "values"_a = values, "origin"_a = triple(m.grid.origin),
+      "spacing"_a = triple(m.grid.spacing), "units"_a = unit_name(m.physics.unit),
+      "dielectric"_a = m.physics.dielectric, "temperature"_a = m.physics.temperature,
+      "parameters"_a = loads(model_parameters_json(m.physics).dump(0)), "physics"_a = physics_comment(m.physics),
+      "source"_a = m.source, "kernel"_a = p.kernel, "kernel_why"_a = p.kernel_why,
+      "timing"_a = py::make_tuple(t.read_seconds, t.prepare_seconds, t.kernel_seconds, t.transfer_seconds,
+                                  t.write_seconds, t.streamed_write_seconds, t.device, t.method, t.direct_sums, phases),
+      "provenance"_a = py::make_tuple(v.command, v.input, v.atoms, v.total_charge, v.charges_from, v.pdb2pqr_command,
+                                      v.pqr_kept, v.created),
+      "outputs"_a = p.outputs, "foreign"_a = m.foreign, "unit_known"_a = m.unit_known,
+      "energy"_a = energy_state(p.energy), "ions"_a = pb_ions_state(m.physics));
+}
+
+/// The physics of a pickled map, through the option table (the keywords compute_map takes),
+/// checked against the physics line it had: a parameter the table cannot take back fails loudly.
+PhysicsOptions physics_from_state(const py::dict& state) {
+  const py::dict parameters = state["parameters"].cast<py::dict>();
+  const bool pb = parameters["name"].cast<std::string>() == "pb";
+  py::dict keywords("units"_a = state["units"], "temperature"_a = state["temperature"], "model"_a = parameters["name"],
+                    "dielectric"_a = pb ? parameters["solute_dielectric"] : state["dielectric"]);
+  // PB: the species given as ion= (state "ions") replace the 1:1 salt's keywords; "ions" in the
+  // parameters lists the species either way. The split formulation takes no charge_method.
+  const std::string ions = state["ions"].cast<std::string>();
+  const bool split = pb && parameters["pb_formulation"].cast<std::string>() == "split";
+  for (const auto& [key, value] : parameters) {
+    const std::string name = key.cast<std::string>();
+    if (name == "name" || name == "description" || name == "kappa_per_angstrom" || name == "solute_dielectric" ||
+        name == "ions" || (split && name == "charge_method") ||
+        (!ions.empty() && (name == "ionic_strength" || name == "ion_radius")))
+      continue;
+    keywords[key] = value;
+  }
+  if (!ions.empty()) keywords["ion"] = ions;
+  const PhysicsOptions physics = job_from_keywords(keywords).physics;
+  if (physics_comment(physics) != state["physics"].cast<std::string>())
+    throw Error("internal error: a pickled map's physics did not come back: " + physics_comment(physics) +
+                " instead of " + state["physics"].cast<std::string>());
+  return physics;
+}
+
+PyMap map_from_state(const py::dict& state) {
+  if (state["version"].cast<std::string>() != ESPGRID_VERSION)
+    throw UsageError("this Map was pickled by espgrid " + state["version"].cast<std::string>() + ", not " +
+                     ESPGRID_VERSION);
+  PyMap p;
+  const auto values = state["values"].cast<py::array_t<float, py::array::f_style | py::array::forcecast>>();
+  GridRequest request;
+  request.origin = state["origin"].cast<std::array<double, 3>>();
+  request.spacing = state["spacing"].cast<std::array<double, 3>>();
+  request.dims = {values.shape(0), values.shape(1), values.shape(2)};
+  p.map.grid = *explicit_grid(request);
+  p.map.physics = physics_from_state(state);
+  p.map.values.assign(values.data(), values.data() + p.map.grid.point_count());
+  p.map.source = state["source"].cast<std::string>();
+  p.kernel = state["kernel"].cast<std::string>();
+  p.kernel_why = state["kernel_why"].cast<std::string>();
+  const auto t = state["timing"].cast<py::tuple>();
+  TimingReport& timing = p.timing;
+  timing.read_seconds = t[0].cast<double>();
+  timing.prepare_seconds = t[1].cast<double>();
+  timing.kernel_seconds = t[2].cast<double>();
+  timing.transfer_seconds = t[3].cast<double>();
+  timing.write_seconds = t[4].cast<double>();
+  timing.streamed_write_seconds = t[5].cast<double>();
+  timing.device = t[6].cast<std::string>();
+  timing.method = t[7].cast<std::string>();
+  timing.direct_sums = t[8].cast<std::string>();
+  for (const py::handle h : t[9]) {
+    const auto phase = h.cast<py::tuple>();
+    timing.phases.push_back({phase[0].cast<std::string>(), phase[1].cast<double>()});
+  }
+  const auto v = state["provenance"].cast<py::tuple>();
+  MapProvenance& pv = p.provenance;
+  pv.command = v[0].cast<std::vector<std::string>>();
+  pv.input = v[1].cast<std::string>();
+  pv.atoms = v[2].cast<std::size_t>();
+  pv.total_charge = v[3].cast<double>();
+  pv.charges_from = v[4].cast<std::string>();
+  pv.pdb2pqr_command = v[5].cast<std::string>();
+  pv.pqr_kept = v[6].cast<std::string>();
+  pv.created = v[7].cast<std::string>();
+  p.outputs = state["outputs"].cast<std::vector<std::string>>();
+  p.map.foreign = state["foreign"].cast<std::string>();
+  p.map.unit_known = state["unit_known"].cast<bool>();
+  p.energy = energy_from_state(state["energy"]);
+  return p;
 }
 
 }  // namespace
@@ -121,11 +280,19 @@ void bind_map(py::module_& m) {
       .def_property_readonly("spacing", [](const PyMap& p) { return triple(p.map.grid.spacing); })
       .def_property_readonly("shape", [](const PyMap& p) { return triple(p.map.grid.dims); })
       .def_property_readonly("units", [](const PyMap& p) { return unit_name(p.map.physics.unit); })
-      .def_property_readonly("model", [](const PyMap& p) { return model_label(p.map.physics); })
+      .def_property_readonly("model",
+                             [](const PyMap& p) -> py::object {
+                               if (!p.map.foreign.empty()) return py::none();  // APBS's map: not known
+                               return py::str(model_label(p.map.physics));
+                             })
       .def_property_readonly("dielectric", [](const PyMap& p) { return p.map.physics.dielectric; })
       .def_property_readonly("temperature", [](const PyMap& p) { return p.map.physics.temperature; })
       .def_property_readonly(
-          "physics", [](const PyMap& p) { return physics_comment(p.map.physics); },
+          "physics",
+          [](const PyMap& p) {
+            return p.map.foreign.empty() ? physics_comment(p.map.physics)
+                                         : foreign_map_title(p.map) + "; " + foreign_map_unit(p.map);
+          },
           "The physics line every output file records, e.g. 'Potential in kT/e (T = 298.15 K), "
           "dielectric 1'.")
       .def_property_readonly("source", [](const PyMap& p) { return os_text(p.map.source); })
@@ -145,6 +312,10 @@ void bind_map(py::module_& m) {
                                                "write_seconds"_a = p.timing.write_seconds);
                              })
       .def("__repr__", [](const PyMap& p) { return os_text(map_repr(p)); })
+      .def("__copy__", [](const PyMap& p) { return PyMap(p); })
+      .def(
+          "__deepcopy__", [](const PyMap& p, const py::dict&) { return PyMap(p); }, "memo"_a)
+      .def(py::pickle(&map_state, &map_from_state))
       .def(
           "write",
           [](PyMap& p, const py::args& args) {

@@ -89,8 +89,8 @@ PyMap compute(const PyStructure& s, const MapJob& options, const py::object& pro
     MapResult result = run_map_job(job, observer);
     out.map = std::move(result.map);
     out.timing = result.timing;
-    out.kernel = std::string(result.kernel.kernel->name);
-    out.kernel_why = result.kernel.why;
+    out.kernel = result.kernel_name();
+    out.kernel_why = result.kernel_choice();
     out.energy = result.pb_energy;
   }
   // What the summary records of the input (src/pipeline/map_summary.h), as `espgrid map --json`.

@@ -31,6 +31,8 @@ struct PyStructure {
   std::string pdb2pqr_command;
   std::string pdb2pqr_log;                ///< PDB/mmCIF: everything pdb2pqr printed
   std::optional<Pdb2pqrAccount> account;  ///< PDB/mmCIF: atoms in and out, what was left out
+  std::vector<ResidueCharging> charging;  ///< PDB/mmCIF: how each residue pdb2pqr did not cover was charged
+  std::vector<std::pair<std::string, std::string>> report;  ///< PDB/mmCIF: the summary's lines (tag, text)
 };
 
 /// A map and, when computed here, which kernel made it and how long it took.

@@ -60,6 +60,8 @@ def why_skip(kind, line):
         if "--device 1" in line and subprocess.run(["nvidia-smi", "-L"], stdout=subprocess.PIPE,
                                                    text=True).stdout.count("GPU ") < 2:
             return "needs a second GPU (--device 1)"
+    elif "/usr/share/pymol/" in line and not os.path.exists("/usr/share/pymol/data/tut/1hpv.pdb"):
+        return "needs PyMOL's tutorial files (Debian pymol-data; install-deps --interop)"
     elif re.search(r"actin_dimer|achbp|big\.pqr", line) and os.environ.get("ESPGRID_README_ALL") != "1":
         return "minutes of CPU time (ESPGRID_README_ALL=1 runs it)"
     return None
@@ -93,6 +95,10 @@ def test_install_layout(installed):
         assert os.access(path, os.X_OK), f"{program} not installed"
     for name in ("render_potential.py", "espgrid_io.py"):
         assert os.path.isfile(os.path.join(prefix, "share", "espgrid", "viz", name))
+    # The ligands' charges (run by espgrid with Debian's python3) and PyMOL's plugin-manager entry.
+    assert os.access(os.path.join(prefix, "share", "espgrid", "openbabel_charges.py"), os.X_OK)
+    assert os.path.isfile(os.path.join(prefix, "share", "espgrid", "pymol-plugin", "espgrid_pymol", "__init__.py"))
+    assert os.path.isfile(os.path.join(installed["site"], "espgrid", "pymol.py"))
     # `espgrid view`'s page and script, and the viewer library where the build could bundle it.
     web = os.path.join(prefix, "share", "espgrid", "web")
     for name in ("page.html", "viewer.js"):

@@ -744,7 +744,7 @@ void select_kernels(const cxxopts::ParseResult& args, const ComputeOptions& comp
 /// write options; bench's own input (random atoms, grid, spacing) is in bench_options.
 const JobOptionSet kBenchJobOptions{
     {OptionGroup::Input, OptionGroup::Physics, OptionGroup::Compute, OptionGroup::Output},
-    {"forcefield", "ph", "keep-pqr", "output"},
+    without_pdb_input_options({"output"}),
     /*input_required=*/false};
 
 /// `espgrid bench`'s options: the map job's (kBenchJobOptions) and its own.

@@ -81,7 +81,7 @@ int run_atoms(int argc, char** argv) {
                            "element.\n");
   options.custom_help("INPUT [--format pqr|xyz]");
   options.positional_help("");
-  const JobOptionSet input_options{{OptionGroup::Input}, {"forcefield", "ph", "keep-pqr"}};
+  const JobOptionSet input_options{{OptionGroup::Input}, without_pdb_input_options()};
   add_job_options(options, input_options, "structure file (.pqr or .xyz)");
   options.add_options()("h,help", "show this help");
   const auto args = parse_args(options, argc, argv);
@@ -123,7 +123,8 @@ int run_convert(int argc, char** argv) {
       ("input", "map to read: .dx, .dx.gz, .mrc/.map/.ccp4 or .vti (any map espgrid writes; APBS's .dx)", cxxopts::value<std::string>());
   options.add_options("Output")
       ("o,output", "map to write (.vti, .dx or .mrc/.map/.ccp4); repeat for several", cxxopts::value<std::vector<std::string>>())
-      ("units", "the input's unit when its header does not say (kT/e, kcal/mol/e or V)", cxxopts::value<std::string>());
+      ("units", "the input's unit when its header does not say (kT/e, kcal/mol/e or V); without it such a map is "
+                "converted with its unit left unsaid", cxxopts::value<std::string>());
   // clang-format on
   const JobOptionSet write_options{{OptionGroup::Output}, {"output"}};  // --compression, --no-stream
   add_job_options(options, write_options);
@@ -142,8 +143,22 @@ int run_convert(int argc, char** argv) {
   const MapWriteOptions write = job.write;
   const std::string input = args["input"].as<std::string>();
   check_output_paths(outputs, {input}, write);
-  PotentialMap map = read_map_with_unit(input, args, "units");
+  // Any map is converted: one that does not say its unit (APBS's are kT/e; a density, a
+  // dielectric map) keeps it unsaid unless --units names it, and a map espgrid did not compute
+  // is written without espgrid's physics (no model, dielectric or temperature claimed).
+  bool unit_known = false;
+  PotentialMap map = read_map(input, &unit_known);
+  if (args.count("units")) {
+    const PotentialUnit unit = parse_unit(args["units"].as<std::string>());
+    if (unit_known && unit != map.physics.unit)
+      throw UsageError(input + " says its unit is " + unit_name(map.physics.unit) + ", not " + unit_name(unit));
+    map.physics.unit = unit;
+    map.unit_known = true;
+  }
   map.source = "converted from " + input;
+  if (!map.foreign.empty())
+    std::printf("map        %s: not computed by espgrid (%s); %s, model and medium unknown\n", input.c_str(),
+                map.foreign.c_str(), foreign_map_unit(map).c_str());
   write_map_files(
       map, outputs, nullptr, [](const std::string& path) { std::printf("wrote      %s\n", path.c_str()); }, write);
   return 0;

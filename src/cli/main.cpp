@@ -52,7 +52,8 @@ bool prints_its_product(int argc, char** argv) {
 int with_output_checked(int status, int argc, char** argv) {
   errno = 0;
   const bool failed = std::fflush(stdout) != 0 || std::ferror(stdout);
-  if (!failed || !prints_its_product(argc, argv)) return status;
+  // A verb that failed has said why already (`espgrid atoms x | head`: the closed pipe, once).
+  if (!failed || !prints_its_product(argc, argv) || status != 0) return status;
   const int error = errno;
   std::fprintf(stderr, "espgrid: error: cannot write to standard output: %s (the output of this run is lost)\n",
                error ? std::strerror(error) : "an earlier write to it failed (a full disk? a closed pipe?)");

@@ -128,14 +128,8 @@ class PrintingObserver : public MapObserver {
     // The command that makes the PQR this run keeps (--keep-pqr, or its default beside the map).
     std::printf("charges    %s (%s): %s\n", assigned.describe().c_str(), seconds_text(seconds).c_str(),
                 assigned.command_for(job_.input.keep_pqr).c_str());
-    // What went in and what came out: pdb2pqr leaves out what it has no parameters for.
-    const Pdb2pqrAccount& a = assigned.account;
-    std::printf("atoms      %s in the input (%s hydrogens), %s in pdb2pqr's PQR (%s hydrogens); %s\n",
-                with_commas(a.input_atoms).c_str(), with_commas(a.input_hydrogens).c_str(),
-                with_commas(a.output_atoms).c_str(), with_commas(a.output_hydrogens).c_str(),
-                a.left_out_atoms == 0
-                    ? "every heavy atom kept"
-                    : (with_commas(a.left_out_atoms) + " heavy atoms left out: " + a.left_out_text()).c_str());
+    // What went in and what came out, and how each residue pdb2pqr's templates did not cover was charged.
+    for (const auto& [tag, text] : assigned.report()) std::printf("%-10s %s\n", tag.c_str(), text.c_str());
     std::fflush(stdout);
   }
   void notice(const std::string& text) override { std::fprintf(stderr, "espgrid: note: %s\n", text.c_str()); }
@@ -247,10 +241,9 @@ class JsonSummary {
     if (!wanted()) return;
     provenance.command = command_;
     provenance.input = job.input.path;
-    const std::string text =
-        map_summary(result.map, std::string(result.kernel.kernel->name), result.kernel.why, result.timing, provenance,
-                    outputs, estimate, result.pb_energy ? &*result.pb_energy : nullptr)
-            .dump();
+    const std::string text = map_summary(result.map, result.kernel_name(), result.kernel_choice(), result.timing,
+                                         provenance, outputs, estimate, result.pb_energy ? &*result.pb_energy : nullptr)
+                                 .dump();
     if (fd_ >= 0) {
       std::fflush(stdout);
       write_all(fd_, text);

@@ -152,6 +152,7 @@ PotentialMap read_map_with_unit(const std::string& path, const cxxopts::ParseRes
     if (known && unit != map.physics.unit)
       throw UsageError(path + " says its unit is " + unit_name(map.physics.unit) + ", not " + unit_name(unit));
     map.physics.unit = unit;
+    map.unit_known = true;
   } else if (!known) {
     throw UsageError(path + " does not say its unit; name it with --" + unit_option + " kT/e|kcal/mol/e|V");
   }

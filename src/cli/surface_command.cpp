@@ -36,7 +36,7 @@ int run_surface(int argc, char** argv) {
   options.custom_help("STRUCTURE.pqr|.xyz -o SURFACE.glb|.ply|.vtp [--map MAP.dx] [options]");
   options.positional_help("");
   // The structure and the physics as `espgrid map` takes them (job/job_options.h).
-  const JobOptionSet job_options_here{{OptionGroup::Input, OptionGroup::Physics}, {"forcefield", "ph", "keep-pqr"}};
+  const JobOptionSet job_options_here{{OptionGroup::Input, OptionGroup::Physics}, without_pdb_input_options()};
   add_job_options(options, job_options_here, "structure file (.pqr, .xyz)");
   // clang-format off
   options.add_options("Output")

@@ -49,11 +49,29 @@ BoundingBox bounding_box(const Atoms& atoms) {
   return box;
 }
 
+namespace {
+
+struct BondiEntry {
+  const char* symbol;
+  double radius;
+};
+
+/// The table's entry for the element, or null.
+const BondiEntry* bondi_entry(ElementSymbol element);
+
+}  // namespace
+
 double bondi_radius(ElementSymbol element) {
-  struct Entry {
-    const char* symbol;
-    double radius;
-  };
+  const BondiEntry* e = bondi_entry(element);
+  return e ? e->radius : 1.70;
+}
+
+bool bondi_radius_known(ElementSymbol element) { return bondi_entry(element) != nullptr; }
+
+namespace {
+
+const BondiEntry* bondi_entry(ElementSymbol element) {
+  using Entry = BondiEntry;
   // Bondi (1964) van der Waals radii, Å.
   static constexpr Entry kRadii[] = {
       {"H", 1.20},  {"He", 1.40}, {"C", 1.70},  {"N", 1.55},  {"O", 1.52},  {"F", 1.47},  {"Ne", 1.54}, {"Si", 2.10},
@@ -63,8 +81,10 @@ double bondi_radius(ElementSymbol element) {
       {"Sn", 2.17}, {"Pt", 1.75}, {"Au", 1.66}, {"Hg", 1.55}, {"Tl", 1.96}, {"Pb", 2.02}, {"U", 1.86}};
   const std::string s = element.text();
   for (const auto& e : kRadii)
-    if (s == e.symbol) return e.radius;
-  return 1.70;
+    if (s == e.symbol) return &e;
+  return nullptr;
 }
+
+}  // namespace
 
 }  // namespace espgrid

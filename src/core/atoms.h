@@ -44,5 +44,7 @@ BoundingBox bounding_box(const Atoms& atoms);
 
 /// Bondi van der Waals radius of an element, Å; 1.70 (carbon-like) for elements not in the table.
 double bondi_radius(ElementSymbol element);
+/// Whether bondi_radius has the element in its table (else it answers 1.70 Å).
+bool bondi_radius_known(ElementSymbol element);
 
 }  // namespace espgrid

@@ -38,10 +38,21 @@ void check_grid_request(const GridRequest& request) {
       if (!std::isfinite((*request.origin)[a]) || std::fabs((*request.origin)[a]) > kMaxOriginMagnitude)
         throw UsageError(std::string("grid origin along ") + kAxis[a] + " must be a finite number of Å within ±1e6");
     }
+    if (request.center || request.length)
+      throw UsageError(
+          "--center and --length place the grid around a point (APBS's gcent and glen); --origin with "
+          "--dims places it exactly: give one or the other");
     return;
   }
   if (!std::isfinite(request.padding) || request.padding < 0.0)
     throw UsageError("padding must be a non-negative number of Å, got " + number_text(request.padding));
+  for (int a = 0; a < 3; ++a) {
+    if (request.center && !(std::fabs((*request.center)[a]) <= kMaxOriginMagnitude))
+      throw UsageError(std::string("--center along ") + kAxis[a] + " must be a finite number of Å within ±1e6");
+    if (request.length && !((*request.length)[a] > 0 && (*request.length)[a] <= kMaxSpacing * kMaxAxisPoints))
+      throw UsageError(std::string("--length along ") + kAxis[a] + " must be a positive number of Å, got " +
+                       number_text((*request.length)[a]));
+  }
 }
 
 std::optional<GridSpec> explicit_grid(const GridRequest& request) {
@@ -54,8 +65,37 @@ std::optional<GridSpec> explicit_grid(const GridRequest& request) {
   return grid;
 }
 
+namespace {
+
+/// APBS's gcent/glen: centred on the center, the fewest points reaching the length.
+GridSpec centred_grid(const GridRequest& request, const Atoms& atoms) {
+  GridSpec grid;
+  grid.spacing = request.spacing;
+  if ((!request.center || !request.length) && atoms.empty())
+    throw UsageError("cannot place a grid around zero atoms: give --center and --length");
+  const BoundingBox box = atoms.empty() ? BoundingBox{} : bounding_box(atoms);
+  for (int a = 0; a < 3; ++a) {
+    const double h = grid.spacing[a];
+    const double centre = request.center ? (*request.center)[a] : 0.5 * (box.lo[a] + box.hi[a]);
+    const double extent = request.length ? (*request.length)[a] : box.hi[a] - box.lo[a] + 2 * request.padding;
+    const double points = std::ceil(extent / h - 1e-9) + 1;  // (points − 1)·h ≥ extent, within rounding
+    if (!(points <= static_cast<double>(kMaxAxisPoints)))
+      throw UsageError(std::string("grid along ") + kAxis[a] + " would need " + number_text(points) +
+                       " points (limit " + std::to_string(kMaxAxisPoints) +
+                       "); use a larger --spacing or a smaller --length");
+    grid.dims[a] = std::max<std::int64_t>(1, static_cast<std::int64_t>(points));
+    grid.origin[a] = centre - 0.5 * static_cast<double>(grid.dims[a] - 1) * h;
+    if (!(std::fabs(grid.origin[a]) <= kMaxOriginMagnitude))
+      throw UsageError(std::string("the grid's origin along ") + kAxis[a] + " would lie beyond ±1e6 Å");
+  }
+  return grid;
+}
+
+}  // namespace
+
 GridSpec make_grid(const GridRequest& request, const Atoms& atoms) {
   if (const std::optional<GridSpec> grid = explicit_grid(request)) return *grid;
+  if (request.center || request.length) return centred_grid(request, atoms);
   GridSpec grid;
   grid.spacing = request.spacing;
   if (atoms.empty()) throw UsageError("cannot place a grid around zero atoms");

@@ -33,6 +33,11 @@ struct GridRequest {
   double padding = 10.0;                         ///< Å on each side of the bounding box
   std::optional<std::array<double, 3>> origin;   ///< Å; set together with dims
   std::optional<std::array<std::int64_t, 3>> dims;
+  /// APBS's gcent and glen (not with origin/dims): the grid centred on `center` (default: the
+  /// centre of the atoms' box), at least `length` Å along each axis (default: the box plus
+  /// padding on each side).
+  std::optional<std::array<double, 3>> center;
+  std::optional<std::array<double, 3>> length;
 };
 
 /// Largest number of points along one axis, and in all. Keeps 32-bit CUDA indexing within
@@ -47,7 +52,8 @@ inline constexpr double kMaxOriginMagnitude = 1.0e6;
 
 /// Throws UsageError unless the request's values are valid (positive finite spacing at most
 /// kMaxSpacing; with dims: 1..kMaxAxisPoints points and a finite origin within ±1e6 Å, set
-/// together; without: a finite non-negative padding). Needs no atoms: callers check before reading.
+/// together, and no center or length; without: a finite non-negative padding, a center within
+/// ±1e6 Å, positive lengths). Needs no atoms: callers check before reading.
 void check_grid_request(const GridRequest& request);
 /// The grid of a request with explicit origin and dims (checked), or nothing for a padded one.
 std::optional<GridSpec> explicit_grid(const GridRequest& request);
@@ -59,6 +65,9 @@ std::optional<GridSpec> explicit_grid(const GridRequest& request);
 /// and CCP4 place a map by NXSTART, a whole number of voxels: maps/mrc_format.cpp), and maps
 /// of different structures at one spacing share their points. Validates every value (positive
 /// finite spacing, non-negative finite padding, dims ≥ 1) and throws UsageError otherwise.
+/// With a center or a length (APBS's gcent, glen), the grid is instead centred exactly on the
+/// center, with the fewest points whose extent, (dims − 1) · spacing, reaches the length: not on
+/// the lattice of the spacing.
 GridSpec make_grid(const GridRequest& request, const Atoms& atoms);
 
 /// Bytes the run needs in host memory for a float map of this grid, plus its DX text.

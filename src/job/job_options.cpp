@@ -1,6 +1,7 @@
 #include "src/job/job_options.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <filesystem>
 #include <functional>
@@ -224,27 +225,59 @@ JobOption value(std::string_view name, G group, std::string help, std::string de
 void add_input_options(std::vector<JobOption>& t) {
   t.push_back(value("format", G::Input, "input format when the extension does not say: pqr, xyz, pdb or cif", "",
                     [](MapJob& j, const OptionValue& v) { j.input.format = parse_format_name(v.as_text("format")); }));
-  t.push_back(value("forcefield", G::Input,
-                    "PDB/mmCIF input: pdb2pqr's force field (AMBER, CHARMM, PARSE, TYL06, PEOEPB, SWANSON)", "AMBER",
-                    [](MapJob& j, const OptionValue& v) {
-                      j.input.charges = make_charge_assignment(v.as_text("forcefield"), j.input.charges.ph);
-                      if (j.input.charge_option.empty()) j.input.charge_option = "--forcefield";
-                    }));
-  t.push_back(value("ph", G::Input,
-                    "PDB/mmCIF input: pH for the titratable residues, through PROPKA (default: pdb2pqr's standard "
-                    "protonation states)",
-                    "", [](MapJob& j, const OptionValue& v) {
-                      j.input.charges = make_charge_assignment(j.input.charges.force_field, v.as_number("ph"));
-                      if (j.input.charge_option.empty()) j.input.charge_option = "--ph";
-                    }));
+  // PDB/mmCIF only: each records that it was given (finish_job refuses them for a PQR or XYZ).
+  const auto pdb_only = [&t](std::string_view name, std::string help, std::string fallback, bool is_switch,
+                             std::function<void(ChargeAssignment&, const OptionValue&)> set) {
+    JobOption o = value(name, G::Input, "PDB/mmCIF input: " + std::move(help), std::move(fallback),
+                        [name, set = std::move(set)](MapJob& j, const OptionValue& v) {
+                          set(j.input.charges, v);
+                          if (j.input.charge_option.empty()) j.input.charge_option = "--" + std::string(name);
+                        });
+    o.is_switch = is_switch;
+    t.push_back(std::move(o));
+  };
+  pdb_only("forcefield", "pdb2pqr's force field (AMBER, CHARMM, PARSE, TYL06, PEOEPB, SWANSON)", "AMBER", false,
+           [](ChargeAssignment& c, const OptionValue& v) {
+             c.force_field = make_charge_assignment(v.as_text("forcefield"), std::nullopt).force_field;
+           });
+  pdb_only("ph",
+           "pH for the titratable residues, through PROPKA, and for the ligands' hydrogens (default: pdb2pqr's "
+           "standard protonation states; ligands pH 7)",
+           "", false, [](ChargeAssignment& c, const OptionValue& v) {
+             c.ph = v.as_number("ph");
+             check_charge_assignment(c);
+           });
   t.push_back(value("keep-pqr", G::Input,
-                    "PDB/mmCIF input: where to keep the PQR pdb2pqr made (default: beside the first map, named "
-                    "after the input)",
+                    "PDB/mmCIF input: where to keep the PQR of the map's atoms (pdb2pqr's, then the ligands and ions "
+                    "charged here; default: beside the first map, named after the input)",
                     "", [](MapJob& j, const OptionValue& v) {
                       j.input.keep_pqr = v.as_text("keep-pqr");
                       if (j.input.keep_pqr.empty()) throw UsageError("--keep-pqr needs a file name");
                       if (j.input.charge_option.empty()) j.input.charge_option = "--keep-pqr";
                     }));
+  pdb_only("keep-water", "keep the waters (default: dropped, as pdb2pqr --drop-water)", "", true,
+           [](ChargeAssignment& c, const OptionValue& v) { c.keep_water = v.is_on("keep-water"); });
+  pdb_only("keep-chain", "pdb2pqr --keep-chain: chain IDs in the PQR", "", true,
+           [](ChargeAssignment& c, const OptionValue& v) { c.keep_chain = v.is_on("keep-chain"); });
+  pdb_only("ligand",
+           "pdb2pqr --ligand: a MOL2 file of one ligand (with hydrogens) that pdb2pqr charges itself, instead of "
+           "Open Babel",
+           "", false, [](ChargeAssignment& c, const OptionValue& v) {
+             c.ligand_mol2 = v.as_text("ligand");
+             if (c.ligand_mol2.empty()) throw UsageError("--ligand needs a MOL2 file name");
+           });
+  pdb_only("ligand-charges",
+           "how the ligands pdb2pqr has no template for are charged: mmff94 (Open Babel's MMFF94; Gasteiger where "
+           "MMFF94 has no types), gasteiger, or none (left out of the map)",
+           "mmff94", false, [](ChargeAssignment& c, const OptionValue& v) {
+             c.ligand_charges = parse_ligand_charge_model(v.as_text("ligand-charges"));
+           });
+  pdb_only("pdb2pqr-options",
+           "more of pdb2pqr's own options, as one word list: --nodebump, --noopt, --neutraln, --neutralc, "
+           "--assign-only, --ffout FF, --userff FILE, --usernames FILE",
+           "", false, [](ChargeAssignment& c, const OptionValue& v) {
+             c.pdb2pqr_options = parse_pdb2pqr_options(v.as_text("pdb2pqr-options"));
+           });
 }
 
 /// The map files and how they are written.
@@ -285,6 +318,13 @@ void add_grid_options(std::vector<JobOption>& t) {
                     [](MapJob& j, const OptionValue& v) { j.grid.origin = v.as_triple("origin", false); }));
   t.push_back(value("dims", G::Grid, "explicit grid points NX,NY,NZ (with --origin)", "",
                     [](MapJob& j, const OptionValue& v) { j.grid.dims = v.as_dims("dims"); }));
+  t.push_back(value("center", G::Grid,
+                    "the grid's centre X,Y,Z in Å, exactly (APBS's gcent; default: the centre of the atoms' box)", "",
+                    [](MapJob& j, const OptionValue& v) { j.grid.center = v.as_triple("center", false); }));
+  t.push_back(value("length", G::Grid,
+                    "the grid's least extent in Å, L or LX,LY,LZ (APBS's glen): the fewest points at --spacing that "
+                    "reach it, centred on --center (default: the atoms' box plus --padding)",
+                    "", [](MapJob& j, const OptionValue& v) { j.grid.length = v.as_triple("length", true); }));
 }
 
 /// --model pb's own options (issue 23, src/pb/; APBS's keyword in brackets).
@@ -304,7 +344,8 @@ void add_pb_options(std::vector<JobOption>& t) {
      "dielectric boundary: smol (mol, then 9-point harmonic smoothing), mol (molecular surface) or spl2 (per-atom "
      "cubic splines of width --surface-window) [srfm]",
      "smol", [](PbOptions& o, const OptionValue& v) { o.surface = parse_surface(v.as_text("surface")); });
-  pb("surface-window", "spl2's spline window, Å [swin]", "0.3",
+  pb("surface-window",
+     "spl2's and spl4's spline window, Å; taken with mol and smol too, as APBS takes it, and not used [swin]", "0.3",
      [](PbOptions& o, const OptionValue& v) { o.spline_window = v.as_number("surface-window"); });
   pb("surface-density", "SAS points per Å² for mol and smol [sdens]", "10",
      [](PbOptions& o, const OptionValue& v) { o.surface_density = v.as_number("surface-density"); });
@@ -416,11 +457,21 @@ void add_physics_options(std::vector<JobOption>& t) {
   t.push_back(value("model", G::Physics,
                     models + " (pair models) or pb (Poisson-Boltzmann); each described under Models in `espgrid map "
                              "--help`",
-                    "coulomb", [](MapJob& j, const OptionValue& v) {
-                      const std::string name = v.as_text("model");
+                    "coulomb", [models](MapJob& j, const OptionValue& v) {
+                      std::string name = v.as_text("model");
+                      for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
                       // pb is a map method of its own (a field solve, src/pb/), not a pair model
                       j.physics.method = name == "pb" ? MapMethod::PoissonBoltzmann : MapMethod::PairSum;
-                      j.physics.model = j.physics.is_pb() ? PairModel::Coulomb : parse_model(name);
+                      if (j.physics.is_pb()) {
+                        j.physics.model = PairModel::Coulomb;
+                        return;
+                      }
+                      try {
+                        j.physics.model = parse_model(name);  // names in any case: PB, Debye
+                      } catch (const UsageError&) {
+                        throw UsageError("--model takes " + models + " or pb, got " +
+                                         espgrid::quoted(v.as_text("model")));
+                      }
                     }));
   t.push_back(value("ionic-strength", G::Physics,
                     screened + " and pb: ionic strength of the 1:1 electrolyte, mol/L (pb: default 0.15)", "0",
@@ -519,6 +570,13 @@ bool same_place(const std::string& a, const std::string& b) {
 
 }  // namespace
 
+std::vector<std::string_view> without_pdb_input_options(std::vector<std::string_view> others) {
+  for (const std::string_view name :
+       {"forcefield", "ph", "keep-pqr", "keep-water", "keep-chain", "ligand", "ligand-charges", "pdb2pqr-options"})
+    others.push_back(name);
+  return others;
+}
+
 const std::vector<JobOption>& job_options() {
   static const std::vector<JobOption> table = make_table();
   return table;
@@ -560,8 +618,8 @@ void finish_pb(MapJob& job) {
   if (given(job, "ionic-strength")) pb.ionic_strength = physics.ionic_strength;  // else 0.15 M
   physics.ionic_strength = 0;
   pb.temperature = physics.temperature;
-  if (given(job, "surface-window") && pb.surface != PbSurface::Spline && pb.surface != PbSurface::Spline4)
-    throw UsageError("--surface-window applies to --surface spl2 and spl4 (mol and smol have no window)");
+  // --surface-window with mol or smol is taken and not used, as APBS takes `swin` (PDB2PQR's
+  // template writes it whatever the surface): an APBS input's settings all carry over.
   // The map reports APBS's total energy unless told not to (cheap); the split formulation has no
   // spread charges, so no APBS energy: asked for explicitly, validate() refuses it.
   if (!given(job, "pb-energy") && pb.formulation == PbFormulation::Direct) pb.energy.level = PbEnergyLevel::Total;
@@ -591,6 +649,8 @@ void finish_job(MapJob& job, JobUse use) {
   // Grid: origin and dims together, every value checked (needs no atoms).
   if (job.grid.dims.has_value() != job.grid.origin.has_value())
     throw UsageError(job.grid.dims ? "--dims needs --origin too" : "--origin needs --dims too");
+  if (job.grid.length && given(job, "padding"))
+    throw UsageError("--length gives the grid's extent, and --padding would too: give one of them");
   check_grid_request(job.grid);
   validate(job.physics);
   // Compute: one device or several, and the approximate method's parameters checked now.

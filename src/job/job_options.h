@@ -65,6 +65,10 @@ struct JobOption {
   std::function<void(MapJob& job, const OptionValue& value)> apply;
 };
 
+/// The Input options for PDB/mmCIF input only (pdb2pqr and the ligands), plus `others`: what a
+/// verb that reads no PDB file leaves out of its options.
+std::vector<std::string_view> without_pdb_input_options(std::vector<std::string_view> others = {});
+
 /// Every option, in the order help lists them.
 const std::vector<JobOption>& job_options();
 /// The option of that name (either spelling), or null.

@@ -128,13 +128,19 @@ void write_dx(const PotentialMap& map, const std::string& path, const MapWriteOp
   const GridSpec& g = map.grid;
   const auto nx = g.dims[0], ny = g.dims[1], nz = g.dims[2];
   std::string header;
-  header += !map.physics.is_pb() ? "# Electrostatic potential by espgrid " ESPGRID_VERSION
-                                   " (direct Coulomb summation)\n"
-            : map.physics.pb.equation == PbEquation::Nonlinear
-                ? "# Electrostatic potential by espgrid " ESPGRID_VERSION " (nonlinear Poisson-Boltzmann)\n"
-                : "# Electrostatic potential by espgrid " ESPGRID_VERSION " (linearized Poisson-Boltzmann)\n";
-  if (!map.source.empty()) header += "# " + comment_text(map.source) + "\n";
-  header += "# " + physics_comment(map.physics) + "\n";
+  if (!map.foreign.empty()) {  // no physics claimed for a map espgrid did not compute
+    header += "# " + foreign_map_title(map) + "\n";
+    if (!map.source.empty()) header += "# " + comment_text(map.source) + "\n";
+    header += "# " + foreign_map_unit(map) + "\n";
+  } else {
+    header += !map.physics.is_pb() ? "# Electrostatic potential by espgrid " ESPGRID_VERSION
+                                     " (direct Coulomb summation)\n"
+              : map.physics.pb.equation == PbEquation::Nonlinear
+                  ? "# Electrostatic potential by espgrid " ESPGRID_VERSION " (nonlinear Poisson-Boltzmann)\n"
+                  : "# Electrostatic potential by espgrid " ESPGRID_VERSION " (linearized Poisson-Boltzmann)\n";
+    if (!map.source.empty()) header += "# " + comment_text(map.source) + "\n";
+    header += "# " + physics_comment(map.physics) + "\n";
+  }
   header += "object 1 class gridpositions counts " + std::to_string(nx) + " " + std::to_string(ny) + " " +
             std::to_string(nz) + "\n";
   header += "origin " + shortest_text(g.origin[0]) + " " + shortest_text(g.origin[1]) + " " +
@@ -253,6 +259,8 @@ PotentialMap read_dx_lines(LineSource& lines, bool* unit_known) {
         if (!known && parse_physics_comment(line->substr(line->find('#') + 1), map.physics)) {
           known = true;
           physics_line = lines.line_number();
+          // APBS's map says its unit and nothing of its physics (no pair model of espgrid's).
+          if (line->find("POTENTIAL (kT/e)") != std::string_view::npos) map.foreign = "APBS";
         }
         continue;
       }

@@ -108,6 +108,13 @@ bool parse_physics_comment(std::string_view comment, PhysicsOptions& physics);
 /// returns only finite values. Defects of the file: InputError "FILE:LINE: what" (LINE only
 /// in text); limits: UsageError; read errors: Error.
 PotentialMap read_map(const std::string& path, bool* unit_known = nullptr);
+/// What a file written from a foreign map (PotentialMap::foreign) says instead of espgrid's
+/// physics: its title ("map converted by espgrid X; not computed by espgrid (APBS): ...") and
+/// its values' unit ("values in kT/e", "values in an unknown unit").
+std::string foreign_map_title(const PotentialMap& map);
+std::string foreign_map_unit(const PotentialMap& map);
+/// The physics line of a map: physics_comment's for espgrid's maps, what is known for a foreign one.
+std::string map_physics_text(const PotentialMap& map);
 /// The same from bytes in memory (fuzzers, tests); `name` stands for the file in messages.
 /// .dx.gz is not read from memory.
 PotentialMap read_map_bytes(MapFormat format, const std::string& name, std::string bytes, bool* unit_known = nullptr);

@@ -78,29 +78,61 @@ double float_field(float value) {
 
 // ---- read_map -----------------------------------------------------------------------------------
 
+namespace {
+
+/// A map whose file records no espgrid physics is foreign (PotentialMap::foreign): its unit is
+/// unknown until a caller names it.
+PotentialMap marked(PotentialMap map, const bool& known, bool* unit_known) {  // known: after the reader ran
+  if (!known) {
+    if (map.foreign.empty()) map.foreign = "another program";
+    map.unit_known = false;
+  }
+  if (unit_known) *unit_known = known;
+  return map;
+}
+
+}  // namespace
+
+std::string foreign_map_title(const PotentialMap& map) {
+  return "map converted by espgrid " ESPGRID_VERSION "; not computed by espgrid (" + map.foreign +
+         "): its values as read, their model and medium unknown";
+}
+
+std::string foreign_map_unit(const PotentialMap& map) {
+  return map.unit_known ? "values in " + unit_name(map.physics.unit) : std::string("values in an unknown unit");
+}
+
+std::string map_physics_text(const PotentialMap& map) {
+  return map.foreign.empty()
+             ? physics_comment(map.physics)
+             : "not computed by espgrid (" + map.foreign + "): " + foreign_map_unit(map) + ", model and medium unknown";
+}
+
 PotentialMap read_map(const std::string& path, bool* unit_known) {
+  bool known = false;
   switch (map_format_from_extension(path)) {
     case MapFormat::Dx:
     case MapFormat::DxGz:
-      return read_dx(path, unit_known);
+      return marked(read_dx(path, &known), known, unit_known);
     case MapFormat::Mrc:
-      return read_mrc_bytes(ByteSource(path), unit_known);
+      return marked(read_mrc_bytes(ByteSource(path), &known), known, unit_known);
     case MapFormat::Vti:
-      return read_vti_bytes(ByteSource(path), unit_known);
+      return marked(read_vti_bytes(ByteSource(path), &known), known, unit_known);
   }
   throw Error("internal error: unknown map format");
 }
 
 PotentialMap read_map_bytes(MapFormat format, const std::string& name, std::string bytes, bool* unit_known) {
+  bool known = false;
   switch (format) {
     case MapFormat::Dx:
-      return read_dx_text(name, std::move(bytes), unit_known);
+      return marked(read_dx_text(name, std::move(bytes), &known), known, unit_known);
     case MapFormat::DxGz:
       throw UsageError("internal error: .dx.gz is not read from memory");
     case MapFormat::Mrc:
-      return read_mrc_bytes(ByteSource(name, std::move(bytes)), unit_known);
+      return marked(read_mrc_bytes(ByteSource(name, std::move(bytes)), &known), known, unit_known);
     case MapFormat::Vti:
-      return read_vti_bytes(ByteSource(name, std::move(bytes)), unit_known);
+      return marked(read_vti_bytes(ByteSource(name, std::move(bytes)), &known), known, unit_known);
   }
   throw Error("internal error: unknown map format");
 }

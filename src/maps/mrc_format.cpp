@@ -244,7 +244,11 @@ std::array<char, kHeaderBytes> mrc_header(const PotentialMap& map, const PlaneSt
   std::vector<std::string> labels = {
       map.physics.is_pb() ? "espgrid " ESPGRID_VERSION ": electrostatic potential, Poisson-Boltzmann"
                           : "espgrid " ESPGRID_VERSION ": electrostatic potential by direct Coulomb summation"};
-  for (std::string& label : physics_labels(map.physics)) labels.push_back(std::move(label));
+  if (!map.foreign.empty())  // no physics claimed for a map espgrid did not compute
+    labels = {"espgrid " ESPGRID_VERSION ": converted, not computed by espgrid (" + map.foreign + ")",
+              foreign_map_unit(map) + "; model and medium unknown"};
+  else
+    for (std::string& label : physics_labels(map.physics)) labels.push_back(std::move(label));
   if (!map.source.empty() && labels.size() < kLabels) labels.push_back(map.source);
   if (labels.size() > kLabels) labels.resize(kLabels);
   put(h, 56, static_cast<std::int32_t>(labels.size()));  // NLABL

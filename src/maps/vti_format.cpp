@@ -65,6 +65,12 @@ class VtiPlaneWriter final : public PlaneWriter {
       if (potential.screened) numbers.emplace_back("ionic_strength_M", map.physics.ionic_strength);
       for (const ModelParameter& p : potential.parameters) numbers.emplace_back(p.name, map.physics.parameter(p));
     });
+    if (!map.foreign.empty()) {  // no physics claimed (no "units" field: readers find none)
+      texts = {{"converted", string_value(foreign_map_title(map))},
+               {"values_unit", foreign_map_unit(map)},
+               {"source", string_value(map.source)}};
+      numbers.clear();
+    }
     std::vector<std::size_t> offsets;
     for (const auto& [name, text] : texts) {
       offsets.push_back(block.size());
@@ -202,41 +208,53 @@ void write_vti_to(const PotentialMap& map, const std::string& path, const MapWri
   potential->SetArray(const_cast<float*>(map.values.data()), static_cast<vtkIdType>(map.values.size()), 1);
   image->GetPointData()->SetScalars(potential);
 
-  vtkNew<vtkStringArray> units;
-  units->SetName("units");
-  units->InsertNextValue(unit_name(map.physics.unit));
-  image->GetFieldData()->AddArray(units);
-  vtkNew<vtkStringArray> source;
-  source->SetName("source");
-  source->InsertNextValue(map.source);
-  image->GetFieldData()->AddArray(source);
-  vtkNew<vtkDoubleArray> dielectric;
-  dielectric->SetName("dielectric");
-  dielectric->InsertNextValue(map.physics.dielectric);
-  image->GetFieldData()->AddArray(dielectric);
-  vtkNew<vtkStringArray> model;
-  model->SetName("model");
-  model->InsertNextValue(describe_model(map.physics));
-  image->GetFieldData()->AddArray(model);
-  // The model's parameters: the ionic strength of a screened model, and the model's own.
-  with_pair_potential(map.physics.model, [&](auto evaluator) {
-    if (evaluator.screened) {
-      vtkNew<vtkDoubleArray> ionic_strength;
-      ionic_strength->SetName("ionic_strength_M");
-      ionic_strength->InsertNextValue(map.physics.ionic_strength);
-      image->GetFieldData()->AddArray(ionic_strength);
-    }
-    for (const ModelParameter& p : evaluator.parameters) {
-      vtkNew<vtkDoubleArray> parameter;
-      parameter->SetName(p.name);
-      parameter->InsertNextValue(map.physics.parameter(p));
-      image->GetFieldData()->AddArray(parameter);
-    }
-  });
-  vtkNew<vtkDoubleArray> temperature;
-  temperature->SetName("temperature_K");
-  temperature->InsertNextValue(map.physics.temperature);
-  image->GetFieldData()->AddArray(temperature);
+  const auto add_text = [&image](const char* name, const std::string& value) {
+    vtkNew<vtkStringArray> array;
+    array->SetName(name);
+    array->InsertNextValue(value);
+    image->GetFieldData()->AddArray(array);
+  };
+  if (!map.foreign.empty()) {  // no physics claimed (no "units" field: readers find none)
+    add_text("converted", foreign_map_title(map));
+    add_text("values_unit", foreign_map_unit(map));
+    add_text("source", map.source);
+  } else {
+    vtkNew<vtkStringArray> units;
+    units->SetName("units");
+    units->InsertNextValue(unit_name(map.physics.unit));
+    image->GetFieldData()->AddArray(units);
+    vtkNew<vtkStringArray> source;
+    source->SetName("source");
+    source->InsertNextValue(map.source);
+    image->GetFieldData()->AddArray(source);
+    vtkNew<vtkDoubleArray> dielectric;
+    dielectric->SetName("dielectric");
+    dielectric->InsertNextValue(map.physics.dielectric);
+    image->GetFieldData()->AddArray(dielectric);
+    vtkNew<vtkStringArray> model;
+    model->SetName("model");
+    model->InsertNextValue(describe_model(map.physics));
+    image->GetFieldData()->AddArray(model);
+    // The model's parameters: the ionic strength of a screened model, and the model's own.
+    with_pair_potential(map.physics.model, [&](auto evaluator) {
+      if (evaluator.screened) {
+        vtkNew<vtkDoubleArray> ionic_strength;
+        ionic_strength->SetName("ionic_strength_M");
+        ionic_strength->InsertNextValue(map.physics.ionic_strength);
+        image->GetFieldData()->AddArray(ionic_strength);
+      }
+      for (const ModelParameter& p : evaluator.parameters) {
+        vtkNew<vtkDoubleArray> parameter;
+        parameter->SetName(p.name);
+        parameter->InsertNextValue(map.physics.parameter(p));
+        image->GetFieldData()->AddArray(parameter);
+      }
+    });
+    vtkNew<vtkDoubleArray> temperature;
+    temperature->SetName("temperature_K");
+    temperature->InsertNextValue(map.physics.temperature);
+    image->GetFieldData()->AddArray(temperature);
+  }
 
   vtkNew<vtkXMLImageDataWriter> writer;
   writer->SetFileName(path.c_str());

@@ -93,9 +93,14 @@ struct MapRequest {
 
 struct MapResult {
   PotentialMap map;
-  KernelSelection kernel;
+  KernelSelection kernel;  ///< --model pb: the kernel of the solve's direct sums
   TimingReport timing;
   std::optional<PbEnergyReport> pb_energy;  ///< --model pb: the energies asked for (--pb-energy, ...)
+  /// What made the map, as summaries name it: the registry row, or for --model pb the solver
+  /// ("pb-hypre", "pb-multigrid"), whose direct sums `kernel` ran.
+  std::string kernel_name() const;
+  /// Why: the selection's reason, or for --model pb the solver's method and the direct sums' kernel.
+  std::string kernel_choice() const;
 };
 
 class StreamingMapWriter;

@@ -112,12 +112,14 @@ Json map_summary(const PotentialMap& map, const std::string& kernel, const std::
   j.set("origin", Json::numbers(g.origin));
   j.set("spacing", Json::numbers(g.spacing));
   j.set("shape", Json::numbers(g.dims));
-  j.set("units", unit_name(map.physics.unit));
-  j.set("model", model_label(map.physics));
-  j.set("dielectric", map.physics.dielectric);
-  j.set("temperature", map.physics.temperature);
-  j.set("physics", physics_comment(map.physics));
-  j.set("model_parameters", model_parameters_json(map.physics));
+  // A map espgrid did not compute (APBS's): no model, medium or temperature claimed.
+  const bool foreign = !map.foreign.empty();
+  j.set("units", map.unit_known ? Json(unit_name(map.physics.unit)) : Json());
+  j.set("model", foreign ? Json() : Json(model_label(map.physics)));
+  j.set("dielectric", foreign ? Json() : Json(map.physics.dielectric));
+  j.set("temperature", foreign ? Json() : Json(map.physics.temperature));
+  j.set("physics", foreign ? foreign_map_title(map) + "; " + foreign_map_unit(map) : physics_comment(map.physics));
+  j.set("model_parameters", foreign ? Json() : model_parameters_json(map.physics));
   j.set("kernel", kernel.empty() ? Json() : Json(kernel));
   j.set("kernel_choice", kernel_choice);
   j.set("device", timing.device);

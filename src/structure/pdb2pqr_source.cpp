@@ -24,6 +24,7 @@
 #include "src/core/text_format.h"
 #include "src/core/text_parsing.h"
 #include "src/os/atomic_output_file.h"
+#include "src/structure/child_programs.h"
 
 namespace espgrid {
 namespace {
@@ -34,136 +35,6 @@ namespace fs = std::filesystem;
 constexpr std::size_t kMaxNotices = 10;
 /// Lines of a failed program's output shown when none of them says what went wrong.
 constexpr std::size_t kTailLines = 6;
-
-/// `name` on the PATH (or `name` itself when it holds a '/'), if it is an executable file.
-std::optional<std::string> find_program(const std::string& name) {
-  const auto executable = [](const fs::path& p) {
-    std::error_code ec;
-    return fs::is_regular_file(p, ec) && ::access(p.c_str(), X_OK) == 0;
-  };
-  if (name.find('/') != std::string::npos) return executable(name) ? std::optional<std::string>(name) : std::nullopt;
-  const char* path = std::getenv("PATH");
-  std::stringstream dirs(path && *path ? path : "/usr/local/bin:/usr/bin:/bin");
-  std::string dir;
-  while (std::getline(dirs, dir, ':')) {
-    const fs::path candidate = fs::path(dir.empty() ? "." : dir) / name;
-    if (executable(candidate)) return candidate.string();
-  }
-  return std::nullopt;
-}
-
-/// The program named by environment variable `variable`, or `fallback` on the PATH; Error
-/// saying what to install when there is none.
-std::string resolve_program(const char* variable, const std::string& fallback, const std::string& needed_for,
-                            const std::string& package) {
-  const char* chosen = std::getenv(variable);
-  if (chosen && *chosen) {
-    if (auto found = find_program(chosen)) return *found;
-    throw Error(std::string(variable) + "=" + chosen + " is not an executable program (" + needed_for + ")");
-  }
-  if (auto found = find_program(fallback)) return *found;
-  throw Error(fallback + " was not found on the PATH: " + needed_for + " (Debian: apt-get install " + package +
-              "; or set " + variable + "=PROGRAM)");
-}
-
-struct ProgramRun {
-  int exit_code = -1;  ///< -1 when a signal ended it
-  int signal = 0;
-  std::string output;  ///< stdout and stderr together
-};
-
-/// Reads a whole file (a log in the temporary folder) as text; empty when it cannot.
-std::string file_text(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-/// The free space of the file system holding `folder`, for messages about a full TMPDIR: ""
-/// when there is room, else " (... is full: N bytes free)".
-std::string full_note(const fs::path& folder) {
-  struct statvfs fs {};
-  if (::statvfs(folder.c_str(), &fs) != 0) return "";
-  const double free_bytes = static_cast<double>(fs.f_bavail) * static_cast<double>(fs.f_frsize);
-  if (free_bytes >= 1024.0 * 1024.0 && fs.f_favail > 16) return "";
-  const char* variable = std::getenv("TMPDIR");
-  return "\n  (the temporary folder's file system is full: " + human_bytes(free_bytes) + " and " +
-         std::to_string(fs.f_favail) + " files free in " + folder.parent_path().string() +
-         (variable && *variable ? " (TMPDIR)" : "") + "; free space there or set TMPDIR to another directory)";
-}
-
-/// Runs argv (argv[0] a path) in `folder` (os/atomic_output_file.h: run_child, in a process
-/// group the interrupt handler ends) with stdin from /dev/null and stdout and stderr into
-/// folder/`log_name`; no shell is involved, so no name needs quoting.
-ProgramRun run_program(const std::vector<std::string>& argv, const fs::path& folder, const std::string& log_name,
-                       const std::function<void()>& waiting) {
-  const fs::path log = folder / log_name;
-  const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  if (fd < 0) {
-    const int error = errno;
-    throw Error("cannot run " + fs::path(argv[0]).filename().string() + ": cannot create its log " + log.string() +
-                ": " + std::strerror(error) + full_note(folder));
-  }
-  ChildExit exit;
-  try {
-    exit = run_child(argv, folder.string(), fd, waiting);
-  } catch (...) {
-    ::close(fd);
-    throw;
-  }
-  ::close(fd);
-  ProgramRun run;
-  run.exit_code = exit.exit_code;
-  run.signal = exit.signal;
-  run.output = file_text(log);
-  return run;
-}
-
-std::string trimmed(std::string s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
-  std::size_t start = 0;
-  while (start < s.size() && std::isspace(static_cast<unsigned char>(s[start]))) ++start;
-  return s.substr(start);
-}
-
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> lines;
-  std::stringstream in(text);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    lines.push_back(line);
-  }
-  return lines;
-}
-
-/// The last `count` non-empty lines.
-std::vector<std::string> tail(const std::string& text, std::size_t count) {
-  std::vector<std::string> lines;
-  for (const std::string& line : lines_of(text))
-    if (!trimmed(line).empty()) lines.push_back(trimmed(line));
-  if (lines.size() > count) lines.erase(lines.begin(), lines.end() - static_cast<std::ptrdiff_t>(count));
-  return lines;
-}
-
-std::string indented(const std::vector<std::string>& lines) {
-  std::string out;
-  for (const std::string& line : lines) out += "\n  " + line;
-  return out;
-}
-
-/// `word` as a shell word: as it is when it needs no quoting, else in single quotes. For the
-/// equivalent command lines people copy.
-std::string shell_word(const std::string& word) {
-  const bool plain = !word.empty() && std::all_of(word.begin(), word.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || std::strchr("/._-+,:=@%", c) != nullptr;
-  });
-  if (plain) return word;
-  std::string out = "'";
-  for (const char c : word) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
 
 /// Whether a program's output holds any of `needles`.
 bool log_says(const std::string& output, std::initializer_list<const char*> needles) {
@@ -187,100 +58,7 @@ std::string explain_failure(const std::string& output, const std::string& force_
   return "";
 }
 
-/// Heavy atoms of a PDB text, for account_for_atoms: position (in 0.001 Å), residue, element.
-struct PdbAtom {
-  std::array<long long, 3> milli;
-  std::string residue;   ///< "NAG B 501"
-  std::string identity;  ///< residue + atom name: alternate locations share it
-  bool hydrogen = false;
-};
-
-std::string field(const std::string& line, std::size_t from, std::size_t count) {
-  if (line.size() <= from) return "";
-  return trimmed(line.substr(from, count));
-}
-
-long long milli(double value) { return std::llround(value * 1000.0); }
-
 }  // namespace
-
-std::string Pdb2pqrAccount::left_out_text(std::size_t most) const {
-  std::string text;
-  for (std::size_t i = 0; i < left_out.size() && i < most; ++i) {
-    const Residue& r = left_out[i];
-    text += (i ? ", " : "") + r.name + " (" + std::to_string(r.left_out) + " of " + std::to_string(r.heavy) +
-            (i == 0 ? " heavy atoms)" : ")");
-  }
-  if (left_out.size() > most) text += " and " + std::to_string(left_out.size() - most) + " more residues";
-  return text;
-}
-
-Pdb2pqrAccount account_for_atoms(const std::string& pdb, const Atoms& pqr) {
-  std::istringstream in(pdb);
-  return account_for_atoms(in, pqr);
-}
-
-Pdb2pqrAccount account_for_atoms(std::istream& in, const Atoms& pqr) {
-  Pdb2pqrAccount account;
-  // The PQR's positions (pdb2pqr writes %8.3f, the PDB's own precision).
-  std::set<std::array<long long, 3>> kept;
-  for (std::size_t i = 0; i < pqr.size(); ++i) {
-    const std::string element = pqr.element[i].text();
-    if (element == "H" || element == "D") {
-      ++account.output_hydrogens;
-      continue;
-    }
-    kept.insert({milli(pqr.x[i]), milli(pqr.y[i]), milli(pqr.z[i])});
-  }
-  account.output_atoms = pqr.size();
-  // The input's atoms of the first model, each once (its alternate locations: one atom).
-  std::string line;
-  std::map<std::string, bool> atom_kept;                                   // identity -> a position of it is in the PQR
-  std::map<std::string, std::size_t> residue_at;                           // residue -> index in `residues`
-  std::vector<std::pair<std::string, std::vector<std::string>>> residues;  // in input order
-  while (std::getline(in, line)) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (line.rfind("ENDMDL", 0) == 0) break;  // pdb2pqr reads the first model
-    if (line.rfind("ATOM  ", 0) != 0 && line.rfind("HETATM", 0) != 0) continue;
-    const std::string name = field(line, 12, 4);
-    const std::string residue_name = field(line, 17, 3);
-    const std::string chain = field(line, 21, 1);
-    const std::string number = field(line, 22, 4) + field(line, 26, 1);
-    std::string element = field(line, 76, 2);
-    if (element.empty()) {  // from the atom name: its first letter after any digits ("1HB" -> H)
-      const std::size_t letter = name.find_first_not_of("0123456789");
-      element = letter == std::string::npos ? "" : name.substr(letter, 1);
-    }
-    for (char& c : element) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-    const std::string residue = residue_name + (chain.empty() ? "" : " " + chain) + " " + number;
-    const std::string identity = residue + "/" + name;
-    const bool hydrogen = element == "H" || element == "D";
-    const auto coordinate = [&](std::size_t from) { return parse_number(field(line, from, 8)); };
-    const auto x = coordinate(30), y = coordinate(38), z = coordinate(46);
-    const bool present = x && y && z && kept.count({milli(*x), milli(*y), milli(*z)}) > 0;
-    const auto [it, first] = atom_kept.emplace(identity, present);
-    if (!first) {
-      it->second = it->second || present;  // an alternate location of an atom already counted
-      continue;
-    }
-    ++account.input_atoms;
-    if (hydrogen) {
-      ++account.input_hydrogens;
-      continue;
-    }
-    auto [slot, new_residue] = residue_at.emplace(residue, residues.size());
-    if (new_residue) residues.push_back({residue, {}});
-    residues[slot->second].second.push_back(identity);
-  }
-  for (const auto& [residue, atoms] : residues) {
-    Pdb2pqrAccount::Residue r{residue, 0, atoms.size()};
-    for (const std::string& identity : atoms) r.left_out += atom_kept[identity] ? 0 : 1;
-    if (r.left_out == 0) continue;
-    account.left_out_atoms += r.left_out;
-    account.left_out.push_back(std::move(r));
-  }
-  return account;
-}
 
 void check_charge_assignment(const ChargeAssignment& assignment) {
   const std::string& ff = assignment.force_field;
@@ -293,11 +71,66 @@ void check_charge_assignment(const ChargeAssignment& assignment) {
         espgrid::quoted(ff));
   if (assignment.ph && !(std::isfinite(*assignment.ph) && *assignment.ph >= 0 && *assignment.ph <= 14))
     throw UsageError("--ph must be a number from 0 to 14, got " + number_text(*assignment.ph));
+  if (const std::string& mol2 = assignment.ligand_mol2; !mol2.empty()) {
+    std::error_code ec;
+    if (!fs::is_regular_file(mol2, ec) || ::access(mol2.c_str(), R_OK) != 0)
+      throw UsageError("--ligand " + mol2 + ": no such readable file (pdb2pqr's --ligand takes a MOL2 file)");
+    std::string extension = fs::path(mol2).extension().string();
+    for (char& c : extension) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (extension != ".mol2")
+      throw UsageError("--ligand " + mol2 + " is not a .mol2 file: pdb2pqr's --ligand reads MOL2 (Tripos) files");
+  }
+}
+
+std::vector<std::string> parse_pdb2pqr_options(const std::string& text) {
+  std::vector<std::string> words;
+  std::istringstream in(text);
+  for (std::string word; in >> word;) words.push_back(word);
+  std::string allowed;
+  for (const auto& [name, takes_value] : kPdb2pqrPassThrough)
+    allowed += (allowed.empty() ? "" : ", ") + std::string(name) + (takes_value ? " VALUE" : "");
+  // pdb2pqr's options that are espgrid's own, or that change what espgrid reads or keeps.
+  static constexpr std::pair<std::string_view, std::string_view> kInstead[] = {
+      {"--ff", "--forcefield"},
+      {"--with-ph", "--ph"},
+      {"--titration-state-method", "--ph"},
+      {"--drop-water", "nothing (waters are dropped unless --keep-water)"},
+      {"--keep-chain", "--keep-chain"},
+      {"--ligand", "--ligand"}};
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < words.size(); ++i) {
+    const std::string& w = words[i];
+    const std::string name = w.substr(0, w.find('='));
+    for (const auto& [theirs, ours] : kInstead)
+      if (name == theirs) throw UsageError("--pdb2pqr-options: give " + w + " as espgrid's " + std::string(ours));
+    const auto* pass = std::find_if(kPdb2pqrPassThrough.begin(), kPdb2pqrPassThrough.end(),
+                                    [&](const auto& p) { return p.first == name; });
+    if (pass == kPdb2pqrPassThrough.end())
+      throw UsageError("--pdb2pqr-options: " + espgrid::quoted(w) +
+                       " is not one of the pdb2pqr options espgrid passes on (" + allowed +
+                       "); the others write files espgrid does not keep or change the PQR it reads");
+    out.push_back(name);
+    if (!pass->second) {
+      if (name != w) throw UsageError("--pdb2pqr-options: " + name + " takes no value");
+      continue;
+    }
+    if (name != w) {
+      out.push_back(w.substr(w.find('=') + 1));
+    } else {
+      if (i + 1 >= words.size()) throw UsageError("--pdb2pqr-options: " + name + " needs a value");
+      out.push_back(words[++i]);
+    }
+    if (name == "--ffout")
+      out.back() = make_charge_assignment(out.back(), std::nullopt).force_field;  // checked, upper-cased
+  }
+  return out;
 }
 
 ChargeAssignment make_charge_assignment(std::string force_field, std::optional<double> ph) {
   for (char& c : force_field) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  ChargeAssignment assignment{std::move(force_field), ph};
+  ChargeAssignment assignment;
+  assignment.force_field = std::move(force_field);
+  assignment.ph = ph;
   check_charge_assignment(assignment);
   return assignment;
 }
@@ -363,7 +196,42 @@ std::string AssignedStructure::describe() const {
       "pdb2pqr " + version + ", " + assignment.force_field + " force field, " +
       (assignment.ph ? "pH " + shortest_text(*assignment.ph) + " (PROPKA)" : "standard protonation states");
   if (!converted_with.empty()) text += ", mmCIF converted to PDB with " + converted_with;
+  std::size_t ligands = 0, ions = 0;
+  for (const ResidueCharging& c : charging) {
+    ligands += c.way == ResidueCharging::Way::OpenBabel ? 1 : 0;
+    ions += c.way == ResidueCharging::Way::Ion ? 1 : 0;
+  }
+  if (ligands > 0)
+    text += "; " + std::to_string(ligands) + (ligands == 1 ? " ligand" : " ligands") + " by Open Babel (" +
+            (assignment.ligand_charges == LigandChargeModel::Gasteiger ? "Gasteiger" : "MMFF94") + ")";
+  if (ions > 0) text += "; " + std::to_string(ions) + (ions == 1 ? " ion" : " ions") + " by formal charge";
   return text;
+}
+
+std::vector<std::pair<std::string, std::string>> AssignedStructure::report() const {
+  std::vector<std::pair<std::string, std::string>> lines;
+  const Pdb2pqrAccount& a = account;
+  lines.emplace_back("atoms", with_commas(a.input_atoms) + " in the input (" + with_commas(a.input_hydrogens) +
+                                  " hydrogens), " + with_commas(a.output_atoms) + " in pdb2pqr's PQR (" +
+                                  with_commas(a.output_hydrogens) + " hydrogens); " +
+                                  (a.left_out_atoms == 0 ? std::string("every heavy atom kept")
+                                                         : with_commas(a.left_out_atoms) +
+                                                               " heavy atoms not in its PQR: " + a.left_out_text()));
+  lines.emplace_back("residues", template_residues + " by pdb2pqr's " + assignment.force_field + " templates, " +
+                                     signed_charge_text(template_charge) + " e");
+  for (const ResidueCharging& c : charging) {
+    const char* tag = c.way == ResidueCharging::Way::OpenBabel ? "ligand"
+                      : c.way == ResidueCharging::Way::Ion     ? "ion"
+                      : c.way == ResidueCharging::Way::Dropped ? "waters"
+                                                               : "left out";
+    lines.emplace_back(tag, c.text());
+  }
+  if (!a.flipped.empty()) {
+    std::string names;
+    for (const std::string& f : a.flipped) names += (names.empty() ? "" : ", ") + f;
+    lines.emplace_back("flipped", names + ": side chains pdb2pqr flipped to make hydrogen bonds (kept, not left out)");
+  }
+  return lines;
 }
 
 std::string AssignedStructure::command_for(const std::string& pqr_path) const {
@@ -378,90 +246,54 @@ std::string AssignedStructure::log_path_for(const std::string& pqr_path) {
   return pqr_path + ".log";
 }
 
-namespace {
-
-/// Writes `size` bytes to `fd`, retrying short writes; false with errno set on failure.
-bool write_all(int fd, const char* data, std::size_t size) {
-  while (size > 0) {
-    const ssize_t n = ::write(fd, data, std::min<std::size_t>(size, std::size_t{1} << 30));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return false;
-    }
-    data += n;
-    size -= static_cast<std::size_t>(n);
-  }
-  return true;
-}
-
-/// Writes `text` to `destination` atomically; Error naming the destination and the reason.
-void write_text_file(const std::string& destination, const std::string& text) {
-  AtomicOutputFile out(destination);
-  const std::string nothing = " (nothing written to " + destination + ")";
-  const int fd = ::open(out.temporary_path().c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC);
-  if (fd < 0) throw Error("cannot write " + destination + ": " + std::strerror(errno) + nothing);
-  const bool written = write_all(fd, text.data(), text.size());
-  const int error = errno;
-  if (!written) {
-    ::close(fd);
-    throw Error("cannot write " + destination + ": " + std::strerror(error) + nothing);
-  }
-  if (::close(fd) != 0) throw Error("cannot write " + destination + ": " + std::strerror(errno) + nothing);
-  out.commit();  // fsync first: a full disk that took the data lazily fails here, named
-}
-
-}  // namespace
-
 void AssignedStructure::keep(const std::string& destination) const {
-  if (pqr_.empty()) throw Error("internal error: no PQR to keep");
-  // Read whole, written with explicit checks: fs::copy_file reported a full disk as
-  // "Input/output error" (copy_file_range into /proc/self/fd/N).
-  const std::string pqr = file_text(pqr_);
-  if (pqr.empty()) throw Error("cannot keep pdb2pqr's PQR: " + pqr_ + " cannot be read");
-  write_text_file(destination, pqr);
+  if (pqr_text_.empty()) throw Error("internal error: no PQR to keep");
+  // Written with explicit checks: fs::copy_file reported a full disk as "Input/output error"
+  // (copy_file_range into /proc/self/fd/N).
+  write_text_file(destination, pqr_text_);
   write_text_file(log_path_for(destination), log);
 }
 
-AssignedStructure assign_charges(const std::string& input, StructureFormat format, const ChargeAssignment& assignment,
-                                 const std::function<void()>& waiting) {
-  check_charge_assignment(assignment);
-  std::error_code ec;
-  // What reaches pdb2pqr is a regular file: a plain file is given as it is, anything else
-  // (standard input, a pipe such as <(zcat x.pdb.gz), gzip data) is copied into the folder
-  // first. PDB2PQR takes a name it cannot open for a PDB ID and downloads that entry: never
-  // let it see a name that is not a file.
+namespace {
+
+/// The PDB file pdb2pqr reads, staged in the temporary folder where it must be, and what the
+/// equivalent command shows for it.
+struct StagedInput {
+  std::string pdb;            ///< its path (absolute)
+  std::string shown;          ///< the input as messages name it ("standard input")
+  std::string command_reads;  ///< the name the command gives pdb2pqr
+  std::string stem;           ///< what the PQR is named after
+};
+
+/// What reaches pdb2pqr is a regular file: a plain file is given as it is, anything else
+/// (standard input, a pipe such as <(zcat x.pdb.gz), gzip data) is copied into the folder first;
+/// mmCIF goes through gemmi. PDB2PQR takes a name it cannot open for a PDB ID and downloads that
+/// entry: it never sees a name that is not a file.
+StagedInput stage_input(const std::string& input, StructureFormat format, AssignedStructure& result,
+                        const fs::path& folder, std::string& command_prefix, const std::string& gemmi,
+                        const std::function<void()>& waiting) {
+  StagedInput staged;
   const bool standard_input = is_standard_input(input);
-  if (!standard_input && fs::is_directory(input, ec)) throw Error(input + " is a directory, not a structure file");
   // /dev/stdin and /proc/self/fd/N name this process's own descriptors: pdb2pqr, another
   // process with stdin from /dev/null, would read something else under the same name.
   const bool own_descriptor = input.rfind("/dev/", 0) == 0 || input.rfind("/proc/", 0) == 0;
   const bool gzip = !standard_input && (input.size() > 3 && (input.compare(input.size() - 3, 3, ".gz") == 0 ||
                                                              input.compare(input.size() - 3, 3, ".GZ") == 0));
   const bool copied = standard_input || own_descriptor || read_through_gzip(input);
-  if (!copied && !fs::is_regular_file(input, ec)) throw Error("cannot open " + input + ": no such file");
-  const std::string pdb2pqr = pdb2pqr_program();
-  const std::string gemmi = format == StructureFormat::Mmcif ? gemmi_program() : std::string();
-
-  AssignedStructure result;
-  result.folder_ = std::make_shared<TemporaryFolder>("espgrid-pdb2pqr", "pdb2pqr's work");
-  const fs::path folder = result.folder_->path();
-  std::string stem = structure_stem(input);
-  if (stem.empty() || stem[0] == '.' || stem[0] == '-') stem = "structure" + stem;
-  const std::string shown_input = standard_input ? std::string("standard input") : input;
-
-  result.assignment = assignment;
+  staged.stem = structure_stem(input);
+  if (staged.stem.empty() || staged.stem[0] == '.' || staged.stem[0] == '-') staged.stem = "structure" + staged.stem;
+  staged.shown = standard_input ? std::string("standard input") : input;
   std::string given;  // the file the first program reads, as the command shows it
-  std::string pdb_input;
   if (copied) {
     // Through the structure reader's line source: a read error, binary data or a gzip stream
     // cut short stops here with the file and line, never as a shorter structure.
-    given = stem + (format == StructureFormat::Mmcif ? ".cif" : ".pdb");
-    if (fs::path(input).filename() == given) given = stem + "-gunzipped" + fs::path(given).extension().string();
+    given = staged.stem + (format == StructureFormat::Mmcif ? ".cif" : ".pdb");
+    if (fs::path(input).filename() == given) given = staged.stem + "-gunzipped" + fs::path(given).extension().string();
     const std::unique_ptr<LineSource> lines = open_structure_lines(input);
     const fs::path copy = folder / given;
     const int fd = ::open(copy.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     const auto cannot_copy = [&](int error) {
-      return Error("cannot copy " + shown_input + " for pdb2pqr into " + copy.string() + ": " + std::strerror(error) +
+      return Error("cannot copy " + staged.shown + " for pdb2pqr into " + copy.string() + ": " + std::strerror(error) +
                    full_note(folder));
     };
     if (fd < 0) throw cannot_copy(errno);
@@ -479,89 +311,83 @@ AssignedStructure assign_charges(const std::string& input, StructureFormat forma
       if (!write_all(fd, text.data(), text.size())) throw cannot_copy(errno);
       text.clear();
     }
-    if (lines->empty()) throw Error(shown_input + " is empty: no structure to give pdb2pqr");
-    pdb_input = copy.string();
+    if (lines->empty()) throw Error(staged.shown + " is empty: no structure to give pdb2pqr");
+    staged.pdb = copy.string();
     const bool compressed = gzip || (!standard_input && !own_descriptor && is_gzip_file(input));
-    result.command_prefix_ = standard_input ? "cat > " + given + " && "
-                             : compressed   ? "gunzip -c " + shell_word(input) + " > " + given + " && "
-                                            : "cat " + shell_word(input) + " > " + given + " && ";
+    command_prefix = standard_input ? "cat > " + given + " && "
+                     : compressed   ? "gunzip -c " + shell_word(input) + " > " + given + " && "
+                                    : "cat " + shell_word(input) + " > " + given + " && ";
   } else {
     given = input;
-    pdb_input = fs::absolute(input).string();
+    staged.pdb = fs::absolute(input).string();
   }
-  std::string pdb2pqr_reads = shell_word(given);
-  if (format == StructureFormat::Mmcif) {
-    // --shorten: PDB holds chain names of one or two characters; PDB2PQR drops them anyway,
-    // but keeps chains apart by them (termini).
-    const std::string converted = stem + ".pdb";
-    const ProgramRun run =
-        run_program({gemmi, "convert", "--from=mmcif", "--to=pdb", "--shorten", pdb_input, converted}, folder,
-                    "gemmi.log", waiting);
-    if (run.exit_code != 0)
-      throw Error("gemmi could not convert " + shown_input + " from mmCIF to PDB for pdb2pqr (" +
-                  (run.signal ? "killed by signal " + std::to_string(run.signal)
-                              : "exit code " + std::to_string(run.exit_code)) +
-                  "); its messages:" + indented(tail(run.output, kTailLines)) + full_note(folder));
-    const ProgramRun version = run_program({gemmi, "--version"}, folder, "gemmi-version.log", waiting);
-    result.converted_with = trimmed(version.output).empty() ? "gemmi" : trimmed(lines_of(version.output).front());
-    pdb_input = (folder / converted).string();
-    result.command_prefix_ +=
-        "gemmi convert --from=mmcif --to=pdb --shorten " + pdb2pqr_reads + " " + converted + " && ";
-    pdb2pqr_reads = converted;
-  }
+  staged.command_reads = shell_word(given);
+  if (format != StructureFormat::Mmcif) return staged;
+  // --shorten: PDB holds chain names of one or two characters; PDB2PQR drops them anyway,
+  // but keeps chains apart by them (termini).
+  const std::string converted = staged.stem + ".pdb";
+  const ProgramRun run = run_program({gemmi, "convert", "--from=mmcif", "--to=pdb", "--shorten", staged.pdb, converted},
+                                     folder, "gemmi.log", waiting);
+  if (run.exit_code != 0)
+    throw Error("gemmi could not convert " + staged.shown + " from mmCIF to PDB for pdb2pqr (" + ending_text(run) +
+                "); its messages:" + indented(tail(run.output, kTailLines)) + full_note(folder));
+  const ProgramRun version = run_program({gemmi, "--version"}, folder, "gemmi-version.log", waiting);
+  result.converted_with = trimmed(version.output).empty() ? "gemmi" : trimmed(lines_of(version.output).front());
+  staged.pdb = (folder / converted).string();
+  command_prefix += "gemmi convert --from=mmcif --to=pdb --shorten " + staged.command_reads + " " + converted + " && ";
+  staged.command_reads = converted;
+  return staged;
+}
 
-  result.pqr_name_ = stem + ".pqr";
-  std::vector<std::string> argv = {pdb2pqr, "--ff", assignment.force_field};
-  if (assignment.ph) {
-    argv.insert(argv.end(), {"--titration-state-method", "propka", "--with-ph", shortest_text(*assignment.ph)});
-  }
-  std::string options;
-  for (std::size_t i = 1; i < argv.size(); ++i) options += " " + argv[i];
-  argv.insert(argv.end(), {pdb_input, result.pqr_name_});
-  result.command_options_ = fs::path(pdb2pqr).filename().string() + options + " " + pdb2pqr_reads + " ";
-  result.command = result.command_for(result.pqr_name_);
+/// pdb2pqr's options for an assignment, as the command line shows them (the --ligand file as given).
+std::vector<std::string> pdb2pqr_options(const ChargeAssignment& a) {
+  std::vector<std::string> options = {"--ff", a.force_field};
+  if (!a.keep_water) options.push_back("--drop-water");
+  if (a.keep_chain) options.push_back("--keep-chain");
+  if (!a.ligand_mol2.empty()) options.insert(options.end(), {"--ligand", a.ligand_mol2});
+  options.insert(options.end(), a.pdb2pqr_options.begin(), a.pdb2pqr_options.end());
+  if (a.ph) options.insert(options.end(), {"--titration-state-method", "propka", "--with-ph", shortest_text(*a.ph)});
+  return options;
+}
 
+/// Runs pdb2pqr and reads its PQR; Error with its messages when it fails.
+void run_pdb2pqr(AssignedStructure& result, const std::string& pdb2pqr, const StagedInput& staged,
+                 const fs::path& folder, const std::string& pqr_name, const std::function<void()>& waiting) {
+  const ChargeAssignment& a = result.assignment;
+  std::vector<std::string> argv = {pdb2pqr};
+  for (std::string option : pdb2pqr_options(a)) {
+    // The --ligand file as pdb2pqr, which runs in the temporary folder, finds it.
+    if (!argv.empty() && argv.back() == "--ligand") option = fs::absolute(option).string();
+    argv.push_back(option);
+  }
+  argv.insert(argv.end(), {staged.pdb, pqr_name});
   const ProgramRun run = run_program(argv, folder, "pdb2pqr-output.log", waiting);
   result.log = run.output;
   const Pdb2pqrLog log = parse_pdb2pqr_log(run.output);
   result.version = log.version.empty() ? "(version unknown)" : log.version;
-  const fs::path pqr = folder / result.pqr_name_;
+  const fs::path pqr = folder / pqr_name;
+  std::error_code ec;
   if (run.exit_code != 0) {
     std::vector<std::string> said = log.failure.empty() ? tail(run.output, kTailLines) : log.failure;
     if (said.empty()) said.push_back("(it printed nothing)");
-    throw Error("pdb2pqr " + result.version + " failed on " + shown_input + " (" +
-                (run.signal          ? "killed by signal " + std::to_string(run.signal)
-                 : run.exit_code < 0 ? std::string("it ended in a way the system did not report")
-                                     : "exit code " + std::to_string(run.exit_code)) +
-                "); its messages:" + indented(said) + explain_failure(run.output, assignment.force_field) +
-                (format == StructureFormat::Mmcif
-                     ? "\n  (the PDB file it read was converted from mmCIF by " + result.converted_with + ")"
-                     : "") +
+    throw Error("pdb2pqr " + result.version + " failed on " + staged.shown + " (" + ending_text(run) +
+                "); its messages:" + indented(said) + explain_failure(run.output, a.force_field) +
+                (result.converted_with.empty()
+                     ? ""
+                     : "\n  (the PDB file it read was converted from mmCIF by " + result.converted_with + ")") +
                 full_note(folder));
   }
   if (!fs::is_regular_file(pqr, ec) || fs::file_size(pqr, ec) == 0)
-    throw Error("pdb2pqr " + result.version + " exited 0 on " + shown_input +
+    throw Error("pdb2pqr " + result.version + " exited 0 on " + staged.shown +
                 " but wrote no PQR; its last messages:" + indented(tail(run.output, kTailLines)) + full_note(folder));
   try {
     result.structure = read_structure(pqr.string(), StructureFormat::Pqr);
   } catch (const InputError& e) {
-    throw Error("the PQR that pdb2pqr " + result.version + " made from " + shown_input + " cannot be read: line " +
+    throw Error("the PQR that pdb2pqr " + result.version + " made from " + staged.shown + " cannot be read: line " +
                 std::to_string(e.line()) + ": " +
                 std::string(e.what()).substr(e.file().size() + std::to_string(e.line()).size() + 3) +
                 full_note(folder));
   }
-  // What went in and what came out: pdb2pqr leaves out, with a warning at most, whatever it has
-  // no parameters for (ligands, ions, modified residues). Said first, where nobody misses it.
-  std::ifstream pdb_text(pdb_input);  // streamed: a structure may be larger than memory
-  result.account = account_for_atoms(pdb_text, result.structure.atoms);
-  if (result.account.left_out_atoms > 0)
-    result.structure.notices.push_back(
-        "pdb2pqr left " + std::to_string(result.account.left_out_atoms) + " of the " +
-        std::to_string(result.account.input_atoms - result.account.input_hydrogens) + " heavy atoms of " + shown_input +
-        " out of its PQR, so the map does not include them: " + result.account.left_out_text() + ". Its " +
-        assignment.force_field +
-        " templates have no place for them (a ligand, an ion, a modified residue, or atoms a terminal residue "
-        "lacks); to include them, give a PQR with their charges and radii");
   for (std::size_t i = 0; i < log.warnings.size() && i < kMaxNotices; ++i) {
     const std::string& w = log.warnings[i];  // "WARNING:text" -> "pdb2pqr warning: text"
     const std::size_t colon = w.find(':');
@@ -572,7 +398,117 @@ AssignedStructure assign_charges(const std::string& input, StructureFormat forma
   if (log.warnings.size() > kMaxNotices)
     result.structure.notices.push_back("pdb2pqr: ... and " + std::to_string(log.warnings.size() - kMaxNotices) +
                                        " more warnings, all in its log (kept beside its PQR)");
-  result.pqr_ = pqr.string();
+}
+
+/// "ALA 12, ARG 8, ...": pdb2pqr's residues by name, counted (what its templates charged).
+std::string template_residues_text(const Structure& pqr) {
+  std::map<std::string, std::size_t> counts;
+  const AtomLabel* previous = nullptr;
+  std::size_t residues = 0;
+  for (const AtomLabel& l : pqr.labels) {
+    if (previous && previous->same_residue(l)) continue;
+    previous = &l;
+    ++counts[l.residue_name()];
+    ++residues;
+  }
+  std::string text = std::to_string(residues) + " residues (";
+  bool first = true;
+  for (const auto& [name, count] : counts) {
+    text += (first ? "" : ", ") + name + " " + std::to_string(count);
+    first = false;
+  }
+  return text + ")";
+}
+
+}  // namespace
+
+AssignedStructure assign_charges(const std::string& input, StructureFormat format, const ChargeAssignment& assignment,
+                                 const std::function<void()>& waiting) {
+  check_charge_assignment(assignment);
+  std::error_code ec;
+  const bool standard_input = is_standard_input(input);
+  if (!standard_input && fs::is_directory(input, ec)) throw Error(input + " is a directory, not a structure file");
+  const bool named_file = !standard_input && input.rfind("/dev/", 0) != 0 && input.rfind("/proc/", 0) != 0;
+  if (named_file && !read_through_gzip(input) && !fs::is_regular_file(input, ec))
+    throw Error("cannot open " + input + ": no such file");
+  const std::string pdb2pqr = pdb2pqr_program();
+  const std::string gemmi = format == StructureFormat::Mmcif ? gemmi_program() : std::string();
+
+  AssignedStructure result;
+  result.folder_ = std::make_shared<TemporaryFolder>("espgrid-pdb2pqr", "pdb2pqr's work");
+  const fs::path folder = result.folder_->path();
+  result.assignment = assignment;
+  const StagedInput staged = stage_input(input, format, result, folder, result.command_prefix_, gemmi, waiting);
+  // The ligands pdb2pqr has no template for are charged by Open Babel meanwhile (its own core).
+  // Streamed, not held: a structure may be larger than memory (its atoms are what is kept).
+  const auto open_pdb = [&staged] {
+    std::ifstream in(staged.pdb);
+    if (!in) throw Error("cannot read " + staged.pdb + " (" + staged.shown + " for pdb2pqr): " + std::strerror(errno));
+    return in;
+  };
+  const std::vector<PdbAtom> atoms = [&] {
+    std::ifstream in = open_pdb();
+    return read_pdb_atoms(in);
+  }();
+  const std::vector<std::pair<long, long>> bonds = [&] {
+    std::ifstream in = open_pdb();
+    return read_pdb_bonds(in);
+  }();
+  const double ph = assignment.ph.value_or(kDefaultLigandPh);
+  LigandCharging ligands(ligand_candidates(atoms), bonds, folder, "ligands", ph, assignment.ligand_charges);
+
+  result.pqr_name_ = staged.stem + ".pqr";
+  std::string options;
+  for (const std::string& option : pdb2pqr_options(assignment)) {
+    options += ' ';  // (" " + word trips GCC 12's -Wrestrict false positive)
+    options += shell_word(option);
+  }
+  result.command_options_ = fs::path(pdb2pqr).filename().string() + options + " " + staged.command_reads + " ";
+  result.command = result.command_for(result.pqr_name_);
+  run_pdb2pqr(result, pdb2pqr, staged, folder, result.pqr_name_, waiting);
+  result.template_residues = template_residues_text(result.structure);
+  result.template_charge = result.structure.atoms.total_charge();
+
+  // What went in and what came out: pdb2pqr leaves out, with a warning at most, whatever it has
+  // no parameters for. Ligands and ions are charged here; the rest is said first, where nobody misses it.
+  result.account = account_for_atoms(atoms, result.structure);
+  std::vector<const LigandCharging::Result*> charged;
+  if (ligands.started()) charged.push_back(&ligands.result(waiting));
+  std::optional<LigandCharging> later;
+  const Completion completion =
+      complete_structure(atoms, result.account, assignment.keep_water, assignment.ligand_charges, ph, charged,
+                         [&](const std::vector<PdbAtom>& more) {
+                           later.emplace(more, bonds, folder, "more-ligands", ph, assignment.ligand_charges);
+                           return &later->result(waiting);
+                         });
+  result.charging = completion.residues;
+  std::string pqr_text = file_text(folder / result.pqr_name_);
+  if (!completion.added.atoms.empty()) {
+    // The kept PQR holds every atom of the map: pdb2pqr's, then what was charged here.
+    const std::size_t end = pqr_text.rfind("\nEND");
+    if (end != std::string::npos) pqr_text.resize(end + 1);
+    pqr_text += "REMARK   6 espgrid " ESPGRID_VERSION ": the records below charged by espgrid (Open Babel, ions)\n" +
+                pqr_records(completion.added, result.structure.atoms.size() + 1) + "END\n";
+    Structure& s = result.structure;
+    const Atoms& add = completion.added.atoms;
+    for (std::size_t i = 0; i < add.size(); ++i) {
+      s.atoms.push_back(add.x[i], add.y[i], add.z[i], add.charge[i], add.radius[i], add.element[i]);
+      s.labels.push_back(completion.added.labels[i]);
+    }
+  }
+  std::size_t left_out = 0;
+  std::string named;
+  for (const ResidueCharging& c : result.charging)
+    if (c.way == ResidueCharging::Way::LeftOut) {
+      ++left_out;
+      named += (named.empty() ? "" : "; ") + c.residues + " (" + c.how + ")";
+    }
+  if (left_out > 0)
+    result.structure.notices.insert(result.structure.notices.begin(),
+                                    std::to_string(left_out) + (left_out == 1 ? " residue of " : " residues of ") +
+                                        staged.shown + (left_out == 1 ? " is" : " are") + " not in the map: " + named +
+                                        "; to include it, give a PQR with the charges and radii of every atom");
+  result.pqr_text_ = std::move(pqr_text);
   return result;
 }
 

@@ -17,32 +17,55 @@
 
 #include <array>
 #include <functional>
-#include <iosfwd>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "src/os/atomic_output_file.h"
+#include "src/structure/ligand_charges.h"
+#include "src/structure/pdb2pqr_account.h"
 #include "src/structure/structure_reader.h"
 
 namespace espgrid {
 
-/// How PDB2PQR assigns charges and radii.
+/// How PDB2PQR assigns charges and radii, and what is done with what it leaves out.
 struct ChargeAssignment {
   std::string force_field = "AMBER";  ///< pdb2pqr --ff: AMBER, CHARMM, PARSE, TYL06, PEOEPB or SWANSON
   /// pH for the titratable residues, through PROPKA (pdb2pqr --titration-state-method propka
-  /// --with-ph); none: PDB2PQR's standard protonation states, no pKa calculation.
+  /// --with-ph), and for the ligands' hydrogens; none: PDB2PQR's standard protonation states and
+  /// kDefaultLigandPh for ligands.
   std::optional<double> ph;
+  bool keep_water = false;  ///< false: pdb2pqr --drop-water, and other waters it leaves out dropped
+  bool keep_chain = false;  ///< pdb2pqr --keep-chain (chain IDs in its PQR)
+  std::string ligand_mol2;  ///< pdb2pqr --ligand FILE.mol2: pdb2pqr charges that ligand itself
+  LigandChargeModel ligand_charges = LigandChargeModel::Mmff94;  ///< the ligands pdb2pqr leaves out
+  std::vector<std::string> pdb2pqr_options;  ///< more of pdb2pqr's own options (kPdb2pqrPassThrough)
 };
+
+/// pdb2pqr's options --pdb2pqr-options may pass on (the others are espgrid's own options, or
+/// would write files espgrid does not keep, or change what it reads), and whether each takes a
+/// value.
+inline constexpr std::array<std::pair<std::string_view, bool>, 8> kPdb2pqrPassThrough = {{{"--nodebump", false},
+                                                                                          {"--noopt", false},
+                                                                                          {"--neutraln", false},
+                                                                                          {"--neutralc", false},
+                                                                                          {"--assign-only", false},
+                                                                                          {"--ffout", true},
+                                                                                          {"--userff", true},
+                                                                                          {"--usernames", true}}};
+/// Splits --pdb2pqr-options' words and checks each against kPdb2pqrPassThrough; UsageError
+/// naming the word and what to use instead.
+std::vector<std::string> parse_pdb2pqr_options(const std::string& words);
 
 /// PDB2PQR's force fields (its --ff choices, pdb2pqr 3.x).
 inline constexpr std::array<std::string_view, 6> kPdb2pqrForceFields = {"AMBER", "CHARMM", "PARSE",
                                                                         "TYL06", "PEOEPB", "SWANSON"};
 
-/// Throws UsageError unless the force field is one of PDB2PQR's and the pH is within 0..14.
-/// Needs no program: callers check before anything runs.
+/// Throws UsageError unless the force field is one of PDB2PQR's, the pH is within 0..14 and the
+/// --ligand file is a readable .mol2. Needs no program: callers check before anything runs.
 void check_charge_assignment(const ChargeAssignment& assignment);
 /// The assignment the CLI's --forcefield/--ph and the Python module's forcefield=/ph= ask
 /// for: the force field upper-cased (PDB2PQR's names are), then checked.
@@ -52,34 +75,6 @@ ChargeAssignment make_charge_assignment(std::string force_field, std::optional<d
 /// `gemmi` on the PATH (only for mmCIF).
 std::string pdb2pqr_program();
 std::string gemmi_program();
-
-/// What PDB2PQR made of the structure: atoms in and out, and the input's heavy atoms its PQR
-/// lacks (ligands, ions and residues it has no parameters for are left out without an error).
-/// Hydrogens are not compared: PDB2PQR rebuilds them.
-struct Pdb2pqrAccount {
-  /// An input residue with heavy atoms left out.
-  struct Residue {
-    std::string name;          ///< "NAG B 501" (residue, chain, number and insertion code as in the input)
-    std::size_t left_out = 0;  ///< its heavy atoms missing from the PQR
-    std::size_t heavy = 0;     ///< its heavy atoms in the input
-  };
-  std::size_t input_atoms = 0;       ///< ATOM/HETATM atoms of the first model (alternate locations once)
-  std::size_t input_hydrogens = 0;   ///< of them, hydrogen (H, D)
-  std::size_t output_atoms = 0;      ///< atoms in PDB2PQR's PQR
-  std::size_t output_hydrogens = 0;  ///< of them, hydrogen
-  std::size_t left_out_atoms = 0;    ///< input heavy atoms at no position of the PQR's atoms
-  std::vector<Residue> left_out;     ///< their residues, in input order
-
-  /// "NAG B 501 (3 of 3 heavy atoms), ZN C 601 (1 of 1)", at most `most` residues named.
-  std::string left_out_text(std::size_t most = 10) const;
-};
-
-/// Counts what PDB2PQR kept: `pdb` is the PDB text it read, `pqr` the atoms of its PQR. An input
-/// heavy atom is kept when a PQR atom sits at its coordinates to 0.001 Å (PDB2PQR copies them;
-/// it renames atoms and residues and drops chain IDs, so names cannot be compared).
-Pdb2pqrAccount account_for_atoms(const std::string& pdb, const Atoms& pqr);
-/// The same, reading the PDB text line by line from `pdb` (a file as large as it comes).
-Pdb2pqrAccount account_for_atoms(std::istream& pdb, const Atoms& pqr);
 
 /// A structure whose charges and radii PDB2PQR assigned. Owns the temporary folder with the
 /// PQR until it is destroyed.
@@ -92,23 +87,35 @@ class AssignedStructure {
   AssignedStructure(const AssignedStructure&) = delete;
   AssignedStructure& operator=(const AssignedStructure&) = delete;
 
-  Structure structure;         ///< the atoms of PDB2PQR's PQR; notices: what it left out, its warnings
+  /// The atoms of PDB2PQR's PQR, then those charged here (ligands, ions), labelled; notices: what
+  /// is not in the map, PDB2PQR's warnings.
+  Structure structure;
   std::string version;         ///< PDB2PQR's version as it reports it ("3.5.2"), or "unknown"
   std::string command;         ///< the equivalent command line, PQR named after the input (command_for)
   std::string converted_with;  ///< mmCIF input: "gemmi 0.5.7", the PDB conversion; else empty
   ChargeAssignment assignment;
   Pdb2pqrAccount account;  ///< atoms in and out, and what was left out
-  std::string log;         ///< everything PDB2PQR printed (stdout and stderr), kept with keep()
+  /// How each residue pdb2pqr's templates did not cover was treated, in input order (waters last).
+  std::vector<ResidueCharging> charging;
+  std::string template_residues;  ///< "198 residues (ALA 12, ARG 8, ...)": what pdb2pqr's templates charged
+  double template_charge = 0;     ///< their total charge, e
+  std::string log;                ///< everything PDB2PQR printed (stdout and stderr), kept with keep()
 
-  /// "pdb2pqr 3.5.2, AMBER force field, standard protonation states" for summaries and headers.
+  /// "pdb2pqr 3.5.2, AMBER force field, standard protonation states" for summaries and headers
+  /// ("; 1 ligand by Open Babel (MMFF94)" where there are).
   std::string describe() const;
+  /// The summary's lines after the charges line, as (tag, text): the atoms in and out, pdb2pqr's
+  /// residues, then every residue its templates did not cover and how it was charged, the side
+  /// chains it flipped. `espgrid map` and `sample` print them; Python's Structure.charging.
+  std::vector<std::pair<std::string, std::string>> report() const;
   /// The equivalent command line writing the PQR to `pqr_path` (where keep() puts it):
   /// "pdb2pqr30 --ff AMBER boxb.pdb out/boxb.pqr", after the steps before PDB2PQR (gunzip, gemmi).
   std::string command_for(const std::string& pqr_path) const;
   /// Where keep() puts PDB2PQR's log for a PQR at `pqr_path`: its .pqr ending replaced by .log,
   /// as PDB2PQR names its own log (out/boxb.pqr -> out/boxb.log), else ".log" appended.
   static std::string log_path_for(const std::string& pqr_path);
-  /// Copies the PQR to `destination` and the log to log_path_for(destination), each atomically
+  /// Writes the PQR (pdb2pqr's, with the atoms charged here appended) to `destination` and the
+  /// log to log_path_for(destination), each atomically
   /// (os/atomic_output_file.h); an error names the file and the reason (a full disk: "No space
   /// left on device") and leaves neither.
   void keep(const std::string& destination) const;
@@ -117,7 +124,7 @@ class AssignedStructure {
   friend AssignedStructure assign_charges(const std::string&, StructureFormat, const ChargeAssignment&,
                                           const std::function<void()>&);
   std::shared_ptr<TemporaryFolder> folder_;  ///< the temporary folder, removed with the last owner
-  std::string pqr_;                          ///< PDB2PQR's PQR inside it
+  std::string pqr_text_;                     ///< the PQR keep() writes
   std::string pqr_name_;                     ///< its name there, as `command` shows it
   std::string command_prefix_;               ///< the steps before PDB2PQR, "... && "
   std::string command_options_;              ///< "pdb2pqr30 --ff AMBER boxb.pdb "

@@ -33,7 +33,45 @@ std::string standard_input_path() {
   return ::stat("/dev/stdin", &st) == 0 ? "/dev/stdin" : "/proc/self/fd/0";
 }
 
+/// Copies up to 4 characters of `text` into a NUL-padded field.
+std::array<char, 4> field_of(std::string_view text) {
+  std::array<char, 4> f{};
+  for (std::size_t i = 0; i < f.size() && i < text.size(); ++i) f[i] = text[i];
+  return f;
+}
+
+std::string text_of(const std::array<char, 4>& f) {
+  std::size_t n = 0;
+  while (n < f.size() && f[n] != '\0') ++n;
+  return std::string(f.data(), n);
+}
+
 }  // namespace
+
+AtomLabel AtomLabel::make(std::string_view name, std::string_view residue, std::string_view chain, std::int32_t number,
+                          char insertion) {
+  AtomLabel l;
+  l.name = field_of(name);
+  l.residue = field_of(residue);
+  l.chain = field_of(chain);
+  l.number = number;
+  l.insertion = insertion == ' ' ? 0 : insertion;
+  return l;
+}
+
+std::string AtomLabel::atom_name() const { return text_of(name); }
+std::string AtomLabel::residue_name() const { return text_of(residue); }
+std::string AtomLabel::chain_id() const { return text_of(chain); }
+
+std::string AtomLabel::residue_text() const {
+  const std::string c = chain_id();
+  return residue_name() + (c.empty() ? "" : " " + c) + " " + std::to_string(number) +
+         (insertion ? std::string(1, insertion) : std::string());
+}
+
+bool AtomLabel::same_residue(const AtomLabel& o) const {
+  return residue == o.residue && chain == o.chain && number == o.number && insertion == o.insertion;
+}
 
 StructureFormat parse_format_name(const std::string& name) {
   const std::string l = lower(name);

@@ -2,6 +2,8 @@
 // XYZ (plain with a charge column, or extended XYZ with a Properties key).
 #pragma once
 
+#include <array>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -19,10 +21,34 @@ inline bool needs_charge_assignment(StructureFormat format) {
   return format == StructureFormat::Pdb || format == StructureFormat::Mmcif;
 }
 
+/// Who an atom is, as PDB and PQR records name it: for per-atom and per-residue tables, files
+/// written back and summaries; never used by the physics. Fixed fields (18 bytes an atom, not
+/// two strings'), cut to PDB's widths: a longer name is kept to its first four characters.
+struct AtomLabel {
+  std::array<char, 4> name{};     ///< "CA", "OXT", "HG21"; NUL-padded
+  std::array<char, 4> residue{};  ///< "ALA", "HOH", "TIP3"
+  std::array<char, 4> chain{};    ///< "A"; empty when the record has none
+  std::int32_t number = 0;        ///< the residue's sequence number
+  char insertion = 0;             ///< the insertion code, 0 when none
+
+  std::string atom_name() const;
+  std::string residue_name() const;
+  std::string chain_id() const;
+  /// "ALA A 52", "ALA 52A" (no chain): the residue as pdb2pqr's account and summaries name it.
+  std::string residue_text() const;
+  /// Whether two atoms belong to the same residue (name, chain, number and insertion code).
+  bool same_residue(const AtomLabel& other) const;
+  static AtomLabel make(std::string_view name, std::string_view residue, std::string_view chain, std::int32_t number,
+                        char insertion = 0);
+};
+
 /// Atoms plus the remarks a reader wants the user to see (never silent guesses).
 struct Structure {
   Atoms atoms;
   std::vector<std::string> notices;
+  /// One label an atom (PQR, and PDB/mmCIF through pdb2pqr), or none at all (XYZ, arrays).
+  std::vector<AtomLabel> labels;
+  bool has_labels() const noexcept { return !labels.empty() && labels.size() == atoms.size(); }
 };
 
 /// "pqr", "xyz", "pdb" or "cif" (any case; "extxyz", "ent", "mmcif", "pdbx" too) to a format;

@@ -40,10 +40,10 @@ std::string upper(std::string_view t) {
 
 }  // namespace
 
-std::optional<std::vector<AtomLabel>> read_pqr_labels(const std::string& path, std::size_t expected_atoms) {
+std::optional<std::vector<DisplayLabel>> read_pqr_labels(const std::string& path, std::size_t expected_atoms) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return std::nullopt;
-  std::vector<AtomLabel> labels;
+  std::vector<DisplayLabel> labels;
   labels.reserve(expected_atoms);
   std::string line;
   int models = 0;
@@ -66,7 +66,7 @@ std::optional<std::vector<AtomLabel>> read_pqr_labels(const std::string& path, s
     const bool merged = tokens[0].size() > record;  // "HETATM12345"
     const std::size_t at = merged ? 1 : 2;
     if (tokens.size() < at + 3) return std::nullopt;
-    AtomLabel label;
+    DisplayLabel label;
     label.hetero = het;
     label.name = std::string(tokens[at].substr(0, 4));
     label.residue = std::string(tokens[at + 1].substr(0, 4));
@@ -87,7 +87,7 @@ std::optional<std::vector<AtomLabel>> read_pqr_labels(const std::string& path, s
   return labels;
 }
 
-std::string display_pdb(const Atoms& atoms, const std::vector<AtomLabel>* labels, std::size_t* skipped) {
+std::string display_pdb(const Atoms& atoms, const std::vector<DisplayLabel>* labels, std::size_t* skipped) {
   std::string out;
   out.reserve(atoms.size() * 81);
   std::size_t left_out = 0;
@@ -99,14 +99,14 @@ std::string display_pdb(const Atoms& atoms, const std::vector<AtomLabel>* labels
       continue;
     }
     const std::string element = atoms.element[i].text() == "X" ? std::string("C") : atoms.element[i].text();
-    AtomLabel fallback;
+    DisplayLabel fallback;
     if (!labels) {
       fallback.name = element;
       fallback.residue = "MOL";
       fallback.residue_number = 1;
       fallback.hetero = true;
     }
-    const AtomLabel& l = labels ? (*labels)[i] : fallback;
+    const DisplayLabel& l = labels ? (*labels)[i] : fallback;
     // PDB's atom name column: a one-letter element's name starts in column 14 (" CA "), a
     // four-character or two-letter-element name in column 13.
     char name[5];

@@ -14,7 +14,7 @@
 namespace espgrid {
 
 /// The names a PDB record gives an atom, for drawing.
-struct AtomLabel {
+struct DisplayLabel {
   std::string name;     ///< "CA"
   std::string residue;  ///< "THR"
   char chain = ' ';
@@ -27,12 +27,12 @@ struct AtomLabel {
 /// or nullopt when a record's names cannot be told apart or the count is not `expected_atoms`
 /// (then the page draws atoms without residues: no cartoon). Never throws for the file's
 /// content: the reader has already judged it.
-std::optional<std::vector<AtomLabel>> read_pqr_labels(const std::string& path, std::size_t expected_atoms);
+std::optional<std::vector<DisplayLabel>> read_pqr_labels(const std::string& path, std::size_t expected_atoms);
 
 /// PDB ATOM/HETATM records of `atoms` (with `labels` when given, else HETATM records named by
 /// element in one residue "MOL"), fixed columns as the viewer library reads them. Serial and
 /// residue numbers wrap at PDB's 5 and 4 digits (bonds come from distances, not serials).
 /// Coordinates must fit %8.3f (|x| < 10⁴ Å): `skipped` counts the atoms that do not, left out.
-std::string display_pdb(const Atoms& atoms, const std::vector<AtomLabel>* labels, std::size_t* skipped = nullptr);
+std::string display_pdb(const Atoms& atoms, const std::vector<DisplayLabel>* labels, std::size_t* skipped = nullptr);
 
 }  // namespace espgrid

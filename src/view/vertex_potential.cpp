@@ -54,6 +54,33 @@ std::vector<float> potential_at(const Atoms& atoms, const PhysicsOptions& physic
   return out;
 }
 
+std::vector<double> potential_at_atoms(const Atoms& atoms, const PhysicsOptions& physics, std::size_t first,
+                                       std::size_t count, int threads) {
+  std::vector<double> out(count);
+  const double k = coulomb_factor(physics);
+  const PairParameters pair = pair_parameters(physics);
+  const double softening2 = kSofteningLength * kSofteningLength;
+  std::vector<double> q(atoms.size());
+  for (std::size_t a = 0; a < atoms.size(); ++a) q[a] = atoms.charge[a] * k;
+  with_pair_potential(physics.model, [&](auto potential) {
+    using Potential = decltype(potential);
+    const auto n = static_cast<std::int64_t>(count);
+#pragma omp parallel for schedule(dynamic, 64) num_threads(threads > 0 ? threads : omp_get_max_threads())
+    for (std::int64_t s = 0; s < n; ++s) {
+      const std::size_t i = first + static_cast<std::size_t>(s);
+      const double px = atoms.x[i], py = atoms.y[i], pz = atoms.z[i];
+      double sum = 0;
+      for (std::size_t a = 0; a < q.size(); ++a) {
+        if (a == i) continue;
+        const double dx = px - atoms.x[a], dy = py - atoms.y[a], dz = pz - atoms.z[a];
+        sum += Potential::template term<HostMath, double>(q[a], dx * dx + dy * dy + dz * dz + softening2, pair);
+      }
+      out[static_cast<std::size_t>(s)] = sum;
+    }
+  });
+  return out;
+}
+
 namespace {
 
 /// A point's coordinate u along one axis in grid steps is inside when within a millionth of a

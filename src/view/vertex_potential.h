@@ -28,6 +28,13 @@ std::vector<double> offset_points(const TriangleMesh& mesh, double offset);
 std::vector<float> potential_at(const Atoms& atoms, const PhysicsOptions& physics, const std::vector<double>& points,
                                 int threads = 0);
 
+/// φ at each atom's centre from every other atom: potential_at's sum without the atom's own
+/// term (q/a with the kernels' softening length a: 10⁴ q Å⁻¹, which is no potential the atom
+/// feels), in double precision, each atom's sum over the others in order, so any thread count
+/// gives the same bits. Atoms [first, first + count) only; `threads` as potential_at's.
+std::vector<double> potential_at_atoms(const Atoms& atoms, const PhysicsOptions& physics, std::size_t first,
+                                       std::size_t count, int threads = 0);
+
 /// Whether the point (x, y, z) lies in the grid's box: within a millionth of a spacing of it
 /// counts as on its face. interpolate() samples exactly these points.
 bool inside_box(const GridSpec& grid, double x, double y, double z);

@@ -54,7 +54,7 @@ ViewResult make_view(const Atoms& atoms, const std::string& structure_path, cons
                : !origin.path.empty() ? std::filesystem::path(origin.path).filename().string()
                                       : std::string("potential map");
   text.subtitle = structure_source;
-  std::optional<std::vector<AtomLabel>> labels;
+  std::optional<std::vector<DisplayLabel>> labels;
   if (!structure_path.empty()) {
     const std::string ext = std::filesystem::path(structure_path).extension().string();
     if (ext == ".pqr" || ext == ".PQR") labels = read_pqr_labels(structure_path, atoms.size());
@@ -64,7 +64,7 @@ ViewResult make_view(const Atoms& atoms, const std::string& structure_path, cons
   if (skipped > 0)
     result.scene.notes.push_back(with_commas(skipped) + " atoms beyond ±9999 Å are not drawn (PDB's columns)");
   if (labels) {
-    for (const AtomLabel& l : *labels) {
+    for (const DisplayLabel& l : *labels) {
       if (l.name == "CA" || l.name == "P") {  // a protein or nucleic-acid backbone
         text.cartoon = true;
         break;

@@ -167,9 +167,17 @@ SurfaceValues surface_values(const Atoms& atoms, const PotentialMap& map, const 
     out.method = VertexValues::Map;
     out.method_text = map_text + " (asked for)";
   } else if (options.values == VertexValues::Sum) {
+    if (map.physics.is_pb())
+      throw UsageError(
+          "--values sum sums a pair model over the atoms; this map is a Poisson-Boltzmann solution, "
+          "which no pair sum gives: leave --values out (the map's values are shown)");
     out.values = potential_at(atoms, map.physics, points);
     out.method = VertexValues::Sum;
     out.method_text = sum_text + " (asked for)";
+  } else if (map.physics.is_pb()) {
+    out.values = std::move(interpolated);
+    out.method = VertexValues::Map;
+    out.method_text = map_text + " (a Poisson-Boltzmann map: no pair sum over the atoms gives it)";
   } else if (!origin.espgrid_physics) {
     out.values = std::move(interpolated);
     out.method = VertexValues::Map;
