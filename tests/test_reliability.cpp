@@ -28,7 +28,6 @@
 #include "src/bench/bench.h"
 #include "src/core/errors.h"
 #include "src/core/grid.h"
-#include "src/core/json.h"
 #include "src/maps/map_formats.h"
 #include "tests/child_process.h"
 #include "tests/file_helpers.h"
@@ -611,19 +610,6 @@ TEST_F(Reliability, BenchJsonIsValidUtf8WhateverThePaths) {
         "/usr/bin/python3 -c 'import json,sys; json.load(open(sys.argv[1], encoding=\"utf-8\"))' '" + json + "'";
     EXPECT_EQ(std::system(parse.c_str()), 0) << slurp(json);
   }
-}
-
-// `map --json` of a structure whose name is not UTF-8 wrote the raw byte (Python's json refused
-// the file): the one JSON writer turns it into U+FFFD as the bench's does.
-TEST_F(Reliability, MapJsonIsValidUtf8WhateverThePaths) {
-  EXPECT_EQ(json_quoted("caf\xE9"), "\"caf\\ufffd\"");
-  EXPECT_EQ(json_quoted("caf\xC3\xA9 \xE2\x82\xAC"), "\"caf\xC3\xA9 \xE2\x82\xAC\"");
-  const std::string input = copy_of_small("caf\xE9.pqr");  // Latin-1 "café"
-  const Outcome r = run({"map", input, "-o", path("m.dx"), "--spacing", "2", "--json", path("m.json")});
-  ASSERT_EQ(r.code, 0) << r;
-  const std::string json = path("m.json");
-  ASSERT_TRUE(contains(slurp(json), "caf\\ufffd.pqr")) << slurp(json);
-  EXPECT_EQ(std::system(("iconv -f UTF-8 -t UTF-8 '" + json + "' > /dev/null").c_str()), 0) << slurp(json);
 }
 
 // ==== CUDA error messages ===========================================================================

@@ -17,7 +17,6 @@
 #include "src/compute/approximation_error.h"
 #include "src/compute/oracle.h"
 #include "src/core/errors.h"
-#include "src/core/json.h"
 #include "src/core/stopwatch.h"
 #include "src/core/text_format.h"
 #include "src/maps/map_stream.h"
@@ -351,7 +350,75 @@ std::string csv_line(const Row& r) {
   return out;
 }
 
-std::string json_string(std::string_view text) { return json_quoted(std::string(text)); }
+namespace {
+
+/// Length of the well-formed UTF-8 sequence at the start of `text` (1 to 4), or 0 when it is
+/// not one (a stray continuation byte, an overlong form, a surrogate, beyond U+10FFFF).
+std::size_t utf8_sequence_length(std::string_view text) {
+  const auto byte = [&](std::size_t i) { return static_cast<unsigned char>(text[i]); };
+  const auto continuation = [&](std::size_t i) { return i < text.size() && (byte(i) & 0xC0) == 0x80; };
+  const unsigned char b0 = byte(0);
+  if (b0 < 0x80) return 1;
+  if (b0 >= 0xC2 && b0 <= 0xDF) return continuation(1) ? 2 : 0;
+  if (b0 >= 0xE0 && b0 <= 0xEF) {
+    if (!continuation(1) || !continuation(2)) return 0;
+    if ((b0 == 0xE0 && byte(1) < 0xA0) || (b0 == 0xED && byte(1) >= 0xA0)) return 0;  // overlong, surrogate
+    return 3;
+  }
+  if (b0 >= 0xF0 && b0 <= 0xF4) {
+    if (!continuation(1) || !continuation(2) || !continuation(3)) return 0;
+    if ((b0 == 0xF0 && byte(1) < 0x90) || (b0 == 0xF4 && byte(1) >= 0x90)) return 0;  // overlong, > U+10FFFF
+    return 4;
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::string json_string(std::string_view text) {
+  std::string out = "\"";
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    // JSON is UTF-8: a byte that is not part of a well-formed sequence (a file name in another
+    // encoding) becomes U+FFFD instead of making the whole document unreadable.
+    if (static_cast<unsigned char>(c) >= 0x80) {
+      const std::size_t length = utf8_sequence_length(text.substr(i));
+      if (length == 0) {
+        out += "\\ufffd";
+      } else {
+        out.append(text, i, length);
+        i += length - 1;
+      }
+      continue;
+    }
+    switch (c) {
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          char buffer[8];
+          std::snprintf(buffer, sizeof buffer, "\\u%04x", static_cast<unsigned>(static_cast<unsigned char>(c)));
+          out += buffer;
+        } else {
+          out += c;
+        }
+    }
+  }
+  return out + "\"";
+}
 
 std::string json_number(double value) {
   if (!std::isfinite(value)) return "null";
