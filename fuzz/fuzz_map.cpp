@@ -9,7 +9,8 @@
 //
 // A map read (up to 4096 points) is written back in the same format by espgrid's writer (into
 // a memfd, as /proc/self/fd/N) and read again: the values and dims must come back bit for bit,
-// the grid exactly (.dx, .vti) or to float32 precision (.mrc's header), the physics exactly.
+// the grid exactly (.dx, .vti) or to float32 precision (.mrc's header), the physics exactly, a
+// known unit known again, an unknown one still unknown, a foreign map's program the same.
 #include <unistd.h>
 
 #include <algorithm>
@@ -109,7 +110,13 @@ void round_trip(const espgrid::PotentialMap& m, bool unit_known, espgrid::MapFor
       finding("round trip: origin " + std::to_string(m.grid.origin[a]) + " came back " +
               std::to_string(back.grid.origin[a]));
   }
-  if (!again_known) finding("round trip: espgrid's file does not say its unit");
+  // A map whose unit was known says it again, one whose unit was not does not claim one (a
+  // converted map's "values in an unknown unit"), and a foreign map stays foreign, under the
+  // program's name.
+  if (again_known != unit_known)
+    finding(unit_known ? "round trip: espgrid's file does not say the unit it was given"
+                       : "round trip: a unit claimed for a map whose unit was unknown");
+  if (back.foreign != m.foreign) finding("round trip: the map's program '" + m.foreign + "' came back '" + back.foreign + "'");
   if (unit_known) {
     const espgrid::PhysicsOptions &p = m.physics, &q = back.physics;
     if (p.unit != q.unit || p.model != q.model || p.dielectric != q.dielectric || p.temperature != q.temperature ||

@@ -77,6 +77,30 @@ def test_maps_espgrid_did_not_compute_are_converted_without_a_model(tmp_path):
     np.testing.assert_array_equal(espgrid.read_map(str(tmp_path / "a.mrc"), units="kT/e").values, phi.values)
 
 
+def test_a_converted_map_converts_again_as_what_it_is(tmp_path):
+    # Each format's note on a foreign map ("not computed by espgrid (APBS)", "values in kT/e") is
+    # read back: a second conversion, in any format, names APBS and kT/e and claims no physics.
+    for first in ("dx", "mrc", "vti"):
+        for second in ("dx", "mrc", "vti"):
+            once, twice = tmp_path / f"once.{first}", tmp_path / f"twice-{first}.{second}"
+            assert run_cli("convert", APBS_MAP, "-o", once).returncode == 0
+            r = run_cli("convert", once, "-o", twice)
+            assert r.returncode == 0, r.stderr
+            assert "not computed by espgrid (APBS); values in kT/e" in r.stdout, (first, second, r.stdout)
+            phi = espgrid.read_map(str(twice))
+            assert phi.model is None and phi.units == "kT/e", (first, second, repr(phi))
+    # A map of unknown unit stays unknown: converting it again claims none (--units still names one).
+    density = tmp_path / "density.dx"
+    density.write_text("object 1 class gridpositions counts 2 2 2\norigin 0 0 0\ndelta 1 0 0\ndelta 0 1 0\n"
+                       "delta 0 0 1\nobject 2 class gridconnections counts 2 2 2\n"
+                       "object 3 class array type double rank 0 items 8 data follows\n1 2 3 4 5 6 7 8\n")
+    assert run_cli("convert", density, "-o", tmp_path / "d.mrc").returncode == 0
+    r = run_cli("convert", tmp_path / "d.mrc", "-o", tmp_path / "d2.vti")
+    assert r.returncode == 0 and "values in an unknown unit" in r.stdout, r.stdout
+    r = run_cli("convert", tmp_path / "d2.vti", "-o", tmp_path / "d3.dx", "--units", "V")
+    assert r.returncode == 0 and "values in V" in (tmp_path / "d3.dx").read_text()[:400], r.stderr
+
+
 def test_center_and_length_place_the_grid_as_apbs_gcent_and_glen(tmp_path):
     s, _ = summary(tmp_path, FAS, "-o", tmp_path / "c.dx", "--center", "1,2,3", "--length", "10,7,4.1",
                    "--spacing", "0.5")

@@ -256,11 +256,15 @@ PotentialMap read_dx_lines(LineSource& lines, bool* unit_known) {
       split_whitespace(*line, tokens);
       if (tokens.empty()) continue;
       if (tokens[0].front() == '#') {
-        if (!known && parse_physics_comment(line->substr(line->find('#') + 1), map.physics)) {
+        const std::string_view comment = line->substr(line->find('#') + 1);
+        if (!known && parse_physics_comment(comment, map.physics)) {
           known = true;
           physics_line = lines.line_number();
           // APBS's map says its unit and nothing of its physics (no pair model of espgrid's).
           if (line->find("POTENTIAL (kT/e)") != std::string_view::npos) map.foreign = "APBS";
+        } else if (!known && read_foreign_note(comment, map)) {  // a converted map
+          known = true;
+          physics_line = lines.line_number();
         }
         continue;
       }

@@ -113,6 +113,14 @@ PotentialMap read_map(const std::string& path, bool* unit_known = nullptr);
 /// its values' unit ("values in kT/e", "values in an unknown unit").
 std::string foreign_map_title(const PotentialMap& map);
 std::string foreign_map_unit(const PotentialMap& map);
+/// Reads those two texts back (in any of the three formats), so that a converted map converts
+/// again as what it is: a title sets map.foreign to the program it names; "values in UNIT"
+/// sets map.physics.unit and returns true (the unit is known); anything else returns false and
+/// leaves `map` untouched but for the program's name.
+/// A program's name longer than kMaxForeignName, or with other than printable ASCII, is read as
+/// "another program".
+bool read_foreign_note(std::string_view text, PotentialMap& map);
+inline constexpr std::size_t kMaxForeignName = 24;
 /// The physics line of a map: physics_comment's for espgrid's maps, what is known for a foreign one.
 std::string map_physics_text(const PotentialMap& map);
 /// The same from bytes in memory (fuzzers, tests); `name` stands for the file in messages.

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cmath>
@@ -13,6 +14,7 @@
 #include "src/core/errors.h"
 #include "src/core/text_format.h"
 #include "src/core/text_parsing.h"
+#include "src/core/units.h"
 #include "src/maps/map_formats.h"
 #include "src/maps/map_reading.h"
 
@@ -100,6 +102,40 @@ std::string foreign_map_title(const PotentialMap& map) {
 
 std::string foreign_map_unit(const PotentialMap& map) {
   return map.unit_known ? "values in " + unit_name(map.physics.unit) : std::string("values in an unknown unit");
+}
+
+bool read_foreign_note(std::string_view text, PotentialMap& map) {
+  constexpr std::string_view kProgram = "not computed by espgrid (";
+  if (const std::size_t at = text.find(kProgram); at != std::string_view::npos) {
+    if (!map.foreign.empty()) return false;  // the title comes first; a file name after it is not one
+    const std::string_view rest = text.substr(at + kProgram.size());
+    // The program's name ends at the ')' before "): its values" (.dx, .vti) or at the text's
+    // last ')' (an .mrc label, "...(APBS)" padded with blanks).
+    std::size_t end = rest.find("): ");
+    if (end == std::string_view::npos) end = rest.rfind(')');
+    const std::string_view name = rest.substr(0, end == std::string_view::npos ? 0 : end);
+    // A name every format writes back as read (an .mrc label holds 80 characters); any other is
+    // not trusted to be one.
+    const bool plain = !name.empty() && name.size() <= kMaxForeignName &&
+                       std::all_of(name.begin(), name.end(), [](char c) { return c >= ' ' && c <= '~' && c != '(' && c != ')'; });
+    map.foreign = plain ? std::string(name) : std::string("another program");
+    return false;
+  }
+  constexpr std::string_view kUnit = "values in ";
+  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
+  if (text.rfind(kUnit, 0) != 0) return false;
+  std::string_view unit = text.substr(kUnit.size());
+  unit = unit.substr(0, std::min(unit.find(';'), unit.size()));  // .mrc: "...; model and medium unknown"
+  while (!unit.empty() && (unit.back() == ' ' || unit.back() == '\t' || unit.back() == '\r')) unit.remove_suffix(1);
+  PhysicsOptions physics;  // a foreign map's physics: nothing known but the unit
+  try {
+    physics.unit = parse_unit(std::string(unit));
+  } catch (const UsageError&) {
+    return false;  // "values in an unknown unit", or a unit espgrid does not write
+  }
+  map.physics = physics;
+  if (map.foreign.empty()) map.foreign = "another program";  // only converted maps say "values in"
+  return true;
 }
 
 std::string map_physics_text(const PotentialMap& map) {

@@ -455,7 +455,8 @@ PotentialMap read_mrc_bytes(const ByteSource& bytes, bool* unit_known) {
          " floats its header announces: a header that does not describe the data");
 
   const int labels = std::clamp(w.integer(56), 0, kLabels);
-  const bool known = physics_from_labels(w, labels, map.physics);
+  bool known = physics_from_labels(w, labels, map.physics);
+  for (int l = 0; l < labels && !known; ++l) known = read_foreign_note(w.label(l), map);  // a converted map
   if (known) check_read_physics(map.physics, path, 0);
   if (unit_known) *unit_known = known;
 

@@ -539,6 +539,25 @@ bool physics_from_fields(const std::string& path, const std::vector<ArrayInfo>& 
   return true;
 }
 
+/// A converted map's fields (written for PotentialMap::foreign: "converted", "values_unit"),
+/// read into `map` by read_foreign_note; true when they say the unit.
+template <class Field>
+bool foreign_from_fields(const std::string& path, const std::vector<ArrayInfo>& fields, Field field,
+                         PotentialMap& map, std::size_t& line) {
+  bool known = false;
+  for (const char* name : {"converted", "values_unit"})
+    for (const ArrayInfo& f : fields) {
+      if (f.name != name) continue;
+      if (f.type != "String") throw InputError(path, f.line, "field '" + f.name + "' is not a String");
+      std::string text = field(f);
+      if (read_foreign_note(text.substr(0, text.find('\0')), map)) {
+        known = true;
+        line = f.line;
+      }
+    }
+  return known;
+}
+
 PotentialMap read_uncompressed(const ByteSource& bytes, const VtiLayout& v, bool* unit_known) {
   PotentialMap map;
   map.grid = v.grid;
@@ -583,7 +602,8 @@ PotentialMap read_uncompressed(const ByteSource& bytes, const VtiLayout& v, bool
   for (const ArrayInfo& f : v.fields)
     if (f.format == "appended") appended_fields.push_back(f);
   std::size_t physics_line = 0;
-  const bool known = physics_from_fields(v.path, appended_fields, field, map.physics, physics_line);
+  const bool known = physics_from_fields(v.path, appended_fields, field, map.physics, physics_line) ||
+                     foreign_from_fields(v.path, appended_fields, field, map, physics_line);
   if (known) check_read_physics(map.physics, v.path, physics_line);
   if (unit_known) *unit_known = known;
 
@@ -841,7 +861,8 @@ PotentialMap read_encoded(const ByteSource& bytes, const VtiLayout& v, bool* uni
     return raw;
   };
   std::size_t physics_line = 0;
-  const bool known = physics_from_fields(v.path, v.fields, field, map.physics, physics_line);
+  const bool known = physics_from_fields(v.path, v.fields, field, map.physics, physics_line) ||
+                     foreign_from_fields(v.path, v.fields, field, map, physics_line);
   if (known) check_read_physics(map.physics, v.path, physics_line);
   if (unit_known) *unit_known = known;
   check_read_values(map, v.path);
