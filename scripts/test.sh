@@ -11,9 +11,13 @@ if [ "${ESPGRID_SKIP_HARDENING:-0}" != 1 ]; then
 else
   bash scripts/install-deps.sh --interop
 fi
+t0=$SECONDS
 bash scripts/build.sh
+echo "test.sh: installed and built in $((SECONDS - t0)) s"
+t1=$SECONDS
 ctest --test-dir "${BUILD_DIR:-build}" --output-on-failure -j "$(nproc)"
-# Sanitizer build + CPU tests, and the fuzzers for ESPGRID_FUZZ_SECONDS (default 45) each:
+echo "test.sh: ctest in $((SECONDS - t1)) s"
+# Sanitizer build + CPU tests, and the fuzzers for ESPGRID_FUZZ_SECONDS (default 30) each:
 # docs/reliability.md. ESPGRID_SKIP_HARDENING=1 leaves them out (e.g. for a quick local run).
 if [ "${ESPGRID_SKIP_HARDENING:-0}" != 1 ]; then
   bash scripts/hardening.sh
