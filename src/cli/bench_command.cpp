@@ -32,6 +32,7 @@
 #include "src/core/text_parsing.h"
 #include "src/core/units.h"
 #include "src/os/atomic_output_file.h"
+#include "src/os/temporary_folder.h"
 #include "src/pipeline/map_pipeline.h"
 #include "src/registry/kernel_registry.h"
 #include "src/structure/structure_reader.h"

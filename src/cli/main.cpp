@@ -8,7 +8,7 @@
 
 #include "src/cli/commands.h"
 #include "src/core/errors.h"
-#include "src/os/atomic_output_file.h"
+#include "src/os/interrupt_cleanup.h"
 
 namespace {
 

@@ -24,6 +24,7 @@
 #include "src/core/text_format.h"
 #include "src/core/text_parsing.h"
 #include "src/os/atomic_output_file.h"
+#include "src/os/child_process.h"
 
 namespace espgrid {
 namespace {
@@ -93,7 +94,7 @@ std::string full_note(const fs::path& folder) {
          (variable && *variable ? " (TMPDIR)" : "") + "; free space there or set TMPDIR to another directory)";
 }
 
-/// Runs argv (argv[0] a path) in `folder` (os/atomic_output_file.h: run_child, in a process
+/// Runs argv (argv[0] a path) in `folder` (os/child_process.h: run_child, in a process
 /// group the interrupt handler ends) with stdin from /dev/null and stdout and stderr into
 /// folder/`log_name`; no shell is involved, so no name needs quoting.
 ProgramRun run_program(const std::vector<std::string>& argv, const fs::path& folder, const std::string& log_name,
