@@ -31,6 +31,7 @@
 #include "src/core/text_format.h"
 #include "src/core/text_parsing.h"
 #include "src/core/units.h"
+#include "src/maps/map_format_table.h"
 #include "src/os/atomic_output_file.h"
 #include "src/os/temporary_folder.h"
 #include "src/pipeline/map_pipeline.h"
@@ -783,8 +784,8 @@ cxxopts::Options bench_options() {
                 "atoms on a GPU); msm-accuracy (not in all: the error table behind --accuracy); end-to-end (not in "
                 "all: a structure file to map files through espgrid map's path)",
        cxxopts::value<std::string>()->default_value("none"))
-      ("formats", "end-to-end: the map formats to write, a comma list of mrc, dx, dx.gz, vti",
-       cxxopts::value<std::string>()->default_value("mrc,dx,vti"))
+      ("formats", "end-to-end: the map formats to write, a comma list of " + map_format_words(),
+       cxxopts::value<std::string>()->default_value(map_format_words(true, ",")))
       ("scratch", "end-to-end: folder for the map files (removed after each run; they may be GBs)",
        cxxopts::value<std::string>())
       ("sweep-only", "run the sweeps only, not the table of every variant")
@@ -834,8 +835,7 @@ int run_bench(int argc, char** argv) {
     if (!args.count("input"))
       throw UsageError("--sweep end-to-end needs a structure file: espgrid bench FILE.pqr --sweep end-to-end");
     for (const std::string& f : split_commas(args["formats"].as<std::string>())) {
-      if (f != "mrc" && f != "dx" && f != "dx.gz" && f != "vti")
-        throw UsageError("--formats takes mrc, dx, dx.gz and vti, got '" + f + "'");
+      if (!find_map_format_word(f)) throw UsageError("--formats takes " + map_format_words() + ", got '" + f + "'");
       e2e_formats.push_back(f);
     }
     e2e.job = job;

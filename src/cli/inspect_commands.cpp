@@ -11,6 +11,7 @@
 #include "src/cli/options.h"
 #include "src/core/errors.h"
 #include "src/core/text_format.h"
+#include "src/maps/map_format_table.h"
 #include "src/maps/map_formats.h"
 #include "src/pipeline/map_pipeline.h"
 
@@ -116,13 +117,13 @@ int run_atoms(int argc, char** argv) {
 
 int run_convert(int argc, char** argv) {
   cxxopts::Options options("espgrid convert", "Write a map file in another format (the grid and values unchanged).\n");
-  options.custom_help("INPUT -o OUTPUT.vti|OUTPUT.dx|OUTPUT.mrc [--units U]");
+  options.custom_help("INPUT -o OUTPUT." + map_format_words(false, "|OUTPUT.") + " [--units U]");
   options.positional_help("");
   // clang-format off
   options.add_options("Input")
-      ("input", "map to read: .dx, .dx.gz, .mrc/.map/.ccp4 or .vti (any map espgrid writes; APBS's .dx)", cxxopts::value<std::string>());
+      ("input", "map to read: " + map_extensions_text() + " (any map espgrid writes; APBS's .dx)", cxxopts::value<std::string>());
   options.add_options("Output")
-      ("o,output", "map to write (.vti, .dx or .mrc/.map/.ccp4); repeat for several", cxxopts::value<std::vector<std::string>>())
+      ("o,output", "map to write (" + map_extensions_text() + "); repeat for several", cxxopts::value<std::vector<std::string>>())
       ("units", "the input's unit when its header does not say (kT/e, kcal/mol/e or V)", cxxopts::value<std::string>());
   // clang-format on
   const JobOptionSet write_options{{OptionGroup::Output}, {"output"}};  // --compression, --no-stream

@@ -20,6 +20,7 @@
 #include "src/core/errors.h"
 #include "src/core/stopwatch.h"
 #include "src/core/text_format.h"
+#include "src/maps/map_format_table.h"
 #include "src/maps/map_stream.h"
 #include "src/os/atomic_output_file.h"
 #include "src/pipeline/map_pipeline.h"
@@ -385,7 +386,7 @@ int run_map_distributed(const cxxopts::ParseResult& args, scaleout::Cluster& clu
 
 int run_map(int argc, char** argv) {
   cxxopts::Options options("espgrid map", "Compute the electrostatic potential of a charged structure on a grid.\n");
-  options.custom_help("INPUT -o OUTPUT.vti|OUTPUT.dx|OUTPUT.mrc [-o ...] [options]");
+  options.custom_help("INPUT -o OUTPUT." + map_format_words(false, "|OUTPUT.") + " [-o ...] [options]");
   options.positional_help("");
   add_job_options(options, kMapOptions, "structure file (.pqr, .xyz; .pdb or .cif: charges from pdb2pqr)");
   options.add_options("Output")(

@@ -13,6 +13,7 @@
 #include "src/cli/options.h"
 #include "src/core/errors.h"
 #include "src/core/text_format.h"
+#include "src/maps/map_format_table.h"
 #include "src/maps/map_formats.h"
 #include "src/os/atomic_output_file.h"
 #include "src/pipeline/map_pipeline.h"
@@ -61,7 +62,7 @@ int run_view(int argc, char** argv) {
   options.add_options("Input")
       ("structure", "the structure the map was computed from (.pqr, .xyz; for a PDB/mmCIF map, the PQR `espgrid map` kept)",
        cxxopts::value<std::string>())
-      ("map", "the map: .dx (espgrid's, APBS's or any DX of that layout)", cxxopts::value<std::string>())
+      ("map", "the map: " + map_extensions_text() + " (any map espgrid writes; APBS's .dx)", cxxopts::value<std::string>())
       ("format", "structure format when the extension does not say: pqr or xyz", cxxopts::value<std::string>())
       ("units", "the map's unit when its header does not say (kT/e, kcal/mol/e or V)", cxxopts::value<std::string>());
   options.add_options("Output")

@@ -9,6 +9,7 @@
 #include "src/core/errors.h"
 #include "src/core/number_parsing.h"
 #include "src/core/text_format.h"
+#include "src/maps/map_format_table.h"
 #include "src/msm/msm_parameters.h"
 
 namespace espgrid {
@@ -249,15 +250,12 @@ void add_input_options(std::vector<JobOption>& t) {
 
 /// The map files and how they are written.
 void add_output_options(std::vector<JobOption>& t) {
-  JobOption output = value(
-      "output", G::Output,
-      "map to write: .vti (ParaView), .dx or .dx.gz (VMD, PyMOL, ChimeraX, APBS) or .mrc/.map/.ccp4 (MRC2014: "
-      "ChimeraX, PyMOL, VMD, Coot, Mol*); .mrc and .vti are written while the map is computed; repeat for several",
-      "", [](MapJob& j, const OptionValue& v) {
-        std::string path = v.as_text("output");
-        if (path.empty()) throw UsageError("-o needs a file name");
-        j.outputs.push_back(std::move(path));
-      });
+  JobOption output = value("output", G::Output, "map to write: " + map_formats_help() + "; repeat for several", "",
+                           [](MapJob& j, const OptionValue& v) {
+                             std::string path = v.as_text("output");
+                             if (path.empty()) throw UsageError("-o needs a file name");
+                             j.outputs.push_back(std::move(path));
+                           });
   output.short_name = 'o';
   output.repeatable = true;
   t.push_back(output);
