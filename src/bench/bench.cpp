@@ -30,6 +30,13 @@ namespace espgrid::bench {
 
 // ---- statistics ----------------------------------------------------------------------------
 
+std::string format_or_dash(const char* printf_format, double value) {
+  if (!std::isfinite(value)) return "-";
+  char buffer[48];
+  std::snprintf(buffer, sizeof buffer, printf_format, value);
+  return buffer;
+}
+
 Stats summarize(std::vector<double> samples) {
   if (samples.empty()) throw Error("no samples to summarize");
   std::sort(samples.begin(), samples.end());
@@ -140,9 +147,9 @@ double ceiling_for(const KernelVariant& kernel, const Settings& settings) {
   return kernel.serial ? settings.cpu_core_evals_per_second : settings.cpu_all_evals_per_second;
 }
 
-Row blank_row(std::string sweep, const KernelVariant& kernel, const GridSumProblem& problem,
-              const RunOptions& options) {
-  Row row;
+Measurement blank_measurement(std::string sweep, const KernelVariant& kernel, const GridSumProblem& problem,
+                              const RunOptions& options) {
+  Measurement row;
   row.sweep = std::move(sweep);
   row.kernel = std::string(kernel.name);
   row.backend = std::string(backend_name(kernel.backend));
@@ -160,7 +167,7 @@ Row blank_row(std::string sweep, const KernelVariant& kernel, const GridSumProbl
 
 namespace {
 
-void add_note(Row& row, const std::string& note) {
+void add_note(Measurement& row, const std::string& note) {
   if (note.empty()) return;
   row.note += (row.note.empty() ? "" : "; ") + note;
 }
@@ -183,7 +190,7 @@ TimedRuns time_runs(const std::function<RunTiming()>& run_once, const std::funct
   return out;
 }
 
-void fill_rates(Row& row, const TimedRuns& timed, double evaluations, const KernelVariant& kernel,
+void fill_rates(Measurement& row, const TimedRuns& timed, double evaluations, const KernelVariant& kernel,
                 double ceiling_per_second) {
   const Stats& k = timed.kernel_seconds;
   row.kernel_ms = {k.median * 1e3, k.min * 1e3, k.max * 1e3};
@@ -198,13 +205,13 @@ void fill_rates(Row& row, const TimedRuns& timed, double evaluations, const Kern
   if (row.wall_ms_median > 0) row.wall_evals_per_s = evaluations / timed.wall_seconds_median;
 }
 
-Row measure(std::string sweep, const KernelVariant& kernel, const PreparedProblem& problem, const RunOptions& options,
-            const Settings& settings, bool refusal_is_unsupported) {
+Measurement measure(std::string sweep, const KernelVariant& kernel, const PreparedProblem& problem,
+                    const RunOptions& options, const Settings& settings, bool refusal_is_unsupported) {
   if (settings.repeats < 1) throw UsageError("--repeats must be at least 1");
   if (settings.warmup < 0) throw UsageError("--warmup must be 0 or more");
   if (!(settings.budget_seconds > 0)) throw UsageError("--budget must be positive");
   const GridSumProblem full = problem.view(nullptr);
-  Row row = blank_row(std::move(sweep), kernel, full, options);
+  Measurement row = blank_measurement(std::move(sweep), kernel, full, options);
   row.repeats = settings.repeats;
   row.warmup = settings.warmup;
 
@@ -318,7 +325,7 @@ std::string csv_header() {
   return out;
 }
 
-std::string csv_line(const Row& r) {
+std::string csv_line(const Measurement& r) {
   const std::vector<std::string> fields = {csv_field(r.sweep),
                                            csv_field(r.kernel),
                                            csv_field(r.backend),
@@ -445,7 +452,7 @@ class JsonObject {
   std::string text_;
 };
 
-std::string row_json(const Row& r) {
+std::string measurement_json(const Measurement& r) {
   JsonObject o;
   o.str("sweep", r.sweep).str("kernel", r.kernel).str("backend", r.backend);
   o.integer("nx", r.nx).integer("ny", r.ny_used).integer("nz_used", r.nz_used);
@@ -517,7 +524,7 @@ Metadata host_metadata() {
   return m;
 }
 
-std::string json_document(std::string_view kind, const Metadata& m, const std::vector<Row>& rows,
+std::string json_document(std::string_view kind, const Metadata& m, const std::vector<Measurement>& rows,
                           const std::vector<Speedup>& speedups) {
   JsonObject ceiling;
   ceiling.num("rsqrt_per_second", m.rsqrt_per_second).num("sm_clock_ghz", m.sm_clock_ghz);
@@ -543,7 +550,7 @@ std::string json_document(std::string_view kind, const Metadata& m, const std::v
   out += "  \"columns\": [";
   for (std::size_t i = 0; i < csv_columns().size(); ++i) out += (i ? ", " : "") + json_string(csv_columns()[i]);
   out += "],\n  \"rows\": [";
-  for (std::size_t i = 0; i < rows.size(); ++i) out += std::string(i ? "," : "") + "\n    " + row_json(rows[i]);
+  for (std::size_t i = 0; i < rows.size(); ++i) out += std::string(i ? "," : "") + "\n    " + measurement_json(rows[i]);
   out += rows.empty() ? "],\n" : "\n  ],\n";
   out += "  \"speedups\": [";
   for (std::size_t i = 0; i < speedups.size(); ++i)
@@ -564,13 +571,13 @@ void write_text(const std::string& path, const std::string& text) {
 }
 
 std::vector<std::string> write_results(const std::string& directory, std::string_view kind, const Metadata& meta,
-                                       const std::vector<Row>& rows, const std::vector<Speedup>& speedups) {
+                                       const std::vector<Measurement>& rows, const std::vector<Speedup>& speedups) {
   std::error_code ec;
   std::filesystem::create_directories(directory, ec);
   if (ec) throw Error("cannot create " + directory + ": " + ec.message());
   const std::string base = (std::filesystem::path(directory) / ("bench-" + std::string(kind))).string();
   std::string csv = csv_header() + "\n";
-  for (const Row& r : rows) csv += csv_line(r) + "\n";
+  for (const Measurement& r : rows) csv += csv_line(r) + "\n";
   write_text(base + ".csv", csv);
   write_text(base + ".json", json_document(kind, meta, rows, speedups));
   return {base + ".csv", base + ".json"};
@@ -619,7 +626,8 @@ std::string scaling_json(const GpuScaling& g) {
 }  // namespace
 
 std::vector<std::string> write_gpu_scaling(const std::string& directory, const Metadata& meta,
-                                           const std::vector<Row>& rows, const std::vector<GpuScaling>& scaling) {
+                                           const std::vector<Measurement>& rows,
+                                           const std::vector<GpuScaling>& scaling) {
   if (rows.size() != scaling.size()) throw Error("write_gpu_scaling: rows and scaling entries do not pair up");
   std::error_code ec;
   std::filesystem::create_directories(directory, ec);
