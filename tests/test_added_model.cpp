@@ -1,4 +1,4 @@
-// A model added in one file reaches everything (issue 22): tests/models/softened_potential.h,
+// A model added in one file reaches everything: tests/models/softened_potential.h,
 // compiled into espgrid_core_added_model through ESPGRID_EXTRA_MODEL_HEADER and nothing else.
 // Every registry row whose kernel is templated on the evaluator computes it (against the double
 // oracle, which instantiates the same evaluator in double), the option table offers the model

@@ -140,7 +140,7 @@ class MapReaders : public testing::ScratchDirTest {
   }
 };
 
-// ==== every format espgrid writes reads back (issue #25) ===========================================
+// ==== every format espgrid writes reads back ===========================================
 
 TEST_F(MapReaders, EveryFormatReadsBackWithItsGridValuesAndPhysics) {
   for (const PairModel model : {PairModel::Coulomb, PairModel::Distance, PairModel::Debye}) {
@@ -178,7 +178,7 @@ TEST_F(MapReaders, MrcHeaderNumbersReadAsTheDecimalsTheyStandFor) {
   EXPECT_EQ(back.grid.origin, m.grid.origin);
 }
 
-// ==== .mrc placement for every reader (issue #25) ==================================================
+// ==== .mrc placement for every reader ==================================================
 
 /// The header of an .mrc: the 56 words (1-based as in the spec).
 struct MrcWords {
@@ -257,7 +257,7 @@ TEST_F(MapReaders, MrcPhysicsLabelsSplitAndOldLabelsStillRead) {
   EXPECT_EQ(back.physics.dielectric, 4);
 }
 
-// ==== .dx read by its structure (issue #21) ========================================================
+// ==== .dx read by its structure ========================================================
 
 TEST_F(MapReaders, DxValueTooManyOrTooFewIsFoundOnItsLine) {
   const std::string data = "1 2 3\n4 5 6\n7 8\n";
@@ -374,7 +374,7 @@ TEST_F(MapReaders, TruncatedOrCorruptDxGzIsAnError) {
 }
 #endif
 
-// ==== .mrc and .vti read by their sizes (issue #21) ================================================
+// ==== .mrc and .vti read by their sizes ================================================
 
 TEST_F(MapReaders, MrcTruncatedOrWithBytesAfterTheDataIsAnError) {
   const std::string whole = written(sample_map(), "m.mrc");

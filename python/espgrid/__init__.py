@@ -205,7 +205,7 @@ def average_map(*args, **kwargs):
 
 average_map.__doc__ = "The potential averaged over a trajectory's frames; see espgrid.trajectory.average_map."
 
-# Map.view and the notebook display of its page (python/espgrid/view.py, issue 26).
+# Map.view and the notebook display of its page (python/espgrid/view.py).
 from .view import View, view as _view  # noqa: E402
 
 Map.view = _view

@@ -56,7 +56,7 @@ int run_kernels(int argc, char** argv) {
   const bool have_cuda = cuda_available(&reason);
   std::printf("%-16s %-7s %-9s %-8s %-23s %-5s %-4s %s\n", "NAME", "BACKEND", "ROLE", "ACCURACY", "MODELS", "FLOPS",
               "RUNS", "WHAT IT DOES");
-  std::vector<std::string> not_here;  // why a row cannot run here, once per reason
+  std::vector<std::string> not_here;  // why an entry cannot run here, once per reason
   for (const auto& k : kernel_variants()) {
     std::string why;
     const bool runs = k.available(&why);
@@ -68,7 +68,7 @@ int run_kernels(int argc, char** argv) {
   std::printf(
       "\nFLOPS: floating-point operations per atom evaluation (FMA = 2). ACCURACY: exact = float32\n"
       "rounding of the exact sum (exact*: atomics, the last bits vary between runs); ~E = an approximate\n"
-      "method with relative RMS error bound E. RUNS: whether the row can run here.\n");
+      "method with relative RMS error bound E. RUNS: whether the entry can run here.\n");
   for (const std::string& why : not_here)
     if (why != reason) std::printf("Cannot run here: %s\n", why.c_str());  // the CUDA reason follows
   std::printf("CUDA: %s\n", have_cuda ? "available" : ("unavailable: " + reason).c_str());

@@ -2,7 +2,7 @@
 // before its frames are averaged (python/espgrid/trajectory.py). MDAnalysis counts a DCD's
 // frames from the file's size and ignores the count in its header, so a trajectory cut short
 // by a full disk or an interrupted copy was averaged over the frames that were left, with exit
-// 0 (issue #21). Like a read error part-way through a structure file, a trajectory shorter than
+// 0. Like a read error part-way through a structure file, a trajectory shorter than
 // its header, or one that ends inside a frame, is an error here.
 #pragma once
 
