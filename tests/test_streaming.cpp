@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -14,8 +15,8 @@
 #include <thread>
 
 #include "src/core/errors.h"
-#include "src/maps/map_formats.h"
 #include "src/maps/map_format_table.h"
+#include "src/maps/map_formats.h"
 #include "src/maps/map_stream.h"
 #include "src/pipeline/map_pipeline.h"
 #include "tests/file_helpers.h"
@@ -205,6 +206,10 @@ void expect_streamed_files_match(const std::string& kernel_name, const RunOption
 TEST_F(Streaming, ComputeMapStreamsOnTheCpu) {
   for (const auto& k : kernel_variants())
     if (k.backend == Backend::Cpu && k.supports(PairModel::Coulomb)) {
+      if (!k.not_built.empty()) {  // cpu-simd without Google Highway: listed, cannot run
+        std::printf("%s skipped: %s\n", std::string(k.name).c_str(), std::string(k.not_built).c_str());
+        continue;
+      }
       SCOPED_TRACE(std::string(k.name));
       expect_streamed_files_match(std::string(k.name), {}, dir_);
     }
