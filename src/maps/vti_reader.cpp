@@ -7,6 +7,9 @@
 // is read or allocated: a truncated file or one whose byte counts run past its data is
 // refused, never read as garbage. VTK's reader is not used: it crashed on damaged files
 // (fuzz_map found three SIGSEGVs in it, the last in its block reader).
+//
+// Longer than 500 lines because it is one format's parser: the header scanner, the layout's
+// checks and the array readers share the layout's types (the decoders are vti_decoding.cpp).
 #include <algorithm>
 #include <array>
 #include <bit>
