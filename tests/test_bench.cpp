@@ -367,7 +367,7 @@ void off_by_a_percent(const GridSumProblem& p, const RunOptions& o) {
 void refuses(const GridSumProblem&, const RunOptions&) { throw UsageError("block 4096x1 is too large"); }
 
 /// A CPU registry row running `run`: a fake variant for the measuring code.
-KernelVariant fake_cpu_row(std::string_view name, KernelVariant::CpuRun run) {
+KernelVariant fake_cpu_entry(std::string_view name, KernelVariant::CpuRun run) {
   KernelVariant k = reference_kernel();
   k.name = name;
   k.role = KernelRole::Alternative;
@@ -438,9 +438,9 @@ TEST(BenchMeasure, WrongOrUnwrittenOutputsFailAndRefusalsAreUnsupported) {
   const PreparedProblem problem(random_atoms(200, grid, 13), grid, 1.0);
   Settings settings;
   settings.repeats = 2;
-  const KernelVariant unwritten = fake_cpu_row("fake-unwritten", &leaves_last_point);
-  const KernelVariant wrong = fake_cpu_row("fake-wrong", &off_by_a_percent);
-  const KernelVariant refusing = fake_cpu_row("fake-refusing", &refuses);
+  const KernelVariant unwritten = fake_cpu_entry("fake-unwritten", &leaves_last_point);
+  const KernelVariant wrong = fake_cpu_entry("fake-wrong", &off_by_a_percent);
+  const KernelVariant refusing = fake_cpu_entry("fake-refusing", &refuses);
 
   const Measurement u = measure("variants", unwritten, problem, {}, settings);
   EXPECT_EQ(u.status, Status::Fail);
@@ -539,9 +539,9 @@ TEST(BenchFiles, CsvRowsHaveEveryColumn) {
 }
 
 TEST(BenchFiles, JsonReadsBackWithRowsAndMetadata) {
-  EXPECT_EQ(json_number(kNotAvailable), "null");
-  EXPECT_EQ(json_number(std::numeric_limits<double>::infinity()), "null");
-  EXPECT_EQ(json_string("a\"b\\c\n\x01"), "\"a\\\"b\\\\c\\n\\u0001\"");
+  EXPECT_EQ(JsonLine().num("x", kNotAvailable).text(), "{\"x\": null}");
+  EXPECT_EQ(JsonLine().num("x", std::numeric_limits<double>::infinity()).text(), "{\"x\": null}");
+  EXPECT_EQ(JsonLine().str("x", "a\"b\\c\n\x01").text(), "{\"x\": \"a\\\"b\\\\c\\n\\u0001\"}");
 
   Metadata meta = host_metadata();
   meta.command_line = "espgrid bench --out \"x y\"";

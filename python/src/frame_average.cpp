@@ -7,6 +7,7 @@
 
 #include "src/core/errors.h"
 #include "src/core/text_format.h"
+#include "src/core/thread_count.h"
 #include "src/structure/structure_reader.h"
 
 namespace espgrid::python {
@@ -92,7 +93,7 @@ void FrameAverage::add_frame(const double* xyz, const ProgressFn& progress) {
   const double count = static_cast<double>(++frames_);
   const float* values = result.map.values.data();
   const auto points = static_cast<std::int64_t>(mean_.size());
-  const int threads = job_.compute.run.threads > 0 ? job_.compute.run.threads : omp_get_max_threads();
+  const int threads = threads_to_use(job_.compute.run.threads);
   double* mean = mean_.data();
   double* m2 = with_deviation_ ? m2_.data() : nullptr;
 #pragma omp parallel for num_threads(threads) schedule(static)

@@ -18,6 +18,7 @@
 #include "src/compute/prepared_problem.h"
 #include "src/core/atoms.h"
 #include "src/core/grid.h"
+#include "src/core/json.h"
 #include "src/core/random_atoms.h"
 #include "src/pipeline/map_pipeline.h"
 #include "src/registry/kernel_registry.h"
@@ -172,10 +173,22 @@ std::string csv_header();
 std::string csv_line(const Measurement& row);
 /// Quotes a CSV field when it holds a comma, quote or line break.
 std::string csv_field(std::string_view text);
-/// JSON string literal with escapes; bytes that are not well-formed UTF-8 become U+FFFD (JSON is UTF-8).
-std::string json_string(std::string_view text);
-/// JSON number, or null for NaN and infinities.
-std::string json_number(double value);
+/// One JSON object of a result file, written on one line by espgrid's JSON writer
+/// (core/json.h): members in the order added, numbers that read back exactly (null when not
+/// measured), text always valid UTF-8 (a file name in another encoding too).
+class JsonLine {
+ public:
+  JsonLine& str(std::string_view key, std::string_view value);
+  JsonLine& num(std::string_view key, double value);
+  JsonLine& integer(std::string_view key, long long value);
+  JsonLine& flag(std::string_view key, bool value);
+  JsonLine& object(std::string_view key, const JsonLine& value);
+  JsonLine& array(std::string_view key, const std::vector<JsonLine>& items);
+  std::string text() const { return json_.dump(0); }
+
+ private:
+  Json json_ = Json::object();
+};
 /// Writes `text` to `path` through a temporary file renamed into place (AtomicOutputFile):
 /// a result file is whole or absent. Throws Error naming `path` on failure.
 void write_text(const std::string& path, const std::string& text);
@@ -221,7 +234,6 @@ Metadata host_metadata();
 std::string git_commit();
 /// "model name" of /proc/cpuinfo, or "unknown".
 std::string host_cpu_model();
-std::string utc_now_iso();
 
 std::string json_document(std::string_view kind, const Metadata& meta, const std::vector<Measurement>& rows,
                           const std::vector<Speedup>& speedups = {});

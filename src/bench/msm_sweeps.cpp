@@ -1,3 +1,6 @@
+// The multilevel summation's sweeps of `espgrid bench` (msm_sweeps.h). Longer than 500 lines
+// because the two sweeps share their structures (lattices of a bundled molecule), their runs of
+// the MSM and the exact kernel, and their result files' helpers.
 #include "src/bench/msm_sweeps.h"
 
 #include <algorithm>
@@ -51,7 +54,7 @@ std::string document(std::string_view kind, const Metadata& meta,
   std::string json = json_document(kind, meta, {});
   const std::size_t end = json.rfind("\n}");
   json = json.substr(0, end);
-  for (const auto& [name, array] : arrays) json += ",\n  " + json_string(name) + ": " + array;
+  for (const auto& [name, array] : arrays) json += ",\n  " + json_quoted(name) + ": " + array;
   return json + "\n}\n";
 }
 
@@ -60,22 +63,6 @@ std::string array_of(const std::vector<std::string>& objects) {
   for (std::size_t i = 0; i < objects.size(); ++i) out += std::string(i ? "," : "") + "\n    " + objects[i];
   return out + (objects.empty() ? "]" : "\n  ]");
 }
-
-/// "key": value pairs of one JSON object, in order.
-class Object {
- public:
-  Object& str(std::string_view k, std::string_view v) { return add(k, json_string(v)); }
-  Object& num(std::string_view k, double v) { return add(k, json_number(v)); }
-  Object& integer(std::string_view k, long long v) { return add(k, std::to_string(v)); }
-  Object& add(std::string_view k, const std::string& v) {
-    text_ += (text_.empty() ? "" : ", ") + json_string(k) + ": " + v;
-    return *this;
-  }
-  std::string text() const { return "{" + text_ + "}"; }
-
- private:
-  std::string text_;
-};
 
 std::string csv_num(double v) { return std::isfinite(v) ? number_text(v) : ""; }
 
@@ -225,7 +212,7 @@ void print_msm_line(const MsmMeasurement& r) {
 }
 
 std::string msm_measurement_json(const MsmMeasurement& r) {
-  Object o;
+  JsonLine o;
   o.str("part", r.part).str("structure", r.structure).integer("atoms", static_cast<long long>(r.atoms));
   o.num("net_charge", r.net_charge).integer("nx", r.nx).integer("ny", r.ny).integer("nz", r.nz);
   o.num("points", r.points()).num("spacing", r.spacing).str("kernel", r.kernel).num("accuracy", r.accuracy);
@@ -233,12 +220,12 @@ std::string msm_measurement_json(const MsmMeasurement& r) {
   o.integer("levels", r.levels).num("bound", r.bound);
   o.num("kernel_ms_median", r.kernel_ms.median).num("kernel_ms_min", r.kernel_ms.min);
   o.num("kernel_ms_max", r.kernel_ms.max).num("wall_ms_median", r.wall_ms);
-  Object phases;
+  JsonLine phases;
   for (const char* name : kPhases) phases.num(name, r.phase_ms(name));
-  o.add("phases_ms", phases.text());
+  o.object("phases_ms", phases);
   o.num("relative_rms", r.error.relative_rms).num("rms_abs", r.error.rms_abs).num("max_abs", r.error.max_abs);
   o.integer("points_checked", static_cast<long long>(r.error.points));
-  o.str("exact_kernel", r.exact).num("exact_ms", r.exact_ms).add("exact_scaled", r.exact_scaled ? "true" : "false");
+  o.str("exact_kernel", r.exact).num("exact_ms", r.exact_ms).flag("exact_scaled", r.exact_scaled);
   o.str("exact_verified", status_name(r.exact_status)).num("speedup", r.speedup);
   o.str("verified", status_name(r.status)).str("note", r.note).str("device", r.device);
   return o.text();
@@ -475,7 +462,7 @@ bool sweep_msm(const MsmSweepContext& c) {
     std::vector<std::string> objects, crossing;
     for (const MsmMeasurement& r : rows) objects.push_back(msm_measurement_json(r));
     for (const Crossover& x : cross) {
-      Object o;
+      JsonLine o;
       o.num("accuracy", x.accuracy).num("atoms", x.atoms).str("text", x.text);
       crossing.push_back(o.text());
     }
@@ -486,7 +473,10 @@ bool sweep_msm(const MsmSweepContext& c) {
   return ok;
 }
 
-bool sweep_msm_accuracy(const MsmSweepContext& c) {
+namespace {
+
+/// The molecules --sweep msm-accuracy measures: the input, or the bundled structures.
+std::vector<std::string> accuracy_molecules(const MsmSweepContext& c) {
   std::vector<std::string> molecules;
   if (!c.base_structure.empty())
     molecules.push_back(c.base_structure);
@@ -497,6 +487,63 @@ bool sweep_msm_accuracy(const MsmSweepContext& c) {
   for (const std::string& m : molecules)
     if (!std::filesystem::exists(m))
       throw UsageError("--sweep msm-accuracy reads " + m + ", which is not there: run from the repository root");
+  return molecules;
+}
+
+/// bench-msm-accuracy.csv and .json in c.out_dir: every measurement, and the worst error per setting.
+void write_accuracy_files(const MsmSweepContext& c, const std::vector<AccuracyMeasurement>& rows,
+                          const std::vector<std::string>& worst_objects) {
+  std::error_code ec;
+  std::filesystem::create_directories(c.out_dir, ec);
+  if (ec) throw Error("cannot create " + c.out_dir + ": " + ec.message());
+  const std::string stem = (std::filesystem::path(c.out_dir) / "bench-msm-accuracy").string();
+  std::string csv =
+      "molecule,atoms,net_charge,nx,ny,nz,spacing,kernel,cutoff,msm_spacing,order,ratio,levels,relative_rms,rms_abs,"
+      "max_abs,max_abs_anywhere,points_checked,kernel_ms,verified,note\n";
+  std::vector<std::string> objects;
+  for (const AccuracyMeasurement& r : rows) {
+    csv += join({csv_field(r.molecule),
+                 std::to_string(r.atoms),
+                 csv_num(r.net_charge),
+                 std::to_string(r.nx),
+                 std::to_string(r.ny),
+                 std::to_string(r.nz),
+                 csv_num(r.spacing),
+                 csv_field(r.kernel),
+                 csv_num(r.params.cutoff),
+                 csv_num(r.params.spacing),
+                 std::to_string(r.params.order),
+                 csv_num(r.params.cutoff / r.params.spacing),
+                 std::to_string(r.levels),
+                 csv_num(r.error.relative_rms),
+                 csv_num(r.error.rms_abs),
+                 csv_num(r.error.max_abs),
+                 csv_num(r.error.max_abs_anywhere),
+                 std::to_string(r.error.points),
+                 csv_num(r.kernel_ms),
+                 std::string(status_name(r.status)),
+                 csv_field(r.note)});
+    JsonLine o;
+    o.str("molecule", r.molecule).integer("atoms", static_cast<long long>(r.atoms)).num("net_charge", r.net_charge);
+    o.integer("nx", r.nx).integer("ny", r.ny).integer("nz", r.nz).num("spacing", r.spacing).str("kernel", r.kernel);
+    o.num("cutoff", r.params.cutoff).num("msm_spacing", r.params.spacing).integer("order", r.params.order);
+    o.num("ratio", r.params.cutoff / r.params.spacing).integer("levels", r.levels);
+    o.num("relative_rms", r.error.relative_rms).num("rms_abs", r.error.rms_abs).num("max_abs", r.error.max_abs);
+    o.num("max_abs_anywhere", r.error.max_abs_anywhere)
+        .integer("points_checked", static_cast<long long>(r.error.points));
+    o.num("kernel_ms", r.kernel_ms).str("verified", status_name(r.status)).str("note", r.note);
+    objects.push_back(o.text());
+  }
+  write_text(stem + ".csv", csv);
+  write_text(stem + ".json", document("msm-accuracy", c.meta,
+                                      {{"accuracy_rows", array_of(objects)}, {"worst", array_of(worst_objects)}}));
+  std::printf("wrote %s.csv\nwrote %s.json\n", stem.c_str(), stem.c_str());
+}
+
+}  // namespace
+
+bool sweep_msm_accuracy(const MsmSweepContext& c) {
+  const std::vector<std::string> molecules = accuracy_molecules(c);
   const Backend backend = c.use_gpu ? Backend::Cuda : Backend::Cpu;
   const KernelVariant& k = msm_kernel(c.use_gpu, c.physics.model);
   const KernelVariant& exact = c.use_gpu ? exact_kernel(true) : fast_reference_kernel();
@@ -559,59 +606,13 @@ bool sweep_msm_accuracy(const MsmSweepContext& c) {
       if (r.params.cutoff == params.cutoff && r.params.spacing == params.spacing && r.params.order == params.order)
         worst = std::max(worst, r.error.relative_rms);
     std::printf("%-26s a/h %5.2f: %.3e\n", describe(params).c_str(), params.cutoff / params.spacing, worst);
-    Object o;
+    JsonLine o;
     o.num("cutoff", params.cutoff).num("msm_spacing", params.spacing).integer("order", params.order);
     o.num("ratio", params.cutoff / params.spacing).num("worst_relative_rms", worst);
     worst_objects.push_back(o.text());
   }
   std::fflush(stdout);
-  if (!c.out_dir.empty()) {
-    std::error_code ec;
-    std::filesystem::create_directories(c.out_dir, ec);
-    if (ec) throw Error("cannot create " + c.out_dir + ": " + ec.message());
-    const std::string stem = (std::filesystem::path(c.out_dir) / "bench-msm-accuracy").string();
-    std::string csv =
-        "molecule,atoms,net_charge,nx,ny,nz,spacing,kernel,cutoff,msm_spacing,order,ratio,levels,relative_rms,rms_abs,"
-        "max_abs,max_abs_anywhere,points_checked,kernel_ms,verified,note\n";
-    std::vector<std::string> objects;
-    for (const AccuracyMeasurement& r : rows) {
-      csv += join({csv_field(r.molecule),
-                   std::to_string(r.atoms),
-                   csv_num(r.net_charge),
-                   std::to_string(r.nx),
-                   std::to_string(r.ny),
-                   std::to_string(r.nz),
-                   csv_num(r.spacing),
-                   csv_field(r.kernel),
-                   csv_num(r.params.cutoff),
-                   csv_num(r.params.spacing),
-                   std::to_string(r.params.order),
-                   csv_num(r.params.cutoff / r.params.spacing),
-                   std::to_string(r.levels),
-                   csv_num(r.error.relative_rms),
-                   csv_num(r.error.rms_abs),
-                   csv_num(r.error.max_abs),
-                   csv_num(r.error.max_abs_anywhere),
-                   std::to_string(r.error.points),
-                   csv_num(r.kernel_ms),
-                   std::string(status_name(r.status)),
-                   csv_field(r.note)});
-      Object o;
-      o.str("molecule", r.molecule).integer("atoms", static_cast<long long>(r.atoms)).num("net_charge", r.net_charge);
-      o.integer("nx", r.nx).integer("ny", r.ny).integer("nz", r.nz).num("spacing", r.spacing).str("kernel", r.kernel);
-      o.num("cutoff", r.params.cutoff).num("msm_spacing", r.params.spacing).integer("order", r.params.order);
-      o.num("ratio", r.params.cutoff / r.params.spacing).integer("levels", r.levels);
-      o.num("relative_rms", r.error.relative_rms).num("rms_abs", r.error.rms_abs).num("max_abs", r.error.max_abs);
-      o.num("max_abs_anywhere", r.error.max_abs_anywhere)
-          .integer("points_checked", static_cast<long long>(r.error.points));
-      o.num("kernel_ms", r.kernel_ms).str("verified", status_name(r.status)).str("note", r.note);
-      objects.push_back(o.text());
-    }
-    write_text(stem + ".csv", csv);
-    write_text(stem + ".json", document("msm-accuracy", c.meta,
-                                        {{"accuracy_rows", array_of(objects)}, {"worst", array_of(worst_objects)}}));
-    std::printf("wrote %s.csv\nwrote %s.json\n", stem.c_str(), stem.c_str());
-  }
+  if (!c.out_dir.empty()) write_accuracy_files(c, rows, worst_objects);
   return ok;
 }
 

@@ -3,7 +3,6 @@
 // end). The measuring is in src/bench/bench.cpp and the sweeps in src/bench/exact_sweeps.cpp
 // and msm_sweeps.cpp; this file parses the options, checks them, prints the header and calls
 // the sweeps.
-#include <omp.h>
 
 #include <algorithm>
 #include <chrono>
@@ -33,6 +32,7 @@
 #include "src/core/stopwatch.h"
 #include "src/core/text_format.h"
 #include "src/core/text_parsing.h"
+#include "src/core/thread_count.h"
 #include "src/core/units.h"
 #include "src/maps/map_format_table.h"
 #include "src/os/atomic_output_file.h"
@@ -137,14 +137,14 @@ BenchInput bench_input(const cxxopts::ParseResult& args, const MapJob& job, cons
 }
 
 /// The run's metadata and the ceilings it is measured against: the GPU's rsqrt rate when a CUDA
-/// row is selected, the CPU's evaluation rate for cpu-simd when a CPU row is.
+/// entry is selected, the CPU's evaluation rate for cpu-simd when a CPU entry is.
 void measure_ceilings(BenchRun& b, const std::string& input_text, int argc, char** argv) {
   b.meta = host_metadata();
   b.meta.settings = b.settings;
   b.meta.device_index = b.run.device;
   b.meta.cuda_available = b.have_cuda;
   b.meta.cuda_reason = b.have_cuda ? "" : b.cuda_reason;
-  b.meta.cpu_threads = b.run.threads > 0 ? b.run.threads : omp_get_max_threads();
+  b.meta.cpu_threads = threads_to_use(b.run.threads);
   b.meta.input = input_text;
   b.meta.command_line = "espgrid";
   for (int i = 0; i < argc; ++i) b.meta.command_line += " " + shell_word(argv[i]);
@@ -207,7 +207,7 @@ void print_bench_header(const BenchRun& b, const std::string& input_text, const 
   if (std::isfinite(b.meta.cpu_core_evals_per_second))
     std::printf(
         "cpu ceil.  %.4g evaluations/s on one core, %.4g on %d threads (%s: FMA r², rsqrt estimate, Newton, "
-        "FMA, from registers); %%CEIL of CPU rows is against these\n",
+        "FMA, from registers); %%CEIL of the CPU kernels is against these\n",
         b.meta.cpu_core_evals_per_second, b.meta.cpu_all_evals_per_second, b.meta.cpu_threads,
         b.meta.cpu_simd_target.c_str());
   std::printf(
@@ -267,7 +267,7 @@ std::vector<std::string> parse_sweeps(const std::string& text) {
   return sweeps;
 }
 
-/// The rows to measure: --kernel's list (or all), on --backend's side; whether CUDA is usable
+/// The entries to measure: --kernel's list (or all), on --backend's side; whether CUDA is usable
 /// (--require-cuda and --backend cuda make its absence an error).
 void select_kernels(const cxxopts::ParseResult& args, const ComputeOptions& compute, BenchRun& b) {
   const std::string backend = args["backend"].as<std::string>();
@@ -342,6 +342,61 @@ cxxopts::Options bench_options() {
   return options;
 }
 
+/// --sweep end-to-end's request: the map job with bench's grid (--spacing, --padding), one kernel,
+/// the formats (--formats: words of the format table) and the scratch folder.
+EndToEndRequest end_to_end_request(const cxxopts::ParseResult& args, const MapJob& job,
+                                   std::vector<std::string>& formats) {
+  if (!args.count("input"))
+    throw UsageError("--sweep end-to-end needs a structure file: espgrid bench FILE.pqr --sweep end-to-end");
+  for (const std::string& f : split_commas(args["formats"].as<std::string>())) {
+    if (!find_map_format_word(f)) throw UsageError("--formats takes " + map_format_words() + ", got '" + f + "'");
+    formats.push_back(f);
+  }
+  EndToEndRequest e2e;
+  e2e.job = job;
+  e2e.job.grid.spacing = triple_option("spacing", args["spacing"].as<std::string>(), true);
+  e2e.job.grid.padding = number_option("padding", args["padding"].as<std::string>());
+  check_grid_request(e2e.job.grid);
+  if (job.compute.kernel.find(',') != std::string::npos || job.compute.kernel == "all")
+    throw UsageError("--sweep end-to-end runs one kernel: name it with --kernel NAME, or leave the default");
+  // $TMPDIR, /tmp when unset or empty; a missing one is named (not a raw filesystem_error)
+  e2e.scratch_dir = args.count("scratch") ? args["scratch"].as<std::string>()
+                                          : temporary_directory("--sweep end-to-end's scratch maps");
+  return e2e;
+}
+
+/// What the MSM sweeps take of the run.
+MsmSweepContext msm_context(const BenchRun& b, const cxxopts::ParseResult& args, BackendChoice backend) {
+  MsmSweepContext context;
+  context.run = b.run;
+  context.settings = b.settings;
+  context.physics = b.physics;
+  context.spacing = b.spacing;
+  context.use_gpu = b.have_cuda && backend != BackendChoice::Cpu;
+  if (args.count("input")) context.base_structure = args["input"].as<std::string>();
+  context.out_dir = b.out_dir;
+  context.meta = b.meta;
+  return context;
+}
+
+/// Runs `body` and prints how long it took; returns what it returns.
+template <class Body>
+auto timed(const std::string& name, const Body& body) {
+  const Stopwatch clock;
+  const auto finish = [&] {
+    std::printf("(%s: %.1f s)\n", name.c_str(), clock.seconds());
+    std::fflush(stdout);
+  };
+  if constexpr (std::is_void_v<decltype(body())>) {
+    body();
+    finish();
+  } else {
+    const auto result = body();
+    finish();
+    return result;
+  }
+}
+
 }  // namespace
 
 int run_bench(int argc, char** argv) {
@@ -375,26 +430,10 @@ int run_bench(int argc, char** argv) {
   const bool sweep_only = args.count("sweep-only") > 0;
   if (sweep_only && sweeps.empty()) throw UsageError("--sweep-only needs --sweep");
   check_sweeps_fit(sweeps, b.spacing, args.count("input") || args.count("dims") || args.count("atoms"));
-  const bool end_to_end = std::find(sweeps.begin(), sweeps.end(), "end-to-end") != sweeps.end();
   EndToEndRequest e2e;
   std::vector<std::string> e2e_formats;
-  if (end_to_end) {
-    if (!args.count("input"))
-      throw UsageError("--sweep end-to-end needs a structure file: espgrid bench FILE.pqr --sweep end-to-end");
-    for (const std::string& f : split_commas(args["formats"].as<std::string>())) {
-      if (!find_map_format_word(f)) throw UsageError("--formats takes " + map_format_words() + ", got '" + f + "'");
-      e2e_formats.push_back(f);
-    }
-    e2e.job = job;
-    e2e.job.grid.spacing = triple_option("spacing", args["spacing"].as<std::string>(), true);
-    e2e.job.grid.padding = number_option("padding", args["padding"].as<std::string>());
-    check_grid_request(e2e.job.grid);
-    if (job.compute.kernel.find(',') != std::string::npos || job.compute.kernel == "all")
-      throw UsageError("--sweep end-to-end runs one kernel: name it with --kernel NAME, or leave the default");
-    // $TMPDIR, /tmp when unset or empty; a missing one is named (not a raw filesystem_error)
-    e2e.scratch_dir = args.count("scratch") ? args["scratch"].as<std::string>()
-                                            : temporary_directory("--sweep end-to-end's scratch maps");
-  }
+  if (std::find(sweeps.begin(), sweeps.end(), "end-to-end") != sweeps.end())
+    e2e = end_to_end_request(args, job, e2e_formats);
 
   select_kernels(args, compute, b);
   const BenchInput input = bench_input(args, job, b);
@@ -403,21 +442,6 @@ int run_bench(int argc, char** argv) {
   const PreparedProblem problem = PreparedProblem::for_physics(input.atoms, grid, b.physics);
   print_bench_header(b, input.text, grid);
   const Stopwatch total;
-  auto timed = [&](const std::string& name, const auto& body) {
-    const Stopwatch clock;
-    const auto finish = [&] {
-      std::printf("(%s: %.1f s)\n", name.c_str(), clock.seconds());
-      std::fflush(stdout);
-    };
-    if constexpr (std::is_void_v<decltype(body())>) {
-      body();
-      finish();
-    } else {
-      const auto result = body();
-      finish();
-      return result;
-    }
-  };
   if (!sweep_only) timed("variants", [&] { sweep_variants(b, problem); });
   for (const std::string& s : sweeps) {
     if (s == "blocks") timed(s, [&] { sweep_blocks(b, problem); });
@@ -428,15 +452,7 @@ int run_bench(int argc, char** argv) {
     if (s == "speedup") timed(s, [&] { sweep_speedup(b); });
     if (s == "gpus") timed(s, [&] { sweep_gpus(b, problem); });
     if (s == "msm" || s == "msm-accuracy") {
-      MsmSweepContext context;
-      context.run = b.run;
-      context.settings = b.settings;
-      context.physics = b.physics;
-      context.spacing = b.spacing;
-      context.use_gpu = b.have_cuda && compute.backend != BackendChoice::Cpu;
-      if (args.count("input")) context.base_structure = args["input"].as<std::string>();
-      context.out_dir = b.out_dir;
-      context.meta = b.meta;
+      const MsmSweepContext context = msm_context(b, args, compute.backend);
       const bool ok = s == "msm" ? timed(s, [&] { return sweep_msm(context); })
                                  : timed(s, [&] { return sweep_msm_accuracy(context); });
       b.any_fail = b.any_fail || !ok;

@@ -1,3 +1,6 @@
+// The option table (job/job_options.h): every option's name, group, help, default and apply.
+// Longer than 500 lines because the table is one list in help's order: split across files,
+// its order and its cross-option checks (finish_job) would no longer read as one.
 #include "src/job/job_options.h"
 
 #include <algorithm>
@@ -9,6 +12,7 @@
 #include "src/core/errors.h"
 #include "src/core/number_parsing.h"
 #include "src/core/text_format.h"
+#include "src/core/text_parsing.h"
 #include "src/maps/map_format_table.h"
 #include "src/msm/msm_parameters.h"
 
@@ -16,17 +20,6 @@ namespace espgrid {
 namespace {
 
 std::string flag(std::string_view name) { return "--" + std::string(name); }
-
-std::vector<std::string> split_commas(const std::string& text) {
-  std::vector<std::string> parts;
-  std::size_t start = 0;
-  for (;;) {
-    const std::size_t comma = text.find(',', start);
-    parts.push_back(text.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
-    if (comma == std::string::npos) return parts;
-    start = comma + 1;
-  }
-}
 
 double parse_number_word(std::string_view name, const std::string& word) {
   const auto value = parse_number(word);
