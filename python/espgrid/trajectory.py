@@ -206,7 +206,7 @@ def _check_file(path):
 def _check_dcd_readers(universe, checked=()):
     """Every DCD the universe reads is checked record by record against its header
     (structure/dcd_check.h): MDAnalysis counts a DCD's frames from its size, so a trajectory cut short
-    would otherwise be averaged over the frames left (issue #21). Returns nothing; raises
+    would otherwise be averaged over the frames left. Returns nothing; raises
     espgrid.InputError "FILE: what is wrong"."""
     trajectory = universe.trajectory
     for reader in getattr(trajectory, "readers", None) or [trajectory]:
