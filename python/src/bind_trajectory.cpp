@@ -15,7 +15,6 @@ using namespace pybind11::literals;
 
 namespace {
 
-#if ESPGRID_HAVE_PB_ENERGY
 /// The PbRun of a map job's PB energies: the solver its backend asks for, in kT.
 PbRun energy_run(const MapJob& job) {
   PbRun run;
@@ -33,15 +32,12 @@ GridSpec energy_grid(const MapJob& job) {
   if (!grid) throw Error("internal error: PB energies of a frame need the exact grid");
   return *grid;
 }
-#endif
 
 /// espgrid.frame_energy's PB energies of one frame (polar solvation; binding as complex − parts on
 /// one grid), through the PB solver's energies (src/pb/pb_solve.h: solvation_energy,
-/// binding_energy; APBS's calcenergy). A build whose solver has none defines neither function,
-/// and Python says so.
+/// binding_energy; APBS's calcenergy).
 template <class FrameAtoms>
-void bind_pb_energies([[maybe_unused]] py::module_& m, [[maybe_unused]] const FrameAtoms& frame_atoms) {
-#if ESPGRID_HAVE_PB_ENERGY
+void bind_pb_energies(py::module_& m, const FrameAtoms& frame_atoms) {
   auto with_radii = [frame_atoms](const py::handle& positions, const py::handle& charges, const py::handle& radii) {
     Atoms atoms = frame_atoms(positions, charges);
     atoms.radius = vector_of(radii, "radii", atoms.size());
@@ -82,7 +78,6 @@ void bind_pb_energies([[maybe_unused]] py::module_& m, [[maybe_unused]] const Fr
       },
       "positions"_a, "charges"_a, "radii"_a, "options"_a, "a"_a, "b"_a,
       "PB total energies (kT) of the complex and of the parts a and b (indices) on one grid, and complex − a − b.");
-#endif
 }
 
 }  // namespace
@@ -100,7 +95,8 @@ void bind_trajectory(py::module_& m) {
                r = vector_of(radii, "radii", count);
                check_atom_values(r, AtomField::Radius, "radii");
              }
-             return std::make_unique<FrameAverage>(o, grid, std::move(q), std::move(r), with_deviation, os_string(source));
+             return std::make_unique<FrameAverage>(o, grid, std::move(q), std::move(r), with_deviation,
+                                                   os_string(source));
            }),
            "options"_a, "grid"_a, "charges"_a, "with_deviation"_a, "source"_a, "radii"_a = py::none())
       .def(

@@ -20,6 +20,7 @@
 #include "src/core/errors.h"
 #include "src/core/stopwatch.h"
 #include "src/core/text_format.h"
+#include "src/maps/map_format_table.h"
 #include "src/maps/map_stream.h"
 #include "src/os/atomic_output_file.h"
 #include "src/pipeline/map_pipeline.h"
@@ -258,6 +259,57 @@ class JsonSummary {
   int fd_ = -1;  ///< --json -: the original standard output
 };
 
+/// Rank 0, once every rank has read the input: its notices, the input and how the ranks share it.
+void print_distributed_input(const MapJob& job, const PreparedJob& prepared, int ranks) {
+  for (const auto& notice : prepared.structure.notices) std::fprintf(stderr, "espgrid: note: %s\n", notice.c_str());
+  print_input(job.input.path, prepared.structure.atoms, prepared.grid);
+  std::printf(
+      "ranks      %d MPI ranks: z-planes in contiguous blocks, one per rank; the map is gathered to "
+      "rank 0\n",
+      ranks);
+  std::fflush(stdout);
+}
+
+/// Rank 0, once the map is gathered: each rank's share, the summary, the files, the times.
+void write_distributed_map(const MapJob& job, const PreparedJob& prepared, std::size_t atom_count,
+                           const scaleout::DistributedRun& run, MapResult& result, const JsonSummary& json) {
+  for (const scaleout::RankReport& r : run.ranks) {
+    const std::string planes = r.planes.count() == 0 ? std::string("no planes")
+                                                     : "planes " + std::to_string(r.planes.begin) + "-" +
+                                                           std::to_string(r.planes.end - 1) + " (" +
+                                                           std::to_string(r.planes.count()) + ")";
+    std::printf("rank %-5d %s: %s, %s on %s: kernel %s, wall %s\n", r.rank, r.host.c_str(), planes.c_str(),
+                r.kernel.c_str(), r.device.c_str(), seconds_text(r.kernel_seconds).c_str(),
+                seconds_text(r.wall_seconds).c_str());
+  }
+  std::set<std::string> kernels;
+  for (const scaleout::RankReport& r : run.ranks) kernels.insert(r.kernel);
+  std::string kernel_names;
+  for (const std::string& k : kernels) kernel_names += (kernel_names.empty() ? "" : ", ") + k;
+  TimingReport& timing = result.timing;
+  timing.read_seconds = prepared.timing.read_seconds;
+  timing.kernel_seconds = run.timing.kernel_seconds;
+  timing.transfer_seconds = std::max(0.0, run.timing.wall_seconds - run.timing.kernel_seconds);
+  timing.parts = run.timing.parts;
+  if (prepared.kernel.error_bound > 0)
+    timing.method = "approximate, expected relative RMS error <= " + short_scientific(prepared.kernel.error_bound) +
+                    " at points >= 1.4 Å from atoms";
+  print_summary(result.map, atom_count, kernel_names + " on " + run.timing.device + " (" + prepared.kernel.why + ")",
+                timing);
+  MapFiles files(job.outputs, job.write);  // rank 0 has the whole map only now: nothing streams
+  PrintingObserver printing(job);
+  SummaryRecorder observer(printing);
+  // The atoms, for the summary: rank 0 prepared with a quiet observer.
+  observer.provenance.atoms = prepared.structure.atoms.size();
+  observer.provenance.total_charge = prepared.structure.atoms.total_charge();
+  observer.provenance.created = utc_timestamp();
+  finish_job_outputs(job, prepared, result, files, observer);
+  print_times(timing, false,
+              " (kernel: the slowest rank; transfers: all ranks and the gather, " + seconds_text(run.gather_seconds) +
+                  " gathering)");
+  json.write(job, result, observer.provenance, observer.outputs, std::nullopt);
+}
+
 /// `espgrid map` under mpirun with more than one rank: every rank reads the input and computes
 /// a contiguous block of z-planes (its rank-local GPU, or the CPU); rank 0 gathers the map,
 /// prints the summary with every rank's timing, and writes the outputs. Any rank's failure
@@ -305,16 +357,7 @@ int run_map_distributed(const cxxopts::ParseResult& args, scaleout::Cluster& clu
         result.kernel = prepared->kernel;
       }
     });
-    if (root) {
-      for (const auto& notice : prepared->structure.notices)
-        std::fprintf(stderr, "espgrid: note: %s\n", notice.c_str());
-      print_input(job.input.path, prepared->structure.atoms, prepared->grid);
-      std::printf(
-          "ranks      %d MPI ranks: z-planes in contiguous blocks, one per rank; the map is gathered to "
-          "rank 0\n",
-          cluster.size());
-      std::fflush(stdout);
-    }
+    if (root) print_distributed_input(job, *prepared, cluster.size());
     ProgressBar bar(std::string(prepared->kernel.kernel->name));
     RunOptions options = job.compute.run;
     if (root) options.progress = [&bar](std::size_t done, std::size_t total) { bar.update(done, total); };
@@ -346,42 +389,7 @@ int run_map_distributed(const cxxopts::ParseResult& args, scaleout::Cluster& clu
     return root ? status : 0;
   }
   if (!root) return 0;
-
-  for (const scaleout::RankReport& r : run.ranks) {
-    const std::string planes = r.planes.count() == 0 ? std::string("no planes")
-                                                     : "planes " + std::to_string(r.planes.begin) + "-" +
-                                                           std::to_string(r.planes.end - 1) + " (" +
-                                                           std::to_string(r.planes.count()) + ")";
-    std::printf("rank %-5d %s: %s, %s on %s: kernel %s, wall %s\n", r.rank, r.host.c_str(), planes.c_str(),
-                r.kernel.c_str(), r.device.c_str(), seconds_text(r.kernel_seconds).c_str(),
-                seconds_text(r.wall_seconds).c_str());
-  }
-  std::set<std::string> kernels;
-  for (const scaleout::RankReport& r : run.ranks) kernels.insert(r.kernel);
-  std::string kernel_names;
-  for (const std::string& k : kernels) kernel_names += (kernel_names.empty() ? "" : ", ") + k;
-  TimingReport& timing = result.timing;
-  timing.read_seconds = prepared->timing.read_seconds;
-  timing.kernel_seconds = run.timing.kernel_seconds;
-  timing.transfer_seconds = std::max(0.0, run.timing.wall_seconds - run.timing.kernel_seconds);
-  timing.parts = run.timing.parts;
-  if (prepared->kernel.error_bound > 0)
-    timing.method = "approximate, expected relative RMS error <= " + short_scientific(prepared->kernel.error_bound) +
-                    " at points >= 1.4 Å from atoms";
-  print_summary(result.map, problem->atom_count(),
-                kernel_names + " on " + run.timing.device + " (" + prepared->kernel.why + ")", timing);
-  MapFiles files(job.outputs, job.write);  // rank 0 has the whole map only now: nothing streams
-  PrintingObserver printing(job);
-  SummaryRecorder observer(printing);
-  // The atoms, for the summary: rank 0 prepared with a quiet observer.
-  observer.provenance.atoms = prepared->structure.atoms.size();
-  observer.provenance.total_charge = prepared->structure.atoms.total_charge();
-  observer.provenance.created = utc_timestamp();
-  finish_job_outputs(job, *prepared, result, files, observer);
-  print_times(timing, false,
-              " (kernel: the slowest rank; transfers: all ranks and the gather, " + seconds_text(run.gather_seconds) +
-                  " gathering)");
-  json.write(job, result, observer.provenance, observer.outputs, std::nullopt);
+  write_distributed_map(job, *prepared, problem->atom_count(), run, result, json);
   return 0;
 }
 
@@ -389,7 +397,7 @@ int run_map_distributed(const cxxopts::ParseResult& args, scaleout::Cluster& clu
 
 int run_map(int argc, char** argv) {
   cxxopts::Options options("espgrid map", "Compute the electrostatic potential of a charged structure on a grid.\n");
-  options.custom_help("INPUT -o OUTPUT.vti|OUTPUT.dx|OUTPUT.mrc [-o ...] [options]");
+  options.custom_help("INPUT -o OUTPUT." + map_format_words(false, "|OUTPUT.") + " [-o ...] [options]");
   options.positional_help("");
   add_job_options(options, kMapOptions, "structure file (.pqr, .xyz; .pdb or .cif: charges from pdb2pqr)");
   options.add_options("Output")(

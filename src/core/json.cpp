@@ -38,10 +38,46 @@ Json& Json::push(Json value) {
   return *this;
 }
 
-std::string json_quoted(const std::string& text) {
+namespace {
+
+/// Length of the well-formed UTF-8 sequence at the start of `text` (1 to 4), or 0 when it is
+/// not one (a stray continuation byte, an overlong form, a surrogate, beyond U+10FFFF).
+std::size_t utf8_sequence_length(std::string_view text) {
+  const auto byte = [&](std::size_t i) { return static_cast<unsigned char>(text[i]); };
+  const auto continuation = [&](std::size_t i) { return i < text.size() && (byte(i) & 0xC0) == 0x80; };
+  const unsigned char b0 = byte(0);
+  if (b0 < 0x80) return 1;
+  if (b0 >= 0xC2 && b0 <= 0xDF) return continuation(1) ? 2 : 0;
+  if (b0 >= 0xE0 && b0 <= 0xEF) {
+    if (!continuation(1) || !continuation(2)) return 0;
+    if ((b0 == 0xE0 && byte(1) < 0xA0) || (b0 == 0xED && byte(1) >= 0xA0)) return 0;  // overlong, surrogate
+    return 3;
+  }
+  if (b0 >= 0xF0 && b0 <= 0xF4) {
+    if (!continuation(1) || !continuation(2) || !continuation(3)) return 0;
+    if ((b0 == 0xF0 && byte(1) < 0x90) || (b0 == 0xF4 && byte(1) >= 0x90)) return 0;  // overlong, > U+10FFFF
+    return 4;
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::string json_quoted(std::string_view text) {
   std::string out = "\"";
-  for (const char c : text) {
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
     const auto u = static_cast<unsigned char>(c);
+    if (u >= 0x80) {  // JSON is UTF-8: a malformed byte becomes U+FFFD, not an unreadable document
+      const std::size_t length = utf8_sequence_length(text.substr(i));
+      if (length == 0) {
+        out += "\\ufffd";
+      } else {
+        out.append(text, i, length);
+        i += length - 1;
+      }
+      continue;
+    }
     switch (c) {
       case '"':
         out += "\\\"";
@@ -64,7 +100,7 @@ std::string json_quoted(const std::string& text) {
           std::snprintf(escaped, sizeof escaped, "\\u%04x", u);
           out += escaped;
         } else {
-          out += c;  // UTF-8 passes through
+          out += c;
         }
     }
   }

@@ -1,13 +1,17 @@
-// A small JSON value for the summaries scripts read (`espgrid map --json`, Python's
-// Map.summary()): objects keep their keys in the order they were set, numbers are written in
-// the shortest form that reads back exactly, and text is escaped as RFC 8259 asks (UTF-8 passes
-// through). Non-finite numbers, which JSON cannot hold, are written as null.
+// espgrid's one JSON writer: the summaries scripts read (`espgrid map --json`, Python's
+// Map.summary()), the bench's result files, the view page's data. Objects keep their keys in the
+// order they were set, numbers are written in the shortest form that reads back exactly, and
+// text is escaped as RFC 8259 asks: well-formed UTF-8 passes through, and any byte that is not
+// part of a well-formed sequence (a file name in another encoding) becomes U+FFFD, so the
+// document is always valid UTF-8 and every JSON reader (Python's json decodes strictly) takes
+// it. Non-finite numbers, which JSON cannot hold, are written as null.
 #pragma once
 
 #include <cstdint>
 #include <initializer_list>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -64,7 +68,8 @@ class Json {
   std::vector<std::pair<std::string, Json>> members_;  ///< an object's members, in order
 };
 
-/// `text` as a JSON string literal, quotes included.
-std::string json_quoted(const std::string& text);
+/// `text` as a JSON string literal, quotes included; bytes that are not well-formed UTF-8 (a
+/// stray continuation byte, an overlong form, a surrogate, beyond U+10FFFF) as \ufffd.
+std::string json_quoted(std::string_view text);
 
 }  // namespace espgrid

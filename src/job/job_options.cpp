@@ -1,3 +1,6 @@
+// The option table (job/job_options.h): every option's name, group, help, default and apply.
+// Longer than 500 lines because the table is one list in help's order: split across files,
+// its order and its cross-option checks (finish_job) would no longer read as one.
 #include "src/job/job_options.h"
 
 #include <algorithm>
@@ -9,23 +12,14 @@
 #include "src/core/errors.h"
 #include "src/core/number_parsing.h"
 #include "src/core/text_format.h"
+#include "src/core/text_parsing.h"
+#include "src/maps/map_format_table.h"
 #include "src/msm/msm_parameters.h"
 
 namespace espgrid {
 namespace {
 
 std::string flag(std::string_view name) { return "--" + std::string(name); }
-
-std::vector<std::string> split_commas(const std::string& text) {
-  std::vector<std::string> parts;
-  std::size_t start = 0;
-  for (;;) {
-    const std::size_t comma = text.find(',', start);
-    parts.push_back(text.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
-    if (comma == std::string::npos) return parts;
-    start = comma + 1;
-  }
-}
 
 double parse_number_word(std::string_view name, const std::string& word) {
   const auto value = parse_number(word);
@@ -249,15 +243,12 @@ void add_input_options(std::vector<JobOption>& t) {
 
 /// The map files and how they are written.
 void add_output_options(std::vector<JobOption>& t) {
-  JobOption output = value(
-      "output", G::Output,
-      "map to write: .vti (ParaView), .dx or .dx.gz (VMD, PyMOL, ChimeraX, APBS) or .mrc/.map/.ccp4 (MRC2014: "
-      "ChimeraX, PyMOL, VMD, Coot, Mol*); .mrc and .vti are written while the map is computed; repeat for several",
-      "", [](MapJob& j, const OptionValue& v) {
-        std::string path = v.as_text("output");
-        if (path.empty()) throw UsageError("-o needs a file name");
-        j.outputs.push_back(std::move(path));
-      });
+  JobOption output = value("output", G::Output, "map to write: " + map_formats_help() + "; repeat for several", "",
+                           [](MapJob& j, const OptionValue& v) {
+                             std::string path = v.as_text("output");
+                             if (path.empty()) throw UsageError("-o needs a file name");
+                             j.outputs.push_back(std::move(path));
+                           });
   output.short_name = 'o';
   output.repeatable = true;
   t.push_back(output);

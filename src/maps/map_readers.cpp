@@ -13,6 +13,7 @@
 #include "src/core/errors.h"
 #include "src/core/text_format.h"
 #include "src/core/text_parsing.h"
+#include "src/maps/map_format_table.h"
 #include "src/maps/map_formats.h"
 #include "src/maps/map_reading.h"
 
@@ -79,30 +80,13 @@ double float_field(float value) {
 // ---- read_map -----------------------------------------------------------------------------------
 
 PotentialMap read_map(const std::string& path, bool* unit_known) {
-  switch (map_format_from_extension(path)) {
-    case MapFormat::Dx:
-    case MapFormat::DxGz:
-      return read_dx(path, unit_known);
-    case MapFormat::Mrc:
-      return read_mrc_bytes(ByteSource(path), unit_known);
-    case MapFormat::Vti:
-      return read_vti_bytes(ByteSource(path), unit_known);
-  }
-  throw Error("internal error: unknown map format");
+  return map_format_info(map_format_from_extension(path)).read(path, unit_known);
 }
 
 PotentialMap read_map_bytes(MapFormat format, const std::string& name, std::string bytes, bool* unit_known) {
-  switch (format) {
-    case MapFormat::Dx:
-      return read_dx_text(name, std::move(bytes), unit_known);
-    case MapFormat::DxGz:
-      throw UsageError("internal error: .dx.gz is not read from memory");
-    case MapFormat::Mrc:
-      return read_mrc_bytes(ByteSource(name, std::move(bytes)), unit_known);
-    case MapFormat::Vti:
-      return read_vti_bytes(ByteSource(name, std::move(bytes)), unit_known);
-  }
-  throw Error("internal error: unknown map format");
+  const MapFormatInfo& f = map_format_info(format);
+  if (!f.read_bytes) throw UsageError("internal error: " + std::string(f.word()) + " is not read from memory");
+  return f.read_bytes(name, std::move(bytes), unit_known);
 }
 
 }  // namespace espgrid

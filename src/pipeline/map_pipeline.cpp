@@ -14,6 +14,7 @@
 #include "src/maps/map_formats.h"
 #include "src/maps/map_stream.h"
 #include "src/os/atomic_output_file.h"
+#include "src/os/temporary_folder.h"
 #include "src/pb/pb_limits.h"
 #include "src/pb/pb_solve.h"
 

@@ -1,3 +1,6 @@
+// Charges from PDB2PQR (structure/pdb2pqr_source.h). Longer than 500 lines because it holds the
+// whole exchange with pdb2pqr30 and gemmi (finding them, running them, reading their logs and
+// output), so a change in how PDB2PQR behaves is made in one place.
 #include "src/structure/pdb2pqr_source.h"
 
 #include <fcntl.h>
@@ -24,6 +27,7 @@
 #include "src/core/text_format.h"
 #include "src/core/text_parsing.h"
 #include "src/os/atomic_output_file.h"
+#include "src/os/child_process.h"
 
 namespace espgrid {
 namespace {
@@ -93,7 +97,7 @@ std::string full_note(const fs::path& folder) {
          (variable && *variable ? " (TMPDIR)" : "") + "; free space there or set TMPDIR to another directory)";
 }
 
-/// Runs argv (argv[0] a path) in `folder` (os/atomic_output_file.h: run_child, in a process
+/// Runs argv (argv[0] a path) in `folder` (os/child_process.h: run_child, in a process
 /// group the interrupt handler ends) with stdin from /dev/null and stdout and stderr into
 /// folder/`log_name`; no shell is involved, so no name needs quoting.
 ProgramRun run_program(const std::vector<std::string>& argv, const fs::path& folder, const std::string& log_name,
@@ -410,6 +414,119 @@ void write_text_file(const std::string& destination, const std::string& text) {
   out.commit();  // fsync first: a full disk that took the data lazily fails here, named
 }
 
+/// What the input is, for how it reaches pdb2pqr.
+struct InputKind {
+  bool standard_input = false;
+  bool own_descriptor = false;  ///< /dev/... or /proc/...: a name only this process can read
+  bool gzip = false;            ///< named .gz
+  bool copied = false;          ///< copied into the folder rather than given by its name
+};
+
+/// What reaches pdb2pqr is a regular file: a plain file is given as it is, anything else
+/// (standard input, a pipe such as <(zcat x.pdb.gz), gzip data) is copied into the folder
+/// first. PDB2PQR takes a name it cannot open for a PDB ID and downloads that entry: never let
+/// it see a name that is not a file. Throws Error for a directory or a missing file.
+InputKind input_kind(const std::string& input) {
+  std::error_code ec;
+  InputKind kind;
+  kind.standard_input = is_standard_input(input);
+  if (!kind.standard_input && fs::is_directory(input, ec)) throw Error(input + " is a directory, not a structure file");
+  // /dev/stdin and /proc/self/fd/N name this process's own descriptors: pdb2pqr, another
+  // process with stdin from /dev/null, would read something else under the same name.
+  kind.own_descriptor = input.rfind("/dev/", 0) == 0 || input.rfind("/proc/", 0) == 0;
+  kind.gzip = !kind.standard_input && (input.size() > 3 && (input.compare(input.size() - 3, 3, ".gz") == 0 ||
+                                                            input.compare(input.size() - 3, 3, ".GZ") == 0));
+  kind.copied = kind.standard_input || kind.own_descriptor || read_through_gzip(input);
+  if (!kind.copied && !fs::is_regular_file(input, ec)) throw Error("cannot open " + input + ": no such file");
+  return kind;
+}
+
+/// Copies `input` (standard input, a pipe, gzip data, this process's own descriptor) to `copy`
+/// for pdb2pqr, through the structure reader's line source: a read error, binary data or a gzip
+/// stream cut short stops here with the file and line, never as a shorter structure. Streamed a
+/// MiB at a time: a .pdb.gz may expand to more than memory holds. Returns the copy's path.
+std::string copy_for_pdb2pqr(const std::string& input, const std::string& shown_input, const fs::path& copy) {
+  const std::unique_ptr<LineSource> lines = open_structure_lines(input);
+  const int fd = ::open(copy.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  const auto cannot_copy = [&](int error) {
+    return Error("cannot copy " + shown_input + " for pdb2pqr into " + copy.string() + ": " + std::strerror(error) +
+                 full_note(copy.parent_path()));
+  };
+  if (fd < 0) throw cannot_copy(errno);
+  const std::unique_ptr<const int, void (*)(const int*)> closing(&fd, [](const int* f) { ::close(*f); });
+  std::string text;
+  for (bool more = true; more;) {
+    const auto line = lines->next();
+    more = line.has_value();
+    if (more) {
+      text.append(*line);
+      text += '\n';
+      if (text.size() < (std::size_t{1} << 20)) continue;
+    }
+    if (!write_all(fd, text.data(), text.size())) throw cannot_copy(errno);
+    text.clear();
+  }
+  if (lines->empty()) throw Error(shown_input + " is empty: no structure to give pdb2pqr");
+  return copy.string();
+}
+
+/// Converts the mmCIF file `cif` to PDB `converted` in `folder` with gemmi; returns gemmi's
+/// version line. --shorten: PDB holds chain names of one or two characters; PDB2PQR drops them
+/// anyway, but keeps chains apart by them (termini).
+std::string convert_mmcif_to_pdb(const std::string& gemmi, const std::string& cif, const std::string& converted,
+                                 const std::string& shown_input, const fs::path& folder,
+                                 const std::function<void()>& waiting) {
+  const ProgramRun run = run_program({gemmi, "convert", "--from=mmcif", "--to=pdb", "--shorten", cif, converted},
+                                     folder, "gemmi.log", waiting);
+  if (run.exit_code != 0)
+    throw Error(
+        "gemmi could not convert " + shown_input + " from mmCIF to PDB for pdb2pqr (" +
+        (run.signal ? "killed by signal " + std::to_string(run.signal) : "exit code " + std::to_string(run.exit_code)) +
+        "); its messages:" + indented(tail(run.output, kTailLines)) + full_note(folder));
+  const ProgramRun version = run_program({gemmi, "--version"}, folder, "gemmi-version.log", waiting);
+  return trimmed(version.output).empty() ? "gemmi" : trimmed(lines_of(version.output).front());
+}
+
+/// pdb2pqr's failure on `shown_input`, with what it said (its log's failure, or its last lines)
+/// and what that means; `converted_with` names gemmi where the PDB it read came from mmCIF.
+Error pdb2pqr_failure(const ProgramRun& run, const Pdb2pqrLog& log, const std::string& version,
+                      const std::string& shown_input, const std::string& force_field, const std::string& converted_with,
+                      const fs::path& folder) {
+  std::vector<std::string> said = log.failure.empty() ? tail(run.output, kTailLines) : log.failure;
+  if (said.empty()) said.push_back("(it printed nothing)");
+  return Error(
+      "pdb2pqr " + version + " failed on " + shown_input + " (" +
+      (run.signal          ? "killed by signal " + std::to_string(run.signal)
+       : run.exit_code < 0 ? std::string("it ended in a way the system did not report")
+                           : "exit code " + std::to_string(run.exit_code)) +
+      "); its messages:" + indented(said) + explain_failure(run.output, force_field) +
+      (converted_with.empty() ? "" : "\n  (the PDB file it read was converted from mmCIF by " + converted_with + ")") +
+      full_note(folder));
+}
+
+/// The notices a run of pdb2pqr leaves: the atoms it left out of its PQR, then its warnings
+/// (at most kMaxNotices; all of them are in its log).
+void add_pdb2pqr_notices(const Pdb2pqrAccount& account, const Pdb2pqrLog& log, const std::string& shown_input,
+                         const std::string& force_field, std::vector<std::string>& notices) {
+  if (account.left_out_atoms > 0)
+    notices.push_back("pdb2pqr left " + std::to_string(account.left_out_atoms) + " of the " +
+                      std::to_string(account.input_atoms - account.input_hydrogens) + " heavy atoms of " + shown_input +
+                      " out of its PQR, so the map does not include them: " + account.left_out_text() + ". Its " +
+                      force_field +
+                      " templates have no place for them (a ligand, an ion, a modified residue, or atoms a terminal "
+                      "residue lacks); to include them, give a PQR with their charges and radii");
+  for (std::size_t i = 0; i < log.warnings.size() && i < kMaxNotices; ++i) {
+    const std::string& w = log.warnings[i];  // "WARNING:text" -> "pdb2pqr warning: text"
+    const std::size_t colon = w.find(':');
+    std::string level = w.substr(0, colon);
+    for (char& c : level) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    notices.push_back("pdb2pqr " + level + ": " + trimmed(w.substr(colon + 1)));
+  }
+  if (log.warnings.size() > kMaxNotices)
+    notices.push_back("pdb2pqr: ... and " + std::to_string(log.warnings.size() - kMaxNotices) +
+                      " more warnings, all in its log (kept beside its PQR)");
+}
+
 }  // namespace
 
 void AssignedStructure::keep(const std::string& destination) const {
@@ -426,19 +543,8 @@ AssignedStructure assign_charges(const std::string& input, StructureFormat forma
                                  const std::function<void()>& waiting) {
   check_charge_assignment(assignment);
   std::error_code ec;
-  // What reaches pdb2pqr is a regular file: a plain file is given as it is, anything else
-  // (standard input, a pipe such as <(zcat x.pdb.gz), gzip data) is copied into the folder
-  // first. PDB2PQR takes a name it cannot open for a PDB ID and downloads that entry: never
-  // let it see a name that is not a file.
-  const bool standard_input = is_standard_input(input);
-  if (!standard_input && fs::is_directory(input, ec)) throw Error(input + " is a directory, not a structure file");
-  // /dev/stdin and /proc/self/fd/N name this process's own descriptors: pdb2pqr, another
-  // process with stdin from /dev/null, would read something else under the same name.
-  const bool own_descriptor = input.rfind("/dev/", 0) == 0 || input.rfind("/proc/", 0) == 0;
-  const bool gzip = !standard_input && (input.size() > 3 && (input.compare(input.size() - 3, 3, ".gz") == 0 ||
-                                                             input.compare(input.size() - 3, 3, ".GZ") == 0));
-  const bool copied = standard_input || own_descriptor || read_through_gzip(input);
-  if (!copied && !fs::is_regular_file(input, ec)) throw Error("cannot open " + input + ": no such file");
+  const InputKind kind = input_kind(input);
+  const bool standard_input = kind.standard_input;
   const std::string pdb2pqr = pdb2pqr_program();
   const std::string gemmi = format == StructureFormat::Mmcif ? gemmi_program() : std::string();
 
@@ -450,60 +556,23 @@ AssignedStructure assign_charges(const std::string& input, StructureFormat forma
   const std::string shown_input = standard_input ? std::string("standard input") : input;
 
   result.assignment = assignment;
-  std::string given;  // the file the first program reads, as the command shows it
+  std::string given = input;  // the file the first program reads, as the command shows it
   std::string pdb_input;
-  if (copied) {
-    // Through the structure reader's line source: a read error, binary data or a gzip stream
-    // cut short stops here with the file and line, never as a shorter structure.
+  if (!kind.copied) {
+    pdb_input = fs::absolute(input).string();
+  } else {
     given = stem + (format == StructureFormat::Mmcif ? ".cif" : ".pdb");
     if (fs::path(input).filename() == given) given = stem + "-gunzipped" + fs::path(given).extension().string();
-    const std::unique_ptr<LineSource> lines = open_structure_lines(input);
-    const fs::path copy = folder / given;
-    const int fd = ::open(copy.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    const auto cannot_copy = [&](int error) {
-      return Error("cannot copy " + shown_input + " for pdb2pqr into " + copy.string() + ": " + std::strerror(error) +
-                   full_note(folder));
-    };
-    if (fd < 0) throw cannot_copy(errno);
-    const std::unique_ptr<const int, void (*)(const int*)> closing(&fd, [](const int* f) { ::close(*f); });
-    // Streamed a MiB at a time: a .pdb.gz may expand to more than memory holds.
-    std::string text;
-    for (bool more = true; more;) {
-      const auto line = lines->next();
-      more = line.has_value();
-      if (more) {
-        text.append(*line);
-        text += '\n';
-        if (text.size() < (std::size_t{1} << 20)) continue;
-      }
-      if (!write_all(fd, text.data(), text.size())) throw cannot_copy(errno);
-      text.clear();
-    }
-    if (lines->empty()) throw Error(shown_input + " is empty: no structure to give pdb2pqr");
-    pdb_input = copy.string();
-    const bool compressed = gzip || (!standard_input && !own_descriptor && is_gzip_file(input));
+    pdb_input = copy_for_pdb2pqr(input, shown_input, folder / given);
+    const bool compressed = kind.gzip || (!standard_input && !kind.own_descriptor && is_gzip_file(input));
     result.command_prefix_ = standard_input ? "cat > " + given + " && "
                              : compressed   ? "gunzip -c " + shell_word(input) + " > " + given + " && "
                                             : "cat " + shell_word(input) + " > " + given + " && ";
-  } else {
-    given = input;
-    pdb_input = fs::absolute(input).string();
   }
   std::string pdb2pqr_reads = shell_word(given);
   if (format == StructureFormat::Mmcif) {
-    // --shorten: PDB holds chain names of one or two characters; PDB2PQR drops them anyway,
-    // but keeps chains apart by them (termini).
     const std::string converted = stem + ".pdb";
-    const ProgramRun run =
-        run_program({gemmi, "convert", "--from=mmcif", "--to=pdb", "--shorten", pdb_input, converted}, folder,
-                    "gemmi.log", waiting);
-    if (run.exit_code != 0)
-      throw Error("gemmi could not convert " + shown_input + " from mmCIF to PDB for pdb2pqr (" +
-                  (run.signal ? "killed by signal " + std::to_string(run.signal)
-                              : "exit code " + std::to_string(run.exit_code)) +
-                  "); its messages:" + indented(tail(run.output, kTailLines)) + full_note(folder));
-    const ProgramRun version = run_program({gemmi, "--version"}, folder, "gemmi-version.log", waiting);
-    result.converted_with = trimmed(version.output).empty() ? "gemmi" : trimmed(lines_of(version.output).front());
+    result.converted_with = convert_mmcif_to_pdb(gemmi, pdb_input, converted, shown_input, folder, waiting);
     pdb_input = (folder / converted).string();
     result.command_prefix_ +=
         "gemmi convert --from=mmcif --to=pdb --shorten " + pdb2pqr_reads + " " + converted + " && ";
@@ -526,19 +595,9 @@ AssignedStructure assign_charges(const std::string& input, StructureFormat forma
   const Pdb2pqrLog log = parse_pdb2pqr_log(run.output);
   result.version = log.version.empty() ? "(version unknown)" : log.version;
   const fs::path pqr = folder / result.pqr_name_;
-  if (run.exit_code != 0) {
-    std::vector<std::string> said = log.failure.empty() ? tail(run.output, kTailLines) : log.failure;
-    if (said.empty()) said.push_back("(it printed nothing)");
-    throw Error("pdb2pqr " + result.version + " failed on " + shown_input + " (" +
-                (run.signal          ? "killed by signal " + std::to_string(run.signal)
-                 : run.exit_code < 0 ? std::string("it ended in a way the system did not report")
-                                     : "exit code " + std::to_string(run.exit_code)) +
-                "); its messages:" + indented(said) + explain_failure(run.output, assignment.force_field) +
-                (format == StructureFormat::Mmcif
-                     ? "\n  (the PDB file it read was converted from mmCIF by " + result.converted_with + ")"
-                     : "") +
-                full_note(folder));
-  }
+  if (run.exit_code != 0)
+    throw pdb2pqr_failure(run, log, result.version, shown_input, assignment.force_field,
+                          format == StructureFormat::Mmcif ? result.converted_with : "", folder);
   if (!fs::is_regular_file(pqr, ec) || fs::file_size(pqr, ec) == 0)
     throw Error("pdb2pqr " + result.version + " exited 0 on " + shown_input +
                 " but wrote no PQR; its last messages:" + indented(tail(run.output, kTailLines)) + full_note(folder));
@@ -554,24 +613,7 @@ AssignedStructure assign_charges(const std::string& input, StructureFormat forma
   // no parameters for (ligands, ions, modified residues). Said first, where nobody misses it.
   std::ifstream pdb_text(pdb_input);  // streamed: a structure may be larger than memory
   result.account = account_for_atoms(pdb_text, result.structure.atoms);
-  if (result.account.left_out_atoms > 0)
-    result.structure.notices.push_back(
-        "pdb2pqr left " + std::to_string(result.account.left_out_atoms) + " of the " +
-        std::to_string(result.account.input_atoms - result.account.input_hydrogens) + " heavy atoms of " + shown_input +
-        " out of its PQR, so the map does not include them: " + result.account.left_out_text() + ". Its " +
-        assignment.force_field +
-        " templates have no place for them (a ligand, an ion, a modified residue, or atoms a terminal residue "
-        "lacks); to include them, give a PQR with their charges and radii");
-  for (std::size_t i = 0; i < log.warnings.size() && i < kMaxNotices; ++i) {
-    const std::string& w = log.warnings[i];  // "WARNING:text" -> "pdb2pqr warning: text"
-    const std::size_t colon = w.find(':');
-    std::string level = w.substr(0, colon);
-    for (char& c : level) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    result.structure.notices.push_back("pdb2pqr " + level + ": " + trimmed(w.substr(colon + 1)));
-  }
-  if (log.warnings.size() > kMaxNotices)
-    result.structure.notices.push_back("pdb2pqr: ... and " + std::to_string(log.warnings.size() - kMaxNotices) +
-                                       " more warnings, all in its log (kept beside its PQR)");
+  add_pdb2pqr_notices(result.account, log, shown_input, assignment.force_field, result.structure.notices);
   result.pqr_ = pqr.string();
   return result;
 }

@@ -11,7 +11,7 @@
 // silently (Electrostatics/pdb2pqr issues 445 and 467).
 //
 // Every way out cleans up: the folder and the programs (each in a process group of its own) are
-// entered in the interrupt handler's table (os/atomic_output_file.h), so a signal, an exception
+// entered in the interrupt handler's table (os/interrupt_cleanup.h), so a signal, an exception
 // or an interrupt from Python ends the programs and removes the folder.
 #pragma once
 
@@ -24,7 +24,7 @@
 #include <string_view>
 #include <vector>
 
-#include "src/os/atomic_output_file.h"
+#include "src/os/temporary_folder.h"
 #include "src/structure/structure_reader.h"
 
 namespace espgrid {
