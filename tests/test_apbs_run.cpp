@@ -153,6 +153,7 @@ TEST_F(ApbsRun, CommandLineWritesJsonAndApbsLines) {
                                   "  write pot dx "
                                << path("pot") << " end\n";
   const testing::Outcome out = run({"apbs", path("ok.in"), "--json", path("run.json"), "--backend", "cpu"});
+  if (out.code != 0 && contains(out.err, "without hypre")) GTEST_SKIP() << "this build has no CPU PB solver (hypre)";
   ASSERT_EQ(out.code, 0) << out;
   EXPECT_TRUE(contains(out.out, "CALCULATION #1: MULTIGRID\n")) << out.out;
   EXPECT_TRUE(contains(out.out, "  Writing potential to " + path("pot-PE0.dx") + "\n")) << out.out;

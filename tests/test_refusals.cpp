@@ -14,11 +14,23 @@
 #include <thread>
 #include <vector>
 
+#include "src/core/errors.h"
 #include "src/maps/map_formats.h"
+#include "src/view/view_page.h"
 #include "tests/child_process.h"
 
 namespace espgrid {
 namespace {
+
+/// Whether the build bundled the viewer library (npm at build time).
+bool have_viewer_library() {
+  try {
+    espgrid::load_web_assets();
+    return true;
+  } catch (const espgrid::Error&) {
+    return false;
+  }
+}
 
 namespace fs = std::filesystem;
 using testing::Child;
@@ -70,6 +82,7 @@ TEST_F(Refusals, NoVacuumSumIsLabelledPoissonBoltzmann) {
       {"view", path("s.pqr"), path("pb.dx"), "--values", "sum", "-o", path("sum.html")}};
   for (const std::vector<std::string>& args : sums) {
     SCOPED_TRACE(args.front());
+    if (args.front() == "view" && !have_viewer_library()) continue;  // `view` stops at the missing library first
     r = run(args);
     expect_clean_error(r, 2,
                        "--values sum: the map is a Poisson-Boltzmann solution, which no sum over the atoms gives");
@@ -180,8 +193,10 @@ TEST_F(Refusals, ASignalDuringAPbSolveLeavesNothingInTmpdir) {
     fs::create_directories(tmp);
     Child::Options options;
     options.env["TMPDIR"] = tmp.string();
-    Child child({"map", "data/fasciculin2.pqr", "--model", "pb", "--spacing", "0.6", "-o", path("sig.mrc")}, capture_,
-                options);
+    // hypre's solve (--backend cpu): Open MPI's folder is what the handler must remove.
+    Child child(
+        {"map", "data/fasciculin2.pqr", "--model", "pb", "--backend", "cpu", "--spacing", "0.6", "-o", path("sig.mrc")},
+        capture_, options);
     // Signalled once Open MPI has made its session folder (hypre has started).
     const auto start = std::chrono::steady_clock::now();
     bool started = false;
@@ -193,7 +208,8 @@ TEST_F(Refusals, ASignalDuringAPbSolveLeavesNothingInTmpdir) {
     }
     if (!started) {
       const Outcome r = child.wait();
-      if (contains(r.err, "has no solver here")) GTEST_SKIP() << "no PB solver in this build";
+      if (contains(r.err, "has no solver here") || contains(r.err, "without hypre"))
+        GTEST_SKIP() << "no CPU PB solver (hypre) in this build";
       FAIL() << "Open MPI never made its folder under TMPDIR\n" << r;
     }
     child.signal(sig);

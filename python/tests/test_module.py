@@ -249,6 +249,7 @@ def test_frame_average_equals_the_mean_of_the_frames_maps(backend):
     average = espgrid.FrameAverage(options, grid, fas.charges, True, "six frames")
     for xyz in frames:
         average.add_frame(xyz)
+    average.finish()  # the last frame may still be computing beside the caller (pipelined) until then
     assert average.frames == 6 and average.kernel.startswith(backend + "-")
     maps = np.stack([np.asarray(espgrid.compute_map(xyz, fas.charges, grid=grid, backend=backend).values, np.float64)
                      for xyz in frames])
@@ -431,9 +432,9 @@ def test_map_from_values_keeps_physics_and_refuses_nan_on_write(tmp_path):
     assert np.array_equal(espgrid.read_map(tmp_path / "twice.dx").values, doubled.values)
     holes = np.array(phi.values)
     holes[1, 2, 3] = np.nan
-    with pytest.raises(espgrid.Error, match="finite|NaN|nan"):
-        espgrid.map_from_values(holes, phi.grid, like=phi).write(tmp_path / "holes.dx")
-    assert not (tmp_path / "holes.dx").exists()
+    # Refused where it is made, naming the value's index (nothing to write).
+    with pytest.raises(espgrid.UsageError, match=r"values\[1, 2, 3\] is .*nan"):
+        espgrid.map_from_values(holes, phi.grid, like=phi)
     with pytest.raises(espgrid.UsageError, match="grid's shape"):
         espgrid.map_from_values(holes[:, :, :-1], phi.grid)
 
@@ -535,9 +536,7 @@ def test_map_repr_says_what_the_map_is():
                            "model='coulomb', dielectric=4.0"), text
     assert f"range=({float(values.min())!r}, {float(values.max())!r})" in text, text
     assert "kernel='cpu-reference'" in text and f"source={phi.source!r}" in text, text
-    holes = np.array(values)
-    holes[0, 0, 0] = np.nan
-    assert "not_finite=1" in repr(espgrid.map_from_values(holes, phi.grid, like=phi)), "NaN must be counted"
+    assert "not_finite" not in text, text  # counted only where a map holds some (none can be made from Python)
 
 
 def test_keep_pqr_never_replaces_the_input(tmp_path):

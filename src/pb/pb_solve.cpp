@@ -453,9 +453,10 @@ void report(const Atoms& atoms, const GridSpec& grid, const PbOptions& options, 
   in.coefficients = solved.coefficients.get();
   const PbEnergyLevel level = options.energy.level;
   const pb::PbEnergyTerms from_coarser = run.focus_parent ? run.focus_parent->outside : pb::PbEnergyTerms{};
-  result.energy = pb::apbs_energy(in, level, from_coarser);
-  if (run.focus_child && level != PbEnergyLevel::None)
-    result.energy.outside_child = pb::energy_outside(in, *run.focus_child, from_coarser);
+  if (level != PbEnergyLevel::None) {  // the GPU path keeps no potential when no energy is asked for
+    result.energy = pb::apbs_energy(in, level, from_coarser);
+    if (run.focus_child) result.energy.outside_child = pb::energy_outside(in, *run.focus_child, from_coarser);
+  }
   for (const pb::PbMapKind kind : run.maps) {
     pb::PbMapInputs m;
     m.atoms = &atoms;
