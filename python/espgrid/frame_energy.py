@@ -177,15 +177,3 @@ class PbEnergies:
         if len(self.names) == 1:
             return [_espgrid.pb_solvation_energy(xyz, self.charges, self.radii, self.job)]
         return list(_espgrid.pb_binding_energy(xyz, self.charges, self.radii, self.job, *self.members))
-
-
-def pb_energies_available():
-    """Whether this build's PB solver has energies (the bindings exist only then)."""
-    return hasattr(_espgrid, "pb_solvation_energy")
-
-
-def pb_energies_unavailable():
-    """The error for PB energies per frame while the PB solver has no energies."""
-    return espgrid.Error("PB energies per frame (polar solvation, binding on one grid) need the PB solver's energies "
-                         "(APBS's calcenergy; issue 32), which this espgrid does not have yet: use a pair model "
-                         "(model='coulomb', 'debye', ...) for per-frame energies, or model='pb' for maps")

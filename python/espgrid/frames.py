@@ -330,8 +330,6 @@ def _prepare(t, topology, trajectory, select, start, stop, step, grid, unwrap, r
     s.energies = s.parts = None
     s.wants_energies = bool(energies or binding is not None)
     if s.wants_energies:
-        if s.pb and not frame_energy.pb_energies_available():
-            raise frame_energy.pb_energies_unavailable()
         frame_energy.kt_in(energy_units, 298.15)  # the unit checked before any frame is read
         if binding is not None:
             if len(binding) != 2:

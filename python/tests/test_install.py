@@ -79,7 +79,7 @@ def installed(tmp_path_factory):
                 for f in files if f == "__init__.py" and p.endswith(os.path.join("", "espgrid"))]
     assert len(packages) == 1, f"the package should be installed once, found {packages}"
     scratch = tmp_path_factory.mktemp("scratch")
-    for folder in ("data", "python", "viz"):
+    for folder in ("data", "python", "viz", "tests"):  # tests/data: the README's trajectory examples
         os.symlink(os.path.join(ROOT, folder), scratch / folder)
     env = dict(os.environ, PATH=f"{prefix}/bin:{os.environ.get('PATH', '')}", PYTHONPATH=packages[0])
     env.pop("ESPGRID", None)  # the installed program, not the build tree's

@@ -148,15 +148,6 @@ def test_the_command_line_writes_the_series_and_its_summary(tmp_path):
     assert "energy     energy: mean" in r.stderr
 
 
-def test_pb_energies_are_a_clear_error_until_the_solver_has_energies(tmp_path):
-    r = run_script([sys.executable, "-m", "espgrid", ADK_PSF, ADK_DCD, "--model", "pb", "--energy-output", "e.csv",
-                    "--no-progress"], cwd=tmp_path)
-    assert r.returncode == 1 and "PB energies per frame" in r.stderr and "use a pair model" in r.stderr, r.stderr
-    assert os.listdir(tmp_path) == []
-    with pytest.raises(espgrid.Error, match="PB energies per frame"):
-        espgrid.frame_energies(ADK_PSF, ADK_DCD, model="pb", progress=False)
-
-
 def test_command_line_errors(tmp_path):
     for args, message in [([], "nothing to write"), (["--binding", "resid 1", "resid 2"], "--binding needs"),
                           (["--std-output", "s.dx"], "--std-output needs -o"),
@@ -209,8 +200,6 @@ def apbs_solvation_kj(pqr, grid, folder):
 
 def test_pb_solvation_energies_per_frame_equal_apbs_on_the_same_frames_and_grid(tmp_path):
     """Issue 37's target: adk's polar solvation energy per frame within 0.1% of APBS's (3 frames)."""
-    if not frame_energy.pb_energies_available():
-        pytest.skip("this build's PB solver has no energies yet (issue 32)")
     if shutil.which("apbs") is None:
         pytest.skip("APBS is not installed (Debian: apbs)")
     from espgrid.radii import assign_radii

@@ -159,7 +159,7 @@ struct PbDeviceSolveInput {
   /// Host, optional (null: not copied): φ in double kT/e at every node, for energies and focusing.
   double* potential = nullptr;
   const PbNewtonInput* nonlinear = nullptr;  ///< the nonlinear equation (npbe); null: the linear one
-  PbDeviceWorkspace* workspace = nullptr;  ///< buffers kept between solves (null: allocated for this one)
+  PbDeviceWorkspace* workspace = nullptr;    ///< buffers kept between solves (null: allocated for this one)
 };
 
 struct PbDeviceSolveResult {

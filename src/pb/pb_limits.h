@@ -39,8 +39,8 @@ void check_pb_fits(const GridSpec& grid, const PbOptions& options, bool on_gpu, 
 void check_pb_boundary(const Atoms& atoms, const GridSpec& grid, const PbOptions& options);
 
 /// Makes sure hypre's allocations for `grid` can succeed (called once MPI has started): asks the
-/// system for hypre_bytes(grid) (plus a margin) and gives it back untouched. Throws Error naming the size when it cannot be had, rather
-/// than letting hypre's allocation fail, which ends the process (MPI_Abort) with no message.
+/// system for hypre_bytes(grid) (plus a margin) and gives it back untouched. Throws Error naming the size when it
+/// cannot be had, rather than letting hypre's allocation fail, which ends the process (MPI_Abort) with no message.
 void reserve_for_hypre(const GridSpec& grid);
 
 }  // namespace espgrid::pb
