@@ -596,6 +596,9 @@ TEST_F(Reliability, BenchJsonIsValidUtf8WhateverThePaths) {
   EXPECT_EQ(json_quoted("caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80"), "\"caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80\"");
   EXPECT_EQ(json_quoted("\xC0\xAF \xED\xA0\x80 \xF4\x90\x80\x80"),
             "\"\\ufffd\\ufffd \\ufffd\\ufffd\\ufffd \\ufffd\\ufffd\\ufffd\\ufffd\"");
+  // Python's in-memory summaries keep the bytes: os.fsdecode turns them into the name os.listdir gives.
+  EXPECT_EQ(json_quoted("caf\xE9 \xC3\xA9", Malformed::Keep), "\"caf\xE9 \xC3\xA9\"");
+  EXPECT_EQ(Json::object().set("input", "caf\xE9.pqr").dump(0, Malformed::Keep), "{\"input\": \"caf\xE9.pqr\"}");
   const std::string input = copy_of_small("caf\xE9.pqr");  // Latin-1 "café"
   const Outcome r = run({"bench", input, "--kernel", "cpu-parallel", "--spacing", "2", "--padding", "2", "--repeats",
                          "1", "--warmup", "0", "--budget", "0.01", "--out", path("out")});

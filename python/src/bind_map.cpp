@@ -245,12 +245,12 @@ void bind_map_pages(py::module_& m) {
         const double evaluations = p.map.physics.is_pb() ? 0.0
                                                          : static_cast<double>(p.map.grid.point_count()) *
                                                                static_cast<double>(p.provenance.atoms);
-        if (part == "timing") return os_text(timing_json(p.timing, evaluations).dump(0));
-        if (part == "model_parameters") return os_text(model_parameters_json(p.map.physics).dump(0));
-        if (part == "energy") return os_text((p.energy ? pb_energy_json(*p.energy) : Json()).dump(0));
+        if (part == "timing") return os_text(timing_json(p.timing, evaluations).dump(0, Malformed::Keep));
+        if (part == "model_parameters") return os_text(model_parameters_json(p.map.physics).dump(0, Malformed::Keep));
+        if (part == "energy") return os_text((p.energy ? pb_energy_json(*p.energy) : Json()).dump(0, Malformed::Keep));
         const Json whole = map_summary(p.map, p.kernel, p.kernel_why, p.timing, p.provenance, p.outputs, std::nullopt,
                                        p.energy ? &*p.energy : nullptr);
-        return os_text(whole.dump(0));
+        return os_text(whole.dump(0, Malformed::Keep));  // file names as os.fsdecode gives them
       },
       "map"_a, "part"_a = "",
       "The summary `espgrid map --json` writes, for this map (src/pipeline/map_summary.h); part: \"timing\" or "

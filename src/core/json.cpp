@@ -63,7 +63,7 @@ std::size_t utf8_sequence_length(std::string_view text) {
 
 }  // namespace
 
-std::string json_quoted(std::string_view text) {
+std::string json_quoted(std::string_view text, Malformed malformed) {
   std::string out = "\"";
   for (std::size_t i = 0; i < text.size(); ++i) {
     const char c = text[i];
@@ -71,7 +71,10 @@ std::string json_quoted(std::string_view text) {
     if (u >= 0x80) {  // JSON is UTF-8: a malformed byte becomes U+FFFD, not an unreadable document
       const std::size_t length = utf8_sequence_length(text.substr(i));
       if (length == 0) {
-        out += "\\ufffd";
+        if (malformed == Malformed::Keep)
+          out += c;
+        else
+          out += "\\ufffd";
       } else {
         out.append(text, i, length);
         i += length - 1;
@@ -107,14 +110,14 @@ std::string json_quoted(std::string_view text) {
   return out + "\"";
 }
 
-std::string Json::dump(int indent) const {
+std::string Json::dump(int indent, Malformed malformed) const {
   std::string out;
-  write(out, indent, 0);
+  write(out, indent, 0, malformed);
   if (indent > 0) out += '\n';
   return out;
 }
 
-void Json::write(std::string& out, int indent, int depth) const {
+void Json::write(std::string& out, int indent, int depth, Malformed malformed) const {
   const auto newline = [&](int level) {
     if (indent <= 0) return;
     out += '\n';
@@ -141,7 +144,7 @@ void Json::write(std::string& out, int indent, int depth) const {
       }
       return;
     case Kind::String:
-      out += json_quoted(text_);
+      out += json_quoted(text_, malformed);
       return;
     case Kind::Array: {
       // Arrays of scalars that fit a line (a triple, a range, a short command) stay on one.
@@ -149,14 +152,14 @@ void Json::write(std::string& out, int indent, int depth) const {
       for (const Json& item : items_) flat = flat && item.kind_ != Kind::Array && item.kind_ != Kind::Object;
       if (flat && indent > 0) {
         std::string line;
-        write(line, 0, 0);
+        write(line, 0, 0, malformed);
         flat = line.size() <= 100;
       }
       out += '[';
       for (std::size_t i = 0; i < items_.size(); ++i) {
         if (i) out += flat || indent <= 0 ? ", " : ",";
         if (!flat) newline(depth + 1);
-        items_[i].write(out, indent, depth + 1);
+        items_[i].write(out, indent, depth + 1, malformed);
       }
       if (!flat && !items_.empty()) newline(depth);
       out += ']';
@@ -167,9 +170,9 @@ void Json::write(std::string& out, int indent, int depth) const {
       for (std::size_t i = 0; i < members_.size(); ++i) {
         if (i) out += indent <= 0 ? ", " : ",";
         newline(depth + 1);
-        out += json_quoted(members_[i].first);
+        out += json_quoted(members_[i].first, malformed);
         out += ": ";
-        members_[i].second.write(out, indent, depth + 1);
+        members_[i].second.write(out, indent, depth + 1, malformed);
       }
       if (!members_.empty()) newline(depth);
       out += '}';

@@ -4,7 +4,9 @@
 // text is escaped as RFC 8259 asks: well-formed UTF-8 passes through, and any byte that is not
 // part of a well-formed sequence (a file name in another encoding) becomes U+FFFD, so the
 // document is always valid UTF-8 and every JSON reader (Python's json decodes strictly) takes
-// it. Non-finite numbers, which JSON cannot hold, are written as null.
+// it. The one exception is text handed to Python in memory (Malformed::Keep), which decodes the
+// bytes as the system names files (surrogate escapes), so a file name comes back as os.listdir
+// gives it. Non-finite numbers, which JSON cannot hold, are written as null.
 #pragma once
 
 #include <cstdint>
@@ -16,6 +18,12 @@
 #include <vector>
 
 namespace espgrid {
+
+/// What the writer does with bytes that are not well-formed UTF-8 in text.
+enum class Malformed {
+  Replace,  ///< U+FFFD: valid UTF-8 for any reader (files, standard output)
+  Keep,     ///< the bytes as they are: for Python's os.fsdecode in memory (surrogate escapes)
+};
 
 class Json {
  public:
@@ -53,11 +61,11 @@ class Json {
   bool is_null() const noexcept { return kind_ == Kind::Null; }
 
   /// The text: `indent` spaces a level with one member or item a line, or all on one line when 0.
-  std::string dump(int indent = 2) const;
+  std::string dump(int indent = 2, Malformed malformed = Malformed::Replace) const;
 
  private:
   enum class Kind { Null, Bool, Number, Integer, String, Array, Object };
-  void write(std::string& out, int indent, int depth) const;
+  void write(std::string& out, int indent, int depth, Malformed malformed) const;
   Kind kind_ = Kind::Null;
   bool bool_ = false;
   double number_ = 0;
@@ -69,7 +77,8 @@ class Json {
 };
 
 /// `text` as a JSON string literal, quotes included; bytes that are not well-formed UTF-8 (a
-/// stray continuation byte, an overlong form, a surrogate, beyond U+10FFFF) as \ufffd.
-std::string json_quoted(std::string_view text);
+/// stray continuation byte, an overlong form, a surrogate, beyond U+10FFFF) as \ufffd, or as
+/// they are with Malformed::Keep.
+std::string json_quoted(std::string_view text, Malformed malformed = Malformed::Replace);
 
 }  // namespace espgrid
