@@ -1,4 +1,4 @@
-// Poisson-Boltzmann maps (issue 23, src/pb/): APBS's definitions reproduced piece by piece, the
+// Poisson-Boltzmann maps (src/pb/): APBS's definitions reproduced piece by piece, the
 // solvers against each other and against an exact answer, APBS 3.4.1's own maps (carried in
 // tests/data/pb/, made by tests/data/pb/make_references.py), and the errors a user can meet.
 // The CPU solvers run here; the CUDA multigrid's cases skip without a GPU (ESPGRID_REQUIRE_GPU=1

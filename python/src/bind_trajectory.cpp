@@ -80,9 +80,17 @@ void bind_pb_energies(py::module_& m, const FrameAtoms& frame_atoms) {
       "PB total energies (kT) of the complex and of the parts a and b (indices) on one grid, and complex − a − b.");
 }
 
-}  // namespace
+/// A map of the average (its mean or deviation) with the kernel that computed the frames.
+PyMap average_map(const FrameAverage& f, PotentialMap map) {
+  PyMap p;
+  p.map = std::move(map);
+  p.kernel = std::string(f.kernel().kernel->name);
+  p.kernel_why = f.kernel().why;
+  return p;
+}
 
-void bind_trajectory(py::module_& m) {
+/// espgrid.FrameAverage: frames queued, computed while the next is read, and summed exactly.
+void bind_frame_average(py::module_& m) {
   py::class_<FrameAverage, std::unique_ptr<FrameAverage>>(m, "FrameAverage",
                                                           "Running mean (and standard deviation) of per-frame maps.")
       .def(py::init([](const MapJob& o, const GridSpec& grid, const py::handle& charges, bool with_deviation,
@@ -148,22 +156,16 @@ void bind_trajectory(py::module_& m) {
       .def_property_readonly("transfer_seconds", &FrameAverage::transfer_seconds)
       .def("mean",
            [](const FrameAverage& f) {
-             PyMap p;
-             p.map = f.mean();
-             p.kernel = std::string(f.kernel().kernel->name);
-             p.kernel_why = f.kernel().why;
+             PyMap p = average_map(f, f.mean());
              p.timing.kernel_seconds = f.kernel_seconds();
              p.timing.transfer_seconds = f.transfer_seconds();
              return p;
            })
-      .def("deviation", [](const FrameAverage& f) {
-        PyMap p;
-        p.map = f.deviation();
-        p.kernel = std::string(f.kernel().kernel->name);
-        p.kernel_why = f.kernel().why;
-        return p;
-      });
+      .def("deviation", [](const FrameAverage& f) { return average_map(f, f.deviation()); });
+}
 
+/// The energies of one frame: the pair models' (exact pair sums) and PB's.
+void bind_frame_energies(py::module_& m) {
   // The pair models' energies of one frame (physics/pair_energy.h), in kT: the energies of
   // espgrid.trajectory_energies, converted to the asked unit in Python.
   auto frame_atoms = [](const py::handle& positions, const py::handle& charges) {
@@ -205,7 +207,13 @@ void bind_trajectory(py::module_& m) {
       "The pair model's interaction of two disjoint groups, kT: E(a ∪ b) − E(a) − E(b).");
 
   bind_pb_energies(m, frame_atoms);
+}
 
+}  // namespace
+
+void bind_trajectory(py::module_& m) {
+  bind_frame_average(m);
+  bind_frame_energies(m);
   m.def(
       "usable_devices",
       [] {

@@ -93,7 +93,7 @@ def test_poisson_boltzmann_map_equals_the_programs(cli, tmp_path):
 
 
 def test_poisson_boltzmann_energies_equal_the_programs(cli, tmp_path):
-    """APBS's energies from Python (issue 32): Map.energy is the program's --json block; ion species
+    """APBS's energies from Python: Map.energy is the program's --json block; ion species
     as tuples; solvation_energy and binding_energy are the same solves on one grid."""
     options = ["--spacing", "1.5", "--model", "pb", "--ion", "2,0.05,2", "--ion", "-1,0.1,1.5", "--charge-method",
                "spl0", "--boundary", "sdh", "--pb-energy", "comps", "--backend", "cpu"]

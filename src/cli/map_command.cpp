@@ -62,7 +62,7 @@ void print_summary(const PotentialMap& map, std::size_t atoms, const std::string
     for (const WorkerTiming& part : timing.parts)
       std::printf("  device %d %s: %s\n", part.device, part.device_name.c_str(), part_line(part).c_str());
   // An approximate method does not evaluate every pair: its rate is the exact sum's work over its time.
-  const bool pb = map.physics.is_pb();  // issue 23: a field solve, not a sum over pairs
+  const bool pb = map.physics.is_pb();  // a field solve, not a sum over pairs
   const bool approximate = !timing.method.empty() && !pb;
   if (!timing.method.empty()) std::printf("method     %s\n", timing.method.c_str());
   if (!timing.phases.empty()) {
@@ -332,7 +332,7 @@ int run_map_distributed(const cxxopts::ParseResult& args, scaleout::Cluster& clu
       if (is_standard_input(job.input.path))
         throw UsageError("under mpirun, give a file: every rank reads the input, and only one has standard input");
       if (root) json.check(job);
-      if (job.physics.is_pb())  // issue 23: one process solves the whole grid
+      if (job.physics.is_pb())  // one process solves the whole grid
         throw UsageError("--model pb runs in one process; run it without mpirun (on a GPU it takes seconds)");
       if (needs_charge_assignment(job.input.file_format()))
         throw UsageError("under mpirun, give a PQR file: run `espgrid map " + job.input.path +

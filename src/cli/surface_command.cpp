@@ -89,6 +89,15 @@ void check_map_options(const cxxopts::ParseResult& args, bool with_map) {
     if (!with_map && args.count(option)) throw UsageError(std::string("--") + option + " applies with --map only");
 }
 
+/// --model pb without --map: the surface's values are a sum over the atoms, which no PB potential is.
+void refuse_pb_sum(const PhysicsOptions& physics, const std::string& input) {
+  if (physics.is_pb())
+    throw UsageError(
+        "--model pb: a Poisson-Boltzmann potential is a field solve, not a sum over the atoms; map it first and "
+        "colour the surface with that map: espgrid map " +
+        input + " --model pb -o pb.dx, then espgrid surface " + input + " --map pb.dx -o SURFACE");
+}
+
 /// The structure, which must carry its charges (a PQR or XYZ, not a PDB/mmCIF file); its notices
 /// printed.
 Structure load_charged_structure(const std::string& input, const MapJob& job) {
@@ -175,11 +184,7 @@ int run_surface(int argc, char** argv) {
   const surface::ViewOptions view = view_options_from_args(args);
   const MapJob job = job_from_args(args, kSurfaceJobOptions, JobUse::Values);  // checks the physics
   PhysicsOptions physics = job.physics;
-  if (physics.is_pb())
-    throw UsageError(
-        "--model pb: a Poisson-Boltzmann potential is a field solve, not a sum over the atoms; map it first and "
-        "colour the surface with that map: espgrid map " +
-        input + " --model pb -o pb.dx, then espgrid surface " + input + " --map pb.dx -o SURFACE");
+  refuse_pb_sum(physics, input);
 
   // Refused before anything is read: unknown formats, unwritable files, an output named twice
   // or naming an input.

@@ -106,7 +106,7 @@ void keep_open_mpi_files_in_a_private_folder() {
   }();
 }
 
-/// --model pb (issue 23): the map is a Poisson-Boltzmann solution (src/pb/pb_solve.h); the selected
+/// --model pb: the map is a Poisson-Boltzmann solution (src/pb/pb_solve.h); the selected
 /// kernel computes its direct sums, and the backend picks the solver (cpu: hypre, cuda: the GPU
 /// multigrid, auto: the GPU when there is one).
 /// Fills `result` in place: the streamed files hold a reference to result.map, so it must be the
@@ -154,7 +154,7 @@ void compute_pb_map(MapResult& result, const Atoms& atoms, const MapRequest& req
 MapResult compute_map(const Atoms& atoms, const MapRequest& request, const KernelSelection& kernel, MapFiles* files) {
   validate(request.physics);
   MapResult result;               // returned by this one name on every path: the streamed files refer to result.map
-  if (request.physics.is_pb()) {  // issue 23
+  if (request.physics.is_pb()) {  // a field solve, not a sum over pairs
     compute_pb_map(result, atoms, request, kernel, files);
     return result;
   }
