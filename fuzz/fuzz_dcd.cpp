@@ -1,4 +1,4 @@
-// libFuzzer target for the DCD structure check (issue #21): the input is a DCD file, checked with
+// libFuzzer target for the DCD structure check: the input is a DCD file, checked with
 // espgrid::check_dcd_bytes("fuzz", ...) as espgrid-trajectory checks every DCD before MDAnalysis
 // reads it. Accepted: a summary, or an espgrid::InputError naming "fuzz" (a binary file: line
 // 0). Any other exception, a crash, an ASan/UBSan report or a hang is a finding, and so is a

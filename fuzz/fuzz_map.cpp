@@ -1,5 +1,6 @@
-// libFuzzer target for the map readers (issue #21): the first byte picks the format (its value
-// modulo 3: .dx, .mrc, .vti), the rest is the file, read with espgrid::read_map_bytes(format,
+// libFuzzer target for the map readers: the first byte picks the format (its value modulo the
+// number of formats read from memory, in the format table's order: 0 .dx, 1 .mrc, 2 .vti), the
+// rest is the file, read with espgrid::read_map_bytes(format,
 // "fuzz", ...) as `espgrid convert`, espgrid-render and Python's read_map read files. Accepted:
 // a map, an espgrid::InputError naming "fuzz" (in text, a line of the file), or a UsageError
 // (ESPGRID_MAX_GRID_POINTS, set to 10^6 here so that a header cannot ask for gigabytes). Any
@@ -21,9 +22,11 @@
 #include <cstring>
 #include <string>
 #include <sys/mman.h>
+#include <vector>
 
 #include "src/core/errors.h"
 #include "src/core/grid.h"
+#include "src/maps/map_format_table.h"
 #include "src/maps/map_formats.h"
 
 namespace {
@@ -33,7 +36,16 @@ namespace {
   std::abort();  // libFuzzer saves the input as a crash
 }
 
-constexpr espgrid::MapFormat kFormats[3] = {espgrid::MapFormat::Dx, espgrid::MapFormat::Mrc, espgrid::MapFormat::Vti};
+/// The formats read from memory, in the format table's order (maps/map_format_table.h).
+const std::vector<const espgrid::MapFormatInfo*>& fuzzed_formats() {
+  static const std::vector<const espgrid::MapFormatInfo*> formats = [] {
+    std::vector<const espgrid::MapFormatInfo*> out;
+    for (const espgrid::MapFormatInfo& f : espgrid::map_format_table())
+      if (f.read_bytes) out.push_back(&f);
+    return out;
+  }();
+  return formats;
+}
 
 void check_map(const espgrid::PotentialMap& m, bool unit_known) {
   const espgrid::GridSpec& g = m.grid;
@@ -57,23 +69,12 @@ void check_map(const espgrid::PotentialMap& m, bool unit_known) {
 }
 
 /// `map` written by espgrid's writer for `format`, as bytes.
-std::string written(const espgrid::PotentialMap& map, espgrid::MapFormat format) {
+std::string written(const espgrid::PotentialMap& map, const espgrid::MapFormatInfo& format) {
   const int fd = ::memfd_create("espgrid-fuzz-map", MFD_CLOEXEC);
   if (fd < 0) finding("memfd_create failed");
   const std::string path = "/proc/self/fd/" + std::to_string(fd);
   try {
-    switch (format) {
-      case espgrid::MapFormat::Dx:
-      case espgrid::MapFormat::DxGz:
-        espgrid::write_dx_to(map, path, {});
-        break;
-      case espgrid::MapFormat::Mrc:
-        espgrid::write_mrc_to(map, path);
-        break;
-      case espgrid::MapFormat::Vti:
-        espgrid::write_vti_to(map, path, {});
-        break;
-    }
+    format.write(map, path, {});
   } catch (const std::exception& e) {
     finding(std::string("writing a map that was read failed: ") + e.what());
   }
@@ -85,12 +86,12 @@ std::string written(const espgrid::PotentialMap& map, espgrid::MapFormat format)
 
 bool close(double a, double b) { return std::fabs(a - b) <= 1e-6 * std::max({std::fabs(a), std::fabs(b), 1e-30}); }
 
-void round_trip(const espgrid::PotentialMap& m, bool unit_known, espgrid::MapFormat format) {
+void round_trip(const espgrid::PotentialMap& m, bool unit_known, const espgrid::MapFormatInfo& format) {
   bool again_known = false;
   espgrid::PotentialMap back;
   const std::string bytes = written(m, format);
   try {
-    back = espgrid::read_map_bytes(format, "fuzz-round-trip", bytes, &again_known);
+    back = format.read_bytes("fuzz-round-trip", bytes, &again_known);
   } catch (const std::exception& e) {
     finding(std::string("a map espgrid wrote does not read back: ") + e.what());
   }
@@ -101,7 +102,7 @@ void round_trip(const espgrid::PotentialMap& m, bool unit_known, espgrid::MapFor
     // .mrc holds float32 header fields: 1e-6 relative covers a few float32 roundings; an origin
     // on the lattice is written as whole voxels of a float32 cell, the lattice taken to
     // 1e-4 voxel (mrc_placement). .dx and .vti are exact.
-    const bool exact = format != espgrid::MapFormat::Mrc;
+    const bool exact = format.exact_grid;
     const double h = m.grid.spacing[a];
     if (exact ? back.grid.spacing[a] != h : !close(back.grid.spacing[a], h))
       finding("round trip: spacing " + std::to_string(h) + " came back " + std::to_string(back.grid.spacing[a]));
@@ -116,7 +117,8 @@ void round_trip(const espgrid::PotentialMap& m, bool unit_known, espgrid::MapFor
   if (again_known != unit_known)
     finding(unit_known ? "round trip: espgrid's file does not say the unit it was given"
                        : "round trip: a unit claimed for a map whose unit was unknown");
-  if (back.foreign != m.foreign) finding("round trip: the map's program '" + m.foreign + "' came back '" + back.foreign + "'");
+  if (back.foreign != m.foreign)
+    finding("round trip: the map's program '" + m.foreign + "' came back '" + back.foreign + "'");
   if (unit_known) {
     const espgrid::PhysicsOptions &p = m.physics, &q = back.physics;
     if (p.unit != q.unit || p.model != q.model || p.dielectric != q.dielectric || p.temperature != q.temperature ||
@@ -134,19 +136,19 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size == 0) return 0;
-  const espgrid::MapFormat format = kFormats[data[0] % 3];
+  const espgrid::MapFormatInfo& format = *fuzzed_formats()[data[0] % fuzzed_formats().size()];
   const std::string text(reinterpret_cast<const char*>(data + 1), size - 1);
   std::size_t line_count = 1;
   for (const char c : text) line_count += (c == '\n' || c == '\r') ? 1 : 0;
   try {
     bool unit_known = false;
-    const espgrid::PotentialMap m = espgrid::read_map_bytes(format, "fuzz", text, &unit_known);
+    const espgrid::PotentialMap m = espgrid::read_map_bytes(format.format, "fuzz", text, &unit_known);
     check_map(m, unit_known);
     if (m.values.size() <= 4096) round_trip(m, unit_known, format);
   } catch (const espgrid::InputError& e) {
     if (e.file() != "fuzz") finding("InputError names file '" + e.file() + "': " + e.what());
     if (e.line() > line_count) finding("InputError line outside the file: " + std::string(e.what()));
-    if (format == espgrid::MapFormat::Dx && e.line() == 0) finding("a text map's error without a line");
+    if (format.format == espgrid::MapFormat::Dx && e.line() == 0) finding("a text map's error without a line");
   } catch (const espgrid::UsageError& e) {
     const std::string what = e.what();
     if (what.rfind("fuzz: ", 0) != 0) finding("UsageError that does not name the file: " + what);

@@ -1,4 +1,8 @@
 // The device driver (src/compute/cuda_driver.h): carries out a host LaunchPlan on one or several GPUs.
+// Longer than 500 lines because the one-GPU and the multi-GPU drivers share the slab loop's
+// buffers and helpers. Functions longer than 80 lines because run_worker and
+// compute_potential_multi are each one stream pipeline whose order of events is the design
+// (below): split, the order of waits and records would be spread over several places.
 //
 // The map is computed in slabs of whole z-planes, double-buffered on two streams:
 //   stream b:  poison (or zero) the device slab → wait for the previous slab's kernels →

@@ -38,16 +38,12 @@ namespace {
 constexpr int CX = kDualPipeColumns;
 constexpr int RY = kDualPipeRows;
 
-/// Resident blocks an SM asked of ptxas (__launch_bounds__'s second argument). With the bound on
-/// threads alone ptxas held the split kernels to 64–80 registers a thread, for occupancy; asked
-/// for 1 block it takes 84–95 and the kernel runs faster at lower occupancy (its FMA-pipe rsqrt
-/// is a long dependent chain: more registers, more independent points in flight a warp). One
-/// H100, the build before and after in one session, the standard bench input
-/// (benchmarks/NOTES.md, "cuda-dualpipe: registers, not occupancy"): Coulomb 95.6% → 102.1% of
-/// the rsqrt ceiling, distance 101.7% → 113.9%, Debye past the chain 47.8% → 51.9%, maps
-/// bit-identical (the PTX is the same; only ptxas's register budget moves). Held to 85 registers (3 blocks) Coulomb's
-/// best was 93.6%, to 64 (4) 95.6%. Debye's chain is fastest held to 64 (4 blocks, 24 bytes spilled): 55.7%,
-/// against 54.7% at its free 121 registers and 53.3% at 80.
+/// Resident blocks an SM asked of ptxas (__launch_bounds__'s second argument). The split kernels
+/// ask for 1: their FMA-pipe rsqrt is a long dependent chain, and the registers ptxas then gives
+/// (84–95 a thread, not 64–80) keep more of a warp's independent points in flight, which pays
+/// more than occupancy. Debye's chain asks for 4: held to 64 registers it measured fastest. Only
+/// ptxas's register budget moves (the maps are bit-identical); measured on an H100 in
+/// benchmarks/NOTES.md, "cuda-dualpipe: registers, not occupancy".
 constexpr int kSplitMinBlocks = 1;
 constexpr int kChainMinBlocks = 4;
 

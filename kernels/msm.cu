@@ -5,6 +5,8 @@
 // bit for bit. The grid phases are in kernels/msm_levels.cu, the map's per slab in
 // kernels/msm_map.cu; this file drives them: the grid phases once, then slabs of planes through
 // two buffers on two streams.
+// Functions longer than 80 lines because compute_msm queues the phases on one stream in their
+// order, with the events that time them; the phases themselves are the other files' functions.
 #include <cstring>
 #include <optional>
 

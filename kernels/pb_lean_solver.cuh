@@ -22,7 +22,7 @@
 #include "kernels/cuda_runtime_support.h"
 #include "kernels/pb_device_ledger.cuh"
 #include "src/pb/pb_cuda_driver.h"
-#include "src/pb/pb_multigrid_math.h"
+#include "src/pb_numerics/pb_multigrid_math.h"
 
 namespace espgrid::cuda::lean {
 

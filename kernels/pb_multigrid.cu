@@ -1,6 +1,6 @@
 // espgrid's multigrid-preconditioned conjugate gradients for the PB system on one GPU, in double
 // precision. The algorithm and the per-node arithmetic are src/pb/pb_multigrid.h's and
-// src/pb/pb_multigrid_math.h's: one thread per node calls the same functions the CPU emulation
+// src/pb_numerics/pb_multigrid_math.h's: one thread per node calls the same functions the CPU emulation
 // calls. Dot products are summed in a fixed order (block partials, then one block), so a run
 // repeats bit for bit.
 #include <cuda_runtime.h>
@@ -15,8 +15,8 @@
 #include "kernels/pb_multigrid_solver.cuh"
 #include "src/compute/cuda_driver.h"
 #include "src/pb/pb_cuda_driver.h"
-#include "src/pb/pb_multigrid_math.h"
-#include "src/pb/pb_system_math.h"
+#include "src/pb_numerics/pb_multigrid_math.h"
+#include "src/pb_numerics/pb_system_math.h"
 
 namespace espgrid::cuda {
 namespace {

@@ -12,7 +12,7 @@
 
 #include "kernels/cuda_runtime_support.h"
 #include "src/pb/pb_cuda_driver.h"
-#include "src/pb/pb_multigrid_math.h"
+#include "src/pb_numerics/pb_multigrid_math.h"
 
 namespace espgrid::cuda {
 

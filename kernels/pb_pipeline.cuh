@@ -11,7 +11,7 @@
 
 #include "kernels/pb_device_ledger.cuh"
 #include "src/pb/pb_pipeline_driver.h"
-#include "src/pb/pb_pipeline_math.h"
+#include "src/pb_numerics/pb_pipeline_math.h"
 
 namespace espgrid::cuda::pipeline {
 

@@ -2,7 +2,7 @@
 // atom bins (cub's stable radix sort, so bins list their atoms in ascending order, as the host's
 // cell lists do), the SAS neighbour lists (count, scan, fill, sort closest first), the mol/smol
 // surface as bytes carved by every open SAS point without storing the points, the node codes, and
-// the spread charges gathered per node. The per-item code is src/pb/pb_pipeline_math.h's; this
+// the spread charges gathered per node. The per-item code is src/pb_numerics/pb_pipeline_math.h's; this
 // file is built with --fmad=false (CMakeLists.txt), so the surface and charges are the host's bits.
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_scan.cuh>

@@ -1,5 +1,5 @@
 // The Poisson–Boltzmann coefficient maps on the GPU: APBS's `mol`, `smol` and `spl2` dielectric
-// and ion accessibility (src/pb/pb_geometry.h has the definitions and the per-node functions,
+// and ion accessibility (src/pb_numerics/pb_geometry.h has the definitions and the per-node functions,
 // shared with the host builder in src/pb/pb_coefficients.cpp). Built with --fmad=false (see
 // CMakeLists.txt): every distance is summed as the host sums it, so the maps equal the host's.
 //
@@ -18,7 +18,7 @@
 #include "kernels/cuda_runtime_support.h"
 #include "kernels/pb_device.cuh"
 #include "src/pb/pb_cuda_driver.h"
-#include "src/pb/pb_geometry.h"
+#include "src/pb_numerics/pb_geometry.h"
 
 namespace espgrid::cuda {
 namespace {

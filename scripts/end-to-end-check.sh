@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# On a machine with an NVIDIA GPU: the end-to-end figures of issue 13 — a ~300,000-atom structure
+# On a machine with an NVIDIA GPU: the end-to-end figures — a ~300,000-atom structure
 # (data/achbp.pqr copied on a lattice by scripts/make_lattice_structure.py) mapped at 0.5 Å with
 # the fastest exact kernel, process wall time against kernel time, writing .mrc (streamed while
 # the GPU computes) and .dx (formatted on every core after it). Targets: wall <= 1.2 x kernel for

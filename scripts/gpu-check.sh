@@ -22,7 +22,7 @@ step gtest-gpu "$BUILD_DIR/tests/test_gpu_kernels"
 step memcheck compute-sanitizer --tool memcheck --error-exitcode 99 --leak-check full "$BUILD_DIR/tests/test_gpu_kernels" --gtest_filter=-*RsqrtCeiling*
 step racecheck compute-sanitizer --tool racecheck --error-exitcode 99 "$BUILD_DIR/tests/test_gpu_kernels" --gtest_filter=-*RsqrtCeiling*
 step synccheck compute-sanitizer --tool synccheck --error-exitcode 99 "$BUILD_DIR/tests/test_gpu_kernels" --gtest_filter='*Random*:*Slab*'
-# The potential at points on the GPU (kernels/points.cu, issue 25): against the double sum, and its
+# The potential at points on the GPU (kernels/points.cu): against the double sum, and its
 # shared-memory tiles under memcheck and racecheck.
 step points-cuda "$BUILD_DIR/tests/test_sample" --gtest_filter='*Cuda*'
 step memcheck-points compute-sanitizer --tool memcheck --error-exitcode 99 "$BUILD_DIR/tests/test_sample" --gtest_filter='*Cuda*'

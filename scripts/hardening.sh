@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Hardening checks (issue #6; docs/reliability.md), run by scripts/test.sh after the main tests.
+# Hardening checks (docs/reliability.md), run by scripts/test.sh after the main tests.
 # One clang build in $HARDENING_BUILD_DIR (default build-hardening) with AddressSanitizer and
 # UndefinedBehaviorSanitizer on every target (ESPGRID_SANITIZE=ON, ESPGRID_CUDA=OFF) and the
 # libFuzzer targets (ESPGRID_FUZZ=ON: coverage instrumentation on the libraries), then:

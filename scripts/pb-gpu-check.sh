@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Poisson-Boltzmann maps on a GPU host (issue 23): build what needs nothing beyond CUDA, CMake,
+# Poisson-Boltzmann maps on a GPU host: build what needs nothing beyond CUDA, CMake,
 # g++ and GoogleTest (no hypre, APBS, VTK, Highway or pybind11), run the PB tests with the GPU
 # required (the CUDA multigrid against APBS 3.4.1's maps carried in tests/data/pb/ and against
 # its CPU emulation; the device's coefficient maps against the host's, bit for bit), a

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The Python module on a GPU host as users have one (issue 20): the interpreter first on the PATH
+# The Python module on a GPU host as users have one: the interpreter first on the PATH
 # (a venv with PyTorch, numpy and pip's pybind11), the host's own compiler. Builds espgrid with
 # the module in $BUILD_DIR (no VTK), then:
 #   import       `import espgrid` beside PyTorch, in both orders, under -X faulthandler

@@ -244,7 +244,7 @@ inline int run_with_small_fs(const std::filesystem::path& mount_point, int kib, 
 }
 
 /// The child's temporary file for the map `name` in `dir` (".NAME.partial.PID.XXXXXX", the
-/// suffix unpredictable; ".NAME.partial.PID" before issue #16), or an empty path while there is none.
+/// suffix unpredictable; older builds wrote ".NAME.partial.PID"), or an empty path while there is none.
 inline std::filesystem::path partial_file(const std::filesystem::path& dir, const std::string& name, pid_t pid) {
   const std::string head = "." + name + ".partial." + std::to_string(pid);
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {

@@ -367,7 +367,7 @@ void off_by_a_percent(const GridSumProblem& p, const RunOptions& o) {
 void refuses(const GridSumProblem&, const RunOptions&) { throw UsageError("block 4096x1 is too large"); }
 
 /// A CPU registry row running `run`: a fake variant for the measuring code.
-KernelVariant fake_cpu_row(std::string_view name, KernelVariant::CpuRun run) {
+KernelVariant fake_cpu_entry(std::string_view name, KernelVariant::CpuRun run) {
   KernelVariant k = reference_kernel();
   k.name = name;
   k.role = KernelRole::Alternative;
@@ -384,7 +384,7 @@ TEST(BenchMeasure, CpuKernelOnATinyProblemVerifies) {
   settings.check_points = 5000;  // more than the map: every point is checked
   for (const KernelVariant* k : {&reference_kernel(), &fast_reference_kernel()}) {
     SCOPED_TRACE(k->name);
-    const Row r = measure("variants", *k, problem, {}, settings);
+    const Measurement r = measure("variants", *k, problem, {}, settings);
     EXPECT_EQ(r.status, Status::Ok) << r.note;
     EXPECT_EQ(r.ny_used, 16);
     EXPECT_EQ(r.nz_used, 6);
@@ -408,7 +408,7 @@ TEST(BenchMeasure, SlowKernelComputesOnlyWhatFitsTheBudget) {
   settings.repeats = 1;
   settings.warmup = 0;
   settings.budget_seconds = 0.01;  // cpu-naive: 245,760,000 evaluations would take ~0.5 s
-  const Row r = measure("variants", find_kernel("cpu-naive"), problem, {}, settings);
+  const Measurement r = measure("variants", find_kernel("cpu-naive"), problem, {}, settings);
   EXPECT_EQ(r.status, Status::Ok) << r.note;
   EXPECT_LT(r.nz_used * r.ny_used, 32 * 40);
   EXPECT_GE(r.ny_used * r.nz_used, 1);
@@ -426,7 +426,7 @@ TEST(BenchMeasure, ApproximateKernelWithNoPointFarFromAtomsIsNotPassed) {
   settings.repeats = 1;
   settings.warmup = 0;
   settings.check_points = 20;
-  const Row r = measure("variants", find_kernel("cpu-msm"), problem, {}, settings);
+  const Measurement r = measure("variants", find_kernel("cpu-msm"), problem, {}, settings);
   EXPECT_EQ(r.status, Status::Fail) << r.note;
   EXPECT_EQ(r.points_checked, 0u);
   EXPECT_NE(r.note.find("not judged: no sampled point is >= 1.4 Å from every atom"), std::string::npos) << r.note;
@@ -438,31 +438,31 @@ TEST(BenchMeasure, WrongOrUnwrittenOutputsFailAndRefusalsAreUnsupported) {
   const PreparedProblem problem(random_atoms(200, grid, 13), grid, 1.0);
   Settings settings;
   settings.repeats = 2;
-  const KernelVariant unwritten = fake_cpu_row("fake-unwritten", &leaves_last_point);
-  const KernelVariant wrong = fake_cpu_row("fake-wrong", &off_by_a_percent);
-  const KernelVariant refusing = fake_cpu_row("fake-refusing", &refuses);
+  const KernelVariant unwritten = fake_cpu_entry("fake-unwritten", &leaves_last_point);
+  const KernelVariant wrong = fake_cpu_entry("fake-wrong", &off_by_a_percent);
+  const KernelVariant refusing = fake_cpu_entry("fake-refusing", &refuses);
 
-  const Row u = measure("variants", unwritten, problem, {}, settings);
+  const Measurement u = measure("variants", unwritten, problem, {}, settings);
   EXPECT_EQ(u.status, Status::Fail);
   EXPECT_NE(u.note.find("not written"), std::string::npos) << u.note;
-  const Row w = measure("variants", wrong, problem, {}, settings);
+  const Measurement w = measure("variants", wrong, problem, {}, settings);
   EXPECT_EQ(w.status, Status::Fail);
   EXPECT_GT(w.max_err_over_tol, 1.0);
   RunOptions shape;
   shape.shape.block_x = 4096;
   shape.shape.block_y = 1;
-  const Row refused = measure("blocks", refusing, problem, shape, settings, true);
+  const Measurement refused = measure("blocks", refusing, problem, shape, settings, true);
   EXPECT_EQ(refused.status, Status::Unsupported);
   EXPECT_EQ(refused.block_x, 4096);
   EXPECT_NE(refused.note.find("too large"), std::string::npos);
-  const Row failed = measure("variants", refusing, problem, {}, settings, false);
+  const Measurement failed = measure("variants", refusing, problem, {}, settings, false);
   EXPECT_EQ(failed.status, Status::Fail);
 }
 
 // ---- files --------------------------------------------------------------------------------------------
 
-Row sample_row() {
-  Row r;
+Measurement sample_row() {
+  Measurement r;
   r.sweep = "blocks";
   r.kernel = "cuda-gather";
   r.backend = "cuda";
@@ -527,7 +527,7 @@ TEST(BenchFiles, CsvRowsHaveEveryColumn) {
   EXPECT_EQ(row["note"], "time budget: first 64 of 128 planes; said \"hi\", twice");
   EXPECT_EQ(row["nz_full"], "128");
 
-  Row skipped = sample_row();
+  Measurement skipped = sample_row();
   skipped.status = Status::Skipped;
   skipped.kernel_ms = {};
   skipped.atom_evals_per_s = kNotAvailable;
@@ -539,15 +539,15 @@ TEST(BenchFiles, CsvRowsHaveEveryColumn) {
 }
 
 TEST(BenchFiles, JsonReadsBackWithRowsAndMetadata) {
-  EXPECT_EQ(json_number(kNotAvailable), "null");
-  EXPECT_EQ(json_number(std::numeric_limits<double>::infinity()), "null");
-  EXPECT_EQ(json_string("a\"b\\c\n\x01"), "\"a\\\"b\\\\c\\n\\u0001\"");
+  EXPECT_EQ(JsonLine().num("x", kNotAvailable).text(), "{\"x\": null}");
+  EXPECT_EQ(JsonLine().num("x", std::numeric_limits<double>::infinity()).text(), "{\"x\": null}");
+  EXPECT_EQ(JsonLine().str("x", "a\"b\\c\n\x01").text(), "{\"x\": \"a\\\"b\\\\c\\n\\u0001\"}");
 
   Metadata meta = host_metadata();
   meta.command_line = "espgrid bench --out \"x y\"";
   meta.rsqrt_per_second = 4.2e12;
   meta.multiprocessors = 132;
-  Row skipped = sample_row();
+  Measurement skipped = sample_row();
   skipped.status = Status::Skipped;
   skipped.kernel_ms = {};
   const fs::path dir = fresh_dir("json");

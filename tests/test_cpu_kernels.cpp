@@ -81,7 +81,7 @@ TEST(CpuKernels, TheDefaultTheReadmePromisesIsBuilt) {
 }
 
 // cpu-simd covers the end of a row with narrower tiles (0 to 3 vectors, and the last points of
-// 2, 4 or 8 rows packed into one or two mixed vectors; issue 24), and on narrow grids under
+// 2, 4 or 8 rows packed into one or two mixed vectors), and on narrow grids under
 // AVX-512 gives a task 4 or 8 rows (fewer at the plane's edge): a point must get the same bits
 // whichever tile computed it. The same atoms on grids that differ only in width: every point of
 // a narrow grid equals the wide grid's point at the same place, for every remainder a row can

@@ -1,10 +1,10 @@
-// The same test bodies on every registry row, CPU and CUDA (the HOOMD-blue pattern): analytic
+// The same test bodies on every registry entry, CPU and CUDA (the HOOMD-blue pattern): analytic
 // cases (one charge gives kq/(εr), superposition, translating atoms and grid together changes
 // nothing, an atom on a grid point), and a slab of planes with a non-zero plane offset (what
-// an MPI rank computes) against the same planes of the whole map. CUDA rows skip without a
-// usable GPU (ESPGRID_REQUIRE_GPU=1 makes that a failure); a row added to the registry is
-// tested here the moment it exists. Approximate rows (Accuracy::Approximate) are held to the
-// error bound they declare where an exact row is held to float32 rounding; identities that
+// an MPI rank computes) against the same planes of the whole map. CUDA entries skip without a
+// usable GPU (ESPGRID_REQUIRE_GPU=1 makes that a failure); an entry added to the registry is
+// tested here the moment it exists. Approximate entries (Accuracy::Approximate) are held to the
+// error bound they declare where an exact entry is held to float32 rounding; identities that
 // hold exactly for them too (linearity, translation) must hold to a rounding that is
 // negligible against that bound.
 #include <gtest/gtest.h>
@@ -32,7 +32,7 @@ class EveryVariant : public ::testing::TestWithParam<std::string> {
   const KernelVariant& kernel() const { return find_kernel(GetParam()); }
 };
 
-/// For an approximate row, a difference that only rounding makes (a linear method's
+/// For an approximate entry, a difference that only rounding makes (a linear method's
 /// superposition, translating everything together) must stay below this share of the declared
 /// error, in RMS over the map: rounding must not eat into the error budget.
 constexpr double kRoundingShareOfBound = 0.01;

@@ -143,7 +143,7 @@ TEST(FloatText, EveryFloat) {
   EXPECT_EQ(count_differences(0, 1), 0u);
 }
 
-// ---- LC_NUMERIC (issue 21) ------------------------------------------------------------------------
+// ---- LC_NUMERIC ------------------------------------------------------------------------
 
 /// printf's text of `value` in the current C locale.
 template <class... Args>
@@ -153,7 +153,7 @@ std::string printf_text(const char* format, Args... args) {
   return buffer;
 }
 
-/// human_bytes and seconds_text as they were written with printf (before issue 21).
+/// human_bytes and seconds_text as they were written with printf, before they ignored LC_NUMERIC.
 std::string printf_human_bytes(double bytes) {
   const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   int u = 0;
@@ -252,7 +252,7 @@ TEST(Locale, NumbersInMessagesAndHeadersIgnoreLcNumeric) {
   EXPECT_EQ(seconds_text(0.0123), "12.30 ms");
   EXPECT_EQ(seconds_text(1.5e-5), "15.0 µs");
   EXPECT_EQ(model_header(debye), header);  // written the same
-  // The PDB text `espgrid view` and Python's Map.view give 3Dmol.js (issue 26's page).
+  // The PDB text `espgrid view` and Python's Map.view give 3Dmol.js (the view page).
   Atoms atoms;
   atoms.push_back(-12.3456, 0.5, 1234.5, 0.1, 1.5, ElementSymbol::from("C"));
   const std::string pdb = display_pdb(atoms, nullptr);

@@ -110,7 +110,7 @@ TEST_P(GpuKernel, SlabStreamingGivesTheSameMap) {
   }
 }
 
-// A compute session's frames reuse one workspace's buffers (issue 24): each run must give what a
+// A compute session's frames reuse one workspace's buffers: each run must give what a
 // fresh run gives, bit for bit, whether the next frame has more atoms (the buffers grow), fewer
 // (stale atoms past the count must not be read), or streams through two slab buffers.
 TEST_P(GpuKernel, AWorkspaceKeptBetweenRunsChangesNoMap) {

@@ -1,4 +1,4 @@
-// Hardening tests (issue #6): regressions for the defects fuzzing and fault probing found,
+// Hardening tests: regressions for the defects fuzzing and fault probing found,
 // limits (millions of atoms, absurd grids, extreme physics values), unwritable outputs and
 // file-size limits, interrupted runs (SIGINT/SIGTERM/SIGHUP, during the computation and
 // during the write of a large map), and GPU faults (skipped without a usable GPU, like
@@ -637,7 +637,7 @@ TEST_F(GpuFaults, OutOfDeviceMemoryIsAClearErrorAndLeavesTheDeviceUsable) {
           if (contains(what, "cannot allocate")) EXPECT_TRUE(contains(what, "for '")) << "names the buffer: " << what;
           if (contains(what, "cannot allocate") && contains(what, " on device "))
             EXPECT_TRUE(contains(what, "free of")) << "says what was free: " << what;
-          EXPECT_FALSE(contains(what, ".cu:")) << "a source location in a user's message (issue #16): " << what;
+          EXPECT_FALSE(contains(what, ".cu:")) << "a source location in a user's message: " << what;
         }
       }
     }

@@ -1,4 +1,4 @@
-// Poisson-Boltzmann maps (issue 23, src/pb/): APBS's definitions reproduced piece by piece, the
+// Poisson-Boltzmann maps (src/pb/): APBS's definitions reproduced piece by piece, the
 // solvers against each other and against an exact answer, APBS 3.4.1's own maps (carried in
 // tests/data/pb/, made by tests/data/pb/make_references.py), and the errors a user can meet.
 // The CPU solvers run here; the CUDA multigrid's cases skip without a GPU (ESPGRID_REQUIRE_GPU=1
@@ -17,10 +17,10 @@
 #include "src/core/errors.h"
 #include "src/maps/map_formats.h"
 #include "src/pb/pb_coefficients.h"
-#include "src/pb/pb_geometry.h"
 #include "src/pb/pb_hypre.h"
 #include "src/pb/pb_multigrid.h"
 #include "src/pb/pb_solve.h"
+#include "src/pb_numerics/pb_geometry.h"
 #include "src/registry/kernel_registry.h"
 #include "tests/child_process.h"
 #include "tests/test_support.h"

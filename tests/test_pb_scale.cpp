@@ -1,4 +1,4 @@
-// PB at scale (issue 33): the device pipeline's algorithms (src/pb/pb_pipeline_math.h) run by their
+// PB at scale (issue 33): the device pipeline's algorithms (src/pb_numerics/pb_pipeline_math.h) run by their
 // CPU emulation against the host's builders, bit for bit (SAS neighbour lists, the surface, the
 // spread charges, the assembled system, the map); the memory plan and its refusals; and, on a GPU,
 // the pipeline against the all-on-device path it replaces. The CUDA cases skip without a GPU

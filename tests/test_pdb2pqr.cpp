@@ -6,7 +6,7 @@
 // PQR. The end-to-end tests skip (saying why) where pdb2pqr30 or gemmi is not installed;
 // scripts/install-deps.sh installs both. The log parser and the argument checks need neither.
 // ESPGRID_TEST_BINARY=PATH runs another binary (tests/child_process.h): docs/reliability.md
-// records these tests against the code before issues 21 and 25.
+// records what these tests found in older builds.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -231,7 +231,7 @@ TEST_F(PdbInput, MapOfAPdbEqualsTheMapOfPdb2pqrsOwnPqr) {
   ASSERT_EQ(r.code, 0) << r;
   EXPECT_TRUE(contains(r.out, "charges    pdb2pqr 3.")) << r;
   EXPECT_TRUE(contains(r.out, "AMBER force field, standard protonation states")) << r;
-  // The command that makes the PQR espgrid keeps (issue 25: it named boxb.pqr, not out/boxb.pqr).
+  // The command that makes the PQR espgrid keeps (the path it was kept at: out/boxb.pqr, not boxb.pqr).
   EXPECT_TRUE(contains(r.out, "pdb2pqr30 --ff AMBER --drop-water boxb.pdb out/boxb.pqr")) << r;
   EXPECT_TRUE(contains(r.out, "619 atoms, total charge -18.0000 e")) << r;
   EXPECT_TRUE(contains(r.out, "wrote      out/boxb.pqr")) << r;
@@ -367,7 +367,7 @@ TEST_F(PdbInput, OptionsAreCheckedBeforeAnythingRuns) {
       {"map " + quote(pqr) + " -o out/a.dx --keep-pqr out/a.pqr", "--keep-pqr applies"},
       {"map boxb.pdb -o out/a.dx --ph 15", "--ph must be a number from 0 to 14"},
       {"map boxb.pdb -o out/a.dx --forcefield 'AM BER'", "got 'AM BER'"},
-      // issue 25: pdb2pqr refused it only after running (and after PROPKA), as "pdb2pqr failed"
+      // pdb2pqr refused it only after running (and after PROPKA), as "pdb2pqr failed"
       {"map boxb.pdb -o out/a.dx --forcefield FOO",
        "--forcefield takes one of pdb2pqr's force fields (AMBER, CHARMM, PARSE, TYL06, PEOEPB or SWANSON; any "
        "case), got 'FOO'"},
@@ -377,7 +377,7 @@ TEST_F(PdbInput, OptionsAreCheckedBeforeAnythingRuns) {
       {"map boxb.pdb -o out/a.dx --keep-pqr hard-link-to-input.pqr", "would replace the input"},
       {"map boxb.log --format pdb -o out/a.dx --keep-pqr boxb.pqr",
        "pdb2pqr's log boxb.log (kept beside --keep-pqr boxb.pqr) would replace the input"},
-      // issue 21: empty names (exit 2, not a raw filesystem error with exit 1)
+      // empty names (exit 2, not a raw filesystem error with exit 1)
       {"map boxb.pdb -o out/a.dx --keep-pqr ''", "--keep-pqr needs a file name"},
       {"map boxb.pdb -o ''", "-o needs a file name"},
   };
@@ -396,7 +396,7 @@ TEST_F(PdbInput, OptionsAreCheckedBeforeAnythingRuns) {
 
 }  // namespace
 
-// ---- issue 25: what pdb2pqr leaves out, its log, the command, force fields ----------------------
+// ---- what pdb2pqr leaves out, its log, the command, force fields ----------------------
 
 namespace more {
 
@@ -465,7 +465,7 @@ TEST_F(PdbInput, WhatPdb2pqrLeftOutIsSaidAndItsWholeLogKept) {
 }
 
 // The bundled PDB itself loses its 5' phosphate (AMBER's 5'-terminal G has none): 620 atoms in,
-// 619 out, which the summary of issue 22's test never said.
+// 619 out, which the summary must say.
 TEST_F(PdbInput, TheBundledPdbsTerminalPhosphateIsReported) {
   REQUIRE_PROGRAM("pdb2pqr30");
   fs::copy_file(std::string(ESPGRID_SOURCE_DIR) + "/data/boxb_rna.pdb", path("boxb_rna.pdb"));

@@ -983,7 +983,7 @@ TEST(PlausibilityLimits, HugeChargeOrRadiusIsRefusedAtItsLine) {
 }  // namespace
 }  // namespace espgrid
 
-// ---- issue #16: record layouts, models, streaming -----------------------------------------------
+// ---- record layouts, models, streaming -----------------------------------------------
 
 namespace espgrid {
 namespace {
@@ -1168,7 +1168,7 @@ TEST(XyzText, ColumnNamedTwiceIsRefused) {
   expect_xyz_error("1\nProperties=species:S:1:pos:R:3:charge:R:1:charge:R:1\nH 0 0 0 0.5 0.5\n", 2, "twice");
 }
 
-// Issue 25: the names structures come under (PDB's own downloads are .ent.gz and .cif.gz).
+// the names structures come under (PDB's own downloads are .ent.gz and .cif.gz).
 TEST(FormatFromExtension, CompressedAndPdbxNames) {
   EXPECT_EQ(format_from_extension("x.pqr.gz"), StructureFormat::Pqr);
   EXPECT_EQ(format_from_extension("x.XYZ.GZ"), StructureFormat::Xyz);

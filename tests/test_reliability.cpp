@@ -1,4 +1,4 @@
-// Reliability tests (issue #16): what an adversarial probe broke — silent misreads, unsafe or
+// Reliability tests: what an adversarial probe broke — silent misreads, unsafe or
 // destructive output, checks that came after the expensive work, and the command line — each
 // run end to end through the espgrid binary. docs/reliability.md lists every class with its
 // test. The reader details are unit-tested in tests/test_readers.cpp.
@@ -25,9 +25,9 @@
 #include <thread>
 #include <vector>
 
-#include "src/bench/bench.h"
 #include "src/core/errors.h"
 #include "src/core/grid.h"
+#include "src/core/json.h"
 #include "src/maps/map_formats.h"
 #include "tests/child_process.h"
 #include "tests/file_helpers.h"
@@ -590,12 +590,15 @@ TEST_F(Reliability, TheCommandLineSaysWhatItCannotTakeLiterally) {
 }
 
 // An input path that is not UTF-8 made `bench --out` write invalid JSON (JSON must be UTF-8).
+// The bench's files and `map --json` are written by the one JSON writer (core/json.h).
 TEST_F(Reliability, BenchJsonIsValidUtf8WhateverThePaths) {
-  EXPECT_EQ(bench::json_string("caf\xE9"), "\"caf\\ufffd\"");
-  EXPECT_EQ(bench::json_string("caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80"),
-            "\"caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80\"");
-  EXPECT_EQ(bench::json_string("\xC0\xAF \xED\xA0\x80 \xF4\x90\x80\x80"),
+  EXPECT_EQ(json_quoted("caf\xE9"), "\"caf\\ufffd\"");
+  EXPECT_EQ(json_quoted("caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80"), "\"caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80\"");
+  EXPECT_EQ(json_quoted("\xC0\xAF \xED\xA0\x80 \xF4\x90\x80\x80"),
             "\"\\ufffd\\ufffd \\ufffd\\ufffd\\ufffd \\ufffd\\ufffd\\ufffd\\ufffd\"");
+  // Python's in-memory summaries keep the bytes: os.fsdecode turns them into the name os.listdir gives.
+  EXPECT_EQ(json_quoted("caf\xE9 \xC3\xA9", Malformed::Keep), "\"caf\xE9 \xC3\xA9\"");
+  EXPECT_EQ(Json::object().set("input", "caf\xE9.pqr").dump(0, Malformed::Keep), "{\"input\": \"caf\xE9.pqr\"}");
   const std::string input = copy_of_small("caf\xE9.pqr");  // Latin-1 "café"
   const Outcome r = run({"bench", input, "--kernel", "cpu-parallel", "--spacing", "2", "--padding", "2", "--repeats",
                          "1", "--warmup", "0", "--budget", "0.01", "--out", path("out")});
@@ -612,9 +615,25 @@ TEST_F(Reliability, BenchJsonIsValidUtf8WhateverThePaths) {
   }
 }
 
+// `map --json` took a file name's bytes as they were: a Latin-1 name made a summary Python's
+// json module refused.
+TEST_F(Reliability, MapJsonSummaryIsValidUtf8WhateverThePaths) {
+  const std::string input = copy_of_small("caf\xE9.pqr");  // Latin-1 "café"
+  const Outcome r = run({"map", input, "-o", path("caf\xE9.dx"), "--spacing", "2", "--json", path("summary.json")});
+  ASSERT_EQ(r.code, 0) << r;
+  const std::string json = path("summary.json");
+  ASSERT_TRUE(contains(slurp(json), "caf\\ufffd.pqr")) << slurp(json);
+  EXPECT_EQ(std::system(("iconv -f UTF-8 -t UTF-8 '" + json + "' > /dev/null").c_str()), 0) << slurp(json);
+  if (::access("/usr/bin/python3", X_OK) == 0) {
+    const std::string parse =
+        "/usr/bin/python3 -c 'import json,sys; json.load(open(sys.argv[1], encoding=\"utf-8\"))' '" + json + "'";
+    EXPECT_EQ(std::system(parse.c_str()), 0) << slurp(json);
+  }
+}
+
 // ==== CUDA error messages ===========================================================================
 
-// ==== issue 21: the second probe ==================================================================
+// ==== the second probe ==================================================================
 
 // `espgrid kernels > /dev/full` exited 0 with the listing lost (`atoms` already failed). Every
 // run whose product is what it prints now fails when stdout does; `map` and `convert`, whose

@@ -1,4 +1,4 @@
-// The potential at points and the scripting surface (issue 25): the points file's reader and its
+// The potential at points and the scripting surface: the points file's reader and its
 // messages, the table writer, the point evaluators (CPU in double; the CUDA one against it where
 // a GPU is present), interpolation's outside points, the JSON summary, and the time estimate.
 // The CUDA case skips without a GPU and fails with ESPGRID_REQUIRE_GPU=1.

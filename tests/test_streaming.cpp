@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -14,6 +15,7 @@
 #include <thread>
 
 #include "src/core/errors.h"
+#include "src/maps/map_format_table.h"
 #include "src/maps/map_formats.h"
 #include "src/maps/map_stream.h"
 #include "src/pipeline/map_pipeline.h"
@@ -58,11 +60,17 @@ class Streaming : public ::testing::Test {
   PotentialMap map_;
 };
 
-/// The formats that stream with the default options: MRC and uncompressed .vti.
-const char* const kStreamed[] = {".mrc", ".vti"};
+/// The extensions of the formats the table streams with the default options (MRC and
+/// uncompressed .vti today): a new format with a plane writer is tested here by its entry.
+std::vector<std::string> streamed_extensions() {
+  std::vector<std::string> out;
+  for (const MapFormatInfo& f : map_format_table())
+    if (f.plane_writer && f.plane_writer(MapWriteOptions{})) out.emplace_back(f.extensions.front());
+  return out;
+}
 
 TEST_F(Streaming, PlanesInOrderGiveTheWholeMapFile) {
-  for (const std::string ext : kStreamed) {
+  for (const std::string& ext : streamed_extensions()) {
     const std::string want = whole_map_file(ext);
     {
       StreamingMapWriter writer(map_, path("s" + ext));
@@ -86,7 +94,7 @@ TEST_F(Streaming, PlanesInAnyOrderFromSeveralThreads) {
     k += count;
   }
   std::mt19937 rng(testing::test_seed());
-  for (const std::string ext : kStreamed) {
+  for (const std::string& ext : streamed_extensions()) {
     const std::string want = whole_map_file(ext);
     std::shuffle(ranges.begin(), ranges.end(), rng);
     StreamingMapWriter writer(map_, path("s" + ext));
@@ -198,6 +206,10 @@ void expect_streamed_files_match(const std::string& kernel_name, const RunOption
 TEST_F(Streaming, ComputeMapStreamsOnTheCpu) {
   for (const auto& k : kernel_variants())
     if (k.backend == Backend::Cpu && k.supports(PairModel::Coulomb)) {
+      if (!k.not_built.empty()) {  // cpu-simd without Google Highway: listed, cannot run
+        std::printf("%s skipped: %s\n", std::string(k.name).c_str(), std::string(k.not_built).c_str());
+        continue;
+      }
       SCOPED_TRACE(std::string(k.name));
       expect_streamed_files_match(std::string(k.name), {}, dir_);
     }
@@ -228,7 +240,7 @@ TEST_F(Streaming, NoStreamWritesTheSameFilesAfterwards) {
   const KernelVariant& cpu = default_kernel(Backend::Cpu);
   MapWriteOptions later;
   later.stream = false;
-  for (const std::string ext : kStreamed) {
+  for (const std::string& ext : streamed_extensions()) {
     MapFiles streamed({path("s" + ext)}), after({path("a" + ext)}, later);
     EXPECT_EQ(streamed.streamed_paths(), std::vector<std::string>{path("s" + ext)});
     EXPECT_EQ(after.streamed_paths(), std::vector<std::string>{});

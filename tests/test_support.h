@@ -100,9 +100,9 @@ inline std::vector<double> oracle_map(const PreparedProblem& prepared) {
   return exact;
 }
 
-/// An approximate row's map judged the way `verify` and `bench` judge it: the relative RMS
+/// An approximate entry's map judged the way `verify` and `bench` judge it: the relative RMS
 /// error against the double oracle at the points >= 1.4 Å from every atom within the bound the
-/// row declares for `method`, every value finite. The oracle runs at every `stride`-th point
+/// entry declares for `method`, every value finite. The oracle runs at every `stride`-th point
 /// (and the last). A map with no point that far from the atoms (dense random atoms on a small
 /// grid) gives the bound nothing to judge: then the relative RMS error over every compared point
 /// must be within the bound. The bound is an RMS statistic: judging the largest pointwise error
@@ -152,7 +152,7 @@ inline ApproximationError expect_within_declared_bound(const KernelVariant& kern
 }
 
 /// A kernel's map against the exact sum by the kernel's own standard: every compared point
-/// within float_tolerance for an exact row (expect_matches_oracle), the declared bound for an
+/// within float_tolerance for an exact entry (expect_matches_oracle), the declared bound for an
 /// approximate one (expect_within_declared_bound). Returns the number of points compared.
 inline std::size_t expect_matches_exact_sum(const KernelVariant& kernel, const PreparedProblem& prepared,
                                             const std::vector<float>& out, std::size_t stride = 1) {
@@ -230,7 +230,7 @@ inline bool gpu_required() {
     }                                                                                            \
   } while (0)
 
-/// Variant names of one backend, for INSTANTIATE_TEST_SUITE_P: a row added to the registry is
+/// Variant names of one backend, for INSTANTIATE_TEST_SUITE_P: an entry added to the registry is
 /// tested the moment it exists.
 inline std::vector<std::string> variant_names(Backend backend) {
   std::vector<std::string> names;
@@ -240,7 +240,7 @@ inline std::vector<std::string> variant_names(Backend backend) {
 }
 
 /// The CUDA variants the per-plane driver runs (cuda::compute_potential and _multi, device
-/// lists, slab hooks): all but the rows with a pipeline of their own (cuda-msm), whose
+/// lists, slab hooks): all but the entries with a pipeline of their own (cuda-msm), whose
 /// one-GPU rule is tested in tests/test_gpu_msm.cpp and tests/test_msm.cpp.
 inline std::vector<std::string> plane_driver_variant_names() {
   std::vector<std::string> names;

@@ -1,4 +1,4 @@
-// Trajectory averages (issue 37): the exact frame sums (src/compute/frame_sums.h) against an
+// Trajectory averages: the exact frame sums (src/compute/frame_sums.h) against an
 // independent reference, and their independence of the order and split of the frames.
 #include <gtest/gtest.h>
 

@@ -258,7 +258,7 @@ TEST_F(View, MissingLibraryIsAClearError) {
 }
 
 TEST_F(View, SurfaceMeshFilesAndRefusals) {
-  // `espgrid surface` (issue 25): the files themselves are read by VTK and Khronos' glTF
+  // `espgrid surface`: the files themselves are read by VTK and Khronos' glTF
   // validator in tests/interop/test_surface_mesh.py; here the command's choices and refusals.
   const std::string fas = quote(source("data/fasciculin2.pqr"));
   Result r = run("surface " + fas + " --model debye --dielectric 78.54 --ionic-strength 0.15 -o " +

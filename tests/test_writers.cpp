@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <cstring>
@@ -18,6 +19,7 @@
 #include "src/core/errors.h"
 #include "src/core/text_format.h"
 #include "src/core/text_parsing.h"
+#include "src/maps/map_format_table.h"
 #include "src/maps/map_formats.h"
 #include "tests/file_helpers.h"
 
@@ -237,6 +239,40 @@ TEST_F(Writers, DxGzIsRefusedWithoutZlib) {
 }
 #endif
 
+// The format table: every extension names its entry (in any case), no two entries share an
+// extension or a word, every entry can be written and read back by its own functions, and the
+// help texts the table makes name every extension.
+TEST(FormatTable, EveryEntryIsFoundByItsExtensionsAndListedInTheHelp) {
+  std::vector<std::string_view> seen;
+  for (const MapFormatInfo& f : map_format_table()) {
+    SCOPED_TRACE(std::string(f.name));
+    ASSERT_FALSE(f.extensions.empty());
+    EXPECT_EQ(&map_format_info(f.format), &f);
+    EXPECT_EQ(find_map_format_word(f.word()), &f);
+    EXPECT_NE(f.write, nullptr);
+    EXPECT_NE(f.read, nullptr);
+    for (const std::string_view extension : f.extensions) {
+      EXPECT_EQ(std::find(seen.begin(), seen.end(), extension), seen.end()) << extension << " twice";
+      seen.push_back(extension);
+      std::string upper(extension);
+      for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+      EXPECT_EQ(map_format_from_extension("dir.x/name" + std::string(extension)), f.format);
+      EXPECT_EQ(map_format_from_extension("NAME" + upper), f.format);
+      EXPECT_NE(map_extensions_text().find(extension), std::string::npos);
+      EXPECT_NE(map_formats_help().find(extension), std::string::npos);
+    }
+    EXPECT_NE(map_format_words().find(f.word()), std::string::npos);
+  }
+  EXPECT_THROW(map_format_from_extension("x.pqr.gz"), UsageError);
+  EXPECT_THROW(map_format_from_extension(".dx"), UsageError);  // a hidden file without extension
+  try {
+    map_format_from_extension("x.txt");
+    ADD_FAILURE() << "x.txt taken for a map";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find(map_extensions_text()), std::string::npos) << e.what();
+  }
+}
+
 // No state shared between calls: maps written at the same time from several threads each
 // come out whole and right.
 TEST_F(Writers, DxWritersRunConcurrently) {
@@ -389,8 +425,9 @@ TEST_F(Writers, MrcVoxelSizeIsAsExactAsAFloatCellAllows) {
 TEST_F(Writers, NonFiniteValueIsRefusedAndNothingIsWritten) {
   for (float bad : {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity()}) {
     map_.values[17] = bad;
-    for (const char* name : {"bad.dx", "bad.vti", "bad.mrc", "bad.dx.gz"}) {
-      if (std::string(name).ends_with(".gz") && !gzip_supported()) continue;
+    for (const MapFormatInfo& format : map_format_table()) {
+      if (!format.writable()) continue;
+      const std::string name = "bad" + std::string(format.extensions.front());
       try {
         write_map(map_, path(name));
         ADD_FAILURE() << "wrote a map holding " << bad;

@@ -312,11 +312,12 @@ def frame_energies(*args, **kwargs):
     from .trajectory import frame_energies as _frame_energies
     return _frame_energies(*args, **kwargs)
 
-# Map.view and the notebook display of its page (python/espgrid/view.py, issue 26).
+
+# Map.view and the notebook display of its page (python/espgrid/view.py).
 from .view import View, view as _view  # noqa: E402
 
 Map.view = _view
 
 
-# APBS input files: espgrid.apbs.run("apbs.in") (python/espgrid/apbs.py, issue 32).
+# APBS input files: espgrid.apbs.run("apbs.in") (python/espgrid/apbs.py).
 from . import apbs  # noqa: E402,F401

@@ -246,8 +246,8 @@ def _check_dcd_readers(universe, checked=()):
     """Every DCD the universe reads is walked record by record (structure/dcd_check.h): its frames
     are counted from its size, as MDAnalysis and VMD count them, so a file that ends inside a
     frame (cut short) or has a damaged record is refused rather than averaged over the frames
-    before the damage (issue #21). A header whose frame count differs from the whole frames is
-    a TrajectoryNote, not an error: writers leave it stale. Raises espgrid.InputError
+    before the damage. A header whose frame count differs from the whole frames is a
+    TrajectoryNote, not an error: writers leave it stale. Raises espgrid.InputError
     "FILE: what is wrong"."""
     trajectory = universe.trajectory
     for reader in getattr(trajectory, "readers", None) or [trajectory]:
@@ -265,7 +265,7 @@ def _check_dcd_readers(universe, checked=()):
 def _check_xyz_readers(universe):
     """Every frame of an XYZ trajectory holds as many atoms as the topology: MDAnalysis reads each
     frame as that many lines whatever the frame's own count says, so one atom more would shift
-    positions onto the wrong atoms (issue #35). Raises espgrid.InputError "FILE:LINE: frame F ..."."""
+    positions onto the wrong atoms. Raises espgrid.InputError "FILE:LINE: frame F ..."."""
     from MDAnalysis.coordinates.XYZ import XYZReader
     from MDAnalysis.lib.util import anyopen
     atoms = universe.atoms.n_atoms

@@ -270,7 +270,10 @@ PyMap map_from_state(const py::dict& state) {
 
 }  // namespace
 
-void bind_map(py::module_& m) {
+namespace {
+
+/// The Map class: its values (a view, no copy), grid, physics, provenance and summary.
+void bind_map_class(py::module_& m) {
   py::class_<PyMap>(m, "Map", "A potential map: values on a grid, with its unit, medium and model.")
       .def_property_readonly("values", &values_view,
                              "Read-only (nx, ny, nz) view, no copy: values[i, j, k] is the potential at "
@@ -332,7 +335,10 @@ void bind_map(py::module_& m) {
             write_map_files(p.map, paths, &p.timing, [&p](const std::string& path) { p.outputs.push_back(path); });
           },
           "Writes the map to every path (format from the extension, as `espgrid map -o`), each atomically.");
+}
 
+/// Making maps from values and reading map files.
+void bind_map_making(py::module_& m) {
   m.def(
       "map_from_values",
       [](const py::handle& values, const GridSpec& grid, const py::object& like, const MapJob* options,
@@ -349,25 +355,28 @@ void bind_map(py::module_& m) {
       },
       "values"_a, "grid"_a, "like"_a = py::none(), "options"_a = nullptr, "source"_a = "");
   m.def("read_map", &read_map_file, "path"_a, "units"_a = py::none());
+}
+
+/// The `espgrid view` page of a map in memory, writing it, and the map's summary as JSON.
+void bind_map_pages(py::module_& m) {
   // Map.view (python/espgrid/view.py): the `espgrid view` page of a map in memory.
   m.def(
       "view_page",
       [](const PyMap& p, const PyStructure& s, const py::object& limit, const py::object& levels,
          const std::string& values, double offset, double surface_spacing, double probe, const std::string& title,
          const std::string& view) {
-        surface::ViewOptions options;
+        surface::ViewOptions options;  // the fields `espgrid view` sets (cli::view_options_from_args)
         options.view = view;
-        if (py::isinstance<py::str>(limit)) {
-          if (limit.cast<std::string>() != "auto") throw UsageError("limit must be a positive number or 'auto'");
-          options.limit_auto = true;
-        } else if (!limit.is_none()) {
+        if (py::isinstance<py::str>(limit))
+          surface::set_colour_limit(options, limit.cast<std::string>());
+        else if (!limit.is_none())
           options.limit = limit.cast<double>();
-        }
         if (!levels.is_none()) options.levels = levels.cast<std::vector<double>>();
         options.values = surface::parse_vertex_values(values);
         options.offset = offset;
         options.surface.spacing = surface_spacing;
         options.surface.probe = probe;
+        surface::check_view_options(options);
         surface::MapOrigin origin;
         if (!p.map.source.empty()) origin.header.push_back(p.map.source);
         origin.header.push_back(physics_comment(p.map.physics));
@@ -407,16 +416,24 @@ void bind_map(py::module_& m) {
         const double evaluations = p.map.physics.is_pb() ? 0.0
                                                          : static_cast<double>(p.map.grid.point_count()) *
                                                                static_cast<double>(p.provenance.atoms);
-        if (part == "timing") return os_text(timing_json(p.timing, evaluations).dump(0));
-        if (part == "model_parameters") return os_text(model_parameters_json(p.map.physics).dump(0));
-        if (part == "energy") return os_text((p.energy ? pb_energy_json(*p.energy) : Json()).dump(0));
+        if (part == "timing") return os_text(timing_json(p.timing, evaluations).dump(0, Malformed::Keep));
+        if (part == "model_parameters") return os_text(model_parameters_json(p.map.physics).dump(0, Malformed::Keep));
+        if (part == "energy") return os_text((p.energy ? pb_energy_json(*p.energy) : Json()).dump(0, Malformed::Keep));
         const Json whole = map_summary(p.map, p.kernel, p.kernel_why, p.timing, p.provenance, p.outputs, std::nullopt,
                                        p.energy ? &*p.energy : nullptr);
-        return os_text(whole.dump(0));
+        return os_text(whole.dump(0, Malformed::Keep));  // file names as os.fsdecode gives them
       },
       "map"_a, "part"_a = "",
       "The summary `espgrid map --json` writes, for this map (src/pipeline/map_summary.h); part: \"timing\" or "
       "\"model_parameters\" alone.");
+}
+
+}  // namespace
+
+void bind_map(py::module_& m) {
+  bind_map_class(m);
+  bind_map_making(m);
+  bind_map_pages(m);
 }
 
 }  // namespace espgrid::python

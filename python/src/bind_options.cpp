@@ -38,7 +38,7 @@ std::string reproducibility_text(Reproducibility r) {
   return "?";
 }
 
-/// Every model a row computes, by asking the row about each PairModel value that has a name
+/// Every model an entry computes, by asking the entry about each PairModel value that has a name
 /// (so models added to the enum appear here without a change).
 py::list model_names(const KernelVariant& k) {
   py::list names;

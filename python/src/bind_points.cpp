@@ -31,9 +31,8 @@ std::vector<double> atom_values_of(const PyStructure& s, const py::handle& value
   return vector_of(values, "values", s.structure.atoms.size());
 }
 
-}  // namespace
-
-void bind_points(py::module_& m) {
+/// The values at a structure's atoms: each atom's potential, per residue, written as tables.
+void bind_atom_values(py::module_& m) {
   m.def(
       "potential_at_atoms",
       [](const PyStructure& s, const MapJob& options, const py::object& progress) {
@@ -77,6 +76,12 @@ void bind_points(py::module_& m) {
       },
       "path"_a, "structure"_a, "values"_a, "column"_a = "potential", "remarks"_a = std::vector<std::string>{},
       "residues"_a = false, "Writes per-atom values as .csv or .pdb (B-factors), or per residue (.csv).");
+}
+
+}  // namespace
+
+void bind_points(py::module_& m) {
+  bind_atom_values(m);
   m.def(
       "potential_at",
       [](const py::handle& points, const PyStructure& s, const MapJob& options, const py::object& progress) {

@@ -237,23 +237,21 @@ py::object label_column(const PyStructure& s, Field field) {
   return out;
 }
 
-}  // namespace
-
-void bind_structure(py::module_& m) {
-  py::class_<PyStructure>(m, "Structure", "Atoms with charges, as espgrid read them.")
-      .def_property_readonly("positions",
-                             [](const PyStructure& s) {
-                               const Atoms& a = s.structure.atoms;
-                               py::array_t<double> xyz({static_cast<py::ssize_t>(a.size()), py::ssize_t{3}});
-                               auto w = xyz.mutable_unchecked<2>();
-                               for (std::size_t i = 0; i < a.size(); ++i) {
-                                 const auto r = static_cast<py::ssize_t>(i);
-                                 w(r, 0) = a.x[i];
-                                 w(r, 1) = a.y[i];
-                                 w(r, 2) = a.z[i];
-                               }
-                               return xyz;
-                             })
+/// Structure's arrays, one a column of its atoms.
+void bind_structure_atoms(py::class_<PyStructure>& cls) {
+  cls.def_property_readonly("positions",
+                            [](const PyStructure& s) {
+                              const Atoms& a = s.structure.atoms;
+                              py::array_t<double> xyz({static_cast<py::ssize_t>(a.size()), py::ssize_t{3}});
+                              auto w = xyz.mutable_unchecked<2>();
+                              for (std::size_t i = 0; i < a.size(); ++i) {
+                                const auto r = static_cast<py::ssize_t>(i);
+                                w(r, 0) = a.x[i];
+                                w(r, 1) = a.y[i];
+                                w(r, 2) = a.z[i];
+                              }
+                              return xyz;
+                            })
       .def_property_readonly("charges", [](const PyStructure& s) { return column(s.structure.atoms.charge); })
       .def_property_readonly("radii", [](const PyStructure& s) { return column(s.structure.atoms.radius); })
       .def_property_readonly("elements",
@@ -262,13 +260,17 @@ void bind_structure(py::module_& m) {
                                for (const auto& symbol : s.structure.atoms.element) e.push_back(symbol.text());
                                return e;
                              })
-      .def_property_readonly("total_charge", [](const PyStructure& s) { return s.structure.atoms.total_charge(); })
-      .def_property_readonly("notices",
-                             [](const PyStructure& s) {
-                               py::list notices;
-                               for (const std::string& n : s.structure.notices) notices.append(os_text(n));
-                               return notices;
-                             })
+      .def_property_readonly("total_charge", [](const PyStructure& s) { return s.structure.atoms.total_charge(); });
+}
+
+/// Structure's provenance: where its charges came from, what pdb2pqr said and kept.
+void bind_structure_provenance(py::class_<PyStructure>& cls) {
+  cls.def_property_readonly("notices",
+                            [](const PyStructure& s) {
+                              py::list notices;
+                              for (const std::string& n : s.structure.notices) notices.append(os_text(n));
+                              return notices;
+                            })
       .def_property_readonly("path", [](const PyStructure& s) { return os_text(s.path); })
       .def_property_readonly("source", [](const PyStructure& s) { return os_text(s.source); })
       .def_property_readonly("charges_from",
@@ -299,11 +301,15 @@ void bind_structure(py::module_& m) {
                             "left_out_atoms"_a = a.left_out_atoms, "left_out"_a = left_out, "flipped"_a = a.flipped);
           },
           "PDB/mmCIF input: atoms in the input and in pdb2pqr's PQR, and the input's heavy atoms it left out, by "
-          "residue (None for other input).")
-      .def_property_readonly(
-          "names",
-          [](const PyStructure& s) { return label_column(s, [](const AtomLabel& l) { return l.atom_name(); }); },
-          "Atom names (PQR, PDB/mmCIF: 'CA', 'OD1'), or None for a structure without them (XYZ, arrays without names).")
+          "residue (None for other input).");
+}
+
+/// Structure's atom labels (PQR, PDB/mmCIF): a column each, None where the input has none.
+void bind_structure_labels(py::class_<PyStructure>& cls) {
+  cls.def_property_readonly(
+         "names",
+         [](const PyStructure& s) { return label_column(s, [](const AtomLabel& l) { return l.atom_name(); }); },
+         "Atom names (PQR, PDB/mmCIF: 'CA', 'OD1'), or None for a structure without them (XYZ, arrays without names).")
       .def_property_readonly(
           "residue_names",
           [](const PyStructure& s) { return label_column(s, [](const AtomLabel& l) { return l.residue_name(); }); })
@@ -347,8 +353,17 @@ void bind_structure(py::module_& m) {
             for (const auto& [tag, text] : s.report) out.append(py::make_tuple(tag, text));
             return out;
           },
-          "PDB/mmCIF input: the lines `espgrid map` prints after its charges line, as (tag, text).")
-      .def("__len__", [](const PyStructure& s) { return s.structure.atoms.size(); })
+          "PDB/mmCIF input: the lines `espgrid map` prints after its charges line, as (tag, text).");
+}
+
+}  // namespace
+
+void bind_structure(py::module_& m) {
+  py::class_<PyStructure> cls(m, "Structure", "Atoms with charges, as espgrid read them.");
+  bind_structure_atoms(cls);
+  bind_structure_provenance(cls);
+  bind_structure_labels(cls);
+  cls.def("__len__", [](const PyStructure& s) { return s.structure.atoms.size(); })
       .def("__copy__", [](const PyStructure& s) { return PyStructure(s); })
       .def(
           "__deepcopy__", [](const PyStructure& s, const py::dict&) { return PyStructure(s); }, "memo"_a)

@@ -15,7 +15,6 @@ using namespace pybind11::literals;
 
 namespace {
 
-#if ESPGRID_HAVE_PB_ENERGY
 /// The PbRun of a map job's PB energies: the solver its backend asks for, in kT.
 PbRun energy_run(const MapJob& job) {
   PbRun run;
@@ -33,15 +32,12 @@ GridSpec energy_grid(const MapJob& job) {
   if (!grid) throw Error("internal error: PB energies of a frame need the exact grid");
   return *grid;
 }
-#endif
 
 /// espgrid.frame_energy's PB energies of one frame (polar solvation; binding as complex − parts on
 /// one grid), through the PB solver's energies (src/pb/pb_solve.h: solvation_energy,
-/// binding_energy; APBS's calcenergy). A build whose solver has none defines neither function,
-/// and Python says so.
+/// binding_energy; APBS's calcenergy).
 template <class FrameAtoms>
-void bind_pb_energies([[maybe_unused]] py::module_& m, [[maybe_unused]] const FrameAtoms& frame_atoms) {
-#if ESPGRID_HAVE_PB_ENERGY
+void bind_pb_energies(py::module_& m, const FrameAtoms& frame_atoms) {
   auto with_radii = [frame_atoms](const py::handle& positions, const py::handle& charges, const py::handle& radii) {
     Atoms atoms = frame_atoms(positions, charges);
     atoms.radius = vector_of(radii, "radii", atoms.size());
@@ -82,12 +78,19 @@ void bind_pb_energies([[maybe_unused]] py::module_& m, [[maybe_unused]] const Fr
       },
       "positions"_a, "charges"_a, "radii"_a, "options"_a, "a"_a, "b"_a,
       "PB total energies (kT) of the complex and of the parts a and b (indices) on one grid, and complex − a − b.");
-#endif
 }
 
-}  // namespace
+/// A map of the average (its mean or deviation) with the kernel that computed the frames.
+PyMap average_map(const FrameAverage& f, PotentialMap map) {
+  PyMap p;
+  p.map = std::move(map);
+  p.kernel = std::string(f.kernel().kernel->name);
+  p.kernel_why = f.kernel().why;
+  return p;
+}
 
-void bind_trajectory(py::module_& m) {
+/// espgrid.FrameAverage: frames queued, computed while the next is read, and summed exactly.
+void bind_frame_average(py::module_& m) {
   py::class_<FrameAverage, std::unique_ptr<FrameAverage>>(m, "FrameAverage",
                                                           "Running mean (and standard deviation) of per-frame maps.")
       .def(py::init([](const MapJob& o, const GridSpec& grid, const py::handle& charges, bool with_deviation,
@@ -153,22 +156,16 @@ void bind_trajectory(py::module_& m) {
       .def_property_readonly("transfer_seconds", &FrameAverage::transfer_seconds)
       .def("mean",
            [](const FrameAverage& f) {
-             PyMap p;
-             p.map = f.mean();
-             p.kernel = std::string(f.kernel().kernel->name);
-             p.kernel_why = f.kernel().why;
+             PyMap p = average_map(f, f.mean());
              p.timing.kernel_seconds = f.kernel_seconds();
              p.timing.transfer_seconds = f.transfer_seconds();
              return p;
            })
-      .def("deviation", [](const FrameAverage& f) {
-        PyMap p;
-        p.map = f.deviation();
-        p.kernel = std::string(f.kernel().kernel->name);
-        p.kernel_why = f.kernel().why;
-        return p;
-      });
+      .def("deviation", [](const FrameAverage& f) { return average_map(f, f.deviation()); });
+}
 
+/// The energies of one frame: the pair models' (exact pair sums) and PB's.
+void bind_frame_energies(py::module_& m) {
   // The pair models' energies of one frame (physics/pair_energy.h), in kT: the energies of
   // espgrid.trajectory_energies, converted to the asked unit in Python.
   auto frame_atoms = [](const py::handle& positions, const py::handle& charges) {
@@ -210,7 +207,13 @@ void bind_trajectory(py::module_& m) {
       "The pair model's interaction of two disjoint groups, kT: E(a ∪ b) − E(a) − E(b).");
 
   bind_pb_energies(m, frame_atoms);
+}
 
+}  // namespace
+
+void bind_trajectory(py::module_& m) {
+  bind_frame_average(m);
+  bind_frame_energies(m);
   m.def(
       "usable_devices",
       [] {

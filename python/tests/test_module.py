@@ -46,7 +46,7 @@ def cuda_rows():
 def test_the_module_exports_only_its_init_function():
     # A module that exports its C++ runtime's symbols lets the dynamic linker merge them with the
     # interpreter's libstdc++ (numpy, PyTorch): with a statically linked libstdc++ of another
-    # version that crashed `import espgrid` on the GPU host (issue 20). python/src/exports.map
+    # version that crashed `import espgrid` on the GPU host. python/src/exports.map
     # keeps everything but PyInit__espgrid local.
     nm = shutil.which("nm")
     if nm is None:
@@ -77,7 +77,7 @@ def test_map_file_equals_the_programs_byte_for_byte(kernel, cli, tmp_path):
 
 
 def test_poisson_boltzmann_map_equals_the_programs(cli, tmp_path):
-    """--model pb (issue 23) from Python: the same keywords, the same file as the program's."""
+    """--model pb from Python: the same keywords, the same file as the program's."""
     options = ["--spacing", "1.5", "--model", "pb", "--surface", "mol", "--ionic-strength", "0.1", "--backend", "cpu"]
     r = cli("map", FAS2, "-o", tmp_path / "cli.dx", *options)
     if r.returncode != 0 and "without hypre" in r.stderr:
@@ -94,7 +94,7 @@ def test_poisson_boltzmann_map_equals_the_programs(cli, tmp_path):
 
 
 def test_poisson_boltzmann_energies_equal_the_programs(cli, tmp_path):
-    """APBS's energies from Python (issue 32): Map.energy is the program's --json block; ion species
+    """APBS's energies from Python: Map.energy is the program's --json block; ion species
     as tuples; solvation_energy and binding_energy are the same solves on one grid."""
     options = ["--spacing", "1.5", "--model", "pb", "--ion", "2,0.05,2", "--ion", "-1,0.1,1.5", "--charge-method",
                "spl0", "--boundary", "sdh", "--pb-energy", "comps", "--backend", "cpu"]
@@ -483,7 +483,7 @@ def test_pdb_through_pdb2pqr_equals_the_program(cli, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # the same relative input name, so the header lines match too
     s = espgrid.read_structure("boxb.pdb", forcefield="parse", keep_pqr="kept.pqr")
     assert s.charges_from.startswith("pdb2pqr 3.") and "PARSE force field" in s.charges_from
-    assert s.pdb2pqr_command == "pdb2pqr30 --ff PARSE --drop-water boxb.pdb kept.pqr"  # the PQR it kept (issue 25)
+    assert s.pdb2pqr_command == "pdb2pqr30 --ff PARSE --drop-water boxb.pdb kept.pqr"  # the PQR it kept
     assert len(s) == 619 and s.total_charge == pytest.approx(-18, abs=1e-3)
     espgrid.compute_map(s, spacing=2).write("module.dx")
     assert (tmp_path / "cli.dx").read_bytes() == (tmp_path / "module.dx").read_bytes()
@@ -495,7 +495,7 @@ def test_pdb_through_pdb2pqr_equals_the_program(cli, tmp_path, monkeypatch):
         espgrid.read_structure("boxb.pdb", ph=20)
 
 
-# ---- issue 21: the module holds input to the program's checks -------------------------------------
+# ---- the module holds input to the program's checks -------------------------------------
 
 @pytest.mark.parametrize("radius, problem", [(np.nan, "is not finite"), (-1.5, "is negative"),
                                              (101.0, "is implausible (over 100 Å)"), (np.inf, "is not finite")])

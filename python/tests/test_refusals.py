@@ -1,4 +1,4 @@
-"""What the module and espgrid-trajectory refuse or accept that they got wrong before (issue #35):
+"""What the module and espgrid-trajectory refuse or accept that they got wrong before:
 file names that are not UTF-8, complex arrays, a caller's NaN, PB short of memory, XYZ frames
 whose atom count is not the topology's, --step 0, an output that is an input.
 

@@ -1,4 +1,4 @@
-"""The potential at points and the scripting surface (issue 25).
+"""The potential at points and the scripting surface.
 
 `espgrid sample` and espgrid.potential_at (the exact sum at any point), Map.sample (a map
 interpolated), `espgrid map --json` against Python's Map, and MDAnalysis atoms given directly:

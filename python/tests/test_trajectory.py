@@ -168,7 +168,7 @@ def test_command_line_errors_write_nothing(trajectory, tmp_path):
     assert os.listdir(tmp_path) == []
 
 
-# ---- bad trajectories (issue #21): errors that name the file, no tracebacks, espgrid's exit codes ----
+# ---- bad trajectories: errors that name the file, no tracebacks, espgrid's exit codes ----
 
 def dcd_frame_bytes(atoms):
     """Bytes of one frame as MDAnalysis writes a DCD: a unit-cell record (6 doubles) and three

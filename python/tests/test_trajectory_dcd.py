@@ -1,4 +1,4 @@
-"""Real DCD files read as VMD and MDAnalysis read them (issue 37): the frames are counted from the
+"""Real DCD files read as VMD and MDAnalysis read them: the frames are counted from the
 file's size, a stale header count gets a note, and only a file that ends inside a frame (or a
 damaged record) is an error.
 

@@ -1,4 +1,4 @@
-"""Trajectory averages on a GPU (issue 37): maps summed on the device against the same maps summed
+"""Trajectory averages on a GPU: maps summed on the device against the same maps summed
 on the host, and PB frames through the pooled device buffers against fresh solves. Skipped
 without a usable CUDA device; ESPGRID_REQUIRE_GPU=1 makes that a failure (conftest.py).
 """

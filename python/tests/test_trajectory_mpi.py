@@ -1,4 +1,4 @@
-"""Frames shared out over MPI ranks (issue 37): `mpirun -np N espgrid-trajectory ...` gives the
+"""Frames shared out over MPI ranks: `mpirun -np N espgrid-trajectory ...` gives the
 same files, bit for bit, for N = 1, 2 and 4 as one plain process (exact frame sums, energies put
 back in frame order), reports progress once, from rank 0, and stops every rank with one message
 when one rank fails.

@@ -1,4 +1,4 @@
-"""Poisson–Boltzmann maps over trajectory frames (issue 37) and where their radii come from.
+"""Poisson–Boltzmann maps over trajectory frames and where their radii come from.
 
 MDAnalysis' adk.psf carries charges but no radii (tests/data/mdanalysis). The radii come from
 PDB2PQR's AMBER table by default (espgrid/radii.py), from a PQR of the same atoms, from the

@@ -1,6 +1,7 @@
 // The measuring half of `espgrid bench`: statistics, sizing the work of slow variants by a
-// time budget, random inputs, the oracle check of timed outputs, and the CSV/JSON rows. The
-// command line and the sweeps are in src/bench/bench_command.cpp.
+// time budget, random inputs, the oracle check of timed outputs, and the result files (one
+// Measurement a line of CSV and an object of JSON). The sweeps are in exact_sweeps.h and
+// msm_sweeps.h, the command line in src/cli/bench_command.cpp.
 #pragma once
 
 #include <array>
@@ -17,6 +18,7 @@
 #include "src/compute/prepared_problem.h"
 #include "src/core/atoms.h"
 #include "src/core/grid.h"
+#include "src/core/json.h"
 #include "src/core/random_atoms.h"
 #include "src/pipeline/map_pipeline.h"
 #include "src/registry/kernel_registry.h"
@@ -24,6 +26,9 @@
 namespace espgrid::bench {
 
 inline constexpr double kNotAvailable = std::numeric_limits<double>::quiet_NaN();
+
+/// `value` printed with `printf_format` ("%.3f"), or "-" when it is not finite (not measured).
+std::string format_or_dash(const char* printf_format, double value);
 
 // ---- statistics ----------------------------------------------------------------------------
 
@@ -104,9 +109,9 @@ std::string_view status_name(Status status);
 /// (serial variants) or every thread (parallel ones); 0 when not measured.
 double ceiling_for(const KernelVariant& kernel, const Settings& settings);
 
-/// One measurement: one CSV row, one JSON row, one line of the table. Values not measured are
+/// One measurement: one line of the printed table, of the CSV file and of the JSON rows. Values not measured are
 /// NaN (an empty CSV field, null in JSON).
-struct Row {
+struct Measurement {
   std::string sweep;  ///< variants, blocks, coarsening, atoms, grid, speedup
   std::string kernel;
   std::string backend;
@@ -145,32 +150,45 @@ TimedRuns time_runs(const std::function<RunTiming()>& run_once, const std::funct
                     const Settings& settings);
 /// The row's times and rates from `timed`: kernel ms statistics, wall ms, evaluations/s, GFLOPS
 /// and the fraction of `ceiling_per_second` (the ceiling of every device or core used; 0: none).
-void fill_rates(Row& row, const TimedRuns& timed, double evaluations, const KernelVariant& kernel,
+void fill_rates(Measurement& row, const TimedRuns& timed, double evaluations, const KernelVariant& kernel,
                 double ceiling_per_second);
 
 /// A row for `kernel` on `problem`'s full grid with nothing measured.
-Row blank_row(std::string sweep, const KernelVariant& kernel, const GridSumProblem& problem, const RunOptions& options);
+Measurement blank_measurement(std::string sweep, const KernelVariant& kernel, const GridSumProblem& problem,
+                              const RunOptions& options);
 
 /// Measures `kernel` on `problem`: sizes the work by the budget (size_by_budget), then runs
 /// warmup + repeats times on a NaN-poisoned output, scans every timed output for unwritten
 /// (non-finite) points, and checks the last one against the oracle. An espgrid::Error from
 /// the kernel gives status Unsupported when `refusal_is_unsupported` (a launch shape the
 /// variant refuses) and Fail otherwise, with the message as the note.
-Row measure(std::string sweep, const KernelVariant& kernel, const PreparedProblem& problem, const RunOptions& options,
-            const Settings& settings, bool refusal_is_unsupported = false);
+Measurement measure(std::string sweep, const KernelVariant& kernel, const PreparedProblem& problem,
+                    const RunOptions& options, const Settings& settings, bool refusal_is_unsupported = false);
 
 // ---- output files ---------------------------------------------------------------------------------
 
 /// The CSV columns, in order.
 const std::vector<std::string>& csv_columns();
 std::string csv_header();
-std::string csv_line(const Row& row);
+std::string csv_line(const Measurement& row);
 /// Quotes a CSV field when it holds a comma, quote or line break.
 std::string csv_field(std::string_view text);
-/// JSON string literal with escapes; bytes that are not well-formed UTF-8 become U+FFFD (JSON is UTF-8).
-std::string json_string(std::string_view text);
-/// JSON number, or null for NaN and infinities.
-std::string json_number(double value);
+/// One JSON object of a result file, written on one line by espgrid's JSON writer
+/// (core/json.h): members in the order added, numbers that read back exactly (null when not
+/// measured), text always valid UTF-8 (a file name in another encoding too).
+class JsonLine {
+ public:
+  JsonLine& str(std::string_view key, std::string_view value);
+  JsonLine& num(std::string_view key, double value);
+  JsonLine& integer(std::string_view key, long long value);
+  JsonLine& flag(std::string_view key, bool value);
+  JsonLine& object(std::string_view key, const JsonLine& value);
+  JsonLine& array(std::string_view key, const std::vector<JsonLine>& items);
+  std::string text() const { return json_.dump(0); }
+
+ private:
+  Json json_ = Json::object();
+};
 /// Writes `text` to `path` through a temporary file renamed into place (AtomicOutputFile):
 /// a result file is whole or absent. Throws Error naming `path` on failure.
 void write_text(const std::string& path, const std::string& text);
@@ -216,14 +234,13 @@ Metadata host_metadata();
 std::string git_commit();
 /// "model name" of /proc/cpuinfo, or "unknown".
 std::string host_cpu_model();
-std::string utc_now_iso();
 
-std::string json_document(std::string_view kind, const Metadata& meta, const std::vector<Row>& rows,
+std::string json_document(std::string_view kind, const Metadata& meta, const std::vector<Measurement>& rows,
                           const std::vector<Speedup>& speedups = {});
 /// Writes bench-KIND.csv and bench-KIND.json into `directory` (created if missing), each
 /// complete or not at all; returns the two paths.
 std::vector<std::string> write_results(const std::string& directory, std::string_view kind, const Metadata& meta,
-                                       const std::vector<Row>& rows, const std::vector<Speedup>& speedups = {});
+                                       const std::vector<Measurement>& rows, const std::vector<Speedup>& speedups = {});
 
 // ---- GPU scaling (espgrid bench --sweep gpus) ------------------------------------------------------
 
@@ -246,7 +263,8 @@ struct GpuScaling {
 /// identical_to_1gpu, per-device planes and kernel ms) and bench-gpus.json (the usual
 /// document plus a "scaling" array) into `directory`; `rows` and `scaling` pair up one to one.
 std::vector<std::string> write_gpu_scaling(const std::string& directory, const Metadata& meta,
-                                           const std::vector<Row>& rows, const std::vector<GpuScaling>& scaling);
+                                           const std::vector<Measurement>& rows,
+                                           const std::vector<GpuScaling>& scaling);
 
 /// Map and atom count of the gpus sweep when no input is given: a one-GPU run takes seconds.
 inline constexpr std::array<std::int64_t, 3> kGpuSweepDims = {512, 512, 512};

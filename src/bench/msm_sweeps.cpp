@@ -1,3 +1,6 @@
+// The multilevel summation's sweeps of `espgrid bench` (msm_sweeps.h). Longer than 500 lines
+// because the two sweeps share their structures (lattices of a bundled molecule), their runs of
+// the MSM and the exact kernel, and their result files' helpers.
 #include "src/bench/msm_sweeps.h"
 
 #include <algorithm>
@@ -28,13 +31,6 @@ const KernelVariant& msm_kernel(bool gpu, PairModel model) {
 }
 const KernelVariant& exact_kernel(bool gpu) { return default_kernel(gpu ? Backend::Cuda : Backend::Cpu); }
 
-std::string fmt(const char* format, double value) {
-  if (!std::isfinite(value)) return "-";
-  char buffer[48];
-  std::snprintf(buffer, sizeof buffer, format, value);
-  return buffer;
-}
-
 /// The accuracy presets a sweep measures: the one asked for, or 1e-3 and 1e-4.
 std::vector<double> presets(const RunOptions& run) {
   if (!run.method.msm.empty()) return {0.0};  // explicit parameters: one setting
@@ -58,7 +54,7 @@ std::string document(std::string_view kind, const Metadata& meta,
   std::string json = json_document(kind, meta, {});
   const std::size_t end = json.rfind("\n}");
   json = json.substr(0, end);
-  for (const auto& [name, array] : arrays) json += ",\n  " + json_string(name) + ": " + array;
+  for (const auto& [name, array] : arrays) json += ",\n  " + json_quoted(name) + ": " + array;
   return json + "\n}\n";
 }
 
@@ -67,22 +63,6 @@ std::string array_of(const std::vector<std::string>& objects) {
   for (std::size_t i = 0; i < objects.size(); ++i) out += std::string(i ? "," : "") + "\n    " + objects[i];
   return out + (objects.empty() ? "]" : "\n  ]");
 }
-
-/// "key": value pairs of one JSON object, in order.
-class Object {
- public:
-  Object& str(std::string_view k, std::string_view v) { return add(k, json_string(v)); }
-  Object& num(std::string_view k, double v) { return add(k, json_number(v)); }
-  Object& integer(std::string_view k, long long v) { return add(k, std::to_string(v)); }
-  Object& add(std::string_view k, const std::string& v) {
-    text_ += (text_.empty() ? "" : ", ") + json_string(k) + ": " + v;
-    return *this;
-  }
-  std::string text() const { return "{" + text_ + "}"; }
-
- private:
-  std::string text_;
-};
 
 std::string csv_num(double v) { return std::isfinite(v) ? number_text(v) : ""; }
 
@@ -102,7 +82,7 @@ std::string join(const std::vector<std::string>& fields) {
 const char* const kPhases[] = {"binning", "anterpolation", "restriction",   "cutoff",
                                "top",     "prolongation",  "interpolation", "short_range"};
 
-struct MsmRow {
+struct MsmMeasurement {
   std::string part;       ///< "atoms" (the size sweep) or "map" (the map-size sweep)
   std::string structure;  ///< "actin_dimer.pqr x 27 (3x3x3)"
   std::size_t atoms = 0;
@@ -136,7 +116,7 @@ struct MsmRow {
 };
 
 struct ExactTiming {
-  Row row;
+  Measurement row;
   double whole_ms = kNotAvailable;
   bool scaled = false;
 };
@@ -155,11 +135,11 @@ ExactTiming time_exact(const MsmSweepContext& c, const PreparedProblem& problem)
   return t;
 }
 
-MsmRow measure_msm(const MsmSweepContext& c, const std::string& part, const std::string& structure,
-                   const PreparedProblem& problem, double accuracy, const ExactTiming& exact) {
+MsmMeasurement measure_msm(const MsmSweepContext& c, const std::string& part, const std::string& structure,
+                           const PreparedProblem& problem, double accuracy, const ExactTiming& exact) {
   const KernelVariant& k = msm_kernel(c.use_gpu, c.physics.model);
   const GridSumProblem full = problem.view(nullptr);
-  MsmRow row;
+  MsmMeasurement row;
   row.part = part;
   row.structure = structure;
   row.atoms = full.atom_count;
@@ -211,15 +191,15 @@ void print_msm_header() {
   std::fflush(stdout);
 }
 
-void print_msm_row(const MsmRow& r) {
+void print_msm_line(const MsmMeasurement& r) {
   const std::string map = std::to_string(r.nx) + "x" + std::to_string(r.ny) + "x" + std::to_string(r.nz);
   const std::string params = r.params.order ? describe(r.params) + ", L" + std::to_string(r.levels) : "-";
   std::printf("%-34s %9zu %13s %5.2f %7s %-28s %9s %9s %10s %8s %10s %8s %s", r.structure.c_str(), r.atoms, map.c_str(),
-              r.spacing, r.accuracy > 0 ? fmt("%g", r.accuracy).c_str() : "params", params.c_str(),
-              fmt("%.1f", r.kernel_ms.median).c_str(), fmt("%.1f", r.wall_ms).c_str(),
-              fmt("%.2e", r.error.relative_rms).c_str(), fmt("%.0e", r.bound).c_str(),
-              (fmt("%.1f", r.exact_ms) + (r.exact_scaled ? "*" : "")).c_str(),
-              (fmt("%.1f", r.speedup) + (std::isfinite(r.speedup) ? "x" : "")).c_str(),
+              r.spacing, r.accuracy > 0 ? format_or_dash("%g", r.accuracy).c_str() : "params", params.c_str(),
+              format_or_dash("%.1f", r.kernel_ms.median).c_str(), format_or_dash("%.1f", r.wall_ms).c_str(),
+              format_or_dash("%.2e", r.error.relative_rms).c_str(), format_or_dash("%.0e", r.bound).c_str(),
+              (format_or_dash("%.1f", r.exact_ms) + (r.exact_scaled ? "*" : "")).c_str(),
+              (format_or_dash("%.1f", r.speedup) + (std::isfinite(r.speedup) ? "x" : "")).c_str(),
               std::string(status_name(r.status)).c_str());
   if (!r.note.empty()) std::printf("  (%s)", r.note.c_str());
   std::printf("\n");
@@ -231,8 +211,8 @@ void print_msm_row(const MsmRow& r) {
   std::fflush(stdout);
 }
 
-std::string msm_row_json(const MsmRow& r) {
-  Object o;
+std::string msm_measurement_json(const MsmMeasurement& r) {
+  JsonLine o;
   o.str("part", r.part).str("structure", r.structure).integer("atoms", static_cast<long long>(r.atoms));
   o.num("net_charge", r.net_charge).integer("nx", r.nx).integer("ny", r.ny).integer("nz", r.nz);
   o.num("points", r.points()).num("spacing", r.spacing).str("kernel", r.kernel).num("accuracy", r.accuracy);
@@ -240,18 +220,18 @@ std::string msm_row_json(const MsmRow& r) {
   o.integer("levels", r.levels).num("bound", r.bound);
   o.num("kernel_ms_median", r.kernel_ms.median).num("kernel_ms_min", r.kernel_ms.min);
   o.num("kernel_ms_max", r.kernel_ms.max).num("wall_ms_median", r.wall_ms);
-  Object phases;
+  JsonLine phases;
   for (const char* name : kPhases) phases.num(name, r.phase_ms(name));
-  o.add("phases_ms", phases.text());
+  o.object("phases_ms", phases);
   o.num("relative_rms", r.error.relative_rms).num("rms_abs", r.error.rms_abs).num("max_abs", r.error.max_abs);
   o.integer("points_checked", static_cast<long long>(r.error.points));
-  o.str("exact_kernel", r.exact).num("exact_ms", r.exact_ms).add("exact_scaled", r.exact_scaled ? "true" : "false");
+  o.str("exact_kernel", r.exact).num("exact_ms", r.exact_ms).flag("exact_scaled", r.exact_scaled);
   o.str("exact_verified", status_name(r.exact_status)).num("speedup", r.speedup);
   o.str("verified", status_name(r.status)).str("note", r.note).str("device", r.device);
   return o.text();
 }
 
-std::string msm_csv(const std::vector<MsmRow>& rows) {
+std::string msm_csv(const std::vector<MsmMeasurement>& rows) {
   std::string csv =
       "part,structure,atoms,net_charge,nx,ny,nz,points,spacing,kernel,accuracy,cutoff,msm_spacing,order,levels,bound,"
       "kernel_ms_median,kernel_ms_min,kernel_ms_max,wall_ms_median";
@@ -263,7 +243,7 @@ std::string msm_csv(const std::vector<MsmRow>& rows) {
   csv +=
       ",relative_rms,rms_abs,max_abs,points_checked,exact_kernel,exact_ms,exact_scaled,exact_verified,speedup,"
       "verified,note,device\n";
-  for (const MsmRow& r : rows) {
+  for (const MsmMeasurement& r : rows) {
     std::vector<std::string> f = {csv_field(r.part),           csv_field(r.structure),
                                   std::to_string(r.atoms),     csv_num(r.net_charge),
                                   std::to_string(r.nx),        std::to_string(r.ny),
@@ -294,16 +274,17 @@ struct Crossover {
   std::string text;
 };
 
-std::vector<Crossover> crossovers(const std::vector<MsmRow>& rows, const std::vector<double>& accuracies) {
+std::vector<Crossover> crossovers(const std::vector<MsmMeasurement>& rows, const std::vector<double>& accuracies) {
   std::vector<Crossover> out;
   for (const double accuracy : accuracies) {
-    std::vector<const MsmRow*> series;
-    for (const MsmRow& r : rows)
+    std::vector<const MsmMeasurement*> series;
+    for (const MsmMeasurement& r : rows)
       if (r.part == "atoms" && r.accuracy == accuracy && std::isfinite(r.speedup)) series.push_back(&r);
-    std::sort(series.begin(), series.end(), [](const MsmRow* a, const MsmRow* b) { return a->atoms < b->atoms; });
+    std::sort(series.begin(), series.end(),
+              [](const MsmMeasurement* a, const MsmMeasurement* b) { return a->atoms < b->atoms; });
     Crossover c;
     c.accuracy = accuracy;
-    const std::string preset = accuracy > 0 ? "preset " + fmt("%g", accuracy) : "the parameters given";
+    const std::string preset = accuracy > 0 ? "preset " + format_or_dash("%g", accuracy) : "the parameters given";
     if (series.empty()) {
       c.text = preset + ": nothing measured";
     } else if (series.front()->speedup >= 1) {
@@ -314,8 +295,8 @@ std::vector<Crossover> crossovers(const std::vector<MsmRow>& rows, const std::ve
                with_commas(series.back()->atoms) + " atoms";
     } else {
       for (std::size_t i = 1; i < series.size(); ++i) {
-        const MsmRow* a = series[i - 1];
-        const MsmRow* b = series[i];
+        const MsmMeasurement* a = series[i - 1];
+        const MsmMeasurement* b = series[i];
         if (a->speedup < 1 && b->speedup >= 1) {
           const double t = -std::log(a->speedup) / (std::log(b->speedup) - std::log(a->speedup));
           c.atoms = std::exp(std::log(static_cast<double>(a->atoms)) +
@@ -343,7 +324,7 @@ PreparedProblem problem_for(const Atoms& atoms, const std::array<double, 3>& spa
 
 // ---- --sweep msm-accuracy ----------------------------------------------------------------------
 
-struct AccuracyRow {
+struct AccuracyMeasurement {
   std::string molecule;
   std::size_t atoms = 0;
   double net_charge = 0;
@@ -431,16 +412,16 @@ bool sweep_msm(const MsmSweepContext& c) {
       "(* scaled from the planes that fit --budget); SPEEDUP = EXACT / MSM.\n",
       std::min(c.settings.repeats, kMsmRepeats), c.settings.check_points);
   print_msm_header();
-  std::vector<MsmRow> rows;
+  std::vector<MsmMeasurement> rows;
   bool ok = true;
   const auto add_structure = [&](const std::string& part, const std::string& name, const Atoms& atoms,
                                  const std::array<double, 3>& spacing) {
     const PreparedProblem problem = problem_for(atoms, spacing, c.physics);
     const ExactTiming exact = time_exact(c, problem);
     for (const double accuracy : accuracies) {
-      MsmRow row = measure_msm(c, part, name, problem, accuracy, exact);
+      MsmMeasurement row = measure_msm(c, part, name, problem, accuracy, exact);
       row.net_charge = atoms.total_charge();
-      print_msm_row(row);
+      print_msm_line(row);
       ok = ok && row.status == Status::Ok;
       rows.push_back(std::move(row));
     }
@@ -479,9 +460,9 @@ bool sweep_msm(const MsmSweepContext& c) {
     const std::string stem = (std::filesystem::path(c.out_dir) / "bench-msm").string();
     write_text(stem + ".csv", msm_csv(rows));
     std::vector<std::string> objects, crossing;
-    for (const MsmRow& r : rows) objects.push_back(msm_row_json(r));
+    for (const MsmMeasurement& r : rows) objects.push_back(msm_measurement_json(r));
     for (const Crossover& x : cross) {
-      Object o;
+      JsonLine o;
       o.num("accuracy", x.accuracy).num("atoms", x.atoms).str("text", x.text);
       crossing.push_back(o.text());
     }
@@ -492,7 +473,10 @@ bool sweep_msm(const MsmSweepContext& c) {
   return ok;
 }
 
-bool sweep_msm_accuracy(const MsmSweepContext& c) {
+namespace {
+
+/// The molecules --sweep msm-accuracy measures: the input, or the bundled structures.
+std::vector<std::string> accuracy_molecules(const MsmSweepContext& c) {
   std::vector<std::string> molecules;
   if (!c.base_structure.empty())
     molecules.push_back(c.base_structure);
@@ -503,6 +487,63 @@ bool sweep_msm_accuracy(const MsmSweepContext& c) {
   for (const std::string& m : molecules)
     if (!std::filesystem::exists(m))
       throw UsageError("--sweep msm-accuracy reads " + m + ", which is not there: run from the repository root");
+  return molecules;
+}
+
+/// bench-msm-accuracy.csv and .json in c.out_dir: every measurement, and the worst error per setting.
+void write_accuracy_files(const MsmSweepContext& c, const std::vector<AccuracyMeasurement>& rows,
+                          const std::vector<std::string>& worst_objects) {
+  std::error_code ec;
+  std::filesystem::create_directories(c.out_dir, ec);
+  if (ec) throw Error("cannot create " + c.out_dir + ": " + ec.message());
+  const std::string stem = (std::filesystem::path(c.out_dir) / "bench-msm-accuracy").string();
+  std::string csv =
+      "molecule,atoms,net_charge,nx,ny,nz,spacing,kernel,cutoff,msm_spacing,order,ratio,levels,relative_rms,rms_abs,"
+      "max_abs,max_abs_anywhere,points_checked,kernel_ms,verified,note\n";
+  std::vector<std::string> objects;
+  for (const AccuracyMeasurement& r : rows) {
+    csv += join({csv_field(r.molecule),
+                 std::to_string(r.atoms),
+                 csv_num(r.net_charge),
+                 std::to_string(r.nx),
+                 std::to_string(r.ny),
+                 std::to_string(r.nz),
+                 csv_num(r.spacing),
+                 csv_field(r.kernel),
+                 csv_num(r.params.cutoff),
+                 csv_num(r.params.spacing),
+                 std::to_string(r.params.order),
+                 csv_num(r.params.cutoff / r.params.spacing),
+                 std::to_string(r.levels),
+                 csv_num(r.error.relative_rms),
+                 csv_num(r.error.rms_abs),
+                 csv_num(r.error.max_abs),
+                 csv_num(r.error.max_abs_anywhere),
+                 std::to_string(r.error.points),
+                 csv_num(r.kernel_ms),
+                 std::string(status_name(r.status)),
+                 csv_field(r.note)});
+    JsonLine o;
+    o.str("molecule", r.molecule).integer("atoms", static_cast<long long>(r.atoms)).num("net_charge", r.net_charge);
+    o.integer("nx", r.nx).integer("ny", r.ny).integer("nz", r.nz).num("spacing", r.spacing).str("kernel", r.kernel);
+    o.num("cutoff", r.params.cutoff).num("msm_spacing", r.params.spacing).integer("order", r.params.order);
+    o.num("ratio", r.params.cutoff / r.params.spacing).integer("levels", r.levels);
+    o.num("relative_rms", r.error.relative_rms).num("rms_abs", r.error.rms_abs).num("max_abs", r.error.max_abs);
+    o.num("max_abs_anywhere", r.error.max_abs_anywhere)
+        .integer("points_checked", static_cast<long long>(r.error.points));
+    o.num("kernel_ms", r.kernel_ms).str("verified", status_name(r.status)).str("note", r.note);
+    objects.push_back(o.text());
+  }
+  write_text(stem + ".csv", csv);
+  write_text(stem + ".json", document("msm-accuracy", c.meta,
+                                      {{"accuracy_rows", array_of(objects)}, {"worst", array_of(worst_objects)}}));
+  std::printf("wrote %s.csv\nwrote %s.json\n", stem.c_str(), stem.c_str());
+}
+
+}  // namespace
+
+bool sweep_msm_accuracy(const MsmSweepContext& c) {
+  const std::vector<std::string> molecules = accuracy_molecules(c);
   const Backend backend = c.use_gpu ? Backend::Cuda : Backend::Cpu;
   const KernelVariant& k = msm_kernel(c.use_gpu, c.physics.model);
   const KernelVariant& exact = c.use_gpu ? exact_kernel(true) : fast_reference_kernel();
@@ -513,7 +554,7 @@ bool sweep_msm_accuracy(const MsmSweepContext& c) {
   std::printf("%-24s %7s %8s %-26s %5s %3s %10s %10s %10s %10s\n", "MOLECULE", "ATOMS", "CHARGE", "PARAMETERS", "A/H",
               "L", "REL RMS", "RMS |ERR|", "MAX |ERR|", "MSM ms");
   std::fflush(stdout);
-  std::vector<AccuracyRow> rows;
+  std::vector<AccuracyMeasurement> rows;
   bool ok = true;
   for (const std::string& path : molecules) {
     const Atoms atoms = read_molecule(path);
@@ -524,7 +565,7 @@ bool sweep_msm_accuracy(const MsmSweepContext& c) {
     std::vector<float> reference(problem.point_count(), std::numeric_limits<float>::quiet_NaN());
     exact.run(problem.view(reference.data()), run);
     for (const MsmParameters& params : accuracy_settings(c.run)) {
-      AccuracyRow row;
+      AccuracyMeasurement row;
       row.molecule = std::filesystem::path(path).filename().string();
       row.atoms = atoms.size();
       row.net_charge = atoms.total_charge();
@@ -548,8 +589,9 @@ bool sweep_msm_accuracy(const MsmSweepContext& c) {
       ok = ok && row.status == Status::Ok;
       std::printf("%-24s %7zu %+8.2f %-26s %5.2f %3d %10s %10s %10s %10s%s\n", row.molecule.c_str(), row.atoms,
                   row.net_charge, describe(params).c_str(), params.cutoff / params.spacing, row.levels,
-                  fmt("%.3e", row.error.relative_rms).c_str(), fmt("%.3e", row.error.rms_abs).c_str(),
-                  fmt("%.3e", row.error.max_abs).c_str(), fmt("%.1f", row.kernel_ms).c_str(),
+                  format_or_dash("%.3e", row.error.relative_rms).c_str(),
+                  format_or_dash("%.3e", row.error.rms_abs).c_str(), format_or_dash("%.3e", row.error.max_abs).c_str(),
+                  format_or_dash("%.1f", row.kernel_ms).c_str(),
                   row.status == Status::Fail ? ("  FAIL: " + row.note).c_str() : "");
       std::fflush(stdout);
       rows.push_back(row);
@@ -560,63 +602,17 @@ bool sweep_msm_accuracy(const MsmSweepContext& c) {
   std::vector<std::string> worst_objects;
   for (const MsmParameters& params : accuracy_settings(c.run)) {
     double worst = 0;
-    for (const AccuracyRow& r : rows)
+    for (const AccuracyMeasurement& r : rows)
       if (r.params.cutoff == params.cutoff && r.params.spacing == params.spacing && r.params.order == params.order)
         worst = std::max(worst, r.error.relative_rms);
     std::printf("%-26s a/h %5.2f: %.3e\n", describe(params).c_str(), params.cutoff / params.spacing, worst);
-    Object o;
+    JsonLine o;
     o.num("cutoff", params.cutoff).num("msm_spacing", params.spacing).integer("order", params.order);
     o.num("ratio", params.cutoff / params.spacing).num("worst_relative_rms", worst);
     worst_objects.push_back(o.text());
   }
   std::fflush(stdout);
-  if (!c.out_dir.empty()) {
-    std::error_code ec;
-    std::filesystem::create_directories(c.out_dir, ec);
-    if (ec) throw Error("cannot create " + c.out_dir + ": " + ec.message());
-    const std::string stem = (std::filesystem::path(c.out_dir) / "bench-msm-accuracy").string();
-    std::string csv =
-        "molecule,atoms,net_charge,nx,ny,nz,spacing,kernel,cutoff,msm_spacing,order,ratio,levels,relative_rms,rms_abs,"
-        "max_abs,max_abs_anywhere,points_checked,kernel_ms,verified,note\n";
-    std::vector<std::string> objects;
-    for (const AccuracyRow& r : rows) {
-      csv += join({csv_field(r.molecule),
-                   std::to_string(r.atoms),
-                   csv_num(r.net_charge),
-                   std::to_string(r.nx),
-                   std::to_string(r.ny),
-                   std::to_string(r.nz),
-                   csv_num(r.spacing),
-                   csv_field(r.kernel),
-                   csv_num(r.params.cutoff),
-                   csv_num(r.params.spacing),
-                   std::to_string(r.params.order),
-                   csv_num(r.params.cutoff / r.params.spacing),
-                   std::to_string(r.levels),
-                   csv_num(r.error.relative_rms),
-                   csv_num(r.error.rms_abs),
-                   csv_num(r.error.max_abs),
-                   csv_num(r.error.max_abs_anywhere),
-                   std::to_string(r.error.points),
-                   csv_num(r.kernel_ms),
-                   std::string(status_name(r.status)),
-                   csv_field(r.note)});
-      Object o;
-      o.str("molecule", r.molecule).integer("atoms", static_cast<long long>(r.atoms)).num("net_charge", r.net_charge);
-      o.integer("nx", r.nx).integer("ny", r.ny).integer("nz", r.nz).num("spacing", r.spacing).str("kernel", r.kernel);
-      o.num("cutoff", r.params.cutoff).num("msm_spacing", r.params.spacing).integer("order", r.params.order);
-      o.num("ratio", r.params.cutoff / r.params.spacing).integer("levels", r.levels);
-      o.num("relative_rms", r.error.relative_rms).num("rms_abs", r.error.rms_abs).num("max_abs", r.error.max_abs);
-      o.num("max_abs_anywhere", r.error.max_abs_anywhere)
-          .integer("points_checked", static_cast<long long>(r.error.points));
-      o.num("kernel_ms", r.kernel_ms).str("verified", status_name(r.status)).str("note", r.note);
-      objects.push_back(o.text());
-    }
-    write_text(stem + ".csv", csv);
-    write_text(stem + ".json", document("msm-accuracy", c.meta,
-                                        {{"accuracy_rows", array_of(objects)}, {"worst", array_of(worst_objects)}}));
-    std::printf("wrote %s.csv\nwrote %s.json\n", stem.c_str(), stem.c_str());
-  }
+  if (!c.out_dir.empty()) write_accuracy_files(c, rows, worst_objects);
   return ok;
 }
 

@@ -11,6 +11,7 @@
 #include "src/cli/options.h"
 #include "src/core/errors.h"
 #include "src/core/text_format.h"
+#include "src/maps/map_format_table.h"
 #include "src/maps/map_formats.h"
 #include "src/pipeline/map_pipeline.h"
 
@@ -55,7 +56,7 @@ int run_kernels(int argc, char** argv) {
   const bool have_cuda = cuda_available(&reason);
   std::printf("%-16s %-7s %-9s %-8s %-23s %-5s %-4s %s\n", "NAME", "BACKEND", "ROLE", "ACCURACY", "MODELS", "FLOPS",
               "RUNS", "WHAT IT DOES");
-  std::vector<std::string> not_here;  // why a row cannot run here, once per reason
+  std::vector<std::string> not_here;  // why an entry cannot run here, once per reason
   for (const auto& k : kernel_variants()) {
     std::string why;
     const bool runs = k.available(&why);
@@ -67,7 +68,7 @@ int run_kernels(int argc, char** argv) {
   std::printf(
       "\nFLOPS: floating-point operations per atom evaluation (FMA = 2). ACCURACY: exact = float32\n"
       "rounding of the exact sum (exact*: atomics, the last bits vary between runs); ~E = an approximate\n"
-      "method with relative RMS error bound E. RUNS: whether the row can run here.\n");
+      "method with relative RMS error bound E. RUNS: whether the entry can run here.\n");
   for (const std::string& why : not_here)
     if (why != reason) std::printf("Cannot run here: %s\n", why.c_str());  // the CUDA reason follows
   std::printf("CUDA: %s\n", have_cuda ? "available" : ("unavailable: " + reason).c_str());
@@ -116,13 +117,13 @@ int run_atoms(int argc, char** argv) {
 
 int run_convert(int argc, char** argv) {
   cxxopts::Options options("espgrid convert", "Write a map file in another format (the grid and values unchanged).\n");
-  options.custom_help("INPUT -o OUTPUT.vti|OUTPUT.dx|OUTPUT.mrc [--units U]");
+  options.custom_help("INPUT -o OUTPUT." + map_format_words(false, "|OUTPUT.") + " [--units U]");
   options.positional_help("");
   // clang-format off
   options.add_options("Input")
-      ("input", "map to read: .dx, .dx.gz, .mrc/.map/.ccp4 or .vti (any map espgrid writes; APBS's .dx)", cxxopts::value<std::string>());
+      ("input", "map to read: " + map_extensions_text() + " (any map espgrid writes; APBS's .dx)", cxxopts::value<std::string>());
   options.add_options("Output")
-      ("o,output", "map to write (.vti, .dx or .mrc/.map/.ccp4); repeat for several", cxxopts::value<std::vector<std::string>>())
+      ("o,output", "map to write (" + map_extensions_text() + "); repeat for several", cxxopts::value<std::vector<std::string>>())
       ("units", "the input's unit when its header does not say (kT/e, kcal/mol/e or V); without it such a map is "
                 "converted with its unit left unsaid", cxxopts::value<std::string>());
   // clang-format on

@@ -8,7 +8,8 @@
 
 #include "src/cli/commands.h"
 #include "src/core/errors.h"
-#include "src/os/atomic_output_file.h"
+#include "src/maps/map_format_table.h"
+#include "src/os/interrupt_cleanup.h"
 
 namespace {
 
@@ -17,12 +18,12 @@ void print_usage() {
       "espgrid %s: electrostatic potential maps by direct Coulomb summation\n\n"
       "usage: espgrid VERB [options]\n\n"
       "verbs:\n"
-      "  map      compute a map from a .pqr/.xyz file (.pdb/.cif: charges from pdb2pqr); write .dx, .mrc and/or .vti\n"
+      "  map      compute a map from a .pqr/.xyz file (.pdb/.cif: charges from pdb2pqr); write %s\n"
       "  kernels  list the kernel variants (CPU and CUDA) and which can run here\n"
       "  verify   run kernels on a structure and compare them with the reference kernel\n"
       "  bench    measure every kernel variant (and sweeps); see benchmarks/README.md\n"
       "  atoms    print a structure's atoms as espgrid reads them\n"
-      "  convert  write a .dx map as .mrc, .vti or .dx\n"
+      "  convert  write a map in another format (%s)\n"
       "  view     write an HTML page showing the surface coloured by a map, for any browser\n"
       "  surface  write the surface coloured by the potential as a mesh (.glb, .ply, .vtp)\n"
       "  sample   the potential at a list of points (exact sum, or a map interpolated), as a text/CSV table\n"
@@ -30,7 +31,7 @@ void print_usage() {
       "  espgrid VERB --help   shows a verb's options\n\n"
       "example:\n"
       "  espgrid map data/fasciculin2.pqr -o fas2.dx -o fas2.mrc -o fas2.vti\n",
-      ESPGRID_VERSION);
+      ESPGRID_VERSION, espgrid::map_extensions_text("and/or").c_str(), espgrid::map_extensions_text().c_str());
 }
 
 /// Whether what this run prints is its product: the listing of `kernels`, the reports of

@@ -1,6 +1,7 @@
 // espgrid map: a structure file in, map files out, through the library facade
 // (src/pipeline/map_pipeline.h); under mpirun with several ranks, the planes are split over
-// the ranks (src/scaleout/) and rank 0 writes.
+// the ranks (src/scaleout/) and rank 0 writes. Longer than 500 lines because both ways share the
+// JSON summary's writer, the job's checks and the printed summary, which one file keeps private.
 #include <omp.h>
 #include <unistd.h>
 
@@ -20,6 +21,7 @@
 #include "src/core/errors.h"
 #include "src/core/stopwatch.h"
 #include "src/core/text_format.h"
+#include "src/maps/map_format_table.h"
 #include "src/maps/map_stream.h"
 #include "src/os/atomic_output_file.h"
 #include "src/pb/pb_memory.h"
@@ -62,7 +64,7 @@ void print_summary(const PotentialMap& map, std::size_t atoms, const std::string
     for (const WorkerTiming& part : timing.parts)
       std::printf("  device %d %s: %s\n", part.device, part.device_name.c_str(), part_line(part).c_str());
   // An approximate method does not evaluate every pair: its rate is the exact sum's work over its time.
-  const bool pb = map.physics.is_pb();  // issue 23: a field solve, not a sum over pairs
+  const bool pb = map.physics.is_pb();  // a field solve, not a sum over pairs
   const bool approximate = !timing.method.empty() && !pb;
   if (!timing.method.empty()) std::printf("method     %s\n", timing.method.c_str());
   if (!timing.phases.empty()) {
@@ -259,6 +261,129 @@ class JsonSummary {
   int fd_ = -1;  ///< --json -: the original standard output
 };
 
+/// Rank 0, once every rank has read the input: its notices, the input and how the ranks share it.
+/// A PB solve's input is printed by its recorder, as one process prints it.
+void print_distributed_input(const MapJob& job, const PreparedJob& prepared, int ranks, SummaryRecorder* pb_recorder) {
+  for (const auto& notice : prepared.structure.notices) std::fprintf(stderr, "espgrid: note: %s\n", notice.c_str());
+  if (pb_recorder) {
+    pb_recorder->prepared(prepared);
+    std::printf(
+        "ranks      %d MPI ranks: one PB solve by hypre over all of them (z-planes in contiguous blocks); every "
+        "rank builds the coefficient maps and gets the map; rank 0 writes it\n",
+        ranks);
+  } else {
+    print_input(job.input.path, prepared.structure.atoms, prepared.grid);
+    std::printf(
+        "ranks      %d MPI ranks: z-planes in contiguous blocks, one per rank; the map is gathered to "
+        "rank 0\n",
+        ranks);
+  }
+  std::fflush(stdout);
+}
+
+/// Rank 0, once the PB map is solved over every rank: the files and the times, as one process
+/// writes them.
+void write_distributed_pb_map(const MapJob& job, const PreparedJob& prepared, MapResult& result,
+                              SummaryRecorder& recorder, const JsonSummary& json) {
+  recorder.computed(result);
+  MapFiles files(job.outputs, job.write);
+  finish_job_outputs(job, prepared, result, files, recorder);
+  print_times(result.timing, false, " (the solve: on every rank at once)");
+  json.write(job, result, recorder.provenance, recorder.outputs, std::nullopt);
+}
+
+/// Rank 0, once the map is gathered: each rank's share, the summary, the files, the times.
+void write_distributed_map(const MapJob& job, const PreparedJob& prepared, std::size_t atom_count,
+                           const scaleout::DistributedRun& run, MapResult& result, const JsonSummary& json) {
+  for (const scaleout::RankReport& r : run.ranks) {
+    const std::string planes = r.planes.count() == 0 ? std::string("no planes")
+                                                     : "planes " + std::to_string(r.planes.begin) + "-" +
+                                                           std::to_string(r.planes.end - 1) + " (" +
+                                                           std::to_string(r.planes.count()) + ")";
+    std::printf("rank %-5d %s: %s, %s on %s: kernel %s, wall %s\n", r.rank, r.host.c_str(), planes.c_str(),
+                r.kernel.c_str(), r.device.c_str(), seconds_text(r.kernel_seconds).c_str(),
+                seconds_text(r.wall_seconds).c_str());
+  }
+  std::set<std::string> kernels;
+  for (const scaleout::RankReport& r : run.ranks) kernels.insert(r.kernel);
+  std::string kernel_names;
+  for (const std::string& k : kernels) kernel_names += (kernel_names.empty() ? "" : ", ") + k;
+  TimingReport& timing = result.timing;
+  timing.read_seconds = prepared.timing.read_seconds;
+  timing.kernel_seconds = run.timing.kernel_seconds;
+  timing.transfer_seconds = std::max(0.0, run.timing.wall_seconds - run.timing.kernel_seconds);
+  timing.parts = run.timing.parts;
+  if (prepared.kernel.error_bound > 0)
+    timing.method = "approximate, expected relative RMS error <= " + short_scientific(prepared.kernel.error_bound) +
+                    " at points >= 1.4 Å from atoms";
+  print_summary(result.map, atom_count, kernel_names + " on " + run.timing.device + " (" + prepared.kernel.why + ")",
+                timing);
+  MapFiles files(job.outputs, job.write);  // rank 0 has the whole map only now: nothing streams
+  PrintingObserver printing(job);
+  SummaryRecorder observer(printing);
+  // The atoms, for the summary: rank 0 prepared with a quiet observer.
+  observer.provenance.atoms = prepared.structure.atoms.size();
+  observer.provenance.total_charge = prepared.structure.atoms.total_charge();
+  observer.provenance.created = utc_timestamp();
+  finish_job_outputs(job, prepared, result, files, observer);
+  print_times(timing, false,
+              " (kernel: the slowest rank; transfers: all ranks and the gather, " + seconds_text(run.gather_seconds) +
+                  " gathering)");
+  json.write(job, result, observer.provenance, observer.outputs, std::nullopt);
+}
+
+/// The job of `espgrid map` under mpirun: what every rank can read (a file, not standard input; a
+/// PQR, not a structure for pdb2pqr), and --model pb as one solve by hypre over the ranks' CPUs.
+MapJob distributed_job(const cxxopts::ParseResult& args) {
+  MapJob job = job_from_args(args, kMapOptions, JobUse::Map);
+  if (is_standard_input(job.input.path))
+    throw UsageError("under mpirun, give a file: every rank reads the input, and only one has standard input");
+  if (job.physics.is_pb()) {  // one solve over the ranks: hypre on MPI_COMM_WORLD
+    if (job.compute.backend == BackendChoice::Cuda)
+      throw UsageError(
+          "under mpirun, --model pb is one solve by hypre over the ranks' CPUs (--backend cpu): the GPU solver "
+          "does not split a grid over ranks; without mpirun one GPU solves a grid of 10^8 points");
+    job.compute.backend = BackendChoice::Cpu;
+  }
+  if (needs_charge_assignment(job.input.file_format()))
+    throw UsageError("under mpirun, give a PQR file: run `espgrid map " + job.input.path +
+                     " --keep-pqr FILE.pqr ...` once without mpirun (or pdb2pqr30 yourself)");
+  return job;
+}
+
+/// Every rank's share of the work: one PB solve by hypre over all the ranks, or the rank's block of
+/// z-planes (rank 0 gathers the map into `result`).
+void compute_across_ranks(scaleout::Cluster& cluster, const MapJob& job, const PreparedJob& prepared,
+                          const std::optional<PreparedProblem>& problem, MapResult& result,
+                          scaleout::DistributedRun& run) {
+  const bool root = cluster.is_root();
+  if (job.physics.is_pb()) {
+    MapRequest request;
+    request.grid = prepared.grid;
+    request.physics = job.physics;
+    request.compute = job.compute;
+    request.source = prepared.source;
+    request.pb_across_ranks = true;
+    cluster.agree("solving the PB map across the ranks",
+                  [&] { result = compute_map(prepared.structure.atoms, request, prepared.kernel); });
+    result.timing.read_seconds = prepared.timing.read_seconds;
+    return;
+  }
+  ProgressBar bar(std::string(prepared.kernel.kernel->name));
+  RunOptions options = job.compute.run;
+  if (root) options.progress = [&bar](std::size_t done, std::size_t total) { bar.update(done, total); };
+  try {
+    run = scaleout::compute_distributed(cluster, *prepared.kernel.kernel, *problem,
+                                        root ? result.map.values.data() : nullptr, options);
+  } catch (const scaleout::PeerFailure&) {
+    throw;
+  } catch (const UsageError&) {
+    throw;
+  } catch (const Error& e) {
+    throw Error(std::string(e.what()) + "; no map written");
+  }
+}
+
 /// `espgrid map` under mpirun with more than one rank: every rank reads the input and computes
 /// a contiguous block of z-planes (its rank-local GPU, or the CPU); rank 0 gathers the map,
 /// prints the summary with every rank's timing, and writes the outputs. --model pb is one solve:
@@ -281,20 +406,8 @@ int run_map_distributed(const cxxopts::ParseResult& args, scaleout::Cluster& clu
   std::string error;
   try {
     cluster.agree("checking the command line and reading the input", [&] {
-      job = job_from_args(args, kMapOptions, JobUse::Map);
-      if (is_standard_input(job.input.path))
-        throw UsageError("under mpirun, give a file: every rank reads the input, and only one has standard input");
+      job = distributed_job(args);
       if (root) json.check(job);
-      if (job.physics.is_pb()) {  // one solve over the ranks: hypre on MPI_COMM_WORLD (issue 33)
-        if (job.compute.backend == BackendChoice::Cuda)
-          throw UsageError(
-              "under mpirun, --model pb is one solve by hypre over the ranks' CPUs (--backend cpu): the GPU solver "
-              "does not split a grid over ranks; without mpirun one GPU solves a grid of 10^8 points");
-        job.compute.backend = BackendChoice::Cpu;
-      }
-      if (needs_charge_assignment(job.input.file_format()))
-        throw UsageError("under mpirun, give a PQR file: run `espgrid map " + job.input.path +
-                         " --keep-pqr FILE.pqr ...` once without mpirun (or pdb2pqr30 yourself)");
       prepared.emplace(prepare_job(job, quiet, /*check_outputs=*/root));  // only rank 0 writes
       RunOptions& options = job.compute.run;
       if (prepared->kernel.kernel->backend == Backend::Cuda && !job.compute.device_given && options.devices.empty()) {
@@ -316,51 +429,12 @@ int run_map_distributed(const cxxopts::ParseResult& args, scaleout::Cluster& clu
         result.kernel = prepared->kernel;
       }
     });
-    if (root) {
-      for (const auto& notice : prepared->structure.notices)
-        std::fprintf(stderr, "espgrid: note: %s\n", notice.c_str());
-      if (job.physics.is_pb()) {
-        printing.emplace(job);
-        recorder.emplace(*printing);
-        recorder->prepared(*prepared);
-        std::printf(
-            "ranks      %d MPI ranks: one PB solve by hypre over all of them (z-planes in contiguous blocks); every "
-            "rank builds the coefficient maps and gets the map; rank 0 writes it\n",
-            cluster.size());
-      } else {
-        print_input(job.input.path, prepared->structure.atoms, prepared->grid);
-        std::printf(
-            "ranks      %d MPI ranks: z-planes in contiguous blocks, one per rank; the map is gathered to "
-            "rank 0\n",
-            cluster.size());
-      }
-      std::fflush(stdout);
+    if (root && job.physics.is_pb()) {
+      printing.emplace(job);
+      recorder.emplace(*printing);
     }
-    if (job.physics.is_pb()) {
-      MapRequest request;
-      request.grid = prepared->grid;
-      request.physics = job.physics;
-      request.compute = job.compute;
-      request.source = prepared->source;
-      request.pb_across_ranks = true;
-      cluster.agree("solving the PB map across the ranks",
-                    [&] { result = compute_map(prepared->structure.atoms, request, prepared->kernel); });
-      result.timing.read_seconds = prepared->timing.read_seconds;
-    } else {
-      ProgressBar bar(std::string(prepared->kernel.kernel->name));
-      RunOptions options = job.compute.run;
-      if (root) options.progress = [&bar](std::size_t done, std::size_t total) { bar.update(done, total); };
-      try {
-        run = scaleout::compute_distributed(cluster, *prepared->kernel.kernel, *problem,
-                                            root ? result.map.values.data() : nullptr, options);
-      } catch (const scaleout::PeerFailure&) {
-        throw;
-      } catch (const UsageError&) {
-        throw;
-      } catch (const Error& e) {
-        throw Error(std::string(e.what()) + "; no map written");
-      }
-    }
+    if (root) print_distributed_input(job, *prepared, cluster.size(), recorder ? &*recorder : nullptr);
+    compute_across_ranks(cluster, job, *prepared, problem, result, run);
   } catch (const scaleout::PeerFailure&) {
     status = 1;
   } catch (const UsageError& e) {
@@ -379,50 +453,10 @@ int run_map_distributed(const cxxopts::ParseResult& args, scaleout::Cluster& clu
     return root ? status : 0;
   }
   if (!root) return 0;
-  if (job.physics.is_pb()) {
-    recorder->computed(result);
-    MapFiles files(job.outputs, job.write);
-    finish_job_outputs(job, *prepared, result, files, *recorder);
-    print_times(result.timing, false, " (the solve: on every rank at once)");
-    json.write(job, result, recorder->provenance, recorder->outputs, std::nullopt);
-    return 0;
-  }
-
-  for (const scaleout::RankReport& r : run.ranks) {
-    const std::string planes = r.planes.count() == 0 ? std::string("no planes")
-                                                     : "planes " + std::to_string(r.planes.begin) + "-" +
-                                                           std::to_string(r.planes.end - 1) + " (" +
-                                                           std::to_string(r.planes.count()) + ")";
-    std::printf("rank %-5d %s: %s, %s on %s: kernel %s, wall %s\n", r.rank, r.host.c_str(), planes.c_str(),
-                r.kernel.c_str(), r.device.c_str(), seconds_text(r.kernel_seconds).c_str(),
-                seconds_text(r.wall_seconds).c_str());
-  }
-  std::set<std::string> kernels;
-  for (const scaleout::RankReport& r : run.ranks) kernels.insert(r.kernel);
-  std::string kernel_names;
-  for (const std::string& k : kernels) kernel_names += (kernel_names.empty() ? "" : ", ") + k;
-  TimingReport& timing = result.timing;
-  timing.read_seconds = prepared->timing.read_seconds;
-  timing.kernel_seconds = run.timing.kernel_seconds;
-  timing.transfer_seconds = std::max(0.0, run.timing.wall_seconds - run.timing.kernel_seconds);
-  timing.parts = run.timing.parts;
-  if (prepared->kernel.error_bound > 0)
-    timing.method = "approximate, expected relative RMS error <= " + short_scientific(prepared->kernel.error_bound) +
-                    " at points >= 1.4 Å from atoms";
-  print_summary(result.map, problem->atom_count(),
-                kernel_names + " on " + run.timing.device + " (" + prepared->kernel.why + ")", timing);
-  MapFiles files(job.outputs, job.write);  // rank 0 has the whole map only now: nothing streams
-  printing.emplace(job);
-  SummaryRecorder observer(*printing);
-  // The atoms, for the summary: rank 0 prepared with a quiet observer.
-  observer.provenance.atoms = prepared->structure.atoms.size();
-  observer.provenance.total_charge = prepared->structure.atoms.total_charge();
-  observer.provenance.created = utc_timestamp();
-  finish_job_outputs(job, *prepared, result, files, observer);
-  print_times(timing, false,
-              " (kernel: the slowest rank; transfers: all ranks and the gather, " + seconds_text(run.gather_seconds) +
-                  " gathering)");
-  json.write(job, result, observer.provenance, observer.outputs, std::nullopt);
+  if (job.physics.is_pb())
+    write_distributed_pb_map(job, *prepared, result, *recorder, json);
+  else
+    write_distributed_map(job, *prepared, problem->atom_count(), run, result, json);
   return 0;
 }
 
@@ -430,7 +464,7 @@ int run_map_distributed(const cxxopts::ParseResult& args, scaleout::Cluster& clu
 
 int run_map(int argc, char** argv) {
   cxxopts::Options options("espgrid map", "Compute the electrostatic potential of a charged structure on a grid.\n");
-  options.custom_help("INPUT -o OUTPUT.vti|OUTPUT.dx|OUTPUT.mrc [-o ...] [options]");
+  options.custom_help("INPUT -o OUTPUT." + map_format_words(false, "|OUTPUT.") + " [-o ...] [options]");
   options.positional_help("");
   add_job_options(options, kMapOptions, "structure file (.pqr, .xyz; .pdb or .cif: charges from pdb2pqr)");
   options.add_options("Output")(

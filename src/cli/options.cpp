@@ -58,15 +58,23 @@ cxxopts::ParseResult parse_args(cxxopts::Options& options, int argc, char** argv
   return args;
 }
 
-std::vector<std::string> split_commas(const std::string& text) {
-  std::vector<std::string> parts;
-  std::size_t start = 0;
-  for (;;) {
-    const std::size_t comma = text.find(',', start);
-    parts.push_back(text.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
-    if (comma == std::string::npos) return parts;
-    start = comma + 1;
+surface::ViewOptions view_options_from_args(const cxxopts::ParseResult& args) {
+  surface::ViewOptions view;
+  if (args.count("limit")) surface::set_colour_limit(view, args["limit"].as<std::string>());
+  if (args.count("levels")) {
+    std::vector<double> levels;
+    for (const std::string& item : split_commas(args["levels"].as<std::string>()))
+      levels.push_back(number_option("levels", item));
+    view.levels = levels;
   }
+  if (args.count("values")) view.values = surface::parse_vertex_values(args["values"].as<std::string>());
+  if (args.count("view")) view.view = args["view"].as<std::string>();
+  if (args.count("offset")) view.offset = number_option("offset", args["offset"].as<std::string>());
+  if (args.count("surface-spacing"))
+    view.surface.spacing = number_option("surface-spacing", args["surface-spacing"].as<std::string>());
+  if (args.count("probe")) view.surface.probe = number_option("probe", args["probe"].as<std::string>());
+  surface::check_view_options(view);
+  return view;
 }
 
 double number_option(const std::string& option, const std::string& text) {

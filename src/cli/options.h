@@ -10,8 +10,10 @@
 #include <string>
 #include <vector>
 
+#include "src/core/text_parsing.h"
 #include "src/job/job_options.h"
 #include "src/physics/potential_map.h"
+#include "src/view/view_scene.h"
 
 namespace espgrid::cli {
 
@@ -22,7 +24,6 @@ cxxopts::ParseResult parse_args(cxxopts::Options& options, int argc, char** argv
                                 const std::vector<std::string>& repeatable = {});
 
 // ---- values (options a verb has of its own; the map job's options are in job/job_options.h) -----
-std::vector<std::string> split_commas(const std::string& text);
 /// A finite number for --OPTION; UsageError naming the option otherwise.
 double number_option(const std::string& option, const std::string& text);
 /// A whole number for --OPTION; UsageError naming the option otherwise.
@@ -36,6 +37,11 @@ std::array<std::int64_t, 3> dims_option(const std::string& option, const std::st
 /// disagree or neither says. `unit_known` (if given): whether the header said it.
 PotentialMap read_map_with_unit(const std::string& path, const cxxopts::ParseResult& args,
                                 const std::string& unit_option, bool* unit_known = nullptr);
+/// The view options the command line gave (--limit, --levels, --values, --view, --offset,
+/// --surface-spacing, --probe; those not given, or that the verb does not take, keep
+/// surface::ViewOptions' defaults), checked (surface::check_view_options): `espgrid view` and
+/// `espgrid surface` read them here, Python's Map.view sets the same fields.
+surface::ViewOptions view_options_from_args(const cxxopts::ParseResult& args);
 
 // ---- the map job's options (job/job_options.h) on the command line ----------------------------------
 /// Which of the table's options a verb takes: whole groups, less the names in `except`.

@@ -1,4 +1,4 @@
-// `espgrid sample STRUCTURE --points FILE`: the potential at a list of points (issue 25), the
+// `espgrid sample STRUCTURE --points FILE`: the potential at a list of points, the
 // exact direct sum over the atoms with the Physics options (on the CPU in double precision, or
 // on a GPU: src/pipeline/point_sampling.h), or `--map MAP --points FILE`: a map's values there,
 // interpolated trilinearly as `espgrid view` does. Points: "x y z" a line, or APBS multivalue's
@@ -17,6 +17,7 @@
 #include "src/cli/progress.h"
 #include "src/core/errors.h"
 #include "src/core/text_format.h"
+#include "src/maps/map_format_table.h"
 #include "src/maps/map_formats.h"
 #include "src/os/atomic_output_file.h"
 #include "src/pipeline/atom_potentials.h"
@@ -146,9 +147,8 @@ std::string point_text(const PointList& points, std::size_t i) {
          number_text(points.xyz[3 * i + 2]) + ")";
 }
 
-}  // namespace
-
-int run_sample(int argc, char** argv) {
+/// `espgrid sample`'s options: the map job's of kSampleOptions and its own.
+cxxopts::Options sample_options() {
   cxxopts::Options options(
       "espgrid sample",
       "The potential at a list of points: the exact direct sum over the structure's atoms (CPU: double precision;\n"
@@ -161,7 +161,7 @@ int run_sample(int argc, char** argv) {
   // clang-format off
   options.add_options("Points")
       ("points", "the points: a file of x y z lines (or x,y,z), or - for standard input", cxxopts::value<std::string>())
-      ("map", "interpolate this map (any format espgrid reads) instead of summing over a structure's atoms",
+      ("map", "interpolate this map (" + map_extensions_text() + ") instead of summing over a structure's atoms",
        cxxopts::value<std::string>())
       ("map-units", "with --map: the map's unit when its header does not say (kT/e, kcal/mol/e or V)",
        cxxopts::value<std::string>())
@@ -177,22 +177,12 @@ int run_sample(int argc, char** argv) {
        cxxopts::value<std::string>());
   // clang-format on
   options.add_options()("h,help", "show this help");
-  const auto args = parse_args(options, argc, argv, {"output"});
-  if (args.count("help")) {
-    std::cout << options.help({"Input", "Points", "Output", "Physics", "Compute", ""})
-              << "\nExamples:\n"
-                 "  espgrid sample data/fasciculin2.pqr --points points.txt -o values.csv\n"
-                 "  espgrid sample data/fasciculin2.pqr --points - --model debye --dielectric 78.54 --ionic-strength "
-                 "0.15 < points.txt\n"
-                 "  espgrid sample --map fas2-pb.dx --points points.csv -o pb-values.csv\n"
-                 "  espgrid sample protein.pdb --at-atoms -o atoms.csv -o atoms.pdb --residues residues.csv\n";
-    return 0;
-  }
-  const std::vector<std::string> outputs =
-      args.count("output") ? args["output"].as<std::vector<std::string>>() : std::vector<std::string>{};
-  for (const std::string& out : outputs)
-    if (out.empty()) throw UsageError("-o needs a file name");
-  if (args.count("at-atoms")) return run_at_atoms(args, outputs);
+  return options;
+}
+
+/// Points: a structure or --map, not both; --map takes no Physics or Compute option and the
+/// structure no --map-units; one table; no option that only --at-atoms takes.
+void check_sample_inputs(const cxxopts::ParseResult& args, const std::vector<std::string>& outputs) {
   if (args.count("residues")) throw UsageError("--residues applies with --at-atoms");
   if (outputs.size() > 1) throw UsageError("-o is given once for the table of points (several with --at-atoms)");
   for (const JobOption& option : job_options())
@@ -214,6 +204,87 @@ int run_sample(int argc, char** argv) {
                        " does not apply with --map: the map's values are "
                        "interpolated, and its header gives their physics");
   if (!with_map && args.count("map-units")) throw UsageError("--map-units applies with --map only");
+}
+
+/// The values at the points and what the table and the summary say of them.
+struct Sampled {
+  PointValues values;
+  std::vector<std::string> comments;
+  std::string units;
+  std::string physics_line;  ///< what the values are, for the summary
+};
+
+/// The map of --map interpolated at `points`: InputError at the first point outside it or where
+/// it is not finite.
+Sampled sample_map(const cxxopts::ParseResult& args, const PointList& points, std::FILE* info) {
+  Sampled out;
+  const std::string map_path = args["map"].as<std::string>();
+  bool unit_known = false;
+  PotentialMap map = read_map_with_unit(map_path, args, "map-units", &unit_known);  // any format espgrid writes
+  std::vector<std::size_t> outside, not_finite;
+  out.values = interpolate_points(map, points.xyz, outside, not_finite);
+  if (!outside.empty()) {
+    const std::size_t i = outside.front();
+    throw InputError(
+        points.path, points.lines[i],
+        "the point " + point_text(points, i) + " lies outside the map " + map_path + " " + box_text(map.grid) +
+            (outside.size() > 1
+                 ? " (" + with_commas(outside.size()) + " of the " + with_commas(points.size()) + " points do)"
+                 : std::string()));
+  }
+  if (!not_finite.empty())
+    throw InputError(
+        points.path, points.lines[not_finite.front()],
+        "the map " + map_path + " is not finite around the point " + point_text(points, not_finite.front()));
+  out.units = unit_name(map.physics.unit);
+  std::fprintf(info, "map        %s: %s\n", map_path.c_str(), describe(map.grid).c_str());
+  out.comments = {"map: " + map_path, map_physics_text(map)};
+  out.physics_line = "the map's: " + map_physics_text(map);
+  for (const std::string& line : map_header_lines(map_path, map, unit_known))
+    out.comments.push_back("map header: " + line);
+  return out;
+}
+
+/// The job's structure summed at `points` with its physics (sample_points: CPU or GPU).
+Sampled sample_structure(const MapJob& job, const PointList& points, std::FILE* info) {
+  Sampled out;
+  SampleObserver observer(info);
+  const JobInput input = read_job_input(job, observer);
+  if (input.assigned && !job.input.keep_pqr.empty()) input.assigned->keep(job.input.keep_pqr);
+  const Atoms& atoms = input.structure.atoms;
+  std::fprintf(info, "structure  %s\n", input.source.c_str());
+  ProgressBar bar("points");
+  out.values =
+      sample_points(job, atoms, points.xyz, [&bar](std::size_t done, std::size_t total) { bar.update(done, total); });
+  bar.finish();
+  out.units = unit_name(job.physics.unit);
+  out.comments = {"structure: " + input.source, physics_comment(job.physics)};
+  out.physics_line = describe_model(job.physics) + ", dielectric " + shortest_text(job.physics.dielectric);
+  return out;
+}
+
+}  // namespace
+
+int run_sample(int argc, char** argv) {
+  cxxopts::Options options = sample_options();
+  const auto args = parse_args(options, argc, argv, {"output"});
+  if (args.count("help")) {
+    std::cout << options.help({"Input", "Points", "Output", "Physics", "Compute", ""})
+              << "\nExamples:\n"
+                 "  espgrid sample data/fasciculin2.pqr --points points.txt -o values.csv\n"
+                 "  espgrid sample data/fasciculin2.pqr --points - --model debye --dielectric 78.54 --ionic-strength "
+                 "0.15 < points.txt\n"
+                 "  espgrid sample --map fas2-pb.dx --points points.csv -o pb-values.csv\n"
+                 "  espgrid sample protein.pdb --at-atoms -o atoms.csv -o atoms.pdb --residues residues.csv\n";
+    return 0;
+  }
+  const std::vector<std::string> outputs =
+      args.count("output") ? args["output"].as<std::vector<std::string>>() : std::vector<std::string>{};
+  for (const std::string& out : outputs)
+    if (out.empty()) throw UsageError("-o needs a file name");
+  if (args.count("at-atoms")) return run_at_atoms(args, outputs);
+  check_sample_inputs(args, outputs);
+  const bool with_map = args.count("map") > 0;
   const std::string points_path = args["points"].as<std::string>();
   const std::string output = outputs.empty() ? "" : outputs.front();
   const PointTableFormat format = args.count("table") ? parse_point_table_format(args["table"].as<std::string>())
@@ -237,48 +308,11 @@ int run_sample(int argc, char** argv) {
   std::FILE* info = output.empty() ? stderr : stdout;
 
   const PointList points = read_points(points_path);
-  PointValues sampled;
-  std::vector<std::string> comments;
-  std::string units, physics_line;  // physics_line: what the values are, for the summary
-  if (with_map) {
-    const std::string map_path = args["map"].as<std::string>();
-    bool unit_known = false;
-    PotentialMap map = read_map_with_unit(map_path, args, "map-units", &unit_known);  // any format espgrid writes
-    std::vector<std::size_t> outside, not_finite;
-    sampled = interpolate_points(map, points.xyz, outside, not_finite);
-    if (!outside.empty()) {
-      const std::size_t i = outside.front();
-      throw InputError(
-          points.path, points.lines[i],
-          "the point " + point_text(points, i) + " lies outside the map " + map_path + " " + box_text(map.grid) +
-              (outside.size() > 1
-                   ? " (" + with_commas(outside.size()) + " of the " + with_commas(points.size()) + " points do)"
-                   : std::string()));
-    }
-    if (!not_finite.empty())
-      throw InputError(
-          points.path, points.lines[not_finite.front()],
-          "the map " + map_path + " is not finite around the point " + point_text(points, not_finite.front()));
-    units = unit_name(map.physics.unit);
-    std::fprintf(info, "map        %s: %s\n", map_path.c_str(), describe(map.grid).c_str());
-    comments = {"map: " + map_path, map_physics_text(map)};
-    physics_line = "the map's: " + map_physics_text(map);
-    for (const std::string& line : map_header_lines(map_path, map, unit_known))
-      comments.push_back("map header: " + line);
-  } else {
-    SampleObserver observer(info);
-    const JobInput input = read_job_input(job, observer);
-    if (input.assigned && !job.input.keep_pqr.empty()) input.assigned->keep(job.input.keep_pqr);
-    const Atoms& atoms = input.structure.atoms;
-    std::fprintf(info, "structure  %s\n", input.source.c_str());
-    ProgressBar bar("points");
-    sampled =
-        sample_points(job, atoms, points.xyz, [&bar](std::size_t done, std::size_t total) { bar.update(done, total); });
-    bar.finish();
-    units = unit_name(job.physics.unit);
-    comments = {"structure: " + input.source, physics_comment(job.physics)};
-    physics_line = describe_model(job.physics) + ", dielectric " + shortest_text(job.physics.dielectric);
-  }
+  Sampled result = with_map ? sample_map(args, points, info) : sample_structure(job, points, info);
+  const PointValues& sampled = result.values;
+  std::vector<std::string>& comments = result.comments;
+  const std::string& units = result.units;
+  const std::string& physics_line = result.physics_line;
   comments.insert(comments.begin(), "espgrid " ESPGRID_VERSION " sample: the potential in " + units + " at " +
                                         with_commas(points.size()) + " points from " + points.path);
   comments.push_back("values: " + sampled.method + " (" + sampled.device + ")");

@@ -4,7 +4,6 @@
 // compute/approximation_error.h); or, with --sample N, N sampled points of each exact kernel's
 // map with the double oracle. Before the reference is computed it says how long that will take,
 // from a timed probe of a few planes.
-#include <omp.h>
 
 #include <algorithm>
 #include <cmath>
@@ -22,6 +21,7 @@
 #include "src/core/errors.h"
 #include "src/core/stopwatch.h"
 #include "src/core/text_format.h"
+#include "src/core/thread_count.h"
 #include "src/pipeline/map_pipeline.h"
 #include "src/pipeline/time_estimate.h"
 
@@ -54,7 +54,7 @@ bool run_or_report(const KernelVariant& kernel, const PreparedProblem& problem, 
 
 /// "cpu-parallel on 16 threads" for the estimate line.
 std::string cpu_description_text(const KernelVariant& kernel, const RunOptions& run) {
-  const int threads = kernel.serial ? 1 : (run.threads > 0 ? run.threads : omp_get_max_threads());
+  const int threads = kernel.serial ? 1 : threads_to_use(run.threads);
   return std::string(kernel.name) + " on " + std::to_string(threads) + (threads == 1 ? " thread" : " threads");
 }
 

@@ -13,6 +13,7 @@
 #include "src/cli/options.h"
 #include "src/core/errors.h"
 #include "src/core/text_format.h"
+#include "src/maps/map_format_table.h"
 #include "src/maps/map_formats.h"
 #include "src/os/atomic_output_file.h"
 #include "src/pipeline/map_pipeline.h"
@@ -50,6 +51,53 @@ void check_page_path(const std::string& output, const std::vector<std::string>& 
 
 }  // namespace
 
+namespace {
+
+/// The structure the map was computed from (--format when its extension does not say): a PQR
+/// or XYZ, never the PDB/mmCIF file pdb2pqr read; its notices printed.
+Structure load_map_structure(const std::string& structure_path, const cxxopts::ParseResult& args) {
+  const std::optional<StructureFormat> format =
+      args.count("format") ? std::optional(parse_format_name(args["format"].as<std::string>())) : std::nullopt;
+  const StructureFormat structure_format = format ? *format : format_from_extension(structure_path);
+  if (needs_charge_assignment(structure_format))
+    throw UsageError(structure_path +
+                     ": give the PQR the map was computed from (espgrid map keeps pdb2pqr's PQR "
+                     "beside the map, or at --keep-pqr), not the PDB/mmCIF file");
+  Structure structure = load_structure(structure_path, structure_format);
+  for (const std::string& notice : structure.notices) std::fprintf(stderr, "note: %s\n", notice.c_str());
+  return structure;
+}
+
+/// What `espgrid view` made: the structure, the map, the surface, the values, the page.
+void print_view_report(const std::string& structure_path, const Atoms& atoms, const std::string& map_path,
+                       const PotentialMap& map, const ViewResult& result) {
+  const surface::ViewScene& s = result.scene;
+  std::printf("structure  %s\n", describe_source(structure_path, atoms).c_str());
+  std::printf("map        %s: %lld x %lld x %lld, %s\n", map_path.c_str(), static_cast<long long>(map.grid.dims[0]),
+              static_cast<long long>(map.grid.dims[1]), static_cast<long long>(map.grid.dims[2]),
+              describe_model(map.physics).c_str());
+  std::printf("surface    %s vertices, %s triangles (grid %s Å, %s)\n", with_commas(s.surface.vertex_count()).c_str(),
+              with_commas(s.surface.triangle_count()).c_str(), shortest_text(s.surface_info.spacing).c_str(),
+              seconds_text(s.seconds_surface).c_str());
+  std::printf("values     %s Å outside: %s (%s)\n", shortest_text(s.offset).c_str(), s.method_text.c_str(),
+              seconds_text(s.seconds_values).c_str());
+  std::printf("range      %s to %s %s at the surface; colours ±%s (%s)\n", number_text(s.value_min).c_str(),
+              number_text(s.value_max).c_str(), s.units.c_str(), number_text(s.limit).c_str(), s.limit_text.c_str());
+  for (const surface::Isosurface& iso : s.isosurfaces)
+    std::printf("isosurface %+g %s: %s triangles\n", iso.level, s.units.c_str(),
+                with_commas(iso.mesh.triangle_count()).c_str());
+  for (const std::string& note : s.notes) std::fprintf(stderr, "note: %s\n", note.c_str());
+  std::printf("page       %s (library %s, surface %s, isosurfaces %s, atoms %s%s) in %s\n",
+              human_bytes(static_cast<double>(result.sizes.total)).c_str(),
+              human_bytes(static_cast<double>(result.sizes.library)).c_str(),
+              human_bytes(static_cast<double>(result.sizes.surface)).c_str(),
+              human_bytes(static_cast<double>(result.sizes.isosurfaces)).c_str(),
+              human_bytes(static_cast<double>(result.sizes.atoms)).c_str(),
+              result.sizes.compressed ? ", data gzip-compressed" : "", seconds_text(result.seconds).c_str());
+}
+
+}  // namespace
+
 int run_view(int argc, char** argv) {
   cxxopts::Options options(
       "espgrid view",
@@ -61,7 +109,7 @@ int run_view(int argc, char** argv) {
   options.add_options("Input")
       ("structure", "the structure the map was computed from (.pqr, .xyz; for a PDB/mmCIF map, the PQR `espgrid map` kept)",
        cxxopts::value<std::string>())
-      ("map", "the map: .dx (espgrid's, APBS's or any DX of that layout)", cxxopts::value<std::string>())
+      ("map", "the map: " + map_extensions_text() + " (any map espgrid writes; APBS's .dx)", cxxopts::value<std::string>())
       ("format", "structure format when the extension does not say: pqr or xyz", cxxopts::value<std::string>())
       ("units", "the map's unit when its header does not say (kT/e, kcal/mol/e or V)", cxxopts::value<std::string>());
   options.add_options("Output")
@@ -106,49 +154,16 @@ int run_view(int argc, char** argv) {
   const std::string ext = std::filesystem::path(output).extension().string();
   if (ext != ".html" && ext != ".htm") throw UsageError("-o " + output + ": the page is HTML; name it NAME.html");
 
-  surface::ViewOptions view;
-  if (args.count("limit")) {
-    const std::string limit = args["limit"].as<std::string>();
-    if (limit == "auto") {
-      view.limit_auto = true;
-    } else {
-      view.limit = number_option("limit", limit);
-      if (!(*view.limit > 0)) throw UsageError("--limit must be a positive number or 'auto', got " + limit);
-    }
-  }
-  if (args.count("levels")) {
-    std::vector<double> levels;
-    for (const std::string& item : split_commas(args["levels"].as<std::string>()))
-      levels.push_back(number_option("levels", item));
-    if (levels.empty()) throw UsageError("--levels needs at least one number");
-    view.levels = levels;
-  }
-  view.values = surface::parse_vertex_values(args["values"].as<std::string>());
-  view.view = args["view"].as<std::string>();
-  surface::camera_axes(Atoms{}, view.view);  // refuses a bad --view before anything is read
-  view.offset = number_option("offset", args["offset"].as<std::string>());
-  view.surface.spacing = number_option("surface-spacing", args["surface-spacing"].as<std::string>());
-  view.surface.probe = number_option("probe", args["probe"].as<std::string>());
+  const surface::ViewOptions view = view_options_from_args(args);  // checked before anything is read
 
   // Refused before anything is read: an output that cannot be written or that names an input.
   check_page_path(output, {structure_path, map_path});
 
-  const std::optional<StructureFormat> format =
-      args.count("format") ? std::optional(parse_format_name(args["format"].as<std::string>())) : std::nullopt;
-  const StructureFormat structure_format = format ? *format : format_from_extension(structure_path);
-  if (needs_charge_assignment(structure_format))
-    throw UsageError(structure_path +
-                     ": give the PQR the map was computed from (espgrid map keeps pdb2pqr's PQR "
-                     "beside the map, or at --keep-pqr), not the PDB/mmCIF file");
-  const Structure structure = load_structure(structure_path, structure_format);
-  for (const std::string& notice : structure.notices) std::fprintf(stderr, "note: %s\n", notice.c_str());
-
+  const Structure structure = load_map_structure(structure_path, args);
   // The map: any format espgrid writes (read_map).
   bool unit_known = false;
   PotentialMap map = read_map_with_unit(map_path, args, "units", &unit_known);
-  surface::MapOrigin origin;
-  origin.path = map_path;
-  origin.header = map_header_lines(map_path, map, unit_known);
+  surface::MapOrigin origin{map_path, map_header_lines(map_path, map, unit_known), false, ""};
   origin.espgrid_physics = header_has_espgrid_physics(origin.header);
 
   const std::string title = args.count("title") ? args["title"].as<std::string>() : "";
@@ -156,29 +171,7 @@ int run_view(int argc, char** argv) {
                                       map, origin, view, title);
   write_text_file_atomically(output, result.html);
 
-  const surface::ViewScene& s = result.scene;
-  std::printf("structure  %s\n", describe_source(structure_path, structure.atoms).c_str());
-  std::printf("map        %s: %lld x %lld x %lld, %s\n", map_path.c_str(), static_cast<long long>(map.grid.dims[0]),
-              static_cast<long long>(map.grid.dims[1]), static_cast<long long>(map.grid.dims[2]),
-              describe_model(map.physics).c_str());
-  std::printf("surface    %s vertices, %s triangles (grid %s Å, %s)\n", with_commas(s.surface.vertex_count()).c_str(),
-              with_commas(s.surface.triangle_count()).c_str(), shortest_text(s.surface_info.spacing).c_str(),
-              seconds_text(s.seconds_surface).c_str());
-  std::printf("values     %s Å outside: %s (%s)\n", shortest_text(s.offset).c_str(), s.method_text.c_str(),
-              seconds_text(s.seconds_values).c_str());
-  std::printf("range      %s to %s %s at the surface; colours ±%s (%s)\n", number_text(s.value_min).c_str(),
-              number_text(s.value_max).c_str(), s.units.c_str(), number_text(s.limit).c_str(), s.limit_text.c_str());
-  for (const surface::Isosurface& iso : s.isosurfaces)
-    std::printf("isosurface %+g %s: %s triangles\n", iso.level, s.units.c_str(),
-                with_commas(iso.mesh.triangle_count()).c_str());
-  for (const std::string& note : s.notes) std::fprintf(stderr, "note: %s\n", note.c_str());
-  std::printf("page       %s (library %s, surface %s, isosurfaces %s, atoms %s%s) in %s\n",
-              human_bytes(static_cast<double>(result.sizes.total)).c_str(),
-              human_bytes(static_cast<double>(result.sizes.library)).c_str(),
-              human_bytes(static_cast<double>(result.sizes.surface)).c_str(),
-              human_bytes(static_cast<double>(result.sizes.isosurfaces)).c_str(),
-              human_bytes(static_cast<double>(result.sizes.atoms)).c_str(),
-              result.sizes.compressed ? ", data gzip-compressed" : "", seconds_text(result.seconds).c_str());
+  print_view_report(structure_path, structure.atoms, map_path, map, result);
   std::printf("wrote      %s\n", output.c_str());
   return 0;
 }

@@ -18,7 +18,7 @@ struct WorkerTiming {
   int chunks = 0;             ///< plane ranges it took from the queue
 };
 
-/// One phase of a method that runs in phases (the MSM rows: binning, anterpolation, ...).
+/// One phase of a method that runs in phases (the MSM entries: binning, anterpolation, ...).
 struct PhaseTiming {
   std::string name;
   double seconds = 0;  ///< CUDA events on a GPU, the host clock on the CPU

@@ -4,7 +4,7 @@
 // Two layers:
 //   - kernel families (kernels/scatter.cu, gather.cu, constant.cu, coarsened.cu, unrolled.cu):
 //     each defines the device kernels of one design and one launch function that queues them
-//     for one slab of z-planes (SlabLaunch). A registry row holds its family's launch function
+//     for one slab of z-planes (SlabLaunch). A registry entry holds its family's launch function
 //     and DeviceLayout (src/registry/kernel_registry.cpp).
 //   - the device driver (kernels/device_driver.cu): carries out the host's LaunchPlan
 //     (src/compute/launch_plan.h) slab by slab through double-buffered device memory on one
@@ -55,11 +55,7 @@ using LaunchFn = void (*)(const SlabLaunch&);
 /// slab loop, with the worker's device current.
 using PrepareFn = void (*)(LaunchPlan& plan, int device, const GridSumProblem& problem);
 
-/// Settles what the plan leaves to the device (e.g. a tuned split) once per worker, before the
-/// slab loop, with the worker's device current.
-using PrepareFn = void (*)(LaunchPlan& plan, int device, const GridSumProblem& problem);
-
-/// The device side of one registry row.
+/// The device side of one registry entry.
 struct DeviceKernel {
   LaunchFn launch = nullptr;  ///< null in a build without CUDA
   DeviceLayout layout;
@@ -72,11 +68,6 @@ void launch_gather(const SlabLaunch& s);
 void launch_constant(const SlabLaunch& s);
 void launch_coarsened(const SlabLaunch& s);
 void launch_unrolled(const SlabLaunch& s);
-void launch_dualpipe(const SlabLaunch& s);
-void prepare_dualpipe(LaunchPlan& plan, int device, const GridSumProblem& problem);
-/// The dual-pipe family's FMA-pipe split for `model` on `device`: the value measured for the
-/// device's kind (kernels/dualpipe.cu has the table and where it was measured), or a default.
-int tuned_fma_split(int device, PairModel model);
 void launch_dualpipe(const SlabLaunch& s);
 void prepare_dualpipe(LaunchPlan& plan, int device, const GridSumProblem& problem);
 /// The dual-pipe family's FMA-pipe split for `model` on `device`: the value measured for the

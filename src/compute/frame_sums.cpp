@@ -1,21 +1,18 @@
 #include "src/compute/frame_sums.h"
 
-#include <omp.h>
-
 #include <cmath>
 #include <string>
 
 #include "src/compute/frame_sums_math.h"
 #include "src/core/errors.h"
 #include "src/core/text_format.h"
+#include "src/core/thread_count.h"
 
 namespace espgrid {
 namespace {
 
 using frame_sums::add_carry;
 using frame_sums::multiply;
-
-int thread_count(int threads) { return threads > 0 ? threads : omp_get_max_threads(); }
 
 /// Fewer frames than this keep Σp < 2^111 and Σp² < 2^190 (frame_sums_math.h).
 constexpr std::uint64_t kMaxFrames = std::uint64_t{1} << 32;
@@ -80,7 +77,7 @@ FrameSums::FrameSums(std::size_t points, bool squares)
 void FrameSums::add(const float* values, int threads) {
   if (frames_ + 1 >= kMaxFrames) throw Error("too many frames for one average (at most 2^32 - 1)");
   const auto n = static_cast<std::int64_t>(points_);
-  const int t = thread_count(threads);
+  const int t = threads_to_use(threads);
   std::uint64_t* sums = limbs_.data();
   const bool squares = squares_;
   std::int64_t bad = n;  // a value that cannot be added is skipped and named
@@ -131,7 +128,7 @@ std::vector<float> FrameSums::mean(int threads) const {
   std::vector<float> out(points_);
   const auto n = static_cast<std::int64_t>(points_);
   const long double scale = std::ldexp(1.0L, -frame_sums::kFractionBits) / static_cast<long double>(frames_);
-#pragma omp parallel for num_threads(thread_count(threads)) schedule(static)
+#pragma omp parallel for num_threads(threads_to_use(threads)) schedule(static)
   for (std::int64_t p = 0; p < n; ++p)
     out[static_cast<std::size_t>(p)] =
         static_cast<float>(static_cast<double>(signed_value(limbs_[p], limbs_[n + p]) * scale));
@@ -144,7 +141,7 @@ std::vector<float> FrameSums::deviation(int threads) const {
   std::vector<float> out(points_);
   const auto n = static_cast<std::int64_t>(points_);
   const long double scale = std::ldexp(1.0L, -frame_sums::kFractionBits) / static_cast<long double>(frames_);
-#pragma omp parallel for num_threads(thread_count(threads)) schedule(static)
+#pragma omp parallel for num_threads(threads_to_use(threads)) schedule(static)
   for (std::int64_t p = 0; p < n; ++p) {
     const std::uint64_t squares[3] = {limbs_[2 * n + p], limbs_[3 * n + p], limbs_[4 * n + p]};
     const long double d = spread(frames_, squares, limbs_[p], limbs_[n + p]);

@@ -6,7 +6,7 @@
 // for |φ| ≥ 2^-24, within 2^-49 below — and a point keeps Σp in 128 bits (two's complement) and
 // Σp² in 192 bits (unsigned). Integer sums do not depend on the order of the frames, so the mean
 // and deviation made from them are the same bits whichever rank, device or thread added which
-// frame (issue 37: the result must not depend on the number of MPI ranks).
+// frame (the result must not depend on the number of MPI ranks).
 // Range: |φ| < 2^31 (p < 2^79, p² < 2^158) and fewer than 2^32 frames (Σp < 2^111, Σp² < 2^190).
 //
 // C++17 and header-only: nvcc compiles it into the device code.

@@ -1,4 +1,4 @@
-// What a kernel variant is: a row of the one table (src/registry/kernel_registry.h) with its
+// What a kernel variant is: an entry of the one table (src/registry/kernel_registry.h) with its
 // backend, role, the models it computes, its launch layout and its run function, and the
 // options a run takes. Rows are built by the kernel families (src/compute/, src/msm/) and
 // listed by the registry.
@@ -36,7 +36,7 @@ struct RunOptions {
   std::size_t max_slab_bytes = 0;  ///< CUDA: cap on device memory for the map (both slab buffers); 0 = auto
   ProgressFn progress;             ///< optional, called from the calling thread
   PlanesDoneFn planes_done;        ///< optional: each range of planes once it is in the output
-  MethodParameters method;         ///< approximate rows: accuracy preset or explicit parameters
+  MethodParameters method;         ///< approximate entries: accuracy preset or explicit parameters
   /// CUDA, one device: buffers kept between runs (a compute session's frames); null: per run.
   std::shared_ptr<cuda::DeviceWorkspace> workspace;
   /// Exact CUDA rows on one device with a workspace (trajectory frames): add the map to the
@@ -72,7 +72,7 @@ class ModelSet {
   constexpr ModelSet(std::initializer_list<PairModel> models) {
     for (PairModel m : models) bits_ |= 1u << static_cast<unsigned>(m);
   }
-  /// Every model in PairModels: the rows whose kernels are templated on the evaluator.
+  /// Every model in PairModels: the entries whose kernels are templated on the evaluator.
   static constexpr ModelSet every_model() {
     ModelSet all{};
     all.bits_ = (1u << kPairModelCount) - 1u;
@@ -86,10 +86,10 @@ class ModelSet {
 
 struct KernelVariant {
   using CpuRun = void (*)(const GridSumProblem& problem, const RunOptions& options);
-  /// A row that runs its own pipeline (the MSM rows: grids, then slabs of planes) instead of
+  /// An entry that runs its own pipeline (the MSM entries: grids, then slabs of planes) instead of
   /// a per-plane kernel: it fills problem.potential, reports planes and returns its timing.
   using MethodRun = RunTiming (*)(const GridSumProblem& problem, const RunOptions& options);
-  /// Approximate rows: the error bound a run with these method parameters declares (UsageError
+  /// Approximate entries: the error bound a run with these method parameters declares (UsageError
   /// for parameters it cannot use).
   using BoundFn = double (*)(const MethodParameters& method, PairModel model);
 
@@ -116,26 +116,26 @@ struct KernelVariant {
   /// Takes part in the benchmark's atom, grid and speedup sweeps (scatter does not: its
   /// atomics are slow by design and would dominate the sweeps' time).
   bool in_size_sweeps;
-  CpuRun cpu_run;                  ///< CPU rows: the kernel
-  cuda::DeviceKernel device;       ///< CUDA rows: the launch function and layout
-  MethodRun method_run = nullptr;  ///< rows with their own pipeline (either backend); null otherwise
-  BoundFn bound = nullptr;         ///< approximate rows
-  /// Why this build lacks the row's code (cpu-simd without Google Highway); empty when built.
+  CpuRun cpu_run;                  ///< CPU entries: the kernel
+  cuda::DeviceKernel device;       ///< CUDA entries: the launch function and layout
+  MethodRun method_run = nullptr;  ///< entries with their own pipeline (either backend); null otherwise
+  BoundFn bound = nullptr;         ///< approximate entries
+  /// Why this build lacks the entry's code (cpu-simd without Google Highway); empty when built.
   std::string_view not_built = {};
 
   bool supports(PairModel model) const { return models.contains(model); }
   bool approximate() const { return accuracy == Accuracy::Approximate; }
-  /// True for the rows the per-plane CUDA driver runs (cuda::compute_potential and _multi,
-  /// RunOptions::devices, shape and slab options): the CUDA rows without a pipeline of their own.
+  /// True for the entries the per-plane CUDA driver runs (cuda::compute_potential and _multi,
+  /// RunOptions::devices, shape and slab options): the CUDA entries without a pipeline of their own.
   bool uses_plane_driver() const { return backend == Backend::Cuda && method_run == nullptr; }
-  /// The bound a run of `model` with `method` declares: 0 for exact rows.
+  /// The bound a run of `model` with `method` declares: 0 for exact entries.
   double bound_for(const MethodParameters& method, PairModel model = PairModel::Coulomb) const {
     return approximate() && bound ? bound(method, model) : 0.0;
   }
   bool takes_launch_shape() const { return uses_plane_driver(); }
   bool takes_coarsening() const { return uses_plane_driver() && device.layout.coarsens; }
   bool deterministic() const { return reproducibility != Reproducibility::Varies; }
-  /// Whether the row can run here: built into this espgrid and, for CUDA rows, a usable GPU
+  /// Whether the entry can run here: built into this espgrid and, for CUDA entries, a usable GPU
   /// present. Otherwise `why` says why not. `espgrid kernels`, `espgrid.kernels()` and run()
   /// all ask this, so they agree.
   bool available(std::string* why = nullptr) const;

@@ -13,7 +13,7 @@
 
 namespace espgrid {
 
-/// What the host must know of a CUDA kernel family's work layout (one per registry row).
+/// What the host must know of a CUDA kernel family's work layout (one per registry entry).
 struct DeviceLayout {
   int block_x = 32;  ///< default block shape
   int block_y = 4;

@@ -14,8 +14,8 @@ struct MsmParameters {
   bool empty() const noexcept { return cutoff == 0 && spacing == 0 && order == 0; }
 };
 
-/// Parameters of the approximate methods (registry rows with Accuracy::Approximate); exact
-/// rows ignore them. Kept apart from the exact kernels' launch options so that another
+/// Parameters of the approximate methods (registry entries with Accuracy::Approximate); exact
+/// entries ignore them. Kept apart from the exact kernels' launch options so that another
 /// approximate method can add its own without touching them.
 struct MethodParameters {
   double accuracy = 0;  ///< requested relative RMS error (--accuracy); 0: the default preset

@@ -4,7 +4,7 @@
 //
 // Why not a parallel region per plane with schedule(dynamic, 1), as before: on a 2-core machine
 // with one other busy process the README's acetazolamide map (18 atoms, 81³ points) took
-// 1,150 ms with cpu-simd against 61 ms with cpu-reference (issue 20). Each of the 81 regions
+// 1,150 ms with cpu-simd against 61 ms with cpu-reference. Each of the 81 regions
 // ended in a barrier where the team's threads spun (libgomp spins ~300,000 rounds before it
 // sleeps) while the thread sharing a core with the other process waited for its time slice.
 // One region has one barrier at its end, and tasks taken from a counter let a thread that is
@@ -23,6 +23,7 @@
 #include <mutex>
 
 #include "src/compute/grid_sum_problem.h"
+#include "src/core/thread_count.h"
 
 namespace espgrid::cpu {
 
@@ -32,7 +33,7 @@ inline constexpr double kMinParallelWork = 2e6;
 
 /// The team for `work` pair evaluations with `threads` requested (0: OpenMP's default).
 inline int team_for(double work, int threads, std::int64_t tasks) {
-  int team = threads > 0 ? threads : omp_get_max_threads();
+  int team = threads_to_use(threads);
   if (work < kMinParallelWork) team = 1;
   return static_cast<int>(std::clamp<std::int64_t>(team, 1, std::max<std::int64_t>(tasks, 1)));
 }

@@ -1,4 +1,4 @@
-// The potential at a list of points on a GPU (`espgrid sample`, Python's potential_at; issue 25),
+// The potential at a list of points on a GPU (`espgrid sample`, Python's potential_at),
 // as plain C++: host code includes this, kernels/points.cu implements it (a build without CUDA
 // links kernels/points_cuda_unavailable.cpp). The points are no grid, so the map kernels'
 // planes and slabs do not apply: one thread a point, the atoms streamed through shared memory

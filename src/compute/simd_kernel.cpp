@@ -18,6 +18,9 @@
 // rsqrt and exp2_polynomial in vectors. Every model of PairModels is instantiated.
 //
 // ESPGRID_SIMD=avx2 (or sse4) caps the vector unit, for measuring a smaller machine on a larger one.
+//
+// Longer than 500 lines because Highway compiles this file once per vector unit
+// (HWY_TARGET_INCLUDE re-includes it): the tile, the task loop and SimdMath must share it.
 
 #include "src/compute/simd_kernel.h"
 
@@ -36,6 +39,7 @@
 #include "src/compute/plane_tasks.h"
 #include "src/core/errors.h"
 #include "src/core/stopwatch.h"
+#include "src/core/thread_count.h"
 
 // Defined once, outside the per-target namespaces (foreach_target.h includes this file again
 // for every target).
@@ -470,7 +474,7 @@ std::string simd_target() {
 
 SimdCeiling measure_simd_ceiling(int threads) {
   apply_simd_cap();
-  const int team = threads > 0 ? threads : omp_get_max_threads();
+  const int team = threads_to_use(threads);
   SimdCeiling out;
   out.target = simd_target();
   out.threads = team;

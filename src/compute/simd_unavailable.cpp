@@ -1,5 +1,5 @@
 // Stand-in for cpu-simd in a build without Google Highway (ESPGRID_SIMD=OFF or libhwy-dev not
-// found): the row stays in the registry and says why it cannot run; cpu-parallel is the default.
+// found): the entry stays in the registry and says why it cannot run; cpu-parallel is the default.
 #include "src/compute/simd_kernel.h"
 #include "src/core/errors.h"
 

@@ -1,17 +1,29 @@
-// A small JSON value for the summaries scripts read (`espgrid map --json`, Python's
-// Map.summary()): objects keep their keys in the order they were set, numbers are written in
-// the shortest form that reads back exactly, and text is escaped as RFC 8259 asks (UTF-8 passes
-// through). Non-finite numbers, which JSON cannot hold, are written as null.
+// espgrid's one JSON writer: the summaries scripts read (`espgrid map --json`, Python's
+// Map.summary()), the bench's result files, the view page's data. Objects keep their keys in the
+// order they were set, numbers are written in the shortest form that reads back exactly, and
+// text is escaped as RFC 8259 asks: well-formed UTF-8 passes through, and any byte that is not
+// part of a well-formed sequence (a file name in another encoding) becomes U+FFFD, so the
+// document is always valid UTF-8 and every JSON reader (Python's json decodes strictly) takes
+// it. The one exception is text handed to Python in memory (Malformed::Keep), which decodes the
+// bytes as the system names files (surrogate escapes), so a file name comes back as os.listdir
+// gives it. Non-finite numbers, which JSON cannot hold, are written as null.
 #pragma once
 
 #include <cstdint>
 #include <initializer_list>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 namespace espgrid {
+
+/// What the writer does with bytes that are not well-formed UTF-8 in text.
+enum class Malformed {
+  Replace,  ///< U+FFFD: valid UTF-8 for any reader (files, standard output)
+  Keep,     ///< the bytes as they are: for Python's os.fsdecode in memory (surrogate escapes)
+};
 
 class Json {
  public:
@@ -49,11 +61,11 @@ class Json {
   bool is_null() const noexcept { return kind_ == Kind::Null; }
 
   /// The text: `indent` spaces a level with one member or item a line, or all on one line when 0.
-  std::string dump(int indent = 2) const;
+  std::string dump(int indent = 2, Malformed malformed = Malformed::Replace) const;
 
  private:
   enum class Kind { Null, Bool, Number, Integer, String, Array, Object };
-  void write(std::string& out, int indent, int depth) const;
+  void write(std::string& out, int indent, int depth, Malformed malformed) const;
   Kind kind_ = Kind::Null;
   bool bool_ = false;
   double number_ = 0;
@@ -64,7 +76,9 @@ class Json {
   std::vector<std::pair<std::string, Json>> members_;  ///< an object's members, in order
 };
 
-/// `text` as a JSON string literal, quotes included.
-std::string json_quoted(const std::string& text);
+/// `text` as a JSON string literal, quotes included; bytes that are not well-formed UTF-8 (a
+/// stray continuation byte, an overlong form, a surrogate, beyond U+10FFFF) as \ufffd, or as
+/// they are with Malformed::Keep.
+std::string json_quoted(std::string_view text, Malformed malformed = Malformed::Replace);
 
 }  // namespace espgrid

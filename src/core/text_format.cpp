@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <ctime>
 #include <string_view>
 
 namespace espgrid {
@@ -64,6 +65,14 @@ std::string short_scientific(double value) { return formatted(value, std::chars_
 std::string signed_charge_text(double q) {
   const std::string text = formatted(std::fabs(q) < 5e-5 ? 0.0 : q, std::chars_format::fixed, 4);
   return text[0] == '-' ? text : "+" + text;  // printf's "%+.4f"
+}
+
+std::string utc_timestamp(const char* format) {
+  const std::time_t now = std::time(nullptr);
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  char text[64];
+  return std::string(text, std::strftime(text, sizeof text, format, &utc));
 }
 
 }  // namespace espgrid

@@ -26,4 +26,8 @@ std::string short_scientific(double value);
 /// "+4.0530" (e), with values within 5e-5 of zero printed as "+0.0000".
 std::string signed_charge_text(double charge);
 
+/// The time now in UTC, by strftime's `format`: ISO 8601 by default ("2026-11-24T10:31:02Z", what
+/// summaries and result files record), or a reader's form ("%Y-%m-%d %H:%M UTC").
+std::string utc_timestamp(const char* format = "%Y-%m-%dT%H:%M:%SZ");
+
 }  // namespace espgrid

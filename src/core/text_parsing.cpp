@@ -47,6 +47,17 @@ std::size_t read_some(int fd, char* into, std::size_t bytes, const std::string& 
 
 }  // namespace
 
+std::vector<std::string> split_commas(const std::string& text) {
+  std::vector<std::string> parts;
+  std::size_t start = 0;
+  for (;;) {
+    const std::size_t comma = text.find(',', start);
+    parts.push_back(text.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+    if (comma == std::string::npos) return parts;
+    start = comma + 1;
+  }
+}
+
 std::vector<std::string_view> split_whitespace(std::string_view line) {
   std::vector<std::string_view> tokens;
   split_whitespace(line, tokens);

@@ -21,6 +21,8 @@ std::vector<std::string_view> split_whitespace(std::string_view line);
 void split_whitespace(std::string_view line, std::vector<std::string_view>& tokens);
 /// The first whitespace-separated token of `line` (empty when there is none), by split_whitespace's rule.
 std::string_view first_token(std::string_view line);
+/// "a,b,,c" -> {"a", "b", "", "c"}: every part, empty ones too (a list option's values).
+std::vector<std::string> split_commas(const std::string& text);
 
 /// Opens `path` for reading and returns its file descriptor. Throws Error naming the path when
 /// it cannot be opened, when it is a directory, or when it is a device (/dev/zero, a terminal,

@@ -1,3 +1,6 @@
+// The option table (job/job_options.h): every option's name, group, help, default and apply.
+// Longer than 500 lines because the table is one list in help's order: split across files,
+// its order and its cross-option checks (finish_job) would no longer read as one.
 #include "src/job/job_options.h"
 
 #include <algorithm>
@@ -10,23 +13,14 @@
 #include "src/core/errors.h"
 #include "src/core/number_parsing.h"
 #include "src/core/text_format.h"
+#include "src/core/text_parsing.h"
+#include "src/maps/map_format_table.h"
 #include "src/msm/msm_parameters.h"
 
 namespace espgrid {
 namespace {
 
 std::string flag(std::string_view name) { return "--" + std::string(name); }
-
-std::vector<std::string> split_commas(const std::string& text) {
-  std::vector<std::string> parts;
-  std::size_t start = 0;
-  for (;;) {
-    const std::size_t comma = text.find(',', start);
-    parts.push_back(text.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
-    if (comma == std::string::npos) return parts;
-    start = comma + 1;
-  }
-}
 
 double parse_number_word(std::string_view name, const std::string& word) {
   const auto value = parse_number(word);
@@ -282,15 +276,12 @@ void add_input_options(std::vector<JobOption>& t) {
 
 /// The map files and how they are written.
 void add_output_options(std::vector<JobOption>& t) {
-  JobOption output = value(
-      "output", G::Output,
-      "map to write: .vti (ParaView), .dx or .dx.gz (VMD, PyMOL, ChimeraX, APBS) or .mrc/.map/.ccp4 (MRC2014: "
-      "ChimeraX, PyMOL, VMD, Coot, Mol*); .mrc and .vti are written while the map is computed; repeat for several",
-      "", [](MapJob& j, const OptionValue& v) {
-        std::string path = v.as_text("output");
-        if (path.empty()) throw UsageError("-o needs a file name");
-        j.outputs.push_back(std::move(path));
-      });
+  JobOption output = value("output", G::Output, "map to write: " + map_formats_help() + "; repeat for several", "",
+                           [](MapJob& j, const OptionValue& v) {
+                             std::string path = v.as_text("output");
+                             if (path.empty()) throw UsageError("-o needs a file name");
+                             j.outputs.push_back(std::move(path));
+                           });
   output.short_name = 'o';
   output.repeatable = true;
   t.push_back(output);
@@ -327,12 +318,18 @@ void add_grid_options(std::vector<JobOption>& t) {
                     "", [](MapJob& j, const OptionValue& v) { j.grid.length = v.as_triple("length", true); }));
 }
 
-/// --model pb's own options (issue 23, src/pb/; APBS's keyword in brackets).
-void add_pb_options(std::vector<JobOption>& t) {
+/// One of --model pb's own options: its help marked "pb: ", `set` applied to the job's PbOptions.
+void add_pb_option(std::vector<JobOption>& t, std::string_view name, std::string help, std::string fallback,
+                   std::function<void(PbOptions&, const OptionValue&)> set) {
+  t.push_back(value(name, G::Physics, "pb: " + std::move(help), std::move(fallback),
+                    [set = std::move(set)](MapJob& j, const OptionValue& v) { set(j.physics.pb, v); }));
+}
+
+/// --model pb's medium, surface, equation, boundary and charges (APBS's keyword in brackets).
+void add_pb_medium_options(std::vector<JobOption>& t) {
   const auto pb = [&t](std::string_view name, std::string help, std::string fallback,
                        std::function<void(PbOptions&, const OptionValue&)> set) {
-    t.push_back(value(name, G::Physics, "pb: " + std::move(help), std::move(fallback),
-                      [set = std::move(set)](MapJob& j, const OptionValue& v) { set(j.physics.pb, v); }));
+    add_pb_option(t, name, std::move(help), std::move(fallback), std::move(set));
   };
   pb("solvent-dielectric", "the solvent's relative permittivity [sdie]", "78.54",
      [](PbOptions& o, const OptionValue& v) { o.solvent_dielectric = v.as_number("solvent-dielectric"); });
@@ -375,6 +372,14 @@ void add_pb_options(std::vector<JobOption>& t) {
      "how charges go onto the grid (--pb-formulation direct): spl2 (quadratic B-splines, 27 nodes), spl0 "
      "(trilinear, 8 nodes) or spl4 (quartic B-splines, 125 nodes) [chgm]",
      "spl2", [](PbOptions& o, const OptionValue& v) { o.charges = parse_charge_method(v.as_text("charge-method")); });
+}
+
+/// --model pb's ion species, energies and solver (APBS's keyword in brackets).
+void add_pb_solve_options(std::vector<JobOption>& t) {
+  const auto pb = [&t](std::string_view name, std::string help, std::string fallback,
+                       std::function<void(PbOptions&, const OptionValue&)> set) {
+    add_pb_option(t, name, std::move(help), std::move(fallback), std::move(set));
+  };
   {
     JobOption ion = value(
         "ion", G::Physics,
@@ -421,15 +426,10 @@ void add_pb_options(std::vector<JobOption>& t) {
      "options; reports the binding energy, E(complex) - sum E(part)",
      "", [](PbOptions& o, const OptionValue& v) {
        const std::string text = v.as_text("binding-parts");
-       std::size_t start = 0;
-       for (;;) {
-         const std::size_t end = text.find(',', start);
-         std::string part = text.substr(start, end == std::string::npos ? end : end - start);
+       for (std::string& part : split_commas(text)) {
          if (part.empty())
            throw UsageError("--binding-parts expects file names separated by commas, got '" + text + "'");
          o.energy.binding_parts.push_back(std::move(part));
-         if (end == std::string::npos) break;
-         start = end + 1;
        }
      });
   pb("pb-tolerance", "relative residual at which the solver stops [etol]", "1e-6",
@@ -476,7 +476,8 @@ void add_physics_options(std::vector<JobOption>& t) {
   t.push_back(value("ionic-strength", G::Physics,
                     screened + " and pb: ionic strength of the 1:1 electrolyte, mol/L (pb: default 0.15)", "0",
                     [](MapJob& j, const OptionValue& v) { j.physics.ionic_strength = v.as_number("ionic-strength"); }));
-  add_pb_options(t);
+  add_pb_medium_options(t);
+  add_pb_solve_options(t);
   // Each model's own parameters, as its evaluator declares them (pair_potentials.h).
   for_each_pair_model([&](auto potential) {
     for (const ModelParameter& p : potential.parameters) {
@@ -597,7 +598,7 @@ bool given(const MapJob& job, std::string_view name) {
 }
 
 /// --model pb takes APBS's defaults where the pair models have theirs (solute dielectric 2,
-/// 0.15 M) and its own options; the pair models refuse those (issue 23).
+/// 0.15 M) and its own options; the pair models refuse those.
 void finish_pb(MapJob& job) {
   static constexpr std::string_view kPbOnly[] = {
       "solvent-dielectric", "ion-radius",       "probe-radius",   "surface",      "surface-window",

@@ -1,5 +1,4 @@
-// OpenDX: the writer (APBS layout) and a reader for maps of the same layout.
-#include <omp.h>
+// OpenDX: the writer, in the layout APBS writes (the reader is maps/dx_reader.cpp).
 
 #include <algorithm>
 #include <atomic>
@@ -24,6 +23,7 @@
 #include "src/core/float_text.h"
 #include "src/core/text_format.h"
 #include "src/core/text_parsing.h"
+#include "src/core/thread_count.h"
 #include "src/maps/map_formats.h"
 #include "src/maps/map_reading.h"
 #include "src/os/file_output.h"
@@ -118,13 +118,8 @@ class GzipMembers {  // never made: check_map_format_supported refuses .dx.gz wi
 };
 #endif
 
-/// The DX text of `map` into `path`, gzip members when `gzip`. Blocks of whole lines are
-/// formatted (and compressed) on every thread, each into its own buffers, and written in order:
-/// the text is the one a single thread would write, byte for byte. Plain threads that sleep
-/// while they wait for their turn to write: OpenMP's `ordered` spun, and on a busy machine two
-/// spinning threads wrote slower than one.
-void write_dx(const PotentialMap& map, const std::string& path, const MapWriteOptions& options, bool gzip) {
-  OutputFile file(path);
+/// The lines before the values: espgrid's comments (program, source, physics) and the grid.
+std::string dx_header(const PotentialMap& map) {
   const GridSpec& g = map.grid;
   const auto nx = g.dims[0], ny = g.dims[1], nz = g.dims[2];
   std::string header;
@@ -151,6 +146,18 @@ void write_dx(const PotentialMap& map, const std::string& path, const MapWriteOp
   header += "object 2 class gridconnections counts " + std::to_string(nx) + " " + std::to_string(ny) + " " +
             std::to_string(nz) + "\n";
   header += "object 3 class array type double rank 0 items " + std::to_string(g.point_count()) + " data follows\n";
+  return header;
+}
+
+/// The DX text of `map` into `path`, gzip members when `gzip`. Blocks of whole lines are
+/// formatted (and compressed) on every thread, each into its own buffers, and written in order:
+/// the text is the one a single thread would write, byte for byte. Plain threads that sleep
+/// while they wait for their turn to write: OpenMP's `ordered` spun, and on a busy machine two
+/// spinning threads wrote slower than one.
+void write_dx(const PotentialMap& map, const std::string& path, const MapWriteOptions& options, bool gzip) {
+  OutputFile file(path);
+  const GridSpec& g = map.grid;
+  const std::string header = dx_header(map);
   static constexpr char kTrailer[] =
       "attribute \"dep\" string \"positions\"\n"
       "object \"regular positions regular connections\" class field\n"
@@ -160,8 +167,8 @@ void write_dx(const PotentialMap& map, const std::string& path, const MapWriteOp
 
   const std::size_t total = g.point_count();
   const auto blocks = static_cast<std::int64_t>((total + kDxBlockValues - 1) / kDxBlockValues);
-  const int threads = static_cast<int>(std::clamp<std::int64_t>(
-      options.threads > 0 ? options.threads : omp_get_max_threads(), 1, std::max<std::int64_t>(blocks, 1)));
+  const int threads =
+      static_cast<int>(std::clamp<std::int64_t>(threads_to_use(options.threads), 1, std::max<std::int64_t>(blocks, 1)));
   struct Buffers {
     std::vector<float> gathered = std::vector<float>(kDxBlockValues);
     std::vector<char> text = std::vector<char>(kDxBlockValues * (kScientific9MaxChars + 1));
@@ -232,240 +239,5 @@ void write_dx_gz_to(const PotentialMap& map, const std::string& path, const MapW
 }
 
 bool gzip_supported() noexcept { return ESPGRID_HAVE_ZLIB; }
-
-namespace {
-
-/// Reads the DX text of `lines` by its structure (maps/map_formats.h: read_dx). The values are
-/// put straight into their x-fastest places (the file has z fastest): no second copy of the map.
-PotentialMap read_dx_lines(LineSource& lines, bool* unit_known) {
-  lines.set_kind("text OpenDX map");
-  const std::string& path = lines.path();
-  PotentialMap map;
-  bool known = false;
-  std::size_t physics_line = 0;
-  std::vector<std::string_view> tokens;
-  const auto fail = [&](const std::string& what) { lines.fail(what); };
-  // The next line that is not blank or a comment, split into tokens; comments before the data
-  // may carry the physics (espgrid's line, APBS's "POTENTIAL (kT/e)").
-  const auto next_tokens = [&](const char* expected) {
-    for (;;) {
-      const auto line = lines.next();
-      if (!line)
-        throw InputError(path, std::max<std::size_t>(lines.line_number(), 1),
-                         std::string("the file ends before ") + expected + (lines.empty() ? " (it is empty)" : ""));
-      split_whitespace(*line, tokens);
-      if (tokens.empty()) continue;
-      if (tokens[0].front() == '#') {
-        const std::string_view comment = line->substr(line->find('#') + 1);
-        if (!known && parse_physics_comment(comment, map.physics)) {
-          known = true;
-          physics_line = lines.line_number();
-          // APBS's map says its unit and nothing of its physics (no pair model of espgrid's).
-          if (line->find("POTENTIAL (kT/e)") != std::string_view::npos) map.foreign = "APBS";
-        } else if (!known && read_foreign_note(comment, map)) {  // a converted map
-          known = true;
-          physics_line = lines.line_number();
-        }
-        continue;
-      }
-      return;
-    }
-  };
-  const auto number = [&](std::string_view token, const char* what) {
-    const auto v = parse_number(token);
-    if (!v || !std::isfinite(*v)) fail(std::string(what) + " " + quoted(token) + " is not a finite number");
-    return *v;
-  };
-  const auto counts = [&](const char* klass) {
-    if (tokens.size() != 8 || tokens[0] != "object" || tokens[2] != "class" || tokens[3] != klass ||
-        tokens[4] != "counts")
-      fail(std::string("expected 'object N class ") + klass + " counts NX NY NZ' (a 3-D grid)");
-    std::array<std::int64_t, 3> n{};
-    for (std::size_t a = 0; a < 3; ++a) {
-      const auto v = parse_integer(tokens[5 + a]);
-      // Each count alone is held to espgrid's limit, so that their product cannot overflow.
-      if (!v || *v < 1 || *v > kMaxAxisPoints)
-        fail("grid count " + quoted(tokens[5 + a]) + " must be a whole number from 1 to " +
-             std::to_string(kMaxAxisPoints));
-      n[a] = *v;
-    }
-    return n;
-  };
-
-  next_tokens("'object 1 class gridpositions counts NX NY NZ'");
-  map.grid.dims = counts("gridpositions");
-  const std::size_t grid_line = lines.line_number();
-  next_tokens("'origin X Y Z'");
-  if (tokens.size() != 4 || tokens[0] != "origin") fail("expected 'origin X Y Z'");
-  for (std::size_t a = 0; a < 3; ++a) map.grid.origin[a] = number(tokens[1 + a], "origin");
-  for (std::size_t a = 0; a < 3; ++a) {
-    next_tokens("three 'delta' lines");
-    if (tokens.size() != 4 || tokens[0] != "delta")
-      fail("expected 'delta DX DY DZ' (" + std::to_string(a + 1) + " of 3)");
-    for (std::size_t b = 0; b < 3; ++b) {
-      const double d = number(tokens[1 + b], "delta");
-      if (b != a && d != 0.0)
-        fail("delta " + std::to_string(a + 1) + " is not along the " + std::string(1, "xyz"[a]) +
-             " axis: espgrid reads axis-aligned grids only");
-      if (b == a) map.grid.spacing[a] = d;
-    }
-    if (!(map.grid.spacing[a] > 0))
-      fail("grid spacing " + quoted(tokens[1 + a]) + " along " + std::string(1, "xyz"[a]) + " must be positive");
-  }
-  check_read_grid(map.grid, path, lines.line_number());
-  next_tokens("'object 2 class gridconnections counts NX NY NZ'");
-  if (counts("gridconnections") != map.grid.dims)
-    fail("the gridconnections counts differ from the gridpositions counts of line " + std::to_string(grid_line));
-  next_tokens("'object 3 class array type double rank 0 items N data follows'");
-  if (tokens.size() < 4 || tokens[0] != "object" || tokens[2] != "class" || tokens[3] != "array")
-    fail("expected 'object 3 class array type double rank 0 items N data follows'");
-  std::optional<long long> items;
-  bool follows = false;
-  for (std::size_t t = 4; t < tokens.size();) {
-    const std::string_view key = tokens[t];
-    if (key == "type") {  // "double", "float", GridDataFormats' "\"float\"", "unsigned byte", ...
-      std::string type;
-      for (++t; t < tokens.size() && tokens[t] != "rank" && tokens[t] != "items" && tokens[t] != "shape" &&
-                tokens[t] != "data";
-           ++t)
-        type += (type.empty() ? "" : " ") + std::string(tokens[t]);
-      if (type.size() >= 2 && type.front() == '"' && type.back() == '"') type = type.substr(1, type.size() - 2);
-      static const char* const kNumeric[] = {"double",       "float",       "int",          "signed int",
-                                             "unsigned int", "short",       "signed short", "unsigned short",
-                                             "byte",         "signed byte", "unsigned byte"};
-      if (std::find(std::begin(kNumeric), std::end(kNumeric), type) == std::end(kNumeric))
-        fail("array type " + espgrid::quoted(type) + " is not a number type (double, float, int, ...)");
-    } else if (key == "rank" && t + 1 < tokens.size()) {
-      if (tokens[t + 1] != "0") fail("the array has rank " + quoted(tokens[t + 1]) + ": a map holds scalars (rank 0)");
-      t += 2;
-    } else if (key == "shape" && t + 1 < tokens.size()) {
-      if (tokens[t + 1] != "1") fail("the array has shape " + quoted(tokens[t + 1]) + ": a map holds scalars");
-      t += 2;
-    } else if (key == "items" && t + 1 < tokens.size()) {
-      items = parse_integer(tokens[t + 1]);
-      if (!items || *items < 0) fail("items " + quoted(tokens[t + 1]) + " is not a whole number");
-      t += 2;
-    } else if (key == "data" && t + 1 < tokens.size() && tokens[t + 1] == "follows" && t + 2 == tokens.size()) {
-      follows = true;
-      t += 2;
-    } else if (key == "ascii" || key == "text") {
-      ++t;
-    } else {
-      fail("cannot read " + quoted(key) + " in the array header: espgrid reads text data that follows the header ('" +
-           "items N data follows')");
-    }
-  }
-  if (!items) fail("the array header gives no 'items N'");
-  if (!follows) fail("the array header does not end with 'data follows'");
-  const std::size_t total = map.grid.point_count();
-  if (static_cast<unsigned long long>(*items) != total)
-    fail("items " + std::to_string(*items) + " is not the grid's " + std::to_string(map.grid.dims[0]) + " x " +
-         std::to_string(map.grid.dims[1]) + " x " + std::to_string(map.grid.dims[2]) + " = " + std::to_string(total) +
-         " points");
-  if (known) check_read_physics(map.physics, path, physics_line);
-  if (unit_known) *unit_known = known;
-
-  map.values.resize(total);  // check_read_grid has checked the limits and the memory
-  const auto nx = static_cast<std::size_t>(map.grid.dims[0]), ny = static_cast<std::size_t>(map.grid.dims[1]),
-             nz = static_cast<std::size_t>(map.grid.dims[2]);
-  std::size_t read = 0, i = 0, j = 0, k = 0;    // the next value is point (i, j, k): z fastest
-  std::size_t width = 0, first_data_line = 0;   // values on the first data line
-  std::size_t short_line = 0, short_count = 0;  // a data line with fewer than `width` values
-  std::size_t data_lines = 0, short_index = 0;  // data lines so far; the short one's place among them
-  bool trailer = false;
-  // A value too many on the first data line shows as a second line shorter than the first and
-  // a third no longer than the second: blame the first.
-  const auto first_line_too_long = [&](std::size_t count) {
-    if (short_index == 2 && count <= short_count)
-      throw InputError(path, first_data_line,
-                       "this data line holds " + std::to_string(width) + " values where the lines after it hold " +
-                           std::to_string(short_count) + ": is there a value too many?");
-  };
-  const auto missing_after = [&] {
-    return "the data ends after " + std::to_string(read) + " of the " + std::to_string(total) +
-           " values the array header announces";
-  };
-  while (const auto line = lines.next()) {
-    split_whitespace(*line, tokens);
-    if (tokens.empty() || tokens[0].front() == '#') continue;
-    const bool numeric = parse_number(tokens[0]).has_value();
-    if (trailer || read == total) {
-      if (numeric && !trailer) first_line_too_long(tokens.size());
-      trailer = true;
-      if (numeric)
-        fail("a number after the " + std::to_string(total) + " values of the data: is there a value too many?");
-      if (tokens[0] != "attribute" && tokens[0] != "object" && tokens[0] != "component")
-        fail("unexpected " + quoted(tokens[0]) + " after the data (expected attribute, object or component lines)");
-      continue;
-    }
-    if (!numeric) {
-      if (tokens[0] == "attribute" || tokens[0] == "object" || tokens[0] == "component") fail(missing_after());
-      fail("value " + quoted(tokens[0]) + " is not a number");
-    }
-    // Every data line holds as many values as the first, the last one at most as many: a
-    // value too many or too few is found on its own line, not as a shift of every later value.
-    if (short_line) {
-      first_line_too_long(tokens.size());
-      throw InputError(path, short_line,
-                       "this data line holds " + std::to_string(short_count) + " values where the first (line " +
-                           std::to_string(first_data_line) + ") holds " + std::to_string(width) +
-                           ", and it is not the last: is a value missing?");
-    }
-    ++data_lines;
-    if (width == 0) {
-      width = tokens.size();
-      first_data_line = lines.line_number();
-    } else if (tokens.size() > width) {
-      fail("this data line holds " + std::to_string(tokens.size()) + " values where the first (line " +
-           std::to_string(first_data_line) + ") holds " + std::to_string(width) + ": is there a value too many?");
-    } else if (tokens.size() < width) {
-      short_line = lines.line_number();
-      short_count = tokens.size();
-      short_index = data_lines;
-    }
-    for (const std::string_view token : tokens) {
-      if (read == total) first_line_too_long(tokens.size());
-      if (read == total)
-        fail("this data line holds more than the " + std::to_string(total) +
-             " values the array header announces: is there a value too many?");
-      const auto v = parse_number(token);
-      if (!v) fail("value " + quoted(token) + " is not a number");
-      if (!std::isfinite(*v)) fail("value " + quoted(token) + " is not a finite number");
-      if (std::fabs(*v) > std::numeric_limits<float>::max())
-        fail("value " + quoted(token) + " is beyond the range of a float32 map (±3.4e38)");
-      map.values[i + nx * (j + ny * k)] = static_cast<float>(*v);
-      ++read;
-      if (++k == nz) {
-        k = 0;
-        if (++j == ny) {
-          j = 0;
-          ++i;
-        }
-      }
-    }
-  }
-  if (read < total) throw InputError(path, std::max<std::size_t>(lines.line_number(), 1), missing_after());
-  return map;
-}
-
-}  // namespace
-
-PotentialMap read_dx(const std::string& path, bool* unit_known) {
-  // A .dx.gz is decompressed; zlib's gzread reads a plain .dx as it is, and a .dx that holds
-  // gzip data (named without .gz) as what it is.
-#if ESPGRID_HAVE_ZLIB
-  LineSource lines(path, LineSource::Decompress::Gzip);
-#else
-  if (map_format_from_extension(path) == MapFormat::DxGz)
-    throw UsageError("cannot read " + path + ": this espgrid was built without zlib; gunzip it first");
-  LineSource lines(path);
-#endif
-  return read_dx_lines(lines, unit_known);
-}
-
-PotentialMap read_dx_text(std::string name, std::string text, bool* unit_known) {
-  LineSource lines(std::move(name), std::move(text));
-  return read_dx_lines(lines, unit_known);
-}
 
 }  // namespace espgrid

@@ -9,6 +9,7 @@
 #include "src/core/errors.h"
 #include "src/core/number_parsing.h"
 #include "src/core/text_format.h"
+#include "src/maps/map_format_table.h"
 #include "src/maps/map_stream.h"
 #include "src/os/atomic_output_file.h"
 
@@ -60,28 +61,17 @@ void check_finite(const PotentialMap& map, std::int64_t first_plane, std::int64_
 }
 
 MapFormat map_format_from_extension(const std::string& path) {
-  const std::string ext = lower_extension(path);
-  if (ext == ".dx") return MapFormat::Dx;
-  if (ext == ".gz" && lower_extension(std::filesystem::path(path).stem().string()) == ".dx") return MapFormat::DxGz;
-  if (ext == ".vti") return MapFormat::Vti;
-  if (ext == ".mrc" || ext == ".map" || ext == ".ccp4") return MapFormat::Mrc;
-  throw UsageError("cannot tell the map format of '" + path +
-                   "': name it .dx or .dx.gz (OpenDX), .vti (VTK) or .mrc, .map, .ccp4 (MRC2014)");
+  // The name's last extension, and its last two together (".dx.gz"): the longer one decides.
+  const std::string last = lower_extension(path);
+  const std::string two = lower_extension(std::filesystem::path(path).stem().string()) + last;
+  for (const std::string& ext : {two, last})
+    for (const MapFormatInfo& f : map_format_table())
+      if (!last.empty() && std::find(f.extensions.begin(), f.extensions.end(), ext) != f.extensions.end())
+        return f.format;
+  throw UsageError("cannot tell the map format of '" + path + "': name it " + map_extensions_text());
 }
 
-std::string_view map_format_name(MapFormat format) {
-  switch (format) {
-    case MapFormat::Dx:
-      return "OpenDX";
-    case MapFormat::DxGz:
-      return "OpenDX (gzip)";
-    case MapFormat::Vti:
-      return "VTK image data";
-    case MapFormat::Mrc:
-      return "MRC2014";
-  }
-  return "?";
-}
+std::string_view map_format_name(MapFormat format) { return map_format_info(format).name; }
 
 std::string_view compression_name(VtiCompression compression) {
   switch (compression) {
@@ -104,14 +94,10 @@ VtiCompression parse_compression(const std::string& text) {
 }
 
 void check_map_format_supported(const std::string& path, const MapWriteOptions& options) {
-  if (map_format_from_extension(path) == MapFormat::DxGz && !gzip_supported())
-    throw UsageError("cannot write " + path +
-                     ": this espgrid was built without zlib; write .dx, or rebuild with zlib1g-dev");
-  if (map_format_from_extension(path) == MapFormat::Vti && options.vti_compression != VtiCompression::None &&
-      !vti_supported())
-    throw UsageError("cannot write " + path + " with " + std::string(compression_name(options.vti_compression)) +
-                     " compression: this espgrid was built without VTK (ESPGRID_VTK=OFF or VTK 9 not found); use "
-                     "--compression none, write .dx or .mrc instead, or rebuild with libvtk9-dev");
+  const MapFormatInfo& format = map_format_info(map_format_from_extension(path));
+  if (!format.missing) return;
+  if (const std::string missing = format.missing(options); !missing.empty())
+    throw UsageError("cannot write " + path + missing);
 }
 
 std::string physics_comment(const PhysicsOptions& physics) {
@@ -168,20 +154,7 @@ void write_map(const PotentialMap& map, const std::string& path, const MapWriteO
   if (!has_plane_writer(format, options)) check_finite(map, 0, map.grid.dims[2]);
   AtomicOutputFile out(path);
   try {
-    switch (format) {
-      case MapFormat::Dx:
-        write_dx_to(map, out.temporary_path(), options);
-        break;
-      case MapFormat::DxGz:
-        write_dx_gz_to(map, out.temporary_path(), options);
-        break;
-      case MapFormat::Vti:
-        write_vti_to(map, out.temporary_path(), options);
-        break;
-      case MapFormat::Mrc:
-        write_mrc_to(map, out.temporary_path());
-        break;
-    }
+    map_format_info(format).write(map, out.temporary_path(), options);
   } catch (const UsageError&) {
     throw;
   } catch (const Error& e) {

@@ -1,7 +1,8 @@
-// Map files: which formats espgrid writes and reads, chosen by extension. Every writer goes
-// through write_map, which refuses non-finite values and replaces the destination atomically
-// (os/atomic_output_file.h), or, for formats stored x fastest, through the streaming writer
-// (maps/map_stream.h), which writes planes while they are computed. Writers know nothing about kernels.
+// Map files: which formats espgrid writes and reads, chosen by extension from the format table
+// (maps/map_format_table.h). Every writer goes through write_map, which refuses non-finite
+// values and replaces the destination atomically (os/atomic_output_file.h), or, for formats
+// stored x fastest, through the streaming writer (maps/map_stream.h), which writes planes while
+// they are computed. Writers know nothing about kernels.
 #pragma once
 
 #include <array>
@@ -15,10 +16,11 @@ namespace espgrid {
 
 enum class MapFormat { Dx, DxGz, Vti, Mrc };
 
-/// The format from the output path's extension: .dx, .dx.gz (OpenDX, gzip), .vti, or
-/// .mrc/.map/.ccp4 (MRC2014); UsageError otherwise.
+/// The format whose entry in the format table lists the path's extension (case aside; its last
+/// two extensions together first: .dx.gz): .dx, .dx.gz (OpenDX, gzip), .mrc/.map/.ccp4
+/// (MRC2014) or .vti; UsageError listing them otherwise.
 MapFormat map_format_from_extension(const std::string& path);
-/// "OpenDX", "OpenDX (gzip)", "VTK image data", "MRC2014".
+/// The entry's name: "OpenDX", "OpenDX (gzip)", "MRC2014", "VTK image data".
 std::string_view map_format_name(MapFormat format);
 
 /// The compressors VTK 9 offers for .vti's appended data; ParaView 5.11 reads all four.
@@ -96,7 +98,8 @@ std::string physics_comment(const PhysicsOptions& physics);
 /// "POTENTIAL (kT/e)", into `physics`; false (and `physics` untouched) for any other text.
 bool parse_physics_comment(std::string_view comment, PhysicsOptions& physics);
 
-/// Reads any map file espgrid writes, chosen by extension as map_format_from_extension does:
+/// Reads any map file espgrid writes, with the reader of its entry in the format table (chosen by
+/// extension as map_format_from_extension does):
 /// .dx and .dx.gz (read_dx), .mrc/.map/.ccp4 (MRC2014 mode 2, any axis order and byte order)
 /// and .vti (uncompressed by espgrid's own parser; compressed through VTK where this build has
 /// it, UsageError otherwise). `unit_known` says whether the file said its unit (espgrid's
@@ -124,7 +127,7 @@ inline constexpr std::size_t kMaxForeignName = 24;
 /// The physics line of a map: physics_comment's for espgrid's maps, what is known for a foreign one.
 std::string map_physics_text(const PotentialMap& map);
 /// The same from bytes in memory (fuzzers, tests); `name` stands for the file in messages.
-/// .dx.gz is not read from memory.
+/// Formats without a reader from memory in the table (.dx.gz) are refused.
 PotentialMap read_map_bytes(MapFormat format, const std::string& name, std::string bytes, bool* unit_known = nullptr);
 
 /// Reads an OpenDX scalar field written by espgrid, APBS, GridDataFormats or another writer of

@@ -15,6 +15,7 @@
 #include "src/core/text_format.h"
 #include "src/core/text_parsing.h"
 #include "src/core/units.h"
+#include "src/maps/map_format_table.h"
 #include "src/maps/map_formats.h"
 #include "src/maps/map_reading.h"
 
@@ -116,8 +117,9 @@ bool read_foreign_note(std::string_view text, PotentialMap& map) {
     const std::string_view name = rest.substr(0, end == std::string_view::npos ? 0 : end);
     // A name every format writes back as read (an .mrc label holds 80 characters); any other is
     // not trusted to be one.
-    const bool plain = !name.empty() && name.size() <= kMaxForeignName &&
-                       std::all_of(name.begin(), name.end(), [](char c) { return c >= ' ' && c <= '~' && c != '(' && c != ')'; });
+    const bool plain =
+        !name.empty() && name.size() <= kMaxForeignName &&
+        std::all_of(name.begin(), name.end(), [](char c) { return c >= ' ' && c <= '~' && c != '(' && c != ')'; });
     map.foreign = plain ? std::string(name) : std::string("another program");
     return false;
   }
@@ -146,31 +148,14 @@ std::string map_physics_text(const PotentialMap& map) {
 
 PotentialMap read_map(const std::string& path, bool* unit_known) {
   bool known = false;
-  switch (map_format_from_extension(path)) {
-    case MapFormat::Dx:
-    case MapFormat::DxGz:
-      return marked(read_dx(path, &known), known, unit_known);
-    case MapFormat::Mrc:
-      return marked(read_mrc_bytes(ByteSource(path), &known), known, unit_known);
-    case MapFormat::Vti:
-      return marked(read_vti_bytes(ByteSource(path), &known), known, unit_known);
-  }
-  throw Error("internal error: unknown map format");
+  return marked(map_format_info(map_format_from_extension(path)).read(path, &known), known, unit_known);
 }
 
 PotentialMap read_map_bytes(MapFormat format, const std::string& name, std::string bytes, bool* unit_known) {
+  const MapFormatInfo& f = map_format_info(format);
+  if (!f.read_bytes) throw UsageError("internal error: " + std::string(f.word()) + " is not read from memory");
   bool known = false;
-  switch (format) {
-    case MapFormat::Dx:
-      return marked(read_dx_text(name, std::move(bytes), &known), known, unit_known);
-    case MapFormat::DxGz:
-      throw UsageError("internal error: .dx.gz is not read from memory");
-    case MapFormat::Mrc:
-      return marked(read_mrc_bytes(ByteSource(name, std::move(bytes)), &known), known, unit_known);
-    case MapFormat::Vti:
-      return marked(read_vti_bytes(ByteSource(name, std::move(bytes)), &known), known, unit_known);
-  }
-  throw Error("internal error: unknown map format");
+  return marked(f.read_bytes(name, std::move(bytes), &known), known, unit_known);
 }
 
 }  // namespace espgrid

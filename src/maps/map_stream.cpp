@@ -4,6 +4,7 @@
 
 #include "src/core/errors.h"
 #include "src/core/stopwatch.h"
+#include "src/maps/map_format_table.h"
 
 namespace espgrid {
 namespace {
@@ -40,7 +41,8 @@ void write_all_planes(const PotentialMap& map, PlaneWriter& writer) {
 }
 
 bool has_plane_writer(MapFormat format, const MapWriteOptions& options) noexcept {
-  return format == MapFormat::Mrc || (format == MapFormat::Vti && options.vti_compression == VtiCompression::None);
+  const MapFormatInfo& f = map_format_info(format);
+  return f.plane_writer && f.plane_writer(options);
 }
 
 bool streams_planes(MapFormat format, const MapWriteOptions& options) noexcept {
@@ -54,7 +56,7 @@ StreamingMapWriter::StreamingMapWriter(const PotentialMap& map, std::string path
     throw Error("internal error: " + out_.destination() + " is not written plane by plane");
   if (map.values.size() != map.grid.point_count())
     throw Error("internal error: map holds " + std::to_string(map.values.size()) + " values for " + describe(map.grid));
-  writer_ = format == MapFormat::Mrc ? make_mrc_plane_writer(map_, file_) : make_vti_plane_writer(map_, file_);
+  writer_ = map_format_info(format).plane_writer(options)(map_, file_);
   reported_.assign(static_cast<std::size_t>(map.grid.dims[2]), 0);
   thread_ = std::thread([this] { run(); });
 }

@@ -49,8 +49,8 @@ class PlaneWriter {
 /// slower on a busy 2-core machine: the passes share memory bandwidth.)
 void write_all_planes(const PotentialMap& map, PlaneWriter& writer);
 
-/// Whether `format` has a PlaneWriter with `options` (MRC and uncompressed .vti: yes; OpenDX
-/// and compressed .vti: no).
+/// Whether `format` has a PlaneWriter with `options` (its entry in the format table says: MRC
+/// and uncompressed .vti: yes; OpenDX and compressed .vti: no).
 bool has_plane_writer(MapFormat format, const MapWriteOptions& options) noexcept;
 /// Whether `format` is written while the map is computed: it has a plane writer and
 /// options.stream is on.

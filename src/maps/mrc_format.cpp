@@ -2,6 +2,8 @@
 // float32 (mode 2) with x fastest (MAPC, MAPR, MAPS = 1, 2, 3), in the byte order the machine
 // stamp names. Read by ChimeraX, PyMOL, VMD, Coot, Mol* and mrcfile. Planes are written at their
 // place as they come (maps/map_stream.h); the header, which holds the statistics, last.
+// Longer than 500 lines because the writer and the reader share the header's layout (its word
+// numbers, labels and placement rules), which is kept in one place.
 #include <algorithm>
 #include <array>
 #include <bit>
@@ -363,6 +365,69 @@ bool physics_from_labels(const HeaderWords& words, int labels, PhysicsOptions& p
   return false;
 }
 
+/// Whether the header's numbers are little-endian. The machine stamp names the byte order (0x44
+/// 0x44 or 0x44 0x41: little-endian; 0x11 0x11: big-endian); without one, the order in which
+/// MODE is a small number. InputError when neither tells.
+bool little_endian_header(const std::array<char, kHeaderBytes>& header, const std::string& path) {
+  const auto stamp = reinterpret_cast<const unsigned char*>(header.data() + 212);
+  if (stamp[0] == 0x44 && (stamp[1] == 0x44 || stamp[1] == 0x41)) return true;
+  if (stamp[0] == 0x11 && stamp[1] == 0x11) return false;
+  std::uint32_t mode;
+  std::memcpy(&mode, header.data() + 12, 4);
+  const bool native_small = mode < 64, swapped_small = __builtin_bswap32(mode) < 64;
+  if (native_small == swapped_small)
+    throw InputError(path, 0, "the machine stamp at byte 212 names no byte order, and MODE does not tell");
+  return (std::endian::native == std::endian::little) == native_small;
+}
+
+/// Where the n[0] x n[1] x n[2] floats start: after the header and `extended` bytes (NSYMBT),
+/// and the file must end with them (InputError otherwise).
+std::uint64_t data_offset(const ByteSource& bytes, std::int32_t extended, const std::array<std::int64_t, 3>& n) {
+  const std::string& path = bytes.path();
+  if (extended < 0) throw InputError(path, 0, "NSYMBT (the extended header's size) is " + std::to_string(extended));
+  const std::uint64_t data_at = kHeaderBytes + static_cast<std::uint64_t>(extended);
+  const std::uint64_t data_bytes = sizeof(float) * static_cast<std::uint64_t>(n[0]) * static_cast<std::uint64_t>(n[1]) *
+                                   static_cast<std::uint64_t>(n[2]);
+  const std::string floats = std::to_string(n[0]) + " x " + std::to_string(n[1]) + " x " + std::to_string(n[2]);
+  if (bytes.size() < data_at + data_bytes)
+    throw InputError(path, 0,
+                     "the file has " + std::to_string(bytes.size()) + " bytes, but its header's grid of " + floats +
+                         " floats needs " + std::to_string(data_at + data_bytes) + ": it is truncated");
+  if (bytes.size() > data_at + data_bytes)
+    throw InputError(path, 0,
+                     "the file has " + std::to_string(bytes.size() - data_at - data_bytes) + " bytes after the " +
+                         floats + " floats its header announces: a header that does not describe the data");
+  return data_at;
+}
+
+/// The n[0] x n[1] x n[2] floats at `data_at` (columns, rows, sections along the grid axes
+/// `axis`) into map.values, x fastest: read as they are when the file is x fastest in this
+/// machine's byte order, else one section at a time, swapped and put at its place.
+void read_values(const ByteSource& bytes, std::uint64_t data_at, const std::array<std::int64_t, 3>& n,
+                 const std::array<std::int64_t, 3>& axis, bool swap, PotentialMap& map) {
+  if (axis == std::array<std::int64_t, 3>{0, 1, 2} && !swap) {
+    bytes.read(data_at, map.values.data(), sizeof(float) * map.values.size(), "the map's data");
+    return;
+  }
+  const auto columns = static_cast<std::size_t>(n[0]), rows = static_cast<std::size_t>(n[1]);
+  std::array<std::size_t, 3> stride{};  // x-fastest index step of one column, row, section
+  const std::array<std::size_t, 3> grid_stride = {
+      1, static_cast<std::size_t>(map.grid.dims[0]),
+      static_cast<std::size_t>(map.grid.dims[0]) * static_cast<std::size_t>(map.grid.dims[1])};
+  for (std::size_t c = 0; c < 3; ++c) stride[c] = grid_stride[static_cast<std::size_t>(axis[c])];
+  std::vector<std::uint32_t> section(columns * rows);
+  for (std::size_t s = 0; s < static_cast<std::size_t>(n[2]); ++s) {
+    bytes.read(data_at + sizeof(float) * columns * rows * s, section.data(), sizeof(float) * section.size(),
+               "the map's data");
+    for (std::size_t r = 0; r < rows; ++r)
+      for (std::size_t c = 0; c < columns; ++c) {
+        std::uint32_t v = section[c + columns * r];
+        if (swap) v = __builtin_bswap32(v);
+        map.values[c * stride[0] + r * stride[1] + s * stride[2]] = std::bit_cast<float>(v);
+      }
+  }
+}
+
 }  // namespace
 
 PotentialMap read_mrc_bytes(const ByteSource& bytes, bool* unit_known) {
@@ -374,22 +439,7 @@ PotentialMap read_mrc_bytes(const ByteSource& bytes, bool* unit_known) {
   bytes.read(0, header.data(), kHeaderBytes, "the header");
   if (std::memcmp(header.data() + 208, "MAP ", 4) != 0)
     fail("no 'MAP ' at byte 208: this is not an MRC2014 or CCP4 map");
-  // The machine stamp names the byte order (0x44 0x44 or 0x44 0x41: little-endian; 0x11 0x11:
-  // big-endian); without one, the order in which MODE is a small number.
-  const auto stamp = reinterpret_cast<const unsigned char*>(header.data() + 212);
-  bool little = std::endian::native == std::endian::little;
-  if (stamp[0] == 0x44 && (stamp[1] == 0x44 || stamp[1] == 0x41)) {
-    little = true;
-  } else if (stamp[0] == 0x11 && stamp[1] == 0x11) {
-    little = false;
-  } else {
-    std::uint32_t mode;
-    std::memcpy(&mode, header.data() + 12, 4);
-    const bool native_small = mode < 64, swapped_small = __builtin_bswap32(mode) < 64;
-    if (native_small == swapped_small)
-      fail("the machine stamp at byte 212 names no byte order, and MODE does not tell");
-    little = (std::endian::native == std::endian::little) == native_small;
-  }
+  const bool little = little_endian_header(header, path);
   const HeaderWords w(header, little != (std::endian::native == std::endian::little));
 
   if (const std::int32_t mode = w.integer(4); mode != 2)
@@ -441,18 +491,7 @@ PotentialMap read_mrc_bytes(const ByteSource& bytes, bool* unit_known) {
                                     : static_cast<double>(start[a]) * map.grid.spacing[a];
   check_read_grid(map.grid, path, 0);
 
-  const std::int32_t extended = w.integer(24);  // NSYMBT: bytes of extended header
-  if (extended < 0) fail("NSYMBT (the extended header's size) is " + std::to_string(extended));
-  const std::uint64_t data_at = kHeaderBytes + static_cast<std::uint64_t>(extended);
-  const std::uint64_t data_bytes = sizeof(float) * static_cast<std::uint64_t>(map.grid.point_count());
-  if (bytes.size() < data_at + data_bytes)
-    fail("the file has " + std::to_string(bytes.size()) + " bytes, but its header's grid of " + std::to_string(n[0]) +
-         " x " + std::to_string(n[1]) + " x " + std::to_string(n[2]) + " floats needs " +
-         std::to_string(data_at + data_bytes) + ": it is truncated");
-  if (bytes.size() > data_at + data_bytes)
-    fail("the file has " + std::to_string(bytes.size() - data_at - data_bytes) + " bytes after the " +
-         std::to_string(n[0]) + " x " + std::to_string(n[1]) + " x " + std::to_string(n[2]) +
-         " floats its header announces: a header that does not describe the data");
+  const std::uint64_t data_at = data_offset(bytes, w.integer(24), n);
 
   const int labels = std::clamp(w.integer(56), 0, kLabels);
   bool known = physics_from_labels(w, labels, map.physics);
@@ -461,29 +500,7 @@ PotentialMap read_mrc_bytes(const ByteSource& bytes, bool* unit_known) {
   if (unit_known) *unit_known = known;
 
   map.values.resize(map.grid.point_count());
-  const bool swap = little != (std::endian::native == std::endian::little);
-  if (axis == std::array<std::int64_t, 3>{0, 1, 2} && !swap) {
-    bytes.read(data_at, map.values.data(), data_bytes, "the map's data");
-  } else {
-    // One section at a time, swapped and put at its place on the x-fastest grid.
-    const auto columns = static_cast<std::size_t>(n[0]), rows = static_cast<std::size_t>(n[1]);
-    std::array<std::size_t, 3> stride{};  // x-fastest index step of one column, row, section
-    const std::array<std::size_t, 3> grid_stride = {
-        1, static_cast<std::size_t>(map.grid.dims[0]),
-        static_cast<std::size_t>(map.grid.dims[0]) * static_cast<std::size_t>(map.grid.dims[1])};
-    for (std::size_t c = 0; c < 3; ++c) stride[c] = grid_stride[static_cast<std::size_t>(axis[c])];
-    std::vector<std::uint32_t> section(columns * rows);
-    for (std::size_t s = 0; s < static_cast<std::size_t>(n[2]); ++s) {
-      bytes.read(data_at + sizeof(float) * columns * rows * s, section.data(), sizeof(float) * section.size(),
-                 "the map's data");
-      for (std::size_t r = 0; r < rows; ++r)
-        for (std::size_t c = 0; c < columns; ++c) {
-          std::uint32_t v = section[c + columns * r];
-          if (swap) v = __builtin_bswap32(v);
-          map.values[c * stride[0] + r * stride[1] + s * stride[2]] = std::bit_cast<float>(v);
-        }
-    }
-  }
+  read_values(bytes, data_at, n, axis, little != (std::endian::native == std::endian::little), map);
   check_read_values(map, path);
   return map;
 }

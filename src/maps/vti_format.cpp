@@ -40,6 +40,34 @@ std::string string_value(const std::string& text) {
   return out;
 }
 
+/// A map's field data, for both .vti writers: text arrays (control characters as '?': VTK's
+/// string arrays end at a NUL and its parser chokes on others), then numbers (the medium, the
+/// ionic strength of a screened model and the model's own parameters). A foreign map's says what
+/// was converted and its values' unit, and claims no physics (no "units" field: readers find none).
+struct VtiFieldData {
+  std::vector<std::pair<std::string, std::string>> texts;
+  std::vector<std::pair<std::string, double>> numbers;
+};
+
+VtiFieldData vti_field_data(const PotentialMap& map) {
+  VtiFieldData f;
+  if (!map.foreign.empty()) {
+    f.texts = {{"converted", string_value(foreign_map_title(map))},
+               {"values_unit", foreign_map_unit(map)},
+               {"source", string_value(map.source)}};
+    return f;
+  }
+  f.texts = {{"units", unit_name(map.physics.unit)},
+             {"source", string_value(map.source)},
+             {"model", string_value(describe_model(map.physics))}};
+  f.numbers = {{"dielectric", map.physics.dielectric}, {"temperature_K", map.physics.temperature}};
+  with_pair_potential(map.physics.model, [&](auto potential) {
+    if (potential.screened) f.numbers.emplace_back("ionic_strength_M", map.physics.ionic_strength);
+    for (const ModelParameter& p : potential.parameters) f.numbers.emplace_back(p.name, map.physics.parameter(p));
+  });
+  return f;
+}
+
 class VtiPlaneWriter final : public PlaneWriter {
  public:
   VtiPlaneWriter(const PotentialMap& map, OutputFile& file)
@@ -54,23 +82,8 @@ class VtiPlaneWriter final : public PlaneWriter {
       block.append(reinterpret_cast<const char*>(&bytes), sizeof bytes);
       block.append(static_cast<const char*>(data), bytes);
     };
-    // Field data: text arrays, then numbers (the medium, and the model's parameters: the ionic
-    // strength of a screened model and the model's own), each at its offset in the block.
-    std::vector<std::pair<std::string, std::string>> texts = {{"units", unit_name(map.physics.unit)},
-                                                              {"source", string_value(map.source)},
-                                                              {"model", describe_model(map.physics)}};
-    std::vector<std::pair<std::string, double>> numbers = {{"dielectric", map.physics.dielectric},
-                                                           {"temperature_K", map.physics.temperature}};
-    with_pair_potential(map.physics.model, [&](auto potential) {
-      if (potential.screened) numbers.emplace_back("ionic_strength_M", map.physics.ionic_strength);
-      for (const ModelParameter& p : potential.parameters) numbers.emplace_back(p.name, map.physics.parameter(p));
-    });
-    if (!map.foreign.empty()) {  // no physics claimed (no "units" field: readers find none)
-      texts = {{"converted", string_value(foreign_map_title(map))},
-               {"values_unit", foreign_map_unit(map)},
-               {"source", string_value(map.source)}};
-      numbers.clear();
-    }
+    const VtiFieldData fields = vti_field_data(map);
+    const auto& [texts, numbers] = fields;
     std::vector<std::size_t> offsets;
     for (const auto& [name, text] : texts) {
       offsets.push_back(block.size());
@@ -208,52 +221,18 @@ void write_vti_to(const PotentialMap& map, const std::string& path, const MapWri
   potential->SetArray(const_cast<float*>(map.values.data()), static_cast<vtkIdType>(map.values.size()), 1);
   image->GetPointData()->SetScalars(potential);
 
-  const auto add_text = [&image](const char* name, const std::string& value) {
+  const VtiFieldData fields = vti_field_data(map);
+  for (const auto& [name, text] : fields.texts) {
     vtkNew<vtkStringArray> array;
-    array->SetName(name);
+    array->SetName(name.c_str());
+    array->InsertNextValue(text);
+    image->GetFieldData()->AddArray(array);
+  }
+  for (const auto& [name, value] : fields.numbers) {
+    vtkNew<vtkDoubleArray> array;
+    array->SetName(name.c_str());
     array->InsertNextValue(value);
     image->GetFieldData()->AddArray(array);
-  };
-  if (!map.foreign.empty()) {  // no physics claimed (no "units" field: readers find none)
-    add_text("converted", foreign_map_title(map));
-    add_text("values_unit", foreign_map_unit(map));
-    add_text("source", map.source);
-  } else {
-    vtkNew<vtkStringArray> units;
-    units->SetName("units");
-    units->InsertNextValue(unit_name(map.physics.unit));
-    image->GetFieldData()->AddArray(units);
-    vtkNew<vtkStringArray> source;
-    source->SetName("source");
-    source->InsertNextValue(map.source);
-    image->GetFieldData()->AddArray(source);
-    vtkNew<vtkDoubleArray> dielectric;
-    dielectric->SetName("dielectric");
-    dielectric->InsertNextValue(map.physics.dielectric);
-    image->GetFieldData()->AddArray(dielectric);
-    vtkNew<vtkStringArray> model;
-    model->SetName("model");
-    model->InsertNextValue(describe_model(map.physics));
-    image->GetFieldData()->AddArray(model);
-    // The model's parameters: the ionic strength of a screened model, and the model's own.
-    with_pair_potential(map.physics.model, [&](auto evaluator) {
-      if (evaluator.screened) {
-        vtkNew<vtkDoubleArray> ionic_strength;
-        ionic_strength->SetName("ionic_strength_M");
-        ionic_strength->InsertNextValue(map.physics.ionic_strength);
-        image->GetFieldData()->AddArray(ionic_strength);
-      }
-      for (const ModelParameter& p : evaluator.parameters) {
-        vtkNew<vtkDoubleArray> parameter;
-        parameter->SetName(p.name);
-        parameter->InsertNextValue(map.physics.parameter(p));
-        image->GetFieldData()->AddArray(parameter);
-      }
-    });
-    vtkNew<vtkDoubleArray> temperature;
-    temperature->SetName("temperature_K");
-    temperature->InsertNextValue(map.physics.temperature);
-    image->GetFieldData()->AddArray(temperature);
   }
 
   vtkNew<vtkXMLImageDataWriter> writer;

@@ -7,6 +7,9 @@
 // is read or allocated: a truncated file or one whose byte counts run past its data is
 // refused, never read as garbage. VTK's reader is not used: it crashed on damaged files
 // (fuzz_map found three SIGSEGVs in it, the last in its block reader).
+//
+// Longer than 500 lines because it is one format's parser: the header scanner, the layout's
+// checks and the array readers share the layout's types (the decoders are vti_decoding.cpp).
 #include <algorithm>
 #include <array>
 #include <bit>
@@ -201,162 +204,193 @@ struct VtiLayout {
 
 std::vector<std::string_view> words(std::string_view text) { return split_whitespace(text); }
 
-VtiLayout parse_layout(const ByteSource& bytes) {
-  VtiLayout v;
-  v.path = bytes.path();
-  const std::string& path = v.path;
-  const std::size_t head_bytes = static_cast<std::size_t>(std::min<std::uint64_t>(bytes.size(), kMaxHeaderBytes));
-  std::string head(head_bytes, '\0');
-  bytes.read(0, head.data(), head_bytes, "the XML header");
-  if (head.find("<VTKFile") == std::string::npos)
-    throw InputError(path, 1, "no <VTKFile> element at the start: this is not a VTK XML file");
-  if (head.size() < bytes.size() && head.find("<AppendedData") == std::string::npos) {
-    // No appended data in sight: the arrays are inline, and the whole file is XML text.
-    if (bytes.size() > kMaxInlineFileBytes)
-      throw InputError(path, 0,
-                       "a .vti of " + std::to_string(bytes.size()) +
-                           " bytes without appended data: espgrid reads inline arrays from files of up to 4 GiB");
-    head.resize(static_cast<std::size_t>(bytes.size()));
-    bytes.read(head_bytes, head.data() + head_bytes, head.size() - head_bytes, "the XML text");
+[[noreturn]] void fail_at(const std::string& path, const Element& e, const std::string& what) {
+  throw InputError(path, e.line, what);
+}
+
+/// Attribute `key` of `e` as `count` finite numbers (`fallback` when it is missing).
+std::vector<double> numbers_of(const std::string& path, const Element& e, const char* key, std::size_t count,
+                               const char* fallback) {
+  const auto* text = e.attribute(key);
+  const auto tokens = words(text ? std::string_view(*text) : std::string_view(fallback));
+  if (tokens.size() != count)
+    fail_at(path, e,
+            std::string(key) + " must hold " + std::to_string(count) + " numbers" +
+                (text ? ", got " + espgrid::quoted(*text) : std::string(": it is missing")));
+  std::vector<double> out;
+  for (const auto t : tokens) {
+    const auto value = parse_number(t);
+    if (!value || !std::isfinite(*value))
+      fail_at(path, e, std::string(key) + " value " + espgrid::quoted(t) + " is not a finite number");
+    out.push_back(*value);
   }
-  HeaderScanner scanner(path, head);
-  const std::vector<Element> elements = scanner.scan();
-  const auto fail = [&](const Element& e, const std::string& what) { throw InputError(path, e.line, what); };
-  const auto find_one = [&](std::string_view name, bool required) -> const Element* {
+  return out;
+}
+
+/// Attribute `key` of `e` as an extent: six whole numbers.
+std::array<std::int64_t, 6> extent_of(const std::string& path, const Element& e, const char* key) {
+  const auto* text = e.attribute(key);
+  if (!text) fail_at(path, e, std::string("<") + e.name + "> has no " + key);
+  const auto tokens = words(*text);
+  if (tokens.size() != 6)
+    fail_at(path, e, std::string(key) + " must hold six whole numbers, got " + espgrid::quoted(*text));
+  std::array<std::int64_t, 6> out{};
+  for (std::size_t i = 0; i < 6; ++i) {
+    const auto value = parse_integer(tokens[i]);
+    // kMaxOriginMagnitude bounds the start index too: far less than int64 can hold.
+    if (!value || std::llabs(*value) > 1'000'000'000)
+      fail_at(path, e,
+              std::string(key) + " value " + espgrid::quoted(tokens[i]) + " is not a whole number of reasonable size");
+    out[i] = *value;
+  }
+  return out;
+}
+
+/// Reads a .vti's header into a VtiLayout, one phase a method, in the order parse() calls them.
+class LayoutParser {
+ public:
+  explicit LayoutParser(const ByteSource& bytes) : bytes_(bytes) { v_.path = bytes.path(); }
+
+  VtiLayout parse() {
+    read_header_text();
+    HeaderScanner scanner(v_.path, head_);
+    elements_ = scanner.scan();
+    header_end_line_ = scanner.line_at(head_.size());
+    read_file_attributes(*find_one("VTKFile", true));
+    read_grid(*find_one("ImageData", true));
+    const Element& piece = *find_one("Piece", true);
+    if (extent_of(v_.path, piece, "Extent") != v_.extent) fail(piece, "the Piece's Extent is not the WholeExtent");
+    const Element* appended = find_one("AppendedData", false);
+    if (appended) read_appended_data(*appended);
+    choose_potential(read_arrays(appended != nullptr), piece);
+    v_.text = std::move(head_);
+    return std::move(v_);
+  }
+
+ private:
+  [[noreturn]] void fail(const Element& e, const std::string& what) const { fail_at(v_.path, e, what); }
+
+  /// The XML header (the whole file when it has no appended data: the arrays are text in it).
+  void read_header_text() {
+    const std::string& path = v_.path;
+    const std::size_t head_bytes = static_cast<std::size_t>(std::min<std::uint64_t>(bytes_.size(), kMaxHeaderBytes));
+    head_.assign(head_bytes, '\0');
+    bytes_.read(0, head_.data(), head_bytes, "the XML header");
+    if (head_.find("<VTKFile") == std::string::npos)
+      throw InputError(path, 1, "no <VTKFile> element at the start: this is not a VTK XML file");
+    if (head_.size() < bytes_.size() && head_.find("<AppendedData") == std::string::npos) {
+      // No appended data in sight: the arrays are inline, and the whole file is XML text.
+      if (bytes_.size() > kMaxInlineFileBytes)
+        throw InputError(path, 0,
+                         "a .vti of " + std::to_string(bytes_.size()) +
+                             " bytes without appended data: espgrid reads inline arrays from files of up to 4 GiB");
+      head_.resize(static_cast<std::size_t>(bytes_.size()));
+      bytes_.read(head_bytes, head_.data() + head_bytes, head_.size() - head_bytes, "the XML text");
+    }
+  }
+
+  /// The one element named `name`: a second is an error, and so is none when it is `required`.
+  const Element* find_one(std::string_view name, bool required) const {
     const Element* found = nullptr;
-    for (const Element& e : elements) {
+    for (const Element& e : elements_) {
       if (e.name != name) continue;
       if (found) fail(e, "a second <" + std::string(name) + ">: espgrid reads one image of one piece");
       found = &e;
     }
     if (!found && required)
-      throw InputError(path, scanner.line_at(head.size()), "no <" + std::string(name) + "> element in the header");
+      throw InputError(v_.path, header_end_line_, "no <" + std::string(name) + "> element in the header");
     return found;
-  };
+  }
 
-  const Element& file = *find_one("VTKFile", true);
-  if (const auto* type = file.attribute("type"); !type || *type != "ImageData")
-    fail(file, "the file holds VTK " + (type ? *type : std::string("(no type)")) + ", not ImageData (a .vti)");
-  if (const auto* order = file.attribute("byte_order")) {
-    if (*order == "LittleEndian")
-      v.little = true;
-    else if (*order == "BigEndian")
-      v.little = false;
+  /// <VTKFile>: the type, byte order, byte count width and compressor.
+  void read_file_attributes(const Element& file) {
+    if (const auto* type = file.attribute("type"); !type || *type != "ImageData")
+      fail(file, "the file holds VTK " + (type ? *type : std::string("(no type)")) + ", not ImageData (a .vti)");
+    if (const auto* order = file.attribute("byte_order")) {
+      if (*order == "LittleEndian")
+        v_.little = true;
+      else if (*order == "BigEndian")
+        v_.little = false;
+      else
+        fail(file, "byte_order " + espgrid::quoted(*order) + " is neither LittleEndian nor BigEndian");
+    }
+    const auto* header_type = file.attribute("header_type");
+    if (!header_type || *header_type == "UInt32")
+      v_.uint64_counts = false;
+    else if (*header_type == "UInt64")
+      v_.uint64_counts = true;
     else
-      fail(file, "byte_order " + espgrid::quoted(*order) + " is neither LittleEndian nor BigEndian");
-  }
-  const auto* header_type = file.attribute("header_type");
-  if (!header_type || *header_type == "UInt32")
-    v.uint64_counts = false;
-  else if (*header_type == "UInt64")
-    v.uint64_counts = true;
-  else
-    fail(file, "header_type " + espgrid::quoted(*header_type) + " is neither UInt32 nor UInt64");
-  if (const auto* compressor = file.attribute("compressor")) {
-    const auto known = vti::compressor_named(*compressor);
-    if (!known) fail(file, "compressor " + espgrid::quoted(*compressor) + " is not one VTK 9 writes (zlib, LZ4, LZMA)");
-    if (!vti::can_decompress(*known))
-      fail(file, "the data is compressed by " + *compressor + ", which this espgrid cannot decompress (built without " +
-                     vti::package_for(*known) + ")");
-    v.compressor = *known;
-    v.all_raw = false;
+      fail(file, "header_type " + espgrid::quoted(*header_type) + " is neither UInt32 nor UInt64");
+    if (const auto* compressor = file.attribute("compressor")) {
+      const auto known = vti::compressor_named(*compressor);
+      if (!known)
+        fail(file, "compressor " + espgrid::quoted(*compressor) + " is not one VTK 9 writes (zlib, LZ4, LZMA)");
+      if (!vti::can_decompress(*known))
+        fail(file, "the data is compressed by " + *compressor +
+                       ", which this espgrid cannot decompress (built without " + vti::package_for(*known) + ")");
+      v_.compressor = *known;
+      v_.all_raw = false;
+    }
   }
 
-  const Element& image = *find_one("ImageData", true);
-  const auto numbers = [&](const Element& e, const char* key, std::size_t count, const char* fallback) {
-    const auto* text = e.attribute(key);
-    const auto tokens = words(text ? std::string_view(*text) : std::string_view(fallback));
-    if (tokens.size() != count)
-      fail(e, std::string(key) + " must hold " + std::to_string(count) + " numbers" +
-                  (text ? ", got " + espgrid::quoted(*text) : std::string(": it is missing")));
-    std::vector<double> out;
-    for (const auto t : tokens) {
-      const auto value = parse_number(t);
-      if (!value || !std::isfinite(*value))
-        fail(e, std::string(key) + " value " + espgrid::quoted(t) + " is not a finite number");
-      out.push_back(*value);
+  /// <ImageData>: the extent, origin, spacing and direction, checked as `espgrid map` checks a grid.
+  void read_grid(const Element& image) {
+    v_.extent = extent_of(v_.path, image, "WholeExtent");
+    const std::vector<double> origin = numbers_of(v_.path, image, "Origin", 3, "0 0 0");
+    const std::vector<double> spacing = numbers_of(v_.path, image, "Spacing", 3, "1 1 1");
+    if (image.attribute("Direction")) {
+      const std::vector<double> direction = numbers_of(v_.path, image, "Direction", 9, "");
+      for (std::size_t i = 0; i < 9; ++i)
+        if (direction[i] != (i % 4 == 0 ? 1.0 : 0.0))
+          fail(image, "Direction is not the identity: espgrid reads axis-aligned grids only");
     }
-    return out;
-  };
-  const auto extent_of = [&](const Element& e, const char* key) {
-    const auto* text = e.attribute(key);
-    if (!text) fail(e, std::string("<") + e.name + "> has no " + key);
-    const auto tokens = words(*text);
-    if (tokens.size() != 6) fail(e, std::string(key) + " must hold six whole numbers, got " + espgrid::quoted(*text));
-    std::array<std::int64_t, 6> out{};
-    for (std::size_t i = 0; i < 6; ++i) {
-      const auto value = parse_integer(tokens[i]);
-      // kMaxOriginMagnitude bounds the start index too: far less than int64 can hold.
-      if (!value || std::llabs(*value) > 1'000'000'000)
-        fail(e,
-             std::string(key) + " value " + espgrid::quoted(tokens[i]) + " is not a whole number of reasonable size");
-      out[i] = *value;
+    for (std::size_t a = 0; a < 3; ++a) {
+      const std::int64_t first = v_.extent[2 * a], last = v_.extent[2 * a + 1];
+      if (last < first) fail(image, "WholeExtent " + espgrid::quoted(*image.attribute("WholeExtent")) + " is empty");
+      v_.grid.dims[a] = last - first + 1;
+      v_.grid.spacing[a] = spacing[a];
+      // VTK places point i (from the extent's start) at Origin + i * Spacing.
+      v_.grid.origin[a] = origin[a] + static_cast<double>(first) * spacing[a];
     }
-    return out;
-  };
-  v.extent = extent_of(image, "WholeExtent");
-  const std::vector<double> origin = numbers(image, "Origin", 3, "0 0 0");
-  const std::vector<double> spacing = numbers(image, "Spacing", 3, "1 1 1");
-  if (image.attribute("Direction")) {
-    const std::vector<double> direction = numbers(image, "Direction", 9, "");
-    for (std::size_t i = 0; i < 9; ++i)
-      if (direction[i] != (i % 4 == 0 ? 1.0 : 0.0))
-        fail(image, "Direction is not the identity: espgrid reads axis-aligned grids only");
+    check_read_grid(v_.grid, v_.path, image.line);
   }
-  for (std::size_t a = 0; a < 3; ++a) {
-    const std::int64_t first = v.extent[2 * a], last = v.extent[2 * a + 1];
-    if (last < first) fail(image, "WholeExtent " + espgrid::quoted(*image.attribute("WholeExtent")) + " is empty");
-    v.grid.dims[a] = last - first + 1;
-    v.grid.spacing[a] = spacing[a];
-    // VTK places point i (from the extent's start) at Origin + i * Spacing.
-    v.grid.origin[a] = origin[a] + static_cast<double>(first) * spacing[a];
-  }
-  check_read_grid(v.grid, path, image.line);
-  const Element& piece = *find_one("Piece", true);
-  if (extent_of(piece, "Extent") != v.extent) fail(piece, "the Piece's Extent is not the WholeExtent");
 
-  const Element* appended = find_one("AppendedData", false);
-  if (appended) {
-    const auto* encoding = appended->attribute("encoding");
-    v.encoding = encoding ? *encoding : "";
-    if (v.encoding != "raw" && v.encoding != "base64")
-      fail(*appended, "AppendedData encoding " + espgrid::quoted(v.encoding) + " is neither raw nor base64");
-    if (v.encoding == "base64") v.all_raw = false;
-    std::size_t p = appended->end;
-    while (p < head.size() && std::isspace(static_cast<unsigned char>(head[p]))) ++p;
-    if (p >= head.size() || head[p] != '_') fail(*appended, "the appended data does not start with '_'");
-    v.data_begin = p + 1;
+  /// <AppendedData>: its encoding, where its bytes begin, and that the file ends right after them.
+  void read_appended_data(const Element& appended) {
+    const auto* encoding = appended.attribute("encoding");
+    v_.encoding = encoding ? *encoding : "";
+    if (v_.encoding != "raw" && v_.encoding != "base64")
+      fail(appended, "AppendedData encoding " + espgrid::quoted(v_.encoding) + " is neither raw nor base64");
+    if (v_.encoding == "base64") v_.all_raw = false;
+    std::size_t p = appended.end;
+    while (p < head_.size() && std::isspace(static_cast<unsigned char>(head_[p]))) ++p;
+    if (p >= head_.size() || head_[p] != '_') fail(appended, "the appended data does not start with '_'");
+    v_.data_begin = p + 1;
     // The closing tags, searched for from the file's end: the data may hold any bytes.
-    const std::uint64_t tail_bytes = std::min<std::uint64_t>(bytes.size() - v.data_begin, 4096);
+    const std::uint64_t tail_bytes = std::min<std::uint64_t>(bytes_.size() - v_.data_begin, 4096);
     std::string tail(static_cast<std::size_t>(tail_bytes), '\0');
-    bytes.read(bytes.size() - tail_bytes, tail.data(), tail.size(), "the closing tags");
+    bytes_.read(bytes_.size() - tail_bytes, tail.data(), tail.size(), "the closing tags");
     const std::size_t close = tail.rfind("</AppendedData>");
     const std::size_t file_close = tail.rfind("</VTKFile>");
     if (close == std::string::npos || file_close == std::string::npos || file_close < close ||
         tail.find_first_not_of(" \t\r\n", close + 15) != file_close ||
         tail.find_first_not_of(" \t\r\n", file_close + 10) != std::string::npos)
-      throw InputError(path, 0,
+      throw InputError(v_.path, 0,
                        "the file does not end with </AppendedData> and </VTKFile>: it is truncated or has bytes "
                        "after its end");
-    v.data_end = bytes.size() - tail_bytes + close;
+    v_.data_end = bytes_.size() - tail_bytes + close;
   }
 
-  std::vector<ArrayInfo> point_arrays;
-  for (const Element& e : elements) {
-    // ParaView takes every element inside FieldData, PointData and CellData for an array; a
-    // file that holds anything else there is refused (VTK's reader crashed on one, fuzz_map).
-    const bool in_data = e.parent == "FieldData" || e.parent == "PointData" || e.parent == "CellData";
-    if (in_data && e.name != "DataArray" && e.name != "Array")
-      fail(e, "<" + e.name + "> inside <" + e.parent + ">, where only arrays belong");
-    if (e.name != "DataArray" && e.name != "Array") continue;
+  /// One array element, every attribute checked whether espgrid reads the array or not: a file
+  /// it accepts is one ParaView can open (VTK's reader dereferenced a null array for an <Array>
+  /// without a type).
+  ArrayInfo read_array(const Element& e, bool has_appended) {
     ArrayInfo a;
     a.line = e.line;
-    a.index = static_cast<std::size_t>(&e - elements.data());
+    a.index = static_cast<std::size_t>(&e - elements_.data());
     a.name = e.attribute("Name") ? *e.attribute("Name") : "";
     a.type = e.attribute("type") ? *e.attribute("type") : "";
     a.format = e.attribute("format") ? *e.attribute("format") : "";
-    // Every array well formed, whether espgrid reads it or not: a file it accepts is one
-    // ParaView can open (VTK's reader dereferenced a null array for an <Array> without a type).
     if (e.parent != "PointData" && e.parent != "CellData" && e.parent != "FieldData")
       fail(e, "<" + e.name + "> outside PointData, CellData and FieldData");
     if (a.name.empty()) fail(e, "an array without a Name");
@@ -377,21 +411,22 @@ VtiLayout parse_layout(const ByteSource& bytes) {
     }
     if (e.parent == "FieldData" && !a.tuples)
       fail(e, "field array " + espgrid::quoted(a.name) + " has no NumberOfTuples");
-    if (e.parent == "PointData") a.tuples = static_cast<std::int64_t>(v.grid.point_count());
+    if (e.parent == "PointData") a.tuples = static_cast<std::int64_t>(v_.grid.point_count());
     if (e.parent == "CellData") {
       std::int64_t cells = 1;
-      for (std::size_t d = 0; d < 3; ++d) cells *= std::max<std::int64_t>(v.grid.dims[d] - 1, 1);
+      for (std::size_t d = 0; d < 3; ++d) cells *= std::max<std::int64_t>(v_.grid.dims[d] - 1, 1);
       a.tuples = cells;
     }
     if (a.format == "appended") {
-      if (!appended) fail(e, "array " + espgrid::quoted(a.name) + " is appended, but the file has no <AppendedData>");
+      if (!has_appended)
+        fail(e, "array " + espgrid::quoted(a.name) + " is appended, but the file has no <AppendedData>");
       const auto* offset = e.attribute("offset");
       const auto n = offset ? parse_integer(*offset) : std::nullopt;
       if (!n || *n < 0) fail(e, "array " + espgrid::quoted(a.name) + " has no valid offset");
       a.offset = static_cast<std::uint64_t>(*n);
-      v.all_appended.push_back(a);
+      v_.all_appended.push_back(a);
     } else if (a.format == "ascii" || a.format == "binary") {
-      v.all_raw = false;
+      v_.all_raw = false;
       if (e.content_end == 0) fail(e, "inline array " + espgrid::quoted(a.name) + " has no data (<" + e.name + "/>)");
       a.content_begin = e.end;
       a.content_end = e.content_end;
@@ -399,35 +434,62 @@ VtiLayout parse_layout(const ByteSource& bytes) {
       fail(e, "array " + espgrid::quoted(a.name) + " has format " + espgrid::quoted(a.format) +
                   " (expected appended, binary or ascii)");
     }
-    if (e.parent == "FieldData") v.fields.push_back(a);
-    if (e.parent == "PointData") point_arrays.push_back(a);
+    return a;
   }
-  // The point array named "potential", else the one PointData names as its scalars.
-  const Element* point_data = find_one("PointData", false);
-  const std::string* scalars = point_data ? point_data->attribute("Scalars") : nullptr;
-  for (const ArrayInfo& a : point_arrays)
-    if (a.name == "potential") v.potential = a;
-  if (!v.potential.line && scalars)
+
+  /// Every array of the file (the field data kept in the layout); returns the point arrays.
+  std::vector<ArrayInfo> read_arrays(bool has_appended) {
+    std::vector<ArrayInfo> point_arrays;
+    for (const Element& e : elements_) {
+      // ParaView takes every element inside FieldData, PointData and CellData for an array; a
+      // file that holds anything else there is refused (VTK's reader crashed on one, fuzz_map).
+      const bool in_data = e.parent == "FieldData" || e.parent == "PointData" || e.parent == "CellData";
+      if (in_data && e.name != "DataArray" && e.name != "Array")
+        fail(e, "<" + e.name + "> inside <" + e.parent + ">, where only arrays belong");
+      if (e.name != "DataArray" && e.name != "Array") continue;
+      const ArrayInfo a = read_array(e, has_appended);
+      if (e.parent == "FieldData") v_.fields.push_back(a);
+      if (e.parent == "PointData") point_arrays.push_back(a);
+    }
+    return point_arrays;
+  }
+
+  /// The point array named "potential", else the one PointData names as its scalars: one
+  /// Float32 or Float64 value a point.
+  void choose_potential(const std::vector<ArrayInfo>& point_arrays, const Element& piece) {
+    const std::string& path = v_.path;
+    const Element* point_data = find_one("PointData", false);
+    const std::string* scalars = point_data ? point_data->attribute("Scalars") : nullptr;
     for (const ArrayInfo& a : point_arrays)
-      if (a.name == *scalars) v.potential = a;
-  if (!v.potential.line) {
-    std::string names;
-    for (const Element& e : elements)
-      if (e.parent == "PointData" && e.attribute("Name")) names += (names.empty() ? "" : ", ") + *e.attribute("Name");
-    throw InputError(path, piece.line,
-                     "no point array named 'potential' (point arrays: " + (names.empty() ? "none" : names) + ")");
+      if (a.name == "potential") v_.potential = a;
+    if (!v_.potential.line && scalars)
+      for (const ArrayInfo& a : point_arrays)
+        if (a.name == *scalars) v_.potential = a;
+    if (!v_.potential.line) {
+      std::string names;
+      for (const Element& e : elements_)
+        if (e.parent == "PointData" && e.attribute("Name")) names += (names.empty() ? "" : ", ") + *e.attribute("Name");
+      throw InputError(path, piece.line,
+                       "no point array named 'potential' (point arrays: " + (names.empty() ? "none" : names) + ")");
+    }
+    const ArrayInfo& p = v_.potential;
+    if (p.type != "Float32" && p.type != "Float64")
+      throw InputError(path, p.line,
+                       "the potential is " + espgrid::quoted(p.type) + ": espgrid reads Float32 or Float64 maps");
+    if (p.components != 1)
+      throw InputError(
+          path, p.line,
+          "the potential has " + std::to_string(p.components) + " components: a map holds one value a point");
   }
-  const ArrayInfo& p = v.potential;
-  if (p.type != "Float32" && p.type != "Float64")
-    throw InputError(path, p.line,
-                     "the potential is " + espgrid::quoted(p.type) + ": espgrid reads Float32 or Float64 maps");
-  if (p.components != 1)
-    throw InputError(
-        path, p.line,
-        "the potential has " + std::to_string(p.components) + " components: a map holds one value a point");
-  v.text = std::move(head);
-  return v;
-}
+
+  const ByteSource& bytes_;
+  VtiLayout v_;
+  std::string head_;  ///< the header's text, which the elements point into
+  std::vector<Element> elements_;
+  std::size_t header_end_line_ = 1;  ///< the line where the header ends, for "no <X> element"
+};
+
+VtiLayout parse_layout(const ByteSource& bytes) { return LayoutParser(bytes).parse(); }
 
 /// The array's byte count word at `at` (the file's byte order and width).
 std::uint64_t count_word(const ByteSource& bytes, const VtiLayout& v, std::uint64_t at, const std::string& what) {
@@ -542,8 +604,8 @@ bool physics_from_fields(const std::string& path, const std::vector<ArrayInfo>& 
 /// A converted map's fields (written for PotentialMap::foreign: "converted", "values_unit"),
 /// read into `map` by read_foreign_note; true when they say the unit.
 template <class Field>
-bool foreign_from_fields(const std::string& path, const std::vector<ArrayInfo>& fields, Field field,
-                         PotentialMap& map, std::size_t& line) {
+bool foreign_from_fields(const std::string& path, const std::vector<ArrayInfo>& fields, Field field, PotentialMap& map,
+                         std::size_t& line) {
   bool known = false;
   for (const char* name : {"converted", "values_unit"})
     for (const ArrayInfo& f : fields) {

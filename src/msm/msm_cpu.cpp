@@ -12,6 +12,7 @@
 
 #include "src/core/errors.h"
 #include "src/core/stopwatch.h"
+#include "src/core/thread_count.h"
 #include "src/msm/msm_cpu_vectors.h"
 #include "src/msm/msm_math.h"
 
@@ -19,8 +20,6 @@ namespace espgrid::msm {
 namespace {
 
 constexpr int kMaxTaps = 6;  // 2·support_width for the quintic
-
-int team_size(int threads) { return threads > 0 ? threads : omp_get_max_threads(); }
 
 std::int64_t floor_div2(std::int64_t v) { return v >= 0 ? v / 2 : -((-v + 1) / 2); }
 std::int64_t ceil_div2(std::int64_t v) { return -floor_div2(-v); }
@@ -204,10 +203,9 @@ inline double distance_to_cell(double v, std::int64_t c, double size) {
 /// (zeroed by the caller, kShortRangePadding doubles longer than the row). For each row of
 /// cells within the cutoff of the map row, each atom in it adds its term to the run of points
 /// it reaches, so only pairs within the cutoff are visited and the cell search is paid once a
-/// row, not once a point (a small molecule in a large box spent 1.2 s of 1.5 s there; NOTES,
-/// issue 24). Each point still receives its
-/// terms in the order of the cells (z, then y, then x) and of the atoms in them, whatever the
-/// threads or the slab.
+/// row, not once a point (a small molecule in a large box spent 1.2 s of 1.5 s there;
+/// benchmarks/NOTES.md). Each point still receives its terms in the order of the cells (z, then
+/// y, then x) and of the atoms in them, whatever the threads or the slab.
 void short_range_row(const GridSumProblem& p, const Plan& plan, const BinnedAtoms& atoms, double y, double z,
                      double* out) {
   const double a = plan.params.cutoff, a2 = a * a, inv_a = 1.0 / a, inv_a2 = inv_a * inv_a;
@@ -390,7 +388,7 @@ LevelGrids<double> cpu_level_grids(const GridSumProblem& p, const Plan& plan, in
   LevelGrids<double> g;
   const int levels = plan.level_count();
   if (levels == 0) return g;
-  const int team = team_size(threads);
+  const int team = threads_to_use(threads);
   g.charge.resize(static_cast<std::size_t>(levels));
   g.direct.resize(static_cast<std::size_t>(levels));
   g.potential.resize(static_cast<std::size_t>(levels));
@@ -434,7 +432,7 @@ void cpu_map_parts(const GridSumProblem& p, const Plan& plan, const LevelGrids<d
   for (std::int64_t k = 0; k < p.nz; k += kChunkPlanes) {
     const std::int64_t count = std::min(kChunkPlanes, p.nz - k);
     map_chunk(p, plan, grids.potential[0], atoms, wx, wy, k, count, long_range + plane * static_cast<std::size_t>(k),
-              short_range + plane * static_cast<std::size_t>(k), team_size(threads), unused_a, unused_b);
+              short_range + plane * static_cast<std::size_t>(k), threads_to_use(threads), unused_a, unused_b);
   }
 }
 
@@ -450,7 +448,7 @@ ComputeTiming cpu_compute(const GridSumProblem& p, const Plan& plan, int threads
     timing.kernel_seconds = timing.wall_seconds = wall.seconds();
     return timing;
   }
-  const int team = team_size(threads);
+  const int team = threads_to_use(threads);
   Stopwatch clock;
   const BinnedAtoms atoms = bin_atoms(p, plan);
   timing.phases.push_back({"binning", clock.seconds()});

@@ -1,4 +1,4 @@
-// The registry's two MSM rows as run functions: resolve the parameters (preset or explicit),
+// The registry's two MSM entries as run functions: resolve the parameters (preset or explicit),
 // make the plan, run the CPU phases (src/msm/msm_cpu.h) or the CUDA phases
 // (src/msm/msm_cuda_driver.h), and say in the timing which method and parameters ran.
 #pragma once

@@ -33,7 +33,7 @@ double row_bound(const MsmTableRow& row, PairModel model);
 /// The measured table, in the order the presets try it (quintic cheapest first, then cubic).
 const std::vector<MsmTableRow>& msm_accuracy_table();
 
-/// The accuracy the MSM rows declare when nothing is asked for (the registry's error_bound).
+/// The accuracy the MSM entries declare when nothing is asked for (the registry's error_bound).
 inline constexpr double kMsmDefaultAccuracy = 1e-3;
 
 /// The parameters a run uses and the bound it declares.

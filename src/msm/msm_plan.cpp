@@ -167,6 +167,40 @@ SplitKernel split_kernel(PairModel model, const PairParameters& pair) {
   throw Error("internal error: multilevel summation splits the coulomb, distance and debye models only");
 }
 
+namespace {
+
+/// The cutoff stencils, in double: K_l(r) = g_{a_l}(r) − g_{2a_l}(r), zero from r = 2a_l on, the
+/// same lattice offsets on every level. Coulomb needs level 1's alone (level_scale).
+void fill_cutoff_stencils(Plan& plan) {
+  const double h = plan.params.spacing;
+  const double a = plan.params.cutoff;
+  int radius = static_cast<int>(std::floor(2 * a / h));
+  if (radius * h >= 2 * a) --radius;
+  plan.stencil_radius = radius;
+  const int w = 2 * radius + 1;
+  const std::size_t table = static_cast<std::size_t>(w) * w * w;
+  const int tables = plan.kernel.coulomb() ? 1 : std::max(1, plan.level_count() - 1);
+  plan.stencil.assign(table * static_cast<std::size_t>(tables), 0.0);
+  plan.stencil_row_extent.assign(static_cast<std::size_t>(w) * w, -1);
+  for (int l = 0; l < tables; ++l) {
+    const double hl = std::ldexp(h, l), al = std::ldexp(a, l);
+    const SoftenedKernel g_l(plan.kernel, al, plan.order), g_2l(plan.kernel, 2 * al, plan.order);
+    double* k_l = plan.stencil.data() + table * static_cast<std::size_t>(l);
+    for (int jz = -radius; jz <= radius; ++jz)
+      for (int jy = -radius; jy <= radius; ++jy)
+        for (int jx = -radius; jx <= radius; ++jx) {
+          const int j2 = jx * jx + jy * jy + jz * jz;
+          if (h * h * static_cast<double>(j2) >= 4 * a * a) continue;
+          const double r2 = hl * hl * static_cast<double>(j2);
+          k_l[(jx + radius) + w * ((jy + radius) + w * (jz + radius))] = g_l(r2) - g_2l(r2);
+          int& extent = plan.stencil_row_extent[static_cast<std::size_t>((jy + radius) + w * (jz + radius))];
+          extent = std::max(extent, std::abs(jx));
+        }
+  }
+}
+
+}  // namespace
+
 Plan make_plan(const GridSumProblem& problem, const MsmParameters& params) {
   validate(params);
   Plan plan;
@@ -177,7 +211,6 @@ Plan make_plan(const GridSumProblem& problem, const MsmParameters& params) {
   plan.support = support_width(params.order);
   plan.restriction = restriction_width(params.order);
   const double h = params.spacing;
-  const double a = params.cutoff;
   if (problem.atom_count == 0 || problem.point_count() == 0) return plan;  // the map is zero (or empty)
 
   std::array<double, 3> amin, amax;
@@ -213,31 +246,7 @@ Plan make_plan(const GridSumProblem& problem, const MsmParameters& params) {
     spacing *= 2;
   }
 
-  // Cutoff stencils, in double: K_l(r) = g_{a_l}(r) − g_{2a_l}(r), zero from r = 2a_l on, the
-  // same lattice offsets on every level. Coulomb needs level 1's alone (level_scale).
-  int radius = static_cast<int>(std::floor(2 * a / h));
-  if (radius * h >= 2 * a) --radius;
-  plan.stencil_radius = radius;
-  const int w = 2 * radius + 1;
-  const std::size_t table = static_cast<std::size_t>(w) * w * w;
-  const int tables = plan.kernel.coulomb() ? 1 : std::max(1, plan.level_count() - 1);
-  plan.stencil.assign(table * static_cast<std::size_t>(tables), 0.0);
-  plan.stencil_row_extent.assign(static_cast<std::size_t>(w) * w, -1);
-  for (int l = 0; l < tables; ++l) {
-    const double hl = std::ldexp(h, l), al = std::ldexp(a, l);
-    const SoftenedKernel g_l(plan.kernel, al, plan.order), g_2l(plan.kernel, 2 * al, plan.order);
-    double* k_l = plan.stencil.data() + table * static_cast<std::size_t>(l);
-    for (int jz = -radius; jz <= radius; ++jz)
-      for (int jy = -radius; jy <= radius; ++jy)
-        for (int jx = -radius; jx <= radius; ++jx) {
-          const int j2 = jx * jx + jy * jy + jz * jz;
-          if (h * h * static_cast<double>(j2) >= 4 * a * a) continue;
-          const double r2 = hl * hl * static_cast<double>(j2);
-          k_l[(jx + radius) + w * ((jy + radius) + w * (jz + radius))] = g_l(r2) - g_2l(r2);
-          int& extent = plan.stencil_row_extent[static_cast<std::size_t>((jy + radius) + w * (jz + radius))];
-          extent = std::max(extent, std::abs(jx));
-        }
-  }
+  fill_cutoff_stencils(plan);
 
   plan.cell = h;
   Range cells;

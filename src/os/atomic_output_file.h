@@ -15,22 +15,11 @@
 //     device or a FIFO is refused, never replaced;
 //   * stale temporary files of the same destination, left by processes that no longer run
 //     (SIGKILL, a crash, a power loss), are removed when a new one is created;
-//   * SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2, SIGALRM, SIGVTALRM and SIGXCPU remove the
-//     pending temporary files before the process ends with 128 + signal; SIGPIPE and SIGXFSZ
-//     are ignored, so a closed stdout or a file-size limit is an error of one write, not death.
-//
-// The same table and handler cover the other things a run leaves while it works: a private
-// temporary folder (TemporaryFolder: pdb2pqr's work) and a child program (run_child: pdb2pqr30,
-// gemmi). The handler first ends every registered child's process group (SIGTERM, then SIGKILL
-// after a grace period), then removes the registered folders with everything in them, then the
-// pending map files. Each is entered in the table in one step with its creation, under the lock
-// the handler takes, so no signal on any thread finds one created and not yet registered.
+//   * a cleanup signal (interrupt_cleanup.h) removes the pending temporary files before the
+//     process ends; each is entered in the handler's table in one step with its creation.
 #pragma once
 
-#include <functional>
 #include <string>
-#include <sys/types.h>
-#include <vector>
 
 namespace espgrid {
 
@@ -74,52 +63,5 @@ void check_output_path(const std::string& destination);
 /// The file `destination` names once symbolic links are followed (the destination itself when
 /// it is not a link; a dangling link gives the path it points to). Throws Error for a loop.
 std::string resolve_output_target(const std::string& destination);
-
-/// The directory for temporary folders: $TMPDIR, or /tmp when it is unset or empty (as POSIX
-/// says). Throws Error naming TMPDIR and saying what to do when it is missing or not a
-/// directory; `purpose` says what the folder is for ("pdb2pqr's work").
-std::string temporary_directory(const std::string& purpose);
-
-/// A private folder "PREFIX-PID-XXXXXX" (mode 0700) under temporary_directory(), removed with
-/// everything in it by the destructor and, if a cleanup signal ends the process first, by the
-/// signal handler. Stale folders of the same prefix left by processes that no longer run
-/// (SIGKILL, a crash) are removed when a new one is made.
-class TemporaryFolder {
- public:
-  TemporaryFolder(const std::string& prefix, const std::string& purpose);
-  ~TemporaryFolder();
-  TemporaryFolder(const TemporaryFolder&) = delete;
-  TemporaryFolder& operator=(const TemporaryFolder&) = delete;
-  const std::string& path() const noexcept { return path_; }
-
- private:
-  std::string path_;
-  int slot_ = -1;     // index in the signal handler's table of folders
-  int lock_fd_ = -1;  // the folder, open and locked (flock) while it exists
-};
-
-/// How a child program ended.
-struct ChildExit {
-  int exit_code = -1;  ///< -1 when a signal ended it
-  int signal = 0;      ///< the signal that ended it, or 0
-};
-
-/// Runs `argv` (argv[0] a path; no shell, so no name needs quoting) in `directory`, stdin from
-/// /dev/null, stdout and stderr to `output_fd`, in a process group of its own whose ending the
-/// signal handler takes care of (see the top of this file). The child gets the default signal
-/// dispositions and mask, and SIGKILL if this process dies without the handler running
-/// (PR_SET_PDEATHSIG). `waiting` (if set) is called every 20 ms at most while the child runs; if it
-/// throws, the child's group is ended (SIGTERM, then SIGKILL) and reaped before the exception
-/// goes on, as on any other way out. Throws Error when the program cannot be started.
-ChildExit run_child(const std::vector<std::string>& argv, const std::string& directory, int output_fd,
-                    const std::function<void()>& waiting = nullptr);
-
-/// Removes `path` and everything under it (not following symbolic links) with system calls
-/// only, as the signal handler does; returns false if anything stayed.
-bool remove_tree(const std::string& path) noexcept;
-
-/// Installs the signal handling described at the top of this file. Signals that were ignored
-/// when the process started (nohup ignores SIGHUP) stay ignored. Call once from main().
-void install_interrupt_cleanup();
 
 }  // namespace espgrid

@@ -11,7 +11,7 @@
 #include "src/core/errors.h"
 #include "src/core/text_format.h"
 #include "src/core/units.h"
-#include "src/pb/pb_geometry.h"
+#include "src/pb_numerics/pb_geometry.h"
 #include "src/physics/physics_options.h"
 
 namespace espgrid::pb {

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "src/pb/pb_geometry.h"
-#include "src/pb/pb_pipeline_math.h"
+#include "src/pb_numerics/pb_geometry.h"
+#include "src/pb_numerics/pb_pipeline_math.h"
 
 namespace espgrid::pb {
 namespace {

@@ -3,25 +3,22 @@
 // inputs are built from the same helpers. The SAS points are pb_sas.cpp's.
 #include "src/pb/pb_coefficients.h"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <cmath>
 #include <memory>
 
 #include "src/core/errors.h"
 #include "src/core/text_format.h"
+#include "src/core/thread_count.h"
 #include "src/core/units.h"
 #include "src/pb/pb_charges.h"
 #include "src/pb/pb_cuda_driver.h"
-#include "src/pb/pb_geometry.h"
+#include "src/pb_numerics/pb_geometry.h"
 
 namespace espgrid::pb {
 namespace {
 
 constexpr double kPi = 3.14159265358979323846;
-
-int thread_count(int threads) { return threads > 0 ? threads : omp_get_max_threads(); }
 
 /// APBS's "on the mesh" test of the surface routines: strictly inside the grid's box. Atoms off it
 /// draw no surface (a focusing level's atoms outside its domain); their SAS points still carve.
@@ -491,7 +488,7 @@ bool uniform_medium(const PbOptions& options) {
 
 PbCoefficients build_coefficients(const Atoms& atoms, const GridSpec& grid, const PbOptions& options, bool spread,
                                   int threads) {
-  threads = thread_count(threads);
+  threads = threads_to_use(threads);
   PbCoefficients c;
   c.grid = grid;
   const std::size_t points = grid.point_count();
@@ -518,7 +515,7 @@ PbCoefficients build_coefficients(const Atoms& atoms, const GridSpec& grid, cons
 
 std::unique_ptr<DeviceSurfaceInputs> device_surface_inputs(const Atoms& atoms, const GridSpec& grid,
                                                            const PbOptions& options, int device, int threads) {
-  threads = thread_count(threads);
+  threads = threads_to_use(threads);
   auto d = std::make_unique<DeviceSurfaceInputs>();
   cuda::PbSurfaceInput& in = d->input;
   in.atoms = static_cast<long>(atoms.size());
@@ -589,7 +586,7 @@ bool atoms_on_mesh(const Atoms& atoms, const GridSpec& grid) {
 
 PbCoefficients build_coefficients_on_device(const Atoms& atoms, const GridSpec& grid, const PbOptions& options,
                                             bool spread, int device, int threads, double* kernel_seconds) {
-  threads = thread_count(threads);
+  threads = threads_to_use(threads);
   if (!surface_on_device(options) || !atoms_on_mesh(atoms, grid))  // the host builds these
     return build_coefficients(atoms, grid, options, spread, threads);
   PbCoefficients c;

@@ -1,5 +1,5 @@
 // The coefficient maps of the linearized PB equation on a grid, built on the host exactly as
-// APBS 3.4.1 builds them (src/pb/pb_geometry.h names each definition): dielectric on the faces,
+// APBS 3.4.1 builds them (src/pb_numerics/pb_geometry.h names each definition): dielectric on the faces,
 // ion accessibility and spread charges on the nodes, multiple-Debye–Hückel boundary values.
 #pragma once
 

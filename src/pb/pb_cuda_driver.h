@@ -4,7 +4,7 @@
 // kernels/pb_cuda_unavailable.cpp instead.
 //
 // The solver is espgrid's multigrid-preconditioned conjugate gradients (src/pb/pb_multigrid.h
-// describes the algorithm; src/pb/pb_multigrid_math.h holds the per-node arithmetic both the
+// describes the algorithm; src/pb_numerics/pb_multigrid_math.h holds the per-node arithmetic both the
 // CUDA kernels and the CPU emulation call). The host builds the level hierarchy; this uploads it,
 // iterates on the device in double precision, and copies the solution back.
 #pragma once
@@ -14,9 +14,9 @@
 #include <mutex>
 #include <string>
 
-#include "src/pb/pb_newton.h"
-#include "src/pb/pb_nonlinear_math.h"
-#include "src/pb/pb_system_math.h"
+#include "src/pb_numerics/pb_newton.h"
+#include "src/pb_numerics/pb_nonlinear_math.h"
+#include "src/pb_numerics/pb_system_math.h"
 
 namespace espgrid::cuda {
 
@@ -76,7 +76,7 @@ namespace espgrid::cuda {
 
 /// The inputs of the PB coefficient maps on the device (host memory; src/pb/pb_coefficients.cpp
 /// prepares them). The maps are APBS's, computed by the same per-node functions as the host's
-/// (src/pb/pb_geometry.h; kernels/pb_surface.cu is built without FMA contraction, so the device's
+/// (src/pb_numerics/pb_geometry.h; kernels/pb_surface.cu is built without FMA contraction, so the device's
 /// maps equal the host's bit for bit).
 struct PbSurfaceInput {
   long atoms = 0;
@@ -143,7 +143,7 @@ class PbDeviceWorkspace {
 };
 
 /// The whole PB map on one device: the coefficient maps, the system's assembly, the multigrid
-/// hierarchy, the solve and the combination run there (the per-node code of src/pb/pb_geometry.h,
+/// hierarchy, the solve and the combination run there (the per-node code of src/pb_numerics/pb_geometry.h,
 /// pb_system_math.h and pb_multigrid_math.h); only the float map comes back.
 struct PbDeviceSolveInput {
   PbSurfaceInput surface;             ///< the coefficient maps' inputs; surface.device is the device

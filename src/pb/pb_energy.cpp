@@ -5,7 +5,7 @@
 
 #include "src/core/errors.h"
 #include "src/core/units.h"
-#include "src/pb/pb_geometry.h"
+#include "src/pb_numerics/pb_geometry.h"
 
 namespace espgrid::pb {
 namespace {

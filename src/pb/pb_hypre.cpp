@@ -2,7 +2,6 @@
 
 #include <HYPRE_struct_ls.h>
 #include <mpi.h>
-#include <omp.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -10,6 +9,7 @@
 #include "src/core/errors.h"
 #include "src/core/foreign_allocations.h"
 #include "src/core/stopwatch.h"
+#include "src/core/thread_count.h"
 #include "src/pb/pb_limits.h"
 
 namespace espgrid::pb {
@@ -71,7 +71,7 @@ struct HypreObjects {
 
 SolveReport solve_with_hypre(const PbSystem& system, std::vector<double>& u, double tolerance, int max_iterations,
                              int threads, bool across_ranks) {
-  if (threads <= 0) threads = omp_get_max_threads();
+  threads = threads_to_use(threads);
   if (across_ranks) {
     int initialized = 0;
     MPI_Initialized(&initialized);

@@ -1,13 +1,12 @@
 #include "src/pb/pb_maps.h"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <cmath>
 
 #include "src/core/errors.h"
+#include "src/core/thread_count.h"
 #include "src/pb/pb_coefficients.h"
-#include "src/pb/pb_geometry.h"
+#include "src/pb_numerics/pb_geometry.h"
 
 namespace espgrid::pb {
 namespace {
@@ -272,7 +271,7 @@ PbMapValues pb_map(PbMapKind kind, const PbMapInputs& in) {
   if (pb_map_needs_coefficients(kind) && (!in.coefficients || in.coefficients->eps_x.size() != g.point_count() ||
                                           in.coefficients->charge.size() != g.point_count()))
     throw Error("the PB map " + pb_map_name(kind) + " needs the solve's coefficient maps and charges");
-  const int threads = in.threads > 0 ? in.threads : omp_get_max_threads();
+  const int threads = threads_to_use(in.threads);
   const PbOptions& o = *in.options;
   PbMapValues m;
   m.kind = kind;

@@ -10,7 +10,7 @@
 #include "src/pb/pb_coefficients.h"
 #include "src/pb/pb_multigrid.h"
 #include "src/pb/pb_pipeline.h"
-#include "src/pb/pb_pipeline_math.h"
+#include "src/pb_numerics/pb_pipeline_math.h"
 
 namespace espgrid::pb {
 namespace {

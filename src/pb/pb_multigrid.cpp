@@ -1,18 +1,15 @@
 #include "src/pb/pb_multigrid.h"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <cmath>
 
 #include "src/core/errors.h"
 #include "src/core/stopwatch.h"
 #include "src/core/text_format.h"
+#include "src/core/thread_count.h"
 
 namespace espgrid::pb {
 namespace {
-
-int thread_count(int threads) { return threads > 0 ? threads : omp_get_max_threads(); }
 
 /// Levels smaller than this run on one thread: a parallel region's fork and barrier cost more than
 /// the work there, and on a busy machine a barrier waits for a descheduled thread (measured on the
@@ -145,7 +142,7 @@ std::vector<MgLevel> hierarchy_shape(const std::array<long, 3>& dims, const MgSe
 }
 
 std::vector<MgLevel> build_hierarchy(const PbSystem& system, const MgSettings& settings, int threads) {
-  threads = thread_count(threads);
+  threads = threads_to_use(threads);
   std::vector<MgLevel> levels =
       hierarchy_shape({static_cast<long>(system.grid.dims[0]), static_cast<long>(system.grid.dims[1]),
                        static_cast<long>(system.grid.dims[2])},
@@ -187,7 +184,7 @@ std::size_t hierarchy_doubles(const std::vector<MgLevel>& levels) {
 
 SolveReport solve_multigrid_cpu(const PbSystem& system, std::vector<double>& u, double tolerance, int max_iterations,
                                 const MgSettings& settings, int threads) {
-  threads = thread_count(threads);
+  threads = threads_to_use(threads);
   SolveReport report;
   report.method = "espgrid multigrid-preconditioned CG (CPU emulation of the CUDA solver)";
   report.device = "CPU, " + std::to_string(threads) + (threads == 1 ? " thread" : " threads");

@@ -7,15 +7,15 @@
 // Gauss–Seidel sweeps before (red, then black) and ν after (black, then red) the coarse
 // correction, so the preconditioner is symmetric; restriction Pᵀ, prolongation P (linear);
 // on the coarsest level (at most 3 nodes along every axis, one unknown... or a few) symmetric
-// sweeps until it is solved. src/pb/pb_multigrid_math.h has the per-node arithmetic.
+// sweeps until it is solved. src/pb_numerics/pb_multigrid_math.h has the per-node arithmetic.
 #pragma once
 
 #include <array>
 #include <string>
 #include <vector>
 
-#include "src/pb/pb_multigrid_math.h"
 #include "src/pb/pb_system.h"
+#include "src/pb_numerics/pb_multigrid_math.h"
 
 namespace espgrid::pb {
 

@@ -1,20 +1,17 @@
 #include "src/pb/pb_nonlinear.h"
 
-#include <omp.h>
-
 #include <cmath>
 
 #include "src/core/errors.h"
 #include "src/core/stopwatch.h"
 #include "src/core/text_format.h"
+#include "src/core/thread_count.h"
 #include "src/pb/pb_cuda_driver.h"
 #include "src/pb/pb_hypre.h"
 #include "src/pb/pb_multigrid.h"
 
 namespace espgrid::pb {
 namespace {
-
-int thread_count(int threads) { return threads > 0 ? threads : omp_get_max_threads(); }
 
 /// Levels smaller than this run on one thread (the multigrid emulation's rule, pb_multigrid.cpp).
 constexpr long kParallelNodes = 1L << 17;
@@ -216,7 +213,7 @@ BoltzmannSpecies boltzmann_species(const PbOptions& options) {
 NonlinearReport solve_nonlinear(PbSystem& system, std::vector<double>& u, const BoltzmannSpecies& ions,
                                 const std::vector<double>* coulomb, PbSolver solver, const NewtonSettings& settings,
                                 int threads, bool across_ranks, int device) {
-  threads = thread_count(threads);
+  threads = threads_to_use(threads);
   if (solver == PbSolver::CudaMultigrid) return solve_on_device(system, u, ions, coulomb, settings, threads, device);
   if (solver != PbSolver::Hypre && solver != PbSolver::CpuMultigrid)
     throw Error("internal error: solve_nonlinear needs a chosen solver");
@@ -272,7 +269,7 @@ SolveReport solve_nonlinear(PbSystem& system, std::vector<double>& u, const PbOp
 
 double nonlinear_residual(const PbSystem& system, const std::vector<double>& u, const BoltzmannSpecies& ions,
                           const std::vector<double>* coulomb, int threads) {
-  threads = thread_count(threads);
+  threads = threads_to_use(threads);
   const MgOperator a = operator_of(system);
   const double* offset = coulomb ? coulomb->data() : nullptr;
   const double rr = interior_sum(a.n, threads, [&](long idx) {

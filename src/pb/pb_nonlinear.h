@@ -15,10 +15,10 @@
 #include <string>
 #include <vector>
 
-#include "src/pb/pb_newton.h"
-#include "src/pb/pb_nonlinear_math.h"
 #include "src/pb/pb_solve.h"
 #include "src/pb/pb_system.h"
+#include "src/pb_numerics/pb_newton.h"
+#include "src/pb_numerics/pb_nonlinear_math.h"
 #include "src/physics/pb_options.h"
 
 namespace espgrid::pb {

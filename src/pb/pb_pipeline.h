@@ -23,8 +23,8 @@
 #include "src/core/grid.h"
 #include "src/pb/pb_coefficients.h"
 #include "src/pb/pb_energy.h"
-#include "src/pb/pb_pipeline_math.h"
 #include "src/pb/pb_system.h"
+#include "src/pb_numerics/pb_pipeline_math.h"
 #include "src/physics/pb_options.h"
 
 namespace espgrid::pb {

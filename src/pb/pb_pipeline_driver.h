@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "src/pb/pb_cuda_driver.h"
-#include "src/pb/pb_pipeline_math.h"
+#include "src/pb_numerics/pb_pipeline_math.h"
 
 namespace espgrid::cuda {
 

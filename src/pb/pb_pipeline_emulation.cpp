@@ -91,6 +91,8 @@ std::size_t surface_bytes(const AtomArrays& at, const PbOptions& o, const SasNei
 
 }  // namespace
 
+// Longer than 80 lines because it follows run_pb_pipeline's device steps one for one, in their
+// order, so that a test compares each step's output with the device's.
 PipelineEmulation emulate_pipeline(const Atoms& atoms, const GridSpec& grid, const PbOptions& o,
                                    const std::vector<double>& faces) {
   PipelineEmulation e;

@@ -1,20 +1,18 @@
 // The solvent-accessible-surface points APBS carves `mol`/`smol` with (vacc.c): its reference
 // sphere, each atom's possible blockers, and the accessible points. Built without FMA contraction
 // (CMakeLists.txt), as pb_coefficients.cpp: the points must equal the device's bit for bit.
-#include <omp.h>
 
 #include <algorithm>
 #include <cmath>
 
+#include "src/core/thread_count.h"
 #include "src/pb/pb_coefficients.h"
-#include "src/pb/pb_geometry.h"
+#include "src/pb_numerics/pb_geometry.h"
 
 namespace espgrid::pb {
 namespace {
 
 constexpr double kPi = 3.14159265358979323846;
-
-int thread_count(int threads) { return threads > 0 ? threads : omp_get_max_threads(); }
 
 /// APBS's VRINT: round half up.
 int round_half_up(double x) { return static_cast<int>(std::floor(x + 0.5)); }
@@ -89,7 +87,7 @@ ReferenceSphere reference_sphere(int points) {
 }
 
 SasNeighbours sas_neighbours(const Atoms& atoms, const PbOptions& o, int threads) {
-  threads = thread_count(threads);
+  threads = threads_to_use(threads);
   const double probe = o.probe_radius;
   // A SAS point of atom a is blocked by atom b ≠ a when it lies strictly within r_b + probe of b
   // (APBS ivdwAccExclus); b can block some point of a's SAS sphere only if it lies within
@@ -140,7 +138,7 @@ SasNeighbours sas_neighbours(const Atoms& atoms, const PbOptions& o, int threads
 }
 
 SasPoints accessible_sas_points(const Atoms& atoms, const PbOptions& o, int threads) {
-  threads = thread_count(threads);
+  threads = threads_to_use(threads);
   const ReferenceSphere ref = reference_sphere(reference_sphere_request(atoms, o));
   const SasNeighbours nb = sas_neighbours(atoms, o, threads);
   const std::size_t natoms = atoms.size(), nref = ref.x.size();

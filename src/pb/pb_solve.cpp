@@ -1,7 +1,5 @@
 #include "src/pb/pb_solve.h"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -13,10 +11,10 @@
 #include "src/core/errors.h"
 #include "src/core/stopwatch.h"
 #include "src/core/text_format.h"
+#include "src/core/thread_count.h"
 #include "src/pb/pb_boundary.h"
 #include "src/pb/pb_charges.h"
 #include "src/pb/pb_cuda_driver.h"
-#include "src/pb/pb_geometry.h"
 #include "src/pb/pb_hypre.h"
 #include "src/pb/pb_limits.h"
 #include "src/pb/pb_memory.h"
@@ -24,7 +22,8 @@
 #include "src/pb/pb_nonlinear.h"
 #include "src/pb/pb_pipeline.h"
 #include "src/pb/pb_pipeline_driver.h"
-#include "src/pb/pb_system_math.h"
+#include "src/pb_numerics/pb_geometry.h"
+#include "src/pb_numerics/pb_system_math.h"
 #include "src/physics/physics_options.h"
 
 namespace espgrid {
@@ -50,11 +49,7 @@ PbSolver parse_pb_solver(const std::string& text) {
 }
 
 namespace pb {
-namespace {
-
-int thread_count(int threads) { return threads > 0 ? threads : omp_get_max_threads(); }
-
-}  // namespace
+namespace {}  // namespace
 
 std::vector<double> coulomb_map(const Atoms& atoms, const GridSpec& grid, const PbOptions& o,
                                 const KernelVariant& kernel, const RunOptions& run) {
@@ -83,7 +78,7 @@ AssemblyArgs assembly_args(const GridSpec& g, const PbOptions& o, bool split) {
 
 PbSystem assemble_system(const PbCoefficients& coef, const std::vector<double>& boundary, const PbOptions& o,
                          PbFormulation formulation, const std::vector<double>* coulomb, int threads) {
-  threads = thread_count(threads);
+  threads = threads_to_use(threads);
   const GridSpec& g = coef.grid;
   const bool split = formulation == PbFormulation::Split;
   if (split && (!coulomb || coulomb->size() != g.point_count()))
@@ -253,7 +248,7 @@ SolvePlan plan_solve(const Atoms& atoms, const GridSpec& grid, const PbOptions& 
   SolvePlan p;
   p.solver = resolve_solver(run.solver, run.across_ranks);
   pb::check_pb_fits(grid, options, p.solver == PbSolver::CudaMultigrid);  // before anything is allocated
-  p.threads = run.threads > 0 ? run.threads : omp_get_max_threads();
+  p.threads = threads_to_use(run.threads);
   const Backend backend = p.solver == PbSolver::CudaMultigrid ? Backend::Cuda : Backend::Cpu;
   p.faces_kernel = &default_kernel(backend);
   p.coulomb_kernel = run.direct_sum ? run.direct_sum : p.faces_kernel;

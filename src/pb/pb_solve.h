@@ -27,7 +27,7 @@
 #include "src/pb/pb_energy.h"
 #include "src/pb/pb_maps.h"
 #include "src/pb/pb_system.h"
-#include "src/pb/pb_system_math.h"
+#include "src/pb_numerics/pb_system_math.h"
 #include "src/physics/pb_options.h"
 #include "src/registry/kernel_registry.h"
 

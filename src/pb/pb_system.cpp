@@ -1,15 +1,14 @@
 #include "src/pb/pb_system.h"
 
-#include <omp.h>
-
 #include <cmath>
 
+#include "src/core/thread_count.h"
 #include "src/pb/pb_multigrid.h"
 
 namespace espgrid::pb {
 
 void apply_operator(const PbSystem& system, const std::vector<double>& x, std::vector<double>& y, int threads) {
-  if (threads <= 0) threads = omp_get_max_threads();
+  threads = threads_to_use(threads);
   const MgOperator a = operator_of(system);
   y.assign(system.size(), 0.0);
   const long* n = a.n;
@@ -22,7 +21,7 @@ void apply_operator(const PbSystem& system, const std::vector<double>& x, std::v
 }
 
 double relative_residual(const PbSystem& system, const std::vector<double>& x, int threads) {
-  if (threads <= 0) threads = omp_get_max_threads();
+  threads = threads_to_use(threads);
   const MgOperator a = operator_of(system);
   const long* n = a.n;
   double rr = 0.0, bb = 0.0;

@@ -1,12 +1,11 @@
 #include "src/physics/pair_energy.h"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <iterator>
 #include <string>
 
 #include "src/core/errors.h"
+#include "src/core/thread_count.h"
 
 namespace espgrid {
 namespace {
@@ -27,7 +26,7 @@ double pair_sum(const Atoms& atoms, const PhysicsOptions& physics, const std::ve
   with_pair_potential(physics.model, [&](auto potential) {
     using Potential = decltype(potential);
     const auto count = static_cast<std::int64_t>(rows.size());
-#pragma omp parallel for schedule(dynamic, 16) num_threads(threads > 0 ? threads : omp_get_max_threads())
+#pragma omp parallel for schedule(dynamic, 16) num_threads(threads_to_use(threads))
     for (std::int64_t r = 0; r < count; ++r) {
       const auto i = static_cast<std::size_t>(rows[static_cast<std::size_t>(r)]);
       const double x = atoms.x[i], y = atoms.y[i], z = atoms.z[i];

@@ -1,4 +1,4 @@
-// The electrostatic energy of a configuration under a pair model (issue 37: energies per frame of
+// The electrostatic energy of a configuration under a pair model (energies per frame of
 // a trajectory, the cheap option beside PB): exact double-precision sums over the pairs, with
 // the same evaluator the maps use (pair_potentials.h, softening length included), so
 //   E = ½ Σᵢ qᵢ φ_others(rᵢ) = Σ_{i<j} qᵢ qⱼ (k/ε) f(rᵢⱼ).

@@ -350,7 +350,7 @@ decltype(auto) with_pair_potential(PairModel model, Body&& body) {
 }
 
 /// The same switch restricted to `Potentials...`: a kernel family instantiated for some models
-/// only (its registry row's ModelSet lists them) dispatches with this, so the others are never
+/// only (its registry entry's ModelSet lists them) dispatches with this, so the others are never
 /// compiled for it. Any other model is an Error (the registry refuses it before a launch).
 template <class... Potentials, class Body>
 void with_pair_potential_among(PairModel model, Body&& body) {

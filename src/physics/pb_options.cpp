@@ -6,6 +6,7 @@
 #include "src/core/errors.h"
 #include "src/core/number_parsing.h"
 #include "src/core/text_format.h"
+#include "src/core/text_parsing.h"
 #include "src/physics/physics_options.h"
 
 namespace espgrid {
@@ -102,16 +103,11 @@ PbEnergyLevel parse_energy_level(const std::string& text) {
 
 PbIon parse_ion(const std::string& text, const std::string& option) {
   std::vector<double> v;
-  std::size_t start = 0;
-  for (;;) {
-    const std::size_t comma = text.find(',', start);
-    const std::string word = text.substr(start, comma == std::string::npos ? comma : comma - start);
+  for (const std::string& word : split_commas(text)) {
     const auto number = parse_number(word);
     if (!number || !std::isfinite(*number))
       throw UsageError(option + " expects Z,C,R (valence, mol/L, Å), got '" + text + "'");
     v.push_back(*number);
-    if (comma == std::string::npos) break;
-    start = comma + 1;
   }
   if (v.size() != 3) throw UsageError(option + " expects Z,C,R (valence, mol/L, Å), got '" + text + "'");
   return PbIon{v[0], v[1], v[2]};

@@ -43,7 +43,7 @@ void validate(const PhysicsOptions& options) {
   if (!std::isfinite(options.ionic_strength) || options.ionic_strength < 0 ||
       options.ionic_strength > kMaxIonicStrength)
     throw UsageError("ionic strength must be 0 to 10 mol/L, got " + number_text(options.ionic_strength));
-  if (options.is_pb()) {  // its ionic strength is options.pb's (issue 23)
+  if (options.is_pb()) {  // its ionic strength is options.pb's
     validate(options.pb);
     return;
   }
@@ -106,7 +106,7 @@ std::string describe_model(const PhysicsOptions& o) {
 }
 
 std::string model_header(const PhysicsOptions& o) {
-  if (o.is_pb()) return ", model pb: " + describe(o.pb);  // issue 23
+  if (o.is_pb()) return ", model pb: " + describe(o.pb);
   return with_pair_potential(o.model, [&](auto potential) { return potential.header(o); });
 }
 
@@ -144,7 +144,7 @@ std::string model_help() {
       first = false;
     }
   });
-  // Poisson-Boltzmann is a field solve, not a pair model (src/pb/; issue 23).
+  // Poisson-Boltzmann is a field solve, not a pair model (src/pb/).
   return text +
          "  pb        the linearized Poisson-Boltzmann equation solved on the map's grid (APBS mg-manual's\n"
          "            definitions and defaults): solute --dielectric (default 2 with pb), --solvent-dielectric\n"

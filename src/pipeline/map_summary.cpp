@@ -2,20 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <ctime>
 
 #include "src/physics/pair_potentials.h"
 
 namespace espgrid {
-
-std::string utc_timestamp() {
-  const std::time_t now = std::time(nullptr);
-  std::tm utc{};
-  gmtime_r(&now, &utc);
-  char text[32];
-  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc);
-  return text;
-}
 
 namespace {
 

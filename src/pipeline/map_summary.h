@@ -1,5 +1,5 @@
 // A computed map's whole summary as JSON, for scripts: `espgrid map --json FILE` writes it and
-// Python's Map.summary() returns it as a dict (issue 25). Its top-level keys are the Python Map's
+// Python's Map.summary() returns it as a dict. Its top-level keys are the Python Map's
 // attribute names (grid, origin, spacing, shape, units, model, dielectric, temperature, physics,
 // source, kernel, kernel_choice, device, timing, range, model_parameters, provenance, outputs),
 // with the same values, so a script reads a map's record the same way from either front end.
@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "src/core/json.h"
+#include "src/core/text_format.h"
 #include "src/pipeline/map_pipeline.h"
 #include "src/pipeline/time_estimate.h"
 
@@ -26,9 +27,6 @@ struct MapProvenance {
   std::string pqr_kept;         ///< PDB/mmCIF: where pdb2pqr's PQR was kept; empty when not
   std::string created;          ///< when the map was computed, UTC, ISO 8601 ("2026-11-24T10:31:02Z")
 };
-
-/// The time now as MapProvenance::created writes it.
-std::string utc_timestamp();
 
 /// The model and its parameters: {"name", "description", then each parameter by its Python
 /// keyword (ionic_strength, the model's own, pb's solvent_dielectric, ...), and kappa_per_angstrom

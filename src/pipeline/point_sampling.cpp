@@ -1,7 +1,5 @@
 #include "src/pipeline/point_sampling.h"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <cmath>
 
@@ -10,6 +8,7 @@
 #include "src/core/errors.h"
 #include "src/core/stopwatch.h"
 #include "src/core/text_format.h"
+#include "src/core/thread_count.h"
 #include "src/registry/kernel_registry.h"
 #include "src/view/vertex_potential.h"
 
@@ -43,7 +42,7 @@ namespace {
 PointValues on_cpu(const MapJob& job, const Atoms& atoms, const std::vector<double>& points,
                    const ProgressFn& progress) {
   PointValues out;
-  const int threads = job.compute.run.threads > 0 ? job.compute.run.threads : omp_get_max_threads();
+  const int threads = threads_to_use(job.compute.run.threads);
   const std::size_t n = points.size() / 3;
   // In chunks of about 2^28 pair terms (a fraction of a second), so that progress is reported
   // and a Python caller's Ctrl-C is noticed between them; each point's sum is the same either way.

@@ -1,5 +1,5 @@
-// The potential at a list of points (`espgrid sample`, Python's potential_at and Map.sample;
-// issue 25). The points are no grid, so the registry's map kernels do not serve them; a job's
+// The potential at a list of points (`espgrid sample`, Python's potential_at and Map.sample).
+// The points are no grid, so the registry's map kernels do not serve them; a job's
 // Physics and Compute options choose between two point evaluators of the same pair models:
 //
 //   CPU   the exact sum in double precision over the pair evaluator (surface::potential_at, the

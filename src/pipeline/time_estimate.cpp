@@ -1,11 +1,10 @@
 #include "src/pipeline/time_estimate.h"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <vector>
 
 #include "src/core/stopwatch.h"
+#include "src/core/thread_count.h"
 
 namespace espgrid {
 
@@ -14,8 +13,7 @@ double probe_rate(const KernelVariant& kernel, const PreparedProblem& problem, c
   const double plane_evaluations = static_cast<double>(p.plane_points()) * static_cast<double>(p.atom_count);
   // A multithreaded CPU kernel shares planes out to its threads: a plane for each at least, or
   // the probe would measure one thread's rate.
-  const int threads =
-      kernel.backend == Backend::Cpu && !kernel.serial ? (run.threads > 0 ? run.threads : omp_get_max_threads()) : 1;
+  const int threads = kernel.backend == Backend::Cpu && !kernel.serial ? threads_to_use(run.threads) : 1;
   const auto wanted =
       std::max<std::int64_t>(static_cast<std::int64_t>(2e8 / std::max(plane_evaluations, 1.0)), threads);
   const auto planes = std::clamp<std::int64_t>(wanted, 1, std::max<std::int64_t>(1, p.nz / 10));
@@ -43,7 +41,7 @@ std::optional<TimeEstimate> estimate_map_time(const MapJob& job, const PreparedJ
   if (kernel.backend == Backend::Cuda) {
     ceiling = 2e12 * static_cast<double>(std::max<std::size_t>(1, run.devices.size()));
   } else {
-    const int threads = kernel.serial ? 1 : (run.threads > 0 ? run.threads : omp_get_max_threads());
+    const int threads = kernel.serial ? 1 : threads_to_use(run.threads);
     ceiling = 1e10 * static_cast<double>(threads);
   }
   if (e.evaluations < ceiling * threshold_seconds) return std::nullopt;

@@ -1,5 +1,5 @@
 // How long a map will take, said before it is computed (`espgrid map` prints it when it is more
-// than a few seconds; `espgrid verify` before its reference map; issue 25). The rate is measured:
+// than a few seconds; `espgrid verify` before its reference map). The rate is measured:
 // the chosen kernel computes the map's first planes (a probe of about 2·10^8 atom-evaluations,
 // at most a tenth of the map) and the whole map's work is divided by it.
 #pragma once

@@ -1,7 +1,5 @@
 #include "src/registry/kernel_registry.h"
 
-#include <omp.h>
-
 #include <array>
 #include <memory>
 #include <vector>
@@ -10,10 +8,11 @@
 #include "src/compute/simd_kernel.h"
 #include "src/core/errors.h"
 #include "src/core/stopwatch.h"
+#include "src/core/thread_count.h"
 #include "src/msm/msm_method.h"
 #include "src/physics/physics_options.h"
 
-// A CUDA row's launch function, or null in a build without CUDA (the row stays listed and
+// A CUDA entry's launch function, or null in a build without CUDA (the entry stays listed and
 // its run() reports why it cannot run).
 #if ESPGRID_HAVE_CUDA
 #define ESPGRID_CUDA_LAUNCH(fn) &cuda::fn
@@ -41,18 +40,18 @@ constexpr ModelSet kCoulombOnly = {PairModel::Coulomb};
 constexpr ModelSet kSplitModels = {PairModel::Coulomb, PairModel::Distance, PairModel::Debye};
 constexpr ModelSet kEveryModel = ModelSet::every_model();
 
-/// A CPU row.
-constexpr KernelVariant cpu_row(std::string_view name, std::string_view summary, KernelRole role,
-                                Reproducibility reproducibility, ModelSet models, int flops, bool serial,
-                                KernelVariant::CpuRun run) {
+/// A CPU entry.
+constexpr KernelVariant cpu_entry(std::string_view name, std::string_view summary, KernelRole role,
+                                  Reproducibility reproducibility, ModelSet models, int flops, bool serial,
+                                  KernelVariant::CpuRun run) {
   return KernelVariant{name,   summary, Backend::Cpu, role, Accuracy::Exact, 0.0, reproducibility, models, flops,
                        serial, true,    run,          {}};
 }
 
-/// A CUDA row.
-constexpr KernelVariant cuda_row(std::string_view name, std::string_view summary, KernelRole role,
-                                 Reproducibility reproducibility, ModelSet models, int flops, bool in_size_sweeps,
-                                 cuda::LaunchFn launch, DeviceLayout layout, cuda::PrepareFn prepare = nullptr) {
+/// A CUDA entry.
+constexpr KernelVariant cuda_entry(std::string_view name, std::string_view summary, KernelRole role,
+                                   Reproducibility reproducibility, ModelSet models, int flops, bool in_size_sweeps,
+                                   cuda::LaunchFn launch, DeviceLayout layout, cuda::PrepareFn prepare = nullptr) {
   return KernelVariant{name,
                        summary,
                        Backend::Cuda,
@@ -68,11 +67,11 @@ constexpr KernelVariant cuda_row(std::string_view name, std::string_view summary
                        cuda::DeviceKernel{launch, layout, prepare}};
 }
 
-/// A row that runs its own pipeline and approximates the sum (the MSM rows): judged by the
-/// bound it declares for its parameters, never by the float32 tolerance of the exact rows.
-KernelVariant approximate_row(std::string_view name, std::string_view summary, Backend backend, ModelSet models,
-                              KernelVariant::MethodRun run, KernelVariant::BoundFn bound) {
-  KernelVariant row{
+/// An entry that runs its own pipeline and approximates the sum (the MSM entries): judged by the
+/// bound it declares for its parameters, never by the float32 tolerance of the exact entries.
+KernelVariant approximate_entry(std::string_view name, std::string_view summary, Backend backend, ModelSet models,
+                                KernelVariant::MethodRun run, KernelVariant::BoundFn bound) {
+  KernelVariant entry{
       name,
       summary,
       backend,
@@ -86,9 +85,9 @@ KernelVariant approximate_row(std::string_view name, std::string_view summary, B
       false,  // timed by its own sweep (bench --sweep msm), not the exact kernels' size sweeps
       nullptr,
       {}};
-  row.method_run = run;
-  row.bound = bound;
-  return row;
+  entry.method_run = run;
+  entry.bound = bound;
+  return entry;
 }
 
 DeviceLayout layout(int bx, int by) {
@@ -100,7 +99,7 @@ DeviceLayout layout(int bx, int by) {
 
 // The table. Flop counts: see each kernel's comment (kernels/*.cu, src/compute/cpu_kernels.cpp).
 const std::vector<KernelVariant>& table() {
-  static const std::vector<KernelVariant> rows = [] {
+  static const std::vector<KernelVariant> entries = [] {
     DeviceLayout scatter = layout(128, 1);
     scatter.accumulates = true;
     scatter.thread_per_atom = true;
@@ -119,61 +118,62 @@ const std::vector<KernelVariant>& table() {
     dualpipe.coarsens = false;
     dualpipe.dual_pipe = true;
     dualpipe.double_positions = true;
-    std::vector<KernelVariant> table_rows{
-        cpu_row("cpu-naive", "one point at a time over all atoms, recomputing dx, dy, dz (1 thread)",
-                KernelRole::Alternative, Reproducibility::MatchesReference, kEveryModel, 12, true, &cpu_naive),
-        cpu_row("cpu-reference", "per plane dz², per row dy²+dz², then a sweep along x (1 thread)",
-                KernelRole::Reference, Reproducibility::MatchesReference, kEveryModel, 6, true, &cpu_reference),
-        cpu_row("cpu-parallel", "cpu-reference's arithmetic on all cores (OpenMP), x sweep vectorized", kParallelRole,
-                Reproducibility::MatchesReference, kEveryModel, 6, false, &cpu_parallel),
+    std::vector<KernelVariant> table_entries{
+        cpu_entry("cpu-naive", "one point at a time over all atoms, recomputing dx, dy, dz (1 thread)",
+                  KernelRole::Alternative, Reproducibility::MatchesReference, kEveryModel, 12, true, &cpu_naive),
+        cpu_entry("cpu-reference", "per plane dz², per row dy²+dz², then a sweep along x (1 thread)",
+                  KernelRole::Reference, Reproducibility::MatchesReference, kEveryModel, 6, true, &cpu_reference),
+        cpu_entry("cpu-parallel", "cpu-reference's arithmetic on all cores (OpenMP), x sweep vectorized", kParallelRole,
+                  Reproducibility::MatchesReference, kEveryModel, 6, false, &cpu_parallel),
         // 10: FMA r², the rsqrt estimate, the Newton step (3 MUL, 1 FNMADD), FMA accumulate.
-        cpu_row("cpu-simd",
-                "register tiles of 4 vectors x 2 rows, rsqrt estimate + Newton, tile-relative positions, "
-                "blocked sums; SSE4/AVX2/AVX-512 picked at run time (Highway)",
-                kSimdRole, Reproducibility::Deterministic, kEveryModel, 10, false, &cpu_simd),
-        cuda_row("cuda-scatter", "one thread per atom (and plane), atomicAdd into every point of a slab",
-                 KernelRole::Alternative, Reproducibility::Varies, kCoulombOnly, 7, false,
-                 ESPGRID_CUDA_LAUNCH(launch_scatter), scatter),
-        cuda_row("cuda-gather", "one thread per grid point, atoms read from global memory", KernelRole::Alternative,
-                 Reproducibility::Deterministic, kCoulombOnly, 12, true, ESPGRID_CUDA_LAUNCH(launch_gather),
-                 layout(32, 4)),
-        cuda_row("cuda-constant", "one thread per point, atoms in __constant__ chunks, dz² per plane in shared memory",
-                 KernelRole::Alternative, Reproducibility::Deterministic, kCoulombOnly, 9, true,
-                 ESPGRID_CUDA_LAUNCH(launch_constant), constant),
-        cuda_row("cuda-coarsened", "8 points per thread along x, one block-width apart, padded grid",
-                 KernelRole::Alternative, Reproducibility::Deterministic, kCoulombOnly, 6, true,
-                 ESPGRID_CUDA_LAUNCH(launch_coarsened), coarsened),
-        cuda_row("cuda-unrolled",
-                 "register tile per thread (8x2 points), atoms in shared-memory tiles, one launch per slab",
-                 KernelRole::Alternative, Reproducibility::Deterministic, kEveryModel, 5, true,
-                 ESPGRID_CUDA_LAUNCH(launch_unrolled), unrolled),
+        cpu_entry("cpu-simd",
+                  "register tiles of 4 vectors x 2 rows, rsqrt estimate + Newton, tile-relative positions, "
+                  "blocked sums; SSE4/AVX2/AVX-512 picked at run time (Highway)",
+                  kSimdRole, Reproducibility::Deterministic, kEveryModel, 10, false, &cpu_simd),
+        cuda_entry("cuda-scatter", "one thread per atom (and plane), atomicAdd into every point of a slab",
+                   KernelRole::Alternative, Reproducibility::Varies, kCoulombOnly, 7, false,
+                   ESPGRID_CUDA_LAUNCH(launch_scatter), scatter),
+        cuda_entry("cuda-gather", "one thread per grid point, atoms read from global memory", KernelRole::Alternative,
+                   Reproducibility::Deterministic, kCoulombOnly, 12, true, ESPGRID_CUDA_LAUNCH(launch_gather),
+                   layout(32, 4)),
+        cuda_entry("cuda-constant",
+                   "one thread per point, atoms in __constant__ chunks, dz² per plane in shared memory",
+                   KernelRole::Alternative, Reproducibility::Deterministic, kCoulombOnly, 9, true,
+                   ESPGRID_CUDA_LAUNCH(launch_constant), constant),
+        cuda_entry("cuda-coarsened", "8 points per thread along x, one block-width apart, padded grid",
+                   KernelRole::Alternative, Reproducibility::Deterministic, kCoulombOnly, 6, true,
+                   ESPGRID_CUDA_LAUNCH(launch_coarsened), coarsened),
+        cuda_entry("cuda-unrolled",
+                   "register tile per thread (8x2 points), atoms in shared-memory tiles, one launch per slab",
+                   KernelRole::Alternative, Reproducibility::Deterministic, kEveryModel, 5, true,
+                   ESPGRID_CUDA_LAUNCH(launch_unrolled), unrolled),
         // Flops as cuda-unrolled's SFU path counts them (FFMA r², MUFU, FFMA): the points on the
         // FMA pipe do the same useful work with ~9 more instructions, not counted as flops.
-        cuda_row("cuda-dualpipe",
-                 "unrolled's 8x2 tile with rsqrt split between the SFU and the FMA pipe, tile-relative "
-                 "positions, blocked sums",
-                 KernelRole::Default, Reproducibility::Deterministic, kEveryModel, 5, true,
-                 ESPGRID_CUDA_LAUNCH(launch_dualpipe), dualpipe, ESPGRID_CUDA_PREPARE(prepare_dualpipe)),
+        cuda_entry("cuda-dualpipe",
+                   "unrolled's 8x2 tile with rsqrt split between the SFU and the FMA pipe, tile-relative "
+                   "positions, blocked sums",
+                   KernelRole::Default, Reproducibility::Deterministic, kEveryModel, 5, true,
+                   ESPGRID_CUDA_LAUNCH(launch_dualpipe), dualpipe, ESPGRID_CUDA_PREPARE(prepare_dualpipe)),
         // Multilevel summation (src/compute/msm_*.h, kernels/msm.cu): the built-in models, whose
         // kernels it knows how to soften (msm_math.h); an added model is refused.
-        approximate_row("cpu-msm",
-                        "multilevel summation in double: binned short range, nested grids, interpolation "
-                        "(approximate)",
-                        Backend::Cpu, kSplitModels, &run_cpu_msm, &msm_bound),
-        approximate_row("cuda-msm",
-                        "multilevel summation, every phase on the GPU: binned short range, grid levels, "
-                        "interpolation (approximate)",
-                        Backend::Cuda, kSplitModels, &run_cuda_msm, &msm_bound),
+        approximate_entry("cpu-msm",
+                          "multilevel summation in double: binned short range, nested grids, interpolation "
+                          "(approximate)",
+                          Backend::Cpu, kSplitModels, &run_cpu_msm, &msm_bound),
+        approximate_entry("cuda-msm",
+                          "multilevel summation, every phase on the GPU: binned short range, grid levels, "
+                          "interpolation (approximate)",
+                          Backend::Cuda, kSplitModels, &run_cuda_msm, &msm_bound),
     };
-    for (KernelVariant& row : table_rows)
-      if (row.name == "cpu-simd") row.not_built = kSimdNotBuilt;
-    return table_rows;
+    for (KernelVariant& entry : table_entries)
+      if (entry.name == "cpu-simd") entry.not_built = kSimdNotBuilt;
+    return table_entries;
   }();
-  return rows;
+  return entries;
 }
 
 std::string cpu_description(int threads) {
-  const int n = threads > 0 ? threads : omp_get_max_threads();
+  const int n = threads_to_use(threads);
   return "CPU, " + std::to_string(n) + (n == 1 ? " thread" : " threads");
 }
 

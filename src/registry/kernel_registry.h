@@ -1,6 +1,6 @@
 // The one table of kernel variants. The CLI's --kernel, `espgrid kernels`, `espgrid verify`,
-// the library facade, the tests and the benchmarks all iterate it and decide by the rows'
-// capabilities, never by a kernel's name: a new variant is one kernel plus one row
+// the library facade, the tests and the benchmarks all iterate it and decide by the entries'
+// capabilities, never by a kernel's name: a new variant is one kernel plus one entry
 // (docs/ARCHITECTURE.md has the checklist).
 #pragma once
 

@@ -15,6 +15,7 @@
 #include "src/core/errors.h"
 #include "src/core/text_format.h"
 #include "src/os/atomic_output_file.h"
+#include "src/os/child_process.h"
 
 namespace espgrid {
 

@@ -24,7 +24,7 @@ struct ProgramRun {
   int signal = 0;
   std::string output;  ///< stdout and stderr together
 };
-/// Runs argv (argv[0] a path) in `folder` (os/atomic_output_file.h: run_child, in a process
+/// Runs argv (argv[0] a path) in `folder` (os/child_process.h: run_child, in a process
 /// group the interrupt handler ends) with stdin from /dev/null and stdout and stderr into
 /// folder/`log_name`; no shell is involved, so no name needs quoting. `waiting` as run_child's.
 ProgramRun run_program(const std::vector<std::string>& argv, const std::filesystem::path& folder,

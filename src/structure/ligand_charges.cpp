@@ -262,25 +262,26 @@ ResidueCharging add_molecule(const LigandCharging::Result& r, const LigandChargi
   return c;
 }
 
-}  // namespace
-
-Completion complete_structure(
-    const std::vector<PdbAtom>& input, const Pdb2pqrAccount& account, bool keep_water, LigandChargeModel model,
-    double ph, std::vector<const LigandCharging::Result*> charged,
-    const std::function<const LigandCharging::Result*(const std::vector<PdbAtom>&)>& charge_more) {
-  Completion out;
+/// The residues pdb2pqr left out, sorted: ions charged here (into `added`), waters counted,
+/// ligands listed for Open Babel, the rest with the reason they stay out.
+struct LeftOut {
   std::map<std::string, std::vector<const PdbAtom*>> atoms_of;  // the left-out residues' input atoms
+  std::map<std::string, std::size_t> waters;                    // residue name -> waters dropped
+  std::vector<std::string> ligands;                             // residues for Open Babel, in input order
+  std::map<std::string, ResidueCharging> report;                // residue -> its line (ligands' come later)
+};
+
+LeftOut sort_left_out(const std::vector<PdbAtom>& input, const Pdb2pqrAccount& account, bool keep_water,
+                      LigandChargeModel model, Structure& added) {
+  LeftOut s;
   std::set<std::string> whole;
   for (const auto& r : account.left_out)
     if (r.whole()) whole.insert(r.name);
   for (const PdbAtom& a : input)
-    if (whole.count(a.label.residue_text())) atoms_of[a.label.residue_text()].push_back(&a);
-  std::map<std::string, std::size_t> waters;      // residue name -> waters dropped
-  std::vector<std::string> ligands;               // residues for Open Babel, in input order
-  std::map<std::string, ResidueCharging> report;  // residue -> its line (ligands' lines come later)
+    if (whole.count(a.label.residue_text())) s.atoms_of[a.label.residue_text()].push_back(&a);
   const auto lone_heavy_atom = [&](const Pdb2pqrAccount::Residue& r) -> const PdbAtom* {
     if (r.heavy != 1) return nullptr;
-    for (const PdbAtom* a : atoms_of[r.name])
+    for (const PdbAtom* a : s.atoms_of[r.name])
       if (!a->hydrogen()) return a;
     return nullptr;
   };
@@ -292,7 +293,7 @@ Completion complete_structure(
       c.how = "pdb2pqr's template has no place for " + std::to_string(r.left_out) + " of its " +
               std::to_string(r.heavy) + " heavy atoms";
     } else if (is_water_residue(name) && !keep_water) {
-      ++waters[name];
+      ++s.waters[name];
       continue;
     } else if (const PdbAtom* atom = lone_heavy_atom(r); atom && !is_nonmetal(atom->element)) {
       if (const auto ion = ion_by_residue(name, atom->element)) {
@@ -303,8 +304,8 @@ Completion complete_structure(
         c.how = std::string(ion->name) + " ion, formal charge " + signed_integer(ion->charge) + " (the PDB's " +
                 std::string(ion->residue) + "), radius " + shortest_text(ion->radius) + " Å (" +
                 std::string(ion->radius_source) + ")";
-        out.added.atoms.push_back(atom->x, atom->y, atom->z, ion->charge, ion->radius, atom->element);
-        out.added.labels.push_back(atom->label);
+        added.atoms.push_back(atom->x, atom->y, atom->z, ion->charge, ion->radius, atom->element);
+        added.labels.push_back(atom->label);
       } else {
         c.how = "a lone " + atom->element.text() + " whose residue name " + espgrid::quoted(name) +
                 " is not one of the PDB's ion names espgrid knows the charge of";
@@ -312,21 +313,29 @@ Completion complete_structure(
     } else if (model == LigandChargeModel::None) {
       c.how = "not charged (--ligand-charges none)";
     } else {
-      ligands.push_back(r.name);
+      s.ligands.push_back(r.name);
       continue;
     }
-    report[r.name] = c;
+    s.report[r.name] = c;
   }
-  // Ligands: the molecules Open Babel charged whose every residue pdb2pqr left out whole.
-  std::set<std::string> pending(ligands.begin(), ligands.end());
-  const auto residues_of_molecule = [](const LigandCharging::Result& r, const LigandCharging::Molecule& m) {
-    std::vector<std::string> names;
-    for (const std::size_t i : m.atoms) {
-      const std::string n = r.structure.labels[i].residue_text();
-      if (std::find(names.begin(), names.end(), n) == names.end()) names.push_back(n);
-    }
-    return names;
-  };
+  return s;
+}
+
+std::vector<std::string> residues_of_molecule(const LigandCharging::Result& r, const LigandCharging::Molecule& m) {
+  std::vector<std::string> names;
+  for (const std::size_t i : m.atoms) {
+    const std::string n = r.structure.labels[i].residue_text();
+    if (std::find(names.begin(), names.end(), n) == names.end()) names.push_back(n);
+  }
+  return names;
+}
+
+/// The ligands' lines: the molecules Open Babel charged whose every residue pdb2pqr left out
+/// whole, added to `added`; the ligands no run covered are charged by `charge_more` first.
+void charge_ligands(LeftOut& s, std::vector<const LigandCharging::Result*> charged,
+                    const std::function<const LigandCharging::Result*(const std::vector<PdbAtom>&)>& charge_more,
+                    double ph, Structure& added) {
+  const std::set<std::string> pending(s.ligands.begin(), s.ligands.end());
   const auto covered = [&](const std::string& residue) {
     for (const LigandCharging::Result* r : charged)
       for (const auto& m : r->molecules) {
@@ -336,9 +345,9 @@ Completion complete_structure(
     return false;
   };
   std::vector<PdbAtom> more;
-  for (const std::string& residue : ligands)
+  for (const std::string& residue : s.ligands)
     if (!covered(residue))
-      for (const PdbAtom* a : atoms_of[residue]) more.push_back(*a);
+      for (const PdbAtom* a : s.atoms_of[residue]) more.push_back(*a);
   if (!more.empty() && charge_more) charged.push_back(charge_more(more));
   std::set<std::string> done;
   for (const LigandCharging::Result* r : charged)
@@ -349,19 +358,30 @@ Completion complete_structure(
       if (!all_pending) continue;
       std::string joined;
       for (const std::string& n : names) joined += (joined.empty() ? "" : " + ") + n;
-      report[names.front()] = add_molecule(*r, m, joined, ph, out.added);
+      s.report[names.front()] = add_molecule(*r, m, joined, ph, added);
       for (const std::string& n : names) done.insert(n);
     }
-  for (const std::string& residue : ligands)
+  for (const std::string& residue : s.ligands)
     if (!done.count(residue)) {
       ResidueCharging c;
       c.residues = residue;
       c.how = "Open Babel's molecule for it also holds atoms pdb2pqr kept (a bond to the polymer?)";
-      report[residue] = c;
+      s.report[residue] = c;
     }
+}
+
+}  // namespace
+
+Completion complete_structure(
+    const std::vector<PdbAtom>& input, const Pdb2pqrAccount& account, bool keep_water, LigandChargeModel model,
+    double ph, std::vector<const LigandCharging::Result*> charged,
+    const std::function<const LigandCharging::Result*(const std::vector<PdbAtom>&)>& charge_more) {
+  Completion out;
+  LeftOut s = sort_left_out(input, account, keep_water, model, out.added);
+  charge_ligands(s, std::move(charged), charge_more, ph, out.added);
   for (const auto& r : account.left_out)
-    if (auto at = report.find(r.name); at != report.end()) out.residues.push_back(at->second);
-  for (const auto& [name, count] : waters) {
+    if (auto at = s.report.find(r.name); at != s.report.end()) out.residues.push_back(at->second);
+  for (const auto& [name, count] : s.waters) {
     ResidueCharging c;
     c.way = ResidueCharging::Way::Dropped;
     c.residues = std::to_string(count) + (count == 1 ? " water (" : " waters (") + name + ")";

@@ -1,3 +1,6 @@
+// One run of PDB2PQR on a structure: the input staged for it, its log read, every atom accounted
+// for, what it left out charged. Longer than 500 lines because those steps share AssignedStructure's
+// private state (the folder, the kept PQR), which only assign_charges may set.
 #include "src/structure/pdb2pqr_source.h"
 
 #include <fcntl.h>
@@ -420,6 +423,35 @@ std::string template_residues_text(const Structure& pqr) {
   return text + ")";
 }
 
+/// Appends what was charged here (Open Babel's ligands, ions) to pdb2pqr's structure and to the
+/// PQR text kept (pdb2pqr's records, then these), and says first what stays out of the map.
+void add_charged_here(const Completion& completion, const std::string& shown_input, Structure& structure,
+                      std::string& pqr_text) {
+  if (!completion.added.atoms.empty()) {
+    const std::size_t end = pqr_text.rfind("\nEND");
+    if (end != std::string::npos) pqr_text.resize(end + 1);
+    pqr_text += "REMARK   6 espgrid " ESPGRID_VERSION ": the records below charged by espgrid (Open Babel, ions)\n" +
+                pqr_records(completion.added, structure.atoms.size() + 1) + "END\n";
+    const Atoms& add = completion.added.atoms;
+    for (std::size_t i = 0; i < add.size(); ++i) {
+      structure.atoms.push_back(add.x[i], add.y[i], add.z[i], add.charge[i], add.radius[i], add.element[i]);
+      structure.labels.push_back(completion.added.labels[i]);
+    }
+  }
+  std::size_t left_out = 0;
+  std::string named;
+  for (const ResidueCharging& c : completion.residues)
+    if (c.way == ResidueCharging::Way::LeftOut) {
+      ++left_out;
+      named += (named.empty() ? "" : "; ") + c.residues + " (" + c.how + ")";
+    }
+  if (left_out > 0)
+    structure.notices.insert(structure.notices.begin(),
+                             std::to_string(left_out) + (left_out == 1 ? " residue of " : " residues of ") +
+                                 shown_input + (left_out == 1 ? " is" : " are") + " not in the map: " + named +
+                                 "; to include it, give a PQR with the charges and radii of every atom");
+}
+
 }  // namespace
 
 AssignedStructure assign_charges(const std::string& input, StructureFormat format, const ChargeAssignment& assignment,
@@ -482,33 +514,8 @@ AssignedStructure assign_charges(const std::string& input, StructureFormat forma
                            return &later->result(waiting);
                          });
   result.charging = completion.residues;
-  std::string pqr_text = file_text(folder / result.pqr_name_);
-  if (!completion.added.atoms.empty()) {
-    // The kept PQR holds every atom of the map: pdb2pqr's, then what was charged here.
-    const std::size_t end = pqr_text.rfind("\nEND");
-    if (end != std::string::npos) pqr_text.resize(end + 1);
-    pqr_text += "REMARK   6 espgrid " ESPGRID_VERSION ": the records below charged by espgrid (Open Babel, ions)\n" +
-                pqr_records(completion.added, result.structure.atoms.size() + 1) + "END\n";
-    Structure& s = result.structure;
-    const Atoms& add = completion.added.atoms;
-    for (std::size_t i = 0; i < add.size(); ++i) {
-      s.atoms.push_back(add.x[i], add.y[i], add.z[i], add.charge[i], add.radius[i], add.element[i]);
-      s.labels.push_back(completion.added.labels[i]);
-    }
-  }
-  std::size_t left_out = 0;
-  std::string named;
-  for (const ResidueCharging& c : result.charging)
-    if (c.way == ResidueCharging::Way::LeftOut) {
-      ++left_out;
-      named += (named.empty() ? "" : "; ") + c.residues + " (" + c.how + ")";
-    }
-  if (left_out > 0)
-    result.structure.notices.insert(result.structure.notices.begin(),
-                                    std::to_string(left_out) + (left_out == 1 ? " residue of " : " residues of ") +
-                                        staged.shown + (left_out == 1 ? " is" : " are") + " not in the map: " + named +
-                                        "; to include it, give a PQR with the charges and radii of every atom");
-  result.pqr_text_ = std::move(pqr_text);
+  result.pqr_text_ = file_text(folder / result.pqr_name_);
+  add_charged_here(completion, staged.shown, result.structure, result.pqr_text_);
   return result;
 }
 

@@ -24,7 +24,7 @@
 #include <utility>
 #include <vector>
 
-#include "src/os/atomic_output_file.h"
+#include "src/os/temporary_folder.h"
 #include "src/structure/ligand_charges.h"
 #include "src/structure/pdb2pqr_account.h"
 #include "src/structure/structure_reader.h"

@@ -1,4 +1,4 @@
-// Points to sample the potential at (`espgrid sample`, issue 25) and the table of values it
+// Points to sample the potential at (`espgrid sample`) and the table of values it
 // writes. A points file holds one point a line, "x y z" in Å separated by whitespace or by
 // commas (APBS multivalue's CSV); '#' starts a comment (a whole line, or after a point), and
 // blank lines and one header line "x,y,z" (or "x y z") are allowed. Any other line is an

@@ -1,3 +1,7 @@
+// Meshes: contouring by surface nets, cavity walls, windowed-sinc smoothing, normals.
+// Functions longer than 80 lines because contour and smooth_windowed_sinc are each one
+// numerical algorithm as its paper states it (one pass over cells, one filter recurrence);
+// split, their loop-carried state would travel through long argument lists.
 #include "src/view/mesh.h"
 
 #include <algorithm>

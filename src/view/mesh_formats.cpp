@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "src/core/errors.h"
+#include "src/core/json.h"
 #include "src/core/text_format.h"
 #include "src/os/atomic_output_file.h"
 #include "src/os/file_output.h"
@@ -30,15 +31,6 @@ std::string one_line(const std::string& text) {
   std::string out;
   for (unsigned char c : text) out += (c >= 0x20 && c < 0x7f) ? static_cast<char>(c) : '?';
   return out;
-}
-
-std::string json_string(const std::string& s) {
-  std::string out = "\"";
-  for (char c : one_line(s)) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += c;
-  }
-  return out + "\"";
 }
 
 std::string json_number(double v) { return std::isfinite(v) ? shortest_text(v) : "0"; }
@@ -148,8 +140,8 @@ void write_glb_to(const ColouredMesh& m, const std::string& path) {
   };
   std::string json = "{\"asset\":{\"version\":\"2.0\",\"generator\":\"espgrid " ESPGRID_VERSION "\",\"extras\":{";
   json +=
-      "\"potential_units\":" + json_string(m.units) + ",\"colour_limit\":" + json_number(m.limit) + ",\"comments\":[";
-  for (std::size_t i = 0; i < m.comments.size(); ++i) json += std::string(i ? "," : "") + json_string(m.comments[i]);
+      "\"potential_units\":" + json_quoted(m.units) + ",\"colour_limit\":" + json_number(m.limit) + ",\"comments\":[";
+  for (std::size_t i = 0; i < m.comments.size(); ++i) json += std::string(i ? "," : "") + json_quoted(m.comments[i]);
   json += "]}},\"scene\":0,\"scenes\":[{\"nodes\":[0]}],\"nodes\":[{\"mesh\":0,\"name\":\"molecular surface\"}],";
   json +=
       "\"meshes\":[{\"name\":\"molecular surface coloured by the potential\",\"primitives\":[{\"attributes\":"

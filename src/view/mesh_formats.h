@@ -1,4 +1,4 @@
-// A surface coloured by the potential as a mesh file (issue 25, `espgrid surface`): binary
+// A surface coloured by the potential as a mesh file (`espgrid surface`): binary
 // little-endian PLY (Blender, MeshLab, ParaView), glTF 2.0 binary .glb (Blender, three.js and
 // other web viewers) and VTK XML PolyData .vtp (ParaView). Each file holds the vertices, their
 // outward normals, the triangles, a colour per vertex (the renderer's red–white–blue ramp on

@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "src/core/errors.h"
+#include "src/core/thread_count.h"
 #include "src/physics/pair_potentials.h"
 
 namespace espgrid::surface {
@@ -39,7 +40,7 @@ std::vector<float> potential_at(const Atoms& atoms, const PhysicsOptions& physic
   with_pair_potential(physics.model, [&](auto potential) {
     using Potential = decltype(potential);
     const auto count = static_cast<std::int64_t>(n);
-#pragma omp parallel for schedule(dynamic, 256) num_threads(threads > 0 ? threads : omp_get_max_threads())
+#pragma omp parallel for schedule(dynamic, 256) num_threads(threads_to_use(threads))
     for (std::int64_t s = 0; s < count; ++s) {
       const auto p = static_cast<std::size_t>(s);
       const double px = points[3 * p], py = points[3 * p + 1], pz = points[3 * p + 2];

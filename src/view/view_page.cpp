@@ -9,7 +9,6 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
-#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -226,15 +225,6 @@ std::string rgb_hex(double r, double g, double b) {
   return buffer;
 }
 
-std::string today() {
-  const std::time_t now = std::time(nullptr);
-  std::tm utc{};
-  gmtime_r(&now, &utc);
-  char buffer[32];
-  std::strftime(buffer, sizeof buffer, "%Y-%m-%d %H:%M UTC", &utc);
-  return buffer;
-}
-
 }  // namespace
 
 std::string base64(const std::string& bytes) {
@@ -340,6 +330,27 @@ WebAssets load_web_assets() {
   throw Error(message);
 }
 
+namespace {
+
+/// The page's isosurfaces as a JSON array: each one's mesh block, level, label and colour.
+std::string isosurfaces_json(const surface::ViewScene& scene, const std::vector<MeshBlock>& iso_blocks) {
+  std::string json = "[";
+  for (std::size_t i = 0; i < scene.isosurfaces.size(); ++i) {
+    const surface::Isosurface& iso = scene.isosurfaces[i];
+    // The renderer's isosurface colours (NEG_COLOR, POS_COLOR).
+    const std::string colour = iso.level < 0 ? rgb_hex(0.80, 0.12, 0.12) : rgb_hex(0.12, 0.30, 0.85);
+    if (i) json += ",";
+    json += std::string("{") + mesh_json(iso_blocks[i], "iso" + std::to_string(i), iso.mesh, false) +
+            ",\"level\":" + json_number(iso.level) + ",\"label\":" +
+            json_string(std::string(iso.level > 0 ? "+" : "\u2212") + number_text(std::fabs(iso.level)) + " " +
+                        scene.units) +
+            ",\"color\":" + json_string(colour) + "}";
+  }
+  return json + "]";
+}
+
+}  // namespace
+
 std::string view_page_html(const surface::ViewScene& scene, const ViewPageText& text, const WebAssets& assets,
                            ViewPageSizes* sizes) {
   std::vector<Block> blocks;
@@ -365,19 +376,7 @@ std::string view_page_html(const surface::ViewScene& scene, const ViewPageText& 
     return std::string("[") + json_number(u[0]) + "," + json_number(u[1]) + "," + json_number(u[2]) + "]";
   };
   json += ",\"camera\":{\"direction\":" + vec(scene.camera_direction) + ",\"up\":" + vec(scene.camera_up) + "}";
-  json += ",\"isosurfaces\":[";
-  for (std::size_t i = 0; i < scene.isosurfaces.size(); ++i) {
-    const surface::Isosurface& iso = scene.isosurfaces[i];
-    // The renderer's isosurface colours (NEG_COLOR, POS_COLOR).
-    const std::string colour = iso.level < 0 ? rgb_hex(0.80, 0.12, 0.12) : rgb_hex(0.12, 0.30, 0.85);
-    if (i) json += ",";
-    json += std::string("{") + mesh_json(iso_blocks[i], "iso" + std::to_string(i), iso.mesh, false) +
-            ",\"level\":" + json_number(iso.level) + ",\"label\":" +
-            json_string(std::string(iso.level > 0 ? "+" : "\u2212") + number_text(std::fabs(iso.level)) + " " +
-                        scene.units) +
-            ",\"color\":" + json_string(colour) + "}";
-  }
-  json += "]";
+  json += ",\"isosurfaces\":" + isosurfaces_json(scene, iso_blocks);
   if (!text.structure_pdb.empty())
     json += ",\"atoms\":{\"blob\":\"atoms\",\"format\":\"pdb\",\"cartoon\":" +
             std::string(text.cartoon ? "true" : "false") + "}";
@@ -385,8 +384,8 @@ std::string view_page_html(const surface::ViewScene& scene, const ViewPageText& 
   for (std::size_t i = 0; i < scene.notes.size(); ++i) json += std::string(i ? "," : "") + json_string(scene.notes[i]);
   json += "],\"provenance\":[";
   auto provenance = scene.provenance;
-  provenance.emplace_back(
-      "page", std::string("espgrid ") + ESPGRID_VERSION + ", " + today() + "; drawn with " + assets.library_version);
+  provenance.emplace_back("page", std::string("espgrid ") + ESPGRID_VERSION + ", " +
+                                      utc_timestamp("%Y-%m-%d %H:%M UTC") + "; drawn with " + assets.library_version);
   for (std::size_t i = 0; i < provenance.size(); ++i)
     json += std::string(i ? "," : "") + "[" + json_string(provenance[i].first) + "," +
             json_string(provenance[i].second) + "]";

@@ -6,6 +6,7 @@
 #include <tuple>
 
 #include "src/core/errors.h"
+#include "src/core/number_parsing.h"
 #include "src/core/stopwatch.h"
 #include "src/core/text_format.h"
 #include "src/core/units.h"
@@ -277,54 +278,37 @@ std::vector<std::string> structure_in_map_notes(const Atoms& atoms, const GridSp
   return {};
 }
 
-ViewScene build_view_scene(const Atoms& atoms, const PotentialMap& map, const MapOrigin& origin,
-                           const ViewOptions& options) {
+void set_colour_limit(ViewOptions& options, const std::string& text) {
+  if (text == "auto") {
+    options.limit_auto = true;
+    options.limit.reset();
+    return;
+  }
+  const auto value = parse_number(text);
+  if (!value || !(*value > 0 && std::isfinite(*value)))
+    throw UsageError("--limit must be a positive number or 'auto', got '" + text + "'");
+  options.limit = *value;
+  options.limit_auto = false;
+}
+
+void check_view_options(const ViewOptions& options) {
   if (!(options.offset >= 0 && options.offset <= 20))
     throw UsageError("--offset must be between 0 and 20 Å, got " + number_text(options.offset));
   if (options.limit && !(*options.limit > 0 && std::isfinite(*options.limit)))
-    throw UsageError("--limit must be a positive number or 'auto'");
-  if (options.levels)
+    throw UsageError("--limit must be a positive number or 'auto', got " + number_text(*options.limit));
+  if (options.levels) {
+    if (options.levels->empty()) throw UsageError("--levels needs at least one number");
     for (double level : *options.levels)
       if (!std::isfinite(level) || level == 0)
         throw UsageError("--levels must be non-zero numbers, got " + number_text(level));
-  if (map.values.size() != map.grid.point_count() || map.grid.point_count() == 0)
-    throw Error("internal error: the map holds no values for its grid");
-  if (atoms.empty()) throw UsageError("the structure has no atoms");
+  }
+  camera_axes(Atoms{}, options.view);  // a view that is not one of the names
+}
 
-  ViewScene scene;
-  std::tie(scene.camera_direction, scene.camera_up) = camera_axes(atoms, options.view);
-  scene.offset = options.offset;
-  scene.units = unit_name(map.physics.unit);
-  const GridSpec& g = map.grid;
+namespace {
 
-  const std::vector<std::string> placement = structure_in_map_notes(atoms, g);
-  scene.notes.insert(scene.notes.end(), placement.begin(), placement.end());
-
-  // The surface.
-  SurfaceOptions surface_options = options.surface;
-  surface_options.coarsen = true;
-  Stopwatch clock;
-  surface_options.max_vertices = options.max_surface_vertices;
-  SurfaceResult result = molecular_surface(atoms, surface_options);
-  scene.surface = std::move(result.mesh);
-  scene.surface_info = result;
-  scene.surface_info.mesh = TriangleMesh{};
-  scene.seconds_surface = clock.seconds();
-  if (scene.surface_info.spacing > options.surface.spacing)
-    scene.notes.push_back("surface grid spacing " + short_fixed(scene.surface_info.spacing, 2) + " Å instead of " +
-                          shortest_text(options.surface.spacing) + " Å: the structure is large (at most " +
-                          with_commas(options.max_surface_vertices) + " vertices in a page)");
-
-  // The values at the sample points.
-  clock.restart();
-  SurfaceValues values = surface_values(atoms, map, origin, scene.surface, options);
-  scene.values = std::move(values.values);
-  scene.method = values.method;
-  scene.method_text = std::move(values.method_text);
-  scene.notes.insert(scene.notes.end(), values.notes.begin(), values.notes.end());
-  scene.seconds_values = clock.seconds();
-
-  // Statistics and the colour scale.
+/// The values' range, how many lie outside the map or beyond the colour scale, and the scale.
+void add_value_statistics(ViewScene& scene, const ViewOptions& options, const PhysicsOptions& physics) {
   std::vector<double> finite_abs;
   double lo = std::numeric_limits<double>::infinity(), hi = -lo;
   std::size_t outside = 0;
@@ -343,7 +327,7 @@ ViewScene build_view_scene(const Atoms& atoms, const PotentialMap& map, const Ma
   if (scene.outside_fraction > 0)
     scene.notes.push_back(short_fixed(100 * scene.outside_fraction, 0) +
                           "% of the surface samples lie outside the map (drawn grey)");
-  std::tie(scene.limit, scene.limit_text) = colour_limit(scene.values, options, map.physics);
+  std::tie(scene.limit, scene.limit_text) = colour_limit(scene.values, options, physics);
   std::size_t clamped = 0;
   for (double a : finite_abs) clamped += a > scene.limit ? 1 : 0;
   scene.clamped_fraction = finite_abs.empty() ? 0 : double(clamped) / double(finite_abs.size());
@@ -351,14 +335,18 @@ ViewScene build_view_scene(const Atoms& atoms, const PotentialMap& map, const Ma
     scene.notes.push_back(short_fixed(100 * scene.clamped_fraction, 0) + "% of the surface is beyond ±" +
                           number_text(scene.limit) + " " + scene.units + " (values " + number_text(scene.value_min) +
                           " to " + number_text(scene.value_max) + "): try --limit auto" +
-                          (map.physics.model == PairModel::Coulomb && map.physics.dielectric < 10
+                          (physics.model == PairModel::Coulomb && physics.dielectric < 10
                                ? std::string(", or map with --model debye --dielectric 78.54 --ionic-strength 0.15 "
                                              "(a Coulomb sum at dielectric ") +
-                                     shortest_text(map.physics.dielectric) + " is far larger than a screened map)"
+                                     shortest_text(physics.dielectric) + " is far larger than a screened map)"
                                : std::string()));
+}
 
-  // Isosurfaces of the map.
-  clock.restart();
+/// The map's isosurfaces at the levels asked for (±1 kT/e by default), contoured at the smallest
+/// stride that keeps the contoured grid within options.max_isosurface_points; returns the stride.
+int add_isosurfaces(ViewScene& scene, const PotentialMap& map, const ViewOptions& options) {
+  const GridSpec& g = map.grid;
+  Stopwatch clock;
   std::vector<double> levels;
   if (options.levels) {
     levels = *options.levels;
@@ -386,7 +374,14 @@ ViewScene build_view_scene(const Atoms& atoms, const PotentialMap& map, const Ma
   }
   scene.seconds_isosurfaces = clock.seconds();
 
-  // Provenance.
+  return stride;
+}
+
+/// The page's provenance panel: where the map came from, its physics and grid, how the surface,
+/// its values and the isosurfaces were made.
+void add_provenance(ViewScene& scene, const PotentialMap& map, const MapOrigin& origin, const ViewOptions& options,
+                    std::size_t atoms_used, int stride) {
+  const GridSpec& g = map.grid;
   auto& prov = scene.provenance;
   if (!origin.path.empty()) prov.emplace_back("map", origin.path);
   for (const std::string& line : origin.header) prov.emplace_back("map header", line);
@@ -399,7 +394,7 @@ ViewScene build_view_scene(const Atoms& atoms, const PotentialMap& map, const Ma
                                 short_fixed(g.origin[0], 3) + ", " + short_fixed(g.origin[1], 3) + ", " +
                                 short_fixed(g.origin[2], 3) + ") Å");
   prov.emplace_back("surface",
-                    "Gaussian molecular surface (f = 1, α = 2) of " + with_commas(result.atoms_used) + " atoms on a " +
+                    "Gaussian molecular surface (f = 1, α = 2) of " + with_commas(atoms_used) + " atoms on a " +
                         shortest_text(scene.surface_info.spacing) + " Å grid" +
                         (options.surface.probe > 0 ? ", probe " + shortest_text(options.surface.probe) + " Å" : "") +
                         ", smoothed: " + with_commas(scene.surface.vertex_count()) + " vertices, " +
@@ -416,6 +411,54 @@ ViewScene build_view_scene(const Atoms& atoms, const PotentialMap& map, const Ma
   }
   if (stride > 1) iso_text += " (contoured on the map's points at stride " + std::to_string(stride) + ")";
   prov.emplace_back("isosurfaces", iso_text);
+}
+
+}  // namespace
+
+ViewScene build_view_scene(const Atoms& atoms, const PotentialMap& map, const MapOrigin& origin,
+                           const ViewOptions& options) {
+  check_view_options(options);
+  if (map.values.size() != map.grid.point_count() || map.grid.point_count() == 0)
+    throw Error("internal error: the map holds no values for its grid");
+  if (atoms.empty()) throw UsageError("the structure has no atoms");
+
+  ViewScene scene;
+  std::tie(scene.camera_direction, scene.camera_up) = camera_axes(atoms, options.view);
+  scene.offset = options.offset;
+  scene.units = unit_name(map.physics.unit);
+
+  const std::vector<std::string> placement = structure_in_map_notes(atoms, map.grid);
+  scene.notes.insert(scene.notes.end(), placement.begin(), placement.end());
+
+  // The surface.
+  SurfaceOptions surface_options = options.surface;
+  surface_options.coarsen = true;
+  Stopwatch clock;
+  surface_options.max_vertices = options.max_surface_vertices;
+  SurfaceResult result = molecular_surface(atoms, surface_options);
+  scene.surface = std::move(result.mesh);
+  scene.surface_info = result;
+  scene.surface_info.mesh = TriangleMesh{};
+  scene.seconds_surface = clock.seconds();
+  if (scene.surface_info.spacing > options.surface.spacing)
+    scene.notes.push_back("surface grid spacing " + short_fixed(scene.surface_info.spacing, 2) + " Å instead of " +
+                          shortest_text(options.surface.spacing) + " Å: the structure is large (at most " +
+                          with_commas(options.max_surface_vertices) + " vertices in a page)");
+
+  // The values at the sample points.
+  clock.restart();
+  SurfaceValues values = surface_values(atoms, map, origin, scene.surface, options);
+  scene.values = std::move(values.values);
+  scene.method = values.method;
+  scene.method_text = std::move(values.method_text);
+  scene.notes.insert(scene.notes.end(), values.notes.begin(), values.notes.end());
+  scene.seconds_values = clock.seconds();
+
+  add_value_statistics(scene, options, map.physics);
+
+  const int stride = add_isosurfaces(scene, map, options);
+
+  add_provenance(scene, map, origin, options, result.atoms_used, stride);
   return scene;
 }
 

@@ -56,6 +56,14 @@ struct ViewOptions {
   double max_isosurface_points = 8.0e6;
 };
 
+/// --limit's text: "auto" (limit_auto) or a positive number (limit); UsageError otherwise.
+void set_colour_limit(ViewOptions& options, const std::string& text);
+/// Checks the options every front end sets (`espgrid view`, `espgrid surface`, Python's
+/// Map.view): an offset of 0 to 20 Å, a positive finite limit, at least one level and each
+/// finite and non-zero, a known view; UsageError naming the option otherwise. (The surface's
+/// spacing and probe are checked where the surface is made: molecular_surface.h.)
+void check_view_options(const ViewOptions& options);
+
 /// Where a map came from, for the page's provenance panel.
 struct MapOrigin {
   std::string path;                 ///< the file as given; empty for a map made in Python

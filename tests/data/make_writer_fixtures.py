@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Write tests/data/pqr_whitespace.pqr (DAPI, 38 atoms) again with two real PQR writers, for
-the reader's layout tests (issue #16):
+the reader's layout tests:
 
   pqr_biopython.pqr   Biopython 1.80 PDBIO(is_pqr=True): chain A, the element symbol after
                       the radius ("... 1.8240      N")

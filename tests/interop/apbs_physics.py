@@ -1,5 +1,5 @@
 """APBS 3.4.1 (`mg-manual`) and `espgrid map --model pb` on the same grid with any of the PB physics
-options of issue 32 (bcfl, chgm, srfm, ion species, calcenergy, write maps), and the parsing of
+options APBS's inputs use (bcfl, chgm, srfm, ion species, calcenergy, write maps), and the parsing of
 APBS's energies. Shared by tests/interop/test_apbs_physics.py (CI) and benchmarks/pb_benchmarks.py.
 
 A case is a dict of APBS keywords: pdie, sdie, srfm, chgm, bcfl, ions [(z, c, r), ...], srad, swin,

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""`espgrid apbs FILE.in` against APBS 3.4.1 itself on the same input files (issue 32): APBS's own
+"""`espgrid apbs FILE.in` against APBS 3.4.1 itself on the same input files: APBS's own
 examples (Debian apbs-data) at a coarse dime so CI can afford them, and inputs of the shapes users
 run (PDB2PQR's template, mg-manual maps). Both programs run the same file in their own directory;
 then, file by file and line by line:

@@ -2,7 +2,7 @@
 """APBS's `multivalue` tool reads our .dx and returns our values: at grid nodes equal to print
 precision, between nodes equal to trilinear interpolation of our values (computed here). And
 `espgrid sample --map` reads multivalue's own input (the same CSV file) and gives multivalue's
-values, to its print precision (issue 25).
+values, to its print precision.
 
 Client: multivalue from the APBS tools (Debian apbs: /usr/lib/apbs/tools/bin/multivalue). It reads
 the map with APBS's Vgrid_readDX and evaluates Vgrid_value at every point of a CSV file, writing

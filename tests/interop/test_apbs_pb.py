@@ -2,13 +2,13 @@
 """`espgrid map --model pb` against APBS itself (Debian's apbs 3.4.1, `mg-manual`) on the same grid
 and parameters: every bundled surface definition, with and without salt, an anisotropic grid.
 
-Targets (issue 23): relative RMS ≤ 1% over the nodes ≥ 1.4 Å outside every van der Waals sphere
+Targets: relative RMS ≤ 1% over the nodes ≥ 1.4 Å outside every van der Waals sphere
 (boundary planes excluded) and sign agreement ≥ 0.99 on the 1.2–1.6 Å shell. espgrid's default
 discretization is APBS's own, so the maps must in fact agree to the two solvers' tolerance: both
 stop at relative residual 1e-6, which measured 3e-6 to 1e-5 apart (benchmarks/NOTES.md); 1e-4 is
 asserted, ten times that, and still a hundred times inside the issue's 1%.
 
-The nonlinear equation (npbe, issue 32) on a strongly charged structure at high salt, where it
+The nonlinear equation (npbe) on a strongly charged structure at high salt, where it
 moves the map by ~2%: the npbe map to the same 1e-4, and what the nonlinearity does (npbe − lpbe)
 to 1e-2 of APBS's own npbe − lpbe (measured 5e-5 at 65³: both sides' solver tolerances, divided by a
 difference 50× smaller than the map).

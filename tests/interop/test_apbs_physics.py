@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""`espgrid map --model pb` with APBS's other PB physics (issue 32) against APBS 3.4.1 itself
+"""`espgrid map --model pb` with APBS's other PB physics against APBS 3.4.1 itself
 (Debian's apbs, `mg-manual`, etol 1e-10 both) on the same small grid: boundary conditions zero and
 sdh, charge methods spl0 and spl4, the spl4 and mol surfaces, several ion species (a 2:1 salt),
 `calcenergy comps`. Compares APBS's "Total electrostatic energy" with the JSON summary's (the

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """gemmi reads our .mrc at the right place: its interpolate_value at a point equals our value
-there, at grid nodes and between them (issue #25).
+there, at grid nodes and between them.
 
 Client: gemmi's Python module (Debian: python3-gemmi), a crystallographic reader like Coot and
 the CCP4 programs: it places a map by its start indices (NXSTART, NYSTART, NZSTART, in voxels of

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """GridDataFormats (MDAnalysis' gridData.Grid) reads our .dx and our .mrc at the same place,
-with our values (issue #25).
+with our values.
 
 Client: GridDataFormats (Debian: python3-griddataformats), which reads .mrc through mrcfile and
 places it at ORIGIN plus the start indices times the voxel size: a header that set both (as

@@ -1,4 +1,4 @@
-// A pair model added in this one file, to prove that a model is one place (issue 22): the
+// A pair model added in this one file, to prove that a model is one place: the
 // Coulomb potential of a smeared charge, f(r) = 1/√(r² + w²), with its own parameter w
 // (--softening-width, Å). tests/CMakeLists.txt compiles the core a second time with
 // -DESPGRID_EXTRA_MODEL_HEADER naming this file; tests/test_added_model.cpp then checks that

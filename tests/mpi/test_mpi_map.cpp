@@ -33,7 +33,7 @@ Cluster& world() { return Cluster::world(); }
 /// The same random problem on every rank: rank 0's seed.
 unsigned shared_seed() { return static_cast<unsigned>(world().broadcast_value(testing::test_seed())); }
 
-/// Poisson-Boltzmann (issue 23): hypre's solve split over the ranks gives the one-process map to
+/// Poisson-Boltzmann: hypre's solve split over the ranks gives the one-process map to
 /// the solver's tolerance. Both stop at relative residual 1e-10; a partition could change hypre's
 /// coarse grids and smoothing order (not the system), so the two solutions may differ by up to the
 /// residual times the system's condition number (~10⁴ here): 1e-6 relative RMS allows that.
