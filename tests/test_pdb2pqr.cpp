@@ -715,7 +715,8 @@ TEST_F(Pdb2pqrSignals, AKilledRunTakesPdb2pqrAlongAndTheNextRunRemovesItsFolder)
 // ---- TMPDIR -----------------------------------------------------------------------------------------
 
 // A missing TMPDIR gave a raw "filesystem error: temp_directory_path"; an empty one (POSIX: /tmp)
-// the same. A full one gave pdb2pqr's empty message.
+// the same. A full one gave pdb2pqr's empty message. (--ligand-charges none: the folder is the
+// point here, not Open Babel, which a machine may lack.)
 TEST_F(PdbInput, TmpdirMissingEmptyOrFullIsExplained) {
   write_boxb_pdb(true, "x.pdb");
   write("where", "#!/bin/sh\npwd > \"" + path("cwd.txt").string() +
@@ -723,17 +724,17 @@ TEST_F(PdbInput, TmpdirMissingEmptyOrFullIsExplained) {
                      "1.5000' > \"$last\"\n");
   fs::permissions(path("where"), fs::perms::owner_all);
   const std::string fake = "ESPGRID_PDB2PQR=" + quote(path("where").string());
-  Result r = run("map x.pdb -o out/x.dx --spacing 3", fake + " TMPDIR=/nonexistent/tmp");
+  Result r = run("map x.pdb -o out/x.dx --spacing 3 --ligand-charges none", fake + " TMPDIR=/nonexistent/tmp");
   EXPECT_EQ(r.code, 1) << r;
   EXPECT_TRUE(contains(r.err,
                        "espgrid: error: TMPDIR=/nonexistent/tmp does not exist: pdb2pqr's work needs a "
                        "temporary folder there; set TMPDIR to a writable directory, or unset it to use /tmp"))
       << r;
   EXPECT_FALSE(contains(r.err, "filesystem error")) << r;
-  r = run("map x.pdb -o out/x.dx --spacing 3", fake + " TMPDIR=x.pdb");
+  r = run("map x.pdb -o out/x.dx --spacing 3 --ligand-charges none", fake + " TMPDIR=x.pdb");
   EXPECT_EQ(r.code, 1) << r;
   EXPECT_TRUE(contains(r.err, "TMPDIR=x.pdb is not a directory")) << r;
-  r = run("map x.pdb -o out/x.dx --spacing 3", fake + " TMPDIR=");
+  r = run("map x.pdb -o out/x.dx --spacing 3 --ligand-charges none", fake + " TMPDIR=");
   ASSERT_EQ(r.code, 0) << r;
   EXPECT_EQ(slurp(path("cwd.txt")).rfind("/tmp/espgrid-pdb2pqr-", 0), 0u) << slurp(path("cwd.txt"));
   EXPECT_FALSE(fs::exists(fs::path(slurp(path("cwd.txt")).substr(0, slurp(path("cwd.txt")).size() - 1))));
