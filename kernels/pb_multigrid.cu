@@ -2,7 +2,8 @@
 // precision. The algorithm and the per-node arithmetic are src/pb/pb_multigrid.h's and
 // src/pb_numerics/pb_multigrid_math.h's: one thread per node calls the same functions the CPU emulation
 // calls. Dot products are summed in a fixed order (block partials, then one block), so a run
-// repeats bit for bit.
+// repeats bit for bit. Longer than 500 lines because the solver's kernels, its Solver class and the
+// whole-system entry point share the launch geometry and the device buffers' layout, private here.
 #include <cuda_runtime.h>
 
 #include <chrono>
@@ -414,6 +415,9 @@ struct PbDeviceWorkspace::Pool : DevicePool {};
 PbDeviceWorkspace::PbDeviceWorkspace() : pool_(std::make_unique<Pool>()) {}
 PbDeviceWorkspace::~PbDeviceWorkspace() = default;
 
+// Longer than 80 lines because it is one stream's sequence (surface, assembly, hierarchy, solve,
+// combine, copies) timed by one set of events, each step's buffers freed as soon as the next has
+// taken what it needs.
 void solve_pb_on_device(const PbDeviceSolveInput& in, PbDeviceSolveResult& out) {
   if (in.level_count < 1) throw Error("internal error: the PB multigrid needs at least one level");
   const auto wall0 = std::chrono::steady_clock::now();

@@ -132,6 +132,9 @@ DeviceBuffer<T> upload(const T* host, std::size_t count, const char* name, cudaS
 
 }  // namespace
 
+// Longer than 80 lines because it is one sequence of launches over every surface definition
+// (spline, mol with its SAS carving, smol, the ion accessibility) sharing the uploaded atoms and the
+// output maps; its CPU twin is pb_coefficients.cpp, one function a definition.
 DeviceSurface build_surface_on_device(const PbSurfaceInput& in, cudaStream_t st) {
   DeviceSurface out;
   Grid g;

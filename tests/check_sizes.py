@@ -31,20 +31,11 @@ FILE_REASON = "Longer than 500 lines because"
 FUNCTIONS_REASON = "Functions longer than 80 lines because"
 FUNCTION_REASON = "Longer than 80 lines because"
 
-# Sizes owned by work in progress elsewhere (the Poisson-Boltzmann solver is being reshaped as
-# a map method on its own branch, solve_pb split along its phases there), listed so that this
-# check holds meanwhile and says what is left: "path" for a file's length, "path:function" for a
-# function's. The check prints them; remove an entry when its code is split or gives its reason.
-PENDING = {
-    "src/pb/pb_solve.cpp": "solve_pb's phases with the PB physics and npbe: the PB work (pbscale) reshapes it",
-    "src/pb/pb_coefficients.cpp": "PB code, reshaped by the PB work",
-    "src/pb/pb_coefficients.cpp:sampled_coefficients": "PB code, reshaped by the PB work",
-    "src/pb/pb_hypre.cpp:solve_with_hypre": "PB code, reshaped by the PB work",
-    "kernels/pb_surface.cu:build_surface_on_device": "PB code, reshaped by the PB work",
-    "src/pb/pb_maps.cpp:pb_map": "APBS's write maps (pbphys), one case a map kind: the PB work splits it",
-    "kernels/pb_multigrid.cu": "PB code grown by the PB physics, npbe and trajectory merges: the PB work splits it",
-    "kernels/pb_multigrid.cu:solve_pb_on_device": "PB code grown by the same merges to 82 lines: the PB work splits it",
-}
+# Sizes owned by work in progress on another branch, listed so that this check holds meanwhile
+# and says what is left: "path" for a file's length, "path:function" for a function's. The check
+# prints them; remove an entry when its code is split or gives its reason. None now: the PB work
+# that held the last ones has landed and its code is split or says why.
+PENDING = {}
 
 
 def source_files(folders):

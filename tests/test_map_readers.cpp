@@ -168,6 +168,39 @@ TEST_F(MapReaders, EveryFormatReadsBackWithItsGridValuesAndPhysics) {
   }
 }
 
+// A map espgrid did not compute (APBS's; one of unknown unit) is written with a note instead of
+// physics; every format's reader takes the note back, so it converts again as what it is. A
+// program's name no format could carry whole is read as "another program", never as espgrid's map.
+TEST_F(MapReaders, ForeignMapsKeepTheirProgramAndUnitInEveryFormat) {
+  struct Case {
+    std::string foreign;
+    bool unit_known;
+    std::string foreign_back;
+  };
+  const std::string too_long(kMaxForeignName + 1, 'x');
+  for (const Case& c : {Case{"APBS", true, "APBS"}, Case{"APBS", false, "APBS"},
+                        Case{"another program", false, "another program"}, Case{too_long, true, "another program"}})
+    for (const MapFormatInfo& f : map_format_table())
+      for (const std::string_view extension : f.extensions) {
+        if (!f.writable()) continue;
+        SCOPED_TRACE(c.foreign + (c.unit_known ? ", unit known, " : ", unit unknown, ") + std::string(extension));
+        PotentialMap m = sample_map(PairModel::Coulomb);
+        m.foreign = c.foreign;
+        m.unit_known = c.unit_known;
+        m.physics = PhysicsOptions{};
+        m.physics.unit = PotentialUnit::KTPerE;
+        const std::string name = "foreign" + std::string(extension);
+        write_map(m, path(name), {});
+        bool unit_known = !c.unit_known;
+        const PotentialMap back = read_map(path(name), &unit_known);
+        EXPECT_EQ(unit_known, c.unit_known);
+        EXPECT_EQ(back.unit_known, c.unit_known);
+        EXPECT_EQ(back.foreign, c.foreign_back);
+        if (c.unit_known) EXPECT_EQ(back.physics.unit, PotentialUnit::KTPerE);
+        EXPECT_EQ(back.values, m.values);
+      }
+}
+
 TEST_F(MapReaders, MrcHeaderNumbersReadAsTheDecimalsTheyStandFor) {
   // 0.35 and -12.25 + ... are not floats; the .mrc holds the nearest floats, and the reader
   // gives back the shortest decimals that round to them: the grid a .dx of it would print.

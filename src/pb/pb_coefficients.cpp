@@ -1,4 +1,4 @@
-// Over 500 lines on purpose: APBS's surface routines (mol, smol, spl2/spl4, the ion accessibility,
+// Longer than 500 lines because APBS's surface routines (mol, smol, spl2/spl4, the ion accessibility,
 // espgrid's sampled surface) share the sphere marking and point cells here, and the device's
 // inputs are built from the same helpers. The SAS points are pb_sas.cpp's.
 #include "src/pb/pb_coefficients.h"
@@ -215,22 +215,41 @@ void mark_sphere_bytes(unsigned char* array, const long* n, const double* h, con
   }
 }
 
-/// The `mol` surface sampled `s` times finer than the grid (espgrid's, not APBS's): each face's
-/// permittivity is the flux-tube average of the sharp surface's region (harmonic along the face's
-/// axis: the layers are in series; arithmetic across: the lines are in parallel), each node's ion
-/// accessibility the fraction of its cell the ions reach. The same surface as APBS's `mol` (atom +
-/// probe spheres carved by probes at APBS's SAS points), with a far smaller error at a given
-/// spacing (benchmarks/NOTES.md, PB).
-void sampled_coefficients(const Atoms& atoms, const PbOptions& o, PbCoefficients& c, int threads, int s) {
-  const GridSpec& g = c.grid;
-  const long n[3] = {static_cast<long>(g.dims[0]), static_cast<long>(g.dims[1]), static_cast<long>(g.dims[2])};
-  const long nf[3] = {(n[0] - 1) * s + 1, (n[1] - 1) * s + 1, (n[2] - 1) * s + 1};
-  const double hf[3] = {g.spacing[0] / s, g.spacing[1] / s, g.spacing[2] / s};
-  const double* of = g.origin.data();
-  const std::size_t fine = static_cast<std::size_t>(nf[0] * nf[1] * nf[2]);
-  auto fidx = [&](long i, long j, long k) { return static_cast<std::size_t>(i + nf[0] * (j + nf[1] * k)); };
+/// The fine grid of sampled_coefficients: `s` points per grid spacing along each axis.
+struct FineGrid {
+  long n[3];   ///< the map's nodes
+  long nf[3];  ///< the fine grid's points
+  long nc[3];  ///< the map's cells (n − 1 per axis)
+  double hf[3];
+  const double* of;
+  long s;
+  std::size_t index(long i, long j, long k) const { return static_cast<std::size_t>(i + nf[0] * (j + nf[1] * k)); }
+};
+
+FineGrid fine_grid(const GridSpec& g, int s) {
+  FineGrid f{};
+  for (int d = 0; d < 3; ++d) {
+    f.n[d] = static_cast<long>(g.dims[d]);
+    f.nf[d] = (f.n[d] - 1) * s + 1;
+    f.nc[d] = f.n[d] - 1;
+    f.hf[d] = g.spacing[d] / s;
+  }
+  f.of = g.origin.data();
+  f.s = s;
+  return f;
+}
+
+/// The sharp `mol` surface on the fine grid: region 0 solvent, 1 within atom + probe radius of an
+/// atom (the band), 2 within an atom's radius, the band carved by probes at the accessible SAS
+/// points; ions 1 where the ions reach. Returns the number of SAS points.
+std::size_t mark_fine_regions(const Atoms& atoms, const PbOptions& o, const FineGrid& fg, int threads,
+                              std::vector<unsigned char>& region, std::vector<unsigned char>& ions) {
+  const long* nf = fg.nf;
+  const double* hf = fg.hf;
+  const double* of = fg.of;
+  const auto fidx = [&fg](long i, long j, long k) { return fg.index(i, j, k); };
+  std::size_t sas_points = 0;
   // region: 0 solvent, 1 within atom + probe radius of an atom, 2 within an atom's radius.
-  std::vector<unsigned char> region(fine, 0), ions(fine, 1);
   const long natoms = static_cast<long>(atoms.size());
   for (const unsigned char mark : {static_cast<unsigned char>(1), static_cast<unsigned char>(2)}) {
 #pragma omp parallel for schedule(dynamic, 16) num_threads(threads)
@@ -247,7 +266,7 @@ void sampled_coefficients(const Atoms& atoms, const PbOptions& o, PbCoefficients
   // A probe at a SAS point never reaches into an atom (2), so only the band is tested.
   if (o.probe_radius > kNoRadius) {
     const SasPoints sas = accessible_sas_points(atoms, o, threads);
-    c.sas_points = sas.x.size();
+    sas_points = sas.x.size();
     const PointCells cells(sas, o.probe_radius);
     const double r2 = o.probe_radius * o.probe_radius;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
@@ -260,9 +279,16 @@ void sampled_coefficients(const Atoms& atoms, const PbOptions& o, PbCoefficients
             r = 0;
         }
   }
-  // Cells between nodes (n − 1 per axis) that are all solute, all solvent, or mixed: tubes and node
-  // cells lying in pure cells take the pure value without sampling.
-  const long nc[3] = {n[0] - 1, n[1] - 1, n[2] - 1};
+  return sas_points;
+}
+
+/// For each cell of the map, what its fine points hold: bit 0 solute, bit 1 solvent, bit 2 ions,
+/// bit 3 no ions. Tubes and node cells lying in pure cells take the pure value without sampling.
+std::vector<unsigned char> cell_contents(const FineGrid& fg, const std::vector<unsigned char>& region,
+                                         const std::vector<unsigned char>& ions, int threads) {
+  const long* nc = fg.nc;
+  const long s = fg.s;
+  const auto fidx = [&fg](long i, long j, long k) { return fg.index(i, j, k); };
   std::vector<unsigned char> pure(
       static_cast<std::size_t>(nc[0] * nc[1] * nc[2]));  // bit0 solute, bit1 solvent, bit2 ions, bit3 no ions
 #pragma omp parallel for schedule(static) num_threads(threads)
@@ -279,13 +305,32 @@ void sampled_coefficients(const Atoms& atoms, const PbOptions& o, PbCoefficients
             }
         pure[static_cast<std::size_t>(i + nc[0] * (j + nc[1] * k))] = seen;
       }
-  auto cells_seen = [&](long i0, long i1, long j0, long j1, long k0, long k1) {
-    unsigned char seen = 0;
-    for (long k = std::max(0L, k0); k <= std::min(nc[2] - 1, k1); ++k)
-      for (long j = std::max(0L, j0); j <= std::min(nc[1] - 1, j1); ++j)
-        for (long i = std::max(0L, i0); i <= std::min(nc[0] - 1, i1); ++i)
-          seen = static_cast<unsigned char>(seen | pure[static_cast<std::size_t>(i + nc[0] * (j + nc[1] * k))]);
-    return seen;
+  return pure;
+}
+
+/// What the cells [i0, i1] × [j0, j1] × [k0, k1] (clipped to the map) hold together (cell_contents' bits).
+unsigned char cells_seen_in(const FineGrid& fg, const std::vector<unsigned char>& pure, long i0, long i1, long j0,
+                            long j1, long k0, long k1) {
+  const long* nc = fg.nc;
+  unsigned char seen = 0;
+  for (long k = std::max(0L, k0); k <= std::min(nc[2] - 1, k1); ++k)
+    for (long j = std::max(0L, j0); j <= std::min(nc[1] - 1, j1); ++j)
+      for (long i = std::max(0L, i0); i <= std::min(nc[0] - 1, i1); ++i)
+        seen = static_cast<unsigned char>(seen | pure[static_cast<std::size_t>(i + nc[0] * (j + nc[1] * k))]);
+  return seen;
+}
+
+/// Each face's permittivity (the flux-tube average) and each node's ion accessibility from the fine
+/// grid, where a tube or a cell is not pure.
+void average_onto_nodes(const PbOptions& o, const FineGrid& fg, const std::vector<unsigned char>& region,
+                        const std::vector<unsigned char>& ions, const std::vector<unsigned char>& pure,
+                        PbCoefficients& c, int threads) {
+  const long* n = fg.n;
+  const long* nf = fg.nf;
+  const long s = fg.s;
+  const auto fidx = [&fg](long i, long j, long k) { return fg.index(i, j, k); };
+  const auto cells_seen = [&](long i0, long i1, long j0, long j1, long k0, long k1) {
+    return cells_seen_in(fg, pure, i0, i1, j0, j1, k0, k1);
   };
   const double inv_solvent = 1.0 / o.solvent_dielectric, inv_solute = 1.0 / o.solute_dielectric;
   const long half = s / 2;
@@ -351,6 +396,22 @@ void sampled_coefficients(const Atoms& atoms, const PbOptions& o, PbCoefficients
             }
         c.accessibility[idx] = mask * acc / wsum;
       }
+}
+
+/// The `mol` surface sampled `s` times finer than the grid (espgrid's, not APBS's): each face's
+/// permittivity is the flux-tube average of the sharp surface's region (harmonic along the face's
+/// axis: the layers are in series; arithmetic across: the lines are in parallel), each node's ion
+/// accessibility the fraction of its cell the ions reach. The same surface as APBS's `mol` (atom +
+/// probe spheres carved by probes at APBS's SAS points), with a far smaller error at a given
+/// spacing (benchmarks/NOTES.md, PB).
+void sampled_coefficients(const Atoms& atoms, const PbOptions& o, PbCoefficients& c, int threads, int s) {
+  const FineGrid fg = fine_grid(c.grid, s);
+  const std::size_t fine = static_cast<std::size_t>(fg.nf[0] * fg.nf[1] * fg.nf[2]);
+  std::vector<unsigned char> region(fine, 0), ions(fine, 1);
+  const std::size_t sas_points = mark_fine_regions(atoms, o, fg, threads, region, ions);
+  if (o.probe_radius > kNoRadius) c.sas_points = sas_points;
+  const std::vector<unsigned char> pure = cell_contents(fg, region, ions, threads);
+  average_onto_nodes(o, fg, region, ions, pure, c, threads);
 }
 
 /// `mol`/`smol` ion accessibility (APBS fillcoCoefMolIon): 1, except 0 within the largest ion

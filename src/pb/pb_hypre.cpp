@@ -69,40 +69,34 @@ struct HypreObjects {
   }
 };
 
-SolveReport solve_with_hypre(const PbSystem& system, std::vector<double>& u, double tolerance, int max_iterations,
-                             int threads, bool across_ranks) {
-  threads = threads_to_use(threads);
-  if (across_ranks) {
-    int initialized = 0;
-    MPI_Initialized(&initialized);
-    if (!initialized) throw Error("hypre across MPI ranks: MPI is not running (start espgrid with mpirun)");
-  }
-  ensure_mpi();
-  reserve_for_hypre(system.grid);  // an allocation that fails inside hypre ends the process (MPI_Abort)
-  const long n[3] = {static_cast<long>(system.grid.dims[0]), static_cast<long>(system.grid.dims[1]),
-                     static_cast<long>(system.grid.dims[2])};
-  for (int d = 0; d < 3; ++d)
-    if (n[d] < 3 || n[d] > (1L << 30)) throw Error("hypre: the PB grid needs 3 or more points along every axis");
-  const MPI_Comm comm = across_ranks ? MPI_COMM_WORLD : MPI_COMM_SELF;
-  int rank = 0, ranks = 1;
-  MPI_Comm_rank(comm, &rank);
-  MPI_Comm_size(comm, &ranks);
-  SolveReport report;
-  report.method = "hypre PCG + PFMG (Galerkin coarse operators, symmetric red-black Gauss-Seidel)";
-  report.device = "CPU, " + std::to_string(ranks) + (ranks == 1 ? " MPI rank" : " MPI ranks") +
-                  " (hypre; the grid set-up on " + std::to_string(threads) + " threads)";
-  const Stopwatch setup;
-  HypreObjects h;
-  // The unknowns: the interior nodes, indices 1 .. n − 2 along each axis; this rank owns interior
-  // planes [first, last] (contiguous blocks, balanced to one plane; a rank may own none).
-  const long nzi_all = n[2] - 2;
-  const long first = 1 + rank * (nzi_all / ranks) + std::min<long>(rank, nzi_all % ranks);
-  const long last = first + nzi_all / ranks + (rank < nzi_all % ranks ? 1 : 0) - 1;
-  HYPRE_Int lower[3] = {1, 1, static_cast<HYPRE_Int>(first)};
-  HYPRE_Int upper[3] = {static_cast<HYPRE_Int>(n[0] - 2), static_cast<HYPRE_Int>(n[1] - 2),
-                        static_cast<HYPRE_Int>(last)};
+/// The interior planes [first, last] one rank owns: contiguous blocks, balanced to one plane (a
+/// rank may own none), and the planes filled or read at a time (staging buffers stay small).
+struct RankPlanes {
+  long n[3];
+  long first, last, slab;
+  long nxi() const { return n[0] - 2; }
+  long nyi() const { return n[1] - 2; }
+  long nzi() const { return n[2] - 2; }
+};
+
+RankPlanes rank_planes(const GridSpec& grid, int rank, int ranks) {
+  RankPlanes p{};
+  for (int d = 0; d < 3; ++d) p.n[d] = static_cast<long>(grid.dims[d]);
+  const long nzi_all = p.n[2] - 2;
+  p.first = 1 + rank * (nzi_all / ranks) + std::min<long>(rank, nzi_all % ranks);
+  p.last = p.first + nzi_all / ranks + (rank < nzi_all % ranks ? 1 : 0) - 1;
+  p.slab = std::max(1L, std::min(p.nzi(), (1L << 22) / std::max(1L, p.nxi() * p.nyi())));
+  return p;
+}
+
+/// The grid of this rank's unknowns (interior nodes, indices 1 .. n − 2 along each axis), the
+/// 7-point stencil, the matrix and the vectors, created and initialized.
+void create_system(HypreObjects& h, MPI_Comm comm, const RankPlanes& p) {
+  HYPRE_Int lower[3] = {1, 1, static_cast<HYPRE_Int>(p.first)};
+  HYPRE_Int upper[3] = {static_cast<HYPRE_Int>(p.n[0] - 2), static_cast<HYPRE_Int>(p.n[1] - 2),
+                        static_cast<HYPRE_Int>(p.last)};
   check(HYPRE_StructGridCreate(comm, 3, &h.grid), "HYPRE_StructGridCreate");
-  if (last >= first) check(HYPRE_StructGridSetExtents(h.grid, lower, upper), "HYPRE_StructGridSetExtents");
+  if (p.last >= p.first) check(HYPRE_StructGridSetExtents(h.grid, lower, upper), "HYPRE_StructGridSetExtents");
   check(HYPRE_StructGridAssemble(h.grid), "HYPRE_StructGridAssemble");
   // Stencil entries: centre, −x, +x, −y, +y, −z, +z.
   HYPRE_Int offsets[7][3] = {{0, 0, 0}, {-1, 0, 0}, {1, 0, 0}, {0, -1, 0}, {0, 1, 0}, {0, 0, -1}, {0, 0, 1}};
@@ -115,14 +109,17 @@ SolveReport solve_with_hypre(const PbSystem& system, std::vector<double>& u, dou
   check(HYPRE_StructVectorInitialize(h.b), "HYPRE_StructVectorInitialize");
   check(HYPRE_StructVectorCreate(comm, h.grid, &h.x), "HYPRE_StructVectorCreate");
   check(HYPRE_StructVectorInitialize(h.x), "HYPRE_StructVectorInitialize");
-  // Filled a few planes at a time, so the staging buffers stay small on large grids.
-  const long nxi = n[0] - 2, nyi = n[1] - 2, nzi = n[2] - 2;
-  const long slab = std::max(1L, std::min(nzi, (1L << 22) / std::max(1L, nxi * nyi)));
+}
+
+/// The matrix, right-hand side and a zero start filled from `system` a slab at a time, then
+/// assembled.
+void fill_system(HypreObjects& h, const PbSystem& system, const RankPlanes& p, int threads) {
+  const long nxi = p.nxi(), nyi = p.nyi(), nzi = p.nzi();
   HYPRE_Int entries[7] = {0, 1, 2, 3, 4, 5, 6};
   std::vector<double> values, rhs, zero;
-  const long sy = n[0], sz = n[0] * n[1];
-  for (long k0 = first; k0 <= last; k0 += slab) {
-    const long k1 = std::min(last, k0 + slab - 1);
+  const long sy = p.n[0], sz = p.n[0] * p.n[1];
+  for (long k0 = p.first; k0 <= p.last; k0 += p.slab) {
+    const long k1 = std::min(p.last, k0 + p.slab - 1);
     const std::size_t count = static_cast<std::size_t>(nxi * nyi * (k1 - k0 + 1));
     values.assign(7 * count, 0.0);
     rhs.assign(count, 0.0);
@@ -131,9 +128,9 @@ SolveReport solve_with_hypre(const PbSystem& system, std::vector<double>& u, dou
     for (long k = k0; k <= k1; ++k)
       for (long j = 1; j <= nyi; ++j)
         for (long i = 1; i <= nxi; ++i) {
-          const std::size_t p = static_cast<std::size_t>((i - 1) + nxi * ((j - 1) + nyi * (k - k0)));
+          const std::size_t q = static_cast<std::size_t>((i - 1) + nxi * ((j - 1) + nyi * (k - k0)));
           const long idx = i + sy * j + sz * k;
-          double* v = &values[7 * p];
+          double* v = &values[7 * q];
           const double w[6] = {system.wx[idx - 1], system.wx[idx],      system.wy[idx - sy],
                                system.wy[idx],     system.wz[idx - sz], system.wz[idx]};
           v[0] = w[0] + w[1] + w[2] + w[3] + w[4] + w[5] + system.c[idx];
@@ -144,7 +141,7 @@ SolveReport solve_with_hypre(const PbSystem& system, std::vector<double>& u, dou
           v[4] = j < nyi ? -w[3] : 0.0;
           v[5] = k > 1 ? -w[4] : 0.0;
           v[6] = k < nzi ? -w[5] : 0.0;
-          rhs[p] = system.rhs[idx];
+          rhs[q] = system.rhs[idx];
         }
     HYPRE_Int lo[3] = {1, 1, static_cast<HYPRE_Int>(k0)},
               hi[3] = {static_cast<HYPRE_Int>(nxi), static_cast<HYPRE_Int>(nyi), static_cast<HYPRE_Int>(k1)};
@@ -157,7 +154,10 @@ SolveReport solve_with_hypre(const PbSystem& system, std::vector<double>& u, dou
   check(HYPRE_StructMatrixAssemble(h.matrix), "HYPRE_StructMatrixAssemble");
   check(HYPRE_StructVectorAssemble(h.b), "HYPRE_StructVectorAssemble");
   check(HYPRE_StructVectorAssemble(h.x), "HYPRE_StructVectorAssemble");
+}
 
+/// PCG preconditioned by one PFMG V-cycle, set up on the assembled system.
+void set_up_solver(HypreObjects& h, MPI_Comm comm, const GridSpec& grid, double tolerance, int max_iterations) {
   check(HYPRE_StructPCGCreate(comm, &h.pcg), "HYPRE_StructPCGCreate");
   HYPRE_StructPCGSetTol(h.pcg, tolerance);
   HYPRE_StructPCGSetMaxIter(h.pcg, max_iterations);
@@ -172,25 +172,22 @@ SolveReport solve_with_hypre(const PbSystem& system, std::vector<double>& u, dou
   HYPRE_StructPFMGSetRelaxType(h.pfmg, 2);  // symmetric red-black Gauss-Seidel (CG needs symmetry)
   HYPRE_StructPFMGSetNumPreRelax(h.pfmg, 1);
   HYPRE_StructPFMGSetNumPostRelax(h.pfmg, 1);
-  HYPRE_Real dxyz[3] = {system.grid.spacing[0], system.grid.spacing[1], system.grid.spacing[2]};
+  HYPRE_Real dxyz[3] = {grid.spacing[0], grid.spacing[1], grid.spacing[2]};
   HYPRE_StructPFMGSetDxyz(h.pfmg, dxyz);
   check(HYPRE_StructPCGSetPrecond(h.pcg, HYPRE_StructPFMGSolve, HYPRE_StructPFMGSetup, h.pfmg),
         "HYPRE_StructPCGSetPrecond");
   check(HYPRE_StructPCGSetup(h.pcg, h.matrix, h.b, h.x), "HYPRE_StructPCGSetup");
-  report.setup_seconds = setup.seconds();
-  const Stopwatch solve;
-  const HYPRE_Int status = HYPRE_StructPCGSolve(h.pcg, h.matrix, h.b, h.x);
-  if (status != 0 && !HYPRE_CheckError(status, HYPRE_ERROR_CONV)) check(status, "HYPRE_StructPCGSolve");
-  HYPRE_ClearAllErrors();  // not converging is reported below, with the residual
-  HYPRE_Int iterations = 0;
-  HYPRE_Real own_residual = 0;
-  HYPRE_StructPCGGetNumIterations(h.pcg, &iterations);
-  HYPRE_StructPCGGetFinalRelativeResidualNorm(h.pcg, &own_residual);
-  report.iterations = static_cast<int>(iterations);
-  report.solve_seconds = solve.seconds();
-  u.assign(system.size(), 0.0);
-  for (long k0 = first; k0 <= last; k0 += slab) {
-    const long k1 = std::min(last, k0 + slab - 1);
+}
+
+/// The solution on this rank's planes into `u` (the whole grid; boundary nodes 0), then every
+/// rank's summed in: each entry has one owner, so the sum is exact.
+void gather_solution(const HypreObjects& h, const RankPlanes& p, MPI_Comm comm, int ranks, int threads,
+                     std::vector<double>& u) {
+  const long nxi = p.nxi(), nyi = p.nyi();
+  const long sy = p.n[0], sz = p.n[0] * p.n[1];
+  u.assign(static_cast<std::size_t>(p.n[0] * p.n[1] * p.n[2]), 0.0);
+  for (long k0 = p.first; k0 <= p.last; k0 += p.slab) {
+    const long k1 = std::min(p.last, k0 + p.slab - 1);
     std::vector<double> out(static_cast<std::size_t>(nxi * nyi * (k1 - k0 + 1)));
     HYPRE_Int lo[3] = {1, 1, static_cast<HYPRE_Int>(k0)},
               hi[3] = {static_cast<HYPRE_Int>(nxi), static_cast<HYPRE_Int>(nyi), static_cast<HYPRE_Int>(k1)};
@@ -202,11 +199,51 @@ SolveReport solve_with_hypre(const PbSystem& system, std::vector<double>& u, dou
           u[static_cast<std::size_t>(i + sy * j + sz * k)] =
               out[static_cast<std::size_t>((i - 1) + nxi * ((j - 1) + nyi * (k - k0)))];
   }
-  // Every rank gets the whole solution: each entry has one owner, so the sum is exact.
   if (ranks > 1)
     for (std::size_t at = 0; at < u.size(); at += std::size_t{1} << 26)  // counts stay within int
       MPI_Allreduce(MPI_IN_PLACE, u.data() + at, static_cast<int>(std::min(u.size() - at, std::size_t{1} << 26)),
                     MPI_DOUBLE, MPI_SUM, comm);
+}
+
+SolveReport solve_with_hypre(const PbSystem& system, std::vector<double>& u, double tolerance, int max_iterations,
+                             int threads, bool across_ranks) {
+  threads = threads_to_use(threads);
+  if (across_ranks) {
+    int initialized = 0;
+    MPI_Initialized(&initialized);
+    if (!initialized) throw Error("hypre across MPI ranks: MPI is not running (start espgrid with mpirun)");
+  }
+  ensure_mpi();
+  reserve_for_hypre(system.grid);  // an allocation that fails inside hypre ends the process (MPI_Abort)
+  for (int d = 0; d < 3; ++d)
+    if (system.grid.dims[d] < 3 || system.grid.dims[d] > (1L << 30))
+      throw Error("hypre: the PB grid needs 3 or more points along every axis");
+  const MPI_Comm comm = across_ranks ? MPI_COMM_WORLD : MPI_COMM_SELF;
+  int rank = 0, ranks = 1;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &ranks);
+  SolveReport report;
+  report.method = "hypre PCG + PFMG (Galerkin coarse operators, symmetric red-black Gauss-Seidel)";
+  report.device = "CPU, " + std::to_string(ranks) + (ranks == 1 ? " MPI rank" : " MPI ranks") +
+                  " (hypre; the grid set-up on " + std::to_string(threads) + " threads)";
+  const Stopwatch setup;
+  HypreObjects h;
+  const RankPlanes planes = rank_planes(system.grid, rank, ranks);
+  create_system(h, comm, planes);
+  fill_system(h, system, planes, threads);
+  set_up_solver(h, comm, system.grid, tolerance, max_iterations);
+  report.setup_seconds = setup.seconds();
+  const Stopwatch solve;
+  const HYPRE_Int status = HYPRE_StructPCGSolve(h.pcg, h.matrix, h.b, h.x);
+  if (status != 0 && !HYPRE_CheckError(status, HYPRE_ERROR_CONV)) check(status, "HYPRE_StructPCGSolve");
+  HYPRE_ClearAllErrors();  // not converging is reported below, with the residual
+  HYPRE_Int iterations = 0;
+  HYPRE_Real own_residual = 0;
+  HYPRE_StructPCGGetNumIterations(h.pcg, &iterations);
+  HYPRE_StructPCGGetFinalRelativeResidualNorm(h.pcg, &own_residual);
+  report.iterations = static_cast<int>(iterations);
+  report.solve_seconds = solve.seconds();
+  gather_solution(h, planes, comm, ranks, threads, u);
   report.relative_residual = relative_residual(system, u, threads);
   // hypre's own (recursively updated) residual decides, as it decided when to stop; the one
   // reported is recomputed from the solution and differs from it by rounding only.

@@ -262,47 +262,43 @@ bool pb_map_needs_coefficients(PbMapKind kind) {
          kind == PbMapKind::DielY || kind == PbMapKind::DielZ;
 }
 
-PbMapValues pb_map(PbMapKind kind, const PbMapInputs& in) {
-  if (!in.atoms || !in.grid || !in.options || in.atoms->empty())
-    throw Error("internal error: a PB map needs the atoms, grid and options");
+namespace {
+
+/// The maps the solve already holds (the potential, the charges, the ion accessibility, the
+/// dielectric faces) into `m`; false for the others.
+bool map_from_the_solve(PbMapKind kind, const PbMapInputs& in, PbMapValues& m) {
   const GridSpec& g = *in.grid;
-  if (pb_map_needs_potential(kind) && (!in.potential || in.potential->size() != g.point_count()))
-    throw Error("the PB map " + pb_map_name(kind) + " needs the solved potential");
-  if (pb_map_needs_coefficients(kind) && (!in.coefficients || in.coefficients->eps_x.size() != g.point_count() ||
-                                          in.coefficients->charge.size() != g.point_count()))
-    throw Error("the PB map " + pb_map_name(kind) + " needs the solve's coefficient maps and charges");
-  const int threads = threads_to_use(in.threads);
-  const PbOptions& o = *in.options;
-  PbMapValues m;
-  m.kind = kind;
-  m.grid = g;
-  m.unit = info(kind).unit;
-  m.title = info(kind).title;
   const PbCoefficients* c = in.coefficients;
   switch (kind) {
     case PbMapKind::Potential:
       m.values = *in.potential;
-      return m;
+      return true;
     case PbMapKind::Charge: {
       const double volume = g.spacing[0] * g.spacing[1] * g.spacing[2];
       m.values.resize(c->charge.size());
       for (std::size_t i = 0; i < m.values.size(); ++i) m.values[i] = c->charge[i] / volume;
-      return m;
+      return true;
     }
     case PbMapKind::Kappa:
       m.values = c->accessibility;
-      return m;
+      return true;
     case PbMapKind::DielX:
     case PbMapKind::DielY:
     case PbMapKind::DielZ: {
       const int axis = kind == PbMapKind::DielX ? 0 : (kind == PbMapKind::DielY ? 1 : 2);
       m.values = axis == 0 ? c->eps_x : (axis == 1 ? c->eps_y : c->eps_z);
       m.grid.origin[axis] += 0.5 * g.spacing[axis];
-      return m;
+      return true;
     }
     default:
-      break;
+      return false;
   }
+}
+
+/// The maps computed here from the atoms (APBS's accessibility definitions) or from the potential.
+void map_computed_here(PbMapKind kind, const PbMapInputs& in, int threads, PbMapValues& m) {
+  const GridSpec& g = *in.grid;
+  const PbOptions& o = *in.options;
   const Accessibility acc(*in.atoms, o, threads);
   const auto title_with = [](const char* base, const char* what, double value) {
     char text[96];
@@ -368,6 +364,26 @@ PbMapValues pb_map(PbMapKind kind, const PbMapInputs& in) {
     default:
       break;
   }
+}
+
+}  // namespace
+
+PbMapValues pb_map(PbMapKind kind, const PbMapInputs& in) {
+  if (!in.atoms || !in.grid || !in.options || in.atoms->empty())
+    throw Error("internal error: a PB map needs the atoms, grid and options");
+  const GridSpec& g = *in.grid;
+  if (pb_map_needs_potential(kind) && (!in.potential || in.potential->size() != g.point_count()))
+    throw Error("the PB map " + pb_map_name(kind) + " needs the solved potential");
+  if (pb_map_needs_coefficients(kind) && (!in.coefficients || in.coefficients->eps_x.size() != g.point_count() ||
+                                          in.coefficients->charge.size() != g.point_count()))
+    throw Error("the PB map " + pb_map_name(kind) + " needs the solve's coefficient maps and charges");
+  const int threads = threads_to_use(in.threads);
+  PbMapValues m;
+  m.kind = kind;
+  m.grid = g;
+  m.unit = info(kind).unit;
+  m.title = info(kind).title;
+  if (!map_from_the_solve(kind, in, m)) map_computed_here(kind, in, threads, m);
   return m;
 }
 

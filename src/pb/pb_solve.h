@@ -130,18 +130,5 @@ namespace pb {
 std::vector<double> coulomb_map(const Atoms& atoms, const GridSpec& grid, const PbOptions& options,
                                 const KernelVariant& kernel, const RunOptions& run);
 
-/// The linear system of one formulation: Direct takes coefficients.charge (spread by options.charges) as the source;
-/// Split takes `coulomb` (φ_Coulomb at every node) and solves for the reaction field.
-PbSystem assemble_system(const PbCoefficients& coefficients, const std::vector<double>& boundary,
-                         const PbOptions& options, PbFormulation formulation, const std::vector<double>* coulomb,
-                         int threads = 0);
-
-/// The scalars of the assembly (dims, geometry, mass, source scale, ε_solute, formulation).
-AssemblyArgs assembly_args(const GridSpec& grid, const PbOptions& options, bool split);
-
-/// The potential in kT/e at every node from the solver's `u` (interior), the system's boundary
-/// values and, for Split, φ_Coulomb.
-std::vector<double> combine(const PbSystem& system, const std::vector<double>& u, const std::vector<double>* coulomb);
-
 }  // namespace pb
 }  // namespace espgrid

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "src/core/errors.h"
 #include "src/core/thread_count.h"
 #include "src/pb/pb_multigrid.h"
 
@@ -38,6 +39,82 @@ double relative_residual(const PbSystem& system, const std::vector<double>& x, i
     }
   if (bb == 0.0) return std::sqrt(rr);
   return std::sqrt(rr / bb);
+}
+
+AssemblyArgs assembly_args(const GridSpec& g, const PbOptions& o, bool split) {
+  AssemblyArgs a;
+  for (int d = 0; d < 3; ++d) a.n[d] = static_cast<long>(g.dims[d]);
+  const double hx = g.spacing[0], hy = g.spacing[1], hz = g.spacing[2];
+  a.geo[0] = hy * hz / hx;
+  a.geo[1] = hx * hz / hy;
+  a.geo[2] = hx * hy / hz;
+  const double kappa = pb_kappa(o);
+  a.mass = o.solvent_dielectric * kappa * kappa * (hx * hy * hz);  // APBS zkappa2 · volume
+  a.zmagic = source_scale(o.temperature);
+  a.eps_p = o.solute_dielectric;
+  a.split = split;
+  return a;
+}
+
+PbSystem assemble_system(const PbCoefficients& coef, const std::vector<double>& boundary, const PbOptions& o,
+                         PbFormulation formulation, const std::vector<double>* coulomb, int threads) {
+  threads = threads_to_use(threads);
+  const GridSpec& g = coef.grid;
+  const bool split = formulation == PbFormulation::Split;
+  if (split && (!coulomb || coulomb->size() != g.point_count()))
+    throw Error("internal error: the split formulation needs the Coulomb map");
+  if (!split && coef.charge.size() != g.point_count())
+    throw Error("internal error: the direct formulation needs the spread charges");
+  PbSystem s;
+  s.grid = g;
+  const std::size_t size = g.point_count();
+  s.wx.assign(size, 0.0);
+  s.wy.assign(size, 0.0);
+  s.wz.assign(size, 0.0);
+  s.c.assign(size, 0.0);
+  s.rhs.assign(size, 0.0);
+  s.fixed.assign(size, 0.0);
+  AssemblyArgs a = assembly_args(g, o, split);
+  a.eps_x = coef.eps_x.data();
+  a.eps_y = coef.eps_y.data();
+  a.eps_z = coef.eps_z.data();
+  a.accessibility = coef.accessibility.data();
+  a.charge = split ? nullptr : coef.charge.data();
+  a.coulomb = split ? coulomb->data() : nullptr;
+  a.boundary = boundary.data();
+  a.wx = s.wx.data();
+  a.wy = s.wy.data();
+  a.wz = s.wz.data();
+  a.c = s.c.data();
+  a.rhs = s.rhs.data();
+  const long* n = a.n;
+#pragma omp parallel for schedule(static) num_threads(threads)
+  for (long k = 0; k < n[2]; ++k)
+    for (long j = 0; j < n[1]; ++j)
+      for (long i = 0; i < n[0]; ++i) {
+        assemble_coefficients(a, i, j, k);
+        if (s.on_boundary(i, j, k))
+          s.fixed[static_cast<std::size_t>(i + n[0] * (j + n[1] * k))] =
+              boundary[static_cast<std::size_t>(i + n[0] * (j + n[1] * k))];
+      }
+#pragma omp parallel for schedule(static) num_threads(threads)
+  for (long k = 0; k < n[2]; ++k)
+    for (long j = 0; j < n[1]; ++j)
+      for (long i = 0; i < n[0]; ++i) assemble_rhs(a, i, j, k);
+  return s;
+}
+
+std::vector<double> combine(const PbSystem& s, const std::vector<double>& u, const std::vector<double>* coulomb) {
+  std::vector<double> phi(s.size());
+  const long n[3] = {static_cast<long>(s.grid.dims[0]), static_cast<long>(s.grid.dims[1]),
+                     static_cast<long>(s.grid.dims[2])};
+#pragma omp parallel for schedule(static)
+  for (long k = 0; k < n[2]; ++k)
+    for (long j = 0; j < n[1]; ++j)
+      for (long i = 0; i < n[0]; ++i)
+        phi[static_cast<std::size_t>(i + n[0] * (j + n[1] * k))] =
+            combined_value(n, s.fixed.data(), u.data(), coulomb ? coulomb->data() : nullptr, i, j, k);
+  return phi;
 }
 
 }  // namespace espgrid::pb

@@ -13,6 +13,9 @@
 #include <vector>
 
 #include "src/core/grid.h"
+#include "src/pb/pb_coefficients.h"
+#include "src/pb_numerics/pb_system_math.h"
+#include "src/physics/pb_options.h"
 
 namespace espgrid::pb {
 
@@ -47,5 +50,18 @@ struct SolveReport {
   double solve_seconds = 0;      ///< the iterations
   bool converged = false;
 };
+
+/// The linear system of one formulation: Direct takes coefficients.charge (spread by options.charges) as the source;
+/// Split takes `coulomb` (φ_Coulomb at every node) and solves for the reaction field.
+PbSystem assemble_system(const PbCoefficients& coefficients, const std::vector<double>& boundary,
+                         const PbOptions& options, PbFormulation formulation, const std::vector<double>* coulomb,
+                         int threads = 0);
+
+/// The scalars of the assembly (dims, geometry, mass, source scale, ε_solute, formulation).
+AssemblyArgs assembly_args(const GridSpec& grid, const PbOptions& options, bool split);
+
+/// The potential in kT/e at every node from the solver's `u` (interior), the system's boundary
+/// values and, for Split, φ_Coulomb.
+std::vector<double> combine(const PbSystem& system, const std::vector<double>& u, const std::vector<double>* coulomb);
 
 }  // namespace espgrid::pb
