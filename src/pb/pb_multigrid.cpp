@@ -255,4 +255,18 @@ MgOperator operator_of(const PbSystem& s) {
   return a;
 }
 
+std::vector<cuda::PbMgLevel> device_levels(const std::vector<MgLevel>& shape) {
+  std::vector<cuda::PbMgLevel> levels(shape.size());
+  for (std::size_t l = 0; l < shape.size(); ++l)
+    for (int d = 0; d < 3; ++d) {
+      const MgAxis& axis = shape[l].axes[static_cast<std::size_t>(d)];
+      levels[l].n[d] = shape[l].n[static_cast<std::size_t>(d)];
+      levels[l].coarsened[d] = l > 0 && axis.coarsened;
+      levels[l].fine_of[d] = axis.fine_of.data();
+      levels[l].coarse_lo[d] = axis.coarse_lo.data();
+      levels[l].mid[d] = axis.mid.data();
+    }
+  return levels;
+}
+
 }  // namespace espgrid::pb

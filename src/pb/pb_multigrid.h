@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "src/pb/pb_cuda_driver.h"
 #include "src/pb/pb_system.h"
 #include "src/pb_numerics/pb_multigrid_math.h"
 
@@ -69,6 +70,9 @@ SolveReport solve_multigrid_cpu(const PbSystem& system, std::vector<double>& u, 
 
 /// Total doubles the hierarchy's operators hold (for memory checks and messages).
 std::size_t hierarchy_doubles(const std::vector<MgLevel>& levels);
+
+/// The hierarchy's shape as the device solvers take it: pointers into `shape`'s axes (keep it alive).
+std::vector<cuda::PbMgLevel> device_levels(const std::vector<MgLevel>& shape);
 
 /// The system's operator as the per-node arithmetic (pb_multigrid_math.h) reads it: views of its
 /// arrays, no copy.

@@ -294,16 +294,7 @@ NonlinearReport solve_on_device(PbSystem& system, std::vector<double>& u, const 
       hierarchy_shape({static_cast<long>(system.grid.dims[0]), static_cast<long>(system.grid.dims[1]),
                        static_cast<long>(system.grid.dims[2])},
                       mg);
-  std::vector<cuda::PbMgLevel> levels(shape.size());
-  for (std::size_t l = 0; l < shape.size(); ++l)
-    for (int d = 0; d < 3; ++d) {
-      const MgAxis& axis = shape[l].axes[static_cast<std::size_t>(d)];
-      levels[l].n[d] = shape[l].n[static_cast<std::size_t>(d)];
-      levels[l].coarsened[d] = l > 0 && axis.coarsened;
-      levels[l].fine_of[d] = axis.fine_of.data();
-      levels[l].coarse_lo[d] = axis.coarse_lo.data();
-      levels[l].mid[d] = axis.mid.data();
-    }
+  std::vector<cuda::PbMgLevel> levels = device_levels(shape);  // level 0 takes the operator below
   levels[0].wx = system.wx.data();
   levels[0].wy = system.wy.data();
   levels[0].wz = system.wz.data();

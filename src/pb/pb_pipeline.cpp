@@ -94,25 +94,6 @@ std::vector<double> face_values(const std::vector<double>& full, const GridSpec&
   return out;
 }
 
-namespace {
-
-/// The multigrid hierarchy as the device pipeline takes it: pointers into `shape`'s axes.
-std::vector<cuda::PbMgLevel> device_levels(const std::vector<MgLevel>& shape) {
-  std::vector<cuda::PbMgLevel> levels(shape.size());
-  for (std::size_t l = 0; l < shape.size(); ++l)
-    for (int d = 0; d < 3; ++d) {
-      const MgAxis& axis = shape[l].axes[static_cast<std::size_t>(d)];
-      levels[l].n[d] = shape[l].n[static_cast<std::size_t>(d)];
-      levels[l].coarsened[d] = l > 0 && axis.coarsened;
-      levels[l].fine_of[d] = axis.fine_of.data();
-      levels[l].coarse_lo[d] = axis.coarse_lo.data();
-      levels[l].mid[d] = axis.mid.data();
-    }
-  return levels;
-}
-
-}  // namespace
-
 PipelineSolve solve_with_pipeline(const Atoms& atoms, const GridSpec& grid, const PbOptions& o,
                                   const PipelineRequest& request, std::vector<float>& values) {
   const Stopwatch host_clock;  // the host's share: small tables, the hierarchy's shape, the map's memory

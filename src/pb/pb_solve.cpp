@@ -300,16 +300,7 @@ void solve_on_device(const Atoms& atoms, const GridSpec& grid, const PbOptions& 
   const pb::MgSettings settings;
   const std::vector<pb::MgLevel> shape = pb::hierarchy_shape(
       {static_cast<long>(grid.dims[0]), static_cast<long>(grid.dims[1]), static_cast<long>(grid.dims[2])}, settings);
-  std::vector<cuda::PbMgLevel> levels(shape.size());
-  for (std::size_t l = 0; l < shape.size(); ++l)
-    for (int d = 0; d < 3; ++d) {
-      const pb::MgAxis& axis = shape[l].axes[static_cast<std::size_t>(d)];
-      levels[l].n[d] = shape[l].n[static_cast<std::size_t>(d)];
-      levels[l].coarsened[d] = l > 0 && axis.coarsened;
-      levels[l].fine_of[d] = axis.fine_of.data();
-      levels[l].coarse_lo[d] = axis.coarse_lo.data();
-      levels[l].mid[d] = axis.mid.data();
-    }
+  const std::vector<cuda::PbMgLevel> levels = pb::device_levels(shape);
   cuda::PbDeviceSolveInput in;
   in.surface = inputs->input;
   in.assembly = pb::assembly_args(grid, options, plan.split);
