@@ -1,6 +1,5 @@
 #include "src/view/vertex_potential.h"
 
-#include <omp.h>
 
 #include <algorithm>
 #include <cmath>
@@ -22,41 +21,13 @@ std::vector<double> offset_points(const TriangleMesh& mesh, double offset) {
   return points;
 }
 
-std::vector<float> potential_at(const Atoms& atoms, const PhysicsOptions& physics, const std::vector<double>& points,
-                                int threads) {
-  // The pair evaluator of a PB physics is its Coulomb part only: summing it would label the vacuum
-  // potential "pb". Every caller refuses --model pb with its own advice first; this is the floor.
-  if (physics.is_pb())
-    throw UsageError(
-        "a Poisson-Boltzmann potential is a field solve, not a sum over the atoms: map it with "
-        "--model pb and interpolate that map");
-  const std::size_t n = points.size() / 3;
-  std::vector<float> out(n);
-  const double k = coulomb_factor(physics);
-  const PairParameters pair = pair_parameters(physics);
-  const double softening2 = kSofteningLength * kSofteningLength;
-  std::vector<double> q(atoms.size());
-  for (std::size_t a = 0; a < atoms.size(); ++a) q[a] = atoms.charge[a] * k;
-  with_pair_potential(physics.model, [&](auto potential) {
-    using Potential = decltype(potential);
-    const auto count = static_cast<std::int64_t>(n);
-#pragma omp parallel for schedule(dynamic, 256) num_threads(threads_to_use(threads))
-    for (std::int64_t s = 0; s < count; ++s) {
-      const auto p = static_cast<std::size_t>(s);
-      const double px = points[3 * p], py = points[3 * p + 1], pz = points[3 * p + 2];
-      double sum = 0;
-      for (std::size_t a = 0; a < q.size(); ++a) {
-        const double dx = px - atoms.x[a], dy = py - atoms.y[a], dz = pz - atoms.z[a];
-        sum += Potential::template term<HostMath, double>(q[a], dx * dx + dy * dy + dz * dz + softening2, pair);
-      }
-      out[p] = static_cast<float>(sum);
-    }
-  });
-  return out;
-}
+namespace {
 
-std::vector<double> potential_at_atoms(const Atoms& atoms, const PhysicsOptions& physics, std::size_t first,
-                                       std::size_t count, int threads) {
+/// Σ_a k q_a f(r) in double at `count` points: `at(s, x, y, z)` places point s and returns the atom
+/// whose own term it leaves out (atoms.size() for none). The same sum for mesh points and atoms.
+template <class PointAt>
+std::vector<double> pair_sums(const Atoms& atoms, const PhysicsOptions& physics, std::size_t count, int threads,
+                              PointAt at) {
   std::vector<double> out(count);
   const double k = coulomb_factor(physics);
   const PairParameters pair = pair_parameters(physics);
@@ -66,13 +37,13 @@ std::vector<double> potential_at_atoms(const Atoms& atoms, const PhysicsOptions&
   with_pair_potential(physics.model, [&](auto potential) {
     using Potential = decltype(potential);
     const auto n = static_cast<std::int64_t>(count);
-#pragma omp parallel for schedule(dynamic, 64) num_threads(threads > 0 ? threads : omp_get_max_threads())
+#pragma omp parallel for schedule(dynamic, 64) num_threads(threads_to_use(threads))
     for (std::int64_t s = 0; s < n; ++s) {
-      const std::size_t i = first + static_cast<std::size_t>(s);
-      const double px = atoms.x[i], py = atoms.y[i], pz = atoms.z[i];
+      double px = 0, py = 0, pz = 0;
+      const std::size_t own = at(static_cast<std::size_t>(s), px, py, pz);
       double sum = 0;
       for (std::size_t a = 0; a < q.size(); ++a) {
-        if (a == i) continue;
+        if (a == own) continue;
         const double dx = px - atoms.x[a], dy = py - atoms.y[a], dz = pz - atoms.z[a];
         sum += Potential::template term<HostMath, double>(q[a], dx * dx + dy * dy + dz * dz + softening2, pair);
       }
@@ -80,6 +51,33 @@ std::vector<double> potential_at_atoms(const Atoms& atoms, const PhysicsOptions&
     }
   });
   return out;
+}
+
+}  // namespace
+
+std::vector<float> potential_at(const Atoms& atoms, const PhysicsOptions& physics, const std::vector<double>& points,
+                                int threads) {
+  // The pair evaluator of a PB physics is its Coulomb part only: summing it would label the vacuum
+  // potential "pb". Every caller refuses --model pb with its own advice first; this is the floor.
+  if (physics.is_pb())
+    throw UsageError(
+        "a Poisson-Boltzmann potential is a field solve, not a sum over the atoms: map it with "
+        "--model pb and interpolate that map");
+  const std::vector<double> sums =
+      pair_sums(atoms, physics, points.size() / 3, threads, [&](std::size_t p, double& x, double& y, double& z) {
+        x = points[3 * p], y = points[3 * p + 1], z = points[3 * p + 2];
+        return atoms.size();
+      });
+  return std::vector<float>(sums.begin(), sums.end());
+}
+
+std::vector<double> potential_at_atoms(const Atoms& atoms, const PhysicsOptions& physics, std::size_t first,
+                                       std::size_t count, int threads) {
+  return pair_sums(atoms, physics, count, threads, [&](std::size_t s, double& x, double& y, double& z) {
+    const std::size_t i = first + s;
+    x = atoms.x[i], y = atoms.y[i], z = atoms.z[i];
+    return i;
+  });
 }
 
 namespace {
