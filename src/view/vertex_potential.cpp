@@ -1,6 +1,5 @@
 #include "src/view/vertex_potential.h"
 
-
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
