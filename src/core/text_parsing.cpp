@@ -147,6 +147,9 @@ struct LineSource::GzipStream {
   std::size_t members = 0;      // members begun
   std::uint64_t offset = 0;     // bytes of the file before raw[begin]
   std::uint64_t member_start = 0;
+  // A corrupt member's error, raised after the bytes inflate gave with it have been read: so the
+  // lines before it are the same however the file arrives (in pieces or at once).
+  std::string corrupt;
   std::size_t left() const { return end - begin; }
   bool magic_next() const {
     return left() >= 2 && static_cast<unsigned char>(raw[begin]) == 0x1f &&
@@ -266,6 +269,7 @@ std::size_t LineSource::read_gzip(char* into, std::size_t bytes) {
     }
     g.mode = g.magic_next() ? Mode::Gzip : Mode::Plain;
   }
+  if (!g.corrupt.empty()) throw InputError(path_, line_number_ + 1, g.corrupt);
   if (g.mode == Mode::Plain) {  // not gzip data: the text as it is (gunzip -c would refuse it; cat not)
     if (g.left() == 0 && !more_compressed()) return 0;
     const std::size_t n = std::min(bytes, g.left());
@@ -321,9 +325,10 @@ std::size_t LineSource::read_gzip(char* into, std::size_t bytes) {
       continue;
     }
     if (code == Z_MEM_ERROR) throw Error("cannot read " + path_ + ": zlib ran out of memory");
-    throw InputError(path_, line_number_ + 1,
-                     "the gzip data is corrupt (zlib: " +
-                         (g.z.msg ? std::string(g.z.msg) : "code " + std::to_string(code)) + ", in " + where() + ")");
+    g.corrupt = "the gzip data is corrupt (zlib: " + (g.z.msg ? std::string(g.z.msg) : "code " + std::to_string(code)) +
+                ", in " + where() + ")";
+    if (produced > 0) return produced;  // the error comes with the next read
+    throw InputError(path_, line_number_ + 1, g.corrupt);
   }
 #else
   (void)into;
