@@ -25,72 +25,23 @@
 #include "src/pb/pb_solve.h"
 #include "src/registry/kernel_registry.h"
 #include "tests/child_process.h"
+#include "tests/pb_test_support.h"
 #include "tests/test_support.h"
 
 namespace espgrid {
 namespace {
 
+using testing::as_double;
+using testing::grid_around;
+using testing::outside_mask;
+using testing::relative_rms;
+
 using pb::BoltzmannSpecies;
 
 bool have_hypre() { return pb::hypre_available(); }
 
-bool gpu_required() {
-  const char* v = std::getenv("ESPGRID_REQUIRE_GPU");
-  return v && std::string(v) == "1";
-}
-
-#define SKIP_WITHOUT_GPU()                                                                  \
-  do {                                                                                      \
-    std::string reason_;                                                                    \
-    if (!cuda_available(&reason_)) {                                                        \
-      if (gpu_required()) FAIL() << "ESPGRID_REQUIRE_GPU=1 but no usable GPU: " << reason_; \
-      GTEST_SKIP() << "no usable GPU: " << reason_;                                         \
-    }                                                                                       \
-  } while (0)
-
 /// The CPU solver of these tests: hypre where this build has it, else the multigrid emulation.
 PbSolver cpu_solver() { return have_hypre() ? PbSolver::Hypre : PbSolver::CpuMultigrid; }
-
-double relative_rms(const std::vector<double>& a, const std::vector<double>& b, const std::vector<char>& mask = {}) {
-  double num = 0, den = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    if (!mask.empty() && !mask[i]) continue;
-    num += (a[i] - b[i]) * (a[i] - b[i]);
-    den += b[i] * b[i];
-  }
-  return std::sqrt(num / den);
-}
-
-std::vector<double> as_double(const std::vector<float>& v) { return {v.begin(), v.end()}; }
-
-/// Nodes ≥ 1.4 Å outside every van der Waals sphere, boundary planes excluded (the region).
-std::vector<char> outside_mask(const Atoms& atoms, const GridSpec& g) {
-  std::vector<char> mask(g.point_count(), 0);
-  for (std::int64_t k = 1; k < g.dims[2] - 1; ++k)
-    for (std::int64_t j = 1; j < g.dims[1] - 1; ++j)
-      for (std::int64_t i = 1; i < g.dims[0] - 1; ++i) {
-        const double p[3] = {g.position(0, i), g.position(1, j), g.position(2, k)};
-        bool out = true;
-        for (std::size_t a = 0; a < atoms.size() && out; ++a) {
-          const double dx = p[0] - atoms.x[a], dy = p[1] - atoms.y[a], dz = p[2] - atoms.z[a];
-          const double r = atoms.radius[a] + 1.4;
-          out = dx * dx + dy * dy + dz * dz >= r * r;
-        }
-        mask[static_cast<std::size_t>(i + g.dims[0] * (j + g.dims[1] * k))] = out;
-      }
-  return mask;
-}
-
-GridSpec grid_around(const Atoms& atoms, double h, double padding) {
-  const BoundingBox box = bounding_box(atoms);
-  GridSpec g;
-  for (int d = 0; d < 3; ++d) {
-    g.spacing[d] = h;
-    g.dims[d] = static_cast<std::int64_t>(std::ceil((box.hi[d] - box.lo[d] + 2 * padding) / h)) + 1;
-    g.origin[d] = 0.5 * (box.lo[d] + box.hi[d]) - 0.5 * h * static_cast<double>(g.dims[d] - 1);
-  }
-  return g;
-}
 
 PbOptions tight(PbOptions o = {}) {
   o.tolerance = 1e-10;
@@ -393,7 +344,7 @@ TEST(PbNonlinearApbs, NpbeMapMatchesApbsWithTheMultigridEmulation) {
 }
 
 TEST(PbNonlinearApbsGpu, NpbeMapMatchesApbsWithTheCudaMultigrid) {
-  SKIP_WITHOUT_GPU();
+  ESPGRID_REQUIRE_CUDA_OR_SKIP();
   expect_npbe_map_matches_apbs(PbSolver::CudaMultigrid);
 }
 
@@ -465,7 +416,7 @@ TEST(PbNonlinearErrors, HugeChargesConvergeWithoutNaNAndTheirEnergyIsRefused) {
   o.equation = PbEquation::Nonlinear;
   for (const PbSolver solver : {PbSolver::Hypre, PbSolver::CpuMultigrid, PbSolver::CudaMultigrid}) {
     if (solver == PbSolver::Hypre && !have_hypre()) continue;
-    if (solver == PbSolver::CudaMultigrid && !cuda_available() && !gpu_required()) continue;
+    if (solver == PbSolver::CudaMultigrid && !cuda_available() && !testing::gpu_required()) continue;
     SCOPED_TRACE(pb_solver_name(solver));
     const PbResult r = solve_pb(atoms, g, o, PbRun{solver});
     for (const float v : r.values) ASSERT_TRUE(std::isfinite(v));
@@ -504,7 +455,7 @@ TEST(PbNonlinearErrors, NotConvergingIsAnError) {
 /// split formulation's offset, and the hybrid one (the sampled surface built on the host, its
 /// system uploaded once and iterated on the device).
 TEST(PbNonlinearGpu, TheDevicesNewtonEqualsItsCpuEmulation) {
-  SKIP_WITHOUT_GPU();
+  ESPGRID_REQUIRE_CUDA_OR_SKIP();
   const Atoms atoms = testing::load_molecule("boxb_rna_pdb2pqr3.pqr");
   const GridSpec g = grid_around(atoms, 0.9, 8);
   for (const auto& [formulation, sampling] :

@@ -31,10 +31,13 @@
 #include "src/pb_numerics/pb_geometry.h"
 #include "src/registry/kernel_registry.h"
 #include "tests/child_process.h"
+#include "tests/pb_test_support.h"
 #include "tests/test_support.h"
 
 namespace espgrid {
 namespace {
+
+using testing::outside_mask;
 
 // APBS's constants are CGS 1986 ones in its source term (zmagic) and SI 1986 ones in its kJ/mol
 // conversion; espgrid's are CODATA 2018: APBS's energies are (1 + 6.27e-6)(1 + 5.92e-6) espgrid's
@@ -330,24 +333,6 @@ TEST(PbEnergy, BornIonSolvationConvergesToTheAnalyticValue) {
   EXPECT_LT(last_error, 0.01);  // measured: see docs/pb.md
 }
 
-/// Nodes ≥ 1.4 Å outside every van der Waals sphere, faces excluded: where the issue states the maps'
-/// agreement target.
-std::vector<char> outside_mask(const Atoms& atoms, const GridSpec& g) {
-  std::vector<char> mask(g.point_count(), 0);
-  for (std::int64_t k = 1; k < g.dims[2] - 1; ++k)
-    for (std::int64_t j = 1; j < g.dims[1] - 1; ++j)
-      for (std::int64_t i = 1; i < g.dims[0] - 1; ++i) {
-        bool out = true;
-        for (std::size_t a = 0; a < atoms.size() && out; ++a) {
-          const double dx = g.position(0, i) - atoms.x[a], dy = g.position(1, j) - atoms.y[a],
-                       dz = g.position(2, k) - atoms.z[a], r = atoms.radius[a] + 1.4;
-          out = dx * dx + dy * dy + dz * dz >= r * r;
-        }
-        mask[static_cast<std::size_t>(i + g.dims[0] * (j + g.dims[1] * k))] = out;
-      }
-  return mask;
-}
-
 /// APBS's 14 write maps of one solve (make_references.py WRITE_CASE: 2:1 salt, smol, spl2, mdh):
 /// the maps made from the solve's coefficients and from the atoms alone equal APBS's to its DX
 /// printing (%12.6e: 5e-7 relative), binary ones node for node; the maps made from φ to the
@@ -526,24 +511,10 @@ TEST(PbEnergyCli, MapReportsEnergiesSolvationAndBinding) {
 
 // ---- the GPU ------------------------------------------------------------------------------------
 
-bool gpu_required() {
-  const char* v = std::getenv("ESPGRID_REQUIRE_GPU");
-  return v && std::string(v) == "1";
-}
-
-#define SKIP_WITHOUT_GPU()                                                                  \
-  do {                                                                                      \
-    std::string reason_;                                                                    \
-    if (!cuda_available(&reason_)) {                                                        \
-      if (gpu_required()) FAIL() << "ESPGRID_REQUIRE_GPU=1 but no usable GPU: " << reason_; \
-      GTEST_SKIP() << "no usable GPU: " << reason_;                                         \
-    }                                                                                       \
-  } while (0)
-
 /// The device path (surface, solve and the double potential on the GPU) and the hybrid path
 /// (spl4, focus with atoms off the grid: host maps, device solve) give the CPU emulation's energies.
 TEST(PbPhysicsGpu, DeviceEnergiesEqualTheCpuEmulations) {
-  SKIP_WITHOUT_GPU();
+  ESPGRID_REQUIRE_CUDA_OR_SKIP();
   const Atoms atoms = testing::load_molecule("fasciculin2.pqr");
   const GridSpec g = energy_grid(atoms);
   for (const std::string name : {"default", "spl0", "sdh", "srfm_spl4", "ions_three"}) {

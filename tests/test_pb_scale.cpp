@@ -23,23 +23,13 @@
 #include "src/pb/pb_solve.h"
 #include "src/pipeline/map_pipeline.h"
 #include "src/registry/kernel_registry.h"
+#include "tests/pb_test_support.h"
 #include "tests/test_support.h"
 
 namespace espgrid {
 namespace {
 
-/// A grid around `atoms`: `padding` Å beyond their centres at `h` Å, `extra` more nodes along y
-/// and z so that the axes differ (awkward sizes: nothing is a power of two plus one by accident).
-GridSpec grid_around(const Atoms& atoms, double h, double padding, int extra = 0) {
-  const BoundingBox box = bounding_box(atoms);
-  GridSpec g;
-  for (int d = 0; d < 3; ++d) {
-    g.spacing[d] = h;
-    g.dims[d] = static_cast<std::int64_t>(std::ceil((box.hi[d] - box.lo[d] + 2 * padding) / h)) + 1 + d * extra;
-    g.origin[d] = 0.5 * (box.lo[d] + box.hi[d]) - 0.5 * h * static_cast<double>(g.dims[d] - 1);
-  }
-  return g;
-}
+using testing::grid_around;
 
 /// `count` atoms of radius 0–2.2 Å (some without one) and charge ±0.9 e in a 14 Å ball, some
 /// placed exactly on nodes of a 0.5 Å lattice (integer fractional indices: spl0's and the B-splines'
@@ -312,15 +302,6 @@ TEST(PbScaleOut, SeveralDevicesAreRefusedBeforeTheMapIsMade) {
 
 // ---- on a GPU: the pipeline against the path it replaces -------------------------------------------
 
-#define SKIP_WITHOUT_GPU()                                                                           \
-  do {                                                                                               \
-    std::string reason_;                                                                             \
-    if (!cuda_available(&reason_)) {                                                                 \
-      if (testing::gpu_required()) FAIL() << "ESPGRID_REQUIRE_GPU=1 but no usable GPU: " << reason_; \
-      GTEST_SKIP() << "no usable GPU: " << reason_;                                                  \
-    }                                                                                                \
-  } while (0)
-
 /// solve_pb with the device pipeline turned off (ESPGRID_PB_PIPELINE=0): the all-on-device path.
 PbResult without_pipeline(const Atoms& atoms, const GridSpec& g, const PbOptions& o, const PbRun& run) {
   ::setenv("ESPGRID_PB_PIPELINE", "0", 1);
@@ -335,7 +316,7 @@ PbResult without_pipeline(const Atoms& atoms, const GridSpec& g, const PbOptions
 }
 
 TEST(PbPipelineGpu, MapIsTheAllOnDevicePathsMap) {
-  SKIP_WITHOUT_GPU();
+  ESPGRID_REQUIRE_CUDA_OR_SKIP();
   const Atoms fas = testing::load_molecule("fasciculin2.pqr");
   const GridSpec g = grid_around(fas, 0.7, 8, 1);
   for (const PbSurface s : {PbSurface::Smol, PbSurface::Mol})
@@ -370,7 +351,7 @@ TEST(PbPipelineGpu, MapIsTheAllOnDevicePathsMap) {
 }
 
 TEST(PbPipelineGpu, EnergyAndPotentialAreTheHostsAndThePeakIsMeasured) {
-  SKIP_WITHOUT_GPU();
+  ESPGRID_REQUIRE_CUDA_OR_SKIP();
   const Atoms fas = testing::load_molecule("fasciculin2.pqr");
   const GridSpec g = grid_around(fas, 0.6, 9);
   PbOptions o;
@@ -387,7 +368,7 @@ TEST(PbPipelineGpu, EnergyAndPotentialAreTheHostsAndThePeakIsMeasured) {
 }
 
 TEST(PbPipelineGpu, AGridBeyondTheDeviceIsRefusedBeforeAnythingIsAllocated) {
-  SKIP_WITHOUT_GPU();
+  ESPGRID_REQUIRE_CUDA_OR_SKIP();
   const Atoms fas = testing::load_molecule("fasciculin2.pqr");
   GridSpec g = grid_around(fas, 0.03, 6);  // ~4·10⁹ points: over 200 GB on the device
   PbRun run;
