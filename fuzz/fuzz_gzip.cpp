@@ -109,7 +109,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     return 0;
   }
   if (mode == 2) {
-    std::string garbage(reinterpret_cast<const char*>(data) + 1, 1 + data[3] % 16);
+    // 1 to 16 bytes of the input as the garbage, never past its end (size >= kHeader here).
+    std::string garbage(reinterpret_cast<const char*>(data) + 1, std::min<std::size_t>(1 + data[3] % 16, size - 1));
     if (static_cast<unsigned char>(garbage[0]) == 0x1f) garbage[0] = 'x';
     const Outcome got = read_gzip(file + garbage, chunk);
     const bool named = got.error.find("not gzip data") != std::string::npos;
