@@ -589,6 +589,19 @@ TEST_F(Reliability, TheCommandLineSaysWhatItCannotTakeLiterally) {
   expect_only({"a.dx", "b.dx"});
 }
 
+// The JSON file `json` names the Latin-1 "caf\xE9.pqr" as "caf\ufffd.pqr" and is UTF-8 that
+// independent judges accept: glibc's iconv refuses invalid UTF-8; Python's json module (where
+// Debian's is installed) decodes strictly and parses.
+void expect_utf8_json_naming_cafe(const std::string& json) {
+  ASSERT_TRUE(contains(slurp(json), "caf\\ufffd.pqr")) << slurp(json);
+  EXPECT_EQ(std::system(("iconv -f UTF-8 -t UTF-8 '" + json + "' > /dev/null").c_str()), 0) << slurp(json);
+  if (::access("/usr/bin/python3", X_OK) == 0) {
+    const std::string parse =
+        "/usr/bin/python3 -c 'import json,sys; json.load(open(sys.argv[1], encoding=\"utf-8\"))' '" + json + "'";
+    EXPECT_EQ(std::system(parse.c_str()), 0) << slurp(json);
+  }
+}
+
 // An input path that is not UTF-8 made `bench --out` write invalid JSON (JSON must be UTF-8).
 // The bench's files and `map --json` are written by the one JSON writer (core/json.h).
 TEST_F(Reliability, BenchJsonIsValidUtf8WhateverThePaths) {
@@ -604,15 +617,7 @@ TEST_F(Reliability, BenchJsonIsValidUtf8WhateverThePaths) {
                          "1", "--warmup", "0", "--budget", "0.01", "--out", path("out")});
   ASSERT_EQ(r.code, 0) << r;
   const std::string json = path("out/bench-variants.json");
-  ASSERT_TRUE(contains(slurp(json), "caf\\ufffd.pqr")) << slurp(json);
-  // Independent judges: glibc's iconv refuses invalid UTF-8; Python's json module (where
-  // Debian's is installed) decodes strictly and parses.
-  EXPECT_EQ(std::system(("iconv -f UTF-8 -t UTF-8 '" + json + "' > /dev/null").c_str()), 0) << slurp(json);
-  if (::access("/usr/bin/python3", X_OK) == 0) {
-    const std::string parse =
-        "/usr/bin/python3 -c 'import json,sys; json.load(open(sys.argv[1], encoding=\"utf-8\"))' '" + json + "'";
-    EXPECT_EQ(std::system(parse.c_str()), 0) << slurp(json);
-  }
+  expect_utf8_json_naming_cafe(json);
 }
 
 // `map --json` took a file name's bytes as they were: a Latin-1 name made a summary Python's
@@ -622,13 +627,7 @@ TEST_F(Reliability, MapJsonSummaryIsValidUtf8WhateverThePaths) {
   const Outcome r = run({"map", input, "-o", path("caf\xE9.dx"), "--spacing", "2", "--json", path("summary.json")});
   ASSERT_EQ(r.code, 0) << r;
   const std::string json = path("summary.json");
-  ASSERT_TRUE(contains(slurp(json), "caf\\ufffd.pqr")) << slurp(json);
-  EXPECT_EQ(std::system(("iconv -f UTF-8 -t UTF-8 '" + json + "' > /dev/null").c_str()), 0) << slurp(json);
-  if (::access("/usr/bin/python3", X_OK) == 0) {
-    const std::string parse =
-        "/usr/bin/python3 -c 'import json,sys; json.load(open(sys.argv[1], encoding=\"utf-8\"))' '" + json + "'";
-    EXPECT_EQ(std::system(parse.c_str()), 0) << slurp(json);
-  }
+  expect_utf8_json_naming_cafe(json);
 }
 
 // ==== CUDA error messages ===========================================================================
