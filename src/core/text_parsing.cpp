@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -46,6 +47,12 @@ std::size_t read_some(int fd, char* into, std::size_t bytes, const std::string& 
 }
 
 }  // namespace
+
+std::string_view trim_space(std::string_view text) {
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front()))) text.remove_prefix(1);
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.remove_suffix(1);
+  return text;
+}
 
 std::vector<std::string> split_commas(const std::string& text) {
   std::vector<std::string> parts;

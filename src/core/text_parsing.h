@@ -21,6 +21,8 @@ std::vector<std::string_view> split_whitespace(std::string_view line);
 void split_whitespace(std::string_view line, std::vector<std::string_view>& tokens);
 /// The first whitespace-separated token of `line` (empty when there is none), by split_whitespace's rule.
 std::string_view first_token(std::string_view line);
+/// `text` without the white space (std::isspace: space, tab, CR, LF, VT, FF) at either end.
+std::string_view trim_space(std::string_view text);
 /// "a,b,,c" -> {"a", "b", "", "c"}: every part, empty ones too (a list option's values).
 std::vector<std::string> split_commas(const std::string& text);
 

@@ -9,6 +9,7 @@
 #include "src/core/errors.h"
 #include "src/core/number_parsing.h"
 #include "src/core/text_format.h"
+#include "src/core/text_parsing.h"
 #include "src/maps/map_format_table.h"
 #include "src/maps/map_stream.h"
 #include "src/os/atomic_output_file.h"
@@ -109,12 +110,7 @@ std::string physics_comment(const PhysicsOptions& physics) {
 }
 
 bool parse_physics_comment(std::string_view comment, PhysicsOptions& physics) {
-  const auto trimmed = [](std::string_view t) {
-    while (!t.empty() && std::isspace(static_cast<unsigned char>(t.front()))) t.remove_prefix(1);
-    while (!t.empty() && std::isspace(static_cast<unsigned char>(t.back()))) t.remove_suffix(1);
-    return t;
-  };
-  comment = trimmed(comment);
+  comment = trim_space(comment);
   // APBS: "POTENTIAL (kT/e)" (its only unit).
   if (comment.rfind("POTENTIAL (kT/e)", 0) == 0) {
     physics = PhysicsOptions{};
@@ -136,7 +132,7 @@ bool parse_physics_comment(std::string_view comment, PhysicsOptions& physics) {
   const auto temperature = parse_number(comment.substr(open + 6, close - open - 6));
   std::string_view rest = comment.substr(close + 16);
   const std::size_t end = std::min(rest.find(','), rest.size());
-  const auto dielectric = parse_number(trimmed(rest.substr(0, end)));
+  const auto dielectric = parse_number(trim_space(rest.substr(0, end)));
   if (!temperature || !dielectric) return false;
   parsed.temperature = *temperature;
   parsed.dielectric = *dielectric;

@@ -124,11 +124,10 @@ bool read_foreign_note(std::string_view text, PotentialMap& map) {
     return false;
   }
   constexpr std::string_view kUnit = "values in ";
-  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
+  text = trim_space(text);
   if (text.rfind(kUnit, 0) != 0) return false;
   std::string_view unit = text.substr(kUnit.size());
-  unit = unit.substr(0, std::min(unit.find(';'), unit.size()));  // .mrc: "...; model and medium unknown"
-  while (!unit.empty() && (unit.back() == ' ' || unit.back() == '\t' || unit.back() == '\r')) unit.remove_suffix(1);
+  unit = trim_space(unit.substr(0, std::min(unit.find(';'), unit.size())));  // .mrc: "...; model and medium unknown"
   PhysicsOptions physics;  // a foreign map's physics: nothing known but the unit
   try {
     physics.unit = parse_unit(std::string(unit));

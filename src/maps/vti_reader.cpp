@@ -85,7 +85,7 @@ class HeaderScanner {
       }
       if (text_.substr(pos, 2) == "</") {
         const std::size_t gt = must_find(">", pos, "'>'");
-        const std::string_view name = trim(text_.substr(pos + 2, gt - pos - 2));
+        const std::string_view name = trim_space(text_.substr(pos + 2, gt - pos - 2));
         if (open.empty() || elements[open.back()].name != name)
           fail(pos, "closing tag </" + std::string(name) + "> does not match " +
                         (open.empty() ? std::string("any open element") : "<" + elements[open.back()].name + ">"));
@@ -118,7 +118,7 @@ class HeaderScanner {
         }
         const std::size_t eq = text_.find('=', p);
         if (eq == std::string_view::npos) fail(p, "an attribute of <" + e.name + "> without '='");
-        const std::string key(trim(text_.substr(p, eq - p)));
+        const std::string key(trim_space(text_.substr(p, eq - p)));
         p = skip_space(eq + 1);
         if (p >= text_.size() || (text_[p] != '"' && text_[p] != '\''))
           fail(p, "attribute " + key + " of <" + e.name + "> has no quoted value");
@@ -146,11 +146,6 @@ class HeaderScanner {
   }
 
  private:
-  static std::string_view trim(std::string_view t) {
-    while (!t.empty() && std::isspace(static_cast<unsigned char>(t.front()))) t.remove_prefix(1);
-    while (!t.empty() && std::isspace(static_cast<unsigned char>(t.back()))) t.remove_suffix(1);
-    return t;
-  }
   std::size_t skip_space(std::size_t p) const {
     while (p < text_.size() && std::isspace(static_cast<unsigned char>(text_[p]))) ++p;
     return p;
