@@ -12,6 +12,7 @@ session pays.
   PYTHONPATH=build/python python3 benchmarks/trajectory_rate.py --atoms 100000 --accuracy 1e-3 --frames 60
   PYTHONPATH=build/python python3 benchmarks/trajectory_rate.py --model pb --atoms 11754 --frames 60   # PB frames
   PYTHONPATH=build/python python3 benchmarks/trajectory_rate.py --model pb --backend cpu --spacing 2 --frames 5
+  PYTHONPATH=build/python python3 benchmarks/trajectory_rate.py --model pb --atoms 44016 --devices 0,1   # 2 GPUs
 
 --model pb takes the structure's radii (its PQR's radius column).
 
@@ -86,6 +87,9 @@ def main():
     ap.add_argument("--fresh-frames", type=int, default=20, help="frames timed with a fresh compute_map each")
     ap.add_argument("--engines", type=int, default=1,
                     help="accumulators on the device, frames dealt round-robin (devices=[0]*N): N frames in flight")
+    ap.add_argument("--devices", default=None,
+                    help="GPUs to deal frames to round-robin, one accumulator each (e.g. 0,1: what "
+                         "--devices all does in espgrid-trajectory); the sums merged at the end")
     ap.add_argument("--seed", type=int, default=24)
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
@@ -108,8 +112,11 @@ def main():
     source = _espgrid.describe_source(f"{args.atoms} atoms, synthetic frames", _espgrid.structure_from_arrays(xyz, q))
 
     t = time.perf_counter()
-    engines = [_espgrid.FrameAverage(parsed, parsed.explicit_grid, q, args.std, source,
-                                     radii if args.model == "pb" else None) for _ in range(args.engines)]
+    devices = [int(d) for d in args.devices.split(",")] if args.devices else [None]
+    jobs = [parsed if d is None else espgrid.map_options(**espgrid._with_grid(grid, dict(options, device=d)))
+            for d in devices for _ in range(args.engines)]
+    engines = [_espgrid.FrameAverage(job, job.explicit_grid, q, args.std, source,
+                                     radii if args.model == "pb" else None) for job in jobs]
     engine = engines[0]
     setup = time.perf_counter() - t
     t = time.perf_counter()
@@ -151,7 +158,7 @@ def main():
         "seconds_per_frame": total / args.frames,
         "add_frame_wait_seconds": {"median": float(np.median(per_frame)), "max": float(max(per_frame))},
         "sums": "device" if engine.sums_on_device else "host",
-        "engines": args.engines,
+        "engines": args.engines, "devices": args.devices or "the default",
         "kernel_seconds_per_frame": (sum(e.kernel_seconds for e in engines) - k0) / args.frames,
         "transfer_seconds_per_frame": (sum(e.transfer_seconds for e in engines) - x0) / args.frames,
         "setup_seconds": setup, "first_frame_seconds": first,

@@ -38,6 +38,7 @@
 #include "kernels/frame_sums.cuh"
 #include "src/compute/device_scheduler.h"
 #include "src/core/errors.h"
+#include "src/core/process_trace.h"
 #include "src/core/stopwatch.h"
 
 namespace espgrid::cuda {
@@ -519,12 +520,16 @@ std::vector<int> usable_devices(std::string* reason) {
 }
 
 void warm_up_device(int device) noexcept {
+  trace_process("device context: creating (beside the input's reading)");
   if (cudaSetDevice(device) != cudaSuccess || cudaFree(nullptr) != cudaSuccess) cudaGetLastError();
+  trace_process("device context: made");
 }
 
 int usable_device_count(std::string* reason) {
   int count = 0;
+  trace_process("CUDA driver: initialising (cudaGetDeviceCount)");
   const cudaError_t status = cudaGetDeviceCount(&count);
+  trace_process("CUDA driver: initialised");
   if (status != cudaSuccess) {
     cudaGetLastError();
     if (reason)

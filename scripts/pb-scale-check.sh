@@ -11,6 +11,9 @@
 #           the before/after maps compared;
 #   capsid  benchmarks/make_capsid.py's 1.93 M-atom capsid at 1 Å, then at the finest spacing whose
 #           memory estimate fits GPU 0: points, bytes a point (estimate and measured peak), times;
+#   process where a whole process's time goes beyond its reported work: CUDA's start and teardown
+#           alone (benchmarks/cuda_startup.cu), `espgrid --version`, the 47k and 290k maps with
+#           ESPGRID_TRACE_PROCESS's stamps, CUDA's module loading lazy and eager;
 #   mpi     `--devices all` and `mpirun espgrid map --model pb` with 1, 2, 4 ranks: maps compared
 #           with one process's where this build solves PB across ranks (hypre), else the refusals
 #           checked (clear message, non-zero exit, no file).
@@ -124,8 +127,9 @@ if want test; then
     "$BUILD_DIR/tests/test_pb_scale" --gtest_filter='PbPipelineGpu.EnergyAndPotentialAreTheHostsAndThePeakIsMeasured'
 fi
 
-if want time; then
-  # The structures: copies of bundled proteins (scripts/make_lattice_structure.py, stdlib only).
+# The structures of `time` and `process` (copies of bundled proteins: scripts/make_lattice_structure.py,
+# stdlib only) and docs/pb.md's 161³ grid over the 47k-atom one, in $grid161.
+make_structures() {
   if [ "$SMALL" = 1 ]; then
     cp data/fasciculin2.pqr "$WORK/actin4.pqr"; cp data/achbp.pqr "$WORK/achbp18.pqr"; cells=32; big_spacing=2
   else
@@ -150,6 +154,10 @@ print(f"--origin {origin[0]:.4f},{origin[1]:.4f},{origin[2]:.4f} --dims {n},{n},
 EOF
 )
   echo "161^3 grid: $grid161" > "$OUT/grids.txt"
+}
+
+if want time; then
+  make_structures
   # Three runs a path (the first pays CUDA's start; the summary takes the median of the last two).
   for run in 1 2 3; do
     ESPGRID_PB_PIPELINE=0 pb_map "47k-before-$run" "$WORK/actin4.pqr" -o "$WORK/47k-before.mrc" $grid161
@@ -163,6 +171,32 @@ EOF
   done
   step 290k-compare relative_rms "$WORK/290k-after.mrc" "$WORK/290k-before.mrc" 1e-6
   rm -f "$WORK"/47k-*.mrc "$WORK"/290k-*.mrc
+fi
+
+# Where a whole process's time goes beyond the work it reports (issue 33's 0.3 s and 0.7 s):
+# CUDA's own start and teardown without espgrid (benchmarks/cuda_startup.cu), a process that
+# starts no CUDA (--version), and the two maps with ESPGRID_TRACE_PROCESS's stamps
+# (src/core/process_trace.h), with CUDA's module loading lazy and eager.
+if want process; then
+  make_structures
+  wall_of='import subprocess, sys, time
+t = time.perf_counter(); rc = subprocess.call(sys.argv[1:])
+print(f"process wall {1e3 * (time.perf_counter() - t):.1f} ms"); sys.exit(rc)'
+  nvcc_bin=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+  step cuda-startup-build "$nvcc_bin" -O2 -o "$WORK/cuda_startup" benchmarks/cuda_startup.cu -lcuda &&
+    for run in 1 2 3; do step "cuda-startup-$run" "$PY" -c "$wall_of" "$WORK/cuda_startup"; done
+  for run in 1 2 3; do step "version-$run" "$PY" -c "$wall_of" "$E" --version; done
+  for loading in LAZY EAGER; do
+    for run in 1 2 3; do
+      CUDA_MODULE_LOADING=$loading ESPGRID_TRACE_PROCESS=1 pb_map "process-47k-$loading-$run" "$WORK/actin4.pqr" \
+        -o "$WORK/47k-process.mrc" $grid161
+    done
+  done
+  for run in 1 2; do
+    ESPGRID_TRACE_PROCESS=1 pb_map "process-290k-$run" "$WORK/achbp18.pqr" -o "$WORK/290k-process.mrc" \
+      --spacing $big_spacing --padding 10
+  done
+  rm -f "$WORK"/47k-process.mrc "$WORK"/290k-process.mrc
 fi
 
 if want capsid; then

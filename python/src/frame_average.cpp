@@ -65,7 +65,7 @@ FrameAverage::FrameAverage(const MapJob& job, const GridSpec& grid, std::vector<
       sums_(session_.grid().point_count(), with_deviation),
       sums_on_device_(session_.sums_on_device()),
       overlap_sums_(!sums_on_device_ && session_.kernel().kernel->backend == Backend::Cuda),
-      pipelined_(model_label(job_.physics) != "pb") {
+      pipelined_(model_label(job_.physics) != "pb" || session_.kernel().kernel->backend == Backend::Cuda) {
   if (charges_.empty()) throw UsageError("no atoms to average over");
   if (!radii_.empty() && radii_.size() != charges_.size())
     throw UsageError("radii hold " + std::to_string(radii_.size()) + " atoms, the charges " +

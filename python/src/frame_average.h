@@ -138,11 +138,13 @@ class FrameAverage {
   FrameSums sums_;
   bool sums_on_device_;  ///< exact CUDA kernels on one device: the maps summed there, never copied back
   bool overlap_sums_;    ///< other GPU kernels: sum on the host beside the device's next frame
-  /// Frames computed on a worker thread while the caller reads the next (pair models). PB frames
-  /// are computed on the calling thread: hypre's set-up on a worker thread took 1.3–1.7 s instead
-  /// of 0.17 s a frame (3,341 atoms, 1 Å; glibc's per-thread arenas give back and fault in its
-  /// memory every frame: MALLOC_ARENA_MAX=1 made the two equal), and a PB frame's reading is
-  /// nothing beside its solve.
+  /// Frames computed on a worker thread while the caller reads the next (pair models, and PB on a
+  /// GPU: there the worker lets two devices' engines, dealt frames in turn, solve at once). PB
+  /// frames on the CPU are computed on the calling thread: hypre's set-up on a worker thread took
+  /// 1.3–1.7 s instead of 0.17 s a frame (3,341 atoms, 1 Å; glibc's per-thread arenas give back
+  /// and fault in its memory every frame: MALLOC_ARENA_MAX=1 made the two equal), and a PB frame's
+  /// reading is nothing beside its solve. The GPU solve's host share is small (the device pipeline
+  /// allocates ~9 B a point on the host).
   bool pipelined_;
   std::array<std::vector<float>, 2> buffers_;
   int next_buffer_ = 0;

@@ -2,16 +2,22 @@
 // The first argument is the verb; each verb parses its own options.
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <new>
 #include <string>
 
 #include "src/cli/commands.h"
 #include "src/core/errors.h"
+#include "src/core/process_trace.h"
 #include "src/maps/map_format_table.h"
 #include "src/os/interrupt_cleanup.h"
 
 namespace {
+
+/// ESPGRID_TRACE_PROCESS's first stamp: the libraries are loaded and relocated, static
+/// initialisers are running (src/core/process_trace.h).
+[[maybe_unused]] const bool kLoadedStamp = (espgrid::trace_process("libraries loaded, static initialisation"), true);
 
 void print_usage() {
   std::printf(
@@ -107,6 +113,12 @@ int run_verb(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  espgrid::trace_process("main entered");
+  // Registered first, so run last of the handlers registered from here on (the CUDA runtime's
+  // teardown registers its own at its first call, and runs before this one).
+  std::atexit([] { espgrid::trace_process("exit handlers done (then the kernel's teardown)"); });
   espgrid::install_interrupt_cleanup();
-  return with_output_checked(run_verb(argc, argv), argc, argv);
+  const int status = with_output_checked(run_verb(argc, argv), argc, argv);
+  espgrid::trace_process("verb done, outputs written");
+  return status;
 }
