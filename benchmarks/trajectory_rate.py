@@ -85,8 +85,9 @@ def main():
     ap.add_argument("--accuracy", type=float, default=None)
     ap.add_argument("--std", action="store_true", help="also the standard deviation")
     ap.add_argument("--fresh-frames", type=int, default=20, help="frames timed with a fresh compute_map each")
-    ap.add_argument("--engines", type=int, default=1,
-                    help="accumulators on the device, frames dealt round-robin (devices=[0]*N): N frames in flight")
+    ap.add_argument("--engines", type=int, default=None,
+                    help="accumulators on each device, frames dealt round-robin: N frames in flight (default: "
+                         "espgrid.frames.FRAMES_IN_FLIGHT_PER_GPU on a GPU, as average_map runs, 1 on the CPU)")
     ap.add_argument("--devices", default=None,
                     help="GPUs to deal frames to round-robin, one accumulator each (e.g. 0,1: what "
                          "--devices all does in espgrid-trajectory); the sums merged at the end")
@@ -96,6 +97,9 @@ def main():
 
     import espgrid
     from espgrid import _espgrid
+    from espgrid.frames import FRAMES_IN_FLIGHT_PER_GPU
+    if args.engines is None:
+        args.engines = FRAMES_IN_FLIGHT_PER_GPU if args.backend == "cuda" else 1
 
     xyz, q, radii = structure(args.structure, args.atoms)
     frames = frames_of(xyz, args.frames + 1, args.seed)  # frame 0 warms up: the device's first use

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "kernels/cuda_runtime_support.h"
+#include "src/core/process_exit.h"
 
 namespace espgrid::cuda {
 
@@ -159,6 +160,7 @@ DeviceGuard::DeviceGuard(int device) {
                 (count == 1 ? " device" : " devices") + ")");
   ESPGRID_CUDA_CHECK(cudaGetDevice(&previous_));
   ESPGRID_CUDA_CHECK(cudaSetDevice(device));
+  note_gpu_context_made();
 }
 
 DeviceGuard::~DeviceGuard() {

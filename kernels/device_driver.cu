@@ -38,6 +38,7 @@
 #include "kernels/frame_sums.cuh"
 #include "src/compute/device_scheduler.h"
 #include "src/core/errors.h"
+#include "src/core/process_exit.h"
 #include "src/core/process_trace.h"
 #include "src/core/stopwatch.h"
 
@@ -522,6 +523,7 @@ std::vector<int> usable_devices(std::string* reason) {
 void warm_up_device(int device) noexcept {
   trace_process("device context: creating (beside the input's reading)");
   if (cudaSetDevice(device) != cudaSuccess || cudaFree(nullptr) != cudaSuccess) cudaGetLastError();
+  note_gpu_context_made();
   trace_process("device context: made");
 }
 

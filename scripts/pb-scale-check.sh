@@ -184,7 +184,11 @@ t = time.perf_counter(); rc = subprocess.call(sys.argv[1:])
 print(f"process wall {1e3 * (time.perf_counter() - t):.1f} ms"); sys.exit(rc)'
   nvcc_bin=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
   step cuda-startup-build "$nvcc_bin" -O2 -o "$WORK/cuda_startup" benchmarks/cuda_startup.cu -lcuda &&
-    for run in 1 2 3; do step "cuda-startup-$run" "$PY" -c "$wall_of" "$WORK/cuda_startup"; done
+    for run in 1 2 3; do
+      step "cuda-startup-$run" "$PY" -c "$wall_of" "$WORK/cuda_startup"
+      step "cuda-startup-quick-exit-$run" "$PY" -c "$wall_of" "$WORK/cuda_startup" --quick-exit
+      CUDA_VISIBLE_DEVICES=0 step "cuda-startup-one-gpu-$run" "$PY" -c "$wall_of" "$WORK/cuda_startup"
+    done
   for run in 1 2 3; do step "version-$run" "$PY" -c "$wall_of" "$E" --version; done
   for loading in LAZY EAGER; do
     for run in 1 2 3; do

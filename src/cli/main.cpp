@@ -9,6 +9,7 @@
 
 #include "src/cli/commands.h"
 #include "src/core/errors.h"
+#include "src/core/process_exit.h"
 #include "src/core/process_trace.h"
 #include "src/maps/map_format_table.h"
 #include "src/os/interrupt_cleanup.h"
@@ -120,5 +121,10 @@ int main(int argc, char** argv) {
   espgrid::install_interrupt_cleanup();
   const int status = with_output_checked(run_verb(argc, argv), argc, argv);
   espgrid::trace_process("verb done, outputs written");
+  if (espgrid::may_skip_exit_handlers()) {  // src/core/process_exit.h: the CUDA runtime's teardown
+    std::fflush(nullptr);                   // stdout's fate was checked above; stderr is unbuffered
+    espgrid::trace_process("ending without the exit handlers (the kernel releases the GPU)");
+    std::_Exit(status);
+  }
   return status;
 }

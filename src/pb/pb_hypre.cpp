@@ -8,6 +8,7 @@
 
 #include "src/core/errors.h"
 #include "src/core/foreign_allocations.h"
+#include "src/core/process_exit.h"
 #include "src/core/stopwatch.h"
 #include "src/core/thread_count.h"
 #include "src/pb/pb_limits.h"
@@ -41,6 +42,7 @@ void ensure_mpi() {
   }
   if (status != MPI_SUCCESS) throw Error("hypre needs MPI, and MPI_Init_thread failed");
   std::atexit(finalize_mpi);
+  note_exit_handler_needed();
 }
 
 void check(HYPRE_Int status, const char* call) {

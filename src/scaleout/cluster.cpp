@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <exception>
 
+#include "src/core/process_exit.h"
+
 #if ESPGRID_HAVE_MPI
 #include <mpi.h>
 #endif
@@ -54,6 +56,7 @@ Cluster::Cluster() {
       throw Error("MPI_Init_thread failed");
     std::atexit(finalize_mpi);
   }
+  note_exit_handler_needed();  // MPI_Finalize must run, also when MPI was started by someone else
   mpi_ = true;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
   MPI_Comm_size(MPI_COMM_WORLD, &size_);
