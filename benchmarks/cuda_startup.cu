@@ -8,13 +8,12 @@
 //   nvcc -O2 -o cuda_startup benchmarks/cuda_startup.cu -lcuda && ./cuda_startup [--quick-exit]
 #include <cuda.h>
 #include <cuda_runtime.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-
-#include <unistd.h>
 
 namespace {
 

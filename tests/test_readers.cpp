@@ -1103,7 +1103,7 @@ TEST(LineSource, ByteOrderMarkAtTheStartIsSkippedElsewhereNamed) {
   expect_pqr_error("ATOM 1 N MET 1 1.000 2.000 3.000 0.5 1.5\n" + bom + "ATOM 2 N MET 1 1.000 2.000 3.000 0.5 1.5\n", 2,
                    "'\\xef\\xbb\\xbfATOM'");
   expect_pqr_error(bom + bom + "ATOM 2 N MET 1 1.000 2.000 3.000 0.5 1.5\n", 1, "byte-order mark");
-  EXPECT_EQ(quoted("a\tb\xff"), "'a\\x09b\\xff'");
+  EXPECT_EQ(espgrid::quoted("a\tb\xff"), "'a\\x09b\\xff'");
 }
 
 // Reading in pieces of any size gives what reading at once gives: every fixture, every piece size

@@ -68,7 +68,7 @@ class DxReader {
 
   double number(std::string_view token, const char* what) {
     const auto v = parse_number(token);
-    if (!v || !std::isfinite(*v)) fail(std::string(what) + " " + quoted(token) + " is not a finite number");
+    if (!v || !std::isfinite(*v)) fail(std::string(what) + " " + espgrid::quoted(token) + " is not a finite number");
     return *v;
   }
 
@@ -82,7 +82,7 @@ class DxReader {
       const auto v = parse_integer(tokens_[5 + a]);
       // Each count alone is held to espgrid's limit, so that their product cannot overflow.
       if (!v || *v < 1 || *v > kMaxAxisPoints)
-        fail("grid count " + quoted(tokens_[5 + a]) + " must be a whole number from 1 to " +
+        fail("grid count " + espgrid::quoted(tokens_[5 + a]) + " must be a whole number from 1 to " +
              std::to_string(kMaxAxisPoints));
       n[a] = *v;
     }
@@ -110,7 +110,8 @@ class DxReader {
         if (b == a) map_.grid.spacing[a] = d;
       }
       if (!(map_.grid.spacing[a] > 0))
-        fail("grid spacing " + quoted(tokens_[1 + a]) + " along " + std::string(1, "xyz"[a]) + " must be positive");
+        fail("grid spacing " + espgrid::quoted(tokens_[1 + a]) + " along " + std::string(1, "xyz"[a]) +
+             " must be positive");
     }
     check_read_grid(map_.grid, path_, lines_.line_number());
     next_tokens("'object 2 class gridconnections counts NX NY NZ'");
@@ -132,14 +133,15 @@ class DxReader {
         t = check_array_type(t + 1);
       } else if (key == "rank" && t + 1 < tokens_.size()) {
         if (tokens_[t + 1] != "0")
-          fail("the array has rank " + quoted(tokens_[t + 1]) + ": a map holds scalars (rank 0)");
+          fail("the array has rank " + espgrid::quoted(tokens_[t + 1]) + ": a map holds scalars (rank 0)");
         t += 2;
       } else if (key == "shape" && t + 1 < tokens_.size()) {
-        if (tokens_[t + 1] != "1") fail("the array has shape " + quoted(tokens_[t + 1]) + ": a map holds scalars");
+        if (tokens_[t + 1] != "1")
+          fail("the array has shape " + espgrid::quoted(tokens_[t + 1]) + ": a map holds scalars");
         t += 2;
       } else if (key == "items" && t + 1 < tokens_.size()) {
         items = parse_integer(tokens_[t + 1]);
-        if (!items || *items < 0) fail("items " + quoted(tokens_[t + 1]) + " is not a whole number");
+        if (!items || *items < 0) fail("items " + espgrid::quoted(tokens_[t + 1]) + " is not a whole number");
         t += 2;
       } else if (key == "data" && t + 1 < tokens_.size() && tokens_[t + 1] == "follows" && t + 2 == tokens_.size()) {
         follows = true;
@@ -147,8 +149,8 @@ class DxReader {
       } else if (key == "ascii" || key == "text") {
         ++t;
       } else {
-        fail("cannot read " + quoted(key) + " in the array header: espgrid reads text data that follows the header ('" +
-             "items N data follows')");
+        fail("cannot read " + espgrid::quoted(key) +
+             " in the array header: espgrid reads text data that follows the header ('" + "items N data follows')");
       }
     }
     if (!items) fail("the array header gives no 'items N'");
@@ -209,13 +211,14 @@ class DxReader {
         if (numeric)
           fail("a number after the " + std::to_string(total) + " values of the data: is there a value too many?");
         if (tokens_[0] != "attribute" && tokens_[0] != "object" && tokens_[0] != "component")
-          fail("unexpected " + quoted(tokens_[0]) + " after the data (expected attribute, object or component lines)");
+          fail("unexpected " + espgrid::quoted(tokens_[0]) +
+               " after the data (expected attribute, object or component lines)");
         continue;
       }
       if (!numeric) {
         if (tokens_[0] == "attribute" || tokens_[0] == "object" || tokens_[0] == "component")
           fail(missing_after(total));
-        fail("value " + quoted(tokens_[0]) + " is not a number");
+        fail("value " + espgrid::quoted(tokens_[0]) + " is not a number");
       }
       check_line_width();
       read_line_values(total);
@@ -257,10 +260,10 @@ class DxReader {
         fail("this data line holds more than the " + std::to_string(total) +
              " values the array header announces: is there a value too many?");
       const auto v = parse_number(token);
-      if (!v) fail("value " + quoted(token) + " is not a number");
-      if (!std::isfinite(*v)) fail("value " + quoted(token) + " is not a finite number");
+      if (!v) fail("value " + espgrid::quoted(token) + " is not a number");
+      if (!std::isfinite(*v)) fail("value " + espgrid::quoted(token) + " is not a finite number");
       if (std::fabs(*v) > std::numeric_limits<float>::max())
-        fail("value " + quoted(token) + " is beyond the range of a float32 map (±3.4e38)");
+        fail("value " + espgrid::quoted(token) + " is beyond the range of a float32 map (±3.4e38)");
       map_.values[i_ + nx * (j_ + ny * k_)] = static_cast<float>(*v);
       ++read_;
       if (++k_ == nz) {

@@ -72,7 +72,7 @@ PointList read_from(LineSource& source) {
     for (std::size_t a = 0; a < 3; ++a) {
       if (fields[a].empty()) source.fail(std::string(kAxis[a]) + " is empty");
       const std::optional<double> v = parse_number(fields[a]);
-      if (!v) source.fail(std::string(kAxis[a]) + " is not a number: " + quoted(fields[a]));
+      if (!v) source.fail(std::string(kAxis[a]) + " is not a number: " + espgrid::quoted(fields[a]));
       if (!std::isfinite(*v))
         source.fail(std::string(kAxis[a]) + " is " + std::string(fields[a]) + ": points must be finite numbers (Å)");
       if (std::fabs(*v) > kMaxCoordinate)

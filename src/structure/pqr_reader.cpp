@@ -186,8 +186,8 @@ class PqrLineParser {
 
   double finite(std::string_view token, const char* what) const {
     auto value = parse_number(token);
-    if (!value) fail(std::string(what) + " " + quoted(token) + " is not a number");
-    if (!std::isfinite(*value)) fail(std::string(what) + " " + quoted(token) + " is not finite");
+    if (!value) fail(std::string(what) + " " + espgrid::quoted(token) + " is not a number");
+    if (!std::isfinite(*value)) fail(std::string(what) + " " + espgrid::quoted(token) + " is not finite");
     return *value;
   }
 
@@ -195,7 +195,7 @@ class PqrLineParser {
   double checked(std::string_view token, const char* what, AtomField field) const {
     const double value = finite(token, what);
     if (const std::string_view problem = atom_value_problem(field, value); !problem.empty())
-      fail(std::string(what) + " " + quoted(token) + " " + std::string(problem));
+      fail(std::string(what) + " " + espgrid::quoted(token) + " " + std::string(problem));
     return value;
   }
 
@@ -216,16 +216,16 @@ class PqrLineParser {
       std::string_view token = tokens[--next];
       if (auto value = parse_number(token)) {
         if (std::isfinite(*value) && !looks_like_coordinate(token))  // "inf" is reported below
-          fail("expected a coordinate but found " + quoted(token) + " (no decimal point): is a field missing?" +
-               usage());
-        if (!std::isfinite(*value)) fail("coordinate " + quoted(token) + " is not finite");
+          fail("expected a coordinate but found " + espgrid::quoted(token) +
+               " (no decimal point): is a field missing?" + usage());
+        if (!std::isfinite(*value)) fail("coordinate " + espgrid::quoted(token) + " is not finite");
         coords[ncoords++] = *value;
         continue;
       }
       std::vector<double> pieces = split_fixed_columns(token);
-      if (pieces.empty()) fail("coordinate " + quoted(token) + " is not a number");
+      if (pieces.empty()) fail("coordinate " + espgrid::quoted(token) + " is not a number");
       if (ncoords + pieces.size() > 3)
-        fail("cannot split " + quoted(token) + " into the remaining coordinates" + usage());
+        fail("cannot split " + espgrid::quoted(token) + " into the remaining coordinates" + usage());
       for (auto it = pieces.rbegin(); it != pieces.rend(); ++it) coords[ncoords++] = *it;
     }
     for (double c : coords)
@@ -237,7 +237,7 @@ class PqrLineParser {
     const bool serial_merged = tokens[0].size() > record_.size();
     const std::size_t name_at = serial_merged ? 1 : 2;
     if (!serial_merged && !all_digits(tokens[1]))
-      fail("serial number " + quoted(tokens[1]) + " is not a whole number" + usage());
+      fail("serial number " + espgrid::quoted(tokens[1]) + " is not a whole number" + usage());
     if (next < name_at + 3) fail("too few fields before the coordinates" + usage());
     const std::size_t residue_fields = next - name_at;  // name resName [chainID] resSeq [iCode]
     if (residue_fields > 5)
@@ -251,7 +251,7 @@ class PqrLineParser {
       fail("too many fields (" + std::to_string(tokens.size()) + ") between the serial number and the coordinates" +
            usage());
     if (!is_residue_number(residue_number))
-      fail("expected the residue number before the coordinates but found " + quoted(residue_number) +
+      fail("expected the residue number before the coordinates but found " + espgrid::quoted(residue_number) +
            (looks_like_coordinate(residue_number) ? ": is there a field too many after the radius?" : "") + usage());
     atoms.push_back(coords[2], coords[1], coords[0], charge, radius,
                     element ? *element : element_of(tokens[name_at], tokens[name_at + 1]));
@@ -391,7 +391,7 @@ Structure read_pqr(LineSource& lines) {
           continue;
         }
         if (is_ignored_record(*line, first)) continue;
-        std::string what = "unknown record " + quoted(first);
+        std::string what = "unknown record " + espgrid::quoted(first);
         if (first.substr(0, 3) == "\xEF\xBB\xBF")
           what +=
               " (it starts with a UTF-8 byte-order mark, EF BB BF, in the middle of the file: were two files joined?)";

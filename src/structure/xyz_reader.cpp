@@ -80,9 +80,10 @@ XyzLayout parse_properties(const LineSource& lines, const std::string& spec) {
     const std::string& type = parts[i + 1];
     auto width = parse_integer(parts[i + 2]);
     if (type.size() != 1 || std::string_view("SRIL").find(type[0]) == std::string_view::npos)
-      fail("Properties column " + quoted(parts[i]) + " has unknown type " + quoted(type));
+      fail("Properties column " + espgrid::quoted(parts[i]) + " has unknown type " + espgrid::quoted(type));
     if (!width || *width < 1 || *width > 64)
-      fail("Properties column " + quoted(parts[i]) + " has a bad column count " + quoted(parts[i + 2]));
+      fail("Properties column " + espgrid::quoted(parts[i]) + " has a bad column count " +
+           espgrid::quoted(parts[i + 2]));
     columns.push_back({parts[i], type[0], field, static_cast<std::size_t>(*width)});
     field += static_cast<std::size_t>(*width);
   }
@@ -93,7 +94,7 @@ XyzLayout parse_properties(const LineSource& lines, const std::string& spec) {
   for (std::size_t i = 0; i < columns.size(); ++i)
     for (std::size_t j = 0; j < i; ++j)
       if (columns[i].name == columns[j].name)  // two 'pos' columns were once read as the last one
-        fail("Properties names the column " + quoted(columns[i].name) + " twice: which one is meant?");
+        fail("Properties names the column " + espgrid::quoted(columns[i].name) + " twice: which one is meant?");
   for (const Column& c : columns) {
     if (c.name == "species" && c.width == 1) {
       layout.species = c.first;
@@ -103,7 +104,7 @@ XyzLayout parse_properties(const LineSource& lines, const std::string& spec) {
       layout.pos = c.first;
       has_pos = true;
     } else if (c.name == "charge" || c.name == "charges" || c.name == "initial_charges") {
-      if (c.type != 'R' || c.width != 1) fail("Properties column " + quoted(c.name) + " must be R:1");
+      if (c.type != 'R' || c.width != 1) fail("Properties column " + espgrid::quoted(c.name) + " must be R:1");
       if (has_charge) fail("Properties names more than one charge column");
       layout.charge = c.first;
       has_charge = true;
@@ -125,7 +126,7 @@ Structure read_xyz(LineSource& lines) {
   split_whitespace(*line, tokens);
   if (tokens.size() != 1) lines.fail("the first line of an XYZ file must hold only the atom count");
   const auto count = parse_integer(tokens[0]);
-  if (!count) lines.fail("atom count " + quoted(tokens[0]) + " is not a whole number");
+  if (!count) lines.fail("atom count " + espgrid::quoted(tokens[0]) + " is not a whole number");
   if (*count <= 0) lines.fail("atom count is " + std::to_string(*count) + ": no atoms to read");
   const auto n = static_cast<std::size_t>(*count);
   line = lines.next();
@@ -159,8 +160,8 @@ Structure read_xyz(LineSource& lines) {
            std::to_string(tokens.size()));
     auto number_at = [&](std::size_t field, const char* what) {
       auto value = parse_number(tokens[field]);
-      if (!value) fail(std::string(what) + " " + quoted(tokens[field]) + " is not a number");
-      if (!std::isfinite(*value)) fail(std::string(what) + " " + quoted(tokens[field]) + " is not finite");
+      if (!value) fail(std::string(what) + " " + espgrid::quoted(tokens[field]) + " is not a number");
+      if (!std::isfinite(*value)) fail(std::string(what) + " " + espgrid::quoted(tokens[field]) + " is not finite");
       return *value;
     };
     const double x = number_at(layout.pos, "x");
@@ -169,14 +170,14 @@ Structure read_xyz(LineSource& lines) {
     const double q = number_at(layout.charge, "charge");
     // The same checks as the PQR reader's and the Python module's (atom_value_problem).
     if (const std::string_view problem = atom_value_problem(AtomField::Charge, q); !problem.empty())
-      fail("charge " + quoted(tokens[layout.charge]) + " " + std::string(problem));
+      fail("charge " + espgrid::quoted(tokens[layout.charge]) + " " + std::string(problem));
     const char* const axis[] = {"x", "y", "z"};
     for (std::size_t a = 0; a < 3; ++a)
       if (const std::string_view problem = atom_value_problem(AtomField::Coordinate, a == 0   ? x
                                                                                      : a == 1 ? y
                                                                                               : z);
           !problem.empty())
-        fail(std::string(axis[a]) + " " + quoted(tokens[layout.pos + a]) + " " + std::string(problem));
+        fail(std::string(axis[a]) + " " + espgrid::quoted(tokens[layout.pos + a]) + " " + std::string(problem));
     const ElementSymbol element = layout.has_species ? ElementSymbol::from(tokens[layout.species]) : ElementSymbol{};
     result.atoms.push_back(x, y, z, q, bondi_radius(element), element);
   }
