@@ -319,35 +319,50 @@ TEST(PbPipelineGpu, MapIsTheAllOnDevicePathsMap) {
   ESPGRID_REQUIRE_CUDA_OR_SKIP();
   const Atoms fas = testing::load_molecule("fasciculin2.pqr");
   const GridSpec g = grid_around(fas, 0.7, 8, 1);
+  struct Case {
+    PbSurface surface;
+    PbChargeMethod charges;
+    PbBoundary boundary;
+  };
+  std::vector<Case> cases;
   for (const PbSurface s : {PbSurface::Smol, PbSurface::Mol})
-    for (const PbChargeMethod m : {PbChargeMethod::Spl2, PbChargeMethod::Spl0, PbChargeMethod::Spl4}) {
-      PbOptions o;
-      o.surface = s;
-      o.charges = m;
-      PbRun run;
-      run.solver = PbSolver::CudaMultigrid;
-      run.keep_potential = true;
-      const PbResult now = solve_pb(fas, g, o, run), before = without_pipeline(fas, g, o, run);
-      const std::string what = surface_name(s) + " " + charge_method_name(m);
-      // The pipeline's method line says so (short: it goes into the .dx header's source line).
-      ASSERT_NE(now.solve.method.find("the whole map built on the device"), std::string::npos)
-          << what << ": the pipeline did not run: " << now.solve.method;
-      ASSERT_EQ(before.solve.method.find("the whole map built on the device"), std::string::npos) << what;
-      // The same surface and charges (bit for bit, held by the emulation tests), the same solver
-      // arithmetic: the same iterations and, node for node, the same map. A last-bit difference
-      // (the compiler contracting the assembly's sums differently) would show as ≲1e-12 relative.
-      EXPECT_EQ(now.solve.iterations, before.solve.iterations) << what;
-      EXPECT_EQ(now.sas_points, before.sas_points) << what;
-      std::size_t differ = 0;
-      double num = 0, den = 0;
-      for (std::size_t i = 0; i < now.values.size(); ++i) {
-        differ += now.values[i] != before.values[i];
-        num += std::pow(now.potential[i] - before.potential[i], 2);
-        den += std::pow(before.potential[i], 2);
-      }
-      EXPECT_LE(std::sqrt(num / den), 1e-12) << what << ": " << differ << " float nodes differ";
-      EXPECT_NEAR(now.solve.relative_residual, before.solve.relative_residual, 1e-12) << what;
+    for (const PbChargeMethod m : {PbChargeMethod::Spl2, PbChargeMethod::Spl0, PbChargeMethod::Spl4})
+      cases.push_back({s, m, PbBoundary::Mdh});
+  // The other boundaries reach the pipeline as face values of their own (sdh_face_values, zeros).
+  cases.push_back({PbSurface::Smol, PbChargeMethod::Spl2, PbBoundary::Sdh});
+  cases.push_back({PbSurface::Smol, PbChargeMethod::Spl2, PbBoundary::Zero});
+  for (const Case& c : cases) {
+    PbOptions o;
+    o.surface = c.surface;
+    o.charges = c.charges;
+    o.boundary = c.boundary;
+    PbRun run;
+    run.solver = PbSolver::CudaMultigrid;
+    run.keep_potential = true;
+    const PbResult now = solve_pb(fas, g, o, run), before = without_pipeline(fas, g, o, run);
+    const std::string what = surface_name(c.surface) + " " + charge_method_name(c.charges) + " bcfl " +
+                             (c.boundary == PbBoundary::Mdh   ? "mdh"
+                              : c.boundary == PbBoundary::Sdh ? "sdh"
+                                                              : "zero");
+    // The pipeline's method line says so (short: it goes into the .dx header's source line).
+    ASSERT_NE(now.solve.method.find("the whole map built on the device"), std::string::npos)
+        << what << ": the pipeline did not run: " << now.solve.method;
+    ASSERT_EQ(before.solve.method.find("the whole map built on the device"), std::string::npos) << what;
+    // The same surface and charges (bit for bit, held by the emulation tests), the same solver
+    // arithmetic: the same iterations and, node for node, the same map. A last-bit difference
+    // (the compiler contracting the assembly's sums differently) would show as ≲1e-12 relative.
+    EXPECT_EQ(now.solve.iterations, before.solve.iterations) << what;
+    EXPECT_EQ(now.sas_points, before.sas_points) << what;
+    std::size_t differ = 0;
+    double num = 0, den = 0;
+    for (std::size_t i = 0; i < now.values.size(); ++i) {
+      differ += now.values[i] != before.values[i];
+      num += std::pow(now.potential[i] - before.potential[i], 2);
+      den += std::pow(before.potential[i], 2);
     }
+    EXPECT_LE(std::sqrt(num / den), 1e-12) << what << ": " << differ << " float nodes differ";
+    EXPECT_NEAR(now.solve.relative_residual, before.solve.relative_residual, 1e-12) << what;
+  }
 }
 
 TEST(PbPipelineGpu, EnergyAndPotentialAreTheHostsAndThePeakIsMeasured) {

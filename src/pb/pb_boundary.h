@@ -31,6 +31,9 @@ std::vector<double> mdh_face_values(const Atoms& atoms, const GridSpec& grid, co
 /// traceless quadrupole about the centre: APBS's multipole expansion outside a dielectric sphere
 /// (with κ: the Debye–Hückel form of each order).
 std::vector<double> sdh_boundary(const Atoms& atoms, const GridSpec& grid, const PbOptions& options);
+/// `bcfl sdh` at the face nodes only, in boundary_nodes' order (the same values as sdh_boundary's:
+/// the device pipeline takes these, without a grid-sized array on the host).
+std::vector<double> sdh_face_values(const Atoms& atoms, const GridSpec& grid, const PbOptions& options);
 
 /// `bcfl zero`.
 std::vector<double> zero_boundary(const GridSpec& grid);
@@ -40,8 +43,14 @@ std::vector<double> zero_boundary(const GridSpec& grid);
 /// (APBS allows 1e-9 Å of rounding).
 std::vector<double> focus_boundary(const GridSpec& grid, const GridSpec& parent,
                                    const std::vector<double>& parent_potential);
+/// `bcfl focus` at the face nodes only, in boundary_nodes' order.
+std::vector<double> focus_face_values(const GridSpec& grid, const GridSpec& parent,
+                                      const std::vector<double>& parent_potential);
 
 /// The linear indices of the grid's boundary nodes (every node on one of the six faces), once each.
 std::vector<std::size_t> boundary_nodes(const GridSpec& grid);
+
+/// A full grid of 0 with `face_values` (boundary_nodes' order) on the faces.
+std::vector<double> on_the_faces(const GridSpec& grid, const std::vector<double>& face_values);
 
 }  // namespace espgrid::pb
