@@ -6,6 +6,13 @@
 namespace espgrid::apbs {
 namespace {
 
+/// A calculation's phases as {name: seconds}, in the solver's order.
+Json phases_json(const std::vector<std::pair<std::string, double>>& phases) {
+  Json out = Json::object();
+  for (const auto& [name, seconds] : phases) out.set(name, seconds);
+  return out;
+}
+
 void append(std::string& out, const char* format, ...) __attribute__((format(printf, 2, 3)));
 void append(std::string& out, const char* format, ...) {
   char line[512];
@@ -221,7 +228,8 @@ Json result_json(const ApbsResult& result) {
                                                             : Json())
                           .set("files", std::move(files))
                           .set("solver", r.solver)
-                          .set("seconds", r.seconds));
+                          .set("seconds", r.seconds)
+                          .set("phases_seconds", phases_json(r.phases)));
   }
   Json elecs = Json::array();
   for (std::size_t e = 0; e < result.elecs.size(); ++e) {

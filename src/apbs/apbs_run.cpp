@@ -225,6 +225,7 @@ void solve_plan(const CalculationPlan& plan, const std::vector<Molecule>& molecu
     for (double a : outcome->atom_energies) done.atom_energies.push_back(a * kj);
     done.solver = outcome->summary;
     done.seconds = outcome->seconds;
+    done.phases = outcome->phases;
     if (calc.finest()) {
       const std::size_t first_map = result.maps.size();
       write_block_files(files, calc.elec, elec, *outcome, done, options, result);

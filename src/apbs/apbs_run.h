@@ -46,6 +46,7 @@ struct CalculationResult {
   std::vector<std::pair<WriteType, std::string>> files;  ///< written by this calculation
   std::string solver;                                    ///< the solver's one-line report
   double seconds = 0;
+  std::vector<std::pair<std::string, double>> phases;  ///< where the solve's time went, seconds
 };
 
 /// An ELEC block's result: its finest calculation's.

@@ -10,6 +10,7 @@
 
 #include "src/apbs/apbs_solve.h"
 
+#include "src/core/stopwatch.h"
 #include "src/pb/pb_energy.h"
 #include "src/pb/pb_maps.h"
 #include "src/pb/pb_solve.h"
@@ -123,7 +124,10 @@ SolveOutcome solve_calculation(const SolveRequest& request) {
   }
   for (WriteType type : request.maps)
     if (type != WriteType::Pot) run.maps.push_back(map_kind(type));
+  const Stopwatch solve_clock;
   PbResult result = solve_pb(*request.atoms, out.grid, options, run);
+  const double solve_seconds = solve_clock.seconds();
+  const Stopwatch after_clock;
   if (!result.potential.empty())
     out.potential = std::move(result.potential);
   else
@@ -142,6 +146,9 @@ SolveOutcome solve_calculation(const SolveRequest& request) {
   out.focus_state = std::make_shared<FocusState>(FocusState{result.energy.outside_child});
   out.summary = result.summary;
   out.seconds = result.seconds;
+  for (const PhaseTiming& p : result.phases) out.phases.emplace_back(p.name, p.seconds);
+  out.phases.emplace_back("the solve's call, in all (the solver's set-up, its phases, its results)", solve_seconds);
+  out.phases.emplace_back("this level's results kept (potential, maps)", after_clock.seconds());
   return out;
 }
 

@@ -45,6 +45,8 @@ struct SolveOutcome {
   std::vector<std::pair<WriteType, std::vector<float>>> maps;  ///< the block's `write` maps other than pot
   std::string summary;                                         ///< the solver's one-line report
   double seconds = 0;
+  /// Where the solve's time went (the PB solver's phases, then this adapter's own share), seconds.
+  std::vector<std::pair<std::string, double>> phases;
   /// What the physics keeps of this level to focus the next one (the adapter's own type).
   std::shared_ptr<const void> focus_state;
 };
