@@ -66,6 +66,7 @@ GridSpec map_grid(GridSpec grid, WriteType type) {
 
 const std::vector<float>& map_values(const SolveOutcome& outcome, WriteType type, std::vector<float>& potential) {
   if (type == WriteType::Pot) {
+    if (outcome.potential.empty()) return outcome.values;
     potential.assign(outcome.potential.begin(), outcome.potential.end());
     return potential;
   }

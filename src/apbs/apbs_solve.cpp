@@ -128,10 +128,14 @@ SolveOutcome solve_calculation(const SolveRequest& request) {
   PbResult result = solve_pb(*request.atoms, out.grid, options, run);
   const double solve_seconds = solve_clock.seconds();
   const Stopwatch after_clock;
+  // A finest level's float map is kept as it is (`write pot` writes floats): converting 51.8 M
+  // values to doubles and back took 0.3 s of PDB2PQR's template for 47,000 atoms.
   if (!result.potential.empty())
     out.potential = std::move(result.potential);
-  else
+  else if (request.next_level)
     out.potential.assign(result.values.begin(), result.values.end());
+  else
+    out.values = std::move(result.values);
   if (result.energy.level != PbEnergyLevel::None) out.energy = result.energy.total;
   if (result.energy.level == PbEnergyLevel::Components) {
     // As APBS prints them (routines.c energyMG): half the fixed-charge sum, the others as they are.

@@ -38,7 +38,10 @@ struct EnergyComponents {
 /// What one calculation produced.
 struct SolveOutcome {
   GridSpec grid;
-  std::vector<double> potential;               ///< φ, kT/e, x fastest
+  /// φ, kT/e, x fastest, as doubles: a level the next one focuses from (its boundary) or a solve that
+  /// returned doubles; otherwise empty and `values` holds it.
+  std::vector<double> potential;
+  std::vector<float> values;                   ///< φ, kT/e, x fastest, as the solver's map (when `potential` is empty)
   std::optional<double> energy;                ///< APBS's total electrostatic energy, kT (calcenergy total|comps)
   std::optional<EnergyComponents> components;  ///< calcenergy comps
   std::vector<double> atom_energies;           ///< per-atom energies, kT (calcenergy comps; APBS's ½ qᵢ φ(rᵢ))

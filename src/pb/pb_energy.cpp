@@ -1,7 +1,10 @@
 #include "src/pb/pb_energy.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "src/core/errors.h"
 #include "src/core/units.h"
@@ -18,14 +21,35 @@ constexpr double kExpCap = 85.0;     ///< APBS's EXPMAX: Vcap_exp's largest expo
 /// inverted partition (extEnergy).
 using NodeWeights = std::vector<double>;
 
-/// Σ weight·φ·(spread charge) over the nodes (APBS Vpmg_qfEnergyVolume, `chgm spl2`).
-double fixed_charge_volume(const EnergyInputs& in, const NodeWeights* w) {
+/// The nodes whose spread charge is not zero, in increasing order (blocks searched in parallel,
+/// joined in order). A sum over them is the same bits as the sum over every node: the others'
+/// terms are exact zeros (φ and the weights are finite). spl2 puts 27 nodes an atom: for 47,000
+/// atoms on a 449×449×257 level that is 1.3 M of 51.8 M nodes, and the whole-grid loops took
+/// 0.6 s of a focusing level (2 × H200 host, 2026-11-27).
+std::vector<std::size_t> charged_nodes(const std::vector<double>& q) {
+  constexpr std::size_t kBlock = std::size_t{1} << 20;
+  const auto blocks = static_cast<std::int64_t>((q.size() + kBlock - 1) / kBlock);
+  std::vector<std::vector<std::size_t>> found(static_cast<std::size_t>(blocks));
+#pragma omp parallel for schedule(dynamic)
+  for (std::int64_t b = 0; b < blocks; ++b) {
+    const std::size_t begin = static_cast<std::size_t>(b) * kBlock, end = std::min(q.size(), begin + kBlock);
+    for (std::size_t i = begin; i < end; ++i)
+      if (q[i] != 0.0) found[static_cast<std::size_t>(b)].push_back(i);
+  }
+  std::vector<std::size_t> out;
+  for (const std::vector<std::size_t>& f : found) out.insert(out.end(), f.begin(), f.end());
+  return out;
+}
+
+/// Σ weight(i)·φ·(spread charge) over the nodes (APBS Vpmg_qfEnergyVolume, `chgm spl2`).
+template <class Weight>
+double fixed_charge_volume(const EnergyInputs& in, Weight&& weight) {
   if (!in.charge || in.charge->size() != in.grid->point_count())
     throw Error("internal error: the spl2 energy needs the spread charges");
   const std::vector<double>& u = *in.potential;
   const std::vector<double>& q = *in.charge;
   double sum = 0;
-  for (std::size_t i = 0; i < u.size(); ++i) sum += (w ? (*w)[i] : 1.0) * u[i] * q[i];
+  for (const std::size_t i : charged_nodes(q)) sum += weight(i) * u[i] * q[i];
   return sum;
 }
 
@@ -150,7 +174,7 @@ PbEnergy apbs_energy(const EnergyInputs& in, PbEnergyLevel level, const PbEnergy
   e.temperature = o.temperature;
   if (level == PbEnergyLevel::None) return e;
   e.from_coarser = from_coarser;
-  e.terms.fixed_charge = o.charges == PbChargeMethod::Spl2 ? fixed_charge_volume(in, nullptr)
+  e.terms.fixed_charge = o.charges == PbChargeMethod::Spl2 ? fixed_charge_volume(in, [](std::size_t) { return 1.0; })
                                                            : fixed_charge_point(in, [](std::size_t) { return true; });
   const bool full = o.equation == PbEquation::Nonlinear && pb_has_ions(o);
   if (full || level == PbEnergyLevel::Components) {
@@ -177,23 +201,21 @@ PbEnergyTerms energy_outside(const EnergyInputs& in, const GridSpec& child, cons
   double lower[3], upper[3];
   for (int d = 0; d < 3; ++d) lower[d] = child.origin[d], upper[d] = child.position(d, child.dims[d] - 1);
   // The nodes whose cells do not reach into the child's box (APBS: 1 − partition, any overlap → 0).
-  NodeWeights w(g.point_count());
   std::vector<double> wx(static_cast<std::size_t>(g.dims[0])), wy(static_cast<std::size_t>(g.dims[1])),
       wz(static_cast<std::size_t>(g.dims[2]));
   for (std::int64_t i = 0; i < g.dims[0]; ++i) wx[i] = part_weight(g.position(0, i), lower[0], upper[0], g.spacing[0]);
   for (std::int64_t j = 0; j < g.dims[1]; ++j) wy[j] = part_weight(g.position(1, j), lower[1], upper[1], g.spacing[1]);
   for (std::int64_t k = 0; k < g.dims[2]; ++k) wz[k] = part_weight(g.position(2, k), lower[2], upper[2], g.spacing[2]);
-  for (std::int64_t k = 0; k < g.dims[2]; ++k)
-    for (std::int64_t j = 0; j < g.dims[1]; ++j)
-      for (std::int64_t i = 0; i < g.dims[0]; ++i) {
-        double part = wx[i] * wy[j] * wz[k];
-        if (std::fabs(part) < kPmgSmall) part = 0.0;
-        w[static_cast<std::size_t>(i + g.dims[0] * (j + g.dims[1] * k))] = part > kApbsSmall ? 0.0 : 1.0 - part;
-      }
+  const auto n0 = static_cast<std::size_t>(g.dims[0]), n1 = static_cast<std::size_t>(g.dims[1]);
+  const auto outside = [&](std::size_t node) {
+    double part = wx[node % n0] * wy[(node / n0) % n1] * wz[node / (n0 * n1)];
+    if (std::fabs(part) < kPmgSmall) part = 0.0;
+    return part > kApbsSmall ? 0.0 : 1.0 - part;
+  };
   const PbOptions& o = *in.options;
   PbEnergyTerms t;
   if (o.charges == PbChargeMethod::Spl2) {
-    t.fixed_charge = fixed_charge_volume(in, &w);
+    t.fixed_charge = fixed_charge_volume(in, outside);
   } else {
     const Atoms& atoms = *in.atoms;
     t.fixed_charge = fixed_charge_point(in, [&](std::size_t a) {
@@ -206,6 +228,8 @@ PbEnergyTerms energy_outside(const EnergyInputs& in, const GridSpec& child, cons
   // The mobile and dielectric terms count only where they count for the child: its components, or
   // the nonlinear equation's total (both use this level's options, as APBS's levels share them).
   if (o.energy.level == PbEnergyLevel::Components || o.equation == PbEquation::Nonlinear) {
+    NodeWeights w(g.point_count());  // these sums cover every node
+    for (std::size_t node = 0; node < w.size(); ++node) w[node] = outside(node);
     t.mobile_charge = mobile_charge(in, &w);
     t.dielectric = dielectric(in, &w);
   }
