@@ -211,45 +211,38 @@ struct DirectSums {
   double boundary_seconds = 0, coulomb_seconds = 0;
 };
 
+/// The boundary values at the face nodes (boundary_nodes' order: what the device pipeline takes, with
+/// no grid-sized array on the host; for a 449×449×257 level sdh's grid of zeros took 0.2 s), or with
+/// `whole_grid` at every node (0 inside).
 std::vector<double> boundary_values(const Atoms& atoms, const GridSpec& grid, const PbOptions& options,
-                                    const PbRun& run, const SolvePlan& plan) {
+                                    const PbRun& run, const SolvePlan& plan, bool whole_grid) {
+  if (options.boundary == PbBoundary::Mdh && plan.faces_kernel->backend != Backend::Cuda) {  // the grid kernels
+    std::vector<double> full = pb::mdh_boundary(atoms, grid, options, *plan.faces_kernel, plan.dcs);
+    return whole_grid ? full : pb::face_values(full, grid);
+  }
+  std::vector<double> faces;
   switch (options.boundary) {
     case PbBoundary::Zero:
-      return pb::zero_boundary(grid);
+      faces.assign(pb::boundary_nodes(grid).size(), 0.0);
+      break;
     case PbBoundary::Sdh:
-      return pb::sdh_boundary(atoms, grid, options);
+      faces = pb::sdh_face_values(atoms, grid, options);
+      break;
     case PbBoundary::Mdh:
-      return pb::mdh_boundary(atoms, grid, options, *plan.faces_kernel, plan.dcs);
+      faces = pb::mdh_face_values(atoms, grid, options, run.device);
+      break;
     case PbBoundary::Focus:
-      return pb::focus_boundary(grid, run.focus_parent->grid, *run.focus_parent->potential);
+      faces = pb::focus_face_values(grid, run.focus_parent->grid, *run.focus_parent->potential);
+      break;
   }
-  throw Error("internal error: unknown PB boundary condition");
-}
-
-/// The boundary values at the face nodes only (boundary_nodes' order), for the device pipeline: no
-/// grid-sized array on the host (for a 449×449×257 level, sdh's full grid of zeros took 0.2 s).
-std::vector<double> boundary_face_values(const Atoms& atoms, const GridSpec& grid, const PbOptions& options,
-                                         const PbRun& run, const SolvePlan& plan) {
-  switch (options.boundary) {
-    case PbBoundary::Zero:
-      return std::vector<double>(pb::boundary_nodes(grid).size(), 0.0);
-    case PbBoundary::Sdh:
-      return pb::sdh_face_values(atoms, grid, options);
-    case PbBoundary::Mdh:
-      return plan.faces_kernel->backend == Backend::Cuda
-                 ? pb::mdh_face_values(atoms, grid, options, run.device)
-                 : pb::face_values(pb::mdh_boundary(atoms, grid, options, *plan.faces_kernel, plan.dcs), grid);
-    case PbBoundary::Focus:
-      return pb::focus_face_values(grid, run.focus_parent->grid, *run.focus_parent->potential);
-  }
-  throw Error("internal error: unknown PB boundary condition");
+  return whole_grid ? pb::on_the_faces(grid, faces) : faces;
 }
 
 DirectSums direct_sums(const Atoms& atoms, const GridSpec& grid, const PbOptions& options, const PbRun& run,
                        const SolvePlan& plan) {
   DirectSums sums;
   Stopwatch clock;
-  sums.boundary = boundary_values(atoms, grid, options, run, plan);
+  sums.boundary = boundary_values(atoms, grid, options, run, plan, true);
   sums.boundary_seconds = clock.seconds();
   if (plan.split) {
     clock.restart();
@@ -278,7 +271,7 @@ void solve_with_device_pipeline(const Atoms& atoms, const GridSpec& grid, const 
   double boundary_seconds = 0;
   std::future<std::vector<double>> faces = std::async(std::launch::async, [&] {
     const Stopwatch clock;
-    std::vector<double> values = boundary_face_values(atoms, grid, options, run, plan);
+    std::vector<double> values = boundary_values(atoms, grid, options, run, plan, false);
     boundary_seconds = clock.seconds();
     return values;
   });
