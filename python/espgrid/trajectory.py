@@ -469,7 +469,7 @@ def _parser():
         default = f" (default {spec['default']})" if spec["default"] is not None else ""
         text = spec["help"] + default
         if spec["name"] == "devices":  # a trajectory deals whole frames to the GPUs instead
-            text = "several CUDA devices: all, or N,N,...: the frames dealt over them, one frame per GPU at a time"
+            text = "several CUDA devices: all, or N,N,...: the frames dealt over them, two frames per GPU at a time"
         group.add_argument("--" + spec["name"], dest="map_" + spec["name"].replace("-", "_"), metavar="VALUE",
                            help=text)
     return p
