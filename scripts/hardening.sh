@@ -67,8 +67,8 @@ export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:strict_string_checks=1:detect
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 if [ "${ESPGRID_HARDENING_SKIP_ASAN:-0}" != 1 ]; then
   t1=$SECONDS
-  # One entry more than cores: the entries' 405 s took 279 s on 2 cores one a core (a third of the
-  # time waiting on child programs and the sanitizers' start). Left out here as the accuracy suites
+  # One entry more than cores: with one a core, the entries' 405 s took 279 s on 2 cores (cores
+  # idle a quarter of the time: entries wait on child programs). Left out here as the accuracy suites
   # are (tests/CMakeLists.txt): two tests whose point is a
   # large sum (three molecules × three models of MSM against the exact sum; 2^17 atoms at 4,100
   # points), 91 s and 27 s under the sanitizers; the same code runs here in their suites' other tests.
