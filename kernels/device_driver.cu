@@ -23,6 +23,7 @@
 // device. Plans, slab and chunk sizes are decided by host code (src/compute/launch_plan.h).
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <climits>
 #include <cstring>
 #include <exception>
@@ -529,9 +530,11 @@ void warm_up_device(int device) noexcept {
 
 int usable_device_count(std::string* reason) {
   int count = 0;
-  trace_process("CUDA driver: initialising (cudaGetDeviceCount)");
+  static std::atomic<bool> first_call{true};  // the driver starts on the first call: stamp that one
+  const bool stamp = first_call.exchange(false);
+  if (stamp) trace_process("CUDA driver: initialising (cudaGetDeviceCount)");
   const cudaError_t status = cudaGetDeviceCount(&count);
-  trace_process("CUDA driver: initialised");
+  if (stamp) trace_process("CUDA driver: initialised");
   if (status != cudaSuccess) {
     cudaGetLastError();
     if (reason)

@@ -340,10 +340,8 @@ TEST(PbPipelineGpu, MapIsTheAllOnDevicePathsMap) {
     run.solver = PbSolver::CudaMultigrid;
     run.keep_potential = true;
     const PbResult now = solve_pb(fas, g, o, run), before = without_pipeline(fas, g, o, run);
-    const std::string what = surface_name(c.surface) + " " + charge_method_name(c.charges) + " bcfl " +
-                             (c.boundary == PbBoundary::Mdh   ? "mdh"
-                              : c.boundary == PbBoundary::Sdh ? "sdh"
-                                                              : "zero");
+    const std::string what =
+        surface_name(c.surface) + " " + charge_method_name(c.charges) + " bcfl " + boundary_name(c.boundary);
     // The pipeline's method line says so (short: it goes into the .dx header's source line).
     ASSERT_NE(now.solve.method.find("the whole map built on the device"), std::string::npos)
         << what << ": the pipeline did not run: " << now.solve.method;

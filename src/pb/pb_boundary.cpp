@@ -153,8 +153,6 @@ std::vector<double> mdh_boundary(const Atoms& atoms, const GridSpec& grid, const
   return fixed;
 }
 
-std::vector<double> zero_boundary(const GridSpec& grid) { return std::vector<double>(grid.point_count(), 0.0); }
-
 namespace {
 
 /// APBS's sdh sphere: the atoms' bounding-box centre, the radius reaching every atom's surface,

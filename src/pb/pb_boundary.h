@@ -35,9 +35,6 @@ std::vector<double> sdh_boundary(const Atoms& atoms, const GridSpec& grid, const
 /// the device pipeline takes these, without a grid-sized array on the host).
 std::vector<double> sdh_face_values(const Atoms& atoms, const GridSpec& grid, const PbOptions& options);
 
-/// `bcfl zero`.
-std::vector<double> zero_boundary(const GridSpec& grid);
-
 /// `bcfl focus`: each face node's value by trilinear interpolation of `parent_potential` (kT/e on
 /// `parent`, x fastest). Throws UsageError naming the corner when `grid` is not inside `parent`
 /// (APBS allows 1e-9 Å of rounding).

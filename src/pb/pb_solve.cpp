@@ -220,21 +220,20 @@ std::vector<double> boundary_values(const Atoms& atoms, const GridSpec& grid, co
     std::vector<double> full = pb::mdh_boundary(atoms, grid, options, *plan.faces_kernel, plan.dcs);
     return whole_grid ? full : pb::face_values(full, grid);
   }
-  std::vector<double> faces;
-  switch (options.boundary) {
-    case PbBoundary::Zero:
-      faces.assign(pb::boundary_nodes(grid).size(), 0.0);
-      break;
-    case PbBoundary::Sdh:
-      faces = pb::sdh_face_values(atoms, grid, options);
-      break;
-    case PbBoundary::Mdh:
-      faces = pb::mdh_face_values(atoms, grid, options, run.device);
-      break;
-    case PbBoundary::Focus:
-      faces = pb::focus_face_values(grid, run.focus_parent->grid, *run.focus_parent->potential);
-      break;
-  }
+  const auto face_values = [&]() -> std::vector<double> {
+    switch (options.boundary) {
+      case PbBoundary::Zero:
+        return std::vector<double>(pb::boundary_nodes(grid).size(), 0.0);
+      case PbBoundary::Sdh:
+        return pb::sdh_face_values(atoms, grid, options);
+      case PbBoundary::Mdh:
+        return pb::mdh_face_values(atoms, grid, options, run.device);
+      case PbBoundary::Focus:
+        return pb::focus_face_values(grid, run.focus_parent->grid, *run.focus_parent->potential);
+    }
+    throw Error("internal error: unknown PB boundary condition");
+  };
+  std::vector<double> faces = face_values();
   return whole_grid ? pb::on_the_faces(grid, faces) : faces;
 }
 
