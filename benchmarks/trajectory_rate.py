@@ -89,7 +89,7 @@ def main():
                     help="accumulators on each device, frames dealt round-robin: N frames in flight (default: "
                          "espgrid.frames.FRAMES_IN_FLIGHT_PER_GPU on a GPU, as average_map runs, 1 on the CPU)")
     ap.add_argument("--devices", default=None,
-                    help="GPUs to deal frames to round-robin, one accumulator each (e.g. 0,1: what "
+                    help="GPUs to deal frames to round-robin, --engines accumulators each (e.g. 0,1: what "
                          "--devices all does in espgrid-trajectory); the sums merged at the end")
     ap.add_argument("--seed", type=int, default=24)
     ap.add_argument("--out", default=None)

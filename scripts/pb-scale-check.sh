@@ -106,16 +106,20 @@ sys.exit(0 if rel <= limit and bad == 0 else 1)
 EOF
 }
 
-# pb_map NAME args...: espgrid map --model pb --backend $PB_BACKEND, logged as NAME, its JSON summary in
-# $OUT/NAME.json and the process wall (CUDA's start included) in $OUT/NAME.wall.
-pb_map() {
-  local name=$1; shift
-  step "$name" "$PY" -c 'import subprocess, sys, time
+# "$PY" -c "$WALL_OF" FILE COMMAND...: runs COMMAND, prints its process wall (CUDA's start included)
+# and writes it, in seconds, to FILE (- for none); exits with its code.
+WALL_OF='import subprocess, sys, time
 t = time.perf_counter(); rc = subprocess.call(sys.argv[2:])
 wall = time.perf_counter() - t
 print(f"process wall {wall:.3f} s")
-open(sys.argv[1], "w").write(f"{wall:.4f}\n"); sys.exit(rc)' "$OUT/$name.wall" \
-    "$E" map --model pb --backend "$PB_BACKEND" --json "$OUT/$name.json" "$@"
+sys.argv[1] == "-" or open(sys.argv[1], "w").write(f"{wall:.4f}\n"); sys.exit(rc)'
+
+# pb_map NAME args...: espgrid map --model pb --backend $PB_BACKEND, logged as NAME, its JSON summary in
+# $OUT/NAME.json and the process wall in $OUT/NAME.wall.
+pb_map() {
+  local name=$1; shift
+  step "$name" "$PY" -c "$WALL_OF" "$OUT/$name.wall" "$E" map --model pb --backend "$PB_BACKEND" \
+    --json "$OUT/$name.json" "$@"
 }
 
 if want test; then
@@ -179,17 +183,14 @@ fi
 # (src/core/process_trace.h), with CUDA's module loading lazy and eager.
 if want process; then
   make_structures
-  wall_of='import subprocess, sys, time
-t = time.perf_counter(); rc = subprocess.call(sys.argv[1:])
-print(f"process wall {1e3 * (time.perf_counter() - t):.1f} ms"); sys.exit(rc)'
   nvcc_bin=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
   step cuda-startup-build "$nvcc_bin" -O2 -o "$WORK/cuda_startup" benchmarks/cuda_startup.cu -lcuda &&
     for run in 1 2 3; do
-      step "cuda-startup-$run" "$PY" -c "$wall_of" "$WORK/cuda_startup"
-      step "cuda-startup-quick-exit-$run" "$PY" -c "$wall_of" "$WORK/cuda_startup" --quick-exit
-      CUDA_VISIBLE_DEVICES=0 step "cuda-startup-one-gpu-$run" "$PY" -c "$wall_of" "$WORK/cuda_startup"
+      step "cuda-startup-$run" "$PY" -c "$WALL_OF" - "$WORK/cuda_startup"
+      step "cuda-startup-quick-exit-$run" "$PY" -c "$WALL_OF" - "$WORK/cuda_startup" --quick-exit
+      CUDA_VISIBLE_DEVICES=0 step "cuda-startup-one-gpu-$run" "$PY" -c "$WALL_OF" - "$WORK/cuda_startup"
     done
-  for run in 1 2 3; do step "version-$run" "$PY" -c "$wall_of" "$E" --version; done
+  for run in 1 2 3; do step "version-$run" "$PY" -c "$WALL_OF" - "$E" --version; done
   for loading in LAZY EAGER; do
     for run in 1 2 3; do
       CUDA_MODULE_LOADING=$loading ESPGRID_TRACE_PROCESS=1 pb_map "process-47k-$loading-$run" "$WORK/actin4.pqr" \
