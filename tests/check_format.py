@@ -9,7 +9,6 @@ Exit 1 names each file that differs (fix: clang-format -i FILE), 0 when every fi
 import os
 import re
 import shutil
-from concurrent.futures import ThreadPoolExecutor
 import subprocess
 import sys
 
@@ -35,15 +34,19 @@ def main():
     if not re.search(r"version 14\.", version):
         print(f"check_format: skipped: the layout is clang-format 14's, this is {version.strip()}")
         return SKIP
-    def differs(path):
-        with open(path, "rb") as f:
-            original = f.read()
-        return subprocess.run([tool, "--style=file", path], capture_output=True, check=True).stdout != original
-
+    # One clang-format process for every file: started once a file, its libraries' loading took
+    # 40 s of CPU on CI's 2 cores for ~340 files; one run checks them all in about 2 s.
     paths = list(sources())
-    with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
-        flags = list(pool.map(differs, paths))
-    different = [os.path.relpath(p, ROOT) for p, d in zip(paths, flags) if d]
+    run = subprocess.run([tool, "--style=file", "--dry-run", "-Werror", *paths], capture_output=True, text=True)
+    flagged = set()
+    for line in run.stderr.splitlines():
+        match = re.match(r"(.+?):\d+:\d+: (?:error|warning): code should be clang-formatted", line)
+        if match:
+            flagged.add(os.path.abspath(match.group(1)))
+    if run.returncode != 0 and not flagged:  # a failure that is not a layout difference
+        print(f"check_format: clang-format failed ({run.returncode}):\n{run.stderr[-2000:]}")
+        return 1
+    different = [os.path.relpath(p, ROOT) for p in paths if os.path.abspath(p) in flagged]
     for path in different:
         print(f"{path}: not formatted (clang-format -i {path})")
     print(f"check_format: {len(different)} file(s) differ" if different else "check_format: every file is formatted")
