@@ -3,6 +3,7 @@
 // make_apbs_fixtures.py), mg-para's per-process files, APBS's molecule readers, the DX layout,
 // runs that solve (what this build's physics supports) and the refusals that leave nothing behind.
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <cmath>
 #include <cstdio>
@@ -290,6 +291,31 @@ TEST(ApbsDx, WritesApbsLayoutThatReadsBack) {
   EXPECT_NEAR(block.grid.origin[0], -1.0, 1e-12);
   EXPECT_EQ(block.values[0], values[1 + 5 * (2 + 4 * 1)]);
   EXPECT_EQ(block.values.back(), values[3 + 5 * (3 + 4 * 2)]);
+  fs::remove_all(dir);
+}
+
+// A map of several batches of blocks (300,000 values a block, one block a thread in a batch): the
+// text formatted by all threads while the batch before is written comes out whole and in order.
+TEST(ApbsDx, ManyBatchesWrittenWhileTheNextIsFormattedReadBackExactly) {
+  const fs::path dir = fs::temp_directory_path() / ("espgrid_apbs_dx_batches_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  GridSpec grid;
+  grid.dims = {131, 97, 103};  // 1.31 M values: 5 blocks, the last one partial
+  grid.spacing = {0.5, 0.5, 0.5};
+  std::vector<float> values(grid.point_count());
+  for (std::size_t n = 0; n < values.size(); ++n)
+    values[n] = static_cast<float>(std::sin(0.0137 * static_cast<double>(n)) * 1e2 + 1e-3 * static_cast<double>(n));
+  const int threads_before = omp_get_max_threads();
+  for (const int threads : {1, 2}) {  // 5 batches of one block, 3 of two
+    omp_set_num_threads(threads);
+    const fs::path path = dir / ("m" + std::to_string(threads) + ".dx");
+    write_apbs_dx(path.string(), grid, values, whole_grid(grid), "POTENTIAL (kT/e)", "test", false);
+    const PotentialMap back = read_map(path.string());
+    EXPECT_EQ(back.grid.dims, grid.dims);
+    EXPECT_EQ(back.values, values) << threads << " threads";
+  }
+  omp_set_num_threads(threads_before);
+  EXPECT_EQ(slurp(dir / "m1.dx"), slurp(dir / "m2.dx"));
   fs::remove_all(dir);
 }
 

@@ -4,9 +4,12 @@
 #include <omp.h>
 #include <unistd.h>
 
+#include <array>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <functional>
+#include <future>
 
 #if ESPGRID_HAVE_ZLIB
 #include <zlib.h>
@@ -145,19 +148,37 @@ void write_apbs_dx(const std::string& path, const GridSpec& grid, const std::vec
   const std::size_t total = static_cast<std::size_t>(block.count[0] * block.count[1] * block.count[2]);
   const int threads = std::max(1, omp_get_max_threads());
   const std::size_t blocks = (total + kBlockValues - 1) / kBlockValues;
-  std::vector<std::vector<char>> text(static_cast<std::size_t>(threads),
-                                      std::vector<char>(kBlockValues * (kScientific9MaxChars + 1)));
-  std::vector<std::size_t> used(static_cast<std::size_t>(threads));
-  for (std::size_t batch = 0; batch < blocks; batch += static_cast<std::size_t>(threads)) {
-    const std::size_t in_batch = std::min<std::size_t>(static_cast<std::size_t>(threads), blocks - batch);
-#pragma omp parallel for num_threads(threads) schedule(static, 1)
-    for (std::size_t t = 0; t < in_batch; ++t) {
-      const std::size_t begin = (batch + t) * kBlockValues, end = std::min(total, begin + kBlockValues);
-      used[t] = static_cast<std::size_t>(format_values(grid, values, block, begin, end, total, text[t].data()) -
-                                         text[t].data());
-    }
-    for (std::size_t t = 0; t < in_batch; ++t) sink.write(text[t].data(), used[t]);
+  // Two sets of text buffers: all threads format one batch of blocks while one thread writes the
+  // batch before (an H200 host, 51.8 M values: formatting 0.34 s and writing 0.57 s one after the
+  // other; overlapped, the file system's share is what remains).
+  struct Batch {
+    std::vector<std::vector<char>> text;
+    std::vector<std::size_t> used;
+    std::size_t count = 0;
+  };
+  std::array<Batch, 2> batches;
+  for (Batch& b : batches) {
+    b.text.assign(static_cast<std::size_t>(threads), std::vector<char>(kBlockValues * (kScientific9MaxChars + 1)));
+    b.used.assign(static_cast<std::size_t>(threads), 0);
   }
+  const auto write_batch = [&sink](const Batch& b) {
+    for (std::size_t t = 0; t < b.count; ++t) sink.write(b.text[t].data(), b.used[t]);
+  };
+  std::future<void> writing;  // after the buffers: destroyed (joined) before them
+  std::size_t parity = 0;
+  for (std::size_t first = 0; first < blocks; first += static_cast<std::size_t>(threads), parity ^= 1) {
+    Batch& b = batches[parity];
+    b.count = std::min<std::size_t>(static_cast<std::size_t>(threads), blocks - first);
+#pragma omp parallel for num_threads(threads) schedule(static, 1)
+    for (std::size_t t = 0; t < b.count; ++t) {
+      const std::size_t begin = (first + t) * kBlockValues, end = std::min(total, begin + kBlockValues);
+      b.used[t] = static_cast<std::size_t>(format_values(grid, values, block, begin, end, total, b.text[t].data()) -
+                                           b.text[t].data());
+    }
+    if (writing.valid()) writing.get();  // the batch before is written (its error, if any, thrown here)
+    writing = std::async(std::launch::async, write_batch, std::cref(b));
+  }
+  if (writing.valid()) writing.get();
   static constexpr char kTrailer[] =
       "attribute \"dep\" string \"positions\"\n"
       "object \"regular positions regular connections\" class field\n"
