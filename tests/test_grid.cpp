@@ -2,7 +2,9 @@
 
 #include <cmath>
 #include <limits>
+#include <vector>
 
+#include "src/core/bulk_memory.h"
 #include "src/core/errors.h"
 #include "src/core/grid.h"
 
@@ -106,6 +108,33 @@ TEST(Grid, DescribesItself) {
   EXPECT_EQ(with_commas(0), "0");
   EXPECT_EQ(with_commas(1000), "1,000");
   EXPECT_EQ(human_bytes(3.5 * 1024 * 1024), "3.5 MiB");
+}
+
+/// Every value of `values` is NaN.
+template <class T>
+bool all_nan(const std::vector<T>& values) {
+  for (const T v : values)
+    if (!std::isnan(v)) return false;
+  return true;
+}
+
+// The poisoned buffers a solve or kernel must overwrite: sized, every value NaN, whether the
+// pages were faulted in by several threads (from 64 MiB) or assigned by one, fresh or reused.
+TEST(BulkMemory, PoisonedBuffersAreNanEverywhereForFloatsAndDoubles) {
+  for (const std::size_t count : {std::size_t{0}, std::size_t{1000}, std::size_t{(80u << 20) / 8 + 7}}) {
+    std::vector<double> d = {1.0, 2.0};
+    assign_poisoned(d, count);
+    EXPECT_EQ(d.size(), count);
+    EXPECT_TRUE(all_nan(d)) << count;
+    std::vector<float> f(count + 5, 3.0f);  // enough capacity: reused
+    assign_poisoned(f, count);
+    EXPECT_EQ(f.size(), count);
+    EXPECT_TRUE(all_nan(f)) << count;
+    std::vector<float> fresh;
+    assign_poisoned(fresh, 2 * count);
+    EXPECT_EQ(fresh.size(), 2 * count);
+    EXPECT_TRUE(all_nan(fresh)) << count;
+  }
 }
 
 }  // namespace

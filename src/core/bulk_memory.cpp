@@ -19,10 +19,11 @@ int copy_threads(std::size_t bytes) {
   return std::max(1, std::min({kMaxThreads, omp_get_max_threads(), static_cast<int>(bytes / kChunkBytes)}));
 }
 
-/// Runs body(first, count) over [0, count) in chunks of kChunkBytes floats on `threads` threads.
-template <class Body>
+/// Runs body(first, count) over [0, count) values of type T in chunks of kChunkBytes on `threads`
+/// threads.
+template <class T = float, class Body>
 void in_chunks(std::size_t count, int threads, Body body) {
-  const std::size_t chunk = kChunkBytes / sizeof(float);
+  const std::size_t chunk = kChunkBytes / sizeof(T);
   const auto chunks = static_cast<std::int64_t>((count + chunk - 1) / chunk);
 #pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
   for (std::int64_t c = 0; c < chunks; ++c) {
@@ -31,11 +32,10 @@ void in_chunks(std::size_t count, int threads, Body body) {
   }
 }
 
-}  // namespace
-
-void assign_poisoned(std::vector<float>& values, std::size_t count) {
-  constexpr float kPoison = std::numeric_limits<float>::quiet_NaN();
-  const std::size_t bytes = count * sizeof(float);
+template <class T>
+void assign_poisoned_values(std::vector<T>& values, std::size_t count) {
+  constexpr T kPoison = std::numeric_limits<T>::quiet_NaN();
+  const std::size_t bytes = count * sizeof(T);
   const int threads = copy_threads(bytes);
   if (threads <= 1 || values.capacity() >= count) {
     values.assign(count, kPoison);
@@ -49,13 +49,19 @@ void assign_poisoned(std::vector<float>& values, std::size_t count) {
   values.clear();
   values.shrink_to_fit();
   values.reserve(count);
-  float* data = values.data();
-  constexpr std::size_t kPageFloats = 4096 / sizeof(float);
-  in_chunks(count, threads, [&](std::size_t first, std::size_t n) {
-    for (std::size_t i = 0; i < n; i += kPageFloats) data[first + i] = kPoison;
+  T* data = values.data();
+  constexpr std::size_t kPageValues = 4096 / sizeof(T);
+  in_chunks<T>(count, threads, [&](std::size_t first, std::size_t n) {
+    for (std::size_t i = 0; i < n; i += kPageValues) data[first + i] = kPoison;
   });
   values.assign(count, kPoison);  // no reallocation: capacity is count
 }
+
+}  // namespace
+
+void assign_poisoned(std::vector<float>& values, std::size_t count) { assign_poisoned_values(values, count); }
+
+void assign_poisoned(std::vector<double>& values, std::size_t count) { assign_poisoned_values(values, count); }
 
 void copy_floats(float* to, const float* from, std::size_t count) {
   const int threads = copy_threads(count * sizeof(float));

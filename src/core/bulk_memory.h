@@ -13,6 +13,8 @@ namespace espgrid {
 /// have their pages faulted in by up to 8 cores first; small ones are simply assigned. The result is the same as
 /// values.assign(count, NaN).
 void assign_poisoned(std::vector<float>& values, std::size_t count);
+/// The same for doubles (the PB solve's potential).
+void assign_poisoned(std::vector<double>& values, std::size_t count);
 
 /// memcpy of `count` floats, split over up to 8 threads for large copies (staging buffers into
 /// a map): one core copies ~5–10 GB/s, the host's memory several times that.

@@ -6,6 +6,7 @@
 #include <limits>
 #include <string>
 
+#include "src/core/bulk_memory.h"
 #include "src/core/errors.h"
 #include "src/core/stopwatch.h"
 #include "src/pb/pb_boundary.h"
@@ -138,11 +139,11 @@ PipelineSolve solve_with_pipeline(const Atoms& atoms, const GridSpec& grid, cons
   in.run.max_iterations = o.max_iterations;
   in.run.device = request.device;
   in.unit_scale = request.unit_scale;
-  values.assign(grid.point_count(), std::numeric_limits<float>::quiet_NaN());  // every node written, or NaN
+  assign_poisoned(values, grid.point_count());  // every node written, or NaN; pages faulted in by several cores
   in.values = values.data();
   PipelineSolve out;
   if (request.potential) {
-    out.potential.assign(grid.point_count(), std::numeric_limits<double>::quiet_NaN());
+    assign_poisoned(out.potential, grid.point_count());
     in.potential = out.potential.data();
   }
   in.fixed_charge_energy = request.fixed_charge;

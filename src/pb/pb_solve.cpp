@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 
+#include "src/core/bulk_memory.h"
 #include "src/core/errors.h"
 #include "src/core/stopwatch.h"
 #include "src/core/text_format.h"
@@ -328,10 +329,10 @@ void solve_on_device(const Atoms& atoms, const GridSpec& grid, const PbOptions& 
     newton.settings = pb::newton_settings(options);
     in.nonlinear = &newton;
   }
-  result.values.assign(grid.point_count(), 0.0f);
+  assign_poisoned(result.values, grid.point_count());  // every node written, or NaN; faulted in by several cores
   in.values = result.values.data();
   if (plan.need_potential) {
-    solved.phi.assign(grid.point_count(), 0.0);
+    assign_poisoned(solved.phi, grid.point_count());
     in.potential = solved.phi.data();
   }
   record_phase(result, "host inputs (beside the direct sums)", clock.seconds());
