@@ -467,10 +467,14 @@ std::string memory_summary(const pb::PbMemoryPlan& memory, const Solved& solved)
 
 PbResult solve_pb(const Atoms& atoms, const GridSpec& grid, const PbOptions& options, const PbRun& run) {
   const Stopwatch total;
+  PbResult result;
+  Stopwatch clock;
   check_request(atoms, grid, options, run);
   const SolvePlan plan = plan_solve(atoms, grid, options, run);
+  record_phase(result, "solver choice (a process's first: CUDA's start)", clock.seconds());
+  clock.restart();
   const pb::PbMemoryPlan memory = check_memory(atoms, grid, options, run, plan);
-  PbResult result;
+  record_phase(result, "memory check (a GPU's first: its context)", clock.seconds());
   Solved solved;
   if (plan.all_on_device)
     solve_on_device(atoms, grid, options, run, plan, result, solved);
