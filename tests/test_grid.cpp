@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -120,7 +121,7 @@ bool all_nan(const std::vector<T>& values) {
 
 // The poisoned buffers a solve or kernel must overwrite: sized, every value NaN, whether the
 // pages were faulted in by several threads (from 64 MiB) or assigned by one, fresh or reused.
-TEST(BulkMemory, PoisonedBuffersAreNanEverywhereForFloatsAndDoubles) {
+TEST(BulkMemory, PoisonedBuffersAreNanAndZeroedOnesZeroEverywhere) {
   for (const std::size_t count : {std::size_t{0}, std::size_t{1000}, std::size_t{(80u << 20) / 8 + 7}}) {
     std::vector<double> d = {1.0, 2.0};
     assign_poisoned(d, count);
@@ -134,6 +135,10 @@ TEST(BulkMemory, PoisonedBuffersAreNanEverywhereForFloatsAndDoubles) {
     assign_poisoned(fresh, 2 * count);
     EXPECT_EQ(fresh.size(), 2 * count);
     EXPECT_TRUE(all_nan(fresh)) << count;
+    std::vector<double> zeros = {std::nan("")};
+    assign_zeros(zeros, count);
+    EXPECT_EQ(zeros.size(), count);
+    EXPECT_TRUE(std::all_of(zeros.begin(), zeros.end(), [](double v) { return v == 0.0 && !std::signbit(v); }));
   }
 }
 

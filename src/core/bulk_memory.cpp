@@ -33,12 +33,11 @@ void in_chunks(std::size_t count, int threads, Body body) {
 }
 
 template <class T>
-void assign_poisoned_values(std::vector<T>& values, std::size_t count) {
-  constexpr T kPoison = std::numeric_limits<T>::quiet_NaN();
+void assign_values(std::vector<T>& values, std::size_t count, const T fill) {
   const std::size_t bytes = count * sizeof(T);
   const int threads = copy_threads(bytes);
   if (threads <= 1 || values.capacity() >= count) {
-    values.assign(count, kPoison);
+    values.assign(count, fill);
     return;
   }
   // Fresh storage (never touched: the allocator maps it) has its pages faulted in by all threads
@@ -52,16 +51,22 @@ void assign_poisoned_values(std::vector<T>& values, std::size_t count) {
   T* data = values.data();
   constexpr std::size_t kPageValues = 4096 / sizeof(T);
   in_chunks<T>(count, threads, [&](std::size_t first, std::size_t n) {
-    for (std::size_t i = 0; i < n; i += kPageValues) data[first + i] = kPoison;
+    for (std::size_t i = 0; i < n; i += kPageValues) data[first + i] = fill;
   });
-  values.assign(count, kPoison);  // no reallocation: capacity is count
+  values.assign(count, fill);  // no reallocation: capacity is count
 }
 
 }  // namespace
 
-void assign_poisoned(std::vector<float>& values, std::size_t count) { assign_poisoned_values(values, count); }
+void assign_poisoned(std::vector<float>& values, std::size_t count) {
+  assign_values(values, count, std::numeric_limits<float>::quiet_NaN());
+}
 
-void assign_poisoned(std::vector<double>& values, std::size_t count) { assign_poisoned_values(values, count); }
+void assign_poisoned(std::vector<double>& values, std::size_t count) {
+  assign_values(values, count, std::numeric_limits<double>::quiet_NaN());
+}
+
+void assign_zeros(std::vector<double>& values, std::size_t count) { assign_values(values, count, 0.0); }
 
 void copy_floats(float* to, const float* from, std::size_t count) {
   const int threads = copy_threads(count * sizeof(float));

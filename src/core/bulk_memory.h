@@ -15,6 +15,8 @@ namespace espgrid {
 void assign_poisoned(std::vector<float>& values, std::size_t count);
 /// The same for doubles (the PB solve's potential).
 void assign_poisoned(std::vector<double>& values, std::size_t count);
+/// The same with zeros (a grid that sums contributions: the PB solve's spread charges).
+void assign_zeros(std::vector<double>& values, std::size_t count);
 
 /// memcpy of `count` floats, split over up to 8 threads for large copies (staging buffers into
 /// a map): one core copies ~5–10 GB/s, the host's memory several times that.

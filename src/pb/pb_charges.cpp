@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "src/core/bulk_memory.h"
 #include "src/pb_numerics/pb_geometry.h"
 #include "src/pb_numerics/pb_pipeline_math.h"
 
@@ -97,7 +98,8 @@ bool charge_on_grid(double x, double y, double z, const GridSpec& g, PbChargeMet
 }
 
 std::vector<double> spread_charges(const Atoms& atoms, const GridSpec& grid, PbChargeMethod method) {
-  std::vector<double> out(grid.point_count(), 0.0);
+  std::vector<double> out;
+  assign_zeros(out, grid.point_count());  // 414 MB for 51.8 M nodes: its pages faulted in by several cores
   for (std::size_t a = 0; a < atoms.size(); ++a) {
     if (!charge_on_grid(atoms.x[a], atoms.y[a], atoms.z[a], grid, method)) continue;
     double f[3];
