@@ -13,6 +13,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -186,14 +187,24 @@ TEST(MultiGpuQueue, SlowerWorkerTakesFewerChunks) {
   cuda::DeviceRunOptions options;
   options.chunk_planes = 1;
   std::mutex mutex;
+  std::condition_variable started;
+  bool worker_0_started = false;
   std::set<std::thread::id> worker_threads;
   options.chunk_hook = [&](int worker, int device, std::int64_t) {
     EXPECT_EQ(device, 0);
-    {
-      std::lock_guard<std::mutex> lock(mutex);
-      worker_threads.insert(std::this_thread::get_id());
+    std::unique_lock<std::mutex> lock(mutex);
+    worker_threads.insert(std::this_thread::get_id());
+    if (worker == 0) {
+      worker_0_started = true;
+      started.notify_all();
+      lock.unlock();
+      std::this_thread::sleep_for(std::chrono::milliseconds(40));
+    } else {
+      // Worker 1 starts its chunks once worker 0 holds its first: on a loaded host worker 1 once
+      // took all 60 before worker 0's thread ran at all (2 x H200, ctest -j 8, 2026-11-27: once
+      // in the day's four GPU suites).
+      started.wait_for(lock, std::chrono::seconds(30), [&] { return worker_0_started; });
     }
-    if (worker == 0) std::this_thread::sleep_for(std::chrono::milliseconds(40));
   };
   ComputeTiming timing;
   const auto out = run_multi("cuda-unrolled", problem, {0, 0}, options, &timing);
