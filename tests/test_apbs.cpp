@@ -294,19 +294,19 @@ TEST(ApbsDx, WritesApbsLayoutThatReadsBack) {
   fs::remove_all(dir);
 }
 
-// A map of several batches of blocks (300,000 values a block, one block a thread in a batch): the
-// text formatted by all threads while the batch before is written comes out whole and in order.
+// A map of several batches (whole x planes, about 300,000 values a formatting thread): each batch
+// put in DX order and formatted while the batch before is written comes out whole and in order.
 TEST(ApbsDx, ManyBatchesWrittenWhileTheNextIsFormattedReadBackExactly) {
   const fs::path dir = fs::temp_directory_path() / ("espgrid_apbs_dx_batches_" + std::to_string(::getpid()));
   fs::create_directories(dir);
   GridSpec grid;
-  grid.dims = {131, 97, 103};  // 1.31 M values: 5 blocks, the last one partial
+  grid.dims = {131, 97, 103};  // 1.31 M values, 9,991 a plane: batches of 30, 60 or 90 planes
   grid.spacing = {0.5, 0.5, 0.5};
   std::vector<float> values(grid.point_count());
   for (std::size_t n = 0; n < values.size(); ++n)
     values[n] = static_cast<float>(std::sin(0.0137 * static_cast<double>(n)) * 1e2 + 1e-3 * static_cast<double>(n));
   const int threads_before = omp_get_max_threads();
-  for (const int threads : {1, 2}) {  // 5 batches of one block, 3 of two
+  for (const int threads : {1, 2, 4}) {  // 5, 3 and 2 batches (four: three format, one writes)
     omp_set_num_threads(threads);
     const fs::path path = dir / ("m" + std::to_string(threads) + ".dx");
     write_apbs_dx(path.string(), grid, values, whole_grid(grid), "POTENTIAL (kT/e)", "test", false);
@@ -316,6 +316,7 @@ TEST(ApbsDx, ManyBatchesWrittenWhileTheNextIsFormattedReadBackExactly) {
   }
   omp_set_num_threads(threads_before);
   EXPECT_EQ(slurp(dir / "m1.dx"), slurp(dir / "m2.dx"));
+  EXPECT_EQ(slurp(dir / "m1.dx"), slurp(dir / "m4.dx"));
   fs::remove_all(dir);
 }
 
