@@ -186,7 +186,9 @@ def coarse(text):
     return re.sub(r"(?is)\belec\b.*?\bend\b", block, text)
 
 
-def prepare(work, example, text, molecules, source):
+def prepare(work, example, text, molecules, source, input_name="case.in", edit=coarse):
+    """`work` made with the example's folder copied in (its files), the molecules, and the input
+    (the example's text through `edit`, or `text`) written as `input_name`."""
     os.makedirs(work)
     if example:
         folder = os.path.join(EXAMPLES, os.path.dirname(example))
@@ -194,10 +196,10 @@ def prepare(work, example, text, molecules, source):
             if os.path.isfile(os.path.join(folder, f)):
                 shutil.copy(os.path.join(folder, f), work)
         with open(os.path.join(folder, os.path.basename(example))) as f:
-            text = coarse(f.read())
+            text = edit(f.read())
     for m in molecules:
         shutil.copy(os.path.join(source, m), work)
-    with open(os.path.join(work, "case.in"), "w") as f:
+    with open(os.path.join(work, input_name), "w") as f:
         f.write(text)
 
 
@@ -221,9 +223,63 @@ def atoms_of(folder, text):
     return apbs_pb.np.concatenate(xyz), apbs_pb.np.concatenate(radii)
 
 
-def compare_case(name, apbs_dir, ours_dir, apbs_out, ours_out):
-    """Failure messages (empty when everything agrees); prints the figures."""
+def compare_energies(label, ours, theirs, problems, records=None):
+    """espgrid's energies (kJ/mol) against APBS's, paired in order: each within 0.1% of APBS's.
+    Appends failure messages to `problems` and, when given, {"kind", "espgrid", "apbs", "relative"}
+    to `records`; prints the figures."""
+    if len(theirs) != len(ours):
+        problems.append(f"{len(ours)} {label} energies, APBS printed {len(theirs)}")
+        return
+    for a, b in zip(ours, theirs):
+        rel = abs(a - b) / max(abs(b), 1e-300)
+        print(f"       {label} energy: espgrid {a:.6e}, APBS {b:.6e} kJ/mol, relative {rel:.2e}")
+        if records is not None:
+            records.append({"kind": label, "espgrid": a, "apbs": b, "relative": rel})
+        if rel > ENERGY_TOLERANCE:
+            problems.append(f"{label} energy {a} vs APBS {b} (relative {rel:.2e})")
+
+
+def compare_map(name, apbs_path, ours_path, atoms, problems, records=None):
+    """One DX file espgrid wrote against APBS's: the same grid, then the relative RMS over the nodes
+    >= 1.4 A outside every vdW sphere (a potential map; `atoms()` gives the (xyz, radii)) or over
+    every node (charge, accessibility, dielectric, ... maps). Appends as compare_energies does
+    ({"file", "relative_rms", "nodes", ...})."""
+    o, h, counts, reference = apbs_pb.read_dx(apbs_path)
+    o2, h2, counts2, values = apbs_pb.read_dx(ours_path)
+    if counts != counts2 or apbs_pb.np.abs(o - o2).max() > 1e-5 or apbs_pb.np.abs(h - h2).max() > 1e-6:
+        problems.append(f"{name}: grid {counts2} {o2} {h2} vs APBS's {counts} {o} {h}")
+        if records is not None:
+            records.append({"file": name, "same_grid": False})
+        return
+    with open(apbs_path) as f:
+        potential = "POTENTIAL" in f.read(200)
+    if potential:
+        xyz, radii = atoms()
+        outside, shell = apbs_pb.regions(o, h, counts, xyz, radii)
+        c = apbs_pb.compare(values, reference, outside, shell)
+        print(f"       {name}: relative RMS {c['relative_rms']:.2e} over {c['outside_points']} nodes, "
+              f"sign agreement {c['sign_agreement']:.4f}")
+        rel = c["relative_rms"]
+        record = {"file": name, "same_grid": True, "region": ">= 1.4 A outside every vdW sphere",
+                  "relative_rms": rel, "nodes": c["outside_points"], "sign_agreement": c["sign_agreement"],
+                  "max_abs_diff_kT_per_e": c["max_abs_diff"]}
+    else:  # charge, accessibility, dielectric, ... maps: every node
+        diff = apbs_pb.np.sqrt(apbs_pb.np.sum((values - reference) ** 2))
+        rel = float(diff / max(apbs_pb.np.sqrt(apbs_pb.np.sum(reference ** 2)), 1e-300))
+        print(f"       {name}: relative RMS {rel:.2e} over every node")
+        record = {"file": name, "same_grid": True, "region": "every node", "relative_rms": rel,
+                  "nodes": int(values.size)}
+    if records is not None:
+        records.append(record)
+    if rel > MAP_TOLERANCE:
+        problems.append(f"{name}: relative RMS {rel:.2e}")
+
+
+def compare_case(name, apbs_dir, ours_dir, apbs_out, ours_out, input_name="case.in", records=None):
+    """Failure messages (empty when everything agrees); prints the figures. `records`, when given,
+    gets {"energies": [...], "maps": [...], "grid_lines_identical": bool, "grid_lines": n}."""
     problems = []
+    energies, maps = [], []
     theirs_grids = [m.group(0) for m in GRID_LINE.finditer(apbs_out)]
     ours_grids = [m.group(0) for m in GRID_LINE.finditer(ours_out)]
     if theirs_grids != ours_grids:
@@ -239,45 +295,24 @@ def compare_case(name, apbs_dir, ours_dir, apbs_out, ours_out):
             scale = max(abs(x) for x in theirs) or 1.0
             worst = max(abs(a - b) for a, b in zip(ours, theirs)) / scale
             print(f"       {len(theirs)} {label} energies: largest difference {worst:.2e} of the largest")
+            energies.append({"kind": label, "count": len(theirs), "largest_difference_of_largest": worst})
             if worst > ENERGY_TOLERANCE:
                 problems.append(f"{label} energies differ by {worst:.2e} of the largest")
     for label, pattern in (("total", TOTAL), ("global", GLOBAL)):
-        theirs = [float(x) for x in pattern.findall(apbs_out)]
-        ours = [float(x) for x in pattern.findall(ours_out)]
-        if len(theirs) != len(ours):
-            problems.append(f"{len(ours)} {label} energies, APBS printed {len(theirs)}")
-            continue
-        for a, b in zip(ours, theirs):
-            rel = abs(a - b) / max(abs(b), 1e-300)
-            print(f"       {label} energy: espgrid {a:.6e}, APBS {b:.6e} kJ/mol, relative {rel:.2e}")
-            if rel > ENERGY_TOLERANCE:
-                problems.append(f"{label} energy {a} vs APBS {b} (relative {rel:.2e})")
-    with open(os.path.join(ours_dir, "case.in")) as f:
+        compare_energies(label, [float(x) for x in pattern.findall(ours_out)],
+                         [float(x) for x in pattern.findall(apbs_out)], problems, energies)
+    with open(os.path.join(ours_dir, input_name)) as f:
         text = f.read()
     theirs_files = dx_files(apbs_dir)
     if theirs_files != dx_files(ours_dir):
         problems.append(f"files {dx_files(ours_dir)} vs APBS's {theirs_files}")
     for f in theirs_files:
-        if not os.path.exists(os.path.join(ours_dir, f)):
-            continue
-        o, h, counts, reference = apbs_pb.read_dx(os.path.join(apbs_dir, f))
-        o2, h2, counts2, values = apbs_pb.read_dx(os.path.join(ours_dir, f))
-        if counts != counts2 or apbs_pb.np.abs(o - o2).max() > 1e-5 or apbs_pb.np.abs(h - h2).max() > 1e-6:
-            problems.append(f"{f}: grid {counts2} {o2} {h2} vs APBS's {counts} {o} {h}")
-            continue
-        if "POTENTIAL" in open(os.path.join(apbs_dir, f)).read(200):
-            xyz, radii = atoms_of(apbs_dir, text)
-            outside, shell = apbs_pb.regions(o, h, counts, xyz, radii)
-            c = apbs_pb.compare(values, reference, outside, shell)
-            print(f"       {f}: relative RMS {c['relative_rms']:.2e} over {c['outside_points']} nodes, "
-                  f"sign agreement {c['sign_agreement']:.4f}")
-            rel = c["relative_rms"]
-        else:  # charge, accessibility, dielectric, ... maps: every node
-            diff = apbs_pb.np.sqrt(apbs_pb.np.sum((values - reference) ** 2))
-            rel = float(diff / max(apbs_pb.np.sqrt(apbs_pb.np.sum(reference ** 2)), 1e-300))
-            print(f"       {f}: relative RMS {rel:.2e} over every node")
-        if rel > MAP_TOLERANCE:
-            problems.append(f"{f}: relative RMS {rel:.2e}")
+        if os.path.exists(os.path.join(ours_dir, f)):
+            compare_map(f, os.path.join(apbs_dir, f), os.path.join(ours_dir, f),
+                        lambda: atoms_of(apbs_dir, text), problems, maps)
+    if records is not None:
+        records.update(energies=energies, maps=maps, grid_lines_identical=theirs_grids == ours_grids,
+                       grid_lines=len(theirs_grids))
     return problems
 
 
