@@ -300,13 +300,13 @@ TEST(ApbsDx, ManyBatchesWrittenWhileTheNextIsFormattedReadBackExactly) {
   const fs::path dir = fs::temp_directory_path() / ("espgrid_apbs_dx_batches_" + std::to_string(::getpid()));
   fs::create_directories(dir);
   GridSpec grid;
-  grid.dims = {131, 97, 103};  // 1.31 M values, 9,991 a plane: batches of 30, 60 or 90 planes
+  grid.dims = {131, 97, 103};  // 1.31 M values, 9,991 a plane: batches of 30, 60 or 120 planes
   grid.spacing = {0.5, 0.5, 0.5};
   std::vector<float> values(grid.point_count());
   for (std::size_t n = 0; n < values.size(); ++n)
     values[n] = static_cast<float>(std::sin(0.0137 * static_cast<double>(n)) * 1e2 + 1e-3 * static_cast<double>(n));
   const int threads_before = omp_get_max_threads();
-  for (const int threads : {1, 2, 4}) {  // 5, 3 and 2 batches (four: three format, one writes)
+  for (const int threads : {1, 2, 4}) {  // 5, 3 and 2 batches
     omp_set_num_threads(threads);
     const fs::path path = dir / ("m" + std::to_string(threads) + ".dx");
     write_apbs_dx(path.string(), grid, values, whole_grid(grid), "POTENTIAL (kT/e)", "test", false);

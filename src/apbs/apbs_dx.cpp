@@ -159,16 +159,14 @@ void write_apbs_dx(const std::string& path, const GridSpec& grid, const std::vec
   const std::string head = header(grid, block, title, origin_line);
   sink.write(head.data(), head.size());
   const std::size_t total = static_cast<std::size_t>(block.count[0] * block.count[1] * block.count[2]);
-  // One core left to the writing thread: sharing one, the formatting thread there ran at half speed
-  // and the static split waited for it (an H200 host: 0.71-0.79 s for 51.8 M values where
-  // formatting took 0.26 s and writing 0.41-0.44 s).
-  const int cores = std::max(1, omp_get_max_threads());
-  const int threads = cores > 2 ? cores - 1 : cores;
+  const int threads = std::max(1, omp_get_max_threads());
   const auto parts = static_cast<std::size_t>(threads);
   // Batches of whole x planes (contiguous in DX order) of about kBlockValues a thread: each put in
   // DX order, then formatted by all threads (one part each) while one thread writes the batch
-  // before (an H200 host, 51.8 M values: 0.34 s of formatting and 0.57 s of writing, one after
-  // the other, before).
+  // before. An H200 host, 51.8 M values (benchmarks/apbs_dx_write.cpp): 0.87-0.91 s before, when
+  // formatting (0.34-0.49 s) and writing (0.40-0.57 s) took turns; 0.71-0.79 s now, formatting
+  // 0.26-0.32 s: the two overlap only in part (leaving the writer a core of its own changed
+  // nothing measurable), for a reason not found yet.
   const std::size_t plane = static_cast<std::size_t>(block.count[1] * block.count[2]);
   const auto nx = static_cast<std::size_t>(block.count[0]);
   const std::size_t planes_per_batch = std::max<std::size_t>(1, parts * kBlockValues / std::max<std::size_t>(plane, 1));
