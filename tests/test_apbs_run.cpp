@@ -201,7 +201,8 @@ TEST_P(FixtureEnergies, AgreeWithApbsLevelByLevel) {
 }
 
 INSTANTIATE_TEST_SUITE_P(ApbsLogs, FixtureEnergies,
-                         ::testing::Values("born_auto", "fas_offcenter", "fas_levels", "fas_manual", "actin_auto"),
+                         ::testing::Values("born_auto", "fas_offcenter", "fas_levels", "fas_manual", "actin_auto",
+                                           "ion_npbe_para"),
                          [](const auto& info) { return std::string(info.param); });
 
 }  // namespace

@@ -118,6 +118,7 @@ SolveOutcome solve_calculation(const SolveRequest& request) {
     run.focus_parent = &parent;
     run.atoms_outside = true;  // APBS: atoms off a focusing level add nothing of that level
   }
+  run.energy_partition = request.energy_partition;
   if (request.next_level) {
     run.keep_potential = true;
     if (options.energy.level != PbEnergyLevel::None) run.focus_child = request.next_level;

@@ -16,6 +16,7 @@
 #include "src/apbs/apbs_setup.h"
 #include "src/core/atoms.h"
 #include "src/core/grid.h"
+#include "src/pb/pb_energy.h"
 
 namespace espgrid::apbs {
 
@@ -61,7 +62,10 @@ struct SolveRequest {
   const Atoms* atoms = nullptr;          ///< the block's molecule (`mol N`)
   const SolveOutcome* parent = nullptr;  ///< the previous calculation, for bcfl focus
   const GridSpec* next_level = nullptr;  ///< the grid the next calculation focuses onto, if it does
-  std::vector<WriteType> maps;           ///< `write` types wanted from this solve (pot included)
+  /// mg-para's coarser levels: the block's global fine box, which APBS's partitions weight every
+  /// level's energy by (Vpmg_setPart); unset otherwise.
+  std::optional<pb::EnergyBox> energy_partition;
+  std::vector<WriteType> maps;  ///< `write` types wanted from this solve (pot included)
   SolverChoice solver;
 };
 

@@ -1,6 +1,7 @@
 #include "src/pb/pb_energy.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -146,6 +147,32 @@ double part_weight(double x, double lower, double upper, double h) {
   return f < 0 ? 0.0 : (f > 1 ? 1.0 : f);
 }
 
+/// Each node's share of `box` (APBS Vpmg_setPart's pvec with no neighbouring processor: a cell's
+/// overlap with the box along each axis, multiplied; below VPMGSMALL, zero).
+NodeWeights box_weights(const GridSpec& g, const EnergyBox& box) {
+  std::array<std::vector<double>, 3> axis;
+  for (int d = 0; d < 3; ++d) {
+    axis[d].resize(static_cast<std::size_t>(g.dims[d]));
+    for (std::int64_t i = 0; i < g.dims[d]; ++i)
+      axis[d][static_cast<std::size_t>(i)] = part_weight(g.position(d, i), box.lower[d], box.upper[d], g.spacing[d]);
+  }
+  const auto n0 = static_cast<std::size_t>(g.dims[0]), n1 = static_cast<std::size_t>(g.dims[1]);
+  NodeWeights w(g.point_count());
+  for (std::size_t node = 0; node < w.size(); ++node) {
+    const double part = axis[0][node % n0] * axis[1][(node / n0) % n1] * axis[2][node / (n0 * n1)];
+    w[node] = std::fabs(part) < kPmgSmall ? 0.0 : part;
+  }
+  return w;
+}
+
+/// Whether atom `a` lies in `box` (APBS's partID with no neighbouring processor: 1 or 0).
+bool atom_in_box(const Atoms& atoms, std::size_t a, const EnergyBox& box) {
+  const double p[3] = {atoms.x[a], atoms.y[a], atoms.z[a]};
+  double inside = 1;
+  for (int d = 0; d < 3; ++d) inside *= part_weight(p[d], box.lower[d], box.upper[d], 0.0);
+  return inside > kApbsSmall;
+}
+
 }  // namespace
 
 double PbEnergy::kj_per_mol(double kt) const { return kt * kBoltzmann * temperature * kAvogadro / 1000.0; }
@@ -174,12 +201,17 @@ PbEnergy apbs_energy(const EnergyInputs& in, PbEnergyLevel level, const PbEnergy
   e.temperature = o.temperature;
   if (level == PbEnergyLevel::None) return e;
   e.from_coarser = from_coarser;
-  e.terms.fixed_charge = o.charges == PbChargeMethod::Spl2 ? fixed_charge_volume(in, [](std::size_t) { return 1.0; })
-                                                           : fixed_charge_point(in, [](std::size_t) { return true; });
+  const NodeWeights part = in.partition ? box_weights(*in.grid, *in.partition) : NodeWeights{};
+  const NodeWeights* w = in.partition ? &part : nullptr;
+  e.terms.fixed_charge = o.charges == PbChargeMethod::Spl2
+                             ? fixed_charge_volume(in, [&](std::size_t i) { return w ? (*w)[i] : 1.0; })
+                             : fixed_charge_point(in, [&](std::size_t a) {
+                                 return !in.partition || atom_in_box(*in.atoms, a, *in.partition);
+                               });
   const bool full = o.equation == PbEquation::Nonlinear && pb_has_ions(o);
   if (full || level == PbEnergyLevel::Components) {
-    e.terms.mobile_charge = mobile_charge(in, nullptr);
-    e.terms.dielectric = dielectric(in, nullptr);
+    e.terms.mobile_charge = mobile_charge(in, w);
+    e.terms.dielectric = dielectric(in, w);
   }
   e.terms += from_coarser;
   e.total = full ? e.terms.fixed_charge - e.terms.dielectric - e.terms.mobile_charge : 0.5 * e.terms.fixed_charge;

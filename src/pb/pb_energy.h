@@ -12,6 +12,7 @@
 // coarser solve computed for this domain (PbRun::focus_child → PbResult::energy.outside_child).
 #pragma once
 
+#include <array>
 #include <vector>
 
 #include "src/core/atoms.h"
@@ -53,6 +54,11 @@ struct PbEnergy {
 };
 
 /// What the energy of one solved level needs (host memory, x fastest).
+/// An axis-aligned box, Å: an mg-para block's global fine box (its partitions' union).
+struct EnergyBox {
+  std::array<double, 3> lower{}, upper{};
+};
+
 struct EnergyInputs {
   const Atoms* atoms = nullptr;
   const GridSpec* grid = nullptr;
@@ -62,6 +68,9 @@ struct EnergyInputs {
   const std::vector<double>* charge = nullptr;
   /// λ per node, and ε on the faces; needed for the mobile and dielectric terms (Components, npbe).
   const PbCoefficients* coefficients = nullptr;
+  /// APBS's partition (Vpmg_setPart, set on every level of an mg-para block): each node's term
+  /// weighted by its cell's share of the box, each atom's by whether it lies in it; null: all count.
+  const EnergyBox* partition = nullptr;
 };
 
 /// The energies APBS reports for this level at `level` (from_coarser added to every term).

@@ -202,7 +202,7 @@ SolvePlan plan_solve(const Atoms& atoms, const GridSpec& grid, const PbOptions& 
   p.host_maps = host_maps;
   p.pipeline = p.all_on_device && pb::pipeline_applies(atoms, grid, options);
   p.device_energy = p.pipeline && level == PbEnergyLevel::Total && options.charges == PbChargeMethod::Spl2 &&
-                    !run.keep_potential && !maps_need_potential && !run.focus_child;
+                    !run.keep_potential && !maps_need_potential && !run.focus_child && !run.energy_partition;
   return p;
 }
 
@@ -414,6 +414,7 @@ void report(const Atoms& atoms, const GridSpec& grid, const PbOptions& options, 
   in.potential = &solved.phi;
   in.charge = plan.split ? nullptr : &solved.charge;
   in.coefficients = solved.coefficients.get();
+  if (run.energy_partition) in.partition = &*run.energy_partition;
   const PbEnergyLevel level = options.energy.level;
   const pb::PbEnergyTerms from_coarser = run.focus_parent ? run.focus_parent->outside : pb::PbEnergyTerms{};
   if (level != PbEnergyLevel::None) {  // the GPU paths keep no potential when no energy is asked for
@@ -468,13 +469,12 @@ std::string memory_summary(const pb::PbMemoryPlan& memory, const Solved& solved)
 PbResult solve_pb(const Atoms& atoms, const GridSpec& grid, const PbOptions& options, const PbRun& run) {
   const Stopwatch total;
   PbResult result;
-  Stopwatch clock;
   check_request(atoms, grid, options, run);
   const SolvePlan plan = plan_solve(atoms, grid, options, run);
-  record_phase(result, "solver choice (a process's first: CUDA's start)", clock.seconds());
-  clock.restart();
+  record_phase(result, "solver choice (a process's first: CUDA's start)", total.seconds());
+  const Stopwatch memory_clock;
   const pb::PbMemoryPlan memory = check_memory(atoms, grid, options, run, plan);
-  record_phase(result, "memory check (a GPU's first: its context)", clock.seconds());
+  record_phase(result, "memory check (a GPU's first: its context)", memory_clock.seconds());
   Solved solved;
   if (plan.all_on_device)
     solve_on_device(atoms, grid, options, run, plan, result, solved);

@@ -16,6 +16,7 @@
 // The narrow API for the rest of espgrid: solve_pb(atoms, grid, options, run) → PbResult.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -78,6 +79,9 @@ struct PbRun {
   /// pb_charges.h; mol/smol's SAS points of every atom still carve the surface). Off: such atoms
   /// are refused, naming the first.
   bool atoms_outside = false;
+  /// APBS's mg-para partition for the energy (pb::EnergyInputs::partition): the block's global
+  /// fine box on its coarser levels; unset: the whole grid counts.
+  std::optional<pb::EnergyBox> energy_partition;
   /// Also return φ in double kT/e (PbResult::potential): a focusing parent's, or for energies
   /// computed by the caller.
   bool keep_potential = false;
