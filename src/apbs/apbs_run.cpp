@@ -190,15 +190,8 @@ SolveRequest request_for(const CalculationPlan& plan, std::size_t i, const ApbsI
     for (const WriteRequest& w : elec.writes) request.maps.push_back(w.type);
   // mg-para: APBS weights each level's energy by the rank's partition (Vpmg_setPart); their sum
   // over the ranks is the global fine box. The finest level is that box: every weight there is 1.
-  if (elec.method == ElecMethod::Parallel && !calc.finest()) {
-    const GridSpec fine = plan.calculations[plan.result_of_elec[calc.elec]].grid.grid();
-    pb::EnergyBox box;
-    for (int d = 0; d < 3; ++d) {
-      box.lower[d] = fine.origin[d];
-      box.upper[d] = fine.position(d, fine.dims[d] - 1);
-    }
-    request.energy_partition = box;
-  }
+  if (elec.method == ElecMethod::Parallel && !calc.finest())
+    request.energy_partition = pb::box_of(plan.calculations[plan.result_of_elec[calc.elec]].grid.grid());
   request.solver = options.solver;
   return request;
 }

@@ -4,6 +4,7 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -147,23 +148,27 @@ double part_weight(double x, double lower, double upper, double h) {
   return f < 0 ? 0.0 : (f > 1 ? 1.0 : f);
 }
 
-/// Each node's share of `box` (APBS Vpmg_setPart's pvec with no neighbouring processor: a cell's
-/// overlap with the box along each axis, multiplied; below VPMGSMALL, zero).
-NodeWeights box_weights(const GridSpec& g, const EnergyBox& box) {
-  std::array<std::vector<double>, 3> axis;
-  for (int d = 0; d < 3; ++d) {
-    axis[d].resize(static_cast<std::size_t>(g.dims[d]));
-    for (std::int64_t i = 0; i < g.dims[d]; ++i)
-      axis[d][static_cast<std::size_t>(i)] = part_weight(g.position(d, i), box.lower[d], box.upper[d], g.spacing[d]);
+/// Each node's share of a box (APBS Vpmg_setPart's pvec with no neighbouring processor): its
+/// cell's overlap with the box along each axis, multiplied; below VPMGSMALL, zero.
+class BoxShare {
+ public:
+  BoxShare(const GridSpec& g, const EnergyBox& box)
+      : n0_(static_cast<std::size_t>(g.dims[0])), n1_(static_cast<std::size_t>(g.dims[1])) {
+    for (int d = 0; d < 3; ++d) {
+      axis_[d].resize(static_cast<std::size_t>(g.dims[d]));
+      for (std::int64_t i = 0; i < g.dims[d]; ++i)
+        axis_[d][static_cast<std::size_t>(i)] = part_weight(g.position(d, i), box.lower[d], box.upper[d], g.spacing[d]);
+    }
   }
-  const auto n0 = static_cast<std::size_t>(g.dims[0]), n1 = static_cast<std::size_t>(g.dims[1]);
-  NodeWeights w(g.point_count());
-  for (std::size_t node = 0; node < w.size(); ++node) {
-    const double part = axis[0][node % n0] * axis[1][(node / n0) % n1] * axis[2][node / (n0 * n1)];
-    w[node] = std::fabs(part) < kPmgSmall ? 0.0 : part;
+  double operator()(std::size_t node) const {
+    const double part = axis_[0][node % n0_] * axis_[1][(node / n0_) % n1_] * axis_[2][node / (n0_ * n1_)];
+    return std::fabs(part) < kPmgSmall ? 0.0 : part;
   }
-  return w;
-}
+
+ private:
+  std::size_t n0_, n1_;
+  std::array<std::vector<double>, 3> axis_;
+};
 
 /// Whether atom `a` lies in `box` (APBS's partID with no neighbouring processor: 1 or 0).
 bool atom_in_box(const Atoms& atoms, std::size_t a, const EnergyBox& box) {
@@ -173,7 +178,24 @@ bool atom_in_box(const Atoms& atoms, std::size_t a, const EnergyBox& box) {
   return inside > kApbsSmall;
 }
 
+/// weight(node) at every node of `g` (the mobile and dielectric sums cover them all).
+template <class Weight>
+NodeWeights every_node(const GridSpec& g, Weight&& weight) {
+  NodeWeights w(g.point_count());
+  for (std::size_t node = 0; node < w.size(); ++node) w[node] = weight(node);
+  return w;
+}
+
 }  // namespace
+
+EnergyBox box_of(const GridSpec& grid) {
+  EnergyBox box;
+  for (int d = 0; d < 3; ++d) {
+    box.lower[d] = grid.origin[d];
+    box.upper[d] = grid.position(d, grid.dims[d] - 1);
+  }
+  return box;
+}
 
 double PbEnergy::kj_per_mol(double kt) const { return kt * kBoltzmann * temperature * kAvogadro / 1000.0; }
 
@@ -201,17 +223,18 @@ PbEnergy apbs_energy(const EnergyInputs& in, PbEnergyLevel level, const PbEnergy
   e.temperature = o.temperature;
   if (level == PbEnergyLevel::None) return e;
   e.from_coarser = from_coarser;
-  const NodeWeights part = in.partition ? box_weights(*in.grid, *in.partition) : NodeWeights{};
-  const NodeWeights* w = in.partition ? &part : nullptr;
+  const std::optional<BoxShare> share =
+      in.partition ? std::optional<BoxShare>(std::in_place, *in.grid, *in.partition) : std::nullopt;
   e.terms.fixed_charge = o.charges == PbChargeMethod::Spl2
-                             ? fixed_charge_volume(in, [&](std::size_t i) { return w ? (*w)[i] : 1.0; })
+                             ? fixed_charge_volume(in, [&](std::size_t i) { return share ? (*share)(i) : 1.0; })
                              : fixed_charge_point(in, [&](std::size_t a) {
                                  return !in.partition || atom_in_box(*in.atoms, a, *in.partition);
                                });
   const bool full = o.equation == PbEquation::Nonlinear && pb_has_ions(o);
   if (full || level == PbEnergyLevel::Components) {
-    e.terms.mobile_charge = mobile_charge(in, w);
-    e.terms.dielectric = dielectric(in, w);
+    const NodeWeights w = share ? every_node(*in.grid, *share) : NodeWeights{};
+    e.terms.mobile_charge = mobile_charge(in, share ? &w : nullptr);
+    e.terms.dielectric = dielectric(in, share ? &w : nullptr);
   }
   e.terms += from_coarser;
   e.total = full ? e.terms.fixed_charge - e.terms.dielectric - e.terms.mobile_charge : 0.5 * e.terms.fixed_charge;
@@ -230,18 +253,11 @@ PbEnergy apbs_energy(const EnergyInputs& in, PbEnergyLevel level, const PbEnergy
 PbEnergyTerms energy_outside(const EnergyInputs& in, const GridSpec& child, const PbEnergyTerms& from_coarser) {
   check(in);
   const GridSpec& g = *in.grid;
-  double lower[3], upper[3];
-  for (int d = 0; d < 3; ++d) lower[d] = child.origin[d], upper[d] = child.position(d, child.dims[d] - 1);
+  const EnergyBox box = box_of(child);
   // The nodes whose cells do not reach into the child's box (APBS: 1 − partition, any overlap → 0).
-  std::vector<double> wx(static_cast<std::size_t>(g.dims[0])), wy(static_cast<std::size_t>(g.dims[1])),
-      wz(static_cast<std::size_t>(g.dims[2]));
-  for (std::int64_t i = 0; i < g.dims[0]; ++i) wx[i] = part_weight(g.position(0, i), lower[0], upper[0], g.spacing[0]);
-  for (std::int64_t j = 0; j < g.dims[1]; ++j) wy[j] = part_weight(g.position(1, j), lower[1], upper[1], g.spacing[1]);
-  for (std::int64_t k = 0; k < g.dims[2]; ++k) wz[k] = part_weight(g.position(2, k), lower[2], upper[2], g.spacing[2]);
-  const auto n0 = static_cast<std::size_t>(g.dims[0]), n1 = static_cast<std::size_t>(g.dims[1]);
+  const BoxShare share(g, box);
   const auto outside = [&](std::size_t node) {
-    double part = wx[node % n0] * wy[(node / n0) % n1] * wz[node / (n0 * n1)];
-    if (std::fabs(part) < kPmgSmall) part = 0.0;
+    const double part = share(node);
     return part > kApbsSmall ? 0.0 : 1.0 - part;
   };
   const PbOptions& o = *in.options;
@@ -250,18 +266,13 @@ PbEnergyTerms energy_outside(const EnergyInputs& in, const GridSpec& child, cons
     t.fixed_charge = fixed_charge_volume(in, outside);
   } else {
     const Atoms& atoms = *in.atoms;
-    t.fixed_charge = fixed_charge_point(in, [&](std::size_t a) {
-      const double p[3] = {atoms.x[a], atoms.y[a], atoms.z[a]};
-      double inside = 1;
-      for (int d = 0; d < 3; ++d) inside *= part_weight(p[d], lower[d], upper[d], 0.0);
-      return !(inside > kApbsSmall);  // an atom inside the child's box is the child's
-    });
+    // An atom inside the child's box is the child's.
+    t.fixed_charge = fixed_charge_point(in, [&](std::size_t a) { return !atom_in_box(atoms, a, box); });
   }
   // The mobile and dielectric terms count only where they count for the child: its components, or
   // the nonlinear equation's total (both use this level's options, as APBS's levels share them).
   if (o.energy.level == PbEnergyLevel::Components || o.equation == PbEquation::Nonlinear) {
-    NodeWeights w(g.point_count());  // these sums cover every node
-    for (std::size_t node = 0; node < w.size(); ++node) w[node] = outside(node);
+    const NodeWeights w = every_node(g, outside);
     t.mobile_charge = mobile_charge(in, &w);
     t.dielectric = dielectric(in, &w);
   }

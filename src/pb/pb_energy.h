@@ -53,12 +53,14 @@ struct PbEnergy {
   double total_kj_per_mol() const { return kj_per_mol(total); }
 };
 
-/// What the energy of one solved level needs (host memory, x fastest).
 /// An axis-aligned box, Å: an mg-para block's global fine box (its partitions' union).
 struct EnergyBox {
   std::array<double, 3> lower{}, upper{};
 };
+/// From the first node of `grid` to its last.
+EnergyBox box_of(const GridSpec& grid);
 
+/// What the energy of one solved level needs (host memory, x fastest).
 struct EnergyInputs {
   const Atoms* atoms = nullptr;
   const GridSpec* grid = nullptr;
