@@ -43,7 +43,139 @@ __global__ void points_kernel(float* __restrict__ out, const float4* __restrict_
   if (p < point_count) out[p] = sum;
 }
 
+/// A block's work in potential_at_point_groups: one tile of kBlock points (from `point_first`, padded
+/// to whole tiles) over `atom_tiles` tiles of atoms from `atom_first` (a multiple of kBlock).
+struct GroupItem {
+  int point_first;
+  int atom_first;
+  int atom_tiles;
+};
+
+/// The slices of a group's points: item `first_item + s` holds slice s's partial sums of the tile.
+struct PointTile {
+  int first_item;
+  int slices;
+};
+
+template <class Potential>
+__global__ void group_partials_kernel(float* __restrict__ partial, const GroupItem* __restrict__ items,
+                                      const float4* __restrict__ points, const float4* __restrict__ atoms, float a2,
+                                      PairParameters pair) {
+  __shared__ float4 tile[kBlock];
+  const GroupItem item = items[blockIdx.x];
+  const float4 point = points[item.point_first + static_cast<int>(threadIdx.x)];
+  float sum = 0.0f;
+  for (int t = 0; t < item.atom_tiles; ++t) {
+    __syncthreads();
+    tile[threadIdx.x] = atoms[item.atom_first + t * kBlock + static_cast<int>(threadIdx.x)];
+    __syncthreads();
+#pragma unroll 8
+    for (int a = 0; a < kBlock; ++a) {
+      const float4 atom = tile[a];
+      const float dx = point.x - atom.x;
+      const float dy = point.y - atom.y;
+      const float dz = point.z - atom.z;
+      sum += Potential::template term<DeviceMath>(atom.w, fmaf(dx, dx, fmaf(dy, dy, fmaf(dz, dz, a2))), pair);
+    }
+  }
+  partial[static_cast<std::size_t>(blockIdx.x) * kBlock + threadIdx.x] = sum;
+}
+
+/// Each point's partial sums added in slice order.
+__global__ void group_sums_kernel(float* __restrict__ out, const float* __restrict__ partial,
+                                  const PointTile* __restrict__ tiles, int padded_points) {
+  const int p = static_cast<int>(blockIdx.x) * kBlock + static_cast<int>(threadIdx.x);
+  if (p >= padded_points) return;
+  const PointTile t = tiles[p / kBlock];
+  float sum = 0.0f;
+  for (int s = 0; s < t.slices; ++s)
+    sum += partial[static_cast<std::size_t>(t.first_item + s) * kBlock + static_cast<std::size_t>(p % kBlock)];
+  out[p] = sum;
+}
+
+/// Atom tiles a block at most: 64 × 128 = 8,192 atoms (~1 M terms a block).
+constexpr int kSliceTiles = 64;
+
 }  // namespace
+
+ComputeTiming potential_at_point_groups(const PointGroupProblem& problem, int device) {
+  const Stopwatch wall;
+  ComputeTiming timing;
+  const PointSumProblem& arrays = problem.arrays;
+  // The padded layout: every group's points and atoms from a whole tile (padding atoms q = 0 at the
+  // centre, padding points at the centre and dropped).
+  std::vector<float4> h_points, h_atoms;
+  std::vector<GroupItem> items;
+  std::vector<PointTile> tiles;
+  std::vector<std::size_t> padded_first(problem.group_count);
+  for (std::size_t g = 0; g < problem.group_count; ++g) {
+    const PointGroup& group = problem.groups[g];
+    if (group.point_first + group.point_count > arrays.point_count ||
+        group.atom_first + group.atom_count > arrays.atom_count)
+      throw Error("internal error: a point group reaches past its arrays");
+    if (group.point_count == 0) continue;
+    const std::size_t atom_first = h_atoms.size();
+    for (std::size_t a = group.atom_first; a < group.atom_first + group.atom_count; ++a)
+      h_atoms.push_back(make_float4(arrays.x[a], arrays.y[a], arrays.z[a], arrays.q[a]));
+    h_atoms.resize((h_atoms.size() + kBlock - 1) / kBlock * kBlock + (group.atom_count == 0 ? kBlock : 0),
+                   make_float4(0.f, 0.f, 0.f, 0.f));
+    const int atom_tiles = static_cast<int>((h_atoms.size() - atom_first) / kBlock);
+    padded_first[g] = h_points.size();
+    for (std::size_t p = group.point_first; p < group.point_first + group.point_count; ++p)
+      h_points.push_back(make_float4(arrays.px[p], arrays.py[p], arrays.pz[p], 0.f));
+    h_points.resize((h_points.size() + kBlock - 1) / kBlock * kBlock, make_float4(0.f, 0.f, 0.f, 0.f));
+    for (std::size_t first = padded_first[g]; first < h_points.size(); first += kBlock) {
+      tiles.push_back({static_cast<int>(items.size()), (atom_tiles + kSliceTiles - 1) / kSliceTiles});
+      for (int t = 0; t < atom_tiles; t += kSliceTiles)
+        items.push_back({static_cast<int>(first), static_cast<int>(atom_first) + t * kBlock,
+                         std::min(kSliceTiles, atom_tiles - t)});
+    }
+  }
+  if (items.empty()) return timing;
+  if (h_points.size() > static_cast<std::size_t>(INT32_MAX) || h_atoms.size() > static_cast<std::size_t>(INT32_MAX) ||
+      items.size() > static_cast<std::size_t>(INT32_MAX) / kBlock)
+    throw Error("too many points or atoms for one GPU run (at most 2^31 each)");
+  DeviceGuard guard(device);
+  timing.device = describe_device(device);
+  DeviceBuffer<float4> d_atoms(h_atoms.size(), "atoms");
+  DeviceBuffer<float4> d_points(h_points.size(), "points");
+  DeviceBuffer<GroupItem> d_items(items.size(), "point-group items");
+  DeviceBuffer<PointTile> d_tiles(tiles.size(), "point-group tiles");
+  DeviceBuffer<float> d_partial(items.size() * kBlock, "partial sums");
+  DeviceBuffer<float> d_out(h_points.size(), "potential at the points");
+  Stream stream;
+  Event start, stop;
+  const auto upload = [&](auto& device_buffer, const auto& host) {
+    ESPGRID_CUDA_CHECK(
+        cudaMemcpyAsync(device_buffer.get(), host.data(), device_buffer.bytes(), cudaMemcpyHostToDevice, stream.get()));
+  };
+  upload(d_atoms, h_atoms);
+  upload(d_points, h_points);
+  upload(d_items, items);
+  upload(d_tiles, tiles);
+  start.record(stream.get());
+  with_pair_potential(arrays.model, [&](auto potential) {
+    using Potential = decltype(potential);
+    group_partials_kernel<Potential><<<static_cast<unsigned>(items.size()), kBlock, 0, stream.get()>>>(
+        d_partial.get(), d_items.get(), d_points.get(), d_atoms.get(), arrays.softening2, arrays.pair);
+    ESPGRID_CUDA_CHECK_LAUNCH();
+  });
+  group_sums_kernel<<<blocks_for(static_cast<std::int64_t>(h_points.size()), kBlock), kBlock, 0, stream.get()>>>(
+      d_out.get(), d_partial.get(), d_tiles.get(), static_cast<int>(h_points.size()));
+  ESPGRID_CUDA_CHECK_LAUNCH();
+  stop.record(stream.get());
+  std::vector<float> values(h_points.size());
+  ESPGRID_CUDA_CHECK(cudaMemcpyAsync(values.data(), d_out.get(), d_out.bytes(), cudaMemcpyDeviceToHost, stream.get()));
+  stream.synchronize();
+  timing.kernel_seconds = 1e-3 * Event::elapsed_ms(start, stop);
+  for (std::size_t g = 0; g < problem.group_count; ++g) {
+    const PointGroup& group = problem.groups[g];
+    for (std::size_t p = 0; p < group.point_count; ++p)
+      arrays.potential[group.point_first + p] = values[padded_first[g] + p];
+  }
+  timing.wall_seconds = wall.seconds();
+  return timing;
+}
 
 ComputeTiming potential_at_points(const PointSumProblem& problem, int device, const ProgressFn& progress) {
   const Stopwatch wall;

@@ -8,4 +8,8 @@ ComputeTiming potential_at_points(const PointSumProblem&, int, const ProgressFn&
   throw Error("this espgrid was built without CUDA (no nvcc found, or ESPGRID_CUDA=OFF)");
 }
 
+ComputeTiming potential_at_point_groups(const PointGroupProblem&, int) {
+  throw Error("this espgrid was built without CUDA (no nvcc found, or ESPGRID_CUDA=OFF)");
+}
+
 }  // namespace espgrid::cuda

@@ -9,10 +9,13 @@
 #include <cmath>
 #include <cstdlib>
 #include <iostream>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "src/compute/point_sum_inputs.h"
+#include "src/compute/points_cuda_driver.h"
 #include "src/core/errors.h"
 #include "src/pb/pb_boundary.h"
 #include "src/pb/pb_charges.h"
@@ -21,6 +24,7 @@
 #include "src/pb/pb_multigrid.h"
 #include "src/pb/pb_pipeline.h"
 #include "src/pb/pb_solve.h"
+#include "src/physics/physics_options.h"
 #include "src/pipeline/map_pipeline.h"
 #include "src/registry/kernel_registry.h"
 #include "tests/pb_test_support.h"
@@ -48,6 +52,166 @@ Atoms random_molecule(unsigned seed, std::size_t count) {
 }
 
 int charge_code(PbChargeMethod m) { return m == PbChargeMethod::Spl0 ? 0 : (m == PbChargeMethod::Spl2 ? 1 : 2); }
+
+// ---- the boundary by distance bands (pb_face_sums.h) ----------------------------------------------
+
+/// The exact mdh face values and the banded ones at `bound` on `backend`, and the report.
+struct BandedFaces {
+  std::vector<double> exact, banded;
+  pb::FaceSumReport report;
+  double largest_difference() const {
+    double worst = 0;
+    for (std::size_t i = 0; i < exact.size(); ++i) worst = std::max(worst, std::abs(banded[i] - exact[i]));
+    return worst;
+  }
+};
+
+BandedFaces banded_faces(const Atoms& atoms, const GridSpec& g, double bound, Backend backend) {
+  PbOptions o;
+  RunOptions run;
+  const KernelVariant& kernel = default_kernel(backend);
+  BandedFaces out;
+  o.boundary_accuracy = 0;
+  out.exact = pb::face_values(pb::mdh_boundary(atoms, g, o, kernel, run), g);
+  o.boundary_accuracy = bound;
+  out.banded = pb::face_values(pb::mdh_boundary(atoms, g, o, kernel, run, &out.report), g);
+  return out;
+}
+
+/// Copies of random_molecule scattered through a box of `extent` Å: atoms at every distance from
+/// the faces, so every band is populated.
+Atoms scattered_molecules(unsigned seed, int copies, double extent) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> where(0, extent);
+  Atoms all;
+  for (int c = 0; c < copies; ++c) {
+    const Atoms one = random_molecule(seed + static_cast<unsigned>(c), 150);
+    const double shift[3] = {where(rng), where(rng), where(rng) - 30.0};
+    for (std::size_t a = 0; a < one.size(); ++a)
+      all.push_back(one.x[a] + shift[0], one.y[a] + shift[1], one.z[a] + shift[2], one.charge[a], one.radius[a]);
+  }
+  return all;
+}
+
+TEST(PbFaceSums, BandsStayWithinTheBoundOfTheExactSumOnAProtein) {
+  const Atoms actin = testing::load_molecule("actin_dimer.pqr");
+  const GridSpec g = grid_around(actin, 1.0, 10, 1);  // 114 × 95 × 120: bands from 32 Å
+  // The exact sums are float32 (~1e-7 relative to the terms): bounds well above that.
+  for (const double bound : {1e-5, 1e-6}) {
+    const BandedFaces f = banded_faces(actin, g, bound, Backend::Cpu);
+    EXPECT_LE(f.largest_difference(), bound) << "bound " << bound;
+    EXPECT_LE(f.report.measured_error, bound);
+    EXPECT_GT(f.report.measured_error, 0) << "no lattice was checked: the bands did not run";
+    // Fewer terms than the exact sum: the point of the bands (1e-5: 22% measured on this grid).
+    EXPECT_LT(f.report.pair_terms, 0.7 * f.report.exact_pair_terms) << "bound " << bound;
+    EXPECT_EQ(f.report.exact_pair_terms, static_cast<double>(f.exact.size()) * static_cast<double>(actin.size()));
+  }
+}
+
+TEST(PbFaceSums, AFaceOverItsBoundIsRefinedUntilItHolds) {
+  // Molecules everywhere in a 140 Å box on an anisotropic grid: near and far bands on every face,
+  // and a bound tight enough that first lattices fail and are halved (more than one round).
+  const Atoms atoms = scattered_molecules(7, 12, 120);
+  GridSpec g = grid_around(atoms, 1.0, 10, 3);
+  g.spacing = {1.0, 1.3, 0.8};
+  // Its faces reach 11 kT/e: float32 sums carry ~4e-6 kT/e of rounding there, so no bound below that.
+  for (const double bound : {1e-3, 1e-5}) {
+    const BandedFaces f = banded_faces(atoms, g, bound, Backend::Cpu);
+    EXPECT_LE(f.largest_difference(), bound) << "bound " << bound;
+    EXPECT_LE(f.report.measured_error, bound);
+    if (bound < 1e-4) EXPECT_GT(f.report.rounds, 1) << "the tight bound never refined a lattice";
+    EXPECT_LT(f.report.pair_terms, f.report.exact_pair_terms * 1.2);
+  }
+}
+
+TEST(PbFaceSums, TheMapsErrorIsAtMostTheFaces) {
+  // The discrete maximum principle: two solves that differ only in their face values differ
+  // nowhere by more than the faces do (solved to 1e-10 so the solver's own error is far below).
+  const Atoms atoms = random_molecule(11, 60);
+  const GridSpec g = grid_around(atoms, 0.5, 10, 1);  // 16 Å near band: half the atoms beyond it
+  PbOptions o;
+  o.tolerance = 1e-10;
+  PbRun run;
+  run.solver = PbSolver::CpuMultigrid;
+  run.keep_potential = true;
+  o.boundary_accuracy = 0;
+  const PbResult exact = solve_pb(atoms, g, o, run);
+  o.boundary_accuracy = 1e-3;  // loose, so the difference stands well above the solver's
+  const PbResult banded = solve_pb(atoms, g, o, run);
+  ASSERT_GT(banded.boundary.rounds, 0);
+  ASSERT_GT(banded.boundary.measured_error, 1e-7) << "nothing approximated: the test would prove nothing";
+  double worst = 0;
+  for (std::size_t i = 0; i < exact.potential.size(); ++i)
+    worst = std::max(worst, std::abs(banded.potential[i] - exact.potential[i]));
+  EXPECT_LE(worst, o.boundary_accuracy);
+  EXPECT_LE(worst, 1.01 * banded.boundary.measured_error + 1e-9) << "the map differs more than the faces";
+  EXPECT_NE(banded.direct_sum.find("faces by distance bands"), std::string::npos) << banded.direct_sum;
+  EXPECT_EQ(exact.direct_sum.find("distance bands"), std::string::npos) << exact.direct_sum;
+}
+
+TEST(PbFaceSumsGpu, PointGroupsAreThePointKernelsSums) {
+  ESPGRID_REQUIRE_CUDA_OR_SKIP();
+  // Groups of awkward sizes: 1 point, 127, 129; 1 atom, 8,192 (one slice), 20,000 (three).
+  const Atoms atoms = scattered_molecules(3, 140, 90);  // 21,000 atoms
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<double> u(-20, 110);
+  const std::size_t shapes[][2] = {{1, 1}, {127, 8192}, {129, 20000}, {300, 150}, {5, 20999}};
+  std::vector<double> ax, ay, az, q, points;
+  std::vector<cuda::PointGroup> groups;
+  for (const auto& shape : shapes) {
+    cuda::PointGroup g{points.size() / 3, shape[0], ax.size(), shape[1]};
+    for (std::size_t a = 0; a < shape[1]; ++a) {
+      const std::size_t k = (a * 7919 + groups.size()) % atoms.size();
+      ax.push_back(atoms.x[k]), ay.push_back(atoms.y[k]), az.push_back(atoms.z[k]), q.push_back(atoms.charge[k]);
+    }
+    for (std::size_t p = 0; p < 3 * shape[0]; ++p) points.push_back(u(rng));
+    groups.push_back(g);
+  }
+  PhysicsOptions physics;
+  physics.model = PairModel::Debye;
+  physics.ionic_strength = 0.15;
+  const std::array<double, 3> centre{45, 45, 15};
+  const PointSumInputs inputs(ax, ay, az, q, coulomb_factor(physics), points, centre);
+  std::vector<float> grouped(points.size() / 3, std::numeric_limits<float>::quiet_NaN());
+  cuda::PointGroupProblem problem;
+  problem.arrays = inputs.problem(physics.model, pair_parameters(physics), grouped.data());
+  problem.groups = groups.data();
+  problem.group_count = groups.size();
+  cuda::potential_at_point_groups(problem, 0);
+  for (const cuda::PointGroup& g : groups) {
+    const PointSumInputs one(
+        std::vector<double>(ax.begin() + g.atom_first, ax.begin() + g.atom_first + g.atom_count),
+        std::vector<double>(ay.begin() + g.atom_first, ay.begin() + g.atom_first + g.atom_count),
+        std::vector<double>(az.begin() + g.atom_first, az.begin() + g.atom_first + g.atom_count),
+        std::vector<double>(q.begin() + g.atom_first, q.begin() + g.atom_first + g.atom_count), coulomb_factor(physics),
+        std::vector<double>(points.begin() + 3 * g.point_first, points.begin() + 3 * (g.point_first + g.point_count)),
+        centre);
+    std::vector<float> alone(g.point_count, std::numeric_limits<float>::quiet_NaN());
+    cuda::potential_at_points(one.problem(physics.model, pair_parameters(physics), alone.data()), 0, nullptr);
+    for (std::size_t p = 0; p < g.point_count; ++p) {
+      // Slices add the same terms in another order: float32 rounding, n·2⁻²⁴ of Σ|term| at worst
+      // (n ≤ 20,999 terms); 1e-5 of Σ|term| covers the orders actually taken (~√n·2⁻²⁴) with room.
+      double magnitude = 0;
+      for (std::size_t a = 0; a < g.atom_count; ++a) {
+        const double dx = one.px[p] - one.x[a], dy = one.py[p] - one.y[a], dz = one.pz[p] - one.z[a];
+        magnitude += std::abs(one.q[a]) / std::sqrt(dx * dx + dy * dy + dz * dz + 1e-8);
+      }
+      ASSERT_TRUE(std::isfinite(grouped[g.point_first + p])) << "point " << p << " left unwritten";
+      EXPECT_NEAR(grouped[g.point_first + p], alone[p], 1e-5 * magnitude) << "group of " << g.point_count;
+    }
+  }
+}
+
+TEST(PbFaceSumsGpu, BandsStayWithinTheBoundOnTheDevice) {
+  ESPGRID_REQUIRE_CUDA_OR_SKIP();
+  const Atoms actin = testing::load_molecule("actin_dimer.pqr");
+  const GridSpec g = grid_around(actin, 1.0, 10, 1);
+  for (const double bound : {1e-4, 1e-5}) {
+    const BandedFaces f = banded_faces(actin, g, bound, Backend::Cuda);
+    EXPECT_LE(f.largest_difference(), bound) << "bound " << bound;
+    EXPECT_LT(f.report.pair_terms, 0.7 * f.report.exact_pair_terms);
+  }
+}
 
 // ---- the per-item arithmetic --------------------------------------------------------------------
 

@@ -40,7 +40,7 @@ const JobOptionSet kSampleOptions{{OptionGroup::Input, OptionGroup::Physics, Opt
                                    "probe-radius",     "surface",          "surface-window",     "surface-density",
                                    "surface-sampling", "pb-formulation",   "pb-tolerance",       "pb-max-iterations",
                                    "pb-equation",      "boundary",         "charge-method",      "ion",
-                                   "pb-energy",        "solvation-energy", "binding-parts"},
+                                   "pb-energy",        "solvation-energy", "binding-parts",      "boundary-accuracy"},
                                   /*input_required=*/false};
 
 /// --at-atoms takes the grid and Poisson-Boltzmann options too (--model pb interpolates its map).

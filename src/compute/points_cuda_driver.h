@@ -37,4 +37,25 @@ struct PointSumProblem {
 /// call. Throws CudaError (an espgrid::Error) on failure, Error without CUDA.
 ComputeTiming potential_at_points(const PointSumProblem& problem, int device, const ProgressFn& progress);
 
+/// Many small sums in one launch (PB's banded boundary, pb/pb_face_sums.h): group g sums atoms
+/// [atom_first, atom_first + atom_count) at points [point_first, point_first + point_count).
+struct PointGroup {
+  std::size_t point_first = 0, point_count = 0;
+  std::size_t atom_first = 0, atom_count = 0;
+};
+
+/// PointSumProblem's arrays (every group's atoms and points, one after another) with `groups`
+/// over them; `atom_count` and `point_count` are the arrays' lengths.
+struct PointGroupProblem {
+  PointSumProblem arrays;
+  const PointGroup* groups = nullptr;
+  std::size_t group_count = 0;
+};
+
+/// Fills problem.arrays.potential for every group's points. A block sums one tile of 128 points
+/// over at most a slice of its group's atoms into a partial sum of its own, and the partials of a
+/// point are added in slice order: a few hundred lattice points over 10⁵ atoms fill the device,
+/// and each value is the same for any group layout. Throws CudaError on failure.
+ComputeTiming potential_at_point_groups(const PointGroupProblem& problem, int device);
+
 }  // namespace espgrid::cuda

@@ -346,6 +346,11 @@ void add_pb_medium_options(std::vector<JobOption>& t) {
      [](PbOptions& o, const OptionValue& v) { o.spline_window = v.as_number("surface-window"); });
   pb("surface-density", "SAS points per Å² for mol and smol [sdens]", "10",
      [](PbOptions& o, const OptionValue& v) { o.surface_density = v.as_number("surface-density"); });
+  pb("boundary-accuracy",
+     "bcfl mdh: kT/e each face value may differ from the exact sum (faces summed by distance bands, each "
+     "band's lattice checked against exact sums; the map's error from it is at most this); 0 = the exact sum over "
+     "every face node",
+     "1e-5", [](PbOptions& o, const OptionValue& v) { o.boundary_accuracy = v.as_number("boundary-accuracy"); });
   pb("surface-sampling",
      "mol and smol: 0 = APBS's dielectric on the faces (the same map as APBS); N = 2..16: the surface sampled N "
      "times finer per spacing and averaged over each face (espgrid's; about 2x closer to the converged map at the "
@@ -601,10 +606,10 @@ bool given(const MapJob& job, std::string_view name) {
 /// 0.15 M) and its own options; the pair models refuse those.
 void finish_pb(MapJob& job) {
   static constexpr std::string_view kPbOnly[] = {
-      "solvent-dielectric", "ion-radius",       "probe-radius",   "surface",      "surface-window",
-      "surface-density",    "surface-sampling", "pb-formulation", "pb-tolerance", "pb-max-iterations",
-      "pb-equation",        "boundary",         "charge-method",  "ion",          "pb-energy",
-      "solvation-energy",   "binding-parts"};
+      "solvent-dielectric", "ion-radius",       "probe-radius",      "surface",        "surface-window",
+      "surface-density",    "surface-sampling", "boundary-accuracy", "pb-formulation", "pb-tolerance",
+      "pb-max-iterations",  "pb-equation",      "boundary",          "charge-method",  "ion",
+      "pb-energy",          "solvation-energy", "binding-parts"};
   PhysicsOptions& physics = job.physics;
   if (!physics.is_pb()) {
     for (const std::string_view option : kPbOnly)

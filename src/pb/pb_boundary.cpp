@@ -12,6 +12,7 @@
 #include "src/core/errors.h"
 #include "src/core/text_format.h"
 #include "src/core/units.h"
+#include "src/pb/pb_face_sums.h"
 #include "src/pb_numerics/pb_geometry.h"
 #include "src/physics/physics_options.h"
 
@@ -92,17 +93,102 @@ PhysicsOptions mdh_physics(const Atoms& atoms, const PbOptions& o, std::vector<d
 
 }  // namespace
 
-std::vector<double> mdh_face_values(const Atoms& atoms, const GridSpec& grid, const PbOptions& o, int device) {
+namespace {
+
+/// The mdh terms through the CUDA point kernel: every sum's atoms and nodes as one group of one
+/// launch (a lattice is a few hundred points: alone it would leave the device idle).
+std::vector<std::vector<double>> sums_on_device(const Atoms& atoms, const std::vector<double>& q,
+                                                const PhysicsOptions& physics, const std::array<double, 3>& centre,
+                                                const std::vector<FacePlaneSum>& sums, int device) {
+  std::vector<double> ax, ay, az, aq, points;
+  std::vector<cuda::PointGroup> groups;
+  for (const FacePlaneSum& s : sums) {
+    cuda::PointGroup g;
+    g.atom_first = ax.size();
+    g.atom_count = s.atoms->size();
+    g.point_first = points.size() / 3;
+    g.point_count = s.node_count();
+    for (const std::uint32_t a : *s.atoms) {
+      ax.push_back(atoms.x[a]);
+      ay.push_back(atoms.y[a]);
+      az.push_back(atoms.z[a]);
+      aq.push_back(q[a]);
+    }
+    for (std::int64_t b = 0; b < s.dims[1]; ++b)
+      for (std::int64_t a = 0; a < s.dims[0]; ++a) {
+        double p[3];
+        p[s.normal] = s.level;
+        p[s.u] = s.origin[0] + static_cast<double>(a) * s.spacing[0];
+        p[s.v] = s.origin[1] + static_cast<double>(b) * s.spacing[1];
+        points.insert(points.end(), p, p + 3);
+      }
+    groups.push_back(g);
+  }
+  const PointSumInputs inputs(ax, ay, az, aq, coulomb_factor(physics), points, centre);
+  std::vector<float> values(points.size() / 3);
+  cuda::PointGroupProblem problem;
+  problem.arrays = inputs.problem(physics.model, pair_parameters(physics), values.data());
+  problem.groups = groups.data();
+  problem.group_count = groups.size();
+  cuda::potential_at_point_groups(problem, device);
+  std::vector<std::vector<double>> out;
+  out.reserve(sums.size());
+  for (const cuda::PointGroup& g : groups)
+    out.emplace_back(values.begin() + static_cast<std::ptrdiff_t>(g.point_first),
+                     values.begin() + static_cast<std::ptrdiff_t>(g.point_first + g.point_count));
+  return out;
+}
+
+/// The mdh terms through a grid kernel: each sum a grid of one z-plane with the atoms' axes
+/// permuted to match (the map kernels' fast layout).
+std::vector<std::vector<double>> sums_on_grids(const Atoms& atoms, const std::vector<double>& q,
+                                               const PhysicsOptions& physics, const GridSpec& grid,
+                                               const std::vector<FacePlaneSum>& sums, const KernelVariant& kernel,
+                                               const RunOptions& run) {
+  std::vector<std::vector<double>> out;
+  const std::vector<std::uint32_t>* cached = nullptr;
+  Atoms turned;
+  for (const FacePlaneSum& s : sums) {
+    if (s.atoms != cached) {  // a lattice and its centres share their atoms
+      cached = s.atoms;
+      turned = Atoms{};
+      const std::vector<double>* axes[3] = {&atoms.x, &atoms.y, &atoms.z};
+      for (const std::uint32_t a : *s.atoms)
+        turned.push_back((*axes[s.u])[a], (*axes[s.v])[a], (*axes[s.normal])[a], q[a], atoms.radius[a]);
+    }
+    GridSpec plane;
+    plane.dims = {s.dims[0], s.dims[1], 1};
+    plane.spacing = {s.spacing[0], s.spacing[1], grid.spacing[s.normal]};
+    plane.origin = {s.origin[0], s.origin[1], s.level};
+    out.push_back(direct_sum(turned, plane, physics, kernel, run));
+  }
+  return out;
+}
+
+std::array<double, 3> grid_centre(const GridSpec& grid) {
+  std::array<double, 3> centre;
+  for (int d = 0; d < 3; ++d)
+    centre[d] = grid.origin[d] + 0.5 * grid.spacing[d] * static_cast<double>(grid.dims[d] - 1);
+  return centre;
+}
+
+}  // namespace
+
+std::vector<double> mdh_face_values(const Atoms& atoms, const GridSpec& grid, const PbOptions& o, int device,
+                                    FaceSumReport* report) {
   std::vector<double> q;
   const PhysicsOptions physics = mdh_physics(atoms, o, q);
+  const std::array<double, 3> centre = grid_centre(grid);
+  if (o.boundary_accuracy > 0)
+    return banded_face_values(
+        atoms, grid, o.boundary_accuracy,
+        [&](const std::vector<FacePlaneSum>& sums) { return sums_on_device(atoms, q, physics, centre, sums, device); },
+        report);
   const long n[3] = {static_cast<long>(grid.dims[0]), static_cast<long>(grid.dims[1]), static_cast<long>(grid.dims[2])};
   // Every face node at once, through the point kernel: a face is a grid of one plane, too few points
   // for the map kernels to fill the device (on an H200 the six faces of a 161³ grid took 114 ms
   // through cuda-dualpipe for ~4 ms of terms).
   const auto faces = boundary_nodes(grid);
-  std::array<double, 3> centre;
-  for (int d = 0; d < 3; ++d)
-    centre[d] = grid.origin[d] + 0.5 * grid.spacing[d] * static_cast<double>(grid.dims[d] - 1);
   std::vector<double> points(3 * faces.size());
   for (std::size_t f = 0; f < faces.size(); ++f) {
     const std::size_t idx = faces[f];
@@ -120,11 +206,18 @@ std::vector<double> mdh_face_values(const Atoms& atoms, const GridSpec& grid, co
 }
 
 std::vector<double> mdh_boundary(const Atoms& atoms, const GridSpec& grid, const PbOptions& o,
-                                 const KernelVariant& kernel, const RunOptions& run) {
-  if (kernel.backend == Backend::Cuda) return on_the_faces(grid, mdh_face_values(atoms, grid, o, run.device));
-  std::vector<double> fixed(grid.point_count(), 0.0);
+                                 const KernelVariant& kernel, const RunOptions& run, FaceSumReport* report) {
+  if (kernel.backend == Backend::Cuda) return on_the_faces(grid, mdh_face_values(atoms, grid, o, run.device, report));
   std::vector<double> q;
   const PhysicsOptions physics = mdh_physics(atoms, o, q);
+  if (o.boundary_accuracy > 0)
+    return on_the_faces(grid, banded_face_values(
+                                  atoms, grid, o.boundary_accuracy,
+                                  [&](const std::vector<FacePlaneSum>& sums) {
+                                    return sums_on_grids(atoms, q, physics, grid, sums, kernel, run);
+                                  },
+                                  report));
+  std::vector<double> fixed(grid.point_count(), 0.0);
   const long n[3] = {static_cast<long>(grid.dims[0]), static_cast<long>(grid.dims[1]), static_cast<long>(grid.dims[2])};
   // Each pair of faces normal to axis d is a plane of the other two axes: sum on it as a grid of
   // one z-plane (the kernels' fast layout) with the atoms' axes permuted to match.

@@ -7,6 +7,7 @@
 
 #include "src/core/atoms.h"
 #include "src/core/grid.h"
+#include "src/pb/pb_face_sums.h"
 #include "src/physics/pb_options.h"
 #include "src/physics/physics_options.h"
 #include "src/registry/kernel_registry.h"
@@ -19,12 +20,15 @@ std::vector<double> direct_sum(const Atoms& atoms, const GridSpec& grid, const P
 
 /// `bcfl mdh`: Σ q e^(−κ(d − a)) / ((1 + κa) d) · k/ε_w over the atoms (a: atom radius). `kernel`
 /// must compute the Debye model (and Coulomb without salt): the registry's exact direct sums.
+/// With options.boundary_accuracy > 0 the faces are summed by distance bands (pb_face_sums.h),
+/// each face within that many kT/e of the exact sum (measured: `report`).
 std::vector<double> mdh_boundary(const Atoms& atoms, const GridSpec& grid, const PbOptions& options,
-                                 const KernelVariant& kernel, const RunOptions& run);
+                                 const KernelVariant& kernel, const RunOptions& run, FaceSumReport* report = nullptr);
 
 /// `bcfl mdh` at the face nodes only, in boundary_nodes' order, by the CUDA point kernel on `device`
 /// (the face values of mdh_boundary with a CUDA kernel).
-std::vector<double> mdh_face_values(const Atoms& atoms, const GridSpec& grid, const PbOptions& options, int device);
+std::vector<double> mdh_face_values(const Atoms& atoms, const GridSpec& grid, const PbOptions& options, int device,
+                                    FaceSumReport* report = nullptr);
 
 /// `bcfl sdh`: the molecule as one sphere at the centre of the atoms' bounding box, radius the
 /// largest (distance to the centre + atom radius), holding the total charge, the dipole and the

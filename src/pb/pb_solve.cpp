@@ -212,13 +212,12 @@ struct DirectSums {
   double boundary_seconds = 0, coulomb_seconds = 0;
 };
 
-/// The boundary values at the face nodes (boundary_nodes' order: what the device pipeline takes, with
-/// no grid-sized array on the host; for a 449×449×257 level sdh's grid of zeros took 0.2 s), or with
-/// `whole_grid` at every node (0 inside).
+/// The boundary values at the face nodes (boundary_nodes' order: the device pipeline's, no grid-sized
+/// array on the host), or with `whole_grid` at every node (0 inside); mdh's bands fill `r`.
 std::vector<double> boundary_values(const Atoms& atoms, const GridSpec& grid, const PbOptions& options,
-                                    const PbRun& run, const SolvePlan& plan, bool whole_grid) {
+                                    const PbRun& run, const SolvePlan& plan, bool whole_grid, pb::FaceSumReport* r) {
   if (options.boundary == PbBoundary::Mdh && plan.faces_kernel->backend != Backend::Cuda) {  // the grid kernels
-    std::vector<double> full = pb::mdh_boundary(atoms, grid, options, *plan.faces_kernel, plan.dcs);
+    std::vector<double> full = pb::mdh_boundary(atoms, grid, options, *plan.faces_kernel, plan.dcs, r);
     return whole_grid ? full : pb::face_values(full, grid);
   }
   const auto face_values = [&]() -> std::vector<double> {
@@ -228,7 +227,7 @@ std::vector<double> boundary_values(const Atoms& atoms, const GridSpec& grid, co
       case PbBoundary::Sdh:
         return pb::sdh_face_values(atoms, grid, options);
       case PbBoundary::Mdh:
-        return pb::mdh_face_values(atoms, grid, options, run.device);
+        return pb::mdh_face_values(atoms, grid, options, run.device, r);
       case PbBoundary::Focus:
         return pb::focus_face_values(grid, run.focus_parent->grid, *run.focus_parent->potential);
     }
@@ -239,10 +238,10 @@ std::vector<double> boundary_values(const Atoms& atoms, const GridSpec& grid, co
 }
 
 DirectSums direct_sums(const Atoms& atoms, const GridSpec& grid, const PbOptions& options, const PbRun& run,
-                       const SolvePlan& plan) {
+                       const SolvePlan& plan, pb::FaceSumReport* report) {
   DirectSums sums;
   Stopwatch clock;
-  sums.boundary = boundary_values(atoms, grid, options, run, plan, true);
+  sums.boundary = boundary_values(atoms, grid, options, run, plan, true, report);
   sums.boundary_seconds = clock.seconds();
   if (plan.split) {
     clock.restart();
@@ -271,7 +270,7 @@ void solve_with_device_pipeline(const Atoms& atoms, const GridSpec& grid, const 
   double boundary_seconds = 0;
   std::future<std::vector<double>> faces = std::async(std::launch::async, [&] {
     const Stopwatch clock;
-    std::vector<double> values = boundary_values(atoms, grid, options, run, plan, false);
+    std::vector<double> values = boundary_values(atoms, grid, options, run, plan, false, &result.boundary);
     boundary_seconds = clock.seconds();
     return values;
   });
@@ -302,7 +301,7 @@ void solve_on_device(const Atoms& atoms, const GridSpec& grid, const PbOptions& 
                      const SolvePlan& plan, PbResult& result, Solved& solved) {
   if (plan.pipeline) return solve_with_device_pipeline(atoms, grid, options, run, plan, result, solved);
   std::future<DirectSums> sums_beside =
-      std::async(std::launch::async, [&] { return direct_sums(atoms, grid, options, run, plan); });
+      std::async(std::launch::async, [&] { return direct_sums(atoms, grid, options, run, plan, &result.boundary); });
   Stopwatch clock;
   const std::unique_ptr<pb::DeviceSurfaceInputs> inputs =
       pb::device_surface_inputs(atoms, grid, options, run.device, plan.threads);
@@ -366,7 +365,7 @@ void solve_on_device(const Atoms& atoms, const GridSpec& grid, const PbOptions& 
 /// multigrid solves; npbe goes to pb::solve_nonlinear.
 void solve_on_host(const Atoms& atoms, const GridSpec& grid, const PbOptions& options, const PbRun& run,
                    const SolvePlan& plan, PbResult& result, Solved& solved) {
-  const DirectSums sums = direct_sums(atoms, grid, options, run, plan);
+  const DirectSums sums = direct_sums(atoms, grid, options, run, plan, &result.boundary);
   record_phase(result, "boundary", sums.boundary_seconds);
   if (plan.split) record_phase(result, "coulomb", sums.coulomb_seconds);
   Stopwatch clock;
@@ -486,8 +485,9 @@ PbResult solve_pb(const Atoms& atoms, const GridSpec& grid, const PbOptions& opt
                 " iterations (it reached " + short_scientific(result.solve.relative_residual) +
                 "); raise --pb-max-iterations or --pb-tolerance");
   report(atoms, grid, options, run, plan, result, solved);
-  result.direct_sum = options.boundary == PbBoundary::Mdh ? "boundary " + std::string(plan.faces_kernel->name)
-                                                          : "boundary " + boundary_name(options.boundary) + " (no sum)";
+  result.direct_sum = options.boundary == PbBoundary::Mdh
+                          ? "boundary " + std::string(plan.faces_kernel->name) + pb::describe(result.boundary)
+                          : "boundary " + boundary_name(options.boundary) + " (no sum)";
   if (plan.split) result.direct_sum += ", Coulomb part " + std::string(plan.coulomb_kernel->name);
   result.summary = describe(options) + "; " + result.solve.method + ": " + std::to_string(result.solve.iterations) +
                    " iterations, relative residual " + short_scientific(result.solve.relative_residual) +

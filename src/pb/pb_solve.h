@@ -26,6 +26,7 @@
 #include "src/core/units.h"
 #include "src/pb/pb_coefficients.h"
 #include "src/pb/pb_energy.h"
+#include "src/pb/pb_face_sums.h"
 #include "src/pb/pb_maps.h"
 #include "src/pb/pb_system.h"
 #include "src/pb_numerics/pb_system_math.h"
@@ -100,6 +101,7 @@ struct PbResult {
   std::vector<PhaseTiming> phases;    ///< surface, boundary, coulomb, assemble, setup, solve, combine
   std::string summary;                ///< one line: parameters, solver, iterations, residual
   std::string direct_sum;             ///< the DCS kernel(s) used and where
+  pb::FaceSumReport boundary;         ///< mdh by distance bands: its measured error and terms (rounds 0: exact)
   std::size_t sas_points = 0;         ///< accessible SAS points (mol, smol)
   double seconds = 0;                 ///< all of solve_pb
   std::vector<double> potential;      ///< φ in double kT/e, x fastest (run.keep_potential; else empty)

@@ -198,6 +198,10 @@ void validate(const PbOptions& o) {
           o.sampling);
   if (o.sampling != 0 && (o.surface == PbSurface::Spline || o.surface == PbSurface::Spline4))
     throw UsageError("--surface-sampling applies to --surface mol and smol (spl2 and spl4 are already smooth)");
+  // Below 1e-9 kT/e the float32 sums' own rounding decides every lattice check: ask for 0 (exact).
+  require(std::isfinite(o.boundary_accuracy) &&
+              (o.boundary_accuracy == 0 || (o.boundary_accuracy >= 1e-9 && o.boundary_accuracy <= 1)),
+          "boundary-accuracy", "0 (the exact sum) or 1e-9 to 1 kT/e", o.boundary_accuracy);
   validate_ions(o);
   if (o.formulation == PbFormulation::Split && o.energy.any())
     throw UsageError(

@@ -97,7 +97,10 @@ struct PbOptions {
   /// Ion species as APBS's `ion` lines (any number; together electroneutral). Empty: the 1:1 salt
   /// of `ionic_strength` and `ion_radius`. ion_species() gives the species either way.
   std::vector<PbIon> ions;
-  PbBoundary boundary = PbBoundary::Mdh;          ///< `bcfl`
+  PbBoundary boundary = PbBoundary::Mdh;  ///< `bcfl`
+  /// mdh: kT/e each face value may differ from the exact sum by (measured; the map's error from it
+  /// is at most that); > 0 sums the faces by distance bands (pb/pb_face_sums.h), 0 exactly.
+  double boundary_accuracy = 1e-5;
   PbChargeMethod charges = PbChargeMethod::Spl2;  ///< `chgm` (Direct formulation)
   double probe_radius = 1.4;                      ///< Å (`srad`)
   PbSurface surface = PbSurface::Smol;

@@ -1,0 +1,292 @@
+#include "src/pb/pb_face_sums.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "src/core/errors.h"
+#include "src/core/text_format.h"
+
+namespace espgrid::pb {
+namespace {
+
+/// A face of the grid: the plane normal to `normal` at its first (side 0) or last node.
+struct Face {
+  int normal = 0, side = 0, u = 0, v = 0;
+  std::array<std::int64_t, 2> n{};
+  std::array<double, 2> h{}, origin{};
+  double level = 0;
+};
+
+std::array<Face, 6> faces_of(const GridSpec& grid) {
+  std::array<Face, 6> faces;
+  for (int normal = 0; normal < 3; ++normal)
+    for (int side = 0; side < 2; ++side) {
+      Face& f = faces[static_cast<std::size_t>(2 * normal + side)];
+      f.normal = normal;
+      f.side = side;
+      f.u = normal == 0 ? 1 : 0;
+      f.v = normal == 2 ? 1 : 2;
+      f.n = {grid.dims[f.u], grid.dims[f.v]};
+      f.h = {grid.spacing[f.u], grid.spacing[f.v]};
+      f.origin = {grid.origin[f.u], grid.origin[f.v]};
+      f.level = grid.position(normal, side ? grid.dims[normal] - 1 : 0);
+    }
+  return faces;
+}
+
+/// The atoms of one distance band of one face and how they are summed: exactly at every node
+/// (stride 1) or on a lattice of every stride-th node, checked at the lattice cells' centres.
+struct Band {
+  std::vector<std::uint32_t> atoms;
+  std::array<std::int64_t, 2> stride{1, 1};
+  std::vector<double> exact;    ///< stride 1: every node of the face
+  std::vector<double> lattice;  ///< the lattice's values, (K+1) along u × (K+1) along v
+  double measured = 0;          ///< kT/e: the largest error at the centres
+  bool pending = true;          ///< to be (re-)evaluated in the next round
+  bool exact_sum() const { return stride[0] == 1; }
+};
+
+/// Lattice cells along an axis of n nodes at stride s: the last lattice node reaches node n − 1
+/// or beyond (the sum is as good outside the box).
+std::int64_t cells(std::int64_t n, std::int64_t s) { return (n - 1 + s - 1) / s; }
+
+/// The stride for a band whose atoms are at least `inner` Å from the face: about
+/// kLatticePerDistance·inner, with at least three cells (the cubic's four lattice nodes); 1 (the
+/// exact sum) where that leaves under two nodes a cell.
+std::array<std::int64_t, 2> first_stride(const Face& f, double inner) {
+  std::array<std::int64_t, 2> s{};
+  for (int d = 0; d < 2; ++d) {
+    s[d] = std::min(static_cast<std::int64_t>(std::floor(kLatticePerDistance * inner / f.h[d])), (f.n[d] - 1) / 3);
+    if (s[d] < 2) return {1, 1};
+  }
+  return s;
+}
+
+/// Lagrange weights of the cubic through lattice nodes k−1..k+2 at t (lattice units), k clamped
+/// to the lattice (one-sided at its ends).
+struct Stencil {
+  std::int64_t first = 0;  ///< k − 1
+  double w[4] = {0, 0, 0, 0};
+};
+
+Stencil stencil(double t, std::int64_t lattice_cells) {
+  const std::int64_t k = std::clamp<std::int64_t>(static_cast<std::int64_t>(std::floor(t)), 1, lattice_cells - 2);
+  const double x = t - static_cast<double>(k);
+  Stencil s;
+  s.first = k - 1;
+  s.w[0] = -x * (x - 1) * (x - 2) / 6;
+  s.w[1] = (x + 1) * (x - 1) * (x - 2) / 2;
+  s.w[2] = -(x + 1) * x * (x - 2) / 2;
+  s.w[3] = (x + 1) * x * (x - 1) / 6;
+  return s;
+}
+
+FacePlaneSum plane(const Face& f, const Band& b, std::array<double, 2> offset, std::array<std::int64_t, 2> dims,
+                   std::array<std::int64_t, 2> stride) {
+  FacePlaneSum p;
+  p.normal = f.normal;
+  p.u = f.u;
+  p.v = f.v;
+  for (int d = 0; d < 2; ++d) {
+    p.spacing[d] = f.h[d] * static_cast<double>(stride[d]);
+    p.origin[d] = f.origin[d] + offset[d] * p.spacing[d];
+    p.dims[d] = dims[d];
+  }
+  p.level = f.level;
+  p.atoms = &b.atoms;
+  return p;
+}
+
+/// The band's lattice interpolated at every node of the face (added to `out`), separably: along u
+/// for each lattice row, then along v.
+void add_interpolated(const Face& f, const Band& b, std::vector<double>& out) {
+  const std::int64_t ku = cells(f.n[0], b.stride[0]), kv = cells(f.n[1], b.stride[1]);
+  std::vector<Stencil> along_u(static_cast<std::size_t>(f.n[0]));
+  for (std::int64_t a = 0; a < f.n[0]; ++a)
+    along_u[static_cast<std::size_t>(a)] = stencil(static_cast<double>(a) / static_cast<double>(b.stride[0]), ku);
+  std::vector<double> rows(static_cast<std::size_t>((kv + 1) * f.n[0]));
+  for (std::int64_t r = 0; r <= kv; ++r)
+    for (std::int64_t a = 0; a < f.n[0]; ++a) {
+      const Stencil& s = along_u[static_cast<std::size_t>(a)];
+      const double* l = &b.lattice[static_cast<std::size_t>(r * (ku + 1) + s.first)];
+      rows[static_cast<std::size_t>(r * f.n[0] + a)] = s.w[0] * l[0] + s.w[1] * l[1] + s.w[2] * l[2] + s.w[3] * l[3];
+    }
+  for (std::int64_t c = 0; c < f.n[1]; ++c) {
+    const Stencil s = stencil(static_cast<double>(c) / static_cast<double>(b.stride[1]), kv);
+    double* o = &out[static_cast<std::size_t>(c * f.n[0])];
+    for (int k = 0; k < 4; ++k) {
+      const double* row = &rows[static_cast<std::size_t>((s.first + k) * f.n[0])];
+      for (std::int64_t a = 0; a < f.n[0]; ++a) o[a] += s.w[k] * row[a];
+    }
+  }
+}
+
+/// The largest difference between the lattice's interpolation and the exact sums at the cells'
+/// centres (`centres`: K along u × K along v).
+double centre_error(const Face& f, const Band& b, const std::vector<double>& centres) {
+  const std::int64_t ku = cells(f.n[0], b.stride[0]), kv = cells(f.n[1], b.stride[1]);
+  double worst = 0;
+  for (std::int64_t c = 0; c < kv; ++c) {
+    const Stencil sv = stencil(static_cast<double>(c) + 0.5, kv);
+    for (std::int64_t a = 0; a < ku; ++a) {
+      const Stencil su = stencil(static_cast<double>(a) + 0.5, ku);
+      double value = 0;
+      for (int j = 0; j < 4; ++j)
+        for (int i = 0; i < 4; ++i)
+          value += sv.w[j] * su.w[i] * b.lattice[static_cast<std::size_t>((sv.first + j) * (ku + 1) + su.first + i)];
+      worst = std::max(worst, std::abs(value - centres[static_cast<std::size_t>(c * ku + a)]));
+    }
+  }
+  return worst;
+}
+
+using FaceBands = std::array<std::vector<Band>, 6>;
+
+/// Each face's atoms in bands by their distance from it: 0 below D₀, then [D₀·2^(k−1), D₀·2^k),
+/// each far band with its first lattice.
+FaceBands bands_of(const Atoms& atoms, const std::array<Face, 6>& faces) {
+  const double* axis[3] = {atoms.x.data(), atoms.y.data(), atoms.z.data()};
+  FaceBands bands;
+  for (std::size_t fi = 0; fi < faces.size(); ++fi) {
+    const Face& f = faces[fi];
+    const double near = kNearBandNodes * std::max(f.h[0], f.h[1]);
+    std::vector<Band>& fb = bands[fi];
+    for (std::size_t a = 0; a < atoms.size(); ++a) {
+      const double rho = std::abs(axis[f.normal][a] - f.level);
+      const std::size_t k = rho < near ? 0 : 1 + static_cast<std::size_t>(std::floor(std::log2(rho / near)));
+      if (fb.size() <= k) fb.resize(k + 1);
+      fb[k].atoms.push_back(static_cast<std::uint32_t>(a));
+    }
+    for (std::size_t k = 1; k < fb.size(); ++k)
+      fb[k].stride = first_stride(f, near * std::ldexp(1.0, static_cast<int>(k) - 1));
+  }
+  return bands;
+}
+
+/// One round: every pending band's sums in one call to `sum` (an exact band's face, a lattice and
+/// its centres), the lattices' errors measured at the centres.
+void evaluate_round(const std::array<Face, 6>& faces, FaceBands& bands, const FaceSumEvaluator& sum,
+                    FaceSumReport& rep) {
+  std::vector<FacePlaneSum> sums;
+  std::vector<Band*> owners;  // the band of each exact or lattice sum
+  for (std::size_t fi = 0; fi < faces.size(); ++fi)
+    for (Band& b : bands[fi]) {
+      if (!b.pending || b.atoms.empty()) continue;
+      const Face& f = faces[fi];
+      owners.push_back(&b);
+      if (b.exact_sum()) {
+        sums.push_back(plane(f, b, {0, 0}, f.n, {1, 1}));
+        continue;
+      }
+      const std::int64_t ku = cells(f.n[0], b.stride[0]), kv = cells(f.n[1], b.stride[1]);
+      sums.push_back(plane(f, b, {0, 0}, {ku + 1, kv + 1}, b.stride));
+      sums.push_back(plane(f, b, {0.5, 0.5}, {ku, kv}, b.stride));
+    }
+  std::vector<std::vector<double>> values = sum(sums);
+  if (values.size() != sums.size()) throw Error("internal error: the boundary's face sums returned too few planes");
+  for (std::size_t s = 0; s < sums.size(); ++s) {
+    if (values[s].size() != sums[s].node_count())
+      throw Error("internal error: a boundary face sum returned " + std::to_string(values[s].size()) + " values for " +
+                  std::to_string(sums[s].node_count()) + " nodes");
+    rep.pair_terms += static_cast<double>(sums[s].node_count()) * static_cast<double>(sums[s].atoms->size());
+  }
+  std::size_t next = 0, owner = 0;
+  for (std::size_t fi = 0; fi < faces.size(); ++fi)
+    for (Band& b : bands[fi]) {
+      if (owner == owners.size() || owners[owner] != &b) continue;
+      ++owner;
+      b.pending = false;
+      if (b.exact_sum()) {
+        b.exact = std::move(values[next++]);
+        b.measured = 0;
+        continue;
+      }
+      b.lattice = std::move(values[next++]);
+      b.measured = centre_error(faces[fi], b, values[next++]);
+    }
+}
+
+/// Where a face's measured errors add up to more than the bound, halves its worst band's lattice
+/// (below stride 2: the exact sum) for the next round. Whether anything is pending.
+bool refine(FaceBands& bands, double bound) {
+  bool pending = false;
+  for (std::vector<Band>& fb : bands) {
+    double total = 0;
+    Band* worst = nullptr;
+    for (Band& b : fb) {
+      total += b.measured;
+      if (!b.exact_sum() && (worst == nullptr || b.measured > worst->measured)) worst = &b;
+    }
+    if (total <= bound || worst == nullptr) continue;
+    for (int d = 0; d < 2; ++d) worst->stride[d] /= 2;
+    if (worst->stride[0] < 2 || worst->stride[1] < 2) worst->stride = {1, 1};
+    worst->measured = 0;
+    worst->pending = pending = true;
+  }
+  return pending;
+}
+
+/// Each face's values (its bands added), then the boundary nodes in boundary_nodes' order, each
+/// from the first face that holds it: z faces, then y, then x.
+std::vector<double> assemble(const GridSpec& grid, const std::array<Face, 6>& faces, const FaceBands& bands,
+                             FaceSumReport& rep) {
+  std::array<std::vector<double>, 6> on_face;
+  for (std::size_t fi = 0; fi < faces.size(); ++fi) {
+    const Face& f = faces[fi];
+    on_face[fi].assign(static_cast<std::size_t>(f.n[0] * f.n[1]), 0.0);
+    double total = 0;
+    for (const Band& b : bands[fi]) {
+      if (b.atoms.empty()) continue;
+      total += b.measured;
+      if (b.exact_sum())
+        for (std::size_t i = 0; i < b.exact.size(); ++i) on_face[fi][i] += b.exact[i];
+      else
+        add_interpolated(f, b, on_face[fi]);
+    }
+    rep.measured_error = std::max(rep.measured_error, total);
+  }
+  const std::int64_t n0 = grid.dims[0], n1 = grid.dims[1], n2 = grid.dims[2];
+  std::vector<double> out;
+  out.reserve(static_cast<std::size_t>(2 * (n0 * n1 + n1 * n2 + n0 * n2)));
+  const auto value = [&](std::int64_t i, std::int64_t j, std::int64_t l) {
+    if (l == 0 || l == n2 - 1) return on_face[l == 0 ? 4 : 5][static_cast<std::size_t>(i + n0 * j)];
+    if (j == 0 || j == n1 - 1) return on_face[j == 0 ? 2 : 3][static_cast<std::size_t>(i + n0 * l)];
+    return on_face[i == 0 ? 0 : 1][static_cast<std::size_t>(j + n1 * l)];
+  };
+  for (std::int64_t l = 0; l < n2; ++l)  // boundary_nodes' loop
+    for (std::int64_t j = 0; j < n1; ++j) {
+      const bool whole_row = l == 0 || l == n2 - 1 || j == 0 || j == n1 - 1;
+      for (std::int64_t i = 0; i < n0; i += (whole_row || i == n0 - 1) ? 1 : n0 - 1) out.push_back(value(i, j, l));
+    }
+  return out;
+}
+
+}  // namespace
+
+std::vector<double> banded_face_values(const Atoms& atoms, const GridSpec& grid, double bound,
+                                       const FaceSumEvaluator& sum, FaceSumReport* report) {
+  if (!(bound > 0)) throw Error("internal error: the banded boundary sum needs a bound > 0");
+  const std::array<Face, 6> faces = faces_of(grid);
+  FaceBands bands = bands_of(atoms, faces);
+  FaceSumReport rep;
+  rep.bound = bound;
+  do {
+    ++rep.rounds;
+    evaluate_round(faces, bands, sum, rep);
+  } while (refine(bands, bound));
+  std::vector<double> out = assemble(grid, faces, bands, rep);
+  rep.exact_pair_terms = static_cast<double>(out.size()) * static_cast<double>(atoms.size());
+  if (report) *report = rep;
+  return out;
+}
+
+std::string describe(const FaceSumReport& report) {
+  if (report.rounds == 0) return {};
+  return ", faces by distance bands: measured error " + short_scientific(report.measured_error) + " kT/e (bound " +
+         short_scientific(report.bound) + "), " +
+         short_fixed(100.0 * report.pair_terms / std::max(report.exact_pair_terms, 1.0), 1) +
+         "% of the exact sum's terms";
+}
+
+}  // namespace espgrid::pb
