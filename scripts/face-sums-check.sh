@@ -20,10 +20,10 @@ status=0
 run() {  # run NAME COMMAND...: the log in $OUT/NAME.log, a line in summary.txt
   local name=$1; shift
   local start
-  start=$(date +%s.%N)
+  start=$(date +%s%N)
   "$@" > "$OUT/$name.log" 2>&1
   local rc=$?
-  echo "$name: rc $rc, $(echo "$(date +%s.%N) - $start" | bc) s" | tee -a "$OUT/summary.txt"
+  echo "$name: rc $rc, $((($(date +%s%N) - start) / 1000000)) ms" | tee -a "$OUT/summary.txt"
   [ $rc = 0 ] || status=1
 }
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader > "$OUT/device.txt" 2>&1
