@@ -59,15 +59,15 @@ struct PointTile {
 
 template <class Potential>
 __global__ void group_partials_kernel(float* __restrict__ partial, const GroupItem* __restrict__ items,
-                                      const float4* __restrict__ points, const float4* __restrict__ atoms, float a2,
-                                      PairParameters pair) {
+                                      const float4* __restrict__ points, const float4* __restrict__ atoms,
+                                      const std::uint32_t* __restrict__ index, float a2, PairParameters pair) {
   __shared__ float4 tile[kBlock];
   const GroupItem item = items[blockIdx.x];
   const float4 point = points[item.point_first + static_cast<int>(threadIdx.x)];
   float sum = 0.0f;
   for (int t = 0; t < item.atom_tiles; ++t) {
     __syncthreads();
-    tile[threadIdx.x] = atoms[item.atom_first + t * kBlock + static_cast<int>(threadIdx.x)];
+    tile[threadIdx.x] = atoms[index[item.atom_first + t * kBlock + static_cast<int>(threadIdx.x)]];
     __syncthreads();
 #pragma unroll 8
     for (int a = 0; a < kBlock; ++a) {
@@ -102,24 +102,35 @@ ComputeTiming potential_at_point_groups(const PointGroupProblem& problem, int de
   const Stopwatch wall;
   ComputeTiming timing;
   const PointSumProblem& arrays = problem.arrays;
-  // The padded layout: every group's points and atoms from a whole tile (padding atoms q = 0 at the
-  // centre, padding points at the centre and dropped).
-  std::vector<float4> h_points, h_atoms;
+  if (arrays.atom_count >= static_cast<std::size_t>(UINT32_MAX))
+    throw Error("too many atoms for one GPU run (at most 2^32 - 1)");
+  // Every atom once, then a q = 0 atom at the centre that pads each group's indices to whole tiles;
+  // each group's points from a whole tile (padding points at the centre, dropped).
+  std::vector<float4> h_atoms(arrays.atom_count + 1, make_float4(0.f, 0.f, 0.f, 0.f));
+  for (std::size_t a = 0; a < arrays.atom_count; ++a)
+    h_atoms[a] = make_float4(arrays.x[a], arrays.y[a], arrays.z[a], arrays.q[a]);
+  const auto pad = static_cast<std::uint32_t>(arrays.atom_count);
+  std::vector<std::uint32_t> h_index;
+  std::vector<float4> h_points;
   std::vector<GroupItem> items;
   std::vector<PointTile> tiles;
   std::vector<std::size_t> padded_first(problem.group_count);
+  std::size_t last_first = SIZE_MAX, last_count = 0, padded_atoms = 0;
   for (std::size_t g = 0; g < problem.group_count; ++g) {
     const PointGroup& group = problem.groups[g];
     if (group.point_first + group.point_count > arrays.point_count ||
-        group.atom_first + group.atom_count > arrays.atom_count)
+        group.atom_first + group.atom_count > problem.index_count)
       throw Error("internal error: a point group reaches past its arrays");
     if (group.point_count == 0) continue;
-    const std::size_t atom_first = h_atoms.size();
-    for (std::size_t a = group.atom_first; a < group.atom_first + group.atom_count; ++a)
-      h_atoms.push_back(make_float4(arrays.x[a], arrays.y[a], arrays.z[a], arrays.q[a]));
-    h_atoms.resize((h_atoms.size() + kBlock - 1) / kBlock * kBlock + (group.atom_count == 0 ? kBlock : 0),
-                   make_float4(0.f, 0.f, 0.f, 0.f));
-    const int atom_tiles = static_cast<int>((h_atoms.size() - atom_first) / kBlock);
+    if (group.atom_first != last_first || group.atom_count != last_count) {  // a lattice's centres share its atoms
+      last_first = group.atom_first;
+      last_count = group.atom_count;
+      padded_atoms = h_index.size();
+      h_index.insert(h_index.end(), problem.atom_index + group.atom_first,
+                     problem.atom_index + group.atom_first + group.atom_count);
+      h_index.resize(padded_atoms + std::max<std::size_t>(1, (group.atom_count + kBlock - 1) / kBlock) * kBlock, pad);
+    }
+    const int atom_tiles = static_cast<int>(std::max<std::size_t>(1, (group.atom_count + kBlock - 1) / kBlock));
     padded_first[g] = h_points.size();
     for (std::size_t p = group.point_first; p < group.point_first + group.point_count; ++p)
       h_points.push_back(make_float4(arrays.px[p], arrays.py[p], arrays.pz[p], 0.f));
@@ -127,17 +138,18 @@ ComputeTiming potential_at_point_groups(const PointGroupProblem& problem, int de
     for (std::size_t first = padded_first[g]; first < h_points.size(); first += kBlock) {
       tiles.push_back({static_cast<int>(items.size()), (atom_tiles + kSliceTiles - 1) / kSliceTiles});
       for (int t = 0; t < atom_tiles; t += kSliceTiles)
-        items.push_back({static_cast<int>(first), static_cast<int>(atom_first) + t * kBlock,
+        items.push_back({static_cast<int>(first), static_cast<int>(padded_atoms) + t * kBlock,
                          std::min(kSliceTiles, atom_tiles - t)});
     }
   }
   if (items.empty()) return timing;
-  if (h_points.size() > static_cast<std::size_t>(INT32_MAX) || h_atoms.size() > static_cast<std::size_t>(INT32_MAX) ||
+  if (h_points.size() > static_cast<std::size_t>(INT32_MAX) || h_index.size() > static_cast<std::size_t>(INT32_MAX) ||
       items.size() > static_cast<std::size_t>(INT32_MAX) / kBlock)
     throw Error("too many points or atoms for one GPU run (at most 2^31 each)");
   DeviceGuard guard(device);
   timing.device = describe_device(device);
   DeviceBuffer<float4> d_atoms(h_atoms.size(), "atoms");
+  DeviceBuffer<std::uint32_t> d_index(h_index.size(), "point-group atom indices");
   DeviceBuffer<float4> d_points(h_points.size(), "points");
   DeviceBuffer<GroupItem> d_items(items.size(), "point-group items");
   DeviceBuffer<PointTile> d_tiles(tiles.size(), "point-group tiles");
@@ -150,6 +162,7 @@ ComputeTiming potential_at_point_groups(const PointGroupProblem& problem, int de
         cudaMemcpyAsync(device_buffer.get(), host.data(), device_buffer.bytes(), cudaMemcpyHostToDevice, stream.get()));
   };
   upload(d_atoms, h_atoms);
+  upload(d_index, h_index);
   upload(d_points, h_points);
   upload(d_items, items);
   upload(d_tiles, tiles);
@@ -157,7 +170,7 @@ ComputeTiming potential_at_point_groups(const PointGroupProblem& problem, int de
   with_pair_potential(arrays.model, [&](auto potential) {
     using Potential = decltype(potential);
     group_partials_kernel<Potential><<<static_cast<unsigned>(items.size()), kBlock, 0, stream.get()>>>(
-        d_partial.get(), d_items.get(), d_points.get(), d_atoms.get(), arrays.softening2, arrays.pair);
+        d_partial.get(), d_items.get(), d_points.get(), d_atoms.get(), d_index.get(), arrays.softening2, arrays.pair);
     ESPGRID_CUDA_CHECK_LAUNCH();
   });
   group_sums_kernel<<<blocks_for(static_cast<std::int64_t>(h_points.size()), kBlock), kBlock, 0, stream.get()>>>(

@@ -14,7 +14,6 @@
 #include <string>
 #include <vector>
 
-#include "src/compute/point_sum_inputs.h"
 #include "src/compute/points_cuda_driver.h"
 #include "src/core/errors.h"
 #include "src/pb/pb_boundary.h"
@@ -151,50 +150,72 @@ TEST(PbFaceSums, TheMapsErrorIsAtMostTheFaces) {
 
 TEST(PbFaceSumsGpu, PointGroupsAreThePointKernelsSums) {
   ESPGRID_REQUIRE_CUDA_OR_SKIP();
-  // Groups of awkward sizes: 1 point, 127, 129; 1 atom, 8,192 (one slice), 20,000 (three).
+  // Groups of awkward sizes: 1 point, 127, 129; 1 atom, 8,192 (one slice), 20,000 (three); two
+  // groups sharing one atom range (a lattice and its centres); indices in no order.
   const Atoms atoms = scattered_molecules(3, 140, 90);  // 21,000 atoms
   std::mt19937 rng(5);
   std::uniform_real_distribution<double> u(-20, 110);
   const std::size_t shapes[][2] = {{1, 1}, {127, 8192}, {129, 20000}, {300, 150}, {5, 20999}};
-  std::vector<double> ax, ay, az, q, points;
-  std::vector<cuda::PointGroup> groups;
-  for (const auto& shape : shapes) {
-    cuda::PointGroup g{points.size() / 3, shape[0], ax.size(), shape[1]};
-    for (std::size_t a = 0; a < shape[1]; ++a) {
-      const std::size_t k = (a * 7919 + groups.size()) % atoms.size();
-      ax.push_back(atoms.x[k]), ay.push_back(atoms.y[k]), az.push_back(atoms.z[k]), q.push_back(atoms.charge[k]);
-    }
-    for (std::size_t p = 0; p < 3 * shape[0]; ++p) points.push_back(u(rng));
-    groups.push_back(g);
-  }
   PhysicsOptions physics;
   physics.model = PairModel::Debye;
   physics.ionic_strength = 0.15;
-  const std::array<double, 3> centre{45, 45, 15};
-  const PointSumInputs inputs(ax, ay, az, q, coulomb_factor(physics), points, centre);
-  std::vector<float> grouped(points.size() / 3, std::numeric_limits<float>::quiet_NaN());
+  const double k = coulomb_factor(physics);
+  std::vector<float> ax, ay, az, aq, px, py, pz;
+  for (std::size_t a = 0; a < atoms.size(); ++a) {
+    ax.push_back(static_cast<float>(atoms.x[a] - 45)), ay.push_back(static_cast<float>(atoms.y[a] - 45));
+    az.push_back(static_cast<float>(atoms.z[a] - 15)), aq.push_back(static_cast<float>(atoms.charge[a] * k));
+  }
+  std::vector<std::uint32_t> index;
+  std::vector<cuda::PointGroup> groups;
+  for (const auto& shape : shapes) {
+    const bool shared = groups.size() == 4;  // the last group takes the one before's atoms
+    cuda::PointGroup g{px.size(), shape[0], shared ? groups.back().atom_first : index.size(),
+                       shared ? groups.back().atom_count : shape[1]};
+    for (std::size_t a = 0; !shared && a < shape[1]; ++a)
+      index.push_back(static_cast<std::uint32_t>((a * 7919 + groups.size()) % atoms.size()));
+    for (std::size_t p = 0; p < shape[0]; ++p) {
+      px.push_back(static_cast<float>(u(rng) - 45)), py.push_back(static_cast<float>(u(rng) - 45));
+      pz.push_back(static_cast<float>(u(rng) - 15));
+    }
+    groups.push_back(g);
+  }
+  const float a2 = static_cast<float>(kSofteningLength * kSofteningLength);
+  std::vector<float> grouped(px.size(), std::numeric_limits<float>::quiet_NaN());
   cuda::PointGroupProblem problem;
-  problem.arrays = inputs.problem(physics.model, pair_parameters(physics), grouped.data());
+  problem.arrays = {ax.data(),     ay.data(), az.data(), aq.data(), ax.size(),     px.data(),
+                    py.data(),     pz.data(), px.size(), a2,        physics.model, pair_parameters(physics),
+                    grouped.data()};
+  problem.atom_index = index.data();
+  problem.index_count = index.size();
   problem.groups = groups.data();
   problem.group_count = groups.size();
   cuda::potential_at_point_groups(problem, 0);
   for (const cuda::PointGroup& g : groups) {
-    const PointSumInputs one(
-        std::vector<double>(ax.begin() + g.atom_first, ax.begin() + g.atom_first + g.atom_count),
-        std::vector<double>(ay.begin() + g.atom_first, ay.begin() + g.atom_first + g.atom_count),
-        std::vector<double>(az.begin() + g.atom_first, az.begin() + g.atom_first + g.atom_count),
-        std::vector<double>(q.begin() + g.atom_first, q.begin() + g.atom_first + g.atom_count), coulomb_factor(physics),
-        std::vector<double>(points.begin() + 3 * g.point_first, points.begin() + 3 * (g.point_first + g.point_count)),
-        centre);
-    std::vector<float> alone(g.point_count, std::numeric_limits<float>::quiet_NaN());
-    cuda::potential_at_points(one.problem(physics.model, pair_parameters(physics), alone.data()), 0, nullptr);
+    std::vector<float> gx, gy, gz, gq, alone(g.point_count, std::numeric_limits<float>::quiet_NaN());
+    for (std::size_t i = g.atom_first; i < g.atom_first + g.atom_count; ++i)
+      gx.push_back(ax[index[i]]), gy.push_back(ay[index[i]]), gz.push_back(az[index[i]]), gq.push_back(aq[index[i]]);
+    const cuda::PointSumProblem one{gx.data(),
+                                    gy.data(),
+                                    gz.data(),
+                                    gq.data(),
+                                    gx.size(),
+                                    px.data() + g.point_first,
+                                    py.data() + g.point_first,
+                                    pz.data() + g.point_first,
+                                    g.point_count,
+                                    a2,
+                                    physics.model,
+                                    pair_parameters(physics),
+                                    alone.data()};
+    cuda::potential_at_points(one, 0, nullptr);
     for (std::size_t p = 0; p < g.point_count; ++p) {
       // Slices add the same terms in another order: float32 rounding, n·2⁻²⁴ of Σ|term| at worst
       // (n ≤ 20,999 terms); 1e-5 of Σ|term| covers the orders actually taken (~√n·2⁻²⁴) with room.
       double magnitude = 0;
-      for (std::size_t a = 0; a < g.atom_count; ++a) {
-        const double dx = one.px[p] - one.x[a], dy = one.py[p] - one.y[a], dz = one.pz[p] - one.z[a];
-        magnitude += std::abs(one.q[a]) / std::sqrt(dx * dx + dy * dy + dz * dz + 1e-8);
+      for (std::size_t a = 0; a < gx.size(); ++a) {
+        const double dx = px[g.point_first + p] - gx[a], dy = py[g.point_first + p] - gy[a];
+        const double dz = pz[g.point_first + p] - gz[a];
+        magnitude += std::abs(gq[a]) / std::sqrt(dx * dx + dy * dy + dz * dz + 1e-8);
       }
       ASSERT_TRUE(std::isfinite(grouped[g.point_first + p])) << "point " << p << " left unwritten";
       EXPECT_NEAR(grouped[g.point_first + p], alone[p], 1e-5 * magnitude) << "group of " << g.point_count;

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 #include "src/compute/compute_timing.h"
 #include "src/compute/grid_sum_problem.h"
@@ -37,17 +38,20 @@ struct PointSumProblem {
 /// call. Throws CudaError (an espgrid::Error) on failure, Error without CUDA.
 ComputeTiming potential_at_points(const PointSumProblem& problem, int device, const ProgressFn& progress);
 
-/// Many small sums in one launch (PB's banded boundary, pb/pb_face_sums.h): group g sums atoms
-/// [atom_first, atom_first + atom_count) at points [point_first, point_first + point_count).
+/// Many small sums in one launch (PB's banded boundary, pb/pb_face_sums.h): group g sums the atoms
+/// atom_index[atom_first .. atom_first + atom_count) at points [point_first, point_first + point_count).
+/// Groups may share atom ranges (a lattice and its centres); every atom is uploaded once.
 struct PointGroup {
   std::size_t point_first = 0, point_count = 0;
   std::size_t atom_first = 0, atom_count = 0;
 };
 
-/// PointSumProblem's arrays (every group's atoms and points, one after another) with `groups`
-/// over them; `atom_count` and `point_count` are the arrays' lengths.
+/// PointSumProblem's arrays (atoms once, every group's points one after another), the groups'
+/// atoms as indices into them, and the groups; `arrays.point_count` is the points' length.
 struct PointGroupProblem {
   PointSumProblem arrays;
+  const std::uint32_t* atom_index = nullptr;
+  std::size_t index_count = 0;
   const PointGroup* groups = nullptr;
   std::size_t group_count = 0;
 };

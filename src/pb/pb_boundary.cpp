@@ -95,39 +95,57 @@ PhysicsOptions mdh_physics(const Atoms& atoms, const PbOptions& o, std::vector<d
 
 namespace {
 
-/// The mdh terms through the CUDA point kernel: every sum's atoms and nodes as one group of one
-/// launch (a lattice is a few hundred points: alone it would leave the device idle).
+/// The mdh terms through the CUDA point kernel: every sum's nodes as one group of one launch (a
+/// lattice is a few hundred points: alone it would leave the device idle), the atoms uploaded once
+/// and each band's as indices (copying each band's atoms took longer than the sums).
 std::vector<std::vector<double>> sums_on_device(const Atoms& atoms, const std::vector<double>& q,
                                                 const PhysicsOptions& physics, const std::array<double, 3>& centre,
                                                 const std::vector<FacePlaneSum>& sums, int device) {
-  std::vector<double> ax, ay, az, aq, points;
+  const double k = coulomb_factor(physics);
+  std::vector<float> ax(atoms.size()), ay(atoms.size()), az(atoms.size()), aq(atoms.size());
+  for (std::size_t a = 0; a < atoms.size(); ++a) {
+    ax[a] = static_cast<float>(atoms.x[a] - centre[0]);
+    ay[a] = static_cast<float>(atoms.y[a] - centre[1]);
+    az[a] = static_cast<float>(atoms.z[a] - centre[2]);
+    aq[a] = static_cast<float>(q[a] * k);
+  }
+  std::vector<std::uint32_t> index;
+  std::vector<float> px, py, pz;
   std::vector<cuda::PointGroup> groups;
+  const std::vector<std::uint32_t>* last = nullptr;
   for (const FacePlaneSum& s : sums) {
-    cuda::PointGroup g;
-    g.atom_first = ax.size();
-    g.atom_count = s.atoms->size();
-    g.point_first = points.size() / 3;
-    g.point_count = s.node_count();
-    for (const std::uint32_t a : *s.atoms) {
-      ax.push_back(atoms.x[a]);
-      ay.push_back(atoms.y[a]);
-      az.push_back(atoms.z[a]);
-      aq.push_back(q[a]);
+    if (s.atoms != last) {  // a lattice and its centres share their atoms
+      last = s.atoms;
+      index.insert(index.end(), s.atoms->begin(), s.atoms->end());
     }
+    cuda::PointGroup g;
+    g.atom_first = index.size() - s.atoms->size();
+    g.atom_count = s.atoms->size();
+    g.point_first = px.size();
+    g.point_count = s.node_count();
     for (std::int64_t b = 0; b < s.dims[1]; ++b)
       for (std::int64_t a = 0; a < s.dims[0]; ++a) {
         double p[3];
         p[s.normal] = s.level;
         p[s.u] = s.origin[0] + static_cast<double>(a) * s.spacing[0];
         p[s.v] = s.origin[1] + static_cast<double>(b) * s.spacing[1];
-        points.insert(points.end(), p, p + 3);
+        px.push_back(static_cast<float>(p[0] - centre[0]));
+        py.push_back(static_cast<float>(p[1] - centre[1]));
+        pz.push_back(static_cast<float>(p[2] - centre[2]));
       }
     groups.push_back(g);
   }
-  const PointSumInputs inputs(ax, ay, az, aq, coulomb_factor(physics), points, centre);
-  std::vector<float> values(points.size() / 3);
+  std::vector<float> values(px.size());
   cuda::PointGroupProblem problem;
-  problem.arrays = inputs.problem(physics.model, pair_parameters(physics), values.data());
+  problem.arrays = {ax.data(),     ay.data(),
+                    az.data(),     aq.data(),
+                    ax.size(),     px.data(),
+                    py.data(),     pz.data(),
+                    px.size(),     static_cast<float>(kSofteningLength * kSofteningLength),
+                    physics.model, pair_parameters(physics),
+                    values.data()};
+  problem.atom_index = index.data();
+  problem.index_count = index.size();
   problem.groups = groups.data();
   problem.group_count = groups.size();
   cuda::potential_at_point_groups(problem, device);
@@ -173,6 +191,19 @@ std::array<double, 3> grid_centre(const GridSpec& grid) {
 }
 
 }  // namespace
+
+double mdh_reference(const Atoms& atoms, const PbOptions& o, const std::array<double, 3>& point) {
+  std::vector<double> q;
+  const PhysicsOptions physics = mdh_physics(atoms, o, q);
+  const double kappa = pb_kappa(o), k = coulomb_factor(physics);
+  double sum = 0;
+  for (std::size_t a = 0; a < atoms.size(); ++a) {
+    const double dx = point[0] - atoms.x[a], dy = point[1] - atoms.y[a], dz = point[2] - atoms.z[a];
+    const double r = std::sqrt(dx * dx + dy * dy + dz * dz + kSofteningLength * kSofteningLength);
+    sum += q[a] * k * std::exp(-kappa * r) / r;
+  }
+  return sum;
+}
 
 std::vector<double> mdh_face_values(const Atoms& atoms, const GridSpec& grid, const PbOptions& o, int device,
                                     FaceSumReport* report) {

@@ -3,6 +3,7 @@
 // full grid of values, 0 at the interior nodes.
 #pragma once
 
+#include <array>
 #include <vector>
 
 #include "src/core/atoms.h"
@@ -29,6 +30,9 @@ std::vector<double> mdh_boundary(const Atoms& atoms, const GridSpec& grid, const
 /// (the face values of mdh_boundary with a CUDA kernel).
 std::vector<double> mdh_face_values(const Atoms& atoms, const GridSpec& grid, const PbOptions& options, int device,
                                     FaceSumReport* report = nullptr);
+
+/// `bcfl mdh` at one point in double precision, term by term: the oracle of the float32 sums.
+double mdh_reference(const Atoms& atoms, const PbOptions& options, const std::array<double, 3>& point);
 
 /// `bcfl sdh`: the molecule as one sphere at the centre of the atoms' bounding box, radius the
 /// largest (distance to the centre + atom radius), holding the total charge, the dipole and the

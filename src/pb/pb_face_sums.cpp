@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <future>
 #include <string>
 
 #include "src/core/errors.h"
@@ -143,12 +144,20 @@ double centre_error(const Face& f, const Band& b, const std::vector<double>& cen
 
 using FaceBands = std::array<std::vector<Band>, 6>;
 
+/// `work(face)` for the six faces on threads of their own (1.9 M atoms: ~0.1 s a face).
+template <class Work>
+void for_each_face(Work&& work) {
+  std::array<std::future<void>, 6> done;
+  for (std::size_t fi = 0; fi < done.size(); ++fi) done[fi] = std::async(std::launch::async, [&work, fi] { work(fi); });
+  for (std::future<void>& d : done) d.get();
+}
+
 /// Each face's atoms in bands by their distance from it: 0 below D₀, then [D₀·2^(k−1), D₀·2^k),
 /// each far band with its first lattice.
 FaceBands bands_of(const Atoms& atoms, const std::array<Face, 6>& faces) {
   const double* axis[3] = {atoms.x.data(), atoms.y.data(), atoms.z.data()};
   FaceBands bands;
-  for (std::size_t fi = 0; fi < faces.size(); ++fi) {
+  for_each_face([&](std::size_t fi) {
     const Face& f = faces[fi];
     const double near = kNearBandNodes * std::max(f.h[0], f.h[1]);
     std::vector<Band>& fb = bands[fi];
@@ -160,7 +169,7 @@ FaceBands bands_of(const Atoms& atoms, const std::array<Face, 6>& faces) {
     }
     for (std::size_t k = 1; k < fb.size(); ++k)
       fb[k].stride = first_stride(f, near * std::ldexp(1.0, static_cast<int>(k) - 1));
-  }
+  });
   return bands;
 }
 
@@ -232,20 +241,20 @@ bool refine(FaceBands& bands, double bound) {
 std::vector<double> assemble(const GridSpec& grid, const std::array<Face, 6>& faces, const FaceBands& bands,
                              FaceSumReport& rep) {
   std::array<std::vector<double>, 6> on_face;
-  for (std::size_t fi = 0; fi < faces.size(); ++fi) {
+  std::array<double, 6> measured{};
+  for_each_face([&](std::size_t fi) {
     const Face& f = faces[fi];
     on_face[fi].assign(static_cast<std::size_t>(f.n[0] * f.n[1]), 0.0);
-    double total = 0;
     for (const Band& b : bands[fi]) {
       if (b.atoms.empty()) continue;
-      total += b.measured;
+      measured[fi] += b.measured;
       if (b.exact_sum())
         for (std::size_t i = 0; i < b.exact.size(); ++i) on_face[fi][i] += b.exact[i];
       else
         add_interpolated(f, b, on_face[fi]);
     }
-    rep.measured_error = std::max(rep.measured_error, total);
-  }
+  });
+  rep.measured_error = *std::max_element(measured.begin(), measured.end());
   const std::int64_t n0 = grid.dims[0], n1 = grid.dims[1], n2 = grid.dims[2];
   std::vector<double> out;
   out.reserve(static_cast<std::size_t>(2 * (n0 * n1 + n1 * n2 + n0 * n2)));
