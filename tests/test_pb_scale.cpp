@@ -225,12 +225,32 @@ TEST(PbFaceSumsGpu, PointGroupsAreThePointKernelsSums) {
 
 TEST(PbFaceSumsGpu, BandsStayWithinTheBoundOnTheDevice) {
   ESPGRID_REQUIRE_CUDA_OR_SKIP();
+  // Below kDeviceBandTerms the device sums exactly (the actin dimer at 1 Å: 8·10⁸ terms).
   const Atoms actin = testing::load_molecule("actin_dimer.pqr");
-  const GridSpec g = grid_around(actin, 1.0, 10, 1);
-  for (const double bound : {1e-4, 1e-5}) {
-    const BandedFaces f = banded_faces(actin, g, bound, Backend::Cuda);
-    EXPECT_LE(f.largest_difference(), bound) << "bound " << bound;
-    EXPECT_LT(f.report.pair_terms, 0.7 * f.report.exact_pair_terms);
+  EXPECT_EQ(banded_faces(actin, grid_around(actin, 1.0, 10), 1e-5, Backend::Cuda).report.rounds, 0);
+  // Over it: 45,000 atoms in a 250 Å box at 1 Å.
+  const Atoms atoms = scattered_molecules(9, 300, 230);
+  const GridSpec g = grid_around(atoms, 1.0, 10, 1);
+  const BandedFaces f = banded_faces(atoms, g, 1e-5, Backend::Cuda);
+  ASSERT_GE(f.report.exact_pair_terms, pb::kDeviceBandTerms);
+  EXPECT_LT(f.report.pair_terms, 0.5 * f.report.exact_pair_terms);
+  // Where the two differ most, the double-precision sum decides: the float32 exact sum over 45,000
+  // atoms carries rounding of its own (on the 1.9 M-atom capsid more than the bands' error).
+  const std::vector<std::size_t> nodes = pb::boundary_nodes(g);
+  std::vector<std::size_t> order(nodes.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::partial_sort(order.begin(), order.begin() + 20, order.end(), [&](std::size_t a, std::size_t b) {
+    return std::abs(f.banded[a] - f.exact[a]) > std::abs(f.banded[b] - f.exact[b]);
+  });
+  const auto n0 = static_cast<std::size_t>(g.dims[0]), n1 = static_cast<std::size_t>(g.dims[1]);
+  for (std::size_t t = 0; t < 20; ++t) {
+    const std::size_t idx = nodes[order[t]];
+    const std::array<double, 3> p = {g.position(0, static_cast<std::int64_t>(idx % n0)),
+                                     g.position(1, static_cast<std::int64_t>((idx / n0) % n1)),
+                                     g.position(2, static_cast<std::int64_t>(idx / (n0 * n1)))};
+    const double reference = pb::mdh_reference(atoms, PbOptions{}, p);
+    EXPECT_LE(std::abs(f.banded[order[t]] - reference), 1e-5)
+        << "node " << idx << ": exact float32 sum " << f.exact[order[t]] << ", double " << reference;
   }
 }
 

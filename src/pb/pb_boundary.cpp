@@ -210,7 +210,8 @@ std::vector<double> mdh_face_values(const Atoms& atoms, const GridSpec& grid, co
   std::vector<double> q;
   const PhysicsOptions physics = mdh_physics(atoms, o, q);
   const std::array<double, 3> centre = grid_centre(grid);
-  if (o.boundary_accuracy > 0)
+  const double exact_terms = static_cast<double>(atoms.size()) * static_cast<double>(boundary_nodes(grid).size());
+  if (o.boundary_accuracy > 0 && exact_terms >= kDeviceBandTerms)
     return banded_face_values(
         atoms, grid, o.boundary_accuracy,
         [&](const std::vector<FacePlaneSum>& sums) { return sums_on_device(atoms, q, physics, centre, sums, device); },
