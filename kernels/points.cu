@@ -96,25 +96,27 @@ __global__ void group_sums_kernel(float* __restrict__ out, const float* __restri
 /// Atom tiles a block at most: 64 × 128 = 8,192 atoms (~1 M terms a block).
 constexpr int kSliceTiles = 64;
 
-}  // namespace
+/// The padded host arrays of potential_at_point_groups: every atom once, then a q = 0 atom at the
+/// centre that pads each group's indices to whole tiles; each group's points from a whole tile
+/// (padding points at the centre, dropped); a block's items and each point tile's slices.
+struct GroupLayout {
+  std::vector<float4> atoms, points;
+  std::vector<std::uint32_t> index;
+  std::vector<GroupItem> items;
+  std::vector<PointTile> tiles;
+  std::vector<std::size_t> padded_first;  ///< each group's first point in `points`
+};
 
-ComputeTiming potential_at_point_groups(const PointGroupProblem& problem, int device) {
-  const Stopwatch wall;
-  ComputeTiming timing;
+GroupLayout layout_groups(const PointGroupProblem& problem) {
   const PointSumProblem& arrays = problem.arrays;
   if (arrays.atom_count >= static_cast<std::size_t>(UINT32_MAX))
     throw Error("too many atoms for one GPU run (at most 2^32 - 1)");
-  // Every atom once, then a q = 0 atom at the centre that pads each group's indices to whole tiles;
-  // each group's points from a whole tile (padding points at the centre, dropped).
-  std::vector<float4> h_atoms(arrays.atom_count + 1, make_float4(0.f, 0.f, 0.f, 0.f));
+  GroupLayout l;
+  l.atoms.assign(arrays.atom_count + 1, make_float4(0.f, 0.f, 0.f, 0.f));
   for (std::size_t a = 0; a < arrays.atom_count; ++a)
-    h_atoms[a] = make_float4(arrays.x[a], arrays.y[a], arrays.z[a], arrays.q[a]);
+    l.atoms[a] = make_float4(arrays.x[a], arrays.y[a], arrays.z[a], arrays.q[a]);
   const auto pad = static_cast<std::uint32_t>(arrays.atom_count);
-  std::vector<std::uint32_t> h_index;
-  std::vector<float4> h_points;
-  std::vector<GroupItem> items;
-  std::vector<PointTile> tiles;
-  std::vector<std::size_t> padded_first(problem.group_count);
+  l.padded_first.assign(problem.group_count, 0);
   std::size_t last_first = SIZE_MAX, last_count = 0, padded_atoms = 0;
   for (std::size_t g = 0; g < problem.group_count; ++g) {
     const PointGroup& group = problem.groups[g];
@@ -125,27 +127,42 @@ ComputeTiming potential_at_point_groups(const PointGroupProblem& problem, int de
     if (group.atom_first != last_first || group.atom_count != last_count) {  // a lattice's centres share its atoms
       last_first = group.atom_first;
       last_count = group.atom_count;
-      padded_atoms = h_index.size();
-      h_index.insert(h_index.end(), problem.atom_index + group.atom_first,
+      padded_atoms = l.index.size();
+      l.index.insert(l.index.end(), problem.atom_index + group.atom_first,
                      problem.atom_index + group.atom_first + group.atom_count);
-      h_index.resize(padded_atoms + std::max<std::size_t>(1, (group.atom_count + kBlock - 1) / kBlock) * kBlock, pad);
+      l.index.resize(padded_atoms + std::max<std::size_t>(1, (group.atom_count + kBlock - 1) / kBlock) * kBlock, pad);
     }
     const int atom_tiles = static_cast<int>(std::max<std::size_t>(1, (group.atom_count + kBlock - 1) / kBlock));
-    padded_first[g] = h_points.size();
+    l.padded_first[g] = l.points.size();
     for (std::size_t p = group.point_first; p < group.point_first + group.point_count; ++p)
-      h_points.push_back(make_float4(arrays.px[p], arrays.py[p], arrays.pz[p], 0.f));
-    h_points.resize((h_points.size() + kBlock - 1) / kBlock * kBlock, make_float4(0.f, 0.f, 0.f, 0.f));
-    for (std::size_t first = padded_first[g]; first < h_points.size(); first += kBlock) {
-      tiles.push_back({static_cast<int>(items.size()), (atom_tiles + kSliceTiles - 1) / kSliceTiles});
+      l.points.push_back(make_float4(arrays.px[p], arrays.py[p], arrays.pz[p], 0.f));
+    l.points.resize((l.points.size() + kBlock - 1) / kBlock * kBlock, make_float4(0.f, 0.f, 0.f, 0.f));
+    for (std::size_t first = l.padded_first[g]; first < l.points.size(); first += kBlock) {
+      l.tiles.push_back({static_cast<int>(l.items.size()), (atom_tiles + kSliceTiles - 1) / kSliceTiles});
       for (int t = 0; t < atom_tiles; t += kSliceTiles)
-        items.push_back({static_cast<int>(first), static_cast<int>(padded_atoms) + t * kBlock,
-                         std::min(kSliceTiles, atom_tiles - t)});
+        l.items.push_back({static_cast<int>(first), static_cast<int>(padded_atoms) + t * kBlock,
+                           std::min(kSliceTiles, atom_tiles - t)});
     }
   }
-  if (items.empty()) return timing;
-  if (h_points.size() > static_cast<std::size_t>(INT32_MAX) || h_index.size() > static_cast<std::size_t>(INT32_MAX) ||
-      items.size() > static_cast<std::size_t>(INT32_MAX) / kBlock)
+  if (l.points.size() > static_cast<std::size_t>(INT32_MAX) || l.index.size() > static_cast<std::size_t>(INT32_MAX) ||
+      l.items.size() > static_cast<std::size_t>(INT32_MAX) / kBlock)
     throw Error("too many points or atoms for one GPU run (at most 2^31 each)");
+  return l;
+}
+
+}  // namespace
+
+ComputeTiming potential_at_point_groups(const PointGroupProblem& problem, int device) {
+  const Stopwatch wall;
+  ComputeTiming timing;
+  const PointSumProblem& arrays = problem.arrays;
+  const GroupLayout layout = layout_groups(problem);
+  const std::vector<float4>&h_atoms = layout.atoms, &h_points = layout.points;
+  const std::vector<std::uint32_t>& h_index = layout.index;
+  const std::vector<GroupItem>& items = layout.items;
+  const std::vector<PointTile>& tiles = layout.tiles;
+  const std::vector<std::size_t>& padded_first = layout.padded_first;
+  if (items.empty()) return timing;
   DeviceGuard guard(device);
   timing.device = describe_device(device);
   DeviceBuffer<float4> d_atoms(h_atoms.size(), "atoms");

@@ -228,8 +228,8 @@ TEST(PbFaceSumsGpu, BandsStayWithinTheBoundOnTheDevice) {
   // Below kDeviceBandTerms the device sums exactly (the actin dimer at 1 Å: 8·10⁸ terms).
   const Atoms actin = testing::load_molecule("actin_dimer.pqr");
   EXPECT_EQ(banded_faces(actin, grid_around(actin, 1.0, 10), 1e-5, Backend::Cuda).report.rounds, 0);
-  // Over it: 45,000 atoms in a 250 Å box at 1 Å.
-  const Atoms atoms = scattered_molecules(9, 300, 230);
+  // Over it: 45,000 atoms in a 290 Å box at 1 Å (2.3·10¹⁰ terms).
+  const Atoms atoms = scattered_molecules(9, 300, 260);
   const GridSpec g = grid_around(atoms, 1.0, 10, 1);
   const BandedFaces f = banded_faces(atoms, g, 1e-5, Backend::Cuda);
   ASSERT_GE(f.report.exact_pair_terms, pb::kDeviceBandTerms);

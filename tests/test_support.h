@@ -104,8 +104,10 @@ inline std::vector<double> oracle_map(const PreparedProblem& prepared) {
 /// error against the double oracle at the points >= 1.4 Å from every atom within the bound the
 /// entry declares for `method`, every value finite. The oracle runs at every `stride`-th point
 /// (and the last). A map with no point that far from the atoms (dense random atoms on a small
-/// grid) gives the bound nothing to judge: then the relative RMS error over every compared point
-/// must be within the bound. The bound is an RMS statistic: judging the largest pointwise error
+/// grid) gives the bound nothing to judge: then the RMS error over every compared point, relative
+/// to the RMS of the sum's cancellation-free magnitude Σ|q|·f(r), must be within the bound (relative
+/// to φ itself, a point where φ nearly cancels failed: cuda-msm, 1 point among 5,000 atoms, seed
+/// 2980783610, error 1.7e-3 of |φ|). The bound is an RMS statistic: judging the largest pointwise error
 /// by it (as this did before) failed one random seed in a few on the GPU (cuda-msm, 9001 atoms on
 /// 37x41x4: max 1.38x bound x RMS while the RMS error was well inside). Returns the error for printing.
 inline ApproximationError expect_within_declared_bound(const KernelVariant& kernel, const PreparedProblem& prepared,
@@ -118,20 +120,20 @@ inline ApproximationError expect_within_declared_bound(const KernelVariant& kern
   for (std::size_t idx = 0; idx < n; idx += stride) points.push_back(idx);
   if (points.back() != n - 1) points.push_back(n - 1);
   const auto nx = static_cast<std::size_t>(p.nx), ny = static_cast<std::size_t>(p.ny);
-  std::vector<double> exact(points.size());
+  std::vector<double> exact(points.size()), magnitude(points.size());
 #pragma omp parallel for schedule(dynamic, 16)
   for (std::int64_t s = 0; s < static_cast<std::int64_t>(points.size()); ++s) {
     const std::size_t u = points[static_cast<std::size_t>(s)];
-    exact[static_cast<std::size_t>(s)] =
-        oracle_at(p, static_cast<std::int64_t>(u % nx), static_cast<std::int64_t>((u / nx) % ny),
-                  static_cast<std::int64_t>(u / (nx * ny)))
-            .potential;
+    const OracleValue o = oracle_at(p, static_cast<std::int64_t>(u % nx), static_cast<std::int64_t>((u / nx) % ny),
+                                    static_cast<std::int64_t>(u / (nx * ny)));
+    exact[static_cast<std::size_t>(s)] = o.potential;
+    magnitude[static_cast<std::size_t>(s)] = o.magnitude;
   }
   ApproximationErrorSum sum;
-  double exact2 = 0, err2 = 0;
+  double magnitude2 = 0, err2 = 0;
   for (std::size_t s = 0; s < points.size(); ++s) {
     sum.add(out[points[s]], exact[s], near[points[s]] != 0);
-    exact2 += exact[s] * exact[s];
+    magnitude2 += magnitude[s] * magnitude[s];
     const double d = static_cast<double>(out[points[s]]) - exact[s];
     if (std::isfinite(d)) err2 += d * d;
   }
@@ -143,10 +145,10 @@ inline ApproximationError expect_within_declared_bound(const KernelVariant& kern
     EXPECT_LE(e.relative_rms, bound) << kernel.name << ": relative RMS error at " << e.points
                                      << " points >= 1.4 Å from atoms (seed " << test_seed() << ")";
   } else {
-    const double relative_rms_anywhere = exact2 > 0 ? std::sqrt(err2 / exact2) : std::sqrt(err2);
+    const double relative_rms_anywhere = magnitude2 > 0 ? std::sqrt(err2 / magnitude2) : std::sqrt(err2);
     EXPECT_LE(relative_rms_anywhere, bound)
-        << kernel.name << ": no point >= 1.4 Å from atoms; relative RMS error over all " << points.size()
-        << " points (seed " << test_seed() << ")";
+        << kernel.name << ": no point >= 1.4 Å from atoms; RMS error over all " << points.size()
+        << " points relative to Σ|q|·f(r) (seed " << test_seed() << ")";
   }
   return e;
 }
