@@ -20,6 +20,20 @@ namespace {
 constexpr int kBlock = 128;                    ///< threads a block, and atoms a shared-memory tile
 constexpr double kChunkEvaluations = 1 << 28;  ///< pair terms a launch at most (well under 1 ms on an H100)
 
+/// `sum` plus the terms of the kBlock atoms of `tile` at `point`, in the tile's order.
+template <class Potential>
+__device__ float tile_sum(float4 point, const float4* tile, float sum, float a2, const PairParameters& pair) {
+#pragma unroll 8
+  for (int a = 0; a < kBlock; ++a) {
+    const float4 atom = tile[a];
+    const float dx = point.x - atom.x;
+    const float dy = point.y - atom.y;
+    const float dz = point.z - atom.z;
+    sum += Potential::template term<DeviceMath>(atom.w, fmaf(dx, dx, fmaf(dy, dy, fmaf(dz, dz, a2))), pair);
+  }
+  return sum;
+}
+
 template <class Potential>
 __global__ void points_kernel(float* __restrict__ out, const float4* __restrict__ points, int point_count,
                               const float4* __restrict__ atoms, int tiles, float a2, PairParameters pair) {
@@ -31,14 +45,7 @@ __global__ void points_kernel(float* __restrict__ out, const float4* __restrict_
     __syncthreads();
     tile[threadIdx.x] = atoms[t * kBlock + static_cast<int>(threadIdx.x)];
     __syncthreads();
-#pragma unroll 8
-    for (int a = 0; a < kBlock; ++a) {
-      const float4 atom = tile[a];
-      const float dx = point.x - atom.x;
-      const float dy = point.y - atom.y;
-      const float dz = point.z - atom.z;
-      sum += Potential::template term<DeviceMath>(atom.w, fmaf(dx, dx, fmaf(dy, dy, fmaf(dz, dz, a2))), pair);
-    }
+    sum = tile_sum<Potential>(point, tile, sum, a2, pair);
   }
   if (p < point_count) out[p] = sum;
 }
@@ -69,14 +76,7 @@ __global__ void group_partials_kernel(float* __restrict__ partial, const GroupIt
     __syncthreads();
     tile[threadIdx.x] = atoms[index[item.atom_first + t * kBlock + static_cast<int>(threadIdx.x)]];
     __syncthreads();
-#pragma unroll 8
-    for (int a = 0; a < kBlock; ++a) {
-      const float4 atom = tile[a];
-      const float dx = point.x - atom.x;
-      const float dy = point.y - atom.y;
-      const float dz = point.z - atom.z;
-      sum += Potential::template term<DeviceMath>(atom.w, fmaf(dx, dx, fmaf(dy, dy, fmaf(dz, dz, a2))), pair);
-    }
+    sum = tile_sum<Potential>(point, tile, sum, a2, pair);
   }
   partial[static_cast<std::size_t>(blockIdx.x) * kBlock + threadIdx.x] = sum;
 }
