@@ -6,7 +6,7 @@
 #   1. `ctest -L cpu` on that build: every CPU test under the sanitizers;
 #   2. every saved regression input (fuzz/regressions/TARGET/) replayed through fuzz_pqr,
 #      fuzz_xyz, fuzz_cli, fuzz_map, fuzz_dcd, fuzz_apbs, fuzz_gzip, fuzz_points; then each target
-#      fuzzed for $ESPGRID_FUZZ_SECONDS seconds (default 30: eight targets share CI's 30 minutes; fuzz_map, fuzz_dcd, fuzz_apbs, fuzz_gzip and
+#      fuzzed for $ESPGRID_FUZZ_SECONDS seconds (default 20: eight targets share CI's 30 minutes; fuzz_map, fuzz_dcd, fuzz_apbs, fuzz_gzip and
 #      fuzz_points, whose inputs are small and fast, half of it), two targets at a time
 #      from the seed corpus (fuzz/seeds/, data/*.pqr|xyz, tests/data/*.pqr|xyz). A crash,
 #      sanitizer report, hang (-timeout) or out-of-memory is saved to $ESPGRID_FUZZ_CRASH_DIR
@@ -24,7 +24,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
-FUZZ_SECONDS=${ESPGRID_FUZZ_SECONDS:-30}
+FUZZ_SECONDS=${ESPGRID_FUZZ_SECONDS:-20}
 FUZZ_DIR=${HARDENING_BUILD_DIR:-build-hardening}
 CRASH_DIR=${ESPGRID_FUZZ_CRASH_DIR:-$FUZZ_DIR/crashes}
 JOBS=$(nproc)

@@ -20,7 +20,7 @@ t1=$SECONDS
 # took 373-394 s of wall).
 ctest --test-dir "${BUILD_DIR:-build}" --output-on-failure -j "$(($(nproc) + 1))"
 echo "test.sh: ctest in $((SECONDS - t1)) s"
-# Sanitizer build + CPU tests, and the fuzzers for ESPGRID_FUZZ_SECONDS (default 30) each:
+# Sanitizer build + CPU tests, and the fuzzers for ESPGRID_FUZZ_SECONDS (default 20) each:
 # docs/reliability.md. ESPGRID_SKIP_HARDENING=1 leaves them out (e.g. for a quick local run).
 if [ "${ESPGRID_SKIP_HARDENING:-0}" != 1 ]; then
   bash scripts/hardening.sh
