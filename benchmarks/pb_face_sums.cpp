@@ -107,6 +107,10 @@ int main(int argc, char** argv) {
         "round(s)\n",
         bound, 1e3 * median(seconds), worst, report.measured_error, 100.0 * report.pair_terms / report.exact_pair_terms,
         report.rounds);
+    std::printf(
+        "  the last call: plan %.1f ms, sums %.1f ms (device kernels %.1f ms), checks %.1f ms, assembly %.1f ms\n",
+        1e3 * report.plan_seconds, 1e3 * report.sum_seconds, 1e3 * report.device_seconds, 1e3 * report.check_seconds,
+        1e3 * report.assemble_seconds);
   }
   return 0;
 }

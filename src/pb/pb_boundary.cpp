@@ -100,7 +100,8 @@ namespace {
 /// and each band's as indices (copying each band's atoms took longer than the sums).
 std::vector<std::vector<double>> sums_on_device(const Atoms& atoms, const std::vector<double>& q,
                                                 const PhysicsOptions& physics, const std::array<double, 3>& centre,
-                                                const std::vector<FacePlaneSum>& sums, int device) {
+                                                const std::vector<FacePlaneSum>& sums, int device,
+                                                double* device_seconds) {
   const double k = coulomb_factor(physics);
   std::vector<float> ax(atoms.size()), ay(atoms.size()), az(atoms.size()), aq(atoms.size());
   for (std::size_t a = 0; a < atoms.size(); ++a) {
@@ -148,7 +149,8 @@ std::vector<std::vector<double>> sums_on_device(const Atoms& atoms, const std::v
   problem.index_count = index.size();
   problem.groups = groups.data();
   problem.group_count = groups.size();
-  cuda::potential_at_point_groups(problem, device);
+  const ComputeTiming timing = cuda::potential_at_point_groups(problem, device);
+  if (device_seconds) *device_seconds += timing.kernel_seconds;
   std::vector<std::vector<double>> out;
   out.reserve(sums.size());
   for (const cuda::PointGroup& g : groups)
@@ -210,12 +212,20 @@ std::vector<double> mdh_face_values(const Atoms& atoms, const GridSpec& grid, co
   std::vector<double> q;
   const PhysicsOptions physics = mdh_physics(atoms, o, q);
   const std::array<double, 3> centre = grid_centre(grid);
-  const double exact_terms = static_cast<double>(atoms.size()) * static_cast<double>(boundary_nodes(grid).size());
-  if (o.boundary_accuracy > 0 && exact_terms >= kDeviceBandTerms)
-    return banded_face_values(
+  const double nodes = static_cast<double>(grid.point_count()) - static_cast<double>(grid.dims[0] - 2) *
+                                                                     static_cast<double>(grid.dims[1] - 2) *
+                                                                     static_cast<double>(grid.dims[2] - 2);
+  if (o.boundary_accuracy > 0 && static_cast<double>(atoms.size()) * nodes >= kDeviceBandTerms) {
+    double device_seconds = 0;
+    std::vector<double> values = banded_face_values(
         atoms, grid, o.boundary_accuracy,
-        [&](const std::vector<FacePlaneSum>& sums) { return sums_on_device(atoms, q, physics, centre, sums, device); },
+        [&](const std::vector<FacePlaneSum>& sums) {
+          return sums_on_device(atoms, q, physics, centre, sums, device, &device_seconds);
+        },
         report);
+    if (report) report->device_seconds = device_seconds;
+    return values;
+  }
   const long n[3] = {static_cast<long>(grid.dims[0]), static_cast<long>(grid.dims[1]), static_cast<long>(grid.dims[2])};
   // Every face node at once, through the point kernel: a face is a grid of one plane, too few points
   // for the map kernels to fill the device (on an H200 the six faces of a 161³ grid took 114 ms

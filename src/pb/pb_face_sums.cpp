@@ -6,6 +6,7 @@
 #include <string>
 
 #include "src/core/errors.h"
+#include "src/core/stopwatch.h"
 #include "src/core/text_format.h"
 
 namespace espgrid::pb {
@@ -192,7 +193,10 @@ void evaluate_round(const std::array<Face, 6>& faces, FaceBands& bands, const Fa
       sums.push_back(plane(f, b, {0, 0}, {ku + 1, kv + 1}, b.stride));
       sums.push_back(plane(f, b, {0.5, 0.5}, {ku, kv}, b.stride));
     }
+  Stopwatch clock;
   std::vector<std::vector<double>> values = sum(sums);
+  rep.sum_seconds += clock.seconds();
+  clock.restart();
   if (values.size() != sums.size()) throw Error("internal error: the boundary's face sums returned too few planes");
   for (std::size_t s = 0; s < sums.size(); ++s) {
     if (values[s].size() != sums[s].node_count())
@@ -214,6 +218,7 @@ void evaluate_round(const std::array<Face, 6>& faces, FaceBands& bands, const Fa
       b.lattice = std::move(values[next++]);
       b.measured = centre_error(faces[fi], b, values[next++]);
     }
+  rep.check_seconds += clock.seconds();
 }
 
 /// Where a face's measured errors add up to more than the bound, halves its worst band's lattice
@@ -276,15 +281,21 @@ std::vector<double> assemble(const GridSpec& grid, const std::array<Face, 6>& fa
 std::vector<double> banded_face_values(const Atoms& atoms, const GridSpec& grid, double bound,
                                        const FaceSumEvaluator& sum, FaceSumReport* report) {
   if (!(bound > 0)) throw Error("internal error: the banded boundary sum needs a bound > 0");
+  Stopwatch clock;
   const std::array<Face, 6> faces = faces_of(grid);
   FaceBands bands = bands_of(atoms, faces);
   FaceSumReport rep;
   rep.bound = bound;
+  rep.plan_seconds = clock.seconds();
   do {
     ++rep.rounds;
     evaluate_round(faces, bands, sum, rep);
+    clock.restart();
   } while (refine(bands, bound));
+  rep.check_seconds += clock.seconds();
+  clock.restart();
   std::vector<double> out = assemble(grid, faces, bands, rep);
+  rep.assemble_seconds = clock.seconds();
   rep.exact_pair_terms = static_cast<double>(out.size()) * static_cast<double>(atoms.size());
   if (report) *report = rep;
   return out;

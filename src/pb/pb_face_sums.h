@@ -52,6 +52,11 @@ struct FaceSumReport {
   double pair_terms = 0;        ///< atom-node terms evaluated
   double exact_pair_terms = 0;  ///< what the exact sum over every face node would evaluate
   int rounds = 0;               ///< evaluation rounds (1 when every first lattice met the bound)
+  double plan_seconds = 0;      ///< the bands and their first lattices
+  double sum_seconds = 0;       ///< the evaluator's calls (all rounds)
+  double device_seconds = 0;    ///< of which the device's kernels (CUDA events; 0 on the CPU)
+  double check_seconds = 0;     ///< the centres' errors and the refinement
+  double assemble_seconds = 0;  ///< the interpolation and the boundary nodes' order
 };
 
 /// ", faces by distance bands: measured error E kT/e (bound B), P% of the exact sum's terms"; empty
