@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "kernels/device_common.cuh"
@@ -50,27 +51,36 @@ __global__ void points_kernel(float* __restrict__ out, const float4* __restrict_
   if (p < point_count) out[p] = sum;
 }
 
-/// A block's work in potential_at_point_groups: one tile of kBlock points (from `point_first`, padded
-/// to whole tiles) over `atom_tiles` tiles of atoms from `atom_first` (a multiple of kBlock).
-struct GroupItem {
-  int point_first;
-  int atom_first;
-  int atom_tiles;
+/// A plane group on the device: potential_on_plane_groups' PlaneGroup without its atoms.
+struct DevicePlane {
+  float origin[3], step_u[3], step_v[3];
+  int dims_u, point_count;
 };
 
-/// The slices of a group's points: item `first_item + s` holds slice s's partial sums of the tile.
+/// A block's work: one tile of kBlock points of group `plane` (from `point_first` within it) over
+/// `atom_tiles` tiles of padded atom indices from `atom_first`, into partial row blockIdx.x.
+struct GroupItem {
+  int plane, point_first, atom_first, atom_tiles;
+};
+
+/// A point tile's result: its slices are items first_item .. first_item + slices − 1, its `count`
+/// points go to out_first onwards.
 struct PointTile {
-  int first_item;
-  int slices;
+  int first_item, slices, out_first, count;
 };
 
 template <class Potential>
 __global__ void group_partials_kernel(float* __restrict__ partial, const GroupItem* __restrict__ items,
-                                      const float4* __restrict__ points, const float4* __restrict__ atoms,
+                                      const DevicePlane* __restrict__ planes, const float4* __restrict__ atoms,
                                       const std::uint32_t* __restrict__ index, float a2, PairParameters pair) {
   __shared__ float4 tile[kBlock];
   const GroupItem item = items[blockIdx.x];
-  const float4 point = points[item.point_first + static_cast<int>(threadIdx.x)];
+  const DevicePlane& plane = planes[item.plane];
+  const int p = min(item.point_first + static_cast<int>(threadIdx.x), plane.point_count - 1);  // padding: a repeat
+  const float a = static_cast<float>(p % plane.dims_u), b = static_cast<float>(p / plane.dims_u);
+  const float4 point = make_float4(plane.origin[0] + a * plane.step_u[0] + b * plane.step_v[0],
+                                   plane.origin[1] + a * plane.step_u[1] + b * plane.step_v[1],
+                                   plane.origin[2] + a * plane.step_u[2] + b * plane.step_v[2], 0.f);
   float sum = 0.0f;
   for (int t = 0; t < item.atom_tiles; ++t) {
     __syncthreads();
@@ -83,68 +93,75 @@ __global__ void group_partials_kernel(float* __restrict__ partial, const GroupIt
 
 /// Each point's partial sums added in slice order.
 __global__ void group_sums_kernel(float* __restrict__ out, const float* __restrict__ partial,
-                                  const PointTile* __restrict__ tiles, int padded_points) {
-  const int p = static_cast<int>(blockIdx.x) * kBlock + static_cast<int>(threadIdx.x);
-  if (p >= padded_points) return;
-  const PointTile t = tiles[p / kBlock];
+                                  const PointTile* __restrict__ tiles) {
+  const PointTile t = tiles[blockIdx.x];
+  if (static_cast<int>(threadIdx.x) >= t.count) return;
   float sum = 0.0f;
-  for (int s = 0; s < t.slices; ++s)
-    sum += partial[static_cast<std::size_t>(t.first_item + s) * kBlock + static_cast<std::size_t>(p % kBlock)];
-  out[p] = sum;
+  for (int s = 0; s < t.slices; ++s) sum += partial[static_cast<std::size_t>(t.first_item + s) * kBlock + threadIdx.x];
+  out[t.out_first + static_cast<int>(threadIdx.x)] = sum;
 }
 
-/// Atom tiles a block at most: 64 × 128 = 8,192 atoms (~1 M terms a block).
+/// Atom tiles a block at most where a group has few point tiles: 64 × 128 = 8,192 atoms. A group of
+/// kWideGroupTiles point tiles or more takes all its atoms in one slice (enough blocks already).
 constexpr int kSliceTiles = 64;
+constexpr int kWideGroupTiles = 512;
 
-/// The padded host arrays of potential_at_point_groups: every atom once, then a q = 0 atom at the
-/// centre that pads each group's indices to whole tiles; each group's points from a whole tile
-/// (padding points at the centre, dropped); a block's items and each point tile's slices.
+/// The host side of potential_on_plane_groups: the planes, every group's atom indices padded to
+/// whole tiles (with the q = 0 atom after the last; a list shared by consecutive groups once), a
+/// block's items and each point tile's slices.
 struct GroupLayout {
-  std::vector<float4> atoms, points;
+  std::vector<DevicePlane> planes;
   std::vector<std::uint32_t> index;
   std::vector<GroupItem> items;
   std::vector<PointTile> tiles;
-  std::vector<std::size_t> padded_first;  ///< each group's first point in `points`
+  std::size_t points = 0;
 };
 
-GroupLayout layout_groups(const PointGroupProblem& problem) {
-  const PointSumProblem& arrays = problem.arrays;
-  if (arrays.atom_count >= static_cast<std::size_t>(UINT32_MAX))
+GroupLayout layout_groups(const PlaneGroupProblem& problem) {
+  if (problem.atom_count >= static_cast<std::size_t>(UINT32_MAX))
     throw Error("too many atoms for one GPU run (at most 2^32 - 1)");
   GroupLayout l;
-  l.atoms.assign(arrays.atom_count + 1, make_float4(0.f, 0.f, 0.f, 0.f));
-  for (std::size_t a = 0; a < arrays.atom_count; ++a)
-    l.atoms[a] = make_float4(arrays.x[a], arrays.y[a], arrays.z[a], arrays.q[a]);
-  const auto pad = static_cast<std::uint32_t>(arrays.atom_count);
-  l.padded_first.assign(problem.group_count, 0);
-  std::size_t last_first = SIZE_MAX, last_count = 0, padded_atoms = 0;
+  const auto pad = static_cast<std::uint32_t>(problem.atom_count);
+  std::size_t index_size = 0;
+  for (std::size_t g = 0; g < problem.group_count; ++g)
+    if (g == 0 || problem.groups[g].atoms != problem.groups[g - 1].atoms)
+      index_size += std::max<std::size_t>(1, (problem.groups[g].atom_count + kBlock - 1) / kBlock) * kBlock;
+  l.index.resize(index_size);
+  std::size_t padded_atoms = 0, next_index = 0;
   for (std::size_t g = 0; g < problem.group_count; ++g) {
-    const PointGroup& group = problem.groups[g];
-    if (group.point_first + group.point_count > arrays.point_count ||
-        group.atom_first + group.atom_count > problem.index_count)
-      throw Error("internal error: a point group reaches past its arrays");
-    if (group.point_count == 0) continue;
-    if (group.atom_first != last_first || group.atom_count != last_count) {  // a lattice's centres share its atoms
-      last_first = group.atom_first;
-      last_count = group.atom_count;
-      padded_atoms = l.index.size();
-      l.index.insert(l.index.end(), problem.atom_index + group.atom_first,
-                     problem.atom_index + group.atom_first + group.atom_count);
-      l.index.resize(padded_atoms + std::max<std::size_t>(1, (group.atom_count + kBlock - 1) / kBlock) * kBlock, pad);
-    }
+    const PlaneGroup& group = problem.groups[g];
+    if (group.point_count > static_cast<std::size_t>(INT32_MAX) || group.dims_u == 0)
+      throw Error("internal error: a plane group of " + std::to_string(group.point_count) + " points");
     const int atom_tiles = static_cast<int>(std::max<std::size_t>(1, (group.atom_count + kBlock - 1) / kBlock));
-    l.padded_first[g] = l.points.size();
-    for (std::size_t p = group.point_first; p < group.point_first + group.point_count; ++p)
-      l.points.push_back(make_float4(arrays.px[p], arrays.py[p], arrays.pz[p], 0.f));
-    l.points.resize((l.points.size() + kBlock - 1) / kBlock * kBlock, make_float4(0.f, 0.f, 0.f, 0.f));
-    for (std::size_t first = l.padded_first[g]; first < l.points.size(); first += kBlock) {
-      l.tiles.push_back({static_cast<int>(l.items.size()), (atom_tiles + kSliceTiles - 1) / kSliceTiles});
-      for (int t = 0; t < atom_tiles; t += kSliceTiles)
-        l.items.push_back({static_cast<int>(first), static_cast<int>(padded_atoms) + t * kBlock,
-                           std::min(kSliceTiles, atom_tiles - t)});
+    if (g == 0 || group.atoms != problem.groups[g - 1].atoms) {
+      padded_atoms = next_index;
+      std::copy(group.atoms, group.atoms + group.atom_count,
+                l.index.begin() + static_cast<std::ptrdiff_t>(padded_atoms));
+      std::fill(
+          l.index.begin() + static_cast<std::ptrdiff_t>(padded_atoms + group.atom_count),
+          l.index.begin() + static_cast<std::ptrdiff_t>(padded_atoms + static_cast<std::size_t>(atom_tiles) * kBlock),
+          pad);
+      next_index = padded_atoms + static_cast<std::size_t>(atom_tiles) * kBlock;
     }
+    DevicePlane plane;
+    for (int d = 0; d < 3; ++d)
+      plane.origin[d] = group.origin[d], plane.step_u[d] = group.step_u[d], plane.step_v[d] = group.step_v[d];
+    plane.dims_u = static_cast<int>(group.dims_u);
+    plane.point_count = static_cast<int>(group.point_count);
+    l.planes.push_back(plane);
+    const int point_tiles = static_cast<int>((group.point_count + kBlock - 1) / kBlock);
+    const int slice = point_tiles >= kWideGroupTiles ? atom_tiles : kSliceTiles;
+    for (int pt = 0; pt < point_tiles; ++pt) {
+      l.tiles.push_back({static_cast<int>(l.items.size()), (atom_tiles + slice - 1) / slice,
+                         static_cast<int>(l.points) + pt * kBlock,
+                         std::min(kBlock, static_cast<int>(group.point_count) - pt * kBlock)});
+      for (int t = 0; t < atom_tiles; t += slice)
+        l.items.push_back({static_cast<int>(g), pt * kBlock, static_cast<int>(padded_atoms) + t * kBlock,
+                           std::min(slice, atom_tiles - t)});
+    }
+    l.points += group.point_count;
   }
-  if (l.points.size() > static_cast<std::size_t>(INT32_MAX) || l.index.size() > static_cast<std::size_t>(INT32_MAX) ||
+  if (l.points > static_cast<std::size_t>(INT32_MAX) || l.index.size() > static_cast<std::size_t>(INT32_MAX) ||
       l.items.size() > static_cast<std::size_t>(INT32_MAX) / kBlock)
     throw Error("too many points or atoms for one GPU run (at most 2^31 each)");
   return l;
@@ -152,57 +169,46 @@ GroupLayout layout_groups(const PointGroupProblem& problem) {
 
 }  // namespace
 
-ComputeTiming potential_at_point_groups(const PointGroupProblem& problem, int device) {
+ComputeTiming potential_on_plane_groups(const PlaneGroupProblem& problem, int device) {
   const Stopwatch wall;
   ComputeTiming timing;
-  const PointSumProblem& arrays = problem.arrays;
-  const GroupLayout layout = layout_groups(problem);
-  const std::vector<float4>&h_atoms = layout.atoms, &h_points = layout.points;
-  const std::vector<std::uint32_t>& h_index = layout.index;
-  const std::vector<GroupItem>& items = layout.items;
-  const std::vector<PointTile>& tiles = layout.tiles;
-  const std::vector<std::size_t>& padded_first = layout.padded_first;
-  if (items.empty()) return timing;
+  const GroupLayout l = layout_groups(problem);
+  if (l.items.empty()) return timing;
   DeviceGuard guard(device);
   timing.device = describe_device(device);
-  DeviceBuffer<float4> d_atoms(h_atoms.size(), "atoms");
-  DeviceBuffer<std::uint32_t> d_index(h_index.size(), "point-group atom indices");
-  DeviceBuffer<float4> d_points(h_points.size(), "points");
-  DeviceBuffer<GroupItem> d_items(items.size(), "point-group items");
-  DeviceBuffer<PointTile> d_tiles(tiles.size(), "point-group tiles");
-  DeviceBuffer<float> d_partial(items.size() * kBlock, "partial sums");
-  DeviceBuffer<float> d_out(h_points.size(), "potential at the points");
+  DeviceBuffer<float4> d_atoms(problem.atom_count + 1, "atoms");
+  DeviceBuffer<std::uint32_t> d_index(l.index.size(), "plane-group atom indices");
+  DeviceBuffer<DevicePlane> d_planes(l.planes.size(), "plane groups");
+  DeviceBuffer<GroupItem> d_items(l.items.size(), "plane-group items");
+  DeviceBuffer<PointTile> d_tiles(l.tiles.size(), "plane-group tiles");
+  DeviceBuffer<float> d_partial(l.items.size() * kBlock, "partial sums");
+  DeviceBuffer<float> d_out(l.points, "potential at the points");
   Stream stream;
   Event start, stop;
-  const auto upload = [&](auto& device_buffer, const auto& host) {
-    ESPGRID_CUDA_CHECK(
-        cudaMemcpyAsync(device_buffer.get(), host.data(), device_buffer.bytes(), cudaMemcpyHostToDevice, stream.get()));
+  const auto upload = [&](void* to, const void* from, std::size_t bytes) {
+    ESPGRID_CUDA_CHECK(cudaMemcpyAsync(to, from, bytes, cudaMemcpyHostToDevice, stream.get()));
   };
-  upload(d_atoms, h_atoms);
-  upload(d_index, h_index);
-  upload(d_points, h_points);
-  upload(d_items, items);
-  upload(d_tiles, tiles);
+  upload(d_atoms.get(), problem.atoms_xyzq, problem.atom_count * sizeof(float4));
+  ESPGRID_CUDA_CHECK(cudaMemsetAsync(d_atoms.get() + problem.atom_count, 0, sizeof(float4), stream.get()));  // pad
+  upload(d_index.get(), l.index.data(), d_index.bytes());
+  upload(d_planes.get(), l.planes.data(), d_planes.bytes());
+  upload(d_items.get(), l.items.data(), d_items.bytes());
+  upload(d_tiles.get(), l.tiles.data(), d_tiles.bytes());
   start.record(stream.get());
-  with_pair_potential(arrays.model, [&](auto potential) {
+  with_pair_potential(problem.model, [&](auto potential) {
     using Potential = decltype(potential);
-    group_partials_kernel<Potential><<<static_cast<unsigned>(items.size()), kBlock, 0, stream.get()>>>(
-        d_partial.get(), d_items.get(), d_points.get(), d_atoms.get(), d_index.get(), arrays.softening2, arrays.pair);
+    group_partials_kernel<Potential><<<static_cast<unsigned>(l.items.size()), kBlock, 0, stream.get()>>>(
+        d_partial.get(), d_items.get(), d_planes.get(), d_atoms.get(), d_index.get(), problem.softening2, problem.pair);
     ESPGRID_CUDA_CHECK_LAUNCH();
   });
-  group_sums_kernel<<<blocks_for(static_cast<std::int64_t>(h_points.size()), kBlock), kBlock, 0, stream.get()>>>(
-      d_out.get(), d_partial.get(), d_tiles.get(), static_cast<int>(h_points.size()));
+  group_sums_kernel<<<static_cast<unsigned>(l.tiles.size()), kBlock, 0, stream.get()>>>(d_out.get(), d_partial.get(),
+                                                                                        d_tiles.get());
   ESPGRID_CUDA_CHECK_LAUNCH();
   stop.record(stream.get());
-  std::vector<float> values(h_points.size());
-  ESPGRID_CUDA_CHECK(cudaMemcpyAsync(values.data(), d_out.get(), d_out.bytes(), cudaMemcpyDeviceToHost, stream.get()));
+  ESPGRID_CUDA_CHECK(
+      cudaMemcpyAsync(problem.potential, d_out.get(), d_out.bytes(), cudaMemcpyDeviceToHost, stream.get()));
   stream.synchronize();
   timing.kernel_seconds = 1e-3 * Event::elapsed_ms(start, stop);
-  for (std::size_t g = 0; g < problem.group_count; ++g) {
-    const PointGroup& group = problem.groups[g];
-    for (std::size_t p = 0; p < group.point_count; ++p)
-      arrays.potential[group.point_first + p] = values[padded_first[g] + p];
-  }
   timing.wall_seconds = wall.seconds();
   return timing;
 }

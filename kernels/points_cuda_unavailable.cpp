@@ -8,7 +8,7 @@ ComputeTiming potential_at_points(const PointSumProblem&, int, const ProgressFn&
   throw Error("this espgrid was built without CUDA (no nvcc found, or ESPGRID_CUDA=OFF)");
 }
 
-ComputeTiming potential_at_point_groups(const PointGroupProblem&, int) {
+ComputeTiming potential_on_plane_groups(const PlaneGroupProblem&, int) {
   throw Error("this espgrid was built without CUDA (no nvcc found, or ESPGRID_CUDA=OFF)");
 }
 

@@ -148,78 +148,81 @@ TEST(PbFaceSums, TheMapsErrorIsAtMostTheFaces) {
   EXPECT_EQ(exact.direct_sum.find("distance bands"), std::string::npos) << exact.direct_sum;
 }
 
-TEST(PbFaceSumsGpu, PointGroupsAreThePointKernelsSums) {
+TEST(PbFaceSumsGpu, PlaneGroupsAreThePointKernelsSums) {
   ESPGRID_REQUIRE_CUDA_OR_SKIP();
-  // Groups of awkward sizes: 1 point, 127, 129; 1 atom, 8,192 (one slice), 20,000 (three); two
-  // groups sharing one atom range (a lattice and its centres); indices in no order.
+  // Groups of awkward sizes: 1 point, 127, 129, 70,000 (a wide group: one slice); 1 atom, 8,192
+  // (one slice), 20,000 (three); two groups sharing one atom list (a lattice and its centres);
+  // indices in no order; planes along every pair of axes.
   const Atoms atoms = scattered_molecules(3, 140, 90);  // 21,000 atoms
-  std::mt19937 rng(5);
-  std::uniform_real_distribution<double> u(-20, 110);
-  const std::size_t shapes[][2] = {{1, 1}, {127, 8192}, {129, 20000}, {300, 150}, {5, 20999}};
+  const std::size_t shapes[][3] = {{1, 1, 1},      {127, 8192, 13}, {129, 20000, 40},
+                                   {300, 150, 17}, {5, 20999, 2},   {70000, 3000, 280}};
   PhysicsOptions physics;
   physics.model = PairModel::Debye;
   physics.ionic_strength = 0.15;
   const double k = coulomb_factor(physics);
-  std::vector<float> ax, ay, az, aq, px, py, pz;
-  for (std::size_t a = 0; a < atoms.size(); ++a) {
-    ax.push_back(static_cast<float>(atoms.x[a] - 45)), ay.push_back(static_cast<float>(atoms.y[a] - 45));
-    az.push_back(static_cast<float>(atoms.z[a] - 15)), aq.push_back(static_cast<float>(atoms.charge[a] * k));
+  std::vector<float> xyzq;
+  for (std::size_t a = 0; a < atoms.size(); ++a)
+    for (const double v : {atoms.x[a] - 45, atoms.y[a] - 45, atoms.z[a] - 15, atoms.charge[a] * k})
+      xyzq.push_back(static_cast<float>(v));
+  std::vector<std::vector<std::uint32_t>> lists(std::size(shapes));
+  std::vector<cuda::PlaneGroup> groups;
+  std::size_t points = 0;
+  for (std::size_t g = 0; g < std::size(shapes); ++g) {
+    for (std::size_t a = 0; a < shapes[g][1]; ++a)
+      lists[g].push_back(static_cast<std::uint32_t>((a * 7919 + g) % atoms.size()));
+    cuda::PlaneGroup plane;
+    const std::vector<std::uint32_t>& list = g == 4 ? lists[3] : lists[g];  // group 4 shares group 3's atoms
+    plane.atoms = list.data();
+    plane.atom_count = list.size();
+    plane.point_count = shapes[g][0];
+    plane.dims_u = shapes[g][2];
+    plane.origin[0] = -60.5f + static_cast<float>(g), plane.origin[1] = -58.25f, plane.origin[2] = 47.0f;
+    plane.step_u[g % 3] = 0.7f;
+    plane.step_v[(g + 1) % 3] = 1.3f;
+    groups.push_back(plane);
+    points += plane.point_count;
   }
-  std::vector<std::uint32_t> index;
-  std::vector<cuda::PointGroup> groups;
-  for (const auto& shape : shapes) {
-    const bool shared = groups.size() == 4;  // the last group takes the one before's atoms
-    cuda::PointGroup g{px.size(), shape[0], shared ? groups.back().atom_first : index.size(),
-                       shared ? groups.back().atom_count : shape[1]};
-    for (std::size_t a = 0; !shared && a < shape[1]; ++a)
-      index.push_back(static_cast<std::uint32_t>((a * 7919 + groups.size()) % atoms.size()));
-    for (std::size_t p = 0; p < shape[0]; ++p) {
-      px.push_back(static_cast<float>(u(rng) - 45)), py.push_back(static_cast<float>(u(rng) - 45));
-      pz.push_back(static_cast<float>(u(rng) - 15));
-    }
-    groups.push_back(g);
-  }
-  const float a2 = static_cast<float>(kSofteningLength * kSofteningLength);
-  std::vector<float> grouped(px.size(), std::numeric_limits<float>::quiet_NaN());
-  cuda::PointGroupProblem problem;
-  problem.arrays = {ax.data(),     ay.data(), az.data(), aq.data(), ax.size(),     px.data(),
-                    py.data(),     pz.data(), px.size(), a2,        physics.model, pair_parameters(physics),
-                    grouped.data()};
-  problem.atom_index = index.data();
-  problem.index_count = index.size();
+  std::vector<float> grouped(points, std::numeric_limits<float>::quiet_NaN());
+  cuda::PlaneGroupProblem problem;
+  problem.atoms_xyzq = xyzq.data();
+  problem.atom_count = atoms.size();
   problem.groups = groups.data();
   problem.group_count = groups.size();
-  cuda::potential_at_point_groups(problem, 0);
-  for (const cuda::PointGroup& g : groups) {
-    std::vector<float> gx, gy, gz, gq, alone(g.point_count, std::numeric_limits<float>::quiet_NaN());
-    for (std::size_t i = g.atom_first; i < g.atom_first + g.atom_count; ++i)
-      gx.push_back(ax[index[i]]), gy.push_back(ay[index[i]]), gz.push_back(az[index[i]]), gq.push_back(aq[index[i]]);
-    const cuda::PointSumProblem one{gx.data(),
-                                    gy.data(),
-                                    gz.data(),
-                                    gq.data(),
-                                    gx.size(),
-                                    px.data() + g.point_first,
-                                    py.data() + g.point_first,
-                                    pz.data() + g.point_first,
-                                    g.point_count,
-                                    a2,
-                                    physics.model,
-                                    pair_parameters(physics),
-                                    alone.data()};
-    cuda::potential_at_points(one, 0, nullptr);
+  problem.softening2 = static_cast<float>(kSofteningLength * kSofteningLength);
+  problem.model = physics.model;
+  problem.pair = pair_parameters(physics);
+  problem.potential = grouped.data();
+  cuda::potential_on_plane_groups(problem, 0);
+  std::size_t first = 0;
+  for (const cuda::PlaneGroup& g : groups) {
+    std::vector<float> gx, gy, gz, gq, px, py, pz, alone(g.point_count, std::numeric_limits<float>::quiet_NaN());
+    for (std::size_t i = 0; i < g.atom_count; ++i) {
+      const float* atom = &xyzq[4 * g.atoms[i]];
+      gx.push_back(atom[0]), gy.push_back(atom[1]), gz.push_back(atom[2]), gq.push_back(atom[3]);
+    }
     for (std::size_t p = 0; p < g.point_count; ++p) {
-      // Slices add the same terms in another order: float32 rounding, n·2⁻²⁴ of Σ|term| at worst
-      // (n ≤ 20,999 terms); 1e-5 of Σ|term| covers the orders actually taken (~√n·2⁻²⁴) with room.
+      const auto a = static_cast<float>(p % g.dims_u), b = static_cast<float>(p / g.dims_u);
+      px.push_back(g.origin[0] + a * g.step_u[0] + b * g.step_v[0]);
+      py.push_back(g.origin[1] + a * g.step_u[1] + b * g.step_v[1]);
+      pz.push_back(g.origin[2] + a * g.step_u[2] + b * g.step_v[2]);
+    }
+    const cuda::PointSumProblem one{gx.data(),     gy.data(),    gz.data(),   gq.data(), gx.size(),
+                                    px.data(),     py.data(),    pz.data(),   px.size(), problem.softening2,
+                                    physics.model, problem.pair, alone.data()};
+    cuda::potential_at_points(one, 0, nullptr);
+    for (std::size_t p = 0; p<g.point_count; p += g.point_count> 1000 ? 97 : 1) {
+      // Slices add the same terms in another order, and the device may round a node's position
+      // differently (a fused multiply-add): float32 rounding, n·2⁻²⁴ of Σ|term| at worst (n ≤
+      // 20,999); 1e-5 of Σ|term| covers the orders actually taken (~√n·2⁻²⁴) and 1 ulp of position.
       double magnitude = 0;
       for (std::size_t a = 0; a < gx.size(); ++a) {
-        const double dx = px[g.point_first + p] - gx[a], dy = py[g.point_first + p] - gy[a];
-        const double dz = pz[g.point_first + p] - gz[a];
+        const double dx = px[p] - gx[a], dy = py[p] - gy[a], dz = pz[p] - gz[a];
         magnitude += std::abs(gq[a]) / std::sqrt(dx * dx + dy * dy + dz * dz + 1e-8);
       }
-      ASSERT_TRUE(std::isfinite(grouped[g.point_first + p])) << "point " << p << " left unwritten";
-      EXPECT_NEAR(grouped[g.point_first + p], alone[p], 1e-5 * magnitude) << "group of " << g.point_count;
+      ASSERT_TRUE(std::isfinite(grouped[first + p])) << "point " << p << " left unwritten";
+      EXPECT_NEAR(grouped[first + p], alone[p], 1e-5 * magnitude) << "group of " << g.point_count;
     }
+    first += g.point_count;
   }
 }
 

@@ -38,28 +38,33 @@ struct PointSumProblem {
 /// call. Throws CudaError (an espgrid::Error) on failure, Error without CUDA.
 ComputeTiming potential_at_points(const PointSumProblem& problem, int device, const ProgressFn& progress);
 
-/// Many small sums in one launch (PB's banded boundary, pb/pb_face_sums.h): group g sums the atoms
-/// atom_index[atom_first .. atom_first + atom_count) at points [point_first, point_first + point_count).
-/// Groups may share atom ranges (a lattice and its centres); every atom is uploaded once.
-struct PointGroup {
-  std::size_t point_first = 0, point_count = 0;
-  std::size_t atom_first = 0, atom_count = 0;
+/// Many small sums over planes of points in one launch (PB's banded boundary, pb/pb_face_sums.h):
+/// group g sums its atoms at the points origin + a·step_u + b·step_v, a < dims_u, a + dims_u·b <
+/// point_count (positions relative to the problem's centre, Å; the device computes them).
+struct PlaneGroup {
+  float origin[3] = {0, 0, 0};
+  float step_u[3] = {0, 0, 0};
+  float step_v[3] = {0, 0, 0};
+  std::size_t dims_u = 1, point_count = 0;
+  const std::uint32_t* atoms = nullptr;  ///< indices into the problem's atoms; groups may share one list
+  std::size_t atom_count = 0;
 };
 
-/// PointSumProblem's arrays (atoms once, every group's points one after another), the groups'
-/// atoms as indices into them, and the groups; `arrays.point_count` is the points' length.
-struct PointGroupProblem {
-  PointSumProblem arrays;
-  const std::uint32_t* atom_index = nullptr;
-  std::size_t index_count = 0;
-  const PointGroup* groups = nullptr;
+struct PlaneGroupProblem {
+  const float* atoms_xyzq = nullptr;  ///< x, y, z (− centre, Å), q (× k) of each atom, 16-byte aligned
+  std::size_t atom_count = 0;
+  const PlaneGroup* groups = nullptr;
   std::size_t group_count = 0;
+  float softening2 = 0;  ///< a², Å²
+  PairModel model = PairModel::Coulomb;
+  PairParameters pair;
+  float* potential = nullptr;  ///< host output: every group's points, one group after another
 };
 
-/// Fills problem.arrays.potential for every group's points. A block sums one tile of 128 points
-/// over at most a slice of its group's atoms into a partial sum of its own, and the partials of a
-/// point are added in slice order: a few hundred lattice points over 10⁵ atoms fill the device,
-/// and each value is the same for any group layout. Throws CudaError on failure.
-ComputeTiming potential_at_point_groups(const PointGroupProblem& problem, int device);
+/// Fills problem.potential. A block sums one tile of 128 points over its group's atoms, or over a
+/// slice of them where the group has few points (a lattice of a few hundred points over 10⁵ atoms
+/// still fills the device); a point's slices are added in order, so each value is the same for any
+/// grouping. Throws CudaError on failure.
+ComputeTiming potential_on_plane_groups(const PlaneGroupProblem& problem, int device);
 
 }  // namespace espgrid::cuda
