@@ -442,6 +442,9 @@ TEST(PbErrors, BadOptionsNameTheirOption) {
       {[](PbOptions& o) { o.ionic_strength = 20; }, "--ionic-strength"},
       {[](PbOptions& o) { o.tolerance = 2; }, "--pb-tolerance"},
       {[](PbOptions& o) { o.spline_window = 0; }, "--surface-window"},
+      {[](PbOptions& o) { o.boundary_accuracy = -1; }, "--boundary-accuracy"},
+      {[](PbOptions& o) { o.boundary_accuracy = 1e-12; }, "--boundary-accuracy"},  // under float32's rounding
+      {[](PbOptions& o) { o.boundary_accuracy = std::nan(""); }, "--boundary-accuracy"},
   };
   for (const auto& [change, option] : cases) {
     PbOptions o;
