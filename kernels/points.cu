@@ -122,18 +122,23 @@ GroupLayout layout_groups(const PlaneGroupProblem& problem) {
     throw Error("too many atoms for one GPU run (at most 2^32 - 1)");
   GroupLayout l;
   const auto pad = static_cast<std::uint32_t>(problem.atom_count);
+  // Whole tiles of a group's atoms (at least one: a group of none sums the pad atom), and whether
+  // group g starts a list of its own (not the one before's).
+  const auto atom_tiles_of = [](const PlaneGroup& group) {
+    return std::max<std::size_t>(1, (group.atom_count + kBlock - 1) / kBlock);
+  };
+  const auto new_list = [&](std::size_t g) { return g == 0 || problem.groups[g].atoms != problem.groups[g - 1].atoms; };
   std::size_t index_size = 0;
   for (std::size_t g = 0; g < problem.group_count; ++g)
-    if (g == 0 || problem.groups[g].atoms != problem.groups[g - 1].atoms)
-      index_size += std::max<std::size_t>(1, (problem.groups[g].atom_count + kBlock - 1) / kBlock) * kBlock;
+    if (new_list(g)) index_size += atom_tiles_of(problem.groups[g]) * kBlock;
   l.index.resize(index_size);
   std::size_t padded_atoms = 0, next_index = 0;
   for (std::size_t g = 0; g < problem.group_count; ++g) {
     const PlaneGroup& group = problem.groups[g];
     if (group.point_count > static_cast<std::size_t>(INT32_MAX) || group.dims_u == 0)
       throw Error("internal error: a plane group of " + std::to_string(group.point_count) + " points");
-    const int atom_tiles = static_cast<int>(std::max<std::size_t>(1, (group.atom_count + kBlock - 1) / kBlock));
-    if (g == 0 || group.atoms != problem.groups[g - 1].atoms) {
+    const int atom_tiles = static_cast<int>(atom_tiles_of(group));
+    if (new_list(g)) {
       padded_atoms = next_index;
       std::copy(group.atoms, group.atoms + group.atom_count,
                 l.index.begin() + static_cast<std::ptrdiff_t>(padded_atoms));

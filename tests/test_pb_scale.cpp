@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "src/compute/point_sum_inputs.h"
 #include "src/compute/points_cuda_driver.h"
 #include "src/core/errors.h"
 #include "src/pb/pb_boundary.h"
@@ -159,11 +160,8 @@ TEST(PbFaceSumsGpu, PlaneGroupsAreThePointKernelsSums) {
   PhysicsOptions physics;
   physics.model = PairModel::Debye;
   physics.ionic_strength = 0.15;
-  const double k = coulomb_factor(physics);
-  std::vector<float> xyzq;
-  for (std::size_t a = 0; a < atoms.size(); ++a)
-    for (const double v : {atoms.x[a] - 45, atoms.y[a] - 45, atoms.z[a] - 15, atoms.charge[a] * k})
-      xyzq.push_back(static_cast<float>(v));
+  const PlaneGroupInputs inputs(atoms.x, atoms.y, atoms.z, atoms.charge, coulomb_factor(physics), {45, 45, 15});
+  const std::vector<float>& xyzq = inputs.xyzq;
   std::vector<std::vector<std::uint32_t>> lists(std::size(shapes));
   std::vector<cuda::PlaneGroup> groups;
   std::size_t points = 0;
@@ -183,15 +181,8 @@ TEST(PbFaceSumsGpu, PlaneGroupsAreThePointKernelsSums) {
     points += plane.point_count;
   }
   std::vector<float> grouped(points, std::numeric_limits<float>::quiet_NaN());
-  cuda::PlaneGroupProblem problem;
-  problem.atoms_xyzq = xyzq.data();
-  problem.atom_count = atoms.size();
-  problem.groups = groups.data();
-  problem.group_count = groups.size();
-  problem.softening2 = static_cast<float>(kSofteningLength * kSofteningLength);
-  problem.model = physics.model;
-  problem.pair = pair_parameters(physics);
-  problem.potential = grouped.data();
+  const cuda::PlaneGroupProblem problem =
+      inputs.problem(physics.model, pair_parameters(physics), groups, grouped.data());
   cuda::potential_on_plane_groups(problem, 0);
   std::size_t first = 0;
   for (const cuda::PlaneGroup& g : groups) {

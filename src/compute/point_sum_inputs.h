@@ -1,7 +1,8 @@
 // The float32 inputs of cuda::potential_at_points (points_cuda_driver.h) built from double
 // positions: every position relative to one centre near the atoms and the points, so float32
 // keeps its resolution wherever the molecule lies. Used by `espgrid sample` (pipeline/
-// point_sampling.cpp) and PB's boundary values (pb/pb_solve.cpp).
+// point_sampling.cpp) and PB's boundary values (pb/pb_boundary.cpp); PlaneGroupInputs those of
+// cuda::potential_on_plane_groups (PB's banded boundary).
 #pragma once
 
 #include <array>
@@ -47,6 +48,38 @@ struct PointSumInputs {
     out.py = py.data();
     out.pz = pz.data();
     out.point_count = px.size();
+    out.softening2 = static_cast<float>(kSofteningLength * kSofteningLength);
+    out.model = model;
+    out.pair = pair;
+    out.potential = potential;
+    return out;
+  }
+};
+
+/// The atoms of cuda::potential_on_plane_groups built from double positions: x, y, z relative to
+/// `centre` and the charge × k, interleaved as the device reads them (PB's banded boundary).
+struct PlaneGroupInputs {
+  std::vector<float> xyzq;
+
+  PlaneGroupInputs(const std::vector<double>& ax, const std::vector<double>& ay, const std::vector<double>& az,
+                   const std::vector<double>& charges, double k, const std::array<double, 3>& centre)
+      : xyzq(4 * ax.size()) {
+    for (std::size_t a = 0; a < ax.size(); ++a) {
+      xyzq[4 * a] = static_cast<float>(ax[a] - centre[0]);
+      xyzq[4 * a + 1] = static_cast<float>(ay[a] - centre[1]);
+      xyzq[4 * a + 2] = static_cast<float>(az[a] - centre[2]);
+      xyzq[4 * a + 3] = static_cast<float>(charges[a] * k);
+    }
+  }
+
+  /// The problem of `groups` over these atoms for `model`, writing every group's points to `potential`.
+  cuda::PlaneGroupProblem problem(PairModel model, const PairParameters& pair,
+                                  const std::vector<cuda::PlaneGroup>& groups, float* potential) const {
+    cuda::PlaneGroupProblem out;
+    out.atoms_xyzq = xyzq.data();
+    out.atom_count = xyzq.size() / 4;
+    out.groups = groups.data();
+    out.group_count = groups.size();
     out.softening2 = static_cast<float>(kSofteningLength * kSofteningLength);
     out.model = model;
     out.pair = pair;

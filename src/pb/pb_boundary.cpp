@@ -14,18 +14,26 @@
 #include "src/core/units.h"
 #include "src/pb/pb_face_sums.h"
 #include "src/pb_numerics/pb_geometry.h"
+#include "src/pb_numerics/pb_pipeline_math.h"
 #include "src/physics/physics_options.h"
 
 namespace espgrid::pb {
 namespace {
 
-/// The atoms with their axes permuted (new axis d = old axis perm[d]) and charges replaced.
-Atoms permuted(const Atoms& atoms, const int perm[3], const std::vector<double>& charges) {
+/// The atoms (or those of `subset`) with their axes permuted (new axis d = old axis perm[d]) and
+/// charges replaced.
+Atoms permuted(const Atoms& atoms, const int perm[3], const std::vector<double>& charges,
+               const std::vector<std::uint32_t>* subset = nullptr) {
   Atoms out;
-  out.reserve(atoms.size());
   const std::vector<double>* axes[3] = {&atoms.x, &atoms.y, &atoms.z};
-  for (std::size_t a = 0; a < atoms.size(); ++a)
+  const auto add = [&](std::size_t a) {
     out.push_back((*axes[perm[0]])[a], (*axes[perm[1]])[a], (*axes[perm[2]])[a], charges[a], atoms.radius[a]);
+  };
+  out.reserve(subset ? subset->size() : atoms.size());
+  if (subset)
+    for (const std::uint32_t a : *subset) add(a);
+  else
+    for (std::size_t a = 0; a < atoms.size(); ++a) add(a);
   return out;
 }
 
@@ -103,14 +111,7 @@ std::vector<std::vector<double>> sums_on_device(const Atoms& atoms, const std::v
                                                 const PhysicsOptions& physics, const std::array<double, 3>& centre,
                                                 const std::vector<FacePlaneSum>& sums, int device,
                                                 double* device_seconds) {
-  const double k = coulomb_factor(physics);
-  std::vector<float> xyzq(4 * atoms.size());
-  for (std::size_t a = 0; a < atoms.size(); ++a) {
-    xyzq[4 * a] = static_cast<float>(atoms.x[a] - centre[0]);
-    xyzq[4 * a + 1] = static_cast<float>(atoms.y[a] - centre[1]);
-    xyzq[4 * a + 2] = static_cast<float>(atoms.z[a] - centre[2]);
-    xyzq[4 * a + 3] = static_cast<float>(q[a] * k);
-  }
+  const PlaneGroupInputs inputs(atoms.x, atoms.y, atoms.z, q, coulomb_factor(physics), centre);
   std::vector<cuda::PlaneGroup> groups;
   std::size_t points = 0;
   for (const FacePlaneSum& s : sums) {
@@ -130,16 +131,8 @@ std::vector<std::vector<double>> sums_on_device(const Atoms& atoms, const std::v
     points += g.point_count;
   }
   std::vector<float> values(points);
-  cuda::PlaneGroupProblem problem;
-  problem.atoms_xyzq = xyzq.data();
-  problem.atom_count = atoms.size();
-  problem.groups = groups.data();
-  problem.group_count = groups.size();
-  problem.softening2 = static_cast<float>(kSofteningLength * kSofteningLength);
-  problem.model = physics.model;
-  problem.pair = pair_parameters(physics);
-  problem.potential = values.data();
-  const ComputeTiming timing = cuda::potential_on_plane_groups(problem, device);
+  const ComputeTiming timing = cuda::potential_on_plane_groups(
+      inputs.problem(physics.model, pair_parameters(physics), groups, values.data()), device);
   if (device_seconds) *device_seconds += timing.kernel_seconds;
   std::vector<std::vector<double>> out;
   out.reserve(sums.size());
@@ -160,14 +153,14 @@ std::vector<std::vector<double>> sums_on_grids(const Atoms& atoms, const std::ve
                                                const RunOptions& run) {
   std::vector<std::vector<double>> out;
   const std::vector<std::uint32_t>* cached = nullptr;
+  int cached_normal = -1;
   Atoms turned;
   for (const FacePlaneSum& s : sums) {
-    if (s.atoms != cached) {  // a lattice and its centres share their atoms
+    if (s.atoms != cached || s.normal != cached_normal) {  // a lattice and its centres share their atoms
       cached = s.atoms;
-      turned = Atoms{};
-      const std::vector<double>* axes[3] = {&atoms.x, &atoms.y, &atoms.z};
-      for (const std::uint32_t a : *s.atoms)
-        turned.push_back((*axes[s.u])[a], (*axes[s.v])[a], (*axes[s.normal])[a], q[a], atoms.radius[a]);
+      cached_normal = s.normal;
+      const int perm[3] = {s.u, s.v, s.normal};
+      turned = permuted(atoms, perm, q, s.atoms);
     }
     GridSpec plane;
     plane.dims = {s.dims[0], s.dims[1], 1};
@@ -205,9 +198,8 @@ std::vector<double> mdh_face_values(const Atoms& atoms, const GridSpec& grid, co
   std::vector<double> q;
   const PhysicsOptions physics = mdh_physics(atoms, o, q);
   const std::array<double, 3> centre = grid_centre(grid);
-  const double nodes = static_cast<double>(grid.point_count()) - static_cast<double>(grid.dims[0] - 2) *
-                                                                     static_cast<double>(grid.dims[1] - 2) *
-                                                                     static_cast<double>(grid.dims[2] - 2);
+  const long n[3] = {static_cast<long>(grid.dims[0]), static_cast<long>(grid.dims[1]), static_cast<long>(grid.dims[2])};
+  const auto nodes = static_cast<double>(face_node_count(n));
   if (o.boundary_accuracy > 0 && static_cast<double>(atoms.size()) * nodes >= kDeviceBandTerms) {
     double device_seconds = 0;
     std::vector<double> values = banded_face_values(
@@ -219,7 +211,6 @@ std::vector<double> mdh_face_values(const Atoms& atoms, const GridSpec& grid, co
     if (report) report->device_seconds = device_seconds;
     return values;
   }
-  const long n[3] = {static_cast<long>(grid.dims[0]), static_cast<long>(grid.dims[1]), static_cast<long>(grid.dims[2])};
   // Every face node at once, through the point kernel: a face is a grid of one plane, too few points
   // for the map kernels to fill the device (on an H200 the six faces of a 161³ grid took 114 ms
   // through cuda-dualpipe for ~4 ms of terms).

@@ -8,6 +8,7 @@
 #include "src/core/errors.h"
 #include "src/core/stopwatch.h"
 #include "src/core/text_format.h"
+#include "src/pb_numerics/pb_pipeline_math.h"
 
 namespace espgrid::pb {
 namespace {
@@ -260,19 +261,19 @@ std::vector<double> assemble(const GridSpec& grid, const std::array<Face, 6>& fa
     }
   });
   rep.measured_error = *std::max_element(measured.begin(), measured.end());
-  const std::int64_t n0 = grid.dims[0], n1 = grid.dims[1], n2 = grid.dims[2];
-  std::vector<double> out;
-  out.reserve(static_cast<std::size_t>(2 * (n0 * n1 + n1 * n2 + n0 * n2)));
-  const auto value = [&](std::int64_t i, std::int64_t j, std::int64_t l) {
-    if (l == 0 || l == n2 - 1) return on_face[l == 0 ? 4 : 5][static_cast<std::size_t>(i + n0 * j)];
-    if (j == 0 || j == n1 - 1) return on_face[j == 0 ? 2 : 3][static_cast<std::size_t>(i + n0 * l)];
-    return on_face[i == 0 ? 0 : 1][static_cast<std::size_t>(j + n1 * l)];
-  };
-  for (std::int64_t l = 0; l < n2; ++l)  // boundary_nodes' loop
-    for (std::int64_t j = 0; j < n1; ++j) {
-      const bool whole_row = l == 0 || l == n2 - 1 || j == 0 || j == n1 - 1;
-      for (std::int64_t i = 0; i < n0; i += (whole_row || i == n0 - 1) ? 1 : n0 - 1) out.push_back(value(i, j, l));
-    }
+  // Each face's nodes to their place in boundary_nodes' order (pb::face_index), the x faces first
+  // so that the y faces and then the z faces win the edges they share.
+  const long n[3] = {static_cast<long>(grid.dims[0]), static_cast<long>(grid.dims[1]), static_cast<long>(grid.dims[2])};
+  std::vector<double> out(static_cast<std::size_t>(face_node_count(n)));
+  for (std::size_t fi = 0; fi < faces.size(); ++fi) {
+    const Face& f = faces[fi];
+    long at[3];
+    at[f.normal] = f.side ? n[f.normal] - 1 : 0;
+    for (at[f.v] = 0; at[f.v] < f.n[1]; ++at[f.v])
+      for (at[f.u] = 0; at[f.u] < f.n[0]; ++at[f.u])
+        out[static_cast<std::size_t>(face_index(n, at[0], at[1], at[2]))] =
+            on_face[fi][static_cast<std::size_t>(at[f.u] + f.n[0] * at[f.v])];
+  }
   return out;
 }
 
