@@ -206,12 +206,25 @@ class Solver {
   double* p() { return p_.get(); }
   double* q() { return q_.get(); }
 
+  /// Makes this solver's device the calling thread's current one (a grid split over devices
+  /// drives every slab's solver from one thread).
+  void select() const { ESPGRID_CUDA_CHECK(cudaSetDevice(run_.device)); }
+  cudaStream_t stream() const { return stream_; }
+
   /// a·b (b null: Σ a) over level 0's nodes, in a fixed order.
   double dot(const double* a, const double* b) {
+    dot_launch(a, b);
+    return dot_fetch();
+  }
+  /// dot's kernels, queued; dot_fetch waits for them and returns the value (so that several
+  /// devices' products run at once).
+  void dot_launch(const double* a, const double* b) {
     dot_partial_kernel<<<kDotBlocks, kBlock, 0, stream_>>>(size_, a, b, partial_.get());
     ESPGRID_CUDA_CHECK_LAUNCH();
     dot_final_kernel<<<1, kBlock, 0, stream_>>>(partial_.get(), kDotBlocks, scalar_.get());
     ESPGRID_CUDA_CHECK_LAUNCH();
+  }
+  double dot_fetch() {
     double out = 0.0;
     ESPGRID_CUDA_CHECK(cudaMemcpyAsync(&out, scalar_.get(), sizeof(double), cudaMemcpyDeviceToHost, stream_));
     ESPGRID_CUDA_CHECK(cudaStreamSynchronize(stream_));
@@ -226,41 +239,85 @@ class Solver {
 
   /// CG from u = 0 with the right-hand side in r(): pb_multigrid.cu's loop.
   int solve(double tolerance, int max_iterations, double& own_residual) {
-    const double bnorm = std::sqrt(dot(r_.get(), r_.get()));
+    Solver* self = this;
+    return solve_slabs(
+        &self, 1, [] {}, tolerance, max_iterations, own_residual);
+  }
+
+  /// The CG of solve over the slabs of one grid (kernels/pb_pipeline.cu): each slab's solver holds
+  /// its planes and a neighbour plane at each cut, `exchange_direction` copies p's neighbour planes
+  /// before each product A p, the dot products are the slabs' sums added in slab order, and the
+  /// preconditioner is each slab's V-cycle on its own planes (block Jacobi: the cut planes are
+  /// faces of the slab's cycle). One slab is solve's arithmetic exactly.
+  template <class Exchange>
+  static int solve_slabs(Solver* const* slabs, int count, Exchange&& exchange_direction, double tolerance,
+                         int max_iterations, double& own_residual) {
+    const auto each = [&](auto&& f) {
+      for (int s = 0; s < count; ++s) {
+        slabs[s]->select();
+        f(*slabs[s]);
+      }
+    };
+    const auto dot = [&](double* (Solver::*a)(), double* (Solver::*b)()) {
+      each([&](Solver& s) { s.dot_launch((s.*a)(), (s.*b)()); });
+      double sum = 0.0;
+      for (int s = 0; s < count; ++s) {
+        slabs[s]->select();
+        const double v = slabs[s]->dot_fetch();
+        sum = s == 0 ? v : sum + v;
+      }
+      return sum;
+    };
+    const double bnorm = std::sqrt(dot(&Solver::r, &Solver::r));
     if (bnorm == 0.0) {
       own_residual = 0.0;
       return 0;
     }
-    precondition();
-    ESPGRID_CUDA_CHECK(cudaMemcpyAsync(p_.get(), z_.get(), static_cast<std::size_t>(size_) * sizeof(double),
-                                       cudaMemcpyDeviceToDevice, stream_));
-    double rz = dot(r_.get(), z_.get());
+    each([](Solver& s) { s.first_direction(); });
+    double rz = dot(&Solver::r, &Solver::z);
     double rnorm = bnorm;
     int it = 0;
     while (it < max_iterations && rnorm > tolerance * bnorm) {
-      apply_kernel<<<blocks_for(size_), kBlock, 0, stream_>>>(top_, p_.get(), q_.get());
-      ESPGRID_CUDA_CHECK_LAUNCH();
-      const double pq = dot(p_.get(), q_.get());
+      exchange_direction();
+      each([](Solver& s) { s.apply_direction(); });
+      const double pq = dot(&Solver::p, &Solver::q);
       if (!(pq > 0.0)) throw Error("PB multigrid (CUDA): the operator is not positive definite");
       const double alpha = rz / pq;
-      update_solution_kernel<<<blocks_for(size_), kBlock, 0, stream_>>>(size_, alpha, p_.get(), q_.get(), u_.get(),
-                                                                        r_.get());
-      ESPGRID_CUDA_CHECK_LAUNCH();
+      each([alpha](Solver& s) { s.update_solution(alpha); });
       ++it;
-      rnorm = std::sqrt(dot(r_.get(), r_.get()));
+      rnorm = std::sqrt(dot(&Solver::r, &Solver::r));
       if (rnorm <= tolerance * bnorm) break;
-      precondition();
-      const double rz_new = dot(r_.get(), z_.get());
+      each([](Solver& s) { s.precondition(); });
+      const double rz_new = dot(&Solver::r, &Solver::z);
       const double beta = rz_new / rz;
       rz = rz_new;
-      update_direction_kernel<<<blocks_for(size_), kBlock, 0, stream_>>>(size_, beta, z_.get(), p_.get());
-      ESPGRID_CUDA_CHECK_LAUNCH();
+      each([beta](Solver& s) { s.update_direction(beta); });
     }
     own_residual = rnorm / bnorm;
     return it;
   }
 
  private:
+  /// The CG's steps on this slab: p = M⁻¹ r; q = A p; u += α p, r −= α q; p = z + β p.
+  void first_direction() {
+    precondition();
+    ESPGRID_CUDA_CHECK(cudaMemcpyAsync(p_.get(), z_.get(), static_cast<std::size_t>(size_) * sizeof(double),
+                                       cudaMemcpyDeviceToDevice, stream_));
+  }
+  void apply_direction() {
+    apply_kernel<<<blocks_for(size_), kBlock, 0, stream_>>>(top_, p_.get(), q_.get());
+    ESPGRID_CUDA_CHECK_LAUNCH();
+  }
+  void update_solution(double alpha) {
+    update_solution_kernel<<<blocks_for(size_), kBlock, 0, stream_>>>(size_, alpha, p_.get(), q_.get(), u_.get(),
+                                                                      r_.get());
+    ESPGRID_CUDA_CHECK_LAUNCH();
+  }
+  void update_direction(double beta) {
+    update_direction_kernel<<<blocks_for(size_), kBlock, 0, stream_>>>(size_, beta, z_.get(), p_.get());
+    ESPGRID_CUDA_CHECK_LAUNCH();
+  }
+
   template <class T>
   Tracked<T> upload(const T* host, std::size_t count, const std::string& name) {
     Tracked<T> d(ledger_, count, name);

@@ -8,8 +8,13 @@
 // vectors (docs/pb.md, "Memory").
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <chrono>
+#include <future>
+#include <limits>
+#include <memory>
 #include <optional>
+#include <vector>
 
 #include "kernels/cuda_runtime_support.h"
 #include "kernels/pb_lean_solver.cuh"
@@ -71,77 +76,144 @@ __global__ void charge_potential_kernel(Grid g, const double* faces, const doubl
 
 double seconds_between(const Event& a, const Event& b) { return Event::elapsed_ms(a, b) * 1e-3; }
 
-/// One run; members in the order they must be released (the stream last declared, first destroyed,
-/// waiting for the work that uses the buffers above it).
-class PipelineRun {
- public:
-  PipelineRun(const PbPipelineInput& in, PbPipelineResult& out) : in_(in), out_(out) {}
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
 
-  void run() {
+/// One slab of the grid on its device (PbPipelineSlab): its own grid is the whole grid's planes
+/// lo_ .. lo_ + n_[2] − 1 (its planes and, at each cut, the neighbour's first one), whose inputs it
+/// builds from all the atoms with the whole grid's indices (so they are the whole grid's, bit for
+/// bit), and its share of the CG's vectors. Members in the order they must be released (the stream
+/// last declared, first destroyed, waiting for the work that uses the buffers above it).
+class Slab {
+ public:
+  Slab(const PbPipelineInput& in, const PbPipelineSlab& part, bool first, bool last)
+      : in_(in), part_(part), first_(first), last_(last) {
+    lo_ = first ? part.first_plane : part.first_plane - 1;
+    n_[0] = in.n[0];
+    n_[1] = in.n[1];
+    n_[2] = (last ? part.end_plane : part.end_plane + 1) - lo_;
+  }
+
+  int device() const { return part_.device; }
+  long plane_size() const { return n_[0] * n_[1]; }
+  long planes() const { return n_[2]; }
+  Solver& solver() { return *solver_; }
+  cudaStream_t stream() const { return stream_.get(); }
+  std::size_t peak_bytes() const { return ledger_.peak; }
+  /// The CG's neighbour planes: this slab's own first and last planes, and the halo planes.
+  long own_first_local() const { return part_.first_plane - lo_; }
+  long own_last_local() const { return part_.end_plane - 1 - lo_; }
+
+  /// Atoms, SAS lists, the surface and the codes of this slab's planes (waits for them). Event
+  /// times: inputs, surface.
+  void build_surface(double& inputs_seconds, double& surface_seconds, std::size_t& pairs, std::size_t& open) {
     const cudaStream_t st = stream_.get();
-    const long size = in_.n[0] * in_.n[1] * in_.n[2];
-    const std::size_t points = static_cast<std::size_t>(size);
-    Event e0, e1, e2, e3, e4, e5;
+    Event e0, e1, e2;
     e0.record(st);
     atoms_ = pipeline::upload_atoms(ledger_, in_.atoms, st);
     const pb::AtomArrays at = atoms_.view();
-    // The SAS search: cells, then every atom's neighbours.
+    const pb::SurfaceBytes window = byte_window();
     pb::AtomCells cells = in_.cells;
     std::optional<pipeline::Bins> cell_bins(pipeline::bin_atoms(ledger_, cells, at, st));
     cells.start = cell_bins->start.get();
     cells.atoms = cell_bins->atoms.get();
-    std::optional<pipeline::Neighbours> neighbours(pipeline::sas_neighbours(ledger_, cells, at, in_.probe_radius, st));
-    out_.neighbour_pairs = neighbours->pairs;
+    std::optional<pipeline::Neighbours> neighbours(
+        pipeline::sas_neighbours(ledger_, cells, at, in_.probe_radius, window, st));
+    pairs = neighbours->pairs;
     e1.record(st);
-    // The surface as bytes, then as node codes.
     Tracked<unsigned long long> open_points(ledger_, 1, "PB open SAS points");
     std::optional<pipeline::SurfaceBytes> bytes(
-        pipeline::build_surface_bytes(ledger_, in_, at, *neighbours, open_points.get(), st));
-    codes_ = Tracked<std::uint32_t>(ledger_, points, "PB node codes");
-    pipeline::write_codes(bytes->view, in_.smooth, in_.salt, codes_.get(), st);
+        pipeline::build_surface_bytes(ledger_, in_, at, *neighbours, window, counted_heights(), open_points.get(), st));
+    codes_ = Tracked<std::uint32_t>(ledger_, static_cast<std::size_t>(plane_size() * n_[2]), "PB node codes");
+    pipeline::write_codes(bytes->view, in_.smooth, in_.salt, lo_, n_[2], codes_.get(), st);
     e2.record(st);
-    // The boundary values (the direct sum on another thread has overlapped the surface's kernels).
-    const auto wait0 = std::chrono::steady_clock::now();
-    const std::vector<double> faces = in_.faces();
-    out_.faces_wait_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wait0).count();
-    const long face_count = pb::face_node_count(in_.n);
-    if (faces.size() != static_cast<std::size_t>(face_count))
-      throw Error("internal error: the PB pipeline got " + std::to_string(faces.size()) + " boundary values for " +
-                  std::to_string(face_count) + " face nodes");
+    unsigned long long count = 0;
+    ESPGRID_CUDA_CHECK(cudaMemcpyAsync(&count, open_points.get(), sizeof count, cudaMemcpyDeviceToHost, st));
+    ESPGRID_CUDA_CHECK(cudaStreamSynchronize(st));  // the surface is built: its bytes and lists go
+    open = static_cast<std::size_t>(count);
+    inputs_seconds = seconds_between(e0, e1);
+    surface_seconds = seconds_between(e1, e2);
+  }
+
+  /// This slab's face values from the whole grid's, the charges, the hierarchy and b (waits).
+  double assemble(const std::vector<double>& whole_faces) {
+    const cudaStream_t st = stream_.get();
+    Event e0, e1;
+    e0.record(st);
+    std::vector<double> faces(static_cast<std::size_t>(pb::face_node_count(n_)));
+    pb::slab_face_values(whole_faces.data(), in_.n[2], n_, lo_, faces.data());
     faces_ = Tracked<double>(ledger_, faces.size(), "PB boundary values (faces)");
     ESPGRID_CUDA_CHECK(
         cudaMemcpyAsync(faces_.get(), faces.data(), faces.size() * sizeof(double), cudaMemcpyHostToDevice, st));
-    unsigned long long open = 0;
-    ESPGRID_CUDA_CHECK(cudaMemcpyAsync(&open, open_points.get(), sizeof open, cudaMemcpyDeviceToHost, st));
-    ESPGRID_CUDA_CHECK(cudaStreamSynchronize(st));  // the surface is built: its bytes and lists go
-    out_.sas_points = static_cast<std::size_t>(open);
-    bytes.reset();
-    neighbours.reset();
-    cell_bins.reset();
-    e3.record(st);
-    // Charges, right-hand side, hierarchy.
+    const pb::AtomArrays at = atoms_.view();
     charge_bins_ = charge_geometry();
     charge_lists_.emplace(pipeline::bin_atoms(ledger_, charge_bins_, at, st));
     charge_bins_.start = charge_lists_->start.get();
     charge_bins_.atoms = charge_lists_->atoms.get();
-    const pb::CodedOperator top = pb::coded_operator(in_.n, codes_.get(), table(), in_.mass);
-    solver_.emplace(ledger_, in_.run, st);
-    solver_->build(top, in_.levels, in_.level_count);
-    right_hand_side(solver_->r(), solver_->z(), at);  // the charges pass through z, zeroed after
-    ESPGRID_CUDA_CHECK(cudaMemsetAsync(solver_->z(), 0, points * sizeof(double), st));
-    e4.record(st);
-    out_.iterations = solver_->solve(in_.run.tolerance, in_.run.max_iterations, out_.own_residual);
-    e5.record(st);
-    outputs(at);
-    stream_.synchronize();
-    out_.inputs_seconds = seconds_between(e0, e1);
-    out_.surface_seconds = seconds_between(e1, e2);
-    out_.assemble_seconds = seconds_between(e3, e4);
-    out_.solve_seconds = seconds_between(e4, e5);
-    out_.peak_bytes = ledger_.peak;
+    const pb::CodedOperator top = pb::coded_operator(n_, codes_.get(), table(), in_.mass);
+    PbMgRun run = in_.run;
+    run.device = part_.device;
+    solver_.emplace(ledger_, run, st);
+    solver_->build(top, part_.levels, part_.level_count);
+    right_hand_side(solver_->r(), solver_->z());  // the charges pass through z, zeroed after
+    ESPGRID_CUDA_CHECK(
+        cudaMemsetAsync(solver_->z(), 0, static_cast<std::size_t>(solver_->size()) * sizeof(double), st));
+    e1.record(st);
+    ESPGRID_CUDA_CHECK(cudaStreamSynchronize(st));
+    return seconds_between(e0, e1);
+  }
+
+  /// z = b and p = the charges again, for the outputs (u holds the solution; r, z, p, q are free).
+  void recompute_rhs() { right_hand_side(solver_->z(), solver_->p()); }
+
+  /// q = φ·q at every node (APBS's spl2 fixed-charge energy), p holding the charges.
+  void charge_potential() {
+    Solver& s = *solver_;
+    charge_potential_kernel<<<blocks_for(s.size()), kThreads, 0, stream_.get()>>>(grid(), faces_.get(), s.u(), s.p(),
+                                                                                  s.q());
+    ESPGRID_CUDA_CHECK_LAUNCH();
+  }
+
+  /// φ·scale (faces from the face values) into `scratch`, then its own planes to `host` (the whole map).
+  template <class T>
+  void copy_map(double scale, T* scratch, T* host) {
+    Solver& s = *solver_;
+    const cudaStream_t st = stream_.get();
+    combine_kernel<T><<<blocks_for(s.size()), kThreads, 0, st>>>(grid(), faces_.get(), s.u(), scale, scratch);
+    ESPGRID_CUDA_CHECK_LAUNCH();
+    const std::size_t plane = static_cast<std::size_t>(plane_size());
+    ESPGRID_CUDA_CHECK(cudaMemcpyAsync(
+        host + plane * static_cast<std::size_t>(part_.first_plane),
+        scratch + plane * static_cast<std::size_t>(own_first_local()),
+        plane * static_cast<std::size_t>(part_.end_plane - part_.first_plane) * sizeof(T), cudaMemcpyDeviceToHost, st));
   }
 
  private:
+  Grid grid() const { return Grid{{n_[0], n_[1], n_[2]}}; }
+
+  /// The surface's bytes cover this slab's planes and one more on each side where the grid has one
+  /// (node_code reads its neighbours' bytes).
+  pb::SurfaceBytes byte_window() const {
+    pb::SurfaceBytes g;
+    for (int d = 0; d < 3; ++d) {
+      g.n[d] = in_.n[d];
+      g.origin[d] = in_.origin[d];
+      g.h[d] = in_.spacing[d];
+    }
+    g.k_first = std::max(lo_ - 1, 0L);
+    g.k_count = std::min(lo_ + n_[2] + 1, in_.n[2]) - g.k_first;
+    return g;
+  }
+
+  /// Each atom's open SAS points are counted by the slab whose planes its height falls in.
+  pipeline::CountedHeights counted_heights() const {
+    const double inf = std::numeric_limits<double>::infinity();
+    const double h = in_.spacing[2], z0 = in_.origin[2];
+    return {first_ ? -inf : z0 + h * static_cast<double>(part_.first_plane),
+            last_ ? inf : z0 + h * static_cast<double>(part_.end_plane)};
+  }
+
   pb::ChargeBins charge_geometry() const {
     pb::ChargeBins b;
     for (int d = 0; d < 3; ++d) {
@@ -163,46 +235,18 @@ class PipelineRun {
   }
 
   /// b into `b` (the charges gathered into `scratch` first).
-  void right_hand_side(double* b, double* scratch, const pb::AtomArrays& at) {
+  void right_hand_side(double* b, double* scratch) {
     const cudaStream_t st = stream_.get();
-    pipeline::gather_charges(charge_bins_, at, scratch, st);
+    pipeline::gather_charges(charge_bins_, atoms_.view(), lo_, n_[2], scratch, st);
     rhs_kernel<<<blocks_for(solver_->size()), kThreads, 0, st>>>(solver_->top(), in_.zmagic, scratch, faces_.get(), b);
     ESPGRID_CUDA_CHECK_LAUNCH();
   }
 
-  /// The recomputed residual, the energy, φ in double and the map, each in a vector the solve no
-  /// longer needs (u holds the solution; r, z, p, q are free).
-  void outputs(const pb::AtomArrays& at) {
-    const cudaStream_t st = stream_.get();
-    const auto wall0 = std::chrono::steady_clock::now();
-    Solver& s = *solver_;
-    const long size = s.size();
-    Grid g{{in_.n[0], in_.n[1], in_.n[2]}};
-    right_hand_side(s.z(), s.p(), at);  // z = b, p = the charges
-    s.residual(s.u(), s.z(), s.q());
-    const double rr = s.dot(s.q(), s.q()), bb = s.dot(s.z(), s.z());
-    out_.relative_residual = bb > 0 ? std::sqrt(rr / bb) : std::sqrt(rr);
-    if (in_.fixed_charge_energy) {
-      charge_potential_kernel<<<blocks_for(size), kThreads, 0, st>>>(g, faces_.get(), s.u(), s.p(), s.q());
-      ESPGRID_CUDA_CHECK_LAUNCH();
-      out_.fixed_charge = s.dot(s.q(), nullptr);
-    }
-    const std::size_t points = static_cast<std::size_t>(size);
-    if (in_.potential) {
-      combine_kernel<double><<<blocks_for(size), kThreads, 0, st>>>(g, faces_.get(), s.u(), 1.0, s.q());
-      ESPGRID_CUDA_CHECK_LAUNCH();
-      ESPGRID_CUDA_CHECK(cudaMemcpyAsync(in_.potential, s.q(), points * sizeof(double), cudaMemcpyDeviceToHost, st));
-    }
-    float* map = reinterpret_cast<float*>(s.r());
-    combine_kernel<float><<<blocks_for(size), kThreads, 0, st>>>(g, faces_.get(), s.u(), in_.unit_scale, map);
-    ESPGRID_CUDA_CHECK_LAUNCH();
-    ESPGRID_CUDA_CHECK(cudaMemcpyAsync(in_.values, map, points * sizeof(float), cudaMemcpyDeviceToHost, st));
-    ESPGRID_CUDA_CHECK(cudaStreamSynchronize(st));
-    out_.output_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
-  }
-
   const PbPipelineInput& in_;
-  PbPipelineResult& out_;
+  PbPipelineSlab part_;
+  bool first_, last_;
+  long lo_ = 0;
+  long n_[3] = {0, 0, 0};
   Ledger ledger_;
   pipeline::DeviceAtoms atoms_;
   Tracked<std::uint32_t> codes_;
@@ -210,20 +254,203 @@ class PipelineRun {
   pb::ChargeBins charge_bins_;
   std::optional<pipeline::Bins> charge_lists_;
   std::optional<Solver> solver_;
+  Event ready_;  ///< recorded before a halo exchange
   Stream stream_;
+
+  friend class PipelineRun;
+};
+
+/// Deletes a slab with its device current (its buffers and stream are that device's).
+struct SlabDeleter {
+  void operator()(Slab* s) const noexcept {
+    int previous = -1;
+    cudaGetDevice(&previous);
+    cudaSetDevice(s->device());
+    delete s;
+    if (previous >= 0) cudaSetDevice(previous);
+  }
+};
+
+/// One run over the slabs: each slab's inputs (on threads of their own when there are several),
+/// one CG over them, the map's planes from each.
+class PipelineRun {
+ public:
+  PipelineRun(const PbPipelineInput& in, PbPipelineResult& out) : in_(in), out_(out) {
+    for (int s = 0; s < in.slab_count; ++s) {
+      const DeviceGuard guard(in.slabs[s].device);
+      slabs_.emplace_back(new Slab(in, in.slabs[s], s == 0, s == in.slab_count - 1));
+    }
+    enable_peer_access();
+  }
+
+  void run() {
+    std::vector<double> inputs(slabs_.size()), surface(slabs_.size()), assemble(slabs_.size());
+    std::vector<std::size_t> pairs(slabs_.size()), open(slabs_.size());
+    for_each_slab([&](Slab& s, std::size_t i) { s.build_surface(inputs[i], surface[i], pairs[i], open[i]); });
+    // The boundary values (the direct sum on another thread has overlapped the surface's kernels).
+    const auto wait0 = std::chrono::steady_clock::now();
+    const std::vector<double> faces = in_.faces();
+    out_.faces_wait_seconds = seconds_since(wait0);
+    const long face_count = pb::face_node_count(in_.n);
+    if (faces.size() != static_cast<std::size_t>(face_count))
+      throw Error("internal error: the PB pipeline got " + std::to_string(faces.size()) + " boundary values for " +
+                  std::to_string(face_count) + " face nodes");
+    for_each_slab([&](Slab& s, std::size_t i) { assemble[i] = s.assemble(faces); });
+    const auto solve0 = std::chrono::steady_clock::now();
+    std::vector<Solver*> solvers;
+    for (auto& s : slabs_) solvers.push_back(&s->solver());
+    out_.iterations = Solver::solve_slabs(
+        solvers.data(), static_cast<int>(solvers.size()), [&] { exchange(Halo::direction); }, in_.run.tolerance,
+        in_.run.max_iterations, out_.own_residual);
+    out_.solve_seconds = seconds_since(solve0);
+    outputs();
+    for (std::size_t i = 0; i < slabs_.size(); ++i) {
+      out_.neighbour_pairs += pairs[i];
+      out_.sas_points += open[i];
+      out_.peak_bytes = std::max(out_.peak_bytes, slabs_[i]->peak_bytes());
+    }
+    out_.inputs_seconds = *std::max_element(inputs.begin(), inputs.end());
+    out_.surface_seconds = *std::max_element(surface.begin(), surface.end());
+    out_.assemble_seconds = *std::max_element(assemble.begin(), assemble.end());
+  }
+
+ private:
+  /// f(slab, index) with the slab's device current: in turn for one slab, else one thread each.
+  template <class F>
+  void for_each_slab(F&& f) {
+    if (slabs_.size() == 1) return f(*slabs_[0], 0);
+    std::vector<std::future<void>> done;
+    for (std::size_t i = 0; i < slabs_.size(); ++i)
+      done.push_back(std::async(std::launch::async, [&, i] {
+        const DeviceGuard guard(slabs_[i]->device());
+        f(*slabs_[i], i);
+      }));
+    for (auto& d : done) d.wait();
+    for (auto& d : done) d.get();  // the first slab's error, after every thread has finished
+  }
+
+  void enable_peer_access() {
+    for (const auto& a : slabs_)
+      for (const auto& b : slabs_) {
+        if (a->device() == b->device()) continue;
+        int can = 0;
+        ESPGRID_CUDA_CHECK(cudaDeviceCanAccessPeer(&can, a->device(), b->device()));
+        if (!can) continue;  // peer copies then go through the host
+        const DeviceGuard guard(a->device());
+        const cudaError_t e = cudaDeviceEnablePeerAccess(b->device(), 0);
+        if (e == cudaErrorPeerAccessAlreadyEnabled)
+          cudaGetLastError();  // clears it
+        else
+          ESPGRID_CUDA_CHECK(e);
+      }
+  }
+
+  /// The vectors whose halo planes are exchanged: the CG's direction p, the solution u.
+  enum class Halo { direction, solution };
+
+  /// The halo planes of p or u: each cut's two planes copied across, each after both slabs' queued work.
+  void exchange(Halo which) {
+    if (slabs_.size() < 2) return;
+    for (auto& s : slabs_) {
+      ESPGRID_CUDA_CHECK(cudaSetDevice(s->device()));
+      s->ready_.record(s->stream());
+    }
+    const std::size_t bytes = static_cast<std::size_t>(slabs_[0]->plane_size()) * sizeof(double);
+    for (std::size_t c = 0; c + 1 < slabs_.size(); ++c) {
+      Slab& below = *slabs_[c];
+      Slab& above = *slabs_[c + 1];
+      const long plane = below.plane_size();
+      const bool p = which == Halo::direction;
+      double* below_v = p ? below.solver().p() : below.solver().u();
+      double* above_v = p ? above.solver().p() : above.solver().u();
+      ESPGRID_CUDA_CHECK(cudaSetDevice(above.device()));
+      ESPGRID_CUDA_CHECK(cudaStreamWaitEvent(above.stream(), below.ready_.get(), 0));
+      ESPGRID_CUDA_CHECK(cudaMemcpyPeerAsync(above_v, above.device(), below_v + plane * below.own_last_local(),
+                                             below.device(), bytes, above.stream()));
+      ESPGRID_CUDA_CHECK(cudaSetDevice(below.device()));
+      ESPGRID_CUDA_CHECK(cudaStreamWaitEvent(below.stream(), above.ready_.get(), 0));
+      ESPGRID_CUDA_CHECK(cudaMemcpyPeerAsync(below_v + plane * (below.planes() - 1), below.device(),
+                                             above_v + plane * above.own_first_local(), above.device(), bytes,
+                                             below.stream()));
+    }
+  }
+
+  /// Σ over the slabs, in slab order, of (each slab's solver).*product.
+  template <class Product>
+  double summed(Product&& product) {
+    for (auto& s : slabs_) {
+      ESPGRID_CUDA_CHECK(cudaSetDevice(s->device()));
+      product(s->solver());
+    }
+    double sum = 0.0;
+    for (std::size_t i = 0; i < slabs_.size(); ++i) {
+      ESPGRID_CUDA_CHECK(cudaSetDevice(slabs_[i]->device()));
+      const double v = slabs_[i]->solver().dot_fetch();
+      sum = i == 0 ? v : sum + v;
+    }
+    return sum;
+  }
+
+  /// The recomputed residual, the energy, φ in double and the map, each in a vector the solve no
+  /// longer needs (u holds the solution; r, z, p, q are free).
+  void outputs() {
+    const auto wall0 = std::chrono::steady_clock::now();
+    exchange(Halo::solution);  // the true residual reads the neighbours' u across each cut
+    for (auto& s : slabs_) {
+      ESPGRID_CUDA_CHECK(cudaSetDevice(s->device()));
+      s->recompute_rhs();  // z = b, p = the charges
+      s->solver().residual(s->solver().u(), s->solver().z(), s->solver().q());
+    }
+    const double rr = summed([](Solver& s) { s.dot_launch(s.q(), s.q()); });
+    const double bb = summed([](Solver& s) { s.dot_launch(s.z(), s.z()); });
+    out_.relative_residual = bb > 0 ? std::sqrt(rr / bb) : std::sqrt(rr);
+    if (in_.fixed_charge_energy) {
+      for (auto& s : slabs_) {
+        ESPGRID_CUDA_CHECK(cudaSetDevice(s->device()));
+        s->charge_potential();
+      }
+      out_.fixed_charge = summed([](Solver& s) { s.dot_launch(s.q(), nullptr); });
+    }
+    for_each_slab([&](Slab& s, std::size_t) {
+      if (in_.potential) s.copy_map<double>(1.0, s.solver().q(), in_.potential);
+      s.copy_map<float>(in_.unit_scale, reinterpret_cast<float*>(s.solver().r()), in_.values);
+      ESPGRID_CUDA_CHECK(cudaStreamSynchronize(s.stream()));
+    });
+    out_.output_seconds = seconds_since(wall0);
+  }
+
+  const PbPipelineInput& in_;
+  PbPipelineResult& out_;
+  std::vector<std::unique_ptr<Slab, SlabDeleter>> slabs_;
 };
 
 }  // namespace
 
 void run_pb_pipeline(const PbPipelineInput& in, PbPipelineResult& out) {
-  if (in.level_count < 1) throw Error("internal error: the PB pipeline needs at least one multigrid level");
+  if (in.slab_count < 1 || !in.slabs) throw Error("internal error: the PB pipeline needs at least one slab");
+  for (int s = 0; s < in.slab_count; ++s)
+    if (in.slabs[s].level_count < 1 || in.slabs[s].end_plane - in.slabs[s].first_plane < 1 ||
+        (s > 0 && in.slabs[s].first_plane != in.slabs[s - 1].end_plane))
+      throw Error("internal error: the PB pipeline's slabs do not cover the grid's planes in order");
+  if (in.slabs[0].first_plane != 0 || in.slabs[in.slab_count - 1].end_plane != in.n[2])
+    throw Error("internal error: the PB pipeline's slabs do not cover the grid's planes");
   if (!in.faces || !in.values || !in.conductances) throw Error("internal error: the PB pipeline's inputs are missing");
   const auto wall0 = std::chrono::steady_clock::now();
-  const DeviceGuard guard(in.run.device);
-  out.device = describe_device(in.run.device);
-  PipelineRun run(in, out);
-  run.run();
-  out.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+  const DeviceGuard guard(in.slabs[0].device);
+  std::vector<int> devices;
+  for (int s = 0; s < in.slab_count; ++s)
+    if (std::find(devices.begin(), devices.end(), in.slabs[s].device) == devices.end())
+      devices.push_back(in.slabs[s].device);
+  out.device = describe_device(devices[0]);
+  if (in.slab_count > 1)
+    out.device = std::to_string(in.slab_count) + " slabs on " +
+                 (devices.size() == 1 ? "one device, " : std::to_string(devices.size()) + " devices, the first ") +
+                 out.device;
+  {
+    PipelineRun run(in, out);
+    run.run();
+  }
+  out.wall_seconds = seconds_since(wall0);
 }
 
 void pb_device_memory(int device, std::size_t& free_bytes, std::size_t& total_bytes) {

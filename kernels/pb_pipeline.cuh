@@ -42,8 +42,14 @@ struct Neighbours {
   Tracked<int> list;
   std::size_t pairs = 0;
 };
+/// Atoms that cannot reach `window`'s planes (pb::reaches_window) get empty lists.
 Neighbours sas_neighbours(Ledger& ledger, const pb::AtomCells& cells, const pb::AtomArrays& atoms, double probe,
-                          cudaStream_t stream);
+                          const pb::SurfaceBytes& window, cudaStream_t stream);
+
+/// The heights, Å, of the atoms whose open SAS points a slab counts (each atom counted by one slab).
+struct CountedHeights {
+  double lo, hi;  ///< lo ≤ z < hi
+};
 
 /// The mol/smol surface's face bytes and ion-accessibility bytes, carved by the open SAS points.
 struct SurfaceBytes {
@@ -51,13 +57,17 @@ struct SurfaceBytes {
   Tracked<double> reference[3];  ///< the reference sphere, kept until the carving has run
   pb::SurfaceBytes view{};
 };
-/// Builds them (returns once the kernels are queued: free only after the stream has run them);
-/// `open_points` (device) counts the open SAS points.
+/// Builds them over `window`'s planes (its n, origin, h, k_first, k_count; arrays ignored), returning
+/// once the kernels are queued (free only after the stream has run them); `open_points` (device)
+/// counts the open SAS points of the atoms at heights `counted`.
 SurfaceBytes build_surface_bytes(Ledger& ledger, const PbPipelineInput& in, const pb::AtomArrays& atoms,
-                                 const Neighbours& neighbours, unsigned long long* open_points, cudaStream_t stream);
-/// Writes every node's code (pb::node_code).
-void write_codes(const pb::SurfaceBytes& bytes, bool smooth, bool salt, std::uint32_t* codes, cudaStream_t stream);
-/// Writes every node's spread charge, e (pb::gathered_charge).
-void gather_charges(const pb::ChargeBins& bins, const pb::AtomArrays& atoms, double* out, cudaStream_t stream);
+                                 const Neighbours& neighbours, const pb::SurfaceBytes& window, CountedHeights counted,
+                                 unsigned long long* open_points, cudaStream_t stream);
+/// Writes the codes (pb::node_code) of planes first .. first + planes − 1, plane `first` at codes[0].
+void write_codes(const pb::SurfaceBytes& bytes, bool smooth, bool salt, long first, long planes, std::uint32_t* codes,
+                 cudaStream_t stream);
+/// Writes the spread charges, e (pb::gathered_charge), of planes first .. first + planes − 1.
+void gather_charges(const pb::ChargeBins& bins, const pb::AtomArrays& atoms, long first, long planes, double* out,
+                    cudaStream_t stream);
 
 }  // namespace espgrid::cuda::pipeline

@@ -78,18 +78,20 @@ Bins sort_into_bins(Ledger& ledger, const Geometry& g, long bin_count, const pb:
   return bins;
 }
 
-__global__ void neighbour_count_kernel(pb::AtomCells cells, pb::AtomArrays at, double probe, long long* count) {
+__global__ void neighbour_count_kernel(pb::AtomCells cells, pb::AtomArrays at, double probe, pb::SurfaceBytes window,
+                                       long long* count) {
   const long a = static_cast<long>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (a > at.count) return;
   long long c = 0;
-  if (a < at.count) pb::for_each_sas_neighbour(cells, at, probe, a, [&](int) { ++c; });
+  if (a < at.count && pb::reaches_window(window, at.z[a], at.radius[a], probe))
+    pb::for_each_sas_neighbour(cells, at, probe, a, [&](int) { ++c; });
   count[a] = c;  // the extra last entry is 0: the scan's total lands there
 }
 
-__global__ void neighbour_fill_kernel(pb::AtomCells cells, pb::AtomArrays at, double probe, const long long* start,
-                                      int* list) {
+__global__ void neighbour_fill_kernel(pb::AtomCells cells, pb::AtomArrays at, double probe, pb::SurfaceBytes window,
+                                      const long long* start, int* list) {
   const long a = static_cast<long>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (a >= at.count) return;
+  if (a >= at.count || !pb::reaches_window(window, at.z[a], at.radius[a], probe)) return;
   int* out = list + start[a];
   long s = 0;
   pb::for_each_sas_neighbour(cells, at, probe, a, [&](int b) { out[s++] = b; });
@@ -108,41 +110,45 @@ __global__ void mark_atoms_kernel(pb::SurfaceBytes g, pb::AtomArrays at, double 
                        at.z[s] - (g.origin[2] + shift[2] * g.h[2])};
   long lo[3], hi[3];
   for (int d = 0; d < 3; ++d) pb::sphere_index_range(p[d], R, g.h[d], g.n[d], lo[d], hi[d]);
+  g.clip_planes(lo[2], hi[2]);
   const long wx = hi[0] - lo[0] + 1, wy = hi[1] - lo[1] + 1, wz = hi[2] - lo[2] + 1;
   if (wx <= 0 || wy <= 0 || wz <= 0) return;
   const double r2 = R * R;
   for (long t = threadIdx.x; t < wx * wy * wz; t += blockDim.x) {
     const long i = lo[0] + t % wx, j = lo[1] + (t / wx) % wy, k = lo[2] + t / (wx * wy);
-    if (pb::in_sphere(p, g.h, i, j, k, r2)) out[i + g.n[0] * (j + g.n[1] * k)] = value;
+    if (pb::in_sphere(p, g.h, i, j, k, r2)) out[g.stored(i, j, k)] = value;
   }
 }
 
 /// One thread per (atom, reference point): the point's test and, when open, its probe sphere carved.
 __global__ void carve_kernel(pb::SurfaceBytes g, pb::AtomArrays at, const long long* nb_start, const int* nb,
                              double probe, const double* rx, const double* ry, const double* rz, long points,
-                             unsigned long long* open_points) {
+                             CountedHeights counted, unsigned long long* open_points) {
   const long t = static_cast<long>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (t >= at.count * points) return;
   const long a = t / points, q = t - a * points;
+  if (!pb::reaches_window(g, at.z[a], at.radius[a], probe)) return;  // its list is empty: its points carve nothing here
   if (pb::carve_sas_point(g, at, nb, static_cast<long>(nb_start[a]), static_cast<long>(nb_start[a + 1]), probe, a,
-                          rx[q], ry[q], rz[q]))
+                          rx[q], ry[q], rz[q]) &&
+      at.z[a] >= counted.lo && at.z[a] < counted.hi)
     atomicAdd(open_points, 1ull);
 }
 
-__global__ void code_kernel(pb::SurfaceBytes g, bool smooth, bool salt, std::uint32_t* codes) {
+/// The codes of planes first .. first + planes − 1 (plane `first` at codes[0]).
+__global__ void code_kernel(pb::SurfaceBytes g, bool smooth, bool salt, long first, long planes, std::uint32_t* codes) {
   const long idx = static_cast<long>(blockIdx.x) * blockDim.x + threadIdx.x;
   const long plane = g.n[0] * g.n[1];
-  if (idx >= plane * g.n[2]) return;
+  if (idx >= plane * planes) return;
   const long k = idx / plane, j = (idx - k * plane) / g.n[0], i = idx - k * plane - j * g.n[0];
-  codes[idx] = pb::node_code(g, smooth, salt, i, j, k);
+  codes[idx] = pb::node_code(g, smooth, salt, i, j, first + k);
 }
 
-__global__ void charge_kernel(pb::ChargeBins bins, pb::AtomArrays at, double* out) {
+__global__ void charge_kernel(pb::ChargeBins bins, pb::AtomArrays at, long first, long planes, double* out) {
   const long idx = static_cast<long>(blockIdx.x) * blockDim.x + threadIdx.x;
   const long plane = bins.n[0] * bins.n[1];
-  if (idx >= plane * bins.n[2]) return;
+  if (idx >= plane * planes) return;
   const long k = idx / plane, j = (idx - k * plane) / bins.n[0], i = idx - k * plane - j * bins.n[0];
-  out[idx] = pb::gathered_charge(bins, at, i, j, k);
+  out[idx] = pb::gathered_charge(bins, at, i, j, first + k);
 }
 
 }  // namespace
@@ -168,12 +174,12 @@ Bins bin_atoms(Ledger& ledger, const pb::ChargeBins& bins, const pb::AtomArrays&
 }
 
 Neighbours sas_neighbours(Ledger& ledger, const pb::AtomCells& cells, const pb::AtomArrays& at, double probe,
-                          cudaStream_t st) {
+                          const pb::SurfaceBytes& window, cudaStream_t st) {
   Neighbours nb;
   const std::size_t entries = static_cast<std::size_t>(at.count) + 1;
   Tracked<long long> count(ledger, entries, "PB SAS neighbour counts");
   nb.start = Tracked<long long>(ledger, entries, "PB SAS neighbour offsets");
-  neighbour_count_kernel<<<blocks_for(at.count + 1), kThreads, 0, st>>>(cells, at, probe, count.get());
+  neighbour_count_kernel<<<blocks_for(at.count + 1), kThreads, 0, st>>>(cells, at, probe, window, count.get());
   ESPGRID_CUDA_CHECK_LAUNCH();
   std::size_t temp_bytes = 0;
   ESPGRID_CUDA_CHECK(
@@ -186,23 +192,22 @@ Neighbours sas_neighbours(Ledger& ledger, const pb::AtomCells& cells, const pb::
   ESPGRID_CUDA_CHECK(cudaStreamSynchronize(st));
   nb.pairs = static_cast<std::size_t>(total);
   nb.list = Tracked<int>(ledger, nb.pairs > 0 ? nb.pairs : 1, "PB SAS neighbour lists");
-  neighbour_fill_kernel<<<blocks_for(at.count), kThreads, 0, st>>>(cells, at, probe, nb.start.get(), nb.list.get());
+  neighbour_fill_kernel<<<blocks_for(at.count), kThreads, 0, st>>>(cells, at, probe, window, nb.start.get(),
+                                                                   nb.list.get());
   ESPGRID_CUDA_CHECK_LAUNCH();
   ESPGRID_CUDA_CHECK(cudaStreamSynchronize(st));  // before the counts and the scratch are freed
   return nb;
 }
 
 SurfaceBytes build_surface_bytes(Ledger& ledger, const PbPipelineInput& in, const pb::AtomArrays& at,
-                                 const Neighbours& neighbours, unsigned long long* open_points, cudaStream_t st) {
+                                 const Neighbours& neighbours, const pb::SurfaceBytes& window, CountedHeights counted,
+                                 unsigned long long* open_points, cudaStream_t st) {
   SurfaceBytes s;
-  const long points = in.n[0] * in.n[1] * in.n[2];
-  const std::size_t bytes = static_cast<std::size_t>(points);
+  s.view = window;
+  const std::size_t bytes = static_cast<std::size_t>(window.n[0] * window.n[1] * window.k_count);
   const char* names[3] = {"PB solute flags (x faces)", "PB solute flags (y faces)", "PB solute flags (z faces)"};
   pb::SurfaceBytes& g = s.view;
   for (int d = 0; d < 3; ++d) {
-    g.n[d] = in.n[d];
-    g.origin[d] = in.origin[d];
-    g.h[d] = in.spacing[d];
     s.solute[d] = Tracked<unsigned char>(ledger, bytes, names[d]);
     g.solute[d] = s.solute[d].get();
     ESPGRID_CUDA_CHECK(cudaMemsetAsync(g.solute[d], 0, bytes, st));  // solvent everywhere
@@ -224,7 +229,7 @@ SurfaceBytes build_surface_bytes(Ledger& ledger, const PbPipelineInput& in, cons
     s.reference[2] = upload(ledger, in.reference_z, nref, "PB reference sphere", st);
     carve_kernel<<<blocks_for(at.count * in.reference_points), kThreads, 0, st>>>(
         g, at, neighbours.start.get(), neighbours.list.get(), in.probe_radius, s.reference[0].get(),
-        s.reference[1].get(), s.reference[2].get(), in.reference_points, open_points);
+        s.reference[1].get(), s.reference[2].get(), in.reference_points, counted, open_points);
     ESPGRID_CUDA_CHECK_LAUNCH();
   }
   if (in.salt) {  // no ions within atom + ion radius (APBS fillcoCoefMolIon)
@@ -234,15 +239,17 @@ SurfaceBytes build_surface_bytes(Ledger& ledger, const PbPipelineInput& in, cons
   return s;
 }
 
-void write_codes(const pb::SurfaceBytes& bytes, bool smooth, bool salt, std::uint32_t* codes, cudaStream_t st) {
-  const long points = bytes.n[0] * bytes.n[1] * bytes.n[2];
-  code_kernel<<<blocks_for(points), kThreads, 0, st>>>(bytes, smooth, salt, codes);
+void write_codes(const pb::SurfaceBytes& bytes, bool smooth, bool salt, long first, long planes, std::uint32_t* codes,
+                 cudaStream_t st) {
+  const long points = bytes.n[0] * bytes.n[1] * planes;
+  code_kernel<<<blocks_for(points), kThreads, 0, st>>>(bytes, smooth, salt, first, planes, codes);
   ESPGRID_CUDA_CHECK_LAUNCH();
 }
 
-void gather_charges(const pb::ChargeBins& bins, const pb::AtomArrays& atoms, double* out, cudaStream_t st) {
-  const long points = bins.n[0] * bins.n[1] * bins.n[2];
-  charge_kernel<<<blocks_for(points), kThreads, 0, st>>>(bins, atoms, out);
+void gather_charges(const pb::ChargeBins& bins, const pb::AtomArrays& atoms, long first, long planes, double* out,
+                    cudaStream_t st) {
+  const long points = bins.n[0] * bins.n[1] * planes;
+  charge_kernel<<<blocks_for(points), kThreads, 0, st>>>(bins, atoms, first, planes, out);
   ESPGRID_CUDA_CHECK_LAUNCH();
 }
 

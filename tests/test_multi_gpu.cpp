@@ -37,24 +37,6 @@ using testing::make_test_grid;
 using testing::random_atoms;
 using testing::run_poisoned;
 
-bool multi_gpu_required() {
-  const char* v = std::getenv("ESPGRID_REQUIRE_MULTI_GPU");
-  return testing::gpu_required() && v && std::string(v) == "1";
-}
-
-/// The usable devices when there are at least `n`; otherwise skips (or fails, see above).
-#define ESPGRID_REQUIRE_GPUS_OR_SKIP(n, devices_out)                                                  \
-  do {                                                                                                \
-    std::string reason_;                                                                              \
-    devices_out = cuda::usable_devices(&reason_);                                                     \
-    if (static_cast<int>(devices_out.size()) < (n)) {                                                 \
-      const std::string why_ = std::to_string(devices_out.size()) + " usable CUDA device(s), need " + \
-                               std::to_string(n) + (devices_out.empty() ? " (" + reason_ + ")" : ""); \
-      if (multi_gpu_required()) FAIL() << "ESPGRID_REQUIRE_MULTI_GPU=1 but " << why_;                 \
-      GTEST_SKIP() << why_;                                                                           \
-    }                                                                                                 \
-  } while (0)
-
 std::vector<float> run_multi(const std::string& kernel, const PreparedProblem& problem, const std::vector<int>& devices,
                              const cuda::DeviceRunOptions& options, ComputeTiming* timing = nullptr) {
   std::vector<float> out = testing::poisoned(problem.view(nullptr).point_count());

@@ -25,7 +25,6 @@
 #include "src/pb/pb_pipeline.h"
 #include "src/pb/pb_solve.h"
 #include "src/physics/physics_options.h"
-#include "src/pipeline/map_pipeline.h"
 #include "src/registry/kernel_registry.h"
 #include "tests/pb_test_support.h"
 #include "tests/test_support.h"
@@ -484,21 +483,6 @@ TEST(PbMemory, TheSummaryStatesTheEstimateAndThePeak) {
 }
 
 // A PB grid is not split over GPUs: several devices are refused, not quietly reduced to the first.
-TEST(PbScaleOut, SeveralDevicesAreRefusedBeforeTheMapIsMade) {
-  const Atoms fas = testing::load_molecule("fasciculin2.pqr");
-  MapRequest request;
-  request.grid = grid_around(fas, 1.2, 7);
-  request.physics.method = MapMethod::PoissonBoltzmann;
-  request.compute.run.devices = {0, 1};
-  const KernelSelection kernel{&default_kernel(Backend::Cpu), "test", 0};
-  try {
-    compute_map(fas, request, kernel);
-    FAIL() << "--model pb over two devices was not refused";
-  } catch (const UsageError& e) {
-    EXPECT_NE(std::string(e.what()).find("solves on one GPU"), std::string::npos) << e.what();
-  }
-}
-
 // ---- on a GPU: the pipeline against the path it replaces -------------------------------------------
 
 /// solve_pb with the device pipeline turned off (ESPGRID_PB_PIPELINE=0): the all-on-device path.

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "src/compute/approximation_error.h"
+#include "src/compute/cuda_driver.h"
 #include "src/compute/oracle.h"
 #include "src/compute/prepared_problem.h"
 #include "src/core/atoms.h"
@@ -230,6 +231,25 @@ inline bool gpu_required() {
       if (::espgrid::testing::gpu_required()) FAIL() << "ESPGRID_REQUIRE_GPU=1 but " << reason_; \
       GTEST_SKIP() << "no usable CUDA device: " << reason_;                                      \
     }                                                                                            \
+  } while (0)
+
+/// ESPGRID_REQUIRE_MULTI_GPU=1 (with ESPGRID_REQUIRE_GPU=1) makes too few GPUs a failure.
+inline bool multi_gpu_required() {
+  const char* v = std::getenv("ESPGRID_REQUIRE_MULTI_GPU");
+  return ::espgrid::testing::gpu_required() && v && std::string(v) == "1";
+}
+
+/// The usable devices when there are at least `n`; otherwise skips (or fails, see above).
+#define ESPGRID_REQUIRE_GPUS_OR_SKIP(n, devices_out)                                                      \
+  do {                                                                                                    \
+    std::string reason_;                                                                                  \
+    devices_out = ::espgrid::cuda::usable_devices(&reason_);                                              \
+    if (static_cast<int>(devices_out.size()) < (n)) {                                                     \
+      const std::string why_ = std::to_string(devices_out.size()) + " usable CUDA device(s), need " +     \
+                               std::to_string(n) + (devices_out.empty() ? " (" + reason_ + ")" : "");     \
+      if (::espgrid::testing::multi_gpu_required()) FAIL() << "ESPGRID_REQUIRE_MULTI_GPU=1 but " << why_; \
+      GTEST_SKIP() << why_;                                                                               \
+    }                                                                                                     \
   } while (0)
 
 /// Variant names of one backend, for INSTANTIATE_TEST_SUITE_P: an entry added to the registry is

@@ -511,7 +511,7 @@ void add_compute_options(std::vector<JobOption>& t) {
   }));
   t.push_back(value("devices", G::Compute,
                     "several CUDA devices: all, or N,N,... (z-planes shared out through a work queue; a repeated "
-                    "number runs two workers on one GPU)",
+                    "number runs two workers on one GPU; --model pb: the grid split in z-slabs, one an entry)",
                     "", [](MapJob& j, const OptionValue& v) {
                       j.compute.run.devices = devices_value(v);
                       if (j.compute.run.devices.empty())

@@ -54,6 +54,16 @@ std::vector<double> direct_sum(const Atoms& atoms, const GridSpec& grid, const P
   return {out.begin(), out.end()};
 }
 
+std::vector<double> coulomb_map(const Atoms& atoms, const GridSpec& grid, const PbOptions& o,
+                                const KernelVariant& kernel, const RunOptions& run) {
+  PhysicsOptions physics;
+  physics.unit = PotentialUnit::KTPerE;
+  physics.temperature = o.temperature;
+  physics.dielectric = o.solute_dielectric;
+  physics.model = PairModel::Coulomb;
+  return direct_sum(atoms, grid, physics, kernel, run);
+}
+
 /// The linear indices of the grid's boundary nodes (every node on one of the six faces), once each.
 std::vector<std::size_t> boundary_nodes(const GridSpec& grid) {
   const std::int64_t n0 = grid.dims[0], n1 = grid.dims[1], n2 = grid.dims[2];

@@ -19,6 +19,10 @@ namespace espgrid::pb {
 std::vector<double> direct_sum(const Atoms& atoms, const GridSpec& grid, const PhysicsOptions& physics,
                                const KernelVariant& kernel, const RunOptions& run);
 
+/// φ_Coulomb = k Σ q / (ε_solute r) at every node, kT/e, by `kernel`.
+std::vector<double> coulomb_map(const Atoms& atoms, const GridSpec& grid, const PbOptions& options,
+                                const KernelVariant& kernel, const RunOptions& run);
+
 /// `bcfl mdh`: Σ q e^(−κ(d − a)) / ((1 + κa) d) · k/ε_w over the atoms (a: atom radius). `kernel`
 /// must compute the Debye model (and Coulomb without salt): the registry's exact direct sums.
 /// With options.boundary_accuracy > 0 the faces are summed by distance bands (pb_face_sums.h),

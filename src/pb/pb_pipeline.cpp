@@ -54,6 +54,34 @@ double smol_value(int d, unsigned pattern, double solute, double solvent) {
   return smooth_face(own, a, b, d, 1, 1, 1, n, sx, sy, sz);
 }
 
+/// The slabs of a grid split over request.devices (one: the whole grid) with their hierarchies'
+/// shapes, which the slabs point into.
+struct SlabPlan {
+  std::vector<std::vector<MgLevel>> shapes;
+  std::vector<std::vector<cuda::PbMgLevel>> levels;
+  std::vector<cuda::PbPipelineSlab> slabs;
+
+  SlabPlan(const long* n, const PipelineRequest& request, const MgSettings& settings) {
+    const std::vector<long> cuts = slab_cuts(n[2], request.devices.empty() ? 1 : request.devices.size());
+    const std::size_t count = cuts.size() - 1;
+    shapes.reserve(count);
+    levels.reserve(count);
+    slabs.resize(count);
+    for (std::size_t s = 0; s < count; ++s) {
+      cuda::PbPipelineSlab& slab = slabs[s];
+      slab.device = request.devices.empty() ? request.device : request.devices[s];
+      slab.first_plane = cuts[s];
+      slab.end_plane = cuts[s + 1];
+      // Its planes and, at each cut, the neighbour's first plane.
+      const long planes = slab.end_plane - slab.first_plane + (s > 0 ? 1 : 0) + (s + 1 < count ? 1 : 0);
+      shapes.push_back(hierarchy_shape({n[0], n[1], planes}, settings));
+      levels.push_back(device_levels(shapes.back()));
+      slab.levels = levels.back().data();
+      slab.level_count = static_cast<int>(levels.back().size());
+    }
+  }
+};
+
 }  // namespace
 
 bool pipeline_applies(const Atoms& atoms, const GridSpec& grid, const PbOptions& o) {
@@ -86,6 +114,13 @@ AtomCells sas_cell_geometry(const Atoms& atoms, const PbOptions& o) {
     c.n[d] = std::max(1L, static_cast<long>(std::ceil((box.hi[d] - box.lo[d]) / c.cell)) + 1);
   }
   return c;
+}
+
+std::vector<long> slab_cuts(long planes, std::size_t devices) {
+  const long slabs = std::max(1L, std::min(static_cast<long>(devices), planes / kMinSlabPlanes));
+  std::vector<long> cuts(static_cast<std::size_t>(slabs) + 1);
+  for (long s = 0; s <= slabs; ++s) cuts[static_cast<std::size_t>(s)] = planes * s / slabs;
+  return cuts;
 }
 
 std::vector<double> face_values(const std::vector<double>& full, const GridSpec& grid) {
@@ -129,15 +164,14 @@ PipelineSolve solve_with_pipeline(const Atoms& atoms, const GridSpec& grid, cons
   in.charge_method = charge_method_code(o.charges);
   in.faces = request.faces;
   const MgSettings settings;
-  const std::vector<MgLevel> shape = hierarchy_shape({in.n[0], in.n[1], in.n[2]}, settings);
-  const std::vector<cuda::PbMgLevel> levels = device_levels(shape);
-  in.levels = levels.data();
-  in.level_count = static_cast<int>(levels.size());
+  const SlabPlan plan(in.n, request, settings);
+  const std::vector<cuda::PbPipelineSlab>& slabs = plan.slabs;
+  in.slabs = slabs.data();
+  in.slab_count = static_cast<int>(slabs.size());
   in.run.smoothing = settings.smoothing;
   in.run.coarsest_sweeps = settings.coarsest_sweeps;
   in.run.tolerance = o.tolerance;
   in.run.max_iterations = o.max_iterations;
-  in.run.device = request.device;
   in.unit_scale = request.unit_scale;
   assign_poisoned(values, grid.point_count());  // every node written, or NaN; pages faulted in by several cores
   in.values = values.data();
@@ -170,6 +204,28 @@ PipelineSolve solve_with_pipeline(const Atoms& atoms, const GridSpec& grid, cons
                 {"device outputs (with copies)", r.output_seconds},
                 {"device call (all, with copies)", r.wall_seconds}};
   return out;
+}
+
+PbMemoryPlan check_slab_memory(const PbMemoryPlan& memory, const GridSpec& grid, const std::vector<int>& devices) {
+  const long planes = static_cast<long>(grid.dims[2]);
+  const std::vector<long> cuts = slab_cuts(planes, devices.size());
+  std::vector<std::pair<int, double>> share;  // device, planes held
+  for (std::size_t s = 0; s + 1 < cuts.size(); ++s) {
+    const double held = static_cast<double>(cuts[s + 1] - cuts[s] + 2);
+    auto it = std::find_if(share.begin(), share.end(), [&](const auto& d) { return d.first == devices[s]; });
+    if (it == share.end())
+      share.emplace_back(devices[s], held);
+    else
+      it->second += held;
+  }
+  for (const auto& [device, held] : share) {
+    PbMemoryPlan mine = memory;
+    mine.device_bytes = memory.device_bytes * std::min(1.0, held / static_cast<double>(planes));
+    std::size_t free = 0, total = 0;
+    cuda::pb_device_memory(device, free, total);
+    check_pb_memory(mine, grid, free, total, "GPU " + std::to_string(device), available_memory_bytes());
+  }
+  return memory;
 }
 
 PbEnergy energy_from_fixed_charge(const PbOptions& o, PbEnergyLevel level, double fixed_charge,

@@ -23,6 +23,7 @@
 #include "src/core/grid.h"
 #include "src/pb/pb_coefficients.h"
 #include "src/pb/pb_energy.h"
+#include "src/pb/pb_memory.h"
 #include "src/pb/pb_system.h"
 #include "src/pb_numerics/pb_pipeline_math.h"
 #include "src/physics/pb_options.h"
@@ -55,9 +56,27 @@ struct PipelineSolve {
   double device_peak_bytes = 0;
 };
 
+/// The fewest z-planes a slab holds when a grid is split over devices (fewer devices are used on
+/// thinner grids): below this a slab's V-cycle has too few planes to coarsen and the cut planes'
+/// share of its work grows.
+constexpr long kMinSlabPlanes = 16;
+
+/// Where a grid of `planes` z-planes is cut for `devices` slabs: slab s holds planes cuts[s] ..
+/// cuts[s + 1] − 1 (as equal as whole planes allow; fewer slabs when they would be thinner than
+/// kMinSlabPlanes).
+std::vector<long> slab_cuts(long planes, std::size_t devices);
+
+/// A grid split over `devices` (slab_cuts): each device's share of the plan's device bytes (its slabs'
+/// planes with their halo planes, over the grid's) checked against its free memory, and the host's
+/// share once (check_pb_memory's refusals). Returns `memory`.
+PbMemoryPlan check_slab_memory(const PbMemoryPlan& memory, const GridSpec& grid, const std::vector<int>& devices);
+
 /// What a pipeline run is asked for.
 struct PipelineRequest {
   int device = 0;
+  /// Several: the grid split by z-planes, a slab per entry in order (the same device may repeat:
+  /// several slabs on one GPU, as the tests run them); empty: `device` alone.
+  std::vector<int> devices;
   double unit_scale = 1;                       ///< kT/e → the map's unit
   bool potential = false;                      ///< return φ in double
   bool fixed_charge = false;                   ///< return APBS's spl2 Σ φ·q instead of φ
@@ -83,5 +102,11 @@ struct PipelineEmulation {
 };
 PipelineEmulation emulate_pipeline(const Atoms& atoms, const GridSpec& grid, const PbOptions& options,
                                    const std::vector<double>& faces);
+/// A slab's steps (a grid split over devices): the SAS lists (empty for atoms that cannot reach its
+/// planes), the open SAS points those atoms carve, and the codes and spread charges of planes
+/// first_plane .. first_plane + planes − 1; `system` is left empty. The codes and charges are the
+/// whole grid's there, bit for bit.
+PipelineEmulation emulate_slab(const Atoms& atoms, const GridSpec& grid, const PbOptions& options, long first_plane,
+                               long planes);
 
 }  // namespace espgrid::pb

@@ -6,6 +6,8 @@
 // the mol/smol surface as bytes and then as 4-byte node codes, gathers the spread charges, assembles
 // the right-hand side, builds the multigrid hierarchy and solves; the float map (and on request φ in
 // double, or only the fixed-charge energy Σ φ·q) comes back. src/pb/pb_pipeline.h is its host side.
+// A grid may be split over several devices (or several slabs of one, for tests) by z-planes: each
+// builds its planes' inputs from all the atoms, and one CG runs over the slabs.
 #pragma once
 
 #include <cstddef>
@@ -17,6 +19,17 @@
 #include "src/pb_numerics/pb_pipeline_math.h"
 
 namespace espgrid::cuda {
+
+/// One device's share of a grid split over devices by z-planes (a single slab: the whole grid).
+/// Its own grid is its planes and, at each cut, the neighbour's first plane: a face of its V-cycle,
+/// a halo for the CG (kernels/pb_pipeline.cu).
+struct PbPipelineSlab {
+  int device = 0;
+  long first_plane = 0;               ///< the first z-plane of the map it holds
+  long end_plane = 0;                 ///< one past its last
+  const PbMgLevel* levels = nullptr;  ///< its own grid's hierarchy shape (operators ignored)
+  int level_count = 0;
+};
 
 struct PbPipelineInput {
   pb::AtomArrays atoms;  ///< host arrays; radius and charge required
@@ -38,9 +51,9 @@ struct PbPipelineInput {
   /// The boundary values on the six faces (pb::boundary_nodes' order), kT/e: called once the
   /// surface's kernels are queued, so a direct sum running on another thread overlaps them.
   std::function<std::vector<double>()> faces;
-  const PbMgLevel* levels = nullptr;  ///< the hierarchy's shape (operators ignored)
-  int level_count = 0;
-  PbMgRun run;                       ///< run.device is the device
+  const PbPipelineSlab* slabs = nullptr;  ///< z-ordered, covering every plane once
+  int slab_count = 0;
+  PbMgRun run;                       ///< run.device unused: each slab names its device
   double unit_scale = 1;             ///< kT/e → the map's unit
   float* values = nullptr;           ///< host, written: the map
   double* potential = nullptr;       ///< host, optional: φ in double kT/e
@@ -61,8 +74,8 @@ struct PbPipelineResult {
   double output_seconds = 0;      ///< residual, combination, energy, copies back
   double faces_wait_seconds = 0;  ///< the host waiting for the boundary values (wall)
   double wall_seconds = 0;
-  std::size_t peak_bytes = 0;  ///< the most device memory the pipeline held at once
-  std::string device;
+  std::size_t peak_bytes = 0;  ///< the most device memory the pipeline held at once on one device
+  std::string device;          ///< the device, or "N × device" for several
 };
 
 void run_pb_pipeline(const PbPipelineInput& in, PbPipelineResult& out);

@@ -50,18 +50,6 @@ PbSolver parse_pb_solver(const std::string& text) {
 }
 
 namespace pb {
-namespace {}  // namespace
-
-std::vector<double> coulomb_map(const Atoms& atoms, const GridSpec& grid, const PbOptions& o,
-                                const KernelVariant& kernel, const RunOptions& run) {
-  PhysicsOptions physics;
-  physics.unit = PotentialUnit::KTPerE;
-  physics.temperature = o.temperature;
-  physics.dielectric = o.solute_dielectric;
-  physics.model = PairModel::Coulomb;
-  return direct_sum(atoms, grid, physics, kernel, run);
-}
-
 namespace {
 
 SolveReport solve_cuda(const PbSystem& system, std::vector<double>& u, const PbOptions& o, int device, int threads) {
@@ -203,6 +191,10 @@ SolvePlan plan_solve(const Atoms& atoms, const GridSpec& grid, const PbOptions& 
   p.pipeline = p.all_on_device && pb::pipeline_applies(atoms, grid, options);
   p.device_energy = p.pipeline && level == PbEnergyLevel::Total && options.charges == PbChargeMethod::Spl2 &&
                     !run.keep_potential && !maps_need_potential && !run.focus_child && !run.energy_partition;
+  if (run.devices.size() > 1 && !p.pipeline)  // docs/pb.md "Several GPUs" lists what the pipeline runs
+    throw UsageError(
+        "a PB grid is split over several GPUs by the device pipeline only (mol/smol, lpbe, atoms on "
+        "the grid, no maps from the coefficients; docs/pb.md): name one GPU (--device N)");
   return p;
 }
 
@@ -276,6 +268,7 @@ void solve_with_device_pipeline(const Atoms& atoms, const GridSpec& grid, const 
   });
   pb::PipelineRequest request;
   request.device = run.device;
+  request.devices = run.devices;
   request.unit_scale = plan.scale;
   request.fixed_charge = plan.device_energy;
   request.potential = plan.need_potential && !plan.device_energy;
@@ -449,6 +442,7 @@ pb::PbMemoryPlan check_memory(const Atoms& atoms, const GridSpec& grid, const Pb
   r.potential = plan.need_potential && !plan.device_energy;
   r.split = plan.split;
   const pb::PbMemoryPlan memory = pb::pb_memory_plan(atoms, grid, options, r);
+  if (plan.pipeline && run.devices.size() > 1) return pb::check_slab_memory(memory, grid, run.devices);
   std::size_t free = 0, total = 0;
   if (r.gpu) cuda::pb_device_memory(run.device, free, total);
   pb::check_pb_memory(memory, grid, free, total, r.gpu ? "GPU " + std::to_string(run.device) : std::string(),

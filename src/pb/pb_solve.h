@@ -60,6 +60,10 @@ struct PbRun {
   PbSolver solver = PbSolver::Auto;
   int threads = 0;  ///< CPU threads (0: all cores)
   int device = 0;   ///< CUDA device
+  /// Several CUDA devices: the grid split over them by z-planes, a slab each in this order (a
+  /// device may repeat: several slabs on one GPU). The device pipeline only (mol/smol, lpbe, atoms
+  /// on the mesh, no host maps); other plans are refused. `device` still runs the direct sums.
+  std::vector<int> devices;
   /// The direct-sum kernel for φ_Coulomb (Split): any registry row computing Coulomb (an
   /// approximate one is allowed: its error is declared). Null: the solver's backend's default.
   /// The boundary faces always use the backend's default exact kernel (they need Debye–Hückel).
@@ -130,11 +134,4 @@ struct PbBinding {
 PbBinding binding_energy(const Atoms& complex, const std::vector<Atoms>& parts, const GridSpec& grid,
                          const PbOptions& options, const PbRun& run = {});
 
-namespace pb {
-
-/// φ_Coulomb = k Σ q / (ε_solute r) at every node, kT/e, by `kernel`.
-std::vector<double> coulomb_map(const Atoms& atoms, const GridSpec& grid, const PbOptions& options,
-                                const KernelVariant& kernel, const RunOptions& run);
-
-}  // namespace pb
 }  // namespace espgrid

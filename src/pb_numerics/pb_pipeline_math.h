@@ -110,12 +110,25 @@ ESPGRID_PB_HD void sort_closest_first(int* list, long count, const AtomArrays& a
 
 /// A grid's nodes and spacing, and the three face arrays of solute flags (1 solute, 0 solvent) and
 /// the node array of ion accessibility flags (1 accessible); one byte each, x fastest.
+/// The arrays may hold a window of z-planes only (a slab of a grid split over devices): the
+/// planes k_first .. k_first + k_count − 1 of the whole grid, whose n, origin and indices every
+/// function keeps using, so a window's bytes are the whole grid's, bit for bit.
 struct SurfaceBytes {
-  long n[3] = {0, 0, 0};
+  long n[3] = {0, 0, 0};  ///< the whole grid's nodes
   double origin[3] = {0, 0, 0};
   double h[3] = {0, 0, 0};
+  long k_first = 0;  ///< the first z-plane stored
+  long k_count = 0;  ///< z-planes stored (n[2] for the whole grid)
   unsigned char* solute[3] = {nullptr, nullptr, nullptr};
   unsigned char* accessible = nullptr;
+
+  /// Node (i, j, k)'s place in the arrays (k within the window).
+  ESPGRID_PB_HD long stored(long i, long j, long k) const { return i + n[0] * (j + n[1] * (k - k_first)); }
+  /// Narrows an inclusive z-plane range to the stored window.
+  ESPGRID_PB_HD void clip_planes(long& lo, long& hi) const {
+    lo = lo < k_first ? k_first : lo;
+    hi = hi > k_first + k_count - 1 ? k_first + k_count - 1 : hi;
+  }
 };
 
 /// Writes `value` at every node of `array` (shifted by `shift` spacings from the nodes) within
@@ -128,6 +141,7 @@ ESPGRID_PB_HD void for_each_node_in_sphere(const SurfaceBytes& g, const double s
                        z - (g.origin[2] + shift[2] * g.h[2])};
   long lo[3], hi[3];
   for (int d = 0; d < 3; ++d) sphere_index_range(p[d], radius, g.h[d], g.n[d], lo[d], hi[d]);
+  g.clip_planes(lo[2], hi[2]);
   const double r2 = radius * radius;
   for (long k = lo[2]; k <= hi[2]; ++k)
     for (long j = lo[1]; j <= hi[1]; ++j)
@@ -137,6 +151,18 @@ ESPGRID_PB_HD void for_each_node_in_sphere(const SurfaceBytes& g, const double s
 
 /// The face arrays' offsets from the nodes, spacings (x faces at i + ½, ...).
 ESPGRID_PB_HD double face_shift(int face, int axis) { return face == axis ? 0.5 : 0.0; }
+
+/// Whether an atom at height z (radius r) can change the window's bytes: its own spheres and the
+/// probe spheres of its SAS points (centres r + probe away, radius probe) reach at most r + 2·probe,
+/// and sphere_index_range and the face arrays' half-spacing shift add at most one spacing (two
+/// allowed). A slab skips the SAS points of atoms that cannot, and their neighbour lists.
+ESPGRID_PB_HD bool reaches_window(const SurfaceBytes& g, double z, double radius, double probe) {
+  if (g.k_first == 0 && g.k_count == g.n[2]) return true;
+  const double reach = radius + 2.0 * probe + 2.0 * g.h[2];
+  const double lo = g.origin[2] + g.h[2] * static_cast<double>(g.k_first);
+  const double hi = g.origin[2] + g.h[2] * static_cast<double>(g.k_first + g.k_count - 1);
+  return z + reach >= lo && z - reach <= hi;
+}
 
 /// One point of atom a's SAS sphere (reference point (rx, ry, rz)): whether it is accessible
 /// (pb::sas_point_open over the atom's neighbour list), and if so its probe sphere carved to
@@ -151,9 +177,7 @@ ESPGRID_PB_HD bool carve_sas_point(const SurfaceBytes& g, const AtomArrays& at, 
   for (int d = 0; d < 3; ++d) {
     const double shift[3] = {face_shift(d, 0), face_shift(d, 1), face_shift(d, 2)};
     unsigned char* array = g.solute[d];
-    const long n0 = g.n[0], n1 = g.n[1];
-    for_each_node_in_sphere(g, shift, px, py, pz, probe,
-                            [&](long i, long j, long k) { array[i + n0 * (j + n1 * k)] = 0; });
+    for_each_node_in_sphere(g, shift, px, py, pz, probe, [&](long i, long j, long k) { array[g.stored(i, j, k)] = 0; });
   }
   return true;
 }
@@ -188,7 +212,7 @@ ESPGRID_PB_HD unsigned smol_pattern(const unsigned char* const* solute, int d, l
 ESPGRID_PB_HD std::uint32_t node_code(const SurfaceBytes& g, bool smooth, bool salt, long i, long j, long k) {
   const long* n = g.n;
   const long sx = 1, sy = n[0], sz = n[0] * n[1];
-  const long idx = i + sy * j + sz * k;
+  const long idx = g.stored(i, j, k);  // the window holds planes k − 1 .. k + 1 where they exist
   const bool ii = i > 0 && i<n[0] - 1, ij = j> 0 && j<n[1] - 1, ik = k> 0 && k < n[2] - 1;
   const bool open[3] = {i < n[0] - 1 && ij && ik, j < n[1] - 1 && ii && ik, k < n[2] - 1 && ii && ij};
   std::uint32_t code = 0;
@@ -407,6 +431,29 @@ ESPGRID_PB_HD long face_index(const long* n, long i, long j, long k) {
 
 ESPGRID_PB_HD bool on_faces(const long* n, long i, long j, long k) {
   return i == 0 || j == 0 || k == 0 || i == n[0] - 1 || j == n[1] - 1 || k == n[2] - 1;
+}
+
+/// A slab's face values (its grid: the whole grid's planes first .. first + n[2] − 1; `n` the slab's
+/// nodes) from the whole grid's (`whole`, n[2] = whole_planes): the whole grid's value where the
+/// slab's face node is one of the whole grid's, 0 on a cut plane (the slab's own unknowns there
+/// are its neighbour's; the CG couples them, so nothing is folded into the right-hand side).
+inline void slab_face_values(const double* whole, long whole_planes, const long* n, long first, double* out) {
+  const long whole_n[3] = {n[0], n[1], whole_planes};
+  const auto value = [&](long i, long j, long k) {
+    const long kk = k + first;
+    return on_faces(whole_n, i, j, kk) ? whole[face_index(whole_n, i, j, kk)] : 0.0;
+  };
+  for (long k = 0; k < n[2]; ++k) {
+    const bool full = k == 0 || k == n[2] - 1;
+    for (long j = 0; j < n[1]; ++j) {
+      if (full || j == 0 || j == n[1] - 1) {
+        for (long i = 0; i < n[0]; ++i) out[face_index(n, i, j, k)] = value(i, j, k);
+      } else {
+        out[face_index(n, 0, j, k)] = value(0, j, k);
+        out[face_index(n, n[0] - 1, j, k)] = value(n[0] - 1, j, k);
+      }
+    }
+  }
 }
 
 /// The Direct formulation's right-hand side at interior node (i, j, k): zmagic·charge, then each

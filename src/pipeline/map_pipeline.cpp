@@ -113,9 +113,6 @@ void keep_open_mpi_files_in_a_private_folder() {
 /// caller's object (compute_map returns it by its one name: no move).
 void compute_pb_map(MapResult& result, const Atoms& atoms, const MapRequest& request, const KernelSelection& kernel,
                     MapFiles* files) {
-  if (request.compute.run.devices.size() > 1)  // not one GPU's solve under another name
-    throw UsageError("--model pb solves on one GPU (--device N): splitting a PB grid over " +
-                     std::to_string(request.compute.run.devices.size()) + " GPUs is not implemented yet");
   result.kernel = kernel;
   result.map.grid = request.grid;
   result.map.physics = request.physics;
@@ -129,6 +126,10 @@ void compute_pb_map(MapResult& result, const Atoms& atoms, const MapRequest& req
                                                                 : PbSolver::Auto;
   run.threads = request.compute.run.threads;
   run.device = request.compute.run.device;
+  if (request.compute.run.devices.size() > 1) {  // the grid split over them (pb_pipeline.h), or refused
+    run.devices = request.compute.run.devices;
+    run.device = run.devices.front();
+  }
   run.direct_sum = kernel.kernel;
   run.unit = request.physics.unit;
   run.workspace = request.compute.run.workspace;

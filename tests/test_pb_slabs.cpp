@@ -1,0 +1,209 @@
+// A PB grid split over devices by z-planes (issue 33; kernels/pb_pipeline.cu's slabs): where the
+// grid is cut, a slab's face values, and a slab's codes and spread charges against the whole
+// grid's, bit for bit, by the pipeline's CPU emulation; on a GPU, the map of several slabs (on one
+// device, and on two where there are two) against the one-slab map, and the refusal of what the
+// slabs do not run. The CUDA cases skip without a GPU (ESPGRID_REQUIRE_GPU=1 makes them fail).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <iostream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "src/core/errors.h"
+#include "src/pb/pb_boundary.h"
+#include "src/pb/pb_pipeline.h"
+#include "src/pb/pb_solve.h"
+#include "src/pipeline/map_pipeline.h"
+#include "src/registry/kernel_registry.h"
+#include "tests/pb_test_support.h"
+#include "tests/test_support.h"
+
+namespace espgrid {
+namespace {
+
+using testing::grid_around;
+
+TEST(PbSlabs, CutsShareThePlanesEquallyAndKeepSlabsThick) {
+  EXPECT_EQ(pb::slab_cuts(100, 1), (std::vector<long>{0, 100}));
+  EXPECT_EQ(pb::slab_cuts(100, 2), (std::vector<long>{0, 50, 100}));
+  EXPECT_EQ(pb::slab_cuts(101, 3), (std::vector<long>{0, 33, 67, 101}));
+  // Thinner than kMinSlabPlanes a slab: fewer slabs.
+  EXPECT_EQ(pb::slab_cuts(2 * pb::kMinSlabPlanes - 1, 4).size(), 2u);
+  EXPECT_EQ(pb::slab_cuts(2 * pb::kMinSlabPlanes, 4).size(), 3u);
+  for (const long planes : {5L, 33L, 161L, 629L})
+    for (std::size_t devices = 1; devices <= 8; ++devices) {
+      const std::vector<long> cuts = pb::slab_cuts(planes, devices);
+      ASSERT_GE(cuts.size(), 2u);
+      EXPECT_EQ(cuts.front(), 0);
+      EXPECT_EQ(cuts.back(), planes);
+      for (std::size_t s = 0; s + 1 < cuts.size(); ++s)
+        if (cuts.size() > 2) EXPECT_GE(cuts[s + 1] - cuts[s], pb::kMinSlabPlanes) << planes << " / " << devices;
+    }
+}
+
+TEST(PbSlabs, FaceValuesAreTheWholeGridsAndZeroOnTheCuts) {
+  const long whole[3] = {6, 7, 40};
+  std::vector<double> faces(static_cast<std::size_t>(pb::face_node_count(whole)));
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<double> value(0.5, 2.0);  // never 0: a copied value cannot pass as a cut's
+  for (double& v : faces) v = value(rng);
+  struct Slab {
+    long first, planes;
+  };
+  for (const Slab s : {Slab{0, 40}, Slab{0, 21}, Slab{19, 21}, Slab{11, 13}}) {
+    const long n[3] = {whole[0], whole[1], s.planes};
+    std::vector<double> mine(static_cast<std::size_t>(pb::face_node_count(n)), -1.0);
+    pb::slab_face_values(faces.data(), whole[2], n, s.first, mine.data());
+    for (long k = 0; k < n[2]; ++k)
+      for (long j = 0; j < n[1]; ++j)
+        for (long i = 0; i < n[0]; ++i) {
+          if (!pb::on_faces(n, i, j, k)) continue;
+          const double got = mine[static_cast<std::size_t>(pb::face_index(n, i, j, k))];
+          const long kk = k + s.first;
+          if (pb::on_faces(whole, i, j, kk))
+            EXPECT_EQ(got, faces[static_cast<std::size_t>(pb::face_index(whole, i, j, kk))])
+                << i << "," << j << "," << kk;
+          else
+            EXPECT_EQ(got, 0.0) << "cut plane " << kk;
+        }
+  }
+}
+
+/// Every window's codes and charges are the whole grid's planes, bit for bit.
+void expect_slabs_are_the_whole_grids(const Atoms& atoms, const GridSpec& g, const PbOptions& o,
+                                      const std::string& what) {
+  const long n2 = static_cast<long>(g.dims[2]);
+  const std::size_t plane = g.dims[0] * g.dims[1];
+  const pb::PipelineEmulation whole = pb::emulate_slab(atoms, g, o, 0, n2);
+  struct Window {
+    long first, planes;
+  };
+  // The first and last planes (a slab with the grid's face), the middle, one plane, a cut through the molecule.
+  for (const Window w :
+       {Window{0, 9}, Window{n2 - 8, 8}, Window{n2 / 2 - 5, 11}, Window{n2 / 2, 1}, Window{3, n2 - 6}}) {
+    const pb::PipelineEmulation slab = pb::emulate_slab(atoms, g, o, w.first, w.planes);
+    const std::size_t begin = plane * static_cast<std::size_t>(w.first),
+                      count = plane * static_cast<std::size_t>(w.planes);
+    ASSERT_EQ(slab.codes.size(), count);
+    const std::vector<std::uint32_t> codes(whole.codes.begin() + begin, whole.codes.begin() + begin + count);
+    const std::vector<double> charge(whole.charge.begin() + begin, whole.charge.begin() + begin + count);
+    EXPECT_EQ(slab.codes, codes) << what << ", planes " << w.first << " + " << w.planes;
+    EXPECT_EQ(slab.charge, charge) << what << ", planes " << w.first << " + " << w.planes;
+    // Only atoms that reach the window keep their SAS lists.
+    EXPECT_LE(slab.neighbours.atoms.size(), whole.neighbours.atoms.size()) << what;
+  }
+  std::size_t mass = 0;
+  for (const std::uint32_t c : whole.codes) mass += (c >> pb::kMassBit) & 1u;
+  EXPECT_GT(mass, 0u) << what << ": no ion-accessible node";
+  EXPECT_GT(whole.sas_points, 0u) << what << ": no open SAS point";
+}
+
+TEST(PbSlabs, ASlabsCodesAndChargesAreTheWholeGridsPlanes) {
+  const Atoms fas = testing::load_molecule("fasciculin2.pqr");
+  const GridSpec g = grid_around(fas, 1.0, 6);
+  for (const PbSurface s : {PbSurface::Smol, PbSurface::Mol})
+    for (const PbChargeMethod m : {PbChargeMethod::Spl2, PbChargeMethod::Spl0, PbChargeMethod::Spl4}) {
+      PbOptions o;
+      o.surface = s;
+      o.charges = m;
+      expect_slabs_are_the_whole_grids(fas, g, o, surface_name(s) + " " + charge_method_name(m));
+    }
+  // Unequal spacings and a wide probe: a window's reach test has to hold on the longest axis.
+  GridSpec skew = grid_around(fas, 0.9, 5, 1);
+  skew.spacing = {0.9, 0.8, 1.1};
+  PbOptions o;
+  o.probe_radius = 2.0;
+  expect_slabs_are_the_whole_grids(fas, skew, o, "skewed spacings, probe 2 A");
+}
+
+TEST(PbSlabs, WhatTheSlabsDoNotRunIsRefusedNamingTheRemedy) {
+  const Atoms fas = testing::load_molecule("fasciculin2.pqr");
+  MapRequest request;
+  request.grid = grid_around(fas, 1.2, 7);
+  request.physics.method = MapMethod::PoissonBoltzmann;
+  request.physics.pb.equation = PbEquation::Nonlinear;  // the pipeline solves the linear equation only
+  request.compute.run.devices = {0, 1};
+  const KernelSelection kernel{&default_kernel(Backend::Cpu), "test", 0};
+  try {
+    compute_map(fas, request, kernel);
+    FAIL() << "--model pb --pb-equation npbe over two devices was not refused";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("device pipeline only"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("--device N"), std::string::npos) << e.what();
+  }
+}
+
+// ---- on a GPU: several slabs against one -------------------------------------------------------------
+
+/// The relative RMS difference of two potentials.
+double relative_rms(const std::vector<double>& a, const std::vector<double>& b) {
+  double num = 0, den = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    num += (a[i] - b[i]) * (a[i] - b[i]);
+    den += b[i] * b[i];
+  }
+  return std::sqrt(num / den);
+}
+
+/// The map on `devices` (a slab each) against the one-slab map, both solved to 1e-10: the two
+/// CGs stop at residuals ≤ 1e-10 of ‖b‖ and the operator's condition number on these grids is
+/// ~1e3, so their solutions differ by ≲ 1e-7 relative (allowed: 1e-6).
+void expect_slabs_give_the_one_slab_map(const std::vector<int>& devices) {
+  const Atoms fas = testing::load_molecule("fasciculin2.pqr");
+  const GridSpec g = grid_around(fas, 0.6, 8, 1);  // odd plane count, cuts through the protein
+  for (const PbChargeMethod m : {PbChargeMethod::Spl2, PbChargeMethod::Spl4}) {
+    PbOptions o;
+    o.charges = m;
+    o.tolerance = 1e-10;
+    o.max_iterations = 500;
+    PbRun run;
+    run.solver = PbSolver::CudaMultigrid;
+    run.keep_potential = true;
+    const PbResult one = solve_pb(fas, g, o, run);
+    run.devices = devices;
+    const PbResult split = solve_pb(fas, g, o, run);
+    const std::string what = std::to_string(devices.size()) + " slabs, " + charge_method_name(m);
+    ASSERT_NE(split.solve.device.find(std::to_string(devices.size()) + " slabs"), std::string::npos)
+        << what << ": " << split.solve.device;
+    ASSERT_EQ(split.values.size(), one.values.size());
+    std::size_t bad = 0;
+    for (const float v : split.values) bad += !std::isfinite(v);  // every plane written (poisoned first)
+    EXPECT_EQ(bad, 0u) << what;
+    EXPECT_LE(relative_rms(split.potential, one.potential), 1e-6) << what;
+    EXPECT_LE(split.solve.relative_residual, 1e-10) << what;  // recomputed across the cuts
+    EXPECT_EQ(split.sas_points, one.sas_points) << what;      // each atom's points counted once
+    // Block Jacobi across the cuts: more iterations than one V-cycle over the whole grid, not many more.
+    EXPECT_GE(split.solve.iterations, one.solve.iterations) << what;
+    EXPECT_LE(split.solve.iterations, 4 * one.solve.iterations + 10) << what;
+    std::cout << "[ slabs    ] " << what << ": " << one.solve.iterations << " -> " << split.solve.iterations
+              << " iterations, relative RMS " << relative_rms(split.potential, one.potential) << "\n";
+  }
+  // The energy the device sums itself (spl2 total: Σ φ·q over each slab's own planes).
+  PbOptions o;
+  o.energy.level = PbEnergyLevel::Total;
+  o.tolerance = 1e-10;
+  o.max_iterations = 500;
+  PbRun run;
+  run.solver = PbSolver::CudaMultigrid;
+  const PbResult one = solve_pb(fas, g, o, run);
+  run.devices = devices;
+  const PbResult split = solve_pb(fas, g, o, run);
+  EXPECT_NEAR(split.energy.total, one.energy.total, 1e-7 * std::fabs(one.energy.total));
+}
+
+TEST(PbSlabsGpu, SlabsOnOneDeviceGiveTheOneSlabMap) {
+  ESPGRID_REQUIRE_CUDA_OR_SKIP();
+  expect_slabs_give_the_one_slab_map({0, 0});
+  expect_slabs_give_the_one_slab_map({0, 0, 0});
+}
+
+TEST(PbSlabsGpu, SlabsOnTwoDevicesGiveTheOneSlabMap) {
+  std::vector<int> devices;
+  ESPGRID_REQUIRE_GPUS_OR_SKIP(2, devices);
+  expect_slabs_give_the_one_slab_map({devices[0], devices[1]});
+}
+
+}  // namespace
+}  // namespace espgrid
