@@ -20,6 +20,7 @@
 #include "src/pb/pb_boundary.h"
 #include "src/pb/pb_charges.h"
 #include "src/pb/pb_coefficients.h"
+#include "src/pb/pb_limits.h"
 #include "src/pb/pb_memory.h"
 #include "src/pb/pb_multigrid.h"
 #include "src/pb/pb_pipeline.h"
@@ -437,6 +438,22 @@ TEST(PbMemory, DevicePipelineNeedsAtMost64BytesAPoint) {
   const pb::PbMemoryPlan old = pb::pb_memory_plan(fas, g, split, true);
   EXPECT_EQ(old.path, pb::PbMemoryPath::DeviceMaps);
   EXPECT_GT(old.device_bytes / old.points, 120.0) << old.describe();
+}
+
+TEST(PbMemory, TheEarlyCheckCountsTheDevicePipelinesHostShare) {
+  // Before the atoms are read, options the device pipeline runs count its 12 B a point on the host
+  // (the float map, φ in double), not the hybrid path's 168: a 2·10⁹-point grid split over two GPUs
+  // needs ~24 GB of the host, not ~330 GB. The other paths keep their estimates.
+  GridSpec g;
+  g.dims = {1000, 1000, 1000};
+  PbOptions o;
+  EXPECT_DOUBLE_EQ(pb::pb_host_bytes(g, o, true), 12e9);
+  o.equation = PbEquation::Nonlinear;
+  EXPECT_GE(pb::pb_host_bytes(g, o, true), 168e9);
+  o = PbOptions{};
+  o.surface = PbSurface::Spline;
+  EXPECT_GE(pb::pb_host_bytes(g, o, true), 168e9);
+  EXPECT_GE(pb::pb_host_bytes(g, PbOptions{}, false), 300e9);  // hypre's
 }
 
 TEST(PbMemory, WhatDoesNotFitIsRefusedNamingTheNeedAndTheRemedy) {

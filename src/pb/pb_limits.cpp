@@ -36,6 +36,14 @@ constexpr double kMpiStartBytes = 160.0 * 1024 * 1024;
 // On a GPU the host holds the map, the boundary values, the Coulomb map or spread charges and, when
 // the host builds the coefficients and the multigrid hierarchy, those too (by the code).
 constexpr double kGpuHostBytes = 168;
+// The device pipeline (pb_pipeline.h: mol/smol, lpbe, the direct formulation, no sampled surface)
+// leaves the host the float map and, for energies or focusing, φ in double: 12 (docs/pb.md "Memory").
+constexpr double kPipelineHostBytes = 12;
+
+bool pipeline_options(const PbOptions& o) {
+  return (o.surface == PbSurface::Mol || o.surface == PbSurface::Smol) && o.sampling < 2 &&
+         o.equation == PbEquation::Linearized && o.formulation == PbFormulation::Direct;
+}
 
 double point_count(const GridSpec& grid) { return double(grid.dims[0]) * double(grid.dims[1]) * double(grid.dims[2]); }
 
@@ -56,6 +64,7 @@ double hypre_bytes(const GridSpec& grid) {
 
 double pb_host_bytes(const GridSpec& grid, const PbOptions& options, bool on_gpu) {
   const double points = point_count(grid);
+  if (on_gpu && pipeline_options(options)) return kPipelineHostBytes * points;  // the precise plan: pb_memory.h
   const double surface = kSurfaceBytes * points + 3.0 * double(sampled_surface_points(grid, options));
   const double solve =
       on_gpu ? kGpuHostBytes * points : kEspgridSolveBytes * points + hypre_bytes(grid) + kMpiStartBytes;

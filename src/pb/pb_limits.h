@@ -21,7 +21,8 @@ std::uint64_t sampled_surface_points(const GridSpec& grid, const PbOptions& opti
 /// Host bytes a PB solve of `grid` needs at its peak, beyond what the program already holds: the
 /// larger of the surface phase (coefficient maps, the sampled surface's fine grid) and the solve
 /// (espgrid's system and, on the CPU, hypre's matrix, vectors and multigrid levels). `on_gpu`:
-/// the CUDA multigrid solves (its device memory is the driver's to report).
+/// the CUDA multigrid solves (its device memory is the driver's to report); with options the device
+/// pipeline runs (mol/smol, lpbe, direct, no sampled surface), its host share, 12 B a point.
 double pb_host_bytes(const GridSpec& grid, const PbOptions& options, bool on_gpu);
 /// The share of pb_host_bytes that hypre itself allocates (0 on the GPU).
 double hypre_bytes(const GridSpec& grid);
