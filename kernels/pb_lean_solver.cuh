@@ -13,6 +13,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstddef>
 #include <string>
@@ -51,12 +52,14 @@ struct Transfer {
   bool coarsened[3];
 };
 
+/// One colour's Gauss–Seidel updates; a node's colour is the parity of its whole-level indices
+/// (`k_offset`: the whole level's plane of this array's plane 0), so slabs sweep as one grid.
 template <class Op>
-__global__ void half_sweep_kernel(Op a, double* x, const double* b, int color) {
+__global__ void half_sweep_kernel(Op a, double* x, const double* b, int color, long k_offset) {
   const long idx = static_cast<long>(blockIdx.x) * blockDim.x + threadIdx.x;
   Index p;
   if (!node_of(idx, a.n, p)) return;
-  if (!pb::interior(a.n, p.i, p.j, p.k) || ((p.i + p.j + p.k) & 1) != color) return;
+  if (!pb::interior(a.n, p.i, p.j, p.k) || ((p.i + p.j + p.k + k_offset) & 1) != color) return;
   x[idx] = pb::gauss_seidel_value(a, x, b, idx);
 }
 
@@ -76,18 +79,21 @@ __global__ void apply_kernel(Op a, const double* x, double* y) {
   y[idx] = pb::interior(a.n, p.i, p.j, p.k) ? pb::apply_row(a, x, idx) : 0.0;
 }
 
+/// The coarse operator at the coarse planes k_begin .. k_end − 1 (a slab's own; all of a whole level).
 template <class Op>
-__global__ void coarse_operator_kernel(Transfer t, Op fine, double* wx, double* wy, double* wz, double* c) {
-  const long idx = static_cast<long>(blockIdx.x) * blockDim.x + threadIdx.x;
+__global__ void coarse_operator_kernel(Transfer t, Op fine, long k_begin, long k_end, double* wx, double* wy,
+                                       double* wz, double* c) {
+  const long idx = static_cast<long>(blockIdx.x) * blockDim.x + threadIdx.x + k_begin * t.nc[0] * t.nc[1];
   Index p;
-  if (!node_of(idx, t.nc, p)) return;
+  if (!node_of(idx, t.nc, p) || p.k >= k_end) return;
   pb::coarse_node(fine, t.nf, t.nc, t.maps, t.coarsened, p.i, p.j, p.k, wx[idx], wy[idx], wz[idx], c[idx]);
 }
 
-__global__ void restrict_kernel(Transfer t, const double* r_fine, double* b_coarse) {
-  const long idx = static_cast<long>(blockIdx.x) * blockDim.x + threadIdx.x;
+/// The restricted residual at the coarse planes k_begin .. k_end − 1.
+__global__ void restrict_kernel(Transfer t, const double* r_fine, long k_begin, long k_end, double* b_coarse) {
+  const long idx = static_cast<long>(blockIdx.x) * blockDim.x + threadIdx.x + k_begin * t.nc[0] * t.nc[1];
   Index p;
-  if (!node_of(idx, t.nc, p)) return;
+  if (!node_of(idx, t.nc, p) || p.k >= k_end) return;
   b_coarse[idx] =
       pb::interior(t.nc, p.i, p.j, p.k) ? pb::restrict_value(r_fine, t.nf, t.maps, t.coarsened, p.i, p.j, p.k) : 0.0;
 }
@@ -151,6 +157,8 @@ struct CoarseLevel {
   Tracked<int> fine_of[3], coarse_lo[3];
   Tracked<unsigned char> mid[3];
   bool coarsened[3] = {false, false, false};
+  PbMgSpan span = PbMgSpan::Whole;
+  long plane_offset = 0, own_begin = 0, own_end = 0;
   pb::MgOperator op() const {
     pb::MgOperator a;
     for (int d = 0; d < 3; ++d) a.n[d] = n[d];
@@ -162,16 +170,30 @@ struct CoarseLevel {
   }
 };
 
-/// CG preconditioned by one V-cycle, level 0's operator of type Top. The caller owns the stream.
+/// One level's arrays as the V-cycle sees them: level 0's are the CG's (x: z, b: r, r: q).
+struct LevelArrays {
+  long n[3] = {0, 0, 0};
+  long size = 0;
+  double *x = nullptr, *b = nullptr, *r = nullptr;
+  PbMgSpan span = PbMgSpan::Whole;
+  long plane_offset = 0, own_begin = 0, own_end = 0;
+};
+
+/// CG preconditioned by one V-cycle, level 0's operator of type Top; one slab's share of it when the
+/// grid is split over devices (kernels/pb_slab_solver.cuh runs the slabs' cycle and CG together; one
+/// slab is this class's arithmetic alone). The caller owns the stream.
 template <class Top>
 class Solver {
  public:
   Solver(Ledger& ledger, const PbMgRun& run, cudaStream_t stream) : ledger_(ledger), run_(run), stream_(stream) {}
 
-  /// Level 0's vectors (zero) and the coarser levels' shapes; their operators from `top`.
-  void build(const Top& top, const PbMgLevel* shape, int count) {
+  /// Level 0's vectors (zero) and the coarser levels' shapes and vectors; their operators come from
+  /// build_operators (kernels/pb_slab_solver.cuh; `build` does both for one slab).
+  void shape(const Top& top, const PbMgLevel* shape, int count) {
     top_ = top;
     size_ = top.n[0] * top.n[1] * top.n[2];
+    top_span_ = shape[0].span;
+    top_offset_ = shape[0].plane_offset;
     const std::size_t size = static_cast<std::size_t>(size_);
     u_ = Tracked<double>(ledger_, size, "PB solution");
     r_ = Tracked<double>(ledger_, size, "PB residual");
@@ -184,18 +206,91 @@ class Solver {
       ESPGRID_CUDA_CHECK(cudaMemsetAsync(v, 0, size * sizeof(double), stream_));
     coarse_.clear();
     coarse_.resize(static_cast<std::size_t>(std::max(0, count - 1)));
-    for (int l = 1; l < count; ++l) {
-      CoarseLevel& d = coarse_[static_cast<std::size_t>(l - 1)];
-      shape_level(d, shape[l], shape[l - 1], l);
-      const Transfer t = transfer(static_cast<std::size_t>(l));
-      if (l == 1)
-        coarse_operator_kernel<<<blocks_for(d.size), kBlock, 0, stream_>>>(t, top_, d.wx.get(), d.wy.get(), d.wz.get(),
-                                                                           d.c.get());
-      else
-        coarse_operator_kernel<<<blocks_for(d.size), kBlock, 0, stream_>>>(
-            t, coarse_[static_cast<std::size_t>(l - 2)].op(), d.wx.get(), d.wy.get(), d.wz.get(), d.c.get());
-      ESPGRID_CUDA_CHECK_LAUNCH();
+    for (int l = 1; l < count; ++l) shape_level(coarse_[static_cast<std::size_t>(l - 1)], shape[l], shape[l - 1], l);
+  }
+
+  /// The coarse operator of level l (≥ 1) at its own planes, from the level above.
+  void coarse_operator(std::size_t l) {
+    CoarseLevel& d = coarse_[l - 1];
+    const Transfer t = transfer(l);
+    const long planes = d.own_end - d.own_begin, count = planes * d.n[0] * d.n[1];
+    if (count <= 0) return;
+    if (l == 1)
+      coarse_operator_kernel<<<blocks_for(count), kBlock, 0, stream_>>>(t, top_, d.own_begin, d.own_end, d.wx.get(),
+                                                                        d.wy.get(), d.wz.get(), d.c.get());
+    else
+      coarse_operator_kernel<<<blocks_for(count), kBlock, 0, stream_>>>(t, coarse_[l - 2].op(), d.own_begin, d.own_end,
+                                                                        d.wx.get(), d.wy.get(), d.wz.get(), d.c.get());
+    ESPGRID_CUDA_CHECK_LAUNCH();
+  }
+
+  std::size_t levels() const { return coarse_.size() + 1; }
+  LevelArrays level(std::size_t l) {
+    LevelArrays a;
+    if (l == 0) {
+      for (int d = 0; d < 3; ++d) a.n[d] = top_.n[d];
+      a.size = size_;
+      a.x = z_.get();
+      a.b = r_.get();
+      a.r = q_.get();
+      a.span = top_span_;
+      a.plane_offset = top_offset_;
+      a.own_end = top_.n[2];
+      return a;
     }
+    CoarseLevel& c = coarse_[l - 1];
+    for (int d = 0; d < 3; ++d) a.n[d] = c.n[d];
+    a.size = c.size;
+    a.x = c.x.get();
+    a.b = c.b.get();
+    a.r = c.r.get();
+    a.span = c.span;
+    a.plane_offset = c.plane_offset;
+    a.own_begin = c.own_begin;
+    a.own_end = c.own_end;
+    return a;
+  }
+  /// Level l's (≥ 1) operator arrays: wx, wy, wz, c.
+  std::array<double*, 4> operator_arrays(std::size_t l) {
+    CoarseLevel& c = coarse_[l - 1];
+    return {c.wx.get(), c.wy.get(), c.wz.get(), c.c.get()};
+  }
+
+  // The V-cycle's steps on level l of this slab.
+  void zero(std::size_t l) {
+    const LevelArrays a = level(l);
+    ESPGRID_CUDA_CHECK(cudaMemsetAsync(a.x, 0, static_cast<std::size_t>(a.size) * sizeof(double), stream_));
+  }
+  void half_sweep(std::size_t l, int color) {
+    const LevelArrays a = level(l);
+    if (l == 0)
+      half_sweep_kernel<<<blocks_for(a.size), kBlock, 0, stream_>>>(top_, a.x, a.b, color, a.plane_offset);
+    else
+      half_sweep_kernel<<<blocks_for(a.size), kBlock, 0, stream_>>>(coarse_[l - 1].op(), a.x, a.b, color,
+                                                                    a.plane_offset);
+    ESPGRID_CUDA_CHECK_LAUNCH();
+  }
+  void level_residual(std::size_t l) {
+    const LevelArrays a = level(l);
+    if (l == 0)
+      residual_kernel<<<blocks_for(a.size), kBlock, 0, stream_>>>(top_, a.x, a.b, a.r);
+    else
+      residual_kernel<<<blocks_for(a.size), kBlock, 0, stream_>>>(coarse_[l - 1].op(), a.x, a.b, a.r);
+    ESPGRID_CUDA_CHECK_LAUNCH();
+  }
+  /// Level l's residual restricted to level l + 1's own planes.
+  void restrict_down(std::size_t l) {
+    const LevelArrays f = level(l), c = level(l + 1);
+    const long count = (c.own_end - c.own_begin) * c.n[0] * c.n[1];
+    if (count <= 0) return;
+    restrict_kernel<<<blocks_for(count), kBlock, 0, stream_>>>(transfer(l + 1), f.r, c.own_begin, c.own_end, c.b);
+    ESPGRID_CUDA_CHECK_LAUNCH();
+  }
+  /// Level l + 1's correction added to level l's x.
+  void prolong_up(std::size_t l) {
+    const LevelArrays f = level(l), c = level(l + 1);
+    prolong_add_kernel<<<blocks_for(f.size), kBlock, 0, stream_>>>(transfer(l + 1), c.x, f.x);
+    ESPGRID_CUDA_CHECK_LAUNCH();
   }
 
   long size() const { return size_; }
@@ -210,6 +305,7 @@ class Solver {
   /// drives every slab's solver from one thread).
   void select() const { ESPGRID_CUDA_CHECK(cudaSetDevice(run_.device)); }
   cudaStream_t stream() const { return stream_; }
+  const PbMgRun& run() const { return run_; }
 
   /// a·b (b null: Σ a) over level 0's nodes, in a fixed order.
   double dot(const double* a, const double* b) {
@@ -237,70 +333,9 @@ class Solver {
     ESPGRID_CUDA_CHECK_LAUNCH();
   }
 
-  /// CG from u = 0 with the right-hand side in r(): pb_multigrid.cu's loop.
-  int solve(double tolerance, int max_iterations, double& own_residual) {
-    Solver* self = this;
-    return solve_slabs(
-        &self, 1, [] {}, tolerance, max_iterations, own_residual);
-  }
-
-  /// The CG of solve over the slabs of one grid (kernels/pb_pipeline.cu): each slab's solver holds
-  /// its planes and a neighbour plane at each cut, `exchange_direction` copies p's neighbour planes
-  /// before each product A p, the dot products are the slabs' sums added in slab order, and the
-  /// preconditioner is each slab's V-cycle on its own planes (block Jacobi: the cut planes are
-  /// faces of the slab's cycle). One slab is solve's arithmetic exactly.
-  template <class Exchange>
-  static int solve_slabs(Solver* const* slabs, int count, Exchange&& exchange_direction, double tolerance,
-                         int max_iterations, double& own_residual) {
-    const auto each = [&](auto&& f) {
-      for (int s = 0; s < count; ++s) {
-        slabs[s]->select();
-        f(*slabs[s]);
-      }
-    };
-    const auto dot = [&](double* (Solver::*a)(), double* (Solver::*b)()) {
-      each([&](Solver& s) { s.dot_launch((s.*a)(), (s.*b)()); });
-      double sum = 0.0;
-      for (int s = 0; s < count; ++s) {
-        slabs[s]->select();
-        const double v = slabs[s]->dot_fetch();
-        sum = s == 0 ? v : sum + v;
-      }
-      return sum;
-    };
-    const double bnorm = std::sqrt(dot(&Solver::r, &Solver::r));
-    if (bnorm == 0.0) {
-      own_residual = 0.0;
-      return 0;
-    }
-    each([](Solver& s) { s.first_direction(); });
-    double rz = dot(&Solver::r, &Solver::z);
-    double rnorm = bnorm;
-    int it = 0;
-    while (it < max_iterations && rnorm > tolerance * bnorm) {
-      exchange_direction();
-      each([](Solver& s) { s.apply_direction(); });
-      const double pq = dot(&Solver::p, &Solver::q);
-      if (!(pq > 0.0)) throw Error("PB multigrid (CUDA): the operator is not positive definite");
-      const double alpha = rz / pq;
-      each([alpha](Solver& s) { s.update_solution(alpha); });
-      ++it;
-      rnorm = std::sqrt(dot(&Solver::r, &Solver::r));
-      if (rnorm <= tolerance * bnorm) break;
-      each([](Solver& s) { s.precondition(); });
-      const double rz_new = dot(&Solver::r, &Solver::z);
-      const double beta = rz_new / rz;
-      rz = rz_new;
-      each([beta](Solver& s) { s.update_direction(beta); });
-    }
-    own_residual = rnorm / bnorm;
-    return it;
-  }
-
- private:
-  /// The CG's steps on this slab: p = M⁻¹ r; q = A p; u += α p, r −= α q; p = z + β p.
+  // The CG's steps on this slab: p = M⁻¹ r (the cycle run by the caller); q = A p;
+  // u += α p, r −= α q; p = z + β p.
   void first_direction() {
-    precondition();
     ESPGRID_CUDA_CHECK(cudaMemcpyAsync(p_.get(), z_.get(), static_cast<std::size_t>(size_) * sizeof(double),
                                        cudaMemcpyDeviceToDevice, stream_));
   }
@@ -318,6 +353,7 @@ class Solver {
     ESPGRID_CUDA_CHECK_LAUNCH();
   }
 
+ private:
   template <class T>
   Tracked<T> upload(const T* host, std::size_t count, const std::string& name) {
     Tracked<T> d(ledger_, count, name);
@@ -328,12 +364,19 @@ class Solver {
   void shape_level(CoarseLevel& d, const PbMgLevel& h, const PbMgLevel& above, int l) {
     for (int a = 0; a < 3; ++a) d.n[a] = h.n[a];
     d.size = h.n[0] * h.n[1] * h.n[2];
+    d.span = h.span;
+    d.plane_offset = h.plane_offset;
+    d.own_begin = h.own_begin;
+    d.own_end = h.own_end < 0 ? h.n[2] : h.own_end;
     const std::size_t size = static_cast<std::size_t>(d.size);
     const std::string level = "PB level " + std::to_string(l) + " ";
     Tracked<double>* buffers[7] = {&d.wx, &d.wy, &d.wz, &d.c, &d.x, &d.b, &d.r};
     const char* names[7] = {"wx", "wy", "wz", "c", "x", "b", "r"};
     for (int v = 0; v < 7; ++v) *buffers[v] = Tracked<double>(ledger_, size, level + names[v]);
-    ESPGRID_CUDA_CHECK(cudaMemsetAsync(d.r.get(), 0, size * sizeof(double), stream_));
+    // Zeros where no kernel writes: r's faces, b's faces and planes another slab restricts to
+    // before they are gathered, the operator's halo planes before they are exchanged.
+    for (Tracked<double>* v : {&d.r, &d.b, &d.wx, &d.wy, &d.wz, &d.c})
+      ESPGRID_CUDA_CHECK(cudaMemsetAsync(v->get(), 0, size * sizeof(double), stream_));
     for (int a = 0; a < 3; ++a) {
       d.coarsened[a] = h.coarsened[a];
       if (!h.coarsened[a]) continue;
@@ -356,51 +399,13 @@ class Solver {
     return t;
   }
 
-  template <class Op>
-  void half_sweep(const Op& op, long size, double* x, const double* b, int color) {
-    half_sweep_kernel<<<blocks_for(size), kBlock, 0, stream_>>>(op, x, b, color);
-    ESPGRID_CUDA_CHECK_LAUNCH();
-  }
-
-  /// x = M⁻¹ b on level l and below (x starts at 0): pb_multigrid.cu's v_cycle.
-  template <class Op>
-  void v_cycle(std::size_t l, const Op& op, long size, double* x, const double* b, double* r) {
-    ESPGRID_CUDA_CHECK(cudaMemsetAsync(x, 0, static_cast<std::size_t>(size) * sizeof(double), stream_));
-    if (l == coarse_.size()) {
-      for (int s = 0; s < run_.coarsest_sweeps; ++s) {
-        half_sweep(op, size, x, b, 0);
-        half_sweep(op, size, x, b, 1);
-        half_sweep(op, size, x, b, 1);
-        half_sweep(op, size, x, b, 0);
-      }
-      return;
-    }
-    for (int s = 0; s < run_.smoothing; ++s) {
-      half_sweep(op, size, x, b, 0);
-      half_sweep(op, size, x, b, 1);
-    }
-    residual_kernel<<<blocks_for(size), kBlock, 0, stream_>>>(op, x, b, r);
-    ESPGRID_CUDA_CHECK_LAUNCH();
-    CoarseLevel& c = coarse_[l];
-    const Transfer t = transfer(l + 1);
-    restrict_kernel<<<blocks_for(c.size), kBlock, 0, stream_>>>(t, r, c.b.get());
-    ESPGRID_CUDA_CHECK_LAUNCH();
-    v_cycle(l + 1, c.op(), c.size, c.x.get(), c.b.get(), c.r.get());
-    prolong_add_kernel<<<blocks_for(size), kBlock, 0, stream_>>>(t, c.x.get(), x);
-    ESPGRID_CUDA_CHECK_LAUNCH();
-    for (int s = 0; s < run_.smoothing; ++s) {
-      half_sweep(op, size, x, b, 1);
-      half_sweep(op, size, x, b, 0);
-    }
-  }
-
-  void precondition() { v_cycle(0, top_, size_, z_.get(), r_.get(), q_.get()); }
-
   Ledger& ledger_;
   PbMgRun run_;
   cudaStream_t stream_;
   Top top_{};
   long size_ = 0;
+  PbMgSpan top_span_ = PbMgSpan::Whole;
+  long top_offset_ = 0;
   std::vector<CoarseLevel> coarse_;
   Tracked<double> u_, r_, z_, p_, q_, partial_, scalar_;
 };

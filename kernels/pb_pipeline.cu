@@ -19,6 +19,7 @@
 #include "kernels/cuda_runtime_support.h"
 #include "kernels/pb_lean_solver.cuh"
 #include "kernels/pb_pipeline.cuh"
+#include "kernels/pb_slab_solver.cuh"
 #include "src/compute/cuda_driver.h"
 #include "src/pb/pb_pipeline_driver.h"
 
@@ -28,6 +29,7 @@ namespace {
 using pipeline::Ledger;
 using pipeline::Tracked;
 using Solver = lean::Solver<pb::CodedOperator>;
+using Slabs = lean::Slabs<pb::CodedOperator>;
 
 constexpr int kThreads = 256;
 unsigned blocks_for(long count) { return static_cast<unsigned>((count + kThreads - 1) / kThreads); }
@@ -93,17 +95,17 @@ class Slab {
     n_[0] = in.n[0];
     n_[1] = in.n[1];
     n_[2] = (last ? part.end_plane : part.end_plane + 1) - lo_;
+    if (part.level_count < 1 || part.levels[0].n[2] != n_[2] || part.levels[0].plane_offset != lo_)
+      throw Error("internal error: a PB slab's hierarchy does not match its planes");
   }
 
   int device() const { return part_.device; }
   long plane_size() const { return n_[0] * n_[1]; }
-  long planes() const { return n_[2]; }
   Solver& solver() { return *solver_; }
   cudaStream_t stream() const { return stream_.get(); }
   std::size_t peak_bytes() const { return ledger_.peak; }
-  /// The CG's neighbour planes: this slab's own first and last planes, and the halo planes.
+  /// This slab's first own plane in its arrays (1 below a cut, else 0).
   long own_first_local() const { return part_.first_plane - lo_; }
-  long own_last_local() const { return part_.end_plane - 1 - lo_; }
 
   /// Atoms, SAS lists, the surface and the codes of this slab's planes (waits for them). Event
   /// times: inputs, surface.
@@ -155,8 +157,8 @@ class Slab {
     PbMgRun run = in_.run;
     run.device = part_.device;
     solver_.emplace(ledger_, run, st);
-    solver_->build(top, part_.levels, part_.level_count);
-    right_hand_side(solver_->r(), solver_->z());  // the charges pass through z, zeroed after
+    solver_->shape(top, part_.levels, part_.level_count);  // the coarse operators: Slabs::build_operators
+    right_hand_side(solver_->r(), solver_->z());           // the charges pass through z, zeroed after
     ESPGRID_CUDA_CHECK(
         cudaMemsetAsync(solver_->z(), 0, static_cast<std::size_t>(solver_->size()) * sizeof(double), st));
     e1.record(st);
@@ -254,10 +256,7 @@ class Slab {
   pb::ChargeBins charge_bins_;
   std::optional<pipeline::Bins> charge_lists_;
   std::optional<Solver> solver_;
-  Event ready_;  ///< recorded before a halo exchange
   Stream stream_;
-
-  friend class PipelineRun;
 };
 
 /// Deletes a slab with its device current (its buffers and stream are that device's).
@@ -296,14 +295,20 @@ class PipelineRun {
       throw Error("internal error: the PB pipeline got " + std::to_string(faces.size()) + " boundary values for " +
                   std::to_string(face_count) + " face nodes");
     for_each_slab([&](Slab& s, std::size_t i) { assemble[i] = s.assemble(faces); });
-    const auto solve0 = std::chrono::steady_clock::now();
     std::vector<Solver*> solvers;
     for (auto& s : slabs_) solvers.push_back(&s->solver());
-    out_.iterations = Solver::solve_slabs(
-        solvers.data(), static_cast<int>(solvers.size()), [&] { exchange(Halo::direction); }, in_.run.tolerance,
-        in_.run.max_iterations, out_.own_residual);
+    Slabs cg(solvers.data(), static_cast<int>(solvers.size()));
+    const auto operators0 = std::chrono::steady_clock::now();
+    cg.build_operators();
+    for (auto& s : slabs_) {
+      ESPGRID_CUDA_CHECK(cudaSetDevice(s->device()));
+      ESPGRID_CUDA_CHECK(cudaStreamSynchronize(s->stream()));
+    }
+    const double operators_seconds = seconds_since(operators0);
+    const auto solve0 = std::chrono::steady_clock::now();
+    out_.iterations = cg.solve(in_.run.tolerance, in_.run.max_iterations, out_.own_residual);
     out_.solve_seconds = seconds_since(solve0);
-    outputs();
+    outputs(cg);
     for (std::size_t i = 0; i < slabs_.size(); ++i) {
       out_.neighbour_pairs += pairs[i];
       out_.sas_points += open[i];
@@ -311,7 +316,7 @@ class PipelineRun {
     }
     out_.inputs_seconds = *std::max_element(inputs.begin(), inputs.end());
     out_.surface_seconds = *std::max_element(surface.begin(), surface.end());
-    out_.assemble_seconds = *std::max_element(assemble.begin(), assemble.end());
+    out_.assemble_seconds = *std::max_element(assemble.begin(), assemble.end()) + operators_seconds;
   }
 
  private:
@@ -345,71 +350,25 @@ class PipelineRun {
       }
   }
 
-  /// The vectors whose halo planes are exchanged: the CG's direction p, the solution u.
-  enum class Halo { direction, solution };
-
-  /// The halo planes of p or u: each cut's two planes copied across, each after both slabs' queued work.
-  void exchange(Halo which) {
-    if (slabs_.size() < 2) return;
-    for (auto& s : slabs_) {
-      ESPGRID_CUDA_CHECK(cudaSetDevice(s->device()));
-      s->ready_.record(s->stream());
-    }
-    const std::size_t bytes = static_cast<std::size_t>(slabs_[0]->plane_size()) * sizeof(double);
-    for (std::size_t c = 0; c + 1 < slabs_.size(); ++c) {
-      Slab& below = *slabs_[c];
-      Slab& above = *slabs_[c + 1];
-      const long plane = below.plane_size();
-      const bool p = which == Halo::direction;
-      double* below_v = p ? below.solver().p() : below.solver().u();
-      double* above_v = p ? above.solver().p() : above.solver().u();
-      ESPGRID_CUDA_CHECK(cudaSetDevice(above.device()));
-      ESPGRID_CUDA_CHECK(cudaStreamWaitEvent(above.stream(), below.ready_.get(), 0));
-      ESPGRID_CUDA_CHECK(cudaMemcpyPeerAsync(above_v, above.device(), below_v + plane * below.own_last_local(),
-                                             below.device(), bytes, above.stream()));
-      ESPGRID_CUDA_CHECK(cudaSetDevice(below.device()));
-      ESPGRID_CUDA_CHECK(cudaStreamWaitEvent(below.stream(), above.ready_.get(), 0));
-      ESPGRID_CUDA_CHECK(cudaMemcpyPeerAsync(below_v + plane * (below.planes() - 1), below.device(),
-                                             above_v + plane * above.own_first_local(), above.device(), bytes,
-                                             below.stream()));
-    }
-  }
-
-  /// Σ over the slabs, in slab order, of (each slab's solver).*product.
-  template <class Product>
-  double summed(Product&& product) {
-    for (auto& s : slabs_) {
-      ESPGRID_CUDA_CHECK(cudaSetDevice(s->device()));
-      product(s->solver());
-    }
-    double sum = 0.0;
-    for (std::size_t i = 0; i < slabs_.size(); ++i) {
-      ESPGRID_CUDA_CHECK(cudaSetDevice(slabs_[i]->device()));
-      const double v = slabs_[i]->solver().dot_fetch();
-      sum = i == 0 ? v : sum + v;
-    }
-    return sum;
-  }
-
   /// The recomputed residual, the energy, φ in double and the map, each in a vector the solve no
   /// longer needs (u holds the solution; r, z, p, q are free).
-  void outputs() {
+  void outputs(Slabs& cg) {
     const auto wall0 = std::chrono::steady_clock::now();
-    exchange(Halo::solution);  // the true residual reads the neighbours' u across each cut
+    cg.exchange_top(Slabs::Vector::u);  // the true residual reads the neighbours' u across each cut
     for (auto& s : slabs_) {
       ESPGRID_CUDA_CHECK(cudaSetDevice(s->device()));
       s->recompute_rhs();  // z = b, p = the charges
       s->solver().residual(s->solver().u(), s->solver().z(), s->solver().q());
     }
-    const double rr = summed([](Solver& s) { s.dot_launch(s.q(), s.q()); });
-    const double bb = summed([](Solver& s) { s.dot_launch(s.z(), s.z()); });
+    const double rr = cg.dot(Slabs::Vector::q, Slabs::Vector::q);
+    const double bb = cg.dot(Slabs::Vector::z, Slabs::Vector::z);
     out_.relative_residual = bb > 0 ? std::sqrt(rr / bb) : std::sqrt(rr);
     if (in_.fixed_charge_energy) {
       for (auto& s : slabs_) {
         ESPGRID_CUDA_CHECK(cudaSetDevice(s->device()));
         s->charge_potential();
       }
-      out_.fixed_charge = summed([](Solver& s) { s.dot_launch(s.q(), nullptr); });
+      out_.fixed_charge = cg.sum(Slabs::Vector::q);
     }
     for_each_slab([&](Slab& s, std::size_t) {
       if (in_.potential) s.copy_map<double>(1.0, s.solver().q(), in_.potential);

@@ -2,7 +2,7 @@
 # A PB grid split over GPUs (issue 33, `espgrid map --model pb --devices ...`) on a GPU host: builds
 # (scripts/device-check.sh's build-gpu/ and test_pb_slabs), runs the slab tests and the pipeline's
 # GPU tests with the GPU required (and two GPUs required where the host has two), then whole
-# processes on one GPU, two slabs on one GPU and one slab on each of two GPUs (three runs each,
+# processes on one GPU, two slabs on one GPU and one slab on each of two GPUs ($RUNS runs each, 3 by default,
 # --json) for 18 AChBPs (289,620 atoms) and the 1.93 M-atom capsid at 1 Å, and the capsid at 0.5 Å
 # (~2·10⁹ points, more than one 80 GB GPU holds) on two. Logs go to $OUT (default
 # benchmarks/results/pb-slabs-DATE).
@@ -48,7 +48,7 @@ map() {  # map NAME STRUCTURE SPACING DEVICE-OPTIONS...
     --json "$OUT/$name.json" "$@"
 }
 if want process; then
-  for r in 1 2 3; do
+  for r in $(seq 1 "${RUNS:-3}"); do
     for s in 290k capsid; do
       f="$WORK/achbp18.pqr"; [ $s = capsid ] && f="$WORK/capsid.pqr"
       map "$s-one-$r" "$f" 1 --device 0

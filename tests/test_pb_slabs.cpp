@@ -5,6 +5,7 @@
 // slabs do not run. The CUDA cases skip without a GPU (ESPGRID_REQUIRE_GPU=1 makes them fail).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <iostream>
 #include <random>
@@ -13,7 +14,9 @@
 
 #include "src/core/errors.h"
 #include "src/pb/pb_boundary.h"
+#include "src/pb/pb_multigrid.h"
 #include "src/pb/pb_pipeline.h"
+#include "src/pb/pb_slabs.h"
 #include "src/pb/pb_solve.h"
 #include "src/pipeline/map_pipeline.h"
 #include "src/registry/kernel_registry.h"
@@ -40,6 +43,55 @@ TEST(PbSlabs, CutsShareThePlanesEquallyAndKeepSlabsThick) {
       EXPECT_EQ(cuts.back(), planes);
       for (std::size_t s = 0; s + 1 < cuts.size(); ++s)
         if (cuts.size() > 2) EXPECT_GE(cuts[s + 1] - cuts[s], pb::kMinSlabPlanes) << planes << " / " << devices;
+    }
+}
+
+TEST(PbSlabs, EverySlabsLevelsHoldWhatItsCycleReads) {
+  // What kernels/pb_slab_solver.cuh relies on, for every level of every slab: the owned planes
+  // partition the level; a split level's slab owns enough planes; the z maps in the slab's plane
+  // numbers are the whole grid's; and every fine plane an owned coarse plane's restriction and
+  // operator read (fine_of[K] − 1 .. fine_of[K + 1] − 1, and fine_of[K] + 1), and every coarse plane an owned fine
+  // plane's prolongation reads, is in the slab's arrays (its planes or its halo).
+  const pb::MgSettings settings;
+  for (const long planes : {33L, 64L, 97L, 161L, 250L, 629L})
+    for (std::size_t devices = 2; devices <= 4; ++devices) {
+      const std::vector<pb::MgLevel> global = pb::hierarchy_shape({5, 6, planes}, settings);
+      const pb::SlabHierarchy h = pb::slab_hierarchy(global, devices);
+      const std::size_t slabs = h.cuts.size() - 1, levels = global.size();
+      const std::string what = std::to_string(planes) + " planes, " + std::to_string(slabs) + " slabs";
+      if (slabs < 2) continue;
+      ASSERT_GE(h.gathered_level, 1u) << what;
+      ASSERT_LT(h.gathered_level, levels) << what;
+      for (std::size_t l = 0; l < levels; ++l) {
+        EXPECT_EQ(h.own_first[l][0], 0) << what;
+        EXPECT_EQ(h.own_end[l][slabs - 1], global[l].n[2]) << what;
+        for (std::size_t s = 0; s + 1 < slabs; ++s) EXPECT_EQ(h.own_end[l][s], h.own_first[l][s + 1]) << what;
+      }
+      for (std::size_t s = 0; s < slabs; ++s)
+        for (std::size_t l = 1; l <= h.gathered_level; ++l) {
+          const cuda::PbMgLevel &v = h.levels[s][l], &up = h.levels[s][l - 1];
+          const pb::MgAxis& z = global[l].axes[2];
+          ASSERT_TRUE(v.coarsened[2]) << what << ", level " << l;
+          if (l < h.gathered_level) EXPECT_GE(h.own_end[l][s] - h.own_first[l][s], pb::kMinSlabLevelPlanes) << what;
+          const auto in_fine = [&](long f) { return f >= up.plane_offset && f < up.plane_offset + up.n[2]; };
+          const auto in_coarse = [&](long k) { return k >= v.plane_offset && k < v.plane_offset + v.n[2]; };
+          for (long k = h.own_first[l][s]; k < h.own_end[l][s]; ++k) {
+            const long f = z.fine_of[static_cast<std::size_t>(k)];
+            EXPECT_EQ(v.fine_of[2][k - v.plane_offset] + up.plane_offset, f) << what;
+            // The faces in series up to the next coarse plane's fine plane (not included), and f ± 1.
+            const long next = k + 1 < global[l].n[2] ? z.fine_of[static_cast<std::size_t>(k) + 1] : f + 1;
+            const long last = std::max(f + 1, next - 1);
+            for (long g = std::max(f - 1, 0L); g <= std::min(last, global[l - 1].n[2] - 1); ++g)
+              EXPECT_TRUE(in_fine(g)) << what << ", slab " << s << " level " << l << " plane " << k << " reads " << g;
+          }
+          for (long f = h.own_first[l - 1][s]; f < h.own_end[l - 1][s]; ++f) {
+            if (f == 0 || f == global[l - 1].n[2] - 1) continue;  // the faces: not prolonged to
+            const long k = z.coarse_lo[static_cast<std::size_t>(f)];
+            EXPECT_EQ(v.coarse_lo[2][f - up.plane_offset] + v.plane_offset, k) << what;
+            EXPECT_TRUE(in_coarse(k)) << what << ", slab " << s << " level " << l << " plane " << f;
+            if (z.mid[static_cast<std::size_t>(f)]) EXPECT_TRUE(in_coarse(k + 1)) << what << ", plane " << f;
+          }
+        }
     }
 }
 
@@ -149,7 +201,8 @@ double relative_rms(const std::vector<double>& a, const std::vector<double>& b) 
 
 /// The map on `devices` (a slab each) against the one-slab map, both solved to 1e-10: the two
 /// CGs stop at residuals ≤ 1e-10 of ‖b‖ and the operator's condition number on these grids is
-/// ~1e3, so their solutions differ by ≲ 1e-7 relative (allowed: 1e-6).
+/// ~1e3, so their solutions differ by ≲ 1e-7 relative (allowed: 1e-6; measured with block Jacobi
+/// across the cuts, 7e-11 – 9.5e-11).
 void expect_slabs_give_the_one_slab_map(const std::vector<int>& devices) {
   const Atoms fas = testing::load_molecule("fasciculin2.pqr");
   const GridSpec g = grid_around(fas, 0.6, 8, 1);  // odd plane count, cuts through the protein
@@ -174,11 +227,9 @@ void expect_slabs_give_the_one_slab_map(const std::vector<int>& devices) {
     EXPECT_LE(relative_rms(split.potential, one.potential), 1e-6) << what;
     EXPECT_LE(split.solve.relative_residual, 1e-10) << what;  // recomputed across the cuts
     EXPECT_EQ(split.sas_points, one.sas_points) << what;      // each atom's points counted once
-    // Block Jacobi across the cuts: more iterations than one V-cycle over the whole grid (measured on
-    // an H200 at 1e-10: 11 → 47–48 with 2 slabs, 54–55 with 3), a bound that catches a preconditioner
-    // gone wrong (a lost halo or a slab solving the wrong planes fails to converge or takes hundreds).
-    EXPECT_GE(split.solve.iterations, one.solve.iterations) << what;
-    EXPECT_LE(split.solve.iterations, 6 * one.solve.iterations + 10) << what;
+    // The slabs' V-cycle is the whole grid's, node for node (kernels/pb_slab_solver.cuh); only the
+    // dot products add in another order, so CG takes the same iterations, give or take one.
+    EXPECT_NEAR(split.solve.iterations, one.solve.iterations, 1) << what;
     std::cout << "[ slabs    ] " << what << ": " << one.solve.iterations << " -> " << split.solve.iterations
               << " iterations, relative RMS " << relative_rms(split.potential, one.potential) << "\n";
   }

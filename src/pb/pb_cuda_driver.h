@@ -20,6 +20,14 @@
 
 namespace espgrid::cuda {
 
+/// How much of a level one device holds when the grid is split over devices in z-slabs
+/// (kernels/pb_lean_solver.cuh); the other solvers use Whole.
+enum class PbMgSpan {
+  Whole,     ///< the whole level (one device, or a coarse level every slab repeats)
+  Slab,      ///< its planes and a halo plane at each cut (exchanged with the neighbour)
+  Gathered,  ///< the whole level; the slab computes its planes (own_begin .. own_end) and gathers the rest
+};
+
 /// One level of the multigrid hierarchy in host memory (see pb::MgLevel).
 struct PbMgLevel {
   long n[3] = {0, 0, 0};       ///< nodes per axis, faces included
@@ -31,6 +39,12 @@ struct PbMgLevel {
   const int* fine_of[3] = {nullptr, nullptr, nullptr};        ///< n[d] entries (coarsened axes)
   const int* coarse_lo[3] = {nullptr, nullptr, nullptr};      ///< the level above's n[d] entries
   const unsigned char* mid[3] = {nullptr, nullptr, nullptr};  ///< the level above's n[d] entries
+  // A slab's share (PbMgSpan); the z maps above are then in this array's and the level above's
+  // array's plane numbers (which may point past either for the halo planes, never used there).
+  PbMgSpan span = PbMgSpan::Whole;
+  long plane_offset = 0;  ///< the whole level's z-plane of this array's plane 0 (for the sweeps' colours)
+  long own_begin = 0;     ///< the planes whose operator and restriction this slab computes
+  long own_end = -1;      ///< one past them (-1: n[2])
 };
 
 struct PbMgRun {

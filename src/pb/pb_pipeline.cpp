@@ -12,6 +12,7 @@
 #include "src/pb/pb_boundary.h"
 #include "src/pb/pb_multigrid.h"
 #include "src/pb/pb_pipeline_driver.h"
+#include "src/pb/pb_slabs.h"
 #include "src/pb/pb_solve.h"
 #include "src/pb_numerics/pb_geometry.h"
 
@@ -54,30 +55,25 @@ double smol_value(int d, unsigned pattern, double solute, double solvent) {
   return smooth_face(own, a, b, d, 1, 1, 1, n, sx, sy, sz);
 }
 
-/// The slabs of a grid split over request.devices (one: the whole grid) with their hierarchies'
-/// shapes, which the slabs point into.
+/// The slabs of a grid split over request.devices (one: the whole grid) and their hierarchies
+/// (pb_slabs.h), which the slabs point into.
 struct SlabPlan {
-  std::vector<std::vector<MgLevel>> shapes;
-  std::vector<std::vector<cuda::PbMgLevel>> levels;
+  std::vector<MgLevel> global;
+  SlabHierarchy hierarchy;
   std::vector<cuda::PbPipelineSlab> slabs;
 
-  SlabPlan(const long* n, const PipelineRequest& request, const MgSettings& settings) {
-    const std::vector<long> cuts = slab_cuts(n[2], request.devices.empty() ? 1 : request.devices.size());
-    const std::size_t count = cuts.size() - 1;
-    shapes.reserve(count);
-    levels.reserve(count);
-    slabs.resize(count);
-    for (std::size_t s = 0; s < count; ++s) {
+  SlabPlan(const long* n, const PipelineRequest& request, const MgSettings& settings)
+      : global(hierarchy_shape({n[0], n[1], n[2]}, settings)),
+        hierarchy(slab_hierarchy(global, request.devices.empty() ? 1 : request.devices.size())) {
+    const std::vector<long>& cuts = hierarchy.cuts;
+    slabs.resize(cuts.size() - 1);
+    for (std::size_t s = 0; s < slabs.size(); ++s) {
       cuda::PbPipelineSlab& slab = slabs[s];
       slab.device = request.devices.empty() ? request.device : request.devices[s];
       slab.first_plane = cuts[s];
       slab.end_plane = cuts[s + 1];
-      // Its planes and, at each cut, the neighbour's first plane.
-      const long planes = slab.end_plane - slab.first_plane + (s > 0 ? 1 : 0) + (s + 1 < count ? 1 : 0);
-      shapes.push_back(hierarchy_shape({n[0], n[1], planes}, settings));
-      levels.push_back(device_levels(shapes.back()));
-      slab.levels = levels.back().data();
-      slab.level_count = static_cast<int>(levels.back().size());
+      slab.levels = hierarchy.levels[s].data();
+      slab.level_count = static_cast<int>(hierarchy.levels[s].size());
     }
   }
 };
@@ -114,13 +110,6 @@ AtomCells sas_cell_geometry(const Atoms& atoms, const PbOptions& o) {
     c.n[d] = std::max(1L, static_cast<long>(std::ceil((box.hi[d] - box.lo[d]) / c.cell)) + 1);
   }
   return c;
-}
-
-std::vector<long> slab_cuts(long planes, std::size_t devices) {
-  const long slabs = std::max(1L, std::min(static_cast<long>(devices), planes / kMinSlabPlanes));
-  std::vector<long> cuts(static_cast<std::size_t>(slabs) + 1);
-  for (long s = 0; s <= slabs; ++s) cuts[static_cast<std::size_t>(s)] = planes * s / slabs;
-  return cuts;
 }
 
 std::vector<double> face_values(const std::vector<double>& full, const GridSpec& grid) {
@@ -204,28 +193,6 @@ PipelineSolve solve_with_pipeline(const Atoms& atoms, const GridSpec& grid, cons
                 {"device outputs (with copies)", r.output_seconds},
                 {"device call (all, with copies)", r.wall_seconds}};
   return out;
-}
-
-PbMemoryPlan check_slab_memory(const PbMemoryPlan& memory, const GridSpec& grid, const std::vector<int>& devices) {
-  const long planes = static_cast<long>(grid.dims[2]);
-  const std::vector<long> cuts = slab_cuts(planes, devices.size());
-  std::vector<std::pair<int, double>> share;  // device, planes held
-  for (std::size_t s = 0; s + 1 < cuts.size(); ++s) {
-    const double held = static_cast<double>(cuts[s + 1] - cuts[s] + 2);
-    auto it = std::find_if(share.begin(), share.end(), [&](const auto& d) { return d.first == devices[s]; });
-    if (it == share.end())
-      share.emplace_back(devices[s], held);
-    else
-      it->second += held;
-  }
-  for (const auto& [device, held] : share) {
-    PbMemoryPlan mine = memory;
-    mine.device_bytes = memory.device_bytes * std::min(1.0, held / static_cast<double>(planes));
-    std::size_t free = 0, total = 0;
-    cuda::pb_device_memory(device, free, total);
-    check_pb_memory(mine, grid, free, total, "GPU " + std::to_string(device), available_memory_bytes());
-  }
-  return memory;
 }
 
 PbEnergy energy_from_fixed_charge(const PbOptions& o, PbEnergyLevel level, double fixed_charge,

@@ -23,7 +23,6 @@
 #include "src/core/grid.h"
 #include "src/pb/pb_coefficients.h"
 #include "src/pb/pb_energy.h"
-#include "src/pb/pb_memory.h"
 #include "src/pb/pb_system.h"
 #include "src/pb_numerics/pb_pipeline_math.h"
 #include "src/physics/pb_options.h"
@@ -55,21 +54,6 @@ struct PipelineSolve {
   std::optional<double> fixed_charge;  ///< Σ φ·q over the nodes, kT (when asked for)
   double device_peak_bytes = 0;
 };
-
-/// The fewest z-planes a slab holds when a grid is split over devices (fewer devices are used on
-/// thinner grids): below this a slab's V-cycle has too few planes to coarsen and the cut planes'
-/// share of its work grows.
-constexpr long kMinSlabPlanes = 16;
-
-/// Where a grid of `planes` z-planes is cut for `devices` slabs: slab s holds planes cuts[s] ..
-/// cuts[s + 1] − 1 (as equal as whole planes allow; fewer slabs when they would be thinner than
-/// kMinSlabPlanes).
-std::vector<long> slab_cuts(long planes, std::size_t devices);
-
-/// A grid split over `devices` (slab_cuts): each device's share of the plan's device bytes (its slabs'
-/// planes with their halo planes, over the grid's) checked against its free memory, and the host's
-/// share once (check_pb_memory's refusals). Returns `memory`.
-PbMemoryPlan check_slab_memory(const PbMemoryPlan& memory, const GridSpec& grid, const std::vector<int>& devices);
 
 /// What a pipeline run is asked for.
 struct PipelineRequest {

@@ -23,6 +23,7 @@
 #include "src/pb/pb_nonlinear.h"
 #include "src/pb/pb_pipeline.h"
 #include "src/pb/pb_pipeline_driver.h"
+#include "src/pb/pb_slabs.h"
 #include "src/pb_numerics/pb_geometry.h"
 #include "src/pb_numerics/pb_system_math.h"
 #include "src/physics/physics_options.h"

@@ -1,0 +1,269 @@
+// The multigrid-preconditioned CG of kernels/pb_lean_solver.cuh over the slabs of one grid split
+// over devices by z-planes (kernels/pb_pipeline.cu); one slab is that solver's arithmetic alone.
+//
+// A slab's level holds its planes and, at each cut, the neighbour's nearest plane (a halo). The
+// cycle is the one-grid cycle: red-black half-sweeps are order-free within a colour, so a sweep on
+// every slab followed by a halo exchange is the whole grid's sweep, node for node; restriction and
+// prolongation read at most one plane across a cut (the halo); each slab computes its own planes'
+// coarse operator and exchanges the halo planes. Coarse levels too thin to split (a slab with fewer
+// than pb::kMinSlabLevelPlanes planes) are whole on every slab: each computes the planes it owns,
+// gathers the others' (once for the operator, each cycle for the restricted residual), and every
+// slab then runs the rest of the cycle on the whole level by itself, as one device would. Dot
+// products are the slabs' sums, added in slab order. Halo copies go device to device (peer copies)
+// on the receiving slab's stream after an event of the sending one, and every slab's stream then
+// waits for all the exchange's copies (the sender's next sweep would write what they read); no host
+// waits for them.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <cstddef>
+#include <memory>
+#include <vector>
+
+#include "kernels/cuda_runtime_support.h"
+#include "kernels/pb_lean_solver.cuh"
+
+namespace espgrid::cuda::lean {
+
+template <class Top>
+class Slabs {
+ public:
+  using Slab = Solver<Top>;
+
+  /// The slabs in z order (their streams and devices are theirs).
+  Slabs(Slab* const* slabs, int count) : slabs_(slabs, slabs + count) {
+    for (Slab* s : slabs_) {
+      s->select();
+      ready_.push_back(std::make_unique<Event>(cudaEventDisableTiming));
+      copied_.push_back(std::make_unique<Event>(cudaEventDisableTiming));
+    }
+  }
+
+  /// Every coarse level's operator (after each slab's shape()).
+  void build_operators() {
+    for (std::size_t l = 1; l < slabs_[0]->levels(); ++l) {
+      each([&](Slab& s) { s.coarse_operator(l); });
+      if (slabs_.size() < 2) continue;
+      for (int a = 0; a < 4; ++a) {
+        std::vector<double*> arrays;
+        for (Slab* s : slabs_) arrays.push_back(s->operator_arrays(l)[static_cast<std::size_t>(a)]);
+        share(l, arrays);
+      }
+    }
+  }
+
+  /// CG from u = 0 with the right-hand side in each slab's r(): pb_multigrid.cu's loop.
+  int solve(double tolerance, int max_iterations, double& own_residual) {
+    const double bnorm = std::sqrt(dot(Vector::r, Vector::r));
+    if (bnorm == 0.0) {
+      own_residual = 0.0;
+      return 0;
+    }
+    precondition();
+    each([](Slab& s) { s.first_direction(); });
+    double rz = dot(Vector::r, Vector::z);
+    double rnorm = bnorm;
+    int it = 0;
+    while (it < max_iterations && rnorm > tolerance * bnorm) {
+      exchange_top(Vector::p);
+      each([](Slab& s) { s.apply_direction(); });
+      const double pq = dot(Vector::p, Vector::q);
+      if (!(pq > 0.0)) throw Error("PB multigrid (CUDA): the operator is not positive definite");
+      const double alpha = rz / pq;
+      each([alpha](Slab& s) { s.update_solution(alpha); });
+      ++it;
+      rnorm = std::sqrt(dot(Vector::r, Vector::r));
+      if (rnorm <= tolerance * bnorm) break;
+      precondition();
+      const double rz_new = dot(Vector::r, Vector::z);
+      const double beta = rz_new / rz;
+      rz = rz_new;
+      each([beta](Slab& s) { s.update_direction(beta); });
+    }
+    own_residual = rnorm / bnorm;
+    return it;
+  }
+
+  /// Level 0's vectors that cross the cuts: the CG's direction (before A p) and the solution (before
+  /// the residual is recomputed from it).
+  enum class Vector { u, r, z, p, q };
+  void exchange_top(Vector v) {
+    if (slabs_.size() < 2) return;
+    std::vector<double*> arrays;
+    for (Slab* s : slabs_) arrays.push_back(pick(*s, v));
+    exchange(0, arrays, 0, slabs_.size());
+  }
+
+  /// Σ over the slabs (slab order) of each slab's a·b, or of Σ a.
+  double dot(Vector a, Vector b) { return reduce(a, b, true); }
+  double sum(Vector a) { return reduce(a, a, false); }
+
+ private:
+  double reduce(Vector a, Vector b, bool product) {
+    each([&](Slab& s) { s.dot_launch(pick(s, a), product ? pick(s, b) : nullptr); });
+    double sum = 0.0;
+    for (std::size_t i = 0; i < slabs_.size(); ++i) {
+      slabs_[i]->select();
+      const double v = slabs_[i]->dot_fetch();
+      sum = i == 0 ? v : sum + v;
+    }
+    return sum;
+  }
+
+  static double* pick(Slab& s, Vector v) {
+    switch (v) {
+      case Vector::u:
+        return s.u();
+      case Vector::r:
+        return s.r();
+      case Vector::z:
+        return s.z();
+      case Vector::p:
+        return s.p();
+      case Vector::q:
+        return s.q();
+    }
+    return nullptr;
+  }
+
+  template <class F>
+  void each(F&& f) {
+    for (Slab* s : slabs_) {
+      s->select();
+      f(*s);
+    }
+  }
+
+  /// z = M⁻¹ r: one V-cycle over every slab.
+  void precondition() { v_cycle(0, slabs_.size(), 0); }
+
+  /// The V-cycle from level l on slabs first .. first + count − 1 (several: a level split over them;
+  /// one: a whole level that slab runs by itself).
+  void v_cycle(std::size_t first, std::size_t count, std::size_t l) {
+    const auto on = [&](auto&& f) {
+      for (std::size_t i = first; i < first + count; ++i) {
+        slabs_[i]->select();
+        f(*slabs_[i]);
+      }
+    };
+    const auto sweep = [&](int color) {
+      on([&](Slab& s) { s.half_sweep(l, color); });
+      if (count > 1) exchange(l, level_x(l), first, count);
+    };
+    on([&](Slab& s) { s.zero(l); });
+    const PbMgRun& run = slabs_[first]->run();
+    if (l + 1 == slabs_[first]->levels()) {
+      for (int s = 0; s < run.coarsest_sweeps; ++s) {
+        sweep(0);
+        sweep(1);
+        sweep(1);
+        sweep(0);
+      }
+      return;
+    }
+    for (int s = 0; s < run.smoothing; ++s) {
+      sweep(0);
+      sweep(1);
+    }
+    on([&](Slab& s) { s.level_residual(l); });
+    if (count > 1) exchange(l, level_r(l), first, count);  // restriction reads a plane across each cut
+    on([&](Slab& s) { s.restrict_down(l); });
+    const PbMgSpan below = slabs_[first]->level(l + 1).span;
+    if (count > 1 && below == PbMgSpan::Gathered) share(l + 1, level_b(l + 1));
+    if (count > 1 && below != PbMgSpan::Slab)
+      for (std::size_t i = first; i < first + count; ++i) v_cycle(i, 1, l + 1);  // the whole level on each
+    else
+      v_cycle(first, count, l + 1);
+    on([&](Slab& s) { s.prolong_up(l); });
+    for (int s = 0; s < run.smoothing; ++s) {
+      sweep(1);
+      sweep(0);
+    }
+  }
+
+  std::vector<double*> level_x(std::size_t l) { return arrays_of(l, 0); }
+  std::vector<double*> level_r(std::size_t l) { return arrays_of(l, 2); }
+  std::vector<double*> level_b(std::size_t l) { return arrays_of(l, 1); }
+  std::vector<double*> arrays_of(std::size_t l, int which) {
+    std::vector<double*> out;
+    for (Slab* s : slabs_) {
+      const LevelArrays a = s->level(l);
+      out.push_back(which == 0 ? a.x : which == 1 ? a.b : a.r);
+    }
+    return out;
+  }
+
+  /// Level l's arrays made whole across the slabs: halo planes exchanged (a split level) or each
+  /// slab's own planes copied to every other (a gathered level); nothing for a whole level.
+  void share(std::size_t l, const std::vector<double*>& arrays) {
+    const PbMgSpan span = slabs_[0]->level(l).span;
+    if (span == PbMgSpan::Slab) exchange(l, arrays, 0, slabs_.size());
+    if (span == PbMgSpan::Gathered) gather(l, arrays);
+  }
+
+  /// The halo planes of level l's `arrays` on slabs first .. first + count − 1: at each cut the
+  /// lower slab's last own plane to the upper's halo, and the upper's first own plane to the lower's.
+  void exchange(std::size_t l, const std::vector<double*>& arrays, std::size_t first, std::size_t count) {
+    record(first, count);
+    for (std::size_t c = first; c + 1 < first + count; ++c) {
+      Slab& below = *slabs_[c];
+      const LevelArrays lb = below.level(l);
+      const long plane = lb.n[0] * lb.n[1];
+      const std::size_t bytes = static_cast<std::size_t>(plane) * sizeof(double);
+      copy(c + 1, arrays[c + 1], c, arrays[c] + plane * (lb.n[2] - 2), bytes);
+      copy(c, arrays[c] + plane * (lb.n[2] - 1), c + 1, arrays[c + 1] + plane * 1, bytes);
+    }
+    settle(first, count);
+  }
+
+  /// Each slab's own planes of a whole level's `arrays` copied to every other slab.
+  void gather(std::size_t l, const std::vector<double*>& arrays) {
+    record(0, slabs_.size());
+    for (std::size_t from = 0; from < slabs_.size(); ++from) {
+      const LevelArrays a = slabs_[from]->level(l);
+      const long plane = a.n[0] * a.n[1];
+      const std::size_t bytes = static_cast<std::size_t>(plane * (a.own_end - a.own_begin)) * sizeof(double);
+      if (bytes == 0) continue;
+      for (std::size_t to = 0; to < slabs_.size(); ++to)
+        if (to != from) copy(to, arrays[to] + plane * a.own_begin, from, arrays[from] + plane * a.own_begin, bytes);
+    }
+    settle(0, slabs_.size());
+  }
+
+  /// Marks every slab's queued work, for the copies that read it.
+  void record(std::size_t first, std::size_t count) {
+    for (std::size_t i = first; i < first + count; ++i) {
+      slabs_[i]->select();
+      ready_[i]->record(slabs_[i]->stream());
+    }
+  }
+
+  /// A barrier after the copies: no slab's stream goes on (to write what another slab's copy reads)
+  /// before every copy of the exchange has run.
+  void settle(std::size_t first, std::size_t count) {
+    for (std::size_t i = first; i < first + count; ++i) {
+      slabs_[i]->select();
+      copied_[i]->record(slabs_[i]->stream());
+    }
+    for (std::size_t i = first; i < first + count; ++i) {
+      slabs_[i]->select();
+      for (std::size_t j = first; j < first + count; ++j)
+        if (j != i) ESPGRID_CUDA_CHECK(cudaStreamWaitEvent(slabs_[i]->stream(), copied_[j]->get(), 0));
+    }
+  }
+
+  /// `bytes` from slab `from`'s `src` to slab `to`'s `dst`, on `to`'s stream after `from`'s mark.
+  void copy(std::size_t to, double* dst, std::size_t from, const double* src, std::size_t bytes) {
+    Slab& t = *slabs_[to];
+    t.select();
+    ESPGRID_CUDA_CHECK(cudaStreamWaitEvent(t.stream(), ready_[from]->get(), 0));
+    ESPGRID_CUDA_CHECK(cudaMemcpyPeerAsync(dst, t.run().device, src, slabs_[from]->run().device, bytes, t.stream()));
+  }
+
+  std::vector<Slab*> slabs_;
+  std::vector<std::unique_ptr<Event>> ready_, copied_;  ///< each slab's work before / copies of an exchange
+};
+
+}  // namespace espgrid::cuda::lean
