@@ -37,7 +37,24 @@ DevicePool*& current_device_pool() noexcept {
   return pool;
 }
 
+namespace {
+
+/// A request's size class: above 1 MiB rounded up to an eighth of its power of two, so buffers
+/// whose size varies a little from frame to frame (neighbour lists, sort scratch) reuse one block
+/// instead of adding one a frame (≤ 12.5 % more memory for them).
+std::size_t pool_size_class(std::size_t bytes) {
+  constexpr std::size_t kExact = std::size_t{1} << 20;
+  if (bytes <= kExact) return bytes;
+  std::size_t power = kExact;
+  while (power * 2 <= bytes) power *= 2;
+  const std::size_t step = power / 8;
+  return (bytes + step - 1) / step * step;
+}
+
+}  // namespace
+
 cudaError_t DevicePool::allocate(void** p, std::size_t bytes) {
+  bytes = pool_size_class(bytes);
   const std::lock_guard<std::mutex> lock(mutex_);
   int device = 0;
   if (const cudaError_t status = cudaGetDevice(&device); status != cudaSuccess) return status;

@@ -1,5 +1,5 @@
-// Shared between kernels/pb_surface.cu and kernels/pb_multigrid.cu (CUDA only): the coefficient
-// maps built into device memory, for the device-resident PB pipeline.
+// Shared between kernels/pb_surface.cu, kernels/pb_multigrid.cu and kernels/pb_pipeline.cu (CUDA
+// only): the coefficient maps built into device memory, and a PB workspace's pool.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -21,5 +21,9 @@ struct DeviceSurface {
 
 /// Builds them on `stream` (the current device is in.device's); returns when they are complete.
 DeviceSurface build_surface_on_device(const PbSurfaceInput& in, cudaStream_t stream);
+
+/// A PbDeviceWorkspace's buffers: a DevicePool (kernels/pb_multigrid.cu and kernels/pb_pipeline.cu
+/// allocate from it under a DevicePoolScope).
+struct PbDeviceWorkspace::Pool : DevicePool {};
 
 }  // namespace espgrid::cuda

@@ -410,8 +410,6 @@ PbMgResult solve_pb_multigrid(const PbMgLevel* levels, int level_count, const do
   return result;
 }
 
-struct PbDeviceWorkspace::Pool : DevicePool {};
-
 PbDeviceWorkspace::PbDeviceWorkspace() : pool_(std::make_unique<Pool>()) {}
 PbDeviceWorkspace::~PbDeviceWorkspace() = default;
 

@@ -13,10 +13,12 @@
 #include <future>
 #include <limits>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <vector>
 
 #include "kernels/cuda_runtime_support.h"
+#include "kernels/pb_device.cuh"
 #include "kernels/pb_lean_solver.cuh"
 #include "kernels/pb_pipeline.cuh"
 #include "kernels/pb_slab_solver.cuh"
@@ -400,6 +402,11 @@ void run_pb_pipeline(const PbPipelineInput& in, PbPipelineResult& out) {
   for (int s = 0; s < in.slab_count; ++s)
     if (std::find(devices.begin(), devices.end(), in.slabs[s].device) == devices.end())
       devices.push_back(in.slabs[s].device);
+  // With a workspace every buffer comes from and returns to its pool: declared before the run.
+  const bool pooled = in.workspace && in.slab_count == 1;
+  const std::unique_lock<std::mutex> one_solve =
+      pooled ? std::unique_lock<std::mutex>(in.workspace->mutex()) : std::unique_lock<std::mutex>();
+  const DevicePoolScope pool(pooled ? &in.workspace->pool() : nullptr);
   out.device = describe_device(devices[0]);
   if (in.slab_count > 1)
     out.device = std::to_string(in.slab_count) + " slabs on " +

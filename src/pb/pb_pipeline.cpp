@@ -19,8 +19,10 @@
 namespace espgrid::pb {
 namespace {
 
-bool turned_off() {
-  const char* v = std::getenv("ESPGRID_PB_PIPELINE");
+/// ESPGRID_PB_PIPELINE=0 turns the pipeline off; ESPGRID_PB_POOL=0 its buffers' pool between frames
+/// (for measuring what the pool saves).
+bool turned_off(const char* variable = "ESPGRID_PB_PIPELINE") {
+  const char* v = std::getenv(variable);
   if (!v) return false;
   const std::string s(v);
   return s == "0" || s == "off" || s == "no";
@@ -155,6 +157,7 @@ PipelineSolve solve_with_pipeline(const Atoms& atoms, const GridSpec& grid, cons
   const MgSettings settings;
   const SlabPlan plan(in.n, request, settings);
   const std::vector<cuda::PbPipelineSlab>& slabs = plan.slabs;
+  in.workspace = turned_off("ESPGRID_PB_POOL") ? nullptr : request.workspace;
   in.slabs = slabs.data();
   in.slab_count = static_cast<int>(slabs.size());
   in.run.smoothing = settings.smoothing;

@@ -22,6 +22,7 @@
 #include "src/core/atoms.h"
 #include "src/core/grid.h"
 #include "src/pb/pb_coefficients.h"
+#include "src/pb/pb_cuda_driver.h"
 #include "src/pb/pb_energy.h"
 #include "src/pb/pb_system.h"
 #include "src/pb_numerics/pb_pipeline_math.h"
@@ -61,10 +62,11 @@ struct PipelineRequest {
   /// Several: the grid split by z-planes, a slab per entry in order (the same device may repeat:
   /// several slabs on one GPU, as the tests run them); empty: `device` alone.
   std::vector<int> devices;
-  double unit_scale = 1;                       ///< kT/e → the map's unit
-  bool potential = false;                      ///< return φ in double
-  bool fixed_charge = false;                   ///< return APBS's spl2 Σ φ·q instead of φ
-  std::function<std::vector<double>()> faces;  ///< the face values, kT/e (boundary_nodes' order)
+  double unit_scale = 1;                         ///< kT/e → the map's unit
+  bool potential = false;                        ///< return φ in double
+  bool fixed_charge = false;                     ///< return APBS's spl2 Σ φ·q instead of φ
+  std::function<std::vector<double>()> faces;    ///< the face values, kT/e (boundary_nodes' order)
+  cuda::PbDeviceWorkspace* workspace = nullptr;  ///< buffers kept between frames on one grid (optional)
 };
 
 /// Runs the pipeline; `values` (the map, run.unit) is sized and written.

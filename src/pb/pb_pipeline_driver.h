@@ -53,7 +53,10 @@ struct PbPipelineInput {
   std::function<std::vector<double>()> faces;
   const PbPipelineSlab* slabs = nullptr;  ///< z-ordered, covering every plane once
   int slab_count = 0;
-  PbMgRun run;                       ///< run.device unused: each slab names its device
+  PbMgRun run;  ///< run.device unused: each slab names its device
+  /// Buffers kept between solves on one grid (a trajectory's frames: no cudaMalloc or cudaFree, whose
+  /// device-wide waits would also hold back another frame's solve on the same GPU); one slab only.
+  PbDeviceWorkspace* workspace = nullptr;
   double unit_scale = 1;             ///< kT/e → the map's unit
   float* values = nullptr;           ///< host, written: the map
   double* potential = nullptr;       ///< host, optional: φ in double kT/e

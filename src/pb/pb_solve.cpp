@@ -270,6 +270,7 @@ void solve_with_device_pipeline(const Atoms& atoms, const GridSpec& grid, const 
   pb::PipelineRequest request;
   request.device = run.device;
   request.devices = run.devices;
+  request.workspace = run.device_workspace.get();
   request.unit_scale = plan.scale;
   request.fixed_charge = plan.device_energy;
   request.potential = plan.need_potential && !plan.device_energy;
