@@ -19,7 +19,9 @@
 
 #include <cmath>
 #include <cstddef>
+#include <cstdlib>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "kernels/cuda_runtime_support.h"
@@ -136,8 +138,49 @@ class Slabs {
     }
   }
 
-  /// z = M⁻¹ r: one V-cycle over every slab.
-  void precondition() { v_cycle(0, slabs_.size(), 0); }
+  /// z = M⁻¹ r: one V-cycle over every slab. One slab replays the cycle as a CUDA graph captured at
+  /// its first use: ~250 launches a cycle (the coarsest level's 200 half-sweeps among them) cost
+  /// more than their work on small grids (a trajectory's frames); the same kernels, the same bits.
+  void precondition() {
+    if (slabs_.size() > 1 || sync_check_enabled() || !cycle_graphs()) return v_cycle(0, slabs_.size(), 0);
+    Slab& s = *slabs_[0];
+    if (!cycle_.exec) {
+      ESPGRID_CUDA_CHECK(cudaStreamBeginCapture(s.stream(), cudaStreamCaptureModeRelaxed));
+      try {
+        v_cycle(0, 1, 0);
+      } catch (...) {
+        cudaGraph_t broken = nullptr;
+        cudaStreamEndCapture(s.stream(), &broken);  // ends the capture; its error is the one thrown
+        if (broken) cudaGraphDestroy(broken);
+        throw;
+      }
+      ESPGRID_CUDA_CHECK(cudaStreamEndCapture(s.stream(), &cycle_.graph));
+      ESPGRID_CUDA_CHECK(cudaGraphInstantiate(&cycle_.exec, cycle_.graph, 0));
+    }
+    ESPGRID_CUDA_CHECK(cudaGraphLaunch(cycle_.exec, s.stream()));
+  }
+
+  /// ESPGRID_PB_GRAPH=0 launches every cycle's kernels one by one (for measuring what the graph saves).
+  static bool cycle_graphs() {
+    static const bool on = [] {
+      const char* v = std::getenv("ESPGRID_PB_GRAPH");
+      return !(v && (std::string(v) == "0" || std::string(v) == "off"));
+    }();
+    return on;
+  }
+
+  /// A captured V-cycle, destroyed with the Slabs (before the solvers whose buffers it names).
+  struct CycleGraph {
+    cudaGraph_t graph = nullptr;
+    cudaGraphExec_t exec = nullptr;
+    CycleGraph() = default;
+    CycleGraph(const CycleGraph&) = delete;
+    CycleGraph& operator=(const CycleGraph&) = delete;
+    ~CycleGraph() {
+      if (exec) cudaGraphExecDestroy(exec);
+      if (graph) cudaGraphDestroy(graph);
+    }
+  };
 
   /// The V-cycle from level l on slabs first .. first + count − 1 (several: a level split over them;
   /// one: a whole level that slab runs by itself).
@@ -263,6 +306,7 @@ class Slabs {
   }
 
   std::vector<Slab*> slabs_;
+  CycleGraph cycle_;
   std::vector<std::unique_ptr<Event>> ready_, copied_;  ///< each slab's work before / copies of an exchange
 };
 
