@@ -16,18 +16,8 @@ WORK=${WORK:-/tmp/espgrid-pb-scale}
 PY=${PY:-$(command -v python3)}
 B=build-gpu
 mkdir -p "$OUT" "$WORK"
-status=0
-run() {  # run NAME COMMAND...: the log in $OUT/NAME.log, a line in summary.txt
-  local name=$1; shift
-  local start
-  start=$(date +%s%N)
-  "$@" > "$OUT/$name.log" 2>&1
-  local rc=$?
-  echo "$name: rc $rc, $((($(date +%s%N) - start) / 1000000)) ms" | tee -a "$OUT/summary.txt"
-  [ $rc = 0 ] || status=1
-}
-nvidia-smi --query-gpu=name,memory.total --format=csv,noheader > "$OUT/device.txt" 2>&1
-date -u >> "$OUT/device.txt"
+. scripts/lib/timed_run.sh
+note_device
 if want build; then
   run build bash scripts/device-check.sh build
   run build-bench cmake --build $B --target pb_face_sums test_pb_scale -j "$(nproc)"

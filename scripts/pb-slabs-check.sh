@@ -17,19 +17,8 @@ WORK=${WORK:-/tmp/espgrid-pb-slabs}
 PY=${PY:-$(command -v python3)}
 B=build-gpu
 mkdir -p "$OUT" "$WORK"
-status=0
-run() {  # run NAME COMMAND...: the log in $OUT/NAME.log, a line in summary.txt
-  local name=$1; shift
-  local start
-  start=$(date +%s%N)
-  "$@" > "$OUT/$name.log" 2>&1
-  local rc=$?
-  echo "$name: rc $rc, $((($(date +%s%N) - start) / 1000000)) ms" | tee -a "$OUT/summary.txt"
-  [ $rc = 0 ] || status=1
-}
-nvidia-smi --query-gpu=name,memory.total --format=csv,noheader > "$OUT/device.txt" 2>&1
-nvidia-smi topo -m >> "$OUT/device.txt" 2>&1
-date -u >> "$OUT/device.txt"
+. scripts/lib/timed_run.sh
+note_device
 gpus=$(nvidia-smi -L 2>/dev/null | wc -l)
 if want build; then
   run build bash scripts/device-check.sh build
