@@ -201,6 +201,38 @@ TEST_F(MapReaders, ForeignMapsKeepTheirProgramAndUnitInEveryFormat) {
       }
 }
 
+TEST_F(MapReaders, AForeignTitleWithEspgridPhysicsKeepsOnlyTheUnit) {
+  // fuzz_map's finding (CI, 2026-11-27): a .dx whose title says "not computed by espgrid (" and whose
+  // next comment is an espgrid physics line read as a foreign map with a model and medium, which
+  // its writer then drops ("model and medium unknown"): the round trip changed the physics. Foreign
+  // wins on reading, so what is read is what is written back.
+  const std::string text =
+      "# Electrostatic potential by espgrid 0.1.0 (direct Coulombnot computed by espgrid ( summation)\n"
+      "# two.xyz, 2 atoms, total charge +0.0000 e\n"
+      "# Potential in kT/e (T = 298.15 K), dielectric 78.54, model debye, ionic strength 0.15 M\n"
+      "object 1 class gridpositions counts 2 2 2\norigin 0 0 0\ndelta 0.5 0 0\ndelta 0 0.5 0\ndelta 0 0 0.5\n"
+      "object 2 class gridconnections counts 2 2 2\n"
+      "object 3 class array type double rank 0 items 8 data follows\n1 2 3\n4 5 6\n7 8\n";
+  bool unit_known = false;
+  const PotentialMap m = read_map_bytes(MapFormat::Dx, "edited.dx", text, &unit_known);
+  EXPECT_FALSE(m.foreign.empty());
+  ASSERT_TRUE(unit_known);
+  EXPECT_EQ(m.physics.unit, PotentialUnit::KTPerE);
+  EXPECT_EQ(m.physics.model, PhysicsOptions{}.model);  // not debye: a foreign map's model is unknown
+  EXPECT_EQ(m.physics.ionic_strength, PhysicsOptions{}.ionic_strength);
+  write_map(m, path("edited-back.dx"), {});
+  bool again = false;
+  const PotentialMap back = read_map(path("edited-back.dx"), &again);
+  EXPECT_TRUE(again);
+  EXPECT_EQ(back.foreign, m.foreign);
+  EXPECT_EQ(back.physics.unit, m.physics.unit);
+  EXPECT_EQ(back.physics.model, m.physics.model);
+  EXPECT_EQ(back.physics.dielectric, m.physics.dielectric);
+  EXPECT_EQ(back.physics.temperature, m.physics.temperature);
+  EXPECT_EQ(back.physics.ionic_strength, m.physics.ionic_strength);
+  EXPECT_EQ(back.values, m.values);
+}
+
 TEST_F(MapReaders, MrcHeaderNumbersReadAsTheDecimalsTheyStandFor) {
   // 0.35 and -12.25 + ... are not floats; the .mrc holds the nearest floats, and the reader
   // gives back the shortest decimals that round to them: the grid a .dx of it would print.

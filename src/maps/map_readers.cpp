@@ -89,6 +89,13 @@ PotentialMap marked(PotentialMap map, const bool& known, bool* unit_known) {  //
   if (!known) {
     if (map.foreign.empty()) map.foreign = "another program";
     map.unit_known = false;
+  } else if (!map.foreign.empty()) {
+    // A title that says "not computed by espgrid" and an espgrid physics line as well (a file edited
+    // by hand, or by a fuzzer): foreign wins, so only the unit is known — what its file says again
+    // when written (map_physics_text), instead of a model and medium it would then lose.
+    PhysicsOptions unit_only;
+    unit_only.unit = map.physics.unit;
+    map.physics = unit_only;
   }
   if (unit_known) *unit_known = known;
   return map;
