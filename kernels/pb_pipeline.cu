@@ -1,11 +1,13 @@
-// The whole PB map on one device from the atoms (src/pb/pb_pipeline_driver.h): inputs and surface
-// (kernels/pb_pipeline_inputs.cu), then the right-hand side, the hierarchy and the solve
-// (kernels/pb_lean_solver.cuh), then the map. Built with FMA contraction like pb_multigrid.cu, whose
-// kernels these repeat, so the same inputs give that path's map bit for bit.
+// The whole PB map from the atoms (src/pb/pb_pipeline_driver.h), on one device or split in z-slabs
+// over several: inputs and surface (kernels/pb_pipeline_inputs.cu), then the right-hand side, the
+// hierarchy and the solve (kernels/pb_lean_solver.cuh; over several slabs kernels/pb_slab_solver.cuh),
+// then the map. Built with FMA contraction like pb_multigrid.cu, whose kernels these repeat, so the
+// same inputs give that path's map bit for bit (one slab).
 //
-// Device memory, bytes a node: the codes 4 and the surface bytes 4 while the surface is built; then
-// the codes and the solver's five vectors (44) and coarse levels (~8); the outputs reuse the
-// vectors (docs/pb.md, "Memory").
+// Device memory, bytes a node of a slab: the codes 4 and the surface bytes 4 while the surface is
+// built; then the codes and the solver's five vectors (44) and coarse levels (~8); the outputs reuse
+// the vectors (docs/pb.md, "Memory"). With a workspace (trajectory frames) every buffer comes from
+// its pool.
 #include <cuda_runtime.h>
 
 #include <algorithm>
