@@ -307,13 +307,8 @@ class Solver {
   cudaStream_t stream() const { return stream_; }
   const PbMgRun& run() const { return run_; }
 
-  /// a·b (b null: Σ a) over level 0's nodes, in a fixed order.
-  double dot(const double* a, const double* b) {
-    dot_launch(a, b);
-    return dot_fetch();
-  }
-  /// dot's kernels, queued; dot_fetch waits for them and returns the value (so that several
-  /// devices' products run at once).
+  /// a·b (b null: Σ a) over level 0's nodes, in a fixed order: the kernels queued, then dot_fetch
+  /// waits for them and returns the value (so that several devices' products run at once).
   void dot_launch(const double* a, const double* b) {
     dot_partial_kernel<<<kDotBlocks, kBlock, 0, stream_>>>(size_, a, b, partial_.get());
     ESPGRID_CUDA_CHECK_LAUNCH();
@@ -373,10 +368,13 @@ class Solver {
     Tracked<double>* buffers[7] = {&d.wx, &d.wy, &d.wz, &d.c, &d.x, &d.b, &d.r};
     const char* names[7] = {"wx", "wy", "wz", "c", "x", "b", "r"};
     for (int v = 0; v < 7; ++v) *buffers[v] = Tracked<double>(ledger_, size, level + names[v]);
-    // Zeros where no kernel writes: r's faces, b's faces and planes another slab restricts to
-    // before they are gathered, the operator's halo planes before they are exchanged.
-    for (Tracked<double>* v : {&d.r, &d.b, &d.wx, &d.wy, &d.wz, &d.c})
-      ESPGRID_CUDA_CHECK(cudaMemsetAsync(v->get(), 0, size * sizeof(double), stream_));
+    // Zeros where no kernel writes: r's faces; on a slab's level also b's and the operator's planes
+    // another slab computes, until they are gathered or exchanged (on a whole level the slab's
+    // kernels write every node of them).
+    ESPGRID_CUDA_CHECK(cudaMemsetAsync(d.r.get(), 0, size * sizeof(double), stream_));
+    if (d.span != PbMgSpan::Whole)
+      for (Tracked<double>* v : {&d.b, &d.wx, &d.wy, &d.wz, &d.c})
+        ESPGRID_CUDA_CHECK(cudaMemsetAsync(v->get(), 0, size * sizeof(double), stream_));
     for (int a = 0; a < 3; ++a) {
       d.coarsened[a] = h.coarsened[a];
       if (!h.coarsened[a]) continue;

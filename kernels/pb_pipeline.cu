@@ -11,7 +11,6 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <chrono>
 #include <future>
 #include <limits>
 #include <memory>
@@ -25,6 +24,7 @@
 #include "kernels/pb_pipeline.cuh"
 #include "kernels/pb_slab_solver.cuh"
 #include "src/compute/cuda_driver.h"
+#include "src/core/stopwatch.h"
 #include "src/pb/pb_pipeline_driver.h"
 
 namespace espgrid::cuda {
@@ -82,10 +82,6 @@ __global__ void charge_potential_kernel(Grid g, const double* faces, const doubl
 
 double seconds_between(const Event& a, const Event& b) { return Event::elapsed_ms(a, b) * 1e-3; }
 
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
 /// One slab of the grid on its device (PbPipelineSlab): its own grid is the whole grid's planes
 /// lo_ .. lo_ + n_[2] − 1 (its planes and, at each cut, the neighbour's first one), whose inputs it
 /// builds from all the atoms with the whole grid's indices (so they are the whole grid's, bit for
@@ -95,12 +91,14 @@ class Slab {
  public:
   Slab(const PbPipelineInput& in, const PbPipelineSlab& part, bool first, bool last)
       : in_(in), part_(part), first_(first), last_(last) {
-    lo_ = first ? part.first_plane : part.first_plane - 1;
+    // Its planes are its hierarchy's level 0 (pb::slab_hierarchy: its own and a halo at each cut).
+    if (part.level_count < 1) throw Error("internal error: a PB slab without a hierarchy");
+    lo_ = part.levels[0].plane_offset;
     n_[0] = in.n[0];
     n_[1] = in.n[1];
-    n_[2] = (last ? part.end_plane : part.end_plane + 1) - lo_;
-    if (part.level_count < 1 || part.levels[0].n[2] != n_[2] || part.levels[0].plane_offset != lo_)
-      throw Error("internal error: a PB slab's hierarchy does not match its planes");
+    n_[2] = part.levels[0].n[2];
+    if (lo_ > part.first_plane || lo_ + n_[2] < part.end_plane)
+      throw Error("internal error: a PB slab's hierarchy does not hold its planes");
   }
 
   int device() const { return part_.device; }
@@ -198,8 +196,7 @@ class Slab {
  private:
   Grid grid() const { return Grid{{n_[0], n_[1], n_[2]}}; }
 
-  /// The surface's bytes cover this slab's planes and one more on each side where the grid has one
-  /// (node_code reads its neighbours' bytes).
+  /// The surface's bytes: this slab's planes and a neighbour on each side (hold_planes_around).
   pb::SurfaceBytes byte_window() const {
     pb::SurfaceBytes g;
     for (int d = 0; d < 3; ++d) {
@@ -207,8 +204,7 @@ class Slab {
       g.origin[d] = in_.origin[d];
       g.h[d] = in_.spacing[d];
     }
-    g.k_first = std::max(lo_ - 1, 0L);
-    g.k_count = std::min(lo_ + n_[2] + 1, in_.n[2]) - g.k_first;
+    g.hold_planes_around(lo_, n_[2]);
     return g;
   }
 
@@ -291,9 +287,9 @@ class PipelineRun {
     std::vector<std::size_t> pairs(slabs_.size()), open(slabs_.size());
     for_each_slab([&](Slab& s, std::size_t i) { s.build_surface(inputs[i], surface[i], pairs[i], open[i]); });
     // The boundary values (the direct sum on another thread has overlapped the surface's kernels).
-    const auto wait0 = std::chrono::steady_clock::now();
+    const Stopwatch waiting;
     const std::vector<double> faces = in_.faces();
-    out_.faces_wait_seconds = seconds_since(wait0);
+    out_.faces_wait_seconds = waiting.seconds();
     const long face_count = pb::face_node_count(in_.n);
     if (faces.size() != static_cast<std::size_t>(face_count))
       throw Error("internal error: the PB pipeline got " + std::to_string(faces.size()) + " boundary values for " +
@@ -302,16 +298,16 @@ class PipelineRun {
     std::vector<Solver*> solvers;
     for (auto& s : slabs_) solvers.push_back(&s->solver());
     Slabs cg(solvers.data(), static_cast<int>(solvers.size()));
-    const auto operators0 = std::chrono::steady_clock::now();
+    const Stopwatch operators_clock;
     cg.build_operators();
     for (auto& s : slabs_) {
       ESPGRID_CUDA_CHECK(cudaSetDevice(s->device()));
       ESPGRID_CUDA_CHECK(cudaStreamSynchronize(s->stream()));
     }
-    const double operators_seconds = seconds_since(operators0);
-    const auto solve0 = std::chrono::steady_clock::now();
+    const double operators_seconds = operators_clock.seconds();
+    const Stopwatch solve_clock;
     out_.iterations = cg.solve(in_.run.tolerance, in_.run.max_iterations, out_.own_residual);
-    out_.solve_seconds = seconds_since(solve0);
+    out_.solve_seconds = solve_clock.seconds();
     outputs(cg);
     for (std::size_t i = 0; i < slabs_.size(); ++i) {
       out_.neighbour_pairs += pairs[i];
@@ -357,7 +353,7 @@ class PipelineRun {
   /// The recomputed residual, the energy, φ in double and the map, each in a vector the solve no
   /// longer needs (u holds the solution; r, z, p, q are free).
   void outputs(Slabs& cg) {
-    const auto wall0 = std::chrono::steady_clock::now();
+    const Stopwatch wall;
     cg.exchange_top(Slabs::Vector::u);  // the true residual reads the neighbours' u across each cut
     for (auto& s : slabs_) {
       ESPGRID_CUDA_CHECK(cudaSetDevice(s->device()));
@@ -379,7 +375,7 @@ class PipelineRun {
       s.copy_map<float>(in_.unit_scale, reinterpret_cast<float*>(s.solver().r()), in_.values);
       ESPGRID_CUDA_CHECK(cudaStreamSynchronize(s.stream()));
     });
-    out_.output_seconds = seconds_since(wall0);
+    out_.output_seconds = wall.seconds();
   }
 
   const PbPipelineInput& in_;
@@ -398,7 +394,7 @@ void run_pb_pipeline(const PbPipelineInput& in, PbPipelineResult& out) {
   if (in.slabs[0].first_plane != 0 || in.slabs[in.slab_count - 1].end_plane != in.n[2])
     throw Error("internal error: the PB pipeline's slabs do not cover the grid's planes");
   if (!in.faces || !in.values || !in.conductances) throw Error("internal error: the PB pipeline's inputs are missing");
-  const auto wall0 = std::chrono::steady_clock::now();
+  const Stopwatch wall;
   const DeviceGuard guard(in.slabs[0].device);
   std::vector<int> devices;
   for (int s = 0; s < in.slab_count; ++s)
@@ -418,7 +414,7 @@ void run_pb_pipeline(const PbPipelineInput& in, PbPipelineResult& out) {
     PipelineRun run(in, out);
     run.run();
   }
-  out.wall_seconds = seconds_since(wall0);
+  out.wall_seconds = wall.seconds();
 }
 
 void pb_device_memory(int device, std::size_t& free_bytes, std::size_t& total_bytes) {

@@ -9,6 +9,7 @@
 #include "src/core/errors.h"
 #include "src/core/text_format.h"
 #include "src/core/units.h"
+#include "src/pb/pb_pipeline.h"
 #include "src/pb_numerics/pb_geometry.h"
 
 namespace espgrid::pb {
@@ -36,14 +37,9 @@ constexpr double kMpiStartBytes = 160.0 * 1024 * 1024;
 // On a GPU the host holds the map, the boundary values, the Coulomb map or spread charges and, when
 // the host builds the coefficients and the multigrid hierarchy, those too (by the code).
 constexpr double kGpuHostBytes = 168;
-// The device pipeline (pb_pipeline.h: mol/smol, lpbe, the direct formulation, no sampled surface)
-// leaves the host the float map and, for energies or focusing, φ in double: 12 (docs/pb.md "Memory").
+// The device pipeline (pb_pipeline.h pipeline_options) leaves the host the float map and, for
+// energies or focusing, φ in double: 12 (docs/pb.md "Memory").
 constexpr double kPipelineHostBytes = 12;
-
-bool pipeline_options(const PbOptions& o) {
-  return (o.surface == PbSurface::Mol || o.surface == PbSurface::Smol) && o.sampling < 2 &&
-         o.equation == PbEquation::Linearized && o.formulation == PbFormulation::Direct;
-}
 
 double point_count(const GridSpec& grid) { return double(grid.dims[0]) * double(grid.dims[1]) * double(grid.dims[2]); }
 

@@ -82,10 +82,13 @@ struct SlabPlan {
 
 }  // namespace
 
+bool pipeline_options(const PbOptions& o) {
+  return (o.surface == PbSurface::Mol || o.surface == PbSurface::Smol) && o.sampling < 2 &&
+         o.equation == PbEquation::Linearized && o.formulation == PbFormulation::Direct;
+}
+
 bool pipeline_applies(const Atoms& atoms, const GridSpec& grid, const PbOptions& o) {
-  return !turned_off() && (o.surface == PbSurface::Mol || o.surface == PbSurface::Smol) && o.sampling < 2 &&
-         !uniform_medium(o) && o.equation == PbEquation::Linearized && o.formulation == PbFormulation::Direct &&
-         atoms_on_mesh(atoms, grid);
+  return !turned_off() && pipeline_options(o) && !uniform_medium(o) && atoms_on_mesh(atoms, grid);
 }
 
 std::vector<double> conductance_table(const GridSpec& grid, const PbOptions& o) {

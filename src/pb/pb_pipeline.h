@@ -30,6 +30,10 @@
 
 namespace espgrid::pb {
 
+/// Whether the pipeline's physics covers these options: mol/smol without the sampled surface, the
+/// linear equation, the Direct formulation (pipeline_applies adds the medium, the atoms and the switch).
+bool pipeline_options(const PbOptions& options);
+
 /// Whether the pipeline reproduces these options (mol/smol, lpbe, Direct; a medium that is not
 /// uniform) with these atoms on this grid (every atom strictly inside it), and it is not turned off.
 bool pipeline_applies(const Atoms& atoms, const GridSpec& grid, const PbOptions& options);

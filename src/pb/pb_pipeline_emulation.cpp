@@ -111,8 +111,7 @@ void slab_inputs(const Atoms& atoms, const GridSpec& grid, const PbOptions& o, l
     g.origin[d] = grid.origin[d];
     g.h[d] = grid.spacing[d];
   }
-  g.k_first = std::max(first - 1, 0L);
-  g.k_count = std::min(first + planes + 1, n[2]) - g.k_first;
+  g.hold_planes_around(first, planes);
   AtomCells cells = sas_cell_geometry(atoms, o);
   const HostBins cell_bins = bin_atoms(atoms, cells.n[0] * cells.n[1] * cells.n[2],
                                        [&](double x, double y, double z) { return cells.key(x, y, z); });

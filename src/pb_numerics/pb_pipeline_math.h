@@ -124,6 +124,12 @@ struct SurfaceBytes {
 
   /// Node (i, j, k)'s place in the arrays (k within the window).
   ESPGRID_PB_HD long stored(long i, long j, long k) const { return i + n[0] * (j + n[1] * (k - k_first)); }
+  /// Holds planes first .. first + planes − 1 and one more on each side where the grid has one
+  /// (node_code reads its neighbours' bytes): a slab's window (n[2] must be set).
+  ESPGRID_PB_HD void hold_planes_around(long first, long planes) {
+    k_first = first > 0 ? first - 1 : 0;
+    k_count = (first + planes + 1 < n[2] ? first + planes + 1 : n[2]) - k_first;
+  }
   /// Narrows an inclusive z-plane range to the stored window.
   ESPGRID_PB_HD void clip_planes(long& lo, long& hi) const {
     lo = lo < k_first ? k_first : lo;
