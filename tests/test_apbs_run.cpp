@@ -43,7 +43,7 @@ class ApbsRun : public testing::ScratchDirTest {
   ApbsRunOptions options() const {
     ApbsRunOptions o;
     o.directory = dir_.string();
-    o.solver.backend = SolverChoice::Backend::CpuEmulation;  // no hypre or GPU needed
+    o.solver.backend = SolverChoice::Backend::Cpu;  // espgrid's multigrid on the CPU: no hypre or GPU needed
     o.keep_maps = true;
     return o;
   }

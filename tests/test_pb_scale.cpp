@@ -427,7 +427,7 @@ TEST(PbMemory, DevicePipelineNeedsAtMost64BytesAPoint) {
   // A big grid around a small molecule: the per-point share decides (the atoms' is negligible).
   const Atoms fas = testing::load_molecule("fasciculin2.pqr");
   const GridSpec g = grid_around(fas, 0.25, 12);
-  const pb::PbMemoryPlan plan = pb::pb_memory_plan(fas, g, PbOptions{}, true);
+  const pb::PbMemoryPlan plan = pb::pb_memory_plan(fas, g, PbOptions{}, pb::PbHostPlan::Gpu);
   ASSERT_EQ(plan.path, pb::PbMemoryPath::Pipeline);
   EXPECT_LE(plan.device_bytes / plan.points, 64.0) << plan.describe();
   EXPECT_GE(plan.device_bytes / plan.points, 44.0) << "the codes and five vectors at least: " << plan.describe();
@@ -435,7 +435,7 @@ TEST(PbMemory, DevicePipelineNeedsAtMost64BytesAPoint) {
   // The path it replaces needs about twice as much.
   PbOptions split;
   split.formulation = PbFormulation::Split;
-  const pb::PbMemoryPlan old = pb::pb_memory_plan(fas, g, split, true);
+  const pb::PbMemoryPlan old = pb::pb_memory_plan(fas, g, split, pb::PbHostPlan::Gpu);
   EXPECT_EQ(old.path, pb::PbMemoryPath::DeviceMaps);
   EXPECT_GT(old.device_bytes / old.points, 120.0) << old.describe();
 }
@@ -447,19 +447,20 @@ TEST(PbMemory, TheEarlyCheckCountsTheDevicePipelinesHostShare) {
   GridSpec g;
   g.dims = {1000, 1000, 1000};
   PbOptions o;
-  EXPECT_DOUBLE_EQ(pb::pb_host_bytes(g, o, true), 12e9);
+  EXPECT_DOUBLE_EQ(pb::pb_host_bytes(g, o, pb::PbHostPlan::Gpu), 12e9);
   o.equation = PbEquation::Nonlinear;
-  EXPECT_GE(pb::pb_host_bytes(g, o, true), 168e9);
+  EXPECT_GE(pb::pb_host_bytes(g, o, pb::PbHostPlan::Gpu), 168e9);
   o = PbOptions{};
   o.surface = PbSurface::Spline;
-  EXPECT_GE(pb::pb_host_bytes(g, o, true), 168e9);
-  EXPECT_GE(pb::pb_host_bytes(g, PbOptions{}, false), 300e9);  // hypre's
+  EXPECT_GE(pb::pb_host_bytes(g, o, pb::PbHostPlan::Gpu), 168e9);
+  EXPECT_GE(pb::pb_host_bytes(g, PbOptions{}, pb::PbHostPlan::Hypre), 300e9);         // hypre's
+  EXPECT_GE(pb::pb_host_bytes(g, PbOptions{}, pb::PbHostPlan::CpuMultigrid), 204e9);  // measured 204 B a point
 }
 
 TEST(PbMemory, WhatDoesNotFitIsRefusedNamingTheNeedAndTheRemedy) {
   const Atoms fas = testing::load_molecule("fasciculin2.pqr");
   const GridSpec g = grid_around(fas, 0.5, 10);
-  const pb::PbMemoryPlan plan = pb::pb_memory_plan(fas, g, PbOptions{}, true);
+  const pb::PbMemoryPlan plan = pb::pb_memory_plan(fas, g, PbOptions{}, pb::PbHostPlan::Gpu);
   const std::size_t gib = std::size_t{1} << 30;
   EXPECT_NO_THROW(pb::check_pb_memory(plan, g, 70 * gib, 80 * gib, "GPU 0", 64 * gib));
   try {
@@ -479,8 +480,10 @@ TEST(PbMemory, WhatDoesNotFitIsRefusedNamingTheNeedAndTheRemedy) {
     EXPECT_NE(std::string(e.what()).find("host memory"), std::string::npos) << e.what();
   }
   // The CPU path has no device share, and says to use a GPU when the host is short.
-  const pb::PbMemoryPlan cpu = pb::pb_memory_plan(fas, g, PbOptions{}, false);
+  const pb::PbMemoryPlan cpu = pb::pb_memory_plan(fas, g, PbOptions{}, pb::PbHostPlan::CpuMultigrid);
   EXPECT_EQ(cpu.device_bytes, 0.0);
+  // hypre needs its own matrix and levels beside espgrid's system (measured 309 against 204 B a point).
+  EXPECT_GT(pb::pb_memory_plan(fas, g, PbOptions{}, pb::PbHostPlan::Hypre).host_bytes, 1.4 * cpu.host_bytes);
   EXPECT_NO_THROW(pb::check_pb_memory(cpu, g, 1, 80 * gib, "", 64 * gib));
   try {
     pb::check_pb_memory(cpu, g, 0, 0, "", std::size_t(cpu.host_bytes));
@@ -575,7 +578,7 @@ TEST(PbPipelineGpu, EnergyAndPotentialAreTheHostsAndThePeakIsMeasured) {
   // Σ φ·q over 10⁶ nodes in a different order: the sums differ by rounding, ~1e-15 relative.
   EXPECT_NEAR(now.energy.total, before.energy.total, 1e-11 * std::fabs(before.energy.total));
   EXPECT_NE(now.summary.find("GPU peak"), std::string::npos) << now.summary;
-  const pb::PbMemoryPlan plan = pb::pb_memory_plan(fas, g, o, true);
+  const pb::PbMemoryPlan plan = pb::pb_memory_plan(fas, g, o, pb::PbHostPlan::Gpu);
   EXPECT_EQ(plan.path, pb::PbMemoryPath::Pipeline);
   std::cout << "[ plan     ] " << plan.describe() << "\n[ summary  ] " << now.summary << "\n";
 }

@@ -64,7 +64,7 @@ def run(path, *, directory=None, backend="auto", threads=0, device=0, write=True
 
     directory: where relative paths in the input (and `path` itself) are read and the files are
     written; default the working directory, as APBS. backend: "auto" (the GPU when there is
-    one), "cpu" or "cuda". write=False computes without writing files; maps=False keeps no map
+    one), "cpu" (espgrid's multigrid), "cuda" or "hypre" (hypre's PCG + PFMG). write=False computes without writing files; maps=False keeps no map
     values in the result; dry_run=True checks everything and sets up the grids without solving.
     Raises espgrid.InputError (with .file and .line) for a defect of the input or an unsupported
     keyword, before anything is solved or written."""

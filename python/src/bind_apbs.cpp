@@ -36,7 +36,8 @@ apbs::SolverChoice::Backend backend_of(const std::string& name) {
   if (name == "auto") return apbs::SolverChoice::Backend::Auto;
   if (name == "cpu") return apbs::SolverChoice::Backend::Cpu;
   if (name == "cuda") return apbs::SolverChoice::Backend::Cuda;
-  throw UsageError("backend must be 'auto', 'cpu' or 'cuda', got '" + name + "'");
+  if (name == "hypre") return apbs::SolverChoice::Backend::Hypre;
+  throw UsageError("backend must be 'auto', 'cpu', 'cuda' or 'hypre', got '" + name + "'");
 }
 
 py::object optional_number(const std::optional<double>& v) { return v ? py::object(py::float_(*v)) : py::none(); }

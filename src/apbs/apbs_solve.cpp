@@ -62,13 +62,13 @@ PbRun pb_run(const SolverChoice& choice) {
       run.solver = PbSolver::Auto;
       break;
     case SolverChoice::Backend::Cpu:
-      run.solver = PbSolver::Hypre;
+      run.solver = PbSolver::CpuMultigrid;
       break;
     case SolverChoice::Backend::Cuda:
       run.solver = PbSolver::CudaMultigrid;
       break;
-    case SolverChoice::Backend::CpuEmulation:
-      run.solver = PbSolver::CpuMultigrid;
+    case SolverChoice::Backend::Hypre:
+      run.solver = PbSolver::Hypre;
       break;
   }
   run.threads = choice.threads;

@@ -22,8 +22,8 @@ namespace espgrid::apbs {
 
 /// Where and how the solves run (`espgrid apbs --backend`, Python's backend=).
 struct SolverChoice {
-  /// CpuEmulation: the GPU solver's arithmetic on the CPU (tests, hosts without hypre).
-  enum class Backend { Auto, Cpu, Cuda, CpuEmulation } backend = Backend::Auto;
+  /// Cpu: espgrid's multigrid on the CPU (the GPU solver's arithmetic); Hypre: hypre's PCG + PFMG.
+  enum class Backend { Auto, Cpu, Cuda, Hypre } backend = Backend::Auto;
   int threads = 0;  ///< CPU threads; 0: all cores
   int device = 0;   ///< CUDA device
 };

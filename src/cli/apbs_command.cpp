@@ -90,7 +90,7 @@ int run_apbs(int argc, char** argv) {
       ("input", "the APBS input file", cxxopts::value<std::string>())
       ("json", "also write the run (energies, grids, files) as JSON to FILE, or - for standard output (the "
                "APBS-style text then goes to standard error)", cxxopts::value<std::string>())
-      ("backend", "auto, cpu or cuda (auto: the GPU when there is one)", cxxopts::value<std::string>()->default_value("auto"))
+      ("backend", "auto, cpu, cuda or hypre (auto: the GPU when there is one; cpu: espgrid's multigrid on the CPU; hypre: hypre's PCG + PFMG on the CPU)", cxxopts::value<std::string>()->default_value("auto"))
       ("threads", "CPU threads (0: all cores)", cxxopts::value<std::string>()->default_value("0"))
       ("device", "CUDA device", cxxopts::value<std::string>()->default_value("0"))
       ("quiet", "print only the energy lines (Total electrostatic energy, PRINT results)")
@@ -113,8 +113,10 @@ int run_apbs(int argc, char** argv) {
     run.solver.backend = apbs::SolverChoice::Backend::Cpu;
   else if (backend == "cuda")
     run.solver.backend = apbs::SolverChoice::Backend::Cuda;
+  else if (backend == "hypre")
+    run.solver.backend = apbs::SolverChoice::Backend::Hypre;
   else
-    throw UsageError("--backend must be auto, cpu or cuda, got '" + backend + "'");
+    throw UsageError("--backend must be auto, cpu, cuda or hypre, got '" + backend + "'");
   run.solver.threads = static_cast<int>(whole_option("threads", args["threads"].as<std::string>()));
   run.solver.device = static_cast<int>(whole_option("device", args["device"].as<std::string>()));
   if (run.solver.threads < 0) throw UsageError("--threads must be 0 or more");

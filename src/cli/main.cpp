@@ -12,6 +12,7 @@
 #include "src/core/process_exit.h"
 #include "src/core/process_trace.h"
 #include "src/maps/map_format_table.h"
+#include "src/os/huge_pages.h"
 #include "src/os/interrupt_cleanup.h"
 
 namespace {
@@ -115,6 +116,7 @@ int run_verb(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   espgrid::trace_process("main entered");
+  espgrid::restart_with_huge_pages_if_useful(argc, argv);  // PB's grids: src/os/huge_pages.h
   // Registered first, so run last of the handlers registered from here on (the CUDA runtime's
   // teardown registers its own at its first call, and runs before this one).
   std::atexit([] { espgrid::trace_process("exit handlers done (then the kernel's teardown)"); });

@@ -138,10 +138,10 @@ class PrintingObserver : public MapObserver {
   void prepared(const PreparedJob& p) override {
     print_input(job_.input.path, p.structure.atoms, p.grid);
     if (job_.physics.is_pb()) {  // before anything of the grid's size is allocated (issue 33)
-      const BackendChoice backend = job_.compute.backend;
-      const bool gpu = backend == BackendChoice::Cuda || (backend == BackendChoice::Auto && cuda_available());
       std::printf("memory     the PB solve needs %s\n",
-                  pb::pb_memory_plan(p.structure.atoms, p.grid, job_.physics.pb, gpu).describe().c_str());
+                  pb::pb_memory_plan(p.structure.atoms, p.grid, job_.physics.pb, expected_pb_host_plan(job_.compute))
+                      .describe()
+                      .c_str());
       std::fflush(stdout);
     }
     bar_.emplace(std::string(p.kernel.kernel->name));

@@ -37,6 +37,13 @@ BackendChoice parse_backend(const std::string& text) {
   throw UsageError("--backend must be auto, cpu or cuda, got '" + text + "'");
 }
 
+PbSolverChoice parse_pb_solver_choice(const std::string& text) {
+  if (text == "auto") return PbSolverChoice::Auto;
+  if (text == "multigrid") return PbSolverChoice::Multigrid;
+  if (text == "hypre") return PbSolverChoice::Hypre;
+  throw UsageError("--pb-solver must be auto, multigrid or hypre, got '" + text + "'");
+}
+
 // ---- OptionValue ----------------------------------------------------------------------------------
 
 OptionValue OptionValue::text(std::string words) {
@@ -502,6 +509,12 @@ void add_compute_options(std::vector<JobOption>& t) {
                     [](MapJob& j, const OptionValue& v) { j.compute.kernel = v.as_text("kernel"); }));
   t.push_back(value("backend", G::Compute, "auto, cpu or cuda (auto: CUDA when a usable GPU is present)", "auto",
                     [](MapJob& j, const OptionValue& v) { j.compute.backend = parse_backend(v.as_text("backend")); }));
+  t.push_back(value("pb-solver", G::Compute,
+                    "pb: auto (the GPU's multigrid on a GPU; on the CPU espgrid's multigrid in one process, "
+                    "hypre across MPI ranks), multigrid, or hypre (CPU: hypre's PCG + PFMG)",
+                    "auto", [](MapJob& j, const OptionValue& v) {
+                      j.compute.pb_solver = parse_pb_solver_choice(v.as_text("pb-solver"));
+                    }));
   t.push_back(value("device", G::Compute, "CUDA device number", "0", [](MapJob& j, const OptionValue& v) {
     // Read as a whole number of any size: "--device 99999999999" must still name its option.
     const long long device = v.as_whole("device");
@@ -609,7 +622,7 @@ void finish_pb(MapJob& job) {
       "solvent-dielectric", "ion-radius",       "probe-radius",      "surface",        "surface-window",
       "surface-density",    "surface-sampling", "boundary-accuracy", "pb-formulation", "pb-tolerance",
       "pb-max-iterations",  "pb-equation",      "boundary",          "charge-method",  "ion",
-      "pb-energy",          "solvation-energy", "binding-parts"};
+      "pb-energy",          "solvation-energy", "binding-parts",     "pb-solver"};
   PhysicsOptions& physics = job.physics;
   if (!physics.is_pb()) {
     for (const std::string_view option : kPbOnly)
@@ -618,6 +631,8 @@ void finish_pb(MapJob& job) {
                          model_name(physics.model));
     return;
   }
+  if (job.compute.pb_solver == PbSolverChoice::Hypre && job.compute.backend == BackendChoice::Cuda)
+    throw UsageError("--pb-solver hypre runs on the CPU: drop --backend cuda");
   PbOptions& pb = physics.pb;
   if (given(job, "dielectric")) pb.solute_dielectric = physics.dielectric;  // else APBS's pdie 2
   physics.dielectric = pb.solute_dielectric;

@@ -24,10 +24,18 @@ enum class BackendChoice { Auto, Cpu, Cuda };
 /// "auto", "cpu" or "cuda"; UsageError otherwise.
 BackendChoice parse_backend(const std::string& text);
 
+/// --model pb's solver (--pb-solver). Auto: on a GPU its multigrid; on the CPU espgrid's
+/// multigrid in one process (the GPU's arithmetic; 1.5-3x faster than hypre measured on APBS's
+/// examples, docs/apbs.md) and hypre across MPI ranks, which only hypre splits.
+enum class PbSolverChoice { Auto, Multigrid, Hypre };
+/// "auto", "multigrid" or "hypre"; UsageError otherwise.
+PbSolverChoice parse_pb_solver_choice(const std::string& text);
+
 /// Which kernel runs and how: a registry name or the backend's choice, and the run options.
 struct ComputeOptions {
   std::string kernel;  ///< a registry name; empty: the backend's default
   BackendChoice backend = BackendChoice::Auto;
+  PbSolverChoice pb_solver = PbSolverChoice::Auto;
   RunOptions run;             ///< threads, device(s), launch shape, slab cap, method parameters
   bool device_given = false;  ///< --device was given (it excludes --devices)
 };

@@ -24,6 +24,10 @@ namespace {
 // time); hypre itself the rest, 196 (its matrix, PCG's vectors and PFMG's levels). Rounded up.
 constexpr double kEspgridSolveBytes = 112;
 constexpr double kHypreBytes = 200;
+// espgrid's multigrid on the CPU instead of hypre: 204 B a point measured the same way (2026-11-28,
+// fasciculin-2 at 0.6 and 0.45 A); by the code the 112 above, the hierarchy's coarse levels (four
+// doubles a point: ~37 B of the fine grid's), their three work vectors (~27) and CG's four (32).
+constexpr double kCpuMultigridBytes = 96;
 constexpr double kHypreStagingBytes = 72;
 constexpr double kHypreStagingPoints = double(std::uint64_t{1} << 22);
 // The surface phase: the map, the boundary values and the coefficient maps (52), and with the
@@ -58,16 +62,19 @@ double hypre_bytes(const GridSpec& grid) {
   return kHypreBytes * points + kHypreStagingBytes * std::min(points, kHypreStagingPoints);
 }
 
-double pb_host_bytes(const GridSpec& grid, const PbOptions& options, bool on_gpu) {
+double pb_host_bytes(const GridSpec& grid, const PbOptions& options, PbHostPlan plan) {
   const double points = point_count(grid);
+  const bool on_gpu = plan == PbHostPlan::Gpu;
   if (on_gpu && pipeline_options(options)) return kPipelineHostBytes * points;  // the precise plan: pb_memory.h
   const double surface = kSurfaceBytes * points + 3.0 * double(sampled_surface_points(grid, options));
-  const double solve =
-      on_gpu ? kGpuHostBytes * points : kEspgridSolveBytes * points + hypre_bytes(grid) + kMpiStartBytes;
+  const double solve = on_gpu ? kGpuHostBytes * points
+                       : plan == PbHostPlan::CpuMultigrid
+                           ? (kEspgridSolveBytes + kCpuMultigridBytes) * points
+                           : kEspgridSolveBytes * points + hypre_bytes(grid) + kMpiStartBytes;
   return std::max(surface, solve);
 }
 
-void check_pb_fits(const GridSpec& grid, const PbOptions& options, bool on_gpu, std::size_t available) {
+void check_pb_fits(const GridSpec& grid, const PbOptions& options, PbHostPlan plan, std::size_t available) {
   const std::uint64_t fine = sampled_surface_points(grid, options);
   const std::string sampled = "the sampled surface's fine grid (--surface-sampling " +
                               std::to_string(options.sampling) + " on " + describe(grid) + ") of " + with_commas(fine) +
@@ -76,19 +83,21 @@ void check_pb_fits(const GridSpec& grid, const PbOptions& options, bool on_gpu, 
     throw UsageError(sampled + " is over the limit of " + with_commas(limit) +
                      " points set by ESPGRID_MAX_GRID_POINTS; use a smaller --surface-sampling or a larger --spacing");
   if (available == 0) available = available_memory_bytes();
-  const double needed = pb_host_bytes(grid, options, on_gpu);
+  const double needed = pb_host_bytes(grid, options, plan);
   if (available == 0 || needed <= 0.9 * double(available)) return;
   const bool fine_decides = kSurfaceBytes * point_count(grid) + 3.0 * double(fine) > needed * 0.999;
-  throw UsageError("--model pb on a grid of " + describe(grid) + " needs about " + human_bytes(needed) +
-                   " of memory (" +
-                   (fine_decides ? sampled
-                                 : (on_gpu ? std::string("the host's share of the GPU solve")
-                                           : "the system and hypre's multigrid, about " +
-                                                 std::to_string(static_cast<int>(
-                                                     std::lround((needed - kMpiStartBytes) / point_count(grid)))) +
-                                                 " bytes a point, and Open MPI's start")) +
-                   ") but only " + human_bytes(double(available)) + " is available; use a larger --spacing" +
-                   (fine ? std::string(", a smaller --surface-sampling") : std::string()) + " or a smaller region");
+  throw UsageError(
+      "--model pb on a grid of " + describe(grid) + " needs about " + human_bytes(needed) + " of memory (" +
+      (fine_decides              ? sampled
+       : plan == PbHostPlan::Gpu ? std::string("the host's share of the GPU solve")
+       : plan == PbHostPlan::CpuMultigrid
+           ? "the system and its multigrid, about " +
+                 std::to_string(static_cast<int>(std::lround(needed / point_count(grid)))) + " bytes a point"
+           : "the system and hypre's multigrid, about " +
+                 std::to_string(static_cast<int>(std::lround((needed - kMpiStartBytes) / point_count(grid)))) +
+                 " bytes a point, and Open MPI's start") +
+      ") but only " + human_bytes(double(available)) + " is available; use a larger --spacing" +
+      (fine ? std::string(", a smaller --surface-sampling") : std::string()) + " or a smaller region");
 }
 
 void check_pb_boundary(const Atoms& atoms, const GridSpec& g, const PbOptions& o) {

@@ -18,19 +18,26 @@ namespace espgrid::pb {
 /// Points of the fine grid the sampled surface (options.sampling ≥ 2) is built on; 0 without one.
 std::uint64_t sampled_surface_points(const GridSpec& grid, const PbOptions& options);
 
+/// Where a PB solve runs, for the host memory it needs.
+enum class PbHostPlan {
+  Gpu,           ///< the CUDA multigrid (its device memory is the driver's to report)
+  CpuMultigrid,  ///< espgrid's multigrid on the CPU
+  Hypre,         ///< hypre's PCG + PFMG on the CPU (and Open MPI's start)
+};
+
 /// Host bytes a PB solve of `grid` needs at its peak, beyond what the program already holds: the
 /// larger of the surface phase (coefficient maps, the sampled surface's fine grid) and the solve
-/// (espgrid's system and, on the CPU, hypre's matrix, vectors and multigrid levels). `on_gpu`:
-/// the CUDA multigrid solves (its device memory is the driver's to report); with options the device
-/// pipeline runs (mol/smol, lpbe, direct, no sampled surface), its host share, 12 B a point.
-double pb_host_bytes(const GridSpec& grid, const PbOptions& options, bool on_gpu);
+/// (espgrid's system and, on the CPU, the multigrid hierarchy or hypre's matrix, vectors and
+/// levels). On the GPU with options the device pipeline runs (mol/smol, lpbe, direct, no sampled
+/// surface), its host share, 12 B a point.
+double pb_host_bytes(const GridSpec& grid, const PbOptions& options, PbHostPlan plan);
 /// The share of pb_host_bytes that hypre itself allocates (0 on the GPU).
 double hypre_bytes(const GridSpec& grid);
 
 /// Throws UsageError, before anything is allocated, when the sampled surface's fine grid is over
 /// ESPGRID_MAX_GRID_POINTS or when pb_host_bytes exceeds 90 % of `available` bytes (0: the memory
 /// available now, MemAvailable and any address-space limit).
-void check_pb_fits(const GridSpec& grid, const PbOptions& options, bool on_gpu, std::size_t available = 0);
+void check_pb_fits(const GridSpec& grid, const PbOptions& options, PbHostPlan plan, std::size_t available = 0);
 
 /// Throws UsageError naming the atom when an atom's sphere (its radius) reaches one of the grid's
 /// faces, where the multiple Debye–Hückel boundary values (APBS bcfl mdh) assume bulk solvent, or

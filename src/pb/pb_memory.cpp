@@ -34,10 +34,9 @@ constexpr double kCoarseLevel = 56;
 // The host's share. Pipeline: the map in PbResult and in the MapResult (4 + 4). All-on-device:
 // those, the boundary values and the charges (or Coulomb map), 8 + 8. Hybrid: the coefficient maps
 // (40), the boundary (8), the system (48), the hierarchy's copy of level 0 (32), u (8), φ (8), the
-// maps (8). CPU (src/pb/pb_limits.cpp's figures, measured 2026-11-27 on fasciculin-2: espgrid's
-// arrays 112 and hypre's 200 a point, hypre's staging 72 up to 2^22 points).
-constexpr double kHostPipeline = 8, kHostMaps = 8 + 16, kHostHybrid = 152, kHostCpu = 312;
-constexpr double kHostStaging = 72, kHostStagingPoints = double(1u << 22);
+// maps (8). CPU: pb_limits.h's pb_host_bytes (measured on fasciculin-2: espgrid's multigrid 208 B a
+// point in all; with hypre espgrid's arrays 112, hypre's 200 and its staging 72 up to 2^22 points).
+constexpr double kHostPipeline = 8, kHostMaps = 8 + 16, kHostHybrid = 152;
 constexpr double kPotential = 8;  ///< φ in double, on either side
 /// Atom density used to size the SAS neighbour lists (a protein with its hydrogens holds ~0.1 atoms
 /// per Å³; rounded up).
@@ -115,7 +114,7 @@ PbMemoryPlan pb_memory_plan(const Atoms& atoms, const GridSpec& g, const PbOptio
   const double potential = r.potential ? kPotential * n : 0.0;
   if (!r.gpu) {
     plan.path = PbMemoryPath::Host;
-    plan.host_bytes = kHostCpu * n + kHostStaging * std::min(n, kHostStagingPoints) + potential;
+    plan.host_bytes = pb_host_bytes(g, o, r.hypre ? PbHostPlan::Hypre : PbHostPlan::CpuMultigrid) + potential;
   } else if (r.host_maps) {
     plan.path = PbMemoryPath::Hybrid;
     plan.device_bytes = kHybridDevice * n + kCoarseLevel * c;
@@ -134,9 +133,11 @@ PbMemoryPlan pb_memory_plan(const Atoms& atoms, const GridSpec& g, const PbOptio
   return plan;
 }
 
-PbMemoryPlan pb_memory_plan(const Atoms& atoms, const GridSpec& grid, const PbOptions& o, bool gpu) {
+PbMemoryPlan pb_memory_plan(const Atoms& atoms, const GridSpec& grid, const PbOptions& o, PbHostPlan where) {
   PbMemoryRequest r;
+  const bool gpu = where == PbHostPlan::Gpu;
   r.gpu = gpu;
+  r.hypre = where == PbHostPlan::Hypre;
   r.split = o.formulation == PbFormulation::Split;
   r.host_maps = !surface_on_device(o) || !atoms_on_mesh(atoms, grid) || o.equation == PbEquation::Nonlinear ||
                 o.energy.level == PbEnergyLevel::Components;

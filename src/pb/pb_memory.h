@@ -10,6 +10,7 @@
 
 #include "src/core/atoms.h"
 #include "src/core/grid.h"
+#include "src/pb/pb_limits.h"
 #include "src/physics/pb_options.h"
 
 namespace espgrid::pb {
@@ -35,6 +36,7 @@ struct PbMemoryPlan {
 /// What solve_pb's plan decided, for the plan below.
 struct PbMemoryRequest {
   bool gpu = false;        ///< the CUDA multigrid solves
+  bool hypre = false;      ///< on the CPU: hypre solves (else espgrid's multigrid)
   bool host_maps = false;  ///< the host builds the coefficient maps (hybrid on a GPU)
   bool pipeline = false;   ///< the device pipeline runs (pb_pipeline.h)
   bool potential = false;  ///< φ comes back in double (energies, maps, focusing)
@@ -42,9 +44,9 @@ struct PbMemoryRequest {
 };
 PbMemoryPlan pb_memory_plan(const Atoms& atoms, const GridSpec& grid, const PbOptions& options,
                             const PbMemoryRequest& request);
-/// The same for `espgrid map`'s defaults (energies: the total; no write maps), on the GPU or not:
+/// The same for `espgrid map`'s defaults (energies: the total; no write maps) where `where` solves:
 /// what the CLI states before the solve.
-PbMemoryPlan pb_memory_plan(const Atoms& atoms, const GridSpec& grid, const PbOptions& options, bool gpu);
+PbMemoryPlan pb_memory_plan(const Atoms& atoms, const GridSpec& grid, const PbOptions& options, PbHostPlan where);
 
 /// Throws UsageError when the plan's device share exceeds `device_free` less a reserve (0: not
 /// checked) or its host share exceeds 90 % of `host_available` (0: not checked). `device_name`

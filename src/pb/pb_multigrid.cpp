@@ -186,7 +186,7 @@ SolveReport solve_multigrid_cpu(const PbSystem& system, std::vector<double>& u, 
                                 const MgSettings& settings, int threads) {
   threads = threads_to_use(threads);
   SolveReport report;
-  report.method = "espgrid multigrid-preconditioned CG (CPU emulation of the CUDA solver)";
+  report.method = "espgrid multigrid-preconditioned CG (on the CPU: the GPU solver's arithmetic)";
   report.device = "CPU, " + std::to_string(threads) + (threads == 1 ? " thread" : " threads");
   const Stopwatch setup;
   const std::vector<MgLevel> levels = build_hierarchy(system, settings, threads);

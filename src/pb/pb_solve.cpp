@@ -6,7 +6,9 @@
 #include <future>
 #include <limits>
 #include <memory>
+#include <new>
 #include <optional>
+#include <system_error>
 
 #include "src/core/bulk_memory.h"
 #include "src/core/errors.h"
@@ -139,15 +141,9 @@ struct SolvePlan {
 PbSolver resolve_solver(PbSolver solver, bool across_ranks) {
   std::string cuda_reason;
   const bool have_cuda = cuda_available(&cuda_reason);
-  if (solver == PbSolver::Auto) {
-    std::string hypre_reason;
-    if (have_cuda)
-      solver = PbSolver::CudaMultigrid;
-    else if (pb::hypre_available(&hypre_reason))
-      solver = PbSolver::Hypre;
-    else
-      throw Error("--model pb has no solver here: no usable GPU (" + cuda_reason + ") and " + hypre_reason);
-  }
+  // Across ranks only hypre splits the grid; in one process the multigrid (GPU or CPU) is faster.
+  if (solver == PbSolver::Auto)
+    solver = across_ranks ? PbSolver::Hypre : have_cuda ? PbSolver::CudaMultigrid : PbSolver::CpuMultigrid;
   if (solver == PbSolver::CudaMultigrid && !have_cuda) throw Error("the CUDA PB solver needs a GPU: " + cuda_reason);
   if (solver == PbSolver::Hypre) {
     std::string reason;
@@ -161,7 +157,10 @@ PbSolver resolve_solver(PbSolver solver, bool across_ranks) {
 SolvePlan plan_solve(const Atoms& atoms, const GridSpec& grid, const PbOptions& options, const PbRun& run) {
   SolvePlan p;
   p.solver = resolve_solver(run.solver, run.across_ranks);
-  pb::check_pb_fits(grid, options, p.solver == PbSolver::CudaMultigrid);  // before anything is allocated
+  pb::check_pb_fits(grid, options,  // before anything is allocated
+                    p.solver == PbSolver::CudaMultigrid  ? pb::PbHostPlan::Gpu
+                    : p.solver == PbSolver::CpuMultigrid ? pb::PbHostPlan::CpuMultigrid
+                                                         : pb::PbHostPlan::Hypre);
   p.threads = threads_to_use(run.threads);
   const Backend backend = p.solver == PbSolver::CudaMultigrid ? Backend::Cuda : Backend::Cpu;
   p.faces_kernel = &default_kernel(backend);
@@ -439,6 +438,7 @@ pb::PbMemoryPlan check_memory(const Atoms& atoms, const GridSpec& grid, const Pb
                               const SolvePlan& plan) {
   pb::PbMemoryRequest r;
   r.gpu = plan.solver == PbSolver::CudaMultigrid;
+  r.hypre = plan.solver == PbSolver::Hypre;
   r.host_maps = plan.host_maps;
   r.pipeline = plan.pipeline;
   r.potential = plan.need_potential && !plan.device_energy;
@@ -450,6 +450,14 @@ pb::PbMemoryPlan check_memory(const Atoms& atoms, const GridSpec& grid, const Pb
   pb::check_pb_memory(memory, grid, free, total, r.gpu ? "GPU " + std::to_string(run.device) : std::string(),
                       available_memory_bytes());
   return memory;
+}
+
+/// Past the estimate (under an address-space limit the threads' stacks and malloc arenas count
+/// too, which the bytes a point do not): said with the grid and the remedy, as the check says it.
+[[noreturn]] void throw_out_of_memory_part_way(const GridSpec& grid, const pb::PbMemoryPlan& memory) {
+  throw Error("--model pb on a grid of " + describe(grid) + " ran out of memory part-way (estimated " +
+              memory.describe() + ", " + human_bytes(double(available_memory_bytes())) +
+              " available now); use a larger --spacing or a smaller region (--padding or --dims)");
 }
 
 /// "memory: GPU about 1.1 GiB (52 B a point) estimated, 1.0 GiB peak; host peak 0.4 GiB (resident)".
@@ -471,10 +479,17 @@ PbResult solve_pb(const Atoms& atoms, const GridSpec& grid, const PbOptions& opt
   const pb::PbMemoryPlan memory = check_memory(atoms, grid, options, run, plan);
   record_phase(result, "memory check (a GPU's first: its context)", memory_clock.seconds());
   Solved solved;
-  if (plan.all_on_device)
-    solve_on_device(atoms, grid, options, run, plan, result, solved);
-  else
-    solve_on_host(atoms, grid, options, run, plan, result, solved);
+  try {
+    if (plan.all_on_device)
+      solve_on_device(atoms, grid, options, run, plan, result, solved);
+    else
+      solve_on_host(atoms, grid, options, run, plan, result, solved);
+  } catch (const std::bad_alloc&) {
+    throw_out_of_memory_part_way(grid, memory);
+  } catch (const std::system_error& e) {  // a thread whose stack found no room
+    if (e.code() != std::errc::resource_unavailable_try_again && e.code() != std::errc::not_enough_memory) throw;
+    throw_out_of_memory_part_way(grid, memory);
+  }
   if (!result.solve.converged)
     throw Error("the PB solver (" + result.solve.method + ") did not reach the relative residual " +
                 short_scientific(options.tolerance) + " in " + std::to_string(options.max_iterations) +

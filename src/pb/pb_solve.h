@@ -37,10 +37,10 @@ namespace espgrid {
 
 /// Which solver runs the linear system.
 enum class PbSolver {
-  Auto,           ///< the CUDA multigrid when a GPU is usable, else hypre
-  Hypre,          ///< CPU: hypre PCG + PFMG (needs a build with hypre)
+  Auto,           ///< across MPI ranks hypre; else the CUDA multigrid when a GPU is usable, else the CPU's
+  Hypre,          ///< CPU: hypre PCG + PFMG (needs a build with hypre); the one that splits a grid over ranks
   CudaMultigrid,  ///< GPU: espgrid's multigrid-preconditioned CG
-  CpuMultigrid,   ///< CPU emulation of the CUDA solver (tests, benchmarks, machines without hypre)
+  CpuMultigrid,   ///< CPU: the same multigrid-preconditioned CG (the GPU's arithmetic), OpenMP
 };
 /// "auto", "hypre", "cuda-mg", "cpu-mg".
 std::string pb_solver_name(PbSolver solver);

@@ -106,9 +106,28 @@ void keep_open_mpi_files_in_a_private_folder() {
   }();
 }
 
+
+/// --backend and --pb-solver as a PbSolver (pb_solve.cpp's resolve_solver decides Auto).
+PbSolver pb_solver_for(const ComputeOptions& compute, bool across_ranks) {
+  const BackendChoice backend = compute.backend;
+  switch (compute.pb_solver) {
+    case PbSolverChoice::Hypre:  // with --backend cuda refused by the job's options (finish_pb)
+      return PbSolver::Hypre;
+    case PbSolverChoice::Multigrid:
+      if (across_ranks)
+        throw UsageError("--pb-solver multigrid solves in one process; across MPI ranks the solver is hypre");
+      break;
+    case PbSolverChoice::Auto:
+      break;
+  }
+  if (backend == BackendChoice::Cuda) return PbSolver::CudaMultigrid;
+  if (backend == BackendChoice::Cpu) return across_ranks ? PbSolver::Hypre : PbSolver::CpuMultigrid;
+  return PbSolver::Auto;  // the GPU's multigrid where there is one, else the CPU's (hypre across ranks)
+}
+
 /// --model pb: the map is a Poisson-Boltzmann solution (src/pb/pb_solve.h); the selected
-/// kernel computes its direct sums, and the backend picks the solver (cpu: hypre, cuda: the GPU
-/// multigrid, auto: the GPU when there is one).
+/// kernel computes its direct sums, and --backend/--pb-solver pick the solver (pb_solver_for).
+
 /// Fills `result` in place: the streamed files hold a reference to result.map, so it must be the
 /// caller's object (compute_map returns it by its one name: no move).
 void compute_pb_map(MapResult& result, const Atoms& atoms, const MapRequest& request, const KernelSelection& kernel,
@@ -121,9 +140,7 @@ void compute_pb_map(MapResult& result, const Atoms& atoms, const MapRequest& req
   if (request.devices_ready.valid()) request.devices_ready.wait();
   if (files) files->start(result.map);
   PbRun run;
-  run.solver = request.compute.backend == BackendChoice::Cpu    ? PbSolver::Hypre
-               : request.compute.backend == BackendChoice::Cuda ? PbSolver::CudaMultigrid
-                                                                : PbSolver::Auto;
+  run.solver = pb_solver_for(request.compute, request.pb_across_ranks);
   run.threads = request.compute.run.threads;
   run.device = request.compute.run.device;
   if (request.compute.run.devices.size() > 1) {  // the grid split over them (pb_pipeline.h), or refused
@@ -155,6 +172,14 @@ void compute_pb_map(MapResult& result, const Atoms& atoms, const MapRequest& req
 }
 
 }  // namespace
+
+pb::PbHostPlan expected_pb_host_plan(const ComputeOptions& compute) {
+  const BackendChoice backend = compute.backend;
+  if (compute.pb_solver == PbSolverChoice::Hypre) return pb::PbHostPlan::Hypre;
+  if (backend == BackendChoice::Cuda || (backend == BackendChoice::Auto && cuda_available()))
+    return pb::PbHostPlan::Gpu;
+  return pb::PbHostPlan::CpuMultigrid;
+}
 
 std::string MapResult::kernel_name() const {
   if (!map.physics.is_pb()) return kernel.kernel ? std::string(kernel.kernel->name) : std::string();
@@ -252,9 +277,7 @@ namespace {
 void check_job_grid_fits(const MapJob& job, const GridSpec& grid) {
   check_grid_fits(grid);
   if (!job.physics.is_pb()) return;
-  const BackendChoice backend = job.compute.backend;
-  pb::check_pb_fits(grid, job.physics.pb,
-                    backend == BackendChoice::Cuda || (backend == BackendChoice::Auto && cuda_available()));
+  pb::check_pb_fits(grid, job.physics.pb, expected_pb_host_plan(job.compute));
 }
 
 /// --model pb: atoms closer than this to a face get a notice, Å. The default padding; APBS's psize

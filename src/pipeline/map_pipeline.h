@@ -26,6 +26,7 @@
 #include "src/job/map_job.h"
 #include "src/maps/map_formats.h"
 #include "src/pb/pb_cuda_driver.h"
+#include "src/pb/pb_limits.h"
 #include "src/physics/potential_map.h"
 #include "src/pipeline/pb_energy_report.h"
 #include "src/registry/kernel_registry.h"
@@ -48,6 +49,9 @@ struct KernelSelection {
 /// with an exact kernel, parameters the method cannot use) and Error when the chosen kernel
 /// cannot run here (no GPU), naming why.
 KernelSelection select_kernel(const ComputeOptions& options, PairModel model);
+/// Where --model pb will solve, as far as the options say before the solve (across MPI ranks the
+/// solve then picks hypre): what the early memory check and the printed estimate count.
+pb::PbHostPlan expected_pb_host_plan(const ComputeOptions& compute);
 
 /// Where the time of one map went, seconds. Stages that did not run stay 0.
 struct TimingReport {
