@@ -168,6 +168,12 @@ void check_pb_memory(const PbMemoryPlan& plan, const GridSpec& grid, std::size_t
                      (plan.path == PbMemoryPath::Host ? ", or a GPU (--backend cuda)" : ""));
 }
 
+void throw_out_of_memory_part_way(const GridSpec& grid, const PbMemoryPlan& plan) {
+  throw Error("--model pb on a grid of " + describe(grid) + " ran out of memory part-way (estimated " +
+              plan.describe() + ", " + human_bytes(double(available_memory_bytes())) +
+              " available now); use a larger --spacing or a smaller region (--padding or --dims)");
+}
+
 double host_peak_bytes() {
   rusage usage{};
   if (getrusage(RUSAGE_SELF, &usage) != 0) return 0;

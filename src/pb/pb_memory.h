@@ -57,4 +57,9 @@ void check_pb_memory(const PbMemoryPlan& plan, const GridSpec& grid, std::size_t
 /// The process's peak resident memory so far, bytes (getrusage).
 double host_peak_bytes();
 
+/// Throws Error for an allocation or thread start that failed part-way through a solve the check
+/// passed (under an address-space limit the threads' stacks and malloc arenas count too, which
+/// the bytes a point do not): the grid, the estimate, what is available now and the remedy.
+[[noreturn]] void throw_out_of_memory_part_way(const GridSpec& grid, const PbMemoryPlan& plan);
+
 }  // namespace espgrid::pb

@@ -46,12 +46,6 @@ std::string pb_solver_name(PbSolver solver) {
   return "?";
 }
 
-PbSolver parse_pb_solver(const std::string& text) {
-  for (const PbSolver s : {PbSolver::Auto, PbSolver::Hypre, PbSolver::CudaMultigrid, PbSolver::CpuMultigrid})
-    if (text == pb_solver_name(s)) return s;
-  throw UsageError("--pb-solver must be auto, hypre, cuda-mg or cpu-mg, got '" + text + "'");
-}
-
 namespace pb {
 namespace {
 
@@ -139,8 +133,11 @@ struct SolvePlan {
 };
 
 PbSolver resolve_solver(PbSolver solver, bool across_ranks) {
+  // Only a solver that may be CUDA's asks for CUDA: its driver's start maps much address space,
+  // which an address-space limit on a CPU solve (ulimit -v) would have to hold.
   std::string cuda_reason;
-  const bool have_cuda = cuda_available(&cuda_reason);
+  const bool gpu_wanted = (solver == PbSolver::Auto && !across_ranks) || solver == PbSolver::CudaMultigrid;
+  const bool have_cuda = gpu_wanted && cuda_available(&cuda_reason);
   // Across ranks only hypre splits the grid; in one process the multigrid (GPU or CPU) is faster.
   if (solver == PbSolver::Auto)
     solver = across_ranks ? PbSolver::Hypre : have_cuda ? PbSolver::CudaMultigrid : PbSolver::CpuMultigrid;
@@ -452,14 +449,6 @@ pb::PbMemoryPlan check_memory(const Atoms& atoms, const GridSpec& grid, const Pb
   return memory;
 }
 
-/// Past the estimate (under an address-space limit the threads' stacks and malloc arenas count
-/// too, which the bytes a point do not): said with the grid and the remedy, as the check says it.
-[[noreturn]] void throw_out_of_memory_part_way(const GridSpec& grid, const pb::PbMemoryPlan& memory) {
-  throw Error("--model pb on a grid of " + describe(grid) + " ran out of memory part-way (estimated " +
-              memory.describe() + ", " + human_bytes(double(available_memory_bytes())) +
-              " available now); use a larger --spacing or a smaller region (--padding or --dims)");
-}
-
 /// "memory: GPU about 1.1 GiB (52 B a point) estimated, 1.0 GiB peak; host peak 0.4 GiB (resident)".
 std::string memory_summary(const pb::PbMemoryPlan& memory, const Solved& solved) {
   std::string text = "memory: estimated " + memory.describe();
@@ -485,10 +474,10 @@ PbResult solve_pb(const Atoms& atoms, const GridSpec& grid, const PbOptions& opt
     else
       solve_on_host(atoms, grid, options, run, plan, result, solved);
   } catch (const std::bad_alloc&) {
-    throw_out_of_memory_part_way(grid, memory);
+    pb::throw_out_of_memory_part_way(grid, memory);
   } catch (const std::system_error& e) {  // a thread whose stack found no room
     if (e.code() != std::errc::resource_unavailable_try_again && e.code() != std::errc::not_enough_memory) throw;
-    throw_out_of_memory_part_way(grid, memory);
+    pb::throw_out_of_memory_part_way(grid, memory);
   }
   if (!result.solve.converged)
     throw Error("the PB solver (" + result.solve.method + ") did not reach the relative residual " +

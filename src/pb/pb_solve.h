@@ -42,9 +42,8 @@ enum class PbSolver {
   CudaMultigrid,  ///< GPU: espgrid's multigrid-preconditioned CG
   CpuMultigrid,   ///< CPU: the same multigrid-preconditioned CG (the GPU's arithmetic), OpenMP
 };
-/// "auto", "hypre", "cuda-mg", "cpu-mg".
+/// "auto", "hypre", "cuda-mg", "cpu-mg" (test traces; users choose with --backend and --pb-solver).
 std::string pb_solver_name(PbSolver solver);
-PbSolver parse_pb_solver(const std::string& text);
 
 /// A coarser level's solution for `bcfl focus` (APBS mg-auto's focusing): the fine level's face
 /// values are interpolated from it, and its energy outside the fine domain is added to the fine

@@ -106,7 +106,6 @@ void keep_open_mpi_files_in_a_private_folder() {
   }();
 }
 
-
 /// --backend and --pb-solver as a PbSolver (pb_solve.cpp's resolve_solver decides Auto).
 PbSolver pb_solver_for(const ComputeOptions& compute, bool across_ranks) {
   const BackendChoice backend = compute.backend;
