@@ -171,7 +171,7 @@ TEST_F(Refusals, PbShortOfMemoryIsAnErrorNeverAnAbort) {
     std::vector<rlim_t> mib;
   };
   for (const Sweep& sweep : {Sweep{"multigrid", {100, 200, 300, 800}}, Sweep{"hypre", {200, 400, 1200}}}) {
-    bool solved = false, refused = false;
+    bool solved = false, refused = false, no_hypre = false;
     for (const rlim_t mib : sweep.mib) {
       SCOPED_TRACE(std::string(sweep.solver) + ", " + std::to_string(mib) + " MiB of address space");
       Child::Options options;
@@ -179,10 +179,13 @@ TEST_F(Refusals, PbShortOfMemoryIsAnErrorNeverAnAbort) {
       const Outcome r = run({"map", "data/fasciculin2.pqr", "--model", "pb", "--spacing", "0.6", "--backend", "cpu",
                              "--pb-solver", sweep.solver, "--threads", "2", "-o", path("m.dx")},
                             options);
-      if (contains(r.err, "without hypre")) break;  // a build without hypre: its multigrid sweep ran
+      // A build without hypre (the GPU host's): the smaller limits are refused by the memory check
+      // before the solver is looked for, the larger ones name the missing hypre; the multigrid ran.
+      no_hypre = no_hypre || contains(r.err, "without hypre");
+      if (no_hypre) break;
       check_memory_outcome(r, solved, refused);
     }
-    if (std::string(sweep.solver) == "hypre" && !solved && !refused) continue;
+    if (no_hypre) continue;
     EXPECT_TRUE(solved) << sweep.solver << ": no limit was ample: the sweep checks nothing of the solve";
     EXPECT_TRUE(refused) << sweep.solver << ": no limit was too small: the sweep checks nothing of the refusal";
   }
