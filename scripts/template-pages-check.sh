@@ -5,17 +5,13 @@
 # Needs a built espgrid ($BUILD_DIR, default build-gpu: scripts/device-check.sh build). Logs and
 # JSON go to $OUT (default benchmarks/results/template-pages-DATE).
 #
-#   OUT=... bash scripts/template-pages-check.sh [REPEATS] [MODES]
-#
-# MODES (default "default off"): default = as users run it; off = ESPGRID_HUGE_PAGES=0;
-# buffered = ESPGRID_DX_MAPPED=0 (the .dx through buffers instead of formatted into the mapped file).
+#   OUT=... bash scripts/template-pages-check.sh [REPEATS]
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 cd "$here/.."
 OUT=${OUT:-benchmarks/results/template-pages-$(date -u +%Y-%m-%d)}
 BUILD_DIR=${BUILD_DIR:-build-gpu}
 repeats=${1:-3}
-modes=${2:-default off}
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)  # the runs below start in the template's folder
 source "$here/lib/timed_run.sh"
@@ -33,10 +29,8 @@ open(sys.argv[1] + "/template.in", "w").write(b.template(sys.argv[1] + "/actin4.
 PY
 cp "$work/template.in" "$OUT/template.in"
 for i in $(seq 1 "$repeats"); do
-  for pages in $modes; do
-    env_pages=()
-    [ $pages = off ] && env_pages=(ESPGRID_HUGE_PAGES=0)
-    [ $pages = buffered ] && env_pages=(ESPGRID_DX_MAPPED=0)
+  for pages in default off; do
+    env_pages=(); [ $pages = off ] && env_pages=(ESPGRID_HUGE_PAGES=0)
     cd "$work"
     run "tpl-$pages-$i" env CUDA_VISIBLE_DEVICES=0 ESPGRID_TRACE_PROCESS=1 "${env_pages[@]}" \
       "$E" apbs template.in --backend cuda --json "$OUT/tpl-$pages-$i.json"

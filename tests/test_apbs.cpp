@@ -7,12 +7,8 @@
 
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
-#include <limits>
-#include <random>
 #include <sstream>
 
 #include "src/apbs/apbs_dx.h"
@@ -321,50 +317,6 @@ TEST(ApbsDx, ManyBatchesWrittenWhileTheNextIsFormattedReadBackExactly) {
   omp_set_num_threads(threads_before);
   EXPECT_EQ(slurp(dir / "m1.dx"), slurp(dir / "m2.dx"));
   EXPECT_EQ(slurp(dir / "m1.dx"), slurp(dir / "m4.dx"));
-  fs::remove_all(dir);
-}
-
-// The mapped writer measures the text before writing it (a finite float is 14 characters and its
-// sign): its file is the buffered writer's byte for byte — negative and positive zero, subnormals,
-// the extremes, values that round up to the next power of ten, NaN and infinity (which a map never
-// holds, but the writer takes) — for the whole grid and a block, on 1, 3 and 4 threads.
-TEST(ApbsDx, TheMappedFileIsTheBufferedWritersFile) {
-  const fs::path dir = fs::temp_directory_path() / ("espgrid_apbs_dx_mapped_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  GridSpec grid;
-  grid.dims = {67, 45, 71};  // 214,065 values, 3,195 a plane
-  grid.spacing = {0.5, 0.5, 0.5};
-  std::vector<float> values(grid.point_count());
-  std::mt19937 rng(11);
-  std::uniform_real_distribution<float> mantissa(-1, 1);
-  std::uniform_int_distribution<int> exponent(-45, 38);
-  for (float& v : values) v = mantissa(rng) * std::pow(10.0f, static_cast<float>(exponent(rng)));
-  const float special[] = {0.0f,
-                           -0.0f,
-                           1e-45f,
-                           -1.4e-45f,
-                           1.17549435e-38f,
-                           3.4028235e38f,
-                           -3.4028235e38f,
-                           9.9999999e-1f,
-                           99999999.5f,
-                           std::numeric_limits<float>::quiet_NaN(),
-                           std::numeric_limits<float>::infinity(),
-                           -std::numeric_limits<float>::infinity()};
-  for (std::size_t n = 0; n < std::size(special); ++n) values[n * 997] = special[n];
-  const int threads_before = omp_get_max_threads();
-  for (const NodeBlock& block : {whole_grid(grid), NodeBlock{{3, 1, 2}, {50, 40, 61}}}) {
-    for (const int threads : {1, 3, 4}) {
-      omp_set_num_threads(threads);
-      ::setenv("ESPGRID_DX_MAPPED", "0", 1);
-      EXPECT_FALSE(write_apbs_dx((dir / "buffered.dx").string(), grid, values, block, "T", "test", false));
-      ::unsetenv("ESPGRID_DX_MAPPED");
-      // The test's temporary folder is on a file system that allocates ahead (ext4, xfs, tmpfs).
-      EXPECT_TRUE(write_apbs_dx((dir / "mapped.dx").string(), grid, values, block, "T", "test", false));
-      EXPECT_EQ(slurp(dir / "mapped.dx"), slurp(dir / "buffered.dx")) << threads << " threads";
-    }
-  }
-  omp_set_num_threads(threads_before);
   fs::remove_all(dir);
 }
 

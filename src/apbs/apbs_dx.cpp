@@ -4,18 +4,12 @@
 #include <omp.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <array>
-#include <atomic>
 #include <cerrno>
-#include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <future>
-#include <sys/mman.h>
-#include <sys/stat.h>
 
 #if ESPGRID_HAVE_ZLIB
 #include <zlib.h>
@@ -30,22 +24,6 @@ namespace {
 /// Values formatted per block on one thread: long enough to amortize the parallel region,
 /// short enough that a block's text (≈16 bytes a value) stays a few MB.
 constexpr std::size_t kBlockValues = 3 * 100'000;
-
-constexpr char kTrailer[] =
-    "attribute \"dep\" string \"positions\"\n"
-    "object \"regular positions regular connections\" class field\n"
-    "component \"positions\" value 1\n"
-    "component \"connections\" value 2\n"
-    "component \"data\" value 3\n";
-
-/// Characters write_scientific_9 writes for `value`: every finite float "d.dddddddde±dd" (a
-/// float's decimal exponent has two digits, -45 to 38) after its sign; NaN and infinity as
-/// std::to_chars writes them.
-std::size_t scientific_9_length(float value) {
-  if (std::isfinite(value)) return 14 + (std::signbit(value) ? 1 : 0);
-  char text[kScientific9MaxChars + 1];
-  return static_cast<std::size_t>(write_scientific_9(value, text) - text);
-}
 
 /// A sink for the file's bytes: a plain file descriptor or a zlib stream.
 class Sink {
@@ -170,134 +148,15 @@ char* format_values(const float* ordered, std::size_t begin, std::size_t count, 
   return out;
 }
 
-/// Σ (length + separator) over the block's values: the text's size, known before it is written.
-std::size_t text_bytes(const GridSpec& grid, const std::vector<float>& values, const NodeBlock& b) {
-  const auto gx = static_cast<std::size_t>(grid.dims[0]), gy = static_cast<std::size_t>(grid.dims[1]);
-  std::size_t bytes = 0;
-#pragma omp parallel for reduction(+ : bytes) schedule(static)
-  for (std::int64_t k = 0; k < b.count[2]; ++k)
-    for (std::int64_t j = 0; j < b.count[1]; ++j) {
-      const float* row =
-          values.data() + static_cast<std::size_t>(b.first[0]) +
-          gx * (static_cast<std::size_t>(b.first[1] + j) + gy * static_cast<std::size_t>(b.first[2] + k));
-      for (std::int64_t i = 0; i < b.count[0]; ++i) bytes += scientific_9_length(row[i]) + 1;
-    }
-  return bytes;
-}
-
-/// A new file of `bytes` bytes, allocated on its file system and mapped for writing; data() is
-/// null where the file system cannot allocate ahead or map (the caller writes through buffers).
-/// Allocated first, a full disk is an error here rather than a SIGBUS on a mapped page later.
-class MappedFile {
- public:
-  MappedFile(const std::string& path, std::size_t bytes) : path_(path), bytes_(bytes) {
-    fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-    if (fd_ < 0) throw Error("cannot write " + path + ": " + std::strerror(errno));
-    struct stat file {};
-    if (::fstat(fd_, &file) != 0 || !S_ISREG(file.st_mode)) return;  // /dev/null, a pipe: buffered
-    // fallocate, not posix_fallocate: glibc's emulation of the latter writes every block.
-    int rc = 0;
-    do rc = ::fallocate(fd_, 0, 0, static_cast<off_t>(bytes));
-    while (rc != 0 && errno == EINTR);
-    if (rc != 0 && (errno == ENOSPC || errno == EDQUOT || errno == EFBIG))
-      throw Error("cannot write " + path + ": " + std::strerror(errno));
-    if (rc != 0) return;  // the file system cannot allocate ahead: buffered writes
-    void* p = ::mmap(nullptr, bytes, PROT_WRITE, MAP_SHARED, fd_, 0);
-    if (p != MAP_FAILED) data_ = static_cast<char*>(p);
-  }
-  ~MappedFile() {
-    if (data_) ::munmap(data_, bytes_);
-    if (fd_ >= 0) ::close(fd_);
-  }
-  MappedFile(const MappedFile&) = delete;
-  MappedFile& operator=(const MappedFile&) = delete;
-  char* data() const noexcept { return data_; }
-  /// Starts writing [offset, offset + bytes) to disk while the rest is formatted, so that the
-  /// fsync before the file is renamed into place (apbs_run.cpp) finds little left to write.
-  void start_writeback(std::size_t offset, std::size_t bytes) const noexcept {
-    if (std::getenv("ESPGRID_DX_NO_WRITEBACK")) return;
-    [[maybe_unused]] const int ignored =
-        ::sync_file_range(fd_, static_cast<off_t>(offset), static_cast<off_t>(bytes), SYNC_FILE_RANGE_WRITE);
-  }
-  void close() {
-    const int unmapped = ::munmap(data_, bytes_);
-    data_ = nullptr;
-    const int closed = ::close(fd_);
-    fd_ = -1;
-    if (unmapped != 0 || closed != 0) throw Error("cannot write " + path_ + ": " + std::strerror(errno));
-  }
-
- private:
-  std::string path_;
-  std::size_t bytes_;
-  int fd_ = -1;
-  char* data_ = nullptr;
-};
-
-/// The block's values as DX text straight into `out` (`bytes` of it, text_bytes'), a batch of x
-/// planes at a time: put in DX order, each thread's part measured, then formatted in place. No
-/// text buffers and no single thread copying the text into the page cache: the buffered writer's
-/// write() of 828 MB took 0.4-0.57 s on one core of an H200 host (benchmarks/NOTES.md).
-void format_into(const MappedFile& file, std::size_t offset, std::size_t bytes, const GridSpec& grid,
-                 const std::vector<float>& values, const NodeBlock& block) {
-  char* const out = file.data() + offset;
-  const std::size_t total = static_cast<std::size_t>(block.count[0] * block.count[1] * block.count[2]);
-  const int threads = std::max(1, omp_get_max_threads());
-  const auto parts = static_cast<std::size_t>(threads);
-  const std::size_t plane = static_cast<std::size_t>(block.count[1] * block.count[2]);
-  const auto nx = static_cast<std::size_t>(block.count[0]);
-  const std::size_t planes_per_batch = std::max<std::size_t>(1, parts * kBlockValues / std::max<std::size_t>(plane, 1));
-  std::vector<float> ordered(std::min(nx, planes_per_batch) * plane);
-  std::vector<std::size_t> start(parts + 1);
-  std::size_t at = 0;
-  std::atomic<bool> mismatch{false};
-  for (std::size_t first_plane = 0; first_plane < nx; first_plane += planes_per_batch) {
-    const std::size_t planes = std::min(planes_per_batch, nx - first_plane), count = planes * plane;
-    const std::size_t begin = first_plane * plane, per_part = (count + parts - 1) / parts;
-    dx_order(grid, values, block, first_plane, planes, ordered.data());
-#pragma omp parallel for num_threads(threads) schedule(static, 1)
-    for (std::size_t t = 0; t < parts; ++t) {
-      std::size_t length = 0;
-      for (std::size_t n = std::min(count, t * per_part); n < std::min(count, (t + 1) * per_part); ++n)
-        length += scientific_9_length(ordered[n]) + 1;
-      start[t + 1] = length;
-    }
-    start[0] = at;
-    for (std::size_t t = 0; t < parts; ++t) start[t + 1] += start[t];
-    if (start[parts] > bytes) throw Error("internal: the DX text outgrew its measured size");
-#pragma omp parallel for num_threads(threads) schedule(static, 1)
-    for (std::size_t t = 0; t < parts; ++t) {
-      const std::size_t from = std::min(count, t * per_part), to = std::min(count, from + per_part);
-      const char* end = format_values(ordered.data() + from, begin + from, to - from, total, out + start[t]);
-      if (end != out + start[t + 1]) mismatch = true;
-    }
-    file.start_writeback(offset + start[0], start[parts] - start[0]);
-    at = start[parts];
-  }
-  if (mismatch || at != bytes) throw Error("internal: the DX text differs from its measured size");
-}
-
 }  // namespace
 
 NodeBlock whole_grid(const GridSpec& grid) { return {{0, 0, 0}, {grid.dims[0], grid.dims[1], grid.dims[2]}}; }
 
-bool write_apbs_dx(const std::string& path, const GridSpec& grid, const std::vector<float>& values,
+void write_apbs_dx(const std::string& path, const GridSpec& grid, const std::vector<float>& values,
                    const NodeBlock& block, const std::string& title, const std::string& origin_line, bool gzip) {
   if (values.size() != grid.point_count()) throw Error("internal: a map of the wrong size for " + path);
-  const std::string head = header(grid, block, title, origin_line);
-  const char* mapped = std::getenv("ESPGRID_DX_MAPPED");  // 0: the buffered writer (for measuring)
-  if (!gzip && !(mapped && std::strcmp(mapped, "0") == 0)) {
-    const std::size_t text = text_bytes(grid, values, block);
-    MappedFile file(path, head.size() + text + sizeof kTrailer - 1);
-    if (char* out = file.data()) {
-      std::memcpy(out, head.data(), head.size());
-      format_into(file, head.size(), text, grid, values, block);
-      std::memcpy(out + head.size() + text, kTrailer, sizeof kTrailer - 1);
-      file.close();
-      return true;
-    }
-  }
   Sink sink(path, gzip);
+  const std::string head = header(grid, block, title, origin_line);
   sink.write(head.data(), head.size());
   const std::size_t total = static_cast<std::size_t>(block.count[0] * block.count[1] * block.count[2]);
   const int threads = std::max(1, omp_get_max_threads());
@@ -343,9 +202,14 @@ bool write_apbs_dx(const std::string& path, const GridSpec& grid, const std::vec
     writing = std::async(std::launch::async, write_batch, std::cref(b));
   }
   if (writing.valid()) writing.get();
+  static constexpr char kTrailer[] =
+      "attribute \"dep\" string \"positions\"\n"
+      "object \"regular positions regular connections\" class field\n"
+      "component \"positions\" value 1\n"
+      "component \"connections\" value 2\n"
+      "component \"data\" value 3\n";
   sink.write(kTrailer, sizeof kTrailer - 1);
   sink.close();
-  return false;
 }
 
 }  // namespace espgrid::apbs

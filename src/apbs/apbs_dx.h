@@ -24,10 +24,8 @@ struct NodeBlock {
 /// Writes the nodes of `block` of `values` (on `grid`, x fastest) to `path` as APBS's DX, or
 /// gzip-compressed DX when `gzip`. `title` is the map's APBS title, `origin_line` espgrid's
 /// note on where the map came from (a comment line). Throws Error when writing fails, or when
-/// gzip is asked of a build without zlib. Plain DX is formatted by every thread straight into the
-/// file, allocated at its measured size and mapped; returns false where it was written through
-/// buffers instead (gzip, a file system that cannot allocate ahead or map, ESPGRID_DX_MAPPED=0).
-bool write_apbs_dx(const std::string& path, const GridSpec& grid, const std::vector<float>& values,
+/// gzip is asked of a build without zlib.
+void write_apbs_dx(const std::string& path, const GridSpec& grid, const std::vector<float>& values,
                    const NodeBlock& block, const std::string& title, const std::string& origin_line, bool gzip);
 
 /// Every node of `grid`.
