@@ -21,8 +21,15 @@
 namespace espgrid {
 
 KernelSelection select_kernel(const ComputeOptions& options, PairModel model) {
+  // CUDA is asked only where the choice depends on it: --backend cpu never starts the driver, whose
+  // start maps ~13 GB of address space on a GPU host (a CPU run under ulimit -v could not start
+  // its threads) and takes ~0.15 s.
   std::string reason;
-  const bool have_cuda = cuda_available(&reason);
+  std::optional<bool> cuda;
+  const auto have_cuda = [&] {
+    if (!cuda) cuda = cuda_available(&reason);
+    return *cuda;
+  };
   const MethodParameters& method = options.run.method;
   const bool approximate_asked = method.accuracy != 0 || !method.msm.empty();
   KernelSelection out;
@@ -38,23 +45,24 @@ KernelSelection select_kernel(const ComputeOptions& options, PairModel model) {
     if (approximate_asked && !k.approximate())
       throw UsageError("--accuracy and --msm-* choose an approximate method, but kernel " + std::string(k.name) +
                        " computes the exact sum; leave them out, or name an approximate kernel");
-    if (k.backend == Backend::Cuda && !have_cuda)
+    if (k.backend == Backend::Cuda && !have_cuda())
       throw Error("kernel " + std::string(k.name) + " needs a CUDA device: " + reason);
     out = {&k, "chosen with --kernel"};
   } else if (approximate_asked) {
     // Asked for by name of the method's parameters, never by --backend auto alone.
-    if (options.backend == BackendChoice::Cuda && !have_cuda) throw Error("--backend cuda: " + reason);
-    const bool on_gpu = options.backend == BackendChoice::Cuda || (options.backend == BackendChoice::Auto && have_cuda);
+    if (options.backend == BackendChoice::Cuda && !have_cuda()) throw Error("--backend cuda: " + reason);
+    const bool on_gpu =
+        options.backend == BackendChoice::Cuda || (options.backend == BackendChoice::Auto && have_cuda());
     out = {&approximate_kernel(on_gpu ? Backend::Cuda : Backend::Cpu, model),
            std::string(method.accuracy != 0 ? "--accuracy" : "--msm-* parameters") + ": approximate method, " +
-               (options.backend == BackendChoice::Auto ? (have_cuda ? "CUDA device found" : "no GPU (" + reason + ")")
+               (options.backend == BackendChoice::Auto ? (have_cuda() ? "CUDA device found" : "no GPU (" + reason + ")")
                                                        : "backend " + std::string(on_gpu ? "cuda" : "cpu"))};
   } else if (options.backend == BackendChoice::Cuda) {
-    if (!have_cuda) throw Error("--backend cuda: " + reason);
+    if (!have_cuda()) throw Error("--backend cuda: " + reason);
     out = {&default_kernel(Backend::Cuda), "backend cuda"};
   } else if (options.backend == BackendChoice::Cpu) {
     out = {&default_kernel(Backend::Cpu), "backend cpu"};
-  } else if (have_cuda) {
+  } else if (have_cuda()) {
     out = {&default_kernel(Backend::Cuda), "backend auto: CUDA device found"};
   } else {
     out = {&default_kernel(Backend::Cpu), "backend auto: no GPU (" + reason + ")"};
