@@ -32,14 +32,6 @@ class InterruptibleRun : public apbs::ApbsObserver {
   std::string notices_;
 };
 
-apbs::SolverChoice::Backend backend_of(const std::string& name) {
-  if (name == "auto") return apbs::SolverChoice::Backend::Auto;
-  if (name == "cpu") return apbs::SolverChoice::Backend::Cpu;
-  if (name == "cuda") return apbs::SolverChoice::Backend::Cuda;
-  if (name == "hypre") return apbs::SolverChoice::Backend::Hypre;
-  throw UsageError("backend must be 'auto', 'cpu', 'cuda' or 'hypre', got '" + name + "'");
-}
-
 py::object optional_number(const std::optional<double>& v) { return v ? py::object(py::float_(*v)) : py::none(); }
 
 py::dict calculation_dict(const apbs::ApbsInput& input, const apbs::CalculationResult& r) {
@@ -82,7 +74,7 @@ void bind_apbs(py::module_& m) {
          bool write, bool maps, bool dry_run) {
         apbs::ApbsRunOptions options;
         options.directory = directory;
-        options.solver.backend = backend_of(backend);
+        options.solver.backend = apbs::parse_solver_backend(backend, "backend");
         options.solver.threads = threads;
         options.solver.device = device;
         options.write_files = write && !dry_run;

@@ -190,4 +190,12 @@ void check_atoms_on_grid(const ApbsInput& input, const Calculation& calc, int nu
   }
 }
 
+SolverChoice::Backend parse_solver_backend(const std::string& text, const std::string& option) {
+  if (text == "auto") return SolverChoice::Backend::Auto;
+  if (text == "cpu") return SolverChoice::Backend::Cpu;
+  if (text == "cuda") return SolverChoice::Backend::Cuda;
+  if (text == "hypre") return SolverChoice::Backend::Hypre;
+  throw UsageError(option + " must be auto, cpu, cuda or hypre, got '" + text + "'");
+}
+
 }  // namespace espgrid::apbs

@@ -27,6 +27,9 @@ struct SolverChoice {
   int threads = 0;  ///< CPU threads; 0: all cores
   int device = 0;   ///< CUDA device
 };
+/// "auto", "cpu", "cuda" or "hypre" as a SolverChoice::Backend; UsageError naming `option` (the
+/// program's "--backend", Python's "backend") otherwise.
+SolverChoice::Backend parse_solver_backend(const std::string& text, const std::string& option);
 
 /// APBS's energy components (calcenergy comps; routines.c energyMG), kT: the fixed-charge term
 /// as APBS prints it (½ Σ qᵢ φ(rᵢ)), the mobile ions' and the dielectric's.

@@ -106,17 +106,7 @@ int run_apbs(int argc, char** argv) {
   }
   if (!args.count("input")) throw UsageError("no input file given: espgrid apbs FILE.in");
   apbs::ApbsRunOptions run;
-  const std::string backend = args["backend"].as<std::string>();
-  if (backend == "auto")
-    run.solver.backend = apbs::SolverChoice::Backend::Auto;
-  else if (backend == "cpu")
-    run.solver.backend = apbs::SolverChoice::Backend::Cpu;
-  else if (backend == "cuda")
-    run.solver.backend = apbs::SolverChoice::Backend::Cuda;
-  else if (backend == "hypre")
-    run.solver.backend = apbs::SolverChoice::Backend::Hypre;
-  else
-    throw UsageError("--backend must be auto, cpu, cuda or hypre, got '" + backend + "'");
+  run.solver.backend = apbs::parse_solver_backend(args["backend"].as<std::string>(), "--backend");
   run.solver.threads = static_cast<int>(whole_option("threads", args["threads"].as<std::string>()));
   run.solver.device = static_cast<int>(whole_option("device", args["device"].as<std::string>()));
   if (run.solver.threads < 0) throw UsageError("--threads must be 0 or more");
