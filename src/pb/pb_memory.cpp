@@ -112,9 +112,9 @@ PbMemoryPlan pb_memory_plan(const Atoms& atoms, const GridSpec& g, const PbOptio
   const double n = double(g.point_count()), c = coarse_points(g);
   plan.points = n;
   const double potential = r.potential ? kPotential * n : 0.0;
-  if (!r.gpu) {
+  if (r.where != PbHostPlan::Gpu) {
     plan.path = PbMemoryPath::Host;
-    plan.host_bytes = pb_host_bytes(g, o, r.hypre ? PbHostPlan::Hypre : PbHostPlan::CpuMultigrid) + potential;
+    plan.host_bytes = pb_host_bytes(g, o, r.where) + potential;
   } else if (r.host_maps) {
     plan.path = PbMemoryPath::Hybrid;
     plan.device_bytes = kHybridDevice * n + kCoarseLevel * c;
@@ -135,13 +135,11 @@ PbMemoryPlan pb_memory_plan(const Atoms& atoms, const GridSpec& g, const PbOptio
 
 PbMemoryPlan pb_memory_plan(const Atoms& atoms, const GridSpec& grid, const PbOptions& o, PbHostPlan where) {
   PbMemoryRequest r;
-  const bool gpu = where == PbHostPlan::Gpu;
-  r.gpu = gpu;
-  r.hypre = where == PbHostPlan::Hypre;
+  r.where = where;
   r.split = o.formulation == PbFormulation::Split;
   r.host_maps = !surface_on_device(o) || !atoms_on_mesh(atoms, grid) || o.equation == PbEquation::Nonlinear ||
                 o.energy.level == PbEnergyLevel::Components;
-  r.pipeline = gpu && !r.host_maps && pipeline_applies(atoms, grid, o);
+  r.pipeline = where == PbHostPlan::Gpu && !r.host_maps && pipeline_applies(atoms, grid, o);
   // The pipeline sums the spl2 energy itself; elsewhere an energy brings φ back in double.
   r.potential = o.energy.level != PbEnergyLevel::None && !(r.pipeline && o.charges == PbChargeMethod::Spl2);
   return pb_memory_plan(atoms, grid, o, r);

@@ -35,12 +35,11 @@ struct PbMemoryPlan {
 
 /// What solve_pb's plan decided, for the plan below.
 struct PbMemoryRequest {
-  bool gpu = false;        ///< the CUDA multigrid solves
-  bool hypre = false;      ///< on the CPU: hypre solves (else espgrid's multigrid)
-  bool host_maps = false;  ///< the host builds the coefficient maps (hybrid on a GPU)
-  bool pipeline = false;   ///< the device pipeline runs (pb_pipeline.h)
-  bool potential = false;  ///< φ comes back in double (energies, maps, focusing)
-  bool split = false;      ///< the Split formulation (a Coulomb map)
+  PbHostPlan where = PbHostPlan::CpuMultigrid;  ///< which solver: the GPU's, or the CPU's multigrid or hypre
+  bool host_maps = false;                       ///< the host builds the coefficient maps (hybrid on a GPU)
+  bool pipeline = false;                        ///< the device pipeline runs (pb_pipeline.h)
+  bool potential = false;                       ///< φ comes back in double (energies, maps, focusing)
+  bool split = false;                           ///< the Split formulation (a Coulomb map)
 };
 PbMemoryPlan pb_memory_plan(const Atoms& atoms, const GridSpec& grid, const PbOptions& options,
                             const PbMemoryRequest& request);

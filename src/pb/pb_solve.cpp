@@ -154,10 +154,7 @@ PbSolver resolve_solver(PbSolver solver, bool across_ranks) {
 SolvePlan plan_solve(const Atoms& atoms, const GridSpec& grid, const PbOptions& options, const PbRun& run) {
   SolvePlan p;
   p.solver = resolve_solver(run.solver, run.across_ranks);
-  pb::check_pb_fits(grid, options,  // before anything is allocated
-                    p.solver == PbSolver::CudaMultigrid  ? pb::PbHostPlan::Gpu
-                    : p.solver == PbSolver::CpuMultigrid ? pb::PbHostPlan::CpuMultigrid
-                                                         : pb::PbHostPlan::Hypre);
+  pb::check_pb_fits(grid, options, pb_host_plan(p.solver));  // before anything is allocated
   p.threads = threads_to_use(run.threads);
   const Backend backend = p.solver == PbSolver::CudaMultigrid ? Backend::Cuda : Backend::Cpu;
   p.faces_kernel = &default_kernel(backend);
@@ -434,8 +431,8 @@ void report(const Atoms& atoms, const GridSpec& grid, const PbOptions& options, 
 pb::PbMemoryPlan check_memory(const Atoms& atoms, const GridSpec& grid, const PbOptions& options, const PbRun& run,
                               const SolvePlan& plan) {
   pb::PbMemoryRequest r;
-  r.gpu = plan.solver == PbSolver::CudaMultigrid;
-  r.hypre = plan.solver == PbSolver::Hypre;
+  r.where = pb_host_plan(plan.solver);
+  const bool gpu = r.where == pb::PbHostPlan::Gpu;
   r.host_maps = plan.host_maps;
   r.pipeline = plan.pipeline;
   r.potential = plan.need_potential && !plan.device_energy;
@@ -443,8 +440,8 @@ pb::PbMemoryPlan check_memory(const Atoms& atoms, const GridSpec& grid, const Pb
   const pb::PbMemoryPlan memory = pb::pb_memory_plan(atoms, grid, options, r);
   if (plan.pipeline && run.devices.size() > 1) return pb::check_slab_memory(memory, grid, run.devices);
   std::size_t free = 0, total = 0;
-  if (r.gpu) cuda::pb_device_memory(run.device, free, total);
-  pb::check_pb_memory(memory, grid, free, total, r.gpu ? "GPU " + std::to_string(run.device) : std::string(),
+  if (gpu) cuda::pb_device_memory(run.device, free, total);
+  pb::check_pb_memory(memory, grid, free, total, gpu ? "GPU " + std::to_string(run.device) : std::string(),
                       available_memory_bytes());
   return memory;
 }

@@ -22,11 +22,13 @@
 
 #include "src/compute/compute_timing.h"
 #include "src/core/atoms.h"
+#include "src/core/errors.h"
 #include "src/core/grid.h"
 #include "src/core/units.h"
 #include "src/pb/pb_coefficients.h"
 #include "src/pb/pb_energy.h"
 #include "src/pb/pb_face_sums.h"
+#include "src/pb/pb_limits.h"
 #include "src/pb/pb_maps.h"
 #include "src/pb/pb_system.h"
 #include "src/pb_numerics/pb_system_math.h"
@@ -44,6 +46,13 @@ enum class PbSolver {
 };
 /// "auto", "hypre", "cuda-mg", "cpu-mg" (test traces; users choose with --backend and --pb-solver).
 std::string pb_solver_name(PbSolver solver);
+/// Where a chosen solver runs, for the host memory it needs (pb_limits.h); Auto is not chosen yet.
+inline pb::PbHostPlan pb_host_plan(PbSolver solver) {
+  if (solver == PbSolver::Auto) throw Error("internal error: pb_host_plan of an unresolved solver");
+  return solver == PbSolver::CudaMultigrid  ? pb::PbHostPlan::Gpu
+         : solver == PbSolver::CpuMultigrid ? pb::PbHostPlan::CpuMultigrid
+                                            : pb::PbHostPlan::Hypre;
+}
 
 /// A coarser level's solution for `bcfl focus` (APBS mg-auto's focusing): the fine level's face
 /// values are interpolated from it, and its energy outside the fine domain is added to the fine

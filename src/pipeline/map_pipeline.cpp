@@ -134,7 +134,6 @@ PbSolver pb_solver_for(const ComputeOptions& compute, bool across_ranks) {
 
 /// --model pb: the map is a Poisson-Boltzmann solution (src/pb/pb_solve.h); the selected
 /// kernel computes its direct sums, and --backend/--pb-solver pick the solver (pb_solver_for).
-
 /// Fills `result` in place: the streamed files hold a reference to result.map, so it must be the
 /// caller's object (compute_map returns it by its one name: no move).
 void compute_pb_map(MapResult& result, const Atoms& atoms, const MapRequest& request, const KernelSelection& kernel,
@@ -181,11 +180,9 @@ void compute_pb_map(MapResult& result, const Atoms& atoms, const MapRequest& req
 }  // namespace
 
 pb::PbHostPlan expected_pb_host_plan(const ComputeOptions& compute) {
-  const BackendChoice backend = compute.backend;
-  if (compute.pb_solver == PbSolverChoice::Hypre) return pb::PbHostPlan::Hypre;
-  if (backend == BackendChoice::Cuda || (backend == BackendChoice::Auto && cuda_available()))
-    return pb::PbHostPlan::Gpu;
-  return pb::PbHostPlan::CpuMultigrid;
+  const PbSolver solver = pb_solver_for(compute, false);
+  if (solver != PbSolver::Auto) return pb_host_plan(solver);
+  return cuda_available() ? pb::PbHostPlan::Gpu : pb::PbHostPlan::CpuMultigrid;  // as resolve_solver decides
 }
 
 std::string MapResult::kernel_name() const {
