@@ -19,13 +19,12 @@
 
 #include <cmath>
 #include <cstddef>
-#include <cstdlib>
 #include <memory>
-#include <string>
 #include <vector>
 
 #include "kernels/cuda_runtime_support.h"
 #include "kernels/pb_lean_solver.cuh"
+#include "src/core/switches.h"
 
 namespace espgrid::cuda::lean {
 
@@ -162,10 +161,7 @@ class Slabs {
 
   /// ESPGRID_PB_GRAPH=0 launches every cycle's kernels one by one (for measuring what the graph saves).
   static bool cycle_graphs() {
-    static const bool on = [] {
-      const char* v = std::getenv("ESPGRID_PB_GRAPH");
-      return !(v && (std::string(v) == "0" || std::string(v) == "off"));
-    }();
+    static const bool on = !switched_off("ESPGRID_PB_GRAPH");
     return on;
   }
 

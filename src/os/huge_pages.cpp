@@ -4,7 +4,6 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <fstream>
 #include <string>
 
@@ -13,6 +12,7 @@
 #endif
 
 #include "src/core/process_trace.h"
+#include "src/core/switches.h"
 
 namespace espgrid {
 namespace {
@@ -58,8 +58,7 @@ HugePageHost this_host_for_huge_pages() {
   host.glibc_has_tunable = glibc_has_hugetlb_tunable();
   host.thp_mode = bracketed_thp_mode();
   host.tunables_set = std::getenv("GLIBC_TUNABLES") != nullptr;
-  const char* off = std::getenv("ESPGRID_HUGE_PAGES");
-  host.switched_off = off && std::strcmp(off, "0") == 0;
+  host.switched_off = switched_off("ESPGRID_HUGE_PAGES");
   return host;
 }
 

@@ -18,7 +18,7 @@ struct HugePageHost {
   bool glibc_has_tunable = false;  ///< glibc >= 2.35 (glibc.malloc.hugetlb exists)
   std::string thp_mode;            ///< the bracketed word of /sys/kernel/mm/transparent_hugepage/enabled
   bool tunables_set = false;       ///< GLIBC_TUNABLES is set: the user chose, nothing is changed
-  bool switched_off = false;       ///< ESPGRID_HUGE_PAGES=0
+  bool switched_off = false;       ///< ESPGRID_HUGE_PAGES=0 (or off, no: src/core/switches.h)
 };
 HugePageHost this_host_for_huge_pages();
 

@@ -9,6 +9,7 @@
 #include "src/core/bulk_memory.h"
 #include "src/core/errors.h"
 #include "src/core/stopwatch.h"
+#include "src/core/switches.h"
 #include "src/pb/pb_boundary.h"
 #include "src/pb/pb_multigrid.h"
 #include "src/pb/pb_pipeline_driver.h"
@@ -18,15 +19,6 @@
 
 namespace espgrid::pb {
 namespace {
-
-/// ESPGRID_PB_PIPELINE=0 turns the pipeline off; ESPGRID_PB_POOL=0 its buffers' pool between frames
-/// (for measuring what the pool saves).
-bool turned_off(const char* variable = "ESPGRID_PB_PIPELINE") {
-  const char* v = std::getenv(variable);
-  if (!v) return false;
-  const std::string s(v);
-  return s == "0" || s == "off" || s == "no";
-}
 
 int charge_method_code(PbChargeMethod m) {
   switch (m) {
@@ -88,7 +80,8 @@ bool pipeline_options(const PbOptions& o) {
 }
 
 bool pipeline_applies(const Atoms& atoms, const GridSpec& grid, const PbOptions& o) {
-  return !turned_off() && pipeline_options(o) && !uniform_medium(o) && atoms_on_mesh(atoms, grid);
+  return !switched_off("ESPGRID_PB_PIPELINE") && pipeline_options(o) && !uniform_medium(o) &&
+         atoms_on_mesh(atoms, grid);
 }
 
 std::vector<double> conductance_table(const GridSpec& grid, const PbOptions& o) {
@@ -160,7 +153,8 @@ PipelineSolve solve_with_pipeline(const Atoms& atoms, const GridSpec& grid, cons
   const MgSettings settings;
   const SlabPlan plan(in.n, request, settings);
   const std::vector<cuda::PbPipelineSlab>& slabs = plan.slabs;
-  in.workspace = turned_off("ESPGRID_PB_POOL") ? nullptr : request.workspace;
+  // ESPGRID_PB_POOL=0: no pool between frames (for measuring what it saves).
+  in.workspace = switched_off("ESPGRID_PB_POOL") ? nullptr : request.workspace;
   in.slabs = slabs.data();
   in.slab_count = static_cast<int>(slabs.size());
   in.run.smoothing = settings.smoothing;
