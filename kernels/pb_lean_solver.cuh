@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "kernels/cuda_runtime_support.h"
+#include "kernels/pb_coarsest.cuh"
 #include "kernels/pb_device_ledger.cuh"
 #include "src/pb/pb_cuda_driver.h"
 #include "src/pb_numerics/pb_multigrid_math.h"
@@ -269,6 +270,13 @@ class Solver {
       half_sweep_kernel<<<blocks_for(a.size), kBlock, 0, stream_>>>(coarse_[l - 1].op(), a.x, a.b, color,
                                                                     a.plane_offset);
     ESPGRID_CUDA_CHECK_LAUNCH();
+  }
+  /// The coarsest level's `sweeps` symmetric sweeps in one launch (kernels/pb_coarsest.cuh), when
+  /// level l is small enough; false (nothing queued) otherwise.
+  bool coarsest_sweeps(std::size_t l, int sweeps) {
+    const LevelArrays a = level(l);
+    return l == 0 ? coarsest::solve_in_one_launch(top_, a.x, a.b, sweeps, a.plane_offset, stream_)
+                  : coarsest::solve_in_one_launch(coarse_[l - 1].op(), a.x, a.b, sweeps, a.plane_offset, stream_);
   }
   void level_residual(std::size_t l) {
     const LevelArrays a = level(l);

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "kernels/cuda_runtime_support.h"
+#include "kernels/pb_coarsest.cuh"
 #include "kernels/pb_device.cuh"
 #include "kernels/pb_multigrid_solver.cuh"
 #include "src/compute/cuda_driver.h"
@@ -347,6 +348,7 @@ void PbMultigridSolver::v_cycle(std::size_t l, double* x, const double* b) {
   PbDeviceLevel& d = levels_[l];
   ESPGRID_CUDA_CHECK(cudaMemsetAsync(x, 0, static_cast<std::size_t>(d.size) * sizeof(double), stream_));
   if (l + 1 == levels_.size()) {
+    if (coarsest::solve_in_one_launch(d.args().op, x, b, run_.coarsest_sweeps, 0, stream_)) return;
     for (int s = 0; s < run_.coarsest_sweeps; ++s) {
       half_sweep(l, x, b, 0);
       half_sweep(l, x, b, 1);

@@ -194,6 +194,7 @@ class Slabs {
     on([&](Slab& s) { s.zero(l); });
     const PbMgRun& run = slabs_[first]->run();
     if (l + 1 == slabs_[first]->levels()) {
+      if (count == 1 && slabs_[first]->coarsest_sweeps(l, run.coarsest_sweeps)) return;
       for (int s = 0; s < run.coarsest_sweeps; ++s) {
         sweep(0);
         sweep(1);
