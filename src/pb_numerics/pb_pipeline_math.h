@@ -3,7 +3,7 @@
 // the tests compare with the host's own builders (src/pb/pb_coefficients.cpp, pb_charges.cpp):
 //
 //   atom cells    atoms binned into cubes of side r_max + probe (the host's SAS cell list); each
-//                 atom's SAS neighbours found there, closest first (pb::sas_neighbours' lists)
+//                 atom's SAS neighbours found there, closest first (pb_sas_math.h)
 //   SAS carving   one item per (atom, reference-sphere point): an open point marks its probe sphere
 //                 solvent on the three face arrays at once (no list of points is kept)
 //   face codes    mol/smol's dielectric as bits: each face's 9-point neighbourhood (smol's harmonic
@@ -23,88 +23,9 @@
 #include <cstdint>
 
 #include "src/pb_numerics/pb_geometry.h"
+#include "src/pb_numerics/pb_sas_math.h"
 
 namespace espgrid::pb {
-
-// ---- atom cells and SAS neighbours --------------------------------------------------------------
-
-/// Atoms binned into cubes of side `cell` from `lo` (pb_coefficients.cpp's CellList geometry).
-/// `start` (cells + 1 entries) and `atoms` are the CSR lists, atoms ascending within a cell.
-struct AtomCells {
-  double lo[3] = {0, 0, 0};
-  double cell = 1;
-  long n[3] = {1, 1, 1};
-  const unsigned* start = nullptr;
-  const int* atoms = nullptr;
-
-  ESPGRID_PB_HD long cell_of(double p, int axis) const {
-    const long c = static_cast<long>(std::floor((p - lo[axis]) / cell));
-    return c < 0 ? 0 : (c > n[axis] - 1 ? n[axis] - 1 : c);
-  }
-  ESPGRID_PB_HD long key(double x, double y, double z) const {
-    return cell_of(x, 0) + n[0] * (cell_of(y, 1) + n[1] * cell_of(z, 2));
-  }
-};
-
-/// Atom positions and radii, Å (host or device memory).
-struct AtomArrays {
-  long count = 0;
-  const double* x = nullptr;
-  const double* y = nullptr;
-  const double* z = nullptr;
-  const double* radius = nullptr;
-  const double* charge = nullptr;  ///< e
-};
-
-/// Calls f(b) for every atom b that can block a point of atom a's SAS sphere (b ≠ a, within
-/// r_a + r_b + 2·probe, strictly), cell by cell: the criterion and the search of pb::sas_neighbours.
-template <class F>
-ESPGRID_PB_HD void for_each_sas_neighbour(const AtomCells& cells, const AtomArrays& at, double probe, long a, F&& f) {
-  const double ra = at.radius[a];
-  if (ra <= kNoRadius) return;  // APBS: atoms without a radius have no SAS points
-  const double rad = ra + probe;
-  const double ax = at.x[a], ay = at.y[a], az = at.z[a];
-  const long span = static_cast<long>(std::ceil((rad + cells.cell) / cells.cell));
-  const long cx = cells.cell_of(ax, 0), cy = cells.cell_of(ay, 1), cz = cells.cell_of(az, 2);
-  const long k0 = cz - span < 0 ? 0 : cz - span, k1 = cz + span > cells.n[2] - 1 ? cells.n[2] - 1 : cz + span;
-  const long j0 = cy - span < 0 ? 0 : cy - span, j1 = cy + span > cells.n[1] - 1 ? cells.n[1] - 1 : cy + span;
-  const long i0 = cx - span < 0 ? 0 : cx - span, i1 = cx + span > cells.n[0] - 1 ? cells.n[0] - 1 : cx + span;
-  for (long k = k0; k <= k1; ++k)
-    for (long j = j0; j <= j1; ++j)
-      for (long i = i0; i <= i1; ++i) {
-        const long c = i + cells.n[0] * (j + cells.n[1] * k);
-        for (unsigned s = cells.start[c]; s < cells.start[c + 1]; ++s) {
-          const int b = cells.atoms[s];
-          if (b == a) continue;
-          const double reach = rad + at.radius[b] + probe;
-          const double dx = at.x[b] - ax, dy = at.y[b] - ay, dz = at.z[b] - az;
-          if (dx * dx + dy * dy + dz * dz < reach * reach) f(b);
-        }
-      }
-}
-
-/// Sorts one atom's neighbour list closest first, ties by index (pb::sas_neighbours' order):
-/// insertion sort, for the short lists of one thread.
-ESPGRID_PB_HD void sort_closest_first(int* list, long count, const AtomArrays& at, long a) {
-  const double ax = at.x[a], ay = at.y[a], az = at.z[a];
-  const auto dist2 = [&](int b) {
-    const double dx = at.x[b] - ax, dy = at.y[b] - ay, dz = at.z[b] - az;
-    return dx * dx + dy * dy + dz * dz;
-  };
-  for (long s = 1; s < count; ++s) {
-    const int b = list[s];
-    const double d = dist2(b);
-    long t = s;
-    while (t > 0) {
-      const int c = list[t - 1];
-      const double dc = dist2(c);
-      if (dc < d || (dc == d && c < b)) break;
-      list[t] = c;
-      --t;
-    }
-    list[t] = b;
-  }
-}
 
 // ---- mol/smol surface as bytes, carved by SAS points ---------------------------------------------
 
