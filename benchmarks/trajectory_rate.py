@@ -57,6 +57,15 @@ def structure(path, atoms):
     return np.concatenate(parts)[:atoms], np.tile(q, copies)[:atoms], np.tile(r, copies)[:atoms]
 
 
+def phase_totals(engines):
+    """{phase: seconds} summed over the engines' frames so far."""
+    totals = {}
+    for e in engines:
+        for name, seconds in e.phase_seconds.items():
+            totals[name] = totals.get(name, 0.0) + seconds
+    return totals
+
+
 def frames_of(xyz, count, seed):
     """`count` frames: a small random rotation about the centre and 0.3 Å of Gaussian noise each."""
     rng = np.random.default_rng(seed)
@@ -130,6 +139,7 @@ def main():
     first = time.perf_counter() - t
     k0 = sum(e.kernel_seconds for e in engines)
     x0 = sum(e.transfer_seconds for e in engines)
+    phases0 = phase_totals(engines)
     # The frames are queued (add_frame returns while the frame is computed, as espgrid.average_map
     # reads the next one meanwhile) and finish() waits for the last: the rate is frames over that.
     queued = []
@@ -165,6 +175,10 @@ def main():
         "engines": args.engines, "devices": args.devices or "the default",
         "kernel_seconds_per_frame": (sum(e.kernel_seconds for e in engines) - k0) / args.frames,
         "transfer_seconds_per_frame": (sum(e.transfer_seconds for e in engines) - x0) / args.frames,
+        # PB and MSM: each phase's seconds a frame (summed over the engines, so with two frames in
+        # flight a phase's figure is its time a frame, not the wall it adds).
+        "phase_seconds_per_frame": {name: (seconds - phases0.get(name, 0.0)) / args.frames
+                                    for name, seconds in phase_totals(engines).items()},
         "setup_seconds": setup, "first_frame_seconds": first,
         "fresh_compute_map_seconds_per_frame_median": float(np.median(fresh)) if fresh else None,
         "atom_evaluations_per_second_in_kernel": (args.atoms * float(np.prod(dims)) /

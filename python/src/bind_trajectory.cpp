@@ -89,6 +89,13 @@ PyMap average_map(const FrameAverage& f, PotentialMap map) {
   return p;
 }
 
+/// FrameAverage.phase_seconds: {phase: seconds}, in the phases' order.
+py::dict phase_seconds(const FrameAverage& f) {
+  py::dict out;
+  for (const PhaseTiming& p : f.phase_seconds()) out[py::str(p.name)] = p.seconds;
+  return out;
+}
+
 /// espgrid.FrameAverage: frames queued, computed while the next is read, and summed exactly.
 void bind_frame_average(py::module_& m) {
   py::class_<FrameAverage, std::unique_ptr<FrameAverage>>(m, "FrameAverage",
@@ -154,6 +161,8 @@ void bind_frame_average(py::module_& m) {
       .def_property_readonly("kernel_choice", [](const FrameAverage& f) { return f.kernel().why; })
       .def_property_readonly("kernel_seconds", &FrameAverage::kernel_seconds)
       .def_property_readonly("transfer_seconds", &FrameAverage::transfer_seconds)
+      .def_property_readonly("phase_seconds", &phase_seconds,
+                             "Methods that run in phases (PB, MSM): {phase: seconds summed over the frames so far}.")
       .def("mean",
            [](const FrameAverage& f) {
              PyMap p = average_map(f, f.mean());

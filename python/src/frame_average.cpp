@@ -2,6 +2,7 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -207,6 +208,14 @@ void FrameAverage::collect(const ProgressFn& poll) {
 void FrameAverage::computed(const Computed& c, const ProgressFn& poll) {
   kernel_seconds_ += c.timing.kernel_seconds;
   transfer_seconds_ += c.timing.transfer_seconds;
+  for (const PhaseTiming& phase : c.timing.phases) {
+    const auto same = [&](const PhaseTiming& p) { return p.name == phase.name; };
+    const auto at = std::find_if(phase_seconds_.begin(), phase_seconds_.end(), same);
+    if (at == phase_seconds_.end())
+      phase_seconds_.push_back(phase);
+    else
+      at->seconds += phase.seconds;
+  }
   if (model_label(job_.physics) == "pb") last_solve_ = c.timing.method;
   if (!overlap_sums_) return;
   if (summing_.valid()) {  // the frame before: its buffer is the one the next frame needs

@@ -100,6 +100,9 @@ class FrameAverage {
   /// Kernel and transfer seconds summed over the frames computed so far.
   double kernel_seconds() const noexcept { return kernel_seconds_; }
   double transfer_seconds() const noexcept { return transfer_seconds_; }
+  /// Methods that run in phases (PB, MSM): each phase's seconds summed over the frames computed so
+  /// far, in the order the phases first came (for finding where a frame's time goes).
+  const std::vector<PhaseTiming>& phase_seconds() const noexcept { return phase_seconds_; }
   /// --model pb: the last frame's solve (method, iterations, residual) for the summary; empty otherwise.
   const std::string& last_solve() const noexcept { return last_solve_; }
 
@@ -155,6 +158,7 @@ class FrameAverage {
   std::atomic<std::size_t> planes_done_{0}, planes_{0};
   double kernel_seconds_ = 0;
   double transfer_seconds_ = 0;
+  std::vector<PhaseTiming> phase_seconds_;
   std::string last_solve_;
 };
 

@@ -262,6 +262,33 @@ def test_frame_average_equals_the_mean_of_the_frames_maps(backend):
     assert np.abs(np.asarray(average.deviation().values, np.float64) - maps.std(axis=0)).max() <= 1.2e-7 * scale
 
 
+@pytest.mark.parametrize("backend", ["cpu", "cuda"])
+def test_frame_average_sums_each_phase_of_its_pb_frames(backend):
+    # phase_seconds (what benchmarks/trajectory_rate.py reports a frame): PB solves run in phases,
+    # and each phase's time is summed over the frames in the solve's order; pair models have none.
+    if backend == "cuda":
+        require_gpu()
+    fas = espgrid.read_structure(FAS2)
+    frames = [fas.positions + np.array([0.3, -0.2, 0.1]) * f for f in range(3)]
+    grid = espgrid.grid_around(np.vstack(frames), spacing=2.0, padding=5)
+    options = espgrid.map_options(origin=grid.origin, dims=grid.dims, spacing=grid.spacing, backend=backend,
+                                  model="pb")
+    average = espgrid.FrameAverage(options, grid, fas.charges, False, "three frames", fas.radii)
+    seen = []
+    for xyz in frames:
+        average.add_frame(xyz)
+        average.finish()
+        seen.append(dict(average.phase_seconds))
+    assert seen[0] and list(seen[2]) == list(seen[0])  # the same phases, in the same order
+    assert all(np.isfinite(v) and v >= 0 for v in seen[2].values())
+    assert sum(seen[2].values()) > sum(seen[1].values()) > sum(seen[0].values()) > 0
+    coulomb = espgrid.FrameAverage(espgrid.map_options(origin=grid.origin, dims=grid.dims, spacing=grid.spacing,
+                                                       backend=backend), grid, fas.charges, False, "one frame")
+    coulomb.add_frame(frames[0])
+    coulomb.finish()
+    assert coulomb.phase_seconds == {}
+
+
 def test_progress_reports_every_plane_in_order():
     seen = []
     phi = espgrid.compute_map(SMALL, spacing=0.5, kernel="cpu-reference", progress=lambda d, t: seen.append((d, t)))
