@@ -178,3 +178,29 @@ def test_the_periodic_box_warning_gives_a_triclinic_boxs_angles():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         espgrid.compute_map(universe.atoms, spacing=2.0, unwrap=False)
+
+
+def test_a_cpu_pb_map_uses_the_threads_it_was_given():
+    # threads=1 on the CPU: no OpenMP loop of the PB solve may start a team of its own (libgomp keeps
+    # a team's threads for the process's life, so any loop that ignored the count leaves workers
+    # behind: a --threads 2 run showed 17 threads on a 16-core host, 2026-11-28). In a fresh process,
+    # its threads counted after the import and after the map.
+    # Threads that end (the boundary's std::async) may linger in /proc for an instant: the count is
+    # read until it is back, for up to 2 s; libgomp's idle workers stay for good.
+    script = f"""
+import os, time, espgrid
+count = lambda: len(os.listdir('/proc/self/task'))
+before = count()
+phi = espgrid.compute_map({FAS!r}, model='pb', backend='cpu', spacing=1.5, threads=1)
+for _ in range(20):
+    if count() <= before:
+        break
+    time.sleep(0.1)
+print(before, count(), phi.values.shape)
+"""
+    if os.cpu_count() < 2:
+        pytest.skip("one core: a loop that ignored threads=1 would start no more threads either")
+    env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}
+    out = subprocess.run(["/usr/bin/python3", "-c", script], env=env, capture_output=True, text=True, check=True)
+    before, after = (int(v) for v in out.stdout.split()[:2])
+    assert after == before, f"{after - before} threads more after a threads=1 PB map ({out.stdout.strip()})"

@@ -1,7 +1,6 @@
 #include "src/apbs/apbs_dx.h"
 
 #include <fcntl.h>
-#include <omp.h>
 #include <unistd.h>
 
 #include <array>
@@ -17,6 +16,7 @@
 
 #include "src/core/errors.h"
 #include "src/core/float_text.h"
+#include "src/core/thread_count.h"
 
 namespace espgrid::apbs {
 namespace {
@@ -124,12 +124,12 @@ std::string header(const GridSpec& grid, const NodeBlock& b, const std::string& 
 /// sat on a page of its own (the z stride of a 449 x 449 grid is 806 KB): formatting 51.8 M values
 /// took 0.34 s on 32 cores of an H200 host, nearly all of it waiting on page walks.
 void dx_order(const GridSpec& grid, const std::vector<float>& values, const NodeBlock& b, std::size_t first_plane,
-              std::size_t planes, float* out) {
+              std::size_t planes, float* out, int threads) {
   const auto ny = static_cast<std::size_t>(b.count[1]), nz = static_cast<std::size_t>(b.count[2]);
   const auto gx = static_cast<std::size_t>(grid.dims[0]), gy = static_cast<std::size_t>(grid.dims[1]);
   const std::size_t plane = ny * nz, x0 = static_cast<std::size_t>(b.first[0]) + first_plane;
   const auto y0 = static_cast<std::size_t>(b.first[1]), z0 = static_cast<std::size_t>(b.first[2]);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) num_threads(threads)
   for (std::size_t j = 0; j < ny; ++j)
     for (std::size_t k = 0; k < nz; ++k) {
       const float* row = values.data() + x0 + gx * ((y0 + j) + gy * (z0 + k));
@@ -153,13 +153,14 @@ char* format_values(const float* ordered, std::size_t begin, std::size_t count, 
 NodeBlock whole_grid(const GridSpec& grid) { return {{0, 0, 0}, {grid.dims[0], grid.dims[1], grid.dims[2]}}; }
 
 void write_apbs_dx(const std::string& path, const GridSpec& grid, const std::vector<float>& values,
-                   const NodeBlock& block, const std::string& title, const std::string& origin_line, bool gzip) {
+                   const NodeBlock& block, const std::string& title, const std::string& origin_line, bool gzip,
+                   int threads) {
   if (values.size() != grid.point_count()) throw Error("internal: a map of the wrong size for " + path);
   Sink sink(path, gzip);
   const std::string head = header(grid, block, title, origin_line);
   sink.write(head.data(), head.size());
   const std::size_t total = static_cast<std::size_t>(block.count[0] * block.count[1] * block.count[2]);
-  const int threads = std::max(1, omp_get_max_threads());
+  threads = threads_to_use(threads);
   const auto parts = static_cast<std::size_t>(threads);
   // Batches of whole x planes (contiguous in DX order) of about kBlockValues a thread: each put in
   // DX order, then formatted by all threads (one part each) while one thread writes the batch
@@ -189,7 +190,7 @@ void write_apbs_dx(const std::string& path, const GridSpec& grid, const std::vec
   for (std::size_t first_plane = 0; first_plane < nx; first_plane += planes_per_batch, parity ^= 1) {
     const std::size_t planes = std::min(planes_per_batch, nx - first_plane), count = planes * plane;
     const std::size_t begin = first_plane * plane, per_part = (count + parts - 1) / parts;
-    dx_order(grid, values, block, first_plane, planes, ordered.data());
+    dx_order(grid, values, block, first_plane, planes, ordered.data(), threads);
     Batch& b = batches[parity];  // written two batches ago: that write was waited for
 #pragma omp parallel for num_threads(threads) schedule(static, 1)
     for (std::size_t t = 0; t < parts; ++t) {

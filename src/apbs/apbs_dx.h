@@ -24,9 +24,10 @@ struct NodeBlock {
 /// Writes the nodes of `block` of `values` (on `grid`, x fastest) to `path` as APBS's DX, or
 /// gzip-compressed DX when `gzip`. `title` is the map's APBS title, `origin_line` espgrid's
 /// note on where the map came from (a comment line). Throws Error when writing fails, or when
-/// gzip is asked of a build without zlib.
+/// gzip is asked of a build without zlib. `threads` format the text (0: all cores; the run's --threads).
 void write_apbs_dx(const std::string& path, const GridSpec& grid, const std::vector<float>& values,
-                   const NodeBlock& block, const std::string& title, const std::string& origin_line, bool gzip);
+                   const NodeBlock& block, const std::string& title, const std::string& origin_line, bool gzip,
+                   int threads = 0);
 
 /// Every node of `grid`.
 NodeBlock whole_grid(const GridSpec& grid);

@@ -139,7 +139,8 @@ void write_block_files(std::vector<PlannedFile>& files, std::size_t elec, const 
     if (options.write_files) {
       f.output = std::make_unique<AtomicOutputFile>(f.path);
       write_apbs_dx(f.output->temporary_path(), grid, values, f.block, title,
-                    result.input.file + ", " + elec_label(result.input, elec), f.request->format == WriteFormat::Gz);
+                    result.input.file + ", " + elec_label(result.input, elec), f.request->format == WriteFormat::Gz,
+                    options.solver.threads);
     }
     ApbsMap map;
     map.path = f.path;

@@ -11,6 +11,7 @@
 #include "src/compute/prepared_problem.h"
 #include "src/core/errors.h"
 #include "src/core/text_format.h"
+#include "src/core/thread_count.h"
 #include "src/core/units.h"
 #include "src/pb/pb_face_sums.h"
 #include "src/pb_numerics/pb_geometry.h"
@@ -343,7 +344,8 @@ std::array<double, 3> multipole_factors(double r, double kappa, double eps_p, do
 
 }  // namespace
 
-std::vector<double> sdh_face_values(const Atoms& atoms, const GridSpec& grid, const PbOptions& o) {
+std::vector<double> sdh_face_values(const Atoms& atoms, const GridSpec& grid, const PbOptions& o, int threads) {
+  threads = threads_to_use(threads);
   const std::vector<std::size_t> nodes = boundary_nodes(grid);
   std::vector<double> out(nodes.size(), 0.0);
   if (atoms.empty()) return out;
@@ -354,7 +356,7 @@ std::vector<double> sdh_face_values(const Atoms& atoms, const GridSpec& grid, co
   const long n0 = static_cast<long>(grid.dims[0]), n1 = static_cast<long>(grid.dims[1]);
   const auto count = static_cast<std::int64_t>(nodes.size());
   // Each node on its own (the same arithmetic in any order): a 449×449×257 grid has 865,000 face nodes.
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) num_threads(threads)
   for (std::int64_t f = 0; f < count; ++f) {
     const std::size_t idx = nodes[static_cast<std::size_t>(f)];
     const long i = static_cast<long>(idx % static_cast<std::size_t>(n0));
@@ -384,7 +386,8 @@ std::vector<double> sdh_boundary(const Atoms& atoms, const GridSpec& grid, const
 }
 
 std::vector<double> focus_face_values(const GridSpec& grid, const GridSpec& parent,
-                                      const std::vector<double>& parent_potential) {
+                                      const std::vector<double>& parent_potential, int threads) {
+  threads = threads_to_use(threads);
   if (parent_potential.size() != parent.point_count())
     throw Error("internal error: the focusing parent's potential has " + std::to_string(parent_potential.size()) +
                 " values for its " + std::to_string(parent.point_count()) + " nodes");
@@ -402,7 +405,7 @@ std::vector<double> focus_face_values(const GridSpec& grid, const GridSpec& pare
   const long pn[3] = {static_cast<long>(parent.dims[0]), static_cast<long>(parent.dims[1]),
                       static_cast<long>(parent.dims[2])};
   const auto count = static_cast<std::int64_t>(nodes.size());
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) num_threads(threads)
   for (std::int64_t node_number = 0; node_number < count; ++node_number) {
     const std::size_t idx = nodes[static_cast<std::size_t>(node_number)];
     const long node[3] = {static_cast<long>(idx % static_cast<std::size_t>(n0)),

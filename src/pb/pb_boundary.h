@@ -48,17 +48,19 @@ double mdh_reference(const Atoms& atoms, const PbOptions& options, const std::ar
 /// (with κ: the Debye–Hückel form of each order).
 std::vector<double> sdh_boundary(const Atoms& atoms, const GridSpec& grid, const PbOptions& options);
 /// `bcfl sdh` at the face nodes only, in boundary_nodes' order (the same values as sdh_boundary's:
-/// the device pipeline takes these, without a grid-sized array on the host).
-std::vector<double> sdh_face_values(const Atoms& atoms, const GridSpec& grid, const PbOptions& options);
+/// the device pipeline takes these, without a grid-sized array on the host). `threads`: OpenMP's
+/// count (0: threads_to_use's default), as for every CPU loop of a run (--threads).
+std::vector<double> sdh_face_values(const Atoms& atoms, const GridSpec& grid, const PbOptions& options,
+                                    int threads = 0);
 
 /// `bcfl focus`: each face node's value by trilinear interpolation of `parent_potential` (kT/e on
 /// `parent`, x fastest). Throws UsageError naming the corner when `grid` is not inside `parent`
 /// (APBS allows 1e-9 Å of rounding).
 std::vector<double> focus_boundary(const GridSpec& grid, const GridSpec& parent,
                                    const std::vector<double>& parent_potential);
-/// `bcfl focus` at the face nodes only, in boundary_nodes' order.
+/// `bcfl focus` at the face nodes only, in boundary_nodes' order (`threads` as above).
 std::vector<double> focus_face_values(const GridSpec& grid, const GridSpec& parent,
-                                      const std::vector<double>& parent_potential);
+                                      const std::vector<double>& parent_potential, int threads = 0);
 
 /// The linear indices of the grid's boundary nodes (every node on one of the six faces), once each.
 std::vector<std::size_t> boundary_nodes(const GridSpec& grid);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "src/core/errors.h"
+#include "src/core/thread_count.h"
 #include "src/core/units.h"
 #include "src/pb_numerics/pb_geometry.h"
 
@@ -28,11 +29,11 @@ using NodeWeights = std::vector<double>;
 /// terms are exact zeros (φ and the weights are finite). spl2 puts 27 nodes an atom: for 47,000
 /// atoms on a 449×449×257 level that is 1.3 M of 51.8 M nodes, and the whole-grid loops took
 /// 0.6 s of a focusing level (2 × H200 host, 2026-11-27).
-std::vector<std::size_t> charged_nodes(const std::vector<double>& q) {
+std::vector<std::size_t> charged_nodes(const std::vector<double>& q, int threads) {
   constexpr std::size_t kBlock = std::size_t{1} << 20;
   const auto blocks = static_cast<std::int64_t>((q.size() + kBlock - 1) / kBlock);
   std::vector<std::vector<std::size_t>> found(static_cast<std::size_t>(blocks));
-#pragma omp parallel for schedule(dynamic)
+#pragma omp parallel for schedule(dynamic) num_threads(threads_to_use(threads))
   for (std::int64_t b = 0; b < blocks; ++b) {
     const std::size_t begin = static_cast<std::size_t>(b) * kBlock, end = std::min(q.size(), begin + kBlock);
     for (std::size_t i = begin; i < end; ++i)
@@ -51,7 +52,7 @@ double fixed_charge_volume(const EnergyInputs& in, Weight&& weight) {
   const std::vector<double>& u = *in.potential;
   const std::vector<double>& q = *in.charge;
   double sum = 0;
-  for (const std::size_t i : charged_nodes(q)) sum += weight(i) * u[i] * q[i];
+  for (const std::size_t i : charged_nodes(q, in.threads)) sum += weight(i) * u[i] * q[i];
   return sum;
 }
 

@@ -73,6 +73,7 @@ struct EnergyInputs {
   /// APBS's partition (Vpmg_setPart, set on every level of an mg-para block): each node's term
   /// weighted by its cell's share of the box, each atom's by whether it lies in it; null: all count.
   const EnergyBox* partition = nullptr;
+  int threads = 0;  ///< OpenMP's count for the sums (0: threads_to_use's default), the run's --threads
 };
 
 /// The energies APBS reports for this level at `level` (from_coarser added to every term).

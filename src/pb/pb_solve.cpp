@@ -211,11 +211,11 @@ std::vector<double> boundary_values(const Atoms& atoms, const GridSpec& grid, co
       case PbBoundary::Zero:
         return std::vector<double>(pb::boundary_nodes(grid).size(), 0.0);
       case PbBoundary::Sdh:
-        return pb::sdh_face_values(atoms, grid, options);
+        return pb::sdh_face_values(atoms, grid, options, plan.threads);
       case PbBoundary::Mdh:
         return pb::mdh_face_values(atoms, grid, options, run.device, r);
       case PbBoundary::Focus:
-        return pb::focus_face_values(grid, run.focus_parent->grid, *run.focus_parent->potential);
+        return pb::focus_face_values(grid, run.focus_parent->grid, *run.focus_parent->potential, plan.threads);
     }
     throw Error("internal error: unknown PB boundary condition");
   };
@@ -383,7 +383,7 @@ void solve_on_host(const Atoms& atoms, const GridSpec& grid, const PbOptions& op
   record_phase(result, "solve", result.solve.solve_seconds);
   if (!result.solve.converged) return;
   clock.restart();
-  solved.phi = pb::combine(system, u, plan.split ? &sums.coulomb : nullptr);
+  solved.phi = pb::combine(system, u, plan.split ? &sums.coulomb : nullptr, plan.threads);
   result.values.resize(solved.phi.size());
   for (std::size_t i = 0; i < solved.phi.size(); ++i) result.values[i] = static_cast<float>(solved.phi[i] * plan.scale);
   if (!plan.split) solved.charge = coefficients.charge;
@@ -395,6 +395,7 @@ void report(const Atoms& atoms, const GridSpec& grid, const PbOptions& options, 
             PbResult& result, Solved& solved) {
   Stopwatch clock;
   pb::EnergyInputs in;
+  in.threads = plan.threads;
   in.atoms = &atoms;
   in.grid = &grid;
   in.options = &options;

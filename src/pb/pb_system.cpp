@@ -104,11 +104,13 @@ PbSystem assemble_system(const PbCoefficients& coef, const std::vector<double>& 
   return s;
 }
 
-std::vector<double> combine(const PbSystem& s, const std::vector<double>& u, const std::vector<double>* coulomb) {
+std::vector<double> combine(const PbSystem& s, const std::vector<double>& u, const std::vector<double>* coulomb,
+                            int threads) {
+  threads = threads_to_use(threads);
   std::vector<double> phi(s.size());
   const long n[3] = {static_cast<long>(s.grid.dims[0]), static_cast<long>(s.grid.dims[1]),
                      static_cast<long>(s.grid.dims[2])};
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) num_threads(threads)
   for (long k = 0; k < n[2]; ++k)
     for (long j = 0; j < n[1]; ++j)
       for (long i = 0; i < n[0]; ++i)

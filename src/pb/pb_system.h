@@ -62,6 +62,7 @@ AssemblyArgs assembly_args(const GridSpec& grid, const PbOptions& options, bool 
 
 /// The potential in kT/e at every node from the solver's `u` (interior), the system's boundary
 /// values and, for Split, φ_Coulomb.
-std::vector<double> combine(const PbSystem& system, const std::vector<double>& u, const std::vector<double>* coulomb);
+std::vector<double> combine(const PbSystem& system, const std::vector<double>& u, const std::vector<double>* coulomb,
+                            int threads = 0);
 
 }  // namespace espgrid::pb
