@@ -1301,6 +1301,53 @@ TEST(CompressedStructures, EveryMemberIsReadAndBytesAfterTheLastAreAnError) {
 #endif
 }
 
+// A gzip member cut short anywhere, read at once and in pieces of 1 to 9 bytes: the same lines,
+// then the same error naming the same line. zlib may hold the last input bytes' decoded bits until
+// it is called again with no input; a reader that declared the truncation before that call lost
+// them when its output buffer was small (fuzz_gzip found it: 2 lines and "fuzz:3" in 1-byte
+// pieces, 3 lines and "fuzz:4" at once). Lines end in LF, CRLF and a bare CR.
+TEST(CompressedStructures, ATruncatedMemberGivesTheSameLinesAndErrorInPiecesOfAnySize) {
+#if !ESPGRID_HAVE_ZLIB
+  GTEST_SKIP() << "this build has no zlib";
+#else
+  const std::string text =
+      "ATOM      1  N   ALA A   1       0.000   0.000   0.000  0.5000 1.8000\r\n"
+      "ATOM      2  C   ALA A   9       1.500   0.000   0.000 -0.2000 1.7000\r"
+      "ATOM      3  O   ALA A   1       3.000   1.000   0.000 -0.3000 1.5000\n2000 1.7000\r\n";
+  const std::string member = gzip_member(text);
+  const auto read_all = [](const std::string& bytes, std::size_t chunk) {
+    std::vector<std::string> lines;
+    try {
+      LineSource source("t.pqr.gz", bytes, chunk, LineSource::Decompress::Gzip);
+      while (const auto line = source.next()) lines.emplace_back(*line);
+    } catch (const InputError& e) {
+      lines.push_back(std::string("error: ") + e.what());
+    }
+    return lines;
+  };
+  std::size_t truncations = 0;
+  for (std::size_t cut = 11; cut < member.size(); ++cut) {  // past the 10-byte header
+    const std::string bytes = member.substr(0, cut);
+    const std::vector<std::string> whole = read_all(bytes, 0);
+    ASSERT_FALSE(whole.empty());
+    ASSERT_NE(whole.back().find("error: "), std::string::npos) << "cut at " << cut;
+    truncations += whole.back().find("the file is truncated") != std::string::npos;
+    for (std::size_t chunk = 1; chunk < 10; ++chunk)
+      ASSERT_EQ(read_all(bytes, chunk), whole) << "cut at byte " << cut << ", " << chunk << "-byte pieces";
+  }
+  // Nearly every cut is a truncation (a cut in the trailer may instead fail the CRC-32 check).
+  EXPECT_GT(truncations, (member.size() - 11) / 2);
+  // A bare CR as the last byte before the cut ends its line: the error names the next line.
+  const std::string cr_then_cut = gzip_member("a\rb\r") + gzip_member("c\n").substr(0, 12);
+  for (std::size_t chunk = 0; chunk < 4; ++chunk) {
+    const std::vector<std::string> got = read_all(cr_then_cut, chunk);
+    ASSERT_EQ(got.size(), 3u) << chunk;
+    EXPECT_EQ(got[1], "b");
+    EXPECT_EQ(got[2].rfind("error: t.pqr.gz:3:", 0), 0u) << got[2];
+  }
+#endif
+}
+
 // One set of checks: the PQR and XYZ readers and the Python module's arrays all ask
 // atom_value_problem, so a value refused in a file is refused from Python with the same words.
 TEST(AtomValues, OneSetOfChecksForEveryFrontEnd) {

@@ -108,6 +108,9 @@ class LineSource {
   std::string kind_ = "text structure file";
   bool eof_ = false;     // the file has no more bytes to give
   bool at_end_ = false;  // next() has returned nullopt
+  // The last line returned ended at a CR that was the last byte read: an LF first in the next
+  // read is the rest of its CRLF, not an empty line.
+  bool lf_may_follow_ = false;
 };
 
 /// The text of a file split into lines (LF, CRLF or bare CR), numbered from 1, all in memory:
