@@ -96,7 +96,7 @@ def main():
     ap.add_argument("--fresh-frames", type=int, default=20, help="frames timed with a fresh compute_map each")
     ap.add_argument("--engines", type=int, default=None,
                     help="accumulators on each device, frames dealt round-robin: N frames in flight (default: "
-                         "espgrid.frames.FRAMES_IN_FLIGHT_PER_GPU on a GPU, as average_map runs, 1 on the CPU)")
+                         "espgrid.frames.frames_in_flight on a GPU, as average_map runs, 1 on the CPU)")
     ap.add_argument("--devices", default=None,
                     help="GPUs to deal frames to round-robin, --engines accumulators each (e.g. 0,1: what "
                          "--devices all does in espgrid-trajectory); the sums merged at the end")
@@ -106,9 +106,7 @@ def main():
 
     import espgrid
     from espgrid import _espgrid
-    from espgrid.frames import FRAMES_IN_FLIGHT_PER_GPU
-    if args.engines is None:
-        args.engines = FRAMES_IN_FLIGHT_PER_GPU if args.backend == "cuda" else 1
+    from espgrid.frames import frames_in_flight
 
     xyz, q, radii = structure(args.structure, args.atoms)
     frames = frames_of(xyz, args.frames + 1, args.seed)  # frame 0 warms up: the device's first use
@@ -122,6 +120,8 @@ def main():
     box = np.array([frames.reshape(-1, 3).min(axis=0), frames.reshape(-1, 3).max(axis=0)])
     grid = espgrid.grid_around(box, spacing=args.spacing, padding=args.padding)
     parsed = espgrid.map_options(**espgrid._with_grid(grid, dict(options)))
+    if args.engines is None:  # as average_map deals them
+        args.engines = frames_in_flight(parsed, parsed.model) if args.backend == "cuda" else 1
     source = _espgrid.describe_source(f"{args.atoms} atoms, synthetic frames", _espgrid.structure_from_arrays(xyz, q))
 
     t = time.perf_counter()

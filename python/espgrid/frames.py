@@ -385,11 +385,30 @@ def _grid(t, s, grid, unwrap, options, ranks):
 # between frames. Measured on an H200 (2026-11-27, benchmarks/trajectory_rate.py, 3,341 atoms at
 # 1 Å, cuda-dualpipe): 827-916 frames/s with one, 1,334 with two, 1,285 with three.
 FRAMES_IN_FLIGHT_PER_GPU = 2
+# PB frames spend more of each frame on their host thread (the boundary's sums, the solve's
+# preparation, waits between the pipeline's phases), so more of them in flight keep the device
+# busy. One H200, 2026-11-28 (benchmarks/results/pb-frames-engines-2026-11-28/), frames/s with
+# 2 / 3 / 4 in flight: 3,341 atoms 176-185 / 221-223 / 236-237, the actin dimer 86-92 / 107-113 /
+# 116-118, 44,016 atoms 28.7-29.2 / 31.9-32.1 / 35.7-35.8. Each holds its own device buffers
+# (pb_memory: at most PB_DEVICE_BYTES_PER_POINT a grid point), so no more are made than half the
+# device's free memory holds; never fewer than one.
+PB_FRAMES_IN_FLIGHT_PER_GPU = 4
+PB_DEVICE_BYTES_PER_POINT = 64
+
+
+def frames_in_flight(job, model):
+    """Accumulators for one GPU: FRAMES_IN_FLIGHT_PER_GPU for the pair models; for PB,
+    PB_FRAMES_IN_FLIGHT_PER_GPU as far as half of `job`'s device's free memory holds them."""
+    if model != "pb":
+        return FRAMES_IN_FLIGHT_PER_GPU
+    points = int(np.prod([int(d) for d in job.explicit_grid.dims]))
+    free, _total = _espgrid.device_memory(job.device)
+    return max(1, min(PB_FRAMES_IN_FLIGHT_PER_GPU, free // 2 // (PB_DEVICE_BYTES_PER_POINT * points)))
 
 
 def _engines(s, options, std, source):
-    """The accumulators: FRAMES_IN_FLIGHT_PER_GPU per device for CUDA kernels (one per device, or on
-    the job's own device), one on the CPU; kernels chosen before any frame. Frames are dealt to them
+    """The accumulators: frames_in_flight() per device for CUDA kernels (one per device, or on the
+    job's own device), one on the CPU; kernels chosen before any frame. Frames are dealt to them
     in turn, the devices interleaved; their exact sums merge into the same bits in any order."""
     radii = None if s.radii is None else s.radii.radii
     jobs = [espgrid.map_options(**(dict(options, device=d) if d is not None else options))
@@ -397,8 +416,9 @@ def _engines(s, options, std, source):
     first = [_espgrid.FrameAverage(job, job.explicit_grid, s.charges, std, source, radii) for job in jobs]
     if not first[0].kernel.startswith("cuda"):
         return first
+    in_flight = [frames_in_flight(job, jobs[0].model) for job in jobs]
     more = [_espgrid.FrameAverage(job, job.explicit_grid, s.charges, std, source, radii)
-            for _ in range(FRAMES_IN_FLIGHT_PER_GPU - 1) for job in jobs]
+            for extra in range(1, max(in_flight)) for job, n in zip(jobs, in_flight) if extra < n]
     return first + more
 
 

@@ -109,7 +109,10 @@ void bind_options(py::module_& m) {
   py::class_<MapJob>(m, "MapOptions", "Grid, Physics and Compute options of `espgrid map`, parsed and checked.")
       .def_property_readonly("units", [](const MapJob& o) { return unit_name(o.physics.unit); })
       .def_property_readonly("model", [](const MapJob& o) { return model_label(o.physics); })
-      .def_property_readonly("explicit_grid", [](const MapJob& o) { return explicit_grid(o.grid); });
+      .def_property_readonly("explicit_grid", [](const MapJob& o) { return explicit_grid(o.grid); })
+      .def_property_readonly(
+          "device", [](const MapJob& o) { return o.compute.run.device; },
+          "The GPU the job runs on (--device; 0 unless given).");
 
   m.def(
       "map_options", &job_from_keywords, "options"_a,

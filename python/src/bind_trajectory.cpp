@@ -5,6 +5,7 @@
 
 #include "python/src/binding_support.h"
 #include "python/src/frame_average.h"
+#include "src/pb/pb_pipeline_driver.h"
 #include "src/pb/pb_solve.h"
 #include "src/physics/pair_energy.h"
 #include "src/structure/dcd_check.h"
@@ -231,6 +232,14 @@ void bind_trajectory(py::module_& m) {
         return py::make_tuple(devices, reason);
       },
       "The usable CUDA devices' numbers and, when there are none, why: (devices, reason).");
+  m.def(
+      "device_memory",
+      [](int device) {
+        std::size_t free = 0, total = 0;
+        cuda::pb_device_memory(device, free, total);
+        return py::make_tuple(free, total);
+      },
+      "device"_a, "GPU `device`'s free and total memory now, bytes: (free, total). Error without CUDA.");
 
   m.def(
       "check_dcd",

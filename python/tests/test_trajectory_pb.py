@@ -68,6 +68,25 @@ def test_the_mean_and_deviation_of_pb_maps_equal_the_frames_maps():
     assert "radii: AMBER table" in result.mean.source
 
 
+def test_pb_frames_in_flight_follow_the_devices_free_memory(monkeypatch):
+    """PB frames get PB_FRAMES_IN_FLIGHT_PER_GPU accumulators a GPU as far as half the device's free
+    memory holds them at PB_DEVICE_BYTES_PER_POINT a point, at least one; the pair models keep
+    FRAMES_IN_FLIGHT_PER_GPU. The device's memory is stood in for (no GPU needed)."""
+    from espgrid import frames
+    grid = espgrid.grid_around(np.array([[0.0, 0.0, 0.0], [20.0, 15.0, 10.0]]), spacing=1.0)
+    job = espgrid.map_options(**espgrid._with_grid(grid, {"model": "pb", "device": 1}))
+    points = int(np.prod([int(d) for d in grid.dims]))
+    one = 2 * frames.PB_DEVICE_BYTES_PER_POINT * points  # the free memory one accumulator needs
+    asked = []
+    for free, expected in ((100 * one, frames.PB_FRAMES_IN_FLIGHT_PER_GPU), (3 * one + one // 2, 3), (one, 1),
+                           (one - 1, 1), (0, 1)):
+        monkeypatch.setattr(frames._espgrid, "device_memory", lambda d, free=free: (asked.append(d), (free, 2 * free))[1])
+        assert frames.frames_in_flight(job, job.model) == expected, free
+    assert asked == [1] * 5  # the job's own device
+    assert frames.frames_in_flight(job, "coulomb") == frames.FRAMES_IN_FLIGHT_PER_GPU == 2
+    assert len(asked) == 5  # the pair models do not ask
+
+
 def test_radius_sources():
     u = universe(ADK_PSF)
     amber = radii_module.assign_radii(u.atoms)
