@@ -460,6 +460,46 @@ TEST_F(Writers, PlaneWritersFindANonFiniteValueAnywhere) {
   }
 }
 
+// A map over 16 MB is checked and summarized by the run's threads, then written in one call: the
+// same bytes as the one-thread pass, and of two non-finite values the one in the earlier plane is
+// named, whichever thread finds its own first.
+TEST_F(Writers, PlaneWritersGiveTheSameBytesOnOneThreadAndOnSeveral) {
+  map_.grid.dims = {161, 160, 170};  // 4.4 M values: over write_all_planes' 4 M threshold
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> value(-300.0f, 300.0f);
+  map_.values.resize(map_.grid.point_count());
+  for (float& v : map_.values) v = value(rng);
+  const auto bytes_of = [](const std::string& p) {
+    std::ifstream in(p, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  MapWriteOptions one, four;
+  one.threads = 1;
+  four.threads = 4;
+  for (const char* name : {"p.mrc", "p.vti"}) {
+    SCOPED_TRACE(name);
+    write_map(map_, path(std::string("one-") + name), one);
+    write_map(map_, path(std::string("four-") + name), four);
+    const std::string a = bytes_of(path(std::string("one-") + name)), b = bytes_of(path(std::string("four-") + name));
+    ASSERT_GT(a.size(), map_.values.size() * sizeof(float));
+    EXPECT_TRUE(a == b) << "the files differ";
+  }
+  fs::remove_all(dir_);
+  fs::create_directories(dir_);
+  const std::size_t plane = 161 * 160;
+  map_.values[150 * plane + 5] = std::numeric_limits<float>::infinity();       // the last thread's planes
+  map_.values[9 * plane + 161 + 3] = std::numeric_limits<float>::quiet_NaN();  // the first thread's
+  for (const char* name : {"bad.mrc", "bad.vti"}) {
+    try {
+      write_map(map_, path(name), four);
+      ADD_FAILURE() << name << " written with non-finite values";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("(3, 1, 9)"), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(files_in_dir(), 0u);
+  }
+}
+
 // Finite values whose squares overflow float (|v| > 1.8e19) take the summary's double path:
 // the header still holds the right statistics.
 TEST_F(Writers, MrcStatisticsOfHugeFiniteValues) {

@@ -34,7 +34,9 @@ std::vector<MapFormatInfo> make_table() {
       },
       /*exact_grid=*/true, /*bench_default=*/false});
   table.push_back({MapFormat::Mrc, "MRC2014", {".mrc", ".map", ".ccp4"}, "MRC2014: ChimeraX, PyMOL, VMD, Coot, Mol*",
-      [](const PotentialMap& map, const std::string& path, const MapWriteOptions&) { write_mrc_to(map, path); },
+      [](const PotentialMap& map, const std::string& path, const MapWriteOptions& options) {
+        write_mrc_to(map, path, options.threads);
+      },
       [](const MapWriteOptions&) -> PlaneWriterMaker { return &make_mrc_plane_writer; },
       [](const std::string& path, bool* unit_known) { return read_mrc_bytes(ByteSource(path), unit_known); },
       [](const std::string& name, std::string bytes, bool* unit_known) {

@@ -67,7 +67,8 @@ void write_dx_gz_to(const PotentialMap& map, const std::string& path, const MapW
 /// espgrid's own writer (maps/map_stream.h: make_vti_plane_writer), compressed by VTK's.
 void write_vti_to(const PotentialMap& map, const std::string& path, const MapWriteOptions& options = {});
 /// MRC2014, mode 2 (float32), axes 1,2,3 (x fastest), straight to `path`; see maps/mrc_format.cpp.
-void write_mrc_to(const PotentialMap& map, const std::string& path);
+/// threads: those that check and summarize a large map's planes (write_all_planes; 0 = all cores).
+void write_mrc_to(const PotentialMap& map, const std::string& path, int threads = 1);
 
 /// Where an .mrc places a grid. Readers disagree on which header fields hold the origin:
 /// crystallographic ones (gemmi, Coot, CCP4, clipper) take NXSTART, NYSTART, NZSTART (whole

@@ -1,9 +1,12 @@
 #include "src/maps/map_stream.h"
 
 #include <algorithm>
+#include <exception>
+#include <mutex>
 
 #include "src/core/errors.h"
 #include "src/core/stopwatch.h"
+#include "src/core/thread_count.h"
 #include "src/maps/map_format_table.h"
 
 namespace espgrid {
@@ -35,8 +38,30 @@ void PlaneWriter::write_planes(const PotentialMap& map, std::int64_t first, std:
   }
 }
 
-void write_all_planes(const PotentialMap& map, PlaneWriter& writer) {
-  writer.write_planes(map, 0, map.grid.dims[2]);
+void write_all_planes(const PotentialMap& map, PlaneWriter& writer, int threads) {
+  constexpr std::size_t kParallelValues = std::size_t{4} << 20;  // 16 MB: below it a team costs more than it saves
+  const std::int64_t planes = map.grid.dims[2];
+  threads = threads_to_use(threads);
+  if (threads == 1 || map.values.size() < kParallelValues || planes < 2) {
+    writer.write_planes(map, 0, planes);
+  } else {
+    // Each plane's summary has its own slot in the writers; an error is kept with its plane so the
+    // one thrown is the first in plane order, as the serial pass would throw it.
+    std::int64_t failed_plane = planes;
+    std::exception_ptr failure;
+    std::mutex failure_mutex;
+#pragma omp parallel for schedule(static) num_threads(threads)
+    for (std::int64_t k = 0; k < planes; ++k) {
+      try {
+        writer.summarize_planes(k, 1);
+      } catch (...) {
+        const std::lock_guard<std::mutex> lock(failure_mutex);
+        if (k < failed_plane) failed_plane = k, failure = std::current_exception();
+      }
+    }
+    if (failure) std::rethrow_exception(failure);
+    writer.write_plane_bytes(0, planes);
+  }
   writer.finish();
 }
 

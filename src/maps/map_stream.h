@@ -44,10 +44,14 @@ class PlaneWriter {
   virtual void finish() = 0;
 };
 
-/// Every plane (PlaneWriter::write_planes), then writer.finish(): a whole map into a plane
-/// writer. (Writing the bytes on a second thread while this one checked and summarized was
-/// slower on a busy 2-core machine: the passes share memory bandwidth.)
-void write_all_planes(const PotentialMap& map, PlaneWriter& writer);
+/// Every plane, then writer.finish(): a whole map into a plane writer. With one thread (or a map
+/// under 16 MB) each MiB is summarized and then written while in cache (PlaneWriter::write_planes);
+/// with more, `threads` summarize every plane first (the first non-finite value in plane order is
+/// the error), then the bytes are written in one call. A 949 MB map on an H200 host wrote in
+/// 0.41-0.44 s to tmpfs, 0.71-0.75 s to ext4, a third of it the one thread's summaries.
+/// (Writing the bytes on a second thread while this one checked and summarized was slower on a
+/// busy 2-core machine: the passes share memory bandwidth.) threads: 0 = all cores.
+void write_all_planes(const PotentialMap& map, PlaneWriter& writer, int threads = 1);
 
 /// Whether `format` has a PlaneWriter with `options` (its entry in the format table says: MRC
 /// and uncompressed .vti: yes; OpenDX and compressed .vti: no).

@@ -308,10 +308,10 @@ std::unique_ptr<PlaneWriter> make_mrc_plane_writer(const PotentialMap& map, Outp
   return std::make_unique<MrcPlaneWriter>(map, file);
 }
 
-void write_mrc_to(const PotentialMap& map, const std::string& path) {
+void write_mrc_to(const PotentialMap& map, const std::string& path, int threads) {
   OutputFile file(path);
   MrcPlaneWriter writer(map, file);
-  write_all_planes(map, writer);
+  write_all_planes(map, writer, threads);
   file.close();
 }
 

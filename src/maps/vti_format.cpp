@@ -195,10 +195,10 @@ std::unique_ptr<PlaneWriter> make_vti_plane_writer(const PotentialMap& map, Outp
   return std::make_unique<VtiPlaneWriter>(map, file);
 }
 
-void write_uncompressed_vti_to(const PotentialMap& map, const std::string& path) {
+void write_uncompressed_vti_to(const PotentialMap& map, const std::string& path, int threads) {
   OutputFile file(path);
   VtiPlaneWriter writer(map, file);
-  write_all_planes(map, writer);
+  write_all_planes(map, writer, threads);
   file.close();
 }
 
@@ -207,7 +207,7 @@ void write_uncompressed_vti_to(const PotentialMap& map, const std::string& path)
 bool vti_supported() noexcept { return true; }
 
 void write_vti_to(const PotentialMap& map, const std::string& path, const MapWriteOptions& options) {
-  if (options.vti_compression == VtiCompression::None) return write_uncompressed_vti_to(map, path);
+  if (options.vti_compression == VtiCompression::None) return write_uncompressed_vti_to(map, path, options.threads);
   const GridSpec& g = map.grid;
   vtkNew<vtkImageData> image;
   image->SetDimensions(static_cast<int>(g.dims[0]), static_cast<int>(g.dims[1]), static_cast<int>(g.dims[2]));
@@ -264,7 +264,7 @@ void write_vti_to(const PotentialMap& map, const std::string& path, const MapWri
 bool vti_supported() noexcept { return false; }
 
 void write_vti_to(const PotentialMap& map, const std::string& path, const MapWriteOptions& options) {
-  if (options.vti_compression == VtiCompression::None) return write_uncompressed_vti_to(map, path);
+  if (options.vti_compression == VtiCompression::None) return write_uncompressed_vti_to(map, path, options.threads);
   throw UsageError("cannot write " + path + " with " + std::string(compression_name(options.vti_compression)) +
                    " compression: this espgrid was built without VTK");
 }

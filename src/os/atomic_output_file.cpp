@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 
 #include "src/core/errors.h"
+#include "src/core/process_trace.h"
 #include "src/os/cleanup_table.h"
 
 namespace espgrid {
@@ -218,7 +219,9 @@ void AtomicOutputFile::commit() {
   const std::string what = "cannot write " + destination_ + link_note(destination_, target_) + ": ";
   const std::string nothing = " (nothing written to " + destination_ + ")";
   // On disk before the rename: otherwise a power loss can leave the new name on an empty file.
+  trace_process("output: written, flushing it to disk (fsync)");
   if (::fsync(fd_) != 0) throw Error(what + std::strerror(errno) + " while flushing it to disk" + nothing);
+  trace_process("output: flushed");
   // The name must still be this file: someone who may write to the directory could have put
   // something else there, and the rename would move that into place.
   struct stat mine {
