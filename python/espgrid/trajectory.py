@@ -481,16 +481,19 @@ def main(argv=None):
     a selection MDAnalysis cannot parse or that matches nothing, no frames selected, an output
     path refused). Never a Python traceback (ESPGRID_DEBUG=1 shows one)."""
     import warnings
-    # MDAnalysis 2.4 on Python 3.11 warns about its own internals (xdrlib, DCD timesteps), and
-    # its import resets and adds warning filters: import it with warnings recorded, not shown
-    # (the filters are restored afterwards, without MDAnalysis's), then ignore deprecations.
-    with warnings.catch_warnings(record=True):
-        warnings.simplefilter("ignore")
-        try:
-            _mdanalysis()
-        except ImportError:
-            pass  # reported where it is needed, as an error
-    warnings.filterwarnings("ignore", category=DeprecationWarning)
+
+    def import_mdanalysis():
+        # MDAnalysis 2.4 on Python 3.11 warns about its own internals (xdrlib, DCD timesteps), and
+        # its import resets and adds warning filters: import it with warnings recorded, not shown
+        # (the filters are restored afterwards, without MDAnalysis's), then ignore deprecations.
+        # After the command line is checked: its import takes ~1 s, a usage error none.
+        with warnings.catch_warnings(record=True):
+            warnings.simplefilter("ignore")
+            try:
+                _mdanalysis()
+            except ImportError:
+                pass  # reported where it is needed, as an error
+        warnings.filterwarnings("ignore", category=DeprecationWarning)
 
     def show(message, category, filename, lineno, file=None, line=None):
         # espgrid's own warnings as one line, like its errors; others as Python shows them.
@@ -521,6 +524,7 @@ def main(argv=None):
             sys.stdout = sys.stderr  # standard output holds the CSV or JSON alone
         inputs = [args.topology] + args.trajectory
         shared._guarded(ranks, lambda: cli._check_outputs(outputs, texts, inputs) if ranks.root else None)
+        import_mdanalysis()
         devices = options.pop("devices", None)
         run = shared.run_frames(args.topology, args.trajectory or None, select=args.select, start=args.start,
                                 stop=args.stop, step=args.step, std=bool(args.std_output), progress=args.progress,
