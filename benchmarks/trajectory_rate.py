@@ -13,6 +13,12 @@ session pays.
   PYTHONPATH=build/python python3 benchmarks/trajectory_rate.py --model pb --atoms 11754 --frames 60   # PB frames
   PYTHONPATH=build/python python3 benchmarks/trajectory_rate.py --model pb --backend cpu --spacing 2 --frames 5
   PYTHONPATH=build/python python3 benchmarks/trajectory_rate.py --model pb --atoms 44016 --devices 0,1   # 2 GPUs
+  mpirun -np 2 python3 benchmarks/trajectory_rate.py --model pb --atoms 11754 --frames 1000 --mpi   # 2 ranks
+
+--mpi (under mpirun, mpi4py): the frames shared out as espgrid-trajectory shares them
+(espgrid.frames: each rank a contiguous block, on its host's GPU in turn, its own accumulators), the
+ranks' exact sums merged on rank 0; the rate is all frames over the wall from a barrier before the
+first to a barrier after the last (the merge timed apart). Rank 0 prints and writes the JSON.
 
 --model pb takes the structure's radii (its PQR's radius column).
 
@@ -100,6 +106,7 @@ def main():
     ap.add_argument("--devices", default=None,
                     help="GPUs to deal frames to round-robin, --engines accumulators each (e.g. 0,1: what "
                          "--devices all does in espgrid-trajectory); the sums merged at the end")
+    ap.add_argument("--mpi", action="store_true", help="share the frames over MPI ranks (run under mpirun)")
     ap.add_argument("--seed", type=int, default=24)
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
@@ -124,6 +131,8 @@ def main():
         args.engines = frames_in_flight(parsed, parsed.model) if args.backend == "cuda" else 1
     source = _espgrid.describe_source(f"{args.atoms} atoms, synthetic frames", _espgrid.structure_from_arrays(xyz, q))
 
+    if args.mpi:
+        return over_ranks(args, frames, q, radii, options, grid, parsed, source)
     t = time.perf_counter()
     devices = [int(d) for d in args.devices.split(",")] if args.devices else [None]
     jobs = [parsed if d is None else espgrid.map_options(**espgrid._with_grid(grid, dict(options, device=d)))
@@ -190,6 +199,59 @@ def main():
     if args.out:
         with open(args.out, "w") as f:
             f.write(text + "\n")
+
+
+def over_ranks(args, frames, q, radii, options, grid, parsed, source):
+    """--mpi: this rank's block of frames 1..N on its GPU (espgrid.frames.rank_device), the rate
+    over every rank's frames, the sums merged on rank 0 (espgrid.frames.Ranks.merge_sums)."""
+    import espgrid
+    from espgrid import _espgrid
+    from espgrid import frames as shared
+    ranks = shared.world()
+    if ranks.comm is None:
+        sys.exit("trajectory_rate: --mpi needs several ranks (mpirun -np N, with mpi4py)")
+    devices = shared.rank_device(ranks, {}, [int(d) for d in args.devices.split(",")] if args.devices else None)
+    jobs = [parsed if d is None else espgrid.map_options(**espgrid._with_grid(grid, dict(options, device=d)))
+            for d in (devices or [None])]
+    if args.engines is None:
+        args.engines = shared.frames_in_flight(jobs[0], parsed.model) if args.backend == "cuda" else 1
+    engines = [_espgrid.FrameAverage(job, job.explicit_grid, q, args.std, source,
+                                     radii if args.model == "pb" else None) for job in jobs for _ in range(args.engines)]
+    for e in engines:  # each engine's first frame: its buffers, the device's first use (not timed)
+        e.add_frame(frames[0], "frame 0")
+        e.finish()
+    mine = ranks.block(range(1, args.frames + 1))
+    ranks.comm.Barrier()
+    t0 = time.perf_counter()
+    for i, f in enumerate(mine):
+        engines[i % len(engines)].add_frame(frames[f], f"frame {f}")
+    for e in engines:
+        e.finish()
+    for e in engines[1:]:
+        engines[0].merge(e.limbs, e.frames)
+    busy = time.perf_counter() - t0
+    ranks.comm.Barrier()
+    total = time.perf_counter() - t0
+    t1 = time.perf_counter()
+    ranks.merge_sums(engines[0])
+    merge = time.perf_counter() - t1
+    busy_all = ranks.comm.gather(busy, root=0)
+    if not ranks.root:
+        return 0
+    assert engines[0].frames == args.frames + ranks.size * len(engines)
+    assert np.isfinite(np.asarray(engines[0].mean().values)).all()
+    dims = [int(d) for d in parsed.explicit_grid.dims]
+    result = {"atoms": args.atoms, "frames": args.frames, "grid": dims, "points": int(np.prod(dims)),
+              "spacing_A": args.spacing, "options": options, "kernel": engines[0].kernel, "ranks": ranks.size,
+              "devices_of_rank_0": devices, "engines_per_rank": len(engines),
+              "frames_per_second": args.frames / total, "seconds": total,
+              "rank_busy_seconds": busy_all, "merge_seconds": merge}
+    text = json.dumps(result, indent=2)
+    print(text)
+    if args.out:
+        with open(args.out, "w") as f:
+            f.write(text + "\n")
+    return 0
 
 
 if __name__ == "__main__":
