@@ -7,26 +7,22 @@
 
 namespace espgrid::cuda {
 
-namespace {
-constexpr const char* kReason = "this espgrid was built without CUDA (no nvcc found, or ESPGRID_CUDA=OFF)";
-}
-
 ComputeTiming compute_potential(std::string_view, const DeviceKernel&, const GridSumProblem&, const DeviceRunOptions&) {
-  throw Error(kReason);
+  throw Error(kBuiltWithoutCuda);
 }
 
 ComputeTiming compute_potential_multi(std::string_view, const DeviceKernel&, const GridSumProblem&,
                                       const std::vector<int>&, const DeviceRunOptions&) {
-  throw Error(kReason);
+  throw Error(kBuiltWithoutCuda);
 }
 
 std::vector<int> usable_devices(std::string* reason) {
-  if (reason) *reason = kReason;
+  if (reason) *reason = kBuiltWithoutCuda;
   return {};
 }
 
 int usable_device_count(std::string* reason) {
-  if (reason) *reason = kReason;
+  if (reason) *reason = kBuiltWithoutCuda;
   return 0;
 }
 
@@ -38,8 +34,8 @@ struct DeviceWorkspace::Buffers {};
 DeviceWorkspace::DeviceWorkspace() : buffers_(std::make_unique<Buffers>()) {}
 DeviceWorkspace::~DeviceWorkspace() = default;
 
-RsqrtCeiling measure_rsqrt_ceiling(int) { throw Error(kReason); }
+RsqrtCeiling measure_rsqrt_ceiling(int) { throw Error(kBuiltWithoutCuda); }
 
-std::uint64_t take_frame_sums(DeviceWorkspace&, std::uint64_t*, std::size_t) { throw Error(kReason); }
+std::uint64_t take_frame_sums(DeviceWorkspace&, std::uint64_t*, std::size_t) { throw Error(kBuiltWithoutCuda); }
 
 }  // namespace espgrid::cuda

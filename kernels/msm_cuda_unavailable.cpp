@@ -5,14 +5,12 @@
 
 namespace espgrid::cuda {
 
-namespace {
-constexpr const char* kReason = "this espgrid was built without CUDA (no nvcc found, or ESPGRID_CUDA=OFF)";
+ComputeTiming compute_msm(const GridSumProblem&, const msm::Plan&, const MsmRunOptions&) {
+  throw Error(kBuiltWithoutCuda);
 }
 
-ComputeTiming compute_msm(const GridSumProblem&, const msm::Plan&, const MsmRunOptions&) { throw Error(kReason); }
+msm::LevelGrids<float> msm_level_grids(const GridSumProblem&, const msm::Plan&, int) { throw Error(kBuiltWithoutCuda); }
 
-msm::LevelGrids<float> msm_level_grids(const GridSumProblem&, const msm::Plan&, int) { throw Error(kReason); }
-
-void msm_map_parts(const GridSumProblem&, const msm::Plan&, int, float*, float*) { throw Error(kReason); }
+void msm_map_parts(const GridSumProblem&, const msm::Plan&, int, float*, float*) { throw Error(kBuiltWithoutCuda); }
 
 }  // namespace espgrid::cuda

@@ -4,12 +4,8 @@
 
 namespace espgrid::cuda {
 
-ComputeTiming potential_at_points(const PointSumProblem&, int, const ProgressFn&) {
-  throw Error("this espgrid was built without CUDA (no nvcc found, or ESPGRID_CUDA=OFF)");
-}
+ComputeTiming potential_at_points(const PointSumProblem&, int, const ProgressFn&) { throw Error(kBuiltWithoutCuda); }
 
-ComputeTiming potential_on_plane_groups(const PlaneGroupProblem&, int) {
-  throw Error("this espgrid was built without CUDA (no nvcc found, or ESPGRID_CUDA=OFF)");
-}
+ComputeTiming potential_on_plane_groups(const PlaneGroupProblem&, int) { throw Error(kBuiltWithoutCuda); }
 
 }  // namespace espgrid::cuda

@@ -18,6 +18,11 @@
 # a second core library, and large solves held to references, were a third of this build's time and
 # of its tests'); the main build runs them. Nor is the Python module built here (ESPGRID_PYTHON=OFF):
 # its tests are not `-L cpu` ones and run in the main build, so its compile was CI time for nothing.
+# And it is a unity build (CMAKE_UNITY_BUILD, 16 sources a unit): the sources share their headers'
+# parsing, most of each compile. A name defined in two sources' anonymous namespaces then collides
+# ("redefinition of ..."): share it from a header, as src/physics/apbs_constants.h does (the main
+# build compiles each source alone, so only this build shows it; `cmake -DCMAKE_UNITY_BUILD=ON`
+# shows it anywhere).
 # Environment: ESPGRID_FUZZ_SECONDS (0 skips fuzzing, the replay still runs),
 # ESPGRID_HARDENING_SKIP_ASAN=1 (skips step 1), HARDENING_BUILD_DIR (build-hardening),
 # ESPGRID_FUZZ_CRASH_DIR ($HARDENING_BUILD_DIR/crashes). Needs clang 14, compiler-rt and
@@ -55,7 +60,8 @@ say "clang build with ASan+UBSan and the libFuzzer targets in $FUZZ_DIR (ESPGRID
 mkdir -p "$FUZZ_DIR"
 if ! { cmake -S . -B "$FUZZ_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ \
          -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -gline-tables-only -DNDEBUG" -DESPGRID_CUDA=OFF \
-         -DESPGRID_SANITIZE=ON -DESPGRID_FUZZ=ON -DESPGRID_TEST_ADDED_MODEL=OFF -DESPGRID_ACCURACY_SUITES=OFF -DESPGRID_PYTHON=OFF >"$FUZZ_DIR/hardening-configure.log" 2>&1 &&
+         -DESPGRID_SANITIZE=ON -DESPGRID_FUZZ=ON -DESPGRID_TEST_ADDED_MODEL=OFF -DESPGRID_ACCURACY_SUITES=OFF -DESPGRID_PYTHON=OFF \
+         -DCMAKE_UNITY_BUILD=ON -DCMAKE_UNITY_BUILD_BATCH_SIZE=16 >"$FUZZ_DIR/hardening-configure.log" 2>&1 &&
        cmake --build "$FUZZ_DIR" -j "$JOBS" >"$FUZZ_DIR/hardening-build.log" 2>&1; }; then
   tail -n 40 "$FUZZ_DIR/hardening-configure.log" "$FUZZ_DIR/hardening-build.log" 2>/dev/null
   fail "sanitizer and fuzzer build"

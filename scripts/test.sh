@@ -15,6 +15,11 @@ t0=$SECONDS
 bash scripts/build.sh
 echo "test.sh: installed and built in $((SECONDS - t0)) s"
 t1=$SECONDS
+# OpenMP's threads sleep when they wait (OMP_WAIT_POLICY=passive) instead of spinning: with more
+# threads than cores (entries side by side, each OpenMP program using every core) a spinning
+# thread takes the core another needs. Four of the longest entries, -j3 on this 2-core VM: 112 s
+# spinning, 88 s sleeping (2026-11-28). For the sanitizer tests too (scripts/hardening.sh).
+export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
 # One test more than cores: a fifth of the entries' time is spent waiting on child programs
 # (Python, pdb2pqr, APBS, the CLI), so the cores idled with one a core (2-core CI: 636 s of tests
 # took 373-394 s of wall).

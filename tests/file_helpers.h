@@ -8,6 +8,11 @@
 
 namespace espgrid::testing {
 
+#ifdef ESPGRID_SOURCE_DIR
+/// The source tree (tests/CMakeLists.txt defines ESPGRID_SOURCE_DIR for every test).
+inline const std::filesystem::path kSource = ESPGRID_SOURCE_DIR;
+#endif
+
 /// The whole file as a string ("" when it cannot be read).
 inline std::string slurp(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);

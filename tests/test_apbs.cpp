@@ -27,7 +27,7 @@ namespace fs = std::filesystem;
 using testing::contains;
 using testing::slurp;
 
-const fs::path kSource = ESPGRID_SOURCE_DIR;
+using testing::kSource;
 const fs::path kFixtures = kSource / "tests/data/apbs";
 
 /// The input `name` from the fixtures, its molecules found in tests/data/apbs/ or data/.

@@ -20,7 +20,7 @@ namespace fs = std::filesystem;
 using testing::contains;
 using testing::slurp;
 
-const fs::path kSource = ESPGRID_SOURCE_DIR;
+using testing::kSource;
 
 /// An ion of charge +1 at the origin (APBS's born example) and a one-block mg-manual input
 /// around it; `extra` keywords go at the block's end.

@@ -5,6 +5,7 @@
 
 #include "src/apbs/apbs_input.h"
 #include "src/apbs/apbs_parse_support.h"
+#include "src/physics/apbs_constants.h"
 
 namespace espgrid::apbs {
 
@@ -22,9 +23,6 @@ MultigridAxis multigrid_axis(int dime) {
 
 namespace detail {
 namespace {
-
-/// APBS's VSMALL (maloc): a probe radius at or below it counts as none.
-constexpr double kApbsSmall = 1e-9;
 
 void require(const ParseState& state, bool ok, const ElecBlock& elec, const std::string& what) {
   if (!ok) state.fail(elec.line, "this " + std::string(method_name(elec.method)) + " ELEC block " + what);

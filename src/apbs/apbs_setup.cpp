@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "src/physics/apbs_constants.h"
+
 namespace espgrid::apbs {
 namespace {
 
@@ -11,8 +13,7 @@ namespace {
 constexpr double kReductionLimit = 0.25;
 /// Most calculations one ELEC block may make (nosh.h NOSH_MAXCALC).
 constexpr int kMaxLevels = 20;
-/// maloc's VSMALL: how far a grid may stick out of the coarser one before NOsh moves it.
-constexpr double kApbsSmall = 1e-9;
+// kApbsSmall (maloc's VSMALL): how far a grid may stick out of the coarser one before NOsh moves it.
 
 std::array<double, 3> center_of(const CenterInput& c, const std::vector<std::array<double, 3>>& centers) {
   if (c.molecule == 0) return c.xyz;

@@ -8,6 +8,10 @@
 
 namespace espgrid {
 
+/// What a GPU entry point says in a build without CUDA (kernels/*_unavailable.cpp).
+inline constexpr const char* kBuiltWithoutCuda =
+    "this espgrid was built without CUDA (no nvcc found, or ESPGRID_CUDA=OFF)";
+
 /// Any failure espgrid reports to its user.
 class Error : public std::runtime_error {
  public:

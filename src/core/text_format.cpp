@@ -75,4 +75,11 @@ std::string utc_timestamp(const char* format) {
   return std::string(text, std::strftime(text, sizeof text, format, &utc));
 }
 
+std::string ascii_upper(std::string_view s) {
+  std::string out(s);
+  for (char& c : out)
+    if (c >= 'a' && c <= 'z') c = static_cast<char>(c - 'a' + 'A');
+  return out;
+}
+
 }  // namespace espgrid

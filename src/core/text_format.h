@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 namespace espgrid {
 
@@ -25,6 +26,8 @@ std::string short_fixed(double value, int decimals);
 std::string short_scientific(double value);
 /// "+4.0530" (e), with values within 5e-5 of zero printed as "+0.0000".
 std::string signed_charge_text(double charge);
+/// `s` with its ASCII letters upper case (record names, residue and atom names; no locale).
+std::string ascii_upper(std::string_view s);
 
 /// The time now in UTC, by strftime's `format`: ISO 8601 by default ("2026-11-24T10:31:02Z", what
 /// summaries and result files record), or a reader's form ("%Y-%m-%d %H:%M UTC").

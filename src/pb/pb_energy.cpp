@@ -12,13 +12,10 @@
 #include "src/core/thread_count.h"
 #include "src/core/units.h"
 #include "src/pb_numerics/pb_geometry.h"
+#include "src/physics/apbs_constants.h"
 
 namespace espgrid::pb {
 namespace {
-
-constexpr double kApbsSmall = 1e-9;  ///< APBS's VSMALL
-constexpr double kPmgSmall = 1e-12;  ///< APBS's VPMGSMALL
-constexpr double kExpCap = 85.0;     ///< APBS's EXPMAX: Vcap_exp's largest exponent
 
 /// A node's weight in a sum over this level: 1 for its own energy; outside a child domain, APBS's
 /// inverted partition (extEnergy).
@@ -91,7 +88,7 @@ double mobile_charge(const EnergyInputs& in, const NodeWeights* w) {
       if (!(weight > kApbsSmall)) continue;
       for (const PbIon& ion : species) {
         const double x = -ion.charge * u[i];
-        if (std::fabs(x) > kExpCap)
+        if (std::fabs(x) > kApbsExpMax)
           throw Error("the nonlinear PB energy met a potential of " + std::to_string(u[i]) +
                       " kT/e where ions are: exp(" + std::to_string(x) +
                       ") overflows APBS's cap of 85, where APBS stops too (charges too large for this salt, "
@@ -142,7 +139,7 @@ void check(const EnergyInputs& in) {
 /// for the box [lower, upper], no neighbouring processors.
 double part_weight(double x, double lower, double upper, double h) {
   if (x < upper - h / 2 && x > lower + h / 2) return 1.0;
-  if (std::fabs(x - lower) < kPmgSmall || std::fabs(x - upper) < kPmgSmall) return 1.0;
+  if (std::fabs(x - lower) < kApbsPmgSmall || std::fabs(x - upper) < kApbsPmgSmall) return 1.0;
   if (x > upper + h / 2 || x < lower - h / 2) return 0.0;
   if (h == 0) return 0.0;
   const double f = std::fabs(std::fmin(x + h / 2, upper) - std::fmax(x - h / 2, lower)) / h;
@@ -163,7 +160,7 @@ class BoxShare {
   }
   double operator()(std::size_t node) const {
     const double part = axis_[0][node % n0_] * axis_[1][(node / n0_) % n1_] * axis_[2][node / (n0_ * n1_)];
-    return std::fabs(part) < kPmgSmall ? 0.0 : part;
+    return std::fabs(part) < kApbsPmgSmall ? 0.0 : part;
   }
 
  private:

@@ -7,12 +7,10 @@
 #include "src/core/thread_count.h"
 #include "src/pb/pb_coefficients.h"
 #include "src/pb_numerics/pb_geometry.h"
+#include "src/physics/apbs_constants.h"
 
 namespace espgrid::pb {
 namespace {
-
-constexpr double kApbsSmall = 1e-9;  ///< APBS's VSMALL
-constexpr double kExpCap = 85.0;     ///< APBS's EXPMAX
 
 struct KindInfo {
   PbMapKind kind;
@@ -212,7 +210,7 @@ std::vector<double> ion_density(const PbMapInputs& in, const Accessibility& acc,
       double term;
       if (o.equation == PbEquation::Nonlinear) {
         double x = -q * phi;
-        if (std::fabs(x) > kExpCap) x = x > 0 ? kExpCap : -kExpCap;  // APBS's Vcap_exp (silently, here)
+        if (std::fabs(x) > kApbsExpMax) x = x > 0 ? kApbsExpMax : -kApbsExpMax;  // APBS's Vcap_exp (silently, here)
         term = ion.concentration * std::exp(x);
       } else {
         term = ion.concentration * (1 - q * phi + 0.5 * q * q * phi * phi);

@@ -11,10 +11,6 @@
 namespace espgrid::pb {
 namespace {
 
-/// Levels smaller than this run on one thread: a parallel region's fork and barrier cost more than
-/// the work there, and on a busy machine a barrier waits for a descheduled thread (measured on the
-/// loaded 2-core VM: 11 s with two threads, 0.25 s with one, for the same 63³ solve).
-constexpr long kParallelNodes = 1L << 17;
 bool parallel(const long* n) { return n[0] * n[1] * n[2] >= kParallelNodes; }
 
 /// Calls f(i, j, k, idx) for every interior node of n, planes over threads.

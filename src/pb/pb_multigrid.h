@@ -20,6 +20,12 @@
 
 namespace espgrid::pb {
 
+/// The CPU multigrid's (and pb_nonlinear's) levels smaller than this run on one thread: a parallel
+/// region's fork and barrier cost more than the work there, and on a busy machine a barrier waits
+/// for a descheduled thread (measured on the loaded 2-core VM: 11 s with two threads, 0.25 s with
+/// one, for the same 63³ solve).
+inline constexpr long kParallelNodes = 1L << 17;
+
 /// One axis of a coarse level relative to the level above it (see MgAxisMap).
 struct MgAxis {
   bool coarsened = false;

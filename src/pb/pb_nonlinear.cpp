@@ -13,9 +13,6 @@
 namespace espgrid::pb {
 namespace {
 
-/// Levels smaller than this run on one thread (the multigrid emulation's rule, pb_multigrid.cpp).
-constexpr long kParallelNodes = 1L << 17;
-
 /// Σ f(idx) over the interior nodes, planes over threads (static schedule: the same sum for the
 /// same thread count).
 template <class F>

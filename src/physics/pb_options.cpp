@@ -7,15 +7,10 @@
 #include "src/core/number_parsing.h"
 #include "src/core/text_format.h"
 #include "src/core/text_parsing.h"
+#include "src/physics/apbs_constants.h"
 #include "src/physics/physics_options.h"
 
 namespace espgrid {
-namespace {
-
-/// APBS's VPMGSMALL: below this ionic strength (mol/L) the bulk has no ions.
-constexpr double kApbsSmall = 1e-12;
-
-}  // namespace
 
 std::string surface_name(PbSurface surface) {
   switch (surface) {
@@ -131,7 +126,7 @@ double pb_ion_radius(const PbOptions& o) {
   return radius;
 }
 
-bool pb_has_ions(const PbOptions& o) { return pb_ionic_strength(o) > kApbsSmall; }
+bool pb_has_ions(const PbOptions& o) { return pb_ionic_strength(o) > kApbsPmgSmall; }
 
 std::string formulation_name(PbFormulation formulation) {
   return formulation == PbFormulation::Split ? "split" : "direct";

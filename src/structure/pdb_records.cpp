@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "src/core/number_parsing.h"
+#include "src/core/text_format.h"
 
 namespace espgrid {
 namespace {
@@ -23,12 +24,6 @@ std::string_view columns(std::string_view line, std::size_t from, std::size_t co
   return line.substr(from, count);
 }
 
-std::string upper(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  return out;
-}
-
 /// Element symbols of the periodic table, upper case.
 constexpr std::array<std::string_view, 118> kSymbols = {
     "H",  "HE", "LI", "BE", "B",  "C",  "N",  "O",  "F",  "NE", "NA", "MG", "AL", "SI", "P",  "S",  "CL",
@@ -40,7 +35,7 @@ constexpr std::array<std::string_view, 118> kSymbols = {
     "LR", "RF", "DB", "SG", "BH", "HS", "MT", "DS", "RG", "CN", "NH", "FL", "MC", "LV", "TS", "OG"};
 
 bool is_symbol(std::string_view s) {
-  const std::string u = upper(s);
+  const std::string u = ascii_upper(s);
   return u == "D" || std::find(kSymbols.begin(), kSymbols.end(), u) != kSymbols.end();
 }
 
@@ -176,14 +171,14 @@ bool pdb2pqr_knows_residue(std::string_view name) {
       "RA3", "RA5", "RC3", "RC5", "RG3", "RG5", "RU3", "RU5", "DA3", "DA5", "DC3", "DC5", "DG3", "DG5", "DT3", "DT5",
       // water
       "HOH", "WAT"};
-  const std::string u = upper(name);
+  const std::string u = ascii_upper(name);
   return std::find(std::begin(kKnown), std::end(kKnown), u) != std::end(kKnown);
 }
 
 bool is_water_residue(std::string_view name) {
   static constexpr std::string_view kWater[] = {"HOH",  "WAT", "DOD", "H2O", "D2O", "TIP", "TIP3",
                                                 "TIP4", "TP3", "T3P", "T4P", "SOL", "SPC"};
-  const std::string u = upper(name);
+  const std::string u = ascii_upper(name);
   return std::find(std::begin(kWater), std::end(kWater), u) != std::end(kWater);
 }
 
@@ -209,7 +204,7 @@ std::optional<IonCharge> ion_by_residue(std::string_view residue_name, ElementSy
       {"AL", "aluminium", "Al", 3, 0},   {"GA", "gallium", "Ga", 3, 0},         {"CR", "chromium(III)", "Cr", 3, 0},
       {"LA", "lanthanum", "La", 3, 0},   {"F", "fluoride", "F", -1, 0},         {"CL", "chloride", "Cl", -1, 2.27},
       {"BR", "bromide", "Br", -1, 0},    {"IOD", "iodide", "I", -1, 0}};
-  const std::string u = upper(residue_name);
+  const std::string u = ascii_upper(residue_name);
   for (const Entry& e : kIons) {
     if (u != e.residue) continue;
     // A residue named like an ion whose atom is another element is not that ion.

@@ -46,12 +46,6 @@ constexpr std::array<std::string_view, 56> kIgnoredRecords = {
     "MTRIX2", "MTRIX3", "ANISOU", "TER",    "CONECT", "MASTER", "END",    "SIGATM", "SIGUIJ", "LINKR",
     "HYDBND", "SLTBRG", "TURN",   "FTNOTE", "USER",   "EXPDAT"};
 
-std::string upper(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  return out;
-}
-
 bool all_digits(std::string_view s) {
   return std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
@@ -76,12 +70,12 @@ std::string_view atom_record(std::string_view first_token) {
 }
 
 bool is_ignored_record(std::string_view line, std::string_view first_token) {
-  const std::string key = upper(first_token);
+  const std::string key = ascii_upper(first_token);
   if (std::find(kIgnoredRecords.begin(), kIgnoredRecords.end(), key) != kIgnoredRecords.end()) return true;
   // Column-based record names can run into their data (e.g. "REMARK350").
   std::string_view head = line.substr(0, std::min<std::size_t>(line.size(), 6));
   while (!head.empty() && head.back() == ' ') head.remove_suffix(1);
-  const std::string head_up = upper(head);
+  const std::string head_up = ascii_upper(head);
   return std::find(kIgnoredRecords.begin(), kIgnoredRecords.end(), head_up) != kIgnoredRecords.end();
 }
 
@@ -147,7 +141,7 @@ constexpr std::array<std::string_view, 120> kElements = {
 /// An element symbol in the field after the radius (Biopython's PQR writer puts one there).
 bool is_element_field(std::string_view token) {
   if (token.empty() || token.size() > 2 || !std::all_of(token.begin(), token.end(), is_letter)) return false;
-  return std::find(kElements.begin(), kElements.end(), upper(token)) != kElements.end();
+  return std::find(kElements.begin(), kElements.end(), ascii_upper(token)) != kElements.end();
 }
 
 /// The label of a record: `number` is the residue number token as is_residue_number accepts it
@@ -373,7 +367,7 @@ Structure read_pqr(LineSource& lines) {
           ++atom_lines;
           continue;
         }
-        const std::string key = upper(first);
+        const std::string key = ascii_upper(first);
         if (key == "MODEL") {
           if (models_seen == 0 && atom_lines > 0)
             lines.fail("MODEL after " + std::to_string(atom_lines) +

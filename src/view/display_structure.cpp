@@ -32,12 +32,6 @@ bool residue_number(std::string_view t, std::int32_t& number, char& insertion) {
   return true;
 }
 
-std::string upper(std::string_view t) {
-  std::string s(t);
-  for (char& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  return s;
-}
-
 }  // namespace
 
 std::optional<std::vector<DisplayLabel>> read_pqr_labels(const std::string& path, std::size_t expected_atoms) {
@@ -51,7 +45,7 @@ std::optional<std::vector<DisplayLabel>> read_pqr_labels(const std::string& path
   while (std::getline(in, line)) {
     split_whitespace(line, tokens);
     if (tokens.empty()) continue;
-    const std::string key = upper(tokens[0].substr(0, 6));
+    const std::string key = ascii_upper(tokens[0].substr(0, 6));
     if (key == "MODEL") {
       if (++models > 1) break;
       continue;
