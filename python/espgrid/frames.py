@@ -5,7 +5,7 @@ a host (devices="all"), and how the parts are put back together (espgrid.traject
   sums are exact integers (src/compute/frame_sums.h), so rank 0 adds the other ranks' sums in
   any order and the mean and deviation are the same bits for any number of ranks; the
   energies come back to rank 0 and are put in frame order.
-- Devices: FRAMES_IN_FLIGHT_PER_GPU accumulators (espgrid.FrameAverage) per GPU, frames dealt
+- Devices: frames_in_flight() accumulators (espgrid.FrameAverage) per GPU (two; four for PB), frames dealt
   round-robin; each accumulator computes its frame while the next is read; their sums are added
   at the end.
 - Progress: only rank 0 reports, counting every rank's frames (each rank tells rank 0 after
