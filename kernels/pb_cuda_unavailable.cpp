@@ -1,12 +1,13 @@
 // Stand-in for the PB solver's CUDA driver in a build without CUDA.
+#include <string>
+
 #include "src/core/errors.h"
 #include "src/pb/pb_cuda_driver.h"
 
 namespace espgrid::cuda {
 
 PbMgResult solve_pb_multigrid(const PbMgLevel*, int, const double*, double*, const PbMgRun&) {
-  throw Error(
-      "this espgrid was built without CUDA (no nvcc found, or ESPGRID_CUDA=OFF): the GPU PB solver is unavailable");
+  throw Error(std::string(kBuiltWithoutCuda) + ": the GPU PB solver is unavailable");
 }
 
 PbMgResult solve_pb_newton(const PbMgLevel*, int, const double*, const double*, double*, const PbMgRun&,

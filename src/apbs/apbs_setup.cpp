@@ -13,7 +13,6 @@ namespace {
 constexpr double kReductionLimit = 0.25;
 /// Most calculations one ELEC block may make (nosh.h NOSH_MAXCALC).
 constexpr int kMaxLevels = 20;
-// kApbsSmall (maloc's VSMALL): how far a grid may stick out of the coarser one before NOsh moves it.
 
 std::array<double, 3> center_of(const CenterInput& c, const std::vector<std::array<double, 3>>& centers) {
   if (c.molecule == 0) return c.xyz;
@@ -27,7 +26,8 @@ int multigrid_levels(const std::array<int, 3>& dime) {
 }
 
 /// NOsh's repositioning of an intermediate level onto the coarser one (or its error for the
-/// finest, which must lie inside as given).
+/// finest, which must lie inside as given). A level may stick out by kApbsSmall (maloc's VSMALL)
+/// before NOsh moves it.
 void fit_inside(LevelGrid& fine, const LevelGrid& coarse, bool finest, const std::string& file, std::size_t line) {
   for (int j = 0; j < 3; ++j) {
     bool moved = false;

@@ -47,8 +47,9 @@ class PlaneWriter {
 /// Every plane, then writer.finish(): a whole map into a plane writer. With one thread (or a map
 /// under 16 MB) each MiB is summarized and then written while in cache (PlaneWriter::write_planes);
 /// with more, `threads` summarize every plane first (the first non-finite value in plane order is
-/// the error), then the bytes are written in one call. A 949 MB map on an H200 host wrote in
-/// 0.41-0.44 s to tmpfs, 0.71-0.75 s to ext4, a third of it the one thread's summaries.
+/// the error), then the bytes are written in one call. A 949 MB map on an H200 host: 0.71-0.75 s to
+/// ext4 and 0.41-0.44 s to tmpfs with one thread's summaries, 0.65 s and 0.37-0.45 s with every
+/// core's (2026-11-28): the copy into the page cache is most of it.
 /// (Writing the bytes on a second thread while this one checked and summarized was slower on a
 /// busy 2-core machine: the passes share memory bandwidth.) threads: 0 = all cores.
 void write_all_planes(const PotentialMap& map, PlaneWriter& writer, int threads = 1);
