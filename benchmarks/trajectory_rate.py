@@ -128,7 +128,7 @@ def main():
     grid = espgrid.grid_around(box, spacing=args.spacing, padding=args.padding)
     parsed = espgrid.map_options(**espgrid._with_grid(grid, dict(options)))
     if args.engines is None:  # as average_map deals them
-        args.engines = frames_in_flight(parsed, parsed.model) if args.backend == "cuda" else 1
+        args.engines = frames_in_flight(parsed) if args.backend == "cuda" else 1
     source = _espgrid.describe_source(f"{args.atoms} atoms, synthetic frames", _espgrid.structure_from_arrays(xyz, q))
 
     if args.mpi:
@@ -214,7 +214,7 @@ def over_ranks(args, frames, q, radii, options, grid, parsed, source):
     jobs = [parsed if d is None else espgrid.map_options(**espgrid._with_grid(grid, dict(options, device=d)))
             for d in (devices or [None])]
     if args.engines is None:
-        args.engines = shared.frames_in_flight(jobs[0], parsed.model) if args.backend == "cuda" else 1
+        args.engines = shared.frames_in_flight(jobs[0]) if args.backend == "cuda" else 1
     engines = [_espgrid.FrameAverage(job, job.explicit_grid, q, args.std, source,
                                      radii if args.model == "pb" else None) for job in jobs for _ in range(args.engines)]
     for e in engines:  # each engine's first frame: its buffers, the device's first use (not timed)

@@ -396,10 +396,10 @@ PB_FRAMES_IN_FLIGHT_PER_GPU = 4
 PB_DEVICE_BYTES_PER_POINT = 64
 
 
-def frames_in_flight(job, model):
+def frames_in_flight(job):
     """Accumulators for one GPU: FRAMES_IN_FLIGHT_PER_GPU for the pair models; for PB,
     PB_FRAMES_IN_FLIGHT_PER_GPU as far as half of `job`'s device's free memory holds them."""
-    if model != "pb":
+    if job.model != "pb":
         return FRAMES_IN_FLIGHT_PER_GPU
     points = int(np.prod([int(d) for d in job.explicit_grid.dims]))
     free, _total = _espgrid.device_memory(job.device)
@@ -416,7 +416,7 @@ def _engines(s, options, std, source):
     first = [_espgrid.FrameAverage(job, job.explicit_grid, s.charges, std, source, radii) for job in jobs]
     if not first[0].kernel.startswith("cuda"):
         return first
-    in_flight = [frames_in_flight(job, jobs[0].model) for job in jobs]
+    in_flight = [frames_in_flight(job) for job in jobs]
     more = [_espgrid.FrameAverage(job, job.explicit_grid, s.charges, std, source, radii)
             for extra in range(1, max(in_flight)) for job, n in zip(jobs, in_flight) if extra < n]
     return first + more

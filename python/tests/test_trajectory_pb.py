@@ -81,9 +81,10 @@ def test_pb_frames_in_flight_follow_the_devices_free_memory(monkeypatch):
     for free, expected in ((100 * one, frames.PB_FRAMES_IN_FLIGHT_PER_GPU), (3 * one + one // 2, 3), (one, 1),
                            (one - 1, 1), (0, 1)):
         monkeypatch.setattr(frames._espgrid, "device_memory", lambda d, free=free: (asked.append(d), (free, 2 * free))[1])
-        assert frames.frames_in_flight(job, job.model) == expected, free
+        assert frames.frames_in_flight(job) == expected, free
     assert asked == [1] * 5  # the job's own device
-    assert frames.frames_in_flight(job, "coulomb") == frames.FRAMES_IN_FLIGHT_PER_GPU == 2
+    pair_job = espgrid.map_options(**espgrid._with_grid(grid, {"model": "coulomb", "device": 1}))
+    assert frames.frames_in_flight(pair_job) == frames.FRAMES_IN_FLIGHT_PER_GPU == 2
     assert len(asked) == 5  # the pair models do not ask
 
 
