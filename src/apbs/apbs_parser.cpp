@@ -9,6 +9,7 @@
 #include "src/apbs/apbs_input.h"
 #include "src/apbs/apbs_parse_support.h"
 #include "src/core/number_parsing.h"
+#include "src/core/text_parsing.h"
 
 namespace espgrid::apbs {
 namespace detail {
@@ -87,16 +88,10 @@ void parse_read(ParseState& state, const Token& read) {
   }
 }
 
-bool all_digits(std::string_view text) {
-  for (char c : text)
-    if (c < '0' || c > '9') return false;
-  return !text.empty();
-}
-
 /// The ELEC block a print names: a number (1-based, checked once every block is known) or a
 /// name given to an earlier block (case-insensitive; the first such block, as in APBS).
 int print_operand(ParseState& state, const Token& token) {
-  if (all_digits(token.text)) {
+  if (whole_digits(token.text)) {
     if (token.text.size() > 6) state.fail(token.line, "ELEC block " + token.text + " does not exist");
     return std::stoi(token.text) - 1;
   }

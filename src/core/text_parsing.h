@@ -23,6 +23,12 @@ void split_whitespace(std::string_view line, std::vector<std::string_view>& toke
 std::string_view first_token(std::string_view line);
 /// `text` without the white space (std::isspace: space, tab, CR, LF, VT, FF) at either end.
 std::string_view trim_space(std::string_view text);
+/// Whether `text` is one or more ASCII digits '0'-'9' (no sign, no locale).
+inline bool whole_digits(std::string_view text) {
+  for (char c : text)
+    if (c < '0' || c > '9') return false;
+  return !text.empty();
+}
 /// "a,b,,c" -> {"a", "b", "", "c"}: every part, empty ones too (a list option's values).
 std::vector<std::string> split_commas(const std::string& text);
 

@@ -32,6 +32,7 @@
 #include "src/core/errors.h"
 #include "src/core/number_parsing.h"
 #include "src/core/text_format.h"
+#include "src/core/text_parsing.h"
 #include "src/structure/structure_reader.h"
 
 namespace espgrid {
@@ -46,10 +47,6 @@ constexpr std::array<std::string_view, 56> kIgnoredRecords = {
     "MTRIX2", "MTRIX3", "ANISOU", "TER",    "CONECT", "MASTER", "END",    "SIGATM", "SIGUIJ", "LINKR",
     "HYDBND", "SLTBRG", "TURN",   "FTNOTE", "USER",   "EXPDAT"};
 
-bool all_digits(std::string_view s) {
-  return std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
-}
-
 /// ASCII case-insensitive comparison, without building upper-case copies (once per record of
 /// a file of millions).
 bool same_letters(std::string_view a, std::string_view b) {
@@ -62,9 +59,11 @@ bool same_letters(std::string_view a, std::string_view b) {
 
 /// "ATOM", "HETATM", or a serial number run into them ("HETATM12345"); "" otherwise.
 std::string_view atom_record(std::string_view first_token) {
-  if (first_token.size() >= 6 && same_letters(first_token.substr(0, 6), "HETATM") && all_digits(first_token.substr(6)))
+  if (first_token.size() >= 6 && same_letters(first_token.substr(0, 6), "HETATM") &&
+      (first_token.size() == 6 || whole_digits(first_token.substr(6))))
     return "HETATM";
-  if (first_token.size() >= 4 && same_letters(first_token.substr(0, 4), "ATOM") && all_digits(first_token.substr(4)))
+  if (first_token.size() >= 4 && same_letters(first_token.substr(0, 4), "ATOM") &&
+      (first_token.size() == 4 || whole_digits(first_token.substr(4))))
     return "ATOM";
   return "";
 }
@@ -124,7 +123,7 @@ bool is_residue_number(std::string_view token) {
   if (!token.empty() && is_letter(token.front()) && token.size() > 1 && !is_letter(token[1])) token.remove_prefix(1);
   if (!token.empty() && is_letter(token.back())) token.remove_suffix(1);
   if (!token.empty() && token.front() == '-') token.remove_prefix(1);
-  return !token.empty() && all_digits(token);
+  return whole_digits(token);
 }
 
 /// Symbols of the periodic table (upper case), plus D (deuterium) and X (unknown), as written
@@ -230,7 +229,7 @@ class PqrLineParser {
     // may be run into the record name, as PDB's columns allow for serials of 5 digits.
     const bool serial_merged = tokens[0].size() > record_.size();
     const std::size_t name_at = serial_merged ? 1 : 2;
-    if (!serial_merged && !all_digits(tokens[1]))
+    if (!serial_merged && !whole_digits(tokens[1]))
       fail("serial number " + espgrid::quoted(tokens[1]) + " is not a whole number" + usage());
     if (next < name_at + 3) fail("too few fields before the coordinates" + usage());
     const std::size_t residue_fields = next - name_at;  // name resName [chainID] resSeq [iCode]

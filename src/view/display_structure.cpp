@@ -11,13 +11,6 @@
 namespace espgrid {
 namespace {
 
-bool all_digits(std::string_view t) {
-  if (t.empty()) return false;
-  for (char c : t)
-    if (!std::isdigit(static_cast<unsigned char>(c))) return false;
-  return true;
-}
-
 /// "52", "-5", "52A" (insertion code): the residue number and insertion code.
 bool residue_number(std::string_view t, std::int32_t& number, char& insertion) {
   insertion = ' ';
@@ -27,7 +20,7 @@ bool residue_number(std::string_view t, std::int32_t& number, char& insertion) {
   }
   std::string_view digits = t;
   if (!digits.empty() && digits.front() == '-') digits.remove_prefix(1);
-  if (!all_digits(digits) || digits.size() > 9) return false;
+  if (!whole_digits(digits) || digits.size() > 9) return false;
   number = static_cast<std::int32_t>(std::stol(std::string(t)));
   return true;
 }
