@@ -29,6 +29,7 @@ int usable_device_count(std::string* reason) {
 std::string describe_device(int) { return "none"; }
 
 void warm_up_device(int) noexcept {}
+void release_device(int) noexcept {}
 
 struct DeviceWorkspace::Buffers {};
 DeviceWorkspace::DeviceWorkspace() : buffers_(std::make_unique<Buffers>()) {}

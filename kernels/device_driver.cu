@@ -523,9 +523,20 @@ std::vector<int> usable_devices(std::string* reason) {
 
 void warm_up_device(int device) noexcept {
   trace_process("device context: creating (beside the input's reading)");
-  if (cudaSetDevice(device) != cudaSuccess || cudaFree(nullptr) != cudaSuccess) cudaGetLastError();
+  if (cudaSetDevice(device) != cudaSuccess || cudaFree(nullptr) != cudaSuccess) {
+    cudaGetLastError();  // no GPU here (a CPU host's automatic choice): nothing made, nothing to skip at exit
+    trace_process("device context: none (no usable device)");
+    return;
+  }
   note_gpu_context_made();
   trace_process("device context: made");
+}
+
+void release_device(int device) noexcept {
+  if (!may_skip_exit_handlers()) return;  // static objects' destructors may still free device memory
+  trace_process("device context: releasing (cudaDeviceReset, beside the outputs)");
+  if (cudaSetDevice(device) != cudaSuccess || cudaDeviceReset() != cudaSuccess) cudaGetLastError();
+  trace_process("device context: released");
 }
 
 int usable_device_count(std::string* reason) {

@@ -422,4 +422,10 @@ void pb_device_memory(int device, std::size_t& free_bytes, std::size_t& total_by
   ESPGRID_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
 }
 
+std::size_t pb_device_total_memory(int device) {
+  cudaDeviceProp properties{};
+  ESPGRID_CUDA_CHECK(cudaGetDeviceProperties(&properties, device));  // a device query: no context
+  return properties.totalGlobalMem;
+}
+
 }  // namespace espgrid::cuda

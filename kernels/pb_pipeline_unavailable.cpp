@@ -12,4 +12,8 @@ void pb_device_memory(int, std::size_t&, std::size_t&) {
   throw Error("this espgrid was built without CUDA: there is no GPU memory to ask about");
 }
 
+std::size_t pb_device_total_memory(int) {
+  throw Error("this espgrid was built without CUDA: there is no GPU memory to ask about");
+}
+
 }  // namespace espgrid::cuda

@@ -1,11 +1,14 @@
 #include "src/apbs/apbs_run.h"
 
 #include <cmath>
+#include <future>
 #include <map>
 #include <memory>
 
+#include "src/compute/cuda_driver.h"
 #include "src/core/grid.h"
 #include "src/core/stopwatch.h"
+#include "src/core/switches.h"
 #include "src/core/units.h"
 #include "src/maps/map_formats.h"
 #include "src/os/atomic_output_file.h"
@@ -220,6 +223,7 @@ void solve_plan(const CalculationPlan& plan, const std::vector<Molecule>& molecu
     GridSpec next_grid;
     const SolveRequest request = request_for(plan, i, input, molecules, previous.get(), options, next_grid);
     auto outcome = std::make_shared<SolveOutcome>(solve_calculation(request));
+    if (i + 1 == plan.calculations.size() && options.after_last_solve) options.after_last_solve();
     CalculationResult done;
     done.number = static_cast<int>(i + 1);
     done.calculation = calc;
@@ -254,6 +258,16 @@ void solve_plan(const CalculationPlan& plan, const std::vector<Molecule>& molecu
 
 ApbsResult run_apbs(const std::string& path, const ApbsRunOptions& options, ApbsObserver* observer) {
   const Stopwatch clock;
+  // CUDA's start and the device's context (a process's first ~0.25 s on a GPU host) beside the
+  // input's reading and the first level's host preparation: the solve waits for them where it first
+  // needs them. Only where the solver may be CUDA's (resolve_solver's rule: a CPU run never starts
+  // CUDA's driver, whose address space an `ulimit -v` would have to hold). ESPGRID_EARLY_CONTEXT=0:
+  // not beside (for measuring what it saves).
+  const bool may_use_cuda =
+      options.solver.backend == SolverChoice::Backend::Auto || options.solver.backend == SolverChoice::Backend::Cuda;
+  std::future<void> device_ready;
+  if (may_use_cuda && !options.dry_run && !switched_off("ESPGRID_EARLY_CONTEXT"))
+    device_ready = std::async(std::launch::async, [device = options.solver.device] { cuda::warm_up_device(device); });
   ApbsResult result;
   result.input = read_apbs_input(resolve_path(path, options.directory));
   result.input.file = path;

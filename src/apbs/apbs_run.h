@@ -11,6 +11,7 @@
 // leaves nothing behind.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <utility>
@@ -34,6 +35,9 @@ struct ApbsRunOptions {
   /// Check everything (the input, molecules, grids, supported physics, outputs) and report the
   /// calculations' grids without solving or writing anything (`espgrid apbs --dry-run`).
   bool dry_run = false;
+  /// Called once the last calculation is solved, before its files are written (optional): the
+  /// command line lets the GPU go there (cuda::release_device), beside the writing.
+  std::function<void()> after_last_solve;
 };
 
 /// One solve, as APBS reports a "CALCULATION #n".

@@ -152,6 +152,12 @@ int usable_device_count(std::string* reason = nullptr);
 /// ~0.2 s the first CUDA call of a process otherwise pays, so that the pipeline can do it while
 /// the input is read. Never throws: a failure shows again, with its message, when the device is used.
 void warm_up_device(int device) noexcept;
+/// Destroys `device`'s primary context (cudaDeviceReset) in a process that will not use the GPU
+/// again and ends with _Exit (may_skip_exit_handlers): the driver's teardown, ~0.1 s that the
+/// kernel otherwise spends when the process ends, can then run beside the work that remains (the
+/// command line's `espgrid apbs` calls it on a thread of its own while the finest level's files
+/// are written). Does nothing where no context was made or the exit handlers will run. Never throws.
+void release_device(int device) noexcept;
 /// The ordinals of the usable devices (those usable_device_count counts), for `--devices all`;
 /// empty with `reason` filled when there are none. Never throws.
 std::vector<int> usable_devices(std::string* reason = nullptr);

@@ -155,8 +155,10 @@ void check_pb_memory(const PbMemoryPlan& plan, const GridSpec& grid, std::size_t
   if (plan.path != PbMemoryPath::Host && device_free > 0 && plan.device_bytes > double(device_free) - reserve)
     throw UsageError("--model pb on a grid of " + describe(grid) + " needs about " + human_bytes(plan.device_bytes) +
                      " of GPU memory (" + per_point(plan.device_bytes) + ", " + memory_path_name(plan.path) +
-                     "), but " + device_name + " has " + human_bytes(double(device_free)) + " free of " +
-                     human_bytes(double(device_total)) +
+                     "), but " + device_name + " has " +
+                     (device_free == device_total  // the whole device, before its context (pb_solve.cpp)
+                          ? human_bytes(double(device_total)) + " in all"
+                          : human_bytes(double(device_free)) + " free of " + human_bytes(double(device_total))) +
                      "; use a larger --spacing, a smaller region (--padding or --dims), or --backend cpu");
   if (host_available > 0 && plan.host_bytes > 0.9 * double(host_available))
     throw UsageError("--model pb on a grid of " + describe(grid) + " needs about " + human_bytes(plan.host_bytes) +

@@ -171,6 +171,8 @@ PipelineSolve solve_with_pipeline(const Atoms& atoms, const GridSpec& grid, cons
   }
   in.fixed_charge_energy = request.fixed_charge;
   const double host_seconds = host_clock.seconds();
+  if (request.before_device) request.before_device();
+  const double check_seconds = host_clock.seconds() - host_seconds;
   cuda::PbPipelineResult r;
   cuda::run_pb_pipeline(in, r);
   // Short: the .dx header's source line holds the method, iterations and residual within its width.
@@ -185,6 +187,7 @@ PipelineSolve solve_with_pipeline(const Atoms& atoms, const GridSpec& grid, cons
   if (request.fixed_charge) out.fixed_charge = r.fixed_charge;
   out.device_peak_bytes = static_cast<double>(r.peak_bytes);
   out.phases = {{"host preparation (tables, hierarchy shape, map memory)", host_seconds},
+                {"GPU memory check (waits for the device's context)", check_seconds},
                 {"device inputs (atoms, SAS neighbours)", r.inputs_seconds},
                 {"device surface", r.surface_seconds},
                 {"waiting for the boundary values", r.faces_wait_seconds},

@@ -71,6 +71,10 @@ struct PipelineRequest {
   bool fixed_charge = false;                     ///< return APBS's spl2 Σ φ·q instead of φ
   std::function<std::vector<double>()> faces;    ///< the face values, kT/e (boundary_nodes' order)
   cuda::PbDeviceWorkspace* workspace = nullptr;  ///< buffers kept between frames on one grid (optional)
+  /// Called after the host's preparation, before anything of the grid's size is allocated on the
+  /// device (optional): the GPU's memory check, which waits for the device's context, so that a
+  /// context made beside (a process's first, ~0.1 s) overlaps the host's share.
+  std::function<void()> before_device;
 };
 
 /// Runs the pipeline; `values` (the map, run.unit) is sized and written.

@@ -83,7 +83,9 @@ struct PbPipelineResult {
 
 void run_pb_pipeline(const PbPipelineInput& in, PbPipelineResult& out);
 
-/// Free and total memory of `device`, bytes.
+/// Free and total memory of `device`, bytes (makes the device's context).
 void pb_device_memory(int device, std::size_t& free_bytes, std::size_t& total_bytes);
+/// Total memory of `device`, bytes, without making its context (the driver's device query).
+std::size_t pb_device_total_memory(int device);
 
 }  // namespace espgrid::cuda

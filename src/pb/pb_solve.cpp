@@ -32,20 +32,6 @@
 
 namespace espgrid {
 
-std::string pb_solver_name(PbSolver solver) {
-  switch (solver) {
-    case PbSolver::Auto:
-      return "auto";
-    case PbSolver::Hypre:
-      return "hypre";
-    case PbSolver::CudaMultigrid:
-      return "cuda-mg";
-    case PbSolver::CpuMultigrid:
-      return "cpu-mg";
-  }
-  return "?";
-}
-
 namespace pb {
 namespace {
 
@@ -54,20 +40,12 @@ SolveReport solve_cuda(const PbSystem& system, std::vector<double>& u, const PbO
   const Stopwatch setup;
   const std::vector<MgLevel> levels = build_hierarchy(system, settings, threads);
   const double hierarchy_seconds = setup.seconds();
-  std::vector<cuda::PbMgLevel> views(levels.size());
+  std::vector<cuda::PbMgLevel> views = device_levels(levels);
   for (std::size_t l = 0; l < levels.size(); ++l) {
-    cuda::PbMgLevel& v = views[l];
-    for (int d = 0; d < 3; ++d) {
-      v.n[d] = levels[l].n[static_cast<std::size_t>(d)];
-      v.coarsened[d] = levels[l].axes[static_cast<std::size_t>(d)].coarsened;
-      v.fine_of[d] = levels[l].axes[static_cast<std::size_t>(d)].fine_of.data();
-      v.coarse_lo[d] = levels[l].axes[static_cast<std::size_t>(d)].coarse_lo.data();
-      v.mid[d] = levels[l].axes[static_cast<std::size_t>(d)].mid.data();
-    }
-    v.wx = levels[l].wx.data();
-    v.wy = levels[l].wy.data();
-    v.wz = levels[l].wz.data();
-    v.c = levels[l].c.data();
+    views[l].wx = levels[l].wx.data();
+    views[l].wy = levels[l].wy.data();
+    views[l].wz = levels[l].wz.data();
+    views[l].c = levels[l].c.data();
   }
   cuda::PbMgRun run;
   run.smoothing = settings.smoothing;
@@ -248,11 +226,28 @@ struct Solved {
 
 void record_phase(PbResult& result, const char* name, double seconds) { result.phases.push_back({name, seconds}); }
 
+/// Whether the check against the GPU's free memory waits until the host has prepared its share (the
+/// device pipeline on one GPU: nothing of the grid's size reaches the device before it): the
+/// device's context, a process's first ~0.1 s, is then made beside that preparation (`espgrid apbs`
+/// and `map` start it early, cuda::warm_up_device) instead of before it. A grid beyond the whole
+/// device is still refused first (its total memory needs no context).
+bool device_check_deferred(const SolvePlan& plan, const PbRun& run) {
+  return plan.pipeline && run.devices.size() <= 1 && pb_host_plan(plan.solver) == pb::PbHostPlan::Gpu;
+}
+
+/// The plan's GPU share against what `run.device` has free (pb_memory.h).
+void check_device_memory(const pb::PbMemoryPlan& memory, const GridSpec& grid, const PbRun& run) {
+  std::size_t free = 0, total = 0;
+  cuda::pb_device_memory(run.device, free, total);
+  pb::check_pb_memory(memory, grid, free, total, "GPU " + std::to_string(run.device), 0);
+}
+
 /// The device pipeline (pb_pipeline.h): the GPU builds everything from the atoms, while the
 /// boundary's direct sum runs on a thread of its own (also on the GPU) and only the face values
 /// travel.
 void solve_with_device_pipeline(const Atoms& atoms, const GridSpec& grid, const PbOptions& options, const PbRun& run,
-                                const SolvePlan& plan, PbResult& result, Solved& solved) {
+                                const SolvePlan& plan, const pb::PbMemoryPlan& memory, PbResult& result,
+                                Solved& solved) {
   double boundary_seconds = 0;
   std::future<std::vector<double>> faces = std::async(std::launch::async, [&] {
     const Stopwatch clock;
@@ -268,6 +263,7 @@ void solve_with_device_pipeline(const Atoms& atoms, const GridSpec& grid, const 
   request.fixed_charge = plan.device_energy;
   request.potential = plan.need_potential && !plan.device_energy;
   request.faces = [&faces] { return faces.get(); };  // rethrows the sum's error, if any
+  if (device_check_deferred(plan, run)) request.before_device = [&] { check_device_memory(memory, grid, run); };
   pb::PipelineSolve s = pb::solve_with_pipeline(atoms, grid, options, request, result.values);
   result.sas_points = s.sas_points;
   result.solve = s.solve;
@@ -286,8 +282,8 @@ void solve_with_device_pipeline(const Atoms& atoms, const GridSpec& grid, const 
 /// sums run on a thread of their own (on one H200 the 47k-atom 161³ map spent 157 ms in the sums,
 /// most of it the device's first use, and 125 ms in the host inputs, one after the other).
 void solve_on_device(const Atoms& atoms, const GridSpec& grid, const PbOptions& options, const PbRun& run,
-                     const SolvePlan& plan, PbResult& result, Solved& solved) {
-  if (plan.pipeline) return solve_with_device_pipeline(atoms, grid, options, run, plan, result, solved);
+                     const SolvePlan& plan, const pb::PbMemoryPlan& memory, PbResult& result, Solved& solved) {
+  if (plan.pipeline) return solve_with_device_pipeline(atoms, grid, options, run, plan, memory, result, solved);
   std::future<DirectSums> sums_beside =
       std::async(std::launch::async, [&] { return direct_sums(atoms, grid, options, run, plan, &result.boundary); });
   Stopwatch clock;
@@ -428,7 +424,8 @@ void report(const Atoms& atoms, const GridSpec& grid, const PbOptions& options, 
   if (level != PbEnergyLevel::None || !run.maps.empty()) record_phase(result, "energies and maps", clock.seconds());
 }
 
-/// The memory this plan needs, checked against what the device and the host have free (pb_memory.h).
+/// The memory this plan needs, checked against what the device and the host have free (pb_memory.h);
+/// the device's share later where device_check_deferred.
 pb::PbMemoryPlan check_memory(const Atoms& atoms, const GridSpec& grid, const PbOptions& options, const PbRun& run,
                               const SolvePlan& plan) {
   pb::PbMemoryRequest r;
@@ -440,10 +437,12 @@ pb::PbMemoryPlan check_memory(const Atoms& atoms, const GridSpec& grid, const Pb
   r.split = plan.split;
   const pb::PbMemoryPlan memory = pb::pb_memory_plan(atoms, grid, options, r);
   if (plan.pipeline && run.devices.size() > 1) return pb::check_slab_memory(memory, grid, run.devices);
-  std::size_t free = 0, total = 0;
-  if (gpu) cuda::pb_device_memory(run.device, free, total);
-  pb::check_pb_memory(memory, grid, free, total, gpu ? "GPU " + std::to_string(run.device) : std::string(),
-                      available_memory_bytes());
+  pb::check_pb_memory(memory, grid, 0, 0, "", available_memory_bytes());  // the host's share
+  if (gpu && !device_check_deferred(plan, run)) check_device_memory(memory, grid, run);
+  if (gpu && device_check_deferred(plan, run)) {  // the whole device, asked without its context
+    const std::size_t total = cuda::pb_device_total_memory(run.device);
+    pb::check_pb_memory(memory, grid, total, total, "GPU " + std::to_string(run.device), 0);
+  }
   return memory;
 }
 
@@ -464,11 +463,14 @@ PbResult solve_pb(const Atoms& atoms, const GridSpec& grid, const PbOptions& opt
   record_phase(result, "solver choice (a process's first: CUDA's start)", total.seconds());
   const Stopwatch memory_clock;
   const pb::PbMemoryPlan memory = check_memory(atoms, grid, options, run, plan);
-  record_phase(result, "memory check (a GPU's first: its context)", memory_clock.seconds());
+  record_phase(result,
+               device_check_deferred(plan, run) ? "memory check (the host's; the GPU's after the host's preparation)"
+                                                : "memory check (a GPU's first: its context)",
+               memory_clock.seconds());
   Solved solved;
   try {
     if (plan.all_on_device)
-      solve_on_device(atoms, grid, options, run, plan, result, solved);
+      solve_on_device(atoms, grid, options, run, plan, memory, result, solved);
     else
       solve_on_host(atoms, grid, options, run, plan, result, solved);
   } catch (const std::bad_alloc&) {

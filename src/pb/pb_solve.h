@@ -45,7 +45,10 @@ enum class PbSolver {
   CpuMultigrid,   ///< CPU: the same multigrid-preconditioned CG (the GPU's arithmetic), OpenMP
 };
 /// "auto", "hypre", "cuda-mg", "cpu-mg" (test traces; users choose with --backend and --pb-solver).
-std::string pb_solver_name(PbSolver solver);
+inline std::string pb_solver_name(PbSolver solver) {
+  constexpr const char* kNames[] = {"auto", "hypre", "cuda-mg", "cpu-mg"};  // PbSolver's order
+  return kNames[static_cast<int>(solver)];
+}
 /// Where a chosen solver runs, for the host memory it needs (pb_limits.h); Auto is not chosen yet.
 inline pb::PbHostPlan pb_host_plan(PbSolver solver) {
   if (solver == PbSolver::Auto) throw Error("internal error: pb_host_plan of an unresolved solver");
