@@ -298,8 +298,19 @@ ApbsResult run_apbs(const std::string& path, const ApbsRunOptions& options, Apbs
                         molecules[static_cast<std::size_t>(input.elecs[c.elec].molecule - 1)].atoms);
   }
   std::vector<PlannedFile> files = plan_files(input, plan, options.directory);
-  if (options.write_files)
-    for (const PlannedFile& f : files) check_output_path(f.path);
+  std::future<void> replaced_files_released;  // done before this function returns
+  if (options.write_files) {
+    std::vector<std::string> paths;
+    for (const PlannedFile& f : files) {
+      check_output_path(f.path);
+      paths.push_back(f.path);
+    }
+    // The files these replace: their cached pages dropped beside the solves, not in the renames.
+    if (!options.dry_run)
+      replaced_files_released = std::async(std::launch::async, [paths] {
+        for (const std::string& path : paths) release_replaced_file_cache(path);
+      });
+  }
   if (!options.dry_run) {
     if (observer) observer->starting(input, plan);
     solve_plan(plan, molecules, files, options, observer, result);

@@ -131,6 +131,22 @@ mode_t current_umask() {
 
 }  // namespace
 
+void release_replaced_file_cache(const std::string& destination) noexcept {
+  try {
+    const std::string target = resolve_output_target(destination);
+    const int fd = ::open(target.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    if (fd < 0) return;  // nothing to replace (or nothing this process may read: left alone)
+    struct stat st {};
+    if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size >= (off_t{16} << 20)) {
+      trace_process("output: dropping the cached pages of the file it replaces");
+      ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+      trace_process("output: cached pages of the replaced file dropped");
+    }
+    ::close(fd);
+  } catch (...) {  // a symlink loop or no memory: the rename frees the pages as before
+  }
+}
+
 std::string resolve_output_target(const std::string& destination) {
   std::string path = destination;
   for (int hops = 0; hops < 40; ++hops) {

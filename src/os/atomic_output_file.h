@@ -60,6 +60,14 @@ class AtomicOutputFile {
 /// a read-only file system, /proc or a full quota is found now).
 void check_output_path(const std::string& destination);
 
+/// Drops the page cache of the file that `destination` will replace, if there is one (posix_fadvise
+/// POSIX_FADV_DONTNEED: the file itself is untouched, and stays as it was if the run fails).
+/// Replacing a file frees its cached pages inside the rename that replaces it, on the run's
+/// critical path: on the lent H200 host ~0.25 s for PDB2PQR's template's 828 MB `.dx` written
+/// again. A run calls this on a thread beside its computation, so the rename finds little to
+/// free. Files under 16 MiB are left alone. Never throws.
+void release_replaced_file_cache(const std::string& destination) noexcept;
+
 /// The file `destination` names once symbolic links are followed (the destination itself when
 /// it is not a link; a dangling link gives the path it points to). Throws Error for a loop.
 std::string resolve_output_target(const std::string& destination);

@@ -336,6 +336,10 @@ PreparedJob prepare_job(const MapJob& job, MapObserver& observer, bool check_out
     }
   }
   PreparedJob p;
+  if (check_outputs && !job.outputs.empty())
+    p.replaced_files_released = std::async(std::launch::async, [outputs = job.outputs] {
+                                  for (const std::string& output : outputs) release_replaced_file_cache(output);
+                                }).share();
   p.kernel = select_kernel(job.compute, job.physics.model);
   if (const std::optional<GridSpec> grid = explicit_grid(job.grid)) check_job_grid_fits(job, *grid);  // before reading
   // A CUDA context takes ~0.2 s to create: do it while the input is read, not after.

@@ -178,6 +178,9 @@ struct PreparedJob : JobInput {
   /// The CUDA devices' contexts, created on other threads while the input was read (a GPU
   /// kernel, or --model pb on the GPU); compute_job waits for them.
   std::shared_future<void> devices_ready;
+  /// The cached pages of the files the outputs replace, dropped on another thread while the input is
+  /// read and the map computed (release_replaced_file_cache); done before this is destroyed.
+  std::shared_future<void> replaced_files_released;
 };
 
 /// What a front end hears while a job runs. Every method has a default that does nothing; any
