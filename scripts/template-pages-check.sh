@@ -5,7 +5,12 @@
 # Needs a built espgrid ($BUILD_DIR, default build-gpu: scripts/device-check.sh build). Logs and
 # JSON go to $OUT (default benchmarks/results/template-pages-DATE).
 #
-#   OUT=... bash scripts/template-pages-check.sh [REPEATS]
+#   OUT=... bash scripts/template-pages-check.sh [REPEATS] ["VARIANT ..."]
+#
+# Variants (interleaved, default "default off"): default (every switch on), off (no huge-page
+# restart), early-off (CUDA's context not made beside the input: ESPGRID_EARLY_CONTEXT=0),
+# release-off (the device let go at exit, not beside the files' writing: ESPGRID_EARLY_RELEASE=0),
+# both-off (the last two), fresh (as default, the earlier run's .dx removed first: nothing to replace).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 cd "$here/.."
@@ -28,9 +33,17 @@ import apbs_frontend_benchmark as b
 open(sys.argv[1] + "/template.in", "w").write(b.template(sys.argv[1] + "/actin4.pqr"))
 PY
 cp "$work/template.in" "$OUT/template.in"
+variants=${2:-default off}
 for i in $(seq 1 "$repeats"); do
-  for pages in default off; do
-    env_pages=(); [ $pages = off ] && env_pages=(ESPGRID_HUGE_PAGES=0)
+  for pages in $variants; do
+    case $pages in  # each variant's switches (the default: everything on)
+      off) env_pages=(ESPGRID_HUGE_PAGES=0) ;;
+      early-off) env_pages=(ESPGRID_EARLY_CONTEXT=0) ;;
+      release-off) env_pages=(ESPGRID_EARLY_RELEASE=0) ;;
+      both-off) env_pages=(ESPGRID_EARLY_CONTEXT=0 ESPGRID_EARLY_RELEASE=0) ;;
+      fresh) env_pages=(); rm -f "$work"/*.dx ;;  # no earlier output to replace
+      *) env_pages=() ;;
+    esac
     cd "$work"
     run "tpl-$pages-$i" env CUDA_VISIBLE_DEVICES=0 ESPGRID_TRACE_PROCESS=1 "${env_pages[@]}" \
       "$E" apbs template.in --backend cuda --json "$OUT/tpl-$pages-$i.json"
