@@ -10,7 +10,7 @@
 # Variants (interleaved, default "default off"): default (every switch on), off (no huge-page
 # restart), early-off (CUDA's context not made beside the input: ESPGRID_EARLY_CONTEXT=0),
 # release-off (the device let go at exit, not beside the files' writing: ESPGRID_EARLY_RELEASE=0),
-# both-off (the last two), hold-off (the replaced .dx not held open: ESPGRID_HOLD_REPLACED=0), fresh (as default, the earlier run's .dx removed first: nothing to replace).
+# both-off (the last two), fresh (as default, the earlier run's .dx removed first: nothing to replace).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 cd "$here/.."
@@ -41,7 +41,6 @@ for i in $(seq 1 "$repeats"); do
       early-off) env_pages=(ESPGRID_EARLY_CONTEXT=0) ;;
       release-off) env_pages=(ESPGRID_EARLY_RELEASE=0) ;;
       both-off) env_pages=(ESPGRID_EARLY_CONTEXT=0 ESPGRID_EARLY_RELEASE=0) ;;
-      hold-off) env_pages=(ESPGRID_HOLD_REPLACED=0) ;;
       fresh) env_pages=(); rm -f "$work"/*.dx ;;  # no earlier output to replace
       *) env_pages=() ;;
     esac

@@ -206,8 +206,8 @@ std::pair<std::size_t, std::size_t> cached_pages(const std::string& path) {
   return {count, pages};
 }
 
-// Replacing an 828 MB .dx freed its cached pages inside the rename, ~0.25 s of the run's critical
-// path (PDB2PQR's template on an H200 host, run again in the same folder). The run now drops them
+// Replacing an 828 MB .dx freed its cached pages inside the rename, on the run's critical path
+// (PDB2PQR's template on an H200 host, run again in the same folder). The run now drops them
 // beforehand on a thread of its own (release_replaced_file_cache): the file's contents stay, a
 // small file and a missing one are left alone.
 TEST_F(Hardening, TheFileAnOutputWillReplaceLeavesThePageCacheAndKeepsItsContents) {
@@ -237,39 +237,6 @@ TEST_F(Hardening, TheFileAnOutputWillReplaceLeavesThePageCacheAndKeepsItsContent
   EXPECT_EQ(slurp(path("old.dx")), big);
   EXPECT_EQ(slurp(path("small.dx")), small);
   expect_only({"old.dx", "small.dx"});
-}
-
-/// Whether this process has a file open whose inode is `inode` and that no name links to any more.
-bool holds_unlinked_inode(ino_t inode) {
-  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) {
-    struct stat st {};
-    if (::stat(entry.path().c_str(), &st) == 0 && st.st_ino == inode && st.st_nlink == 0) return true;
-  }
-  return false;
-}
-
-// The directory's fsync after the rename waited for the journal commit that freed the replaced
-// file's blocks, and on a file system mounted with `discard` discarded them: ~0.15-0.2 s for an
-// 828 MB .dx written again on the H200 host. The command line holds a large replaced file open
-// until it ends (hold_replaced_files_until_exit); the new file is in place, the old one's name gone.
-TEST_F(Hardening, ALargeFileAnOutputReplacesIsHeldOpenUntilTheProcessEnds) {
-  const auto replace = [&](const std::string& name, std::size_t old_bytes) {
-    std::ofstream(path(name), std::ios::binary) << std::string(old_bytes, 'o');
-    struct stat old {};
-    EXPECT_EQ(::stat(path(name).c_str(), &old), 0);
-    AtomicOutputFile out(path(name));
-    std::ofstream(out.temporary_path(), std::ios::binary) << "new";
-    out.commit();
-    EXPECT_EQ(slurp(path(name)), "new");
-    return old.st_ino;
-  };
-  hold_replaced_files_until_exit();  // as the command line does (for the rest of this test process)
-  const ino_t large = replace("large.dx", std::size_t{17} << 20);
-  EXPECT_TRUE(holds_unlinked_inode(large));
-  EXPECT_FALSE(holds_unlinked_inode(replace("small.dx", std::size_t{1} << 20)));
-  expect_only({"large.dx", "small.dx"});
-  close_held_replaced_files();  // what the process's end does: the blocks are freed
-  EXPECT_FALSE(holds_unlinked_inode(large));
 }
 
 // An output whose parent is a file was reported as a missing directory.

@@ -12,7 +12,6 @@
 #include "src/core/process_exit.h"
 #include "src/core/process_trace.h"
 #include "src/maps/map_format_table.h"
-#include "src/os/atomic_output_file.h"
 #include "src/os/huge_pages.h"
 #include "src/os/interrupt_cleanup.h"
 
@@ -81,7 +80,6 @@ int run_verb(int argc, char** argv) {
     return 0;
   }
   const std::string verb = argv[1];
-  espgrid::hold_replaced_files_until_exit();  // this process ends after its outputs
   try {
     if (verb == "map") return espgrid::cli::run_map(argc - 1, argv + 1);
     if (verb == "kernels") return espgrid::cli::run_kernels(argc - 1, argv + 1);

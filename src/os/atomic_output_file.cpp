@@ -5,7 +5,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
@@ -13,15 +12,12 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <mutex>
 #include <string_view>
 #include <sys/file.h>
 #include <sys/stat.h>
-#include <vector>
 
 #include "src/core/errors.h"
 #include "src/core/process_trace.h"
-#include "src/core/switches.h"
 #include "src/os/cleanup_table.h"
 
 namespace espgrid {
@@ -29,12 +25,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using cleanup::TableLock;
-
-constexpr off_t kLargeFile = off_t{16} << 20;  // smaller files free quickly: left as they were
-constexpr std::size_t kMostFilesHeld = 16;     // a long run's many outputs stay far from the fd limit
-std::atomic<bool> holding_replaced_files{false};
-std::mutex held_files_mutex;
-std::vector<int> held_files;  // descriptors of replaced files, open until the process ends
 
 std::string directory_of(const std::string& path) {
   const std::string dir = fs::path(path).parent_path().string();
@@ -141,23 +131,13 @@ mode_t current_umask() {
 
 }  // namespace
 
-void hold_replaced_files_until_exit() noexcept {
-  if (!switched_off("ESPGRID_HOLD_REPLACED")) holding_replaced_files = true;
-}
-
-void close_held_replaced_files() noexcept {
-  const std::lock_guard<std::mutex> lock(held_files_mutex);
-  for (const int fd : held_files) ::close(fd);
-  held_files.clear();
-}
-
 void release_replaced_file_cache(const std::string& destination) noexcept {
   try {
     const std::string target = resolve_output_target(destination);
     const int fd = ::open(target.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
     if (fd < 0) return;  // nothing to replace (or nothing this process may read: left alone)
     struct stat st {};
-    if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size >= kLargeFile) {
+    if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size >= (off_t{16} << 20)) {
       trace_process("output: dropping the cached pages of the file it replaces");
       ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
       trace_process("output: cached pages of the replaced file dropped");
@@ -266,13 +246,7 @@ void AtomicOutputFile::commit() {
       mine.st_ino != named.st_ino)
     throw Error(what + "its temporary file " + partial_ + " was removed or replaced by another program" + nothing);
   struct stat old {};
-  int replaced = -1;  // the replaced file, held open until the process ends (hold_replaced_files_until_exit)
   if (::stat(target_.c_str(), &old) == 0 && S_ISREG(old.st_mode)) {
-    if (holding_replaced_files && old.st_size >= kLargeFile) {
-      const std::lock_guard<std::mutex> lock(held_files_mutex);
-      if (held_files.size() < kMostFilesHeld)
-        replaced = ::open(target_.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-    }
     ::fchmod(fd_, old.st_mode & 0777);  // the replaced map's permissions, never setuid/setgid
     if (::fchown(fd_, old.st_uid, old.st_gid) != 0) {
       [[maybe_unused]] const int group_only = ::fchown(fd_, static_cast<uid_t>(-1), old.st_gid);
@@ -282,16 +256,11 @@ void AtomicOutputFile::commit() {
   }
   if (::rename(partial_.c_str(), target_.c_str()) != 0) {
     const int error = errno;
-    if (replaced >= 0) ::close(replaced);
     throw Error("cannot move the finished map to " + destination_ + link_note(destination_, target_) + ": " +
                 std::strerror(error) + nothing);
   }
   committed_ = true;
-  if (replaced >= 0) {  // closed when the process ends (or by close_held_replaced_files)
-    const std::lock_guard<std::mutex> lock(held_files_mutex);
-    held_files.push_back(replaced);
-  }
-  trace_process("output: renamed into place");
+  trace_process("output: renamed into place");  // replacing a large file frees its blocks here
   cleanup::count_committed_file();
   // The rename itself is durable once its directory is flushed; best effort (some file
   // systems cannot fsync a directory, and the map is in place either way).

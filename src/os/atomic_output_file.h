@@ -63,20 +63,11 @@ void check_output_path(const std::string& destination);
 /// Drops the page cache of the file that `destination` will replace, if there is one (posix_fadvise
 /// POSIX_FADV_DONTNEED: the file itself is untouched, and stays as it was if the run fails).
 /// Replacing a file frees its cached pages inside the rename that replaces it, on the run's
-/// critical path: on the lent H200 host ~0.25 s for PDB2PQR's template's 828 MB `.dx` written
-/// again. A run calls this on a thread beside its computation, so the rename finds little to
-/// free. Files under 16 MiB are left alone. Never throws.
+/// critical path; a run calls this on a thread beside its computation instead (PDB2PQR's template's
+/// 828 MB `.dx` written again on the lent H200 host: 30-50 ms there). The rename still frees the
+/// old file's blocks (0.19-0.38 s on that host's ext4), which nothing can do earlier without losing
+/// the old file when the run fails. Files under 16 MiB are left alone. Never throws.
 void release_replaced_file_cache(const std::string& destination) noexcept;
-
-/// For a process that ends soon after its outputs (the command line): from now on, a file of 16 MiB
-/// or more that an output replaces is held open until the process ends (up to 16 of them), so
-/// the rename leaves the old file's blocks to be freed then, not in the journal commit that the
-/// directory's fsync waits for. On a file system mounted with `discard` (the lent H200 hosts) that
-/// commit also discarded the old blocks: ~0.15-0.2 s for an 828 MB `.dx` written again.
-/// ESPGRID_HOLD_REPLACED=0 turns it off (for measuring what it saves).
-void hold_replaced_files_until_exit() noexcept;
-/// Closes the replaced files held so far: their blocks are freed now.
-void close_held_replaced_files() noexcept;
 
 /// The file `destination` names once symbolic links are followed (the destination itself when
 /// it is not a link; a dangling link gives the path it points to). Throws Error for a loop.
