@@ -340,17 +340,30 @@ PreparedJob prepare_job(const MapJob& job, MapObserver& observer, bool check_out
     p.replaced_files_released = std::async(std::launch::async, [outputs = job.outputs] {
                                   for (const std::string& output : outputs) release_replaced_file_cache(output);
                                 }).share();
-  p.kernel = select_kernel(job.compute, job.physics.model);
   if (const std::optional<GridSpec> grid = explicit_grid(job.grid)) check_job_grid_fits(job, *grid);  // before reading
-  // A CUDA context takes ~0.2 s to create: do it while the input is read, not after.
-  if (p.kernel.kernel->backend == Backend::Cuda) {
-    std::vector<int> devices = job.compute.run.devices;
-    if (devices.empty()) devices.push_back(job.compute.run.device);
-    p.devices_ready = std::async(std::launch::async, [devices] {
-                        for (const int device : devices) cuda::warm_up_device(device);
-                      }).share();
-  }
+  // The kernel's choice may start CUDA's driver (0.23-0.33 s on a GPU host: it starts every visible
+  // GPU), and a GPU kernel's context takes ~0.1 s more: both on a thread of their own while the input
+  // is read (the 1.93 M-atom capsid's read took 0.26-0.35 s after the driver's start before).
+  // --backend cpu never asks CUDA (select_kernel). The thread owns its promise: shared, because
+  // this function may leave by an exception before the thread is done.
+  const auto chosen = std::make_shared<std::promise<KernelSelection>>();
+  std::future<KernelSelection> kernel = chosen->get_future();
+  p.devices_ready = std::async(std::launch::async, [compute = job.compute, model = job.physics.model, chosen] {
+                      KernelSelection k;
+                      try {
+                        k = select_kernel(compute, model);
+                      } catch (...) {
+                        chosen->set_exception(std::current_exception());
+                        return;
+                      }
+                      chosen->set_value(k);
+                      if (k.kernel->backend != Backend::Cuda) return;
+                      std::vector<int> devices = compute.run.devices;
+                      if (devices.empty()) devices.push_back(compute.run.device);
+                      for (const int device : devices) cuda::warm_up_device(device);
+                    }).share();
   static_cast<JobInput&>(p) = read_job_input(job, observer, &p.timing);
+  p.kernel = kernel.get();  // the choice's error, if any, here
   p.grid = make_grid(job.grid, p.structure.atoms);
   check_job_grid_fits(job, p.grid);
   if (job.physics.is_pb()) check_pb_input(job, p, observer);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "src/core/bulk_memory.h"
 #include "src/physics/pair_potentials.h"
 
 namespace espgrid {
@@ -117,14 +118,18 @@ Json map_summary(const PotentialMap& map, const std::string& kernel, const std::
       map.physics.is_pb() ? 0.0 : static_cast<double>(g.point_count()) * static_cast<double>(provenance.atoms);
   j.set("timing", timing_json(timing, evaluations, estimate));
   j.set("energy", energy ? pb_energy_json(*energy) : Json());
-  // The range of the finite values (a map read back or made from values may hold none).
-  bool any = false;
-  float lo = 0, hi = 0;
-  for (const float v : map.values) {
-    if (!std::isfinite(v)) continue;
-    lo = any ? std::min(lo, v) : v;
-    hi = any ? std::max(hi, v) : v;
-    any = true;
+  // The range of the finite values (a map read back or made from values may hold none). The
+  // threads' branch-free pass first (one thread's checked loop took ~0.3 s of the 1.93 M-atom
+  // capsid's 249 M values); the checked loop only where it met an infinity or found nothing.
+  auto [lo, hi] = float_range(map.values.data(), map.values.size());
+  bool any = std::isfinite(lo) && std::isfinite(hi);
+  if (!any) {
+    for (const float v : map.values) {
+      if (!std::isfinite(v)) continue;
+      lo = any ? std::min(lo, v) : v;
+      hi = any ? std::max(hi, v) : v;
+      any = true;
+    }
   }
   j.set("range", any ? Json::array({Json(lo), Json(hi)}) : Json());
   Json p = Json::object();
