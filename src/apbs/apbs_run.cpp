@@ -308,7 +308,7 @@ ApbsResult run_apbs(const std::string& path, const ApbsRunOptions& options, Apbs
     // The files these replace: their cached pages dropped beside the solves, not in the renames.
     if (!options.dry_run)
       replaced_files_released = std::async(std::launch::async, [paths] {
-        for (const std::string& path : paths) release_replaced_file_cache(path);
+        for (const std::string& file : paths) release_replaced_file_cache(file);
       });
   }
   if (!options.dry_run) {
