@@ -16,6 +16,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <tuple>
 #include <vector>
 
 #include "kernels/cuda_runtime_support.h"
@@ -370,9 +371,12 @@ class PipelineRun {
       }
       out_.fixed_charge = cg.sum(Slabs::Vector::q);
     }
+    float* values = in_.values;
+    double* potential = in_.potential;
+    if (in_.output_buffers) std::tie(values, potential) = in_.output_buffers();
     for_each_slab([&](Slab& s, std::size_t) {
-      if (in_.potential) s.copy_map<double>(1.0, s.solver().q(), in_.potential);
-      s.copy_map<float>(in_.unit_scale, reinterpret_cast<float*>(s.solver().r()), in_.values);
+      if (potential) s.copy_map<double>(1.0, s.solver().q(), potential);
+      s.copy_map<float>(in_.unit_scale, reinterpret_cast<float*>(s.solver().r()), values);
       ESPGRID_CUDA_CHECK(cudaStreamSynchronize(s.stream()));
     });
     out_.output_seconds = wall.seconds();
@@ -393,7 +397,8 @@ void run_pb_pipeline(const PbPipelineInput& in, PbPipelineResult& out) {
       throw Error("internal error: the PB pipeline's slabs do not cover the grid's planes in order");
   if (in.slabs[0].first_plane != 0 || in.slabs[in.slab_count - 1].end_plane != in.n[2])
     throw Error("internal error: the PB pipeline's slabs do not cover the grid's planes");
-  if (!in.faces || !in.values || !in.conductances) throw Error("internal error: the PB pipeline's inputs are missing");
+  if (!in.faces || (!in.values && !in.output_buffers) || !in.conductances)
+    throw Error("internal error: the PB pipeline's inputs are missing");
   const Stopwatch wall;
   const DeviceGuard guard(in.slabs[0].device);
   std::vector<int> devices;
