@@ -45,10 +45,12 @@
 #include "src/core/units.h"
 #include "src/maps/map_formats.h"
 #include "src/os/atomic_output_file.h"
+#include "src/pb/pb_solve.h"
 #include "src/registry/kernel_registry.h"
 #include "src/structure/structure_reader.h"
 #include "tests/child_process.h"
 #include "tests/file_helpers.h"
+#include "tests/pb_test_support.h"
 #include "tests/test_support.h"
 
 #if ESPGRID_HAVE_CUDA
@@ -706,6 +708,29 @@ TEST_F(GpuFaults, OutOfDeviceMemoryIsAClearErrorAndLeavesTheDeviceUsable) {
 }
 
 // An explicit slab cap that cannot be allocated is not shrunk: the error names the slab.
+// --model pb on the device pipeline checks the GPU's free memory after the host's preparation (the
+// context is made beside it: pb_solve.cpp, device_check_deferred). With the device's memory taken,
+// a grid that fits the whole device is refused there, naming the free memory; with it given back,
+// the same grid solves (so the refusal came from the free memory, not the grid). Here, in this
+// serial binary: the hog would make a concurrent GPU test's solve fail.
+TEST_F(GpuFaults, APbGridBeyondTheFreeMemoryIsRefusedNamingIt) {
+  const Atoms fas = testing::load_molecule("fasciculin2.pqr");
+  const GridSpec g = testing::grid_around(fas, 0.6, 9);
+  PbRun run;
+  run.solver = PbSolver::CudaMultigrid;
+  {
+    DeviceMemoryHog hog(std::size_t{64} << 20);  // what is left is under the check's reserve (256 MiB)
+    try {
+      solve_pb(fas, g, PbOptions{}, run);
+      ADD_FAILURE() << "solved with " << DeviceMemoryHog::free_now() << " bytes free";
+    } catch (const UsageError& e) {
+      EXPECT_TRUE(contains(e.what(), " free of ")) << e.what();
+      EXPECT_TRUE(contains(e.what(), "needs about")) << e.what();
+    }
+  }
+  EXPECT_TRUE(solve_pb(fas, g, PbOptions{}, run).solve.converged);
+}
+
 TEST_F(GpuFaults, ExplicitSlabCapThatCannotBeAllocatedNamesTheSlab) {
   const GridSpec grid = testing::make_test_grid(256, 256, 256);  // 64 MiB
   const PreparedProblem problem = gpu_problem(grid, 10, 9);

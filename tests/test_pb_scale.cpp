@@ -30,10 +30,6 @@
 #include "tests/pb_test_support.h"
 #include "tests/test_support.h"
 
-#if ESPGRID_HAVE_CUDA
-#include <cuda_runtime.h>
-#endif
-
 namespace espgrid {
 namespace {
 
@@ -611,46 +607,6 @@ TEST(PbPipelineGpu, AGridBeyondTheDeviceIsRefusedBeforeAnythingIsAllocated) {
     EXPECT_NE(std::string(e.what()).find(" in all"), std::string::npos) << e.what();
   }
 }
-
-#if ESPGRID_HAVE_CUDA
-// The check against the device's free memory runs after the host's preparation (the context is
-// made beside it: pb_solve.cpp, device_check_deferred). With the device's memory taken by this
-// process, a grid that fits the whole device is refused there, naming the free memory; with it
-// given back, the same grid solves (so the refusal came from the free memory, not the grid).
-TEST(PbPipelineGpu, AGridBeyondTheFreeMemoryIsRefusedBeforeTheDeviceIsUsed) {
-  ESPGRID_REQUIRE_CUDA_OR_SKIP();
-  const Atoms fas = testing::load_molecule("fasciculin2.pqr");
-  const GridSpec g = grid_around(fas, 0.6, 9);
-  PbRun run;
-  run.solver = PbSolver::CudaMultigrid;
-  std::vector<void*> taken;
-  const auto give_back = [&taken] {
-    for (void* p : taken) cudaFree(p);
-    taken.clear();
-  };
-  std::size_t free = 0, total = 0;
-  ASSERT_EQ(cudaMemGetInfo(&free, &total), cudaSuccess);
-  constexpr std::size_t kPiece = std::size_t{1} << 28;  // 256 MiB: what is left is under the reserve
-  while (free > 2 * kPiece) {
-    void* p = nullptr;
-    if (cudaMalloc(&p, kPiece) != cudaSuccess) break;
-    taken.push_back(p);
-    ASSERT_EQ(cudaMemGetInfo(&free, &total), cudaSuccess);
-  }
-  cudaGetLastError();
-  try {
-    solve_pb(fas, g, PbOptions{}, run);
-    ADD_FAILURE() << "solved with " << free << " bytes free";
-  } catch (const UsageError& e) {
-    EXPECT_NE(std::string(e.what()).find(" free of "), std::string::npos) << e.what();
-  } catch (...) {
-    give_back();
-    throw;
-  }
-  give_back();
-  EXPECT_TRUE(solve_pb(fas, g, PbOptions{}, run).solve.converged);
-}
-#endif
 
 }  // namespace
 }  // namespace espgrid
