@@ -341,11 +341,11 @@ PreparedJob prepare_job(const MapJob& job, MapObserver& observer, bool check_out
                                   for (const std::string& output : outputs) release_replaced_file_cache(output);
                                 }).share();
   if (const std::optional<GridSpec> grid = explicit_grid(job.grid)) check_job_grid_fits(job, *grid);  // before reading
-  // The kernel's choice may start CUDA's driver (0.23-0.33 s on a GPU host: it starts every visible
-  // GPU), and a GPU kernel's context takes ~0.1 s more: both on a thread of their own while the input
-  // is read (the 1.93 M-atom capsid's read took 0.26-0.35 s after the driver's start before).
-  // --backend cpu never asks CUDA (select_kernel). The thread owns its promise: shared, because
-  // this function may leave by an exception before the thread is done.
+  // The kernel's choice may start CUDA's driver (0.23-0.33 s on a GPU host: every visible GPU) and a
+  // GPU kernel's context takes ~0.1 s more: both on a thread while the input is read (--backend cpu
+  // never asks CUDA: select_kernel). The thread owns its promise (shared): this function may leave
+  // by an exception before the thread is done.
+  if (!job.compute.kernel.empty()) find_kernel(job.compute.kernel);  // an unknown name before the read
   const auto chosen = std::make_shared<std::promise<KernelSelection>>();
   std::future<KernelSelection> kernel = chosen->get_future();
   p.devices_ready = std::async(std::launch::async, [compute = job.compute, model = job.physics.model, chosen] {
