@@ -140,6 +140,16 @@ void check_pb_boundary(const Atoms& atoms, const GridSpec& g, const PbOptions& o
   // mdh_boundary); keep it well inside float32 (3.4e38), with room for the sum over the atoms.
   const double kappa = pb_kappa(o);
   const double k = coulomb_constant(PotentialUnit::KTPerE, o.temperature) / o.solvent_dielectric;
+  // The term grows with |q| and with κa (ka − ln(1 + ka) does): the largest charge and radius bound
+  // every atom's, so the atoms are visited one by one (three logarithms each: ~0.1 s of the 1.93 M-atom
+  // capsid's) only to name the one that fails.
+  double most_charge = 0, most_radius = 0;
+  for (std::size_t a = 0; a < atoms.size(); ++a) {
+    most_charge = std::max(most_charge, std::fabs(atoms.charge[a]));
+    most_radius = std::max(most_radius, atoms.radius[a]);
+  }
+  const double most_ka = kappa * most_radius;
+  if (std::log10(std::max(most_charge, 1e-300) * k) + (most_ka - std::log1p(most_ka)) / std::log(10.0) <= 35) return;
   for (std::size_t a = 0; a < atoms.size(); ++a) {
     const double ka = kappa * atoms.radius[a];
     const double log10_charge =

@@ -460,7 +460,7 @@ PbResult solve_pb(const Atoms& atoms, const GridSpec& grid, const PbOptions& opt
   PbResult result;
   check_request(atoms, grid, options, run);
   const SolvePlan plan = plan_solve(atoms, grid, options, run);
-  record_phase(result, "solver choice (a process's first: CUDA's start)", total.seconds());
+  record_phase(result, "checks and solver choice (a process's first: CUDA's start)", total.seconds());
   const Stopwatch memory_clock;
   const pb::PbMemoryPlan memory = check_memory(atoms, grid, options, run, plan);
   record_phase(result,
