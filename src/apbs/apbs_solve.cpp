@@ -190,6 +190,8 @@ void check_atoms_on_grid(const ApbsInput& input, const Calculation& calc, int nu
   }
 }
 
+bool may_use_cuda(const SolverChoice& choice) { return pb_solver_may_use_cuda(pb_run(choice).solver, false); }
+
 SolverChoice::Backend parse_solver_backend(const std::string& text, const std::string& option) {
   if (text == "auto") return SolverChoice::Backend::Auto;
   if (text == "cpu") return SolverChoice::Backend::Cpu;

@@ -27,6 +27,9 @@ struct SolverChoice {
   int threads = 0;  ///< CPU threads; 0: all cores
   int device = 0;   ///< CUDA device
 };
+/// Whether a run with `choice` may solve on the GPU (pb_solver_may_use_cuda: a CPU run never starts
+/// CUDA's driver).
+bool may_use_cuda(const SolverChoice& choice);
 /// "auto", "cpu", "cuda" or "hypre" as a SolverChoice::Backend; UsageError naming `option` (the
 /// program's "--backend", Python's "backend") otherwise.
 SolverChoice::Backend parse_solver_backend(const std::string& text, const std::string& option);

@@ -111,11 +111,8 @@ struct SolvePlan {
 };
 
 PbSolver resolve_solver(PbSolver solver, bool across_ranks) {
-  // Only a solver that may be CUDA's asks for CUDA: its driver's start maps much address space,
-  // which an address-space limit on a CPU solve (ulimit -v) would have to hold.
   std::string cuda_reason;
-  const bool gpu_wanted = (solver == PbSolver::Auto && !across_ranks) || solver == PbSolver::CudaMultigrid;
-  const bool have_cuda = gpu_wanted && cuda_available(&cuda_reason);
+  const bool have_cuda = pb_solver_may_use_cuda(solver, across_ranks) && cuda_available(&cuda_reason);
   // Across ranks only hypre splits the grid; in one process the multigrid (GPU or CPU) is faster.
   if (solver == PbSolver::Auto)
     solver = across_ranks ? PbSolver::Hypre : have_cuda ? PbSolver::CudaMultigrid : PbSolver::CpuMultigrid;

@@ -49,6 +49,12 @@ inline std::string pb_solver_name(PbSolver solver) {
   constexpr const char* kNames[] = {"auto", "hypre", "cuda-mg", "cpu-mg"};  // PbSolver's order
   return kNames[static_cast<int>(solver)];
 }
+/// Whether `solver` may be CUDA's (Auto in one process, or the CUDA multigrid): only such a solve asks
+/// for CUDA, whose driver's start maps much address space that an address-space limit on a CPU
+/// solve (ulimit -v) would have to hold.
+inline bool pb_solver_may_use_cuda(PbSolver solver, bool across_ranks) {
+  return (solver == PbSolver::Auto && !across_ranks) || solver == PbSolver::CudaMultigrid;
+}
 /// Where a chosen solver runs, for the host memory it needs (pb_limits.h); Auto is not chosen yet.
 inline pb::PbHostPlan pb_host_plan(PbSolver solver) {
   if (solver == PbSolver::Auto) throw Error("internal error: pb_host_plan of an unresolved solver");
