@@ -4,6 +4,8 @@
 #include <future>
 #include <map>
 #include <memory>
+#include <utility>
+#include <vector>
 
 #include "src/compute/cuda_driver.h"
 #include "src/core/grid.h"
@@ -260,13 +262,10 @@ ApbsResult run_apbs(const std::string& path, const ApbsRunOptions& options, Apbs
   const Stopwatch clock;
   // CUDA's start and the device's context (a process's first ~0.25 s on a GPU host) beside the
   // input's reading and the first level's host preparation: the solve waits for them where it first
-  // needs them. Only where the solver may be CUDA's (resolve_solver's rule: a CPU run never starts
-  // CUDA's driver, whose address space an `ulimit -v` would have to hold). ESPGRID_EARLY_CONTEXT=0:
-  // not beside (for measuring what it saves).
-  const bool may_use_cuda =
-      options.solver.backend == SolverChoice::Backend::Auto || options.solver.backend == SolverChoice::Backend::Cuda;
+  // needs them. Only where the solver may be CUDA's (may_use_cuda). ESPGRID_EARLY_CONTEXT=0: not
+  // beside (for measuring what it saves).
   std::future<void> device_ready;
-  if (may_use_cuda && !options.dry_run && !switched_off("ESPGRID_EARLY_CONTEXT"))
+  if (may_use_cuda(options.solver) && !options.dry_run && !switched_off("ESPGRID_EARLY_CONTEXT"))
     device_ready = std::async(std::launch::async, [device = options.solver.device] { cuda::warm_up_device(device); });
   ApbsResult result;
   result.input = read_apbs_input(resolve_path(path, options.directory));
@@ -306,10 +305,7 @@ ApbsResult run_apbs(const std::string& path, const ApbsRunOptions& options, Apbs
       paths.push_back(f.path);
     }
     // The files these replace: their cached pages dropped beside the solves, not in the renames.
-    if (!options.dry_run)
-      replaced_files_released = std::async(std::launch::async, [paths] {
-        for (const std::string& file : paths) release_replaced_file_cache(file);
-      });
+    if (!options.dry_run) replaced_files_released = release_replaced_file_caches_beside(std::move(paths));
   }
   if (!options.dry_run) {
     if (observer) observer->starting(input, plan);

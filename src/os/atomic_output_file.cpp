@@ -15,6 +15,8 @@
 #include <string_view>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <utility>
+#include <vector>
 
 #include "src/core/errors.h"
 #include "src/core/process_trace.h"
@@ -145,6 +147,12 @@ void release_replaced_file_cache(const std::string& destination) noexcept {
     ::close(fd);
   } catch (...) {  // a symlink loop or no memory: the rename frees the pages as before
   }
+}
+
+std::future<void> release_replaced_file_caches_beside(std::vector<std::string> destinations) {
+  return std::async(std::launch::async, [destinations = std::move(destinations)] {
+    for (const std::string& destination : destinations) release_replaced_file_cache(destination);
+  });
 }
 
 std::string resolve_output_target(const std::string& destination) {

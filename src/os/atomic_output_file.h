@@ -19,7 +19,9 @@
 //     process ends; each is entered in the handler's table in one step with its creation.
 #pragma once
 
+#include <future>
 #include <string>
+#include <vector>
 
 namespace espgrid {
 
@@ -68,6 +70,9 @@ void check_output_path(const std::string& destination);
 /// old file's blocks (0.19-0.38 s on that host's ext4), which nothing can do earlier without losing
 /// the old file when the run fails. Files under 16 MiB are left alone. Never throws.
 void release_replaced_file_cache(const std::string& destination) noexcept;
+/// The same for every one of `destinations`, on a thread of its own started now (what a run does
+/// beside its computation); the future is done when all are.
+std::future<void> release_replaced_file_caches_beside(std::vector<std::string> destinations);
 
 /// The file `destination` names once symbolic links are followed (the destination itself when
 /// it is not a link; a dangling link gives the path it points to). Throws Error for a loop.

@@ -337,9 +337,7 @@ PreparedJob prepare_job(const MapJob& job, MapObserver& observer, bool check_out
   }
   PreparedJob p;
   if (check_outputs && !job.outputs.empty())
-    p.replaced_files_released = std::async(std::launch::async, [outputs = job.outputs] {
-                                  for (const std::string& output : outputs) release_replaced_file_cache(output);
-                                }).share();
+    p.replaced_files_released = release_replaced_file_caches_beside(job.outputs).share();
   if (const std::optional<GridSpec> grid = explicit_grid(job.grid)) check_job_grid_fits(job, *grid);  // before reading
   // The kernel's choice may start CUDA's driver (0.23-0.33 s on a GPU host: every visible GPU) and a
   // GPU kernel's context takes ~0.1 s more: both on a thread while the input is read (--backend cpu
