@@ -14,9 +14,7 @@
 #include "src/apbs/apbs_run.h"
 #include "src/cli/commands.h"
 #include "src/cli/options.h"
-#include "src/compute/cuda_driver.h"
 #include "src/core/errors.h"
-#include "src/core/switches.h"
 #include "src/os/atomic_output_file.h"
 #include "src/os/file_output.h"
 
@@ -117,14 +115,12 @@ int run_apbs(int argc, char** argv) {
   if (args.count("json") && json.empty()) throw UsageError("--json needs a file name, or - for standard output");
   if (!json.empty() && json != "-") check_output_path(json);
   run.dry_run = args.count("dry-run") > 0;
-  // This process uses the GPU no more once the last level is solved: its context's teardown (~0.1 s
-  // at exit on an H200 host) runs while the files are written. Joined when this function returns.
-  // ESPGRID_EARLY_RELEASE=0: at exit (for measuring what it saves).
+  // The GPU is used no more once the last level is solved: let it go while the files are written.
+  // Joined when this function returns.
   std::future<void> device_released;
-  if (!switched_off("ESPGRID_EARLY_RELEASE"))
-    run.after_last_solve = [&device_released, device = run.solver.device] {
-      device_released = std::async(std::launch::async, [device] { cuda::release_device(device); });
-    };
+  run.after_last_solve = [&device_released, device = run.solver.device] {
+    device_released = release_devices_beside({device});
+  };
 
   ApbsPrinter printer(json == "-" ? stderr : stdout, args.count("quiet") > 0);
   apbs::ApbsResult result;

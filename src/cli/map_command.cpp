@@ -22,7 +22,6 @@
 #include "src/core/bulk_memory.h"
 #include "src/core/errors.h"
 #include "src/core/stopwatch.h"
-#include "src/core/switches.h"
 #include "src/core/text_format.h"
 #include "src/maps/map_format_table.h"
 #include "src/maps/map_stream.h"
@@ -178,16 +177,10 @@ class PrintingObserver : public MapObserver {
     if (result.pb_energy)
       for (const std::string& text : pb_energy_lines(*result.pb_energy)) std::printf("%s\n", text.c_str());
     std::fflush(stdout);
-    // This process uses the GPU no more: its contexts' teardown (~0.05-0.1 s at exit on an H200 host)
-    // runs while the files are written (cuda::release_device acts only where a context was made and
-    // the process ends with _Exit). Joined when this observer goes. ESPGRID_EARLY_RELEASE=0: at exit.
-    if (!switched_off("ESPGRID_EARLY_RELEASE")) {
-      std::vector<int> devices = job_.compute.run.devices;
-      if (devices.empty()) devices.push_back(job_.compute.run.device);
-      released_ = std::async(std::launch::async, [devices] {
-        for (const int device : devices) cuda::release_device(device);
-      });
-    }
+    // The GPU is used no more: let it go while the files are written. Joined when this observer goes.
+    std::vector<int> devices = job_.compute.run.devices;
+    if (devices.empty()) devices.push_back(job_.compute.run.device);
+    released_ = release_devices_beside(std::move(devices));
   }
   void written(const std::string& path, const std::string& what) override { print_written(path, what); }
   /// The estimate printed before the map, if any.
