@@ -21,7 +21,8 @@ int run_apbs(int argc, char** argv);     ///< src/cli/apbs_command.cpp
 /// For a verb that uses the GPU no more (its files still to write): lets `devices` go on a thread
 /// of its own (cuda::release_device), so their contexts' teardown (~0.05-0.1 s at exit on an H200
 /// host) runs beside the writing; wait for the future before the process ends. An invalid future
-/// with ESPGRID_EARLY_RELEASE=0 (the teardown at exit, for measuring what this saves). main.cpp.
+/// with ESPGRID_EARLY_RELEASE=0 (the teardown at exit, for measuring what this saves).
+/// src/cli/device_release.cpp.
 std::future<void> release_devices_beside(std::vector<int> devices);
 
 }  // namespace espgrid::cli

@@ -9,11 +9,9 @@
 #include <utility>
 
 #include "src/cli/commands.h"
-#include "src/compute/cuda_driver.h"
 #include "src/core/errors.h"
 #include "src/core/process_exit.h"
 #include "src/core/process_trace.h"
-#include "src/core/switches.h"
 #include "src/maps/map_format_table.h"
 #include "src/os/huge_pages.h"
 #include "src/os/interrupt_cleanup.h"
@@ -133,14 +131,3 @@ int main(int argc, char** argv) {
   }
   return status;
 }
-
-namespace espgrid::cli {
-
-std::future<void> release_devices_beside(std::vector<int> devices) {
-  if (switched_off("ESPGRID_EARLY_RELEASE")) return {};
-  return std::async(std::launch::async, [devices = std::move(devices)] {
-    for (const int device : devices) cuda::release_device(device);
-  });
-}
-
-}  // namespace espgrid::cli
