@@ -13,6 +13,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <random>
 #include <set>
 #include <sstream>
 #include <string>
@@ -23,6 +24,7 @@
 #include "src/core/errors.h"
 #include "src/core/text_parsing.h"
 #include "src/structure/structure_reader.h"
+#include "tests/test_support.h"
 
 #if ESPGRID_HAVE_ZLIB
 #include <zlib.h>
@@ -1140,6 +1142,67 @@ TEST(LineSource, StopsAtTheFirstBadByteAndAtEndlessLines) {
   ASSERT_TRUE(e);
   EXPECT_EQ(e->line(), 1u);
   EXPECT_NE(std::string(e->what()).find("longer than 1 MiB"), std::string::npos) << e->what();
+}
+
+// The line scan tests eight bytes at a time and looks at a word's bytes one by one only when one of
+// them is a control byte (src/core/text_parsing.cpp any_control_byte). Held to a byte-by-byte
+// reference on fresh random text: line ends (LF, CRLF, CR), tabs, DEL, UTF-8 and binary bytes at
+// every offset within a word, lines of every length, read at once and in pieces.
+TEST(LineSource, TheWordAtATimeScanSplitsAndRefusesAsByteByByte) {
+  std::mt19937 rng(espgrid::testing::test_seed());
+  const std::string palette = std::string("ATOM 1.5-") + "\t\v\f\x7f\x80\xc3\xa9\xff" + std::string(1, '\x01');
+  for (int round = 0; round < 400; ++round) {
+    std::string text;
+    const std::size_t length = rng() % 300;
+    for (std::size_t i = 0; i < length; ++i) {
+      const unsigned pick = rng() % 100;
+      if (pick < 6)
+        text += "\n";
+      else if (pick < 8)
+        text += "\r\n";
+      else if (pick < 9)
+        text += "\r";
+      else if (pick < 98 || round % 2 == 0)
+        text += palette[rng() % 9];  // letters, digits, spaces (even rounds: no bad byte)
+      else
+        text += palette[9 + rng() % (palette.size() - 9)];
+    }
+    // The reference: split byte by byte; the first binary byte (a control byte other than tab,
+    // VT, FF, CR, LF, or DEL) ends the reading at its line.
+    std::vector<std::string> lines;
+    std::size_t bad_line = 0;
+    std::string line;
+    for (std::size_t i = 0; i < text.size() && bad_line == 0; ++i) {
+      const auto byte = static_cast<unsigned char>(text[i]);
+      if (byte == '\n' || byte == '\r') {
+        lines.push_back(line), line.clear();
+        if (byte == '\r' && i + 1 < text.size() && text[i + 1] == '\n') ++i;
+      } else if ((byte < 0x20 && byte != '\t' && byte != '\v' && byte != '\f') || byte == 0x7f) {
+        bad_line = lines.size() + 1;
+      } else {
+        line += text[i];
+      }
+    }
+    if (bad_line == 0 && !line.empty()) lines.push_back(line);
+    for (const std::size_t chunk : {std::size_t{0}, std::size_t{1} + rng() % 20}) {
+      SCOPED_TRACE("round " + std::to_string(round) + ", pieces of " + std::to_string(chunk) + ", seed " +
+                   std::to_string(espgrid::testing::test_seed()));
+      LineSource source("random.txt", text, chunk);
+      std::vector<std::string> got;
+      std::size_t refused_at = 0;
+      try {
+        while (const auto next = source.next()) got.emplace_back(*next);
+      } catch (const InputError& e) {
+        refused_at = e.line();
+      }
+      EXPECT_EQ(refused_at, bad_line);
+      const std::size_t compared = bad_line ? bad_line - 1 : lines.size();
+      ASSERT_GE(got.size(), std::min(compared, lines.size()));
+      EXPECT_EQ(std::vector<std::string>(got.begin(), got.begin() + static_cast<long>(compared)),
+                std::vector<std::string>(lines.begin(), lines.begin() + static_cast<long>(compared)));
+      if (bad_line == 0) EXPECT_EQ(got.size(), lines.size());
+    }
+  }
 }
 
 // A device may never end (/dev/zero) and is refused before any byte is read; a pipe is read.

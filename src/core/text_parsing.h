@@ -62,6 +62,10 @@ class LineSource {
   /// for /dev/stdin). With Decompress::Gzip, a truncated or corrupt gzip stream is an
   /// InputError, never an early end; UsageError when this build has no zlib.
   explicit LineSource(std::string path, Decompress decompress = Decompress::None, std::string name = {});
+  /// Bytes [first_byte, end_byte) of the regular file `path`, numbered from line 1 and without a
+  /// byte-order mark skipped unless first_byte is 0: one of several ranges that threads read at
+  /// once (src/structure/pqr_ranges.cpp). first_byte should start a line. Uncompressed only.
+  LineSource(const std::string& path, std::size_t first_byte, std::size_t end_byte);
   /// Reads `bytes` as if they were a file named `name` (tests and fuzzers), handing them over
   /// `chunk_bytes` at a time (0: all at once) to exercise lines and gzip data that cross reads.
   LineSource(std::string name, std::string bytes, std::size_t chunk_bytes = 0,
@@ -111,6 +115,8 @@ class LineSource {
   std::size_t line_number_ = 0;
   std::size_t bytes_read_ = 0;
   std::size_t size_hint_ = 0;
+  std::size_t range_left_ = SIZE_MAX;     // bytes of the file still to read (a range's; else unlimited)
+  bool byte_order_mark_may_lead_ = true;  // the first line is the file's first
   std::string kind_ = "text structure file";
   bool eof_ = false;     // the file has no more bytes to give
   bool at_end_ = false;  // next() has returned nullopt

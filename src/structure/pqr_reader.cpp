@@ -33,6 +33,7 @@
 #include "src/core/number_parsing.h"
 #include "src/core/text_format.h"
 #include "src/core/text_parsing.h"
+#include "src/structure/pqr_ranges.h"
 #include "src/structure/structure_reader.h"
 
 namespace espgrid {
@@ -322,6 +323,26 @@ int reading_threads(std::size_t size_hint) {
 }
 
 }  // namespace
+
+bool read_plain_pqr_atoms(LineSource& lines, Atoms& atoms, std::vector<AtomLabel>& labels) {
+  std::vector<std::string_view> tokens;
+  try {
+    while (const std::optional<std::string_view> line = lines.next()) {
+      const std::string_view first = first_token(*line);
+      if (first.empty() || first.front() == '#') continue;
+      const std::string_view record = atom_record(first);
+      if (record.empty()) {
+        if (is_ignored_record(*line, first)) continue;
+        return false;  // MODEL, ENDMDL, an unknown record: read_pqr's rules decide
+      }
+      split_whitespace(*line, tokens);
+      PqrLineParser(lines.path(), lines.line_number(), record).parse(tokens, atoms, labels);
+    }
+  } catch (const InputError&) {
+    return false;  // read_pqr names it, at its line in the whole file
+  }
+  return true;
+}
 
 Structure read_pqr(LineSource& lines) {
   Structure result;

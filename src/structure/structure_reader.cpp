@@ -7,10 +7,14 @@
 #include <cctype>
 #include <cmath>
 #include <filesystem>
+#include <optional>
 #include <sys/stat.h>
+#include <utility>
 
 #include "src/core/errors.h"
 #include "src/core/grid.h"
+#include "src/core/thread_count.h"
+#include "src/structure/pqr_ranges.h"
 
 namespace espgrid {
 namespace {
@@ -160,6 +164,10 @@ Structure read_structure(const std::string& path, StructureFormat format) {
     throw UsageError(path +
                      " has no charges or radii: `espgrid map` assigns them with pdb2pqr (--forcefield, --ph, "
                      "--keep-pqr); elsewhere give the PQR it kept");
+  // A large plain PQR (a capsid's 1.9 M atoms, 135 MB): every thread reads a range of it (0.28-0.47 s
+  // of one H200 host's read was one thread splitting the lines). Up to 16 threads: more do not pay.
+  if (format == StructureFormat::Pqr && !read_through_gzip(path))
+    if (std::optional<Structure> s = read_pqr_in_ranges(path, std::min(16, threads_to_use(0)))) return std::move(*s);
   const std::unique_ptr<LineSource> lines = open_structure_lines(path);  // refuses directories and devices
   return format == StructureFormat::Pqr ? read_pqr(*lines) : read_xyz(*lines);
 }
