@@ -13,6 +13,7 @@
 
 #include "src/core/errors.h"
 #include "src/core/grid.h"
+#include "src/core/switches.h"
 #include "src/core/thread_count.h"
 #include "src/structure/pqr_ranges.h"
 
@@ -166,7 +167,8 @@ Structure read_structure(const std::string& path, StructureFormat format) {
                      "--keep-pqr); elsewhere give the PQR it kept");
   // A large plain PQR (a capsid's 1.9 M atoms, 135 MB): every thread reads a range of it (0.28-0.47 s
   // of one H200 host's read was one thread splitting the lines). Up to 16 threads: more do not pay.
-  if (format == StructureFormat::Pqr && !read_through_gzip(path))
+  // ESPGRID_PQR_RANGES=0: line by line only (for measuring what this saves).
+  if (format == StructureFormat::Pqr && !read_through_gzip(path) && !switched_off("ESPGRID_PQR_RANGES"))
     if (std::optional<Structure> s = read_pqr_in_ranges(path, std::min(16, threads_to_use(0)))) return std::move(*s);
   const std::unique_ptr<LineSource> lines = open_structure_lines(path);  // refuses directories and devices
   return format == StructureFormat::Pqr ? read_pqr(*lines) : read_xyz(*lines);
