@@ -50,6 +50,21 @@ std::vector<std::size_t> range_starts(const std::string& path, std::size_t size,
   return starts;
 }
 
+/// Runs work(0) ... work(count - 1), each on a thread of its own where one can be had (else on
+/// this one), and waits for them all.
+template <class Work>
+void on_threads(std::size_t count, Work work) {
+  std::vector<std::thread> threads;
+  threads.reserve(count);
+  std::size_t started = 0;
+  try {
+    for (; started < count; ++started) threads.emplace_back(work, started);
+  } catch (...) {  // no thread to be had: the rest run here
+  }
+  for (std::size_t i = started; i < count; ++i) work(i);
+  for (std::thread& t : threads) t.join();
+}
+
 struct RangeAtoms {
   Atoms atoms;
   std::vector<AtomLabel> labels;
@@ -66,21 +81,18 @@ Structure join_ranges(std::vector<RangeAtoms>& ranges) {
   for (std::vector<double>* v : {&a.x, &a.y, &a.z, &a.charge, &a.radius}) v->resize(count);
   a.element.resize(count);
   s.labels.resize(count);
-  std::vector<std::thread> copies;
-  for (std::size_t i = 0; i < ranges.size(); ++i)
-    copies.emplace_back([&, i] {
-      const Atoms& from = ranges[i].atoms;
-      const auto at = static_cast<std::ptrdiff_t>(offset[i]);
-      std::copy(from.x.begin(), from.x.end(), a.x.begin() + at);
-      std::copy(from.y.begin(), from.y.end(), a.y.begin() + at);
-      std::copy(from.z.begin(), from.z.end(), a.z.begin() + at);
-      std::copy(from.charge.begin(), from.charge.end(), a.charge.begin() + at);
-      std::copy(from.radius.begin(), from.radius.end(), a.radius.begin() + at);
-      std::copy(from.element.begin(), from.element.end(), a.element.begin() + at);
-      std::copy(ranges[i].labels.begin(), ranges[i].labels.end(), s.labels.begin() + at);
-      ranges[i] = RangeAtoms{};
-    });
-  for (std::thread& t : copies) t.join();
+  on_threads(ranges.size(), [&](std::size_t i) {
+    const Atoms& from = ranges[i].atoms;
+    const auto at = static_cast<std::ptrdiff_t>(offset[i]);
+    std::copy(from.x.begin(), from.x.end(), a.x.begin() + at);
+    std::copy(from.y.begin(), from.y.end(), a.y.begin() + at);
+    std::copy(from.z.begin(), from.z.end(), a.z.begin() + at);
+    std::copy(from.charge.begin(), from.charge.end(), a.charge.begin() + at);
+    std::copy(from.radius.begin(), from.radius.end(), a.radius.begin() + at);
+    std::copy(from.element.begin(), from.element.end(), a.element.begin() + at);
+    std::copy(ranges[i].labels.begin(), ranges[i].labels.end(), s.labels.begin() + at);
+    ranges[i] = RangeAtoms{};
+  });
   return s;
 }
 
@@ -94,19 +106,16 @@ std::optional<Structure> read_pqr_in_ranges(const std::string& path, int threads
   const std::vector<std::size_t> starts = range_starts(path, size, threads);
   if (starts.size() < 3) return std::nullopt;  // one range: read_pqr's own team is as fast
   std::vector<RangeAtoms> ranges(starts.size() - 1);
-  std::vector<std::thread> readers;
-  for (std::size_t i = 0; i < ranges.size(); ++i)
-    readers.emplace_back([&, i] {
-      try {
-        LineSource lines(path, starts[i], starts[i + 1]);
-        ranges[i].atoms.reserve(affordable_atoms((starts[i + 1] - starts[i]) / 64));
-        ranges[i].labels.reserve(ranges[i].atoms.x.capacity());
-        ranges[i].plain = read_plain_pqr_atoms(lines, ranges[i].atoms, ranges[i].labels);
-      } catch (...) {  // a read error, memory: read_pqr meets it again and reports it
-        ranges[i].plain = false;
-      }
-    });
-  for (std::thread& t : readers) t.join();
+  on_threads(ranges.size(), [&](std::size_t i) {
+    try {
+      LineSource lines(path, starts[i], starts[i + 1]);
+      ranges[i].atoms.reserve(affordable_atoms((starts[i + 1] - starts[i]) / 64));
+      ranges[i].labels.reserve(ranges[i].atoms.x.capacity());
+      ranges[i].plain = read_plain_pqr_atoms(lines, ranges[i].atoms, ranges[i].labels);
+    } catch (...) {  // a read error, memory: read_pqr meets it again and reports it
+      ranges[i].plain = false;
+    }
+  });
   for (const RangeAtoms& r : ranges)
     if (!r.plain) return std::nullopt;
   Structure s = join_ranges(ranges);
