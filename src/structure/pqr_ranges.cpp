@@ -12,8 +12,9 @@
 namespace espgrid {
 namespace {
 
-/// Below this size one thread reads a file as fast as a team (about 50,000 atoms).
-constexpr std::size_t kMinRangedBytes = std::size_t{4} << 20;
+/// The least a range holds (about 1,800 atoms): a thread's start (~0.1 ms) is then a few percent
+/// of its range's parsing. A file of less than two such ranges is read by read_pqr.
+constexpr std::size_t kMinRangeBytes = std::size_t{128} << 10;
 
 /// The byte after the first line end ('\n') at or after `from`, looking at most
 /// LineSource::kMaxLineBytes ahead; the file's size at its end; 0 when none is found (a file of
@@ -102,8 +103,9 @@ std::optional<Structure> read_pqr_in_ranges(const std::string& path, int threads
   struct stat st {};
   if (threads < 2 || ::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
   const auto size = static_cast<std::size_t>(st.st_size);
-  if (size < kMinRangedBytes) return std::nullopt;
-  const std::vector<std::size_t> starts = range_starts(path, size, threads);
+  const auto ranges_wanted = static_cast<int>(std::min<std::size_t>(threads, size / kMinRangeBytes));
+  if (ranges_wanted < 2) return std::nullopt;
+  const std::vector<std::size_t> starts = range_starts(path, size, ranges_wanted);
   if (starts.size() < 3) return std::nullopt;  // one range: read_pqr's own team is as fast
   std::vector<RangeAtoms> ranges(starts.size() - 1);
   on_threads(ranges.size(), [&](std::size_t i) {

@@ -16,7 +16,7 @@
 namespace espgrid {
 
 /// The structure of the regular, uncompressed PQR file `path`, read in ranges on up to
-/// `threads` threads; nullopt when it is small (one thread reads it as fast), or when a range
+/// `threads` threads, 128 KiB or more each; nullopt when it is smaller than two of those, or when a range
 /// holds anything but atom records and records without atoms (read it with read_pqr then).
 std::optional<Structure> read_pqr_in_ranges(const std::string& path, int threads);
 
