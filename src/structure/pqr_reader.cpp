@@ -58,6 +58,12 @@ bool same_letters(std::string_view a, std::string_view b) {
   return true;
 }
 
+/// Whether `name` is one of `names`, in any case.
+template <std::size_t N>
+bool one_of(std::string_view name, const std::array<std::string_view, N>& names) {
+  return std::any_of(names.begin(), names.end(), [&](std::string_view n) { return same_letters(name, n); });
+}
+
 /// "ATOM", "HETATM", or a serial number run into them ("HETATM12345"); "" otherwise.
 std::string_view atom_record(std::string_view first_token) {
   if (first_token.size() >= 6 && same_letters(first_token.substr(0, 6), "HETATM") &&
@@ -70,13 +76,11 @@ std::string_view atom_record(std::string_view first_token) {
 }
 
 bool is_ignored_record(std::string_view line, std::string_view first_token) {
-  const std::string key = ascii_upper(first_token);
-  if (std::find(kIgnoredRecords.begin(), kIgnoredRecords.end(), key) != kIgnoredRecords.end()) return true;
+  if (one_of(first_token, kIgnoredRecords)) return true;
   // Column-based record names can run into their data (e.g. "REMARK350").
   std::string_view head = line.substr(0, std::min<std::size_t>(line.size(), 6));
   while (!head.empty() && head.back() == ' ') head.remove_suffix(1);
-  const std::string head_up = ascii_upper(head);
-  return std::find(kIgnoredRecords.begin(), kIgnoredRecords.end(), head_up) != kIgnoredRecords.end();
+  return one_of(head, kIgnoredRecords);
 }
 
 /// Splits a token of %8.3f numbers that ran together ("-45.751-100.406", "1.0001234.567").
@@ -141,7 +145,7 @@ constexpr std::array<std::string_view, 120> kElements = {
 /// An element symbol in the field after the radius (Biopython's PQR writer puts one there).
 bool is_element_field(std::string_view token) {
   if (token.empty() || token.size() > 2 || !std::all_of(token.begin(), token.end(), is_letter)) return false;
-  return std::find(kElements.begin(), kElements.end(), ascii_upper(token)) != kElements.end();
+  return one_of(token, kElements);
 }
 
 /// The label of a record: `number` is the residue number token as is_residue_number accepts it
@@ -387,8 +391,7 @@ Structure read_pqr(LineSource& lines) {
           ++atom_lines;
           continue;
         }
-        const std::string key = ascii_upper(first);
-        if (key == "MODEL") {
+        if (same_letters(first, "MODEL")) {
           if (models_seen == 0 && atom_lines > 0)
             lines.fail("MODEL after " + std::to_string(atom_lines) +
                        " atoms that belong to no model: put every atom inside MODEL/ENDMDL, or remove MODEL");
@@ -396,7 +399,7 @@ Structure read_pqr(LineSource& lines) {
           in_model = true;
           continue;
         }
-        if (key == "ENDMDL") {
+        if (same_letters(first, "ENDMDL")) {
           if (!in_model)
             lines.fail(
                 "ENDMDL without a MODEL before it: the atoms after it would belong to no model; remove it or "
