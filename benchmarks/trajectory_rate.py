@@ -87,6 +87,35 @@ def frames_of(xyz, count, seed):
     return out
 
 
+def make_engines(jobs, per_job, q, radii, args, source):
+    """`per_job` frame accumulators for each job (a device's options), as average_map makes them."""
+    from espgrid import _espgrid
+    return [_espgrid.FrameAverage(job, job.explicit_grid, q, args.std, source,
+                                  radii if args.model == "pb" else None) for job in jobs for _ in range(per_job)]
+
+
+def warm_up(engines, frame):
+    """Each engine's first frame: its buffers and the device's first use, kept out of the rate."""
+    for e in engines:
+        e.add_frame(frame, "frame 0")
+        e.finish()
+
+
+def device_jobs(devices, parsed, grid, options):
+    """The parsed options for each device (None: the default device, `parsed` itself)."""
+    import espgrid
+    return [parsed if d is None else espgrid.map_options(**espgrid._with_grid(grid, dict(options, device=d)))
+            for d in devices]
+
+
+def emit(result, out):
+    text = json.dumps(result, indent=2)
+    print(text)
+    if out:
+        with open(out, "w") as f:
+            f.write(text + "\n")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--structure", default=os.path.join(ROOT, "data", "actin_dimer.pqr"))
@@ -135,16 +164,11 @@ def main():
         return over_ranks(args, frames, q, radii, options, grid, parsed, source)
     t = time.perf_counter()
     devices = [int(d) for d in args.devices.split(",")] if args.devices else [None]
-    jobs = [parsed if d is None else espgrid.map_options(**espgrid._with_grid(grid, dict(options, device=d)))
-            for d in devices for _ in range(args.engines)]
-    engines = [_espgrid.FrameAverage(job, job.explicit_grid, q, args.std, source,
-                                     radii if args.model == "pb" else None) for job in jobs]
+    engines = make_engines(device_jobs(devices, parsed, grid, options), args.engines, q, radii, args, source)
     engine = engines[0]
     setup = time.perf_counter() - t
     t = time.perf_counter()
-    for e in engines:  # each engine's first frame: its buffers, and the device's first use
-        e.add_frame(frames[0], "frame 0")
-        e.finish()
+    warm_up(engines, frames[0])
     first = time.perf_counter() - t
     k0 = sum(e.kernel_seconds for e in engines)
     x0 = sum(e.transfer_seconds for e in engines)
@@ -194,32 +218,19 @@ def main():
                                                   max((sum(e.kernel_seconds for e in engines) - k0) / args.frames,
                                                       1e-12)),
     }
-    text = json.dumps(result, indent=2)
-    print(text)
-    if args.out:
-        with open(args.out, "w") as f:
-            f.write(text + "\n")
+    emit(result, args.out)
 
 
 def over_ranks(args, frames, q, radii, options, grid, parsed, source):
     """--mpi: this rank's block of frames 1..N on its GPU (espgrid.frames.rank_device), the rate
     over every rank's frames, the sums merged on rank 0 (espgrid.frames.Ranks.merge_sums)."""
-    import espgrid
-    from espgrid import _espgrid
     from espgrid import frames as shared
     ranks = shared.world()
     if ranks.comm is None:
         sys.exit("trajectory_rate: --mpi needs several ranks (mpirun -np N, with mpi4py)")
     devices = shared.rank_device(ranks, {}, [int(d) for d in args.devices.split(",")] if args.devices else None)
-    jobs = [parsed if d is None else espgrid.map_options(**espgrid._with_grid(grid, dict(options, device=d)))
-            for d in (devices or [None])]
-    if args.engines is None:
-        args.engines = shared.frames_in_flight(jobs[0]) if args.backend == "cuda" else 1
-    engines = [_espgrid.FrameAverage(job, job.explicit_grid, q, args.std, source,
-                                     radii if args.model == "pb" else None) for job in jobs for _ in range(args.engines)]
-    for e in engines:  # each engine's first frame: its buffers, the device's first use (not timed)
-        e.add_frame(frames[0], "frame 0")
-        e.finish()
+    engines = make_engines(device_jobs(devices or [None], parsed, grid, options), args.engines, q, radii, args, source)
+    warm_up(engines, frames[0])
     mine = ranks.block(range(1, args.frames + 1))
     ranks.comm.Barrier()
     t0 = time.perf_counter()
@@ -246,11 +257,7 @@ def over_ranks(args, frames, q, radii, options, grid, parsed, source):
               "devices_of_rank_0": devices, "engines_per_rank": len(engines),
               "frames_per_second": args.frames / total, "seconds": total,
               "rank_busy_seconds": busy_all, "merge_seconds": merge}
-    text = json.dumps(result, indent=2)
-    print(text)
-    if args.out:
-        with open(args.out, "w") as f:
-            f.write(text + "\n")
+    emit(result, args.out)
     return 0
 
 
