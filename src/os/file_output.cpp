@@ -9,9 +9,9 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <thread>
-#include <vector>
 
 #include "src/core/errors.h"
+#include "src/core/on_threads.h"
 #include "src/core/switches.h"
 
 namespace espgrid {
@@ -63,15 +63,7 @@ bool OutputFile::write_mapped(std::uint64_t offset, const char* data, std::size_
       const std::size_t at = t * share;
       if (at < bytes) std::memcpy(into + at, data + at, std::min(share, bytes - at));
     };
-    std::vector<std::thread> copies;
-    std::size_t started = 1;  // share 0 is this thread's
-    try {
-      for (; started < threads; ++started) copies.emplace_back(copy_share, started);
-    } catch (...) {  // no thread to be had: this one copies the shares left
-    }
-    copy_share(0);
-    for (std::size_t t = started; t < threads; ++t) copy_share(t);
-    for (std::thread& t : copies) t.join();
+    on_threads(threads, copy_share);
     ::munmap(mapped, length);
     written = true;
   }

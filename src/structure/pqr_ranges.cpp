@@ -7,7 +7,8 @@
 #include <cstring>
 #include <exception>
 #include <sys/stat.h>
-#include <thread>
+
+#include "src/core/on_threads.h"
 
 namespace espgrid {
 namespace {
@@ -49,21 +50,6 @@ std::vector<std::size_t> range_starts(const std::string& path, std::size_t size,
   ::close(fd);
   if (!starts.empty()) starts.push_back(size);
   return starts;
-}
-
-/// Runs work(0) ... work(count - 1), each on a thread of its own where one can be had (else on
-/// this one), and waits for them all.
-template <class Work>
-void on_threads(std::size_t count, Work work) {
-  std::vector<std::thread> threads;
-  threads.reserve(count);
-  std::size_t started = 0;
-  try {
-    for (; started < count; ++started) threads.emplace_back(work, started);
-  } catch (...) {  // no thread to be had: the rest run here
-  }
-  for (std::size_t i = started; i < count; ++i) work(i);
-  for (std::thread& t : threads) t.join();
 }
 
 struct RangeAtoms {
