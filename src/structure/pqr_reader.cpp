@@ -83,6 +83,24 @@ bool is_ignored_record(std::string_view line, std::string_view first_token) {
   return one_of(head, kIgnoredRecords);
 }
 
+/// What a line of a PQR file is, by its first token: the one rule of read_pqr and of
+/// read_plain_pqr_atoms (which must take the same lines for atoms).
+enum class PqrLine {
+  Skipped,   ///< blank, a comment ('#'), or a record that carries no atoms (REMARK, TER, ...)
+  Atom,      ///< ATOM or HETATM (`record` says which)
+  Model,     ///< MODEL
+  EndModel,  ///< ENDMDL
+  Unknown,   ///< anything else: refused
+};
+PqrLine pqr_line(std::string_view line, std::string_view first, std::string_view& record) {
+  if (first.empty() || first.front() == '#') return PqrLine::Skipped;
+  record = atom_record(first);
+  if (!record.empty()) return PqrLine::Atom;
+  if (same_letters(first, "MODEL")) return PqrLine::Model;
+  if (same_letters(first, "ENDMDL")) return PqrLine::EndModel;
+  return is_ignored_record(line, first) ? PqrLine::Skipped : PqrLine::Unknown;
+}
+
 /// Splits a token of %8.3f numbers that ran together ("-45.751-100.406", "1.0001234.567").
 /// Returns an empty vector when the token is not made of such pieces only.
 std::vector<double> split_fixed_columns(std::string_view token) {
@@ -332,13 +350,10 @@ bool read_plain_pqr_atoms(LineSource& lines, Atoms& atoms, std::vector<AtomLabel
   std::vector<std::string_view> tokens;
   try {
     while (const std::optional<std::string_view> line = lines.next()) {
-      const std::string_view first = first_token(*line);
-      if (first.empty() || first.front() == '#') continue;
-      const std::string_view record = atom_record(first);
-      if (record.empty()) {
-        if (is_ignored_record(*line, first)) continue;
-        return false;  // MODEL, ENDMDL, an unknown record: read_pqr's rules decide
-      }
+      std::string_view record;
+      const PqrLine kind = pqr_line(*line, first_token(*line), record);
+      if (kind == PqrLine::Skipped) continue;
+      if (kind != PqrLine::Atom) return false;  // MODEL, ENDMDL, an unknown record: read_pqr's rules decide
       split_whitespace(*line, tokens);
       PqrLineParser(lines.path(), lines.line_number(), record).parse(tokens, atoms, labels);
     }
@@ -371,9 +386,10 @@ Structure read_pqr(LineSource& lines) {
     try {
       while (const std::optional<std::string_view> line = lines.next()) {
         const std::string_view first = first_token(*line);
-        if (first.empty() || first.front() == '#') continue;
-        const std::string_view record = atom_record(first);
-        if (!record.empty()) {
+        std::string_view record;
+        const PqrLine kind = pqr_line(*line, first, record);
+        if (kind == PqrLine::Skipped) continue;
+        if (kind == PqrLine::Atom) {
           if (models_seen > 0 && !in_model)
             lines.fail(std::string(record) + " record after ENDMDL, outside any MODEL: which model does it belong to?");
           if (models_seen > 1) {
@@ -391,7 +407,7 @@ Structure read_pqr(LineSource& lines) {
           ++atom_lines;
           continue;
         }
-        if (same_letters(first, "MODEL")) {
+        if (kind == PqrLine::Model) {
           if (models_seen == 0 && atom_lines > 0)
             lines.fail("MODEL after " + std::to_string(atom_lines) +
                        " atoms that belong to no model: put every atom inside MODEL/ENDMDL, or remove MODEL");
@@ -399,7 +415,7 @@ Structure read_pqr(LineSource& lines) {
           in_model = true;
           continue;
         }
-        if (same_letters(first, "ENDMDL")) {
+        if (kind == PqrLine::EndModel) {
           if (!in_model)
             lines.fail(
                 "ENDMDL without a MODEL before it: the atoms after it would belong to no model; remove it or "
@@ -407,7 +423,6 @@ Structure read_pqr(LineSource& lines) {
           in_model = false;
           continue;
         }
-        if (is_ignored_record(*line, first)) continue;
         std::string what = "unknown record " + espgrid::quoted(first);
         if (first.substr(0, 3) == "\xEF\xBB\xBF")
           what +=
