@@ -371,9 +371,10 @@ class PipelineRun {
       }
       out_.fixed_charge = cg.sum(Slabs::Vector::q);
     }
-    float* values = in_.values;
-    double* potential = in_.potential;
-    if (in_.output_buffers) std::tie(values, potential) = in_.output_buffers();
+    float* values = nullptr;
+    double* potential = nullptr;
+    std::tie(values, potential) = in_.output_buffers();
+    if (!values) throw Error("internal error: the PB pipeline was given no buffer for the map");
     for_each_slab([&](Slab& s, std::size_t) {
       if (potential) s.copy_map<double>(1.0, s.solver().q(), potential);
       s.copy_map<float>(in_.unit_scale, reinterpret_cast<float*>(s.solver().r()), values);
@@ -397,7 +398,7 @@ void run_pb_pipeline(const PbPipelineInput& in, PbPipelineResult& out) {
       throw Error("internal error: the PB pipeline's slabs do not cover the grid's planes in order");
   if (in.slabs[0].first_plane != 0 || in.slabs[in.slab_count - 1].end_plane != in.n[2])
     throw Error("internal error: the PB pipeline's slabs do not cover the grid's planes");
-  if (!in.faces || (!in.values && !in.output_buffers) || !in.conductances)
+  if (!in.faces || !in.output_buffers || !in.conductances)
     throw Error("internal error: the PB pipeline's inputs are missing");
   const Stopwatch wall;
   const DeviceGuard guard(in.slabs[0].device);

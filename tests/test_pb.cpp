@@ -5,6 +5,7 @@
 // makes them fail instead).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -141,6 +142,67 @@ TEST(PbGeometry, CoefficientsDoNotDependOnThreads) {
     EXPECT_EQ(one.accessibility, two.accessibility) << surface_name(s);
     EXPECT_EQ(one.charge, two.charge) << surface_name(s);
   }
+}
+
+/// Under mpirun each rank builds the coefficient maps and assembles the system on its planes only
+/// (pb_solve.cpp, hypre_coefficient_planes): there they must be the whole build's bit for bit, or hypre's
+/// rows would differ from one process's. Windows at both ends, in the middle, one plane, none; every
+/// surface that builds by planes, with and without ions; a few hundred atoms so that windows cut
+/// through the surface. The residual's sums over planes add up to the whole one's.
+TEST(PbGeometry, ARanksPlanesAreTheWholeBuildsThere) {
+  const Atoms atoms = small_molecule(11, 160);
+  const GridSpec g = grid_around(atoms, 0.6, 6);
+  const long nz = static_cast<long>(g.dims[2]), plane = static_cast<long>(g.dims[0] * g.dims[1]);
+  std::mt19937 rng(20261128);
+  std::vector<double> boundary(g.point_count());
+  for (double& b : boundary) b = std::uniform_real_distribution<double>(-1, 1)(rng);
+  std::vector<double> x(g.point_count());
+  for (double& v : x) v = std::uniform_real_distribution<double>(-1, 1)(rng);
+  const std::vector<pb::PlaneRange> windows = {
+      {0, 7}, {nz - 9, nz}, {nz / 3, nz / 3 + 11}, {nz / 2, nz / 2 + 1}, {nz / 2, nz / 2}, {0, nz}};
+  for (const PbSurface s : {PbSurface::Mol, PbSurface::Smol, PbSurface::Spline, PbSurface::Spline4})
+    for (const double salt : {0.0, 0.15}) {
+      PbOptions o;
+      o.surface = s;
+      o.ionic_strength = salt;
+      const std::string what = surface_name(s) + (salt > 0 ? " with ions" : " without ions");
+      const pb::PbCoefficients whole = pb::build_coefficients(atoms, g, o, true, 2);
+      const PbSystem whole_system = pb::assemble_system(whole, boundary, o, PbFormulation::Direct, nullptr, 2);
+      const pb::ResidualSums all = pb::residual_sums(whole_system, x, pb::all_planes(g), 2);
+      for (const pb::PlaneRange w : windows) {
+        const pb::PbCoefficients part = pb::build_coefficients_on_planes(atoms, g, o, true, w, 2);
+        ASSERT_EQ(part.planes, w) << what;
+        const auto at = [&](long k) { return static_cast<std::ptrdiff_t>(k * plane); };
+        const auto same_planes = [&](const std::vector<double>& a, const std::vector<double>& b, pb::PlaneRange r) {
+          return r.first >= r.end ||
+                 std::equal(a.begin() + at(r.first), a.begin() + at(r.end), b.begin() + at(r.first));
+        };
+        EXPECT_TRUE(same_planes(part.eps_x, whole.eps_x, w)) << what << " planes " << w.first << "-" << w.end;
+        EXPECT_TRUE(same_planes(part.eps_y, whole.eps_y, w)) << what << " planes " << w.first << "-" << w.end;
+        EXPECT_TRUE(same_planes(part.eps_z, whole.eps_z, w)) << what << " planes " << w.first << "-" << w.end;
+        EXPECT_TRUE(same_planes(part.accessibility, whole.accessibility, w)) << what;
+        EXPECT_EQ(part.charge, whole.charge) << what;
+        const PbSystem system = pb::assemble_system(part, boundary, o, PbFormulation::Direct, nullptr, 2);
+        ASSERT_EQ(system.planes.first, w.first == 0 ? 0 : std::min(w.first + 1, w.end)) << what;
+        ASSERT_EQ(system.planes.end, w.end) << what;
+        for (const auto member : {&PbSystem::wx, &PbSystem::wy, &PbSystem::wz, &PbSystem::c, &PbSystem::rhs})
+          EXPECT_TRUE(same_planes(system.*member, whole_system.*member, system.planes)) << what;
+        EXPECT_EQ(system.fixed, whole_system.fixed) << what;  // the faces' values: always whole
+      }
+      // Two ranks' residual sums (planes split at a third) add up to the whole grid's, to rounding
+      // of a sum of ~10⁵ positive terms (1e-12 relative).
+      const long cut = nz / 3;
+      const pb::PbCoefficients low = pb::build_coefficients_on_planes(atoms, g, o, true, {0, cut + 1}, 2);
+      const pb::PbCoefficients high = pb::build_coefficients_on_planes(atoms, g, o, true, {cut - 2, nz}, 2);
+      const PbSystem low_system = pb::assemble_system(low, boundary, o, PbFormulation::Direct, nullptr, 2);
+      const PbSystem high_system = pb::assemble_system(high, boundary, o, PbFormulation::Direct, nullptr, 2);
+      const pb::ResidualSums a = pb::residual_sums(low_system, x, {0, cut}, 2);
+      const pb::ResidualSums b = pb::residual_sums(high_system, x, {cut, nz}, 2);
+      EXPECT_NEAR(a.rr + b.rr, all.rr, 1e-12 * all.rr) << what;
+      EXPECT_NEAR(a.bb + b.bb, all.bb, 1e-12 * all.bb) << what;
+      EXPECT_THROW(pb::residual_sums(low_system, x, {cut, nz}, 2), Error) << what;  // rows it does not hold
+      EXPECT_THROW(pb::relative_residual(low_system, x, 2), Error) << what;
+    }
 }
 
 TEST(PbGeometry, SampledSurfaceIsBetweenItsBoundsAndPureAwayFromIt) {

@@ -275,8 +275,9 @@ void print_distributed_input(const MapJob& job, const PreparedJob& prepared, int
   if (pb_recorder) {
     pb_recorder->prepared(prepared);
     std::printf(
-        "ranks      %d MPI ranks: one PB solve by hypre over all of them (z-planes in contiguous blocks); every "
-        "rank builds the coefficient maps and gets the map; rank 0 writes it\n",
+        "ranks      %d MPI ranks: one PB solve by hypre over all of them (z-planes in contiguous blocks); each "
+        "rank builds the coefficient maps of its planes (all of them for npbe, energy components and coefficient "
+        "maps) and gets the map; rank 0 writes it\n",
         ranks);
   } else {
     print_input(job.input.path, prepared.structure.atoms, prepared.grid);

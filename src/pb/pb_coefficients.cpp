@@ -29,17 +29,20 @@ bool on_mesh(const GridSpec& g, double x, double y, double z) {
   return true;
 }
 
-/// Marks `value` at every point of one array within `radius` of (x, y, z): APBS's markSphere
-/// (points at distance ≤ radius). `shift` is the array's offset from the nodes in spacings (½
-/// along the face's axis). Same-value writes from several threads are atomic: the result does
+/// Marks `value` at every point of one array within `radius` of (x, y, z) on `planes`: APBS's
+/// markSphere (points at distance ≤ radius). `shift` is the array's offset from the nodes in spacings
+/// (½ along the face's axis). Same-value writes from several threads are atomic: the result does
 /// not depend on the order.
 void mark_sphere(double* array, const GridSpec& g, const double shift[3], double x, double y, double z, double radius,
-                 double value) {
+                 double value, PlaneRange planes) {
   const long n[3] = {static_cast<long>(g.dims[0]), static_cast<long>(g.dims[1]), static_cast<long>(g.dims[2])};
   const double p[3] = {x - (g.origin[0] + shift[0] * g.spacing[0]), y - (g.origin[1] + shift[1] * g.spacing[1]),
                        z - (g.origin[2] + shift[2] * g.spacing[2])};
   long lo[3], hi[3];
   for (int d = 0; d < 3; ++d) sphere_index_range(p[d], radius, g.spacing[d], n[d], lo[d], hi[d]);
+  lo[2] = std::max(lo[2], planes.first);
+  hi[2] = std::min(hi[2], planes.end - 1);
+  if (lo[2] > hi[2]) return;
   const double r2 = radius * radius;
   const double* h = g.spacing.data();
   for (long i = lo[0]; i <= hi[0]; ++i) {
@@ -126,12 +129,30 @@ struct PointCells {
   }
 };
 
-/// The `mol` dielectric (APBS fillcoCoefMolDielNoSmooth): solvent everywhere, solute within
-/// atom + probe radius of any atom, solvent again within a probe radius of any accessible SAS point.
-void mol_dielectric(const Atoms& atoms, const PbOptions& o, PbCoefficients& c, int threads) {
-  const std::size_t points = c.grid.point_count();
+/// The points of planes [first, end) of a grid's arrays.
+std::size_t plane_offset(const GridSpec& g, long plane) {
+  return static_cast<std::size_t>(plane) * g.dims[0] * g.dims[1];
+}
+
+/// The atoms whose SAS points can mark a face of `planes` of the dielectric arrays: a point lies at
+/// atom radius + probe from its atom and marks faces within a probe radius of it; one spacing more
+/// keeps rounding on the safe side.
+AtomZRange atoms_reaching(const Atoms& atoms, const PbOptions& o, const GridSpec& g, PlaneRange planes) {
+  if (planes.covers(g)) return {};
+  if (planes.first >= planes.end) return {1.0, -1.0};  // no plane: no atom
+  const double largest = *std::max_element(atoms.radius.begin(), atoms.radius.end());
+  const double reach = largest + 2.0 * o.probe_radius + g.spacing[2];
+  return {g.origin[2] + static_cast<double>(planes.first) * g.spacing[2] - reach,
+          g.origin[2] + (static_cast<double>(planes.end - 1) + 0.5) * g.spacing[2] + reach};
+}
+
+/// The `mol` dielectric (APBS fillcoCoefMolDielNoSmooth) on `planes`: solvent everywhere, solute
+/// within atom + probe radius of any atom, solvent again within a probe radius of any accessible SAS
+/// point.
+void mol_dielectric(const Atoms& atoms, const PbOptions& o, PbCoefficients& c, int threads, PlaneRange planes) {
   double* eps[3] = {c.eps_x.data(), c.eps_y.data(), c.eps_z.data()};
-  for (double* e : eps) std::fill(e, e + points, o.solvent_dielectric);
+  for (double* e : eps)
+    std::fill(e + plane_offset(c.grid, planes.first), e + plane_offset(c.grid, planes.end), o.solvent_dielectric);
   const long natoms = static_cast<long>(atoms.size());
 #pragma omp parallel for schedule(dynamic, 16) num_threads(threads)
   for (long a = 0; a < natoms; ++a) {
@@ -139,10 +160,10 @@ void mol_dielectric(const Atoms& atoms, const PbOptions& o, PbCoefficients& c, i
     if (r <= kNoRadius || !on_mesh(c.grid, atoms.x[a], atoms.y[a], atoms.z[a])) continue;
     for (int d = 0; d < 3; ++d)
       mark_sphere(eps[d], c.grid, kFaceShift[d], atoms.x[a], atoms.y[a], atoms.z[a], r + o.probe_radius,
-                  o.solute_dielectric);
+                  o.solute_dielectric, planes);
   }
   if (o.probe_radius <= kNoRadius) return;
-  const SasPoints sas = accessible_sas_points(atoms, o, threads);
+  const SasPoints sas = accessible_sas_points(atoms, o, threads, atoms_reaching(atoms, o, c.grid, planes));
   c.sas_points = sas.x.size();
   // APBS marks solvent within a probe radius of every accessible SAS point. The same test, gathered:
   // each face still marked solute looks for a SAS point within the probe radius (the same arithmetic
@@ -157,7 +178,7 @@ void mol_dielectric(const Atoms& atoms, const PbOptions& o, PbCoefficients& c, i
                           g.origin[2] + kFaceShift[d][2] * g.spacing[2]};
     double* e = eps[d];
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
-    for (long k = 0; k < n[2]; ++k)
+    for (long k = planes.first; k < planes.end; ++k)
       for (long j = 0; j < n[1]; ++j)
         for (long i = 0; i < n[0]; ++i) {
           double& face = e[i + n[0] * (j + n[1] * k)];
@@ -174,14 +195,15 @@ void mol_dielectric(const Atoms& atoms, const PbOptions& o, PbCoefficients& c, i
   }
 }
 
-/// `smol`: each face value becomes the 9-point harmonic mean of the `mol` values around it.
-void smooth_dielectric(PbCoefficients& c, int threads) {
+/// `smol`: each face value of `planes` becomes the 9-point harmonic mean of the `mol` values around
+/// it (which reach one plane beyond).
+void smooth_dielectric(PbCoefficients& c, int threads, PlaneRange planes) {
   const std::vector<double> x = c.eps_x, y = c.eps_y, z = c.eps_z;  // the unsmoothed values
   const long n[3] = {static_cast<long>(c.grid.dims[0]), static_cast<long>(c.grid.dims[1]),
                      static_cast<long>(c.grid.dims[2])};
   const long sx = 1, sy = n[0], sz = n[0] * n[1];
 #pragma omp parallel for schedule(static) num_threads(threads)
-  for (long k = 0; k < n[2]; ++k)
+  for (long k = planes.first; k < planes.end; ++k)
     for (long j = 0; j < n[1]; ++j)
       for (long i = 0; i < n[0]; ++i) {
         const long idx = i + sy * j + sz * k;
@@ -414,11 +436,12 @@ void sampled_coefficients(const Atoms& atoms, const PbOptions& o, PbCoefficients
   average_onto_nodes(o, fg, region, ions, pure, c, threads);
 }
 
-/// `mol`/`smol` ion accessibility (APBS fillcoCoefMolIon): 1, except 0 within the largest ion
-/// radius + atom radius; atoms farther than that outside the grid's box mark nothing.
-void mol_accessibility(const Atoms& atoms, const PbOptions& o, PbCoefficients& c, int threads) {
+/// `mol`/`smol` ion accessibility (APBS fillcoCoefMolIon) on `planes`: 1, except 0 within the largest
+/// ion radius + atom radius; atoms farther than that outside the grid's box mark nothing.
+void mol_accessibility(const Atoms& atoms, const PbOptions& o, PbCoefficients& c, int threads, PlaneRange planes) {
   const bool ions = pb_has_ions(o);
-  std::fill(c.accessibility.begin(), c.accessibility.end(), ions ? 1.0 : 0.0);
+  std::fill(c.accessibility.begin() + static_cast<std::ptrdiff_t>(plane_offset(c.grid, planes.first)),
+            c.accessibility.begin() + static_cast<std::ptrdiff_t>(plane_offset(c.grid, planes.end)), ions ? 1.0 : 0.0);
   if (!ions) return;
   const double ion = pb_ion_radius(o);
   const GridSpec& g = c.grid;
@@ -431,7 +454,7 @@ void mol_accessibility(const Atoms& atoms, const PbOptions& o, PbCoefficients& c
     bool near = true;
     for (int d = 0; d < 3; ++d)
       near = near && !(p[d] < g.origin[d] - ion - r) && !(p[d] > g.position(d, g.dims[d] - 1) + ion + r);
-    if (near) mark_sphere(c.accessibility.data(), g, kNoShift, p[0], p[1], p[2], r + ion, 0.0);
+    if (near) mark_sphere(c.accessibility.data(), g, kNoShift, p[0], p[1], p[2], r + ion, 0.0, planes);
   }
 }
 
@@ -461,17 +484,17 @@ std::vector<SplineBox> spline_boxes(const Atoms& atoms, const GridSpec& g, const
 
 /// `spl2` (APBS fillcoCoefSpline) and `spl4` (fillcoCoefSpline4): products of per-atom switching
 /// functions, the atoms taken in their order at every point (so the products round as APBS's do).
-/// Planes in parallel.
-void spline_coefficients(const Atoms& atoms, const PbOptions& o, PbCoefficients& c, int threads) {
+/// Planes in parallel; only `planes` are built.
+void spline_coefficients(const Atoms& atoms, const PbOptions& o, PbCoefficients& c, int threads, PlaneRange planes) {
   const GridSpec& g = c.grid;
   const long n[3] = {static_cast<long>(g.dims[0]), static_cast<long>(g.dims[1]), static_cast<long>(g.dims[2])};
   const double w = o.spline_window;
   const double ion = pb_ion_radius(o);  // APBS: the largest ion radius, none without ions
   const bool quartic = o.surface == PbSurface::Spline4;
-  std::fill(c.eps_x.begin(), c.eps_x.end(), 1.0);
-  std::fill(c.eps_y.begin(), c.eps_y.end(), 1.0);
-  std::fill(c.eps_z.begin(), c.eps_z.end(), 1.0);
-  std::fill(c.accessibility.begin(), c.accessibility.end(), 1.0);
+  const long first = static_cast<long>(plane_offset(g, planes.first));
+  const long end = static_cast<long>(plane_offset(g, planes.end));
+  for (std::vector<double>* a : {&c.eps_x, &c.eps_y, &c.eps_z, &c.accessibility})
+    std::fill(a->begin() + first, a->begin() + end, 1.0);
   const std::vector<SplineBox> boxes = spline_boxes(atoms, g, o);
   std::vector<std::vector<std::int32_t>> by_plane(static_cast<std::size_t>(n[2]));
   for (std::size_t a = 0; a < atoms.size(); ++a)
@@ -479,7 +502,7 @@ void spline_coefficients(const Atoms& atoms, const PbOptions& o, PbCoefficients&
       for (long k = boxes[a].lo[2]; k <= boxes[a].hi[2]; ++k)
         by_plane[static_cast<std::size_t>(k)].push_back(static_cast<std::int32_t>(a));
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
-  for (long k = 0; k < n[2]; ++k) {
+  for (long k = planes.first; k < planes.end; ++k) {
     for (const std::int32_t a : by_plane[static_cast<std::size_t>(k)]) {
       const double p[3] = {atoms.x[a] - g.origin[0], atoms.y[a] - g.origin[1], atoms.z[a] - g.origin[2]};
       const SplineBox& b = boxes[static_cast<std::size_t>(a)];
@@ -503,9 +526,8 @@ void spline_coefficients(const Atoms& atoms, const PbOptions& o, PbCoefficients&
   }
   const double mask = pb_has_ions(o) ? 1.0 : 0.0;
   const double de = o.solvent_dielectric - o.solute_dielectric;
-  const long points = static_cast<long>(g.point_count());
 #pragma omp parallel for schedule(static) num_threads(threads)
-  for (long i = 0; i < points; ++i) {
+  for (long i = first; i < end; ++i) {
     c.accessibility[i] *= mask;
     c.eps_x[i] = de * c.eps_x[i] + o.solute_dielectric;
     c.eps_y[i] = de * c.eps_y[i] + o.solute_dielectric;
@@ -549,9 +571,20 @@ bool uniform_medium(const PbOptions& options) {
 
 PbCoefficients build_coefficients(const Atoms& atoms, const GridSpec& grid, const PbOptions& options, bool spread,
                                   int threads) {
+  return build_coefficients_on_planes(atoms, grid, options, spread, all_planes(grid), threads);
+}
+
+PbCoefficients build_coefficients_on_planes(const Atoms& atoms, const GridSpec& grid, const PbOptions& options,
+                                            bool spread, PlaneRange planes, int threads) {
   threads = threads_to_use(threads);
+  const long nz = static_cast<long>(grid.dims[2]);
+  planes.end = std::min(planes.end, nz);
+  if (planes.first < 0 || planes.first > planes.end)
+    throw Error("internal error: planes " + std::to_string(planes.first) + " to " + std::to_string(planes.end) +
+                " are not within the grid's " + std::to_string(nz));
   PbCoefficients c;
   c.grid = grid;
+  c.planes = all_planes(grid);
   const std::size_t points = grid.point_count();
   c.eps_x.assign(points, 0.0);
   c.eps_y.assign(points, 0.0);
@@ -562,13 +595,20 @@ PbCoefficients build_coefficients(const Atoms& atoms, const GridSpec& grid, cons
     std::fill(c.eps_y.begin(), c.eps_y.end(), options.solute_dielectric);
     std::fill(c.eps_z.begin(), c.eps_z.end(), options.solute_dielectric);
   } else if (options.surface == PbSurface::Spline || options.surface == PbSurface::Spline4) {
-    spline_coefficients(atoms, options, c, threads);
+    c.planes = planes;
+    spline_coefficients(atoms, options, c, threads, planes);
   } else if (options.sampling >= 2) {
     sampled_coefficients(atoms, options, c, threads, options.sampling);
   } else {
-    mol_dielectric(atoms, options, c, threads);
-    if (options.surface == PbSurface::Smol) smooth_dielectric(c, threads);
-    mol_accessibility(atoms, options, c, threads);
+    c.planes = planes;
+    if (options.surface == PbSurface::Smol) {  // smoothing reads the mol values one plane beyond
+      const PlaneRange mol{std::max(0L, planes.first - 1), std::min(nz, planes.end + 1)};
+      mol_dielectric(atoms, options, c, threads, mol);
+      smooth_dielectric(c, threads, planes);
+    } else {
+      mol_dielectric(atoms, options, c, threads, planes);
+    }
+    mol_accessibility(atoms, options, c, threads, planes);
   }
   if (spread) c.charge = spread_charges(atoms, grid, options.charges);
   return c;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <vector>
 
@@ -14,6 +15,17 @@
 
 namespace espgrid::pb {
 
+/// The z-planes [first, end) of a grid: the share of the maps one MPI rank builds. By default every
+/// plane of any grid.
+struct PlaneRange {
+  long first = 0;
+  long end = std::numeric_limits<long>::max();
+  bool covers(const GridSpec& grid) const noexcept { return first <= 0 && end >= static_cast<long>(grid.dims[2]); }
+  friend bool operator==(const PlaneRange&, const PlaneRange&) = default;
+};
+/// Every plane of `grid`, counted.
+inline PlaneRange all_planes(const GridSpec& grid) { return {0, static_cast<long>(grid.dims[2])}; }
+
 /// x fastest: index = i + nx·(j + ny·k), like every espgrid map.
 struct PbCoefficients {
   GridSpec grid;
@@ -22,6 +34,11 @@ struct PbCoefficients {
   std::vector<double> accessibility;  ///< ion accessibility λ ∈ [0, 1] at the nodes (0 everywhere without salt)
   std::vector<double> charge;         ///< `chgm spl2`: charge spread onto the nodes, e (Direct formulation)
   std::size_t sas_points = 0;         ///< accessible SAS points that carved the surface (mol, smol)
+  /// The planes whose dielectric and accessibility values were built (every plane, unless a rank
+  /// built its share: then the others hold no meaningful values and only the solve reads the maps).
+  /// `charge` is whole.
+  PlaneRange planes;
+  bool whole() const noexcept { return planes.covers(grid); }
 };
 
 /// The reference sphere APBS places solvent-accessible-surface points with (vacc.c
@@ -34,13 +51,23 @@ ReferenceSphere reference_sphere(int points);
 /// atom radius + the surface cell list's reach (the larger of probe and ion radius, + 0.5 Å).
 int reference_sphere_request(const Atoms& atoms, const PbOptions& options);
 
+/// The atoms whose centre lies within [z_lo, z_hi] (Å): a rank's share of the SAS work (by default
+/// every atom).
+struct AtomZRange {
+  double z_lo = -std::numeric_limits<double>::infinity();
+  double z_hi = std::numeric_limits<double>::infinity();
+  bool contains(double z) const noexcept { return z >= z_lo && z <= z_hi; }
+};
+
 /// Every atom's accessible SAS points (the surface of the union of atom + probe spheres that
 /// no other such sphere contains), as APBS's Vacc_atomSASPoints builds them. Concatenated.
 struct SasPoints {
   std::vector<double> x, y, z;
   std::vector<std::size_t> atom_start;  ///< atom a's points are [atom_start[a], atom_start[a + 1])
 };
-SasPoints accessible_sas_points(const Atoms& atoms, const PbOptions& options, int threads = 0);
+/// With `only`, the atoms outside it get no points (their atom_start ranges are empty).
+SasPoints accessible_sas_points(const Atoms& atoms, const PbOptions& options, int threads = 0,
+                                const AtomZRange& only = {});
 /// For each atom, the atoms that can block a point of its SAS sphere (CSR: atoms[start[a] ..
 /// start[a+1])); empty for atoms without a radius. What the SAS test (pb_geometry.h
 /// sas_point_open) loops over, on the host and on the device.
@@ -48,7 +75,9 @@ struct SasNeighbours {
   std::vector<std::int64_t> start;
   std::vector<std::int32_t> atoms;
 };
-SasNeighbours sas_neighbours(const Atoms& atoms, const PbOptions& options, int threads = 0);
+/// With `only`, the atoms outside it get empty lists.
+SasNeighbours sas_neighbours(const Atoms& atoms, const PbOptions& options, int threads = 0,
+                             const AtomZRange& only = {});
 
 /// Throws UsageError when there is no atom, or no atom has a radius where the surface matters (a
 /// uniform medium, as APBS's point-charge examples use, needs none).
@@ -63,6 +92,12 @@ void check_atoms_inside(const Atoms& atoms, const GridSpec& grid);
 /// grid follow APBS's rules (pb_charges.h; the surface's "off the mesh" tests).
 PbCoefficients build_coefficients(const Atoms& atoms, const GridSpec& grid, const PbOptions& options, bool spread,
                                   int threads = 0);
+/// The same maps on `planes` only (bit for bit the whole build's there; the other planes 0), for a
+/// rank's share of a solve across MPI ranks: mol and smol (the SAS points of the atoms that can reach
+/// those planes only), spl2 and spl4. The sampled surface and a uniform medium are built whole
+/// (PbCoefficients::planes says which). The charges are spread whole.
+PbCoefficients build_coefficients_on_planes(const Atoms& atoms, const GridSpec& grid, const PbOptions& options,
+                                            bool spread, PlaneRange planes, int threads = 0);
 /// A uniform medium without ions: APBS solves the plain Laplacian (ε = pdie everywhere, no ions).
 bool uniform_medium(const PbOptions& options);
 

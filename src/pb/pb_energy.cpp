@@ -73,7 +73,8 @@ double mobile_charge(const EnergyInputs& in, const NodeWeights* w) {
   const double kappa = pb_kappa(o);
   const double zkappa2 = o.solvent_dielectric * kappa * kappa;
   if (zkappa2 < kApbsSmall) return 0.0;
-  if (!in.coefficients) throw Error("internal error: the mobile-charge energy needs the accessibility map");
+  if (!in.coefficients || !in.coefficients->whole())
+    throw Error("internal error: the mobile-charge energy needs the whole accessibility map");
   const std::vector<double>& lambda = in.coefficients->accessibility;
   const std::vector<double>& u = *in.potential;
   const GridSpec& g = *in.grid;
@@ -109,7 +110,8 @@ double mobile_charge(const EnergyInputs& in, const NodeWeights* w) {
 /// APBS Vpmg_dielEnergy: ½ Σ ε (Δφ/h)² V / zmagic over the faces of the nodes below the last plane
 /// of every axis, each face weighted by the mean of its two nodes' weights.
 double dielectric(const EnergyInputs& in, const NodeWeights* w) {
-  if (!in.coefficients) throw Error("internal error: the dielectric energy needs the dielectric maps");
+  if (!in.coefficients || !in.coefficients->whole())
+    throw Error("internal error: the dielectric energy needs the whole dielectric maps");
   const PbCoefficients& c = *in.coefficients;
   const std::vector<double>& u = *in.potential;
   const GridSpec& g = *in.grid;

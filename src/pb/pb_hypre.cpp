@@ -113,9 +113,18 @@ void create_system(HypreObjects& h, MPI_Comm comm, const RankPlanes& p) {
   check(HYPRE_StructVectorInitialize(h.x), "HYPRE_StructVectorInitialize");
 }
 
+/// The system's planes a rank's share reads: its own and the one below (the faces to it).
+PlaneRange planes_read(const RankPlanes& p) {
+  if (p.last < p.first) return {0, 0};
+  return {p.first - 1, p.last + 1};
+}
+
 /// The matrix, right-hand side and a zero start filled from `system` a slab at a time, then
 /// assembled.
 void fill_system(HypreObjects& h, const PbSystem& system, const RankPlanes& p, int threads) {
+  const PlaneRange read = planes_read(p);
+  if (read.first < read.end && (read.first < system.planes.first || read.end > system.planes.end))
+    throw Error("internal error: this rank's share of the PB system was assembled on other planes");
   const long nxi = p.nxi(), nyi = p.nyi(), nzi = p.nzi();
   HYPRE_Int entries[7] = {0, 1, 2, 3, 4, 5, 6};
   std::vector<double> values, rhs, zero;
@@ -246,7 +255,14 @@ SolveReport solve_with_hypre(const PbSystem& system, std::vector<double>& u, dou
   report.iterations = static_cast<int>(iterations);
   report.solve_seconds = solve.seconds();
   gather_solution(h, planes, comm, ranks, threads, u);
-  report.relative_residual = relative_residual(system, u, threads);
+  if (ranks > 1) {  // each rank's rows, summed: a rank may hold only its share of the system
+    ResidualSums sums = residual_sums(system, u, {planes.first, planes.last + 1}, threads);
+    double both[2] = {sums.rr, sums.bb};
+    MPI_Allreduce(MPI_IN_PLACE, both, 2, MPI_DOUBLE, MPI_SUM, comm);
+    report.relative_residual = relative_residual(ResidualSums{both[0], both[1]});
+  } else {
+    report.relative_residual = relative_residual(system, u, threads);
+  }
   // hypre's own (recursively updated) residual decides, as it decided when to stop; the one
   // reported is recomputed from the solution and differs from it by rounding only.
   report.converged = own_residual <= tolerance;
@@ -254,8 +270,18 @@ SolveReport solve_with_hypre(const PbSystem& system, std::vector<double>& u, dou
 }
 
 /// Registers the solver when the program loads (this object file is linked into it whole).
+PlaneRange rank_planes_read(const GridSpec& grid) {
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (!initialized) throw Error("hypre across MPI ranks: MPI is not running (start espgrid with mpirun)");
+  int rank = 0, ranks = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+  return planes_read(rank_planes(grid, rank, ranks));
+}
+
 const bool registered = [] {
-  register_hypre_solver(&solve_with_hypre);
+  register_hypre_solver(&solve_with_hypre, &rank_planes_read);
   return true;
 }();
 

@@ -17,10 +17,17 @@ namespace espgrid::pb {
 /// program and test of espgrid_core should not pay.
 bool hypre_available(std::string* reason = nullptr);
 
-/// The solver's signature, and its registration (pb_hypre.cpp calls it at load time).
+/// The solver's signatures, and their registration (pb_hypre.cpp calls it at load time).
 using HypreSolveFn = SolveReport (*)(const PbSystem& system, std::vector<double>& u, double tolerance,
                                      int max_iterations, int threads, bool across_ranks);
-void register_hypre_solver(HypreSolveFn solve);
+using HyprePlanesFn = PlaneRange (*)(const GridSpec& grid);
+void register_hypre_solver(HypreSolveFn solve, HyprePlanesFn planes_read);
+
+/// The planes of the coefficient maps this rank's share of a solve across ranks needs: the system's
+/// planes it reads (its own z-planes and the one below them) and one more below (a row of the system
+/// reads the face below it); empty for a rank that owns no plane. Every plane without
+/// `across_ranks`, on one rank, or without hypre. Needs MPI running across ranks.
+PlaneRange hypre_coefficient_planes(const GridSpec& grid, bool across_ranks);
 
 /// Solves `system` (u = 0 on the faces on return, the interior solved to `tolerance`). Initializes
 /// MPI (hypre needs it) when nothing has yet. On this process alone (MPI_COMM_SELF), or with

@@ -1,5 +1,7 @@
 // The hypre solver's slot in espgrid_core: pb_hypre.cpp (target espgrid_hypre, linked whole into
 // the programs that solve PB on the CPU) fills it at load time; everything else sees "unavailable".
+#include <algorithm>
+
 #include "src/core/errors.h"
 #include "src/pb/pb_hypre.h"
 
@@ -10,10 +12,23 @@ HypreSolveFn& slot() {
   static HypreSolveFn solve = nullptr;  // a function-local static: safe whatever the load order
   return solve;
 }
+HyprePlanesFn& planes_slot() {
+  static HyprePlanesFn planes = nullptr;
+  return planes;
+}
 
 }  // namespace
 
-void register_hypre_solver(HypreSolveFn solve) { slot() = solve; }
+void register_hypre_solver(HypreSolveFn solve, HyprePlanesFn planes_read) {
+  slot() = solve;
+  planes_slot() = planes_read;
+}
+
+PlaneRange hypre_coefficient_planes(const GridSpec& grid, bool across_ranks) {
+  if (!across_ranks || !planes_slot()) return all_planes(grid);
+  const PlaneRange read = planes_slot()(grid);
+  return read.first < read.end ? PlaneRange{std::max(0L, read.first - 1), read.end} : read;
+}
 
 bool hypre_available(std::string* reason) {
   if (slot()) return true;

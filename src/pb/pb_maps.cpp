@@ -372,8 +372,9 @@ PbMapValues pb_map(PbMapKind kind, const PbMapInputs& in) {
   const GridSpec& g = *in.grid;
   if (pb_map_needs_potential(kind) && (!in.potential || in.potential->size() != g.point_count()))
     throw Error("the PB map " + pb_map_name(kind) + " needs the solved potential");
-  if (pb_map_needs_coefficients(kind) && (!in.coefficients || in.coefficients->eps_x.size() != g.point_count() ||
-                                          in.coefficients->charge.size() != g.point_count()))
+  if (pb_map_needs_coefficients(kind) &&
+      (!in.coefficients || !in.coefficients->whole() || in.coefficients->eps_x.size() != g.point_count() ||
+       in.coefficients->charge.size() != g.point_count()))
     throw Error("the PB map " + pb_map_name(kind) + " needs the solve's coefficient maps and charges");
   const int threads = threads_to_use(in.threads);
   PbMapValues m;

@@ -58,11 +58,9 @@ struct PbPipelineInput {
   /// Buffers kept between solves on one grid (a trajectory's frames: no cudaMalloc or cudaFree, whose
   /// device-wide waits would also hold back another frame's solve on the same GPU); one slab only.
   PbDeviceWorkspace* workspace = nullptr;
-  double unit_scale = 1;        ///< kT/e → the map's unit
-  float* values = nullptr;      ///< host, written: the map
-  double* potential = nullptr;  ///< host, optional: φ in double kT/e
-  /// Optional: called once the solve is done, before the copies back; returns the host's buffers for
-  /// the map and φ (then `values` and `potential` are not read), so that the host can size them and
+  double unit_scale = 1;  ///< kT/e → the map's unit
+  /// Called once the solve is done, before the copies back; returns the host's buffers for the map
+  /// (required) and φ in double kT/e (optional, may be null), so that the host can size them and
   /// fault their pages in while the device works.
   std::function<std::pair<float*, double*>()> output_buffers;
   bool fixed_charge_energy = false;  ///< compute Σ_nodes φ·(spread charge) (APBS's spl2 qf)

@@ -86,7 +86,7 @@ ReferenceSphere reference_sphere(int points) {
   return s;
 }
 
-SasNeighbours sas_neighbours(const Atoms& atoms, const PbOptions& o, int threads) {
+SasNeighbours sas_neighbours(const Atoms& atoms, const PbOptions& o, int threads, const AtomZRange& only) {
   threads = threads_to_use(threads);
   const double probe = o.probe_radius;
   // A SAS point of atom a is blocked by atom b ≠ a when it lies strictly within r_b + probe of b
@@ -98,7 +98,7 @@ SasNeighbours sas_neighbours(const Atoms& atoms, const PbOptions& o, int threads
 #pragma omp parallel for schedule(dynamic, 8) num_threads(threads)
   for (long a = 0; a < static_cast<long>(natoms); ++a) {
     const double ra = atoms.radius[a];
-    if (ra <= kNoRadius) continue;  // APBS: atoms without a radius have no SAS points
+    if (ra <= kNoRadius || !only.contains(atoms.z[a])) continue;  // APBS: no radius, no SAS points
     const double rad = ra + probe;
     const double ax = atoms.x[a], ay = atoms.y[a], az = atoms.z[a];
     // Two points d apart lie at most ceil(d / cell) cells apart along an axis (floor(a) − floor(b) ≤
@@ -137,16 +137,16 @@ SasNeighbours sas_neighbours(const Atoms& atoms, const PbOptions& o, int threads
   return n;
 }
 
-SasPoints accessible_sas_points(const Atoms& atoms, const PbOptions& o, int threads) {
+SasPoints accessible_sas_points(const Atoms& atoms, const PbOptions& o, int threads, const AtomZRange& only) {
   threads = threads_to_use(threads);
   const ReferenceSphere ref = reference_sphere(reference_sphere_request(atoms, o));
-  const SasNeighbours nb = sas_neighbours(atoms, o, threads);
+  const SasNeighbours nb = sas_neighbours(atoms, o, threads, only);
   const std::size_t natoms = atoms.size(), nref = ref.x.size();
   std::vector<std::vector<double>> per_atom(natoms);
 #pragma omp parallel for schedule(dynamic, 8) num_threads(threads)
   for (long a = 0; a < static_cast<long>(natoms); ++a) {
     const double ra = atoms.radius[a];
-    if (ra <= kNoRadius) continue;
+    if (ra <= kNoRadius || !only.contains(atoms.z[a])) continue;
     const double rad = ra + o.probe_radius;
     const double ax = atoms.x[a], ay = atoms.y[a], az = atoms.z[a];
     std::vector<double>& out = per_atom[static_cast<std::size_t>(a)];

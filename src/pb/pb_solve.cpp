@@ -1,10 +1,8 @@
 #include "src/pb/pb_solve.h"
 
 #include <algorithm>
-#include <array>
 #include <cmath>
 #include <future>
-#include <limits>
 #include <memory>
 #include <new>
 #include <optional>
@@ -101,12 +99,13 @@ struct SolvePlan {
   const KernelVariant* coulomb_kernel = nullptr;  ///< split: φ_Coulomb
   RunOptions dcs;                                 ///< how the direct sums run
   bool split = false;
-  bool all_on_device = false;   ///< the GPU builds the maps, assembles, solves and combines
-  bool pipeline = false;        ///< ... from the atoms alone (pb_pipeline.h)
-  bool device_energy = false;   ///< the pipeline sums the spl2 energy itself (no φ comes back)
-  bool host_maps = false;       ///< the host builds the coefficient maps
-  bool need_potential = false;  ///< φ in double kT/e is needed (energies, maps, keep_potential)
-  double scale = 1;             ///< kT/e → run.unit
+  bool all_on_device = false;         ///< the GPU builds the maps, assembles, solves and combines
+  bool pipeline = false;              ///< ... from the atoms alone (pb_pipeline.h)
+  bool device_energy = false;         ///< the pipeline sums the spl2 energy itself (no φ comes back)
+  bool host_maps = false;             ///< the host builds the coefficient maps
+  bool need_potential = false;        ///< φ in double kT/e is needed (energies, maps, keep_potential)
+  pb::PlaneRange coefficient_planes;  ///< the host's maps: a rank's share where only hypre reads them
+  double scale = 1;                   ///< kT/e → run.unit
   int threads = 1;
 };
 
@@ -160,6 +159,9 @@ SolvePlan plan_solve(const Atoms& atoms, const GridSpec& grid, const PbOptions& 
   p.pipeline = p.all_on_device && pb::pipeline_applies(atoms, grid, options);
   p.device_energy = p.pipeline && level == PbEnergyLevel::Total && options.charges == PbChargeMethod::Spl2 &&
                     !run.keep_potential && !maps_need_potential && !run.focus_child && !run.energy_partition;
+  if (p.solver == PbSolver::Hypre && options.equation != PbEquation::Nonlinear && level != PbEnergyLevel::Components &&
+      !maps_need_coefficients)
+    p.coefficient_planes = pb::hypre_coefficient_planes(grid, run.across_ranks);
   if (run.devices.size() > 1 && !p.pipeline)  // docs/pb.md "Several GPUs" lists what the pipeline runs
     throw UsageError(
         "a PB grid is split over several GPUs by the device pipeline only (mol/smol, lpbe, atoms on "
@@ -350,8 +352,8 @@ void solve_on_host(const Atoms& atoms, const GridSpec& grid, const PbOptions& op
   record_phase(result, "boundary", sums.boundary_seconds);
   if (plan.split) record_phase(result, "coulomb", sums.coulomb_seconds);
   Stopwatch clock;
-  solved.coefficients =
-      std::make_unique<PbCoefficients>(pb::build_coefficients(atoms, grid, options, !plan.split, plan.threads));
+  solved.coefficients = std::make_unique<PbCoefficients>(
+      pb::build_coefficients_on_planes(atoms, grid, options, !plan.split, plan.coefficient_planes, plan.threads));
   const PbCoefficients& coefficients = *solved.coefficients;
   record_phase(result, "surface", clock.seconds());
   result.sas_points = coefficients.sas_points;

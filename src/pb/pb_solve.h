@@ -87,8 +87,10 @@ struct PbRun {
   const KernelVariant* direct_sum = nullptr;
   PotentialUnit unit = PotentialUnit::KTPerE;  ///< unit of PbResult::values
   /// hypre over every rank of MPI_COMM_WORLD (collective: every rank calls solve_pb with the same
-  /// atoms, grid and options, and every rank gets the whole map). The coefficient maps and the
-  /// direct sums are computed on every rank; only the solve is split (z-planes per rank).
+  /// atoms, grid and options, and every rank gets the whole map). Each rank builds the coefficient
+  /// maps and the system of its z-planes only (pb::hypre_coefficient_planes), unless something after the
+  /// solve reads the whole maps (npbe, energy components, the coefficient write maps); the direct
+  /// sums are still computed on every rank.
   bool across_ranks = false;
   /// `bcfl focus`: the coarser level (required then, refused otherwise).
   const PbFocusParent* focus_parent = nullptr;

@@ -1,5 +1,6 @@
 #include "src/pb/pb_system.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "src/core/errors.h"
@@ -22,12 +23,25 @@ void apply_operator(const PbSystem& system, const std::vector<double>& x, std::v
 }
 
 double relative_residual(const PbSystem& system, const std::vector<double>& x, int threads) {
+  if (!system.whole()) throw Error("internal error: the residual of a whole grid from a rank's share of its system");
+  return relative_residual(residual_sums(system, x, system.planes, threads));
+}
+
+double relative_residual(const ResidualSums& sums) {
+  if (sums.bb == 0.0) return std::sqrt(sums.rr);
+  return std::sqrt(sums.rr / sums.bb);
+}
+
+ResidualSums residual_sums(const PbSystem& system, const std::vector<double>& x, PlaneRange planes, int threads) {
   threads = threads_to_use(threads);
   const MgOperator a = operator_of(system);
   const long* n = a.n;
+  const long first = std::max(1L, planes.first), end = std::min(n[2] - 1, planes.end);
+  if (first < end && (first < system.planes.first || end > system.planes.end))
+    throw Error("internal error: the residual over planes the system was not assembled on");
   double rr = 0.0, bb = 0.0;
 #pragma omp parallel for schedule(static) reduction(+ : rr, bb) num_threads(threads)
-  for (long k = 1; k < n[2] - 1; ++k)
+  for (long k = first; k < end; ++k)
     for (long j = 1; j < n[1] - 1; ++j) {
       const long row = n[0] * (j + n[1] * k);
       for (long i = 1; i < n[0] - 1; ++i) {
@@ -37,8 +51,7 @@ double relative_residual(const PbSystem& system, const std::vector<double>& x, i
         bb += b * b;
       }
     }
-  if (bb == 0.0) return std::sqrt(rr);
-  return std::sqrt(rr / bb);
+  return {rr, bb};
 }
 
 AssemblyArgs assembly_args(const GridSpec& g, const PbOptions& o, bool split) {
@@ -67,6 +80,8 @@ PbSystem assemble_system(const PbCoefficients& coef, const std::vector<double>& 
     throw Error("internal error: the direct formulation needs the spread charges");
   PbSystem s;
   s.grid = g;
+  const PlaneRange built{std::max(0L, coef.planes.first), std::min(static_cast<long>(g.dims[2]), coef.planes.end)};
+  s.planes = {built.first == 0 ? 0 : std::min(built.first + 1, built.end), built.end};
   const std::size_t size = g.point_count();
   s.wx.assign(size, 0.0);
   s.wy.assign(size, 0.0);
@@ -89,16 +104,21 @@ PbSystem assemble_system(const PbCoefficients& coef, const std::vector<double>& 
   a.rhs = s.rhs.data();
   const long* n = a.n;
 #pragma omp parallel for schedule(static) num_threads(threads)
-  for (long k = 0; k < n[2]; ++k)
+  for (long k = built.first; k < built.end; ++k)
     for (long j = 0; j < n[1]; ++j)
-      for (long i = 0; i < n[0]; ++i) {
-        assemble_coefficients(a, i, j, k);
-        if (s.on_boundary(i, j, k))
-          s.fixed[static_cast<std::size_t>(i + n[0] * (j + n[1] * k))] =
-              boundary[static_cast<std::size_t>(i + n[0] * (j + n[1] * k))];
-      }
+      for (long i = 0; i < n[0]; ++i) assemble_coefficients(a, i, j, k);
+        // The boundary values on all six faces, whatever the planes: combine() reads them everywhere.
 #pragma omp parallel for schedule(static) num_threads(threads)
   for (long k = 0; k < n[2]; ++k)
+    for (long j = 0; j < n[1]; ++j) {
+      const bool whole_row = k == 0 || k == n[2] - 1 || j == 0 || j == n[1] - 1;
+      for (long i = 0; i < n[0]; i += whole_row ? 1 : n[0] - 1) {
+        const std::size_t idx = static_cast<std::size_t>(i + n[0] * (j + n[1] * k));
+        s.fixed[idx] = boundary[idx];
+      }
+    }
+#pragma omp parallel for schedule(static) num_threads(threads)
+  for (long k = s.planes.first; k < s.planes.end; ++k)
     for (long j = 0; j < n[1]; ++j)
       for (long i = 0; i < n[0]; ++i) assemble_rhs(a, i, j, k);
   return s;

@@ -27,6 +27,10 @@ struct PbSystem {
   std::vector<double> c;      ///< ε_w κ² λ · volume at every node, Å (0 on the faces)
   std::vector<double> rhs;    ///< b at the interior nodes, boundary values moved in; 0 on the faces
   std::vector<double> fixed;  ///< the Dirichlet values at the boundary nodes, kT/e; 0 in the interior
+  /// The planes whose rows (wx, wy, wz, c, rhs) were assembled: every plane, unless a rank assembled
+  /// its share of a solve across ranks (then only that rank's solver reads them). `fixed` is whole.
+  PlaneRange planes;
+  bool whole() const noexcept { return planes.covers(grid); }
 
   std::size_t size() const noexcept { return grid.point_count(); }
   /// Whether node (i, j, k) lies on one of the six faces.
@@ -37,8 +41,17 @@ struct PbSystem {
 
 /// y = A x on the interior (x is 0 on the faces; y is written 0 there). Double precision, OpenMP.
 void apply_operator(const PbSystem& system, const std::vector<double>& x, std::vector<double>& y, int threads = 0);
-/// ‖b − A x‖₂ / ‖b‖₂ over the interior (0 when b = 0 and x solves it).
+/// ‖b − A x‖₂ / ‖b‖₂ over the interior (0 when b = 0 and x solves it). The system must be whole.
 double relative_residual(const PbSystem& system, const std::vector<double>& x, int threads = 0);
+/// ‖b − A x‖₂² and ‖b‖₂² over the interior nodes of planes [first, end) (the system's rows there
+/// assembled): one rank's part of the residual of a solve across ranks.
+struct ResidualSums {
+  double rr = 0;
+  double bb = 0;
+};
+ResidualSums residual_sums(const PbSystem& system, const std::vector<double>& x, PlaneRange planes, int threads = 0);
+/// √(rr/bb), or √rr when b = 0.
+double relative_residual(const ResidualSums& sums);
 
 /// What a solver reports.
 struct SolveReport {
@@ -52,7 +65,9 @@ struct SolveReport {
 };
 
 /// The linear system of one formulation: Direct takes coefficients.charge (spread by options.charges) as the source;
-/// Split takes `coulomb` (φ_Coulomb at every node) and solves for the reaction field.
+/// Split takes `coulomb` (φ_Coulomb at every node) and solves for the reaction field. The rows are
+/// assembled where the coefficients were built, less their first plane unless it is the grid's
+/// (a row reads the face below it): PbSystem::planes.
 PbSystem assemble_system(const PbCoefficients& coefficients, const std::vector<double>& boundary,
                          const PbOptions& options, PbFormulation formulation, const std::vector<double>* coulomb,
                          int threads = 0);
