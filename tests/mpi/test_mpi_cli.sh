@@ -108,6 +108,16 @@ PY
     grep -q "$np MPI ranks (hypre" "$dir/pb-many.log" || fail "pb: the summary does not say hypre ran on $np ranks"
     [ "$(grep -c '^kernel ' "$dir/pb-many.log")" = 1 ] || fail "pb: not exactly one summary"
     echo "ok: pb ($np ranks)"
+    # Each rank builds the coefficient maps of its planes only, unless energy components need them
+    # whole afterwards: hypre gets the same rows either way, so the same map byte for byte.
+    if run_mpi map "$mol" "${pb_args[@]}" --pb-energy comps -o "$dir/pb-whole.dx" >"$dir/pb-whole.log" 2>&1; then
+      cmp -s "$dir/pb-many.dx" "$dir/pb-whole.dx" ||
+        fail "pb: the ranks' shares of the coefficient maps give another map than the whole maps"
+      echo "ok: pb, the ranks' shares of the maps give the whole maps' map ($np ranks)"
+    else
+      fail "pb --pb-energy comps: mpirun -np $np failed"
+      cat "$dir/pb-whole.log" >&2
+    fi
   else
     fail "pb: mpirun -np $np failed"
     cat "$dir/pb-many.log" "$dir/pb-many.err" >&2
