@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The capsid's whole process on one GPU with the PQR read in ranges on or off (ESPGRID_PQR_RANGES)
-# and the map written through a mapping or by pwrite (ESPGRID_MAPPED_WRITE), interleaved:
+# The capsid's whole process on one GPU with the PQR read in ranges on or off (ESPGRID_PQR_RANGES),
+# interleaved:
 # `espgrid map capsid.pqr --model pb --spacing 1 --padding 10 -o p.mrc --json`, traced
 # (ESPGRID_TRACE_PROCESS). Builds the capsid (benchmarks/make_capsid.py) in $WORK when missing.
 # Needs a built espgrid ($BUILD_DIR, default build-gpu: scripts/device-check.sh build).
@@ -19,9 +19,8 @@ mkdir -p "$OUT" "$WORK"
   python3 benchmarks/make_capsid.py data/achbp.pqr --per-unit 2 -o "$WORK/capsid.pqr" > "$OUT/capsid-make.log" 2>&1 ||
   { echo "capsid-io-check: make_capsid.py failed (see $OUT/capsid-make.log)"; exit 1; }
 for rep in $(seq 1 "$repeats"); do
-  for v in "ESPGRID_PQR_RANGES=0 ESPGRID_MAPPED_WRITE=0" "ESPGRID_PQR_RANGES=1 ESPGRID_MAPPED_WRITE=0" \
-           "ESPGRID_PQR_RANGES=1 ESPGRID_MAPPED_WRITE=1"; do
-    name=ranges$(echo "$v" | cut -c20)-mapped$(echo "$v" | rev | cut -c1)-$rep
+  for v in ESPGRID_PQR_RANGES=0 ESPGRID_PQR_RANGES=1; do
+    name=ranges${v: -1}-$rep
     rm -f "$WORK/p.mrc"; sync
     start=$(date +%s%N)
     env $v CUDA_VISIBLE_DEVICES=0 ESPGRID_TRACE_PROCESS=1 "./$BUILD_DIR/espgrid" map "$WORK/capsid.pqr" --model pb \

@@ -17,13 +17,4 @@ inline bool switched_off(const char* name) {
   return s == "0" || s == "off" || s == "no";
 }
 
-/// Whether environment variable `name` is set to 1, on or yes: a way that is off unless asked
-/// for (an experiment still to be measured where it matters).
-inline bool switched_on(const char* name) {
-  const char* v = std::getenv(name);
-  if (!v) return false;
-  const std::string_view s(v);
-  return s == "1" || s == "on" || s == "yes";
-}
-
 }  // namespace espgrid

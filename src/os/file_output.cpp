@@ -6,13 +6,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <thread>
 
 #include "src/core/errors.h"
-#include "src/core/on_threads.h"
-#include "src/core/switches.h"
 
 namespace espgrid {
 
@@ -31,44 +26,7 @@ void OutputFile::record(int error) noexcept {
 }
 
 void OutputFile::write_at(std::uint64_t offset, const void* data, std::size_t bytes) noexcept {
-  const char* p = static_cast<const char*>(data);
-  if (bytes >= kMappedBytes && !failed() && write_mapped(offset, p, bytes)) return;
-  pwrite_all(offset, p, bytes);
-}
-
-bool OutputFile::write_mapped(std::uint64_t offset, const char* data, std::size_t bytes) noexcept {
-  if (!switched_on("ESPGRID_MAPPED_WRITE")) return false;
-  struct stat st {};
-  if (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) return false;
-  // A second descriptor: a shared writable mapping needs one opened for reading too.
-  const int fd = ::open(path_.c_str(), O_RDWR | O_CLOEXEC);
-  if (fd < 0) return false;
-  const auto page = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
-  const std::uint64_t start = offset / page * page;  // mappings begin on a page
-  const std::size_t length = static_cast<std::size_t>(offset - start) + bytes;
-  bool written = false;
-  if (::fallocate(fd, 0, static_cast<off_t>(offset), static_cast<off_t>(bytes)) != 0) {
-    if (errno == ENOSPC || errno == EFBIG || errno == EDQUOT) {
-      record(errno);  // the disk is full: as a pwrite would have found
-      written = true;
-    }
-  } else if (void* mapped = ::mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_SHARED, fd, static_cast<off_t>(start));
-             mapped != MAP_FAILED) {
-    char* into = static_cast<char*>(mapped) + (offset - start);
-    const std::size_t cores = std::max(1u, std::thread::hardware_concurrency());
-    const std::size_t threads =
-        std::clamp<std::size_t>(bytes / (std::size_t{16} << 20), 1, std::min<std::size_t>(16, cores));
-    const std::size_t share = (bytes + threads - 1) / threads;  // a page shared by two is written by both: bytes apart
-    const auto copy_share = [=](std::size_t t) {
-      const std::size_t at = t * share;
-      if (at < bytes) std::memcpy(into + at, data + at, std::min(share, bytes - at));
-    };
-    on_threads(threads, copy_share);
-    ::munmap(mapped, length);
-    written = true;
-  }
-  ::close(fd);
-  return written;
+  pwrite_all(offset, static_cast<const char*>(data), bytes);
 }
 
 void OutputFile::pwrite_all(std::uint64_t offset, const char* p, std::size_t bytes) noexcept {

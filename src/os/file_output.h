@@ -22,16 +22,11 @@ class OutputFile {
   /// Writes at the end of what append wrote so far. Not for concurrent calls: the callers
   /// order them (the DX writer's `omp ordered`).
   void append(const void* data, std::size_t bytes) noexcept;
-  /// Writes at `offset`, independently of append; safe from several threads at once. With
-  /// ESPGRID_MAPPED_WRITE=1 (an experiment, off by default), a write of kMappedBytes or more is
-  /// copied in by up to 16 threads through a shared mapping of blocks allocated first
-  /// (fallocate: a full disk is an error here, never a SIGBUS later), where a pwrite copies into
-  /// the page cache on one thread (0.6 s of a 949 MB map on an H200 host). Measured on the
-  /// 2-core VM's tmpfs (2026-11-28), the mapping's page faults cost more than they share: 0.9 s
-  /// on 2 threads against the pwrite's 0.6 s; on a 16-core host not yet (benchmarks/NOTES.md).
-  /// Where fallocate or the mapping is not available it is a pwrite.
+  /// Writes at `offset`, independently of append; safe from several threads at once. A pwrite:
+  /// copying a large map in through a shared mapping on several threads was tried and measured no
+  /// faster (a 949 MB map on an H200 host's ext4, 2026-11-28: 0.73-0.91 s against 0.78-0.92 s;
+  /// benchmarks/NOTES.md) and removed.
   void write_at(std::uint64_t offset, const void* data, std::size_t bytes) noexcept;
-  static constexpr std::size_t kMappedBytes = std::size_t{64} << 20;
   /// Asks the kernel to start writing the file's dirty pages to disk now, without waiting
   /// (sync_file_range). A streamed map calls it as it goes, so the fsync before the rename
   /// waits for the last stretch only, not for gigabytes. Best effort: ignored where unsupported.
@@ -45,8 +40,6 @@ class OutputFile {
  private:
   void record(int error) noexcept;
   void pwrite_all(std::uint64_t offset, const char* data, std::size_t bytes) noexcept;
-  /// The mapped write of write_at; false, with nothing written, where it cannot be used.
-  bool write_mapped(std::uint64_t offset, const char* data, std::size_t bytes) noexcept;
 
   std::string path_;
   int fd_ = -1;
