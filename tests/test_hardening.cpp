@@ -242,9 +242,10 @@ TEST_F(Hardening, TheFileAnOutputWillReplaceLeavesThePageCacheAndKeepsItsContent
   expect_only({"old.dx", "small.dx"});
 }
 
-// OutputFile::write_at: the data at an offset that is not a page's (an MRC's data follow its 1 KiB
-// header) and the header after them make the file; a file-size limit met on the way is close()'s
-// error ("File too large"), not a short file with exit 0.
+// OutputFile::write_at, directly to the disk (a write of 64 MiB or more, O_DIRECT) and through the
+// page cache (ESPGRID_DIRECT_WRITE=0): the data at an offset that is not a block's (an MRC's data
+// follow its 1 KiB header) and the header after them make the same file both ways; a file-size
+// limit met on the way is close()'s error ("File too large"), not a short file with exit 0.
 TEST_F(Hardening, AWriteAtAnOffsetHoldsItsBytesAndAFileSizeLimitIsAnError) {
   std::mt19937_64 rng(espgrid::testing::test_seed());
   std::string data((std::size_t{80} << 20) + 123, '\0');
@@ -253,14 +254,18 @@ TEST_F(Hardening, AWriteAtAnOffsetHoldsItsBytesAndAFileSizeLimitIsAnError) {
     std::memcpy(data.data() + i, &word, 8);
   }
   const std::string header(1024, 'h');
-  const auto write = [&](const std::string& name) {
+  const auto write = [&](const std::string& name, bool direct) {
+    ::setenv("ESPGRID_DIRECT_WRITE", direct ? "1" : "0", 1);
     espgrid::OutputFile file(path(name));
     file.write_at(header.size(), data.data(), data.size());
     file.write_at(0, header.data(), header.size());
+    ::unsetenv("ESPGRID_DIRECT_WRITE");
     file.close();
   };
-  write("written.mrc");
-  EXPECT_TRUE(slurp(path("written.mrc")) == header + data) << "seed " << espgrid::testing::test_seed();
+  write("direct.mrc", true);
+  write("cached.mrc", false);
+  EXPECT_TRUE(slurp(path("direct.mrc")) == header + data) << "seed " << espgrid::testing::test_seed();
+  EXPECT_TRUE(slurp(path("cached.mrc")) == header + data) << "seed " << espgrid::testing::test_seed();
   // A limit on the file's size (RLIMIT_FSIZE; its signal ignored so that the call fails instead).
   rlimit before{};
   ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &before), 0);
@@ -268,11 +273,13 @@ TEST_F(Hardening, AWriteAtAnOffsetHoldsItsBytesAndAFileSizeLimitIsAnError) {
   rlimit limit = before;
   limit.rlim_cur = std::size_t{32} << 20;
   ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &limit), 0);
-  try {
-    write("limited.mrc");
-    ADD_FAILURE() << "a write beyond the file-size limit was not an error";
-  } catch (const espgrid::Error& e) {
-    EXPECT_NE(std::string(e.what()).find("File too large"), std::string::npos) << e.what();
+  for (const bool direct : {true, false}) {
+    try {
+      write(direct ? "limited-direct.mrc" : "limited-cached.mrc", direct);
+      ADD_FAILURE() << "a write beyond the file-size limit was not an error (direct: " << direct << ")";
+    } catch (const espgrid::Error& e) {
+      EXPECT_NE(std::string(e.what()).find("File too large"), std::string::npos) << e.what();
+    }
   }
   ::setrlimit(RLIMIT_FSIZE, &before);
   ::signal(SIGXFSZ, old_handler);

@@ -153,6 +153,43 @@ TEST_F(Streaming, NonFiniteValueIsNamedAndNothingIsWritten) {
   EXPECT_EQ(files_in_dir(), 0u) << "the temporary file outlived the writer";
 }
 
+// A map that arrives whole (a PB solve reports every plane at once) is a batch of 16 MB or more: its
+// planes are summarized on several threads (PlaneWriter::write_planes_on), its bytes written in one
+// call (directly to the disk where the file system allows). The file is write_map's, byte for byte,
+// for each streamed format; a non-finite value is named by the first such plane, as one thread would.
+TEST_F(Streaming, AWholeLargeMapAtOnceGivesTheWholeMapFile) {
+  map_.grid.dims = {211, 197, 113};  // 4.7 M values, 18.8 MB
+  map_.values.resize(map_.grid.point_count());
+  std::mt19937 rng(testing::test_seed());
+  std::uniform_real_distribution<float> value(-20.0f, 20.0f);
+  for (float& v : map_.values) v = value(rng);
+  for (const std::string& ext : streamed_extensions()) {
+    const std::string want = whole_map_file(ext);
+    {
+      MapWriteOptions options;
+      options.threads = 3;
+      StreamingMapWriter writer(map_, path("big" + ext), options);
+      writer.planes_ready(0, 113);
+      writer.finish();
+    }
+    EXPECT_TRUE(testing::slurp(path("big" + ext)) == want) << ext << ", seed " << testing::test_seed();
+    fs::remove(path("big" + ext));
+  }
+  map_.values[211 * 197 * 90 + 5] = std::numeric_limits<float>::infinity();
+  map_.values[211 * 197 * 40 + 211 * 3 + 2] = std::numeric_limits<float>::quiet_NaN();
+  MapWriteOptions options;
+  options.threads = 4;
+  StreamingMapWriter writer(map_, path("n.mrc"), options);
+  writer.planes_ready(0, 113);
+  try {
+    writer.finish();
+    ADD_FAILURE() << "wrote a map holding NaN";
+  } catch (const Error& e) {
+    EXPECT_TRUE(testing::contains(e.what(), "(2, 3, 40) is not finite")) << e.what();
+  }
+  EXPECT_FALSE(fs::exists(path("n.mrc")));
+}
+
 // A computation that fails part way destroys the writer without finish(): nothing is left.
 TEST_F(Streaming, AbandonedWriterLeavesNothing) {
   {

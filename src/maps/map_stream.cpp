@@ -38,30 +38,33 @@ void PlaneWriter::write_planes(const PotentialMap& map, std::int64_t first, std:
   }
 }
 
-void write_all_planes(const PotentialMap& map, PlaneWriter& writer, int threads) {
-  constexpr std::size_t kParallelValues = std::size_t{4} << 20;  // 16 MB: below it a team costs more than it saves
-  const std::int64_t planes = map.grid.dims[2];
+void PlaneWriter::write_planes_on(const PotentialMap& map, std::int64_t first, std::int64_t count, int threads) {
+  constexpr std::int64_t kParallelValues = std::int64_t{4} << 20;  // 16 MB: below it a team costs more than it saves
   threads = threads_to_use(threads);
-  if (threads == 1 || map.values.size() < kParallelValues || planes < 2) {
-    writer.write_planes(map, 0, planes);
-  } else {
-    // Each plane's summary has its own slot in the writers; an error is kept with its plane so the
-    // one thrown is the first in plane order, as the serial pass would throw it.
-    std::int64_t failed_plane = planes;
-    std::exception_ptr failure;
-    std::mutex failure_mutex;
-#pragma omp parallel for schedule(static) num_threads(threads)
-    for (std::int64_t k = 0; k < planes; ++k) {
-      try {
-        writer.summarize_planes(k, 1);
-      } catch (...) {
-        const std::lock_guard<std::mutex> lock(failure_mutex);
-        if (k < failed_plane) failed_plane = k, failure = std::current_exception();
-      }
-    }
-    if (failure) std::rethrow_exception(failure);
-    writer.write_plane_bytes(0, planes);
+  if (threads == 1 || count < 2 || count * map.grid.dims[0] * map.grid.dims[1] < kParallelValues) {
+    write_planes(map, first, count);
+    return;
   }
+  // Each plane's summary has its own slot in the writers; an error is kept with its plane so the
+  // one thrown is the first in plane order, as the serial pass would throw it.
+  std::int64_t failed_plane = first + count;
+  std::exception_ptr failure;
+  std::mutex failure_mutex;
+#pragma omp parallel for schedule(static) num_threads(threads)
+  for (std::int64_t k = first; k < first + count; ++k) {
+    try {
+      summarize_planes(k, 1);
+    } catch (...) {
+      const std::lock_guard<std::mutex> lock(failure_mutex);
+      if (k < failed_plane) failed_plane = k, failure = std::current_exception();
+    }
+  }
+  if (failure) std::rethrow_exception(failure);
+  write_plane_bytes(first, count);
+}
+
+void write_all_planes(const PotentialMap& map, PlaneWriter& writer, int threads) {
+  writer.write_planes_on(map, 0, map.grid.dims[2], threads);
   writer.finish();
 }
 
@@ -82,6 +85,7 @@ StreamingMapWriter::StreamingMapWriter(const PotentialMap& map, std::string path
   if (map.values.size() != map.grid.point_count())
     throw Error("internal error: map holds " + std::to_string(map.values.size()) + " values for " + describe(map.grid));
   writer_ = map_format_info(format).plane_writer(options)(map_, file_);
+  threads_ = options.threads;
   reported_.assign(static_cast<std::size_t>(map.grid.dims[2]), 0);
   thread_ = std::thread([this] { run(); });
 }
@@ -132,7 +136,8 @@ void StreamingMapWriter::run() {
     if (!skip) {
       const Stopwatch clock;
       try {
-        writer_->write_planes(map_, first, count);
+        // A large batch (a map that arrives whole, as a PB solve's does) is summarized on every core.
+        writer_->write_planes_on(map_, first, count, threads_);
         unflushed_bytes_ += static_cast<std::size_t>(count) * sizeof(float) * map_.grid.dims[0] * map_.grid.dims[1];
         if (unflushed_bytes_ >= kWritebackBytes) {
           file_.start_writeback();

@@ -34,6 +34,9 @@ class PlaneWriter {
   /// still in cache. Calls come one at a time, in any order, each plane once. Throws Error
   /// naming the first point that is not finite.
   void write_planes(const PotentialMap& map, std::int64_t first, std::int64_t count);
+  /// The same with `threads` (0: all cores) summarizing planes of a batch of 16 MB or more first (the
+  /// first non-finite value in plane order is the error), then its bytes written in one call.
+  void write_planes_on(const PotentialMap& map, std::int64_t first, std::int64_t count, int threads);
   /// What the format records about planes [first, first + count) (ranges, statistics). Throws
   /// Error naming the first point that is not finite (check_finite): the writers notice it in
   /// this pass, so checking costs no pass of its own over memory.
@@ -111,6 +114,7 @@ class StreamingMapWriter {
   double busy_seconds_ = 0;
   /// Bytes written since the disk writes were last started (the writer's thread only).
   std::size_t unflushed_bytes_ = 0;
+  int threads_ = 0;  ///< threads that summarize a large batch (MapWriteOptions::threads)
   static constexpr std::size_t kWritebackBytes = std::size_t{64} << 20;
   std::thread thread_;  ///< last: starts once everything above exists
 };

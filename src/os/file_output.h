@@ -22,11 +22,16 @@ class OutputFile {
   /// Writes at the end of what append wrote so far. Not for concurrent calls: the callers
   /// order them (the DX writer's `omp ordered`).
   void append(const void* data, std::size_t bytes) noexcept;
-  /// Writes at `offset`, independently of append; safe from several threads at once. A pwrite:
-  /// copying a large map in through a shared mapping on several threads was tried and measured no
-  /// faster (a 949 MB map on an H200 host's ext4, 2026-11-28: 0.73-0.91 s against 0.78-0.92 s;
-  /// benchmarks/NOTES.md) and removed.
+  /// Writes at `offset`, independently of append; safe from several threads at once. A write of
+  /// kDirectBytes or more goes to the disk directly (O_DIRECT, through two aligned buffers that two
+  /// threads fill and write in turn; its unaligned ends through the page cache): the file is fsynced
+  /// before it replaces its destination anyway, and a copy into the page cache that the disk must
+  /// then catch up with cost more (949 MB on an H200 host's ext4, 2026-11-28: 0.60-0.72 s buffered
+  /// and fsynced, 0.37-0.42 s direct; benchmarks/io_write_paths.py). Where the file system refuses
+  /// direct I/O, or with ESPGRID_DIRECT_WRITE=0, it is a pwrite. (A shared mapping filled by
+  /// several threads was tried and was no faster than the pwrite: removed.)
   void write_at(std::uint64_t offset, const void* data, std::size_t bytes) noexcept;
+  static constexpr std::size_t kDirectBytes = std::size_t{64} << 20;
   /// Asks the kernel to start writing the file's dirty pages to disk now, without waiting
   /// (sync_file_range). A streamed map calls it as it goes, so the fsync before the rename
   /// waits for the last stretch only, not for gigabytes. Best effort: ignored where unsupported.
@@ -40,6 +45,8 @@ class OutputFile {
  private:
   void record(int error) noexcept;
   void pwrite_all(std::uint64_t offset, const char* data, std::size_t bytes) noexcept;
+  /// write_at's direct path: false, with nothing written, where it cannot be used.
+  bool write_direct(std::uint64_t offset, const char* data, std::size_t bytes) noexcept;
 
   std::string path_;
   int fd_ = -1;
