@@ -6,17 +6,21 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <barrier>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <numeric>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "src/core/errors.h"
 #include "src/maps/map_formats.h"
+#include "src/pb/pb_boundary.h"
 #include "src/pb/pb_coefficients.h"
 #include "src/pb/pb_hypre.h"
 #include "src/pb/pb_multigrid.h"
@@ -203,6 +207,101 @@ TEST(PbGeometry, ARanksPlanesAreTheWholeBuildsThere) {
       EXPECT_THROW(pb::residual_sums(low_system, x, {cut, nz}, 2), Error) << what;  // rows it does not hold
       EXPECT_THROW(pb::relative_residual(low_system, x, 2), Error) << what;
     }
+}
+
+/// Ranks simulated by threads: add_across_ranks is a collective that sums every rank's vector.
+class ThreadRanks {
+ public:
+  explicit ThreadRanks(int ranks) : ranks_(ranks), sync_(ranks) {}
+  pb::FaceSumShare share(int rank) {
+    return {rank, ranks_, [this, rank](std::vector<double>& values) {
+              sync_.arrive_and_wait();  // the previous call's copies are done
+              if (rank == 0) total_.assign(values.size(), 0.0);
+              sync_.arrive_and_wait();
+              {
+                const std::lock_guard<std::mutex> lock(mutex_);
+                for (std::size_t i = 0; i < values.size(); ++i) total_[i] += values[i];
+              }
+              sync_.arrive_and_wait();
+              values = total_;
+            }};
+  }
+
+ private:
+  int ranks_;
+  std::barrier<> sync_;
+  std::mutex mutex_;
+  std::vector<double> total_;
+};
+
+/// Under mpirun the boundary's banded face sums are shared out among the ranks
+/// (pb::shared_among_ranks): every rank must end with the one-process boundary (every value has one
+/// owner, so the added zeros change nothing), through every refinement round, and the ranks must
+/// evaluate disjoint sums that cover all of them.
+TEST(PbBoundary, FaceSumsSharedAmongRanksGiveEveryRankTheWholeBoundary) {
+  const Atoms atoms = small_molecule(5, 160);
+  const GridSpec g = grid_around(atoms, 0.7, 9);
+  PbOptions o;
+  o.boundary_accuracy = 1e-6;  // tight: more bands and refinement rounds
+  const KernelVariant& kernel = default_kernel(Backend::Cpu);
+  RunOptions run;
+  run.threads = 1;
+  pb::FaceSumReport whole_report;
+  const std::vector<double> whole = pb::mdh_boundary(atoms, g, o, kernel, run, &whole_report);
+  ASSERT_GT(whole_report.rounds, 0);
+  for (const int ranks : {2, 3}) {
+    ThreadRanks group(ranks);
+    std::vector<std::vector<double>> got(static_cast<std::size_t>(ranks));
+    std::vector<std::thread> threads;
+    for (int r = 0; r < ranks; ++r)
+      threads.emplace_back([&, r] {
+        const pb::FaceSumShare share = group.share(r);
+        got[static_cast<std::size_t>(r)] = pb::mdh_boundary(atoms, g, o, kernel, run, nullptr, &share);
+      });
+    for (std::thread& t : threads) t.join();
+    for (int r = 0; r < ranks; ++r) EXPECT_EQ(got[static_cast<std::size_t>(r)], whole) << r << " of " << ranks;
+  }
+  // Which sums each rank evaluates: a fake evaluator records them and returns a value per node.
+  std::vector<std::uint32_t> some(7), more(40);
+  std::iota(some.begin(), some.end(), 0u);
+  std::iota(more.begin(), more.end(), 0u);
+  std::vector<pb::FacePlaneSum> sums(11);
+  for (std::size_t i = 0; i < sums.size(); ++i) {
+    sums[i].dims = {static_cast<std::int64_t>(3 + i % 4), static_cast<std::int64_t>(2 + i % 3)};
+    sums[i].level = static_cast<double>(i);
+    sums[i].atoms = i % 2 ? &some : &more;
+  }
+  const auto values_of = [](const pb::FacePlaneSum& s) {
+    std::vector<double> v(s.node_count());
+    for (std::size_t n = 0; n < v.size(); ++n) v[n] = 100.0 * s.level + static_cast<double>(n) + 0.5;
+    return v;
+  };
+  ThreadRanks group(3);
+  std::vector<std::vector<double>> levels(3);
+  std::vector<std::vector<std::vector<double>>> out(3);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 3; ++r)
+    threads.emplace_back([&, r] {
+      const pb::FaceSumEvaluator fake = [&, r](const std::vector<pb::FacePlaneSum>& mine) {
+        std::vector<std::vector<double>> v;
+        for (const pb::FacePlaneSum& s : mine)
+          v.push_back(values_of(s)), levels[static_cast<std::size_t>(r)].push_back(s.level);
+        return v;
+      };
+      out[static_cast<std::size_t>(r)] = pb::shared_among_ranks(fake, group.share(r))(sums);
+    });
+  for (std::thread& t : threads) t.join();
+  std::vector<double> seen;
+  for (int r = 0; r < 3; ++r) {
+    EXPECT_FALSE(levels[static_cast<std::size_t>(r)].empty()) << "rank " << r << " evaluated nothing";
+    seen.insert(seen.end(), levels[static_cast<std::size_t>(r)].begin(), levels[static_cast<std::size_t>(r)].end());
+    ASSERT_EQ(out[static_cast<std::size_t>(r)].size(), sums.size());
+    for (std::size_t i = 0; i < sums.size(); ++i) EXPECT_EQ(out[static_cast<std::size_t>(r)][i], values_of(sums[i]));
+  }
+  std::sort(seen.begin(), seen.end());
+  std::vector<double> every(sums.size());
+  for (std::size_t i = 0; i < sums.size(); ++i) every[i] = static_cast<double>(i);
+  EXPECT_EQ(seen, every) << "the ranks' sums overlap or miss one";
 }
 
 TEST(PbGeometry, SampledSurfaceIsBetweenItsBoundsAndPureAwayFromIt) {

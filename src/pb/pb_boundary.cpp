@@ -243,17 +243,19 @@ std::vector<double> mdh_face_values(const Atoms& atoms, const GridSpec& grid, co
 }
 
 std::vector<double> mdh_boundary(const Atoms& atoms, const GridSpec& grid, const PbOptions& o,
-                                 const KernelVariant& kernel, const RunOptions& run, FaceSumReport* report) {
+                                 const KernelVariant& kernel, const RunOptions& run, FaceSumReport* report,
+                                 const FaceSumShare* share) {
   if (kernel.backend == Backend::Cuda) return on_the_faces(grid, mdh_face_values(atoms, grid, o, run.device, report));
   std::vector<double> q;
   const PhysicsOptions physics = mdh_physics(atoms, o, q);
   if (o.boundary_accuracy > 0)
-    return on_the_faces(grid, banded_face_values(
-                                  atoms, grid, o.boundary_accuracy,
-                                  [&](const std::vector<FacePlaneSum>& sums) {
-                                    return sums_on_grids(atoms, q, physics, grid, sums, kernel, run);
-                                  },
-                                  report));
+    return on_the_faces(grid, banded_face_values(atoms, grid, o.boundary_accuracy,
+                                                 shared_among_ranks(
+                                                     [&](const std::vector<FacePlaneSum>& sums) {
+                                                       return sums_on_grids(atoms, q, physics, grid, sums, kernel, run);
+                                                     },
+                                                     share ? *share : FaceSumShare{}),
+                                                 report));
   std::vector<double> fixed(grid.point_count(), 0.0);
   const long n[3] = {static_cast<long>(grid.dims[0]), static_cast<long>(grid.dims[1]), static_cast<long>(grid.dims[2])};
   // Each pair of faces normal to axis d is a plane of the other two axes: sum on it as a grid of

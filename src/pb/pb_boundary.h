@@ -26,9 +26,11 @@ std::vector<double> coulomb_map(const Atoms& atoms, const GridSpec& grid, const 
 /// `bcfl mdh`: Σ q e^(−κ(d − a)) / ((1 + κa) d) · k/ε_w over the atoms (a: atom radius). `kernel`
 /// must compute the Debye model (and Coulomb without salt): the registry's exact direct sums.
 /// With options.boundary_accuracy > 0 the faces are summed by distance bands (pb_face_sums.h),
-/// each face within that many kT/e of the exact sum (measured: `report`).
+/// each face within that many kT/e of the exact sum (measured: `report`), their sums shared among
+/// the ranks of a solve across MPI ranks with `share` (collective then).
 std::vector<double> mdh_boundary(const Atoms& atoms, const GridSpec& grid, const PbOptions& options,
-                                 const KernelVariant& kernel, const RunOptions& run, FaceSumReport* report = nullptr);
+                                 const KernelVariant& kernel, const RunOptions& run, FaceSumReport* report = nullptr,
+                                 const FaceSumShare* share = nullptr);
 
 /// `bcfl mdh` at the face nodes only, in boundary_nodes' order, by the CUDA point kernel on `device`
 /// (the face values of mdh_boundary with a CUDA kernel). The bands only from kDeviceBandTerms

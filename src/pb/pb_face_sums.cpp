@@ -279,6 +279,41 @@ std::vector<double> assemble(const GridSpec& grid, const std::array<Face, 6>& fa
 
 }  // namespace
 
+FaceSumEvaluator shared_among_ranks(FaceSumEvaluator sum, FaceSumShare share) {
+  if (share.ranks <= 1) return sum;
+  return [sum = std::move(sum), share = std::move(share)](const std::vector<FacePlaneSum>& sums) {
+    // The costliest first, each to the rank with the least so far (ties: the lower rank).
+    std::vector<std::size_t> order(sums.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    const auto cost = [&](std::size_t i) { return static_cast<double>(sums[i].node_count()) * sums[i].atoms->size(); };
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return cost(a) > cost(b); });
+    std::vector<double> load(static_cast<std::size_t>(share.ranks), 0.0);
+    std::vector<FacePlaneSum> mine;
+    std::vector<std::size_t> mine_at;
+    for (const std::size_t i : order) {
+      const auto least = static_cast<int>(std::min_element(load.begin(), load.end()) - load.begin());
+      load[static_cast<std::size_t>(least)] += cost(i);
+      if (least == share.rank) mine.push_back(sums[i]), mine_at.push_back(i);
+    }
+    const std::vector<std::vector<double>> own = mine.empty() ? std::vector<std::vector<double>>{} : sum(mine);
+    if (own.size() != mine.size()) throw Error("internal error: a face sum evaluator returned too few sums");
+    std::vector<std::size_t> start(sums.size() + 1, 0);
+    for (std::size_t i = 0; i < sums.size(); ++i) start[i + 1] = start[i] + sums[i].node_count();
+    std::vector<double> all(start.back(), 0.0);
+    for (std::size_t m = 0; m < mine.size(); ++m) {
+      if (own[m].size() != mine[m].node_count())
+        throw Error("internal error: a face sum evaluator returned the wrong number of values");
+      std::copy(own[m].begin(), own[m].end(), all.begin() + static_cast<std::ptrdiff_t>(start[mine_at[m]]));
+    }
+    share.add_across_ranks(all);
+    std::vector<std::vector<double>> out(sums.size());
+    for (std::size_t i = 0; i < sums.size(); ++i)
+      out[i].assign(all.begin() + static_cast<std::ptrdiff_t>(start[i]),
+                    all.begin() + static_cast<std::ptrdiff_t>(start[i + 1]));
+    return out;
+  };
+}
+
 std::vector<double> banded_face_values(const Atoms& atoms, const GridSpec& grid, double bound,
                                        const FaceSumEvaluator& sum, FaceSumReport* report) {
   if (!(bound > 0)) throw Error("internal error: the banded boundary sum needs a bound > 0");

@@ -45,6 +45,19 @@ struct FacePlaneSum {
 /// Evaluates every sum (the caller's kernel and physics): values u fastest, kT/e, one vector a sum.
 using FaceSumEvaluator = std::function<std::vector<std::vector<double>>(const std::vector<FacePlaneSum>&)>;
 
+/// The sums shared out among the ranks of a solve across MPI ranks: each rank evaluates the sums
+/// given to it (by their cost, atoms × nodes, the same assignment on every rank), and
+/// `add_across_ranks` adds every rank's values in place (zeros where a sum is another's: each value
+/// has one owner, so the sum is exact), so every rank gets every value. Collective: every rank calls
+/// the evaluator with the same sums, as banded_face_values does, its refinement deciding on values
+/// every rank holds.
+struct FaceSumShare {
+  int rank = 0;
+  int ranks = 1;
+  std::function<void(std::vector<double>&)> add_across_ranks;
+};
+FaceSumEvaluator shared_among_ranks(FaceSumEvaluator sum, FaceSumShare share);
+
 /// What the banded sum did: for the summary and the tests.
 struct FaceSumReport {
   double bound = 0;             ///< kT/e: the accuracy asked for

@@ -280,8 +280,24 @@ PlaneRange rank_planes_read(const GridSpec& grid) {
   return planes_read(rank_planes(grid, rank, ranks));
 }
 
+FaceSumShare face_sums_across_ranks() {
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (!initialized) throw Error("hypre across MPI ranks: MPI is not running (start espgrid with mpirun)");
+  FaceSumShare share;
+  MPI_Comm_rank(MPI_COMM_WORLD, &share.rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &share.ranks);
+  share.add_across_ranks = [](std::vector<double>& values) {
+    for (std::size_t at = 0; at < values.size(); at += std::size_t{1} << 26)  // counts stay within int
+      MPI_Allreduce(MPI_IN_PLACE, values.data() + at,
+                    static_cast<int>(std::min(values.size() - at, std::size_t{1} << 26)), MPI_DOUBLE, MPI_SUM,
+                    MPI_COMM_WORLD);
+  };
+  return share;
+}
+
 const bool registered = [] {
-  register_hypre_solver(&solve_with_hypre, &rank_planes_read);
+  register_hypre_solver(&solve_with_hypre, &rank_planes_read, &face_sums_across_ranks);
   return true;
 }();
 

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "src/pb/pb_face_sums.h"
 #include "src/pb/pb_system.h"
 
 namespace espgrid::pb {
@@ -21,13 +22,17 @@ bool hypre_available(std::string* reason = nullptr);
 using HypreSolveFn = SolveReport (*)(const PbSystem& system, std::vector<double>& u, double tolerance,
                                      int max_iterations, int threads, bool across_ranks);
 using HyprePlanesFn = PlaneRange (*)(const GridSpec& grid);
-void register_hypre_solver(HypreSolveFn solve, HyprePlanesFn planes_read);
+using HypreShareFn = FaceSumShare (*)();
+void register_hypre_solver(HypreSolveFn solve, HyprePlanesFn planes_read, HypreShareFn face_sums);
 
 /// The planes of the coefficient maps this rank's share of a solve across ranks needs: the system's
 /// planes it reads (its own z-planes and the one below them) and one more below (a row of the system
 /// reads the face below it); empty for a rank that owns no plane. Every plane without
 /// `across_ranks`, on one rank, or without hypre. Needs MPI running across ranks.
 PlaneRange hypre_coefficient_planes(const GridSpec& grid, bool across_ranks);
+/// The boundary's face sums shared among the ranks of MPI_COMM_WORLD (their values added there by
+/// MPI_Allreduce); one rank's share, all of them, without `across_ranks` or hypre.
+FaceSumShare hypre_face_sum_share(bool across_ranks);
 
 /// Solves `system` (u = 0 on the faces on return, the interior solved to `tolerance`). Initializes
 /// MPI (hypre needs it) when nothing has yet. On this process alone (MPI_COMM_SELF), or with

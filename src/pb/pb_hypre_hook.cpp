@@ -16,12 +16,22 @@ HyprePlanesFn& planes_slot() {
   static HyprePlanesFn planes = nullptr;
   return planes;
 }
+HypreShareFn& share_slot() {
+  static HypreShareFn share = nullptr;
+  return share;
+}
 
 }  // namespace
 
-void register_hypre_solver(HypreSolveFn solve, HyprePlanesFn planes_read) {
+void register_hypre_solver(HypreSolveFn solve, HyprePlanesFn planes_read, HypreShareFn face_sums) {
   slot() = solve;
   planes_slot() = planes_read;
+  share_slot() = face_sums;
+}
+
+FaceSumShare hypre_face_sum_share(bool across_ranks) {
+  if (!across_ranks || !share_slot()) return {};
+  return share_slot()();
 }
 
 PlaneRange hypre_coefficient_planes(const GridSpec& grid, bool across_ranks) {

@@ -180,7 +180,8 @@ struct DirectSums {
 std::vector<double> boundary_values(const Atoms& atoms, const GridSpec& grid, const PbOptions& options,
                                     const PbRun& run, const SolvePlan& plan, bool whole_grid, pb::FaceSumReport* r) {
   if (options.boundary == PbBoundary::Mdh && plan.faces_kernel->backend != Backend::Cuda) {  // the grid kernels
-    std::vector<double> full = pb::mdh_boundary(atoms, grid, options, *plan.faces_kernel, plan.dcs, r);
+    const pb::FaceSumShare share = pb::hypre_face_sum_share(plan.solver == PbSolver::Hypre && run.across_ranks);
+    std::vector<double> full = pb::mdh_boundary(atoms, grid, options, *plan.faces_kernel, plan.dcs, r, &share);
     return whole_grid ? full : pb::face_values(full, grid);
   }
   const auto face_values = [&]() -> std::vector<double> {
