@@ -89,8 +89,8 @@ struct PbRun {
   /// hypre over every rank of MPI_COMM_WORLD (collective: every rank calls solve_pb with the same
   /// atoms, grid and options, and every rank gets the whole map). Each rank builds the coefficient
   /// maps and the system of its z-planes only (pb::hypre_coefficient_planes), unless something after the
-  /// solve reads the whole maps (npbe, energy components, the coefficient write maps); the direct
-  /// sums are still computed on every rank.
+  /// solve reads the whole maps (npbe, energy components, the coefficient write maps); the
+  /// boundary's banded face sums are shared out among the ranks (the split's Coulomb map is not).
   bool across_ranks = false;
   /// `bcfl focus`: the coarser level (required then, refused otherwise).
   const PbFocusParent* focus_parent = nullptr;
