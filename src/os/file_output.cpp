@@ -67,9 +67,10 @@ bool OutputFile::write_direct(std::uint64_t offset, const char* data, std::size_
   const std::uint64_t end = (offset + bytes) / kDirectBlock * kDirectBlock;
   const int fd = ::open(path_.c_str(), O_WRONLY | O_DIRECT | O_CLOEXEC);
   if (fd < 0) return false;  // no direct I/O on this file system (tmpfs before Linux 6.6)
-  std::unique_ptr<char, AlignedFree> buffers[2] = {
-      std::unique_ptr<char, AlignedFree>(static_cast<char*>(std::aligned_alloc(kDirectBlock, kDirectPiece))),
-      std::unique_ptr<char, AlignedFree>(static_cast<char*>(std::aligned_alloc(kDirectBlock, kDirectPiece)))};
+  const auto aligned_buffer = [] {
+    return std::unique_ptr<char, AlignedFree>(static_cast<char*>(std::aligned_alloc(kDirectBlock, kDirectPiece)));
+  };
+  std::unique_ptr<char, AlignedFree> buffers[2] = {aligned_buffer(), aligned_buffer()};
   if (!buffers[0] || !buffers[1]) {
     ::close(fd);
     return false;

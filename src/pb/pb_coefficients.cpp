@@ -140,8 +140,7 @@ std::size_t plane_offset(const GridSpec& g, long plane) {
 AtomZRange atoms_reaching(const Atoms& atoms, const PbOptions& o, const GridSpec& g, PlaneRange planes) {
   if (planes.covers(g)) return {};
   if (planes.first >= planes.end) return {1.0, -1.0};  // no plane: no atom
-  const double largest = *std::max_element(atoms.radius.begin(), atoms.radius.end());
-  const double reach = largest + 2.0 * o.probe_radius + g.spacing[2];
+  const double reach = max_radius(atoms) + 2.0 * o.probe_radius + g.spacing[2];
   return {g.origin[2] + static_cast<double>(planes.first) * g.spacing[2] - reach,
           g.origin[2] + (static_cast<double>(planes.end - 1) + 0.5) * g.spacing[2] + reach};
 }

@@ -47,6 +47,8 @@ struct ReferenceSphere {
   std::vector<double> x, y, z;
 };
 ReferenceSphere reference_sphere(int points);
+/// The largest atom radius, Å (0 without atoms).
+double max_radius(const Atoms& atoms);
 /// The point count APBS asks the reference sphere for: ceil(4π R² · density), R = the largest
 /// atom radius + the surface cell list's reach (the larger of probe and ion radius, + 0.5 Å).
 int reference_sphere_request(const Atoms& atoms, const PbOptions& options);

@@ -190,6 +190,21 @@ void set_up_solver(HypreObjects& h, MPI_Comm comm, const GridSpec& grid, double 
   check(HYPRE_StructPCGSetup(h.pcg, h.matrix, h.b, h.x), "HYPRE_StructPCGSetup");
 }
 
+/// A solve across ranks needs MPI started by mpirun (the scale-out layer starts it there).
+void require_mpi_running() {
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (!initialized) throw Error("hypre across MPI ranks: MPI is not running (start espgrid with mpirun)");
+}
+
+/// Every rank's `values` summed in place (collective), in pieces whose counts fit MPI's int.
+void add_across(std::vector<double>& values, MPI_Comm comm) {
+  constexpr std::size_t kPiece = std::size_t{1} << 26;
+  for (std::size_t at = 0; at < values.size(); at += kPiece)
+    MPI_Allreduce(MPI_IN_PLACE, values.data() + at, static_cast<int>(std::min(values.size() - at, kPiece)), MPI_DOUBLE,
+                  MPI_SUM, comm);
+}
+
 /// The solution on this rank's planes into `u` (the whole grid; boundary nodes 0), then every
 /// rank's summed in: each entry has one owner, so the sum is exact.
 void gather_solution(const HypreObjects& h, const RankPlanes& p, MPI_Comm comm, int ranks, int threads,
@@ -210,20 +225,13 @@ void gather_solution(const HypreObjects& h, const RankPlanes& p, MPI_Comm comm, 
           u[static_cast<std::size_t>(i + sy * j + sz * k)] =
               out[static_cast<std::size_t>((i - 1) + nxi * ((j - 1) + nyi * (k - k0)))];
   }
-  if (ranks > 1)
-    for (std::size_t at = 0; at < u.size(); at += std::size_t{1} << 26)  // counts stay within int
-      MPI_Allreduce(MPI_IN_PLACE, u.data() + at, static_cast<int>(std::min(u.size() - at, std::size_t{1} << 26)),
-                    MPI_DOUBLE, MPI_SUM, comm);
+  if (ranks > 1) add_across(u, comm);
 }
 
 SolveReport solve_with_hypre(const PbSystem& system, std::vector<double>& u, double tolerance, int max_iterations,
                              int threads, bool across_ranks) {
   threads = threads_to_use(threads);
-  if (across_ranks) {
-    int initialized = 0;
-    MPI_Initialized(&initialized);
-    if (!initialized) throw Error("hypre across MPI ranks: MPI is not running (start espgrid with mpirun)");
-  }
+  if (across_ranks) require_mpi_running();
   ensure_mpi();
   reserve_for_hypre(system.grid);  // an allocation that fails inside hypre ends the process (MPI_Abort)
   for (int d = 0; d < 3; ++d)
@@ -269,11 +277,8 @@ SolveReport solve_with_hypre(const PbSystem& system, std::vector<double>& u, dou
   return report;
 }
 
-/// Registers the solver when the program loads (this object file is linked into it whole).
 PlaneRange rank_planes_read(const GridSpec& grid) {
-  int initialized = 0;
-  MPI_Initialized(&initialized);
-  if (!initialized) throw Error("hypre across MPI ranks: MPI is not running (start espgrid with mpirun)");
+  require_mpi_running();
   int rank = 0, ranks = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &ranks);
@@ -281,21 +286,15 @@ PlaneRange rank_planes_read(const GridSpec& grid) {
 }
 
 FaceSumShare face_sums_across_ranks() {
-  int initialized = 0;
-  MPI_Initialized(&initialized);
-  if (!initialized) throw Error("hypre across MPI ranks: MPI is not running (start espgrid with mpirun)");
+  require_mpi_running();
   FaceSumShare share;
   MPI_Comm_rank(MPI_COMM_WORLD, &share.rank);
   MPI_Comm_size(MPI_COMM_WORLD, &share.ranks);
-  share.add_across_ranks = [](std::vector<double>& values) {
-    for (std::size_t at = 0; at < values.size(); at += std::size_t{1} << 26)  // counts stay within int
-      MPI_Allreduce(MPI_IN_PLACE, values.data() + at,
-                    static_cast<int>(std::min(values.size() - at, std::size_t{1} << 26)), MPI_DOUBLE, MPI_SUM,
-                    MPI_COMM_WORLD);
-  };
+  share.add_across_ranks = [](std::vector<double>& values) { add_across(values, MPI_COMM_WORLD); };
   return share;
 }
 
+/// Registers the solver when the program loads (this object file is linked into it whole).
 const bool registered = [] {
   register_hypre_solver(&solve_with_hypre, &rank_planes_read, &face_sums_across_ranks);
   return true;

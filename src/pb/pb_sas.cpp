@@ -17,12 +17,6 @@ constexpr double kPi = 3.14159265358979323846;
 /// APBS's VRINT: round half up.
 int round_half_up(double x) { return static_cast<int>(std::floor(x + 0.5)); }
 
-double max_radius(const Atoms& atoms) {
-  double r = 0;
-  for (const double v : atoms.radius) r = std::max(r, v);
-  return r;
-}
-
 /// Atoms binned into cubic cells of side `cell` (Å): CSR lists, atoms in index order within a cell.
 struct CellList {
   double lo[3] = {0, 0, 0};
@@ -58,6 +52,12 @@ struct CellList {
 };
 
 }  // namespace
+
+double max_radius(const Atoms& atoms) {
+  double r = 0;
+  for (const double v : atoms.radius) r = std::max(r, v);
+  return r;
+}
 
 int reference_sphere_request(const Atoms& atoms, const PbOptions& o) {
   const double reach = max_radius(atoms) + std::max(pb_ion_radius(o), o.probe_radius) + kCellListWindow;

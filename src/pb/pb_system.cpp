@@ -107,9 +107,8 @@ PbSystem assemble_system(const PbCoefficients& coef, const std::vector<double>& 
   for (long k = built.first; k < built.end; ++k)
     for (long j = 0; j < n[1]; ++j)
       for (long i = 0; i < n[0]; ++i) assemble_coefficients(a, i, j, k);
-        // The boundary values on all six faces, whatever the planes: combine() reads them everywhere.
 #pragma omp parallel for schedule(static) num_threads(threads)
-  for (long k = 0; k < n[2]; ++k)
+  for (long k = 0; k < n[2]; ++k)  // the boundary values on all six faces, whatever the planes: combine() reads them
     for (long j = 0; j < n[1]; ++j) {
       const bool whole_row = k == 0 || k == n[2] - 1 || j == 0 || j == n[1] - 1;
       for (long i = 0; i < n[0]; i += whole_row ? 1 : n[0] - 1) {

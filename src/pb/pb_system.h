@@ -33,10 +33,6 @@ struct PbSystem {
   bool whole() const noexcept { return planes.covers(grid); }
 
   std::size_t size() const noexcept { return grid.point_count(); }
-  /// Whether node (i, j, k) lies on one of the six faces.
-  bool on_boundary(long i, long j, long k) const noexcept {
-    return i == 0 || j == 0 || k == 0 || i == grid.dims[0] - 1 || j == grid.dims[1] - 1 || k == grid.dims[2] - 1;
-  }
 };
 
 /// y = A x on the interior (x is 0 on the faces; y is written 0 there). Double precision, OpenMP.
