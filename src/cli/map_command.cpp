@@ -21,6 +21,7 @@
 #include "src/compute/cuda_driver.h"
 #include "src/core/bulk_memory.h"
 #include "src/core/errors.h"
+#include "src/core/process_trace.h"
 #include "src/core/stopwatch.h"
 #include "src/core/text_format.h"
 #include "src/maps/map_format_table.h"
@@ -180,6 +181,7 @@ class PrintingObserver : public MapObserver {
     // The GPU is used no more: let it go while the files are written. Joined when this observer goes.
     std::vector<int> devices = job_.compute.run.devices;
     if (devices.empty()) devices.push_back(job_.compute.run.device);
+    trace_process("summary printed");
     released_ = release_devices_beside(std::move(devices));
   }
   void written(const std::string& path, const std::string& what) override { print_written(path, what); }
@@ -250,6 +252,7 @@ class JsonSummary {
     if (!wanted()) return;
     provenance.command = command_;
     provenance.input = job.input.path;
+    trace_process("JSON summary: building");
     const std::string text = map_summary(result.map, result.kernel_name(), result.kernel_choice(), result.timing,
                                          provenance, outputs, estimate, result.pb_energy ? &*result.pb_energy : nullptr)
                                  .dump();

@@ -5,6 +5,7 @@
 #include <mutex>
 
 #include "src/core/errors.h"
+#include "src/core/process_trace.h"
 #include "src/core/stopwatch.h"
 #include "src/core/thread_count.h"
 #include "src/maps/map_format_table.h"
@@ -60,6 +61,7 @@ void PlaneWriter::write_planes_on(const PotentialMap& map, std::int64_t first, s
     }
   }
   if (failure) std::rethrow_exception(failure);
+  trace_process("map writer: planes summarized, writing");
   write_plane_bytes(first, count);
 }
 

@@ -345,4 +345,15 @@ std::string describe(const FaceSumReport& report) {
          "% of the exact sum's terms";
 }
 
+void add_boundary_phases(std::vector<PhaseTiming>& phases, double seconds, const FaceSumReport& report) {
+  phases.push_back({"boundary", seconds});
+  if (report.rounds == 0) return;
+  phases.push_back({"boundary: bands planned (host)", report.plan_seconds});
+  const std::string rounds = report.rounds == 1 ? "one round" : std::to_string(report.rounds) + " rounds";
+  phases.push_back({"boundary: sums, " + rounds, report.sum_seconds});
+  if (report.device_seconds > 0) phases.push_back({"boundary: of the sums, device kernels", report.device_seconds});
+  phases.push_back({"boundary: lattices' errors checked", report.check_seconds});
+  phases.push_back({"boundary: interpolated and ordered", report.assemble_seconds});
+}
+
 }  // namespace espgrid::pb

@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "src/compute/compute_timing.h"
 #include "src/core/atoms.h"
 #include "src/core/grid.h"
 
@@ -75,6 +76,10 @@ struct FaceSumReport {
 /// ", faces by distance bands: measured error E kT/e (bound B), P% of the exact sum's terms"; empty
 /// for an exact sum (rounds 0).
 std::string describe(const FaceSumReport& report);
+
+/// The "boundary" phase (`seconds`, the whole boundary) and, for a banded sum, its parts after it:
+/// the bands' planning, the sums (and their device kernels), the error checks and the assembly.
+void add_boundary_phases(std::vector<PhaseTiming>& phases, double seconds, const FaceSumReport& report);
 
 /// The near band's reach in node spacings, and a far band's lattice spacing as a fraction of its
 /// inner distance: measured on the actin dimer (docs/pb.md).

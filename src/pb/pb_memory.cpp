@@ -107,6 +107,12 @@ std::string PbMemoryPlan::describe() const {
          ")";
 }
 
+std::string PbMemoryPlan::summary(double device_peak_bytes) const {
+  std::string text = "memory: estimated " + describe();
+  if (device_peak_bytes > 0) text += ", GPU peak " + human_bytes(device_peak_bytes);
+  return text + ", host peak " + human_bytes(host_peak_bytes()) + " (resident, the whole process)";
+}
+
 PbMemoryPlan pb_memory_plan(const Atoms& atoms, const GridSpec& g, const PbOptions& o, const PbMemoryRequest& r) {
   PbMemoryPlan plan;
   const double n = double(g.point_count()), c = coarse_points(g);

@@ -31,6 +31,9 @@ struct PbMemoryPlan {
   double host_bytes = 0;    ///< the host's peak beyond the atoms and the program
   /// "about 1.1 GiB on the GPU (52 B a point) and 64 MiB on the host (device pipeline)".
   std::string describe() const;
+  /// "memory: estimated about ..., GPU peak 1.0 GiB, host peak 0.4 GiB (resident, the whole
+  /// process)"; the GPU's peak only when `device_peak_bytes` > 0.
+  std::string summary(double device_peak_bytes) const;
 };
 
 /// What solve_pb's plan decided, for the plan below.

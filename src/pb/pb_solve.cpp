@@ -267,7 +267,7 @@ void solve_with_device_pipeline(const Atoms& atoms, const GridSpec& grid, const 
   pb::PipelineSolve s = pb::solve_with_pipeline(atoms, grid, options, request, result.values);
   result.sas_points = s.sas_points;
   result.solve = s.solve;
-  record_phase(result, "boundary", boundary_seconds);
+  pb::add_boundary_phases(result.phases, boundary_seconds, result.boundary);
   for (const PhaseTiming& phase : s.phases) result.phases.push_back(phase);
   solved.phi = std::move(s.potential);
   solved.fixed_charge = s.fixed_charge;
@@ -324,7 +324,7 @@ void solve_on_device(const Atoms& atoms, const GridSpec& grid, const PbOptions& 
   in.charge = plan.split ? nullptr : solved.charge.data();
   in.coulomb = plan.split ? sums.coulomb.data() : nullptr;
   in.boundary = sums.boundary.data();
-  record_phase(result, "boundary", sums.boundary_seconds);
+  pb::add_boundary_phases(result.phases, sums.boundary_seconds, result.boundary);
   if (plan.split) record_phase(result, "coulomb", sums.coulomb_seconds);
   record_phase(result, "waiting for the direct sums", clock.seconds());
   cuda::PbDeviceSolveResult r;
@@ -350,7 +350,7 @@ void solve_on_device(const Atoms& atoms, const GridSpec& grid, const PbOptions& 
 void solve_on_host(const Atoms& atoms, const GridSpec& grid, const PbOptions& options, const PbRun& run,
                    const SolvePlan& plan, PbResult& result, Solved& solved) {
   const DirectSums sums = direct_sums(atoms, grid, options, run, plan, &result.boundary);
-  record_phase(result, "boundary", sums.boundary_seconds);
+  pb::add_boundary_phases(result.phases, sums.boundary_seconds, result.boundary);
   if (plan.split) record_phase(result, "coulomb", sums.coulomb_seconds);
   Stopwatch clock;
   solved.coefficients = std::make_unique<PbCoefficients>(
@@ -446,13 +446,6 @@ pb::PbMemoryPlan check_memory(const Atoms& atoms, const GridSpec& grid, const Pb
   return memory;
 }
 
-/// "memory: GPU about 1.1 GiB (52 B a point) estimated, 1.0 GiB peak; host peak 0.4 GiB (resident)".
-std::string memory_summary(const pb::PbMemoryPlan& memory, const Solved& solved) {
-  std::string text = "memory: estimated " + memory.describe();
-  if (solved.device_peak_bytes > 0) text += ", GPU peak " + human_bytes(solved.device_peak_bytes);
-  return text + ", host peak " + human_bytes(pb::host_peak_bytes()) + " (resident, the whole process)";
-}
-
 }  // namespace
 
 PbResult solve_pb(const Atoms& atoms, const GridSpec& grid, const PbOptions& options, const PbRun& run) {
@@ -460,13 +453,18 @@ PbResult solve_pb(const Atoms& atoms, const GridSpec& grid, const PbOptions& opt
   PbResult result;
   check_request(atoms, grid, options, run);
   const SolvePlan plan = plan_solve(atoms, grid, options, run);
-  record_phase(result, "checks and solver choice (a process's first: CUDA's start)", total.seconds());
+  record_phase(result, "checks and solver choice", total.seconds());
   const Stopwatch memory_clock;
   const pb::PbMemoryPlan memory = check_memory(atoms, grid, options, run, plan);
   record_phase(result,
                device_check_deferred(plan, run) ? "memory check (the host's; the GPU's after the host's preparation)"
                                                 : "memory check (a GPU's first: its context)",
                memory_clock.seconds());
+  if (run.device_ready.valid()) {  // the checks above ran while the context was made
+    const Stopwatch waiting;
+    run.device_ready.wait();
+    record_phase(result, "waiting for the device's context (made beside the input's reading)", waiting.seconds());
+  }
   Solved solved;
   try {
     if (plan.all_on_device)
@@ -491,7 +489,8 @@ PbResult solve_pb(const Atoms& atoms, const GridSpec& grid, const PbOptions& opt
   if (plan.split) result.direct_sum += ", Coulomb part " + std::string(plan.coulomb_kernel->name);
   result.summary = describe(options) + "; " + result.solve.method + ": " + std::to_string(result.solve.iterations) +
                    " iterations, relative residual " + short_scientific(result.solve.relative_residual) +
-                   " (tolerance " + short_scientific(options.tolerance) + "); " + memory_summary(memory, solved);
+                   " (tolerance " + short_scientific(options.tolerance) + "); " +
+                   memory.summary(solved.device_peak_bytes);
   result.seconds = total.seconds();
   return result;
 }

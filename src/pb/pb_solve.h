@@ -16,6 +16,7 @@
 // The narrow API for the rest of espgrid: solve_pb(atoms, grid, options, run) → PbResult.
 #pragma once
 
+#include <future>
 #include <optional>
 #include <string>
 #include <vector>
@@ -81,6 +82,9 @@ struct PbRun {
   /// device may repeat: several slabs on one GPU). The device pipeline only (mol/smol, lpbe, atoms
   /// on the mesh, no host maps); other plans are refused. `device` still runs the direct sums.
   std::vector<int> devices;
+  /// When valid, the device's context being made on another thread (`espgrid map` starts it
+  /// beside the input's reading): waited after the checks, before the device's first use.
+  std::shared_future<void> device_ready;
   /// The direct-sum kernel for φ_Coulomb (Split): any registry row computing Coulomb (an
   /// approximate one is allowed: its error is declared). Null: the solver's backend's default.
   /// The boundary faces always use the backend's default exact kernel (they need Debye–Hückel).

@@ -9,6 +9,7 @@
 
 #include "src/core/bulk_memory.h"
 #include "src/core/errors.h"
+#include "src/core/process_trace.h"
 #include "src/core/stopwatch.h"
 #include "src/core/text_format.h"
 #include "src/maps/map_formats.h"
@@ -142,10 +143,12 @@ void compute_pb_map(MapResult& result, const Atoms& atoms, const MapRequest& req
   result.map.grid = request.grid;
   result.map.physics = request.physics;
   result.map.source = request.source;
-  assign_poisoned(result.map.values, request.grid.point_count());
-  if (request.devices_ready.valid()) request.devices_ready.wait();
-  if (files) files->start(result.map);
+  // No buffer of the map's size here: the solve's own (poisoned, then every point written, its
+  // pages faulted in beside the device) becomes the map, moved below. A poisoned buffer made here
+  // and the copy into it were a serial fill and a serial copy of the whole map (the capsid's 1 GB:
+  // benchmarks/NOTES.md).
   PbRun run;
+  run.device_ready = request.devices_ready;  // waited after the solve's checks
   run.solver = pb_solver_for(request.compute, request.pb_across_ranks);
   run.threads = request.compute.run.threads;
   run.device = request.compute.run.device;
@@ -160,13 +163,21 @@ void compute_pb_map(MapResult& result, const Atoms& atoms, const MapRequest& req
   run.across_ranks = request.pb_across_ranks;
   if (request.progress) request.progress(0, 1);
   if (run.solver != PbSolver::CudaMultigrid) keep_open_mpi_files_in_a_private_folder();
-  const PbResult pb = solve_pb(atoms, request.grid, request.physics.pb, run);
-  std::copy(pb.values.begin(), pb.values.end(), result.map.values.begin());
+  PbResult pb = solve_pb(atoms, request.grid, request.physics.pb, run);
+  trace_process("PB solve: returned");
+  if (pb.values.size() != request.grid.point_count())
+    throw Error("internal error: the PB solve returned " + std::to_string(pb.values.size()) + " values for " +
+                std::to_string(request.grid.point_count()) + " points");
+  result.map.values = std::move(pb.values);
+  // The files open once the map has its values (nothing of a PB map streams during the solve; the
+  // output paths were checked before the read).
+  if (files) files->start(result.map);
   // The files record how the map was solved (their source line), beside the physics.
   result.map.source += "; " + pb.solve.method + ", " + std::to_string(pb.solve.iterations) +
                        " iterations, relative residual " + short_scientific(pb.solve.relative_residual);
   if (request.progress) request.progress(1, 1);
   if (files) files->planes_ready(0, request.grid.dims[2]);
+  trace_process("PB map: queued to its files");
   if (request.compute.run.planes_done) request.compute.run.planes_done(0, request.grid.dims[2]);
   result.timing.kernel_seconds = pb.seconds;
   result.timing.device = pb.solve.device;
