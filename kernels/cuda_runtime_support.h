@@ -232,39 +232,6 @@ class Stream {
   cudaStream_t stream_ = nullptr;
 };
 
-/// `count` elements of T on the current device, allocated and freed in the order of `stream`
-/// (cudaMallocAsync, cudaFreeAsync): freeing waits for no other stream, where cudaFree waits for
-/// the whole device. For work beside another thread's kernels on the same GPU: the PB boundary's
-/// sums beside the device pipeline's surface, which cudaFree held until the surface was done.
-/// Declare the Stream before these buffers (it must outlive them; its destructor then waits for
-/// their frees).
-template <class T>
-class StreamOrderedBuffer {
- public:
-  StreamOrderedBuffer(std::size_t count, const std::string& name, const Stream& stream) : stream_(stream.get()) {
-    const std::size_t bytes = detail::checked_bytes<T>(count, name);
-    if (bytes == 0) return;
-    void* p = nullptr;
-    const cudaError_t status = cudaMallocAsync(&p, bytes, stream_);
-    if (status != cudaSuccess) throw_allocation_error(status, bytes, name, false);
-    ptr_ = static_cast<T*>(p);
-    bytes_ = bytes;
-  }
-  ~StreamOrderedBuffer() {
-    if (ptr_) cudaFreeAsync(ptr_, stream_);  // an error here is ignored, as CudaBuffer's free's is
-  }
-  StreamOrderedBuffer(const StreamOrderedBuffer&) = delete;
-  StreamOrderedBuffer& operator=(const StreamOrderedBuffer&) = delete;
-
-  T* get() const noexcept { return ptr_; }
-  std::size_t bytes() const noexcept { return bytes_; }
-
- private:
-  cudaStream_t stream_;
-  T* ptr_ = nullptr;
-  std::size_t bytes_ = 0;
-};
-
 /// A CUDA event; timing-capable unless created with cudaEventDisableTiming.
 class Event {
  public:

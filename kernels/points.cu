@@ -181,16 +181,14 @@ ComputeTiming potential_on_plane_groups(const PlaneGroupProblem& problem, int de
   if (l.items.empty()) return timing;
   DeviceGuard guard(device);
   timing.device = describe_device(device);
-  // Stream-ordered buffers: the PB boundary calls this beside the device pipeline's kernels, and
-  // cudaFree would wait for those (the capsid's boundary waited ~0.1 s for the surface).
+  DeviceBuffer<float4> d_atoms(problem.atom_count + 1, "atoms");
+  DeviceBuffer<std::uint32_t> d_index(l.index.size(), "plane-group atom indices");
+  DeviceBuffer<DevicePlane> d_planes(l.planes.size(), "plane groups");
+  DeviceBuffer<GroupItem> d_items(l.items.size(), "plane-group items");
+  DeviceBuffer<PointTile> d_tiles(l.tiles.size(), "plane-group tiles");
+  DeviceBuffer<float> d_partial(l.items.size() * kBlock, "partial sums");
+  DeviceBuffer<float> d_out(l.points, "potential at the points");
   Stream stream;
-  StreamOrderedBuffer<float4> d_atoms(problem.atom_count + 1, "atoms", stream);
-  StreamOrderedBuffer<std::uint32_t> d_index(l.index.size(), "plane-group atom indices", stream);
-  StreamOrderedBuffer<DevicePlane> d_planes(l.planes.size(), "plane groups", stream);
-  StreamOrderedBuffer<GroupItem> d_items(l.items.size(), "plane-group items", stream);
-  StreamOrderedBuffer<PointTile> d_tiles(l.tiles.size(), "plane-group tiles", stream);
-  StreamOrderedBuffer<float> d_partial(l.items.size() * kBlock, "partial sums", stream);
-  StreamOrderedBuffer<float> d_out(l.points, "potential at the points", stream);
   Event start, stop;
   const auto upload = [&](void* to, const void* from, std::size_t bytes) {
     ESPGRID_CUDA_CHECK(cudaMemcpyAsync(to, from, bytes, cudaMemcpyHostToDevice, stream.get()));

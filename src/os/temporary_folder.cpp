@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <memory>
 #include <string_view>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -104,6 +105,19 @@ TemporaryFolder::~TemporaryFolder() {
   remove_tree_at(AT_FDCWD, path_.c_str(), 0);
   cleanup::leave_folder(slot_);
   if (lock_fd_ >= 0) ::close(lock_fd_);
+}
+
+void keep_open_mpi_session_files_in_a_private_folder() {
+  static const std::unique_ptr<TemporaryFolder> folder = []() -> std::unique_ptr<TemporaryFolder> {
+    if (std::getenv("OMPI_MCA_orte_tmpdir_base") != nullptr) return nullptr;
+    try {
+      auto made = std::make_unique<TemporaryFolder>("espgrid-mpi", "Open MPI's session files (hypre's MPI)");
+      ::setenv("OMPI_MCA_orte_tmpdir_base", made->path().c_str(), 0);
+      return made;
+    } catch (const Error&) {
+      return nullptr;  // no usable TMPDIR: Open MPI finds its own place, as it did before
+    }
+  }();
 }
 
 }  // namespace espgrid

@@ -31,4 +31,11 @@ class TemporaryFolder {
   int lock_fd_ = -1;  // the folder, open and locked (flock) while it exists
 };
 
+/// Open MPI (hypre's MPI) keeps a session folder under $TMPDIR while it runs and removes it in
+/// MPI_Finalize, at exit: a signal that ends the program first would leave it. Its files go to a
+/// private folder of this process instead, which the signal handler removes (os/), as does the
+/// next run when a SIGKILL left it. Made once, before MPI starts (its finalization, registered
+/// later, then runs before the folder's removal at exit); a user's own setting is kept.
+void keep_open_mpi_session_files_in_a_private_folder();
+
 }  // namespace espgrid

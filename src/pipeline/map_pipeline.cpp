@@ -97,24 +97,6 @@ MapResult compute_map(const Atoms& atoms, const MapRequest& request) {
 
 namespace {
 
-/// Open MPI (hypre's MPI) keeps a session folder under $TMPDIR while it runs and removes it in
-/// MPI_Finalize, at exit: a signal that ends the program first would leave it. Its files go to a
-/// private folder of this process instead, which the signal handler removes (os/), as does the
-/// next run when a SIGKILL left it. Made once, before MPI starts (its finalization, registered
-/// later, then runs before the folder's removal at exit); a user's own setting is kept.
-void keep_open_mpi_files_in_a_private_folder() {
-  static const std::unique_ptr<TemporaryFolder> folder = []() -> std::unique_ptr<TemporaryFolder> {
-    if (std::getenv("OMPI_MCA_orte_tmpdir_base") != nullptr) return nullptr;
-    try {
-      auto made = std::make_unique<TemporaryFolder>("espgrid-mpi", "Open MPI's session files (hypre's MPI)");
-      ::setenv("OMPI_MCA_orte_tmpdir_base", made->path().c_str(), 0);
-      return made;
-    } catch (const Error&) {
-      return nullptr;  // no usable TMPDIR: Open MPI finds its own place, as it did before
-    }
-  }();
-}
-
 /// --backend and --pb-solver as a PbSolver (pb_solve.cpp's resolve_solver decides Auto).
 PbSolver pb_solver_for(const ComputeOptions& compute, bool across_ranks) {
   const BackendChoice backend = compute.backend;
@@ -143,10 +125,8 @@ void compute_pb_map(MapResult& result, const Atoms& atoms, const MapRequest& req
   result.map.grid = request.grid;
   result.map.physics = request.physics;
   result.map.source = request.source;
-  // No buffer of the map's size here: the solve's own (poisoned, then every point written, its
-  // pages faulted in beside the device) becomes the map, moved below. A poisoned buffer made here
-  // and the copy into it were a serial fill and a serial copy of the whole map (the capsid's 1 GB:
-  // benchmarks/NOTES.md).
+  // The solve's own buffer (poisoned, its pages faulted in beside the device) becomes the map: a map
+  // poisoned here and a copy into it cost a serial pass each (the capsid's 1 GB: benchmarks/NOTES.md).
   PbRun run;
   run.device_ready = request.devices_ready;  // waited after the solve's checks
   run.solver = pb_solver_for(request.compute, request.pb_across_ranks);
@@ -162,15 +142,14 @@ void compute_pb_map(MapResult& result, const Atoms& atoms, const MapRequest& req
   run.device_workspace = request.pb_workspace;
   run.across_ranks = request.pb_across_ranks;
   if (request.progress) request.progress(0, 1);
-  if (run.solver != PbSolver::CudaMultigrid) keep_open_mpi_files_in_a_private_folder();
+  if (run.solver != PbSolver::CudaMultigrid) keep_open_mpi_session_files_in_a_private_folder();
   PbResult pb = solve_pb(atoms, request.grid, request.physics.pb, run);
   trace_process("PB solve: returned");
   if (pb.values.size() != request.grid.point_count())
     throw Error("internal error: the PB solve returned " + std::to_string(pb.values.size()) + " values for " +
                 std::to_string(request.grid.point_count()) + " points");
   result.map.values = std::move(pb.values);
-  // The files open once the map has its values (nothing of a PB map streams during the solve; the
-  // output paths were checked before the read).
+  // The files open once the map has its values (nothing of it streams during the solve).
   if (files) files->start(result.map);
   // The files record how the map was solved (their source line), beside the physics.
   result.map.source += "; " + pb.solve.method + ", " + std::to_string(pb.solve.iterations) +
