@@ -58,10 +58,11 @@ std::string part_line(const WorkerTiming& part) {
 }
 
 /// The summary after the computation, before the files are finished: the kernel line first.
-void print_summary(const PotentialMap& map, std::size_t atoms, const std::string& kernel_line,
+void print_summary(const MapResult& result, std::size_t atoms, const std::string& kernel_line,
                    const TimingReport& timing) {
+  const PotentialMap& map = result.map;
   const double evaluations = static_cast<double>(map.grid.point_count()) * static_cast<double>(atoms);
-  const auto [lo, hi] = float_range(map.values.data(), map.values.size());
+  const auto [lo, hi] = result.value_range();
   std::printf("kernel     %s\n", kernel_line.c_str());
   if (timing.parts.size() > 1)
     for (const WorkerTiming& part : timing.parts)
@@ -174,7 +175,7 @@ class PrintingObserver : public MapObserver {
         result.map.physics.is_pb()
             ? "Poisson-Boltzmann solve on " + result.timing.device + " (direct sums: " + sums + ", " + why_ + ")"
             : kernel_name_ + " on " + result.timing.device + " (" + why_ + ")";
-    print_summary(result.map, atoms_, line, result.timing);
+    print_summary(result, atoms_, line, result.timing);
     if (result.pb_energy)
       for (const std::string& text : pb_energy_lines(*result.pb_energy)) std::printf("%s\n", text.c_str());
     std::fflush(stdout);
@@ -253,9 +254,10 @@ class JsonSummary {
     provenance.command = command_;
     provenance.input = job.input.path;
     trace_process("JSON summary: building");
-    const std::string text = map_summary(result.map, result.kernel_name(), result.kernel_choice(), result.timing,
-                                         provenance, outputs, estimate, result.pb_energy ? &*result.pb_energy : nullptr)
-                                 .dump();
+    const std::string text =
+        map_summary(result.map, result.kernel_name(), result.kernel_choice(), result.timing, provenance, outputs,
+                    estimate, result.pb_energy ? &*result.pb_energy : nullptr, result.value_range())
+            .dump();
     if (fd_ >= 0) {
       std::fflush(stdout);
       write_all(fd_, text);
@@ -327,7 +329,7 @@ void write_distributed_map(const MapJob& job, const PreparedJob& prepared, std::
   if (prepared.kernel.error_bound > 0)
     timing.method = "approximate, expected relative RMS error <= " + short_scientific(prepared.kernel.error_bound) +
                     " at points >= 1.4 Å from atoms";
-  print_summary(result.map, atom_count, kernel_names + " on " + run.timing.device + " (" + prepared.kernel.why + ")",
+  print_summary(result, atom_count, kernel_names + " on " + run.timing.device + " (" + prepared.kernel.why + ")",
                 timing);
   MapFiles files(job.outputs, job.write);  // rank 0 has the whole map only now: nothing streams
   PrintingObserver printing(job);

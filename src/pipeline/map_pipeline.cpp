@@ -180,6 +180,11 @@ std::string MapResult::kernel_name() const {
   return timing.method.find("hypre") != std::string::npos ? "pb-hypre" : "pb-multigrid";
 }
 
+std::pair<float, float> MapResult::value_range() const {
+  if (!value_range_) value_range_ = float_range(map.values.data(), map.values.size());
+  return *value_range_;
+}
+
 std::string MapResult::kernel_choice() const {
   if (!map.physics.is_pb()) return kernel.why;
   return "--model pb: a Poisson-Boltzmann solve on " + timing.device + "; its direct sums: " +

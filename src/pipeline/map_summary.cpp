@@ -91,7 +91,8 @@ Json timing_json(const TimingReport& timing, double atom_evaluations, const std:
 
 Json map_summary(const PotentialMap& map, const std::string& kernel, const std::string& kernel_choice,
                  const TimingReport& timing, const MapProvenance& provenance, const std::vector<std::string>& outputs,
-                 const std::optional<TimeEstimate>& estimate, const PbEnergyReport* energy) {
+                 const std::optional<TimeEstimate>& estimate, const PbEnergyReport* energy,
+                 std::optional<std::pair<float, float>> range) {
   const GridSpec& g = map.grid;
   Json j = Json::object();
   j.set("source", map.source);
@@ -121,7 +122,7 @@ Json map_summary(const PotentialMap& map, const std::string& kernel, const std::
   // The range of the finite values (a map read back or made from values may hold none). The
   // threads' branch-free pass first (one thread's checked loop took ~0.3 s of the 1.93 M-atom
   // capsid's 249 M values); the checked loop only where it met an infinity or found nothing.
-  auto [lo, hi] = float_range(map.values.data(), map.values.size());
+  auto [lo, hi] = range ? *range : float_range(map.values.data(), map.values.size());
   bool any = std::isfinite(lo) && std::isfinite(hi);
   if (!any) {
     for (const float v : map.values) {

@@ -7,6 +7,7 @@
 
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "src/core/json.h"
@@ -38,10 +39,12 @@ Json model_parameters_json(const PhysicsOptions& physics);
 Json timing_json(const TimingReport& timing, double atom_evaluations,
                  const std::optional<TimeEstimate>& estimate = std::nullopt);
 /// The whole summary (see the file comment).
-/// `energy`: a PB map's energies (the "energy" block; null without).
+/// `energy`: a PB map's energies (the "energy" block; null without). `range`: the map's
+/// float_range when the caller has it (MapResult::value_range), else computed here.
 Json map_summary(const PotentialMap& map, const std::string& kernel, const std::string& kernel_choice,
                  const TimingReport& timing, const MapProvenance& provenance, const std::vector<std::string>& outputs,
-                 const std::optional<TimeEstimate>& estimate = std::nullopt, const PbEnergyReport* energy = nullptr);
+                 const std::optional<TimeEstimate>& estimate = std::nullopt, const PbEnergyReport* energy = nullptr,
+                 std::optional<std::pair<float, float>> range = std::nullopt);
 
 /// An observer that records what a summary needs (the input, pdb2pqr's report, the files
 /// written) and passes every report on to `next`.
