@@ -8,12 +8,14 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "src/compute/oracle.h"
 #include "src/core/errors.h"
 #include "src/core/json.h"
 #include "src/job/job_options.h"
+#include "src/pipeline/map_pipeline.h"
 #include "src/pipeline/map_summary.h"
 #include "src/pipeline/point_sampling.h"
 #include "src/pipeline/time_estimate.h"
@@ -321,6 +323,24 @@ TEST(MapSummary, RecordsTheModelRangeAndProvenance) {
   for (const char* expected : {"\"model\": \"pb\"", "\"solvent_dielectric\": 78.54", "\"surface\": \"smol\"",
                                "\"atom_evaluations\": 0", "\"atom_evaluations_per_second\": null"})
     EXPECT_NE(pb.find(expected), std::string::npos) << expected << " not in " << pb;
+}
+
+// The CLI computes a map's range once (MapResult::value_range) for its summary line and the JSON:
+// the pass over the map is the JSON's given range, and the result's range is the map's.
+TEST(Summary, AGivenRangeIsTheOneWrittenAndAResultsRangeIsItsMaps) {
+  MapResult result;
+  result.map.grid.dims = {3, 1, 1};
+  result.map.grid.spacing = {1, 1, 1};
+  result.map.values = {0.5f, -2.75f, 3.25f};
+  const auto [lo, hi] = result.value_range();
+  EXPECT_EQ(lo, -2.75f);
+  EXPECT_EQ(hi, 3.25f);
+  const std::string text = map_summary(result.map, "cpu-simd", "", TimingReport{}, MapProvenance{}, {}, std::nullopt,
+                                       nullptr, std::pair<float, float>{-7.5f, 8.5f})
+                               .dump(0);
+  EXPECT_NE(text.find("\"range\": [-7.5, 8.5]"), std::string::npos) << text;
+  const std::string computed = map_summary(result.map, "cpu-simd", "", TimingReport{}, MapProvenance{}, {}).dump(0);
+  EXPECT_NE(computed.find("\"range\": [-2.75, 3.25]"), std::string::npos) << computed;
 }
 
 // ---- the time estimate ------------------------------------------------------------------------------

@@ -460,7 +460,7 @@ PbResult solve_pb(const Atoms& atoms, const GridSpec& grid, const PbOptions& opt
                device_check_deferred(plan, run) ? "memory check (the host's; the GPU's after the host's preparation)"
                                                 : "memory check (a GPU's first: its context)",
                memory_clock.seconds());
-  if (run.device_ready.valid()) {  // the checks above ran while the context was made
+  if (run.device_ready.valid() && pb_host_plan(plan.solver) == pb::PbHostPlan::Gpu) {  // made beside the checks
     const Stopwatch waiting;
     run.device_ready.wait();
     record_phase(result, "waiting for the device's context (made beside the input's reading)", waiting.seconds());
