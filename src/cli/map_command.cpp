@@ -58,9 +58,9 @@ std::string part_line(const WorkerTiming& part) {
 }
 
 /// The summary after the computation, before the files are finished: the kernel line first.
-void print_summary(const MapResult& result, std::size_t atoms, const std::string& kernel_line,
-                   const TimingReport& timing) {
+void print_summary(const MapResult& result, std::size_t atoms, const std::string& kernel_line) {
   const PotentialMap& map = result.map;
+  const TimingReport& timing = result.timing;
   const double evaluations = static_cast<double>(map.grid.point_count()) * static_cast<double>(atoms);
   const auto [lo, hi] = result.value_range();
   std::printf("kernel     %s\n", kernel_line.c_str());
@@ -175,7 +175,7 @@ class PrintingObserver : public MapObserver {
         result.map.physics.is_pb()
             ? "Poisson-Boltzmann solve on " + result.timing.device + " (direct sums: " + sums + ", " + why_ + ")"
             : kernel_name_ + " on " + result.timing.device + " (" + why_ + ")";
-    print_summary(result, atoms_, line, result.timing);
+    print_summary(result, atoms_, line);
     if (result.pb_energy)
       for (const std::string& text : pb_energy_lines(*result.pb_energy)) std::printf("%s\n", text.c_str());
     std::fflush(stdout);
@@ -329,8 +329,7 @@ void write_distributed_map(const MapJob& job, const PreparedJob& prepared, std::
   if (prepared.kernel.error_bound > 0)
     timing.method = "approximate, expected relative RMS error <= " + short_scientific(prepared.kernel.error_bound) +
                     " at points >= 1.4 Å from atoms";
-  print_summary(result, atom_count, kernel_names + " on " + run.timing.device + " (" + prepared.kernel.why + ")",
-                timing);
+  print_summary(result, atom_count, kernel_names + " on " + run.timing.device + " (" + prepared.kernel.why + ")");
   MapFiles files(job.outputs, job.write);  // rank 0 has the whole map only now: nothing streams
   PrintingObserver printing(job);
   SummaryRecorder observer(printing);

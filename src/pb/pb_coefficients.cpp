@@ -540,7 +540,7 @@ double source_scale(double temperature) { return 4.0 * kPi * coulomb_constant(Po
 
 void check_atoms_have_radii(const Atoms& atoms, const PbOptions& options) {
   if (atoms.empty()) throw UsageError("--model pb needs at least one atom");
-  if (!uniform_medium(options) && *std::max_element(atoms.radius.begin(), atoms.radius.end()) <= kNoRadius)
+  if (!uniform_medium(options) && max_radius(atoms) <= kNoRadius)
     throw UsageError(
         "--model pb needs atomic radii (they draw the molecular surface), and every atom's radius is 0: "
         "give a PQR with its radius column (or, from Python, radii=)");

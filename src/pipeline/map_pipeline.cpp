@@ -149,13 +149,14 @@ void compute_pb_map(MapResult& result, const Atoms& atoms, const MapRequest& req
     throw Error("internal error: the PB solve returned " + std::to_string(pb.values.size()) + " values for " +
                 std::to_string(request.grid.point_count()) + " points");
   result.map.values = std::move(pb.values);
-  // The files open once the map has its values (nothing of it streams during the solve).
-  if (files) files->start(result.map);
   // The files record how the map was solved (their source line), beside the physics.
   result.map.source += "; " + pb.solve.method + ", " + std::to_string(pb.solve.iterations) +
                        " iterations, relative residual " + short_scientific(pb.solve.relative_residual);
   if (request.progress) request.progress(1, 1);
-  if (files) files->planes_ready(0, request.grid.dims[2]);
+  if (files) {  // opened once the map has its values: nothing of a PB map streams during the solve
+    files->start(result.map);
+    files->planes_ready(0, request.grid.dims[2]);
+  }
   trace_process("PB map: queued to its files");
   if (request.compute.run.planes_done) request.compute.run.planes_done(0, request.grid.dims[2]);
   result.timing.kernel_seconds = pb.seconds;
