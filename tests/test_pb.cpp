@@ -209,6 +209,82 @@ TEST(PbGeometry, ARanksPlanesAreTheWholeBuildsThere) {
     }
 }
 
+/// A big structure's SAS carving runs chunk by chunk of planes (pb::sas_chunks): the chunks must
+/// follow each other over the planes, hold at most the asked atoms unless one plane already holds
+/// more, reach every atom whose points can touch their planes, and own each atom exactly once (each
+/// atom's points counted once). Random atoms; whole grids and ranks' windows; limits from one atom
+/// to more than the structure.
+TEST(PbGeometry, SasChunksCoverThePlanesAndOwnEachAtomOnce) {
+  const Atoms atoms = small_molecule(29, 300);
+  const GridSpec g = grid_around(atoms, 0.7, 6);
+  const long nz = static_cast<long>(g.dims[2]);
+  const PbOptions o;
+  for (const pb::PlaneRange window : {pb::all_planes(g), pb::PlaneRange{nz / 4, nz / 2}, pb::PlaneRange{0, 3}})
+    for (const std::size_t limit : {std::size_t{1}, std::size_t{17}, std::size_t{120}, std::size_t{1000}}) {
+      const std::string what = "planes " + std::to_string(window.first) + "-" + std::to_string(window.end) +
+                               ", at most " + std::to_string(limit) + " atoms";
+      const std::vector<pb::SasChunk> chunks = pb::sas_chunks(atoms, o, g.origin[2], g.spacing[2], nz, window, limit);
+      ASSERT_FALSE(chunks.empty()) << what;
+      EXPECT_EQ(chunks.front().planes.first, window.first) << what;
+      EXPECT_EQ(chunks.back().planes.end, window.end) << what;
+      if (limit >= atoms.size()) EXPECT_EQ(chunks.size(), 1u) << what;
+      if (limit <= 17 && window == pb::all_planes(g)) EXPECT_GT(chunks.size(), 2u) << what;  // the test cuts
+      std::vector<int> owners(atoms.size(), 0);
+      for (std::size_t c = 0; c < chunks.size(); ++c) {
+        const pb::SasChunk& chunk = chunks[c];
+        ASSERT_LT(chunk.planes.first, chunk.planes.end) << what;
+        if (c > 0) EXPECT_EQ(chunk.planes.first, chunks[c - 1].planes.end) << what;
+        const pb::AtomZRange needed = pb::atoms_reaching_planes(atoms, o, g.origin[2], g.spacing[2], chunk.planes);
+        std::size_t held = 0;
+        for (std::size_t a = 0; a < atoms.size(); ++a) {
+          held += chunk.atoms.contains(atoms.z[a]) ? 1 : 0;
+          if (needed.contains(atoms.z[a])) EXPECT_TRUE(chunk.atoms.contains(atoms.z[a])) << what << ", atom " << a;
+          owners[a] += chunk.owns(atoms.z[a]) ? 1 : 0;
+        }
+        if (chunk.planes.end - chunk.planes.first > 1) EXPECT_LE(held, limit) << what << ", chunk " << c;
+      }
+      const bool whole = window == pb::all_planes(g);
+      const pb::AtomZRange all =
+          whole ? pb::AtomZRange{} : pb::atoms_reaching_planes(atoms, o, g.origin[2], g.spacing[2], window);
+      for (std::size_t a = 0; a < atoms.size(); ++a)
+        EXPECT_EQ(owners[a], all.contains(atoms.z[a]) ? 1 : 0) << what << ", atom " << a;
+    }
+}
+
+/// The maps of a carving in chunks are the carving at once, bit for bit, and so is the count of SAS
+/// points: mol, smol and the sampled surface, whole grids and a rank's planes, on random atoms and on
+/// fasciculin-2 (906 atoms, the real surface's crowding).
+TEST(PbGeometry, ACarvingInChunksIsTheWholeCarving) {
+  const Atoms fas = testing::load_molecule("fasciculin2.pqr");
+  const Atoms random = small_molecule(31, 220);
+  for (const Atoms* atoms : {&random, &fas}) {
+    const GridSpec g = grid_around(*atoms, atoms == &fas ? 1.1 : 0.6, 6);
+    const long nz = static_cast<long>(g.dims[2]);
+    for (const PbSurface s : {PbSurface::Mol, PbSurface::Smol})
+      for (const int sampling : {1, 2}) {
+        PbOptions o;
+        o.surface = s;
+        o.sampling = sampling;
+        for (const pb::PlaneRange w : {pb::all_planes(g), pb::PlaneRange{nz / 3, nz / 3 + 9}}) {
+          if (sampling > 1 && !(w == pb::all_planes(g))) continue;  // the sampled surface builds whole
+          const std::string what = (atoms == &fas ? "fasciculin-2 " : "random ") + surface_name(s) + " sampling " +
+                                   std::to_string(sampling) + " planes " + std::to_string(w.first) + "-" +
+                                   std::to_string(w.end);
+          const pb::PbCoefficients once = pb::build_coefficients_on_planes(*atoms, g, o, false, w, 2);
+          for (const std::size_t limit : {std::size_t{9}, atoms->size() / 4}) {
+            const pb::PbCoefficients chunked = pb::build_coefficients_on_planes(*atoms, g, o, false, w, 2, limit);
+            EXPECT_EQ(chunked.eps_x, once.eps_x) << what << ", at most " << limit;
+            EXPECT_EQ(chunked.eps_y, once.eps_y) << what << ", at most " << limit;
+            EXPECT_EQ(chunked.eps_z, once.eps_z) << what << ", at most " << limit;
+            EXPECT_EQ(chunked.accessibility, once.accessibility) << what << ", at most " << limit;
+            EXPECT_EQ(chunked.sas_points, once.sas_points) << what << ", at most " << limit;
+          }
+          EXPECT_GT(once.sas_points, 0u) << what;
+        }
+      }
+  }
+}
+
 /// Ranks simulated by threads: add_across_ranks is a collective that sums every rank's vector.
 class ThreadRanks {
  public:

@@ -71,7 +71,8 @@ struct PointCells {
   std::vector<std::int64_t> start;
   std::vector<double> x, y, z;  ///< the points, sorted by cell
 
-  PointCells(const SasPoints& p, double cell_size) : cell(cell_size) {
+  /// Takes the points' memory: each coordinate is released once its sorted copy is made.
+  PointCells(SasPoints&& p, double cell_size) : cell(cell_size) {
     const std::size_t count = p.x.size();
     if (count == 0) {
       start.assign(2, 0);
@@ -92,12 +93,16 @@ struct PointCells {
       ++start[of[i] + 1];
     }
     for (std::size_t c = 1; c < start.size(); ++c) start[c] += start[c - 1];
-    std::vector<std::int64_t> fill(start.begin(), start.end() - 1);
-    x.resize(count), y.resize(count), z.resize(count);
-    for (std::size_t i = 0; i < count; ++i) {
-      const std::size_t at = static_cast<std::size_t>(fill[of[i]]++);
-      x[at] = p.x[i], y[at] = p.y[i], z[at] = p.z[i];
-    }
+    const auto sorted = [&](std::vector<double>& from) {
+      std::vector<std::int64_t> fill(start.begin(), start.end() - 1);
+      std::vector<double> to(count);
+      for (std::size_t i = 0; i < count; ++i) to[static_cast<std::size_t>(fill[of[i]]++)] = from[i];
+      std::vector<double>().swap(from);
+      return to;
+    };
+    x = sorted(p.x);
+    y = sorted(p.y);
+    z = sorted(p.z);
   }
   long index(double v, int d) const {
     return std::clamp(static_cast<long>(std::floor((v - lo[d]) / cell)), 0L, n[d] - 1);
@@ -134,21 +139,19 @@ std::size_t plane_offset(const GridSpec& g, long plane) {
   return static_cast<std::size_t>(plane) * g.dims[0] * g.dims[1];
 }
 
-/// The atoms whose SAS points can mark a face of `planes` of the dielectric arrays: a point lies at
-/// atom radius + probe from its atom and marks faces within a probe radius of it; one spacing more
-/// keeps rounding on the safe side.
-AtomZRange atoms_reaching(const Atoms& atoms, const PbOptions& o, const GridSpec& g, PlaneRange planes) {
-  if (planes.covers(g)) return {};
-  if (planes.first >= planes.end) return {1.0, -1.0};  // no plane: no atom
-  const double reach = max_radius(atoms) + 2.0 * o.probe_radius + g.spacing[2];
-  return {g.origin[2] + static_cast<double>(planes.first) * g.spacing[2] - reach,
-          g.origin[2] + (static_cast<double>(planes.end - 1) + 0.5) * g.spacing[2] + reach};
+/// The points of `sas` whose atoms `chunk` owns (each atom's points counted once over the chunks).
+std::size_t owned_points(const Atoms& atoms, const SasPoints& sas, const SasChunk& chunk) {
+  std::size_t count = 0;
+  for (std::size_t a = 0; a < atoms.size(); ++a)
+    if (chunk.owns(atoms.z[a])) count += sas.atom_start[a + 1] - sas.atom_start[a];
+  return count;
 }
 
 /// The `mol` dielectric (APBS fillcoCoefMolDielNoSmooth) on `planes`: solvent everywhere, solute
 /// within atom + probe radius of any atom, solvent again within a probe radius of any accessible SAS
 /// point.
-void mol_dielectric(const Atoms& atoms, const PbOptions& o, PbCoefficients& c, int threads, PlaneRange planes) {
+void mol_dielectric(const Atoms& atoms, const PbOptions& o, PbCoefficients& c, int threads, PlaneRange planes,
+                    std::size_t chunk_atoms) {
   double* eps[3] = {c.eps_x.data(), c.eps_y.data(), c.eps_z.data()};
   for (double* e : eps)
     std::fill(e + plane_offset(c.grid, planes.first), e + plane_offset(c.grid, planes.end), o.solvent_dielectric);
@@ -162,35 +165,40 @@ void mol_dielectric(const Atoms& atoms, const PbOptions& o, PbCoefficients& c, i
                   o.solute_dielectric, planes);
   }
   if (o.probe_radius <= kNoRadius) return;
-  const SasPoints sas = accessible_sas_points(atoms, o, threads, atoms_reaching(atoms, o, c.grid, planes));
-  c.sas_points = sas.x.size();
   // APBS marks solvent within a probe radius of every accessible SAS point. The same test, gathered:
   // each face still marked solute looks for a SAS point within the probe radius (the same arithmetic
   // as the marking, so the same faces), among the points binned near it. Far fewer tests than
-  // marking every point's sphere, as the points crowd (10 per Å²).
-  const PointCells cells(sas, o.probe_radius);
+  // marking every point's sphere, as the points crowd (10 per Å²). Chunk by chunk of planes, each
+  // with the points of the atoms that reach it (sas_chunks: the host's memory).
   const GridSpec& g = c.grid;
   const long n[3] = {static_cast<long>(g.dims[0]), static_cast<long>(g.dims[1]), static_cast<long>(g.dims[2])};
   const double r2 = o.probe_radius * o.probe_radius;
-  for (int d = 0; d < 3; ++d) {
-    const double o3[3] = {g.origin[0] + kFaceShift[d][0] * g.spacing[0], g.origin[1] + kFaceShift[d][1] * g.spacing[1],
-                          g.origin[2] + kFaceShift[d][2] * g.spacing[2]};
-    double* e = eps[d];
+  c.sas_points = 0;
+  for (const SasChunk& chunk : sas_chunks(atoms, o, g.origin[2], g.spacing[2], n[2], planes, chunk_atoms)) {
+    SasPoints sas = accessible_sas_points(atoms, o, threads, chunk.atoms);
+    c.sas_points += owned_points(atoms, sas, chunk);
+    const PointCells cells(std::move(sas), o.probe_radius);
+    for (int d = 0; d < 3; ++d) {
+      const double o3[3] = {g.origin[0] + kFaceShift[d][0] * g.spacing[0],
+                            g.origin[1] + kFaceShift[d][1] * g.spacing[1],
+                            g.origin[2] + kFaceShift[d][2] * g.spacing[2]};
+      double* e = eps[d];
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
-    for (long k = planes.first; k < planes.end; ++k)
-      for (long j = 0; j < n[1]; ++j)
-        for (long i = 0; i < n[0]; ++i) {
-          double& face = e[i + n[0] * (j + n[1] * k)];
-          if (face != o.solute_dielectric) continue;
-          const double at[3] = {o3[0] + g.spacing[0] * static_cast<double>(i),
-                                o3[1] + g.spacing[1] * static_cast<double>(j),
-                                o3[2] + g.spacing[2] * static_cast<double>(k)};
-          if (cells.any(at[0], at[1], at[2], [&](double sx, double sy, double sz) {
-                const double p[3] = {sx - o3[0], sy - o3[1], sz - o3[2]};
-                return in_sphere(p, g.spacing.data(), i, j, k, r2);
-              }))
-            face = o.solvent_dielectric;
-        }
+      for (long k = chunk.planes.first; k < chunk.planes.end; ++k)
+        for (long j = 0; j < n[1]; ++j)
+          for (long i = 0; i < n[0]; ++i) {
+            double& face = e[i + n[0] * (j + n[1] * k)];
+            if (face != o.solute_dielectric) continue;
+            const double at[3] = {o3[0] + g.spacing[0] * static_cast<double>(i),
+                                  o3[1] + g.spacing[1] * static_cast<double>(j),
+                                  o3[2] + g.spacing[2] * static_cast<double>(k)};
+            if (cells.any(at[0], at[1], at[2], [&](double sx, double sy, double sz) {
+                  const double p[3] = {sx - o3[0], sy - o3[1], sz - o3[2]};
+                  return in_sphere(p, g.spacing.data(), i, j, k, r2);
+                }))
+              face = o.solvent_dielectric;
+          }
+    }
   }
 }
 
@@ -264,7 +272,8 @@ FineGrid fine_grid(const GridSpec& g, int s) {
 /// atom (the band), 2 within an atom's radius, the band carved by probes at the accessible SAS
 /// points; ions 1 where the ions reach. Returns the number of SAS points.
 std::size_t mark_fine_regions(const Atoms& atoms, const PbOptions& o, const FineGrid& fg, int threads,
-                              std::vector<unsigned char>& region, std::vector<unsigned char>& ions) {
+                              std::vector<unsigned char>& region, std::vector<unsigned char>& ions,
+                              std::size_t chunk_atoms) {
   const long* nf = fg.nf;
   const double* hf = fg.hf;
   const double* of = fg.of;
@@ -286,19 +295,22 @@ std::size_t mark_fine_regions(const Atoms& atoms, const PbOptions& o, const Fine
   // Carving: points of the band (1) within a probe radius of an accessible SAS point are solvent.
   // A probe at a SAS point never reaches into an atom (2), so only the band is tested.
   if (o.probe_radius > kNoRadius) {
-    const SasPoints sas = accessible_sas_points(atoms, o, threads);
-    sas_points = sas.x.size();
-    const PointCells cells(sas, o.probe_radius);
     const double r2 = o.probe_radius * o.probe_radius;
+    for (const SasChunk& chunk : sas_chunks(atoms, o, of[2], hf[2], nf[2], {0, nf[2]}, chunk_atoms)) {  // as mol_dielectric
+      SasPoints sas = accessible_sas_points(atoms, o, threads, chunk.atoms);
+      sas_points += owned_points(atoms, sas, chunk);
+      const PointCells cells(std::move(sas), o.probe_radius);
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
-    for (long k = 0; k < nf[2]; ++k)
-      for (long j = 0; j < nf[1]; ++j)
-        for (long i = 0; i < nf[0]; ++i) {
-          unsigned char& r = region[fidx(i, j, k)];
-          if (r == 1 && cells.any_within(of[0] + hf[0] * static_cast<double>(i), of[1] + hf[1] * static_cast<double>(j),
-                                         of[2] + hf[2] * static_cast<double>(k), r2))
-            r = 0;
-        }
+      for (long k = chunk.planes.first; k < chunk.planes.end; ++k)
+        for (long j = 0; j < nf[1]; ++j)
+          for (long i = 0; i < nf[0]; ++i) {
+            unsigned char& r = region[fidx(i, j, k)];
+            if (r == 1 &&
+                cells.any_within(of[0] + hf[0] * static_cast<double>(i), of[1] + hf[1] * static_cast<double>(j),
+                                 of[2] + hf[2] * static_cast<double>(k), r2))
+              r = 0;
+          }
+    }
   }
   return sas_points;
 }
@@ -425,11 +437,12 @@ void average_onto_nodes(const PbOptions& o, const FineGrid& fg, const std::vecto
 /// accessibility the fraction of its cell the ions reach. The same surface as APBS's `mol` (atom +
 /// probe spheres carved by probes at APBS's SAS points), with a far smaller error at a given
 /// spacing (benchmarks/NOTES.md, PB).
-void sampled_coefficients(const Atoms& atoms, const PbOptions& o, PbCoefficients& c, int threads, int s) {
+void sampled_coefficients(const Atoms& atoms, const PbOptions& o, PbCoefficients& c, int threads, int s,
+                          std::size_t chunk_atoms) {
   const FineGrid fg = fine_grid(c.grid, s);
   const std::size_t fine = static_cast<std::size_t>(fg.nf[0] * fg.nf[1] * fg.nf[2]);
   std::vector<unsigned char> region(fine, 0), ions(fine, 1);
-  const std::size_t sas_points = mark_fine_regions(atoms, o, fg, threads, region, ions);
+  const std::size_t sas_points = mark_fine_regions(atoms, o, fg, threads, region, ions, chunk_atoms);
   if (o.probe_radius > kNoRadius) c.sas_points = sas_points;
   const std::vector<unsigned char> pure = cell_contents(fg, region, ions, threads);
   average_onto_nodes(o, fg, region, ions, pure, c, threads);
@@ -574,7 +587,8 @@ PbCoefficients build_coefficients(const Atoms& atoms, const GridSpec& grid, cons
 }
 
 PbCoefficients build_coefficients_on_planes(const Atoms& atoms, const GridSpec& grid, const PbOptions& options,
-                                            bool spread, PlaneRange planes, int threads) {
+                                            bool spread, PlaneRange planes, int threads,
+                                            std::size_t sas_chunk_atoms) {
   threads = threads_to_use(threads);
   const long nz = static_cast<long>(grid.dims[2]);
   planes.end = std::min(planes.end, nz);
@@ -597,15 +611,15 @@ PbCoefficients build_coefficients_on_planes(const Atoms& atoms, const GridSpec& 
     c.planes = planes;
     spline_coefficients(atoms, options, c, threads, planes);
   } else if (options.sampling >= 2) {
-    sampled_coefficients(atoms, options, c, threads, options.sampling);
+    sampled_coefficients(atoms, options, c, threads, options.sampling, sas_chunk_atoms);
   } else {
     c.planes = planes;
     if (options.surface == PbSurface::Smol) {  // smoothing reads the mol values one plane beyond
       const PlaneRange mol{std::max(0L, planes.first - 1), std::min(nz, planes.end + 1)};
-      mol_dielectric(atoms, options, c, threads, mol);
+      mol_dielectric(atoms, options, c, threads, mol, sas_chunk_atoms);
       smooth_dielectric(c, threads, planes);
     } else {
-      mol_dielectric(atoms, options, c, threads, planes);
+      mol_dielectric(atoms, options, c, threads, planes, sas_chunk_atoms);
     }
     mol_accessibility(atoms, options, c, threads, planes);
   }

@@ -81,6 +81,32 @@ struct SasNeighbours {
 SasNeighbours sas_neighbours(const Atoms& atoms, const PbOptions& options, int threads = 0,
                              const AtomZRange& only = {});
 
+/// The atoms whose SAS points can reach planes [first, end) of arrays whose plane k lies at
+/// z0 + k·dz (face arrays up to dz/2 beyond): a point lies at radius + probe from its atom and
+/// carves within a probe radius of itself, and one more dz keeps rounding on the safe side.
+AtomZRange atoms_reaching_planes(const Atoms& atoms, const PbOptions& options, double z0, double dz, PlaneRange planes);
+
+/// A run of planes carved by the SAS points of one batch of atoms (`atoms`, those that can reach
+/// the planes). Each atom of the whole range is owned by one chunk, z in [own_lo, own_hi): the
+/// chunk that counts its points.
+struct SasChunk {
+  PlaneRange planes;
+  AtomZRange atoms;
+  double own_lo = -std::numeric_limits<double>::infinity();
+  double own_hi = std::numeric_limits<double>::infinity();
+  bool owns(double z) const noexcept { return atoms.contains(z) && z >= own_lo && z < own_hi; }
+};
+/// The most atoms whose SAS points the host makes at once. A structure of more atoms is carved in
+/// chunks of planes (the atoms near a chunk's edges make their points twice): the host's SAS memory
+/// is bounded by this, not by the structure (1.93 M atoms made 10.4 GiB of points, cells and lists
+/// at once; benchmarks/NOTES.md). 2^18 atoms: ≤ ~1.7 GB at the plan's 130 points an atom.
+inline constexpr std::size_t kSasChunkAtoms = std::size_t{1} << 18;
+/// `planes` of `plane_count` planes (plane k at z0 + k·dz) cut into consecutive chunks whose atoms
+/// number at most `max_atoms` where a chunk of one plane allows it; one chunk (today's whole range:
+/// every atom where `planes` covers the grid) when the atoms that reach `planes` are that few.
+std::vector<SasChunk> sas_chunks(const Atoms& atoms, const PbOptions& options, double z0, double dz, long plane_count,
+                                 PlaneRange planes, std::size_t max_atoms = kSasChunkAtoms);
+
 /// Throws UsageError when there is no atom, or no atom has a radius where the surface matters (a
 /// uniform medium, as APBS's point-charge examples use, needs none).
 void check_atoms_have_radii(const Atoms& atoms, const PbOptions& options);
@@ -97,9 +123,11 @@ PbCoefficients build_coefficients(const Atoms& atoms, const GridSpec& grid, cons
 /// The same maps on `planes` only (bit for bit the whole build's there; the other planes 0), for a
 /// rank's share of a solve across MPI ranks: mol and smol (the SAS points of the atoms that can reach
 /// those planes only), spl2 and spl4. The sampled surface and a uniform medium are built whole
-/// (PbCoefficients::planes says which). The charges are spread whole.
+/// (PbCoefficients::planes says which). The charges are spread whole. `sas_chunk_atoms`: the most
+/// atoms whose SAS points are held at once (sas_chunks; the maps do not depend on it).
 PbCoefficients build_coefficients_on_planes(const Atoms& atoms, const GridSpec& grid, const PbOptions& options,
-                                            bool spread, PlaneRange planes, int threads = 0);
+                                            bool spread, PlaneRange planes, int threads = 0,
+                                            std::size_t sas_chunk_atoms = kSasChunkAtoms);
 /// A uniform medium without ions: APBS solves the plain Laplacian (ε = pdie everywhere, no ions).
 bool uniform_medium(const PbOptions& options);
 

@@ -62,11 +62,12 @@ double hypre_bytes(const GridSpec& grid) {
   return kHypreBytes * points + kHypreStagingBytes * std::min(points, kHypreStagingPoints);
 }
 
-double pb_host_bytes(const GridSpec& grid, const PbOptions& options, PbHostPlan plan) {
+double pb_host_bytes(const GridSpec& grid, const PbOptions& options, PbHostPlan plan, double surface_atom_bytes) {
   const double points = point_count(grid);
   const bool on_gpu = plan == PbHostPlan::Gpu;
   if (on_gpu && pipeline_options(options)) return kPipelineHostBytes * points;  // the precise plan: pb_memory.h
-  const double surface = kSurfaceBytes * points + 3.0 * double(sampled_surface_points(grid, options));
+  const double surface =
+      kSurfaceBytes * points + 3.0 * double(sampled_surface_points(grid, options)) + surface_atom_bytes;
   const double solve = on_gpu ? kGpuHostBytes * points
                        : plan == PbHostPlan::CpuMultigrid
                            ? (kEspgridSolveBytes + kCpuMultigridBytes) * points

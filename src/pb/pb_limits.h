@@ -30,7 +30,9 @@ enum class PbHostPlan {
 /// (espgrid's system and, on the CPU, the multigrid hierarchy or hypre's matrix, vectors and
 /// levels). On the GPU with options the device pipeline runs (mol/smol, lpbe, direct, no sampled
 /// surface), its host share, 12 B a point.
-double pb_host_bytes(const GridSpec& grid, const PbOptions& options, PbHostPlan plan);
+/// `surface_atom_bytes`: what the surface phase holds beside the grid's arrays for the atoms (their
+/// SAS points and lists; pb_memory.h adds it where the atoms are known).
+double pb_host_bytes(const GridSpec& grid, const PbOptions& options, PbHostPlan plan, double surface_atom_bytes = 0);
 /// The share of pb_host_bytes that hypre itself allocates (0 on the GPU).
 double hypre_bytes(const GridSpec& grid);
 

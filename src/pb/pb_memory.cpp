@@ -37,7 +37,12 @@ constexpr double kCoarseLevel = 56;
 // maps (8). CPU: pb_limits.h's pb_host_bytes (measured on fasciculin-2: espgrid's multigrid 208 B a
 // point in all; with hypre espgrid's arrays 112, hypre's 200 and its staging 72 up to 2^22 points).
 constexpr double kHostPipeline = 8, kHostMaps = 8 + 16, kHostHybrid = 152;
+/// The host's surface phase: the coefficient maps (40), the boundary (8), the map (8).
+constexpr double kHostSurface = 56;
 constexpr double kPotential = 8;  ///< φ in double, on either side
+/// Accessible SAS points an atom, to size the host's points: measured 120 on fasciculin-2 (906
+/// atoms), 66 on the actin dimer, 60 on AChBP (with their hydrogens, sdens 10, srad 1.4); rounded up.
+constexpr double kSasPointsPerAtom = 130;
 /// Atom density used to size the SAS neighbour lists (a protein with its hydrogens holds ~0.1 atoms
 /// per Å³; rounded up).
 constexpr double kAtomDensity = 0.12;
@@ -62,6 +67,24 @@ double neighbour_pairs(const Atoms& atoms, const PbOptions& o) {
 double face_points(const GridSpec& g) {
   const double n0 = double(g.dims[0]), n1 = double(g.dims[1]), n2 = double(g.dims[2]);
   return 2 * n0 * n1 + (n2 - 2) * (2 * n0 + 2 * (n1 - 2));
+}
+
+/// The host's SAS work where the host carves a mol/smol surface (pb_coefficients.cpp mol_dielectric,
+/// pb_sas.cpp), by the code: at most kSasChunkAtoms atoms' points at once, 48 B a point at the
+/// peak (each atom's points and their concatenation; the cells' sorted copy is 40), at
+/// kSasPointsPerAtom; 4 B a neighbour pair and ~56 B an atom of lists; and for every atom of the
+/// structure the per-atom vectors and cell list (56 B). The points' cells of one probe radius: 16 B
+/// a cell over the chunk's share of the box. Measured (2026-11-28, this VM): the 1.93 M-atom capsid at
+/// 4 A on the CPU peaks at 1.5 GiB resident in all against 10.4 GiB before the chunks.
+double host_sas_bytes(const Atoms& atoms, const GridSpec& g, const PbOptions& o) {
+  const bool carved =
+      o.probe_radius > kNoRadius && !uniform_medium(o) && (o.surface == PbSurface::Mol || o.surface == PbSurface::Smol);
+  if (!carved || atoms.empty()) return 0;
+  const double n = double(atoms.size()), chunk = std::min(n, double(kSasChunkAtoms));
+  double box = 1;
+  for (int d = 0; d < 3; ++d) box *= double(g.dims[d] - 1) * g.spacing[d] + 2 * o.probe_radius;
+  const double cells = box / (o.probe_radius * o.probe_radius * o.probe_radius) * (chunk / n);
+  return chunk * (kSasPointsPerAtom * 48 + 4 * neighbour_pairs(atoms, o) / n + 56) + 56 * n + 16 * cells;
 }
 
 /// The device pipeline's peak: the surface phase or the solve phase.
@@ -120,11 +143,11 @@ PbMemoryPlan pb_memory_plan(const Atoms& atoms, const GridSpec& g, const PbOptio
   const double potential = r.potential ? kPotential * n : 0.0;
   if (r.where != PbHostPlan::Gpu) {
     plan.path = PbMemoryPath::Host;
-    plan.host_bytes = pb_host_bytes(g, o, r.where) + potential;
+    plan.host_bytes = pb_host_bytes(g, o, r.where, host_sas_bytes(atoms, g, o)) + potential;
   } else if (r.host_maps) {
     plan.path = PbMemoryPath::Hybrid;
     plan.device_bytes = kHybridDevice * n + kCoarseLevel * c;
-    plan.host_bytes = kHostHybrid * n + 32 * c + potential;
+    plan.host_bytes = std::max(kHostHybrid * n + 32 * c, kHostSurface * n + host_sas_bytes(atoms, g, o)) + potential;
   } else if (r.pipeline) {
     plan.path = PbMemoryPath::Pipeline;
     plan.device_bytes = pipeline_device(atoms, g, o);
@@ -134,7 +157,9 @@ PbMemoryPlan pb_memory_plan(const Atoms& atoms, const GridSpec& g, const PbOptio
     const double surface = (kMapsSurface + (o.surface == PbSurface::Smol ? kMapsSmooth : 0.0)) * n +
                            4 * neighbour_pairs(atoms, o) + 40 * double(atoms.size());
     plan.device_bytes = std::max({surface, kMapsAssembly * n, kMapsSolve * n + kCoarseLevel * c + potential});
-    plan.host_bytes = kHostMaps * n + potential + 4 * neighbour_pairs(atoms, o) + (r.split ? 4 * n : 0.0);
+    // The neighbour lists, made on the host (pb_sas.cpp): per atom while they are gathered, then CSR.
+    plan.host_bytes =
+        kHostMaps * n + potential + 8 * neighbour_pairs(atoms, o) + 56 * double(atoms.size()) + (r.split ? 4 * n : 0.0);
   }
   return plan;
 }

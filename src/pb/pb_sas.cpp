@@ -51,6 +51,13 @@ struct CellList {
   }
 };
 
+/// The heights [z_lo, z_hi] of atoms within `reach` of planes [first, end) at z0 + k·dz (+ dz/2).
+AtomZRange planes_reach(double z0, double dz, PlaneRange planes, double reach) {
+  if (planes.first >= planes.end) return {1.0, -1.0};  // no plane: no atom
+  return {z0 + static_cast<double>(planes.first) * dz - reach,
+          z0 + (static_cast<double>(planes.end - 1) + 0.5) * dz + reach};
+}
+
 }  // namespace
 
 double max_radius(const Atoms& atoms) {
@@ -94,46 +101,56 @@ SasNeighbours sas_neighbours(const Atoms& atoms, const PbOptions& o, int threads
   // r_a + probe + r_b + probe of a's centre. Cells of side r_max + probe, searched far enough.
   const CellList cells(atoms, max_radius(atoms) + probe + 1e-6);
   const std::size_t natoms = atoms.size();
+  // Each list is gathered in its thread's scratch and kept at its exact size: the lists' memory is
+  // 4 B a pair (+ a vector an atom) until the CSR copy, not the growth's slack on top.
   std::vector<std::vector<std::int32_t>> lists(natoms);
-#pragma omp parallel for schedule(dynamic, 8) num_threads(threads)
-  for (long a = 0; a < static_cast<long>(natoms); ++a) {
-    const double ra = atoms.radius[a];
-    if (ra <= kNoRadius || !only.contains(atoms.z[a])) continue;  // APBS: no radius, no SAS points
-    const double rad = ra + probe;
-    const double ax = atoms.x[a], ay = atoms.y[a], az = atoms.z[a];
-    // Two points d apart lie at most ceil(d / cell) cells apart along an axis (floor(a) − floor(b) ≤
-    // ceil(a − b)), and a blocking atom lies within rad + r_b + probe ≤ rad + cell of this one.
-    const long span = static_cast<long>(std::ceil((rad + cells.cell) / cells.cell));
-    const long cx = cells.cell_of(ax, 0), cy = cells.cell_of(ay, 1), cz = cells.cell_of(az, 2);
-    std::vector<std::int32_t>& out = lists[static_cast<std::size_t>(a)];
-    for (long k = std::max(0L, cz - span); k <= std::min(cells.n[2] - 1, cz + span); ++k)
-      for (long j = std::max(0L, cy - span); j <= std::min(cells.n[1] - 1, cy + span); ++j)
-        for (long i = std::max(0L, cx - span); i <= std::min(cells.n[0] - 1, cx + span); ++i) {
-          const std::size_t c = static_cast<std::size_t>(i + cells.n[0] * (j + cells.n[1] * k));
-          for (std::int64_t s = cells.start[c]; s < cells.start[c + 1]; ++s) {
-            const std::int32_t b = cells.atoms[static_cast<std::size_t>(s)];
-            if (b == a) continue;
-            const double reach = rad + atoms.radius[b] + probe;
-            const double dx = atoms.x[b] - ax, dy = atoms.y[b] - ay, dz = atoms.z[b] - az;
-            if (dx * dx + dy * dy + dz * dz < reach * reach) out.push_back(b);
+#pragma omp parallel num_threads(threads)
+  {
+    std::vector<std::int32_t> out;
+#pragma omp for schedule(dynamic, 8)
+    for (long a = 0; a < static_cast<long>(natoms); ++a) {
+      const double ra = atoms.radius[a];
+      if (ra <= kNoRadius || !only.contains(atoms.z[a])) continue;  // APBS: no radius, no SAS points
+      const double rad = ra + probe;
+      const double ax = atoms.x[a], ay = atoms.y[a], az = atoms.z[a];
+      // Two points d apart lie at most ceil(d / cell) cells apart along an axis (floor(a) − floor(b) ≤
+      // ceil(a − b)), and a blocking atom lies within rad + r_b + probe ≤ rad + cell of this one.
+      const long span = static_cast<long>(std::ceil((rad + cells.cell) / cells.cell));
+      const long cx = cells.cell_of(ax, 0), cy = cells.cell_of(ay, 1), cz = cells.cell_of(az, 2);
+      out.clear();
+      for (long k = std::max(0L, cz - span); k <= std::min(cells.n[2] - 1, cz + span); ++k)
+        for (long j = std::max(0L, cy - span); j <= std::min(cells.n[1] - 1, cy + span); ++j)
+          for (long i = std::max(0L, cx - span); i <= std::min(cells.n[0] - 1, cx + span); ++i) {
+            const std::size_t c = static_cast<std::size_t>(i + cells.n[0] * (j + cells.n[1] * k));
+            for (std::int64_t s = cells.start[c]; s < cells.start[c + 1]; ++s) {
+              const std::int32_t b = cells.atoms[static_cast<std::size_t>(s)];
+              if (b == a) continue;
+              const double reach = rad + atoms.radius[b] + probe;
+              const double dx = atoms.x[b] - ax, dy = atoms.y[b] - ay, dz = atoms.z[b] - az;
+              if (dx * dx + dy * dy + dz * dz < reach * reach) out.push_back(b);
+            }
           }
-        }
-    // Closest first: they block most of the sphere, so the test of a buried point ends early. The
-    // order changes no result (a point is open when no neighbour blocks it).
-    auto dist2 = [&](std::int32_t b) {
-      const double dx = atoms.x[b] - ax, dy = atoms.y[b] - ay, dz = atoms.z[b] - az;
-      return dx * dx + dy * dy + dz * dz;
-    };
-    std::sort(out.begin(), out.end(), [&](std::int32_t l, std::int32_t r) {
-      const double dl = dist2(l), dr = dist2(r);
-      return dl < dr || (dl == dr && l < r);
-    });
+      // Closest first: they block most of the sphere, so the test of a buried point ends early. The
+      // order changes no result (a point is open when no neighbour blocks it).
+      auto dist2 = [&](std::int32_t b) {
+        const double dx = atoms.x[b] - ax, dy = atoms.y[b] - ay, dz = atoms.z[b] - az;
+        return dx * dx + dy * dy + dz * dz;
+      };
+      std::sort(out.begin(), out.end(), [&](std::int32_t l, std::int32_t r) {
+        const double dl = dist2(l), dr = dist2(r);
+        return dl < dr || (dl == dr && l < r);
+      });
+      lists[static_cast<std::size_t>(a)].assign(out.begin(), out.end());
+    }
   }
   SasNeighbours n;
   n.start.assign(natoms + 1, 0);
   for (std::size_t a = 0; a < natoms; ++a) n.start[a + 1] = n.start[a] + static_cast<std::int64_t>(lists[a].size());
   n.atoms.reserve(static_cast<std::size_t>(n.start[natoms]));
-  for (const auto& l : lists) n.atoms.insert(n.atoms.end(), l.begin(), l.end());
+  for (auto& l : lists) {
+    n.atoms.insert(n.atoms.end(), l.begin(), l.end());
+    std::vector<std::int32_t>().swap(l);
+  }
   return n;
 }
 
@@ -142,32 +159,39 @@ SasPoints accessible_sas_points(const Atoms& atoms, const PbOptions& o, int thre
   const ReferenceSphere ref = reference_sphere(reference_sphere_request(atoms, o));
   const SasNeighbours nb = sas_neighbours(atoms, o, threads, only);
   const std::size_t natoms = atoms.size(), nref = ref.x.size();
+  // Each atom's points gathered in its thread's scratch and kept at their exact size (x, y, z
+  // interleaved), as the neighbour lists.
   std::vector<std::vector<double>> per_atom(natoms);
-#pragma omp parallel for schedule(dynamic, 8) num_threads(threads)
-  for (long a = 0; a < static_cast<long>(natoms); ++a) {
-    const double ra = atoms.radius[a];
-    if (ra <= kNoRadius || !only.contains(atoms.z[a])) continue;
-    const double rad = ra + o.probe_radius;
-    const double ax = atoms.x[a], ay = atoms.y[a], az = atoms.z[a];
-    std::vector<double>& out = per_atom[static_cast<std::size_t>(a)];
-    const long begin = static_cast<long>(nb.start[static_cast<std::size_t>(a)]);
-    const long end = static_cast<long>(nb.start[static_cast<std::size_t>(a) + 1]);
-    long last = -1;  // the neighbour that blocked the previous point: it likely blocks this one too
-    for (std::size_t p = 0; p < nref; ++p) {
-      const double px = rad * ref.x[p] + ax, py = rad * ref.y[p] + ay, pz = rad * ref.z[p] + az;
-      if (last >= 0 && !sas_point_open(px, py, pz, atoms.x.data(), atoms.y.data(), atoms.z.data(), atoms.radius.data(),
-                                       nb.atoms.data(), last, last + 1, o.probe_radius))
-        continue;
-      last = -1;
-      for (long s = begin; s < end && last < 0; ++s)
-        if (!sas_point_open(px, py, pz, atoms.x.data(), atoms.y.data(), atoms.z.data(), atoms.radius.data(),
-                            nb.atoms.data(), s, s + 1, o.probe_radius))
-          last = s;
-      if (last < 0) {
-        out.push_back(px);
-        out.push_back(py);
-        out.push_back(pz);
+#pragma omp parallel num_threads(threads)
+  {
+    std::vector<double> out;
+#pragma omp for schedule(dynamic, 8)
+    for (long a = 0; a < static_cast<long>(natoms); ++a) {
+      const double ra = atoms.radius[a];
+      if (ra <= kNoRadius || !only.contains(atoms.z[a])) continue;
+      const double rad = ra + o.probe_radius;
+      const double ax = atoms.x[a], ay = atoms.y[a], az = atoms.z[a];
+      out.clear();
+      const long begin = static_cast<long>(nb.start[static_cast<std::size_t>(a)]);
+      const long end = static_cast<long>(nb.start[static_cast<std::size_t>(a) + 1]);
+      long last = -1;  // the neighbour that blocked the previous point: it likely blocks this one too
+      for (std::size_t p = 0; p < nref; ++p) {
+        const double px = rad * ref.x[p] + ax, py = rad * ref.y[p] + ay, pz = rad * ref.z[p] + az;
+        if (last >= 0 && !sas_point_open(px, py, pz, atoms.x.data(), atoms.y.data(), atoms.z.data(),
+                                         atoms.radius.data(), nb.atoms.data(), last, last + 1, o.probe_radius))
+          continue;
+        last = -1;
+        for (long s = begin; s < end && last < 0; ++s)
+          if (!sas_point_open(px, py, pz, atoms.x.data(), atoms.y.data(), atoms.z.data(), atoms.radius.data(),
+                              nb.atoms.data(), s, s + 1, o.probe_radius))
+            last = s;
+        if (last < 0) {
+          out.push_back(px);
+          out.push_back(py);
+          out.push_back(pz);
+        }
       }
+      per_atom[static_cast<std::size_t>(a)].assign(out.begin(), out.end());
     }
   }
   SasPoints sas;
@@ -177,16 +201,62 @@ SasPoints accessible_sas_points(const Atoms& atoms, const PbOptions& o, int thre
   sas.y.reserve(total);
   sas.z.reserve(total);
   sas.atom_start.reserve(natoms + 1);
-  for (const auto& v : per_atom) {
+  for (auto& v : per_atom) {
     sas.atom_start.push_back(sas.x.size());
     for (std::size_t i = 0; i < v.size(); i += 3) {
       sas.x.push_back(v[i]);
       sas.y.push_back(v[i + 1]);
       sas.z.push_back(v[i + 2]);
     }
+    std::vector<double>().swap(v);
   }
   sas.atom_start.push_back(sas.x.size());
   return sas;
+}
+
+AtomZRange atoms_reaching_planes(const Atoms& atoms, const PbOptions& o, double z0, double dz, PlaneRange planes) {
+  return planes_reach(z0, dz, planes, max_radius(atoms) + 2.0 * o.probe_radius + dz);
+}
+
+std::vector<SasChunk> sas_chunks(const Atoms& atoms, const PbOptions& o, double z0, double dz, long plane_count,
+                                 PlaneRange planes, std::size_t max_atoms) {
+  planes.first = std::max(planes.first, 0L);
+  planes.end = std::min(planes.end, plane_count);
+  if (planes.first >= planes.end) return {};
+  const double reach = max_radius(atoms) + 2.0 * o.probe_radius + dz;
+  const bool covers = planes.first == 0 && planes.end == plane_count;
+  const AtomZRange whole = covers ? AtomZRange{} : planes_reach(z0, dz, planes, reach);
+  std::vector<double> z;  // the atoms that get SAS points, by height
+  for (std::size_t a = 0; a < atoms.size(); ++a)
+    if (atoms.radius[a] > kNoRadius && whole.contains(atoms.z[a])) z.push_back(atoms.z[a]);
+  if (z.size() <= max_atoms) return {SasChunk{planes, whole}};
+  std::sort(z.begin(), z.end());
+  // The chunk [k0, k1): its atoms' range (the first and last chunks reach as far as the whole's).
+  const auto chunk = [&](long k0, long k1) {
+    SasChunk c{{k0, k1}, planes_reach(z0, dz, {k0, k1}, reach)};
+    if (k0 == planes.first) c.atoms.z_lo = whole.z_lo;
+    if (k1 == planes.end) c.atoms.z_hi = whole.z_hi;
+    if (k0 != planes.first) c.own_lo = z0 + static_cast<double>(k0) * dz;
+    if (k1 != planes.end) c.own_hi = z0 + static_cast<double>(k1) * dz;
+    return c;
+  };
+  const auto atoms_in = [&](const SasChunk& c) {
+    return static_cast<std::size_t>(std::upper_bound(z.begin(), z.end(), c.atoms.z_hi) -
+                                    std::lower_bound(z.begin(), z.end(), c.atoms.z_lo));
+  };
+  std::vector<SasChunk> chunks;
+  for (long k0 = planes.first; k0 < planes.end;) {
+    // The most planes whose atoms fit (their count grows with the planes), at least one.
+    long fits = k0 + 1, over = planes.end + 1;  // a chunk end known to fit; the first known not to
+    (atoms_in(chunk(k0, planes.end)) <= max_atoms ? fits : over) = planes.end;
+    while (over - fits > 1) {
+      const long mid = fits + (over - fits) / 2;
+      (atoms_in(chunk(k0, mid)) <= max_atoms ? fits : over) = mid;
+    }
+    chunks.push_back(chunk(k0, fits));
+    k0 = fits;
+  }
+  return chunks;
 }
 
 }  // namespace espgrid::pb
