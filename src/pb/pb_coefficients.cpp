@@ -296,7 +296,8 @@ std::size_t mark_fine_regions(const Atoms& atoms, const PbOptions& o, const Fine
   // A probe at a SAS point never reaches into an atom (2), so only the band is tested.
   if (o.probe_radius > kNoRadius) {
     const double r2 = o.probe_radius * o.probe_radius;
-    for (const SasChunk& chunk : sas_chunks(atoms, o, of[2], hf[2], nf[2], {0, nf[2]}, chunk_atoms)) {  // as mol_dielectric
+    // Chunk by chunk of the fine grid's planes, as mol_dielectric.
+    for (const SasChunk& chunk : sas_chunks(atoms, o, of[2], hf[2], nf[2], {0, nf[2]}, chunk_atoms)) {
       SasPoints sas = accessible_sas_points(atoms, o, threads, chunk.atoms);
       sas_points += owned_points(atoms, sas, chunk);
       const PointCells cells(std::move(sas), o.probe_radius);
@@ -587,8 +588,7 @@ PbCoefficients build_coefficients(const Atoms& atoms, const GridSpec& grid, cons
 }
 
 PbCoefficients build_coefficients_on_planes(const Atoms& atoms, const GridSpec& grid, const PbOptions& options,
-                                            bool spread, PlaneRange planes, int threads,
-                                            std::size_t sas_chunk_atoms) {
+                                            bool spread, PlaneRange planes, int threads, std::size_t sas_chunk_atoms) {
   threads = threads_to_use(threads);
   const long nz = static_cast<long>(grid.dims[2]);
   planes.end = std::min(planes.end, nz);
