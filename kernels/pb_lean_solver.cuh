@@ -54,29 +54,58 @@ struct Transfer {
 };
 
 /// One colour's Gauss–Seidel updates; a node's colour is the parity of its whole-level indices
-/// (`k_offset`: the whole level's plane of this array's plane 0), so slabs sweep as one grid.
+/// (`k_offset`: the whole level's plane of this array's plane 0), so slabs sweep as one grid. A
+/// thread a node of the colour (sweep_blocks): x over every other node of a row, y over rows, z over
+/// planes. A thread a node of the level with half of them idle left every warp half its lanes and
+/// two 64-bit divisions each (the fine sweeps at 39% of the H200's DRAM bandwidth, 2026-11-28).
+/// Same-colour nodes do not read each other, so the order of the updates changes no bit.
+constexpr unsigned kSweepX = 32, kSweepY = 8;
 template <class Op>
 __global__ void half_sweep_kernel(Op a, double* x, const double* b, int color, long k_offset) {
-  const long idx = static_cast<long>(blockIdx.x) * blockDim.x + threadIdx.x;
-  Index p;
-  if (!node_of(idx, a.n, p)) return;
-  if (!pb::interior(a.n, p.i, p.j, p.k) || ((p.i + p.j + p.k + k_offset) & 1) != color) return;
+  const long k = blockIdx.z;
+  const long j = static_cast<long>(blockIdx.y) * kSweepY + threadIdx.y;
+  // (i + j + k + k_offset) & 1 == color: i's parity is that of color + j + k + k_offset.
+  const long i = 2 * (static_cast<long>(blockIdx.x) * kSweepX + threadIdx.x) + ((color + j + k + k_offset) & 1);
+  if (j >= a.n[1] || i >= a.n[0] || !pb::interior(a.n, i, j, k)) return;
+  const long idx = i + a.n[0] * (j + a.n[1] * k);
   x[idx] = pb::gauss_seidel_value(a, x, b, idx);
+}
+/// half_sweep_kernel's grid for a level of n nodes (blocks of kSweepX × kSweepY threads).
+inline dim3 sweep_blocks(const long* n) {
+  if (n[2] > 65535 || n[1] > 65535L * kSweepY)
+    throw Error("internal error: a PB level of " + std::to_string(n[1]) + " x " + std::to_string(n[2]) +
+                " rows is beyond a sweep's launch grid");
+  return dim3(static_cast<unsigned>(((n[0] + 1) / 2 + kSweepX - 1) / kSweepX),
+              static_cast<unsigned>((n[1] + kSweepY - 1) / kSweepY), static_cast<unsigned>(n[2]));
+}
+
+/// A node of a level from the block grid of node_blocks (x along rows, y over rows, z over planes):
+/// no division, where a thread a flat index took two.
+__device__ __forceinline__ bool node_from_grid(const long* n, Index& p) {
+  p.k = blockIdx.z;
+  p.j = static_cast<long>(blockIdx.y) * kSweepY + threadIdx.y;
+  p.i = static_cast<long>(blockIdx.x) * kSweepX + threadIdx.x;
+  return p.i < n[0] && p.j < n[1];
+}
+/// The block grid of a thread a node of a level of n nodes.
+inline dim3 node_blocks(const long* n) {
+  const dim3 half = sweep_blocks(n);  // its limits
+  return dim3(static_cast<unsigned>((n[0] + kSweepX - 1) / kSweepX), half.y, half.z);
 }
 
 template <class Op>
 __global__ void residual_kernel(Op a, const double* x, const double* b, double* r) {
-  const long idx = static_cast<long>(blockIdx.x) * blockDim.x + threadIdx.x;
   Index p;
-  if (!node_of(idx, a.n, p)) return;
+  if (!node_from_grid(a.n, p)) return;
+  const long idx = p.i + a.n[0] * (p.j + a.n[1] * p.k);
   r[idx] = pb::interior(a.n, p.i, p.j, p.k) ? b[idx] - pb::apply_row(a, x, idx) : 0.0;
 }
 
 template <class Op>
 __global__ void apply_kernel(Op a, const double* x, double* y) {
-  const long idx = static_cast<long>(blockIdx.x) * blockDim.x + threadIdx.x;
   Index p;
-  if (!node_of(idx, a.n, p)) return;
+  if (!node_from_grid(a.n, p)) return;
+  const long idx = p.i + a.n[0] * (p.j + a.n[1] * p.k);
   y[idx] = pb::interior(a.n, p.i, p.j, p.k) ? pb::apply_row(a, x, idx) : 0.0;
 }
 
@@ -100,10 +129,10 @@ __global__ void restrict_kernel(Transfer t, const double* r_fine, long k_begin, 
 }
 
 __global__ void prolong_add_kernel(Transfer t, const double* e_coarse, double* x_fine) {
-  const long idx = static_cast<long>(blockIdx.x) * blockDim.x + threadIdx.x;
   Index p;
-  if (!node_of(idx, t.nf, p)) return;
+  if (!node_from_grid(t.nf, p)) return;
   if (!pb::interior(t.nf, p.i, p.j, p.k)) return;
+  const long idx = p.i + t.nf[0] * (p.j + t.nf[1] * p.k);
   x_fine[idx] += pb::prolong_value(e_coarse, t.nc, t.maps, t.coarsened, p.i, p.j, p.k);
 }
 
@@ -264,10 +293,11 @@ class Solver {
   }
   void half_sweep(std::size_t l, int color) {
     const LevelArrays a = level(l);
+    const dim3 threads(kSweepX, kSweepY);
     if (l == 0)
-      half_sweep_kernel<<<blocks_for(a.size), kBlock, 0, stream_>>>(top_, a.x, a.b, color, a.plane_offset);
+      half_sweep_kernel<<<sweep_blocks(a.n), threads, 0, stream_>>>(top_, a.x, a.b, color, a.plane_offset);
     else
-      half_sweep_kernel<<<blocks_for(a.size), kBlock, 0, stream_>>>(coarse_[l - 1].op(), a.x, a.b, color,
+      half_sweep_kernel<<<sweep_blocks(a.n), threads, 0, stream_>>>(coarse_[l - 1].op(), a.x, a.b, color,
                                                                     a.plane_offset);
     ESPGRID_CUDA_CHECK_LAUNCH();
   }
@@ -280,10 +310,11 @@ class Solver {
   }
   void level_residual(std::size_t l) {
     const LevelArrays a = level(l);
+    const dim3 threads(kSweepX, kSweepY);
     if (l == 0)
-      residual_kernel<<<blocks_for(a.size), kBlock, 0, stream_>>>(top_, a.x, a.b, a.r);
+      residual_kernel<<<node_blocks(a.n), threads, 0, stream_>>>(top_, a.x, a.b, a.r);
     else
-      residual_kernel<<<blocks_for(a.size), kBlock, 0, stream_>>>(coarse_[l - 1].op(), a.x, a.b, a.r);
+      residual_kernel<<<node_blocks(a.n), threads, 0, stream_>>>(coarse_[l - 1].op(), a.x, a.b, a.r);
     ESPGRID_CUDA_CHECK_LAUNCH();
   }
   /// Level l's residual restricted to level l + 1's own planes.
@@ -297,7 +328,7 @@ class Solver {
   /// Level l + 1's correction added to level l's x.
   void prolong_up(std::size_t l) {
     const LevelArrays f = level(l), c = level(l + 1);
-    prolong_add_kernel<<<blocks_for(f.size), kBlock, 0, stream_>>>(transfer(l + 1), c.x, f.x);
+    prolong_add_kernel<<<node_blocks(f.n), dim3(kSweepX, kSweepY), 0, stream_>>>(transfer(l + 1), c.x, f.x);
     ESPGRID_CUDA_CHECK_LAUNCH();
   }
 
@@ -332,7 +363,7 @@ class Solver {
 
   /// r = b − A x on level 0 (every node; 0 on the faces).
   void residual(const double* x, const double* b, double* r) {
-    residual_kernel<<<blocks_for(size_), kBlock, 0, stream_>>>(top_, x, b, r);
+    residual_kernel<<<node_blocks(top_.n), dim3(kSweepX, kSweepY), 0, stream_>>>(top_, x, b, r);
     ESPGRID_CUDA_CHECK_LAUNCH();
   }
 
@@ -343,7 +374,7 @@ class Solver {
                                        cudaMemcpyDeviceToDevice, stream_));
   }
   void apply_direction() {
-    apply_kernel<<<blocks_for(size_), kBlock, 0, stream_>>>(top_, p_.get(), q_.get());
+    apply_kernel<<<node_blocks(top_.n), dim3(kSweepX, kSweepY), 0, stream_>>>(top_, p_.get(), q_.get());
     ESPGRID_CUDA_CHECK_LAUNCH();
   }
   void update_solution(double alpha) {
