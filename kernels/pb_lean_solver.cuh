@@ -119,11 +119,12 @@ __global__ void coarse_operator_kernel(Transfer t, Op fine, long k_begin, long k
   pb::coarse_node(fine, t.nf, t.nc, t.maps, t.coarsened, p.i, p.j, p.k, wx[idx], wy[idx], wz[idx], c[idx]);
 }
 
-/// The restricted residual at the coarse planes k_begin .. k_end − 1.
-__global__ void restrict_kernel(Transfer t, const double* r_fine, long k_begin, long k_end, double* b_coarse) {
-  const long idx = static_cast<long>(blockIdx.x) * blockDim.x + threadIdx.x + k_begin * t.nc[0] * t.nc[1];
+/// The restricted residual at the coarse planes k_begin .. k_end − 1 (blocks: restrict_blocks).
+__global__ void restrict_kernel(Transfer t, const double* r_fine, long k_begin, double* b_coarse) {
   Index p;
-  if (!node_of(idx, t.nc, p) || p.k >= k_end) return;
+  if (!node_from_grid(t.nc, p)) return;
+  p.k += k_begin;
+  const long idx = p.i + t.nc[0] * (p.j + t.nc[1] * p.k);
   b_coarse[idx] =
       pb::interior(t.nc, p.i, p.j, p.k) ? pb::restrict_value(r_fine, t.nf, t.maps, t.coarsened, p.i, p.j, p.k) : 0.0;
 }
@@ -322,7 +323,9 @@ class Solver {
     const LevelArrays f = level(l), c = level(l + 1);
     const long count = (c.own_end - c.own_begin) * c.n[0] * c.n[1];
     if (count <= 0) return;
-    restrict_kernel<<<blocks_for(count), kBlock, 0, stream_>>>(transfer(l + 1), f.r, c.own_begin, c.own_end, c.b);
+    const long planes[3] = {c.n[0], c.n[1], c.own_end - c.own_begin};  // the own planes only
+    restrict_kernel<<<node_blocks(planes), dim3(kSweepX, kSweepY), 0, stream_>>>(transfer(l + 1), f.r, c.own_begin,
+                                                                                 c.b);
     ESPGRID_CUDA_CHECK_LAUNCH();
   }
   /// Level l + 1's correction added to level l's x.
