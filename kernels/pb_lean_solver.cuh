@@ -119,7 +119,7 @@ __global__ void coarse_operator_kernel(Transfer t, Op fine, long k_begin, long k
   pb::coarse_node(fine, t.nf, t.nc, t.maps, t.coarsened, p.i, p.j, p.k, wx[idx], wy[idx], wz[idx], c[idx]);
 }
 
-/// The restricted residual at the coarse planes k_begin .. k_end − 1 (blocks: restrict_blocks).
+/// The restricted residual at the coarse planes from k_begin (blocks: node_blocks of those planes).
 __global__ void restrict_kernel(Transfer t, const double* r_fine, long k_begin, double* b_coarse) {
   Index p;
   if (!node_from_grid(t.nc, p)) return;

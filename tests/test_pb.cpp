@@ -209,52 +209,56 @@ TEST(PbGeometry, ARanksPlanesAreTheWholeBuildsThere) {
     }
 }
 
-/// A big structure's SAS carving runs chunk by chunk of planes (pb::sas_chunks): the chunks must
-/// follow each other over the planes, hold at most the asked atoms unless one plane already holds
-/// more, reach every atom whose points can touch their planes, and own each atom exactly once (each
-/// atom's points counted once). Random atoms; whole grids and ranks' windows; limits from one atom
-/// to more than the structure.
-TEST(PbGeometry, SasChunksCoverThePlanesAndOwnEachAtomOnce) {
+/// A big structure's SAS carving runs batch by batch of atoms (pb::sas_batches): every atom that
+/// reaches the planes asked for (with a radius) must be in exactly one batch, a batch must hold at
+/// most the asked atoms (ties of height aside) and list every plane its atoms' points can carve.
+/// Random atoms; whole grids and ranks' windows; limits from one atom to more than the structure.
+TEST(PbGeometry, SasBatchesHoldEachAtomOnceAndReachItsPlanes) {
   const Atoms atoms = small_molecule(29, 300);
   const GridSpec g = grid_around(atoms, 0.7, 6);
   const long nz = static_cast<long>(g.dims[2]);
   const PbOptions o;
+  const double carve = pb::max_radius(atoms) + 2 * o.probe_radius;  // a point's reach from its atom's centre
   for (const pb::PlaneRange window : {pb::all_planes(g), pb::PlaneRange{nz / 4, nz / 2}, pb::PlaneRange{0, 3}})
     for (const std::size_t limit : {std::size_t{1}, std::size_t{17}, std::size_t{120}, std::size_t{1000}}) {
       const std::string what = "planes " + std::to_string(window.first) + "-" + std::to_string(window.end) +
                                ", at most " + std::to_string(limit) + " atoms";
-      const std::vector<pb::SasChunk> chunks = pb::sas_chunks(atoms, o, g.origin[2], g.spacing[2], nz, window, limit);
-      ASSERT_FALSE(chunks.empty()) << what;
-      EXPECT_EQ(chunks.front().planes.first, window.first) << what;
-      EXPECT_EQ(chunks.back().planes.end, window.end) << what;
-      if (limit >= atoms.size()) EXPECT_EQ(chunks.size(), 1u) << what;
-      if (limit <= 17 && window == pb::all_planes(g)) EXPECT_GT(chunks.size(), 2u) << what;  // the test cuts
-      std::vector<int> owners(atoms.size(), 0);
-      for (std::size_t c = 0; c < chunks.size(); ++c) {
-        const pb::SasChunk& chunk = chunks[c];
-        ASSERT_LT(chunk.planes.first, chunk.planes.end) << what;
-        if (c > 0) EXPECT_EQ(chunk.planes.first, chunks[c - 1].planes.end) << what;
-        const pb::AtomZRange needed = pb::atoms_reaching_planes(atoms, o, g.origin[2], g.spacing[2], chunk.planes);
-        std::size_t held = 0;
-        for (std::size_t a = 0; a < atoms.size(); ++a) {
-          held += chunk.atoms.contains(atoms.z[a]) ? 1 : 0;
-          if (needed.contains(atoms.z[a])) EXPECT_TRUE(chunk.atoms.contains(atoms.z[a])) << what << ", atom " << a;
-          owners[a] += chunk.owns(atoms.z[a]) ? 1 : 0;
-        }
-        if (chunk.planes.end - chunk.planes.first > 1) EXPECT_LE(held, limit) << what << ", chunk " << c;
-      }
+      const std::vector<pb::SasBatch> batches = pb::sas_batches(atoms, o, g.origin[2], g.spacing[2], nz, window, limit);
+      ASSERT_FALSE(batches.empty()) << what;
+      if (limit >= atoms.size()) EXPECT_EQ(batches.size(), 1u) << what;
+      if (limit <= 17 && window == pb::all_planes(g)) EXPECT_GT(batches.size(), 10u) << what;  // the test cuts
       const bool whole = window == pb::all_planes(g);
-      const pb::AtomZRange all =
+      const pb::AtomZRange reaching =
           whole ? pb::AtomZRange{} : pb::atoms_reaching_planes(atoms, o, g.origin[2], g.spacing[2], window);
-      for (std::size_t a = 0; a < atoms.size(); ++a)
-        EXPECT_EQ(owners[a], all.contains(atoms.z[a]) ? 1 : 0) << what << ", atom " << a;
+      for (std::size_t a = 0; a < atoms.size(); ++a) {
+        int holders = 0;
+        for (const pb::SasBatch& b : batches) {
+          if (!b.atoms.contains(atoms.z[a])) continue;
+          ++holders;
+          // Every plane of the window whose faces (k·h .. (k + ½)·h above the origin) lie within the
+          // atom's reach is the batch's.
+          for (long k = window.first; k < window.end; ++k) {
+            const double lo = g.origin[2] + static_cast<double>(k) * g.spacing[2], hi = lo + 0.5 * g.spacing[2];
+            if (hi >= atoms.z[a] - carve && lo <= atoms.z[a] + carve)
+              EXPECT_TRUE(k >= b.planes.first && k < b.planes.end) << what << ", atom " << a << ", plane " << k;
+          }
+        }
+        EXPECT_EQ(holders, reaching.contains(atoms.z[a]) ? 1 : 0) << what << ", atom " << a;
+      }
+      for (const pb::SasBatch& b : batches) {
+        std::size_t held = 0;
+        for (std::size_t a = 0; a < atoms.size(); ++a) held += b.atoms.contains(atoms.z[a]) ? 1 : 0;
+        EXPECT_LE(held, limit) << what;  // random heights: no ties
+        EXPECT_GE(b.planes.first, window.first) << what;
+        EXPECT_LE(b.planes.end, window.end) << what;
+      }
     }
 }
 
-/// The maps of a carving in chunks are the carving at once, bit for bit, and so is the count of SAS
+/// The maps of a carving in batches are the carving at once, bit for bit, and so is the count of SAS
 /// points: mol, smol and the sampled surface, whole grids and a rank's planes, on random atoms and on
 /// fasciculin-2 (906 atoms, the real surface's crowding).
-TEST(PbGeometry, ACarvingInChunksIsTheWholeCarving) {
+TEST(PbGeometry, ACarvingInBatchesIsTheWholeCarving) {
   const Atoms fas = testing::load_molecule("fasciculin2.pqr");
   const Atoms random = small_molecule(31, 220);
   for (const Atoms* atoms : {&random, &fas}) {
@@ -272,12 +276,12 @@ TEST(PbGeometry, ACarvingInChunksIsTheWholeCarving) {
                                    std::to_string(w.end);
           const pb::PbCoefficients once = pb::build_coefficients_on_planes(*atoms, g, o, false, w, 2);
           for (const std::size_t limit : {std::size_t{9}, atoms->size() / 4}) {
-            const pb::PbCoefficients chunked = pb::build_coefficients_on_planes(*atoms, g, o, false, w, 2, limit);
-            EXPECT_EQ(chunked.eps_x, once.eps_x) << what << ", at most " << limit;
-            EXPECT_EQ(chunked.eps_y, once.eps_y) << what << ", at most " << limit;
-            EXPECT_EQ(chunked.eps_z, once.eps_z) << what << ", at most " << limit;
-            EXPECT_EQ(chunked.accessibility, once.accessibility) << what << ", at most " << limit;
-            EXPECT_EQ(chunked.sas_points, once.sas_points) << what << ", at most " << limit;
+            const pb::PbCoefficients batched = pb::build_coefficients_on_planes(*atoms, g, o, false, w, 2, limit);
+            EXPECT_EQ(batched.eps_x, once.eps_x) << what << ", at most " << limit;
+            EXPECT_EQ(batched.eps_y, once.eps_y) << what << ", at most " << limit;
+            EXPECT_EQ(batched.eps_z, once.eps_z) << what << ", at most " << limit;
+            EXPECT_EQ(batched.accessibility, once.accessibility) << what << ", at most " << limit;
+            EXPECT_EQ(batched.sas_points, once.sas_points) << what << ", at most " << limit;
           }
           EXPECT_GT(once.sas_points, 0u) << what;
         }

@@ -503,9 +503,9 @@ TEST(PbMemory, WhatDoesNotFitIsRefusedNamingTheNeedAndTheRemedy) {
 }
 
 /// The host's SAS work where the host carves the surface (the CPU path, the hybrid one): points of at
-/// most kSasChunkAtoms atoms at once (pb::sas_chunks), so a structure of millions of atoms on a coarse
-/// grid needs the chunk's share, not 10 GiB (the capsid at 4 A before the chunks), and the estimate
-/// says so: it covers a chunk's points at 48 B each, grows with the atoms beyond the chunk only by
+/// most kSasBatchAtoms atoms at once (pb::sas_batches), so a structure of millions of atoms on a coarse
+/// grid needs the batch's share, not 10 GiB (the capsid at 4 A before the batches), and the estimate
+/// says so: it covers a batch's points at 48 B each, grows with the atoms beyond the batch only by
 /// their lists' 56 B, and is absent where nothing is carved (spline surfaces).
 TEST(PbMemory, TheHostsSasWorkIsCountedAndBoundedByItsChunk) {
   const auto lattice = [](std::size_t count) {  // atoms 3 A apart in a slab, radius 1.8 A
@@ -516,15 +516,15 @@ TEST(PbMemory, TheHostsSasWorkIsCountedAndBoundedByItsChunk) {
                       1.8);
     return atoms;
   };
-  const std::size_t chunk = pb::kSasChunkAtoms;
-  const Atoms two = lattice(2 * chunk), four = lattice(4 * chunk);
+  const std::size_t batch = pb::kSasBatchAtoms;
+  const Atoms two = lattice(2 * batch), four = lattice(4 * batch);
   const GridSpec g = grid_around(four, 8.0, 10);  // coarse: the grid's own share is small beside the atoms'
   const double grid_only = pb::pb_host_bytes(g, PbOptions{}, pb::PbHostPlan::CpuMultigrid);
   const double with_two = pb::pb_memory_plan(two, g, PbOptions{}, pb::PbHostPlan::CpuMultigrid).host_bytes;
   const double with_four = pb::pb_memory_plan(four, g, PbOptions{}, pb::PbHostPlan::CpuMultigrid).host_bytes;
-  EXPECT_GE(with_two - grid_only, double(chunk) * 130 * 48) << "a chunk's points at 130 an atom, 48 B each";
-  EXPECT_LT(std::abs(with_four - with_two), 0.1 * (with_two - grid_only)) << "more atoms, the same chunk";
-  EXPECT_GE(with_four - grid_only, double(chunk) * 130 * 48 + 56.0 * double(four.size())) << "every atom's lists";
+  EXPECT_GE(with_two - grid_only, double(batch) * 130 * 48) << "a batch's points at 130 an atom, 48 B each";
+  EXPECT_LT(std::abs(with_four - with_two), 0.1 * (with_two - grid_only)) << "more atoms, the same batch";
+  EXPECT_GE(with_four - grid_only, double(batch) * 130 * 48 + 56.0 * double(four.size())) << "every atom's lists";
   PbOptions spline;
   spline.surface = PbSurface::Spline;
   EXPECT_DOUBLE_EQ(pb::pb_memory_plan(four, g, spline, pb::PbHostPlan::CpuMultigrid).host_bytes,

@@ -139,19 +139,11 @@ std::size_t plane_offset(const GridSpec& g, long plane) {
   return static_cast<std::size_t>(plane) * g.dims[0] * g.dims[1];
 }
 
-/// The points of `sas` whose atoms `chunk` owns (each atom's points counted once over the chunks).
-std::size_t owned_points(const Atoms& atoms, const SasPoints& sas, const SasChunk& chunk) {
-  std::size_t count = 0;
-  for (std::size_t a = 0; a < atoms.size(); ++a)
-    if (chunk.owns(atoms.z[a])) count += sas.atom_start[a + 1] - sas.atom_start[a];
-  return count;
-}
-
 /// The `mol` dielectric (APBS fillcoCoefMolDielNoSmooth) on `planes`: solvent everywhere, solute
 /// within atom + probe radius of any atom, solvent again within a probe radius of any accessible SAS
 /// point.
 void mol_dielectric(const Atoms& atoms, const PbOptions& o, PbCoefficients& c, int threads, PlaneRange planes,
-                    std::size_t chunk_atoms) {
+                    std::size_t batch_atoms) {
   double* eps[3] = {c.eps_x.data(), c.eps_y.data(), c.eps_z.data()};
   for (double* e : eps)
     std::fill(e + plane_offset(c.grid, planes.first), e + plane_offset(c.grid, planes.end), o.solvent_dielectric);
@@ -168,15 +160,15 @@ void mol_dielectric(const Atoms& atoms, const PbOptions& o, PbCoefficients& c, i
   // APBS marks solvent within a probe radius of every accessible SAS point. The same test, gathered:
   // each face still marked solute looks for a SAS point within the probe radius (the same arithmetic
   // as the marking, so the same faces), among the points binned near it. Far fewer tests than
-  // marking every point's sphere, as the points crowd (10 per Å²). Chunk by chunk of planes, each
-  // with the points of the atoms that reach it (sas_chunks: the host's memory).
+  // marking every point's sphere, as the points crowd (10 per Å²). Batch by batch of atoms (the
+  // host's memory; sas_batches), each carving the planes its points reach.
   const GridSpec& g = c.grid;
   const long n[3] = {static_cast<long>(g.dims[0]), static_cast<long>(g.dims[1]), static_cast<long>(g.dims[2])};
   const double r2 = o.probe_radius * o.probe_radius;
   c.sas_points = 0;
-  for (const SasChunk& chunk : sas_chunks(atoms, o, g.origin[2], g.spacing[2], n[2], planes, chunk_atoms)) {
-    SasPoints sas = accessible_sas_points(atoms, o, threads, chunk.atoms);
-    c.sas_points += owned_points(atoms, sas, chunk);
+  for (const SasBatch& batch : sas_batches(atoms, o, g.origin[2], g.spacing[2], n[2], planes, batch_atoms)) {
+    SasPoints sas = accessible_sas_points(atoms, o, threads, batch.atoms);
+    c.sas_points += sas.x.size();
     const PointCells cells(std::move(sas), o.probe_radius);
     for (int d = 0; d < 3; ++d) {
       const double o3[3] = {g.origin[0] + kFaceShift[d][0] * g.spacing[0],
@@ -184,7 +176,7 @@ void mol_dielectric(const Atoms& atoms, const PbOptions& o, PbCoefficients& c, i
                             g.origin[2] + kFaceShift[d][2] * g.spacing[2]};
       double* e = eps[d];
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
-      for (long k = chunk.planes.first; k < chunk.planes.end; ++k)
+      for (long k = batch.planes.first; k < batch.planes.end; ++k)
         for (long j = 0; j < n[1]; ++j)
           for (long i = 0; i < n[0]; ++i) {
             double& face = e[i + n[0] * (j + n[1] * k)];
@@ -273,7 +265,7 @@ FineGrid fine_grid(const GridSpec& g, int s) {
 /// points; ions 1 where the ions reach. Returns the number of SAS points.
 std::size_t mark_fine_regions(const Atoms& atoms, const PbOptions& o, const FineGrid& fg, int threads,
                               std::vector<unsigned char>& region, std::vector<unsigned char>& ions,
-                              std::size_t chunk_atoms) {
+                              std::size_t batch_atoms) {
   const long* nf = fg.nf;
   const double* hf = fg.hf;
   const double* of = fg.of;
@@ -296,13 +288,13 @@ std::size_t mark_fine_regions(const Atoms& atoms, const PbOptions& o, const Fine
   // A probe at a SAS point never reaches into an atom (2), so only the band is tested.
   if (o.probe_radius > kNoRadius) {
     const double r2 = o.probe_radius * o.probe_radius;
-    // Chunk by chunk of the fine grid's planes, as mol_dielectric.
-    for (const SasChunk& chunk : sas_chunks(atoms, o, of[2], hf[2], nf[2], {0, nf[2]}, chunk_atoms)) {
-      SasPoints sas = accessible_sas_points(atoms, o, threads, chunk.atoms);
-      sas_points += owned_points(atoms, sas, chunk);
+    // Batch by batch of atoms, as mol_dielectric.
+    for (const SasBatch& batch : sas_batches(atoms, o, of[2], hf[2], nf[2], {0, nf[2]}, batch_atoms)) {
+      SasPoints sas = accessible_sas_points(atoms, o, threads, batch.atoms);
+      sas_points += sas.x.size();
       const PointCells cells(std::move(sas), o.probe_radius);
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
-      for (long k = chunk.planes.first; k < chunk.planes.end; ++k)
+      for (long k = batch.planes.first; k < batch.planes.end; ++k)
         for (long j = 0; j < nf[1]; ++j)
           for (long i = 0; i < nf[0]; ++i) {
             unsigned char& r = region[fidx(i, j, k)];
@@ -439,11 +431,11 @@ void average_onto_nodes(const PbOptions& o, const FineGrid& fg, const std::vecto
 /// probe spheres carved by probes at APBS's SAS points), with a far smaller error at a given
 /// spacing (benchmarks/NOTES.md, PB).
 void sampled_coefficients(const Atoms& atoms, const PbOptions& o, PbCoefficients& c, int threads, int s,
-                          std::size_t chunk_atoms) {
+                          std::size_t batch_atoms) {
   const FineGrid fg = fine_grid(c.grid, s);
   const std::size_t fine = static_cast<std::size_t>(fg.nf[0] * fg.nf[1] * fg.nf[2]);
   std::vector<unsigned char> region(fine, 0), ions(fine, 1);
-  const std::size_t sas_points = mark_fine_regions(atoms, o, fg, threads, region, ions, chunk_atoms);
+  const std::size_t sas_points = mark_fine_regions(atoms, o, fg, threads, region, ions, batch_atoms);
   if (o.probe_radius > kNoRadius) c.sas_points = sas_points;
   const std::vector<unsigned char> pure = cell_contents(fg, region, ions, threads);
   average_onto_nodes(o, fg, region, ions, pure, c, threads);
@@ -588,7 +580,7 @@ PbCoefficients build_coefficients(const Atoms& atoms, const GridSpec& grid, cons
 }
 
 PbCoefficients build_coefficients_on_planes(const Atoms& atoms, const GridSpec& grid, const PbOptions& options,
-                                            bool spread, PlaneRange planes, int threads, std::size_t sas_chunk_atoms) {
+                                            bool spread, PlaneRange planes, int threads, std::size_t sas_batch_atoms) {
   threads = threads_to_use(threads);
   const long nz = static_cast<long>(grid.dims[2]);
   planes.end = std::min(planes.end, nz);
@@ -611,15 +603,15 @@ PbCoefficients build_coefficients_on_planes(const Atoms& atoms, const GridSpec& 
     c.planes = planes;
     spline_coefficients(atoms, options, c, threads, planes);
   } else if (options.sampling >= 2) {
-    sampled_coefficients(atoms, options, c, threads, options.sampling, sas_chunk_atoms);
+    sampled_coefficients(atoms, options, c, threads, options.sampling, sas_batch_atoms);
   } else {
     c.planes = planes;
     if (options.surface == PbSurface::Smol) {  // smoothing reads the mol values one plane beyond
       const PlaneRange mol{std::max(0L, planes.first - 1), std::min(nz, planes.end + 1)};
-      mol_dielectric(atoms, options, c, threads, mol, sas_chunk_atoms);
+      mol_dielectric(atoms, options, c, threads, mol, sas_batch_atoms);
       smooth_dielectric(c, threads, planes);
     } else {
-      mol_dielectric(atoms, options, c, threads, planes, sas_chunk_atoms);
+      mol_dielectric(atoms, options, c, threads, planes, sas_batch_atoms);
     }
     mol_accessibility(atoms, options, c, threads, planes);
   }

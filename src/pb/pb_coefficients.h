@@ -86,26 +86,23 @@ SasNeighbours sas_neighbours(const Atoms& atoms, const PbOptions& options, int t
 /// carves within a probe radius of itself, and one more dz keeps rounding on the safe side.
 AtomZRange atoms_reaching_planes(const Atoms& atoms, const PbOptions& options, double z0, double dz, PlaneRange planes);
 
-/// A run of planes carved by the SAS points of one batch of atoms (`atoms`, those that can reach
-/// the planes). Each atom of the whole range is owned by one chunk, z in [own_lo, own_hi): the
-/// chunk that counts its points.
-struct SasChunk {
-  PlaneRange planes;
+/// One batch of the atoms whose SAS points carve a surface: the atoms of heights in `atoms` (with a
+/// radius) and the planes their points can reach (within the planes asked for).
+struct SasBatch {
   AtomZRange atoms;
-  double own_lo = -std::numeric_limits<double>::infinity();
-  double own_hi = std::numeric_limits<double>::infinity();
-  bool owns(double z) const noexcept { return atoms.contains(z) && z >= own_lo && z < own_hi; }
+  PlaneRange planes;
 };
-/// The most atoms whose SAS points the host makes at once. A structure of more atoms is carved in
-/// chunks of planes (the atoms near a chunk's edges make their points twice): the host's SAS memory
-/// is bounded by this, not by the structure (1.93 M atoms made 10.4 GiB of points, cells and lists
-/// at once; benchmarks/NOTES.md). 2^18 atoms: ≤ ~1.7 GB at the plan's 130 points an atom.
-inline constexpr std::size_t kSasChunkAtoms = std::size_t{1} << 18;
-/// `planes` of `plane_count` planes (plane k at z0 + k·dz) cut into consecutive chunks whose atoms
-/// number at most `max_atoms` where a chunk of one plane allows it; one chunk (today's whole range:
-/// every atom where `planes` covers the grid) when the atoms that reach `planes` are that few.
-std::vector<SasChunk> sas_chunks(const Atoms& atoms, const PbOptions& options, double z0, double dz, long plane_count,
-                                 PlaneRange planes, std::size_t max_atoms = kSasChunkAtoms);
+/// The most atoms whose SAS points the host holds at once. A structure of more atoms is carved
+/// batch by batch (a face is solvent when any point reaches it, so the batches' carvings add up to
+/// the whole one, each point made once): the host's SAS memory is bounded by this, not by the
+/// structure (1.93 M atoms' points, cells and lists at once took 10.4 GiB; benchmarks/NOTES.md).
+/// 2^18 atoms: ≤ ~1.7 GB at the plan's 130 points an atom.
+inline constexpr std::size_t kSasBatchAtoms = std::size_t{1} << 18;
+/// The atoms that reach `planes` of `plane_count` (plane k at z0 + k·dz; faces up to dz/2 beyond),
+/// in batches of consecutive heights of at most `max_atoms` (more only where atoms share a height);
+/// one batch, today's range (every atom where `planes` covers the grid), when they are that few.
+std::vector<SasBatch> sas_batches(const Atoms& atoms, const PbOptions& options, double z0, double dz, long plane_count,
+                                  PlaneRange planes, std::size_t max_atoms = kSasBatchAtoms);
 
 /// Throws UsageError when there is no atom, or no atom has a radius where the surface matters (a
 /// uniform medium, as APBS's point-charge examples use, needs none).
@@ -123,11 +120,11 @@ PbCoefficients build_coefficients(const Atoms& atoms, const GridSpec& grid, cons
 /// The same maps on `planes` only (bit for bit the whole build's there; the other planes 0), for a
 /// rank's share of a solve across MPI ranks: mol and smol (the SAS points of the atoms that can reach
 /// those planes only), spl2 and spl4. The sampled surface and a uniform medium are built whole
-/// (PbCoefficients::planes says which). The charges are spread whole. `sas_chunk_atoms`: the most
-/// atoms whose SAS points are held at once (sas_chunks; the maps do not depend on it).
+/// (PbCoefficients::planes says which). The charges are spread whole. `sas_batch_atoms`: the most
+/// atoms whose SAS points are held at once (sas_batches; the maps do not depend on it).
 PbCoefficients build_coefficients_on_planes(const Atoms& atoms, const GridSpec& grid, const PbOptions& options,
                                             bool spread, PlaneRange planes, int threads = 0,
-                                            std::size_t sas_chunk_atoms = kSasChunkAtoms);
+                                            std::size_t sas_batch_atoms = kSasBatchAtoms);
 /// A uniform medium without ions: APBS solves the plain Laplacian (ε = pdie everywhere, no ions).
 bool uniform_medium(const PbOptions& options);
 

@@ -70,21 +70,21 @@ double face_points(const GridSpec& g) {
 }
 
 /// The host's SAS work where the host carves a mol/smol surface (pb_coefficients.cpp mol_dielectric,
-/// pb_sas.cpp), by the code: at most kSasChunkAtoms atoms' points at once, 48 B a point at the
+/// pb_sas.cpp), by the code: at most kSasBatchAtoms atoms' points at once (sas_batches), 48 B a point at the
 /// peak (each atom's points and their concatenation; the cells' sorted copy is 40), at
 /// kSasPointsPerAtom; 4 B a neighbour pair and ~56 B an atom of lists; and for every atom of the
 /// structure the per-atom vectors and cell list (56 B). The points' cells of one probe radius: 16 B
-/// a cell over the chunk's share of the box. Measured (2026-11-28, this VM): the 1.93 M-atom capsid at
-/// 4 A on the CPU peaks at 1.5 GiB resident in all against 10.4 GiB before the chunks.
+/// a cell over the batch's share of the box. Measured (2026-11-28, this VM): the 1.93 M-atom capsid at
+/// 4 A on the CPU peaks at 1.5 GiB resident in all against 10.4 GiB before the batches.
 double host_sas_bytes(const Atoms& atoms, const GridSpec& g, const PbOptions& o) {
   const bool carved =
       o.probe_radius > kNoRadius && !uniform_medium(o) && (o.surface == PbSurface::Mol || o.surface == PbSurface::Smol);
   if (!carved || atoms.empty()) return 0;
-  const double n = double(atoms.size()), chunk = std::min(n, double(kSasChunkAtoms));
+  const double n = double(atoms.size()), batch = std::min(n, double(kSasBatchAtoms));
   double box = 1;
   for (int d = 0; d < 3; ++d) box *= double(g.dims[d] - 1) * g.spacing[d] + 2 * o.probe_radius;
-  const double cells = box / (o.probe_radius * o.probe_radius * o.probe_radius) * (chunk / n);
-  return chunk * (kSasPointsPerAtom * 48 + 4 * neighbour_pairs(atoms, o) / n + 56) + 56 * n + 16 * cells;
+  const double cells = box / (o.probe_radius * o.probe_radius * o.probe_radius) * (batch / n);
+  return batch * (kSasPointsPerAtom * 48 + 4 * neighbour_pairs(atoms, o) / n + 56) + 56 * n + 16 * cells;
 }
 
 /// The device pipeline's peak: the surface phase or the solve phase.

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "src/core/thread_count.h"
 #include "src/pb/pb_coefficients.h"
@@ -218,45 +219,34 @@ AtomZRange atoms_reaching_planes(const Atoms& atoms, const PbOptions& o, double 
   return planes_reach(z0, dz, planes, max_radius(atoms) + 2.0 * o.probe_radius + dz);
 }
 
-std::vector<SasChunk> sas_chunks(const Atoms& atoms, const PbOptions& o, double z0, double dz, long plane_count,
-                                 PlaneRange planes, std::size_t max_atoms) {
+std::vector<SasBatch> sas_batches(const Atoms& atoms, const PbOptions& o, double z0, double dz, long plane_count,
+                                  PlaneRange planes, std::size_t max_atoms) {
   planes.first = std::max(planes.first, 0L);
   planes.end = std::min(planes.end, plane_count);
   if (planes.first >= planes.end) return {};
-  const double reach = max_radius(atoms) + 2.0 * o.probe_radius + dz;
+  const double carve = max_radius(atoms) + 2.0 * o.probe_radius;  // an atom's points carve within this
   const bool covers = planes.first == 0 && planes.end == plane_count;
-  const AtomZRange whole = covers ? AtomZRange{} : planes_reach(z0, dz, planes, reach);
-  std::vector<double> z;  // the atoms that get SAS points, by height
+  const AtomZRange whole = covers ? AtomZRange{} : planes_reach(z0, dz, planes, carve + dz);
+  std::vector<double> z;  // the heights of the atoms that get SAS points
   for (std::size_t a = 0; a < atoms.size(); ++a)
     if (atoms.radius[a] > kNoRadius && whole.contains(atoms.z[a])) z.push_back(atoms.z[a]);
-  if (z.size() <= max_atoms) return {SasChunk{planes, whole}};
+  if (z.size() <= max_atoms) return {SasBatch{whole, planes}};
   std::sort(z.begin(), z.end());
-  // The chunk [k0, k1): its atoms' range (the first and last chunks reach as far as the whole's).
-  const auto chunk = [&](long k0, long k1) {
-    SasChunk c{{k0, k1}, planes_reach(z0, dz, {k0, k1}, reach)};
-    if (k0 == planes.first) c.atoms.z_lo = whole.z_lo;
-    if (k1 == planes.end) c.atoms.z_hi = whole.z_hi;
-    if (k0 != planes.first) c.own_lo = z0 + static_cast<double>(k0) * dz;
-    if (k1 != planes.end) c.own_hi = z0 + static_cast<double>(k1) * dz;
-    return c;
-  };
-  const auto atoms_in = [&](const SasChunk& c) {
-    return static_cast<std::size_t>(std::upper_bound(z.begin(), z.end(), c.atoms.z_hi) -
-                                    std::lower_bound(z.begin(), z.end(), c.atoms.z_lo));
-  };
-  std::vector<SasChunk> chunks;
-  for (long k0 = planes.first; k0 < planes.end;) {
-    // The most planes whose atoms fit (their count grows with the planes), at least one.
-    long fits = k0 + 1, over = planes.end + 1;  // a chunk end known to fit; the first known not to
-    (atoms_in(chunk(k0, planes.end)) <= max_atoms ? fits : over) = planes.end;
-    while (over - fits > 1) {
-      const long mid = fits + (over - fits) / 2;
-      (atoms_in(chunk(k0, mid)) <= max_atoms ? fits : over) = mid;
-    }
-    chunks.push_back(chunk(k0, fits));
-    k0 = fits;
+  std::vector<SasBatch> batches;
+  for (std::size_t first = 0; first < z.size();) {
+    std::size_t end = std::min(first + max_atoms, z.size());
+    while (end < z.size() && z[end] == z[end - 1]) ++end;  // a height stays in one batch
+    SasBatch b;
+    b.atoms = {z[first], end < z.size() ? std::nextafter(z[end], -std::numeric_limits<double>::infinity()) : z.back()};
+    // The planes whose faces (z0 + k·dz .. z0 + (k + ½)·dz) lie within `carve` of these heights,
+    // a plane more on each side for rounding.
+    const long lo = static_cast<long>(std::floor((z[first] - carve - z0) / dz)) - 1;
+    const long hi = static_cast<long>(std::floor((z[end - 1] + carve - z0) / dz)) + 2;
+    b.planes = {std::clamp(lo, planes.first, planes.end), std::clamp(hi, planes.first, planes.end)};
+    batches.push_back(b);
+    first = end;
   }
-  return chunks;
+  return batches;
 }
 
 }  // namespace espgrid::pb
