@@ -531,6 +531,37 @@ TEST(PbMemory, TheHostsSasWorkIsCountedAndBoundedByItsChunk) {
                    pb::pb_host_bytes(g, spline, pb::PbHostPlan::CpuMultigrid));
 }
 
+/// Under mpirun each rank holds espgrid's whole arrays but only its share of hypre's matrix and
+/// levels, and the ranks on one host share its memory: the plan counts hypre's 1/ranks, and the
+/// check gives each rank its part of the host (four ranks whose plans each fit the host alone could
+/// together run it out of memory). The refusal says how many ranks share the host and to use fewer.
+TEST(PbMemory, RanksHoldTheirShareOfHypreAndShareTheirHost) {
+  const Atoms fas = testing::load_molecule("fasciculin2.pqr");
+  const GridSpec g = grid_around(fas, 0.5, 10);
+  pb::PbMemoryRequest one;
+  one.where = pb::PbHostPlan::Hypre;
+  pb::PbMemoryRequest four = one;
+  four.ranks = 4;
+  const double alone = pb::pb_memory_plan(fas, g, PbOptions{}, one).host_bytes;
+  const pb::PbMemoryPlan rank = pb::pb_memory_plan(fas, g, PbOptions{}, four);
+  EXPECT_NEAR(alone - rank.host_bytes, 0.75 * pb::hypre_bytes(g), 1e-6 * alone) << "hypre's 3/4 held by the others";
+  // A host with room for one rank's plan 2.5 times: one rank fits; four ranks sharing it do not.
+  const std::size_t host = static_cast<std::size_t>(2.5 * rank.host_bytes);
+  EXPECT_NO_THROW(pb::check_pb_memory(rank, g, 0, 0, "", host, 1));
+  try {
+    pb::check_pb_memory(rank, g, 0, 0, "", host / 4, 4);
+    FAIL() << "four ranks on a host with room for 2.5 of them were not refused";
+  } catch (const UsageError& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("each MPI rank"), std::string::npos) << m;
+    EXPECT_NE(m.find("4 ranks share this host"), std::string::npos) << m;
+    EXPECT_NE(m.find("fewer ranks on a host"), std::string::npos) << m;
+  }
+  // Each rank's part of the host: MemAvailable divided (it does not grow twofold between two calls).
+  const std::size_t whole = available_memory_bytes(1), part = available_memory_bytes(4);
+  if (whole > 0) EXPECT_LE(part, whole / 2) << whole << " " << part;
+}
+
 TEST(PbMemory, TheSummaryStatesTheEstimateAndThePeak) {
   const Atoms fas = testing::load_molecule("fasciculin2.pqr");
   PbRun run;

@@ -376,6 +376,8 @@ void compute_across_ranks(scaleout::Cluster& cluster, const MapJob& job, const P
     request.compute = job.compute;
     request.source = prepared.source;
     request.pb_across_ranks = true;
+    request.pb_ranks = cluster.size();
+    request.pb_ranks_on_host = cluster.local_size();
     cluster.agree("solving the PB map across the ranks",
                   [&] { result = compute_map(prepared.structure.atoms, request, prepared.kernel); });
     result.timing.read_seconds = prepared.timing.read_seconds;

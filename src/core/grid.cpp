@@ -136,8 +136,11 @@ std::size_t proc_kib_field(const char* file, const std::string& wanted) {
 
 }  // namespace
 
-std::size_t available_memory_bytes() {
-  std::size_t available = proc_kib_field("/proc/meminfo", "MemAvailable:");
+std::size_t available_memory_bytes() { return available_memory_bytes(1); }
+
+std::size_t available_memory_bytes(int sharing) {
+  std::size_t available =
+      proc_kib_field("/proc/meminfo", "MemAvailable:") / static_cast<std::size_t>(std::max(1, sharing));
   // An address-space limit (ulimit -v, a batch system's) binds before the machine's memory does.
   rlimit limit{};
   if (::getrlimit(RLIMIT_AS, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY) {

@@ -75,6 +75,9 @@ std::size_t map_bytes(const GridSpec& grid) noexcept;
 /// Memory this machine could give the process now, bytes (MemAvailable, or less under an
 /// address-space limit: RLIMIT_AS minus what the process maps), or 0 if unknown.
 std::size_t available_memory_bytes();
+/// The same for one of `sharing` processes of a job on this host (MPI ranks): each may count on
+/// MemAvailable / sharing; an address-space limit is each process's own.
+std::size_t available_memory_bytes(int sharing);
 /// Throws UsageError when the map would not fit in `available` bytes (0 means "ask the OS"),
 /// or when it has more points than the environment variable ESPGRID_MAX_GRID_POINTS allows
 /// (a whole number; unset means no limit beyond memory). The variable lets fuzzers, CI jobs

@@ -62,7 +62,8 @@ double hypre_bytes(const GridSpec& grid) {
   return kHypreBytes * points + kHypreStagingBytes * std::min(points, kHypreStagingPoints);
 }
 
-double pb_host_bytes(const GridSpec& grid, const PbOptions& options, PbHostPlan plan, double surface_atom_bytes) {
+double pb_host_bytes(const GridSpec& grid, const PbOptions& options, PbHostPlan plan, double surface_atom_bytes,
+                     int ranks) {
   const double points = point_count(grid);
   const bool on_gpu = plan == PbHostPlan::Gpu;
   if (on_gpu && pipeline_options(options)) return kPipelineHostBytes * points;  // the precise plan: pb_memory.h
@@ -71,7 +72,7 @@ double pb_host_bytes(const GridSpec& grid, const PbOptions& options, PbHostPlan 
   const double solve = on_gpu ? kGpuHostBytes * points
                        : plan == PbHostPlan::CpuMultigrid
                            ? (kEspgridSolveBytes + kCpuMultigridBytes) * points
-                           : kEspgridSolveBytes * points + hypre_bytes(grid) + kMpiStartBytes;
+                           : kEspgridSolveBytes * points + hypre_bytes(grid) / std::max(1, ranks) + kMpiStartBytes;
   return std::max(surface, solve);
 }
 

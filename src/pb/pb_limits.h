@@ -32,7 +32,9 @@ enum class PbHostPlan {
 /// surface), its host share, 12 B a point.
 /// `surface_atom_bytes`: what the surface phase holds beside the grid's arrays for the atoms (their
 /// SAS points and lists; pb_memory.h adds it where the atoms are known).
-double pb_host_bytes(const GridSpec& grid, const PbOptions& options, PbHostPlan plan, double surface_atom_bytes = 0);
+/// `ranks`: hypre over that many MPI ranks, each holding its share of hypre's own structures.
+double pb_host_bytes(const GridSpec& grid, const PbOptions& options, PbHostPlan plan, double surface_atom_bytes = 0,
+                     int ranks = 1);
 /// The share of pb_host_bytes that hypre itself allocates (0 on the GPU).
 double hypre_bytes(const GridSpec& grid);
 

@@ -143,7 +143,7 @@ PbMemoryPlan pb_memory_plan(const Atoms& atoms, const GridSpec& g, const PbOptio
   const double potential = r.potential ? kPotential * n : 0.0;
   if (r.where != PbHostPlan::Gpu) {
     plan.path = PbMemoryPath::Host;
-    plan.host_bytes = pb_host_bytes(g, o, r.where, host_sas_bytes(atoms, g, o)) + potential;
+    plan.host_bytes = pb_host_bytes(g, o, r.where, host_sas_bytes(atoms, g, o), r.ranks) + potential;
   } else if (r.host_maps) {
     plan.path = PbMemoryPath::Hybrid;
     plan.device_bytes = kHybridDevice * n + kCoarseLevel * c;
@@ -177,7 +177,7 @@ PbMemoryPlan pb_memory_plan(const Atoms& atoms, const GridSpec& grid, const PbOp
 }
 
 void check_pb_memory(const PbMemoryPlan& plan, const GridSpec& grid, std::size_t device_free, std::size_t device_total,
-                     const std::string& device_name, std::size_t host_available) {
+                     const std::string& device_name, std::size_t host_available, int ranks_on_host) {
   const auto per_point = [&](double bytes) {
     return std::to_string(static_cast<long>(std::lround(bytes / std::max(plan.points, 1.0)))) + " bytes a point";
   };
@@ -191,12 +191,26 @@ void check_pb_memory(const PbMemoryPlan& plan, const GridSpec& grid, std::size_t
                           ? human_bytes(double(device_total)) + " in all"
                           : human_bytes(double(device_free)) + " free of " + human_bytes(double(device_total))) +
                      "; use a larger --spacing, a smaller region (--padding or --dims), or --backend cpu");
+  if (host_available > 0 && plan.host_bytes > 0.9 * double(host_available) && ranks_on_host > 1) {
+    const std::string ranks = std::to_string(ranks_on_host);
+    throw UsageError(
+        "--model pb on a grid of " + describe(grid) + " needs about " + human_bytes(plan.host_bytes) +
+        " of host memory on each MPI rank (" + per_point(plan.host_bytes) + ", " + memory_path_name(plan.path) +
+        "), and " + ranks + " ranks share this host, whose available memory is " +
+        human_bytes(double(host_available) * ranks_on_host) + " (" + human_bytes(double(host_available)) +
+        " a rank); use fewer ranks on a host, a larger --spacing or a smaller region (--padding or --dims)");
+  }
   if (host_available > 0 && plan.host_bytes > 0.9 * double(host_available))
     throw UsageError("--model pb on a grid of " + describe(grid) + " needs about " + human_bytes(plan.host_bytes) +
                      " of host memory (" + per_point(plan.host_bytes) + ", " + memory_path_name(plan.path) +
                      "), but only " + human_bytes(double(host_available)) +
                      " is available; use a larger --spacing or a smaller region (--padding or --dims)" +
                      (plan.path == PbMemoryPath::Host ? ", or a GPU (--backend cuda)" : ""));
+}
+
+void check_pb_host_memory(const PbMemoryPlan& plan, const GridSpec& grid, int ranks_on_host) {
+  ranks_on_host = std::max(1, ranks_on_host);
+  check_pb_memory(plan, grid, 0, 0, "", available_memory_bytes(ranks_on_host), ranks_on_host);
 }
 
 void throw_out_of_memory_part_way(const GridSpec& grid, const PbMemoryPlan& plan) {

@@ -43,6 +43,7 @@ struct PbMemoryRequest {
   bool pipeline = false;                        ///< the device pipeline runs (pb_pipeline.h)
   bool potential = false;                       ///< φ comes back in double (energies, maps, focusing)
   bool split = false;                           ///< the Split formulation (a Coulomb map)
+  int ranks = 1;  ///< hypre across this many MPI ranks: each holds its share of hypre's structures
 };
 PbMemoryPlan pb_memory_plan(const Atoms& atoms, const GridSpec& grid, const PbOptions& options,
                             const PbMemoryRequest& request);
@@ -52,9 +53,15 @@ PbMemoryPlan pb_memory_plan(const Atoms& atoms, const GridSpec& grid, const PbOp
 
 /// Throws UsageError when the plan's device share exceeds `device_free` less a reserve (0: not
 /// checked) or its host share exceeds 90 % of `host_available` (0: not checked). `device_name`
-/// names the GPU in the message.
+/// names the GPU in the message. `ranks_on_host` > 1: the plan is one MPI rank's and
+/// `host_available` that rank's part of the host (available_memory_bytes(ranks_on_host)); the
+/// message says how many ranks share the host.
 void check_pb_memory(const PbMemoryPlan& plan, const GridSpec& grid, std::size_t device_free, std::size_t device_total,
-                     const std::string& device_name, std::size_t host_available);
+                     const std::string& device_name, std::size_t host_available, int ranks_on_host = 1);
+
+/// check_pb_memory's host share against this host's available memory now, which `ranks_on_host`
+/// MPI ranks of the solve share (each counts on its part; an address-space limit is its own).
+void check_pb_host_memory(const PbMemoryPlan& plan, const GridSpec& grid, int ranks_on_host = 1);
 
 /// The process's peak resident memory so far, bytes (getrusage).
 double host_peak_bytes();

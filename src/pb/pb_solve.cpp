@@ -435,9 +435,10 @@ pb::PbMemoryPlan check_memory(const Atoms& atoms, const GridSpec& grid, const Pb
   r.pipeline = plan.pipeline;
   r.potential = plan.need_potential && !plan.device_energy;
   r.split = plan.split;
+  r.ranks = run.across_ranks ? std::max(1, run.ranks) : 1;
   const pb::PbMemoryPlan memory = pb::pb_memory_plan(atoms, grid, options, r);
   if (plan.pipeline && run.devices.size() > 1) return pb::check_slab_memory(memory, grid, run.devices);
-  pb::check_pb_memory(memory, grid, 0, 0, "", available_memory_bytes());  // the host's share
+  pb::check_pb_host_memory(memory, grid, run.across_ranks ? run.ranks_on_host : 1);
   if (gpu && !device_check_deferred(plan, run)) check_device_memory(memory, grid, run);
   if (gpu && device_check_deferred(plan, run)) {  // the whole device, asked without its context
     const std::size_t total = cuda::pb_device_total_memory(run.device);

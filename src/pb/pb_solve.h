@@ -96,6 +96,10 @@ struct PbRun {
   /// solve reads the whole maps (npbe, energy components, the coefficient write maps); the
   /// boundary's banded face sums are shared out among the ranks (the split's Coulomb map is not).
   bool across_ranks = false;
+  /// With across_ranks: the ranks (hypre's share of its matrix and levels is 1/ranks a rank) and how
+  /// many of them share this host's memory (the memory check divides MemAvailable among them).
+  int ranks = 1;
+  int ranks_on_host = 1;
   /// `bcfl focus`: the coarser level (required then, refused otherwise).
   const PbFocusParent* focus_parent = nullptr;
   /// Compute the energy over this grid outside `focus_child` (the next finer level's grid) into

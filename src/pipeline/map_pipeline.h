@@ -94,6 +94,8 @@ struct MapRequest {
   /// --model pb under mpirun: one solve by hypre over every rank of MPI_COMM_WORLD (collective:
   /// every rank calls compute_map with the same request; every rank gets the whole map).
   bool pb_across_ranks = false;
+  int pb_ranks = 1;          ///< with pb_across_ranks: the ranks (PbRun::ranks)
+  int pb_ranks_on_host = 1;  ///< and those sharing this host's memory (PbRun::ranks_on_host)
 };
 
 struct MapResult {
