@@ -193,12 +193,11 @@ void check_pb_memory(const PbMemoryPlan& plan, const GridSpec& grid, std::size_t
                      "; use a larger --spacing, a smaller region (--padding or --dims), or --backend cpu");
   if (host_available > 0 && plan.host_bytes > 0.9 * double(host_available) && ranks_on_host > 1) {
     const std::string ranks = std::to_string(ranks_on_host);
-    throw UsageError(
-        "--model pb on a grid of " + describe(grid) + " needs about " + human_bytes(plan.host_bytes) +
-        " of host memory on each MPI rank (" + per_point(plan.host_bytes) + ", " + memory_path_name(plan.path) +
-        "), and " + ranks + " ranks share this host, whose available memory is " +
-        human_bytes(double(host_available) * ranks_on_host) + " (" + human_bytes(double(host_available)) +
-        " a rank); use fewer ranks on a host, a larger --spacing or a smaller region (--padding or --dims)");
+    throw UsageError("--model pb on a grid of " + describe(grid) + " needs about " + human_bytes(plan.host_bytes) +
+                     " of host memory on each MPI rank (" + per_point(plan.host_bytes) + ", " +
+                     memory_path_name(plan.path) + "), and " + ranks +
+                     " ranks share this host, each of which can count on " + human_bytes(double(host_available)) +
+                     "; use fewer ranks on a host, a larger --spacing or a smaller region (--padding or --dims)");
   }
   if (host_available > 0 && plan.host_bytes > 0.9 * double(host_available))
     throw UsageError("--model pb on a grid of " + describe(grid) + " needs about " + human_bytes(plan.host_bytes) +
