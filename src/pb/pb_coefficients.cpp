@@ -134,6 +134,20 @@ struct PointCells {
   }
 };
 
+/// The accessible SAS points batch by batch (sas_batches: the host's memory), each batch binned and
+/// handed with the planes its points reach to carve(cells, planes); returns how many points there were.
+template <class Carve>
+std::size_t carve_by_batches(const Atoms& atoms, const PbOptions& o, int threads, double z0, double dz,
+                             long plane_count, PlaneRange planes, std::size_t batch_atoms, Carve&& carve) {
+  std::size_t points = 0;
+  for (const SasBatch& batch : sas_batches(atoms, o, z0, dz, plane_count, planes, batch_atoms)) {
+    SasPoints sas = accessible_sas_points(atoms, o, threads, batch.atoms);
+    points += sas.x.size();
+    carve(PointCells(std::move(sas), o.probe_radius), batch.planes);
+  }
+  return points;
+}
+
 /// The points of planes [first, end) of a grid's arrays.
 std::size_t plane_offset(const GridSpec& g, long plane) {
   return static_cast<std::size_t>(plane) * g.dims[0] * g.dims[1];
@@ -160,23 +174,19 @@ void mol_dielectric(const Atoms& atoms, const PbOptions& o, PbCoefficients& c, i
   // APBS marks solvent within a probe radius of every accessible SAS point. The same test, gathered:
   // each face still marked solute looks for a SAS point within the probe radius (the same arithmetic
   // as the marking, so the same faces), among the points binned near it. Far fewer tests than
-  // marking every point's sphere, as the points crowd (10 per Å²). Batch by batch of atoms (the
-  // host's memory; sas_batches), each carving the planes its points reach.
+  // marking every point's sphere, as the points crowd (10 per Å²). Batch by batch of atoms, each
+  // carving the planes its points reach.
   const GridSpec& g = c.grid;
   const long n[3] = {static_cast<long>(g.dims[0]), static_cast<long>(g.dims[1]), static_cast<long>(g.dims[2])};
   const double r2 = o.probe_radius * o.probe_radius;
-  c.sas_points = 0;
-  for (const SasBatch& batch : sas_batches(atoms, o, g.origin[2], g.spacing[2], n[2], planes, batch_atoms)) {
-    SasPoints sas = accessible_sas_points(atoms, o, threads, batch.atoms);
-    c.sas_points += sas.x.size();
-    const PointCells cells(std::move(sas), o.probe_radius);
+  const auto carve = [&](const PointCells& cells, PlaneRange reached) {
     for (int d = 0; d < 3; ++d) {
       const double o3[3] = {g.origin[0] + kFaceShift[d][0] * g.spacing[0],
                             g.origin[1] + kFaceShift[d][1] * g.spacing[1],
                             g.origin[2] + kFaceShift[d][2] * g.spacing[2]};
       double* e = eps[d];
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
-      for (long k = batch.planes.first; k < batch.planes.end; ++k)
+      for (long k = reached.first; k < reached.end; ++k)
         for (long j = 0; j < n[1]; ++j)
           for (long i = 0; i < n[0]; ++i) {
             double& face = e[i + n[0] * (j + n[1] * k)];
@@ -191,7 +201,8 @@ void mol_dielectric(const Atoms& atoms, const PbOptions& o, PbCoefficients& c, i
               face = o.solvent_dielectric;
           }
     }
-  }
+  };
+  c.sas_points = carve_by_batches(atoms, o, threads, g.origin[2], g.spacing[2], n[2], planes, batch_atoms, carve);
 }
 
 /// `smol`: each face value of `planes` becomes the 9-point harmonic mean of the `mol` values around
@@ -288,13 +299,9 @@ std::size_t mark_fine_regions(const Atoms& atoms, const PbOptions& o, const Fine
   // A probe at a SAS point never reaches into an atom (2), so only the band is tested.
   if (o.probe_radius > kNoRadius) {
     const double r2 = o.probe_radius * o.probe_radius;
-    // Batch by batch of atoms, as mol_dielectric.
-    for (const SasBatch& batch : sas_batches(atoms, o, of[2], hf[2], nf[2], {0, nf[2]}, batch_atoms)) {
-      SasPoints sas = accessible_sas_points(atoms, o, threads, batch.atoms);
-      sas_points += sas.x.size();
-      const PointCells cells(std::move(sas), o.probe_radius);
+    const auto carve = [&](const PointCells& cells, PlaneRange reached) {  // batch by batch, as mol_dielectric
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
-      for (long k = batch.planes.first; k < batch.planes.end; ++k)
+      for (long k = reached.first; k < reached.end; ++k)
         for (long j = 0; j < nf[1]; ++j)
           for (long i = 0; i < nf[0]; ++i) {
             unsigned char& r = region[fidx(i, j, k)];
@@ -303,7 +310,8 @@ std::size_t mark_fine_regions(const Atoms& atoms, const PbOptions& o, const Fine
                                  of[2] + hf[2] * static_cast<double>(k), r2))
               r = 0;
           }
-    }
+    };
+    sas_points = carve_by_batches(atoms, o, threads, of[2], hf[2], nf[2], {0, nf[2]}, batch_atoms, carve);
   }
   return sas_points;
 }

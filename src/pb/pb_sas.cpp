@@ -52,13 +52,6 @@ struct CellList {
   }
 };
 
-/// The heights [z_lo, z_hi] of atoms within `reach` of planes [first, end) at z0 + k·dz (+ dz/2).
-AtomZRange planes_reach(double z0, double dz, PlaneRange planes, double reach) {
-  if (planes.first >= planes.end) return {1.0, -1.0};  // no plane: no atom
-  return {z0 + static_cast<double>(planes.first) * dz - reach,
-          z0 + (static_cast<double>(planes.end - 1) + 0.5) * dz + reach};
-}
-
 }  // namespace
 
 double max_radius(const Atoms& atoms) {
@@ -216,7 +209,10 @@ SasPoints accessible_sas_points(const Atoms& atoms, const PbOptions& o, int thre
 }
 
 AtomZRange atoms_reaching_planes(const Atoms& atoms, const PbOptions& o, double z0, double dz, PlaneRange planes) {
-  return planes_reach(z0, dz, planes, max_radius(atoms) + 2.0 * o.probe_radius + dz);
+  if (planes.first >= planes.end) return {1.0, -1.0};  // no plane: no atom
+  const double reach = max_radius(atoms) + 2.0 * o.probe_radius + dz;
+  return {z0 + static_cast<double>(planes.first) * dz - reach,
+          z0 + (static_cast<double>(planes.end - 1) + 0.5) * dz + reach};
 }
 
 std::vector<SasBatch> sas_batches(const Atoms& atoms, const PbOptions& o, double z0, double dz, long plane_count,
@@ -226,7 +222,7 @@ std::vector<SasBatch> sas_batches(const Atoms& atoms, const PbOptions& o, double
   if (planes.first >= planes.end) return {};
   const double carve = max_radius(atoms) + 2.0 * o.probe_radius;  // an atom's points carve within this
   const bool covers = planes.first == 0 && planes.end == plane_count;
-  const AtomZRange whole = covers ? AtomZRange{} : planes_reach(z0, dz, planes, carve + dz);
+  const AtomZRange whole = covers ? AtomZRange{} : atoms_reaching_planes(atoms, o, z0, dz, planes);
   std::vector<double> z;  // the heights of the atoms that get SAS points
   for (std::size_t a = 0; a < atoms.size(); ++a)
     if (atoms.radius[a] > kNoRadius && whole.contains(atoms.z[a])) z.push_back(atoms.z[a]);
