@@ -276,9 +276,11 @@ struct SlabDeleter {
 class PipelineRun {
  public:
   PipelineRun(const PbPipelineInput& in, PbPipelineResult& out) : in_(in), out_(out) {
+    // Across ranks this process's one slab is the rank's: the first and last are the ends of the grid.
+    const int index = in.ranks ? in.ranks->rank : 0, count = in.ranks ? in.ranks->ranks : in.slab_count;
     for (int s = 0; s < in.slab_count; ++s) {
       const DeviceGuard guard(in.slabs[s].device);
-      slabs_.emplace_back(new Slab(in, in.slabs[s], s == 0, s == in.slab_count - 1));
+      slabs_.emplace_back(new Slab(in, in.slabs[s], index + s == 0, index + s == count - 1));
     }
     enable_peer_access();
   }
@@ -296,9 +298,11 @@ class PipelineRun {
       throw Error("internal error: the PB pipeline got " + std::to_string(faces.size()) + " boundary values for " +
                   std::to_string(face_count) + " face nodes");
     for_each_slab([&](Slab& s, std::size_t i) { assemble[i] = s.assemble(faces); });
+    if (in_.ranks && !in_.ranks->all_ready(false))  // the steps below are collective
+      throw Error("the PB solve stopped: another MPI rank failed before its solve");
     std::vector<Solver*> solvers;
     for (auto& s : slabs_) solvers.push_back(&s->solver());
-    Slabs cg(solvers.data(), static_cast<int>(solvers.size()));
+    Slabs cg(solvers.data(), static_cast<int>(solvers.size()), in_.ranks);
     const Stopwatch operators_clock;
     cg.build_operators();
     for (auto& s : slabs_) {
@@ -314,6 +318,10 @@ class PipelineRun {
       out_.neighbour_pairs += pairs[i];
       out_.sas_points += open[i];
       out_.peak_bytes = std::max(out_.peak_bytes, slabs_[i]->peak_bytes());
+    }
+    if (in_.ranks) {  // every rank's, on every rank
+      out_.sas_points = static_cast<std::size_t>(total_over_ranks(static_cast<double>(out_.sas_points), false));
+      out_.peak_bytes = static_cast<std::size_t>(total_over_ranks(static_cast<double>(out_.peak_bytes), true));
     }
     out_.inputs_seconds = *std::max_element(inputs.begin(), inputs.end());
     out_.surface_seconds = *std::max_element(surface.begin(), surface.end());
@@ -333,6 +341,14 @@ class PipelineRun {
       }));
     for (auto& d : done) d.wait();
     for (auto& d : done) d.get();  // the first slab's error, after every thread has finished
+  }
+
+  /// The sum (or the largest) of every rank's `value` (collective).
+  double total_over_ranks(double value, bool largest) const {
+    const std::vector<double> all = in_.ranks->every_value(value);
+    double out = all[0];
+    for (std::size_t r = 1; r < all.size(); ++r) out = largest ? std::max(out, all[r]) : out + all[r];
+    return out;
   }
 
   void enable_peer_access() {
@@ -375,11 +391,16 @@ class PipelineRun {
     double* potential = nullptr;
     std::tie(values, potential) = in_.output_buffers();
     if (!values) throw Error("internal error: the PB pipeline was given no buffer for the map");
+    if (potential && in_.ranks) throw Error("internal error: φ in double is not gathered across ranks");
     for_each_slab([&](Slab& s, std::size_t) {
       if (potential) s.copy_map<double>(1.0, s.solver().q(), potential);
       s.copy_map<float>(in_.unit_scale, reinterpret_cast<float*>(s.solver().r()), values);
       ESPGRID_CUDA_CHECK(cudaStreamSynchronize(s.stream()));
     });
+    if (in_.ranks) {  // rank 0 takes the others' planes into its map
+      const PbPipelineSlab& own = in_.slabs[0];
+      in_.ranks->gather_map(values, own.first_plane, own.end_plane, in_.n[0] * in_.n[1]);
+    }
     out_.output_seconds = wall.seconds();
   }
 
@@ -396,7 +417,8 @@ void run_pb_pipeline(const PbPipelineInput& in, PbPipelineResult& out) {
     if (in.slabs[s].level_count < 1 || in.slabs[s].end_plane - in.slabs[s].first_plane < 1 ||
         (s > 0 && in.slabs[s].first_plane != in.slabs[s - 1].end_plane))
       throw Error("internal error: the PB pipeline's slabs do not cover the grid's planes in order");
-  if (in.slabs[0].first_plane != 0 || in.slabs[in.slab_count - 1].end_plane != in.n[2])
+  if (in.ranks && in.slab_count != 1) throw Error("internal error: a PB grid split over ranks holds one slab a rank");
+  if (!in.ranks && (in.slabs[0].first_plane != 0 || in.slabs[in.slab_count - 1].end_plane != in.n[2]))
     throw Error("internal error: the PB pipeline's slabs do not cover the grid's planes");
   if (!in.faces || !in.output_buffers || !in.conductances)
     throw Error("internal error: the PB pipeline's inputs are missing");
@@ -412,7 +434,10 @@ void run_pb_pipeline(const PbPipelineInput& in, PbPipelineResult& out) {
       pooled ? std::unique_lock<std::mutex>(in.workspace->mutex()) : std::unique_lock<std::mutex>();
   const DevicePoolScope pool(pooled ? &in.workspace->pool() : nullptr);
   out.device = describe_device(devices[0]);
-  if (in.slab_count > 1)
+  if (in.ranks)
+    out.device = std::to_string(in.ranks->ranks) + " MPI ranks, a slab each on its own device (rank " +
+                 std::to_string(in.ranks->rank) + "'s: " + out.device + ")";
+  else if (in.slab_count > 1)
     out.device = std::to_string(in.slab_count) + " slabs on " +
                  (devices.size() == 1 ? "one device, " : std::to_string(devices.size()) + " devices, the first ") +
                  out.device;

@@ -12,7 +12,9 @@
 // products are the slabs' sums, added in slab order. Halo copies go device to device (peer copies)
 // on the receiving slab's stream after an event of the sending one, and every slab's stream then
 // waits for all the exchange's copies (the sender's next sweep would write what they read); no host
-// waits for them.
+// waits for them. Across MPI ranks (a pb::PbRankLink: one slab a rank, on the rank's device) the same
+// planes go through page-locked host buffers and the link: the same cycle, node for node, and the
+// same sums in the same order, so the ranks' map is the one-process slabs' map bit for bit.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -25,6 +27,7 @@
 #include "kernels/cuda_runtime_support.h"
 #include "kernels/pb_lean_solver.cuh"
 #include "src/core/switches.h"
+#include "src/pb/pb_rank_link.h"
 
 namespace espgrid::cuda::lean {
 
@@ -33,8 +36,11 @@ class Slabs {
  public:
   using Slab = Solver<Top>;
 
-  /// The slabs in z order (their streams and devices are theirs).
-  Slabs(Slab* const* slabs, int count) : slabs_(slabs, slabs + count) {
+  /// The slabs in z order (their streams and devices are theirs). With a link of several ranks: this
+  /// rank's one slab, the others' on theirs.
+  Slabs(Slab* const* slabs, int count, const pb::PbRankLink* link = nullptr)
+      : slabs_(slabs, slabs + count), link_(link && link->ranks > 1 ? link : nullptr), split_(count > 1 || link_) {
+    if (link_ && count != 1) throw Error("internal error: a PB grid split over ranks holds one slab a rank");
     for (Slab* s : slabs_) {
       s->select();
       ready_.push_back(std::make_unique<Event>(cudaEventDisableTiming));
@@ -46,7 +52,7 @@ class Slabs {
   void build_operators() {
     for (std::size_t l = 1; l < slabs_[0]->levels(); ++l) {
       each([&](Slab& s) { s.coarse_operator(l); });
-      if (slabs_.size() < 2) continue;
+      if (!split_) continue;
       for (int a = 0; a < 4; ++a) {
         std::vector<double*> arrays;
         for (Slab* s : slabs_) arrays.push_back(s->operator_arrays(l)[static_cast<std::size_t>(a)]);
@@ -91,7 +97,7 @@ class Slabs {
   /// the residual is recomputed from it).
   enum class Vector { u, r, z, p, q };
   void exchange_top(Vector v) {
-    if (slabs_.size() < 2) return;
+    if (!split_) return;
     std::vector<double*> arrays;
     for (Slab* s : slabs_) arrays.push_back(pick(*s, v));
     exchange(0, arrays, 0, slabs_.size());
@@ -104,12 +110,14 @@ class Slabs {
  private:
   double reduce(Vector a, Vector b, bool product) {
     each([&](Slab& s) { s.dot_launch(pick(s, a), product ? pick(s, b) : nullptr); });
-    double sum = 0.0;
-    for (std::size_t i = 0; i < slabs_.size(); ++i) {
-      slabs_[i]->select();
-      const double v = slabs_[i]->dot_fetch();
-      sum = i == 0 ? v : sum + v;
+    std::vector<double> parts;
+    for (Slab* s : slabs_) {
+      s->select();
+      parts.push_back(s->dot_fetch());
     }
+    if (link_) parts = link_->every_value(parts[0]);  // every rank's, in rank order
+    double sum = 0.0;
+    for (std::size_t i = 0; i < parts.size(); ++i) sum = i == 0 ? parts[i] : sum + parts[i];
     return sum;
   }
 
@@ -141,12 +149,12 @@ class Slabs {
   /// its first use: ~250 launches a cycle (the coarsest level's 200 half-sweeps among them) cost
   /// more than their work on small grids (a trajectory's frames); the same kernels, the same bits.
   void precondition() {
-    if (slabs_.size() > 1 || sync_check_enabled() || !cycle_graphs()) return v_cycle(0, slabs_.size(), 0);
+    if (split_ || sync_check_enabled() || !cycle_graphs()) return v_cycle(0, slabs_.size(), 0, split_);
     Slab& s = *slabs_[0];
     if (!cycle_.exec) {
       ESPGRID_CUDA_CHECK(cudaStreamBeginCapture(s.stream(), cudaStreamCaptureModeRelaxed));
       try {
-        v_cycle(0, 1, 0);
+        v_cycle(0, 1, 0, false);
       } catch (...) {
         cudaGraph_t broken = nullptr;
         cudaStreamEndCapture(s.stream(), &broken);  // ends the capture; its error is the one thrown
@@ -178,9 +186,9 @@ class Slabs {
     }
   };
 
-  /// The V-cycle from level l on slabs first .. first + count − 1 (several: a level split over them;
-  /// one: a whole level that slab runs by itself).
-  void v_cycle(std::size_t first, std::size_t count, std::size_t l) {
+  /// The V-cycle from level l on slabs first .. first + count − 1: `split`, a level split over them (and
+  /// over the ranks); else one slab's whole level, which it runs by itself.
+  void v_cycle(std::size_t first, std::size_t count, std::size_t l, bool split) {
     const auto on = [&](auto&& f) {
       for (std::size_t i = first; i < first + count; ++i) {
         slabs_[i]->select();
@@ -189,12 +197,12 @@ class Slabs {
     };
     const auto sweep = [&](int color) {
       on([&](Slab& s) { s.half_sweep(l, color); });
-      if (count > 1) exchange(l, level_x(l), first, count);
+      if (split) exchange(l, level_x(l), first, count);
     };
     on([&](Slab& s) { s.zero(l); });
     const PbMgRun& run = slabs_[first]->run();
     if (l + 1 == slabs_[first]->levels()) {
-      if (count == 1 && slabs_[first]->coarsest_sweeps(l, run.coarsest_sweeps)) return;
+      if (!split && slabs_[first]->coarsest_sweeps(l, run.coarsest_sweeps)) return;
       for (int s = 0; s < run.coarsest_sweeps; ++s) {
         sweep(0);
         sweep(1);
@@ -208,14 +216,14 @@ class Slabs {
       sweep(1);
     }
     on([&](Slab& s) { s.level_residual(l); });
-    if (count > 1) exchange(l, level_r(l), first, count);  // restriction reads a plane across each cut
+    if (split) exchange(l, level_r(l), first, count);  // restriction reads a plane across each cut
     on([&](Slab& s) { s.restrict_down(l); });
     const PbMgSpan below = slabs_[first]->level(l + 1).span;
-    if (count > 1 && below == PbMgSpan::Gathered) share(l + 1, level_b(l + 1));
-    if (count > 1 && below != PbMgSpan::Slab)
-      for (std::size_t i = first; i < first + count; ++i) v_cycle(i, 1, l + 1);  // the whole level on each
+    if (split && below == PbMgSpan::Gathered) share(l + 1, level_b(l + 1));
+    if (split && below != PbMgSpan::Slab)
+      for (std::size_t i = first; i < first + count; ++i) v_cycle(i, 1, l + 1, false);  // the whole level on each
     else
-      v_cycle(first, count, l + 1);
+      v_cycle(first, count, l + 1, split);
     on([&](Slab& s) { s.prolong_up(l); });
     for (int s = 0; s < run.smoothing; ++s) {
       sweep(1);
@@ -246,6 +254,7 @@ class Slabs {
   /// The halo planes of level l's `arrays` on slabs first .. first + count − 1: at each cut the
   /// lower slab's last own plane to the upper's halo, and the upper's first own plane to the lower's.
   void exchange(std::size_t l, const std::vector<double*>& arrays, std::size_t first, std::size_t count) {
+    if (link_) return exchange_across_ranks(l, arrays[0]);
     record(first, count);
     for (std::size_t c = first; c + 1 < first + count; ++c) {
       Slab& below = *slabs_[c];
@@ -260,6 +269,7 @@ class Slabs {
 
   /// Each slab's own planes of a whole level's `arrays` copied to every other slab.
   void gather(std::size_t l, const std::vector<double*>& arrays) {
+    if (link_) return gather_across_ranks(l, arrays[0]);
     record(0, slabs_.size());
     for (std::size_t from = 0; from < slabs_.size(); ++from) {
       const LevelArrays a = slabs_[from]->level(l);
@@ -270,6 +280,57 @@ class Slabs {
         if (to != from) copy(to, arrays[to] + plane * a.own_begin, from, arrays[from] + plane * a.own_begin, bytes);
     }
     settle(0, slabs_.size());
+  }
+
+  /// exchange() with the neighbouring ranks: this slab's first and last own planes (1 and n − 2) out, the
+  /// neighbours' into its halo planes (0 and n − 1), through page-locked buffers. The stream's copies in
+  /// are queued before its next kernels, and the host waits for the copies out before the link runs,
+  /// which also means the previous exchange's copies in have read the buffers the link refills.
+  void exchange_across_ranks(std::size_t l, double* array) {
+    Slab& s = *slabs_[0];
+    const LevelArrays a = s.level(l);
+    const std::size_t plane = static_cast<std::size_t>(a.n[0] * a.n[1]), bytes = plane * sizeof(double);
+    const bool lower = link_->rank > 0, upper = link_->rank + 1 < link_->ranks;
+    double* staging = host_staging(4 * plane);
+    double *to_lower = staging, *from_lower = staging + plane, *to_upper = staging + 2 * plane,
+           *from_upper = staging + 3 * plane;
+    const cudaStream_t st = s.stream();
+    double* const halo_low = array;
+    double* const halo_high = array + plane * static_cast<std::size_t>(a.n[2] - 1);
+    if (lower) ESPGRID_CUDA_CHECK(cudaMemcpyAsync(to_lower, array + plane, bytes, cudaMemcpyDeviceToHost, st));
+    if (upper) ESPGRID_CUDA_CHECK(cudaMemcpyAsync(to_upper, halo_high - plane, bytes, cudaMemcpyDeviceToHost, st));
+    ESPGRID_CUDA_CHECK(cudaStreamSynchronize(st));
+    link_->swap_with_neighbours(to_lower, from_lower, to_upper, from_upper, plane);
+    if (lower) ESPGRID_CUDA_CHECK(cudaMemcpyAsync(halo_low, from_lower, bytes, cudaMemcpyHostToDevice, st));
+    if (upper) ESPGRID_CUDA_CHECK(cudaMemcpyAsync(halo_high, from_upper, bytes, cudaMemcpyHostToDevice, st));
+  }
+
+  /// gather() across the ranks: this slab's own planes of the whole level out, every rank's back in.
+  void gather_across_ranks(std::size_t l, double* array) {
+    Slab& s = *slabs_[0];
+    const LevelArrays a = s.level(l);
+    const std::size_t plane = static_cast<std::size_t>(a.n[0] * a.n[1]);
+    const std::size_t begin = plane * static_cast<std::size_t>(a.own_begin);
+    const std::size_t count = plane * static_cast<std::size_t>(a.own_end - a.own_begin);
+    const std::size_t whole = static_cast<std::size_t>(a.size);
+    double* staging = host_staging(whole);
+    const cudaStream_t st = s.stream();
+    if (count > 0)
+      ESPGRID_CUDA_CHECK(
+          cudaMemcpyAsync(staging + begin, array + begin, count * sizeof(double), cudaMemcpyDeviceToHost, st));
+    ESPGRID_CUDA_CHECK(cudaStreamSynchronize(st));
+    link_->share_parts(staging, begin, count);
+    ESPGRID_CUDA_CHECK(cudaMemcpyAsync(array, staging, whole * sizeof(double), cudaMemcpyHostToDevice, st));
+  }
+
+  /// At least `count` doubles of page-locked memory (grown as needed; kept for the solve). Growing waits
+  /// for the stream, whose queued copies may still read the old buffer.
+  double* host_staging(std::size_t count) {
+    if (staging_.size() < count) {
+      ESPGRID_CUDA_CHECK(cudaStreamSynchronize(slabs_[0]->stream()));
+      staging_ = PinnedBuffer<double>(count, "PB halo staging (host)");
+    }
+    return staging_.get();
   }
 
   /// Marks every slab's queued work, for the copies that read it.
@@ -303,6 +364,9 @@ class Slabs {
   }
 
   std::vector<Slab*> slabs_;
+  const pb::PbRankLink* link_;  ///< the other ranks' slabs (null: every slab is here)
+  bool split_;                  ///< the grid is split (over this process's slabs or the ranks)
+  PinnedBuffer<double> staging_;
   CycleGraph cycle_;
   std::vector<std::unique_ptr<Event>> ready_, copied_;  ///< each slab's work before / copies of an exchange
 };

@@ -28,11 +28,13 @@
 #include "src/maps/map_stream.h"
 #include "src/os/atomic_output_file.h"
 #include "src/pb/pb_memory.h"
+#include "src/pb/pb_pipeline.h"
 #include "src/pipeline/map_pipeline.h"
 #include "src/pipeline/map_summary.h"
 #include "src/pipeline/time_estimate.h"
 #include "src/scaleout/cluster.h"
 #include "src/scaleout/distributed_map.h"
+#include "src/scaleout/pb_ranks.h"
 #include "src/view/view_page.h"
 
 namespace espgrid::cli {
@@ -275,9 +277,17 @@ class JsonSummary {
 
 /// Rank 0, once every rank has read the input: its notices, the input and how the ranks share it.
 /// A PB solve's input is printed by its recorder, as one process prints it.
-void print_distributed_input(const MapJob& job, const PreparedJob& prepared, int ranks, SummaryRecorder* pb_recorder) {
+void print_distributed_input(const MapJob& job, const PreparedJob& prepared, int ranks, SummaryRecorder* pb_recorder,
+                             bool pb_on_gpus) {
   for (const auto& notice : prepared.structure.notices) std::fprintf(stderr, "espgrid: note: %s\n", notice.c_str());
-  if (pb_recorder) {
+  if (pb_recorder && pb_on_gpus) {
+    pb_recorder->prepared(prepared);
+    std::printf(
+        "ranks      %d MPI ranks: one PB solve over their GPUs, a z-slab a rank (one multigrid-preconditioned CG, "
+        "halo planes through MPI); each rank builds its slab's surface, charges and system; rank 0 gathers the map "
+        "and writes it\n",
+        ranks);
+  } else if (pb_recorder) {
     pb_recorder->prepared(prepared);
     std::printf(
         "ranks      %d MPI ranks: one PB solve by hypre over all of them (z-planes in contiguous blocks); each "
@@ -345,29 +355,46 @@ void write_distributed_map(const MapJob& job, const PreparedJob& prepared, std::
 }
 
 /// The job of `espgrid map` under mpirun: what every rank can read (a file, not standard input; a
-/// PQR, not a structure for pdb2pqr), and --model pb as one solve by hypre over the ranks' CPUs.
+/// PQR, not a structure for pdb2pqr); --model pb is one solve over the ranks (pb_on_gpus chooses how).
 MapJob distributed_job(const cxxopts::ParseResult& args) {
   MapJob job = job_from_args(args, kMapOptions, JobUse::Map);
   if (is_standard_input(job.input.path))
     throw UsageError("under mpirun, give a file: every rank reads the input, and only one has standard input");
-  if (job.physics.is_pb()) {  // one solve over the ranks: hypre on MPI_COMM_WORLD
-    if (job.compute.backend == BackendChoice::Cuda)
-      throw UsageError(
-          "under mpirun, --model pb is one solve by hypre over the ranks' CPUs (--backend cpu): the GPU solver "
-          "does not split a grid over ranks; without mpirun one GPU solves a grid of 10^8 points");
-    job.compute.backend = BackendChoice::Cpu;
-  }
   if (needs_charge_assignment(job.input.file_format()))
     throw UsageError("under mpirun, give a PQR file: run `espgrid map " + job.input.path +
                      " --keep-pqr FILE.pqr ...` once without mpirun (or pdb2pqr30 yourself)");
   return job;
 }
 
-/// Every rank's share of the work: one PB solve by hypre over all the ranks, or the rank's block of
-/// z-planes (rank 0 gathers the map into `result`).
+/// CPU threads: a rank that mpirun did not pin to a part of the node shares the node's cores with
+/// the other ranks on it instead of each taking every core (0: not shared, every core).
+int shared_thread_count(const scaleout::Cluster& cluster) {
+  if (cluster.local_size() < 2 || omp_get_num_procs() < static_cast<int>(std::thread::hardware_concurrency())) return 0;
+  return std::max(1, omp_get_num_procs() / cluster.local_size());
+}
+
+/// --model pb under mpirun: whether the grid is split over the ranks' GPUs, a z-slab a rank (--backend
+/// cuda; auto when every rank has a GPU and the device pipeline runs the options without energies),
+/// rather than solved by hypre over their CPUs (scaleout::pb_on_rank_gpus); `sharing`: the ranks on this
+/// host that use this rank's GPU. Collective.
+bool pb_on_gpus(scaleout::Cluster& cluster, const MapJob& job, const PreparedJob& prepared, int& sharing) {
+  scaleout::PbRankChoice choice;
+  choice.gpus_asked = job.compute.backend == BackendChoice::Cuda;
+  choice.gpus_refused = job.compute.backend == BackendChoice::Cpu || job.compute.pb_solver == PbSolverChoice::Hypre;
+  std::vector<int> usable;
+  if (!choice.gpus_refused) usable = cuda::usable_devices(&choice.no_gpu_reason);
+  choice.has_gpu = !usable.empty();
+  choice.pipeline_runs =
+      pb::pipeline_applies(prepared.structure.atoms, prepared.grid, job.physics.pb) && !job.physics.pb.energy.any();
+  sharing = scaleout::ranks_sharing_device(cluster, usable.size(), job.compute.device_given);
+  return scaleout::pb_on_rank_gpus(cluster, choice);
+}
+
+/// Every rank's share of the work: one PB solve over all the ranks (their GPUs, `gpu_ranks`, or hypre
+/// over their CPUs), or the rank's block of z-planes (rank 0 gathers the map into `result`).
 void compute_across_ranks(scaleout::Cluster& cluster, const MapJob& job, const PreparedJob& prepared,
                           const std::optional<PreparedProblem>& problem, MapResult& result,
-                          scaleout::DistributedRun& run) {
+                          scaleout::DistributedRun& run, scaleout::PbRanks* gpu_ranks, int ranks_on_device) {
   const bool root = cluster.is_root();
   if (job.physics.is_pb()) {
     MapRequest request;
@@ -375,11 +402,25 @@ void compute_across_ranks(scaleout::Cluster& cluster, const MapJob& job, const P
     request.physics = job.physics;
     request.compute = job.compute;
     request.source = prepared.source;
-    request.pb_across_ranks = true;
     request.pb_ranks = cluster.size();
     request.pb_ranks_on_host = cluster.local_size();
-    cluster.agree("solving the PB map across the ranks",
-                  [&] { result = compute_map(prepared.structure.atoms, request, prepared.kernel); });
+    if (gpu_ranks) {
+      request.compute.backend = BackendChoice::Cuda;
+      request.pb_gpu_ranks = &gpu_ranks->link();
+      request.pb_ranks_on_device = ranks_on_device;
+    } else {
+      request.pb_across_ranks = true;
+      request.compute.backend = BackendChoice::Cpu;
+      if (request.compute.run.threads == 0) request.compute.run.threads = shared_thread_count(cluster);
+    }
+    cluster.agree("solving the PB map across the ranks", [&] {
+      try {
+        result = compute_map(prepared.structure.atoms, request, prepared.kernel);
+      } catch (const std::exception& e) {
+        if (gpu_ranks) gpu_ranks->failed(e.what());  // the other ranks must not wait for this one
+        throw;
+      }
+    });
     result.timing.read_seconds = prepared.timing.read_seconds;
     return;
   }
@@ -414,6 +455,7 @@ int run_map_distributed(const cxxopts::ParseResult& args, scaleout::Cluster& clu
   MapObserver quiet;                         // rank 0 prints once every rank has read the input
   std::optional<PrintingObserver> printing;  // --model pb: rank 0's, as one process prints
   std::optional<SummaryRecorder> recorder;
+  std::optional<scaleout::PbRanks> gpu_ranks;  // --model pb over the ranks' GPUs (pb_on_gpus)
   // Every rank passes the same agreement points, so a failure anywhere reaches all of them:
   // rank 0 prints it, everyone waits for that, then rank 0 exits non-zero and the rest 0.
   int status = 0;
@@ -428,11 +470,8 @@ int run_map_distributed(const cxxopts::ParseResult& args, scaleout::Cluster& clu
         options.device = scaleout::rank_local_device(cluster, cuda::usable_devices());
         prepared->kernel.why += "; rank-local GPU: local rank mod GPUs";
       }
-      // CPU threads: a rank not pinned to a part of the machine shares it with the other
-      // ranks on its node instead of each taking every core.
-      if (prepared->kernel.kernel->backend == Backend::Cpu && options.threads == 0 && cluster.local_size() > 1 &&
-          omp_get_num_procs() >= static_cast<int>(std::thread::hardware_concurrency()))
-        options.threads = std::max(1, omp_get_num_procs() / cluster.local_size());
+      if (prepared->kernel.kernel->backend == Backend::Cpu && options.threads == 0)
+        options.threads = shared_thread_count(cluster);
       if (!job.physics.is_pb())
         problem.emplace(PreparedProblem::for_physics(prepared->structure.atoms, prepared->grid, job.physics));
       if (root) {
@@ -447,8 +486,12 @@ int run_map_distributed(const cxxopts::ParseResult& args, scaleout::Cluster& clu
       printing.emplace(job);
       recorder.emplace(*printing);
     }
-    if (root) print_distributed_input(job, *prepared, cluster.size(), recorder ? &*recorder : nullptr);
-    compute_across_ranks(cluster, job, *prepared, problem, result, run);
+    int ranks_on_device = 1;
+    if (job.physics.is_pb() && pb_on_gpus(cluster, job, *prepared, ranks_on_device)) gpu_ranks.emplace(cluster);
+    if (root)
+      print_distributed_input(job, *prepared, cluster.size(), recorder ? &*recorder : nullptr, gpu_ranks.has_value());
+    compute_across_ranks(cluster, job, *prepared, problem, result, run, gpu_ranks ? &*gpu_ranks : nullptr,
+                         ranks_on_device);
   } catch (const scaleout::PeerFailure&) {
     status = 1;
   } catch (const UsageError& e) {

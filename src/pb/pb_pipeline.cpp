@@ -52,26 +52,34 @@ double smol_value(int d, unsigned pattern, double solute, double solvent) {
   return smooth_face(own, a, b, d, 1, 1, 1, n, sx, sy, sz);
 }
 
-/// The slabs of a grid split over request.devices (one: the whole grid) and their hierarchies
-/// (pb_slabs.h), which the slabs point into.
+/// The slabs of a grid split over request.devices (one: the whole grid) or over the ranks (this rank's
+/// slab alone) and their hierarchies (pb_slabs.h), which the slabs point into.
 struct SlabPlan {
   std::vector<MgLevel> global;
   SlabHierarchy hierarchy;
   std::vector<cuda::PbPipelineSlab> slabs;
 
   SlabPlan(const long* n, const PipelineRequest& request, const MgSettings& settings)
-      : global(hierarchy_shape({n[0], n[1], n[2]}, settings)),
-        hierarchy(slab_hierarchy(global, request.devices.empty() ? 1 : request.devices.size())) {
+      : global(hierarchy_shape({n[0], n[1], n[2]}, settings)), hierarchy(slab_hierarchy(global, slab_count(request))) {
     const std::vector<long>& cuts = hierarchy.cuts;
-    slabs.resize(cuts.size() - 1);
-    for (std::size_t s = 0; s < slabs.size(); ++s) {
-      cuda::PbPipelineSlab& slab = slabs[s];
+    if (request.ranks && cuts.size() != static_cast<std::size_t>(request.ranks->ranks) + 1)
+      throw Error("internal error: a PB grid of " + std::to_string(n[2]) + " z-planes split over " +
+                  std::to_string(request.ranks->ranks) + " ranks has " + std::to_string(cuts.size() - 1) + " slabs");
+    const std::size_t first = request.ranks ? static_cast<std::size_t>(request.ranks->rank) : 0;
+    const std::size_t count = request.ranks ? 1 : cuts.size() - 1;
+    for (std::size_t s = first; s < first + count; ++s) {
+      cuda::PbPipelineSlab& slab = slabs.emplace_back();
       slab.device = request.devices.empty() ? request.device : request.devices[s];
       slab.first_plane = cuts[s];
       slab.end_plane = cuts[s + 1];
       slab.levels = hierarchy.levels[s].data();
       slab.level_count = static_cast<int>(hierarchy.levels[s].size());
     }
+  }
+
+  static std::size_t slab_count(const PipelineRequest& request) {
+    if (request.ranks) return static_cast<std::size_t>(request.ranks->ranks);
+    return request.devices.empty() ? 1 : request.devices.size();
   }
 };
 
@@ -191,6 +199,7 @@ PipelineSolve solve_with_pipeline(const Atoms& atoms, const GridSpec& grid, cons
   in.workspace = switched_off("ESPGRID_PB_POOL") ? nullptr : request.workspace;
   in.slabs = slabs.data();
   in.slab_count = static_cast<int>(slabs.size());
+  in.ranks = request.ranks;
   in.run.smoothing = settings.smoothing;
   in.run.coarsest_sweeps = settings.coarsest_sweeps;
   in.run.tolerance = o.tolerance;

@@ -24,6 +24,7 @@
 #include "src/pb/pb_coefficients.h"
 #include "src/pb/pb_cuda_driver.h"
 #include "src/pb/pb_energy.h"
+#include "src/pb/pb_rank_link.h"
 #include "src/pb/pb_system.h"
 #include "src/pb_numerics/pb_pipeline_math.h"
 #include "src/physics/pb_options.h"
@@ -66,6 +67,9 @@ struct PipelineRequest {
   /// Several: the grid split by z-planes, a slab per entry in order (the same device may repeat:
   /// several slabs on one GPU, as the tests run them); empty: `device` alone.
   std::vector<int> devices;
+  /// The grid split over MPI ranks (`device` runs this rank's slab; `devices` empty). Rank 0's `values`
+  /// get the whole map, the others' their own planes; φ in double is not returned.
+  const PbRankLink* ranks = nullptr;
   double unit_scale = 1;                         ///< kT/e → the map's unit
   bool potential = false;                        ///< return φ in double
   bool fixed_charge = false;                     ///< return APBS's spl2 Σ φ·q instead of φ

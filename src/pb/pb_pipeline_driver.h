@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "src/pb/pb_cuda_driver.h"
+#include "src/pb/pb_rank_link.h"
 #include "src/pb_numerics/pb_pipeline_math.h"
 
 namespace espgrid::cuda {
@@ -52,8 +53,10 @@ struct PbPipelineInput {
   /// The boundary values on the six faces (pb::boundary_nodes' order), kT/e: called once the
   /// surface's kernels are queued, so a direct sum running on another thread overlaps them.
   std::function<std::vector<double>()> faces;
-  const PbPipelineSlab* slabs = nullptr;  ///< z-ordered, covering every plane once
+  const PbPipelineSlab* slabs = nullptr;  ///< z-ordered, covering every plane once (across ranks: this rank's one)
   int slab_count = 0;
+  /// The grid split over MPI ranks, slab `ranks->rank` of `ranks->ranks` here (null: every slab here).
+  const pb::PbRankLink* ranks = nullptr;
   PbMgRun run;  ///< run.device unused: each slab names its device
   /// Buffers kept between solves on one grid (a trajectory's frames: no cudaMalloc or cudaFree, whose
   /// device-wide waits would also hold back another frame's solve on the same GPU); one slab only.

@@ -1,8 +1,10 @@
 #include "src/pb/pb_slabs.h"
 
 #include <algorithm>
+#include <string>
 #include <utility>
 
+#include "src/core/errors.h"
 #include "src/core/grid.h"
 #include "src/pb/pb_pipeline_driver.h"
 
@@ -112,6 +114,49 @@ PbMemoryPlan check_slab_memory(const PbMemoryPlan& memory, const GridSpec& grid,
     check_pb_memory(mine, grid, free, total, "GPU " + std::to_string(device), available_memory_bytes());
   }
   return memory;
+}
+
+PbMemoryPlan check_rank_slab_memory(const PbMemoryPlan& memory, const GridSpec& grid, const PbRankLink& ranks,
+                                    int device, int device_sharing, int host_sharing) {
+  const long planes = static_cast<long>(grid.dims[2]);
+  const std::vector<long> cuts = slab_cuts(planes, static_cast<std::size_t>(ranks.ranks));
+  const std::size_t r = static_cast<std::size_t>(ranks.rank);
+  PbMemoryPlan mine = memory;
+  if (r + 1 < cuts.size())
+    mine.device_bytes = memory.device_bytes *
+                        std::min(1.0, static_cast<double>(cuts[r + 1] - cuts[r] + 2) / static_cast<double>(planes));
+  std::size_t free = 0, total = 0;
+  cuda::pb_device_memory(device, free, total);
+  const std::size_t share = free / static_cast<std::size_t>(std::max(1, device_sharing));
+  const std::string name =
+      "GPU " + std::to_string(device) +
+      (device_sharing > 1 ? " (shared by " + std::to_string(device_sharing) + " MPI ranks on this host)" : "");
+  check_pb_memory(mine, grid, share, total, name, available_memory_bytes(std::max(1, host_sharing)));
+  return memory;
+}
+
+void check_split_plan(const GridSpec& grid, std::size_t devices, const PbRankLink* ranks, bool pipeline,
+                      bool need_potential) {
+  const char* what =
+      "the device pipeline only (mol/smol, lpbe, the direct formulation, atoms on the grid, no maps from "
+      "the coefficients; docs/pb.md)";
+  if (devices > 1 && !pipeline)
+    throw UsageError(std::string("a PB grid is split over several GPUs by ") + what + ": name one GPU (--device N)");
+  if (!ranks) return;
+  if (!pipeline)
+    throw UsageError(std::string("under mpirun the GPUs split a PB grid by ") + what +
+                     ": give --backend cpu for one solve by hypre over the ranks' CPUs");
+  const long planes = static_cast<long>(grid.dims[2]);
+  const std::size_t slabs = slab_cuts(planes, static_cast<std::size_t>(ranks->ranks)).size() - 1;
+  if (slabs < static_cast<std::size_t>(ranks->ranks))
+    throw UsageError("the PB grid's " + std::to_string(planes) + " z-planes are too few for " +
+                     std::to_string(ranks->ranks) + " MPI ranks with a GPU each (a rank's slab holds at least " +
+                     std::to_string(kMinSlabPlanes) + "): use at most " + std::to_string(slabs) +
+                     " ranks, or one process");
+  if (need_potential)
+    throw UsageError(
+        "under mpirun the GPUs' PB solve returns the map only: energies other than APBS's total with spl2 "
+        "charges, and maps that need the potential in double, run in one process (or with --backend cpu)");
 }
 
 }  // namespace espgrid::pb

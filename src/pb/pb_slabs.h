@@ -15,6 +15,7 @@
 #include "src/pb/pb_cuda_driver.h"
 #include "src/pb/pb_memory.h"
 #include "src/pb/pb_multigrid.h"
+#include "src/pb/pb_rank_link.h"
 
 namespace espgrid::pb {
 
@@ -46,5 +47,16 @@ SlabHierarchy slab_hierarchy(const std::vector<MgLevel>& global, std::size_t dev
 /// planes with their halo planes, over the grid's) checked against its free memory, and the host's
 /// share once (check_pb_memory's refusals). Returns `memory`.
 PbMemoryPlan check_slab_memory(const PbMemoryPlan& memory, const GridSpec& grid, const std::vector<int>& devices);
+/// A grid split over MPI ranks (a slab a rank): this rank's share of the device bytes checked against
+/// `device`'s free memory divided among the `device_sharing` ranks that use it, and the host's share
+/// against the host's available memory divided among the `host_sharing` ranks on it.
+PbMemoryPlan check_rank_slab_memory(const PbMemoryPlan& memory, const GridSpec& grid, const PbRankLink& ranks,
+                                    int device, int device_sharing, int host_sharing);
+
+/// Refuses, naming what to change, a split plan the device pipeline cannot run: over `devices` GPUs of
+/// one process (more than one) when the pipeline does not apply; over the ranks (`ranks`, not null) also
+/// when the grid has too few z-planes for a slab a rank or when φ must come back in double.
+void check_split_plan(const GridSpec& grid, std::size_t devices, const PbRankLink* ranks, bool pipeline,
+                      bool need_potential);
 
 }  // namespace espgrid::pb

@@ -162,10 +162,7 @@ SolvePlan plan_solve(const Atoms& atoms, const GridSpec& grid, const PbOptions& 
   if (p.solver == PbSolver::Hypre && options.equation != PbEquation::Nonlinear && level != PbEnergyLevel::Components &&
       !maps_need_coefficients)
     p.coefficient_planes = pb::hypre_coefficient_planes(grid, run.across_ranks);
-  if (run.devices.size() > 1 && !p.pipeline)  // docs/pb.md "Several GPUs" lists what the pipeline runs
-    throw UsageError(
-        "a PB grid is split over several GPUs by the device pipeline only (mol/smol, lpbe, atoms on "
-        "the grid, no maps from the coefficients; docs/pb.md): name one GPU (--device N)");
+  pb::check_split_plan(grid, run.devices.size(), run.gpu_ranks, p.pipeline, p.need_potential && !p.device_energy);
   return p;
 }
 
@@ -232,7 +229,7 @@ void record_phase(PbResult& result, const char* name, double seconds) { result.p
 /// and `map` start it early, cuda::warm_up_device) instead of before it. A grid beyond the whole
 /// device is still refused first (its total memory needs no context).
 bool device_check_deferred(const SolvePlan& plan, const PbRun& run) {
-  return plan.pipeline && run.devices.size() <= 1 && pb_host_plan(plan.solver) == pb::PbHostPlan::Gpu;
+  return plan.pipeline && run.devices.size() <= 1 && !run.gpu_ranks && pb_host_plan(plan.solver) == pb::PbHostPlan::Gpu;
 }
 
 /// The plan's GPU share against what `run.device` has free (pb_memory.h).
@@ -258,6 +255,7 @@ void solve_with_device_pipeline(const Atoms& atoms, const GridSpec& grid, const 
   pb::PipelineRequest request;
   request.device = run.device;
   request.devices = run.devices;
+  request.ranks = run.gpu_ranks;
   request.workspace = run.device_workspace.get();
   request.unit_scale = plan.scale;
   request.fixed_charge = plan.device_energy;
@@ -438,6 +436,8 @@ pb::PbMemoryPlan check_memory(const Atoms& atoms, const GridSpec& grid, const Pb
   r.ranks = run.across_ranks ? std::max(1, run.ranks) : 1;
   const pb::PbMemoryPlan memory = pb::pb_memory_plan(atoms, grid, options, r);
   if (plan.pipeline && run.devices.size() > 1) return pb::check_slab_memory(memory, grid, run.devices);
+  if (run.gpu_ranks)
+    return pb::check_rank_slab_memory(memory, grid, *run.gpu_ranks, run.device, run.ranks_on_device, run.ranks_on_host);
   pb::check_pb_host_memory(memory, grid, run.across_ranks ? run.ranks_on_host : 1);
   if (gpu && !device_check_deferred(plan, run)) check_device_memory(memory, grid, run);
   if (gpu && device_check_deferred(plan, run)) {  // the whole device, asked without its context

@@ -31,6 +31,7 @@
 #include "src/pb/pb_face_sums.h"
 #include "src/pb/pb_limits.h"
 #include "src/pb/pb_maps.h"
+#include "src/pb/pb_rank_link.h"
 #include "src/pb/pb_system.h"
 #include "src/pb_numerics/pb_system_math.h"
 #include "src/physics/pb_options.h"
@@ -100,6 +101,12 @@ struct PbRun {
   /// many of them share this host's memory (the memory check divides MemAvailable among them).
   int ranks = 1;
   int ranks_on_host = 1;
+  /// The grid split over MPI ranks with a GPU each (a z-slab a rank on `device`, one multigrid-
+  /// preconditioned CG over them: the device pipeline's, pb_rank_link.h); collective like across_ranks.
+  /// Only rank 0 gets the whole map (the others their planes); φ in double, energies from it and maps
+  /// from the coefficients are refused (the spl2 total energy is summed on the devices).
+  const pb::PbRankLink* gpu_ranks = nullptr;
+  int ranks_on_device = 1;  ///< with gpu_ranks: the ranks sharing this rank's GPU (its memory check)
   /// `bcfl focus`: the coarser level (required then, refused otherwise).
   const PbFocusParent* focus_parent = nullptr;
   /// Compute the energy over this grid outside `focus_child` (the next finer level's grid) into

@@ -143,6 +143,8 @@ void compute_pb_map(MapResult& result, const Atoms& atoms, const MapRequest& req
   run.across_ranks = request.pb_across_ranks;
   run.ranks = request.pb_ranks;
   run.ranks_on_host = request.pb_ranks_on_host;
+  run.gpu_ranks = request.pb_gpu_ranks;  // then --backend cuda (the CLI's distributed job)
+  run.ranks_on_device = request.pb_ranks_on_device;
   if (request.progress) request.progress(0, 1);
   if (run.solver != PbSolver::CudaMultigrid) keep_open_mpi_session_files_in_a_private_folder();
   PbResult pb = solve_pb(atoms, request.grid, request.physics.pb, run);

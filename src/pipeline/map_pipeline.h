@@ -28,6 +28,7 @@
 #include "src/maps/map_formats.h"
 #include "src/pb/pb_cuda_driver.h"
 #include "src/pb/pb_limits.h"
+#include "src/pb/pb_rank_link.h"
 #include "src/physics/potential_map.h"
 #include "src/pipeline/pb_energy_report.h"
 #include "src/registry/kernel_registry.h"
@@ -96,6 +97,10 @@ struct MapRequest {
   bool pb_across_ranks = false;
   int pb_ranks = 1;          ///< with pb_across_ranks: the ranks (PbRun::ranks)
   int pb_ranks_on_host = 1;  ///< and those sharing this host's memory (PbRun::ranks_on_host)
+  /// --model pb under mpirun with a GPU each (instead of hypre): a z-slab a rank, one CG over them
+  /// (PbRun::gpu_ranks; collective; rank 0 gets the whole map, the others their planes).
+  const pb::PbRankLink* pb_gpu_ranks = nullptr;
+  int pb_ranks_on_device = 1;  ///< the ranks sharing this rank's GPU (PbRun::ranks_on_device)
 };
 
 struct MapResult {

@@ -136,9 +136,14 @@ void Cluster::gather_planes(const float* local, const PlaneSpan& span, std::int6
   MPI_Type_commit(&plane);
   const std::int64_t plane_bytes = plane_points * static_cast<std::int64_t>(sizeof(float));
   const std::int64_t per_message = std::max<std::int64_t>(1, kMessageBytes / plane_bytes);
+  const long long mine[2] = {static_cast<long long>(span.begin), static_cast<long long>(span.end)};
+  std::vector<long long> spans(is_root() ? 2 * static_cast<std::size_t>(size_) : 0);
+  MPI_Gather(mine, 2, MPI_LONG_LONG, spans.data(), 2, MPI_LONG_LONG, 0, MPI_COMM_WORLD);
   if (is_root()) {
     for (int r = 1; r < size_; ++r) {
-      const PlaneSpan s = rank_planes(nz, r, size_);
+      const PlaneSpan s{spans[2 * static_cast<std::size_t>(r)], spans[2 * static_cast<std::size_t>(r) + 1]};
+      if (s.begin < 0 || s.end < s.begin || (nz >= 0 && s.end > nz))
+        throw Error("gather: rank " + std::to_string(r) + " sent planes outside the map");
       for (std::int64_t k = s.begin; k < s.end; k += per_message) {
         const int count = static_cast<int>(std::min(per_message, s.end - k));
         MPI_Recv(root_map + k * plane_points, count, plane, r, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);

@@ -62,9 +62,10 @@ class Cluster {
   /// other ranks throw PeerFailure. Collective: every rank calls it, in the same order.
   void agree(const std::string& phase, const std::function<void()>& body);
 
-  /// Rank 0 receives every rank's planes into `root_map` (the whole map, nz planes of
-  /// `plane_points` floats; rank 0's own planes must already be in place). The other ranks
-  /// send `local` (span.count() planes). Messages are at most 256 MiB. Collective.
+  /// Rank 0 receives every rank's planes (its `span`, any split) into `root_map` (the whole map,
+  /// nz planes of `plane_points` floats, nz < 0: not checked; rank 0's own planes must already be
+  /// in place). The other ranks send `local` (span.count() planes). Messages are at most 256 MiB.
+  /// Collective.
   void gather_planes(const float* local, const PlaneSpan& span, std::int64_t plane_points, float* root_map,
                      std::int64_t nz) const;
 

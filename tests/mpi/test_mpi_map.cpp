@@ -10,9 +10,11 @@
 #include <cstring>
 
 #include "src/pb/pb_hypre.h"
+#include "src/pb/pb_slabs.h"
 #include "src/pb/pb_solve.h"
 #include "src/scaleout/cluster.h"
 #include "src/scaleout/distributed_map.h"
+#include "src/scaleout/pb_ranks.h"
 #include "tests/test_support.h"
 
 namespace espgrid {
@@ -179,6 +181,70 @@ TEST(MpiMap, GatherHelpers) {
     EXPECT_EQ(values[2 * static_cast<std::size_t>(i)], i);
     EXPECT_EQ(values[2 * static_cast<std::size_t>(i) + 1], -1.0 * i);
   }
+}
+
+/// A PB grid split over the ranks' GPUs moves halo planes, coarse levels, partial sums and the map's
+/// planes through pb::PbRankLink (kernels/pb_slab_solver.cuh); each is checked here with values that
+/// name their sender and place, so a plane sent to the wrong neighbour, a part at the wrong offset or
+/// a sum out of rank order fails.
+TEST(MpiMap, ThePbRankLinkMovesWhatTheSlabsExchange) {
+  ESPGRID_REQUIRE_RANKS();
+  scaleout::PbRanks ranks(world());
+  const pb::PbRankLink& link = ranks.link();
+  const int r = world().rank(), n = world().size();
+  ASSERT_EQ(link.rank, r);
+  ASSERT_EQ(link.ranks, n);
+  ASSERT_TRUE(link.all_ready(false));
+  const std::size_t plane = 1000;  // doubles
+  std::vector<double> to_lower(plane), to_upper(plane), from_lower(plane, -1), from_upper(plane, -1);
+  for (std::size_t i = 0; i < plane; ++i) {
+    to_lower[i] = 1e6 * r + i;        // this rank's first own plane
+    to_upper[i] = 1e6 * r + 0.5 + i;  // its last
+  }
+  link.swap_with_neighbours(to_lower.data(), from_lower.data(), to_upper.data(), from_upper.data(), plane);
+  for (std::size_t i = 0; i < plane; i += 97) {
+    if (r > 0) EXPECT_EQ(from_lower[i], 1e6 * (r - 1) + 0.5 + i) << "the lower neighbour's last plane";
+    if (r + 1 < n) EXPECT_EQ(from_upper[i], 1e6 * (r + 1) + i) << "the upper neighbour's first plane";
+  }
+  if (r == 0) EXPECT_EQ(from_lower[0], -1) << "the first rank has no lower neighbour";
+  if (r + 1 == n) EXPECT_EQ(from_upper[0], -1) << "the last rank has no upper neighbour";
+  // Uneven parts of a whole level (rank r owns r + 2 planes of 7 values; the last owns none).
+  std::vector<std::size_t> begin(static_cast<std::size_t>(n) + 1, 0);
+  for (int q = 0; q < n; ++q) begin[q + 1] = begin[q] + (q + 1 == n ? 0 : 7 * static_cast<std::size_t>(q + 2));
+  std::vector<double> whole(begin[n], -1);
+  for (std::size_t i = begin[r]; i < begin[r + 1]; ++i) whole[i] = 100.0 * r + static_cast<double>(i);
+  link.share_parts(whole.data(), begin[r], begin[r + 1] - begin[r]);
+  for (int q = 0; q < n; ++q)
+    for (std::size_t i = begin[q]; i < begin[q + 1]; ++i) ASSERT_EQ(whole[i], 100.0 * q + static_cast<double>(i));
+  const std::vector<double> every = link.every_value(1.5 * r);
+  ASSERT_EQ(every.size(), static_cast<std::size_t>(n));
+  for (int q = 0; q < n; ++q) EXPECT_EQ(every[q], 1.5 * q);
+  // The map's planes as pb::slab_cuts splits them (not scaleout::rank_planes' split).
+  const long planes = 16 * n + 5, points = 33;
+  const std::vector<long> cuts = pb::slab_cuts(planes, static_cast<std::size_t>(n));
+  ASSERT_EQ(cuts.size(), static_cast<std::size_t>(n) + 1);
+  std::vector<float> map(static_cast<std::size_t>(planes * points), std::nanf(""));
+  for (long k = cuts[r]; k < cuts[r + 1]; ++k)
+    for (long i = 0; i < points; ++i) map[k * points + i] = static_cast<float>(k * points + i);
+  link.gather_map(map.data(), cuts[r], cuts[r + 1], points);
+  if (world().is_root())
+    for (std::size_t i = 0; i < map.size(); ++i) ASSERT_EQ(map[i], static_cast<float>(i)) << "map value " << i;
+}
+
+/// A rank whose solve fails before the collective steps votes "failed": every rank's vote then says
+/// so, and none waits in a later step for the one that stopped.
+TEST(MpiMap, ARankThatFailsBeforeTheSolveStopsEveryRankAtTheVote) {
+  ESPGRID_REQUIRE_RANKS();
+  scaleout::PbRanks ranks(world());
+  const int failing = world().size() - 1;
+  if (world().rank() == failing) {
+    ranks.failed("a test's failure");
+    ranks.failed("a second failure after the vote: nothing more");
+    SUCCEED();
+  } else {
+    EXPECT_FALSE(ranks.link().all_ready(false)) << "the vote must report rank " << failing << "'s failure";
+  }
+  world().barrier();  // reached by every rank: nobody waits in a collective step
 }
 
 /// On ranks other than 0, failures only, each line marked with the rank.
