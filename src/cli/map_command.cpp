@@ -374,7 +374,7 @@ int shared_thread_count(const scaleout::Cluster& cluster) {
 }
 
 /// --model pb under mpirun: whether the grid is split over the ranks' GPUs, a z-slab a rank (--backend
-/// cuda; auto when every rank has a GPU and the device pipeline runs the options without energies),
+/// cuda; auto when every rank has a GPU and the device pipeline runs the options and their energies),
 /// rather than solved by hypre over their CPUs (scaleout::pb_on_rank_gpus); `sharing`: the ranks on this
 /// host that use this rank's GPU. Collective.
 bool pb_on_gpus(scaleout::Cluster& cluster, const MapJob& job, const PreparedJob& prepared, int& sharing) {
@@ -384,8 +384,11 @@ bool pb_on_gpus(scaleout::Cluster& cluster, const MapJob& job, const PreparedJob
   std::vector<int> usable;
   if (!choice.gpus_refused) usable = cuda::usable_devices(&choice.no_gpu_reason);
   choice.has_gpu = !usable.empty();
-  choice.pipeline_runs =
-      pb::pipeline_applies(prepared.structure.atoms, prepared.grid, job.physics.pb) && !job.physics.pb.energy.any();
+  const PbOptions& pb = job.physics.pb;
+  choice.pipeline_runs = pb::pipeline_applies(prepared.structure.atoms, prepared.grid, pb);
+  choice.energies_on_devices = !pb.energy.solvation && pb.energy.binding_parts.empty() &&
+                               (pb.energy.level == PbEnergyLevel::None ||
+                                (pb.energy.level == PbEnergyLevel::Total && pb.charges == PbChargeMethod::Spl2));
   sharing = scaleout::ranks_sharing_device(cluster, usable.size(), job.compute.device_given);
   return scaleout::pb_on_rank_gpus(cluster, choice);
 }

@@ -97,6 +97,11 @@ namespace espgrid::scaleout {
 bool pb_on_rank_gpus(Cluster& cluster, const PbRankChoice& choice) {
   if (choice.gpus_refused) return false;
   if (choice.gpus_asked) {
+    if (!choice.energies_on_devices)  // the same on every rank: refused before anything collective
+      throw UsageError(
+          "under mpirun the ranks' GPUs give the PB map and APBS's total energy with spl2 charges only: "
+          "--pb-energy comps, --solvation-energy, --binding-parts and spl0/spl4 energies run in one process, or "
+          "by hypre over the ranks' CPUs (--backend cpu), or with --pb-energy no");
     cluster.agree("looking for its GPU", [&] {
       if (!choice.has_gpu)
         throw UsageError(
@@ -108,7 +113,7 @@ bool pb_on_rank_gpus(Cluster& cluster, const PbRankChoice& choice) {
   const std::vector<double> all = cluster.gather_values({choice.has_gpu ? 1.0 : 0.0});
   bool everywhere = true;
   for (const double v : all) everywhere = everywhere && v != 0.0;
-  return cluster.broadcast_flag(everywhere) && choice.pipeline_runs;
+  return cluster.broadcast_flag(everywhere) && choice.pipeline_runs && choice.energies_on_devices;
 }
 
 int ranks_sharing_device(const Cluster& cluster, std::size_t usable, bool device_named) {

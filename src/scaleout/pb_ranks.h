@@ -35,15 +35,17 @@ class PbRanks {
 
 /// What decides where `espgrid map --model pb` solves under mpirun.
 struct PbRankChoice {
-  bool gpus_asked = false;     ///< --backend cuda
-  bool gpus_refused = false;   ///< --backend cpu or --pb-solver hypre
-  bool has_gpu = false;        ///< this rank sees a usable GPU
-  std::string no_gpu_reason;   ///< why not, when it does not
-  bool pipeline_runs = false;  ///< the device pipeline runs these options (the same on every rank)
+  bool gpus_asked = false;           ///< --backend cuda
+  bool gpus_refused = false;         ///< --backend cpu or --pb-solver hypre
+  bool has_gpu = false;              ///< this rank sees a usable GPU
+  std::string no_gpu_reason;         ///< why not, when it does not
+  bool pipeline_runs = false;        ///< the device pipeline runs these options (the same on every rank)
+  bool energies_on_devices = false;  ///< no energy asked, or only APBS's total with spl2 (summed on the devices)
 };
 /// Whether the grid is split over the ranks' GPUs (a slab a rank) rather than solved by hypre over their
-/// CPUs: asked (every rank must then have a GPU: one without fails, and Cluster::agree reports it), or
-/// not refused and every rank has a GPU and the pipeline runs the options. Collective.
+/// CPUs: asked (every rank must then have a GPU: one without fails, and Cluster::agree reports it; energies
+/// the devices do not sum are refused), or not refused and every rank has a GPU and the pipeline runs the
+/// options and their energies. Collective.
 bool pb_on_rank_gpus(Cluster& cluster, const PbRankChoice& choice);
 
 /// The ranks on this host that use this rank's GPU: all of them with a GPU named on the command line,
