@@ -25,6 +25,7 @@
 #include "src/pb/pb_memory.h"
 #include "src/pb/pb_multigrid.h"
 #include "src/pb/pb_pipeline.h"
+#include "src/pb/pb_slabs.h"
 #include "src/pb/pb_solve.h"
 #include "src/physics/physics_options.h"
 #include "src/registry/kernel_registry.h"
@@ -448,6 +449,29 @@ TEST(PbMemory, DevicePipelineNeedsAtMost64BytesAPoint) {
   const pb::PbMemoryPlan old = pb::pb_memory_plan(fas, g, split, pb::PbHostPlan::Gpu);
   EXPECT_EQ(old.path, pb::PbMemoryPath::DeviceMaps);
   EXPECT_GT(old.device_bytes / old.points, 120.0) << old.describe();
+}
+
+TEST(PbMemory, ARanksSlabHoldsItsShareOfTheDevicesPart) {
+  // Under mpirun with a GPU a rank, each rank's device holds its slab (its planes and a halo plane at
+  // each cut): the shares add up to the whole plus the halos, none exceeds the whole, and the host's
+  // part (each rank holds the whole map) is not divided.
+  const Atoms fas = testing::load_molecule("fasciculin2.pqr");
+  const GridSpec g = grid_around(fas, 0.5, 10);
+  const pb::PbMemoryPlan plan = pb::pb_memory_plan(fas, g, PbOptions{}, pb::PbHostPlan::Gpu);
+  const double planes = static_cast<double>(g.dims[2]);
+  for (const int ranks : {1, 2, 3, 5}) {
+    double sum = 0;
+    for (int r = 0; r < ranks; ++r) {
+      const pb::PbMemoryPlan share = pb::rank_slab_share(plan, g, ranks, r);
+      EXPECT_LE(share.device_bytes, plan.device_bytes);
+      EXPECT_EQ(share.host_bytes, plan.host_bytes);
+      sum += share.device_bytes;
+    }
+    const double halos = ranks == 1 ? 0.0 : 2.0 * ranks;  // at most two halo planes a slab
+    EXPECT_GE(sum, plan.device_bytes * (ranks == 1 ? 1.0 : 1.0 + 1.0 / planes)) << ranks << " ranks";
+    EXPECT_LE(sum, plan.device_bytes * (1.0 + halos / planes) + 1.0) << ranks << " ranks";
+    if (ranks > 1) EXPECT_LT(pb::rank_slab_share(plan, g, ranks, 0).device_bytes, 0.75 * plan.device_bytes);
+  }
 }
 
 TEST(PbMemory, TheEarlyCheckCountsTheDevicePipelinesHostShare) {

@@ -29,6 +29,7 @@
 #include "src/os/atomic_output_file.h"
 #include "src/pb/pb_memory.h"
 #include "src/pb/pb_pipeline.h"
+#include "src/pb/pb_slabs.h"
 #include "src/pipeline/map_pipeline.h"
 #include "src/pipeline/map_summary.h"
 #include "src/pipeline/time_estimate.h"
@@ -132,6 +133,8 @@ constexpr double kEstimateAbove = 5.0;
 class PrintingObserver : public MapObserver {
  public:
   explicit PrintingObserver(const MapJob& job, bool estimate = false) : job_(job), estimate_(estimate) {}
+  /// What the PB solve needs, said instead of one process's plan (under mpirun: a rank's share).
+  void say_memory(std::string line) { memory_line_ = std::move(line); }
   void charges_assigned(const AssignedStructure& assigned, double seconds) override {
     // The command that makes the PQR this run keeps (--keep-pqr, or its default beside the map).
     std::printf("charges    %s (%s): %s\n", assigned.describe().c_str(), seconds_text(seconds).c_str(),
@@ -145,9 +148,11 @@ class PrintingObserver : public MapObserver {
     print_input(job_.input.path, p.structure.atoms, p.grid);
     if (job_.physics.is_pb()) {  // before anything of the grid's size is allocated (issue 33)
       std::printf("memory     the PB solve needs %s\n",
-                  pb::pb_memory_plan(p.structure.atoms, p.grid, job_.physics.pb, expected_pb_host_plan(job_.compute))
-                      .describe()
-                      .c_str());
+                  memory_line_.empty() ? pb::pb_memory_plan(p.structure.atoms, p.grid, job_.physics.pb,
+                                                            expected_pb_host_plan(job_.compute))
+                                             .describe()
+                                             .c_str()
+                                       : memory_line_.c_str());
       std::fflush(stdout);
     }
     bar_.emplace(std::string(p.kernel.kernel->name));
@@ -194,6 +199,7 @@ class PrintingObserver : public MapObserver {
  private:
   const MapJob& job_;
   bool estimate_ = false;
+  std::string memory_line_;
   std::optional<TimeEstimate> estimated_;
   std::optional<ProgressBar> bar_;
   std::string kernel_name_, why_;
@@ -393,6 +399,15 @@ bool pb_on_gpus(scaleout::Cluster& cluster, const MapJob& job, const PreparedJob
   return scaleout::pb_on_rank_gpus(cluster, choice);
 }
 
+/// Under mpirun, what the PB solve needs on each rank: its slab's share of the GPU's plan (the ranks'
+/// GPUs; rank 0's, the largest) or its share of hypre's structures beside espgrid's whole-grid arrays.
+std::string rank_memory_line(int ranks, const MapJob& job, const PreparedJob& p, bool gpus) {
+  const pb::PbMemoryPlan plan = pb::pb_memory_plan(
+      p.structure.atoms, p.grid, job.physics.pb, gpus ? pb::PbHostPlan::Gpu : pb::PbHostPlan::Hypre, gpus ? 1 : ranks);
+  return (gpus ? pb::rank_slab_share(plan, p.grid, ranks, 0) : plan).describe() + " on each of the " +
+         std::to_string(ranks) + " ranks" + (gpus ? " (its slab's share of the device's part)" : "");
+}
+
 /// Every rank's share of the work: one PB solve over all the ranks (their GPUs, `gpu_ranks`, or hypre
 /// over their CPUs), or the rank's block of z-planes (rank 0 gathers the map into `result`).
 void compute_across_ranks(scaleout::Cluster& cluster, const MapJob& job, const PreparedJob& prepared,
@@ -491,6 +506,7 @@ int run_map_distributed(const cxxopts::ParseResult& args, scaleout::Cluster& clu
     }
     int ranks_on_device = 1;
     if (job.physics.is_pb() && pb_on_gpus(cluster, job, *prepared, ranks_on_device)) gpu_ranks.emplace(cluster);
+    if (printing) printing->say_memory(rank_memory_line(cluster.size(), job, *prepared, gpu_ranks.has_value()));
     if (root)
       print_distributed_input(job, *prepared, cluster.size(), recorder ? &*recorder : nullptr, gpu_ranks.has_value());
     compute_across_ranks(cluster, job, *prepared, problem, result, run, gpu_ranks ? &*gpu_ranks : nullptr,

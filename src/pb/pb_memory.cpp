@@ -164,9 +164,10 @@ PbMemoryPlan pb_memory_plan(const Atoms& atoms, const GridSpec& g, const PbOptio
   return plan;
 }
 
-PbMemoryPlan pb_memory_plan(const Atoms& atoms, const GridSpec& grid, const PbOptions& o, PbHostPlan where) {
+PbMemoryPlan pb_memory_plan(const Atoms& atoms, const GridSpec& grid, const PbOptions& o, PbHostPlan where, int ranks) {
   PbMemoryRequest r;
   r.where = where;
+  r.ranks = ranks;
   r.split = o.formulation == PbFormulation::Split;
   r.host_maps = !surface_on_device(o) || !atoms_on_mesh(atoms, grid) || o.equation == PbEquation::Nonlinear ||
                 o.energy.level == PbEnergyLevel::Components;

@@ -47,9 +47,10 @@ struct PbMemoryRequest {
 };
 PbMemoryPlan pb_memory_plan(const Atoms& atoms, const GridSpec& grid, const PbOptions& options,
                             const PbMemoryRequest& request);
-/// The same for `espgrid map`'s defaults (energies: the total; no write maps) where `where` solves:
-/// what the CLI states before the solve.
-PbMemoryPlan pb_memory_plan(const Atoms& atoms, const GridSpec& grid, const PbOptions& options, PbHostPlan where);
+/// The same for `espgrid map`'s defaults (energies: the total; no write maps) where `where` solves
+/// (hypre: a rank's of `ranks`): what the CLI states before the solve.
+PbMemoryPlan pb_memory_plan(const Atoms& atoms, const GridSpec& grid, const PbOptions& options, PbHostPlan where,
+                            int ranks = 1);
 
 /// Throws UsageError when the plan's device share exceeds `device_free` less a reserve (0: not
 /// checked) or its host share exceeds 90 % of `host_available` (0: not checked). `device_name`

@@ -116,15 +116,20 @@ PbMemoryPlan check_slab_memory(const PbMemoryPlan& memory, const GridSpec& grid,
   return memory;
 }
 
-PbMemoryPlan check_rank_slab_memory(const PbMemoryPlan& memory, const GridSpec& grid, const PbRankLink& ranks,
-                                    int device, int device_sharing, int host_sharing) {
+PbMemoryPlan rank_slab_share(const PbMemoryPlan& memory, const GridSpec& grid, int ranks, int rank) {
   const long planes = static_cast<long>(grid.dims[2]);
-  const std::vector<long> cuts = slab_cuts(planes, static_cast<std::size_t>(ranks.ranks));
-  const std::size_t r = static_cast<std::size_t>(ranks.rank);
+  const std::vector<long> cuts = slab_cuts(planes, static_cast<std::size_t>(std::max(1, ranks)));
+  const std::size_t r = static_cast<std::size_t>(rank);
   PbMemoryPlan mine = memory;
   if (r + 1 < cuts.size())
     mine.device_bytes = memory.device_bytes *
                         std::min(1.0, static_cast<double>(cuts[r + 1] - cuts[r] + 2) / static_cast<double>(planes));
+  return mine;
+}
+
+PbMemoryPlan check_rank_slab_memory(const PbMemoryPlan& memory, const GridSpec& grid, const PbRankLink& ranks,
+                                    int device, int device_sharing, int host_sharing) {
+  const PbMemoryPlan mine = rank_slab_share(memory, grid, ranks.ranks, ranks.rank);
   std::size_t free = 0, total = 0;
   cuda::pb_device_memory(device, free, total);
   const std::size_t share = free / static_cast<std::size_t>(std::max(1, device_sharing));

@@ -47,6 +47,10 @@ SlabHierarchy slab_hierarchy(const std::vector<MgLevel>& global, std::size_t dev
 /// planes with their halo planes, over the grid's) checked against its free memory, and the host's
 /// share once (check_pb_memory's refusals). Returns `memory`.
 PbMemoryPlan check_slab_memory(const PbMemoryPlan& memory, const GridSpec& grid, const std::vector<int>& devices);
+/// Rank `rank`'s share of `memory`'s device bytes when the grid is split over `ranks` ranks, a slab
+/// each (its planes and halos over the grid's); its host bytes as they are.
+PbMemoryPlan rank_slab_share(const PbMemoryPlan& memory, const GridSpec& grid, int ranks, int rank);
+
 /// A grid split over MPI ranks (a slab a rank): this rank's share of the device bytes checked against
 /// `device`'s free memory divided among the `device_sharing` ranks that use it, and the host's share
 /// against the host's available memory divided among the `host_sharing` ranks on it.
