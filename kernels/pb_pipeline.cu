@@ -180,16 +180,17 @@ class Slab {
     ESPGRID_CUDA_CHECK_LAUNCH();
   }
 
-  /// φ·scale (faces from the face values) into `scratch`, then its own planes to `host` (the whole map).
+  /// φ·scale (faces from the face values) into `scratch`, then its own planes to `host` (the map's
+  /// planes from `host_first_plane` on: the whole map, or across ranks this rank's planes alone).
   template <class T>
-  void copy_map(double scale, T* scratch, T* host) {
+  void copy_map(double scale, T* scratch, T* host, long host_first_plane) {
     Solver& s = *solver_;
     const cudaStream_t st = stream_.get();
     combine_kernel<T><<<blocks_for(s.size()), kThreads, 0, st>>>(grid(), faces_.get(), s.u(), scale, scratch);
     ESPGRID_CUDA_CHECK_LAUNCH();
     const std::size_t plane = static_cast<std::size_t>(plane_size());
     ESPGRID_CUDA_CHECK(cudaMemcpyAsync(
-        host + plane * static_cast<std::size_t>(part_.first_plane),
+        host + plane * static_cast<std::size_t>(part_.first_plane - host_first_plane),
         scratch + plane * static_cast<std::size_t>(own_first_local()),
         plane * static_cast<std::size_t>(part_.end_plane - part_.first_plane) * sizeof(T), cudaMemcpyDeviceToHost, st));
   }
@@ -393,11 +394,11 @@ class PipelineRun {
     if (!values) throw Error("internal error: the PB pipeline was given no buffer for the map");
     if (potential && in_.ranks) throw Error("internal error: φ in double is not gathered across ranks");
     for_each_slab([&](Slab& s, std::size_t) {
-      if (potential) s.copy_map<double>(1.0, s.solver().q(), potential);
-      s.copy_map<float>(in_.unit_scale, reinterpret_cast<float*>(s.solver().r()), values);
+      if (potential) s.copy_map<double>(1.0, s.solver().q(), potential, 0);
+      s.copy_map<float>(in_.unit_scale, reinterpret_cast<float*>(s.solver().r()), values, in_.host_first_plane);
       ESPGRID_CUDA_CHECK(cudaStreamSynchronize(s.stream()));
     });
-    if (in_.ranks) {  // rank 0 takes the others' planes into its map
+    if (in_.ranks) {  // rank 0 takes the others' planes into its map (theirs hold their planes alone)
       const PbPipelineSlab& own = in_.slabs[0];
       in_.ranks->gather_map(values, own.first_plane, own.end_plane, in_.n[0] * in_.n[1]);
     }

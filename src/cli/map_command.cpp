@@ -433,6 +433,9 @@ void compute_across_ranks(scaleout::Cluster& cluster, const MapJob& job, const P
     }
     cluster.agree("solving the PB map across the ranks", [&] {
       try {
+        if (gpu_ranks && scaleout::failure_injected(cluster.rank()))  // the vote's test: before the solve
+          throw Error("injected failure before the PB solve (ESPGRID_TEST_FAIL_RANK=" + std::to_string(cluster.rank()) +
+                      ")");
         result = compute_map(prepared.structure.atoms, request, prepared.kernel);
       } catch (const std::exception& e) {
         if (gpu_ranks) gpu_ranks->failed(e.what());  // the other ranks must not wait for this one

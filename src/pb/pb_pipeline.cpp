@@ -209,8 +209,15 @@ PipelineSolve solve_with_pipeline(const Atoms& atoms, const GridSpec& grid, cons
   // The map's (and φ's) host memory: every node written, or NaN; sized and its pages faulted in by
   // several cores on a thread of its own while the device works (the 1.93 M-atom capsid's 1 GB map
   // was most of its ~0.2 s of host preparation); the copies back wait for it.
-  std::future<void> buffers = std::async(std::launch::async, [&values, &out, &grid, &request] {
-    assign_poisoned(values, grid.point_count());
+  // Across ranks, a rank other than 0 holds its own planes alone (rank 0 gathers the map).
+  const std::size_t plane = grid.dims[0] * grid.dims[1];
+  const bool own_planes_only = request.ranks && request.ranks->rank != 0;
+  in.host_first_plane = own_planes_only ? slabs[0].first_plane : 0;
+  out.first_plane = in.host_first_plane;
+  const std::size_t held = own_planes_only ? plane * static_cast<std::size_t>(slabs[0].end_plane - slabs[0].first_plane)
+                                           : grid.point_count();
+  std::future<void> buffers = std::async(std::launch::async, [&values, &out, &grid, &request, held] {
+    assign_poisoned(values, held);
     if (request.potential) assign_poisoned(out.potential, grid.point_count());
   });
   double buffers_wait = 0;

@@ -59,6 +59,7 @@ struct PipelineSolve {
   std::vector<double> potential;       ///< φ, kT/e (when asked for)
   std::optional<double> fixed_charge;  ///< Σ φ·q over the nodes, kT (when asked for)
   double device_peak_bytes = 0;
+  long first_plane = 0;  ///< the map's first z-plane in `values` (across ranks, on ranks other than 0: theirs)
 };
 
 /// What a pipeline run is asked for.
@@ -68,7 +69,8 @@ struct PipelineRequest {
   /// several slabs on one GPU, as the tests run them); empty: `device` alone.
   std::vector<int> devices;
   /// The grid split over MPI ranks (`device` runs this rank's slab; `devices` empty). Rank 0's `values`
-  /// get the whole map, the others' their own planes; φ in double is not returned.
+  /// get the whole map, the others' their own planes alone (PipelineSolve::first_plane); φ in double is
+  /// not returned.
   const PbRankLink* ranks = nullptr;
   double unit_scale = 1;                         ///< kT/e → the map's unit
   bool potential = false;                        ///< return φ in double

@@ -66,6 +66,9 @@ struct PbPipelineInput {
   /// (required) and φ in double kT/e (optional, may be null), so that the host can size them and
   /// fault their pages in while the device works.
   std::function<std::pair<float*, double*>()> output_buffers;
+  /// The map's first plane in output_buffers' map: 0 (the whole map), or across ranks on ranks other than
+  /// 0 this rank's first plane (it holds its planes alone).
+  long host_first_plane = 0;
   bool fixed_charge_energy = false;  ///< compute Σ_nodes φ·(spread charge) (APBS's spl2 qf)
 };
 

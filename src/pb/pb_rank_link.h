@@ -30,7 +30,7 @@ struct PbRankLink {
   /// Every rank's `value`, in rank order, on every rank.
   std::function<std::vector<double>(double value)> every_value;
   /// Rank 0 receives every rank's planes [first, end) (`plane_points` floats each) into `map`, the whole
-  /// map (its own planes already in place); the other ranks send theirs from the same place in theirs.
+  /// map (its own planes already in place); the other ranks send theirs, `map` holding those alone.
   std::function<void(float* map, long first, long end, long plane_points)> gather_map;
 };
 

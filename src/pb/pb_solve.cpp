@@ -264,6 +264,7 @@ void solve_with_device_pipeline(const Atoms& atoms, const GridSpec& grid, const 
   if (device_check_deferred(plan, run)) request.before_device = [&] { check_device_memory(memory, grid, run); };
   pb::PipelineSolve s = pb::solve_with_pipeline(atoms, grid, options, request, result.values);
   result.sas_points = s.sas_points;
+  result.first_plane = s.first_plane;
   result.solve = s.solve;
   pb::add_boundary_phases(result.phases, boundary_seconds, result.boundary);
   for (const PhaseTiming& phase : s.phases) result.phases.push_back(phase);

@@ -135,6 +135,7 @@ struct PbRun {
 
 struct PbResult {
   std::vector<float> values;          ///< the potential in run.unit, x fastest
+  long first_plane = 0;               ///< values' first z-plane (gpu_ranks, ranks other than 0: theirs alone)
   pb::SolveReport solve;              ///< the solver's method, iterations and final residual
   std::vector<PhaseTiming> phases;    ///< surface, boundary, coulomb, assemble, setup, solve, combine
   std::string summary;                ///< one line: parameters, solver, iterations, residual

@@ -12,17 +12,13 @@
 #include "src/pipeline/map_pipeline.h"
 
 namespace espgrid::scaleout {
-namespace {
 
-/// ESPGRID_TEST_FAIL_RANK names the rank that fails (tests of the failure path).
 bool failure_injected(int rank) {
   const char* value = std::getenv("ESPGRID_TEST_FAIL_RANK");
   if (!value || !*value) return false;
   const auto parsed = parse_integer(value);
   return parsed && *parsed == rank;
 }
-
-}  // namespace
 
 int rank_local_device(const Cluster& cluster, const std::vector<int>& usable_devices) {
   if (usable_devices.empty()) return -1;

@@ -43,6 +43,9 @@ struct DistributedRun {
 DistributedRun compute_distributed(Cluster& cluster, const KernelVariant& kernel, const PreparedProblem& problem,
                                    float* root_map, const RunOptions& options);
 
+/// Whether ESPGRID_TEST_FAIL_RANK names `rank` (the tests of the failure paths make that rank fail).
+bool failure_injected(int rank);
+
 /// The GPU a rank uses by default: local rank mod the number of usable devices (-1: none).
 int rank_local_device(const Cluster& cluster, const std::vector<int>& usable_devices);
 

@@ -68,7 +68,8 @@ PbRanks::PbRanks(const Cluster& cluster) : cluster_(cluster) {
     return all;
   };
   link_.gather_map = [this](float* map, long first, long end, long plane_points) {
-    cluster_.gather_planes(map + first * plane_points, PlaneSpan{first, end}, plane_points, map, -1);
+    const float* own = link_.rank == 0 ? map + first * plane_points : map;
+    cluster_.gather_planes(own, PlaneSpan{first, end}, plane_points, map, -1);
   };
 #endif
 }

@@ -148,6 +148,16 @@ if "$espgrid" map "$mol" "${pb_args[@]}" --backend cuda -o "$dir/pb-gpu-one.dx" 
     grep -q "$np MPI ranks, a slab each" "$dir/pb-gpu-many.log" || fail "pb gpu: the summary does not name the ranks' slabs"
     [ "$(grep -c '^kernel ' "$dir/pb-gpu-many.log")" = 1 ] || fail "pb gpu: not exactly one summary"
     echo "ok: pb on the GPUs of $np ranks"
+    # A rank that fails before the solve votes so: no rank waits for it (the timeout would say so),
+    # rank 0 names it, the exit is non-zero and nothing is written.
+    ESPGRID_TEST_FAIL_RANK=1 timeout 120 "$mpiexec" -np "$np" "${mpi_flags[@]}" "$espgrid" map "$mol" "${pb_args[@]}" \
+      --backend cuda -o "$dir/pb-gpu-fail.dx" >"$dir/pb-gpu-fail.log" 2>"$dir/pb-gpu-fail.err"
+    code=$?
+    [ $code != 0 ] && [ $code != 124 ] || fail "pb gpu, rank 1 failing: exit code $code (124: a rank waited)"
+    grep -q "rank 1 of $np failed" "$dir/pb-gpu-fail.err" ||
+      { fail "pb gpu, rank 1 failing: the error does not name it"; cat "$dir/pb-gpu-fail.err" >&2; }
+    [ ! -e "$dir/pb-gpu-fail.dx" ] || fail "pb gpu, rank 1 failing: output written"
+    echo "ok: pb on the GPUs of $np ranks, one failing (exit $code, no output)"
   else
     fail "pb --backend cuda: mpirun -np $np failed"
     cat "$dir/pb-gpu-many.log" "$dir/pb-gpu-many.err" >&2
