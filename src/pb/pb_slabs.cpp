@@ -117,13 +117,11 @@ PbMemoryPlan check_slab_memory(const PbMemoryPlan& memory, const GridSpec& grid,
 }
 
 PbMemoryPlan rank_slab_share(const PbMemoryPlan& memory, const GridSpec& grid, int ranks, int rank) {
-  const long planes = static_cast<long>(grid.dims[2]);
-  const std::vector<long> cuts = slab_cuts(planes, static_cast<std::size_t>(std::max(1, ranks)));
+  const std::vector<long> cuts =
+      slab_cuts(static_cast<long>(grid.dims[2]), static_cast<std::size_t>(std::max(1, ranks)));
   const std::size_t r = static_cast<std::size_t>(rank);
-  PbMemoryPlan mine = memory;
-  if (r + 1 < cuts.size())
-    mine.device_bytes = memory.device_bytes *
-                        std::min(1.0, static_cast<double>(cuts[r + 1] - cuts[r] + 2) / static_cast<double>(planes));
+  PbMemoryPlan mine = memory;  // its planes and two halos of the grid's
+  if (r + 1 < cuts.size()) mine.device_bytes *= std::min(1.0, double(cuts[r + 1] - cuts[r] + 2) / double(grid.dims[2]));
   return mine;
 }
 
@@ -133,10 +131,9 @@ PbMemoryPlan check_rank_slab_memory(const PbMemoryPlan& memory, const GridSpec& 
   std::size_t free = 0, total = 0;
   cuda::pb_device_memory(device, free, total);
   const std::size_t share = free / static_cast<std::size_t>(std::max(1, device_sharing));
-  const std::string name =
-      "GPU " + std::to_string(device) +
-      (device_sharing > 1 ? " (shared by " + std::to_string(device_sharing) + " MPI ranks on this host)" : "");
-  check_pb_memory(mine, grid, share, total, name, available_memory_bytes(std::max(1, host_sharing)));
+  check_pb_memory(mine, grid, share, total,
+                  "GPU " + std::to_string(device) + " (its " + std::to_string(device_sharing) + " MPI ranks' share)",
+                  available_memory_bytes(std::max(1, host_sharing)));
   return memory;
 }
 
@@ -151,13 +148,11 @@ void check_split_plan(const GridSpec& grid, std::size_t devices, const PbRankLin
   if (!pipeline)
     throw UsageError(std::string("under mpirun the GPUs split a PB grid by ") + what +
                      ": give --backend cpu for one solve by hypre over the ranks' CPUs");
-  const long planes = static_cast<long>(grid.dims[2]);
-  const std::size_t slabs = slab_cuts(planes, static_cast<std::size_t>(ranks->ranks)).size() - 1;
+  const std::size_t slabs = slab_cuts(static_cast<long>(grid.dims[2]), std::size_t(ranks->ranks)).size() - 1;
   if (slabs < static_cast<std::size_t>(ranks->ranks))
-    throw UsageError("the PB grid's " + std::to_string(planes) + " z-planes are too few for " +
-                     std::to_string(ranks->ranks) + " MPI ranks with a GPU each (a rank's slab holds at least " +
-                     std::to_string(kMinSlabPlanes) + "): use at most " + std::to_string(slabs) +
-                     " ranks, or one process");
+    throw UsageError("the PB grid's " + std::to_string(grid.dims[2]) + " z-planes are too few for " +
+                     std::to_string(ranks->ranks) + " MPI ranks with a GPU each (" + std::to_string(kMinSlabPlanes) +
+                     " a rank at least): use at most " + std::to_string(slabs) + " ranks, or one process");
   if (need_potential)
     throw UsageError(
         "under mpirun the GPUs' PB solve returns the map only: energies other than APBS's total with spl2 "

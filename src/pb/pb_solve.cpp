@@ -223,11 +223,10 @@ struct Solved {
 
 void record_phase(PbResult& result, const char* name, double seconds) { result.phases.push_back({name, seconds}); }
 
-/// Whether the check against the GPU's free memory waits until the host has prepared its share (the
-/// device pipeline on one GPU: nothing of the grid's size reaches the device before it): the
-/// device's context, a process's first ~0.1 s, is then made beside that preparation (`espgrid apbs`
-/// and `map` start it early, cuda::warm_up_device) instead of before it. A grid beyond the whole
-/// device is still refused first (its total memory needs no context).
+/// Whether the check against the GPU's free memory waits until the host has prepared its share (the device
+/// pipeline on one GPU: nothing of the grid's size reaches the device before it): the device's context, a
+/// process's first ~0.1 s, is then made beside that preparation (`espgrid apbs` and `map` start it early,
+/// cuda::warm_up_device). A grid beyond the whole device is still refused first (no context needed).
 bool device_check_deferred(const SolvePlan& plan, const PbRun& run) {
   return plan.pipeline && run.devices.size() <= 1 && !run.gpu_ranks && pb_host_plan(plan.solver) == pb::PbHostPlan::Gpu;
 }

@@ -149,12 +149,11 @@ void compute_pb_map(MapResult& result, const Atoms& atoms, const MapRequest& req
   if (run.solver != PbSolver::CudaMultigrid) keep_open_mpi_session_files_in_a_private_folder();
   PbResult pb = solve_pb(atoms, request.grid, request.physics.pb, run);
   trace_process("PB solve: returned");
-  const std::size_t plane = request.grid.dims[0] * request.grid.dims[1];  // ranks other than 0: their planes
-  const bool whole = !run.gpu_ranks || run.gpu_ranks->rank == 0;
-  if (whole ? pb.values.size() != request.grid.point_count()
-            : pb.values.size() % plane != 0 || pb.first_plane * plane + pb.values.size() > request.grid.point_count())
+  const std::size_t plane = request.grid.dims[0] * request.grid.dims[1], count = request.grid.point_count();
+  if (pb.values.size() % plane != 0 || pb.first_plane * plane + pb.values.size() > count ||
+      (pb.values.size() != count && (!run.gpu_ranks || run.gpu_ranks->rank == 0)))  // ranks other than 0: their planes
     throw Error("internal error: the PB solve returned " + std::to_string(pb.values.size()) + " values for " +
-                std::to_string(request.grid.point_count()) + " points");
+                std::to_string(count) + " points");
   result.map.values = std::move(pb.values);
   // The files record how the map was solved (their source line), beside the physics.
   result.map.source += "; " + pb.solve.method + ", " + std::to_string(pb.solve.iterations) +

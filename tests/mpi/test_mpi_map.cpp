@@ -219,13 +219,16 @@ TEST(MpiMap, ThePbRankLinkMovesWhatTheSlabsExchange) {
   const std::vector<double> every = link.every_value(1.5 * r);
   ASSERT_EQ(every.size(), static_cast<std::size_t>(n));
   for (int q = 0; q < n; ++q) EXPECT_EQ(every[q], 1.5 * q);
-  // The map's planes as pb::slab_cuts splits them (not scaleout::rank_planes' split).
+  // The map's planes as pb::slab_cuts splits them (not scaleout::rank_planes' split); rank 0 holds the
+  // whole map, the others their own planes alone.
   const long planes = 16 * n + 5, points = 33;
   const std::vector<long> cuts = pb::slab_cuts(planes, static_cast<std::size_t>(n));
   ASSERT_EQ(cuts.size(), static_cast<std::size_t>(n) + 1);
-  std::vector<float> map(static_cast<std::size_t>(planes * points), std::nanf(""));
+  const long first = world().is_root() ? 0 : cuts[r];
+  const long held = world().is_root() ? planes : cuts[r + 1] - cuts[r];
+  std::vector<float> map(static_cast<std::size_t>(held * points), std::nanf(""));
   for (long k = cuts[r]; k < cuts[r + 1]; ++k)
-    for (long i = 0; i < points; ++i) map[k * points + i] = static_cast<float>(k * points + i);
+    for (long i = 0; i < points; ++i) map[(k - first) * points + i] = static_cast<float>(k * points + i);
   link.gather_map(map.data(), cuts[r], cuts[r + 1], points);
   if (world().is_root())
     for (std::size_t i = 0; i < map.size(); ++i) ASSERT_EQ(map[i], static_cast<float>(i)) << "map value " << i;
