@@ -175,9 +175,13 @@ __global__ void mark_atoms_kernel(pb::SurfaceBytes g, pb::AtomArrays at, double 
 }
 
 /// One thread per (atom, reference point): the point's test and, when open, its probe sphere carved.
-__global__ void carve_kernel(pb::SurfaceBytes g, pb::AtomArrays at, const long long* nb_start, const int* nb,
-                             double probe, const double* rx, const double* ry, const double* rz, long points,
-                             CountedHeights counted, unsigned long long* open_points) {
+/// Four blocks an SM (64 registers a thread, a few spilled): the kernel waits on its neighbour lists'
+/// loads, and the occupancy hides them better than the registers it gives up (the capsid's surface
+/// 281 -> 247 ms on an H200, benchmarks/NOTES.md).
+__global__ void __launch_bounds__(kThreads, 4)
+    carve_kernel(pb::SurfaceBytes g, pb::AtomArrays at, const long long* nb_start, const int* nb, double probe,
+                 const double* rx, const double* ry, const double* rz, long points, CountedHeights counted,
+                 unsigned long long* open_points) {
   const long t = static_cast<long>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (t >= at.count * points) return;
   const long a = t / points, q = t - a * points;
