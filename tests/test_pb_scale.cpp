@@ -474,6 +474,32 @@ TEST(PbMemory, ARanksSlabHoldsItsShareOfTheDevicesPart) {
   }
 }
 
+TEST(PbSlabs, WhatTheRanksGpusCannotSplitIsRefusedNamingTheWayOut) {
+  // The ranks' GPUs run the device pipeline, a slab of at least kMinSlabPlanes z-planes a rank, and give
+  // back the map (and the spl2 total energy) only; each refusal says what to do instead.
+  GridSpec g;
+  g.dims = {40, 40, 3 * pb::kMinSlabPlanes};
+  pb::PbRankLink three;
+  three.ranks = 3;
+  const auto refusal = [&](std::size_t devices, const pb::PbRankLink* ranks, bool pipeline, bool potential) {
+    try {
+      pb::check_split_plan(g, devices, ranks, pipeline, potential);
+    } catch (const UsageError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_EQ(refusal(1, &three, true, false), "");
+  EXPECT_EQ(refusal(1, nullptr, false, true), "") << "one process: nothing to split";
+  EXPECT_NE(refusal(1, &three, false, false).find("--backend cpu"), std::string::npos);
+  EXPECT_NE(refusal(1, &three, true, true).find("the map only"), std::string::npos);
+  EXPECT_NE(refusal(2, &three, true, false).find("--device N"), std::string::npos);
+  EXPECT_NE(refusal(2, nullptr, false, false).find("--device N"), std::string::npos);
+  g.dims[2] = 3 * pb::kMinSlabPlanes - 1;  // two slabs' worth for three ranks
+  EXPECT_NE(refusal(1, &three, true, false).find("use at most 2 ranks"), std::string::npos)
+      << refusal(1, &three, true, false);
+}
+
 TEST(PbMemory, TheEarlyCheckCountsTheDevicePipelinesHostShare) {
   // Before the atoms are read, options the device pipeline runs count its 12 B a point on the host
   // (the float map, φ in double), not the hybrid path's 168: a 2·10⁹-point grid split over two GPUs

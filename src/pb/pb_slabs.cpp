@@ -140,11 +140,12 @@ PbMemoryPlan check_rank_slab_memory(const PbMemoryPlan& memory, const GridSpec& 
 void check_split_plan(const GridSpec& grid, std::size_t devices, const PbRankLink* ranks, bool pipeline,
                       bool need_potential) {
   const char* what =
-      "the device pipeline only (mol/smol, lpbe, the direct formulation, atoms on the grid, no maps from "
-      "the coefficients; docs/pb.md)";
+      "the device pipeline only (mol/smol, lpbe, direct, atoms on the grid, no coefficient maps; docs/pb.md)";
   if (devices > 1 && !pipeline)
     throw UsageError(std::string("a PB grid is split over several GPUs by ") + what + ": name one GPU (--device N)");
   if (!ranks) return;
+  if (devices > 1)
+    throw UsageError("under mpirun each rank solves its slab of a PB grid on one GPU: give --device N or none");
   if (!pipeline)
     throw UsageError(std::string("under mpirun the GPUs split a PB grid by ") + what +
                      ": give --backend cpu for one solve by hypre over the ranks' CPUs");
