@@ -130,10 +130,10 @@ PbMemoryPlan check_rank_slab_memory(const PbMemoryPlan& memory, const GridSpec& 
   const PbMemoryPlan mine = rank_slab_share(memory, grid, ranks.ranks, ranks.rank);
   std::size_t free = 0, total = 0;
   cuda::pb_device_memory(device, free, total);
-  const std::size_t share = free / static_cast<std::size_t>(std::max(1, device_sharing));
-  check_pb_memory(mine, grid, share, total,
-                  "GPU " + std::to_string(device) + " (its " + std::to_string(device_sharing) + " MPI ranks' share)",
-                  available_memory_bytes(std::max(1, host_sharing)));
+  const int on_device = std::max(1, device_sharing), on_host = std::max(1, host_sharing);
+  const std::string name = "GPU " + std::to_string(device) +
+                           (on_device > 1 ? " (shared by " + std::to_string(on_device) + " MPI ranks)" : "");
+  check_pb_memory(mine, grid, free / std::size_t(on_device), total, name, available_memory_bytes(on_host), on_host);
   return memory;
 }
 
