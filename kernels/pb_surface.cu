@@ -1,6 +1,6 @@
 // The Poisson–Boltzmann coefficient maps on the GPU: APBS's `mol`, `smol` and `spl2` dielectric
 // and ion accessibility (src/pb_numerics/pb_geometry.h has the definitions and the per-node functions,
-// shared with the host builder in src/pb/pb_coefficients.cpp). Built with --fmad=false (see
+// shared with the host builder in src/pb_surface/pb_coefficients.cpp). Built with --fmad=false (see
 // CMakeLists.txt): every distance is summed as the host sums it, so the maps equal the host's.
 //
 //   mol/smol: fill solvent → mark atom + probe spheres solute (one block per atom) → SAS points:

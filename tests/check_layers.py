@@ -23,11 +23,12 @@ ALLOWED = {
     "src/msm": {"src/core", "src/physics", "src/compute"},
     "src/registry": {"src/core", "src/physics", "src/compute", "src/msm"},
     "src/pb_numerics": {"src/core"},
-    "src/pb": {"src/core", "src/physics", "src/compute", "src/registry", "src/pb_numerics"},
-    "kernels": {"src/core", "src/physics", "src/compute", "src/msm", "src/pb", "src/pb_numerics"},
+    "src/pb_surface": {"src/core", "src/physics", "src/pb_numerics"},
+    "src/pb": {"src/core", "src/physics", "src/compute", "src/registry", "src/pb_numerics", "src/pb_surface"},
+    "kernels": {"src/core", "src/physics", "src/compute", "src/msm", "src/pb", "src/pb_numerics", "src/pb_surface"},
 }
 _BELOW_JOB = {"src/core", "src/physics", "src/os", "src/structure", "src/maps", "src/view", "src/compute", "src/msm",
-              "src/registry", "src/pb_numerics", "src/pb"}
+              "src/registry", "src/pb_numerics", "src/pb_surface", "src/pb"}
 ALLOWED["src/job"] = set(_BELOW_JOB)
 ALLOWED["src/pipeline"] = _BELOW_JOB | {"src/job"}
 ALLOWED["src/bench"] = ALLOWED["src/pipeline"] | {"src/pipeline"}

@@ -17,7 +17,7 @@
 
 #include "src/core/atoms.h"
 #include "src/core/grid.h"
-#include "src/pb/pb_coefficients.h"
+#include "src/pb_surface/pb_coefficients.h"
 #include "src/physics/pb_options.h"
 
 namespace espgrid::pb {

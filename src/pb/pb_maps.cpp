@@ -5,8 +5,8 @@
 
 #include "src/core/errors.h"
 #include "src/core/thread_count.h"
-#include "src/pb/pb_coefficients.h"
 #include "src/pb_numerics/pb_geometry.h"
+#include "src/pb_surface/pb_coefficients.h"
 #include "src/physics/apbs_constants.h"
 
 namespace espgrid::pb {

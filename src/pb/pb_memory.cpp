@@ -7,10 +7,10 @@
 
 #include "src/core/errors.h"
 #include "src/core/text_format.h"
-#include "src/pb/pb_coefficients.h"
 #include "src/pb/pb_multigrid.h"
 #include "src/pb/pb_pipeline.h"
 #include "src/pb_numerics/pb_pipeline_math.h"
+#include "src/pb_surface/pb_coefficients.h"
 
 namespace espgrid::pb {
 namespace {

@@ -21,12 +21,12 @@
 #include "src/compute/compute_timing.h"
 #include "src/core/atoms.h"
 #include "src/core/grid.h"
-#include "src/pb/pb_coefficients.h"
 #include "src/pb/pb_cuda_driver.h"
 #include "src/pb/pb_energy.h"
 #include "src/pb/pb_rank_link.h"
 #include "src/pb/pb_system.h"
 #include "src/pb_numerics/pb_pipeline_math.h"
+#include "src/pb_surface/pb_coefficients.h"
 #include "src/physics/pb_options.h"
 
 namespace espgrid::pb {

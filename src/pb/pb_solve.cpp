@@ -14,7 +14,6 @@
 #include "src/core/text_format.h"
 #include "src/core/thread_count.h"
 #include "src/pb/pb_boundary.h"
-#include "src/pb/pb_charges.h"
 #include "src/pb/pb_cuda_driver.h"
 #include "src/pb/pb_hypre.h"
 #include "src/pb/pb_limits.h"
@@ -26,6 +25,7 @@
 #include "src/pb/pb_slabs.h"
 #include "src/pb_numerics/pb_geometry.h"
 #include "src/pb_numerics/pb_system_math.h"
+#include "src/pb_surface/pb_charges.h"
 #include "src/physics/physics_options.h"
 
 namespace espgrid {

@@ -26,7 +26,7 @@
 #include "src/core/errors.h"
 #include "src/core/grid.h"
 #include "src/core/units.h"
-#include "src/pb/pb_coefficients.h"
+#include "src/pb/pb_cuda_driver.h"
 #include "src/pb/pb_energy.h"
 #include "src/pb/pb_face_sums.h"
 #include "src/pb/pb_limits.h"
@@ -34,6 +34,7 @@
 #include "src/pb/pb_rank_link.h"
 #include "src/pb/pb_system.h"
 #include "src/pb_numerics/pb_system_math.h"
+#include "src/pb_surface/pb_coefficients.h"
 #include "src/physics/pb_options.h"
 #include "src/registry/kernel_registry.h"
 

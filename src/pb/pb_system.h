@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "src/core/grid.h"
-#include "src/pb/pb_coefficients.h"
 #include "src/pb_numerics/pb_system_math.h"
+#include "src/pb_surface/pb_coefficients.h"
 #include "src/physics/pb_options.h"
 
 namespace espgrid::pb {

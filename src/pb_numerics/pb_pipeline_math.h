@@ -1,6 +1,6 @@
 // The per-item arithmetic of the device PB pipeline (kernels/pb_pipeline.cu, pb_pipeline_inputs.cu),
 // written once for the device and for its CPU emulation (src/pb/pb_pipeline_emulation.cpp), which
-// the tests compare with the host's own builders (src/pb/pb_coefficients.cpp, pb_charges.cpp):
+// the tests compare with the host's own builders (src/pb_surface/pb_coefficients.cpp, pb_charges.cpp):
 //
 //   atom cells    atoms binned into cubes of side r_max + probe (the host's SAS cell list); each
 //                 atom's SAS neighbours found there, closest first (pb_sas_math.h)

@@ -10,7 +10,7 @@
 
 #include "src/core/atoms.h"
 #include "src/core/grid.h"
-#include "src/pb/pb_cuda_driver.h"
+#include "src/pb_surface/pb_surface_driver.h"
 #include "src/physics/pb_options.h"
 
 namespace espgrid::pb {
@@ -134,7 +134,7 @@ bool uniform_medium(const PbOptions& options);
 PbCoefficients build_coefficients_on_device(const Atoms& atoms, const GridSpec& grid, const PbOptions& options,
                                             bool spread, int device, int threads = 0, double* kernel_seconds = nullptr);
 
-/// The inputs of the device's coefficient maps (src/pb/pb_cuda_driver.h) and the host arrays they
+/// The inputs of the device's coefficient maps (src/pb_surface/pb_surface_driver.h) and the host arrays they
 /// point into: the reference sphere and SAS neighbour lists (mol, smol) or the spline rows (spl2).
 struct DeviceSurfaceInputs {
   cuda::PbSurfaceInput input;

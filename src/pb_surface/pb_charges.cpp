@@ -1,4 +1,4 @@
-#include "src/pb/pb_charges.h"
+#include "src/pb_surface/pb_charges.h"
 
 #include <algorithm>
 #include <cmath>

@@ -7,8 +7,8 @@
 #include <limits>
 
 #include "src/core/thread_count.h"
-#include "src/pb/pb_coefficients.h"
 #include "src/pb_numerics/pb_geometry.h"
+#include "src/pb_surface/pb_coefficients.h"
 
 namespace espgrid::pb {
 namespace {

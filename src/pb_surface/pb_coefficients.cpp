@@ -1,7 +1,7 @@
 // Longer than 500 lines because APBS's surface routines (mol, smol, spl2/spl4, the ion accessibility,
 // espgrid's sampled surface) share the sphere marking and point cells here, and the device's
 // inputs are built from the same helpers. The SAS points are pb_sas.cpp's.
-#include "src/pb/pb_coefficients.h"
+#include "src/pb_surface/pb_coefficients.h"
 
 #include <algorithm>
 #include <cmath>
@@ -11,9 +11,9 @@
 #include "src/core/text_format.h"
 #include "src/core/thread_count.h"
 #include "src/core/units.h"
-#include "src/pb/pb_charges.h"
-#include "src/pb/pb_cuda_driver.h"
 #include "src/pb_numerics/pb_geometry.h"
+#include "src/pb_surface/pb_charges.h"
+#include "src/pb_surface/pb_surface_driver.h"
 
 namespace espgrid::pb {
 namespace {
