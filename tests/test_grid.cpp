@@ -8,6 +8,7 @@
 #include "src/core/bulk_memory.h"
 #include "src/core/errors.h"
 #include "src/core/grid.h"
+#include "tests/resident_pages.h"
 
 namespace espgrid {
 namespace {
@@ -140,6 +141,35 @@ TEST(BulkMemory, PoisonedBuffersAreNanAndZeroedOnesZeroEverywhere) {
     EXPECT_EQ(zeros.size(), count);
     EXPECT_TRUE(std::all_of(zeros.begin(), zeros.end(), [](double v) { return v == 0.0 && !std::signbit(v); }));
   }
+}
+
+/// assign_zeros_resident: every value 0 and writable, the pages wholly outside the kept range not
+/// resident (mincore, before anything reads them: a read maps the kernel's zero page), the kept ones
+/// resident. Huge pages off (testing::NoHugePages); a page is left out at each end of the kept range.
+TEST(BulkMemory, AZeroedShareKeepsOnlyItsPagesResident) {
+#if defined(__linux__)
+  const testing::NoHugePages small_pages;
+  const std::size_t count = (std::size_t{48} << 20) / sizeof(double), first = count / 3 + 5, end = count / 2 + 3;
+  std::vector<double> values = {1.0, 2.0};
+  assign_zeros_resident(values, count, first, end);
+  ASSERT_EQ(values.size(), count);
+  const double* v = values.data();
+  const std::size_t margin = static_cast<std::size_t>(sysconf(_SC_PAGESIZE)) / sizeof(double);
+  EXPECT_EQ(testing::resident_pages(v, v + first - margin).resident, 0u);
+  EXPECT_EQ(testing::resident_pages(v + end + margin, v + count).resident, 0u);
+  const testing::PageCount kept = testing::resident_pages(v + first + margin, v + end - margin);
+  EXPECT_GT(kept.total, 0u);
+  EXPECT_EQ(kept.resident, kept.total) << "the kept values must stay resident (and mincore must see them)";
+  EXPECT_TRUE(std::all_of(values.begin(), values.end(), [](double x) { return x == 0.0 && !std::signbit(x); }));
+  values[0] = 3.0;  // a released page takes memory again once written
+  values[count - 1] = 4.0;
+  EXPECT_EQ(values[0] + values[count - 1], 7.0);
+  std::vector<double> whole;
+  assign_zeros_resident(whole, 1000, 0, 1000);  // nothing to release
+  EXPECT_EQ(whole, std::vector<double>(1000, 0.0));
+#else
+  GTEST_SKIP() << "the pages are released on Linux only";
+#endif
 }
 
 }  // namespace

@@ -29,6 +29,7 @@
 #include "src/registry/kernel_registry.h"
 #include "tests/child_process.h"
 #include "tests/pb_test_support.h"
+#include "tests/resident_pages.h"
 #include "tests/test_support.h"
 
 namespace espgrid {
@@ -207,6 +208,66 @@ TEST(PbGeometry, ARanksPlanesAreTheWholeBuildsThere) {
       EXPECT_THROW(pb::residual_sums(low_system, x, {cut, nz}, 2), Error) << what;  // rows it does not hold
       EXPECT_THROW(pb::relative_residual(low_system, x, 2), Error) << what;
     }
+}
+
+/// Under mpirun a rank holds only its planes of the coefficient maps and of the system's rows in
+/// memory (the arrays keep the grid's shape; the other planes' pages are handed back, bulk_memory.h),
+/// what lets hypre's ranks share a grid no one host holds. mincore right after the build, before
+/// anything reads the other planes (huge pages off: testing::NoHugePages), the plane beside the kept
+/// ones left out (a page may straddle them). And the system that takes the boundary values over as its fixed ones (no
+/// second whole-grid array) gives the same potential as the one that copies their faces.
+TEST(PbGeometry, ARankHoldsOnlyItsPlanesOfTheMapsAndRows) {
+#if defined(__linux__)
+  const testing::NoHugePages small_pages;
+  const Atoms atoms = small_molecule(11, 160);
+  const GridSpec g = grid_around(atoms, 0.5, 6);
+  const long nz = static_cast<long>(g.dims[2]), plane = static_cast<long>(g.dims[0] * g.dims[1]);
+  const long margin = 1;
+  ASSERT_GT(plane * static_cast<long>(sizeof(double)), 4 * sysconf(_SC_PAGESIZE)) << "planes of a few pages";
+  const pb::PlaneRange w{nz / 2 - 4, nz / 2 + 4};
+  ASSERT_GT(w.first - 1 - margin, 4) << "the grid is too small for this test";
+  ASSERT_LT(w.end + 1 + margin, nz - 4);
+  std::mt19937 rng(20261129);
+  std::vector<double> boundary(g.point_count()), x(g.point_count());
+  for (double& b : boundary) b = std::uniform_real_distribution<double>(-1, 1)(rng);
+  for (double& v : x) v = std::uniform_real_distribution<double>(-1, 1)(rng);
+  // Resident pages of `a` beyond `margin` planes from `kept`, and whether all of `kept` is resident.
+  const auto outside = [&](const std::vector<double>& a, pb::PlaneRange kept) {
+    return testing::resident_pages(a.data(), a.data() + (kept.first - margin) * plane).resident +
+           testing::resident_pages(a.data() + (kept.end + margin) * plane, a.data() + a.size()).resident;
+  };
+  const auto all_kept = [&](const std::vector<double>& a, pb::PlaneRange kept) {
+    const testing::PageCount c = testing::resident_pages(a.data() + kept.first * plane, a.data() + kept.end * plane);
+    return c.total > 0 && c.resident == c.total;
+  };
+  for (const PbSurface s : {PbSurface::Mol, PbSurface::Smol, PbSurface::Spline}) {
+    PbOptions o;
+    o.surface = s;
+    const std::string what = surface_name(s);
+    ASSERT_TRUE(pb::maps_held_on_planes(g, o, w)) << what;
+    const pb::PbCoefficients part = pb::build_coefficients_on_planes(atoms, g, o, true, w, 2);
+    const pb::PlaneRange maps{w.first - 1, w.end + 1};  // smol's mol values one plane beyond
+    for (const auto member : {&pb::PbCoefficients::eps_x, &pb::PbCoefficients::eps_y, &pb::PbCoefficients::eps_z,
+                              &pb::PbCoefficients::accessibility}) {
+      EXPECT_EQ(outside(part.*member, maps), 0u) << what;
+      EXPECT_TRUE(all_kept(part.*member, w)) << what << ": mincore must see the planes built";
+    }
+    PbSystem moved = pb::assemble_system(part, std::vector<double>(boundary), o, PbFormulation::Direct, nullptr, 2);
+    for (const auto member : {&PbSystem::wx, &PbSystem::wy, &PbSystem::wz, &PbSystem::c})
+      EXPECT_EQ(outside(moved.*member, part.planes), 0u) << what;
+    EXPECT_EQ(outside(moved.rhs, moved.planes), 0u) << what;
+    EXPECT_TRUE(all_kept(moved.rhs, moved.planes)) << what;
+    const PbSystem copied = pb::assemble_system(part, boundary, o, PbFormulation::Direct, nullptr, 2);
+    EXPECT_EQ(pb::combine(moved, x, nullptr, 2), pb::combine(copied, x, nullptr, 2)) << what;
+  }
+  PbOptions uniform;  // built whole: nothing to hold by planes
+  uniform.solute_dielectric = uniform.solvent_dielectric;
+  uniform.ionic_strength = 0;
+  EXPECT_FALSE(pb::maps_held_on_planes(g, uniform, w));
+  EXPECT_FALSE(pb::maps_held_on_planes(g, PbOptions{}, pb::all_planes(g)));
+#else
+  GTEST_SKIP() << "the pages are released on Linux only";
+#endif
 }
 
 /// A big structure's SAS carving runs batch by batch of atoms (pb::sas_batches): every atom that

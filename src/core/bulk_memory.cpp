@@ -1,6 +1,11 @@
 #include "src/core/bulk_memory.h"
 
 #include <omp.h>
+#if defined(__linux__)
+#include <unistd.h>
+
+#include <sys/mman.h>
+#endif
 
 #include <algorithm>
 #include <cstdint>
@@ -67,6 +72,35 @@ void assign_poisoned(std::vector<double>& values, std::size_t count) {
 }
 
 void assign_zeros(std::vector<double>& values, std::size_t count) { assign_values(values, count, 0.0); }
+
+namespace {
+
+/// The whole pages within [first, end) handed back (their contents, zeros, read as zeros again).
+void release_zero_pages(double* first, double* end) {
+#if defined(__linux__)
+  const long page_size = sysconf(_SC_PAGESIZE);
+  if (page_size <= 0 || first >= end) return;
+  const auto page = static_cast<std::uintptr_t>(page_size);
+  const std::uintptr_t lo = (reinterpret_cast<std::uintptr_t>(first) + page - 1) / page * page;
+  const std::uintptr_t hi = reinterpret_cast<std::uintptr_t>(end) / page * page;
+  // A failure leaves the pages resident: more memory, the same values.
+  if (hi > lo) (void)madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_DONTNEED);
+#else
+  (void)first;
+  (void)end;
+#endif
+}
+
+}  // namespace
+
+void assign_zeros_resident(std::vector<double>& values, std::size_t count, std::size_t keep_first,
+                           std::size_t keep_end) {
+  assign_zeros(values, count);
+  keep_end = std::min(keep_end, count);
+  keep_first = std::min(keep_first, keep_end);
+  release_zero_pages(values.data(), values.data() + keep_first);
+  release_zero_pages(values.data() + keep_end, values.data() + count);
+}
 
 void copy_floats(float* to, const float* from, std::size_t count) {
   const int threads = copy_threads(count * sizeof(float));

@@ -18,6 +18,15 @@ void assign_poisoned(std::vector<double>& values, std::size_t count);
 /// The same with zeros (a grid that sums contributions: the PB solve's spread charges).
 void assign_zeros(std::vector<double>& values, std::size_t count);
 
+/// assign_zeros, with only the values [keep_first, keep_end) backed by memory: the pages wholly
+/// outside that range, zeros, go back to the operating system (Linux: madvise MADV_DONTNEED on the
+/// process's private memory), read as zeros again without taking memory and take it only once
+/// written. One MPI rank's share of a whole-grid array: the code indexes the whole grid while the rank
+/// holds its planes. Every page stays resident where the system offers no such call. Briefly (while
+/// the zeros are written) the whole array is resident.
+void assign_zeros_resident(std::vector<double>& values, std::size_t count, std::size_t keep_first,
+                           std::size_t keep_end);
+
 /// memcpy of `count` floats, split over up to 8 threads for large copies (staging buffers into
 /// a map): one core copies ~5–10 GB/s, the host's memory several times that.
 void copy_floats(float* to, const float* from, std::size_t count);

@@ -19,14 +19,23 @@ namespace {
 // data/fasciculin2.pqr --model pb`, release build, hypre 2.26): 376 B a point between 290,700 and
 // 1,134,216 points (the slope; the 30 MB the program holds anyway is not counted), the same for
 // the split formulation and spl2. By the code: espgrid's arrays while hypre runs are the float
-// map (4), the boundary values (8), the coefficient maps (40), the system (48) and u (8): 108;
-// hypre's staging buffers 72 B a point up to 2^22 points (pb_hypre.cpp fills hypre a slab at a
-// time); hypre itself the rest, 196 (its matrix, PCG's vectors and PFMG's levels). Rounded up.
-constexpr double kEspgridSolveBytes = 112;
+// map (4), the coefficient maps (40), the system (48, its fixed values the boundary values, moved in
+// since 2026-11-29) and u (8): 100; hypre's staging buffers 72 B a point up to 2^22 points
+// (pb_hypre.cpp fills hypre a slab at a time); hypre itself the rest, 196 (its matrix, PCG's vectors
+// and PFMG's levels). Rounded up.
+constexpr double kEspgridSolveBytes = 104;
+// Of espgrid's arrays, those a rank across MPI holds on its planes only (maps_shared): the dielectric
+// and accessibility maps (32) and the system's rows (wx, wy, wz, c, rhs: 40). The spread charges,
+// the fixed (boundary) values, u and the map stay whole (28, rounded up to 32).
+constexpr double kRankShareBytes = 72;
+// While a shared array is zeroed (assign_zeros_resident), all of it is resident for a moment.
+constexpr double kRankShareTransientBytes = 8;
+constexpr double kSurfaceMapsBytes = 32;  ///< of kSurfaceBytes, the maps a rank holds on its planes
 constexpr double kHypreBytes = 200;
 // espgrid's multigrid on the CPU instead of hypre: 204 B a point measured the same way (2026-11-28,
-// fasciculin-2 at 0.6 and 0.45 A); by the code the 112 above, the hierarchy's coarse levels (four
-// doubles a point: ~37 B of the fine grid's), their three work vectors (~27) and CG's four (32).
+// fasciculin-2 at 0.6 and 0.45 A, with the boundary values beside the fixed ones); by the code the 104 above, the
+// hierarchy's coarse levels (four doubles a point: ~37 B of the fine grid's), their three work vectors (~27) and CG's
+// four (32).
 constexpr double kCpuMultigridBytes = 96;
 constexpr double kHypreStagingBytes = 72;
 constexpr double kHypreStagingPoints = double(std::uint64_t{1} << 22);
@@ -63,20 +72,25 @@ double hypre_bytes(const GridSpec& grid) {
 }
 
 double pb_host_bytes(const GridSpec& grid, const PbOptions& options, PbHostPlan plan, double surface_atom_bytes,
-                     int ranks) {
+                     int ranks, bool maps_shared) {
   const double points = point_count(grid);
   const bool on_gpu = plan == PbHostPlan::Gpu;
   if (on_gpu && pipeline_options(options)) return kPipelineHostBytes * points;  // the precise plan: pb_memory.h
-  const double surface =
-      kSurfaceBytes * points + 3.0 * double(sampled_surface_points(grid, options)) + surface_atom_bytes;
-  const double solve = on_gpu ? kGpuHostBytes * points
-                       : plan == PbHostPlan::CpuMultigrid
-                           ? (kEspgridSolveBytes + kCpuMultigridBytes) * points
-                           : kEspgridSolveBytes * points + hypre_bytes(grid) / std::max(1, ranks) + kMpiStartBytes;
+  ranks = std::max(1, ranks);
+  // A rank that holds its planes of the maps and rows (pb_coefficients.h maps_held_on_planes): 1/ranks of them.
+  const double unshared = maps_shared && plan == PbHostPlan::Hypre ? 1.0 - 1.0 / ranks : 0.0;
+  const double transient = unshared > 0 ? kRankShareTransientBytes : 0.0;
+  const double surface = (kSurfaceBytes - kSurfaceMapsBytes * unshared + transient) * points +
+                         3.0 * double(sampled_surface_points(grid, options)) + surface_atom_bytes;
+  const double solve = on_gpu                             ? kGpuHostBytes * points
+                       : plan == PbHostPlan::CpuMultigrid ? (kEspgridSolveBytes + kCpuMultigridBytes) * points
+                                                          : (kEspgridSolveBytes - kRankShareBytes * unshared) * points +
+                                                                hypre_bytes(grid) / ranks + kMpiStartBytes;
   return std::max(surface, solve);
 }
 
-void check_pb_fits(const GridSpec& grid, const PbOptions& options, PbHostPlan plan, std::size_t available) {
+void check_pb_fits(const GridSpec& grid, const PbOptions& options, PbHostPlan plan, std::size_t available, int ranks,
+                   bool maps_shared) {
   const std::uint64_t fine = sampled_surface_points(grid, options);
   const std::string sampled = "the sampled surface's fine grid (--surface-sampling " +
                               std::to_string(options.sampling) + " on " + describe(grid) + ") of " + with_commas(fine) +
@@ -85,11 +99,12 @@ void check_pb_fits(const GridSpec& grid, const PbOptions& options, PbHostPlan pl
     throw UsageError(sampled + " is over the limit of " + with_commas(limit) +
                      " points set by ESPGRID_MAX_GRID_POINTS; use a smaller --surface-sampling or a larger --spacing");
   if (available == 0) available = available_memory_bytes();
-  const double needed = pb_host_bytes(grid, options, plan);
+  const double needed = pb_host_bytes(grid, options, plan, 0, ranks, maps_shared);
   if (available == 0 || needed <= 0.9 * double(available)) return;
   const bool fine_decides = kSurfaceBytes * point_count(grid) + 3.0 * double(fine) > needed * 0.999;
   throw UsageError(
-      "--model pb on a grid of " + describe(grid) + " needs about " + human_bytes(needed) + " of memory (" +
+      "--model pb on a grid of " + describe(grid) + " needs about " + human_bytes(needed) + " of memory" +
+      (ranks > 1 ? " on each of its " + std::to_string(ranks) + " MPI ranks" : std::string()) + " (" +
       (fine_decides              ? sampled
        : plan == PbHostPlan::Gpu ? std::string("the host's share of the GPU solve")
        : plan == PbHostPlan::CpuMultigrid

@@ -32,16 +32,20 @@ enum class PbHostPlan {
 /// surface), its host share, 12 B a point.
 /// `surface_atom_bytes`: what the surface phase holds beside the grid's arrays for the atoms (their
 /// SAS points and lists; pb_memory.h adds it where the atoms are known).
-/// `ranks`: hypre over that many MPI ranks, each holding its share of hypre's own structures.
+/// `ranks`: hypre over that many MPI ranks, each holding its share of hypre's own structures and,
+/// with `maps_shared` (pb_coefficients.h maps_held_on_planes), of espgrid's coefficient maps and
+/// system rows (its planes; the map, boundary values, charges and solution stay whole on every rank).
 double pb_host_bytes(const GridSpec& grid, const PbOptions& options, PbHostPlan plan, double surface_atom_bytes = 0,
-                     int ranks = 1);
+                     int ranks = 1, bool maps_shared = false);
 /// The share of pb_host_bytes that hypre itself allocates (0 on the GPU).
 double hypre_bytes(const GridSpec& grid);
 
 /// Throws UsageError, before anything is allocated, when the sampled surface's fine grid is over
 /// ESPGRID_MAX_GRID_POINTS or when pb_host_bytes exceeds 90 % of `available` bytes (0: the memory
-/// available now, MemAvailable and any address-space limit).
-void check_pb_fits(const GridSpec& grid, const PbOptions& options, PbHostPlan plan, std::size_t available = 0);
+/// available now, MemAvailable and any address-space limit). `ranks`, `maps_shared`: one MPI rank's
+/// share, as pb_host_bytes; `available` is then that rank's part of its host.
+void check_pb_fits(const GridSpec& grid, const PbOptions& options, PbHostPlan plan, std::size_t available = 0,
+                   int ranks = 1, bool maps_shared = false);
 
 /// Throws UsageError naming the atom when an atom's sphere (its radius) reaches one of the grid's
 /// faces, where the multiple Debye–Hückel boundary values (APBS bcfl mdh) assume bulk solvent, or

@@ -33,10 +33,11 @@ constexpr double kHybridDevice = 56 + 40;
 constexpr double kCoarseLevel = 56;
 // The host's share. Pipeline: the map in PbResult and in the MapResult (4 + 4). All-on-device:
 // those, the boundary values and the charges (or Coulomb map), 8 + 8. Hybrid: the coefficient maps
-// (40), the boundary (8), the system (48), the hierarchy's copy of level 0 (32), u (8), φ (8), the
-// maps (8). CPU: pb_limits.h's pb_host_bytes (measured on fasciculin-2: espgrid's multigrid 208 B a
-// point in all; with hypre espgrid's arrays 112, hypre's 200 and its staging 72 up to 2^22 points).
-constexpr double kHostPipeline = 8, kHostMaps = 8 + 16, kHostHybrid = 152;
+// (40), the system (48, the boundary values its fixed ones), the hierarchy's copy of level 0 (32), u (8),
+// φ (8), the maps (8). CPU: pb_limits.h's pb_host_bytes (measured on fasciculin-2: espgrid's multigrid 208 B a
+// point in all; with hypre espgrid's arrays 112 (104 since the boundary values became the fixed ones), hypre's 200 and
+// its staging 72 up to 2^22 points).
+constexpr double kHostPipeline = 8, kHostMaps = 8 + 16, kHostHybrid = 144;
 /// The host's surface phase: the coefficient maps (40), the boundary (8), the map (8).
 constexpr double kHostSurface = 56;
 constexpr double kPotential = 8;  ///< φ in double, on either side
@@ -143,7 +144,7 @@ PbMemoryPlan pb_memory_plan(const Atoms& atoms, const GridSpec& g, const PbOptio
   const double potential = r.potential ? kPotential * n : 0.0;
   if (r.where != PbHostPlan::Gpu) {
     plan.path = PbMemoryPath::Host;
-    plan.host_bytes = pb_host_bytes(g, o, r.where, host_sas_bytes(atoms, g, o), r.ranks) + potential;
+    plan.host_bytes = pb_host_bytes(g, o, r.where, host_sas_bytes(atoms, g, o), r.ranks, r.maps_shared) + potential;
   } else if (r.host_maps) {
     plan.path = PbMemoryPath::Hybrid;
     plan.device_bytes = kHybridDevice * n + kCoarseLevel * c;
@@ -172,6 +173,9 @@ PbMemoryPlan pb_memory_plan(const Atoms& atoms, const GridSpec& grid, const PbOp
   r.host_maps = !surface_on_device(o) || !atoms_on_mesh(atoms, grid) || o.equation == PbEquation::Nonlinear ||
                 o.energy.level == PbEnergyLevel::Components;
   r.pipeline = where == PbHostPlan::Gpu && !r.host_maps && pipeline_applies(atoms, grid, o);
+  // hypre's ranks build their planes of the maps unless an answer needs them whole (solve_pb's plan).
+  r.maps_shared = where == PbHostPlan::Hypre && ranks > 1 && o.equation != PbEquation::Nonlinear &&
+                  o.energy.level != PbEnergyLevel::Components && surface_built_by_planes(o);
   // The pipeline sums the spl2 energy itself; elsewhere an energy brings φ back in double.
   r.potential = o.energy.level != PbEnergyLevel::None && !(r.pipeline && o.charges == PbChargeMethod::Spl2);
   return pb_memory_plan(atoms, grid, o, r);

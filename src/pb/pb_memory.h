@@ -43,7 +43,8 @@ struct PbMemoryRequest {
   bool pipeline = false;                        ///< the device pipeline runs (pb_pipeline.h)
   bool potential = false;                       ///< φ comes back in double (energies, maps, focusing)
   bool split = false;                           ///< the Split formulation (a Coulomb map)
-  int ranks = 1;  ///< hypre across this many MPI ranks: each holds its share of hypre's structures
+  int ranks = 1;             ///< hypre across this many MPI ranks: each holds its share of hypre's structures
+  bool maps_shared = false;  ///< ... and its planes of the coefficient maps and system rows (pb_limits.h)
 };
 PbMemoryPlan pb_memory_plan(const Atoms& atoms, const GridSpec& grid, const PbOptions& options,
                             const PbMemoryRequest& request);

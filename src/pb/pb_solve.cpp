@@ -22,7 +22,7 @@
 #include "src/pb/pb_nonlinear.h"
 #include "src/pb/pb_pipeline.h"
 #include "src/pb/pb_pipeline_driver.h"
-#include "src/pb/pb_slabs.h"
+#include "src/pb/pb_solve_plan.h"
 #include "src/pb_numerics/pb_geometry.h"
 #include "src/pb_numerics/pb_system_math.h"
 #include "src/pb_surface/pb_charges.h"
@@ -72,99 +72,7 @@ namespace {
 
 using pb::PbCoefficients;
 using pb::PbSystem;
-
-/// The checks that need no computation: options, atoms, the grid, focusing's inputs.
-void check_request(const Atoms& atoms, const GridSpec& grid, const PbOptions& options, const PbRun& run) {
-  validate(options);
-  pb::check_atoms_have_radii(atoms, options);
-  for (int d = 0; d < 3; ++d)
-    if (grid.dims[d] < 5)
-      throw UsageError("--model pb needs at least 5 grid points along every axis (the faces hold the boundary values)");
-  if (!run.atoms_outside) pb::check_atoms_inside(atoms, grid);
-  // The Debye-Hueckel boundary values hold outside every atom, and their float sums must not
-  // overflow (pb_limits.h); a focusing level's atoms may leave its grid by design.
-  if (!run.atoms_outside && (options.boundary == PbBoundary::Mdh || options.boundary == PbBoundary::Sdh))
-    pb::check_pb_boundary(atoms, grid, options);
-  const bool focus = options.boundary == PbBoundary::Focus;
-  if (focus && (!run.focus_parent || !run.focus_parent->potential))
-    throw UsageError("bcfl focus needs the coarser level's solution (PbRun::focus_parent)");
-  if (!focus && run.focus_parent)
-    throw UsageError("a focusing parent was given for bcfl " + boundary_name(options.boundary) + " (it needs focus)");
-}
-
-/// Which solver runs, where the direct sums run, and whether the GPU does everything.
-struct SolvePlan {
-  PbSolver solver = PbSolver::Auto;
-  const KernelVariant* faces_kernel = nullptr;    ///< the boundary's direct sums (mdh)
-  const KernelVariant* coulomb_kernel = nullptr;  ///< split: φ_Coulomb
-  RunOptions dcs;                                 ///< how the direct sums run
-  bool split = false;
-  bool all_on_device = false;         ///< the GPU builds the maps, assembles, solves and combines
-  bool pipeline = false;              ///< ... from the atoms alone (pb_pipeline.h)
-  bool device_energy = false;         ///< the pipeline sums the spl2 energy itself (no φ comes back)
-  bool host_maps = false;             ///< the host builds the coefficient maps
-  bool need_potential = false;        ///< φ in double kT/e is needed (energies, maps, keep_potential)
-  pb::PlaneRange coefficient_planes;  ///< the host's maps: a rank's share where only hypre reads them
-  double scale = 1;                   ///< kT/e → run.unit
-  int threads = 1;
-};
-
-PbSolver resolve_solver(PbSolver solver, bool across_ranks) {
-  std::string cuda_reason;
-  const bool have_cuda = pb_solver_may_use_cuda(solver, across_ranks) && cuda_available(&cuda_reason);
-  // Across ranks only hypre splits the grid; in one process the multigrid (GPU or CPU) is faster.
-  if (solver == PbSolver::Auto)
-    solver = across_ranks ? PbSolver::Hypre : have_cuda ? PbSolver::CudaMultigrid : PbSolver::CpuMultigrid;
-  if (solver == PbSolver::CudaMultigrid && !have_cuda) throw Error("the CUDA PB solver needs a GPU: " + cuda_reason);
-  if (solver == PbSolver::Hypre) {
-    std::string reason;
-    if (!pb::hypre_available(&reason)) throw Error(reason);
-  }
-  if (across_ranks && solver != PbSolver::Hypre)
-    throw UsageError("a PB solve across MPI ranks runs on hypre (--backend cpu)");
-  return solver;
-}
-
-SolvePlan plan_solve(const Atoms& atoms, const GridSpec& grid, const PbOptions& options, const PbRun& run) {
-  SolvePlan p;
-  p.solver = resolve_solver(run.solver, run.across_ranks);
-  pb::check_pb_fits(grid, options, pb_host_plan(p.solver));  // before anything is allocated
-  p.threads = threads_to_use(run.threads);
-  const Backend backend = p.solver == PbSolver::CudaMultigrid ? Backend::Cuda : Backend::Cpu;
-  p.faces_kernel = &default_kernel(backend);
-  p.coulomb_kernel = run.direct_sum ? run.direct_sum : p.faces_kernel;
-  if (!p.coulomb_kernel->supports(PairModel::Coulomb))
-    throw UsageError("kernel " + std::string(p.coulomb_kernel->name) +
-                     " does not compute the Coulomb sum --model pb needs");
-  p.dcs.threads = run.threads;
-  p.dcs.device = run.device;
-  p.dcs.workspace = run.workspace;
-  p.split = options.formulation == PbFormulation::Split;
-  p.scale =
-      coulomb_constant(run.unit, options.temperature) / coulomb_constant(PotentialUnit::KTPerE, options.temperature);
-  const PbEnergyLevel level = options.energy.level;
-  bool maps_need_coefficients = false, maps_need_potential = false;
-  for (const pb::PbMapKind kind : run.maps) {
-    maps_need_coefficients = maps_need_coefficients || pb::pb_map_needs_coefficients(kind);
-    maps_need_potential = maps_need_potential || pb::pb_map_needs_potential(kind);
-  }
-  p.need_potential = level != PbEnergyLevel::None || run.keep_potential || maps_need_potential;
-  // The device builds mol/smol/spl2 maps of atoms on the mesh and solves the linear equation; the
-  // host builds the rest and keeps its maps for the energy terms and maps that need them.
-  const bool host_maps = !pb::surface_on_device(options) || !pb::atoms_on_mesh(atoms, grid) ||
-                         (options.equation == PbEquation::Nonlinear && level != PbEnergyLevel::None) ||
-                         level == PbEnergyLevel::Components || maps_need_coefficients;
-  p.all_on_device = p.solver == PbSolver::CudaMultigrid && !host_maps;
-  p.host_maps = host_maps;
-  p.pipeline = p.all_on_device && pb::pipeline_applies(atoms, grid, options);
-  p.device_energy = p.pipeline && level == PbEnergyLevel::Total && options.charges == PbChargeMethod::Spl2 &&
-                    !run.keep_potential && !maps_need_potential && !run.focus_child && !run.energy_partition;
-  if (p.solver == PbSolver::Hypre && options.equation != PbEquation::Nonlinear && level != PbEnergyLevel::Components &&
-      !maps_need_coefficients)
-    p.coefficient_planes = pb::hypre_coefficient_planes(grid, run.across_ranks);
-  pb::check_split_plan(grid, run.devices.size(), run.gpu_ranks, p.pipeline, p.need_potential && !p.device_energy);
-  return p;
-}
+using pb::SolvePlan;  // pb_solve_plan.h: the checks, the plan and its memory
 
 /// The direct sums (the boundary values; split: the Coulomb part) and their times.
 struct DirectSums {
@@ -223,21 +131,6 @@ struct Solved {
 
 void record_phase(PbResult& result, const char* name, double seconds) { result.phases.push_back({name, seconds}); }
 
-/// Whether the check against the GPU's free memory waits until the host has prepared its share (the device
-/// pipeline on one GPU: nothing of the grid's size reaches the device before it): the device's context, a
-/// process's first ~0.1 s, is then made beside that preparation (`espgrid apbs` and `map` start it early,
-/// cuda::warm_up_device). A grid beyond the whole device is still refused first (no context needed).
-bool device_check_deferred(const SolvePlan& plan, const PbRun& run) {
-  return plan.pipeline && run.devices.size() <= 1 && !run.gpu_ranks && pb_host_plan(plan.solver) == pb::PbHostPlan::Gpu;
-}
-
-/// The plan's GPU share against what `run.device` has free (pb_memory.h).
-void check_device_memory(const pb::PbMemoryPlan& memory, const GridSpec& grid, const PbRun& run) {
-  std::size_t free = 0, total = 0;
-  cuda::pb_device_memory(run.device, free, total);
-  pb::check_pb_memory(memory, grid, free, total, "GPU " + std::to_string(run.device), 0);
-}
-
 /// The device pipeline (pb_pipeline.h): the GPU builds everything from the atoms, while the
 /// boundary's direct sum runs on a thread of its own (also on the GPU) and only the face values
 /// travel.
@@ -260,7 +153,7 @@ void solve_with_device_pipeline(const Atoms& atoms, const GridSpec& grid, const 
   request.fixed_charge = plan.device_energy;
   request.potential = plan.need_potential && !plan.device_energy;
   request.faces = [&faces] { return faces.get(); };  // rethrows the sum's error, if any
-  if (device_check_deferred(plan, run)) request.before_device = [&] { check_device_memory(memory, grid, run); };
+  if (pb::device_check_deferred(plan, run)) request.before_device = [&] { pb::check_device_memory(memory, grid, run); };
   pb::PipelineSolve s = pb::solve_with_pipeline(atoms, grid, options, request, result.values);
   result.sas_points = s.sas_points;
   result.first_plane = s.first_plane;
@@ -347,7 +240,7 @@ void solve_on_device(const Atoms& atoms, const GridSpec& grid, const PbOptions& 
 /// multigrid solves; npbe goes to pb::solve_nonlinear.
 void solve_on_host(const Atoms& atoms, const GridSpec& grid, const PbOptions& options, const PbRun& run,
                    const SolvePlan& plan, PbResult& result, Solved& solved) {
-  const DirectSums sums = direct_sums(atoms, grid, options, run, plan, &result.boundary);
+  DirectSums sums = direct_sums(atoms, grid, options, run, plan, &result.boundary);
   pb::add_boundary_phases(result.phases, sums.boundary_seconds, result.boundary);
   if (plan.split) record_phase(result, "coulomb", sums.coulomb_seconds);
   Stopwatch clock;
@@ -357,7 +250,7 @@ void solve_on_host(const Atoms& atoms, const GridSpec& grid, const PbOptions& op
   record_phase(result, "surface", clock.seconds());
   result.sas_points = coefficients.sas_points;
   clock.restart();
-  PbSystem system = pb::assemble_system(coefficients, sums.boundary, options, options.formulation,
+  PbSystem system = pb::assemble_system(coefficients, std::move(sums.boundary), options, options.formulation,
                                         plan.split ? &sums.coulomb : nullptr, plan.threads);
   record_phase(result, "assemble", clock.seconds());
   std::vector<double> u;
@@ -422,44 +315,20 @@ void report(const Atoms& atoms, const GridSpec& grid, const PbOptions& options, 
   if (level != PbEnergyLevel::None || !run.maps.empty()) record_phase(result, "energies and maps", clock.seconds());
 }
 
-/// The memory this plan needs, checked against what the device and the host have free (pb_memory.h);
-/// the device's share later where device_check_deferred.
-pb::PbMemoryPlan check_memory(const Atoms& atoms, const GridSpec& grid, const PbOptions& options, const PbRun& run,
-                              const SolvePlan& plan) {
-  pb::PbMemoryRequest r;
-  r.where = pb_host_plan(plan.solver);
-  const bool gpu = r.where == pb::PbHostPlan::Gpu;
-  r.host_maps = plan.host_maps;
-  r.pipeline = plan.pipeline;
-  r.potential = plan.need_potential && !plan.device_energy;
-  r.split = plan.split;
-  r.ranks = run.across_ranks ? std::max(1, run.ranks) : 1;
-  const pb::PbMemoryPlan memory = pb::pb_memory_plan(atoms, grid, options, r);
-  if (plan.pipeline && run.devices.size() > 1) return pb::check_slab_memory(memory, grid, run.devices);
-  if (run.gpu_ranks)
-    return pb::check_rank_slab_memory(memory, grid, *run.gpu_ranks, run.device, run.ranks_on_device, run.ranks_on_host);
-  pb::check_pb_host_memory(memory, grid, run.across_ranks ? run.ranks_on_host : 1);
-  if (gpu && !device_check_deferred(plan, run)) check_device_memory(memory, grid, run);
-  if (gpu && device_check_deferred(plan, run)) {  // the whole device, asked without its context
-    const std::size_t total = cuda::pb_device_total_memory(run.device);
-    pb::check_pb_memory(memory, grid, total, total, "GPU " + std::to_string(run.device), 0);
-  }
-  return memory;
-}
-
 }  // namespace
 
 PbResult solve_pb(const Atoms& atoms, const GridSpec& grid, const PbOptions& options, const PbRun& run) {
   const Stopwatch total;
   PbResult result;
-  check_request(atoms, grid, options, run);
-  const SolvePlan plan = plan_solve(atoms, grid, options, run);
+  pb::check_request(atoms, grid, options, run);
+  const SolvePlan plan = pb::plan_solve(atoms, grid, options, run);
   record_phase(result, "checks and solver choice", total.seconds());
   const Stopwatch memory_clock;
-  const pb::PbMemoryPlan memory = check_memory(atoms, grid, options, run, plan);
+  const pb::PbMemoryPlan memory = pb::check_memory(atoms, grid, options, run, plan);
   record_phase(result,
-               device_check_deferred(plan, run) ? "memory check (the host's; the GPU's after the host's preparation)"
-                                                : "memory check (a GPU's first: its context)",
+               pb::device_check_deferred(plan, run)
+                   ? "memory check (the host's; the GPU's after the host's preparation)"
+                   : "memory check (a GPU's first: its context)",
                memory_clock.seconds());
   if (run.device_ready.valid() && pb_host_plan(plan.solver) == pb::PbHostPlan::Gpu) {  // made beside the checks
     const Stopwatch waiting;

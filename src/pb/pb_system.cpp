@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "src/core/bulk_memory.h"
 #include "src/core/errors.h"
 #include "src/core/thread_count.h"
 #include "src/pb/pb_multigrid.h"
@@ -69,8 +70,11 @@ AssemblyArgs assembly_args(const GridSpec& g, const PbOptions& o, bool split) {
   return a;
 }
 
-PbSystem assemble_system(const PbCoefficients& coef, const std::vector<double>& boundary, const PbOptions& o,
-                         PbFormulation formulation, const std::vector<double>* coulomb, int threads) {
+namespace {
+
+/// The system's rows and right-hand side (not `fixed`): the two assemble_system's shared part.
+PbSystem assemble_rows(const PbCoefficients& coef, const std::vector<double>& boundary, const PbOptions& o,
+                       PbFormulation formulation, const std::vector<double>* coulomb, int threads) {
   threads = threads_to_use(threads);
   const GridSpec& g = coef.grid;
   const bool split = formulation == PbFormulation::Split;
@@ -82,13 +86,13 @@ PbSystem assemble_system(const PbCoefficients& coef, const std::vector<double>& 
   s.grid = g;
   const PlaneRange built{std::max(0L, coef.planes.first), std::min(static_cast<long>(g.dims[2]), coef.planes.end)};
   s.planes = {built.first == 0 ? 0 : std::min(built.first + 1, built.end), built.end};
-  const std::size_t size = g.point_count();
-  s.wx.assign(size, 0.0);
-  s.wy.assign(size, 0.0);
-  s.wz.assign(size, 0.0);
-  s.c.assign(size, 0.0);
-  s.rhs.assign(size, 0.0);
-  s.fixed.assign(size, 0.0);
+  if (boundary.size() != g.point_count()) throw Error("internal error: the boundary values are not the grid's");
+  const std::size_t size = g.point_count(), plane = g.dims[0] * g.dims[1];
+  // A rank's share keeps its rows resident (bulk_memory.h).
+  const auto rows = [&](PlaneRange planes) { return std::pair{plane * planes.first, plane * planes.end}; };
+  for (std::vector<double>* w : {&s.wx, &s.wy, &s.wz, &s.c})
+    assign_zeros_resident(*w, size, rows(built).first, rows(built).second);
+  assign_zeros_resident(s.rhs, size, rows(s.planes).first, rows(s.planes).second);
   AssemblyArgs a = assembly_args(g, o, split);
   a.eps_x = coef.eps_x.data();
   a.eps_y = coef.eps_y.data();
@@ -108,6 +112,21 @@ PbSystem assemble_system(const PbCoefficients& coef, const std::vector<double>& 
     for (long j = 0; j < n[1]; ++j)
       for (long i = 0; i < n[0]; ++i) assemble_coefficients(a, i, j, k);
 #pragma omp parallel for schedule(static) num_threads(threads)
+  for (long k = s.planes.first; k < s.planes.end; ++k)
+    for (long j = 0; j < n[1]; ++j)
+      for (long i = 0; i < n[0]; ++i) assemble_rhs(a, i, j, k);
+  return s;
+}
+
+}  // namespace
+
+PbSystem assemble_system(const PbCoefficients& coef, const std::vector<double>& boundary, const PbOptions& o,
+                         PbFormulation formulation, const std::vector<double>* coulomb, int threads) {
+  PbSystem s = assemble_rows(coef, boundary, o, formulation, coulomb, threads);
+  const long n[3] = {static_cast<long>(s.grid.dims[0]), static_cast<long>(s.grid.dims[1]),
+                     static_cast<long>(s.grid.dims[2])};
+  s.fixed.assign(s.size(), 0.0);
+#pragma omp parallel for schedule(static) num_threads(threads_to_use(threads))
   for (long k = 0; k < n[2]; ++k)  // the boundary values on all six faces, whatever the planes: combine() reads them
     for (long j = 0; j < n[1]; ++j) {
       const bool whole_row = k == 0 || k == n[2] - 1 || j == 0 || j == n[1] - 1;
@@ -116,10 +135,13 @@ PbSystem assemble_system(const PbCoefficients& coef, const std::vector<double>& 
         s.fixed[idx] = boundary[idx];
       }
     }
-#pragma omp parallel for schedule(static) num_threads(threads)
-  for (long k = s.planes.first; k < s.planes.end; ++k)
-    for (long j = 0; j < n[1]; ++j)
-      for (long i = 0; i < n[0]; ++i) assemble_rhs(a, i, j, k);
+  return s;
+}
+
+PbSystem assemble_system(const PbCoefficients& coef, std::vector<double>&& boundary, const PbOptions& o,
+                         PbFormulation formulation, const std::vector<double>* coulomb, int threads) {
+  PbSystem s = assemble_rows(coef, boundary, o, formulation, coulomb, threads);
+  s.fixed = std::move(boundary);  // its faces are the fixed values; nothing reads its interior
   return s;
 }
 

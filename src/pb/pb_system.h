@@ -26,7 +26,7 @@ struct PbSystem {
   std::vector<double> wx, wy, wz;
   std::vector<double> c;      ///< ε_w κ² λ · volume at every node, Å (0 on the faces)
   std::vector<double> rhs;    ///< b at the interior nodes, boundary values moved in; 0 on the faces
-  std::vector<double> fixed;  ///< the Dirichlet values at the boundary nodes, kT/e; 0 in the interior
+  std::vector<double> fixed;  ///< the Dirichlet values at the boundary nodes, kT/e (the interior is not read)
   /// The planes whose rows (wx, wy, wz, c, rhs) were assembled: every plane, unless a rank assembled
   /// its share of a solve across ranks (then only that rank's solver reads them). `fixed` is whole.
   PlaneRange planes;
@@ -67,6 +67,10 @@ struct SolveReport {
 PbSystem assemble_system(const PbCoefficients& coefficients, const std::vector<double>& boundary,
                          const PbOptions& options, PbFormulation formulation, const std::vector<double>* coulomb,
                          int threads = 0);
+/// The same, the boundary values becoming the system's `fixed` (no second whole-grid array: 8 B a
+/// point less while the solver runs).
+PbSystem assemble_system(const PbCoefficients& coefficients, std::vector<double>&& boundary, const PbOptions& options,
+                         PbFormulation formulation, const std::vector<double>* coulomb, int threads = 0);
 
 /// The scalars of the assembly (dims, geometry, mass, source scale, ε_solute, formulation).
 AssemblyArgs assembly_args(const GridSpec& grid, const PbOptions& options, bool split);

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <memory>
 
+#include "src/core/bulk_memory.h"
 #include "src/core/errors.h"
 #include "src/core/text_format.h"
 #include "src/core/thread_count.h"
@@ -208,9 +209,17 @@ void mol_dielectric(const Atoms& atoms, const PbOptions& o, PbCoefficients& c, i
 /// `smol`: each face value of `planes` becomes the 9-point harmonic mean of the `mol` values around
 /// it (which reach one plane beyond).
 void smooth_dielectric(PbCoefficients& c, int threads, PlaneRange planes) {
-  const std::vector<double> x = c.eps_x, y = c.eps_y, z = c.eps_z;  // the unsmoothed values
   const long n[3] = {static_cast<long>(c.grid.dims[0]), static_cast<long>(c.grid.dims[1]),
                      static_cast<long>(c.grid.dims[2])};
+  // The unsmoothed values of the planes read (a rank's share keeps only those resident).
+  const PlaneRange read{std::max(0L, planes.first - 1), std::min(n[2], planes.end + 1)};
+  const std::size_t from = plane_offset(c.grid, read.first), to = plane_offset(c.grid, read.end);
+  std::vector<double> x, y, z;
+  for (auto [copy, map] : {std::pair{&x, &c.eps_x}, std::pair{&y, &c.eps_y}, std::pair{&z, &c.eps_z}}) {
+    assign_zeros_resident(*copy, map->size(), from, to);
+    std::copy(map->begin() + static_cast<std::ptrdiff_t>(from), map->begin() + static_cast<std::ptrdiff_t>(to),
+              copy->begin() + static_cast<std::ptrdiff_t>(from));
+  }
   const long sx = 1, sy = n[0], sz = n[0] * n[1];
 #pragma omp parallel for schedule(static) num_threads(threads)
   for (long k = planes.first; k < planes.end; ++k)
@@ -587,6 +596,12 @@ PbCoefficients build_coefficients(const Atoms& atoms, const GridSpec& grid, cons
   return build_coefficients_on_planes(atoms, grid, options, spread, all_planes(grid), threads);
 }
 
+bool surface_built_by_planes(const PbOptions& options) { return !uniform_medium(options) && options.sampling < 2; }
+
+bool maps_held_on_planes(const GridSpec& grid, const PbOptions& options, PlaneRange planes) {
+  return !planes.covers(grid) && surface_built_by_planes(options);
+}
+
 PbCoefficients build_coefficients_on_planes(const Atoms& atoms, const GridSpec& grid, const PbOptions& options,
                                             bool spread, PlaneRange planes, int threads, std::size_t sas_batch_atoms) {
   threads = threads_to_use(threads);
@@ -599,10 +614,13 @@ PbCoefficients build_coefficients_on_planes(const Atoms& atoms, const GridSpec& 
   c.grid = grid;
   c.planes = all_planes(grid);
   const std::size_t points = grid.point_count();
-  c.eps_x.assign(points, 0.0);
-  c.eps_y.assign(points, 0.0);
-  c.eps_z.assign(points, 0.0);
-  c.accessibility.assign(points, 0.0);
+  // A rank's share (the surface built on its planes, smol's mol values one plane beyond): only
+  // those planes' pages are resident; the others stay zeros no rank of this process reads.
+  const PlaneRange kept = maps_held_on_planes(grid, options, planes)
+                              ? PlaneRange{std::max(0L, planes.first - 1), std::min(nz, planes.end + 1)}
+                              : all_planes(grid);
+  for (std::vector<double>* map : {&c.eps_x, &c.eps_y, &c.eps_z, &c.accessibility})
+    assign_zeros_resident(*map, points, plane_offset(grid, kept.first), plane_offset(grid, kept.end));
   if (uniform_medium(options)) {
     std::fill(c.eps_x.begin(), c.eps_x.end(), options.solute_dielectric);
     std::fill(c.eps_y.begin(), c.eps_y.end(), options.solute_dielectric);

@@ -122,9 +122,17 @@ PbCoefficients build_coefficients(const Atoms& atoms, const GridSpec& grid, cons
 /// those planes only), spl2 and spl4. The sampled surface and a uniform medium are built whole
 /// (PbCoefficients::planes says which). The charges are spread whole. `sas_batch_atoms`: the most
 /// atoms whose SAS points are held at once (sas_batches; the maps do not depend on it).
+/// Where maps_held_on_planes, only the planes' pages of the maps are resident (the arrays keep the
+/// grid's shape; the other planes read 0 and take no memory: bulk_memory.h assign_zeros_resident).
 PbCoefficients build_coefficients_on_planes(const Atoms& atoms, const GridSpec& grid, const PbOptions& options,
                                             bool spread, PlaneRange planes, int threads = 0,
                                             std::size_t sas_batch_atoms = kSasBatchAtoms);
+/// Whether build_coefficients_on_planes(…, planes, …) holds only those planes of the maps in memory
+/// (a rank's share that is not the whole grid, and a surface built by planes).
+bool maps_held_on_planes(const GridSpec& grid, const PbOptions& options, PlaneRange planes);
+/// Whether a rank's share of these options' maps is built by planes (not the sampled surface or a
+/// uniform medium, which are built whole).
+bool surface_built_by_planes(const PbOptions& options);
 /// A uniform medium without ions: APBS solves the plain Laplacian (ε = pdie everywhere, no ions).
 bool uniform_medium(const PbOptions& options);
 
