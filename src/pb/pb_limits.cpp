@@ -33,7 +33,8 @@ constexpr double kRankShareTransientBytes = 8;
 constexpr double kSurfaceMapsBytes = 32;  ///< of kSurfaceBytes, the maps a rank holds on its planes
 constexpr double kHypreBytes = 200;
 // espgrid's multigrid on the CPU instead of hypre: 204 B a point measured the same way (2026-11-28,
-// fasciculin-2 at 0.6 and 0.45 A, with the boundary values beside the fixed ones); by the code the 104 above, the
+// fasciculin-2 at 0.6 and 0.45 A), 191-193 since the boundary values became the system's fixed values
+// (2026-11-29, and at 0.35 A); by the code the 104 above, the
 // hierarchy's coarse levels (four doubles a point: ~37 B of the fine grid's), their three work vectors (~27) and CG's
 // four (32).
 constexpr double kCpuMultigridBytes = 96;

@@ -216,6 +216,10 @@ void smooth_dielectric(PbCoefficients& c, int threads, PlaneRange planes) {
   const std::size_t from = plane_offset(c.grid, read.first), to = plane_offset(c.grid, read.end);
   std::vector<double> x, y, z;
   for (auto [copy, map] : {std::pair{&x, &c.eps_x}, std::pair{&y, &c.eps_y}, std::pair{&z, &c.eps_z}}) {
+    if (from == 0 && to == map->size()) {  // the whole grid: one copy
+      *copy = *map;
+      continue;
+    }
     assign_zeros_resident(*copy, map->size(), from, to);
     std::copy(map->begin() + static_cast<std::ptrdiff_t>(from), map->begin() + static_cast<std::ptrdiff_t>(to),
               copy->begin() + static_cast<std::ptrdiff_t>(from));
@@ -615,7 +619,7 @@ PbCoefficients build_coefficients_on_planes(const Atoms& atoms, const GridSpec& 
   c.planes = all_planes(grid);
   const std::size_t points = grid.point_count();
   // A rank's share (the surface built on its planes, smol's mol values one plane beyond): only
-  // those planes' pages are resident; the others stay zeros no rank of this process reads.
+  // those planes' pages are resident; the other planes stay zeros that nothing of this rank writes.
   const PlaneRange kept = maps_held_on_planes(grid, options, planes)
                               ? PlaneRange{std::max(0L, planes.first - 1), std::min(nz, planes.end + 1)}
                               : all_planes(grid);
