@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "src/core/bulk_memory.h"
 #include "src/core/errors.h"
 #include "src/core/foreign_allocations.h"
 #include "src/core/process_exit.h"
@@ -205,13 +206,13 @@ void add_across(std::vector<double>& values, MPI_Comm comm) {
                   MPI_SUM, comm);
 }
 
-/// The solution on this rank's planes into `u` (the whole grid; boundary nodes 0), then every
-/// rank's summed in: each entry has one owner, so the sum is exact.
-void gather_solution(const HypreObjects& h, const RankPlanes& p, MPI_Comm comm, int ranks, int threads,
-                     std::vector<double>& u) {
+/// The solution on this rank's planes into `u` (the whole grid's shape, 0 elsewhere: resident on the
+/// planes `kept` only).
+void own_solution(const HypreObjects& h, const RankPlanes& p, int threads, PlaneRange kept, std::vector<double>& u) {
   const long nxi = p.nxi(), nyi = p.nyi();
   const long sy = p.n[0], sz = p.n[0] * p.n[1];
-  u.assign(static_cast<std::size_t>(p.n[0] * p.n[1] * p.n[2]), 0.0);
+  assign_zeros_resident(u, static_cast<std::size_t>(sz * p.n[2]), static_cast<std::size_t>(sz * kept.first),
+                        static_cast<std::size_t>(sz * kept.end));
   for (long k0 = p.first; k0 <= p.last; k0 += p.slab) {
     const long k1 = std::min(p.last, k0 + p.slab - 1);
     std::vector<double> out(static_cast<std::size_t>(nxi * nyi * (k1 - k0 + 1)));
@@ -225,11 +226,63 @@ void gather_solution(const HypreObjects& h, const RankPlanes& p, MPI_Comm comm, 
           u[static_cast<std::size_t>(i + sy * j + sz * k)] =
               out[static_cast<std::size_t>((i - 1) + nxi * ((j - 1) + nyi * (k - k0)))];
   }
+}
+
+/// Every rank's planes summed into every rank's `u`: each entry has one owner, so the sum is exact.
+void gather_solution_everywhere(const HypreObjects& h, const RankPlanes& p, MPI_Comm comm, int ranks, int threads,
+                                std::vector<double>& u) {
+  own_solution(h, p, threads, {0, p.n[2]}, u);
   if (ranks > 1) add_across(u, comm);
 }
 
+/// Planes [first, end) of `u`, to or from `peer`, in pieces of whole planes whose counts fit MPI's int.
+void move_planes(std::vector<double>& u, long first, long end, long plane, int peer, bool send, MPI_Comm comm) {
+  const long per_piece = std::max(1L, (1L << 27) / plane);
+  if (plane >= (1L << 31)) throw Error("hypre: a z-plane of the PB grid is too large for one MPI message");
+  for (long k = first; k < end; k += per_piece) {
+    const int count = static_cast<int>(std::min(per_piece, end - k) * plane);
+    double* at = u.data() + k * plane;
+    if (send)
+      MPI_Send(at, count, MPI_DOUBLE, peer, 0, comm);
+    else
+      MPI_Recv(at, count, MPI_DOUBLE, peer, 0, comm, MPI_STATUS_IGNORE);
+  }
+}
+
+/// This rank's planes into `u` with the plane beyond each end from its neighbours (what its residual
+/// reads); rank 0 then receives every rank's planes, the others keep theirs (resident alone). Needs
+/// every rank to own a plane.
+void gather_solution_to_rank_zero(const HypreObjects& h, const RankPlanes& p, MPI_Comm comm, int rank, int ranks,
+                                  int threads, std::vector<double>& u) {
+  const long plane = p.n[0] * p.n[1];
+  own_solution(h, p, threads, rank == 0 ? PlaneRange{0, p.n[2]} : PlaneRange{p.first - 1, p.last + 2}, u);
+  if (rank > 0)  // the plane below, from the rank below; this rank's first, to it
+    MPI_Sendrecv(u.data() + p.first * plane, static_cast<int>(plane), MPI_DOUBLE, rank - 1, 1,
+                 u.data() + (p.first - 1) * plane, static_cast<int>(plane), MPI_DOUBLE, rank - 1, 1, comm,
+                 MPI_STATUS_IGNORE);
+  if (rank + 1 < ranks)
+    MPI_Sendrecv(u.data() + p.last * plane, static_cast<int>(plane), MPI_DOUBLE, rank + 1, 1,
+                 u.data() + (p.last + 1) * plane, static_cast<int>(plane), MPI_DOUBLE, rank + 1, 1, comm,
+                 MPI_STATUS_IGNORE);
+}
+
+/// Rank 0 receives every other rank's planes of `u` (after the residual: a halo plane is overwritten
+/// with the same values).
+void collect_on_rank_zero(const GridSpec& grid, const RankPlanes& p, MPI_Comm comm, int rank, int ranks,
+                          std::vector<double>& u) {
+  const long plane = p.n[0] * p.n[1];
+  if (rank != 0) {
+    move_planes(u, p.first, p.last + 1, plane, 0, true, comm);
+    return;
+  }
+  for (int r = 1; r < ranks; ++r) {
+    const RankPlanes theirs = rank_planes(grid, r, ranks);
+    move_planes(u, theirs.first, theirs.last + 1, plane, r, false, comm);
+  }
+}
+
 SolveReport solve_with_hypre(const PbSystem& system, std::vector<double>& u, double tolerance, int max_iterations,
-                             int threads, bool across_ranks) {
+                             int threads, bool across_ranks, HypreSolution where) {
   threads = threads_to_use(threads);
   if (across_ranks) require_mpi_running();
   ensure_mpi();
@@ -262,12 +315,20 @@ SolveReport solve_with_hypre(const PbSystem& system, std::vector<double>& u, dou
   HYPRE_StructPCGGetFinalRelativeResidualNorm(h.pcg, &own_residual);
   report.iterations = static_cast<int>(iterations);
   report.solve_seconds = solve.seconds();
-  gather_solution(h, planes, comm, ranks, threads, u);
+  // Rank 0 alone gets the whole solution where asked and every rank owns a plane (then every rank has
+  // neighbours on both sides of its planes, or the grid's faces).
+  const bool to_rank_zero = where == HypreSolution::RankZero && ranks > 1 && planes.nzi() >= ranks;
+  if (to_rank_zero)
+    gather_solution_to_rank_zero(h, planes, comm, rank, ranks, threads, u);
+  else
+    gather_solution_everywhere(h, planes, comm, ranks, threads, u);
   if (ranks > 1) {  // each rank's rows, summed: a rank may hold only its share of the system
     ResidualSums sums = residual_sums(system, u, {planes.first, planes.last + 1}, threads);
     double both[2] = {sums.rr, sums.bb};
     MPI_Allreduce(MPI_IN_PLACE, both, 2, MPI_DOUBLE, MPI_SUM, comm);
     report.relative_residual = relative_residual(ResidualSums{both[0], both[1]});
+    if (to_rank_zero) collect_on_rank_zero(system.grid, planes, comm, rank, ranks, u);
+    report.solution_whole = !to_rank_zero || rank == 0;
   } else {
     report.relative_residual = relative_residual(system, u, threads);
   }

@@ -19,8 +19,13 @@ namespace espgrid::pb {
 bool hypre_available(std::string* reason = nullptr);
 
 /// The solver's signatures, and their registration (pb_hypre.cpp calls it at load time).
+/// Which ranks of a solve across ranks get the whole solution back.
+enum class HypreSolution {
+  EveryRank,  ///< every rank (the Newton iteration of npbe reads it whole on every rank)
+  RankZero,   ///< rank 0 only (it writes the map); the others keep their planes and their neighbours' next plane
+};
 using HypreSolveFn = SolveReport (*)(const PbSystem& system, std::vector<double>& u, double tolerance,
-                                     int max_iterations, int threads, bool across_ranks);
+                                     int max_iterations, int threads, bool across_ranks, HypreSolution where);
 using HyprePlanesFn = PlaneRange (*)(const GridSpec& grid);
 using HypreShareFn = FaceSumShare (*)();
 void register_hypre_solver(HypreSolveFn solve, HyprePlanesFn planes_read, HypreShareFn face_sums);
@@ -38,8 +43,10 @@ FaceSumShare hypre_face_sum_share(bool across_ranks);
 /// MPI (hypre needs it) when nothing has yet. On this process alone (MPI_COMM_SELF), or with
 /// `across_ranks` over every rank of MPI_COMM_WORLD (collective: every rank calls it with the same
 /// system): each rank owns a contiguous block of z-planes of hypre's grid, and every rank gets the
-/// whole solution back. Throws Error when hypre is missing or fails.
+/// whole solution back, or with HypreSolution::RankZero rank 0 alone (the others hold their planes
+/// and the plane beyond each end, resident alone: SolveReport::solution_whole false). Throws Error
+/// when hypre is missing or fails.
 SolveReport solve_hypre(const PbSystem& system, std::vector<double>& u, double tolerance, int max_iterations,
-                        int threads = 0, bool across_ranks = false);
+                        int threads = 0, bool across_ranks = false, HypreSolution where = HypreSolution::EveryRank);
 
 }  // namespace espgrid::pb

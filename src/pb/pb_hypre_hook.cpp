@@ -52,10 +52,10 @@ bool hypre_available(std::string* reason) {
 }
 
 SolveReport solve_hypre(const PbSystem& system, std::vector<double>& u, double tolerance, int max_iterations,
-                        int threads, bool across_ranks) {
+                        int threads, bool across_ranks, HypreSolution where) {
   std::string reason;
   if (!hypre_available(&reason)) throw Error(reason);
-  return slot()(system, u, tolerance, max_iterations, threads, across_ranks);
+  return slot()(system, u, tolerance, max_iterations, threads, across_ranks, where);
 }
 
 }  // namespace espgrid::pb

@@ -157,6 +157,7 @@ void solve_with_device_pipeline(const Atoms& atoms, const GridSpec& grid, const 
   pb::PipelineSolve s = pb::solve_with_pipeline(atoms, grid, options, request, result.values);
   result.sas_points = s.sas_points;
   result.first_plane = s.first_plane;
+  result.share_only = run.gpu_ranks && run.gpu_ranks->rank != 0;
   result.solve = s.solve;
   pb::add_boundary_phases(result.phases, boundary_seconds, result.boundary);
   for (const PhaseTiming& phase : s.phases) result.phases.push_back(phase);
@@ -259,7 +260,8 @@ void solve_on_host(const Atoms& atoms, const GridSpec& grid, const PbOptions& op
                                        plan.threads, run.across_ranks, run.device);
   } else if (plan.solver == PbSolver::Hypre) {
     result.solve =
-        pb::solve_hypre(system, u, options.tolerance, options.max_iterations, plan.threads, run.across_ranks);
+        pb::solve_hypre(system, u, options.tolerance, options.max_iterations, plan.threads, run.across_ranks,
+                        plan.solution_to_rank_zero ? pb::HypreSolution::RankZero : pb::HypreSolution::EveryRank);
   } else if (plan.solver == PbSolver::CpuMultigrid) {
     result.solve =
         pb::solve_multigrid_cpu(system, u, options.tolerance, options.max_iterations, pb::MgSettings{}, plan.threads);
@@ -269,6 +271,10 @@ void solve_on_host(const Atoms& atoms, const GridSpec& grid, const PbOptions& op
   record_phase(result, "solver setup", result.solve.setup_seconds);
   record_phase(result, "solve", result.solve.solve_seconds);
   if (!result.solve.converged) return;
+  if (!result.solve.solution_whole) {  // rank 0 makes the map; this rank holds its planes of u alone
+    result.share_only = true;
+    return;
+  }
   clock.restart();
   solved.phi = pb::combine(system, u, plan.split ? &sums.coulomb : nullptr, plan.threads);
   result.values.resize(solved.phi.size());
@@ -277,9 +283,11 @@ void solve_on_host(const Atoms& atoms, const GridSpec& grid, const PbOptions& op
   record_phase(result, "combine", clock.seconds());
 }
 
-/// Energies, maps and the potential, from what the solve left.
+/// Energies, maps and the potential, from what the solve left (on a rank's share: the energy the
+/// device pipeline summed over the ranks, nothing else).
 void report(const Atoms& atoms, const GridSpec& grid, const PbOptions& options, const PbRun& run, const SolvePlan& plan,
             PbResult& result, Solved& solved) {
+  if (result.share_only && !solved.fixed_charge) return;
   Stopwatch clock;
   pb::EnergyInputs in;
   in.threads = plan.threads;

@@ -135,8 +135,11 @@ struct PbRun {
 };
 
 struct PbResult {
-  std::vector<float> values;          ///< the potential in run.unit, x fastest
-  long first_plane = 0;               ///< values' first z-plane (gpu_ranks, ranks other than 0: theirs alone)
+  std::vector<float> values;  ///< the potential in run.unit, x fastest
+  long first_plane = 0;       ///< values' first z-plane (gpu_ranks, ranks other than 0: theirs alone)
+  /// A rank other than 0 of a solve across ranks: rank 0 holds the map; this one its planes of the
+  /// values (gpu_ranks) or none (hypre), and no potential, energies needing it or write maps.
+  bool share_only = false;
   pb::SolveReport solve;              ///< the solver's method, iterations and final residual
   std::vector<PhaseTiming> phases;    ///< surface, boundary, coulomb, assemble, setup, solve, combine
   std::string summary;                ///< one line: parameters, solver, iterations, residual

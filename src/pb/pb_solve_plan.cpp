@@ -65,6 +65,9 @@ SolvePlan plan_solve(const Atoms& atoms, const GridSpec& grid, const PbOptions& 
       !maps_need_coefficients)
     p.coefficient_planes = pb::hypre_coefficient_planes(grid, run.across_ranks);
   p.maps_shared = pb::maps_held_on_planes(grid, options, p.coefficient_planes);
+  // The other ranks need no whole solution unless it is kept or npbe's Newton steps read it.
+  p.solution_to_rank_zero = p.solver == PbSolver::Hypre && run.across_ranks &&
+                            options.equation != PbEquation::Nonlinear && !run.keep_potential;
   const int ranks = run.across_ranks ? std::max(1, run.ranks) : 1;
   // before anything is allocated; a rank's share against its part of the host
   pb::check_pb_fits(grid, options, pb_host_plan(p.solver), ranks > 1 ? available_memory_bytes(run.ranks_on_host) : 0,

@@ -21,14 +21,15 @@ struct SolvePlan {
   const KernelVariant* coulomb_kernel = nullptr;  ///< split: φ_Coulomb
   RunOptions dcs;                                 ///< how the direct sums run
   bool split = false;
-  bool all_on_device = false;         ///< the GPU builds the maps, assembles, solves and combines
-  bool pipeline = false;              ///< ... from the atoms alone (pb_pipeline.h)
-  bool device_energy = false;         ///< the pipeline sums the spl2 energy itself (no φ comes back)
-  bool host_maps = false;             ///< the host builds the coefficient maps
-  bool need_potential = false;        ///< φ in double kT/e is needed (energies, maps, keep_potential)
-  pb::PlaneRange coefficient_planes;  ///< the host's maps: a rank's share where only hypre reads them
-  bool maps_shared = false;           ///< ... held on those planes only (pb_coefficients.h maps_held_on_planes)
-  double scale = 1;                   ///< kT/e → run.unit
+  bool all_on_device = false;          ///< the GPU builds the maps, assembles, solves and combines
+  bool pipeline = false;               ///< ... from the atoms alone (pb_pipeline.h)
+  bool device_energy = false;          ///< the pipeline sums the spl2 energy itself (no φ comes back)
+  bool host_maps = false;              ///< the host builds the coefficient maps
+  bool need_potential = false;         ///< φ in double kT/e is needed (energies, maps, keep_potential)
+  pb::PlaneRange coefficient_planes;   ///< the host's maps: a rank's share where only hypre reads them
+  bool solution_to_rank_zero = false;  ///< hypre across ranks returns u to rank 0 alone (it makes the map)
+  bool maps_shared = false;            ///< ... held on those planes only (pb_coefficients.h maps_held_on_planes)
+  double scale = 1;                    ///< kT/e → run.unit
   int threads = 1;
 };
 

@@ -58,6 +58,9 @@ struct SolveReport {
   double setup_seconds = 0;      ///< building the solver's hierarchy
   double solve_seconds = 0;      ///< the iterations
   bool converged = false;
+  /// Whether this rank holds the whole solution (false: a rank other than 0 of a solve across ranks
+  /// that gathered it to rank 0 only; the rank holds its own planes).
+  bool solution_whole = true;
 };
 
 /// The linear system of one formulation: Direct takes coefficients.charge (spread by options.charges) as the source;

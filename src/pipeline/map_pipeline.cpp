@@ -151,7 +151,7 @@ void compute_pb_map(MapResult& result, const Atoms& atoms, const MapRequest& req
   trace_process("PB solve: returned");
   const std::size_t plane = request.grid.dims[0] * request.grid.dims[1], count = request.grid.point_count();
   if (pb.values.size() % plane != 0 || pb.first_plane * plane + pb.values.size() > count ||
-      (pb.values.size() != count && (!run.gpu_ranks || run.gpu_ranks->rank == 0)))  // ranks other than 0: their planes
+      (pb.values.size() != count && !pb.share_only))  // ranks other than 0: their planes, or none
     throw Error("internal error: the PB solve returned " + std::to_string(pb.values.size()) + " values for " +
                 std::to_string(count) + " points");
   result.map.values = std::move(pb.values);

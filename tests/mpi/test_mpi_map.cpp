@@ -55,7 +55,25 @@ TEST(MpiMap, PoissonBoltzmannAcrossRanksEqualsOneRank) {
   split.across_ranks = true;
   split.threads = alone.threads = 1;
   const PbResult across = solve_pb(atoms, grid, options, split);  // collective
-  if (!world().is_root()) return;
+  // Rank 0 alone gets the solution (it makes the map); the others keep their planes of u and the
+  // plane beside each end, from their neighbours, which their rows of the residual read. With the
+  // potential kept every rank gets the whole solution: the same solve, the same residual to the bit
+  // (each rank's sums over its rows, added in MPI_Allreduce), unless a neighbour's plane went astray.
+  PbRun keep = split;
+  keep.keep_potential = true;
+  const PbResult kept = solve_pb(atoms, grid, options, keep);  // collective
+  EXPECT_EQ(kept.values.size(), grid.point_count());
+  EXPECT_EQ(kept.potential.size(), grid.point_count());
+  EXPECT_FALSE(kept.share_only);
+  EXPECT_EQ(kept.solve.relative_residual, across.solve.relative_residual);
+  if (!world().is_root()) {
+    EXPECT_TRUE(across.share_only);
+    EXPECT_TRUE(across.values.empty());
+    return;
+  }
+  EXPECT_FALSE(across.share_only);
+  ASSERT_EQ(across.values.size(), grid.point_count());
+  EXPECT_EQ(kept.values, across.values);                       // the same solve, gathered either way
   const PbResult one = solve_pb(atoms, grid, options, alone);  // rank 0 alone (MPI_COMM_SELF)
   EXPECT_NE(across.solve.device.find(std::to_string(world().size()) + " MPI ranks"), std::string::npos)
       << across.solve.device;
