@@ -298,7 +298,7 @@ void print_distributed_input(const MapJob& job, const PreparedJob& prepared, int
     std::printf(
         "ranks      %d MPI ranks: one PB solve by hypre over all of them (z-planes in contiguous blocks); each "
         "rank builds the coefficient maps of its planes (all of them for npbe, energy components and coefficient "
-        "maps) and gets the map; rank 0 writes it\n",
+        "maps) and holds them alone; rank 0 gets the solution and writes the map\n",
         ranks);
   } else {
     print_input(job.input.path, prepared.structure.atoms, prepared.grid);
