@@ -400,7 +400,8 @@ bool pb_on_gpus(scaleout::Cluster& cluster, const MapJob& job, const PreparedJob
 }
 
 /// Under mpirun, what the PB solve needs on each rank: its slab's share of the GPU's plan (the ranks'
-/// GPUs; rank 0's, the largest) or its share of hypre's structures beside espgrid's whole-grid arrays.
+/// GPUs; rank 0's, the largest) or, with hypre, its share of hypre's structures and of the coefficient
+/// maps and rows beside the arrays that stay whole (rank 0's).
 std::string rank_memory_line(int ranks, const MapJob& job, const PreparedJob& p, bool gpus) {
   const pb::PbMemoryPlan plan = pb::pb_memory_plan(
       p.structure.atoms, p.grid, job.physics.pb, gpus ? pb::PbHostPlan::Gpu : pb::PbHostPlan::Hypre, gpus ? 1 : ranks);

@@ -30,6 +30,9 @@ using HyprePlanesFn = PlaneRange (*)(const GridSpec& grid);
 using HypreShareFn = FaceSumShare (*)();
 void register_hypre_solver(HypreSolveFn solve, HyprePlanesFn planes_read, HypreShareFn face_sums);
 
+/// Whether a rank of a hypre solve across ranks builds only its planes of the coefficient maps with these
+/// options: not for npbe, energy components or write maps that read the coefficients (each reads them whole).
+bool hypre_ranks_build_their_planes(const PbOptions& options, bool maps_need_coefficients);
 /// The planes of the coefficient maps this rank's share of a solve across ranks needs: the system's
 /// planes it reads (its own z-planes and the one below them) and one more below (a row of the system
 /// reads the face below it); empty for a rank that owns no plane. Every plane without

@@ -34,6 +34,11 @@ FaceSumShare hypre_face_sum_share(bool across_ranks) {
   return share_slot()();
 }
 
+bool hypre_ranks_build_their_planes(const PbOptions& options, bool maps_need_coefficients) {
+  return options.equation != PbEquation::Nonlinear && options.energy.level != PbEnergyLevel::Components &&
+         !maps_need_coefficients;
+}
+
 PlaneRange hypre_coefficient_planes(const GridSpec& grid, bool across_ranks) {
   if (!across_ranks || !planes_slot()) return all_planes(grid);
   const PlaneRange read = planes_slot()(grid);

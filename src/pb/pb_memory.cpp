@@ -7,6 +7,7 @@
 
 #include "src/core/errors.h"
 #include "src/core/text_format.h"
+#include "src/pb/pb_hypre.h"
 #include "src/pb/pb_multigrid.h"
 #include "src/pb/pb_pipeline.h"
 #include "src/pb_numerics/pb_pipeline_math.h"
@@ -34,9 +35,7 @@ constexpr double kCoarseLevel = 56;
 // The host's share. Pipeline: the map in PbResult and in the MapResult (4 + 4). All-on-device:
 // those, the boundary values and the charges (or Coulomb map), 8 + 8. Hybrid: the coefficient maps
 // (40), the system (48, the boundary values its fixed ones), the hierarchy's copy of level 0 (32), u (8),
-// φ (8), the maps (8). CPU: pb_limits.h's pb_host_bytes (measured on fasciculin-2: espgrid's multigrid 208 B a
-// point in all; with hypre espgrid's arrays 112 (104 since the boundary values became the fixed ones), hypre's 200 and
-// its staging 72 up to 2^22 points).
+// φ (8), the maps (8). CPU: pb_limits.h's pb_host_bytes (its constants say what they count and what was measured).
 constexpr double kHostPipeline = 8, kHostMaps = 8 + 16, kHostHybrid = 144;
 /// The host's surface phase: the coefficient maps (40), the boundary (8), the map (8).
 constexpr double kHostSurface = 56;
@@ -174,8 +173,8 @@ PbMemoryPlan pb_memory_plan(const Atoms& atoms, const GridSpec& grid, const PbOp
                 o.energy.level == PbEnergyLevel::Components;
   r.pipeline = where == PbHostPlan::Gpu && !r.host_maps && pipeline_applies(atoms, grid, o);
   // hypre's ranks build their planes of the maps unless an answer needs them whole (solve_pb's plan).
-  r.maps_shared = where == PbHostPlan::Hypre && ranks > 1 && o.equation != PbEquation::Nonlinear &&
-                  o.energy.level != PbEnergyLevel::Components && surface_built_by_planes(o);
+  r.maps_shared =
+      where == PbHostPlan::Hypre && ranks > 1 && hypre_ranks_build_their_planes(o, false) && surface_built_by_planes(o);
   // The pipeline sums the spl2 energy itself; elsewhere an energy brings φ back in double.
   r.potential = o.energy.level != PbEnergyLevel::None && !(r.pipeline && o.charges == PbChargeMethod::Spl2);
   return pb_memory_plan(atoms, grid, o, r);

@@ -61,8 +61,7 @@ SolvePlan plan_solve(const Atoms& atoms, const GridSpec& grid, const PbOptions& 
     maps_need_coefficients = maps_need_coefficients || pb::pb_map_needs_coefficients(kind);
     maps_need_potential = maps_need_potential || pb::pb_map_needs_potential(kind);
   }
-  if (p.solver == PbSolver::Hypre && options.equation != PbEquation::Nonlinear && level != PbEnergyLevel::Components &&
-      !maps_need_coefficients)
+  if (p.solver == PbSolver::Hypre && pb::hypre_ranks_build_their_planes(options, maps_need_coefficients))
     p.coefficient_planes = pb::hypre_coefficient_planes(grid, run.across_ranks);
   p.maps_shared = pb::maps_held_on_planes(grid, options, p.coefficient_planes);
   // The other ranks need no whole solution unless it is kept or npbe's Newton steps read it.
