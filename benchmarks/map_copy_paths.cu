@@ -8,13 +8,13 @@
 //   ./map_copy_paths [floats] [rounds]
 #include <cuda_runtime.h>
 #include <omp.h>
-#include <sys/mman.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <sys/mman.h>
 #include <vector>
 
 namespace {
@@ -30,7 +30,8 @@ double now_ms() {
 }
 
 __global__ void fill(float* out, std::size_t n, float salt) {
-  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x)
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::size_t(gridDim.x) * blockDim.x)
     out[i] = salt + float(i % 1000003);  // exact: integers below 2^24
 }
 
@@ -131,8 +132,8 @@ int main(int argc, char** argv) {
     if (!same(host, n, float(r + 200))) return std::printf("staged copy: wrong bytes\n"), 1;
   }
   std::printf("pageable copy   median %.1f ms (%s)\n", median(pageable), "one cudaMemcpyAsync");
-  std::printf("page-locked     median %.1f ms; cudaHostRegister %.1f ms, cudaHostUnregister %.1f ms\n",
-              median(pinned), register_ms, unregister_ms);
+  std::printf("page-locked     median %.1f ms; cudaHostRegister %.1f ms, cudaHostUnregister %.1f ms\n", median(pinned),
+              register_ms, unregister_ms);
   std::printf("staged 2x64 MiB median %.1f ms (8 host threads move each chunk)\n", median(staged));
   for (std::size_t i = 0; i < pageable.size(); ++i)
     std::printf("round %zu: pageable %.1f  pinned %.1f  staged %.1f ms\n", i, pageable[i], pinned[i], staged[i]);
