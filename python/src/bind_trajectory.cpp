@@ -153,7 +153,7 @@ void bind_frame_average(py::module_& m) {
              std::uint64_t frames) {
             if (limbs.ndim() != 1) throw UsageError("limbs must be one-dimensional");
             py::gil_scoped_release release;
-            f.sums().merge(limbs.data(), static_cast<std::size_t>(limbs.shape(0)), frames);
+            f.sums().merge(limbs.data(), static_cast<std::size_t>(limbs.shape(0)), frames, f.threads());
           },
           "limbs"_a, "frames"_a, "Adds another accumulator's sums (its limbs and frame count): integer sums, exact.")
       .def_property_readonly("last_solve", &FrameAverage::last_solve)

@@ -96,6 +96,8 @@ class FrameAverage {
   std::size_t frames() const noexcept { return static_cast<std::size_t>(sums_.frames()); }
   /// The sums: another rank's or device's are merged into them (FrameSums::merge) after finish().
   FrameSums& sums() noexcept { return sums_; }
+  /// The job's CPU threads (0: all), which the sums' passes use too.
+  int threads() const noexcept { return job_.compute.run.threads; }
   const FrameSums& sums() const noexcept { return sums_; }
   /// Kernel and transfer seconds summed over the frames computed so far.
   double kernel_seconds() const noexcept { return kernel_seconds_; }

@@ -94,19 +94,19 @@ void FrameSums::add(const float* values, int threads) {
   ++frames_;
 }
 
-void FrameSums::merge(const FrameSums& other) {
+void FrameSums::merge(const FrameSums& other, int threads) {
   if (other.points_ != points_ || other.squares_ != squares_)
     throw Error("internal error: merging frame sums of different grids");
-  merge(other.limbs_.data(), other.limbs_.size(), other.frames_);
+  merge(other.limbs_.data(), other.limbs_.size(), other.frames_, threads);
 }
 
-void FrameSums::merge(const std::uint64_t* limbs, std::size_t count, std::uint64_t frames) {
+void FrameSums::merge(const std::uint64_t* limbs, std::size_t count, std::uint64_t frames, int threads) {
   if (count != limbs_.size()) throw Error("internal error: merging frame sums of a different size");
   if (frames_ + frames >= kMaxFrames) throw Error("too many frames for one average (at most 2^32 - 1)");
   const auto n = static_cast<std::int64_t>(points_);
   std::uint64_t* s = limbs_.data();
   const bool squares = squares_;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for num_threads(threads_to_use(threads)) schedule(static)
   for (std::int64_t p = 0; p < n; ++p) {
     s[n + p] += limbs[n + p] + add_carry(s[p], limbs[p], 0);
     if (squares) {

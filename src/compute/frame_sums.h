@@ -27,10 +27,11 @@ class FrameSums {
   /// Throws Error naming the first point whose value is not finite or not below 2^31 in
   /// magnitude (nothing is added then), and at 2^32 frames.
   void add(const float* values, int threads = 0);
-  /// Adds another accumulator's sums (same points and squares), e.g. another rank's.
-  void merge(const FrameSums& other);
+  /// Adds another accumulator's sums (same points and squares), e.g. another rank's; OpenMP over
+  /// `threads` (0: all).
+  void merge(const FrameSums& other, int threads = 0);
   /// The same from raw limbs (limbs() of another accumulator) and its frame count.
-  void merge(const std::uint64_t* limbs, std::size_t count, std::uint64_t frames);
+  void merge(const std::uint64_t* limbs, std::size_t count, std::uint64_t frames, int threads = 0);
   /// Records `count` frames whose values were added to limbs() elsewhere (on a device).
   void count_frames(std::uint64_t count);
 

@@ -339,7 +339,7 @@ void ComputeSession::take_device_sums(FrameSums& sums) const {
   if (!workspace_) return;
   std::vector<std::uint64_t> limbs(sums.limbs().size());
   const std::uint64_t frames = cuda::take_frame_sums(*workspace_, limbs.data(), limbs.size());
-  if (frames > 0) sums.merge(limbs.data(), limbs.size(), frames);
+  if (frames > 0) sums.merge(limbs.data(), limbs.size(), frames, job_.compute.run.threads);
 }
 
 TimingReport ComputeSession::compute_into(const Atoms& atoms, std::vector<float>& values, MapObserver& observer) const {
