@@ -285,7 +285,9 @@ FaceSumEvaluator shared_among_ranks(FaceSumEvaluator sum, FaceSumShare share) {
     // The costliest first, each to the rank with the least so far (ties: the lower rank).
     std::vector<std::size_t> order(sums.size());
     for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-    const auto cost = [&](std::size_t i) { return static_cast<double>(sums[i].node_count()) * sums[i].atoms->size(); };
+    const auto cost = [&](std::size_t i) {
+      return static_cast<double>(sums[i].node_count()) * static_cast<double>(sums[i].atoms->size());
+    };
     std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return cost(a) > cost(b); });
     std::vector<double> load(static_cast<std::size_t>(share.ranks), 0.0);
     std::vector<FacePlaneSum> mine;

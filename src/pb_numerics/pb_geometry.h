@@ -15,8 +15,10 @@
 
 #if defined(__CUDACC__)
 #define ESPGRID_PB_HD __host__ __device__ __forceinline__
+#define ESPGRID_PB_UNROLL _Pragma("unroll")  // a short fixed loop whose arrays should stay in registers
 #else
 #define ESPGRID_PB_HD inline
+#define ESPGRID_PB_UNROLL _Pragma("GCC unroll 8")
 #endif
 
 namespace espgrid::pb {

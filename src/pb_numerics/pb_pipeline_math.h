@@ -267,11 +267,12 @@ struct ChargeBins {
 /// of APBS's eight updates that lands on this node, in their order; spl2/spl4: the one product).
 ESPGRID_PB_HD void add_atom_charge(const ChargeBins& g, const AtomArrays& at, long a, long i, long j, long k,
                                    double& sum) {
-  const double f[3] = {(at.x[a] - g.origin[0]) / g.h[0], (at.y[a] - g.origin[1]) / g.h[1],
-                       (at.z[a] - g.origin[2]) / g.h[2]};
+  const double* const position[3] = {at.x, at.y, at.z};
   const long node[3] = {i, j, k};
   const double q = at.charge[a];
   if (g.method == 0) {
+    double f[3];
+    for (int x = 0; x < 3; ++x) f[x] = (position[x][a] - g.origin[x]) / g.h[x];
     long lo[3], hi[3];
     double d[3];
     for (int x = 0; x < 3; ++x) {
@@ -290,15 +291,18 @@ ESPGRID_PB_HD void add_atom_charge(const ChargeBins& g, const AtomArrays& at, lo
     if (here(lo[0], lo[1], lo[2])) sum += (1.0 - d[0]) * (1.0 - d[1]) * (1.0 - d[2]) * q;
     return;
   }
+  // An axis at a time: most atoms of the bins around a node are out of its reach along the first
+  // axis already, and their other two divisions are never made (the values are the same).
   const long reach = g.method == 1 ? 1 : 2;
   double w[3];
   for (int x = 0; x < 3; ++x) {
-    long lo = static_cast<long>(std::floor(f[x])) - reach, hi = static_cast<long>(std::ceil(f[x])) + reach;
+    const double f = (position[x][a] - g.origin[x]) / g.h[x];
+    long lo = static_cast<long>(std::floor(f)) - reach, hi = static_cast<long>(std::ceil(f)) + reach;
     lo = lo < 0 ? 0 : lo;
     hi = hi > g.n[x] - 1 ? g.n[x] - 1 : hi;
     if (node[x] < lo || node[x] > hi) return;
-    w[x] = g.method == 1 ? bspline2(1.5 + static_cast<double>(node[x]) - f[x])
-                         : bspline4_weight(2.5 + static_cast<double>(node[x]) - f[x]);
+    w[x] = g.method == 1 ? bspline2(1.5 + static_cast<double>(node[x]) - f)
+                         : bspline4_weight(2.5 + static_cast<double>(node[x]) - f);
   }
   sum += g.method == 1 ? q * w[0] * w[1] * w[2] : w[0] * w[1] * w[2] * q;
 }
@@ -317,25 +321,37 @@ ESPGRID_PB_HD double gathered_charge(const ChargeBins& g, const AtomArrays& at, 
     b0[x] = lo / g.bin_nodes;
     b1[x] = hi / g.bin_nodes;
   }
+  // Eight lists, one a bin (a list past the window, or an empty bin, holds no atom), each list's
+  // next atom kept beside it: the loops unroll, so on the device the lists stay in registers and
+  // the merge reads each atom's index once (a merge through a list picked at run time kept them
+  // in local memory and read every list's head again at every step).
+  constexpr int kNoAtom = 0x7fffffff;  // after every atom index
   unsigned cursor[8], end[8];
-  int lists = 0;
-  for (long bk = b0[2]; bk <= b1[2]; ++bk)
-    for (long bj = b0[1]; bj <= b1[1]; ++bj)
-      for (long bi = b0[0]; bi <= b1[0]; ++bi) {
-        const long b = bi + g.bins[0] * (bj + g.bins[1] * bk);
-        if (g.start[b] == g.start[b + 1]) continue;
-        cursor[lists] = g.start[b];
-        end[lists] = g.start[b + 1];
-        ++lists;
-      }
+  int head[8];
+  ESPGRID_PB_UNROLL
+  for (int l = 0; l < 8; ++l) {
+    const long bi = b0[0] + (l & 1), bj = b0[1] + ((l >> 1) & 1), bk = b0[2] + (l >> 2);
+    cursor[l] = end[l] = 0;
+    if (bi <= b1[0] && bj <= b1[1] && bk <= b1[2]) {
+      const long b = bi + g.bins[0] * (bj + g.bins[1] * bk);
+      cursor[l] = g.start[b];
+      end[l] = g.start[b + 1];
+    }
+    head[l] = cursor[l] < end[l] ? g.atoms[cursor[l]] : kNoAtom;
+  }
   double sum = 0.0;
-  for (;;) {
-    int best = -1;
-    for (int l = 0; l < lists; ++l)
-      if (cursor[l] < end[l] && (best < 0 || g.atoms[cursor[l]] < g.atoms[cursor[best]])) best = l;
-    if (best < 0) break;
-    add_atom_charge(g, at, g.atoms[cursor[best]], i, j, k, sum);
-    ++cursor[best];
+  for (;;) {  // the atoms in ascending order, as pb::spread_charges adds them
+    int atom = head[0];
+    ESPGRID_PB_UNROLL
+    for (int l = 1; l < 8; ++l) atom = head[l] < atom ? head[l] : atom;
+    if (atom == kNoAtom) break;
+    add_atom_charge(g, at, atom, i, j, k, sum);
+    ESPGRID_PB_UNROLL
+    for (int l = 0; l < 8; ++l)
+      if (head[l] == atom) {  // an atom lies in one bin
+        ++cursor[l];
+        head[l] = cursor[l] < end[l] ? g.atoms[cursor[l]] : kNoAtom;
+      }
   }
   return sum;
 }
