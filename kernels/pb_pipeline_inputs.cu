@@ -201,7 +201,10 @@ __global__ void code_kernel(pb::SurfaceBytes g, bool smooth, bool salt, long fir
   codes[idx] = pb::node_code(g, smooth, salt, i, j, first + k);
 }
 
-__global__ void charge_kernel(pb::ChargeBins bins, pb::AtomArrays at, long first, long planes, double* out) {
+/// Bounded to four blocks an SM (64 registers, a few bytes spilled): at its unbounded 80 registers it
+/// ran three, 33.9 against 26.7 ms on the capsid (benchmarks/results/pb-charge-gather-2026-11-29/).
+__global__ void __launch_bounds__(kThreads, 4)
+    charge_kernel(pb::ChargeBins bins, pb::AtomArrays at, long first, long planes, double* out) {
   const long idx = static_cast<long>(blockIdx.x) * blockDim.x + threadIdx.x;
   const long plane = bins.n[0] * bins.n[1];
   if (idx >= plane * planes) return;
