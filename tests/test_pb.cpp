@@ -9,6 +9,7 @@
 #include <barrier>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
@@ -25,6 +26,7 @@
 #include "src/pb/pb_multigrid.h"
 #include "src/pb/pb_solve.h"
 #include "src/pb_numerics/pb_geometry.h"
+#include "src/pb_surface/pb_charges.h"
 #include "src/pb_surface/pb_coefficients.h"
 #include "src/registry/kernel_registry.h"
 #include "tests/child_process.h"
@@ -265,6 +267,49 @@ TEST(PbGeometry, ARankHoldsOnlyItsPlanesOfTheMapsAndRows) {
   uniform.ionic_strength = 0;
   EXPECT_FALSE(pb::maps_held_on_planes(g, uniform, w));
   EXPECT_FALSE(pb::maps_held_on_planes(g, PbOptions{}, pb::all_planes(g)));
+#else
+  GTEST_SKIP() << "the pages are released on Linux only";
+#endif
+}
+
+/// A rank whose solution goes to rank 0 spreads only its planes of the charges (pb_solve_plan.h
+/// charges_on_planes): there every value is the whole spread's to the bit (the same atoms in the
+/// same order; spl0's eight updates, spl2's 27 and spl4's 125 cut at the planes' ends), elsewhere 0,
+/// and only its planes' pages resident. Random atoms on a 0.5 Å grid; ranges at an end, inside, and empty.
+TEST(PbGeometry, ARankSpreadsOnlyItsPlanesOfTheCharges) {
+#if defined(__linux__)
+  const testing::NoHugePages small_pages;
+  const Atoms atoms = small_molecule(17, 160);
+  const GridSpec g = grid_around(atoms, 0.5, 6);
+  const long nz = static_cast<long>(g.dims[2]);
+  const std::size_t plane = g.dims[0] * g.dims[1];
+  ASSERT_GT(plane * sizeof(double), 4 * static_cast<std::size_t>(sysconf(_SC_PAGESIZE))) << "planes of a few pages";
+  for (const PbChargeMethod m : {PbChargeMethod::Spl0, PbChargeMethod::Spl2, PbChargeMethod::Spl4}) {
+    const std::vector<double> whole = pb::spread_charges(atoms, g, m);
+    for (const pb::PlaneRange w : {pb::PlaneRange{0, nz / 3}, pb::PlaneRange{nz / 2 - 3, nz / 2 + 2},
+                                   pb::PlaneRange{2 * nz / 3, nz}, pb::PlaneRange{nz / 2, nz / 2}}) {
+      const std::string what = charge_method_name(m) + " planes " + std::to_string(w.first) + " to " +
+                               std::to_string(w.end) + " of " + std::to_string(nz);
+      const std::vector<double> part = pb::spread_charges_on_planes(atoms, g, m, w.first, w.end);
+      ASSERT_EQ(part.size(), whole.size()) << what;
+      // Before anything reads the pages: beyond a plane of either end, none is resident.
+      const auto lo = part.data() + plane * static_cast<std::size_t>(std::max(0L, w.first - 1));
+      const auto hi = part.data() + plane * static_cast<std::size_t>(std::min(nz, w.end + 1));
+      EXPECT_EQ(testing::resident_pages(part.data(), lo).resident +
+                    testing::resident_pages(hi, part.data() + part.size()).resident,
+                0u)
+          << what;
+      std::size_t differ = 0, nonzero = 0;
+      for (std::size_t i = 0; i < part.size(); ++i) {
+        const long k = static_cast<long>(i / plane);
+        const double expected = k >= w.first && k < w.end ? whole[i] : 0.0;
+        differ += std::memcmp(&part[i], &expected, sizeof(double)) != 0;
+        nonzero += k >= w.first && k < w.end && part[i] != 0.0;
+      }
+      EXPECT_EQ(differ, 0u) << what;
+      if (w.end > w.first + 2) EXPECT_GT(nonzero, 0u) << what << ": planes with no charge test nothing";
+    }
+  }
 #else
   GTEST_SKIP() << "the pages are released on Linux only";
 #endif

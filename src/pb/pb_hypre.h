@@ -38,6 +38,9 @@ bool hypre_ranks_build_their_planes(const PbOptions& options, bool maps_need_coe
 /// reads the face below it); empty for a rank that owns no plane. Every plane without
 /// `across_ranks`, on one rank, or without hypre. Needs MPI running across ranks.
 PlaneRange hypre_coefficient_planes(const GridSpec& grid, bool across_ranks);
+/// This process's rank in MPI_COMM_WORLD for a solve across ranks on hypre; 0 without `across_ranks`
+/// or hypre. Needs MPI running across ranks.
+int hypre_rank(bool across_ranks);
 /// The boundary's face sums shared among the ranks of MPI_COMM_WORLD (their values added there by
 /// MPI_Allreduce); one rank's share, all of them, without `across_ranks` or hypre.
 FaceSumShare hypre_face_sum_share(bool across_ranks);

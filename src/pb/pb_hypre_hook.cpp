@@ -34,6 +34,8 @@ FaceSumShare hypre_face_sum_share(bool across_ranks) {
   return share_slot()();
 }
 
+int hypre_rank(bool across_ranks) { return hypre_face_sum_share(across_ranks).rank; }
+
 bool hypre_ranks_build_their_planes(const PbOptions& options, bool maps_need_coefficients) {
   return options.equation != PbEquation::Nonlinear && options.energy.level != PbEnergyLevel::Components &&
          !maps_need_coefficients;

@@ -245,8 +245,11 @@ void solve_on_host(const Atoms& atoms, const GridSpec& grid, const PbOptions& op
   pb::add_boundary_phases(result.phases, sums.boundary_seconds, result.boundary);
   if (plan.split) record_phase(result, "coulomb", sums.coulomb_seconds);
   Stopwatch clock;
-  solved.coefficients = std::make_unique<PbCoefficients>(
-      pb::build_coefficients_on_planes(atoms, grid, options, !plan.split, plan.coefficient_planes, plan.threads));
+  solved.coefficients = std::make_unique<PbCoefficients>(pb::build_coefficients_on_planes(
+      atoms, grid, options, !plan.split && !plan.charges_on_planes, plan.coefficient_planes, plan.threads));
+  if (plan.charges_on_planes)
+    solved.coefficients->charge = pb::spread_charges_on_planes(
+        atoms, grid, options.charges, plan.coefficient_planes.first, plan.coefficient_planes.end);
   const PbCoefficients& coefficients = *solved.coefficients;
   record_phase(result, "surface", clock.seconds());
   result.sas_points = coefficients.sas_points;

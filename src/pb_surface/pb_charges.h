@@ -18,6 +18,11 @@ namespace espgrid::pb {
 
 /// The charges spread by `method`, e per node, x fastest.
 std::vector<double> spread_charges(const Atoms& atoms, const GridSpec& grid, PbChargeMethod method);
+/// The same on z-planes [first_plane, end_plane) alone (an MPI rank's rows): those planes hold
+/// spread_charges' values to the bit (the same atoms in the same order); the array keeps the grid's
+/// shape and the other planes read 0 and take no memory (bulk_memory.h assign_zeros_resident).
+std::vector<double> spread_charges_on_planes(const Atoms& atoms, const GridSpec& grid, PbChargeMethod method,
+                                             long first_plane, long end_plane);
 /// Whether `method` puts any of the atom's charge on `grid` (APBS's "on the mesh" test for it).
 bool charge_on_grid(double x, double y, double z, const GridSpec& grid, PbChargeMethod method);
 
