@@ -746,6 +746,49 @@ TEST(PbLimits, TheFloatBoundOfTheBoundarysSumIsExactForEveryAtom) {
   }
 }
 
+// The atom checks run on every core, each thread over a run of atoms: the atom they name must be the
+// one a loop in order names, on any number of threads. 10,000 atoms inside an 81³ grid; two atoms
+// reach the x faces by the same 0.5 Å (atoms 2,001 and 7,001: the first is named, then the second
+// once the first is moved in), and two lie off the mesh (atoms 3,001 and 9,001).
+TEST(PbLimits, TheAtomNamedIsTheFirstInOrderOnAnyNumberOfThreads) {
+  GridSpec g;
+  g.dims = {81, 81, 81};
+  g.spacing = {1.0, 1.0, 1.0};
+  g.origin = {-40.0, -40.0, -40.0};
+  std::mt19937 rng(20261129);
+  std::uniform_real_distribution<double> inside(-30, 30);
+  Atoms atoms;
+  for (int a = 0; a < 10000; ++a) atoms.push_back(inside(rng), inside(rng), inside(rng), 0.1, 1.5);
+  atoms.x[2000] = -39.0;  // radius 1.5 from the face at -40: 0.5 Å past it
+  atoms.x[7000] = 39.0;   // the same 0.5 Å past the face at +40
+  const auto named = [&](auto&& check) {
+    try {
+      check();
+    } catch (const UsageError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  for (const int threads : {1, 2, 3, 7, 16}) {
+    const std::string t = std::to_string(threads) + " threads";
+    const std::string first = named([&] { pb::check_pb_boundary(atoms, g, PbOptions{}, threads); });
+    EXPECT_NE(first.find("atom 2001 "), std::string::npos) << t << ": " << first;
+    Atoms moved = atoms;
+    moved.x[2000] = 0;
+    const std::string second = named([&] { pb::check_pb_boundary(moved, g, PbOptions{}, threads); });
+    EXPECT_NE(second.find("atom 7001 "), std::string::npos) << t << ": " << second;
+    moved.x[7000] = 0;
+    EXPECT_EQ(named([&] { pb::check_pb_boundary(moved, g, PbOptions{}, threads); }), "no error") << t;
+    EXPECT_TRUE(pb::atoms_on_mesh(moved, g, threads)) << t;
+    moved.y[9000] = 45;   // off the mesh
+    moved.z[3000] = -41;  // off the mesh, and first
+    EXPECT_FALSE(pb::atoms_on_mesh(moved, g, threads)) << t;
+    const std::string outside = named([&] { pb::check_atoms_inside(moved, g, threads); });
+    EXPECT_NE(outside.find("atom 3001 at"), std::string::npos) << t << ": " << outside;
+    EXPECT_NE(outside.find("(grid z "), std::string::npos) << t << ": " << outside;
+  }
+}
+
 TEST(PbPipelineGpu, AGridBeyondTheDeviceIsRefusedBeforeAnythingIsAllocated) {
   ESPGRID_REQUIRE_CUDA_OR_SKIP();
   const Atoms fas = testing::load_molecule("fasciculin2.pqr");

@@ -22,7 +22,7 @@ void finalize_mpi() {
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (finalized) return;
-  ForeignAllocations mpi_runtime;  // Open MPI leaks at its finish (sanitizer builds only)
+  [[maybe_unused]] const ForeignAllocations mpi_runtime;  // Open MPI leaks at its finish (sanitizer builds only)
   MPI_Finalize();
 }
 
@@ -38,7 +38,7 @@ void ensure_mpi() {
   int provided = 0;
   int status = MPI_SUCCESS;
   {
-    ForeignAllocations mpi_runtime;  // Open MPI keeps some of its start's allocations forever
+    [[maybe_unused]] const ForeignAllocations mpi_runtime;  // Open MPI keeps some of its start's allocations forever
     status = MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
   }
   if (status != MPI_SUCCESS) throw Error("hypre needs MPI, and MPI_Init_thread failed");

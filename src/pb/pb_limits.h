@@ -52,7 +52,7 @@ void check_pb_fits(const GridSpec& grid, const PbOptions& options, PbHostPlan pl
 /// when an atom's Debye–Hückel sphere charge, q·e^(κa)/(1 + κa)·k/ε_w, is beyond what the float32
 /// direct sum of the boundary holds (κ from the temperature, the ionic strength and the solvent
 /// dielectric: a temperature near 0 K makes κa huge). The message names the option to change.
-void check_pb_boundary(const Atoms& atoms, const GridSpec& grid, const PbOptions& options);
+void check_pb_boundary(const Atoms& atoms, const GridSpec& grid, const PbOptions& options, int threads = 0);
 
 /// Makes sure hypre's allocations for `grid` can succeed (called once MPI has started): asks the
 /// system for hypre_bytes(grid) (plus a margin) and gives it back untouched. Throws Error naming the size when it

@@ -24,11 +24,11 @@ void check_request(const Atoms& atoms, const GridSpec& grid, const PbOptions& op
   for (int d = 0; d < 3; ++d)
     if (grid.dims[d] < 5)
       throw UsageError("--model pb needs at least 5 grid points along every axis (the faces hold the boundary values)");
-  if (!run.atoms_outside) pb::check_atoms_inside(atoms, grid);
+  if (!run.atoms_outside) pb::check_atoms_inside(atoms, grid, run.threads);
   // The Debye-Hueckel boundary values hold outside every atom, and their float sums must not
   // overflow (pb_limits.h); a focusing level's atoms may leave its grid by design.
   if (!run.atoms_outside && (options.boundary == PbBoundary::Mdh || options.boundary == PbBoundary::Sdh))
-    pb::check_pb_boundary(atoms, grid, options);
+    pb::check_pb_boundary(atoms, grid, options, run.threads);
   const bool focus = options.boundary == PbBoundary::Focus;
   if (focus && (!run.focus_parent || !run.focus_parent->potential))
     throw UsageError("bcfl focus needs the coarser level's solution (PbRun::focus_parent)");
@@ -90,12 +90,12 @@ SolvePlan plan_solve(const Atoms& atoms, const GridSpec& grid, const PbOptions& 
   p.need_potential = level != PbEnergyLevel::None || run.keep_potential || maps_need_potential;
   // The device builds mol/smol/spl2 maps of atoms on the mesh and solves the linear equation; the
   // host builds the rest and keeps its maps for the energy terms and maps that need them.
-  const bool host_maps = !pb::surface_on_device(options) || !pb::atoms_on_mesh(atoms, grid) ||
+  const bool host_maps = !pb::surface_on_device(options) || !pb::atoms_on_mesh(atoms, grid, run.threads) ||
                          (options.equation == PbEquation::Nonlinear && level != PbEnergyLevel::None) ||
                          level == PbEnergyLevel::Components || maps_need_coefficients;
   p.all_on_device = p.solver == PbSolver::CudaMultigrid && !host_maps;
   p.host_maps = host_maps;
-  p.pipeline = p.all_on_device && pb::pipeline_applies(atoms, grid, options);
+  p.pipeline = p.all_on_device && pb::pipeline_applies(atoms, grid, options, run.threads);
   p.device_energy = p.pipeline && level == PbEnergyLevel::Total && options.charges == PbChargeMethod::Spl2 &&
                     !run.keep_potential && !maps_need_potential && !run.focus_child && !run.energy_partition;
   pb::check_split_plan(grid, run.devices.size(), run.gpu_ranks, p.pipeline, p.need_potential && !p.device_energy);

@@ -110,7 +110,7 @@ void check_atoms_have_radii(const Atoms& atoms, const PbOptions& options);
 
 /// Throws UsageError naming the first atom that lies outside the grid or within two spacings of
 /// its boundary (charges there would be spread onto the fixed boundary values).
-void check_atoms_inside(const Atoms& atoms, const GridSpec& grid);
+void check_atoms_inside(const Atoms& atoms, const GridSpec& grid, int threads = 0);
 
 /// Dielectric, accessibility and (with `spread`) the charges spread by options.charges, OpenMP over
 /// `threads` (0: all cores). Deterministic: the same maps for any thread count. Atoms off the
@@ -159,7 +159,7 @@ std::unique_ptr<DeviceSurfaceInputs> device_surface_inputs(const Atoms& atoms, c
 bool surface_on_device(const PbOptions& options);
 /// Whether every atom lies strictly inside the grid's box (APBS's "on the mesh"): else the device
 /// path leaves the surface to the host, which applies APBS's rules for atoms off the mesh.
-bool atoms_on_mesh(const Atoms& atoms, const GridSpec& grid);
+bool atoms_on_mesh(const Atoms& atoms, const GridSpec& grid, int threads = 0);
 
 /// The charge scale of APBS's source term, zmagic = 4π e²/(kT·Å): the equation's right-hand side
 /// is zmagic·(spread charge)/volume and u is in kT/e.
