@@ -10,6 +10,7 @@
 
 #include "src/core/bulk_memory.h"
 #include "src/core/errors.h"
+#include "src/core/process_trace.h"
 #include "src/core/stopwatch.h"
 #include "src/core/text_format.h"
 #include "src/core/thread_count.h"
@@ -332,10 +333,13 @@ PbResult solve_pb(const Atoms& atoms, const GridSpec& grid, const PbOptions& opt
   const Stopwatch total;
   PbResult result;
   pb::check_request(atoms, grid, options, run);
+  trace_process("PB solve: the request checked (atoms, grid, boundary)");
   const SolvePlan plan = pb::plan_solve(atoms, grid, options, run);
+  trace_process("PB solve: planned");
   record_phase(result, "checks and solver choice", total.seconds());
   const Stopwatch memory_clock;
   const pb::PbMemoryPlan memory = pb::check_memory(atoms, grid, options, run, plan);
+  trace_process("PB solve: memory checked");
   record_phase(result,
                pb::device_check_deferred(plan, run)
                    ? "memory check (the host's; the GPU's after the host's preparation)"

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "src/core/errors.h"
+#include "src/core/process_trace.h"
 #include "src/core/thread_count.h"
 #include "src/core/units.h"
 #include "src/pb/pb_boundary.h"
@@ -128,11 +129,13 @@ pb::PbMemoryPlan check_memory(const Atoms& atoms, const GridSpec& grid, const Pb
   r.ranks = run.across_ranks ? std::max(1, run.ranks) : 1;
   r.maps_shared = plan.maps_shared;
   const pb::PbMemoryPlan memory = pb::pb_memory_plan(atoms, grid, options, r);
+  trace_process("PB solve: memory planned");
   if (plan.pipeline && run.devices.size() > 1) return pb::check_slab_memory(memory, grid, run.devices);
   if (run.gpu_ranks)
     return pb::check_rank_slab_memory(memory, grid, *run.gpu_ranks, run.device, run.ranks_on_device, run.ranks_on_host);
   pb::check_pb_host_memory(memory, grid, run.across_ranks ? run.ranks_on_host : 1);
   if (gpu && !device_check_deferred(plan, run)) check_device_memory(memory, grid, run);
+  trace_process("PB solve: the host's memory checked");
   if (gpu && device_check_deferred(plan, run)) {  // the whole device, asked without its context
     const std::size_t total = cuda::pb_device_total_memory(run.device);
     pb::check_pb_memory(memory, grid, total, total, "GPU " + std::to_string(run.device), 0);
