@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdint>
 #include <numeric>
 
 namespace espgrid {
@@ -39,13 +40,19 @@ double Atoms::total_charge() const noexcept { return std::accumulate(charge.begi
 
 BoundingBox bounding_box(const Atoms& atoms) {
   BoundingBox box{};
-  const std::vector<double>* axes[3] = {&atoms.x, &atoms.y, &atoms.z};
-  for (int a = 0; a < 3; ++a) {
-    if (axes[a]->empty()) continue;
-    auto [lo, hi] = std::minmax_element(axes[a]->begin(), axes[a]->end());
-    box.lo[a] = *lo;
-    box.hi[a] = *hi;
+  if (atoms.empty()) return box;
+  // One pass over the three axes, on every core for a big structure (the 1.93 M-atom capsid's box
+  // is asked for several times before its PB solve starts on the device).
+  const auto n = static_cast<std::int64_t>(atoms.size());
+  double lx = atoms.x[0], ly = atoms.y[0], lz = atoms.z[0], hx = lx, hy = ly, hz = lz;
+#pragma omp parallel for schedule(static) if (n >= (1 << 18)) reduction(min : lx, ly, lz) reduction(max : hx, hy, hz)
+  for (std::int64_t i = 0; i < n; ++i) {
+    const auto a = static_cast<std::size_t>(i);
+    lx = std::min(lx, atoms.x[a]), ly = std::min(ly, atoms.y[a]), lz = std::min(lz, atoms.z[a]);
+    hx = std::max(hx, atoms.x[a]), hy = std::max(hy, atoms.y[a]), hz = std::max(hz, atoms.z[a]);
   }
+  box.lo[0] = lx, box.lo[1] = ly, box.lo[2] = lz;
+  box.hi[0] = hx, box.hi[1] = hy, box.hi[2] = hz;
   return box;
 }
 

@@ -57,9 +57,7 @@ double coarse_points(const GridSpec& grid) {
 
 /// The SAS neighbour-list entries: each atom's neighbours within 2(r_max + probe), at protein density.
 double neighbour_pairs(const Atoms& atoms, const PbOptions& o) {
-  double r_max = 0;
-  for (const double r : atoms.radius) r_max = std::max(r_max, r);
-  const double reach = 2 * (r_max + o.probe_radius);
+  const double reach = 2 * (max_radius(atoms) + o.probe_radius);
   const double per_atom = std::min(double(atoms.size()), kAtomDensity * 4.0 / 3.0 * kPi * reach * reach * reach);
   return per_atom * double(atoms.size());
 }

@@ -110,9 +110,7 @@ std::vector<double> conductance_table(const GridSpec& grid, const PbOptions& o) 
 
 AtomCells sas_cell_geometry(const Atoms& atoms, const PbOptions& o) {
   AtomCells c;
-  double r_max = 0;
-  for (const double r : atoms.radius) r_max = std::max(r_max, r);
-  c.cell = r_max + o.probe_radius + 1e-6;
+  c.cell = max_radius(atoms) + o.probe_radius + 1e-6;
   const BoundingBox box = bounding_box(atoms);
   for (int d = 0; d < 3; ++d) {
     c.lo[d] = box.lo[d];

@@ -55,8 +55,10 @@ struct CellList {
 }  // namespace
 
 double max_radius(const Atoms& atoms) {
+  const auto n = static_cast<std::int64_t>(atoms.size());
   double r = 0;
-  for (const double v : atoms.radius) r = std::max(r, v);
+#pragma omp parallel for schedule(static) if (n >= (1 << 18)) reduction(max : r)
+  for (std::int64_t i = 0; i < n; ++i) r = std::max(r, atoms.radius[static_cast<std::size_t>(i)]);
   return r;
 }
 
