@@ -15,9 +15,17 @@
 
 #if defined(__CUDACC__)
 #define ESPGRID_PB_HD __host__ __device__ __forceinline__
-#define ESPGRID_PB_UNROLL _Pragma("unroll")  // a short fixed loop whose arrays should stay in registers
 #else
 #define ESPGRID_PB_HD inline
+#endif
+// A short fixed loop whose arrays should stay in registers: unrolled by nvcc's device pass and by a
+// host compiler of its own; nvcc's host pass takes neither spelling without a warning, and its host
+// copy of these functions is not what runs on the host (the emulation is compiled without nvcc).
+#if defined(__CUDA_ARCH__)
+#define ESPGRID_PB_UNROLL _Pragma("unroll")
+#elif defined(__CUDACC__)
+#define ESPGRID_PB_UNROLL
+#else
 #define ESPGRID_PB_UNROLL _Pragma("GCC unroll 8")
 #endif
 
