@@ -172,5 +172,28 @@ TEST(BulkMemory, AZeroedShareKeepsOnlyItsPagesResident) {
 #endif
 }
 
+/// release_outside: an array of values (not zeros) keeps its share resident, its values intact, and
+/// hands every whole page outside back (what a rank does with the system's fixed values once assembled).
+TEST(BulkMemory, ReleasingOutsideAShareKeepsItsValuesAndDropsTheRest) {
+#if defined(__linux__)
+  const testing::NoHugePages small_pages;
+  const std::size_t count = (std::size_t{24} << 20) / sizeof(double), first = count / 4 + 7, end = count / 2 + 1;
+  std::vector<double> values(count);
+  for (std::size_t i = 0; i < count; ++i) values[i] = 1.0 + static_cast<double>(i % 1000);
+  release_outside(values, first, end);
+  const double* v = values.data();
+  const std::size_t margin = static_cast<std::size_t>(sysconf(_SC_PAGESIZE)) / sizeof(double);
+  EXPECT_EQ(testing::resident_pages(v, v + first - margin).resident, 0u);
+  EXPECT_EQ(testing::resident_pages(v + end + margin, v + count).resident, 0u);
+  std::size_t wrong = 0;
+  for (std::size_t i = first; i < end; ++i) wrong += values[i] != 1.0 + static_cast<double>(i % 1000);
+  EXPECT_EQ(wrong, 0u) << "the share's values must stay";
+  release_outside(values, 0, count);  // nothing outside: nothing changes
+  EXPECT_EQ(values[first], 1.0 + static_cast<double>(first % 1000));
+#else
+  GTEST_SKIP() << "the pages are released on Linux only";
+#endif
+}
+
 }  // namespace
 }  // namespace espgrid

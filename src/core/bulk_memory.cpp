@@ -75,7 +75,7 @@ void assign_zeros(std::vector<double>& values, std::size_t count) { assign_value
 
 namespace {
 
-/// The whole pages within [first, end) handed back (their contents, zeros, read as zeros again).
+/// The whole pages within [first, end) handed back (they read as zeros again).
 void release_zero_pages(double* first, double* end) {
 #if defined(__linux__)
   const long page_size = sysconf(_SC_PAGESIZE);
@@ -96,6 +96,11 @@ void release_zero_pages(double* first, double* end) {
 void assign_zeros_resident(std::vector<double>& values, std::size_t count, std::size_t keep_first,
                            std::size_t keep_end) {
   assign_zeros(values, count);
+  release_outside(values, keep_first, keep_end);
+}
+
+void release_outside(std::vector<double>& values, std::size_t keep_first, std::size_t keep_end) {
+  const std::size_t count = values.size();
   keep_end = std::min(keep_end, count);
   keep_first = std::min(keep_first, keep_end);
   release_zero_pages(values.data(), values.data() + keep_first);

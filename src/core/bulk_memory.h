@@ -26,6 +26,10 @@ void assign_zeros(std::vector<double>& values, std::size_t count);
 /// the zeros are written) the whole array is resident.
 void assign_zeros_resident(std::vector<double>& values, std::size_t count, std::size_t keep_first,
                            std::size_t keep_end);
+/// The whole pages of `values` wholly outside [keep_first, keep_end) handed back the same way, for an
+/// array whose values outside a rank's share are no longer read: on Linux they read as zeros afterwards
+/// (and take memory again once written); elsewhere they stay as they were.
+void release_outside(std::vector<double>& values, std::size_t keep_first, std::size_t keep_end);
 
 /// memcpy of `count` floats, split over up to 8 threads for large copies (staging buffers into
 /// a map): one core copies ~5–10 GB/s, the host's memory several times that.

@@ -247,8 +247,8 @@ void solve_on_host(const Atoms& atoms, const GridSpec& grid, const PbOptions& op
   if (plan.split) record_phase(result, "coulomb", sums.coulomb_seconds);
   Stopwatch clock;
   solved.coefficients = std::make_unique<PbCoefficients>(pb::build_coefficients_on_planes(
-      atoms, grid, options, !plan.split && !plan.charges_on_planes, plan.coefficient_planes, plan.threads));
-  if (plan.charges_on_planes)
+      atoms, grid, options, !plan.split && !plan.share_only, plan.coefficient_planes, plan.threads));
+  if (plan.share_only)
     solved.coefficients->charge = pb::spread_charges_on_planes(
         atoms, grid, options.charges, plan.coefficient_planes.first, plan.coefficient_planes.end);
   const PbCoefficients& coefficients = *solved.coefficients;
@@ -257,6 +257,11 @@ void solve_on_host(const Atoms& atoms, const GridSpec& grid, const PbOptions& op
   clock.restart();
   PbSystem system = pb::assemble_system(coefficients, std::move(sums.boundary), options, options.formulation,
                                         plan.split ? &sums.coulomb : nullptr, plan.threads);
+  if (plan.share_only) {  // the fixed values are read by combine() alone, which such a rank does not run
+    const std::size_t plane = grid.dims[0] * grid.dims[1];
+    const auto at = [&](long k) { return plane * static_cast<std::size_t>(std::max(0L, k)); };
+    release_outside(system.fixed, at(plan.coefficient_planes.first - 1), at(plan.coefficient_planes.end + 1));
+  }
   record_phase(result, "assemble", clock.seconds());
   std::vector<double> u;
   if (options.equation == PbEquation::Nonlinear) {  // npbe: src/pb/pb_nonlinear.h

@@ -68,9 +68,10 @@ SolvePlan plan_solve(const Atoms& atoms, const GridSpec& grid, const PbOptions& 
   // The other ranks need no whole solution unless it is kept or npbe's Newton steps read it.
   p.solution_to_rank_zero = p.solver == PbSolver::Hypre && run.across_ranks &&
                             options.equation != PbEquation::Nonlinear && !run.keep_potential;
-  // Such a rank but 0 makes no map or energy: its rows read its planes of the charges alone.
-  p.charges_on_planes = p.solution_to_rank_zero && options.formulation != PbFormulation::Split &&
-                        !p.coefficient_planes.covers(grid) && pb::hypre_rank(run.across_ranks) != 0;
+  // Such a rank but 0 makes no map or energy: its rows read its planes of the charges alone, and
+  // nothing reads its fixed values once the system is assembled.
+  p.share_only = p.solution_to_rank_zero && options.formulation != PbFormulation::Split &&
+                 !p.coefficient_planes.covers(grid) && pb::hypre_rank(run.across_ranks) != 0;
   const int ranks = run.across_ranks ? std::max(1, run.ranks) : 1;
   // before anything is allocated; a rank's share against its part of the host
   pb::check_pb_fits(grid, options, pb_host_plan(p.solver), ranks > 1 ? available_memory_bytes(run.ranks_on_host) : 0,

@@ -28,9 +28,11 @@ struct SolvePlan {
   bool need_potential = false;         ///< φ in double kT/e is needed (energies, maps, keep_potential)
   pb::PlaneRange coefficient_planes;   ///< the host's maps: a rank's share where only hypre reads them
   bool solution_to_rank_zero = false;  ///< hypre across ranks returns u to rank 0 alone (it makes the map)
-  bool charges_on_planes = false;      ///< ... and this rank, not 0, spreads the charges of coefficient_planes alone
-  bool maps_shared = false;            ///< ... held on those planes only (pb_coefficients.h maps_held_on_planes)
-  double scale = 1;                    ///< kT/e → run.unit
+  /// ... and this rank is not 0: it makes no map or energy, so it spreads the charges of
+  /// coefficient_planes alone and keeps only those planes of the fixed values once assembled
+  bool share_only = false;
+  bool maps_shared = false;  ///< ... held on those planes only (pb_coefficients.h maps_held_on_planes)
+  double scale = 1;          ///< kT/e → run.unit
   int threads = 1;
 };
 
