@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <numeric>
 
+#include "src/core/thread_count.h"
+
 namespace espgrid {
 
 ElementSymbol ElementSymbol::from(std::string_view symbol) {
@@ -38,14 +40,17 @@ void Atoms::push_back(double px, double py, double pz, double q, double r, Eleme
 
 double Atoms::total_charge() const noexcept { return std::accumulate(charge.begin(), charge.end(), 0.0); }
 
-BoundingBox bounding_box(const Atoms& atoms) {
+BoundingBox bounding_box(const Atoms& atoms, int threads) {
   BoundingBox box{};
   if (atoms.empty()) return box;
   // One pass over the three axes, on every core for a big structure (the 1.93 M-atom capsid's box
   // is asked for several times before its PB solve starts on the device).
   const auto n = static_cast<std::int64_t>(atoms.size());
   double lx = atoms.x[0], ly = atoms.y[0], lz = atoms.z[0], hx = lx, hy = ly, hz = lz;
-#pragma omp parallel for schedule(static) if (n >= (1 << 18)) reduction(min : lx, ly, lz) reduction(max : hx, hy, hz)
+#pragma omp parallel for schedule(static) if (n >= (1 << 18)) num_threads(threads_to_use(threads)) \
+    reduction(min                                                                                  \
+              : lx, ly, lz) reduction(max                                                          \
+                                      : hx, hy, hz)
   for (std::int64_t i = 0; i < n; ++i) {
     const auto a = static_cast<std::size_t>(i);
     lx = std::min(lx, atoms.x[a]), ly = std::min(ly, atoms.y[a]), lz = std::min(lz, atoms.z[a]);

@@ -40,7 +40,8 @@ struct BoundingBox {
   double lo[3];
   double hi[3];
 };
-BoundingBox bounding_box(const Atoms& atoms);
+/// The atoms' box (zeros for none); `threads`: OpenMP threads for a large structure (0: all).
+BoundingBox bounding_box(const Atoms& atoms, int threads = 0);
 
 /// Bondi van der Waals radius of an element, Å; 1.70 (carbon-like) for elements not in the table.
 double bondi_radius(ElementSymbol element);

@@ -137,17 +137,9 @@ struct FaceReach {
 
 FaceReach farthest_past_a_face(const Atoms& atoms, const GridSpec& g, int t) {
   const auto n = static_cast<std::int64_t>(atoms.size());
-  double lo[3], hi[3];
-  {
-    double lx = HUGE_VAL, ly = HUGE_VAL, lz = HUGE_VAL, hx = -HUGE_VAL, hy = -HUGE_VAL, hz = -HUGE_VAL;
-#pragma omp parallel for schedule(static) num_threads(t) reduction(min : lx, ly, lz) reduction(max : hx, hy, hz)
-    for (std::int64_t i = 0; i < n; ++i) {
-      const auto a = static_cast<std::size_t>(i);
-      lx = std::min(lx, atoms.x[a]), ly = std::min(ly, atoms.y[a]), lz = std::min(lz, atoms.z[a]);
-      hx = std::max(hx, atoms.x[a]), hy = std::max(hy, atoms.y[a]), hz = std::max(hz, atoms.z[a]);
-    }
-    lo[0] = lx, lo[1] = ly, lo[2] = lz, hi[0] = hx, hi[1] = hy, hi[2] = hz;
-  }
+  const BoundingBox box = bounding_box(atoms, t);
+  const double* lo = box.lo;
+  const double* hi = box.hi;
   std::vector<FaceReach> runs(static_cast<std::size_t>(t));
 #pragma omp parallel num_threads(t)
   {

@@ -169,7 +169,7 @@ PbMemoryPlan pb_memory_plan(const Atoms& atoms, const GridSpec& grid, const PbOp
   r.split = o.formulation == PbFormulation::Split;
   r.host_maps = !surface_on_device(o) || !atoms_on_mesh(atoms, grid) || o.equation == PbEquation::Nonlinear ||
                 o.energy.level == PbEnergyLevel::Components;
-  r.pipeline = where == PbHostPlan::Gpu && !r.host_maps && pipeline_applies(atoms, grid, o);
+  r.pipeline = where == PbHostPlan::Gpu && !r.host_maps && pipeline_applies_on_mesh(o);  // host_maps asked the atoms
   // hypre's ranks build their planes of the maps unless an answer needs them whole (solve_pb's plan).
   r.maps_shared =
       where == PbHostPlan::Hypre && ranks > 1 && hypre_ranks_build_their_planes(o, false) && surface_built_by_planes(o);

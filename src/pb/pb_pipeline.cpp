@@ -90,9 +90,12 @@ bool pipeline_options(const PbOptions& o) {
          o.equation == PbEquation::Linearized && o.formulation == PbFormulation::Direct;
 }
 
+bool pipeline_applies_on_mesh(const PbOptions& o) {
+  return !switched_off("ESPGRID_PB_PIPELINE") && pipeline_options(o) && !uniform_medium(o);
+}
+
 bool pipeline_applies(const Atoms& atoms, const GridSpec& grid, const PbOptions& o, int threads) {
-  return !switched_off("ESPGRID_PB_PIPELINE") && pipeline_options(o) && !uniform_medium(o) &&
-         atoms_on_mesh(atoms, grid, threads);
+  return pipeline_applies_on_mesh(o) && atoms_on_mesh(atoms, grid, threads);
 }
 
 std::vector<double> conductance_table(const GridSpec& grid, const PbOptions& o) {

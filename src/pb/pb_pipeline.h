@@ -38,6 +38,9 @@ bool pipeline_options(const PbOptions& options);
 /// Whether the pipeline reproduces these options (mol/smol, lpbe, Direct; a medium that is not
 /// uniform) with these atoms on this grid (every atom strictly inside it), and it is not turned off.
 bool pipeline_applies(const Atoms& atoms, const GridSpec& grid, const PbOptions& options, int threads = 0);
+/// The same for atoms already known to lie on the mesh (atoms_on_mesh: a plan whose maps are not the
+/// host's has asked it), without asking again.
+bool pipeline_applies_on_mesh(const PbOptions& options);
 
 /// The face conductances, Å, of each 9-bit face pattern (pb_pipeline_math.h node_code), axis by
 /// axis (3 × kPatterns): smol's harmonic mean as pb::smooth_face computes it (mol: the face's own

@@ -97,7 +97,7 @@ SolvePlan plan_solve(const Atoms& atoms, const GridSpec& grid, const PbOptions& 
                          level == PbEnergyLevel::Components || maps_need_coefficients;
   p.all_on_device = p.solver == PbSolver::CudaMultigrid && !host_maps;
   p.host_maps = host_maps;
-  p.pipeline = p.all_on_device && pb::pipeline_applies(atoms, grid, options, run.threads);
+  p.pipeline = p.all_on_device && pb::pipeline_applies_on_mesh(options);  // host_maps asked atoms_on_mesh
   p.device_energy = p.pipeline && level == PbEnergyLevel::Total && options.charges == PbChargeMethod::Spl2 &&
                     !run.keep_potential && !maps_need_potential && !run.focus_child && !run.energy_partition;
   pb::check_split_plan(grid, run.devices.size(), run.gpu_ranks, p.pipeline, p.need_potential && !p.device_energy);
