@@ -31,7 +31,8 @@ namespace {
 constexpr double kEspgridSolveBytes = 104;
 // Of espgrid's arrays, those a rank across MPI holds on its planes only (maps_shared): the dielectric
 // and accessibility maps (32) and the system's rows (wx, wy, wz, c, rhs: 40). The spread charges,
-// the fixed (boundary) values, u and the map stay whole (28, rounded up to 32).
+// the fixed (boundary) values, u and the map stay whole on rank 0 (28, rounded up to 32; the other
+// ranks hold the first three on their planes, which the plan does not count).
 constexpr double kRankShareBytes = 72;
 // While a shared array is zeroed (assign_zeros_resident), all of it is resident for a moment.
 constexpr double kRankShareTransientBytes = 8;

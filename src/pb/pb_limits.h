@@ -34,7 +34,8 @@ enum class PbHostPlan {
 /// SAS points and lists; pb_memory.h adds it where the atoms are known).
 /// `ranks`: hypre over that many MPI ranks, each holding its share of hypre's own structures and,
 /// with `maps_shared` (pb_coefficients.h maps_held_on_planes), of espgrid's coefficient maps and
-/// system rows (its planes; the map, boundary values, charges and solution stay whole on every rank).
+/// system rows (its planes). Counted whole, as rank 0 holds them: the map, boundary values, charges
+/// and solution (the other ranks hold the last three on their planes).
 double pb_host_bytes(const GridSpec& grid, const PbOptions& options, PbHostPlan plan, double surface_atom_bytes = 0,
                      int ranks = 1, bool maps_shared = false);
 /// The share of pb_host_bytes that hypre itself allocates (0 on the GPU).
