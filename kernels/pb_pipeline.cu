@@ -25,6 +25,7 @@
 #include "kernels/pb_pipeline.cuh"
 #include "kernels/pb_slab_solver.cuh"
 #include "src/compute/cuda_driver.h"
+#include "src/core/process_trace.h"
 #include "src/core/stopwatch.h"
 #include "src/pb/pb_pipeline_driver.h"
 
@@ -290,10 +291,12 @@ class PipelineRun {
     std::vector<double> inputs(slabs_.size()), surface(slabs_.size()), assemble(slabs_.size());
     std::vector<std::size_t> pairs(slabs_.size()), open(slabs_.size());
     for_each_slab([&](Slab& s, std::size_t i) { s.build_surface(inputs[i], surface[i], pairs[i], open[i]); });
+    trace_process("PB pipeline: surface built");
     // The boundary values (the direct sum on another thread has overlapped the surface's kernels).
     const Stopwatch waiting;
     const std::vector<double> faces = in_.faces();
     out_.faces_wait_seconds = waiting.seconds();
+    trace_process("PB pipeline: boundary values here");
     const long face_count = pb::face_node_count(in_.n);
     if (faces.size() != static_cast<std::size_t>(face_count))
       throw Error("internal error: the PB pipeline got " + std::to_string(faces.size()) + " boundary values for " +
@@ -314,7 +317,9 @@ class PipelineRun {
     const Stopwatch solve_clock;
     out_.iterations = cg.solve(in_.run.tolerance, in_.run.max_iterations, out_.own_residual);
     out_.solve_seconds = solve_clock.seconds();
+    trace_process("PB pipeline: solved");
     outputs(cg);
+    trace_process("PB pipeline: outputs copied");
     for (std::size_t i = 0; i < slabs_.size(); ++i) {
       out_.neighbour_pairs += pairs[i];
       out_.sas_points += open[i];

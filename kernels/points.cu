@@ -13,7 +13,9 @@
 
 #include "kernels/device_common.cuh"
 #include "src/compute/points_cuda_driver.h"
+#include "src/core/process_trace.h"
 #include "src/core/stopwatch.h"
+#include "src/core/switches.h"
 
 namespace espgrid::cuda {
 namespace {
@@ -178,17 +180,25 @@ ComputeTiming potential_on_plane_groups(const PlaneGroupProblem& problem, int de
   const Stopwatch wall;
   ComputeTiming timing;
   const GroupLayout l = layout_groups(problem);
+  trace_process("boundary sums: groups laid out");
   if (l.items.empty()) return timing;
   DeviceGuard guard(device);
   timing.device = describe_device(device);
-  DeviceBuffer<float4> d_atoms(problem.atom_count + 1, "atoms");
-  DeviceBuffer<std::uint32_t> d_index(l.index.size(), "plane-group atom indices");
-  DeviceBuffer<DevicePlane> d_planes(l.planes.size(), "plane groups");
-  DeviceBuffer<GroupItem> d_items(l.items.size(), "plane-group items");
-  DeviceBuffer<PointTile> d_tiles(l.tiles.size(), "plane-group tiles");
-  DeviceBuffer<float> d_partial(l.items.size() * kBlock, "partial sums");
-  DeviceBuffer<float> d_out(l.points, "potential at the points");
-  Stream stream;
+  // PB's boundary runs beside the surface's kernels, which fill the device, and the solve waits
+  // for it: its blocks go first (ESPGRID_BOUNDARY_PRIORITY=0: the surface's priority), and its
+  // buffers are freed in its stream's order (ESPGRID_BOUNDARY_ORDERED_FREE=0: cudaFree, which
+  // waits for every kernel on the device, the surface's too).
+  Stream stream = switched_off("ESPGRID_BOUNDARY_PRIORITY") ? Stream() : Stream(Stream::greatest_priority());
+  const cudaStream_t st = stream.get();
+  const bool ordered = !switched_off("ESPGRID_BOUNDARY_ORDERED_FREE");
+  StreamBuffer<float4> d_atoms(problem.atom_count + 1, "atoms", st, ordered);
+  StreamBuffer<std::uint32_t> d_index(l.index.size(), "plane-group atom indices", st, ordered);
+  StreamBuffer<DevicePlane> d_planes(l.planes.size(), "plane groups", st, ordered);
+  StreamBuffer<GroupItem> d_items(l.items.size(), "plane-group items", st, ordered);
+  StreamBuffer<PointTile> d_tiles(l.tiles.size(), "plane-group tiles", st, ordered);
+  StreamBuffer<float> d_partial(l.items.size() * kBlock, "partial sums", st, ordered);
+  StreamBuffer<float> d_out(l.points, "potential at the points", st, ordered);
+  trace_process("boundary sums: device buffers allocated");
   Event start, stop;
   const auto upload = [&](void* to, const void* from, std::size_t bytes) {
     ESPGRID_CUDA_CHECK(cudaMemcpyAsync(to, from, bytes, cudaMemcpyHostToDevice, stream.get()));
@@ -210,9 +220,11 @@ ComputeTiming potential_on_plane_groups(const PlaneGroupProblem& problem, int de
                                                                                         d_tiles.get());
   ESPGRID_CUDA_CHECK_LAUNCH();
   stop.record(stream.get());
+  trace_process("boundary sums: uploaded, kernels queued");
   ESPGRID_CUDA_CHECK(
       cudaMemcpyAsync(problem.potential, d_out.get(), d_out.bytes(), cudaMemcpyDeviceToHost, stream.get()));
   stream.synchronize();
+  trace_process("boundary sums: done, copied back");
   timing.kernel_seconds = 1e-3 * Event::elapsed_ms(start, stop);
   timing.wall_seconds = wall.seconds();
   return timing;

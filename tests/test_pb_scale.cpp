@@ -10,15 +10,18 @@
 #include <cstdlib>
 #include <iostream>
 #include <limits>
+#include <map>
 #include <random>
 #include <string>
 #include <sys/resource.h>
+#include <utility>
 #include <vector>
 
 #include "src/compute/point_sum_inputs.h"
 #include "src/compute/points_cuda_driver.h"
 #include "src/core/errors.h"
 #include "src/pb/pb_boundary.h"
+#include "src/pb/pb_face_sums.h"
 #include "src/pb/pb_limits.h"
 #include "src/pb/pb_memory.h"
 #include "src/pb/pb_multigrid.h"
@@ -117,6 +120,65 @@ TEST(PbFaceSums, BandsStayWithinTheBoundOfTheExactSumOnAProtein) {
     EXPECT_LT(f.report.pair_terms, 0.7 * f.report.exact_pair_terms) << "bound " << bound;
     EXPECT_EQ(f.report.exact_pair_terms, static_cast<double>(f.exact.size()) * static_cast<double>(actin.size()));
   }
+}
+
+TEST(PbFaceSums, EachFacesBandsHoldTheirAtomsInOrderOnAnyNumberOfThreads) {
+  // 105,000 atoms: bands_of splits them into runs of ≥ 16,384 (several runs on 2+ threads), each
+  // run's bands written at offsets. Each sum's atoms are recorded (values 0: every lattice meets the
+  // bound, one round); every face's bands must partition the atoms, each band ascending and every
+  // atom in the band its distance names, and every thread count must give the same lists in the same
+  // order. Fails when a run's offset is off (an atom lost or twice) or runs are written out of order.
+  const Atoms atoms = scattered_molecules(19, 700, 160);
+  const GridSpec g = grid_around(atoms, 1.0, 10, 3);
+  using Lists = std::vector<std::pair<std::array<double, 2>, std::vector<std::uint32_t>>>;  // (normal, level), atoms
+  const auto bands_on = [&](int threads) {
+    Lists lists;
+    const pb::FaceSumEvaluator record = [&](const std::vector<pb::FacePlaneSum>& sums) {
+      std::vector<std::vector<double>> values;
+      const std::vector<std::uint32_t>* last = nullptr;
+      for (const pb::FacePlaneSum& s : sums) {
+        if (s.atoms != last) lists.push_back({{static_cast<double>(s.normal), s.level}, *s.atoms});
+        last = s.atoms;
+        values.emplace_back(static_cast<std::size_t>(s.node_count()), 0.0);
+      }
+      return values;
+    };
+    pb::FaceSumReport report;
+    pb::banded_face_values(atoms, g, 1e-5, record, &report, threads);
+    EXPECT_EQ(report.rounds, 1);
+    return lists;
+  };
+  const Lists serial = bands_on(1);
+  ASSERT_GT(atoms.size(), 4 * std::size_t{16384});
+  const double* axis[3] = {atoms.x.data(), atoms.y.data(), atoms.z.data()};
+  std::map<std::array<double, 2>, std::vector<int>> seen;  // per face: how often each atom was in a band
+  std::map<std::array<double, 2>, double> last_band;
+  std::size_t far_bands = 0;
+  for (const auto& [face, list] : serial) {
+    const int normal = static_cast<int>(face[0]);
+    const double near = pb::kNearBandNodes * std::max(g.spacing[normal == 0 ? 1 : 0], g.spacing[normal == 2 ? 1 : 2]);
+    std::vector<int>& count = seen[face];
+    count.resize(atoms.size(), 0);
+    ASSERT_FALSE(list.empty());
+    double band = -1;
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      const std::uint32_t a = list[i];
+      if (i > 0) EXPECT_LT(list[i - 1], a) << "a band's atoms out of order";
+      ++count[a];
+      const double rho = std::abs(axis[normal][a] - face[1]);
+      const double k = rho < near ? 0.0 : 1.0 + std::floor(std::log2(rho / near));
+      if (i == 0) band = k;
+      EXPECT_EQ(k, band) << "atom " << a << " in the wrong band";
+    }
+    if (last_band.count(face)) EXPECT_GT(band, last_band[face]) << "a face's bands out of order";
+    last_band[face] = band;
+    far_bands += band > 0 ? 1 : 0;
+  }
+  EXPECT_EQ(seen.size(), 6u);
+  EXPECT_GT(far_bands, 6u) << "no far bands: the test checks little";
+  for (const auto& [face, count] : seen)
+    for (std::size_t a = 0; a < atoms.size(); ++a) ASSERT_EQ(count[a], 1) << "atom " << a << " on a face";
+  for (const int threads : {2, 3, 8}) EXPECT_EQ(bands_on(threads), serial) << threads << " threads";
 }
 
 TEST(PbFaceSums, AFaceOverItsBoundIsRefinedUntilItHolds) {

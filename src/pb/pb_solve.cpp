@@ -97,7 +97,7 @@ std::vector<double> boundary_values(const Atoms& atoms, const GridSpec& grid, co
       case PbBoundary::Sdh:
         return pb::sdh_face_values(atoms, grid, options, plan.threads);
       case PbBoundary::Mdh:
-        return pb::mdh_face_values(atoms, grid, options, run.device, r);
+        return pb::mdh_face_values(atoms, grid, options, run.device, r, plan.threads);
       case PbBoundary::Focus:
         return pb::focus_face_values(grid, run.focus_parent->grid, *run.focus_parent->potential, plan.threads);
     }
@@ -140,6 +140,7 @@ void solve_with_device_pipeline(const Atoms& atoms, const GridSpec& grid, const 
                                 Solved& solved) {
   double boundary_seconds = 0;
   std::future<std::vector<double>> faces = std::async(std::launch::async, [&] {
+    trace_process("boundary: started (beside the device's surface)");
     const Stopwatch clock;
     std::vector<double> values = boundary_values(atoms, grid, options, run, plan, false, &result.boundary);
     boundary_seconds = clock.seconds();
