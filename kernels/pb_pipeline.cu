@@ -115,6 +115,10 @@ class Slab {
   /// times: inputs, surface.
   void build_surface(double& inputs_seconds, double& surface_seconds, std::size_t& pairs, std::size_t& open) {
     const cudaStream_t st = stream_.get();
+    // The open points' count comes back into page-locked memory: a copy into pageable memory waits
+    // for the surface's kernels inside the driver, and other threads' CUDA calls (the boundary's
+    // allocations beside it) wait for it there.
+    PinnedBuffer<unsigned long long> count(1, "PB open SAS points (host)");
     Event e0, e1, e2;
     e0.record(st);
     atoms_ = pipeline::upload_atoms(ledger_, in_.atoms, st);
@@ -134,10 +138,9 @@ class Slab {
     codes_ = Tracked<std::uint32_t>(ledger_, static_cast<std::size_t>(plane_size() * n_[2]), "PB node codes");
     pipeline::write_codes(bytes->view, in_.smooth, in_.salt, lo_, n_[2], codes_.get(), st);
     e2.record(st);
-    unsigned long long count = 0;
-    ESPGRID_CUDA_CHECK(cudaMemcpyAsync(&count, open_points.get(), sizeof count, cudaMemcpyDeviceToHost, st));
+    ESPGRID_CUDA_CHECK(cudaMemcpyAsync(count.get(), open_points.get(), count.bytes(), cudaMemcpyDeviceToHost, st));
     ESPGRID_CUDA_CHECK(cudaStreamSynchronize(st));  // the surface is built: its bytes and lists go
-    open = static_cast<std::size_t>(count);
+    open = static_cast<std::size_t>(*count.get());
     inputs_seconds = seconds_between(e0, e1);
     surface_seconds = seconds_between(e1, e2);
   }

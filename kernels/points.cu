@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -174,6 +176,52 @@ GroupLayout layout_groups(const PlaneGroupProblem& problem) {
   return l;
 }
 
+/// Page-locked staging for potential_on_plane_groups' copies, kept for the process (grown, never
+/// shrunk; the process's end frees it): freeing page-locked memory (cudaFreeHost) waits for the whole
+/// device, as cudaFree does, and PB's boundary must not wait for the surface's kernels beside it.
+struct KeptStaging {
+  std::mutex mutex;
+  PinnedBuffer<char> buffer;
+};
+KeptStaging& kept_staging() {
+  static KeptStaging* const kept = new KeptStaging;  // never deleted: no free after CUDA's teardown
+  return *kept;
+}
+
+/// A host-to-device copy of upload_pieces.
+struct Piece {
+  void* to;
+  const void* from;
+  std::size_t bytes;
+};
+
+/// Queues the pieces' copies on `st`: through the kept staging (grown to hold them and `back` bytes
+/// copied back; the caller holds its mutex), whose start it returns, or with `pinned` false straight
+/// from their pageable memory (null).
+template <std::size_t N>
+char* upload_pieces(const Piece (&pieces)[N], bool pinned, std::size_t back, cudaStream_t st) {
+  char* staging = nullptr;
+  if (pinned) {
+    std::size_t staged = 0;
+    for (const Piece& p : pieces) staged += (p.bytes + 255) / 256 * 256;
+    PinnedBuffer<char>& kept = kept_staging().buffer;
+    if (kept.size() < std::max(staged, back))
+      kept = PinnedBuffer<char>(std::max(staged, back), "plane-group inputs (page-locked)");
+    staging = kept.get();
+  }
+  std::size_t at = 0;
+  for (const Piece& p : pieces) {
+    const void* from = p.from;
+    if (staging) {
+      std::memcpy(staging + at, p.from, p.bytes);
+      from = staging + at;
+      at += (p.bytes + 255) / 256 * 256;
+    }
+    ESPGRID_CUDA_CHECK(cudaMemcpyAsync(p.to, from, p.bytes, cudaMemcpyHostToDevice, st));
+  }
+  return staging;
+}
+
 }  // namespace
 
 ComputeTiming potential_on_plane_groups(const PlaneGroupProblem& problem, int device) {
@@ -199,16 +247,21 @@ ComputeTiming potential_on_plane_groups(const PlaneGroupProblem& problem, int de
   StreamBuffer<float> d_partial(l.items.size() * kBlock, "partial sums", st, ordered);
   StreamBuffer<float> d_out(l.points, "potential at the points", st, ordered);
   trace_process("boundary sums: device buffers allocated");
+  // The uploads and the copy back go through page-locked memory: from pageable memory the driver
+  // stages them, and a staged upload waited for the surface's kernels (the capsid on an H200: its
+  // buffers allocated at 497 ms, uploaded at 681, when the surface ended). ESPGRID_BOUNDARY_PINNED=0:
+  // straight from pageable memory.
+  const Piece pieces[] = {{d_atoms.get(), problem.atoms_xyzq, problem.atom_count * sizeof(float4)},
+                          {d_index.get(), l.index.data(), d_index.bytes()},
+                          {d_planes.get(), l.planes.data(), d_planes.bytes()},
+                          {d_items.get(), l.items.data(), d_items.bytes()},
+                          {d_tiles.get(), l.tiles.data(), d_tiles.bytes()}};
+  const bool pinned = !switched_off("ESPGRID_BOUNDARY_PINNED");
+  std::unique_lock<std::mutex> staging_lock(kept_staging().mutex, std::defer_lock);
+  if (pinned) staging_lock.lock();
+  char* const staging = upload_pieces(pieces, pinned, d_out.bytes(), st);
+  ESPGRID_CUDA_CHECK(cudaMemsetAsync(d_atoms.get() + problem.atom_count, 0, sizeof(float4), st));  // pad
   Event start, stop;
-  const auto upload = [&](void* to, const void* from, std::size_t bytes) {
-    ESPGRID_CUDA_CHECK(cudaMemcpyAsync(to, from, bytes, cudaMemcpyHostToDevice, stream.get()));
-  };
-  upload(d_atoms.get(), problem.atoms_xyzq, problem.atom_count * sizeof(float4));
-  ESPGRID_CUDA_CHECK(cudaMemsetAsync(d_atoms.get() + problem.atom_count, 0, sizeof(float4), stream.get()));  // pad
-  upload(d_index.get(), l.index.data(), d_index.bytes());
-  upload(d_planes.get(), l.planes.data(), d_planes.bytes());
-  upload(d_items.get(), l.items.data(), d_items.bytes());
-  upload(d_tiles.get(), l.tiles.data(), d_tiles.bytes());
   start.record(stream.get());
   with_pair_potential(problem.model, [&](auto potential) {
     using Potential = decltype(potential);
@@ -216,18 +269,33 @@ ComputeTiming potential_on_plane_groups(const PlaneGroupProblem& problem, int de
         d_partial.get(), d_items.get(), d_planes.get(), d_atoms.get(), d_index.get(), problem.softening2, problem.pair);
     ESPGRID_CUDA_CHECK_LAUNCH();
   });
+  trace_process("boundary sums: uploads and the first kernel queued");
   group_sums_kernel<<<static_cast<unsigned>(l.tiles.size()), kBlock, 0, stream.get()>>>(d_out.get(), d_partial.get(),
                                                                                         d_tiles.get());
   ESPGRID_CUDA_CHECK_LAUNCH();
   stop.record(stream.get());
   trace_process("boundary sums: uploaded, kernels queued");
-  ESPGRID_CUDA_CHECK(
-      cudaMemcpyAsync(problem.potential, d_out.get(), d_out.bytes(), cudaMemcpyDeviceToHost, stream.get()));
+  // Into the staging memory once the uploads from it are done (the same stream: in order).
+  ESPGRID_CUDA_CHECK(cudaMemcpyAsync(pinned ? static_cast<void*>(staging) : problem.potential, d_out.get(),
+                                     d_out.bytes(), cudaMemcpyDeviceToHost, st));
   stream.synchronize();
+  if (pinned) std::memcpy(problem.potential, staging, d_out.bytes());
   trace_process("boundary sums: done, copied back");
   timing.kernel_seconds = 1e-3 * Event::elapsed_ms(start, stop);
   timing.wall_seconds = wall.seconds();
   return timing;
+}
+
+void load_plane_group_kernels(PairModel model, int device) {
+  if (switched_off("ESPGRID_BOUNDARY_PRELOAD")) return;  // EXPERIMENT switch
+  DeviceGuard guard(device);
+  cudaFuncAttributes attributes{};
+  with_pair_potential(model, [&](auto potential) {
+    using Potential = decltype(potential);
+    ESPGRID_CUDA_CHECK(cudaFuncGetAttributes(&attributes, group_partials_kernel<Potential>));
+  });
+  ESPGRID_CUDA_CHECK(cudaFuncGetAttributes(&attributes, group_sums_kernel));
+  trace_process("boundary sums: kernels loaded");
 }
 
 ComputeTiming potential_at_points(const PointSumProblem& problem, int device, const ProgressFn& progress) {

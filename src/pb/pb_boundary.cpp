@@ -208,20 +208,23 @@ double mdh_reference(const Atoms& atoms, const PbOptions& o, const std::array<do
 }
 
 std::vector<double> mdh_face_values(const Atoms& atoms, const GridSpec& grid, const PbOptions& o, int device,
-                                    FaceSumReport* report, int threads) {
+                                    FaceSumReport* report) {
+  const long n[3] = {static_cast<long>(grid.dims[0]), static_cast<long>(grid.dims[1]), static_cast<long>(grid.dims[2])};
+  const auto nodes = static_cast<double>(face_node_count(n));
+  const bool banded = o.boundary_accuracy > 0 && static_cast<double>(atoms.size()) * nodes >= kDeviceBandTerms;
+  // First thing: the device pipeline's surface kernels are queued beside this thread right now.
+  if (banded) cuda::load_plane_group_kernels(pb_kappa(o) > 0 ? PairModel::Debye : PairModel::Coulomb, device);
   std::vector<double> q;
   const PhysicsOptions physics = mdh_physics(atoms, o, q);
   const std::array<double, 3> centre = grid_centre(grid);
-  const long n[3] = {static_cast<long>(grid.dims[0]), static_cast<long>(grid.dims[1]), static_cast<long>(grid.dims[2])};
-  const auto nodes = static_cast<double>(face_node_count(n));
-  if (o.boundary_accuracy > 0 && static_cast<double>(atoms.size()) * nodes >= kDeviceBandTerms) {
+  if (banded) {
     double device_seconds = 0;
     std::vector<double> values = banded_face_values(
         atoms, grid, o.boundary_accuracy,
         [&](const std::vector<FacePlaneSum>& sums) {
           return sums_on_device(atoms, q, physics, centre, sums, device, &device_seconds);
         },
-        report, threads);
+        report);
     if (report) report->device_seconds = device_seconds;
     return values;
   }
@@ -248,8 +251,7 @@ std::vector<double> mdh_face_values(const Atoms& atoms, const GridSpec& grid, co
 std::vector<double> mdh_boundary(const Atoms& atoms, const GridSpec& grid, const PbOptions& o,
                                  const KernelVariant& kernel, const RunOptions& run, FaceSumReport* report,
                                  const FaceSumShare* share) {
-  if (kernel.backend == Backend::Cuda)
-    return on_the_faces(grid, mdh_face_values(atoms, grid, o, run.device, report, run.threads));
+  if (kernel.backend == Backend::Cuda) return on_the_faces(grid, mdh_face_values(atoms, grid, o, run.device, report));
   std::vector<double> q;
   const PhysicsOptions physics = mdh_physics(atoms, o, q);
   if (o.boundary_accuracy > 0)
@@ -259,7 +261,7 @@ std::vector<double> mdh_boundary(const Atoms& atoms, const GridSpec& grid, const
                                                        return sums_on_grids(atoms, q, physics, grid, sums, kernel, run);
                                                      },
                                                      share ? *share : FaceSumShare{}),
-                                                 report, run.threads));
+                                                 report));
   std::vector<double> fixed(grid.point_count(), 0.0);
   const long n[3] = {static_cast<long>(grid.dims[0]), static_cast<long>(grid.dims[1]), static_cast<long>(grid.dims[2])};
   // Each pair of faces normal to axis d is a plane of the other two axes: sum on it as a grid of

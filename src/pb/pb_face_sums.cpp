@@ -10,7 +10,6 @@
 #include "src/core/process_trace.h"
 #include "src/core/stopwatch.h"
 #include "src/core/text_format.h"
-#include "src/core/thread_count.h"
 #include "src/pb_numerics/pb_pipeline_math.h"
 
 namespace espgrid::pb {
@@ -149,9 +148,6 @@ double centre_error(const Face& f, const Band& b, const std::vector<double>& cen
 
 using FaceBands = std::array<std::vector<Band>, 6>;
 
-/// bands_of's runs hold at least this many atoms (fewer: one run).
-constexpr std::size_t kMinRunAtoms = std::size_t{1} << 14;
-
 /// `work(face)` for the six faces on threads of their own (1.9 M atoms: ~0.1 s a face).
 template <class Work>
 void for_each_face(Work&& work) {
@@ -161,69 +157,23 @@ void for_each_face(Work&& work) {
 }
 
 /// Each face's atoms in bands by their distance from it: 0 below D₀, then [D₀·2^(k−1), D₀·2^k),
-/// each far band with its first lattice; a band's atoms in ascending order. On `threads` (0: all
-/// cores) over runs of atoms: each run's bands counted, then written at their offsets (the 1.93 M-atom
-/// capsid's push_backs, a thread a face, took 57-81 ms on an H200 host, on the boundary's path).
-FaceBands bands_of(const Atoms& atoms, const std::array<Face, 6>& faces, int threads) {
+/// each far band with its first lattice.
+FaceBands bands_of(const Atoms& atoms, const std::array<Face, 6>& faces) {
   const double* axis[3] = {atoms.x.data(), atoms.y.data(), atoms.z.data()};
-  constexpr std::size_t kFaces = 6, kMaxBands = 64;  // band k holds distances ≥ D₀·2^(k−1): k < 64 always
-  const std::size_t n = atoms.size();
-  const int team = threads_to_use(threads);
-  const std::size_t runs = std::max<std::size_t>(
-      1, std::min<std::size_t>(4 * static_cast<std::size_t>(team), (n + kMinRunAtoms - 1) / kMinRunAtoms));
-  const auto run_first = [&](std::size_t r) { return n * r / runs; };
-  std::array<double, kFaces> near{};
-  for (std::size_t fi = 0; fi < kFaces; ++fi) near[fi] = kNearBandNodes * std::max(faces[fi].h[0], faces[fi].h[1]);
-  std::vector<std::uint8_t> band(kFaces * n);                    // face-major: band[fi · n + a]
-  std::vector<std::size_t> count(runs * kFaces * kMaxBands, 0);  // [run][face][band]
-  bool too_far = false;
-#pragma omp parallel for schedule(static) num_threads(team) reduction(|| : too_far)
-  for (std::size_t r = 0; r < runs; ++r)
-    for (std::size_t fi = 0; fi < kFaces; ++fi) {
-      const Face& f = faces[fi];
-      std::size_t* c = &count[(r * kFaces + fi) * kMaxBands];
-      for (std::size_t a = run_first(r); a < run_first(r + 1); ++a) {
-        const double rho = std::abs(axis[f.normal][a] - f.level);
-        const double k = rho < near[fi] ? 0.0 : 1.0 + std::floor(std::log2(rho / near[fi]));
-        if (!(k < static_cast<double>(kMaxBands))) {
-          too_far = true;
-          continue;
-        }
-        band[fi * n + a] = static_cast<std::uint8_t>(k);
-        ++c[static_cast<std::size_t>(k)];
-      }
-    }
-  if (too_far) throw Error("internal error: an atom lies too far from the grid's faces for the boundary's bands");
-  // Each run's offset into each band, and the bands' sizes.
   FaceBands bands;
-  std::vector<std::size_t> offset(count.size());
-  for (std::size_t fi = 0; fi < kFaces; ++fi) {
-    std::size_t used = 0;
-    for (std::size_t k = 0; k < kMaxBands; ++k) {
-      std::size_t total = 0;
-      for (std::size_t r = 0; r < runs; ++r) {
-        offset[(r * kFaces + fi) * kMaxBands + k] = total;
-        total += count[(r * kFaces + fi) * kMaxBands + k];
-      }
-      if (total > 0) used = k + 1;
+  for_each_face([&](std::size_t fi) {
+    const Face& f = faces[fi];
+    const double near = kNearBandNodes * std::max(f.h[0], f.h[1]);
+    std::vector<Band>& fb = bands[fi];
+    for (std::size_t a = 0; a < atoms.size(); ++a) {
+      const double rho = std::abs(axis[f.normal][a] - f.level);
+      const std::size_t k = rho < near ? 0 : 1 + static_cast<std::size_t>(std::floor(std::log2(rho / near)));
+      if (fb.size() <= k) fb.resize(k + 1);
+      fb[k].atoms.push_back(static_cast<std::uint32_t>(a));
     }
-    bands[fi].resize(used);
-    for (std::size_t k = 0; k < used; ++k)
-      bands[fi][k].atoms.resize(offset[((runs - 1) * kFaces + fi) * kMaxBands + k] +
-                                count[((runs - 1) * kFaces + fi) * kMaxBands + k]);
-    for (std::size_t k = 1; k < used; ++k)
-      bands[fi][k].stride = first_stride(faces[fi], near[fi] * std::ldexp(1.0, static_cast<int>(k) - 1));
-  }
-#pragma omp parallel for schedule(static) num_threads(team)
-  for (std::size_t r = 0; r < runs; ++r)
-    for (std::size_t fi = 0; fi < kFaces; ++fi) {
-      std::vector<Band>& fb = bands[fi];
-      std::size_t* at = &offset[(r * kFaces + fi) * kMaxBands];
-      for (std::size_t a = run_first(r); a < run_first(r + 1); ++a) {
-        const std::uint8_t k = band[fi * n + a];
-        fb[k].atoms[at[k]++] = static_cast<std::uint32_t>(a);
-      }
-    }
+    for (std::size_t k = 1; k < fb.size(); ++k)
+      fb[k].stride = first_stride(f, near * std::ldexp(1.0, static_cast<int>(k) - 1));
+  });
   return bands;
 }
 
@@ -369,12 +319,12 @@ FaceSumEvaluator shared_among_ranks(FaceSumEvaluator sum, FaceSumShare share) {
 }
 
 std::vector<double> banded_face_values(const Atoms& atoms, const GridSpec& grid, double bound,
-                                       const FaceSumEvaluator& sum, FaceSumReport* report, int threads) {
+                                       const FaceSumEvaluator& sum, FaceSumReport* report) {
   if (!(bound > 0)) throw Error("internal error: the banded boundary sum needs a bound > 0");
   Stopwatch clock;
   const std::array<Face, 6> faces = faces_of(grid);
   trace_process("boundary: planning the bands");
-  FaceBands bands = bands_of(atoms, faces, threads);
+  FaceBands bands = bands_of(atoms, faces);
   trace_process("boundary: bands planned");
   FaceSumReport rep;
   rep.bound = bound;
