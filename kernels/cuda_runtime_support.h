@@ -205,17 +205,6 @@ using PinnedBuffer = CudaBuffer<T, PinnedHostMemory>;
 class Stream {
  public:
   Stream() { ESPGRID_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking)); }
-  /// A stream whose blocks the device schedules before those of lower priority (cudaStreamCreateWithPriority:
-  /// a lower number is a greater priority; the current device's range, cudaDeviceGetStreamPriorityRange).
-  explicit Stream(int priority) {
-    ESPGRID_CUDA_CHECK(cudaStreamCreateWithPriority(&stream_, cudaStreamNonBlocking, priority));
-  }
-  /// The current device's greatest stream priority.
-  static int greatest_priority() {
-    int least = 0, greatest = 0;
-    ESPGRID_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
-    return greatest;
-  }
   ~Stream() { reset(); }
   Stream(const Stream&) = delete;
   Stream& operator=(const Stream&) = delete;
@@ -241,50 +230,6 @@ class Stream {
 
  private:
   cudaStream_t stream_ = nullptr;
-};
-
-/// `count` elements of T in device memory allocated and freed in the order of `stream`'s work
-/// (cudaMallocAsync, cudaFreeAsync): unlike cudaFree, the free does not wait for the whole
-/// device, so a thread whose work shares the device with another's (PB's boundary beside the
-/// surface's kernels) does not wait for that other work to end. Declare it after its stream
-/// (the free is queued on it). Move-only; where the device has no memory pools
-/// (cudaDevAttrMemoryPoolsSupported), or with `ordered` false, it is cudaMalloc and cudaFree.
-template <class T>
-class StreamBuffer {
- public:
-  StreamBuffer(std::size_t count, std::string name, cudaStream_t stream, bool ordered = true) : stream_(stream) {
-    const std::size_t bytes = detail::checked_bytes<T>(count, name);
-    if (bytes == 0) return;
-    ordered_ = ordered && pools_supported();
-    void* p = nullptr;
-    const cudaError_t status = ordered_ ? cudaMallocAsync(&p, bytes, stream) : cudaMalloc(&p, bytes);
-    if (status != cudaSuccess) throw_allocation_error(status, bytes, name, false);
-    ptr_ = static_cast<T*>(p);
-    count_ = count;
-  }
-  ~StreamBuffer() {
-    if (!ptr_) return;
-    if (ordered_)
-      cudaFreeAsync(ptr_, stream_);  // errors ignored, as CudaBuffer's
-    else
-      cudaFree(ptr_);
-  }
-  StreamBuffer(const StreamBuffer&) = delete;
-  StreamBuffer& operator=(const StreamBuffer&) = delete;
-  T* get() const noexcept { return ptr_; }
-  std::size_t size() const noexcept { return count_; }
-  std::size_t bytes() const noexcept { return count_ * sizeof(T); }
-
- private:
-  static bool pools_supported() {
-    int device = 0, supported = 0;
-    return cudaGetDevice(&device) == cudaSuccess &&
-           cudaDeviceGetAttribute(&supported, cudaDevAttrMemoryPoolsSupported, device) == cudaSuccess && supported;
-  }
-  cudaStream_t stream_ = nullptr;
-  T* ptr_ = nullptr;
-  std::size_t count_ = 0;
-  bool ordered_ = false;
 };
 
 /// A CUDA event; timing-capable unless created with cudaEventDisableTiming.

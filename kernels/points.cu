@@ -177,8 +177,8 @@ GroupLayout layout_groups(const PlaneGroupProblem& problem) {
 }
 
 /// Page-locked staging for potential_on_plane_groups' copies, kept for the process (grown, never
-/// shrunk; the process's end frees it): freeing page-locked memory (cudaFreeHost) waits for the whole
-/// device, as cudaFree does, and PB's boundary must not wait for the surface's kernels beside it.
+/// shrunk; the process's end frees it): page-locking costs ~30 ms a GB, and freeing it (cudaFreeHost),
+/// like cudaFree, may synchronize with the whole device, where PB's boundary runs beside the surface.
 struct KeptStaging {
   std::mutex mutex;
   PinnedBuffer<char> buffer;
@@ -232,48 +232,43 @@ ComputeTiming potential_on_plane_groups(const PlaneGroupProblem& problem, int de
   if (l.items.empty()) return timing;
   DeviceGuard guard(device);
   timing.device = describe_device(device);
-  // PB's boundary runs beside the surface's kernels, which fill the device, and the solve waits
-  // for it: its blocks go first (ESPGRID_BOUNDARY_PRIORITY=0: the surface's priority), and its
-  // buffers are freed in its stream's order (ESPGRID_BOUNDARY_ORDERED_FREE=0: cudaFree, which
-  // waits for every kernel on the device, the surface's too).
-  Stream stream = switched_off("ESPGRID_BOUNDARY_PRIORITY") ? Stream() : Stream(Stream::greatest_priority());
+  // Held until the stream below has finished with the staging (declared before it).
+  const bool pinned = !switched_off("ESPGRID_BOUNDARY_PINNED");
+  std::unique_lock<std::mutex> staging_lock(kept_staging().mutex, std::defer_lock);
+  if (pinned) staging_lock.lock();
+  DeviceBuffer<float4> d_atoms(problem.atom_count + 1, "atoms");
+  DeviceBuffer<std::uint32_t> d_index(l.index.size(), "plane-group atom indices");
+  DeviceBuffer<DevicePlane> d_planes(l.planes.size(), "plane groups");
+  DeviceBuffer<GroupItem> d_items(l.items.size(), "plane-group items");
+  DeviceBuffer<PointTile> d_tiles(l.tiles.size(), "plane-group tiles");
+  DeviceBuffer<float> d_partial(l.items.size() * kBlock, "partial sums");
+  DeviceBuffer<float> d_out(l.points, "potential at the points");
+  Stream stream;
   const cudaStream_t st = stream.get();
-  const bool ordered = !switched_off("ESPGRID_BOUNDARY_ORDERED_FREE");
-  StreamBuffer<float4> d_atoms(problem.atom_count + 1, "atoms", st, ordered);
-  StreamBuffer<std::uint32_t> d_index(l.index.size(), "plane-group atom indices", st, ordered);
-  StreamBuffer<DevicePlane> d_planes(l.planes.size(), "plane groups", st, ordered);
-  StreamBuffer<GroupItem> d_items(l.items.size(), "plane-group items", st, ordered);
-  StreamBuffer<PointTile> d_tiles(l.tiles.size(), "plane-group tiles", st, ordered);
-  StreamBuffer<float> d_partial(l.items.size() * kBlock, "partial sums", st, ordered);
-  StreamBuffer<float> d_out(l.points, "potential at the points", st, ordered);
   trace_process("boundary sums: device buffers allocated");
-  // The uploads and the copy back go through page-locked memory: from pageable memory the driver
-  // stages them, and a staged upload waited for the surface's kernels (the capsid on an H200: its
-  // buffers allocated at 497 ms, uploaded at 681, when the surface ended). ESPGRID_BOUNDARY_PINNED=0:
-  // straight from pageable memory.
+  // The uploads and the copy back go through page-locked memory: PB's boundary runs beside the
+  // surface's kernels, and uploads the driver stages from pageable memory waited for their end (the
+  // capsid on an H200, 2026-11-29: waiting for the boundary values 110-117 -> 51-75 ms;
+  // benchmarks/NOTES.md). ESPGRID_BOUNDARY_PINNED=0: straight from pageable memory.
   const Piece pieces[] = {{d_atoms.get(), problem.atoms_xyzq, problem.atom_count * sizeof(float4)},
                           {d_index.get(), l.index.data(), d_index.bytes()},
                           {d_planes.get(), l.planes.data(), d_planes.bytes()},
                           {d_items.get(), l.items.data(), d_items.bytes()},
                           {d_tiles.get(), l.tiles.data(), d_tiles.bytes()}};
-  const bool pinned = !switched_off("ESPGRID_BOUNDARY_PINNED");
-  std::unique_lock<std::mutex> staging_lock(kept_staging().mutex, std::defer_lock);
-  if (pinned) staging_lock.lock();
   char* const staging = upload_pieces(pieces, pinned, d_out.bytes(), st);
   ESPGRID_CUDA_CHECK(cudaMemsetAsync(d_atoms.get() + problem.atom_count, 0, sizeof(float4), st));  // pad
   Event start, stop;
-  start.record(stream.get());
+  start.record(st);
   with_pair_potential(problem.model, [&](auto potential) {
     using Potential = decltype(potential);
-    group_partials_kernel<Potential><<<static_cast<unsigned>(l.items.size()), kBlock, 0, stream.get()>>>(
+    group_partials_kernel<Potential><<<static_cast<unsigned>(l.items.size()), kBlock, 0, st>>>(
         d_partial.get(), d_items.get(), d_planes.get(), d_atoms.get(), d_index.get(), problem.softening2, problem.pair);
     ESPGRID_CUDA_CHECK_LAUNCH();
   });
-  trace_process("boundary sums: uploads and the first kernel queued");
-  group_sums_kernel<<<static_cast<unsigned>(l.tiles.size()), kBlock, 0, stream.get()>>>(d_out.get(), d_partial.get(),
-                                                                                        d_tiles.get());
+  group_sums_kernel<<<static_cast<unsigned>(l.tiles.size()), kBlock, 0, st>>>(d_out.get(), d_partial.get(),
+                                                                              d_tiles.get());
   ESPGRID_CUDA_CHECK_LAUNCH();
-  stop.record(stream.get());
+  stop.record(st);
   trace_process("boundary sums: uploaded, kernels queued");
   // Into the staging memory once the uploads from it are done (the same stream: in order).
   ESPGRID_CUDA_CHECK(cudaMemcpyAsync(pinned ? static_cast<void*>(staging) : problem.potential, d_out.get(),
@@ -284,18 +279,6 @@ ComputeTiming potential_on_plane_groups(const PlaneGroupProblem& problem, int de
   timing.kernel_seconds = 1e-3 * Event::elapsed_ms(start, stop);
   timing.wall_seconds = wall.seconds();
   return timing;
-}
-
-void load_plane_group_kernels(PairModel model, int device) {
-  if (switched_off("ESPGRID_BOUNDARY_PRELOAD")) return;  // EXPERIMENT switch
-  DeviceGuard guard(device);
-  cudaFuncAttributes attributes{};
-  with_pair_potential(model, [&](auto potential) {
-    using Potential = decltype(potential);
-    ESPGRID_CUDA_CHECK(cudaFuncGetAttributes(&attributes, group_partials_kernel<Potential>));
-  });
-  ESPGRID_CUDA_CHECK(cudaFuncGetAttributes(&attributes, group_sums_kernel));
-  trace_process("boundary sums: kernels loaded");
 }
 
 ComputeTiming potential_at_points(const PointSumProblem& problem, int device, const ProgressFn& progress) {

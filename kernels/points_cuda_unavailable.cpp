@@ -8,6 +8,4 @@ ComputeTiming potential_at_points(const PointSumProblem&, int, const ProgressFn&
 
 ComputeTiming potential_on_plane_groups(const PlaneGroupProblem&, int) { throw Error(kBuiltWithoutCuda); }
 
-void load_plane_group_kernels(PairModel, int) { throw Error(kBuiltWithoutCuda); }
-
 }  // namespace espgrid::cuda

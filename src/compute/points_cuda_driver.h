@@ -67,9 +67,4 @@ struct PlaneGroupProblem {
 /// grouping. Throws CudaError on failure.
 ComputeTiming potential_on_plane_groups(const PlaneGroupProblem& problem, int device);
 
-/// Loads potential_on_plane_groups' kernels for `model` on `device` now. CUDA loads a kernel at
-/// its first launch (lazy loading), and loading waits for the kernels running on the device: PB's
-/// boundary, whose sums run beside the surface's kernels, loads them before those are queued.
-void load_plane_group_kernels(PairModel model, int device);
-
 }  // namespace espgrid::cuda

@@ -209,15 +209,12 @@ double mdh_reference(const Atoms& atoms, const PbOptions& o, const std::array<do
 
 std::vector<double> mdh_face_values(const Atoms& atoms, const GridSpec& grid, const PbOptions& o, int device,
                                     FaceSumReport* report) {
-  const long n[3] = {static_cast<long>(grid.dims[0]), static_cast<long>(grid.dims[1]), static_cast<long>(grid.dims[2])};
-  const auto nodes = static_cast<double>(face_node_count(n));
-  const bool banded = o.boundary_accuracy > 0 && static_cast<double>(atoms.size()) * nodes >= kDeviceBandTerms;
-  // First thing: the device pipeline's surface kernels are queued beside this thread right now.
-  if (banded) cuda::load_plane_group_kernels(pb_kappa(o) > 0 ? PairModel::Debye : PairModel::Coulomb, device);
   std::vector<double> q;
   const PhysicsOptions physics = mdh_physics(atoms, o, q);
   const std::array<double, 3> centre = grid_centre(grid);
-  if (banded) {
+  const long n[3] = {static_cast<long>(grid.dims[0]), static_cast<long>(grid.dims[1]), static_cast<long>(grid.dims[2])};
+  const auto nodes = static_cast<double>(face_node_count(n));
+  if (o.boundary_accuracy > 0 && static_cast<double>(atoms.size()) * nodes >= kDeviceBandTerms) {
     double device_seconds = 0;
     std::vector<double> values = banded_face_values(
         atoms, grid, o.boundary_accuracy,
