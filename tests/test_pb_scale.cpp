@@ -177,6 +177,82 @@ TEST(PbFaceSums, EachFacesBandsHoldTheirAtomsInOrder) {
     for (std::size_t a = 0; a < atoms.size(); ++a) ASSERT_EQ(count[a], 1) << "atom " << a << " on a face";
 }
 
+/// The banded boundary's values with `sum` standing in for the direct sums: each plane's values a
+/// smooth function of its nodes' positions (lattices then meet the bound) plus its face's constant.
+std::vector<double> faked_bands(const Atoms& atoms, const GridSpec& g, int threads, pb::FaceSumReport* report,
+                                double (*value)(int normal, double level, double u, double v, std::size_t atoms)) {
+  const pb::FaceSumEvaluator sum = [&](const std::vector<pb::FacePlaneSum>& sums) {
+    std::vector<std::vector<double>> out;
+    for (const pb::FacePlaneSum& s : sums) {
+      std::vector<double>& values = out.emplace_back();
+      for (std::int64_t j = 0; j < s.dims[1]; ++j)
+        for (std::int64_t i = 0; i < s.dims[0]; ++i)
+          values.push_back(value(s.normal, s.level, s.origin[0] + static_cast<double>(i) * s.spacing[0],
+                                 s.origin[1] + static_cast<double>(j) * s.spacing[1], s.atoms->size()));
+    }
+    return out;
+  };
+  return pb::banded_face_values(atoms, g, 1e-5, sum, report, threads);
+}
+
+TEST(PbFaceSums, TheFacesValuesAreTheSameOnAnyNumberOfThreads) {
+  // The faces' rows are interpolated and put in order on the threads; each node's bands are added in
+  // the same order whatever their number, so the values are the same bits (fails when the rows of a
+  // face are split wrongly or a band is added twice).
+  const Atoms atoms = scattered_molecules(23, 40, 150);
+  GridSpec g = grid_around(atoms, 1.0, 10, 3);
+  g.spacing = {1.0, 1.3, 0.8};
+  const auto smooth = [](int normal, double level, double u, double v, std::size_t n) {
+    return std::sin(0.011 * u + 1e-4 * static_cast<double>(n)) * std::cos(0.017 * v) + 1e-3 * level + normal;
+  };
+  pb::FaceSumReport report;
+  const std::vector<double> one = faked_bands(atoms, g, 1, &report, smooth);
+  EXPECT_GT(report.measured_error, 0) << "no lattice was interpolated";
+  for (const int threads : {2, 3, 8}) EXPECT_EQ(faked_bands(atoms, g, threads, nullptr, smooth), one) << threads;
+}
+
+TEST(PbFaceSums, AnEdgeNodeTakesTheValueOfItsZThenYFace) {
+  // Each face's sums hold a constant of their own (x faces 1 and 2, y 10 and 20, z 100 and 200): a
+  // node's value is its face's constant times that face's bands (interpolating a constant rounds to
+  // ~1e-15), and on an edge the z face's, else the y face's, as boundary_nodes' readers expect.
+  const Atoms atoms = scattered_molecules(29, 20, 120);
+  const GridSpec g = grid_around(atoms, 1.0, 10, 3);
+  const auto constant = [](int normal, double level, double, double, std::size_t) {
+    return std::pow(10.0, normal) * (level > 0 ? 2.0 : 1.0);
+  };
+  const std::vector<double> values = faked_bands(atoms, g, 3, nullptr, constant);
+  const long n[3] = {static_cast<long>(g.dims[0]), static_cast<long>(g.dims[1]), static_cast<long>(g.dims[2])};
+  ASSERT_GT(g.origin[2] + g.spacing[2] * static_cast<double>(n[2] - 1), 0) << "the far z face must lie at z > 0";
+  ASSERT_LT(g.origin[2], 0) << "the near z face must lie at z < 0";
+  // Each face's band count: its value at the face's middle node over its constant.
+  std::map<std::pair<int, bool>, double> bands_of;
+  for (int d = 0; d < 3; ++d)
+    for (const bool far : {false, true}) {
+      long at[3] = {n[0] / 2, n[1] / 2, n[2] / 2};
+      at[d] = far ? n[d] - 1 : 0;
+      const double v = values[static_cast<std::size_t>(pb::face_index(n, at[0], at[1], at[2]))];
+      const double count = std::round(v / (std::pow(10.0, d) * (far ? 2.0 : 1.0)));
+      ASSERT_GE(count, 1.0);
+      bands_of[std::make_pair(d, far)] = count;
+    }
+  std::size_t edges = 0;
+  for (long k = 0; k < n[2]; ++k)
+    for (long j = 0; j < n[1]; ++j)
+      for (long i = 0; i < n[0]; ++i) {
+        if (!pb::on_faces(n, i, j, k)) continue;
+        const long at[3] = {i, j, k};
+        int owner = 2;
+        if (k != 0 && k != n[2] - 1) owner = (j == 0 || j == n[1] - 1) ? 1 : 0;
+        const bool far = at[owner] == n[owner] - 1;
+        const double c = std::pow(10.0, owner) * (far ? 2.0 : 1.0);
+        const double v = values[static_cast<std::size_t>(pb::face_index(n, i, j, k))];
+        const double expected = bands_of[std::make_pair(owner, far)] * c;
+        ASSERT_NEAR(v, expected, 1e-9 * c) << "node " << i << " " << j << " " << k << " not its face's";
+        edges += (i == 0 || i == n[0] - 1) + (j == 0 || j == n[1] - 1) + (k == 0 || k == n[2] - 1) > 1 ? 1 : 0;
+      }
+  EXPECT_GT(edges, 0u);
+}
+
 TEST(PbFaceSums, AFaceOverItsBoundIsRefinedUntilItHolds) {
   // Molecules everywhere in a 140 Å box on an anisotropic grid: near and far bands on every face,
   // and a bound tight enough that first lattices fail and are halved (more than one round).

@@ -208,7 +208,7 @@ double mdh_reference(const Atoms& atoms, const PbOptions& o, const std::array<do
 }
 
 std::vector<double> mdh_face_values(const Atoms& atoms, const GridSpec& grid, const PbOptions& o, int device,
-                                    FaceSumReport* report) {
+                                    FaceSumReport* report, int threads) {
   std::vector<double> q;
   const PhysicsOptions physics = mdh_physics(atoms, o, q);
   const std::array<double, 3> centre = grid_centre(grid);
@@ -221,7 +221,7 @@ std::vector<double> mdh_face_values(const Atoms& atoms, const GridSpec& grid, co
         [&](const std::vector<FacePlaneSum>& sums) {
           return sums_on_device(atoms, q, physics, centre, sums, device, &device_seconds);
         },
-        report);
+        report, threads);
     if (report) report->device_seconds = device_seconds;
     return values;
   }
@@ -248,7 +248,8 @@ std::vector<double> mdh_face_values(const Atoms& atoms, const GridSpec& grid, co
 std::vector<double> mdh_boundary(const Atoms& atoms, const GridSpec& grid, const PbOptions& o,
                                  const KernelVariant& kernel, const RunOptions& run, FaceSumReport* report,
                                  const FaceSumShare* share) {
-  if (kernel.backend == Backend::Cuda) return on_the_faces(grid, mdh_face_values(atoms, grid, o, run.device, report));
+  if (kernel.backend == Backend::Cuda)
+    return on_the_faces(grid, mdh_face_values(atoms, grid, o, run.device, report, run.threads));
   std::vector<double> q;
   const PhysicsOptions physics = mdh_physics(atoms, o, q);
   if (o.boundary_accuracy > 0)
@@ -258,7 +259,7 @@ std::vector<double> mdh_boundary(const Atoms& atoms, const GridSpec& grid, const
                                                        return sums_on_grids(atoms, q, physics, grid, sums, kernel, run);
                                                      },
                                                      share ? *share : FaceSumShare{}),
-                                                 report));
+                                                 report, run.threads));
   std::vector<double> fixed(grid.point_count(), 0.0);
   const long n[3] = {static_cast<long>(grid.dims[0]), static_cast<long>(grid.dims[1]), static_cast<long>(grid.dims[2])};
   // Each pair of faces normal to axis d is a plane of the other two axes: sum on it as a grid of

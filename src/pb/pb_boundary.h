@@ -39,7 +39,7 @@ std::vector<double> mdh_boundary(const Atoms& atoms, const GridSpec& grid, const
 /// 116 ms exact, 87 ms banded).
 inline constexpr double kDeviceBandTerms = 2e10;
 std::vector<double> mdh_face_values(const Atoms& atoms, const GridSpec& grid, const PbOptions& options, int device,
-                                    FaceSumReport* report = nullptr);
+                                    FaceSumReport* report = nullptr, int threads = 0);
 
 /// `bcfl mdh` at one point in double precision, term by term: the oracle of the float32 sums.
 double mdh_reference(const Atoms& atoms, const PbOptions& options, const std::array<double, 3>& point);

@@ -87,8 +87,9 @@ inline constexpr double kNearBandNodes = 32;
 inline constexpr double kLatticePerDistance = 1.0 / 8.0;
 
 /// The face values (boundary_nodes' order) summed band by band with `sum`, each face's measured
-/// error at most `bound` kT/e (> 0). Throws Error when a sum returns the wrong number of values.
+/// error at most `bound` kT/e (> 0); the nodes put in order on `threads` (0: all cores). Throws Error
+/// when a sum returns the wrong number of values.
 std::vector<double> banded_face_values(const Atoms& atoms, const GridSpec& grid, double bound,
-                                       const FaceSumEvaluator& sum, FaceSumReport* report = nullptr);
+                                       const FaceSumEvaluator& sum, FaceSumReport* report = nullptr, int threads = 0);
 
 }  // namespace espgrid::pb

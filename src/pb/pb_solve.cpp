@@ -97,7 +97,7 @@ std::vector<double> boundary_values(const Atoms& atoms, const GridSpec& grid, co
       case PbBoundary::Sdh:
         return pb::sdh_face_values(atoms, grid, options, plan.threads);
       case PbBoundary::Mdh:
-        return pb::mdh_face_values(atoms, grid, options, run.device, r);
+        return pb::mdh_face_values(atoms, grid, options, run.device, r, plan.threads);
       case PbBoundary::Focus:
         return pb::focus_face_values(grid, run.focus_parent->grid, *run.focus_parent->potential, plan.threads);
     }
