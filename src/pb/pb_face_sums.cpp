@@ -1,5 +1,7 @@
 #include "src/pb/pb_face_sums.h"
 
+#include <omp.h>
+
 #include <algorithm>
 #include <cmath>
 #include <future>
@@ -104,21 +106,21 @@ FacePlaneSum plane(const Face& f, const Band& b, std::array<double, 2> offset, s
   return p;
 }
 
-/// A band's lattice interpolated separably: first along u at every node of each lattice row
-/// ((K+1) rows of the face's n[0] nodes), then (add_band_row) along v for one row of the face.
-std::vector<double> lattice_rows(const Face& f, const Band& b) {
+/// A band's lattice interpolated separably: first along u at every node of each lattice row, into
+/// `rows` ((K+1) rows of the face's n[0] nodes, sized by the caller: nothing is allocated here, on the
+/// threads), then (add_band_row) along v for one row of the face.
+std::size_t lattice_row_values(const Face& f, const Band& b) {
+  return static_cast<std::size_t>((cells(f.n[1], b.stride[1]) + 1) * f.n[0]);
+}
+void lattice_rows(const Face& f, const Band& b, std::vector<double>& rows) {
   const std::int64_t ku = cells(f.n[0], b.stride[0]), kv = cells(f.n[1], b.stride[1]);
-  std::vector<Stencil> along_u(static_cast<std::size_t>(f.n[0]));
-  for (std::int64_t a = 0; a < f.n[0]; ++a)
-    along_u[static_cast<std::size_t>(a)] = stencil(static_cast<double>(a) / static_cast<double>(b.stride[0]), ku);
-  std::vector<double> rows(static_cast<std::size_t>((kv + 1) * f.n[0]));
-  for (std::int64_t r = 0; r <= kv; ++r)
-    for (std::int64_t a = 0; a < f.n[0]; ++a) {
-      const Stencil& s = along_u[static_cast<std::size_t>(a)];
+  for (std::int64_t a = 0; a < f.n[0]; ++a) {
+    const Stencil s = stencil(static_cast<double>(a) / static_cast<double>(b.stride[0]), ku);
+    for (std::int64_t r = 0; r <= kv; ++r) {
       const double* l = &b.lattice[static_cast<std::size_t>(r * (ku + 1) + s.first)];
       rows[static_cast<std::size_t>(r * f.n[0] + a)] = s.w[0] * l[0] + s.w[1] * l[1] + s.w[2] * l[2] + s.w[3] * l[3];
     }
-  return rows;
+  }
 }
 
 /// Row c of the face (its n[0] nodes, `out`) plus the band's values there: its exact sum, or its
@@ -271,14 +273,16 @@ std::vector<double> assemble(const GridSpec& grid, const std::array<Face, 6>& fa
       const Band& b = bands[fi][bi];
       if (b.atoms.empty()) continue;
       measured[fi] += b.measured;
-      if (!b.exact_sum()) lattices.emplace_back(fi, bi);
+      if (b.exact_sum()) continue;
+      lattices.emplace_back(fi, bi);
+      rows[fi][bi].resize(lattice_row_values(faces[fi], b));
     }
   }
   rep.measured_error = *std::max_element(measured.begin(), measured.end());
 #pragma omp parallel for schedule(dynamic) num_threads(team)
   for (std::size_t l = 0; l < lattices.size(); ++l) {
     const auto [fi, bi] = lattices[l];
-    rows[fi][bi] = lattice_rows(faces[fi], bands[fi][bi]);
+    lattice_rows(faces[fi], bands[fi][bi], rows[fi][bi]);
   }
   const long n[3] = {static_cast<long>(grid.dims[0]), static_cast<long>(grid.dims[1]), static_cast<long>(grid.dims[2])};
   const auto owns = [&](const Face& f, const long* at) {
@@ -290,16 +294,20 @@ std::vector<double> assemble(const GridSpec& grid, const std::array<Face, 6>& fa
   for (std::size_t fi = 0; fi < faces.size(); ++fi)
     for (std::int64_t c = 0; c < faces[fi].n[1]; ++c) face_rows.emplace_back(fi, c);
   std::vector<double> out(static_cast<std::size_t>(face_node_count(n)));
+  std::int64_t widest = 0;
+  for (const Face& f : faces) widest = std::max(widest, f.n[0]);
+  std::vector<std::vector<double>> row_of(static_cast<std::size_t>(team),
+                                          std::vector<double>(static_cast<std::size_t>(widest)));
 #pragma omp parallel num_threads(team)
   {
-    std::vector<double> row;
+    double* const row = row_of[static_cast<std::size_t>(omp_get_thread_num())].data();
 #pragma omp for schedule(static)
     for (std::size_t r = 0; r < face_rows.size(); ++r) {
       const auto [fi, c] = face_rows[r];
       const Face& f = faces[fi];
-      row.assign(static_cast<std::size_t>(f.n[0]), 0.0);
+      std::fill(row, row + f.n[0], 0.0);
       for (std::size_t bi = 0; bi < bands[fi].size(); ++bi)
-        if (!bands[fi][bi].atoms.empty()) add_band_row(f, bands[fi][bi], rows[fi][bi], c, row.data());
+        if (!bands[fi][bi].atoms.empty()) add_band_row(f, bands[fi][bi], rows[fi][bi], c, row);
       long at[3];
       at[f.normal] = f.side ? n[f.normal] - 1 : 0;
       at[f.v] = static_cast<long>(c);
