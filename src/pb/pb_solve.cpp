@@ -88,7 +88,8 @@ std::vector<double> boundary_values(const Atoms& atoms, const GridSpec& grid, co
   if (options.boundary == PbBoundary::Mdh && plan.faces_kernel->backend != Backend::Cuda) {  // the grid kernels
     const pb::FaceSumShare share = pb::hypre_face_sum_share(plan.solver == PbSolver::Hypre && run.across_ranks);
     std::vector<double> full = pb::mdh_boundary(atoms, grid, options, *plan.faces_kernel, plan.dcs, r, &share);
-    return whole_grid ? full : pb::face_values(full, grid);
+    if (whole_grid) return full;  // moved: `whole_grid ? full : ...` copied the grid-sized array
+    return pb::face_values(full, grid);
   }
   const auto face_values = [&]() -> std::vector<double> {
     switch (options.boundary) {
@@ -104,7 +105,8 @@ std::vector<double> boundary_values(const Atoms& atoms, const GridSpec& grid, co
     throw Error("internal error: unknown PB boundary condition");
   };
   std::vector<double> faces = face_values();
-  return whole_grid ? pb::on_the_faces(grid, faces) : faces;
+  if (whole_grid) return pb::on_the_faces(grid, faces);
+  return faces;  // moved (a conditional expression would copy it)
 }
 
 DirectSums direct_sums(const Atoms& atoms, const GridSpec& grid, const PbOptions& options, const PbRun& run,
