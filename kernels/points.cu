@@ -256,18 +256,23 @@ ComputeTiming potential_on_plane_groups(const PlaneGroupProblem& problem, int de
                           {d_items.get(), l.items.data(), d_items.bytes()},
                           {d_tiles.get(), l.tiles.data(), d_tiles.bytes()}};
   char* const staging = upload_pieces(pieces, pinned, d_out.bytes(), st);
+  trace_process("boundary sums: uploads queued");
   ESPGRID_CUDA_CHECK(cudaMemsetAsync(d_atoms.get() + problem.atom_count, 0, sizeof(float4), st));  // pad
   Event start, stop;
   start.record(st);
+  // Which call returns only when the surface beside it ends (2026-11-29: one of these, ~200 ms).
+  trace_process("boundary sums: pad set, start recorded");
   with_pair_potential(problem.model, [&](auto potential) {
     using Potential = decltype(potential);
     group_partials_kernel<Potential><<<static_cast<unsigned>(l.items.size()), kBlock, 0, st>>>(
         d_partial.get(), d_items.get(), d_planes.get(), d_atoms.get(), d_index.get(), problem.softening2, problem.pair);
     ESPGRID_CUDA_CHECK_LAUNCH();
   });
+  trace_process("boundary sums: partial sums launched");
   group_sums_kernel<<<static_cast<unsigned>(l.tiles.size()), kBlock, 0, st>>>(d_out.get(), d_partial.get(),
                                                                               d_tiles.get());
   ESPGRID_CUDA_CHECK_LAUNCH();
+  trace_process("boundary sums: group sums launched");
   stop.record(st);
   trace_process("boundary sums: uploaded, kernels queued");
   // Into the staging memory once the uploads from it are done (the same stream: in order).
