@@ -175,18 +175,15 @@ void check_pb_boundary(const Atoms& atoms, const GridSpec& g, const PbOptions& o
   const int t = threads_to_use(threads);
   const auto n = static_cast<std::int64_t>(atoms.size());
   const FaceReach reach = farthest_past_a_face(atoms, g, t);
-  const double worst = reach.past, padding = reach.padding;
-  const std::size_t worst_atom = reach.atom;
-  const int worst_axis = reach.axis, worst_side = reach.side;
-  if (worst > 0) {
-    const std::size_t a = worst_atom;
-    const double face = worst_side ? g.position(worst_axis, g.dims[worst_axis] - 1) : g.origin[worst_axis];
+  if (reach.past > 0) {
+    const std::size_t a = reach.atom;
+    const double face = reach.side ? g.position(reach.axis, g.dims[reach.axis] - 1) : g.origin[reach.axis];
     throw UsageError("--model pb: atom " + std::to_string(a + 1) + " (radius " + shortest_text(atoms.radius[a]) +
                      " Å) at (" + short_fixed(atoms.x[a], 3) + ", " + short_fixed(atoms.y[a], 3) + ", " +
-                     short_fixed(atoms.z[a], 3) + ") reaches the grid's " + std::string(1, "xyz"[worst_axis]) +
+                     short_fixed(atoms.z[a], 3) + ") reaches the grid's " + std::string(1, "xyz"[reach.axis]) +
                      " face at " + short_fixed(face, 3) + " Å: the boundary values (Debye-Hückel spheres, APBS bcfl " +
                      "mdh) hold only outside every atom; use a --padding of at least " +
-                     short_fixed(std::ceil(padding * 10) / 10, 1) +
+                     short_fixed(std::ceil(reach.padding * 10) / 10, 1) +
                      " Å, or an explicit grid whose faces are a radius away from every atom");
   }
   // Each atom enters the boundary's float32 direct sum with q·e^(κa)/(1 + κa)·k/ε_w (pb_solve.cpp
