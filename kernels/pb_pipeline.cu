@@ -84,6 +84,16 @@ __global__ void charge_potential_kernel(Grid g, const double* faces, const doubl
 
 double seconds_between(const Event& a, const Event& b) { return Event::elapsed_ms(a, b) * 1e-3; }
 
+/// A page-locked count for this thread's copies back of one number, made at its first use and kept
+/// until the thread ends: a copy into pageable memory waits for the stream's kernels inside the
+/// driver, and other threads' CUDA calls wait for it there (the capsid on an H200: the boundary's
+/// allocations beside the surface, 105 ms); made and freed a solve, its free (cudaFreeHost) could
+/// wait for the whole device where PB frames are in flight on worker threads beside each other.
+unsigned long long* kept_host_count() {
+  thread_local const PinnedBuffer<unsigned long long> count(1, "PB count copied back (host)");
+  return count.get();
+}
+
 /// One slab of the grid on its device (PbPipelineSlab): its own grid is the whole grid's planes
 /// lo_ .. lo_ + n_[2] − 1 (its planes and, at each cut, the neighbour's first one), whose inputs it
 /// builds from all the atoms with the whole grid's indices (so they are the whole grid's, bit for
@@ -115,10 +125,7 @@ class Slab {
   /// times: inputs, surface.
   void build_surface(double& inputs_seconds, double& surface_seconds, std::size_t& pairs, std::size_t& open) {
     const cudaStream_t st = stream_.get();
-    // The open points' count comes back into page-locked memory: a copy into pageable memory waits
-    // for the surface's kernels inside the driver, and other threads' CUDA calls wait for it there
-    // (the capsid on an H200: the boundary's allocations beside it, 105 ms).
-    PinnedBuffer<unsigned long long> count(1, "PB open SAS points (host)");
+    unsigned long long* const count = kept_host_count();  // the open points' (page-locked)
     Event e0, e1, e2;
     e0.record(st);
     atoms_ = pipeline::upload_atoms(ledger_, in_.atoms, st);
@@ -138,9 +145,9 @@ class Slab {
     codes_ = Tracked<std::uint32_t>(ledger_, static_cast<std::size_t>(plane_size() * n_[2]), "PB node codes");
     pipeline::write_codes(bytes->view, in_.smooth, in_.salt, lo_, n_[2], codes_.get(), st);
     e2.record(st);
-    ESPGRID_CUDA_CHECK(cudaMemcpyAsync(count.get(), open_points.get(), count.bytes(), cudaMemcpyDeviceToHost, st));
+    ESPGRID_CUDA_CHECK(cudaMemcpyAsync(count, open_points.get(), sizeof *count, cudaMemcpyDeviceToHost, st));
     ESPGRID_CUDA_CHECK(cudaStreamSynchronize(st));  // the surface is built: its bytes and lists go
-    open = static_cast<std::size_t>(*count.get());
+    open = static_cast<std::size_t>(*count);
     inputs_seconds = seconds_between(e0, e1);
     surface_seconds = seconds_between(e1, e2);
   }
