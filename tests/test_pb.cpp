@@ -273,7 +273,7 @@ TEST(PbGeometry, ARankHoldsOnlyItsPlanesOfTheMapsAndRows) {
 }
 
 /// A rank whose solution goes to rank 0 spreads only its planes of the charges (pb_solve_plan.h
-/// charges_on_planes): there every value is the whole spread's to the bit (the same atoms in the
+/// share_only): there every value is the whole spread's to the bit (the same atoms in the
 /// same order; spl0's eight updates, spl2's 27 and spl4's 125 cut at the planes' ends), elsewhere 0,
 /// and only its planes' pages resident. Random atoms on a 0.5 Å grid; ranges at an end, inside, and empty.
 TEST(PbGeometry, ARankSpreadsOnlyItsPlanesOfTheCharges) {
