@@ -232,6 +232,49 @@ class Stream {
   cudaStream_t stream_ = nullptr;
 };
 
+/// `count` elements of T in device memory allocated and freed in `stream`'s order (cudaMallocAsync,
+/// cudaFreeAsync): cudaFree waits for every kernel on the device, so a thread whose work shares the
+/// device with another's (PB's boundary beside the solve's preparation) would wait for that work.
+/// Declare it after its stream (the free is queued on it). Where the device has no memory pools
+/// (cudaDevAttrMemoryPoolsSupported), or with `ordered` false, it is cudaMalloc and cudaFree.
+template <class T>
+class StreamBuffer {
+ public:
+  StreamBuffer(std::size_t count, std::string name, cudaStream_t stream, bool ordered = true) : stream_(stream) {
+    const std::size_t bytes = detail::checked_bytes<T>(count, name);
+    if (bytes == 0) return;
+    ordered_ = ordered && pools_supported();
+    void* p = nullptr;
+    const cudaError_t status = ordered_ ? cudaMallocAsync(&p, bytes, stream) : cudaMalloc(&p, bytes);
+    if (status != cudaSuccess) throw_allocation_error(status, bytes, name, false);
+    ptr_ = static_cast<T*>(p);
+    count_ = count;
+  }
+  ~StreamBuffer() {
+    if (!ptr_) return;
+    if (ordered_)
+      cudaFreeAsync(ptr_, stream_);  // errors ignored, as CudaBuffer's
+    else
+      cudaFree(ptr_);
+  }
+  StreamBuffer(const StreamBuffer&) = delete;
+  StreamBuffer& operator=(const StreamBuffer&) = delete;
+  T* get() const noexcept { return ptr_; }
+  std::size_t size() const noexcept { return count_; }
+  std::size_t bytes() const noexcept { return count_ * sizeof(T); }
+
+ private:
+  static bool pools_supported() {
+    int device = 0, supported = 0;
+    return cudaGetDevice(&device) == cudaSuccess &&
+           cudaDeviceGetAttribute(&supported, cudaDevAttrMemoryPoolsSupported, device) == cudaSuccess && supported;
+  }
+  cudaStream_t stream_ = nullptr;
+  T* ptr_ = nullptr;
+  std::size_t count_ = 0;
+  bool ordered_ = false;
+};
+
 /// A CUDA event; timing-capable unless created with cudaEventDisableTiming.
 class Event {
  public:

@@ -23,6 +23,7 @@
 #include "kernels/pb_device.cuh"
 #include "kernels/pb_lean_solver.cuh"
 #include "kernels/pb_pipeline.cuh"
+#include "kernels/pb_pipeline_node_kernels.cuh"
 #include "kernels/pb_slab_solver.cuh"
 #include "src/compute/cuda_driver.h"
 #include "src/core/process_trace.h"
@@ -36,51 +37,13 @@ using pipeline::Ledger;
 using pipeline::Tracked;
 using Solver = lean::Solver<pb::CodedOperator>;
 using Slabs = lean::Slabs<pb::CodedOperator>;
+using pipeline_nodes::charge_potential_kernel;
+using pipeline_nodes::combine_kernel;
+using pipeline_nodes::Grid;
+using pipeline_nodes::rhs_kernel;
 
 constexpr int kThreads = 256;
 unsigned blocks_for(long count) { return static_cast<unsigned>((count + kThreads - 1) / kThreads); }
-
-struct Grid {
-  long n[3];
-};
-
-__device__ __forceinline__ void node_of(long idx, const long* n, long& i, long& j, long& k) {
-  const long plane = n[0] * n[1];
-  k = idx / plane;
-  j = (idx - k * plane) / n[0];
-  i = idx - k * plane - j * n[0];
-}
-
-/// b at every node (0 on the faces) from the spread charges and the face values.
-__global__ void rhs_kernel(pb::CodedOperator op, double zmagic, const double* charge, const double* faces, double* b) {
-  const long idx = static_cast<long>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (idx >= op.n[0] * op.n[1] * op.n[2]) return;
-  long i, j, k;
-  node_of(idx, op.n, i, j, k);
-  b[idx] = pb::interior(op.n, i, j, k) ? pb::direct_rhs(op, zmagic, charge[idx], faces, i, j, k) : 0.0;
-}
-
-/// φ = the face values on the faces, u inside (pb::combined_value's arithmetic), times `scale`.
-template <class T>
-__global__ void combine_kernel(Grid g, const double* faces, const double* u, double scale, T* out) {
-  const long idx = static_cast<long>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (idx >= g.n[0] * g.n[1] * g.n[2]) return;
-  long i, j, k;
-  node_of(idx, g.n, i, j, k);
-  const double phi = pb::on_faces(g.n, i, j, k) ? faces[pb::face_index(g.n, i, j, k)] : u[idx] + 0.0;
-  out[idx] = static_cast<T>(phi * scale);
-}
-
-/// φ·q at every node (APBS's spl2 fixed-charge energy, summed after).
-__global__ void charge_potential_kernel(Grid g, const double* faces, const double* u, const double* charge,
-                                        double* out) {
-  const long idx = static_cast<long>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (idx >= g.n[0] * g.n[1] * g.n[2]) return;
-  long i, j, k;
-  node_of(idx, g.n, i, j, k);
-  const double phi = pb::on_faces(g.n, i, j, k) ? faces[pb::face_index(g.n, i, j, k)] : u[idx] + 0.0;
-  out[idx] = phi * charge[idx];
-}
 
 double seconds_between(const Event& a, const Event& b) { return Event::elapsed_ms(a, b) * 1e-3; }
 
@@ -152,16 +115,12 @@ class Slab {
     surface_seconds = seconds_between(e1, e2);
   }
 
-  /// This slab's face values from the whole grid's, the charges, the hierarchy and b (waits).
-  double assemble(const std::vector<double>& whole_faces) {
+  /// All of b's inputs but the face values, queued: the charges' bins and lists, the solver and its
+  /// hierarchy's shape, the charges gathered into z. The solve waits for the boundary's last host steps
+  /// (its interpolation, ~40 ms on the capsid) after the surface; this work runs meanwhile.
+  void prepare() {
     const cudaStream_t st = stream_.get();
-    Event e0, e1;
-    e0.record(st);
-    std::vector<double> faces(static_cast<std::size_t>(pb::face_node_count(n_)));
-    pb::slab_face_values(whole_faces.data(), in_.n[2], n_, lo_, faces.data());
-    faces_ = Tracked<double>(ledger_, faces.size(), "PB boundary values (faces)");
-    ESPGRID_CUDA_CHECK(
-        cudaMemcpyAsync(faces_.get(), faces.data(), faces.size() * sizeof(double), cudaMemcpyHostToDevice, st));
+    prepare_start_.record(st);
     const pb::AtomArrays at = atoms_.view();
     charge_bins_ = charge_geometry();
     charge_lists_.emplace(pipeline::bin_atoms(ledger_, charge_bins_, at, st));
@@ -172,12 +131,27 @@ class Slab {
     run.device = part_.device;
     solver_.emplace(ledger_, run, st);
     solver_->shape(top, part_.levels, part_.level_count);  // the coarse operators: Slabs::build_operators
-    right_hand_side(solver_->r(), solver_->z());           // the charges pass through z, zeroed after
+    charges_into(solver_->z());                            // the charges pass through z, zeroed after
+    prepare_end_.record(st);
+  }
+
+  /// This slab's face values from the whole grid's, then b (after prepare; waits). Device seconds of both.
+  double assemble(const std::vector<double>& whole_faces) {
+    if (!solver_) throw Error("internal error: a PB slab assembled before it was prepared");
+    const cudaStream_t st = stream_.get();
+    Event e0, e1;
+    e0.record(st);
+    std::vector<double> faces(static_cast<std::size_t>(pb::face_node_count(n_)));
+    pb::slab_face_values(whole_faces.data(), in_.n[2], n_, lo_, faces.data());
+    faces_ = Tracked<double>(ledger_, faces.size(), "PB boundary values (faces)");
+    ESPGRID_CUDA_CHECK(
+        cudaMemcpyAsync(faces_.get(), faces.data(), faces.size() * sizeof(double), cudaMemcpyHostToDevice, st));
+    rhs_from(solver_->z(), solver_->r());
     ESPGRID_CUDA_CHECK(
         cudaMemsetAsync(solver_->z(), 0, static_cast<std::size_t>(solver_->size()) * sizeof(double), st));
     e1.record(st);
     ESPGRID_CUDA_CHECK(cudaStreamSynchronize(st));
-    return seconds_between(e0, e1);
+    return seconds_between(prepare_start_, prepare_end_) + seconds_between(e0, e1);
   }
 
   /// z = b and p = the charges again, for the outputs (u holds the solution; r, z, p, q are free).
@@ -251,9 +225,19 @@ class Slab {
 
   /// b into `b` (the charges gathered into `scratch` first).
   void right_hand_side(double* b, double* scratch) {
-    const cudaStream_t st = stream_.get();
-    pipeline::gather_charges(charge_bins_, atoms_.view(), lo_, n_[2], scratch, st);
-    rhs_kernel<<<blocks_for(solver_->size()), kThreads, 0, st>>>(solver_->top(), in_.zmagic, scratch, faces_.get(), b);
+    charges_into(scratch);
+    rhs_from(scratch, b);
+  }
+
+  /// The charges spread to the nodes into `scratch`.
+  void charges_into(double* scratch) {
+    pipeline::gather_charges(charge_bins_, atoms_.view(), lo_, n_[2], scratch, stream_.get());
+  }
+
+  /// b into `b` from the gathered charges in `charge` and the face values.
+  void rhs_from(const double* charge, double* b) {
+    rhs_kernel<<<blocks_for(solver_->size()), kThreads, 0, stream_.get()>>>(solver_->top(), in_.zmagic, charge,
+                                                                            faces_.get(), b);
     ESPGRID_CUDA_CHECK_LAUNCH();
   }
 
@@ -269,6 +253,7 @@ class Slab {
   pb::ChargeBins charge_bins_;
   std::optional<pipeline::Bins> charge_lists_;
   std::optional<Solver> solver_;
+  Event prepare_start_, prepare_end_;  // prepare's work (before the stream: recorded on it)
   Stream stream_;
 };
 
@@ -302,6 +287,10 @@ class PipelineRun {
     std::vector<std::size_t> pairs(slabs_.size()), open(slabs_.size());
     for_each_slab([&](Slab& s, std::size_t i) { s.build_surface(inputs[i], surface[i], pairs[i], open[i]); });
     trace_process("PB pipeline: surface built");
+    // Queued: runs while the boundary's last host steps end (the capsid on an H200, 2026-11-29: the
+    // device call 852-876 -> 832-865 ms, interleaved; benchmarks/NOTES.md).
+    for_each_slab([](Slab& s, std::size_t) { s.prepare(); });
+    trace_process("PB pipeline: the solver's inputs queued (all but the boundary)");
     // The boundary values (the direct sum on another thread has overlapped the surface's kernels).
     const Stopwatch waiting;
     const std::vector<double> faces = in_.faces();

@@ -236,15 +236,18 @@ ComputeTiming potential_on_plane_groups(const PlaneGroupProblem& problem, int de
   const bool pinned = !switched_off("ESPGRID_BOUNDARY_PINNED");
   std::unique_lock<std::mutex> staging_lock(kept_staging().mutex, std::defer_lock);
   if (pinned) staging_lock.lock();
-  DeviceBuffer<float4> d_atoms(problem.atom_count + 1, "atoms");
-  DeviceBuffer<std::uint32_t> d_index(l.index.size(), "plane-group atom indices");
-  DeviceBuffer<DevicePlane> d_planes(l.planes.size(), "plane groups");
-  DeviceBuffer<GroupItem> d_items(l.items.size(), "plane-group items");
-  DeviceBuffer<PointTile> d_tiles(l.tiles.size(), "plane-group tiles");
-  DeviceBuffer<float> d_partial(l.items.size() * kBlock, "partial sums");
-  DeviceBuffer<float> d_out(l.points, "potential at the points");
+  // Freed in the stream's order: cudaFree would wait for the solve's preparation, queued on the
+  // device meanwhile (ESPGRID_BOUNDARY_ORDERED_FREE=0: cudaFree).
   Stream stream;
   const cudaStream_t st = stream.get();
+  const bool ordered = !switched_off("ESPGRID_BOUNDARY_ORDERED_FREE");
+  StreamBuffer<float4> d_atoms(problem.atom_count + 1, "atoms", st, ordered);
+  StreamBuffer<std::uint32_t> d_index(l.index.size(), "plane-group atom indices", st, ordered);
+  StreamBuffer<DevicePlane> d_planes(l.planes.size(), "plane groups", st, ordered);
+  StreamBuffer<GroupItem> d_items(l.items.size(), "plane-group items", st, ordered);
+  StreamBuffer<PointTile> d_tiles(l.tiles.size(), "plane-group tiles", st, ordered);
+  StreamBuffer<float> d_partial(l.items.size() * kBlock, "partial sums", st, ordered);
+  StreamBuffer<float> d_out(l.points, "potential at the points", st, ordered);
   trace_process("boundary sums: device buffers allocated");
   // The uploads and the copy back go through page-locked memory: PB's boundary runs beside the
   // surface's kernels, and uploads the driver stages from pageable memory waited for their end (the
@@ -260,7 +263,9 @@ ComputeTiming potential_on_plane_groups(const PlaneGroupProblem& problem, int de
   ESPGRID_CUDA_CHECK(cudaMemsetAsync(d_atoms.get() + problem.atom_count, 0, sizeof(float4), st));  // pad
   Event start, stop;
   start.record(st);
-  // Which call returns only when the surface beside it ends (2026-11-29: one of these, ~200 ms).
+  // Each kernel's first launch returns only when the device's work queued before it ends (lazy
+  // loading; beside the surface 100-200 ms on the capsid, 2026-11-29): the kernels run after it.
+  // Loading them eagerly (CUDA_MODULE_LOADING=EAGER) let them run beside it, slowing it as much.
   trace_process("boundary sums: pad set, start recorded");
   with_pair_potential(problem.model, [&](auto potential) {
     using Potential = decltype(potential);
