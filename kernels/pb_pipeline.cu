@@ -11,6 +11,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <functional>
 #include <future>
 #include <limits>
 #include <memory>
@@ -167,17 +168,37 @@ class Slab {
 
   /// φ·scale (faces from the face values) into `scratch`, then its own planes to `host` (the map's
   /// planes from `host_first_plane` on: the whole map, or across ranks this rank's planes alone).
+  /// With `landed`, copied in runs of planes, `landed(first, count)` called (whole-grid plane numbers)
+  /// as each run is in `host`, so that the map's file is written beside the copies: the copy is then
+  /// done on return, else queued.
   template <class T>
-  void copy_map(double scale, T* scratch, T* host, long host_first_plane) {
+  void copy_map(double scale, T* scratch, T* host, long host_first_plane,
+                const std::function<void(long, long)>& landed = nullptr) {
     Solver& s = *solver_;
     const cudaStream_t st = stream_.get();
     combine_kernel<T><<<blocks_for(s.size()), kThreads, 0, st>>>(grid(), faces_.get(), s.u(), scale, scratch);
     ESPGRID_CUDA_CHECK_LAUNCH();
     const std::size_t plane = static_cast<std::size_t>(plane_size());
-    ESPGRID_CUDA_CHECK(cudaMemcpyAsync(
-        host + plane * static_cast<std::size_t>(part_.first_plane - host_first_plane),
-        scratch + plane * static_cast<std::size_t>(own_first_local()),
-        plane * static_cast<std::size_t>(part_.end_plane - part_.first_plane) * sizeof(T), cudaMemcpyDeviceToHost, st));
+    const long own = part_.end_plane - part_.first_plane;
+    // At most 128 MB and a quarter of the slab, so that the first run lands early on a map of any size
+    // (a run of 64 MB or more goes to the disk directly, OutputFile::kDirectBytes: the capsid's 8 runs).
+    constexpr std::size_t kRunBytes = std::size_t{128} << 20;
+    const long run_planes =
+        landed ? std::max(1L, std::min(static_cast<long>(kRunBytes / (plane * sizeof(T))), (own + 3) / 4)) : own;
+    const Event copied(cudaEventDisableTiming);
+    for (long first = 0; first < own; first += run_planes) {
+      const long count = std::min(run_planes, own - first);
+      ESPGRID_CUDA_CHECK(
+          cudaMemcpyAsync(host + plane * static_cast<std::size_t>(part_.first_plane + first - host_first_plane),
+                          scratch + plane * static_cast<std::size_t>(own_first_local() + first),
+                          plane * static_cast<std::size_t>(count) * sizeof(T), cudaMemcpyDeviceToHost, st));
+      if (!landed) continue;
+      // Handed on before the next run is queued: a copy into pageable memory (the map's) returns only
+      // once it is done, so runs queued first would all land together at the end.
+      copied.record(st);
+      copied.synchronize();
+      landed(part_.first_plane + first, count);
+    }
   }
 
  private:
@@ -397,9 +418,13 @@ class PipelineRun {
     std::tie(values, potential) = in_.output_buffers();
     if (!values) throw Error("internal error: the PB pipeline was given no buffer for the map");
     if (potential && in_.ranks) throw Error("internal error: φ in double is not gathered across ranks");
+    // The map's planes are handed on as they land (one process: across ranks rank 0 gathers them after).
+    std::function<void(long, long)> landed;
+    if (in_.planes_copied && !in_.ranks)
+      landed = [this](long first, long count) { in_.planes_copied(out_, first, count); };
     for_each_slab([&](Slab& s, std::size_t) {
       if (potential) s.copy_map<double>(1.0, s.solver().q(), potential, 0);
-      s.copy_map<float>(in_.unit_scale, reinterpret_cast<float*>(s.solver().r()), values, in_.host_first_plane);
+      s.copy_map<float>(in_.unit_scale, reinterpret_cast<float*>(s.solver().r()), values, in_.host_first_plane, landed);
       ESPGRID_CUDA_CHECK(cudaStreamSynchronize(s.stream()));
     });
     if (in_.ranks) {  // rank 0 takes the others' planes into its map (theirs hold their planes alone)

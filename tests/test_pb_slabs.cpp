@@ -2,12 +2,15 @@
 // grid is cut, a slab's face values, and a slab's codes and spread charges against the whole
 // grid's, bit for bit, by the pipeline's CPU emulation; on a GPU, the map of several slabs (on one
 // device, and on two where there are two) against the one-slab map, and the refusal of what the
-// slabs do not run. The CUDA cases skip without a GPU (ESPGRID_REQUIRE_GPU=1 makes them fail).
+// slabs do not run; the map's planes handed on as they are copied back (for writing the file beside).
+// The CUDA cases skip without a GPU (ESPGRID_REQUIRE_GPU=1 makes them fail).
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <iostream>
+#include <mutex>
 #include <random>
 #include <string>
 #include <vector>
@@ -244,6 +247,73 @@ void expect_slabs_give_the_one_slab_map(const std::vector<int>& devices) {
   run.devices = devices;
   const PbResult split = solve_pb(fas, g, o, run);
   EXPECT_NEAR(split.energy.total, one.energy.total, 1e-7 * std::fabs(one.energy.total));
+}
+
+/// The map's planes handed on as the device copies them back (PbRun::planes_solved, the device
+/// pipeline): every plane once, in more runs than slabs (a quarter of a slab at most), each run
+/// holding its final values when handed on, with the solve's final report; the map the same bits as
+/// the same solve into PbResult::values (the pipeline is deterministic: its dot products in fixed
+/// blocks, no atomics in the values). An unconverged solve's runs say so, and it throws.
+void expect_planes_handed_on_final(const std::vector<int>& devices) {
+  const Atoms fas = testing::load_molecule("fasciculin2.pqr");
+  const GridSpec g = grid_around(fas, 0.6, 8, 1);
+  const std::string what = std::to_string(std::max<std::size_t>(devices.size(), 1)) + " slab(s)";
+  PbOptions o;
+  PbRun run;
+  run.solver = PbSolver::CudaMultigrid;
+  run.devices = devices;
+  const PbResult whole = solve_pb(fas, g, o, run);
+  const std::size_t plane = g.dims[0] * g.dims[1], planes = g.dims[2];
+  std::vector<float> map;
+  std::mutex mutex;
+  std::vector<int> reported(planes, 0);
+  std::vector<std::vector<float>> seen(planes);
+  std::vector<pb::SolveReport> reports;
+  run.map_values = &map;
+  run.planes_solved = [&](const pb::SolveReport& solve, long first, long count) {
+    const std::lock_guard<std::mutex> lock(mutex);
+    reports.push_back(solve);
+    if (map.size() != g.point_count() || first < 0 || count < 1 || static_cast<std::size_t>(first + count) > planes) {
+      ADD_FAILURE() << what << ": planes " << first << "+" << count << " handed on, the map holding " << map.size();
+      return;
+    }
+    for (long k = first; k < first + count; ++k) {
+      ++reported[static_cast<std::size_t>(k)];
+      seen[static_cast<std::size_t>(k)].assign(map.begin() + static_cast<std::ptrdiff_t>(k * plane),
+                                               map.begin() + static_cast<std::ptrdiff_t>((k + 1) * plane));
+    }
+  };
+  const PbResult streamed = solve_pb(fas, g, o, run);
+  EXPECT_TRUE(streamed.values.empty()) << what;
+  ASSERT_EQ(map.size(), whole.values.size()) << what;
+  EXPECT_TRUE(std::memcmp(map.data(), whole.values.data(), map.size() * sizeof(float)) == 0) << what;
+  EXPECT_GT(reports.size(), std::max<std::size_t>(devices.size(), 1)) << what;
+  for (std::size_t k = 0; k < planes; ++k) {
+    ASSERT_EQ(reported[k], 1) << what << ": plane " << k;
+    EXPECT_TRUE(std::memcmp(seen[k].data(), map.data() + k * plane, plane * sizeof(float)) == 0)
+        << what << ": plane " << k << " changed after it was handed on";
+  }
+  for (const pb::SolveReport& r : reports) {
+    EXPECT_TRUE(r.converged) << what;
+    EXPECT_EQ(r.method, streamed.solve.method) << what;
+    EXPECT_EQ(r.iterations, streamed.solve.iterations) << what;
+    EXPECT_EQ(r.relative_residual, streamed.solve.relative_residual) << what;
+  }
+  // Two iterations cannot reach 1e-12: the runs are handed on unconverged, and the solve throws.
+  o.tolerance = 1e-12;
+  o.max_iterations = 2;
+  reports.clear();
+  std::fill(reported.begin(), reported.end(), 0);
+  map.clear();
+  EXPECT_THROW(solve_pb(fas, g, o, run), Error) << what;
+  EXPECT_FALSE(reports.empty()) << what;
+  for (const pb::SolveReport& r : reports) EXPECT_FALSE(r.converged) << what;
+}
+
+TEST(PbSlabsGpu, TheMapsPlanesAreHandedOnFinalAsTheyAreCopiedBack) {
+  ESPGRID_REQUIRE_CUDA_OR_SKIP();
+  expect_planes_handed_on_final({});
+  expect_planes_handed_on_final({0, 0});
 }
 
 TEST(PbSlabsGpu, SlabsOnOneDeviceGiveTheOneSlabMap) {

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -20,6 +21,7 @@
 #include "src/maps/map_stream.h"
 #include "src/pipeline/map_pipeline.h"
 #include "tests/file_helpers.h"
+#include "tests/pb_test_support.h"
 #include "tests/test_support.h"
 
 namespace espgrid {
@@ -266,6 +268,42 @@ TEST_F(Streaming, ComputeMapStreamsFromSeveralDeviceWorkers) {
   run.devices = {0, 0};
   run.max_slab_bytes = 64 * 1024;
   expect_streamed_files_match(std::string(default_kernel(Backend::Cuda).name), run, dir_);
+}
+
+// --model pb on a GPU: the device pipeline hands the map's planes on as it copies them back, and the
+// streamed .mrc and .vti, opened at the first run with the solve's report in their source line, equal
+// the files written from the finished map (one slab, and two on one device: runs from two threads).
+TEST_F(Streaming, PbMapStreamsBesideTheDeviceCopies) {
+  ESPGRID_REQUIRE_CUDA_OR_SKIP();
+  const Atoms fas = testing::load_molecule("fasciculin2.pqr");
+  for (const std::vector<int>& devices : {std::vector<int>{}, std::vector<int>{0, 0}}) {
+    const std::string tag = devices.empty() ? "one" : "two";
+    MapRequest request;
+    request.grid = testing::grid_around(fas, 0.7, 8, 1);
+    request.physics.method = MapMethod::PoissonBoltzmann;
+    request.physics.unit = PotentialUnit::KTPerE;
+    request.physics.dielectric = request.physics.pb.solute_dielectric;
+    request.compute.backend = BackendChoice::Cuda;
+    request.compute.run.devices = devices;
+    request.source = "streamed PB";
+    const std::string mrc = path(tag + ".mrc"), dx = path(tag + ".dx"), vti = path(tag + ".vti");
+    MapFiles files({mrc, dx, vti});
+    MapResult result = compute_map(fas, request, KernelSelection{&default_kernel(Backend::Cuda), "test", 0}, &files);
+    ASSERT_TRUE(files.streaming()) << tag;
+    files.finish(result.map, &result.timing);
+    EXPECT_NE(result.map.source.find("streamed PB; espgrid multigrid-preconditioned CG"), std::string::npos)
+        << result.map.source;
+    EXPECT_NE(result.map.source.find("iterations, relative residual"), std::string::npos) << result.map.source;
+    for (const std::string& streamed : {mrc, vti}) {
+      const std::string whole = path("whole-" + tag + fs::path(streamed).extension().string());
+      write_map(result.map, whole);
+      EXPECT_TRUE(testing::slurp(streamed) == testing::slurp(whole)) << tag << ": " << streamed;
+    }
+    EXPECT_EQ(read_dx(dx).values, result.map.values) << tag;
+    std::size_t bad = 0;
+    for (const float v : result.map.values) bad += !std::isfinite(v);
+    EXPECT_EQ(bad, 0u) << tag;
+  }
 }
 
 // --no-stream: nothing is written during the computation, and the files are the same.

@@ -129,8 +129,15 @@ void StreamingMapWriter::run() {
   for (;;) {
     changed_.wait(lock, [&] { return closing_ || !queue_.empty(); });
     if (queue_.empty()) return;  // closing, and everything reported is written
-    const auto [first, count] = queue_.front();
+    auto [first, count] = queue_.front();
     queue_.pop_front();
+    // The runs queued right after it go in the same call: a call's writing has a cost of its own (the
+    // direct writes' buffers filling and draining), and runs arriving faster than the disk takes them
+    // (a PB map copied back in runs of planes) would otherwise pay it each.
+    while (!queue_.empty() && queue_.front().first == first + count) {
+      count += queue_.front().second;
+      queue_.pop_front();
+    }
     const bool skip = write_error_ != nullptr || abandoned_;  // after a failure, only drain the queue
     lock.unlock();
     double seconds = 0;

@@ -133,16 +133,23 @@ namespace {
 
 /// The device's result into `out`: the solve's report, the energy's sum, the peak, the phases (the
 /// host's three measured around the device call: preparation, memory check, waiting for the map's memory).
+/// The solver's report from the device's result (final once the solve is done, before the copies back).
+SolveReport solve_report(const cuda::PbPipelineResult& r, const PbOptions& o) {
+  SolveReport solve;
+  // Short: the .dx header's source line holds the method, iterations and residual within its width.
+  solve.method = "espgrid multigrid-preconditioned CG (CUDA, double precision; the whole map built on the device)";
+  solve.device = r.device;
+  solve.iterations = r.iterations;
+  solve.relative_residual = r.relative_residual;
+  solve.setup_seconds = r.inputs_seconds + r.surface_seconds + r.assemble_seconds;
+  solve.solve_seconds = r.solve_seconds;
+  solve.converged = r.own_residual <= o.tolerance;
+  return solve;
+}
+
 void take_result(const cuda::PbPipelineResult& r, const PbOptions& o, const PipelineRequest& request,
                  const std::array<double, 3>& host, PipelineSolve& out) {
-  // Short: the .dx header's source line holds the method, iterations and residual within its width.
-  out.solve.method = "espgrid multigrid-preconditioned CG (CUDA, double precision; the whole map built on the device)";
-  out.solve.device = r.device;
-  out.solve.iterations = r.iterations;
-  out.solve.relative_residual = r.relative_residual;
-  out.solve.setup_seconds = r.inputs_seconds + r.surface_seconds + r.assemble_seconds;
-  out.solve.solve_seconds = r.solve_seconds;
-  out.solve.converged = r.own_residual <= o.tolerance;
+  out.solve = solve_report(r, o);
   out.sas_points = r.sas_points;
   if (request.fixed_charge) out.fixed_charge = r.fixed_charge;
   out.device_peak_bytes = static_cast<double>(r.peak_bytes);
@@ -156,6 +163,22 @@ void take_result(const cuda::PbPipelineResult& r, const PbOptions& o, const Pipe
                 {"device outputs (with copies)", r.output_seconds},
                 {"waiting for the map's host memory (faulted in beside the device)", host[2]},
                 {"device call (all, with copies)", r.wall_seconds}};
+}
+
+/// The solver's settings and what the run returns: the map's unit, the energy's sum, the map's planes
+/// handed on as they land.
+void ask_for_the_solve(cuda::PbPipelineInput& in, const PbOptions& o, const MgSettings& settings,
+                       const PipelineRequest& request) {
+  in.run.smoothing = settings.smoothing;
+  in.run.coarsest_sweeps = settings.coarsest_sweeps;
+  in.run.tolerance = o.tolerance;
+  in.run.max_iterations = o.max_iterations;
+  in.unit_scale = request.unit_scale;
+  in.fixed_charge_energy = request.fixed_charge;
+  if (request.planes_copied)
+    in.planes_copied = [&request, &o](const cuda::PbPipelineResult& r, long first, long count) {
+      request.planes_copied(solve_report(r, o), first, count);
+    };
 }
 
 }  // namespace
@@ -201,11 +224,7 @@ PipelineSolve solve_with_pipeline(const Atoms& atoms, const GridSpec& grid, cons
   in.slabs = slabs.data();
   in.slab_count = static_cast<int>(slabs.size());
   in.ranks = request.ranks;
-  in.run.smoothing = settings.smoothing;
-  in.run.coarsest_sweeps = settings.coarsest_sweeps;
-  in.run.tolerance = o.tolerance;
-  in.run.max_iterations = o.max_iterations;
-  in.unit_scale = request.unit_scale;
+  ask_for_the_solve(in, o, settings, request);
   PipelineSolve out;
   // The map's (and φ's) host memory: every node written, or NaN; sized and its pages faulted in by
   // several cores on a thread of its own while the device works (the 1.93 M-atom capsid's 1 GB map
@@ -228,7 +247,6 @@ PipelineSolve solve_with_pipeline(const Atoms& atoms, const GridSpec& grid, cons
     buffers_wait = waiting.seconds();
     return std::pair<float*, double*>{values.data(), request.potential ? out.potential.data() : nullptr};
   };
-  in.fixed_charge_energy = request.fixed_charge;
   const double host_seconds = host_clock.seconds();
   if (request.before_device) request.before_device();
   const double check_seconds = host_clock.seconds() - host_seconds;

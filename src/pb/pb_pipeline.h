@@ -84,6 +84,10 @@ struct PipelineRequest {
   /// device (optional): the GPU's memory check, which waits for the device's context, so that a
   /// context made beside (a process's first, ~0.1 s) overlaps the host's share.
   std::function<void()> before_device;
+  /// Called as runs of the map's planes land in `values` (whole-grid plane numbers, each plane once,
+  /// any order, possibly from several threads at once), with the solve's report (final): for writing
+  /// the map's file beside the copies. Optional; one process only (not called across ranks).
+  std::function<void(const SolveReport& solve, long first_plane, long count)> planes_copied;
 };
 
 /// Runs the pipeline; `values` (the map, run.unit) is sized and written.

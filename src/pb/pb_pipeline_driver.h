@@ -33,6 +33,8 @@ struct PbPipelineSlab {
   int level_count = 0;
 };
 
+struct PbPipelineResult;
+
 struct PbPipelineInput {
   pb::AtomArrays atoms;  ///< host arrays; radius and charge required
   long n[3] = {0, 0, 0};
@@ -66,6 +68,11 @@ struct PbPipelineInput {
   /// (required) and φ in double kT/e (optional, may be null), so that the host can size them and
   /// fault their pages in while the device works.
   std::function<std::pair<float*, double*>()> output_buffers;
+  /// Called as runs of the map's planes land in output_buffers' map (whole-grid plane numbers, each
+  /// plane once, in any order; from the slabs' threads, so possibly at once), with the result so far
+  /// (the solve's iterations and residuals final): the map's file is written beside the copies.
+  /// Optional; one process only (across ranks rank 0 gathers the others' planes after the copies).
+  std::function<void(const PbPipelineResult& solved, long first_plane, long count)> planes_copied;
   /// The map's first plane in output_buffers' map: 0 (the whole map), or across ranks on ranks other than
   /// 0 this rank's first plane (it holds its planes alone).
   long host_first_plane = 0;

@@ -158,7 +158,9 @@ void solve_with_device_pipeline(const Atoms& atoms, const GridSpec& grid, const 
   request.potential = plan.need_potential && !plan.device_energy;
   request.faces = [&faces] { return faces.get(); };  // rethrows the sum's error, if any
   if (pb::device_check_deferred(plan, run)) request.before_device = [&] { pb::check_device_memory(memory, grid, run); };
-  pb::PipelineSolve s = pb::solve_with_pipeline(atoms, grid, options, request, result.values);
+  if (run.map_values && run.planes_solved) request.planes_copied = run.planes_solved;
+  pb::PipelineSolve s =
+      pb::solve_with_pipeline(atoms, grid, options, request, run.map_values ? *run.map_values : result.values);
   result.sas_points = s.sas_points;
   result.first_plane = s.first_plane;
   result.share_only = run.gpu_ranks && run.gpu_ranks->rank != 0;
@@ -384,6 +386,7 @@ PbResult solve_pb(const Atoms& atoms, const GridSpec& grid, const PbOptions& opt
                    " iterations, relative residual " + short_scientific(result.solve.relative_residual) +
                    " (tolerance " + short_scientific(options.tolerance) + "); " +
                    memory.summary(solved.device_peak_bytes);
+  if (run.map_values && !result.values.empty()) *run.map_values = std::move(result.values);
   result.seconds = total.seconds();
   return result;
 }

@@ -16,6 +16,7 @@
 // The narrow API for the rest of espgrid: solve_pb(atoms, grid, options, run) → PbResult.
 #pragma once
 
+#include <functional>
 #include <future>
 #include <optional>
 #include <string>
@@ -132,6 +133,14 @@ struct PbRun {
   /// direct sums' (a CUDA kernel's workspace) and the device solve's; null: allocated per solve.
   std::shared_ptr<cuda::DeviceWorkspace> workspace;
   std::shared_ptr<cuda::PbDeviceWorkspace> device_workspace;
+  /// Where the map's values go instead of PbResult::values (then left empty): the caller's map, so
+  /// that with planes_solved it can write the map's file while the device copies the map back.
+  std::vector<float>* map_values = nullptr;
+  /// With map_values: called as runs of the map's planes are final there, with the solve's report
+  /// (method, iterations, residual, whether it converged; an unconverged solve throws after). Only the
+  /// device pipeline in one process calls it, from its threads, possibly at once, each plane once;
+  /// with other solvers the map is whole on return.
+  std::function<void(const pb::SolveReport& solve, long first_plane, long count)> planes_solved;
 };
 
 struct PbResult {

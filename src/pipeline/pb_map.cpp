@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <mutex>
 #include <string>
 #include <utility>
 
@@ -46,8 +47,9 @@ void compute_pb_map(MapResult& result, const Atoms& atoms, const MapRequest& req
   result.map.grid = request.grid;
   result.map.physics = request.physics;
   result.map.source = request.source;
-  // The solve's own buffer (poisoned, its pages faulted in beside the device) becomes the map: a map
-  // poisoned here and a copy into it cost a serial pass each (the capsid's 1 GB: benchmarks/NOTES.md).
+  // The solve fills the map's own values (run.map_values; poisoned by the solve, its pages faulted in
+  // beside the device): a map poisoned here and a copy into it would cost a serial pass each (the
+  // capsid's 1 GB: benchmarks/NOTES.md).
   PbRun run;
   run.device_ready = request.devices_ready;  // waited after the solve's checks
   run.solver = pb_solver_for(request.compute, request.pb_across_ranks);
@@ -68,19 +70,41 @@ void compute_pb_map(MapResult& result, const Atoms& atoms, const MapRequest& req
   run.ranks_on_device = request.pb_ranks_on_device;
   if (request.progress) request.progress(0, 1);
   if (run.solver != PbSolver::CudaMultigrid) keep_open_mpi_session_files_in_a_private_folder();
+  // The files record how the map was solved (their source line), beside the physics.
+  const std::string source = result.map.source;
+  const auto solved_source = [&source](const pb::SolveReport& solve) {
+    return source + "; " + solve.method + ", " + std::to_string(solve.iterations) + " iterations, relative residual " +
+           short_scientific(solve.relative_residual);
+  };
+  // The map is solved into its own values; the device pipeline hands its planes on as they are copied
+  // back, and the streamed files (MRC, raw .vti) are opened at the first and written beside the copies
+  // (the capsid's 949 MB: the write no longer waits for the whole copy; benchmarks/NOTES.md).
+  run.map_values = &result.map.values;
+  std::once_flag opened;
+  bool streamed = false;
+  if (files && !request.pb_gpu_ranks)
+    run.planes_solved = [&](const pb::SolveReport& solve, long first, long count) {
+      if (!solve.converged) return;  // solve_pb throws: nothing is written
+      std::call_once(opened, [&] {
+        result.map.source = solved_source(solve);
+        files->start(result.map);
+        streamed = true;
+      });
+      files->planes_ready(first, count);
+    };
   PbResult pb = solve_pb(atoms, request.grid, request.physics.pb, run);
   trace_process("PB solve: returned");
   const std::size_t plane = request.grid.dims[0] * request.grid.dims[1], count = request.grid.point_count();
-  if (pb.values.size() % plane != 0 || pb.first_plane * plane + pb.values.size() > count ||
-      (pb.values.size() != count && !pb.share_only))  // ranks other than 0: their planes, or none
-    throw Error("internal error: the PB solve returned " + std::to_string(pb.values.size()) + " values for " +
+  const std::vector<float>& values = result.map.values;
+  if (values.size() % plane != 0 || pb.first_plane * plane + values.size() > count ||
+      (values.size() != count && !pb.share_only))  // ranks other than 0: their planes, or none
+    throw Error("internal error: the PB solve returned " + std::to_string(values.size()) + " values for " +
                 std::to_string(count) + " points");
-  result.map.values = std::move(pb.values);
-  // The files record how the map was solved (their source line), beside the physics.
-  result.map.source += "; " + pb.solve.method + ", " + std::to_string(pb.solve.iterations) +
-                       " iterations, relative residual " + short_scientific(pb.solve.relative_residual);
+  if (streamed && result.map.source != solved_source(pb.solve))
+    throw Error("internal error: the PB map's files were opened with another solve's report");
+  result.map.source = solved_source(pb.solve);
   if (request.progress) request.progress(1, 1);
-  if (files) {  // opened once the map has its values: nothing of a PB map streams during the solve
+  if (files && !streamed) {  // opened once the map has its values: the solver gave it whole
     files->start(result.map);
     files->planes_ready(0, request.grid.dims[2]);
   }
