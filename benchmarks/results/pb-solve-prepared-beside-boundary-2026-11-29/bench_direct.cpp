@@ -2,6 +2,7 @@
 // (copy then pwrite, as src/os/file_output.cpp does), then fsync; and buffered pwrite + fsync.
 #include <fcntl.h>
 #include <unistd.h>
+
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -18,13 +19,16 @@ int main(int argc, char** argv) {
   std::vector<char> buf(n);
   for (size_t i = 0; i < n; i += 64) buf[i] = char(i * 7 + 3);
   for (int rep = 0; rep < 2; ++rep)
-    for (size_t piece_mb : {8, 32}) 
+    for (size_t piece_mb : {8, 32})
       for (int threads : {2, 4, 8}) {
         const size_t piece = piece_mb << 20;
         ::unlink(path.c_str());
         auto t = clk::now();
         int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_DIRECT, 0644);
-        if (fd < 0) { std::perror("open O_DIRECT"); return 1; }
+        if (fd < 0) {
+          std::perror("open O_DIRECT");
+          return 1;
+        }
         std::atomic<size_t> next{0};
         std::vector<std::thread> team;
         for (int i = 0; i < threads; ++i)
@@ -36,14 +40,24 @@ int main(int argc, char** argv) {
               size_t k = std::min(piece, n - at);
               std::memcpy(b, buf.data() + at, k);
               size_t done = 0;
-              while (done < k) { ssize_t w = ::pwrite(fd, b + done, k - done, at + done); if (w <= 0) { std::perror("pwrite"); break; } done += w; }
+              while (done < k) {
+                ssize_t w = ::pwrite(fd, b + done, k - done, at + done);
+                if (w <= 0) {
+                  std::perror("pwrite");
+                  break;
+                }
+                done += w;
+              }
             }
             std::free(b);
           });
         for (auto& th : team) th.join();
         double wr = ms(t);
-        ::fsync(fd); double fs = ms(t); ::close(fd);
-        std::printf("direct piece %2zu MB threads %d: written %.1f ms, +fsync %.1f ms (%.2f GB/s)\n", piece_mb, threads, wr, fs, n / fs / 1e6);
+        ::fsync(fd);
+        double fs = ms(t);
+        ::close(fd);
+        std::printf("direct piece %2zu MB threads %d: written %.1f ms, +fsync %.1f ms (%.2f GB/s)\n", piece_mb, threads,
+                    wr, fs, n / fs / 1e6);
       }
   ::unlink(path.c_str());
 }

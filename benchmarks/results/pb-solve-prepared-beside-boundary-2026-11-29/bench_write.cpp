@@ -1,11 +1,12 @@
 // How fast can 949 MB of floats get into a file: one write(), threads' pwrite(), or a mapping filled by threads.
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <unistd.h>
+
 #include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <sys/mman.h>
 #include <thread>
 #include <vector>
 using clk = std::chrono::steady_clock;
@@ -24,11 +25,17 @@ int main(int argc, char** argv) {
       for (int i = 0; i < threads; ++i)
         team.emplace_back([&, i] {
           size_t a = n * i / threads, b = n * (i + 1) / threads;
-          while (a < b) { ssize_t w = ::pwrite(fd, buf.data() + a, std::min<size_t>(b - a, 1 << 30), a); if (w <= 0) break; a += w; }
+          while (a < b) {
+            ssize_t w = ::pwrite(fd, buf.data() + a, std::min<size_t>(b - a, 1 << 30), a);
+            if (w <= 0) break;
+            a += w;
+          }
         });
       for (auto& th : team) th.join();
       double wr = ms(t);
-      ::fsync(fd); double fs = ms(t); ::close(fd);
+      ::fsync(fd);
+      double fs = ms(t);
+      ::close(fd);
       std::printf("pwrite threads %2d: write %.1f ms, +fsync %.1f ms\n", threads, wr, fs);
     }
     for (int threads : {4, 8, 16}) {
@@ -40,13 +47,19 @@ int main(int argc, char** argv) {
       char* m = static_cast<char*>(::mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
       std::vector<std::thread> team;
       for (int i = 0; i < threads; ++i)
-        team.emplace_back([&, i] { size_t a = n * i / threads, b = n * (i + 1) / threads; std::memcpy(m + a, buf.data() + a, b - a); });
+        team.emplace_back([&, i] {
+          size_t a = n * i / threads, b = n * (i + 1) / threads;
+          std::memcpy(m + a, buf.data() + a, b - a);
+        });
       for (auto& th : team) th.join();
       double cp = ms(t);
       ::munmap(m, n);
       double um = ms(t);
-      ::fsync(fd); double fs = ms(t); ::close(fd);
-      std::printf("mmap threads %2d: fallocate rc %d %.1f ms, filled %.1f, unmapped %.1f, +fsync %.1f ms\n", threads, fa, fal, cp, um, fs);
+      ::fsync(fd);
+      double fs = ms(t);
+      ::close(fd);
+      std::printf("mmap threads %2d: fallocate rc %d %.1f ms, filled %.1f, unmapped %.1f, +fsync %.1f ms\n", threads,
+                  fa, fal, cp, um, fs);
     }
   }
   ::unlink(path.c_str());
