@@ -137,7 +137,7 @@ class MapFiles {
 
   /// Opens the streamed files for `map` (grid, physics and source set, values sized), which
   /// must outlive this object; compute_map calls it before the kernel runs (a PB map's: once
-  /// solved, when the solve's buffer has become the map).
+  /// solved, at the device's first run of planes copied back, or when the solver returns it whole).
   void start(const PotentialMap& map);
   /// Planes [first, first + count) of the map are final (RunOptions::planes_done); any thread.
   void planes_ready(std::int64_t first, std::int64_t count);

@@ -76,9 +76,9 @@ void compute_pb_map(MapResult& result, const Atoms& atoms, const MapRequest& req
     return source + "; " + solve.method + ", " + std::to_string(solve.iterations) + " iterations, relative residual " +
            short_scientific(solve.relative_residual);
   };
-  // The map is solved into its own values; the device pipeline hands its planes on as they are copied
-  // back, and the streamed files (MRC, raw .vti) are opened at the first and written beside the copies
-  // (the capsid's 949 MB: the write no longer waits for the whole copy; benchmarks/NOTES.md).
+  // The device pipeline hands the map's planes on as they are copied back: the streamed files (MRC, raw
+  // .vti) are opened at the first run and written beside the copies (the capsid's 949 MB: the write no
+  // longer waits for the whole copy; benchmarks/NOTES.md).
   run.map_values = &result.map.values;
   std::once_flag opened;
   bool streamed = false;
