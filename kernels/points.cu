@@ -200,10 +200,11 @@ struct Piece {
 /// from their pageable memory (null).
 template <std::size_t N>
 char* upload_pieces(const Piece (&pieces)[N], bool pinned, std::size_t back, cudaStream_t st) {
+  const auto aligned = [](std::size_t bytes) { return (bytes + 255) / 256 * 256; };  // each piece's room
   char* staging = nullptr;
   if (pinned) {
     std::size_t staged = 0;
-    for (const Piece& p : pieces) staged += (p.bytes + 255) / 256 * 256;
+    for (const Piece& p : pieces) staged += aligned(p.bytes);
     PinnedBuffer<char>& kept = kept_staging().buffer;
     if (kept.size() < std::max(staged, back))
       kept = PinnedBuffer<char>(std::max(staged, back), "plane-group inputs (page-locked)");
@@ -215,7 +216,7 @@ char* upload_pieces(const Piece (&pieces)[N], bool pinned, std::size_t back, cud
     if (staging) {
       std::memcpy(staging + at, p.from, p.bytes);
       from = staging + at;
-      at += (p.bytes + 255) / 256 * 256;
+      at += aligned(p.bytes);
     }
     ESPGRID_CUDA_CHECK(cudaMemcpyAsync(p.to, from, p.bytes, cudaMemcpyHostToDevice, st));
   }
