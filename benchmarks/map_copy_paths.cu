@@ -1,5 +1,5 @@
 // How a PB map comes back from the device (issue 33's capsid: 629³ floats, 949 MiB): one copy
-// into pageable memory (what kernels/pb_pipeline.cu does today) against the same buffer page-locked
+// into pageable memory (what kernels/pb/pb_pipeline.cu does today) against the same buffer page-locked
 // with cudaHostRegister (its cost measured: done beside the solve it would be off the critical
 // path, its release too), and against chunks through two page-locked staging buffers that host
 // threads copy on into the map. The host buffer is faulted in first with huge pages advised, as

@@ -450,7 +450,7 @@ TEST(PbNonlinearErrors, NotConvergingIsAnError) {
 
 // ---- the GPU -------------------------------------------------------------------------------------
 
-/// The device's Newton iteration (kernels/pb_nonlinear.cu) against its CPU emulation: the
+/// The device's Newton iteration (kernels/pb/pb_nonlinear.cu) against its CPU emulation: the
 /// device-resident path (smol: maps, assembly, hierarchy and iteration on the device), with the
 /// split formulation's offset, and the hybrid one (the sampled surface built on the host, its
 /// system uploaded once and iterated on the device).

@@ -1,4 +1,4 @@
-// A PB grid split over devices by z-planes (issue 33; kernels/pb_pipeline.cu's slabs): where the
+// A PB grid split over devices by z-planes (issue 33; kernels/pb/pb_pipeline.cu's slabs): where the
 // grid is cut, a slab's face values, and a slab's codes and spread charges against the whole
 // grid's, bit for bit, by the pipeline's CPU emulation; on a GPU, the map of several slabs (on one
 // device, and on two where there are two) against the one-slab map, and the refusal of what the
@@ -50,7 +50,7 @@ TEST(PbSlabs, CutsShareThePlanesEquallyAndKeepSlabsThick) {
 }
 
 TEST(PbSlabs, EverySlabsLevelsHoldWhatItsCycleReads) {
-  // What kernels/pb_slab_solver.cuh relies on, for every level of every slab: the owned planes
+  // What kernels/pb/pb_slab_solver.cuh relies on, for every level of every slab: the owned planes
   // partition the level; a split level's slab owns enough planes; the z maps in the slab's plane
   // numbers are the whole grid's; and every fine plane an owned coarse plane's restriction and
   // operator read (fine_of[K] − 1 .. fine_of[K + 1] − 1, and fine_of[K] + 1), and every coarse plane an owned fine
@@ -230,7 +230,7 @@ void expect_slabs_give_the_one_slab_map(const std::vector<int>& devices) {
     EXPECT_LE(relative_rms(split.potential, one.potential), 1e-6) << what;
     EXPECT_LE(split.solve.relative_residual, 1e-10) << what;  // recomputed across the cuts
     EXPECT_EQ(split.sas_points, one.sas_points) << what;      // each atom's points counted once
-    // The slabs' V-cycle is the whole grid's, node for node (kernels/pb_slab_solver.cuh); only the
+    // The slabs' V-cycle is the whole grid's, node for node (kernels/pb/pb_slab_solver.cuh); only the
     // dot products add in another order, so CG takes the same iterations, give or take one.
     EXPECT_NEAR(split.solve.iterations, one.solve.iterations, 1) << what;
     std::cout << "[ slabs    ] " << what << ": " << one.solve.iterations << " -> " << split.solve.iterations

@@ -1,7 +1,7 @@
 // What src/pb/ needs from the GPU, declared here in plain C++ (no CUDA headers) and implemented
-// by kernels/pb_multigrid.cu and kernels/pb_surface.cu (kernels/ includes src/pb/, never the
+// by kernels/pb/pb_multigrid.cu and kernels/pb/pb_surface.cu (kernels/ includes src/pb/, never the
 // reverse: the pattern of src/compute/cuda_driver.h). A build without CUDA links
-// kernels/pb_cuda_unavailable.cpp instead.
+// kernels/pb/pb_cuda_unavailable.cpp instead.
 //
 // The solver is espgrid's multigrid-preconditioned conjugate gradients (src/pb/pb_multigrid.h
 // describes the algorithm; src/pb_numerics/pb_multigrid_math.h holds the per-node arithmetic both the
@@ -22,7 +22,7 @@
 namespace espgrid::cuda {
 
 /// How much of a level one device holds when the grid is split over devices in z-slabs
-/// (kernels/pb_lean_solver.cuh); the other solvers use Whole.
+/// (kernels/pb/pb_lean_solver.cuh); the other solvers use Whole.
 enum class PbMgSpan {
   Whole,     ///< the whole level (one device, or a coarse level every slab repeats)
   Slab,      ///< its planes and a halo plane at each cut (exchanged with the neighbour)
@@ -77,7 +77,7 @@ struct PbNewtonInput {
 };
 
 /// The nonlinear system by inexact Newton with the whole iteration on `run.device`
-/// (kernels/pb_nonlinear.cu): `levels` gives the hierarchy's shape and level 0's operator (its c is
+/// (kernels/pb/pb_nonlinear.cu): `levels` gives the hierarchy's shape and level 0's operator (its c is
 /// the Boltzmann term's coefficient; coarser operators are built on the device for each step's
 /// Jacobian), `rhs` the linear system's source, `coulomb` φ_Coulomb for the split formulation (null
 /// for direct). `u` receives the solution; `outcome` and `clipped_nodes` what the iteration did.
@@ -98,7 +98,7 @@ class PbDeviceWorkspace {
   ~PbDeviceWorkspace();
   PbDeviceWorkspace(const PbDeviceWorkspace&) = delete;
   PbDeviceWorkspace& operator=(const PbDeviceWorkspace&) = delete;
-  struct Pool;  // kernels/pb_multigrid.cu (a DevicePool)
+  struct Pool;  // kernels/pb/pb_multigrid.cu (a DevicePool)
   Pool& pool() noexcept { return *pool_; }
   std::mutex& mutex() noexcept { return mutex_; }
 

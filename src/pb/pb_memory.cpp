@@ -19,11 +19,11 @@ namespace {
 constexpr double kPi = 3.14159265358979323846;
 
 // Bytes a grid point, by the code (each array named where it is allocated). Device pipeline
-// (kernels/pb_pipeline.cu): the node codes, then the solver's u, r, z, p, q; while the surface is
+// (kernels/pb/pb_pipeline.cu): the node codes, then the solver's u, r, z, p, q; while the surface is
 // built, the codes and 4 flag bytes.
 constexpr double kPipelineSolve = 4 + 40;
 constexpr double kPipelineSurface = 4 + 4;
-// The all-on-device path (kernels/pb_multigrid.cu solve_pb_on_device): ε on three faces and λ
+// The all-on-device path (kernels/pb/pb_multigrid.cu solve_pb_on_device): ε on three faces and λ
 // (32), smol's unsmoothed copy (24); the assembly's boundary, charges, operator and rhs beside the
 // maps (88); the solve: operator 32, level 0's x, b, r 24, CG 40, rhs 8, boundary 8, charges 8,
 // the float map 4.

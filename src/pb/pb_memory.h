@@ -18,7 +18,7 @@ namespace espgrid::pb {
 /// Where the map is built and solved (solve_pb's plan).
 enum class PbMemoryPath {
   Pipeline,    ///< the device pipeline (pb_pipeline.h): everything on the GPU from the atoms
-  DeviceMaps,  ///< the GPU builds the maps from host-prepared inputs, solves (kernels/pb_multigrid.cu)
+  DeviceMaps,  ///< the GPU builds the maps from host-prepared inputs, solves (kernels/pb/pb_multigrid.cu)
   Hybrid,      ///< the host builds maps and system, the GPU solves
   Host,        ///< the CPU solves (hypre or the multigrid's emulation)
 };

@@ -6,7 +6,7 @@
 // Boltzmann term (pb_nonlinear_math.h), and solved by inexact Newton (pb_newton.h): each step's
 // linear system J δ = F, J = A₀ + diag(N'(u)), goes to the linear solvers espgrid already has —
 // hypre PCG + PFMG or the multigrid emulation on the CPU, the CUDA multigrid on the GPU, where the
-// whole iteration stays on the device (kernels/pb_nonlinear.cu). solve_pb (pb_solve.h) calls
+// whole iteration stays on the device (kernels/pb/pb_nonlinear.cu). solve_pb (pb_solve.h) calls
 // solve_nonlinear when PbOptions::equation is Nonlinear; everything before the solve (maps,
 // boundary values, assembly) and after it (the combination into the map) is the linear path's.
 #pragma once

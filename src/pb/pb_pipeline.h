@@ -5,7 +5,7 @@
 //
 // It runs for what it reproduces exactly: mol or smol (the default), the linear equation, the
 // Direct formulation, every atom on the mesh, any chgm and bcfl. Its map is the all-on-device
-// path's (kernels/pb_multigrid.cu) node for node: the same surface and charges as the host's, bit
+// path's (kernels/pb/pb_multigrid.cu) node for node: the same surface and charges as the host's, bit
 // for bit, and the same solver arithmetic. ESPGRID_PB_PIPELINE=0 turns it off (that path runs).
 //
 // Its CPU emulation (emulate_pipeline) runs each device step with the same per-item code

@@ -1,5 +1,5 @@
 // The device PB pipeline's entry, declared in plain C++ (no CUDA headers) and implemented by
-// kernels/pb_pipeline.cu; a build without CUDA links kernels/pb_pipeline_unavailable.cpp.
+// kernels/pb/pb_pipeline.cu; a build without CUDA links kernels/pb/pb_pipeline_unavailable.cpp.
 //
 // The host gives the atoms and a few small tables (the reference sphere, the 3 × 512 face
 // conductances, the hierarchy's shape); the device bins the atoms, finds the SAS neighbours, builds
@@ -24,7 +24,7 @@ namespace espgrid::cuda {
 
 /// One device's share of a grid split over devices by z-planes (a single slab: the whole grid).
 /// Its own grid is its planes and, at each cut, the neighbour's first plane: a face of its V-cycle,
-/// a halo for the CG (kernels/pb_pipeline.cu).
+/// a halo for the CG (kernels/pb/pb_pipeline.cu).
 struct PbPipelineSlab {
   int device = 0;
   long first_plane = 0;               ///< the first z-plane of the map it holds

@@ -60,7 +60,7 @@ SasNeighbours neighbour_lists(const AtomCells& cells, const AtomArrays& at, doub
   return nb;
 }
 
-/// The surface's bytes (kernels/pb_pipeline_inputs.cu build_surface_bytes); returns the open points.
+/// The surface's bytes (kernels/pb/pb_pipeline_inputs.cu build_surface_bytes); returns the open points.
 std::size_t surface_bytes(const AtomArrays& at, const PbOptions& o, const SasNeighbours& nb, const ReferenceSphere& ref,
                           SurfaceBytes& g) {
   const std::size_t points = static_cast<std::size_t>(g.n[0] * g.n[1] * g.k_count);

@@ -1,4 +1,4 @@
-// A PB grid split over devices by z-planes (issue 33; kernels/pb_pipeline.cu, kernels/pb_slab_solver.cuh):
+// A PB grid split over devices by z-planes (issue 33; kernels/pb/pb_pipeline.cu, kernels/pb/pb_slab_solver.cuh):
 // where the grid is cut, each slab's share of every multigrid level, and each device's memory.
 //
 // Level 0 is cut at slab_cuts; a coarse plane belongs to the slab that owns the fine plane it sits

@@ -1,5 +1,5 @@
 // The per-point arithmetic of the Poisson–Boltzmann coefficient maps, written once for the host
-// builder (src/pb_surface/pb_coefficients.cpp) and the CUDA kernels (kernels/pb_surface.cu). Each function
+// builder (src/pb_surface/pb_coefficients.cpp) and the CUDA kernels (kernels/pb/pb_surface.cu). Each function
 // states the APBS 3.4.1 definition it reproduces (src/mg/vpmg.c, src/generic/vacc.c); the facts
 // are APBS's, the code is ours.
 //

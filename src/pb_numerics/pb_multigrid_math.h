@@ -1,6 +1,6 @@
 // The per-node arithmetic of espgrid's geometric multigrid for the 7-point variable-coefficient
 // operator (src/pb/pb_system.h), written once: the CPU emulation (src/pb/pb_multigrid.cpp) loops
-// over nodes calling these, and the CUDA kernels (kernels/pb_multigrid.cu) run one thread per
+// over nodes calling these, and the CUDA kernels (kernels/pb/pb_multigrid.cu) run one thread per
 // node calling the same functions, so the two compute the same numbers (up to the order of
 // reductions and FMA contraction).
 //

@@ -1,6 +1,6 @@
 // The inexact Newton iteration for the nonlinear PB system, written once over a "machine" that
 // owns the vectors: the host's (src/pb/pb_nonlinear.cpp, hypre or the multigrid emulation for the
-// linear steps) and the GPU's (kernels/pb_nonlinear.cu). Every decision (when to stop, how
+// linear steps) and the GPU's (kernels/pb/pb_nonlinear.cu). Every decision (when to stop, how
 // tightly to solve each step, how far to step) is made here on scalars, so both machines take
 // the same steps up to rounding.
 //

@@ -1,5 +1,5 @@
 // The per-node arithmetic of the nonlinear Poisson–Boltzmann equation (APBS `npbe`), written once
-// for the host (src/pb/pb_nonlinear.cpp) and the device (kernels/pb_nonlinear.cu).
+// for the host (src/pb/pb_nonlinear.cpp) and the device (kernels/pb/pb_nonlinear.cu).
 //
 // APBS 3.4.1's definitions (src/mg/vpmg.c Vpmg_ctor2, src/pmgc/mypdec.c Vc_vecpmg/Vdc_vecpmg): at
 // an interior node of mass c = ε_w κ² λ · volume (pb_system.h's c, the linear equation's term),

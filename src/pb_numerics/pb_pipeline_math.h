@@ -1,4 +1,4 @@
-// The per-item arithmetic of the device PB pipeline (kernels/pb_pipeline.cu, pb_pipeline_inputs.cu),
+// The per-item arithmetic of the device PB pipeline (kernels/pb/pb_pipeline.cu, pb_pipeline_inputs.cu),
 // written once for the device and for its CPU emulation (src/pb/pb_pipeline_emulation.cpp), which
 // the tests compare with the host's own builders (src/pb_surface/pb_coefficients.cpp, pb_charges.cpp):
 //

@@ -2,7 +2,7 @@
 // src/pb_numerics/pb_pipeline_math.h's arithmetic, written once for the device and its CPU emulation):
 // atoms binned into cubes of side r_max + probe, and each atom's SAS neighbours found there,
 // closest first (pb::sas_neighbours' lists). The search is split into its cell box and a test of
-// one candidate so that a warp can share one atom's cells (kernels/pb_pipeline_inputs.cu).
+// one candidate so that a warp can share one atom's cells (kernels/pb/pb_pipeline_inputs.cu).
 //
 // C++17 and header-only: nvcc compiles it into the device code.
 #pragma once

@@ -1,5 +1,5 @@
 // The per-node assembly of the PB system (src/pb/pb_system.h) and the final combination, written
-// once for the host (src/pb/pb_solve.cpp) and the device (kernels/pb_multigrid.cu).
+// once for the host (src/pb/pb_solve.cpp) and the device (kernels/pb/pb_multigrid.cu).
 //
 // C++17 and header-only: nvcc compiles it into the device code.
 #pragma once

@@ -136,7 +136,7 @@ bool surface_built_by_planes(const PbOptions& options);
 /// A uniform medium without ions: APBS solves the plain Laplacian (ε = pdie everywhere, no ions).
 bool uniform_medium(const PbOptions& options);
 
-/// The same maps built on CUDA device `device` (kernels/pb_surface.cu; bit for bit the host's), for
+/// The same maps built on CUDA device `device` (kernels/pb/pb_surface.cu; bit for bit the host's), for
 /// mol, smol and spl2 with every atom on the mesh; the host builds the others (spl4, the sampled
 /// surface, atoms off the grid). `kernel_seconds` (optional) receives the device's kernel time.
 PbCoefficients build_coefficients_on_device(const Atoms& atoms, const GridSpec& grid, const PbOptions& options,

@@ -1,5 +1,5 @@
 // What the PB coefficient maps need from the GPU, declared in plain C++ (no CUDA headers) and
-// implemented by kernels/pb_surface.cu (kernels/pb_cuda_unavailable.cpp in a build without CUDA):
+// implemented by kernels/pb/pb_surface.cu (kernels/pb/pb_cuda_unavailable.cpp in a build without CUDA):
 // src/pb_surface/ builds the maps on the host or asks the device for them through this one call.
 #pragma once
 
@@ -9,7 +9,7 @@ namespace espgrid::cuda {
 
 /// The inputs of the PB coefficient maps on the device (host memory; src/pb_surface/pb_coefficients.cpp
 /// prepares them). The maps are APBS's, computed by the same per-node functions as the host's
-/// (src/pb_numerics/pb_geometry.h; kernels/pb_surface.cu is built without FMA contraction, so the device's
+/// (src/pb_numerics/pb_geometry.h; kernels/pb/pb_surface.cu is built without FMA contraction, so the device's
 /// maps equal the host's bit for bit).
 struct PbSurfaceInput {
   long atoms = 0;

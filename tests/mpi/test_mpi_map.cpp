@@ -202,7 +202,7 @@ TEST(MpiMap, GatherHelpers) {
 }
 
 /// A PB grid split over the ranks' GPUs moves halo planes, coarse levels, partial sums and the map's
-/// planes through pb::PbRankLink (kernels/pb_slab_solver.cuh); each is checked here with values that
+/// planes through pb::PbRankLink (kernels/pb/pb_slab_solver.cuh); each is checked here with values that
 /// name their sender and place, so a plane sent to the wrong neighbour, a part at the wrong offset or
 /// a sum out of rank order fails.
 TEST(MpiMap, ThePbRankLinkMovesWhatTheSlabsExchange) {

@@ -1,5 +1,5 @@
-// The multigrid-preconditioned CG of kernels/pb_lean_solver.cuh over the slabs of one grid split
-// over devices by z-planes (kernels/pb_pipeline.cu); one slab is that solver's arithmetic alone.
+// The multigrid-preconditioned CG of kernels/pb/pb_lean_solver.cuh over the slabs of one grid split
+// over devices by z-planes (kernels/pb/pb_pipeline.cu); one slab is that solver's arithmetic alone.
 //
 // A slab's level holds its planes and, at each cut, the neighbour's nearest plane (a halo). The
 // cycle is the one-grid cycle: red-black half-sweeps are order-free within a colour, so a sweep on
@@ -25,7 +25,7 @@
 #include <vector>
 
 #include "kernels/cuda_runtime_support.h"
-#include "kernels/pb_lean_solver.cuh"
+#include "kernels/pb/pb_lean_solver.cuh"
 #include "src/core/switches.h"
 #include "src/pb/pb_rank_link.h"
 

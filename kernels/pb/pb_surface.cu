@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "kernels/cuda_runtime_support.h"
-#include "kernels/pb_device.cuh"
+#include "kernels/pb/pb_device.cuh"
 #include "src/pb/pb_cuda_driver.h"
 #include "src/pb_numerics/pb_geometry.h"
 

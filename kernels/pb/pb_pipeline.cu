@@ -1,6 +1,6 @@
 // The whole PB map from the atoms (src/pb/pb_pipeline_driver.h), on one device or split in z-slabs
-// over several: inputs and surface (kernels/pb_pipeline_inputs.cu), then the right-hand side, the
-// hierarchy and the solve (kernels/pb_lean_solver.cuh; over several slabs kernels/pb_slab_solver.cuh),
+// over several: inputs and surface (kernels/pb/pb_pipeline_inputs.cu), then the right-hand side, the
+// hierarchy and the solve (kernels/pb/pb_lean_solver.cuh; over several slabs kernels/pb/pb_slab_solver.cuh),
 // then the map. Built with FMA contraction like pb_multigrid.cu, whose kernels these repeat, so the
 // same inputs give that path's map bit for bit (one slab).
 //
@@ -21,11 +21,11 @@
 #include <vector>
 
 #include "kernels/cuda_runtime_support.h"
-#include "kernels/pb_device.cuh"
-#include "kernels/pb_lean_solver.cuh"
-#include "kernels/pb_pipeline.cuh"
-#include "kernels/pb_pipeline_node_kernels.cuh"
-#include "kernels/pb_slab_solver.cuh"
+#include "kernels/pb/pb_device.cuh"
+#include "kernels/pb/pb_lean_solver.cuh"
+#include "kernels/pb/pb_pipeline.cuh"
+#include "kernels/pb/pb_pipeline_node_kernels.cuh"
+#include "kernels/pb/pb_slab_solver.cuh"
 #include "src/compute/cuda_driver.h"
 #include "src/core/process_trace.h"
 #include "src/core/stopwatch.h"

@@ -1,4 +1,4 @@
-// What kernels/pb_pipeline_inputs.cu gives kernels/pb_pipeline.cu (CUDA only): the pipeline's
+// What kernels/pb/pb_pipeline_inputs.cu gives kernels/pb/pb_pipeline.cu (CUDA only): the pipeline's
 // inputs built on the device from the atoms. pb_pipeline_inputs.cu is built without FMA
 // contraction (the host's bits: the surface and the charges equal pb_coefficients.cpp's and
 // pb_charges.cpp's); pb_pipeline.cu with it, as pb_multigrid.cu, whose solver it repeats.
@@ -9,7 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "kernels/pb_device_ledger.cuh"
+#include "kernels/pb/pb_device_ledger.cuh"
 #include "src/pb/pb_pipeline_driver.h"
 #include "src/pb_numerics/pb_pipeline_math.h"
 

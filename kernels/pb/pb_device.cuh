@@ -1,4 +1,4 @@
-// Shared between kernels/pb_surface.cu, kernels/pb_multigrid.cu and kernels/pb_pipeline.cu (CUDA
+// Shared between kernels/pb/pb_surface.cu, kernels/pb/pb_multigrid.cu and kernels/pb/pb_pipeline.cu (CUDA
 // only): the coefficient maps built into device memory, and a PB workspace's pool.
 #pragma once
 
@@ -22,7 +22,7 @@ struct DeviceSurface {
 /// Builds them on `stream` (the current device is in.device's); returns when they are complete.
 DeviceSurface build_surface_on_device(const PbSurfaceInput& in, cudaStream_t stream);
 
-/// A PbDeviceWorkspace's buffers: a DevicePool (kernels/pb_multigrid.cu and kernels/pb_pipeline.cu
+/// A PbDeviceWorkspace's buffers: a DevicePool (kernels/pb/pb_multigrid.cu and kernels/pb/pb_pipeline.cu
 /// allocate from it under a DevicePoolScope).
 struct PbDeviceWorkspace::Pool : DevicePool {};
 

@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "kernels/cuda_runtime_support.h"
-#include "kernels/pb_coarsest.cuh"
-#include "kernels/pb_device.cuh"
-#include "kernels/pb_multigrid_solver.cuh"
+#include "kernels/pb/pb_coarsest.cuh"
+#include "kernels/pb/pb_device.cuh"
+#include "kernels/pb/pb_multigrid_solver.cuh"
 #include "src/compute/cuda_driver.h"
 #include "src/pb/pb_cuda_driver.h"
 #include "src/pb_numerics/pb_multigrid_math.h"
@@ -472,7 +472,7 @@ void solve_pb_on_device(const PbDeviceSolveInput& in, PbDeviceSolveResult& out) 
   ESPGRID_CUDA_CHECK(
       cudaMemcpyAsync(solver.rhs_buffer(), rhs.get(), size * sizeof(double), cudaMemcpyDeviceToDevice, st));
   e2.record(st);
-  if (in.nonlinear) {  // npbe: kernels/pb_nonlinear.cu
+  if (in.nonlinear) {  // npbe: kernels/pb/pb_nonlinear.cu
     newton_on_device(solver, rhs.get(), coulomb.get(), *in.nonlinear, out.newton, out.clipped_nodes);
     out.iterations = out.newton.linear_iterations;
     out.own_residual = out.relative_residual = out.newton.relative_residual;  // recomputed from u at the end

@@ -1,4 +1,4 @@
-// The device PB pipeline's inputs, built on the device from the atoms (kernels/pb_pipeline.cuh):
+// The device PB pipeline's inputs, built on the device from the atoms (kernels/pb/pb_pipeline.cuh):
 // atom bins (cub's stable radix sort, so bins list their atoms in ascending order, as the host's
 // cell lists do), the SAS neighbour lists (count, scan, fill, sort closest first), the mol/smol
 // surface as bytes carved by every open SAS point without storing the points, the node codes, and
@@ -10,7 +10,7 @@
 #include <string>
 
 #include "kernels/cuda_runtime_support.h"
-#include "kernels/pb_pipeline.cuh"
+#include "kernels/pb/pb_pipeline.cuh"
 
 namespace espgrid::cuda::pipeline {
 namespace {

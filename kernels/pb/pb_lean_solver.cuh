@@ -1,5 +1,5 @@
-// The device pipeline's multigrid-preconditioned CG (kernels/pb_pipeline.cu): the algorithm and the
-// arithmetic of kernels/pb_multigrid.cu's solver, node for node and in the same order, so the same
+// The device pipeline's multigrid-preconditioned CG (kernels/pb/pb_pipeline.cu): the algorithm and the
+// arithmetic of kernels/pb/pb_multigrid.cu's solver, node for node and in the same order, so the same
 // system gives the same bits, with less memory:
 //   - level 0's operator is any type with MgOperator's members (the pipeline's CodedOperator: 4
 //     bytes a node instead of 32);
@@ -21,8 +21,8 @@
 #include <vector>
 
 #include "kernels/cuda_runtime_support.h"
-#include "kernels/pb_coarsest.cuh"
-#include "kernels/pb_device_ledger.cuh"
+#include "kernels/pb/pb_coarsest.cuh"
+#include "kernels/pb/pb_device_ledger.cuh"
 #include "src/pb/pb_cuda_driver.h"
 #include "src/pb_numerics/pb_multigrid_math.h"
 
@@ -211,7 +211,7 @@ struct LevelArrays {
 };
 
 /// CG preconditioned by one V-cycle, level 0's operator of type Top; one slab's share of it when the
-/// grid is split over devices (kernels/pb_slab_solver.cuh runs the slabs' cycle and CG together; one
+/// grid is split over devices (kernels/pb/pb_slab_solver.cuh runs the slabs' cycle and CG together; one
 /// slab is this class's arithmetic alone). The caller owns the stream.
 template <class Top>
 class Solver {
@@ -219,7 +219,7 @@ class Solver {
   Solver(Ledger& ledger, const PbMgRun& run, cudaStream_t stream) : ledger_(ledger), run_(run), stream_(stream) {}
 
   /// Level 0's vectors (zero) and the coarser levels' shapes and vectors; their operators come from
-  /// build_operators (kernels/pb_slab_solver.cuh; `build` does both for one slab).
+  /// build_operators (kernels/pb/pb_slab_solver.cuh; `build` does both for one slab).
   void shape(const Top& top, const PbMgLevel* shape, int count) {
     top_ = top;
     size_ = top.n[0] * top.n[1] * top.n[2];
@@ -302,7 +302,7 @@ class Solver {
                                                                     a.plane_offset);
     ESPGRID_CUDA_CHECK_LAUNCH();
   }
-  /// The coarsest level's `sweeps` symmetric sweeps in one launch (kernels/pb_coarsest.cuh), when
+  /// The coarsest level's `sweeps` symmetric sweeps in one launch (kernels/pb/pb_coarsest.cuh), when
   /// level l is small enough; false (nothing queued) otherwise.
   bool coarsest_sweeps(std::size_t l, int sweeps) {
     const LevelArrays a = level(l);

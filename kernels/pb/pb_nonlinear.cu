@@ -1,6 +1,6 @@
 // The nonlinear PB equation's inexact Newton iteration on one GPU (src/pb/pb_nonlinear.h): the
 // algorithm is src/pb_numerics/pb_newton.h's, the per-node arithmetic src/pb_numerics/pb_nonlinear_math.h's, and
-// each step's linear system goes to the device multigrid (kernels/pb_multigrid_solver.cuh) after
+// each step's linear system goes to the device multigrid (kernels/pb/pb_multigrid_solver.cuh) after
 // its level-0 diagonal is rewritten and the coarse operators rebuilt there. Between steps nothing
 // leaves the device but scalars (norms, dot products). Sums are taken in a fixed order (block
 // partials, then one block), so a run repeats bit for bit.
@@ -11,7 +11,7 @@
 #include <string>
 
 #include "kernels/cuda_runtime_support.h"
-#include "kernels/pb_multigrid_solver.cuh"
+#include "kernels/pb/pb_multigrid_solver.cuh"
 #include "src/compute/cuda_driver.h"
 #include "src/pb/pb_cuda_driver.h"
 #include "src/pb_numerics/pb_newton.h"

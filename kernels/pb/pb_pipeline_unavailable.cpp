@@ -1,4 +1,4 @@
-// Stand-in for the device PB pipeline (kernels/pb_pipeline.cu) in a build without CUDA.
+// Stand-in for the device PB pipeline (kernels/pb/pb_pipeline.cu) in a build without CUDA.
 #include <string>
 
 #include "src/core/errors.h"

@@ -1,4 +1,4 @@
-// The PB pipeline's kernels over every node of a slab (kernels/pb_pipeline.cu): the right-hand side,
+// The PB pipeline's kernels over every node of a slab (kernels/pb/pb_pipeline.cu): the right-hand side,
 // φ from the face values and the solution, and φ·q for the energy. Included by pb_pipeline.cu alone.
 #pragma once
 

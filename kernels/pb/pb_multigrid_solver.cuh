@@ -1,4 +1,4 @@
-// The device-resident multigrid-preconditioned CG of kernels/pb_multigrid.cu, declared for the
+// The device-resident multigrid-preconditioned CG of kernels/pb/pb_multigrid.cu, declared for the
 // drivers that run it: pb_multigrid.cu's own (the linear PB solve) and pb_nonlinear.cu's (the
 // inexact Newton iteration, which re-solves with a new level-0 diagonal at every step). The
 // member functions, and every kernel they launch, are defined in pb_multigrid.cu.
@@ -81,7 +81,7 @@ class PbMultigridSolver {
   cudaStream_t stream_ = nullptr;
 };
 
-/// The nonlinear system by inexact Newton on `solver`'s device (kernels/pb_nonlinear.cu): level 0
+/// The nonlinear system by inexact Newton on `solver`'s device (kernels/pb/pb_nonlinear.cu): level 0
 /// holds the linear operator (its c is the Boltzmann term's coefficient), `rhs` (device) the linear
 /// system's source, `coulomb` (device) φ_Coulomb for the split formulation or null. On return the
 /// solution is in solver.solution(); level 0's c holds the last Jacobian's diagonal.
