@@ -118,10 +118,11 @@ namespace {
 /// The mdh terms on the device: every sum one plane group of one launch (a lattice is a few
 /// hundred points: alone it would leave the device idle), the atoms uploaded once, each band as
 /// its list of indices, the nodes computed on the device (building them and the bands' atoms on
-/// the host cost more than the sums: 1.93 M atoms, 0.33 s of 0.38).
+/// the host cost more than the sums: 1.93 M atoms, 0.33 s of 0.38); the values back split into a
+/// vector a sum on `threads`.
 std::vector<std::vector<double>> sums_on_device(const Atoms& atoms, const std::vector<double>& q,
                                                 const PhysicsOptions& physics, const std::array<double, 3>& centre,
-                                                const std::vector<FacePlaneSum>& sums, int device,
+                                                const std::vector<FacePlaneSum>& sums, int device, int threads,
                                                 double* device_seconds) {
   const PlaneGroupInputs inputs(atoms.x, atoms.y, atoms.z, q, coulomb_factor(physics), centre);
   std::vector<cuda::PlaneGroup> groups;
@@ -148,15 +149,7 @@ std::vector<std::vector<double>> sums_on_device(const Atoms& atoms, const std::v
       inputs.problem(physics.model, pair_parameters(physics), groups, values.data()), device);
   trace_process("boundary sums: returned (device buffers freed)");
   if (device_seconds) *device_seconds += timing.kernel_seconds;
-  std::vector<std::vector<double>> out;
-  out.reserve(sums.size());
-  std::size_t first = 0;
-  for (const cuda::PlaneGroup& g : groups) {
-    out.emplace_back(values.begin() + static_cast<std::ptrdiff_t>(first),
-                     values.begin() + static_cast<std::ptrdiff_t>(first + g.point_count));
-    first += g.point_count;
-  }
-  return out;
+  return split_sums(sums, values.data(), threads);
 }
 
 /// The mdh terms through a grid kernel: each sum a grid of one z-plane with the atoms' axes
@@ -219,7 +212,7 @@ std::vector<double> mdh_face_values(const Atoms& atoms, const GridSpec& grid, co
     std::vector<double> values = banded_face_values(
         atoms, grid, o.boundary_accuracy,
         [&](const std::vector<FacePlaneSum>& sums) {
-          return sums_on_device(atoms, q, physics, centre, sums, device, &device_seconds);
+          return sums_on_device(atoms, q, physics, centre, sums, device, threads, &device_seconds);
         },
         report, threads);
     if (report) report->device_seconds = device_seconds;

@@ -1,10 +1,9 @@
 #include "src/pb/pb_face_sums.h"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <cmath>
 #include <future>
+#include <memory>
 #include <string>
 #include <utility>
 
@@ -107,13 +106,12 @@ FacePlaneSum plane(const Face& f, const Band& b, std::array<double, 2> offset, s
 }
 
 /// A band's lattice interpolated separably: first along u at every node of each lattice row, into
-/// `rows` ((K+1) rows of the face's n[0] nodes, sized by the caller: nothing is allocated here, on the
-/// threads), then (add_band_row) along v for one row of the face.
-std::size_t lattice_row_values(const Face& f, const Band& b) {
-  return static_cast<std::size_t>((cells(f.n[1], b.stride[1]) + 1) * f.n[0]);
-}
-void lattice_rows(const Face& f, const Band& b, std::vector<double>& rows) {
+/// (K+1) rows of the face's n[0] nodes (left unfilled by the allocation: each is written here, and
+/// the thread that writes them faults in their pages), then (add_band_row) along v for one row of
+/// the face.
+std::unique_ptr<double[]> lattice_rows(const Face& f, const Band& b) {
   const std::int64_t ku = cells(f.n[0], b.stride[0]), kv = cells(f.n[1], b.stride[1]);
+  auto rows = std::make_unique_for_overwrite<double[]>(static_cast<std::size_t>((kv + 1) * f.n[0]));
   for (std::int64_t a = 0; a < f.n[0]; ++a) {
     const Stencil s = stencil(static_cast<double>(a) / static_cast<double>(b.stride[0]), ku);
     for (std::int64_t r = 0; r <= kv; ++r) {
@@ -121,38 +119,68 @@ void lattice_rows(const Face& f, const Band& b, std::vector<double>& rows) {
       rows[static_cast<std::size_t>(r * f.n[0] + a)] = s.w[0] * l[0] + s.w[1] * l[1] + s.w[2] * l[2] + s.w[3] * l[3];
     }
   }
+  return rows;
 }
 
 /// Row c of the face (its n[0] nodes, `out`) plus the band's values there: its exact sum, or its
-/// lattice's rows (lattice_rows) interpolated along v.
-void add_band_row(const Face& f, const Band& b, const std::vector<double>& rows, std::int64_t c, double* out) {
+/// lattice's rows (lattice_rows) interpolated along v, in one pass: each node adds its four terms
+/// in the lattice rows' order.
+void add_band_row(const Face& f, const Band& b, const double* rows, std::int64_t c, double* out) {
   if (b.exact_sum()) {
     const double* e = &b.exact[static_cast<std::size_t>(c * f.n[0])];
     for (std::int64_t a = 0; a < f.n[0]; ++a) out[a] += e[a];
     return;
   }
   const Stencil s = stencil(static_cast<double>(c) / static_cast<double>(b.stride[1]), cells(f.n[1], b.stride[1]));
-  for (int k = 0; k < 4; ++k) {
-    const double* row = &rows[static_cast<std::size_t>((s.first + k) * f.n[0])];
-    for (std::int64_t a = 0; a < f.n[0]; ++a) out[a] += s.w[k] * row[a];
+  const double* r[4];
+  for (int k = 0; k < 4; ++k) r[k] = rows + (s.first + k) * f.n[0];
+  for (std::int64_t a = 0; a < f.n[0]; ++a) {
+    double x = out[a];
+    x += s.w[0] * r[0][a];
+    x += s.w[1] * r[1][a];
+    x += s.w[2] * r[2][a];
+    x += s.w[3] * r[3][a];
+    out[a] = x;
   }
 }
 
-/// The largest difference between the lattice's interpolation and the exact sums at the cells'
-/// centres (`centres`: K along u × K along v).
-double centre_error(const Face& f, const Band& b, const std::vector<double>& centres) {
+/// Where row c of a face goes in boundary_nodes' order: the nodes [first, last) of the row that the
+/// face owns (a node on an edge takes the value of the first face that holds it: z faces, then y,
+/// then x), the first at `at` and each next one `step` further on.
+struct RowPlace {
+  std::int64_t first = 0, last = 0;
+  long at = 0, step = 1;
+};
+
+RowPlace place(const Face& f, std::int64_t c, const long* n) {
+  RowPlace p;
+  if (f.normal != 2 && (c == 0 || c == n[2] - 1)) return p;  // an x or y face's row c is at z = c: a z face's
+  p.first = f.normal == 0 ? 1 : 0;                           // an x face's ends are y faces'
+  p.last = f.normal == 0 ? f.n[0] - 1 : f.n[0];
+  long node[3];
+  node[f.normal] = f.side ? n[f.normal] - 1 : 0;
+  node[f.v] = static_cast<long>(c);
+  node[f.u] = static_cast<long>(p.first);
+  p.at = face_index(n, node[0], node[1], node[2]);
+  if (p.last - p.first < 2) return p;
+  ++node[f.u];
+  p.step = face_index(n, node[0], node[1], node[2]) - p.at;
+  return p;
+}
+
+/// The largest difference between the lattice's interpolation and the exact sums at the centres of
+/// the cells of lattice row c (`centres`: K along u × K along v).
+double centre_row_error(const Face& f, const Band& b, const std::vector<double>& centres, std::int64_t c) {
   const std::int64_t ku = cells(f.n[0], b.stride[0]), kv = cells(f.n[1], b.stride[1]);
+  const Stencil sv = stencil(static_cast<double>(c) + 0.5, kv);
   double worst = 0;
-  for (std::int64_t c = 0; c < kv; ++c) {
-    const Stencil sv = stencil(static_cast<double>(c) + 0.5, kv);
-    for (std::int64_t a = 0; a < ku; ++a) {
-      const Stencil su = stencil(static_cast<double>(a) + 0.5, ku);
-      double value = 0;
-      for (int j = 0; j < 4; ++j)
-        for (int i = 0; i < 4; ++i)
-          value += sv.w[j] * su.w[i] * b.lattice[static_cast<std::size_t>((sv.first + j) * (ku + 1) + su.first + i)];
-      worst = std::max(worst, std::abs(value - centres[static_cast<std::size_t>(c * ku + a)]));
-    }
+  for (std::int64_t a = 0; a < ku; ++a) {
+    const Stencil su = stencil(static_cast<double>(a) + 0.5, ku);
+    double value = 0;
+    for (int j = 0; j < 4; ++j)
+      for (int i = 0; i < 4; ++i)
+        value += sv.w[j] * su.w[i] * b.lattice[static_cast<std::size_t>((sv.first + j) * (ku + 1) + su.first + i)];
+    worst = std::max(worst, std::abs(value - centres[static_cast<std::size_t>(c * ku + a)]));
   }
   return worst;
 }
@@ -188,10 +216,37 @@ FaceBands bands_of(const Atoms& atoms, const std::array<Face, 6>& faces) {
   return bands;
 }
 
+/// A lattice to check: its face, its band and the exact sums at its cells' centres.
+struct Check {
+  const Face* face = nullptr;
+  Band* band = nullptr;
+  const std::vector<double>* centres = nullptr;
+};
+
+/// Each lattice's largest error at its cells' centres, a lattice row at a time on `threads` (the
+/// capsid's six first lattices hold most of the rows: a thread a lattice would leave the others
+/// idle). The largest of the rows' errors does not depend on the rows' order.
+void measure(const std::vector<Check>& checks, int threads) {
+  std::vector<std::pair<std::size_t, std::int64_t>> rows;  // (check, lattice row)
+  for (std::size_t k = 0; k < checks.size(); ++k)
+    for (std::int64_t c = 0; c < cells(checks[k].face->n[1], checks[k].band->stride[1]); ++c) rows.emplace_back(k, c);
+  std::vector<double> worst(rows.size());
+#pragma omp parallel for schedule(dynamic, 4) num_threads(threads_to_use(threads))
+  for (std::size_t r = 0; r < rows.size(); ++r) {
+    const Check& k = checks[rows[r].first];
+    worst[r] = centre_row_error(*k.face, *k.band, *k.centres, rows[r].second);
+  }
+  for (const Check& k : checks) k.band->measured = 0;
+  for (std::size_t r = 0; r < rows.size(); ++r) {
+    Band& b = *checks[rows[r].first].band;
+    b.measured = std::max(b.measured, worst[r]);
+  }
+}
+
 /// One round: every pending band's sums in one call to `sum` (an exact band's face, a lattice and
-/// its centres), the lattices' errors measured at the centres.
-void evaluate_round(const std::array<Face, 6>& faces, FaceBands& bands, const FaceSumEvaluator& sum,
-                    FaceSumReport& rep) {
+/// its centres), the lattices' errors measured at the centres on `threads`.
+void evaluate_round(const std::array<Face, 6>& faces, FaceBands& bands, const FaceSumEvaluator& sum, FaceSumReport& rep,
+                    int threads) {
   std::vector<FacePlaneSum> sums;
   std::vector<Band*> owners;  // the band of each exact or lattice sum
   for (std::size_t fi = 0; fi < faces.size(); ++fi)
@@ -218,6 +273,7 @@ void evaluate_round(const std::array<Face, 6>& faces, FaceBands& bands, const Fa
                   std::to_string(sums[s].node_count()) + " nodes");
     rep.pair_terms += static_cast<double>(sums[s].node_count()) * static_cast<double>(sums[s].atoms->size());
   }
+  std::vector<Check> checks;
   std::size_t next = 0, owner = 0;
   for (std::size_t fi = 0; fi < faces.size(); ++fi)
     for (Band& b : bands[fi]) {
@@ -230,8 +286,9 @@ void evaluate_round(const std::array<Face, 6>& faces, FaceBands& bands, const Fa
         continue;
       }
       b.lattice = std::move(values[next++]);
-      b.measured = centre_error(faces[fi], b, values[next++]);
+      checks.push_back({&faces[fi], &b, &values[next++]});
     }
+  measure(checks, threads);
   rep.check_seconds += clock.seconds();
 }
 
@@ -255,17 +312,16 @@ bool refine(FaceBands& bands, double bound) {
   return pending;
 }
 
-/// The boundary nodes' values in boundary_nodes' order (pb::face_index): each face's bands added,
-/// in order, a face's row at a time, on `threads` (0: all cores). A node on an edge takes the value
-/// of the first face that holds it: z faces, then y, then x (each node has one owner, so the rows go
-/// in any order). The capsid's 2.4 M nodes took 37-48 ms on an H200 host with a thread a face and
-/// the ordering on one, on the path the solve waits on.
-std::vector<double> assemble(const GridSpec& grid, const std::array<Face, 6>& faces, const FaceBands& bands,
-                             FaceSumReport& rep, int threads) {
+/// The boundary nodes' values in boundary_nodes' order (pb::face_index), into `out` (sized): each
+/// face's bands added, in order, a face's row at a time, on `threads` (0: all cores); each node has
+/// one owner (RowPlace), so the rows go in any order. The capsid's 2.4 M nodes took 37-48 ms on an
+/// H200 host with a thread a face and the ordering on one, on the path the solve waits on.
+void assemble(const std::array<Face, 6>& faces, const FaceBands& bands, const long* n, std::vector<double>& out,
+              FaceSumReport& rep, int threads) {
   const int team = threads_to_use(threads);
   // Every lattice along u first (a band's rows: up to half a face).
   std::vector<std::pair<std::size_t, std::size_t>> lattices;  // (face, band)
-  std::array<std::vector<std::vector<double>>, 6> rows;
+  std::array<std::vector<std::unique_ptr<double[]>>, 6> rows;
   std::array<double, 6> measured{};
   for (std::size_t fi = 0; fi < faces.size(); ++fi) {
     rows[fi].resize(bands[fi].size());
@@ -273,53 +329,55 @@ std::vector<double> assemble(const GridSpec& grid, const std::array<Face, 6>& fa
       const Band& b = bands[fi][bi];
       if (b.atoms.empty()) continue;
       measured[fi] += b.measured;
-      if (b.exact_sum()) continue;
-      lattices.emplace_back(fi, bi);
-      rows[fi][bi].resize(lattice_row_values(faces[fi], b));
+      if (!b.exact_sum()) lattices.emplace_back(fi, bi);
     }
   }
   rep.measured_error = *std::max_element(measured.begin(), measured.end());
 #pragma omp parallel for schedule(dynamic) num_threads(team)
   for (std::size_t l = 0; l < lattices.size(); ++l) {
     const auto [fi, bi] = lattices[l];
-    lattice_rows(faces[fi], bands[fi][bi], rows[fi][bi]);
+    rows[fi][bi] = lattice_rows(faces[fi], bands[fi][bi]);
   }
-  const long n[3] = {static_cast<long>(grid.dims[0]), static_cast<long>(grid.dims[1]), static_cast<long>(grid.dims[2])};
-  const auto owns = [&](const Face& f, const long* at) {
-    if (f.normal == 2) return true;
-    if (at[2] == 0 || at[2] == n[2] - 1) return false;  // a z face's
-    return f.normal == 1 || (at[1] != 0 && at[1] != n[1] - 1);
-  };
   std::vector<std::pair<std::size_t, std::int64_t>> face_rows;  // (face, row v)
-  for (std::size_t fi = 0; fi < faces.size(); ++fi)
-    for (std::int64_t c = 0; c < faces[fi].n[1]; ++c) face_rows.emplace_back(fi, c);
-  std::vector<double> out(static_cast<std::size_t>(face_node_count(n)));
   std::int64_t widest = 0;
-  for (const Face& f : faces) widest = std::max(widest, f.n[0]);
-  std::vector<std::vector<double>> row_of(static_cast<std::size_t>(team),
-                                          std::vector<double>(static_cast<std::size_t>(widest)));
+  for (std::size_t fi = 0; fi < faces.size(); ++fi) {
+    for (std::int64_t c = 0; c < faces[fi].n[1]; ++c) face_rows.emplace_back(fi, c);
+    widest = std::max(widest, faces[fi].n[0]);
+  }
 #pragma omp parallel num_threads(team)
   {
-    double* const row = row_of[static_cast<std::size_t>(omp_get_thread_num())].data();
+    std::vector<double> row(static_cast<std::size_t>(widest));
 #pragma omp for schedule(static)
     for (std::size_t r = 0; r < face_rows.size(); ++r) {
       const auto [fi, c] = face_rows[r];
       const Face& f = faces[fi];
-      std::fill(row, row + f.n[0], 0.0);
+      const RowPlace p = place(f, c, n);
+      if (p.first == p.last) continue;
+      std::fill(row.begin(), row.begin() + f.n[0], 0.0);
       for (std::size_t bi = 0; bi < bands[fi].size(); ++bi)
-        if (!bands[fi][bi].atoms.empty()) add_band_row(f, bands[fi][bi], rows[fi][bi], c, row);
-      long at[3];
-      at[f.normal] = f.side ? n[f.normal] - 1 : 0;
-      at[f.v] = static_cast<long>(c);
-      for (at[f.u] = 0; at[f.u] < f.n[0]; ++at[f.u])
-        if (owns(f, at))
-          out[static_cast<std::size_t>(face_index(n, at[0], at[1], at[2]))] = row[static_cast<std::size_t>(at[f.u])];
+        if (!bands[fi][bi].atoms.empty()) add_band_row(f, bands[fi][bi], rows[fi][bi].get(), c, row.data());
+      double* to = out.data() + p.at;
+      for (std::int64_t a = p.first; a < p.last; ++a, to += p.step) *to = row[static_cast<std::size_t>(a)];
     }
   }
-  return out;
 }
 
 }  // namespace
+
+std::vector<std::vector<double>> split_sums(const std::vector<FacePlaneSum>& sums, const float* values, int threads) {
+  std::vector<std::size_t> start(sums.size() + 1, 0), order(sums.size());
+  for (std::size_t i = 0; i < sums.size(); ++i) start[i + 1] = start[i] + sums[i].node_count(), order[i] = i;
+  // The largest first (the exact faces' sums hold most of the values), each on the next free thread.
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return sums[a].node_count() > sums[b].node_count(); });
+  std::vector<std::vector<double>> out(sums.size());
+#pragma omp parallel for schedule(dynamic) num_threads(threads_to_use(threads))
+  for (std::size_t k = 0; k < order.size(); ++k) {
+    const std::size_t i = order[k];
+    out[i].assign(values + start[i], values + start[i + 1]);
+  }
+  return out;
+}
 
 FaceSumEvaluator shared_among_ranks(FaceSumEvaluator sum, FaceSumShare share) {
   if (share.ranks <= 1) return sum;
@@ -363,20 +421,27 @@ std::vector<double> banded_face_values(const Atoms& atoms, const GridSpec& grid,
   if (!(bound > 0)) throw Error("internal error: the banded boundary sum needs a bound > 0");
   Stopwatch clock;
   const std::array<Face, 6> faces = faces_of(grid);
+  const long n[3] = {static_cast<long>(grid.dims[0]), static_cast<long>(grid.dims[1]), static_cast<long>(grid.dims[2])};
+  // The values' array made (zeroed: a vector) beside the bands' planning: the capsid's 19 MB of new
+  // pages cost ~13 ms on one thread, after the sums (on the path the solve waits on) otherwise.
+  std::future<std::vector<double>> made = std::async(std::launch::async, [count = face_node_count(n)] {
+    return std::vector<double>(static_cast<std::size_t>(count));
+  });
   trace_process("boundary: planning the bands");
   FaceBands bands = bands_of(atoms, faces);
+  std::vector<double> out = made.get();
   trace_process("boundary: bands planned");
   FaceSumReport rep;
   rep.bound = bound;
   rep.plan_seconds = clock.seconds();
   do {
     ++rep.rounds;
-    evaluate_round(faces, bands, sum, rep);
+    evaluate_round(faces, bands, sum, rep, threads);
     clock.restart();
   } while (refine(bands, bound));
   rep.check_seconds += clock.seconds();
   clock.restart();
-  std::vector<double> out = assemble(grid, faces, bands, rep, threads);
+  assemble(faces, bands, n, out, rep, threads);
   rep.assemble_seconds = clock.seconds();
   trace_process("boundary: interpolated and ordered");
   rep.exact_pair_terms = static_cast<double>(out.size()) * static_cast<double>(atoms.size());
