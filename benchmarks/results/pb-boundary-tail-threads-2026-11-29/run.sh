@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Session 14, call 3: the GPU suite at 99797cc (the boundary's host tail on threads), and the capsid, 290k
+# and 47k whole processes against 0db51c4 (same code as e4cc57e), interleaved, traced.
+set -u
+PY=$(command -v python3)
+R=$OUT/s14c; W=/tmp/w; mkdir -p $R $W
+nvidia-smi > $R/nvidia-smi.txt; date -u > $R/date.txt
+( "$PY" benchmarks/make_capsid.py data/achbp.pqr --per-unit 2 -o $W/capsid.pqr > $R/capsid-make.log 2>&1
+  "$PY" scripts/make_lattice_structure.py data/actin_dimer.pqr --copies 2x2x1 --gap 2 -o $W/actin4.pqr > /dev/null
+  "$PY" scripts/make_lattice_structure.py data/achbp.pqr --atoms 300000 -o $W/achbp18.pqr > /dev/null ) &
+mk=$!
+( cmake -S .device/old-src -B .device/old-build -DESPGRID_VTK=OFF -DESPGRID_PYTHON=OFF -DESPGRID_WEB=OFF -DCMAKE_BUILD_TYPE=Release \
+  -DESPGRID_TESTS=OFF -DCMAKE_PREFIX_PATH=$PWD/.device/hwy > $R/old-build.log 2>&1 &&
+  nice cmake --build .device/old-build -j 6 --target espgrid >> $R/old-build.log 2>&1; echo "old build rc $?" >> $R/old-build.log ) &
+old=$!
+t=$SECONDS
+BUILD_DIR=build-gpu bash scripts/device-check.sh build > $R/build.log 2>&1 || { echo build failed; tail -40 $R/build.log; exit 1; }
+echo "build $((SECONDS-t)) s"
+t=$SECONDS
+ESPGRID_REQUIRE_GPU=1 ctest --test-dir build-gpu --output-on-failure -j 8 -LE 'interop|python' --timeout 900 > $R/ctest.log 2>&1
+echo "ctest rc $? in $((SECONDS-t)) s" | tee -a $R/summary.txt
+grep -E "tests passed|tests failed|Total Test time" $R/ctest.log | tee -a $R/summary.txt
+grep -E "\(Failed\)|\(Timeout\)" $R/ctest.log | head -20 | tee -a $R/summary.txt
+wait $old; tail -1 $R/old-build.log
+wait $mk
+grid161=$(grep -o "\-\-origin.*" benchmarks/results/pb-process-2026-11-28-sixth/grids.txt)
+for rep in 1 2 3; do
+  for v in new old; do
+    bin=./build-gpu/espgrid; [ $v = old ] && bin=./.device/old-build/espgrid
+    for case in capsid 290k 47k; do
+      case $case in
+        capsid) args="$W/capsid.pqr --spacing 1 --padding 10";;
+        290k) args="$W/achbp18.pqr --spacing 1 --padding 10";;
+        47k) args="$W/actin4.pqr $grid161";;
+      esac
+      name=$case-$v-$rep
+      rm -f $W/p.mrc; sync
+      s=$(date +%s%N)
+      ESPGRID_TRACE_PROCESS=1 CUDA_VISIBLE_DEVICES=0 $bin map $args --model pb -o $W/p.mrc --json $R/$name.json > $R/$name.log 2>&1
+      rc=$?; e=$(date +%s%N)
+      echo "$name: rc $rc, $(( (e-s)/1000000 )) ms; $(grep -oE 'waiting for the boundary values [0-9.]+ [mµ]s' $R/$name.log); $(grep -oE 'interpolated and ordered [0-9.]+ [mµ]s' $R/$name.log); $(grep -oE 'device call \(all, with copies\) [0-9.]+ [mµ]s' $R/$name.log); md5 $(md5sum < $W/p.mrc | cut -c1-12)" | tee -a $R/summary.txt
+    done
+  done
+done
+cd $OUT && tar czf s14c.tgz s14c && rm -rf s14c
