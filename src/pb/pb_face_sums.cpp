@@ -314,8 +314,8 @@ bool refine(FaceBands& bands, double bound) {
 
 /// The boundary nodes' values in boundary_nodes' order (pb::face_index), into `out` (sized): each
 /// face's bands added, in order, a face's row at a time, on `threads` (0: all cores); each node has
-/// one owner (RowPlace), so the rows go in any order. The capsid's 2.4 M nodes took 37-48 ms on an
-/// H200 host with a thread a face and the ordering on one, on the path the solve waits on.
+/// one owner (RowPlace), so the rows go in any order. On the path the solve waits on: the capsid's
+/// 2.4 M nodes took 37-48 ms on an H200 host with a thread a face and the ordering on one, 3-4 ms so.
 void assemble(const std::array<Face, 6>& faces, const FaceBands& bands, const long* n, std::vector<double>& out,
               FaceSumReport& rep, int threads) {
   const int team = threads_to_use(threads);
