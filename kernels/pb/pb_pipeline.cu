@@ -118,7 +118,7 @@ class Slab {
 
   /// All of b's inputs but the face values, queued: the charges' bins and lists, the solver and its
   /// hierarchy's shape, the charges gathered into z. The solve waits for the boundary's last host steps
-  /// (its interpolation, ~40 ms on the capsid) after the surface; this work runs meanwhile.
+  /// after the surface (on the capsid 9-10 ms since they run on threads); this work runs meanwhile.
   void prepare() {
     const cudaStream_t st = stream_.get();
     prepare_start_.record(st);
@@ -156,7 +156,10 @@ class Slab {
   }
 
   /// z = b and p = the charges again, for the outputs (u holds the solution; r, z, p, q are free).
-  void recompute_rhs() { right_hand_side(solver_->z(), solver_->p()); }
+  void recompute_rhs() {
+    charges_into(solver_->p());
+    rhs_from(solver_->p(), solver_->z());
+  }
 
   /// q = φ·q at every node (APBS's spl2 fixed-charge energy), p holding the charges.
   void charge_potential() {
@@ -242,12 +245,6 @@ class Slab {
     ESPGRID_CUDA_CHECK(cudaMemcpyAsync(table_.get(), in_.conductances, 3 * pb::kPatterns * sizeof(double),
                                        cudaMemcpyHostToDevice, stream_.get()));
     return table_.get();
-  }
-
-  /// b into `b` (the charges gathered into `scratch` first).
-  void right_hand_side(double* b, double* scratch) {
-    charges_into(scratch);
-    rhs_from(scratch, b);
   }
 
   /// The charges spread to the nodes into `scratch`.

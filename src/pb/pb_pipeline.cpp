@@ -131,8 +131,6 @@ std::vector<double> face_values(const std::vector<double>& full, const GridSpec&
 
 namespace {
 
-/// The device's result into `out`: the solve's report, the energy's sum, the peak, the phases (the
-/// host's three measured around the device call: preparation, memory check, waiting for the map's memory).
 /// The solver's report from the device's result (final once the solve is done, before the copies back).
 SolveReport solve_report(const cuda::PbPipelineResult& r, const PbOptions& o) {
   SolveReport solve;
@@ -147,6 +145,8 @@ SolveReport solve_report(const cuda::PbPipelineResult& r, const PbOptions& o) {
   return solve;
 }
 
+/// The device's result into `out`: the solve's report, the energy's sum, the peak, the phases (the
+/// host's three measured around the device call: preparation, memory check, waiting for the map's memory).
 void take_result(const cuda::PbPipelineResult& r, const PbOptions& o, const PipelineRequest& request,
                  const std::array<double, 3>& host, PipelineSolve& out) {
   out.solve = solve_report(r, o);
