@@ -809,17 +809,29 @@ TEST(PbMemory, TheSummaryStatesTheEstimateAndThePeak) {
 // A PB grid is not split over GPUs: several devices are refused, not quietly reduced to the first.
 // ---- on a GPU: the pipeline against the path it replaces -------------------------------------------
 
-/// solve_pb with the device pipeline turned off (ESPGRID_PB_PIPELINE=0): the all-on-device path.
-PbResult without_pipeline(const Atoms& atoms, const GridSpec& g, const PbOptions& o, const PbRun& run) {
-  ::setenv("ESPGRID_PB_PIPELINE", "0", 1);
+/// f() with environment switch `name` set to 0 (src/core/switches.h), unset again after.
+template <class F>
+auto with_switched_off(const char* name, F&& f) {
+  ::setenv(name, "0", 1);
   try {
-    PbResult r = solve_pb(atoms, g, o, run);
-    ::unsetenv("ESPGRID_PB_PIPELINE");
+    auto r = f();
+    ::unsetenv(name);
     return r;
   } catch (...) {
-    ::unsetenv("ESPGRID_PB_PIPELINE");
+    ::unsetenv(name);
     throw;
   }
+}
+
+/// solve_pb with the device pipeline turned off (ESPGRID_PB_PIPELINE=0): the all-on-device path.
+PbResult without_pipeline(const Atoms& atoms, const GridSpec& g, const PbOptions& o, const PbRun& run) {
+  return with_switched_off("ESPGRID_PB_PIPELINE", [&] { return solve_pb(atoms, g, o, run); });
+}
+
+/// solve_pb with the pipeline's V-cycle stored in double (ESPGRID_PB_FLOAT_CYCLE=0): pb_multigrid.cu's
+/// arithmetic, node for node.
+PbResult with_double_cycle(const Atoms& atoms, const GridSpec& g, const PbOptions& o, const PbRun& run) {
+  return with_switched_off("ESPGRID_PB_FLOAT_CYCLE", [&] { return solve_pb(atoms, g, o, run); });
 }
 
 TEST(PbPipelineGpu, MapIsTheAllOnDevicePathsMap) {
@@ -846,7 +858,8 @@ TEST(PbPipelineGpu, MapIsTheAllOnDevicePathsMap) {
     PbRun run;
     run.solver = PbSolver::CudaMultigrid;
     run.keep_potential = true;
-    const PbResult now = solve_pb(fas, g, o, run), before = without_pipeline(fas, g, o, run);
+    // The pipeline with its V-cycle in double (in float: FloatCycleGivesTheDoubleCyclesMapInLessMemory).
+    const PbResult now = with_double_cycle(fas, g, o, run), before = without_pipeline(fas, g, o, run);
     const std::string what =
         surface_name(c.surface) + " " + charge_method_name(c.charges) + " bcfl " + boundary_name(c.boundary);
     // The pipeline's method line says so (short: it goes into the .dx header's source line).
@@ -868,6 +881,67 @@ TEST(PbPipelineGpu, MapIsTheAllOnDevicePathsMap) {
     EXPECT_LE(std::sqrt(num / den), 1e-12) << what << ": " << differ << " float nodes differ";
     EXPECT_NEAR(now.solve.relative_residual, before.solve.relative_residual, 1e-12) << what;
   }
+}
+
+/// The pipeline's V-cycle in float (the default) against the same pipeline with it in double (which
+/// MapIsTheAllOnDevicePathsMap holds to pb_multigrid.cu's map): the same CG, a preconditioner whose
+/// stored values are rounded to float. Emulated on the CPU (benchmarks/results/pb-float-cycle-cpu-
+/// 2026-11-29): the same iterations on three proteins at 1e-6 and 1e-10, maps ≤ 1.5e-10 relative RMS
+/// apart at 1e-6. The bounds: at 1e-10 both solutions lie within ~κ·1e-10 ≈ 1e-7 of the answer (κ ~1e3
+/// on these grids), allowed 1e-6 as the slab tests do; at 1e-6 with the same iterations, 1e-8 (60× the
+/// emulation's largest; a different iteration count would show as ~1e-6). The GPU peak drops by the
+/// coarse levels' 28 bytes a coarse point, exactly (the ledger counts every buffer).
+TEST(PbPipelineGpu, FloatCycleGivesTheDoubleCyclesMapInLessMemory) {
+  ESPGRID_REQUIRE_CUDA_OR_SKIP();
+  const Atoms fas = testing::load_molecule("fasciculin2.pqr");
+  const GridSpec g = grid_around(fas, 0.7, 8, 1);
+  for (const double tolerance : {1e-6, 1e-10})
+    for (const PbSurface s : {PbSurface::Smol, PbSurface::Mol}) {
+      PbOptions o;
+      o.surface = s;
+      o.charges = s == PbSurface::Mol ? PbChargeMethod::Spl0 : PbChargeMethod::Spl2;
+      o.tolerance = tolerance;
+      o.max_iterations = 500;
+      PbRun run;
+      run.solver = PbSolver::CudaMultigrid;
+      run.keep_potential = true;
+      const PbResult single = solve_pb(fas, g, o, run), twofold = with_double_cycle(fas, g, o, run);
+      const std::string what = surface_name(s) + " tolerance " + std::to_string(tolerance);
+      ASSERT_NE(single.solve.method.find("V-cycle in float"), std::string::npos) << what << ": " << single.solve.method;
+      ASSERT_EQ(twofold.solve.method.find("V-cycle in float"), std::string::npos)
+          << what << ": " << twofold.solve.method;
+      ASSERT_EQ(single.potential.size(), twofold.potential.size()) << what;
+      const double rms = testing::relative_rms(single.potential, twofold.potential);
+      EXPECT_LE(single.solve.relative_residual, tolerance) << what << ": recomputed in double on the device";
+      if (tolerance < 1e-8) {
+        EXPECT_NEAR(single.solve.iterations, twofold.solve.iterations, 1) << what;
+        EXPECT_LE(rms, 1e-6) << what;
+      } else {
+        EXPECT_EQ(single.solve.iterations, twofold.solve.iterations) << what;
+        EXPECT_LE(rms, 1e-8) << what;
+      }
+      std::size_t bad = 0;
+      for (const float v : single.values) bad += !std::isfinite(v);
+      EXPECT_EQ(bad, 0u) << what;
+      std::cout << "[ float    ] " << what << ": " << twofold.solve.iterations << " -> " << single.solve.iterations
+                << " iterations, relative RMS " << rms << "\n";
+    }
+  // The peak, from the pipeline's own ledger.
+  PbOptions o;
+  o.boundary = PbBoundary::Sdh;
+  pb::PipelineRequest request;
+  request.faces = [&] { return pb::face_values(pb::sdh_boundary(fas, g, o), g); };
+  std::vector<float> values;
+  const pb::PipelineSolve single = pb::solve_with_pipeline(fas, g, o, request, values);
+  const pb::PipelineSolve twofold =
+      with_switched_off("ESPGRID_PB_FLOAT_CYCLE", [&] { return pb::solve_with_pipeline(fas, g, o, request, values); });
+  double coarse = 0;
+  const std::vector<pb::MgLevel> shape =
+      pb::hierarchy_shape({static_cast<long>(g.dims[0]), static_cast<long>(g.dims[1]), static_cast<long>(g.dims[2])});
+  for (std::size_t l = 1; l < shape.size(); ++l) coarse += static_cast<double>(shape[l].size());
+  ASSERT_GT(coarse, 0.0);
+  EXPECT_EQ(twofold.device_peak_bytes - single.device_peak_bytes, 28 * coarse)
+      << single.device_peak_bytes << " B against " << twofold.device_peak_bytes << " B";
 }
 
 TEST(PbPipelineGpu, EnergyAndPotentialAreTheHostsAndThePeakIsMeasured) {

@@ -20,7 +20,7 @@ namespace espgrid::cuda::coarsest {
 
 /// Levels up to this many nodes are swept by one block (larger ones keep a launch per half-sweep);
 /// a stored operator up to kSharedNodes is copied into shared memory first (its x, b and operator:
-/// 48 bytes a node), where a half-sweep's loads take tens of cycles instead of hundreds.
+/// 6 values a node, 48 bytes in double), where a half-sweep's loads take tens of cycles instead of hundreds.
 constexpr long kMaxNodes = 4096;
 constexpr long kSharedNodes = 512;
 constexpr int kThreads = 256;
@@ -28,10 +28,14 @@ constexpr int kThreads = 256;
 /// Threads of the one block for a level of `size` nodes: whole warps, at most kThreads.
 inline int threads_for(long size) { return static_cast<int>(size >= kThreads ? kThreads : ((size + 31) / 32) * 32); }
 
+/// Whether Op is a stored operator whose values have x's type T (then it can be copied beside x and b).
+template <class Op, class T>
+constexpr bool kStoredAs = std::is_same_v<Op, pb::MgOperatorOf<T>>;
+
 /// `sweeps` symmetric sweeps of x (colours 0, 1, 1, 0) by this block; a node's colour is the
 /// parity of i + j + k + k_offset, as the one-launch half-sweeps'.
-template <class Op>
-__device__ void block_sweeps(const Op& a, double* x, const double* b, int sweeps, long k_offset) {
+template <class Op, class T>
+__device__ void block_sweeps(const Op& a, T* x, const T* b, int sweeps, long k_offset) {
   const long nx = a.n[0], ny = a.n[1], size = a.n[0] * a.n[1] * a.n[2];
   for (int s = 0; s < sweeps; ++s)
     for (int half = 0; half < 4; ++half) {
@@ -39,7 +43,7 @@ __device__ void block_sweeps(const Op& a, double* x, const double* b, int sweeps
       for (long idx = threadIdx.x; idx < size; idx += blockDim.x) {
         const long k = idx / (nx * ny), rest = idx - k * nx * ny, j = rest / nx, i = rest - j * nx;
         if (pb::interior(a.n, i, j, k) && ((i + j + k + k_offset) & 1) == color)
-          x[idx] = pb::gauss_seidel_value(a, x, b, idx);
+          x[idx] = static_cast<T>(pb::gauss_seidel_value(a, x, b, idx));
       }
       __syncthreads();  // this half-sweep's writes are visible to the block's next one
     }
@@ -47,19 +51,20 @@ __device__ void block_sweeps(const Op& a, double* x, const double* b, int sweeps
 
 /// One block: the sweeps on the level in place, or (`in_shared`: a stored operator of at most
 /// kSharedNodes nodes, the dynamic shared memory sized for it) on a copy in shared memory.
-template <class Op>
-__global__ void symmetric_sweeps_kernel(Op a, double* x, const double* b, int sweeps, long k_offset, bool in_shared) {
-  if constexpr (std::is_same_v<Op, pb::MgOperator>) {
+template <class Op, class T>
+__global__ void symmetric_sweeps_kernel(Op a, T* x, const T* b, int sweeps, long k_offset, bool in_shared) {
+  if constexpr (kStoredAs<Op, T>) {
     if (in_shared) {
-      extern __shared__ double level[];
+      extern __shared__ __align__(8) unsigned char level_bytes[];
+      T* const level = reinterpret_cast<T*>(level_bytes);
       const long size = a.n[0] * a.n[1] * a.n[2];
-      double* copy[6];
+      T* copy[6];
       for (int v = 0; v < 6; ++v) copy[v] = level + v * size;
-      const double* from[6] = {a.wx, a.wy, a.wz, a.c, x, b};
+      const T* from[6] = {a.wx, a.wy, a.wz, a.c, x, b};
       for (long idx = threadIdx.x; idx < size; idx += blockDim.x)
         for (int v = 0; v < 6; ++v) copy[v][idx] = from[v][idx];
       __syncthreads();
-      pb::MgOperator s = a;
+      Op s = a;
       s.wx = copy[0];
       s.wy = copy[1];
       s.wz = copy[2];
@@ -80,13 +85,13 @@ inline bool one_launch_enabled() {
 
 /// Queues the sweeps on `stream` as one launch when the level is small enough; returns false (and
 /// queues nothing) otherwise.
-template <class Op>
-bool solve_in_one_launch(const Op& a, double* x, const double* b, int sweeps, long k_offset, cudaStream_t stream) {
+template <class Op, class T>
+bool solve_in_one_launch(const Op& a, T* x, const T* b, int sweeps, long k_offset, cudaStream_t stream) {
   const long size = a.n[0] * a.n[1] * a.n[2];
   if (size > kMaxNodes || size <= 0 || !one_launch_enabled()) return false;
-  const bool in_shared = std::is_same_v<Op, pb::MgOperator> && size <= kSharedNodes;
-  const std::size_t shared_bytes = in_shared ? 6 * static_cast<std::size_t>(size) * sizeof(double) : 0;
-  symmetric_sweeps_kernel<Op><<<1, threads_for(size), shared_bytes, stream>>>(a, x, b, sweeps, k_offset, in_shared);
+  const bool in_shared = kStoredAs<Op, T> && size <= kSharedNodes;
+  const std::size_t shared_bytes = in_shared ? 6 * static_cast<std::size_t>(size) * sizeof(T) : 0;
+  symmetric_sweeps_kernel<Op, T><<<1, threads_for(size), shared_bytes, stream>>>(a, x, b, sweeps, k_offset, in_shared);
   ESPGRID_CUDA_CHECK_LAUNCH();
   return true;
 }

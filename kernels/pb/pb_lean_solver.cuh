@@ -6,8 +6,16 @@
 //   - level 0 has no V-cycle vectors of its own: the cycle runs on the CG's z (x) and r (b), and
 //     its residual goes to the CG's q, free between the operator's application and the next one;
 //   - every buffer is counted by a ledger, whose peak the summary reports.
-// Five vectors of level 0 (u, r, z, p, q: 40 bytes a node) and the coarse levels (~8 bytes a fine
-// node) are all it holds; the pipeline reuses them for its outputs.
+//   - the V-cycle stores in `Real` (float by default: kernels/pb/pb_pipeline.cu): level 0's cycle
+//     vectors then live in the CG's q and z, free while it runs (x and b in q's 8 bytes, the residual
+//     in z's), the coarse levels' operators and vectors are float, and every node's arithmetic stays
+//     double between the loads and the store (pb::wide). CG itself (u, r, z, p, q, the dot products)
+//     stays double; the cycle's input is r rounded to float, its output z the cycle's x widened.
+//     Emulated on the CPU first (benchmarks/results/pb-float-cycle-cpu-2026-11-29): the same
+//     iterations on three proteins, the maps 1e-10 apart. With Real = double it is pb_multigrid.cu's
+//     arithmetic bit for bit (x on the CG's z, b on r, the residual on q).
+// Five vectors of level 0 (u, r, z, p, q: 40 bytes a node) and the coarse levels (~4 bytes a fine
+// node in float) are all it holds; the pipeline reuses them for its outputs.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -17,6 +25,7 @@
 #include <cmath>
 #include <cstddef>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -60,15 +69,15 @@ struct Transfer {
 /// two 64-bit divisions each (the fine sweeps at 39% of the H200's DRAM bandwidth, 2026-11-28).
 /// Same-colour nodes do not read each other, so the order of the updates changes no bit.
 constexpr unsigned kSweepX = 32, kSweepY = 8;
-template <class Op>
-__global__ void half_sweep_kernel(Op a, double* x, const double* b, int color, long k_offset) {
+template <class Op, class T>
+__global__ void half_sweep_kernel(Op a, T* x, const T* b, int color, long k_offset) {
   const long k = blockIdx.z;
   const long j = static_cast<long>(blockIdx.y) * kSweepY + threadIdx.y;
   // (i + j + k + k_offset) & 1 == color: i's parity is that of color + j + k + k_offset.
   const long i = 2 * (static_cast<long>(blockIdx.x) * kSweepX + threadIdx.x) + ((color + j + k + k_offset) & 1);
   if (j >= a.n[1] || i >= a.n[0] || !pb::interior(a.n, i, j, k)) return;
   const long idx = i + a.n[0] * (j + a.n[1] * k);
-  x[idx] = pb::gauss_seidel_value(a, x, b, idx);
+  x[idx] = static_cast<T>(pb::gauss_seidel_value(a, x, b, idx));
 }
 /// half_sweep_kernel's grid for a level of n nodes (blocks of kSweepX × kSweepY threads).
 inline dim3 sweep_blocks(const long* n) {
@@ -93,12 +102,12 @@ inline dim3 node_blocks(const long* n) {
   return dim3(static_cast<unsigned>((n[0] + kSweepX - 1) / kSweepX), half.y, half.z);
 }
 
-template <class Op>
-__global__ void residual_kernel(Op a, const double* x, const double* b, double* r) {
+template <class Op, class T>
+__global__ void residual_kernel(Op a, const T* x, const T* b, T* r) {
   Index p;
   if (!node_from_grid(a.n, p)) return;
   const long idx = p.i + a.n[0] * (p.j + a.n[1] * p.k);
-  r[idx] = pb::interior(a.n, p.i, p.j, p.k) ? b[idx] - pb::apply_row(a, x, idx) : 0.0;
+  r[idx] = static_cast<T>(pb::interior(a.n, p.i, p.j, p.k) ? pb::wide(b[idx]) - pb::apply_row(a, x, idx) : 0.0);
 }
 
 template <class Op>
@@ -110,31 +119,38 @@ __global__ void apply_kernel(Op a, const double* x, double* y) {
 }
 
 /// The coarse operator at the coarse planes k_begin .. k_end − 1 (a slab's own; all of a whole level).
-template <class Op>
-__global__ void coarse_operator_kernel(Transfer t, Op fine, long k_begin, long k_end, double* wx, double* wy,
-                                       double* wz, double* c) {
+template <class Op, class T>
+__global__ void coarse_operator_kernel(Transfer t, Op fine, long k_begin, long k_end, T* wx, T* wy, T* wz, T* c) {
   const long idx = static_cast<long>(blockIdx.x) * blockDim.x + threadIdx.x + k_begin * t.nc[0] * t.nc[1];
   Index p;
   if (!node_of(idx, t.nc, p) || p.k >= k_end) return;
-  pb::coarse_node(fine, t.nf, t.nc, t.maps, t.coarsened, p.i, p.j, p.k, wx[idx], wy[idx], wz[idx], c[idx]);
+  double w[4];
+  pb::coarse_node(fine, t.nf, t.nc, t.maps, t.coarsened, p.i, p.j, p.k, w[0], w[1], w[2], w[3]);
+  wx[idx] = static_cast<T>(w[0]);
+  wy[idx] = static_cast<T>(w[1]);
+  wz[idx] = static_cast<T>(w[2]);
+  c[idx] = static_cast<T>(w[3]);
 }
 
 /// The restricted residual at the coarse planes from k_begin (blocks: node_blocks of those planes).
-__global__ void restrict_kernel(Transfer t, const double* r_fine, long k_begin, double* b_coarse) {
+template <class T>
+__global__ void restrict_kernel(Transfer t, const T* r_fine, long k_begin, T* b_coarse) {
   Index p;
   if (!node_from_grid(t.nc, p)) return;
   p.k += k_begin;
   const long idx = p.i + t.nc[0] * (p.j + t.nc[1] * p.k);
-  b_coarse[idx] =
-      pb::interior(t.nc, p.i, p.j, p.k) ? pb::restrict_value(r_fine, t.nf, t.maps, t.coarsened, p.i, p.j, p.k) : 0.0;
+  b_coarse[idx] = static_cast<T>(
+      pb::interior(t.nc, p.i, p.j, p.k) ? pb::restrict_value(r_fine, t.nf, t.maps, t.coarsened, p.i, p.j, p.k) : 0.0);
 }
 
-__global__ void prolong_add_kernel(Transfer t, const double* e_coarse, double* x_fine) {
+template <class T>
+__global__ void prolong_add_kernel(Transfer t, const T* e_coarse, T* x_fine) {
   Index p;
   if (!node_from_grid(t.nf, p)) return;
   if (!pb::interior(t.nf, p.i, p.j, p.k)) return;
   const long idx = p.i + t.nf[0] * (p.j + t.nf[1] * p.k);
-  x_fine[idx] += pb::prolong_value(e_coarse, t.nc, t.maps, t.coarsened, p.i, p.j, p.k);
+  x_fine[idx] =
+      static_cast<T>(pb::wide(x_fine[idx]) + pb::prolong_value(e_coarse, t.nc, t.maps, t.coarsened, p.i, p.j, p.k));
 }
 
 __global__ void update_solution_kernel(long size, double alpha, const double* p, const double* q, double* u,
@@ -143,6 +159,14 @@ __global__ void update_solution_kernel(long size, double alpha, const double* p,
   if (idx >= size) return;
   u[idx] += alpha * p[idx];
   r[idx] -= alpha * q[idx];
+}
+
+/// The cycle's storage from CG's double and back (`to` = `from` rounded or widened), every node.
+template <class From, class To>
+__global__ void convert_kernel(long size, const From* from, To* to) {
+  const long idx = static_cast<long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (idx >= size) return;
+  to[idx] = static_cast<To>(from[idx]);
 }
 
 __global__ void update_direction_kernel(long size, double beta, const double* z, double* p) {
@@ -180,18 +204,19 @@ __global__ void dot_final_kernel(const double* partial, int count, double* out) 
   if (threadIdx.x == 0) *out = sums[0];
 }
 
-/// One coarse level: its operator and its V-cycle vectors.
+/// One coarse level: its operator and its V-cycle vectors, stored as Real.
+template <class Real>
 struct CoarseLevel {
   long n[3] = {0, 0, 0};
   long size = 0;
-  Tracked<double> wx, wy, wz, c, x, b, r;
+  Tracked<Real> wx, wy, wz, c, x, b, r;
   Tracked<int> fine_of[3], coarse_lo[3];
   Tracked<unsigned char> mid[3];
   bool coarsened[3] = {false, false, false};
   PbMgSpan span = PbMgSpan::Whole;
   long plane_offset = 0, own_begin = 0, own_end = 0;
-  pb::MgOperator op() const {
-    pb::MgOperator a;
+  pb::MgOperatorOf<Real> op() const {
+    pb::MgOperatorOf<Real> a;
     for (int d = 0; d < 3; ++d) a.n[d] = n[d];
     a.wx = wx.get();
     a.wy = wy.get();
@@ -201,21 +226,25 @@ struct CoarseLevel {
   }
 };
 
-/// One level's arrays as the V-cycle sees them: level 0's are the CG's (x: z, b: r, r: q).
+/// One level's arrays as the V-cycle sees them: level 0's live in the CG's vectors (Solver::level).
+template <class Real>
 struct LevelArrays {
   long n[3] = {0, 0, 0};
   long size = 0;
-  double *x = nullptr, *b = nullptr, *r = nullptr;
+  Real *x = nullptr, *b = nullptr, *r = nullptr;
   PbMgSpan span = PbMgSpan::Whole;
   long plane_offset = 0, own_begin = 0, own_end = 0;
 };
 
-/// CG preconditioned by one V-cycle, level 0's operator of type Top; one slab's share of it when the
-/// grid is split over devices (kernels/pb/pb_slab_solver.cuh runs the slabs' cycle and CG together; one
-/// slab is this class's arithmetic alone). The caller owns the stream.
-template <class Top>
+/// CG preconditioned by one V-cycle stored in Real, level 0's operator of type Top; one slab's share of
+/// it when the grid is split over devices (kernels/pb/pb_slab_solver.cuh runs the slabs' cycle and CG
+/// together; one slab is this class's arithmetic alone). The caller owns the stream.
+template <class Top, class Real>
 class Solver {
  public:
+  using Levels = LevelArrays<Real>;
+  static constexpr bool kSeparateCycle = !std::is_same_v<Real, double>;
+
   Solver(Ledger& ledger, const PbMgRun& run, cudaStream_t stream) : ledger_(ledger), run_(run), stream_(stream) {}
 
   /// Level 0's vectors (zero) and the coarser levels' shapes and vectors; their operators come from
@@ -230,7 +259,9 @@ class Solver {
     r_ = Tracked<double>(ledger_, size, "PB residual");
     z_ = Tracked<double>(ledger_, size, "PB preconditioned residual");
     p_ = Tracked<double>(ledger_, size, "PB search direction");
-    q_ = Tracked<double>(ledger_, size, "PB A p (and level 0's V-cycle residual)");
+    q_ = Tracked<double>(
+        ledger_, size,
+        kSeparateCycle ? "PB A p (and level 0's V-cycle x and b)" : "PB A p (and level 0's V-cycle residual)");
     partial_ = Tracked<double>(ledger_, kDotBlocks, "PB dot partial sums");
     scalar_ = Tracked<double>(ledger_, 1, "PB dot");
     for (double* v : {u_.get(), r_.get(), z_.get(), p_.get(), q_.get()})
@@ -242,7 +273,7 @@ class Solver {
 
   /// The coarse operator of level l (≥ 1) at its own planes, from the level above.
   void coarse_operator(std::size_t l) {
-    CoarseLevel& d = coarse_[l - 1];
+    CoarseLevel<Real>& d = coarse_[l - 1];
     const Transfer t = transfer(l);
     const long planes = d.own_end - d.own_begin, count = planes * d.n[0] * d.n[1];
     if (count <= 0) return;
@@ -256,20 +287,29 @@ class Solver {
   }
 
   std::size_t levels() const { return coarse_.size() + 1; }
-  LevelArrays level(std::size_t l) {
-    LevelArrays a;
+  /// Level l's V-cycle arrays. Level 0's are the CG's vectors, free while the cycle runs: in double
+  /// x on z, b on r and the residual on q (the cycle's input and output in place); in float x and b
+  /// in q's bytes and the residual in z's (cycle_in rounds r into b, cycle_out widens x into z).
+  Levels level(std::size_t l) {
+    Levels a;
     if (l == 0) {
       for (int d = 0; d < 3; ++d) a.n[d] = top_.n[d];
       a.size = size_;
-      a.x = z_.get();
-      a.b = r_.get();
-      a.r = q_.get();
+      if constexpr (kSeparateCycle) {
+        a.x = reinterpret_cast<Real*>(q_.get());
+        a.b = a.x + size_;
+        a.r = reinterpret_cast<Real*>(z_.get());
+      } else {
+        a.x = z_.get();
+        a.b = r_.get();
+        a.r = q_.get();
+      }
       a.span = top_span_;
       a.plane_offset = top_offset_;
       a.own_end = top_.n[2];
       return a;
     }
-    CoarseLevel& c = coarse_[l - 1];
+    CoarseLevel<Real>& c = coarse_[l - 1];
     for (int d = 0; d < 3; ++d) a.n[d] = c.n[d];
     a.size = c.size;
     a.x = c.x.get();
@@ -282,18 +322,32 @@ class Solver {
     return a;
   }
   /// Level l's (≥ 1) operator arrays: wx, wy, wz, c.
-  std::array<double*, 4> operator_arrays(std::size_t l) {
-    CoarseLevel& c = coarse_[l - 1];
+  std::array<Real*, 4> operator_arrays(std::size_t l) {
+    CoarseLevel<Real>& c = coarse_[l - 1];
     return {c.wx.get(), c.wy.get(), c.wz.get(), c.c.get()};
+  }
+
+  /// The cycle's input (b = r) and output (z = x) on level 0: nothing in double (the same arrays).
+  void cycle_in() {
+    if constexpr (kSeparateCycle) {
+      convert_kernel<<<blocks_for(size_), kBlock, 0, stream_>>>(size_, r_.get(), level(0).b);
+      ESPGRID_CUDA_CHECK_LAUNCH();
+    }
+  }
+  void cycle_out() {
+    if constexpr (kSeparateCycle) {
+      convert_kernel<<<blocks_for(size_), kBlock, 0, stream_>>>(size_, static_cast<const Real*>(level(0).x), z_.get());
+      ESPGRID_CUDA_CHECK_LAUNCH();
+    }
   }
 
   // The V-cycle's steps on level l of this slab.
   void zero(std::size_t l) {
-    const LevelArrays a = level(l);
-    ESPGRID_CUDA_CHECK(cudaMemsetAsync(a.x, 0, static_cast<std::size_t>(a.size) * sizeof(double), stream_));
+    const Levels a = level(l);
+    ESPGRID_CUDA_CHECK(cudaMemsetAsync(a.x, 0, static_cast<std::size_t>(a.size) * sizeof(Real), stream_));
   }
   void half_sweep(std::size_t l, int color) {
-    const LevelArrays a = level(l);
+    const Levels a = level(l);
     const dim3 threads(kSweepX, kSweepY);
     if (l == 0)
       half_sweep_kernel<<<sweep_blocks(a.n), threads, 0, stream_>>>(top_, a.x, a.b, color, a.plane_offset);
@@ -305,12 +359,12 @@ class Solver {
   /// The coarsest level's `sweeps` symmetric sweeps in one launch (kernels/pb/pb_coarsest.cuh), when
   /// level l is small enough; false (nothing queued) otherwise.
   bool coarsest_sweeps(std::size_t l, int sweeps) {
-    const LevelArrays a = level(l);
+    const Levels a = level(l);
     return l == 0 ? coarsest::solve_in_one_launch(top_, a.x, a.b, sweeps, a.plane_offset, stream_)
                   : coarsest::solve_in_one_launch(coarse_[l - 1].op(), a.x, a.b, sweeps, a.plane_offset, stream_);
   }
   void level_residual(std::size_t l) {
-    const LevelArrays a = level(l);
+    const Levels a = level(l);
     const dim3 threads(kSweepX, kSweepY);
     if (l == 0)
       residual_kernel<<<node_blocks(a.n), threads, 0, stream_>>>(top_, a.x, a.b, a.r);
@@ -320,7 +374,7 @@ class Solver {
   }
   /// Level l's residual restricted to level l + 1's own planes.
   void restrict_down(std::size_t l) {
-    const LevelArrays f = level(l), c = level(l + 1);
+    const Levels f = level(l), c = level(l + 1);
     const long count = (c.own_end - c.own_begin) * c.n[0] * c.n[1];
     if (count <= 0) return;
     const long planes[3] = {c.n[0], c.n[1], c.own_end - c.own_begin};  // the own planes only
@@ -330,7 +384,7 @@ class Solver {
   }
   /// Level l + 1's correction added to level l's x.
   void prolong_up(std::size_t l) {
-    const LevelArrays f = level(l), c = level(l + 1);
+    const Levels f = level(l), c = level(l + 1);
     prolong_add_kernel<<<node_blocks(f.n), dim3(kSweepX, kSweepY), 0, stream_>>>(transfer(l + 1), c.x, f.x);
     ESPGRID_CUDA_CHECK_LAUNCH();
   }
@@ -398,7 +452,7 @@ class Solver {
     return d;
   }
 
-  void shape_level(CoarseLevel& d, const PbMgLevel& h, const PbMgLevel& above, int l) {
+  void shape_level(CoarseLevel<Real>& d, const PbMgLevel& h, const PbMgLevel& above, int l) {
     for (int a = 0; a < 3; ++a) d.n[a] = h.n[a];
     d.size = h.n[0] * h.n[1] * h.n[2];
     d.span = h.span;
@@ -407,16 +461,16 @@ class Solver {
     d.own_end = h.own_end < 0 ? h.n[2] : h.own_end;
     const std::size_t size = static_cast<std::size_t>(d.size);
     const std::string level = "PB level " + std::to_string(l) + " ";
-    Tracked<double>* buffers[7] = {&d.wx, &d.wy, &d.wz, &d.c, &d.x, &d.b, &d.r};
+    Tracked<Real>* buffers[7] = {&d.wx, &d.wy, &d.wz, &d.c, &d.x, &d.b, &d.r};
     const char* names[7] = {"wx", "wy", "wz", "c", "x", "b", "r"};
-    for (int v = 0; v < 7; ++v) *buffers[v] = Tracked<double>(ledger_, size, level + names[v]);
+    for (int v = 0; v < 7; ++v) *buffers[v] = Tracked<Real>(ledger_, size, level + names[v]);
     // Zeros where no kernel writes: r's faces; on a slab's level also b's and the operator's planes
     // another slab computes, until they are gathered or exchanged (on a whole level the slab's
     // kernels write every node of them).
-    ESPGRID_CUDA_CHECK(cudaMemsetAsync(d.r.get(), 0, size * sizeof(double), stream_));
+    ESPGRID_CUDA_CHECK(cudaMemsetAsync(d.r.get(), 0, size * sizeof(Real), stream_));
     if (d.span != PbMgSpan::Whole)
-      for (Tracked<double>* v : {&d.b, &d.wx, &d.wy, &d.wz, &d.c})
-        ESPGRID_CUDA_CHECK(cudaMemsetAsync(v->get(), 0, size * sizeof(double), stream_));
+      for (Tracked<Real>* v : {&d.b, &d.wx, &d.wy, &d.wz, &d.c})
+        ESPGRID_CUDA_CHECK(cudaMemsetAsync(v->get(), 0, size * sizeof(Real), stream_));
     for (int a = 0; a < 3; ++a) {
       d.coarsened[a] = h.coarsened[a];
       if (!h.coarsened[a]) continue;
@@ -428,7 +482,7 @@ class Solver {
 
   /// The transfer between level `coarse` and the level above it.
   Transfer transfer(std::size_t coarse) const {
-    const CoarseLevel& c = coarse_[coarse - 1];
+    const CoarseLevel<Real>& c = coarse_[coarse - 1];
     Transfer t;
     for (int a = 0; a < 3; ++a) {
       t.nf[a] = coarse == 1 ? top_.n[a] : coarse_[coarse - 2].n[a];
@@ -446,7 +500,7 @@ class Solver {
   long size_ = 0;
   PbMgSpan top_span_ = PbMgSpan::Whole;
   long top_offset_ = 0;
-  std::vector<CoarseLevel> coarse_;
+  std::vector<CoarseLevel<Real>> coarse_;
   Tracked<double> u_, r_, z_, p_, q_, partial_, scalar_;
 };
 

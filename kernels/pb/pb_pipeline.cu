@@ -5,7 +5,8 @@
 // same inputs give that path's map bit for bit (one slab).
 //
 // Device memory, bytes a node of a slab: the codes 4 and the surface bytes 4 while the surface is
-// built; then the codes and the solver's five vectors (44) and coarse levels (~8); the outputs reuse
+// built; then the codes and the solver's five vectors (44) and coarse levels (~4, stored in float; ~8
+// with ESPGRID_PB_FLOAT_CYCLE=0, which also gives pb_multigrid.cu's arithmetic bit for bit); the outputs reuse
 // the vectors (docs/pb.md, "Memory"). With a workspace (trajectory frames) every buffer comes from
 // its pool.
 #include <cuda_runtime.h>
@@ -36,8 +37,10 @@ namespace {
 
 using pipeline::Ledger;
 using pipeline::Tracked;
-using Solver = lean::Solver<pb::CodedOperator>;
-using Slabs = lean::Slabs<pb::CodedOperator>;
+template <class Real>
+using Solver = lean::Solver<pb::CodedOperator, Real>;
+template <class Real>
+using Slabs = lean::Slabs<pb::CodedOperator, Real>;
 using pipeline_nodes::charge_potential_kernel;
 using pipeline_nodes::combine_kernel;
 using pipeline_nodes::Grid;
@@ -63,6 +66,7 @@ unsigned long long* kept_host_count() {
 /// builds from all the atoms with the whole grid's indices (so they are the whole grid's, bit for
 /// bit), and its share of the CG's vectors. Members in the order they must be released (the stream
 /// last declared, first destroyed, waiting for the work that uses the buffers above it).
+template <class Real>
 class Slab {
  public:
   Slab(const PbPipelineInput& in, const PbPipelineSlab& part, bool first, bool last)
@@ -79,7 +83,7 @@ class Slab {
 
   int device() const { return part_.device; }
   long plane_size() const { return n_[0] * n_[1]; }
-  Solver& solver() { return *solver_; }
+  Solver<Real>& solver() { return *solver_; }
   cudaStream_t stream() const { return stream_.get(); }
   std::size_t peak_bytes() const { return ledger_.peak; }
   /// This slab's first own plane in its arrays (1 below a cut, else 0).
@@ -163,7 +167,7 @@ class Slab {
 
   /// q = φ·q at every node (APBS's spl2 fixed-charge energy), p holding the charges.
   void charge_potential() {
-    Solver& s = *solver_;
+    Solver<Real>& s = *solver_;
     charge_potential_kernel<<<blocks_for(s.size()), kThreads, 0, stream_.get()>>>(grid(), faces_.get(), s.u(), s.p(),
                                                                                   s.q());
     ESPGRID_CUDA_CHECK_LAUNCH();
@@ -177,7 +181,7 @@ class Slab {
   template <class T>
   void copy_map(double scale, T* scratch, T* host, long host_first_plane,
                 const std::function<void(long, long)>& landed = nullptr) {
-    Solver& s = *solver_;
+    Solver<Real>& s = *solver_;
     const cudaStream_t st = stream_.get();
     combine_kernel<T><<<blocks_for(s.size()), kThreads, 0, st>>>(grid(), faces_.get(), s.u(), scale, scratch);
     ESPGRID_CUDA_CHECK_LAUNCH();
@@ -270,14 +274,15 @@ class Slab {
   Tracked<double> faces_, table_;
   pb::ChargeBins charge_bins_;
   std::optional<pipeline::Bins> charge_lists_;
-  std::optional<Solver> solver_;
+  std::optional<Solver<Real>> solver_;
   Event prepare_start_, prepare_end_;  // prepare's work (before the stream: recorded on it)
   Stream stream_;
 };
 
 /// Deletes a slab with its device current (its buffers and stream are that device's).
 struct SlabDeleter {
-  void operator()(Slab* s) const noexcept {
+  template <class Real>
+  void operator()(Slab<Real>* s) const noexcept {
     int previous = -1;
     cudaGetDevice(&previous);
     cudaSetDevice(s->device());
@@ -288,6 +293,7 @@ struct SlabDeleter {
 
 /// One run over the slabs: each slab's inputs (on threads of their own when there are several),
 /// one CG over them, the map's planes from each.
+template <class Real>
 class PipelineRun {
  public:
   PipelineRun(const PbPipelineInput& in, PbPipelineResult& out) : in_(in), out_(out) {
@@ -295,7 +301,7 @@ class PipelineRun {
     const int index = in.ranks ? in.ranks->rank : 0, count = in.ranks ? in.ranks->ranks : in.slab_count;
     for (int s = 0; s < in.slab_count; ++s) {
       const DeviceGuard guard(in.slabs[s].device);
-      slabs_.emplace_back(new Slab(in, in.slabs[s], index + s == 0, index + s == count - 1));
+      slabs_.emplace_back(new Slab<Real>(in, in.slabs[s], index + s == 0, index + s == count - 1));
     }
     enable_peer_access();
   }
@@ -303,11 +309,11 @@ class PipelineRun {
   void run() {
     std::vector<double> inputs(slabs_.size()), surface(slabs_.size()), assemble(slabs_.size());
     std::vector<std::size_t> pairs(slabs_.size()), open(slabs_.size());
-    for_each_slab([&](Slab& s, std::size_t i) { s.build_surface(inputs[i], surface[i], pairs[i], open[i]); });
+    for_each_slab([&](Slab<Real>& s, std::size_t i) { s.build_surface(inputs[i], surface[i], pairs[i], open[i]); });
     trace_process("PB pipeline: surface built");
     // Queued: runs while the boundary's last host steps end (the capsid on an H200, 2026-11-29: the
     // device call 852-876 -> 832-865 ms, interleaved; benchmarks/NOTES.md).
-    for_each_slab([](Slab& s, std::size_t) { s.prepare(); });
+    for_each_slab([](Slab<Real>& s, std::size_t) { s.prepare(); });
     trace_process("PB pipeline: the solver's inputs queued (all but the boundary)");
     // The boundary values (the direct sum on another thread has overlapped the surface's kernels).
     const Stopwatch waiting;
@@ -318,12 +324,12 @@ class PipelineRun {
     if (faces.size() != static_cast<std::size_t>(face_count))
       throw Error("internal error: the PB pipeline got " + std::to_string(faces.size()) + " boundary values for " +
                   std::to_string(face_count) + " face nodes");
-    for_each_slab([&](Slab& s, std::size_t i) { assemble[i] = s.assemble(faces); });
+    for_each_slab([&](Slab<Real>& s, std::size_t i) { assemble[i] = s.assemble(faces); });
     if (in_.ranks && !in_.ranks->all_ready(false))  // the steps below are collective
       throw Error("the PB solve stopped: another MPI rank failed before its solve");
-    std::vector<Solver*> solvers;
+    std::vector<Solver<Real>*> solvers;
     for (auto& s : slabs_) solvers.push_back(&s->solver());
-    Slabs cg(solvers.data(), static_cast<int>(solvers.size()), in_.ranks);
+    Slabs<Real> cg(solvers.data(), static_cast<int>(solvers.size()), in_.ranks);
     const Stopwatch operators_clock;
     cg.build_operators();
     for (auto& s : slabs_) {
@@ -392,23 +398,24 @@ class PipelineRun {
 
   /// The recomputed residual, the energy, φ in double and the map, each in a vector the solve no
   /// longer needs (u holds the solution; r, z, p, q are free).
-  void outputs(Slabs& cg) {
+  void outputs(Slabs<Real>& cg) {
+    using Vector = typename Slabs<Real>::Vector;
     const Stopwatch wall;
-    cg.exchange_top(Slabs::Vector::u);  // the true residual reads the neighbours' u across each cut
+    cg.exchange_top(Vector::u);  // the true residual reads the neighbours' u across each cut
     for (auto& s : slabs_) {
       ESPGRID_CUDA_CHECK(cudaSetDevice(s->device()));
       s->recompute_rhs();  // z = b, p = the charges
       s->solver().residual(s->solver().u(), s->solver().z(), s->solver().q());
     }
-    const double rr = cg.dot(Slabs::Vector::q, Slabs::Vector::q);
-    const double bb = cg.dot(Slabs::Vector::z, Slabs::Vector::z);
+    const double rr = cg.dot(Vector::q, Vector::q);
+    const double bb = cg.dot(Vector::z, Vector::z);
     out_.relative_residual = bb > 0 ? std::sqrt(rr / bb) : std::sqrt(rr);
     if (in_.fixed_charge_energy) {
       for (auto& s : slabs_) {
         ESPGRID_CUDA_CHECK(cudaSetDevice(s->device()));
         s->charge_potential();
       }
-      out_.fixed_charge = cg.sum(Slabs::Vector::q);
+      out_.fixed_charge = cg.sum(Vector::q);
     }
     float* values = nullptr;
     double* potential = nullptr;
@@ -419,9 +426,10 @@ class PipelineRun {
     std::function<void(long, long)> landed;
     if (in_.planes_copied && !in_.ranks)
       landed = [this](long first, long count) { in_.planes_copied(out_, first, count); };
-    for_each_slab([&](Slab& s, std::size_t) {
-      if (potential) s.copy_map<double>(1.0, s.solver().q(), potential, 0);
-      s.copy_map<float>(in_.unit_scale, reinterpret_cast<float*>(s.solver().r()), values, in_.host_first_plane, landed);
+    for_each_slab([&](Slab<Real>& s, std::size_t) {
+      if (potential) s.template copy_map<double>(1.0, s.solver().q(), potential, 0);
+      s.template copy_map<float>(in_.unit_scale, reinterpret_cast<float*>(s.solver().r()), values, in_.host_first_plane,
+                                 landed);
       ESPGRID_CUDA_CHECK(cudaStreamSynchronize(s.stream()));
     });
     if (in_.ranks) {  // rank 0 takes the others' planes into its map (theirs hold their planes alone)
@@ -433,7 +441,7 @@ class PipelineRun {
 
   const PbPipelineInput& in_;
   PbPipelineResult& out_;
-  std::vector<std::unique_ptr<Slab, SlabDeleter>> slabs_;
+  std::vector<std::unique_ptr<Slab<Real>, SlabDeleter>> slabs_;
 };
 
 }  // namespace
@@ -468,9 +476,15 @@ void run_pb_pipeline(const PbPipelineInput& in, PbPipelineResult& out) {
     out.device = std::to_string(in.slab_count) + " slabs on " +
                  (devices.size() == 1 ? "one device, " : std::to_string(devices.size()) + " devices, the first ") +
                  out.device;
+  out.float_cycle = pb_float_cycle();
   {
-    PipelineRun run(in, out);
-    run.run();
+    if (out.float_cycle) {
+      PipelineRun<float> run(in, out);
+      run.run();
+    } else {
+      PipelineRun<double> run(in, out);
+      run.run();
+    }
   }
   out.wall_seconds = wall.seconds();
 }

@@ -19,9 +19,11 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <memory>
+#include <type_traits>
 #include <vector>
 
 #include "kernels/cuda_runtime_support.h"
@@ -31,10 +33,11 @@
 
 namespace espgrid::cuda::lean {
 
-template <class Top>
+template <class Top, class Real>
 class Slabs {
  public:
-  using Slab = Solver<Top>;
+  using Slab = Solver<Top, Real>;
+  using Levels = LevelArrays<Real>;
 
   /// The slabs in z order (their streams and devices are theirs). With a link of several ranks: this
   /// rank's one slab, the others' on theirs.
@@ -54,7 +57,7 @@ class Slabs {
       each([&](Slab& s) { s.coarse_operator(l); });
       if (!split_) continue;
       for (int a = 0; a < 4; ++a) {
-        std::vector<double*> arrays;
+        std::vector<Real*> arrays;
         for (Slab* s : slabs_) arrays.push_back(s->operator_arrays(l)[static_cast<std::size_t>(a)]);
         share(l, arrays);
       }
@@ -149,12 +152,12 @@ class Slabs {
   /// its first use: ~250 launches a cycle (the coarsest level's 200 half-sweeps among them) cost
   /// more than their work on small grids (a trajectory's frames); the same kernels, the same bits.
   void precondition() {
-    if (split_ || sync_check_enabled() || !cycle_graphs()) return v_cycle(0, slabs_.size(), 0, split_);
+    if (split_ || sync_check_enabled() || !cycle_graphs()) return whole_cycle();
     Slab& s = *slabs_[0];
     if (!cycle_.exec) {
       ESPGRID_CUDA_CHECK(cudaStreamBeginCapture(s.stream(), cudaStreamCaptureModeRelaxed));
       try {
-        v_cycle(0, 1, 0, false);
+        whole_cycle();
       } catch (...) {
         cudaGraph_t broken = nullptr;
         cudaStreamEndCapture(s.stream(), &broken);  // ends the capture; its error is the one thrown
@@ -165,6 +168,13 @@ class Slabs {
       ESPGRID_CUDA_CHECK(cudaGraphInstantiate(&cycle_.exec, cycle_.graph, 0));
     }
     ESPGRID_CUDA_CHECK(cudaGraphLaunch(cycle_.exec, s.stream()));
+  }
+
+  /// The cycle from CG's r to its z: r into the cycle's storage, the V-cycle, its x out into z.
+  void whole_cycle() {
+    each([](Slab& s) { s.cycle_in(); });
+    v_cycle(0, slabs_.size(), 0, split_);
+    each([](Slab& s) { s.cycle_out(); });
   }
 
   /// ESPGRID_PB_GRAPH=0 launches every cycle's kernels one by one (for measuring what the graph saves).
@@ -231,13 +241,13 @@ class Slabs {
     }
   }
 
-  std::vector<double*> level_x(std::size_t l) { return arrays_of(l, 0); }
-  std::vector<double*> level_r(std::size_t l) { return arrays_of(l, 2); }
-  std::vector<double*> level_b(std::size_t l) { return arrays_of(l, 1); }
-  std::vector<double*> arrays_of(std::size_t l, int which) {
-    std::vector<double*> out;
+  std::vector<Real*> level_x(std::size_t l) { return arrays_of(l, 0); }
+  std::vector<Real*> level_r(std::size_t l) { return arrays_of(l, 2); }
+  std::vector<Real*> level_b(std::size_t l) { return arrays_of(l, 1); }
+  std::vector<Real*> arrays_of(std::size_t l, int which) {
+    std::vector<Real*> out;
     for (Slab* s : slabs_) {
-      const LevelArrays a = s->level(l);
+      const Levels a = s->level(l);
       out.push_back(which == 0 ? a.x : which == 1 ? a.b : a.r);
     }
     return out;
@@ -245,22 +255,24 @@ class Slabs {
 
   /// Level l's arrays made whole across the slabs: halo planes exchanged (a split level) or each
   /// slab's own planes copied to every other (a gathered level); nothing for a whole level.
-  void share(std::size_t l, const std::vector<double*>& arrays) {
+  void share(std::size_t l, const std::vector<Real*>& arrays) {
     const PbMgSpan span = slabs_[0]->level(l).span;
     if (span == PbMgSpan::Slab) exchange(l, arrays, 0, slabs_.size());
     if (span == PbMgSpan::Gathered) gather(l, arrays);
   }
 
-  /// The halo planes of level l's `arrays` on slabs first .. first + count − 1: at each cut the
-  /// lower slab's last own plane to the upper's halo, and the upper's first own plane to the lower's.
-  void exchange(std::size_t l, const std::vector<double*>& arrays, std::size_t first, std::size_t count) {
+  /// The halo planes of level l's `arrays` (CG's double or the cycle's Real) on slabs first .. first +
+  /// count − 1: at each cut the lower slab's last own plane to the upper's halo, and the upper's first
+  /// own plane to the lower's.
+  template <class T>
+  void exchange(std::size_t l, const std::vector<T*>& arrays, std::size_t first, std::size_t count) {
     if (link_) return exchange_across_ranks(l, arrays[0]);
     record(first, count);
     for (std::size_t c = first; c + 1 < first + count; ++c) {
       Slab& below = *slabs_[c];
-      const LevelArrays lb = below.level(l);
+      const Levels lb = below.level(l);
       const long plane = lb.n[0] * lb.n[1];
-      const std::size_t bytes = static_cast<std::size_t>(plane) * sizeof(double);
+      const std::size_t bytes = static_cast<std::size_t>(plane) * sizeof(T);
       copy(c + 1, arrays[c + 1], c, arrays[c] + plane * (lb.n[2] - 2), bytes);
       copy(c, arrays[c] + plane * (lb.n[2] - 1), c + 1, arrays[c + 1] + plane * 1, bytes);
     }
@@ -268,13 +280,13 @@ class Slabs {
   }
 
   /// Each slab's own planes of a whole level's `arrays` copied to every other slab.
-  void gather(std::size_t l, const std::vector<double*>& arrays) {
+  void gather(std::size_t l, const std::vector<Real*>& arrays) {
     if (link_) return gather_across_ranks(l, arrays[0]);
     record(0, slabs_.size());
     for (std::size_t from = 0; from < slabs_.size(); ++from) {
-      const LevelArrays a = slabs_[from]->level(l);
+      const Levels a = slabs_[from]->level(l);
       const long plane = a.n[0] * a.n[1];
-      const std::size_t bytes = static_cast<std::size_t>(plane * (a.own_end - a.own_begin)) * sizeof(double);
+      const std::size_t bytes = static_cast<std::size_t>(plane * (a.own_end - a.own_begin)) * sizeof(Real);
       if (bytes == 0) continue;
       for (std::size_t to = 0; to < slabs_.size(); ++to)
         if (to != from) copy(to, arrays[to] + plane * a.own_begin, from, arrays[from] + plane * a.own_begin, bytes);
@@ -286,51 +298,79 @@ class Slabs {
   /// neighbours' into its halo planes (0 and n − 1), through page-locked buffers. The stream's copies in
   /// are queued before its next kernels, and the host waits for the copies out before the link runs,
   /// which also means the previous exchange's copies in have read the buffers the link refills.
-  void exchange_across_ranks(std::size_t l, double* array) {
+  template <class T>
+  void exchange_across_ranks(std::size_t l, T* array) {
     Slab& s = *slabs_[0];
-    const LevelArrays a = s.level(l);
-    const std::size_t plane = static_cast<std::size_t>(a.n[0] * a.n[1]), bytes = plane * sizeof(double);
+    const Levels a = s.level(l);
+    const std::size_t plane = static_cast<std::size_t>(a.n[0] * a.n[1]), bytes = plane * sizeof(T);
     const bool lower = link_->rank > 0, upper = link_->rank + 1 < link_->ranks;
-    double* staging = host_staging(4 * plane);
-    double *to_lower = staging, *from_lower = staging + plane, *to_upper = staging + 2 * plane,
-           *from_upper = staging + 3 * plane;
+    T* staging = host_staging<T>(4 * plane);
+    T *to_lower = staging, *from_lower = staging + plane, *to_upper = staging + 2 * plane,
+      *from_upper = staging + 3 * plane;
     const cudaStream_t st = s.stream();
-    double* const halo_low = array;
-    double* const halo_high = array + plane * static_cast<std::size_t>(a.n[2] - 1);
+    T* const halo_low = array;
+    T* const halo_high = array + plane * static_cast<std::size_t>(a.n[2] - 1);
     if (lower) ESPGRID_CUDA_CHECK(cudaMemcpyAsync(to_lower, array + plane, bytes, cudaMemcpyDeviceToHost, st));
     if (upper) ESPGRID_CUDA_CHECK(cudaMemcpyAsync(to_upper, halo_high - plane, bytes, cudaMemcpyDeviceToHost, st));
     ESPGRID_CUDA_CHECK(cudaStreamSynchronize(st));
-    link_->swap_with_neighbours(to_lower, from_lower, to_upper, from_upper, plane);
+    if constexpr (std::is_same_v<T, double>) {
+      link_->swap_with_neighbours(to_lower, from_lower, to_upper, from_upper, plane);
+    } else {  // the link carries doubles: the cycle's float planes widened there and rounded back, exactly
+      link_wide_.resize(4 * plane);
+      double* w = link_wide_.data();
+      if (lower) std::copy(to_lower, to_lower + plane, w);
+      if (upper) std::copy(to_upper, to_upper + plane, w + 2 * plane);
+      link_->swap_with_neighbours(w, w + plane, w + 2 * plane, w + 3 * plane, plane);
+      if (lower) std::transform(w + plane, w + 2 * plane, from_lower, [](double v) { return static_cast<T>(v); });
+      if (upper) std::transform(w + 3 * plane, w + 4 * plane, from_upper, [](double v) { return static_cast<T>(v); });
+    }
     if (lower) ESPGRID_CUDA_CHECK(cudaMemcpyAsync(halo_low, from_lower, bytes, cudaMemcpyHostToDevice, st));
     if (upper) ESPGRID_CUDA_CHECK(cudaMemcpyAsync(halo_high, from_upper, bytes, cudaMemcpyHostToDevice, st));
   }
 
   /// gather() across the ranks: this slab's own planes of the whole level out, every rank's back in.
-  void gather_across_ranks(std::size_t l, double* array) {
+  void gather_across_ranks(std::size_t l, Real* array) {
     Slab& s = *slabs_[0];
-    const LevelArrays a = s.level(l);
+    const Levels a = s.level(l);
     const std::size_t plane = static_cast<std::size_t>(a.n[0] * a.n[1]);
     const std::size_t begin = plane * static_cast<std::size_t>(a.own_begin);
     const std::size_t count = plane * static_cast<std::size_t>(a.own_end - a.own_begin);
     const std::size_t whole = static_cast<std::size_t>(a.size);
-    double* staging = host_staging(whole);
+    Real* staging = host_staging<Real>(whole);
     const cudaStream_t st = s.stream();
     if (count > 0)
       ESPGRID_CUDA_CHECK(
-          cudaMemcpyAsync(staging + begin, array + begin, count * sizeof(double), cudaMemcpyDeviceToHost, st));
+          cudaMemcpyAsync(staging + begin, array + begin, count * sizeof(Real), cudaMemcpyDeviceToHost, st));
     ESPGRID_CUDA_CHECK(cudaStreamSynchronize(st));
-    link_->share_parts(staging, begin, count);
-    ESPGRID_CUDA_CHECK(cudaMemcpyAsync(array, staging, whole * sizeof(double), cudaMemcpyHostToDevice, st));
+    if constexpr (std::is_same_v<Real, double>) {
+      link_->share_parts(staging, begin, count);
+    } else {  // widened for the link and rounded back, exactly
+      link_wide_.assign(whole, 0.0);
+      std::copy(staging + begin, staging + begin + count, link_wide_.begin() + static_cast<std::ptrdiff_t>(begin));
+      link_->share_parts(link_wide_.data(), begin, count);
+      std::transform(link_wide_.begin(), link_wide_.end(), staging, [](double v) { return static_cast<Real>(v); });
+    }
+    ESPGRID_CUDA_CHECK(cudaMemcpyAsync(array, staging, whole * sizeof(Real), cudaMemcpyHostToDevice, st));
   }
 
-  /// At least `count` doubles of page-locked memory (grown as needed; kept for the solve). Growing waits
-  /// for the stream, whose queued copies may still read the old buffer.
-  double* host_staging(std::size_t count) {
-    if (staging_.size() < count) {
+  /// At least `count` values of page-locked memory of type T (CG's double or the cycle's Real; grown as
+  /// needed, kept for the solve). Growing waits for the stream, whose queued copies may still read the
+  /// old buffer.
+  template <class T>
+  T* host_staging(std::size_t count) {
+    PinnedBuffer<T>& buffer = staging<T>();
+    if (buffer.size() < count) {
       ESPGRID_CUDA_CHECK(cudaStreamSynchronize(slabs_[0]->stream()));
-      staging_ = PinnedBuffer<double>(count, "PB halo staging (host)");
+      buffer = PinnedBuffer<T>(count, "PB halo staging (host)");
     }
-    return staging_.get();
+    return buffer.get();
+  }
+  template <class T>
+  PinnedBuffer<T>& staging() {
+    if constexpr (std::is_same_v<T, double>)
+      return staging_;
+    else
+      return cycle_staging_;
   }
 
   /// Marks every slab's queued work, for the copies that read it.
@@ -356,7 +396,8 @@ class Slabs {
   }
 
   /// `bytes` from slab `from`'s `src` to slab `to`'s `dst`, on `to`'s stream after `from`'s mark.
-  void copy(std::size_t to, double* dst, std::size_t from, const double* src, std::size_t bytes) {
+  template <class T>
+  void copy(std::size_t to, T* dst, std::size_t from, const T* src, std::size_t bytes) {
     Slab& t = *slabs_[to];
     t.select();
     ESPGRID_CUDA_CHECK(cudaStreamWaitEvent(t.stream(), ready_[from]->get(), 0));
@@ -367,6 +408,8 @@ class Slabs {
   const pb::PbRankLink* link_;  ///< the other ranks' slabs (null: every slab is here)
   bool split_;                  ///< the grid is split (over this process's slabs or the ranks)
   PinnedBuffer<double> staging_;
+  PinnedBuffer<Real> cycle_staging_;  ///< the cycle's planes across ranks (unused where Real is double)
+  std::vector<double> link_wide_;     ///< the cycle's float planes widened for the link
   CycleGraph cycle_;
   std::vector<std::unique_ptr<Event>> ready_, copied_;  ///< each slab's work before / copies of an exchange
 };

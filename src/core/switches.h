@@ -1,7 +1,8 @@
 // The environment switches that turn a default behaviour off, for measuring what it saves or for
 // working around it: ESPGRID_PB_PIPELINE, ESPGRID_PB_POOL, ESPGRID_PB_GRAPH, ESPGRID_PB_COARSEST_KERNEL,
-// ESPGRID_BOUNDARY_PINNED, ESPGRID_BOUNDARY_ORDERED_FREE, ESPGRID_HUGE_PAGES (where each is read says what
-// it turns off). One reading of their values for all of them; header-only, since nvcc's kernels read them too.
+// ESPGRID_PB_FLOAT_CYCLE, ESPGRID_BOUNDARY_PINNED, ESPGRID_BOUNDARY_ORDERED_FREE, ESPGRID_HUGE_PAGES (where
+// each is read says what it turns off). One reading of their values for all of them; header-only, since nvcc's kernels
+// read them too.
 #pragma once
 
 #include <cstdlib>

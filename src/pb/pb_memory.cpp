@@ -10,6 +10,7 @@
 #include "src/pb/pb_hypre.h"
 #include "src/pb/pb_multigrid.h"
 #include "src/pb/pb_pipeline.h"
+#include "src/pb/pb_pipeline_driver.h"
 #include "src/pb_numerics/pb_pipeline_math.h"
 #include "src/pb_surface/pb_coefficients.h"
 
@@ -30,8 +31,10 @@ constexpr double kPipelineSurface = 4 + 4;
 constexpr double kMapsSurface = 32, kMapsSmooth = 24, kMapsAssembly = 88, kMapsSolve = 124 + 4;
 // Hybrid (solve_pb_multigrid): every level's operator and V-cycle vectors (56), CG 40.
 constexpr double kHybridDevice = 56 + 40;
-// A coarse level's point: operator 32 and V-cycle vectors 24.
+// A coarse level's point: operator 32 and V-cycle vectors 24; the device pipeline's V-cycle stores them in
+// float (kernels/pb/pb_lean_solver.cuh: 16 + 12; in double with ESPGRID_PB_FLOAT_CYCLE=0).
 constexpr double kCoarseLevel = 56;
+double pipeline_coarse_level() { return cuda::pb_float_cycle() ? 28 : kCoarseLevel; }
 // The host's share. Pipeline: the map in PbResult and in the MapResult (4 + 4). All-on-device:
 // those, the boundary values and the charges (or Coulomb map), 8 + 8. Hybrid: the coefficient maps
 // (40), the system (48, the boundary values its fixed ones), the hierarchy's copy of level 0 (32), u (8),
@@ -96,7 +99,7 @@ double pipeline_device(const Atoms& atoms, const GridSpec& g, const PbOptions& o
   const double surface = kPipelineSurface * n + atom_arrays + 4 * (cell_count + a) + binning + 16 * a +
                          4 * neighbour_pairs(atoms, o) + reference;
   const double bin_nodes = double(charge_bin_nodes(o.charges == PbChargeMethod::Spl4 ? 2 : 1));
-  const double solve = kPipelineSolve * n + kCoarseLevel * c + 8 * face_points(g) + atom_arrays +
+  const double solve = kPipelineSolve * n + pipeline_coarse_level() * c + 8 * face_points(g) + atom_arrays +
                        4 * (n / (bin_nodes * bin_nodes * bin_nodes) + a) + 3 * 8 * kPatterns;
   return std::max(surface, solve);
 }

@@ -135,7 +135,8 @@ namespace {
 SolveReport solve_report(const cuda::PbPipelineResult& r, const PbOptions& o) {
   SolveReport solve;
   // Short: the .dx header's source line holds the method, iterations and residual within its width.
-  solve.method = "espgrid multigrid-preconditioned CG (CUDA, double precision; the whole map built on the device)";
+  solve.method = std::string("espgrid multigrid-preconditioned CG (CUDA, double precision") +
+                 (r.float_cycle ? ", V-cycle in float" : "") + "; the whole map built on the device)";
   solve.device = r.device;
   solve.iterations = r.iterations;
   solve.relative_residual = r.relative_residual;

@@ -16,11 +16,20 @@
 #include <utility>
 #include <vector>
 
+#include "src/core/switches.h"
 #include "src/pb/pb_cuda_driver.h"
 #include "src/pb/pb_rank_link.h"
 #include "src/pb_numerics/pb_pipeline_math.h"
 
 namespace espgrid::cuda {
+
+/// The V-cycle stored in float (kernels/pb/pb_lean_solver.cuh), as the pipeline runs it and the memory
+/// plan counts it: ESPGRID_PB_FLOAT_CYCLE=0 stores it in double, pb_multigrid.cu's arithmetic bit for bit
+/// (for measuring what float saves, and the tests' reference).
+inline bool pb_float_cycle() {
+  static const bool on = !switched_off("ESPGRID_PB_FLOAT_CYCLE");
+  return on;
+}
 
 /// One device's share of a grid split over devices by z-planes (a single slab: the whole grid).
 /// Its own grid is its planes and, at each cut, the neighbour's first plane: a face of its V-cycle,
@@ -95,6 +104,7 @@ struct PbPipelineResult {
   double wall_seconds = 0;
   std::size_t peak_bytes = 0;  ///< the most device memory the pipeline held at once on one device
   std::string device;          ///< the device, or "N × device" for several
+  bool float_cycle = true;     ///< the V-cycle stored in float (ESPGRID_PB_FLOAT_CYCLE=0: in double)
 };
 
 void run_pb_pipeline(const PbPipelineInput& in, PbPipelineResult& out);

@@ -31,16 +31,20 @@
 
 namespace espgrid::pb {
 
-/// One level's operator as plain pointers (host or device memory).
-struct MgOperator {
+/// One level's operator as plain pointers (host or device memory) to values of type T: double, or
+/// float for the device pipeline's coarse levels (its V-cycle stores in float; every function below
+/// widens each value it reads to double and computes in double).
+template <class T>
+struct MgOperatorOf {
   long n[3] = {0, 0, 0};  ///< nodes per axis, faces included
-  const double* wx = nullptr;
-  const double* wy = nullptr;
-  const double* wz = nullptr;
-  const double* c = nullptr;
+  const T* wx = nullptr;
+  const T* wy = nullptr;
+  const T* wz = nullptr;
+  const T* c = nullptr;
   ESPGRID_MG_HD long sy() const { return n[0]; }
   ESPGRID_MG_HD long sz() const { return n[0] * n[1]; }
 };
+using MgOperator = MgOperatorOf<double>;
 
 /// How a coarse level's axis maps onto its fine level's: coarse node I sits on fine node
 /// fine_of[I]; fine node f has coarse neighbour coarse_lo[f] (the last coarse node at or
@@ -56,31 +60,39 @@ ESPGRID_MG_HD bool interior(const long* n, long i, long j, long k) {
   return i > 0 && j > 0 && k > 0 && i < n[0] - 1 && j < n[1] - 1 && k < n[2] - 1;
 }
 
+/// A stored value read as double (the V-cycle's float storage computes in double; a no-op for double).
+template <class T>
+ESPGRID_MG_HD double wide(T v) {
+  return static_cast<double>(v);
+}
+
 /// The diagonal of the operator at an interior node.
 template <class Op>
 ESPGRID_MG_HD double diagonal(const Op& a, long idx) {
   const long sy = a.sy(), sz = a.sz();
-  return a.wx[idx - 1] + a.wx[idx] + a.wy[idx - sy] + a.wy[idx] + a.wz[idx - sz] + a.wz[idx] + a.c[idx];
+  return wide(a.wx[idx - 1]) + wide(a.wx[idx]) + wide(a.wy[idx - sy]) + wide(a.wy[idx]) + wide(a.wz[idx - sz]) +
+         wide(a.wz[idx]) + wide(a.c[idx]);
 }
 
 /// Σ_faces w·x_nb at an interior node (the off-diagonal part, sign flipped).
-template <class Op>
-ESPGRID_MG_HD double neighbour_sum(const Op& a, const double* x, long idx) {
+template <class Op, class X>
+ESPGRID_MG_HD double neighbour_sum(const Op& a, const X* x, long idx) {
   const long sy = a.sy(), sz = a.sz();
-  return a.wx[idx - 1] * x[idx - 1] + a.wx[idx] * x[idx + 1] + a.wy[idx - sy] * x[idx - sy] + a.wy[idx] * x[idx + sy] +
-         a.wz[idx - sz] * x[idx - sz] + a.wz[idx] * x[idx + sz];
+  return wide(a.wx[idx - 1]) * wide(x[idx - 1]) + wide(a.wx[idx]) * wide(x[idx + 1]) +
+         wide(a.wy[idx - sy]) * wide(x[idx - sy]) + wide(a.wy[idx]) * wide(x[idx + sy]) +
+         wide(a.wz[idx - sz]) * wide(x[idx - sz]) + wide(a.wz[idx]) * wide(x[idx + sz]);
 }
 
 /// (A x) at an interior node.
-template <class Op>
-ESPGRID_MG_HD double apply_row(const Op& a, const double* x, long idx) {
-  return diagonal(a, idx) * x[idx] - neighbour_sum(a, x, idx);
+template <class Op, class X>
+ESPGRID_MG_HD double apply_row(const Op& a, const X* x, long idx) {
+  return diagonal(a, idx) * wide(x[idx]) - neighbour_sum(a, x, idx);
 }
 
 /// Gauss–Seidel's new value at an interior node: (b + Σ w x_nb) / diagonal.
-template <class Op>
-ESPGRID_MG_HD double gauss_seidel_value(const Op& a, const double* x, const double* b, long idx) {
-  return (b[idx] + neighbour_sum(a, x, idx)) / diagonal(a, idx);
+template <class Op, class X, class B>
+ESPGRID_MG_HD double gauss_seidel_value(const Op& a, const X* x, const B* b, long idx) {
+  return (wide(b[idx]) + neighbour_sum(a, x, idx)) / diagonal(a, idx);
 }
 
 /// Linear-interpolation weight of fine node f from coarse node I along one axis (0, ½ or 1).
@@ -119,7 +131,7 @@ ESPGRID_MG_HD double restrict_value(const Values& r, const long* nf, const MgAxi
       for (long di = -1; di <= 1; ++di) {
         const double wi = wx[di + 1];
         if (wi == 0.0) continue;
-        sum += wi * wj * wk * r[fc[0] + di + nf[0] * (fj + nf[1] * fk)];
+        sum += wi * wj * wk * wide(r[fc[0] + di + nf[0] * (fj + nf[1] * fk)]);
       }
     }
   }
@@ -127,7 +139,8 @@ ESPGRID_MG_HD double restrict_value(const Values& r, const long* nf, const MgAxi
 }
 
 /// (P e) at fine node (i, j, k): the interpolated coarse correction (0 at the fine faces).
-ESPGRID_MG_HD double prolong_value(const double* e, const long* nc, const MgAxisMap* m, const bool* coarsened, long i,
+template <class E>
+ESPGRID_MG_HD double prolong_value(const E* e, const long* nc, const MgAxisMap* m, const bool* coarsened, long i,
                                    long j, long k) {
   const long f[3] = {i, j, k};
   long lo[3], hi[3];
@@ -160,7 +173,7 @@ ESPGRID_MG_HD double prolong_value(const double* e, const long* nc, const MgAxis
         const double wi = ci ? whi[0] : wlo[0];
         if (wi == 0.0) continue;
         const long I = ci ? hi[0] : lo[0];
-        sum += wi * wj * wk * e[I + nc[0] * (J + nc[1] * K)];
+        sum += wi * wj * wk * wide(e[I + nc[0] * (J + nc[1] * K)]);
       }
     }
   }
@@ -206,7 +219,7 @@ ESPGRID_MG_HD double coarse_face(const Values& w, int axis, const long* nf, cons
         idx[axis] = f;
         idx[a1] = t1;
         idx[a2] = t2;
-        const double wf = w[idx[0] + nf[0] * (idx[1] + nf[1] * idx[2])];
+        const double wf = wide(w[idx[0] + nf[0] * (idx[1] + nf[1] * idx[2])]);
         if (!(wf > 0.0)) {
           open = false;
           break;
