@@ -1,21 +1,15 @@
-// The device pipeline's multigrid-preconditioned CG (kernels/pb/pb_pipeline.cu): the algorithm and the
-// arithmetic of kernels/pb/pb_multigrid.cu's solver, node for node and in the same order, so the same
-// system gives the same bits, with less memory:
+// The device pipeline's multigrid-preconditioned CG (kernels/pb/pb_pipeline.cu): the algorithm of
+// kernels/pb/pb_multigrid.cu's solver, node for node and in the same order, with less memory:
 //   - level 0's operator is any type with MgOperator's members (the pipeline's CodedOperator: 4
 //     bytes a node instead of 32);
-//   - level 0 has no V-cycle vectors of its own: the cycle runs on the CG's z (x) and r (b), and
-//     its residual goes to the CG's q, free between the operator's application and the next one;
-//   - every buffer is counted by a ledger, whose peak the summary reports.
-//   - the V-cycle stores in `Real` (float by default: kernels/pb/pb_pipeline.cu): level 0's cycle
-//     vectors then live in the CG's q and z, free while it runs (x and b in q's 8 bytes, the residual
-//     in z's), the coarse levels' operators and vectors are float, and every node's arithmetic stays
-//     double between the loads and the store (pb::wide). CG itself (u, r, z, p, q, the dot products)
-//     stays double; the cycle's input is r rounded to float, its output z the cycle's x widened.
-//     Emulated on the CPU first (benchmarks/results/pb-float-cycle-cpu-2026-11-29): the same
-//     iterations on three proteins, the maps 1e-10 apart. With Real = double it is pb_multigrid.cu's
-//     arithmetic bit for bit (x on the CG's z, b on r, the residual on q).
-// Five vectors of level 0 (u, r, z, p, q: 40 bytes a node) and the coarse levels (~4 bytes a fine
-// node in float) are all it holds; the pipeline reuses them for its outputs.
+//   - the V-cycle stores its values in `Real`, float by default: level 0's cycle vectors live in CG's
+//     q and z (free between A p and the next one), the coarse levels' operators and vectors are float,
+//     each node's arithmetic is double between load and store (pb::wide); CG (its vectors, the dot
+//     products) stays double. Emulated on the CPU first (benchmarks/results/pb-float-cycle-cpu-
+//     2026-11-29): the same iterations on three proteins, maps 1e-10 apart. With Real = double the
+//     cycle runs on CG's z (x), r (b) and q (its residual): pb_multigrid.cu's bits.
+// Five vectors of level 0 (u, r, z, p, q: 40 bytes a node) and the coarse levels (~4 bytes a fine node;
+// ~8 in double) are all it holds, each counted by a ledger (its peak in the summary); the outputs reuse them.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -243,8 +237,7 @@ template <class Top, class Real>
 class Solver {
  public:
   using Levels = LevelArrays<Real>;
-  static constexpr bool kSeparateCycle = !std::is_same_v<Real, double>;
-
+  static constexpr bool kSeparateCycle = !std::is_same_v<Real, double>;  ///< level 0's cycle not on r and z
   Solver(Ledger& ledger, const PbMgRun& run, cudaStream_t stream) : ledger_(ledger), run_(run), stream_(stream) {}
 
   /// Level 0's vectors (zero) and the coarser levels' shapes and vectors; their operators come from
@@ -287,9 +280,8 @@ class Solver {
   }
 
   std::size_t levels() const { return coarse_.size() + 1; }
-  /// Level l's V-cycle arrays. Level 0's are the CG's vectors, free while the cycle runs: in double
-  /// x on z, b on r and the residual on q (the cycle's input and output in place); in float x and b
-  /// in q's bytes and the residual in z's (cycle_in rounds r into b, cycle_out widens x into z).
+  /// Level l's V-cycle arrays. Level 0's are in CG's vectors: in double x on z, b on r, the residual on
+  /// q; in float x and b in q's bytes, the residual in z's (b and z from cycle_in and cycle_out).
   Levels level(std::size_t l) {
     Levels a;
     if (l == 0) {
@@ -327,18 +319,12 @@ class Solver {
     return {c.wx.get(), c.wy.get(), c.wz.get(), c.c.get()};
   }
 
-  /// The cycle's input (b = r) and output (z = x) on level 0: nothing in double (the same arrays).
+  /// The cycle's input b = r rounded and its output z = x widened, on level 0 (in double the same arrays).
   void cycle_in() {
-    if constexpr (kSeparateCycle) {
-      convert_kernel<<<blocks_for(size_), kBlock, 0, stream_>>>(size_, r_.get(), level(0).b);
-      ESPGRID_CUDA_CHECK_LAUNCH();
-    }
+    if constexpr (kSeparateCycle) convert(r_.get(), level(0).b);
   }
   void cycle_out() {
-    if constexpr (kSeparateCycle) {
-      convert_kernel<<<blocks_for(size_), kBlock, 0, stream_>>>(size_, static_cast<const Real*>(level(0).x), z_.get());
-      ESPGRID_CUDA_CHECK_LAUNCH();
-    }
+    if constexpr (kSeparateCycle) convert(static_cast<const Real*>(level(0).x), z_.get());
   }
 
   // The V-cycle's steps on level l of this slab.
@@ -445,6 +431,12 @@ class Solver {
   }
 
  private:
+  template <class From, class To>
+  void convert(const From* from, To* to) {
+    convert_kernel<<<blocks_for(size_), kBlock, 0, stream_>>>(size_, from, to);
+    ESPGRID_CUDA_CHECK_LAUNCH();
+  }
+
   template <class T>
   Tracked<T> upload(const T* host, std::size_t count, const std::string& name) {
     Tracked<T> d(ledger_, count, name);

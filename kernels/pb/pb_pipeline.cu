@@ -477,15 +477,10 @@ void run_pb_pipeline(const PbPipelineInput& in, PbPipelineResult& out) {
                  (devices.size() == 1 ? "one device, " : std::to_string(devices.size()) + " devices, the first ") +
                  out.device;
   out.float_cycle = pb_float_cycle();
-  {
-    if (out.float_cycle) {
-      PipelineRun<float> run(in, out);
-      run.run();
-    } else {
-      PipelineRun<double> run(in, out);
-      run.run();
-    }
-  }
+  if (out.float_cycle)
+    PipelineRun<float>(in, out).run();
+  else
+    PipelineRun<double>(in, out).run();
   out.wall_seconds = wall.seconds();
 }
 
