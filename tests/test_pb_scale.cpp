@@ -577,6 +577,37 @@ TEST(PbPipelineEmulation, MapIsTheHostPathsMap) {
   EXPECT_EQ(r.iterations, host.solve.iterations);
 }
 
+TEST(PbPipelineEmulation, FloatCycleTakesTheDoubleCyclesIterationsAndMap) {
+  // The device pipeline's V-cycle stores in float (kernels/pb/pb_lean_solver.cuh); its CPU emulation
+  // (MgSettings::float_cycle) against the double cycle on the pipeline's system. Bounds as the GPU test
+  // FloatCycleGivesTheDoubleCyclesMapInLessMemory: at 1e-10 both within ~κ·1e-10 ≈ 1e-7 of the answer
+  // (allowed 1e-6), at 1e-6 the same iterations and 1e-8 (measured 2.3e-12 here, 2026-11-29).
+  const Atoms fas = testing::load_molecule("fasciculin2.pqr");
+  const GridSpec g = grid_around(fas, 0.7, 7);
+  PbOptions o;
+  o.boundary = PbBoundary::Sdh;
+  const pb::PipelineEmulation e = pb::emulate_pipeline(fas, g, o, pb::face_values(pb::sdh_boundary(fas, g, o), g));
+  pb::MgSettings single;
+  single.float_cycle = true;
+  for (const double tolerance : {1e-6, 1e-10}) {
+    std::vector<double> u_double, u_float;
+    const pb::SolveReport d = pb::solve_multigrid_cpu(e.system, u_double, tolerance, 500);
+    const pb::SolveReport f = pb::solve_multigrid_cpu(e.system, u_float, tolerance, 500, single);
+    const double rms = testing::relative_rms(u_float, u_double);
+    EXPECT_LE(f.relative_residual, tolerance) << tolerance;
+    EXPECT_GT(rms, 0.0) << tolerance << ": the float cycle changed nothing (is it running?)";
+    if (tolerance < 1e-8) {
+      EXPECT_NEAR(f.iterations, d.iterations, 1) << tolerance;
+      EXPECT_LE(rms, 1e-6) << tolerance;
+    } else {
+      EXPECT_EQ(f.iterations, d.iterations) << tolerance;
+      EXPECT_LE(rms, 1e-8) << tolerance;
+    }
+    std::cout << "[ float    ] CPU emulation, tolerance " << tolerance << ": " << d.iterations << " -> " << f.iterations
+              << " iterations, relative RMS " << rms << "\n";
+  }
+}
+
 TEST(PbPipelineEnergy, FixedChargeSumGivesApbsTotal) {
   // APBS's lpbe total is ½ qf whatever qf's source; the device's sum enters as the host's does.
   const Atoms fas = testing::load_molecule("fasciculin2.pqr");

@@ -35,8 +35,12 @@ double dot(const long* n, const std::vector<double>& a, const std::vector<double
   return sum;
 }
 
+/// A value of the V-cycle as it is stored: rounded to float in the emulation of the device's float cycle.
+double stored(double v, bool single) { return single ? static_cast<double>(static_cast<float>(v)) : v; }
+
 /// One red-black half sweep: the nodes with (i + j + k) % 2 == color.
-void half_sweep(const MgLevel& level, std::vector<double>& x, const std::vector<double>& b, int color, int threads) {
+void half_sweep(const MgLevel& level, std::vector<double>& x, const std::vector<double>& b, int color, int threads,
+                bool single) {
   const MgOperator a = level.op();
   const long* n = a.n;
 #pragma omp parallel for schedule(static) num_threads(threads) if (parallel(n))
@@ -44,7 +48,7 @@ void half_sweep(const MgLevel& level, std::vector<double>& x, const std::vector<
     for (long j = 1; j < n[1] - 1; ++j) {
       const long row = n[0] * (j + n[1] * k);
       for (long i = 1 + ((1 + j + k + color) & 1); i < n[0] - 1; i += 2)
-        x[row + i] = gauss_seidel_value(a, x.data(), b.data(), row + i);
+        x[row + i] = stored(gauss_seidel_value(a, x.data(), b.data(), row + i), single);
     }
 }
 
@@ -58,23 +62,26 @@ void v_cycle(const std::vector<MgLevel>& levels, std::vector<LevelWork>& work, s
              int threads) {
   const MgLevel& level = levels[l];
   LevelWork& w = work[l];
+  const bool single = s.float_cycle;
   std::fill(w.x.begin(), w.x.end(), 0.0);
   if (l + 1 == levels.size()) {
     for (int sweep = 0; sweep < s.coarsest_sweeps; ++sweep) {
-      half_sweep(level, w.x, w.b, 0, threads);
-      half_sweep(level, w.x, w.b, 1, threads);
-      half_sweep(level, w.x, w.b, 1, threads);
-      half_sweep(level, w.x, w.b, 0, threads);
+      half_sweep(level, w.x, w.b, 0, threads, single);
+      half_sweep(level, w.x, w.b, 1, threads, single);
+      half_sweep(level, w.x, w.b, 1, threads, single);
+      half_sweep(level, w.x, w.b, 0, threads, single);
     }
     return;
   }
   for (int sweep = 0; sweep < s.smoothing; ++sweep) {
-    half_sweep(level, w.x, w.b, 0, threads);
-    half_sweep(level, w.x, w.b, 1, threads);
+    half_sweep(level, w.x, w.b, 0, threads, single);
+    half_sweep(level, w.x, w.b, 1, threads, single);
   }
   const MgOperator a = level.op();
   std::fill(w.r.begin(), w.r.end(), 0.0);
-  for_interior(a.n, threads, [&](long, long, long, long idx) { w.r[idx] = w.b[idx] - apply_row(a, w.x.data(), idx); });
+  for_interior(a.n, threads, [&](long, long, long, long idx) {
+    w.r[idx] = stored(w.b[idx] - apply_row(a, w.x.data(), idx), single);
+  });
   const MgLevel& coarse = levels[l + 1];
   LevelWork& cw = work[l + 1];
   const MgAxisMap maps[3] = {coarse.axes[0].view(), coarse.axes[1].view(), coarse.axes[2].view()};
@@ -83,15 +90,15 @@ void v_cycle(const std::vector<MgLevel>& levels, std::vector<LevelWork>& work, s
   const long nc[3] = {coarse.n[0], coarse.n[1], coarse.n[2]};
   std::fill(cw.b.begin(), cw.b.end(), 0.0);
   for_interior(nc, threads, [&](long I, long J, long K, long idx) {
-    cw.b[idx] = restrict_value(w.r.data(), nf, maps, coarsened, I, J, K);
+    cw.b[idx] = stored(restrict_value(w.r.data(), nf, maps, coarsened, I, J, K), single);
   });
   v_cycle(levels, work, l + 1, s, threads);
   for_interior(nf, threads, [&](long i, long j, long k, long idx) {
-    w.x[idx] += prolong_value(cw.x.data(), nc, maps, coarsened, i, j, k);
+    w.x[idx] = stored(w.x[idx] + prolong_value(cw.x.data(), nc, maps, coarsened, i, j, k), single);
   });
   for (int sweep = 0; sweep < s.smoothing; ++sweep) {
-    half_sweep(level, w.x, w.b, 1, threads);
-    half_sweep(level, w.x, w.b, 0, threads);
+    half_sweep(level, w.x, w.b, 1, threads, single);
+    half_sweep(level, w.x, w.b, 0, threads, single);
   }
 }
 
@@ -167,6 +174,8 @@ std::vector<MgLevel> build_hierarchy(const PbSystem& system, const MgSettings& s
           const std::size_t idx = static_cast<std::size_t>(I + nc[0] * (J + nc[1] * K));
           coarse_node(f, nf, nc, maps, coarsened, I, J, K, coarse.wx[idx], coarse.wy[idx], coarse.wz[idx],
                       coarse.c[idx]);
+          for (std::vector<double>* v : {&coarse.wx, &coarse.wy, &coarse.wz, &coarse.c})
+            (*v)[idx] = stored((*v)[idx], settings.float_cycle);
         }
   }
   return levels;
@@ -207,6 +216,8 @@ SolveReport solve_multigrid_cpu(const PbSystem& system, std::vector<double>& u, 
   }
   auto precondition = [&]() {
     work[0].b = r;
+    if (settings.float_cycle)
+      for (double& v : work[0].b) v = stored(v, true);
     v_cycle(levels, work, 0, settings, threads);
     z = work[0].x;
   };

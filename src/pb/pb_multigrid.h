@@ -56,6 +56,10 @@ struct MgSettings {
   int smoothing = 2;         ///< ν: red-black sweeps before and after the coarse correction
   int coarsest_sweeps = 50;  ///< symmetric sweeps on the coarsest level
   long coarsest_nodes = 3;   ///< an axis is coarsened while it has more nodes than this
+  /// The V-cycle's values rounded to float where they are stored (the coarse operators, every level's
+  /// x, residual and right-hand side), as the device pipeline stores them (kernels/pb/pb_lean_solver.cuh);
+  /// the CPU solver's emulation of it, for tests. Level 0's operator and CG stay double.
+  bool float_cycle = false;
 };
 
 /// The axis map for coarsening `n` fine nodes (n > 3): coarse nodes at min(2I, n − 1).
