@@ -581,9 +581,9 @@ TEST(PbPipelineEmulation, FloatCycleTakesTheDoubleCyclesIterationsAndMap) {
   // The device pipeline's V-cycle stores in float (kernels/pb/pb_lean_solver.cuh); its CPU emulation
   // (MgSettings::float_cycle) against the double cycle on the pipeline's system. Bounds as the GPU test
   // FloatCycleGivesTheDoubleCyclesMapInLessMemory: at 1e-10 both within ~κ·1e-10 ≈ 1e-7 of the answer
-  // (allowed 1e-6), at 1e-6 the same iterations and 1e-8 (measured 2.3e-12 here, 2026-11-29).
+  // (allowed 1e-6), at 1e-6 the same iterations and 1e-8 (measured 9.4e-13 here, 2026-11-29).
   const Atoms fas = testing::load_molecule("fasciculin2.pqr");
-  const GridSpec g = grid_around(fas, 0.7, 7);
+  const GridSpec g = grid_around(fas, 1.0, 7);
   PbOptions o;
   o.boundary = PbBoundary::Sdh;
   const pb::PipelineEmulation e = pb::emulate_pipeline(fas, g, o, pb::face_values(pb::sdh_boundary(fas, g, o), g));
@@ -1063,7 +1063,9 @@ TEST(PbLimits, TheAtomNamedIsTheFirstInOrderOnAnyNumberOfThreads) {
 TEST(PbPipelineGpu, AGridBeyondTheDeviceIsRefusedBeforeAnythingIsAllocated) {
   ESPGRID_REQUIRE_CUDA_OR_SKIP();
   const Atoms fas = testing::load_molecule("fasciculin2.pqr");
-  GridSpec g = grid_around(fas, 0.03, 6);  // ~4·10⁹ points: over 200 GB on the device
+  // ~10¹⁰ points: ~490 GB on the device, beyond any GPU. (0.03 Å, 3.0·10⁹ points, was 145 GiB at 52 B a
+  // point; at 49 B with the float V-cycle it fit an H200's 139.8 GiB and was solved, in 14 s, 2026-11-29.)
+  GridSpec g = grid_around(fas, 0.02, 6);
   PbRun run;
   run.solver = PbSolver::CudaMultigrid;
   try {

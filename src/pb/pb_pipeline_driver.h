@@ -25,11 +25,8 @@ namespace espgrid::cuda {
 
 /// The V-cycle stored in float (kernels/pb/pb_lean_solver.cuh), as the pipeline runs it and the memory
 /// plan counts it: ESPGRID_PB_FLOAT_CYCLE=0 stores it in double, pb_multigrid.cu's arithmetic bit for bit
-/// (for measuring what float saves, and the tests' reference).
-inline bool pb_float_cycle() {
-  static const bool on = !switched_off("ESPGRID_PB_FLOAT_CYCLE");
-  return on;
-}
+/// (for measuring what float saves, and the tests' reference). Read at each solve (tests switch it).
+inline bool pb_float_cycle() { return !switched_off("ESPGRID_PB_FLOAT_CYCLE"); }
 
 /// One device's share of a grid split over devices by z-planes (a single slab: the whole grid).
 /// Its own grid is its planes and, at each cut, the neighbour's first plane: a face of its V-cycle,
