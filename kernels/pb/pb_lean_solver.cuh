@@ -238,6 +238,7 @@ class Solver {
  public:
   using Levels = LevelArrays<Real>;
   static constexpr bool kSeparateCycle = !std::is_same_v<Real, double>;  ///< level 0's cycle not on r and z
+  static_assert(!kSeparateCycle || 2 * sizeof(Real) <= sizeof(double), "x and b share q's bytes");
   Solver(Ledger& ledger, const PbMgRun& run, cudaStream_t stream) : ledger_(ledger), run_(run), stream_(stream) {}
 
   /// Level 0's vectors (zero) and the coarser levels' shapes and vectors; their operators come from
@@ -252,9 +253,8 @@ class Solver {
     r_ = Tracked<double>(ledger_, size, "PB residual");
     z_ = Tracked<double>(ledger_, size, "PB preconditioned residual");
     p_ = Tracked<double>(ledger_, size, "PB search direction");
-    q_ = Tracked<double>(
-        ledger_, size,
-        kSeparateCycle ? "PB A p (and level 0's V-cycle x and b)" : "PB A p (and level 0's V-cycle residual)");
+    q_ =
+        Tracked<double>(ledger_, size, kSeparateCycle ? "PB A p (and the cycle's x, b)" : "PB A p (and the cycle's r)");
     partial_ = Tracked<double>(ledger_, kDotBlocks, "PB dot partial sums");
     scalar_ = Tracked<double>(ledger_, 1, "PB dot");
     for (double* v : {u_.get(), r_.get(), z_.get(), p_.get(), q_.get()})
