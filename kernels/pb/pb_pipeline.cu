@@ -1,14 +1,13 @@
-// The whole PB map from the atoms (src/pb/pb_pipeline_driver.h), on one device or split in z-slabs
-// over several: inputs and surface (kernels/pb/pb_pipeline_inputs.cu), then the right-hand side, the
-// hierarchy and the solve (kernels/pb/pb_lean_solver.cuh; over several slabs kernels/pb/pb_slab_solver.cuh),
-// then the map. Built with FMA contraction like pb_multigrid.cu, whose kernels these repeat, so the
-// same inputs give that path's map bit for bit (one slab).
+// The whole PB map from the atoms (src/pb/pb_pipeline_driver.h), on one device or split in z-slabs over
+// several: inputs and surface (kernels/pb/pb_pipeline_inputs.cu), then the right-hand side, the hierarchy
+// and the solve (kernels/pb/pb_lean_solver.cuh; over several slabs kernels/pb/pb_slab_solver.cuh), then the
+// map. Built with FMA contraction like pb_multigrid.cu, whose kernels these repeat: with the V-cycle in
+// double (ESPGRID_PB_FLOAT_CYCLE=0) one slab gives that path's map bit for bit; in float (the default) to
+// ~1e-10 relative RMS (PbPipelineGpu.FloatCycleGivesTheDoubleCyclesMapInLessMemory).
 //
-// Device memory, bytes a node of a slab: the codes 4 and the surface bytes 4 while the surface is
-// built; then the codes and the solver's five vectors (44) and coarse levels (~4, stored in float; ~8
-// with ESPGRID_PB_FLOAT_CYCLE=0, which also gives pb_multigrid.cu's arithmetic bit for bit); the outputs reuse
-// the vectors (docs/pb.md, "Memory"). With a workspace (trajectory frames) every buffer comes from
-// its pool.
+// Device memory, bytes a node of a slab: the codes 4 and the surface bytes 4 while the surface is built;
+// then the codes, the solver's five vectors (44) and coarse levels (~4 in float, ~8 in double); the outputs
+// reuse the vectors (docs/pb.md, "Memory"). With a workspace (trajectory frames) buffers come from its pool.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -18,6 +17,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <tuple>
 #include <vector>
 
@@ -51,14 +51,29 @@ unsigned blocks_for(long count) { return static_cast<unsigned>((count + kThreads
 
 double seconds_between(const Event& a, const Event& b) { return Event::elapsed_ms(a, b) * 1e-3; }
 
-/// A page-locked count for this thread's copies back of one number, made at its first use and kept
-/// until the thread ends: a copy into pageable memory waits for the stream's kernels inside the
-/// driver, and other threads' CUDA calls wait for it there (the capsid on an H200: the boundary's
-/// allocations beside the surface, 105 ms); made and freed a solve, its free (cudaFreeHost) could
-/// wait for the whole device where PB frames are in flight on worker threads beside each other.
+/// A page-locked count for this thread's copies back of one number, kept until the thread ends: a copy
+/// into pageable memory waits for the stream's kernels inside the driver, and other threads' CUDA calls
+/// wait there (the capsid on an H200: the boundary's allocations beside the surface, 105 ms); made and
+/// freed a solve, its cudaFreeHost could wait for the whole device while other PB frames run.
 unsigned long long* kept_host_count() {
   thread_local const PinnedBuffer<unsigned long long> count(1, "PB count copied back (host)");
   return count.get();
+}
+
+/// Device a's access to b's memory where the pair can (else peer copies go through the host), once a
+/// process: asked again the call fails (already enabled), which compute-sanitizer reports at every solve.
+void enable_peer_access_once(int a, int b) {
+  static std::mutex mutex;
+  static std::set<std::pair<int, int>> enabled;
+  const std::lock_guard<std::mutex> lock(mutex);
+  int can = 0;
+  if (enabled.count({a, b})) return;
+  ESPGRID_CUDA_CHECK(cudaDeviceCanAccessPeer(&can, a, b));
+  const DeviceGuard guard(a);
+  const cudaError_t e = can ? cudaDeviceEnablePeerAccess(b, 0) : cudaSuccess;
+  if (e != cudaErrorPeerAccessAlreadyEnabled) ESPGRID_CUDA_CHECK(e);
+  cudaGetLastError();  // clears "already enabled" (other code of this process enabled it)
+  enabled.insert({a, b});
 }
 
 /// One slab of the grid on its device (PbPipelineSlab): its own grid is the whole grid's planes
@@ -303,7 +318,9 @@ class PipelineRun {
       const DeviceGuard guard(in.slabs[s].device);
       slabs_.emplace_back(new Slab<Real>(in, in.slabs[s], index + s == 0, index + s == count - 1));
     }
-    enable_peer_access();
+    for (const auto& a : slabs_)
+      for (const auto& b : slabs_)
+        if (a->device() != b->device()) enable_peer_access_once(a->device(), b->device());
   }
 
   void run() {
@@ -378,22 +395,6 @@ class PipelineRun {
     double out = all[0];
     for (std::size_t r = 1; r < all.size(); ++r) out = largest ? std::max(out, all[r]) : out + all[r];
     return out;
-  }
-
-  void enable_peer_access() {
-    for (const auto& a : slabs_)
-      for (const auto& b : slabs_) {
-        if (a->device() == b->device()) continue;
-        int can = 0;
-        ESPGRID_CUDA_CHECK(cudaDeviceCanAccessPeer(&can, a->device(), b->device()));
-        if (!can) continue;  // peer copies then go through the host
-        const DeviceGuard guard(a->device());
-        const cudaError_t e = cudaDeviceEnablePeerAccess(b->device(), 0);
-        if (e == cudaErrorPeerAccessAlreadyEnabled)
-          cudaGetLastError();  // clears it
-        else
-          ESPGRID_CUDA_CHECK(e);
-      }
   }
 
   /// The recomputed residual, the energy, φ in double and the map, each in a vector the solve no
