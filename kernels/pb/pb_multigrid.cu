@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "kernels/cuda_runtime_support.h"
+#include "kernels/pb/pb_block_sum.cuh"
 #include "kernels/pb/pb_coarsest.cuh"
 #include "kernels/pb/pb_device.cuh"
 #include "kernels/pb/pb_multigrid_solver.cuh"
@@ -107,31 +108,12 @@ __global__ void update_direction_kernel(long size, double beta, const double* z,
 
 /// Partial sums of a·b: block b sums indices b·kBlock + t, stepping by the whole grid.
 __global__ void dot_partial_kernel(long size, const double* a, const double* b, double* partial) {
-  __shared__ double sums[kBlock];
   double s = 0.0;
   for (long idx = static_cast<long>(blockIdx.x) * blockDim.x + threadIdx.x; idx < size;
        idx += static_cast<long>(gridDim.x) * blockDim.x)
     s += a[idx] * b[idx];
-  sums[threadIdx.x] = s;
-  __syncthreads();
-  for (int half = kBlock / 2; half > 0; half /= 2) {
-    if (threadIdx.x < half) sums[threadIdx.x] += sums[threadIdx.x + half];
-    __syncthreads();
-  }
-  if (threadIdx.x == 0) partial[blockIdx.x] = sums[0];
-}
-
-__global__ void dot_final_kernel(const double* partial, int count, double* out) {
-  __shared__ double sums[kBlock];
-  double s = 0.0;
-  for (int i = threadIdx.x; i < count; i += blockDim.x) s += partial[i];
-  sums[threadIdx.x] = s;
-  __syncthreads();
-  for (int half = kBlock / 2; half > 0; half /= 2) {
-    if (threadIdx.x < half) sums[threadIdx.x] += sums[threadIdx.x + half];
-    __syncthreads();
-  }
-  if (threadIdx.x == 0) *out = sums[0];
+  s = pb_sums::block_sum<kBlock>(s);
+  if (threadIdx.x == 0) partial[blockIdx.x] = s;
 }
 
 /// A coarse level's operator from the finer one's (pb::coarse_node), one thread per coarse node.
@@ -329,7 +311,7 @@ void PbMultigridSolver::allocate_vectors() {
 double PbMultigridSolver::dot(const double* a, const double* b) {
   dot_partial_kernel<<<kDotBlocks, kBlock, 0, stream_>>>(levels_[0].size, a, b, partial_.get());
   ESPGRID_CUDA_CHECK_LAUNCH();
-  dot_final_kernel<<<1, kBlock, 0, stream_>>>(partial_.get(), kDotBlocks, scalar_.get());
+  pb_sums::partials_sum_kernel<kBlock><<<1, kBlock, 0, stream_>>>(partial_.get(), kDotBlocks, scalar_.get());
   ESPGRID_CUDA_CHECK_LAUNCH();
   double out = 0.0;
   ESPGRID_CUDA_CHECK(cudaMemcpyAsync(&out, scalar_.get(), sizeof(double), cudaMemcpyDeviceToHost, stream_));

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "kernels/cuda_runtime_support.h"
+#include "kernels/pb/pb_block_sum.cuh"
 #include "kernels/pb/pb_multigrid_solver.cuh"
 #include "src/compute/cuda_driver.h"
 #include "src/pb/pb_cuda_driver.h"
@@ -117,31 +118,12 @@ struct ClippedTerm {  ///< 1 where the exponent clip is active
 
 template <class Term>
 __global__ void sum_partial_kernel(long size, Term term, double* partial) {
-  __shared__ double sums[kPbBlock];
   double s = 0.0;
   for (long idx = static_cast<long>(blockIdx.x) * blockDim.x + threadIdx.x; idx < size;
        idx += static_cast<long>(gridDim.x) * blockDim.x)
     s += term(idx);
-  sums[threadIdx.x] = s;
-  __syncthreads();
-  for (int half = kPbBlock / 2; half > 0; half /= 2) {
-    if (threadIdx.x < half) sums[threadIdx.x] += sums[threadIdx.x + half];
-    __syncthreads();
-  }
-  if (threadIdx.x == 0) partial[blockIdx.x] = sums[0];
-}
-
-__global__ void sum_final_kernel(const double* partial, int count, double* out) {
-  __shared__ double sums[kPbBlock];
-  double s = 0.0;
-  for (int i = threadIdx.x; i < count; i += blockDim.x) s += partial[i];
-  sums[threadIdx.x] = s;
-  __syncthreads();
-  for (int half = kPbBlock / 2; half > 0; half /= 2) {
-    if (threadIdx.x < half) sums[threadIdx.x] += sums[threadIdx.x + half];
-    __syncthreads();
-  }
-  if (threadIdx.x == 0) *out = sums[0];
+  s = pb_sums::block_sum<kPbBlock>(s);
+  if (threadIdx.x == 0) partial[blockIdx.x] = s;
 }
 
 /// pb_newton.h's machine on the device: u, A₀u, F, A₀δ and the Boltzmann coefficient are device
@@ -241,7 +223,7 @@ class DeviceMachine {
   double sum(const Term& term) {
     sum_partial_kernel<<<kPbDotBlocks, kPbBlock, 0, stream_>>>(size_, term, partial_.get());
     ESPGRID_CUDA_CHECK_LAUNCH();
-    sum_final_kernel<<<1, kPbBlock, 0, stream_>>>(partial_.get(), kPbDotBlocks, scalar_.get());
+    pb_sums::partials_sum_kernel<kPbBlock><<<1, kPbBlock, 0, stream_>>>(partial_.get(), kPbDotBlocks, scalar_.get());
     ESPGRID_CUDA_CHECK_LAUNCH();
     double out = 0.0;
     ESPGRID_CUDA_CHECK(cudaMemcpyAsync(&out, scalar_.get(), sizeof(double), cudaMemcpyDeviceToHost, stream_));
