@@ -240,7 +240,7 @@ TEST(PbFaceSums, SplitSumsGivesEachSumItsValuesOnAnyNumberOfThreads) {
     first += s.node_count();
   }
   for (const int threads : {1, 2, 3, 8}) EXPECT_EQ(pb::split_sums(sums, values.data(), threads), expected) << threads;
-  EXPECT_TRUE(pb::split_sums({}, nullptr, 2).empty());
+  EXPECT_TRUE(pb::split_sums<float>({}, nullptr, 2).empty());
 }
 
 TEST(PbFaceSums, AnEdgeNodeTakesTheValueOfItsZThenYFace) {

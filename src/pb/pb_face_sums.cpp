@@ -364,7 +364,8 @@ void assemble(const std::array<Face, 6>& faces, const FaceBands& bands, const lo
 
 }  // namespace
 
-std::vector<std::vector<double>> split_sums(const std::vector<FacePlaneSum>& sums, const float* values, int threads) {
+template <class T>
+std::vector<std::vector<double>> split_sums(const std::vector<FacePlaneSum>& sums, const T* values, int threads) {
   std::vector<std::size_t> start(sums.size() + 1, 0), order(sums.size());
   for (std::size_t i = 0; i < sums.size(); ++i) start[i + 1] = start[i] + sums[i].node_count(), order[i] = i;
   // The largest first (the exact faces' sums hold most of the values), each on the next free thread.
@@ -378,6 +379,8 @@ std::vector<std::vector<double>> split_sums(const std::vector<FacePlaneSum>& sum
   }
   return out;
 }
+template std::vector<std::vector<double>> split_sums(const std::vector<FacePlaneSum>&, const float*, int);
+template std::vector<std::vector<double>> split_sums(const std::vector<FacePlaneSum>&, const double*, int);
 
 FaceSumEvaluator shared_among_ranks(FaceSumEvaluator sum, FaceSumShare share) {
   if (share.ranks <= 1) return sum;
@@ -408,11 +411,7 @@ FaceSumEvaluator shared_among_ranks(FaceSumEvaluator sum, FaceSumShare share) {
       std::copy(own[m].begin(), own[m].end(), all.begin() + static_cast<std::ptrdiff_t>(start[mine_at[m]]));
     }
     share.add_across_ranks(all);
-    std::vector<std::vector<double>> out(sums.size());
-    for (std::size_t i = 0; i < sums.size(); ++i)
-      out[i].assign(all.begin() + static_cast<std::ptrdiff_t>(start[i]),
-                    all.begin() + static_cast<std::ptrdiff_t>(start[i + 1]));
-    return out;
+    return split_sums(sums, all.data(), 1);  // one thread, as before: the ranks share the host's cores
   };
 }
 

@@ -46,10 +46,11 @@ struct FacePlaneSum {
 /// Evaluates every sum (the caller's kernel and physics): values u fastest, kT/e, one vector a sum.
 using FaceSumEvaluator = std::function<std::vector<std::vector<double>>(const std::vector<FacePlaneSum>&)>;
 
-/// The values of `sums` from one array holding them all in order (a device's floats), as an
-/// evaluator returns them: a vector a sum, each made on one of `threads` (0: all cores), so that their
-/// new pages are faulted in on many (the capsid's 2.8 M values took 13-15 ms on one).
-std::vector<std::vector<double>> split_sums(const std::vector<FacePlaneSum>& sums, const float* values, int threads);
+/// The values of `sums` from one array holding them all in order (a device's floats, or the ranks'
+/// doubles), as an evaluator returns them: a vector a sum, each made on one of `threads` (0: all cores),
+/// so that their new pages are faulted in on many (the capsid's 2.8 M values took 13-15 ms on one).
+template <class T>
+std::vector<std::vector<double>> split_sums(const std::vector<FacePlaneSum>& sums, const T* values, int threads);
 
 /// The sums shared out among the ranks of a solve across MPI ranks: each rank evaluates the sums
 /// given to it (by their cost, atoms × nodes, the same assignment on every rank), and

@@ -174,8 +174,9 @@ std::vector<MgLevel> build_hierarchy(const PbSystem& system, const MgSettings& s
           const std::size_t idx = static_cast<std::size_t>(I + nc[0] * (J + nc[1] * K));
           coarse_node(f, nf, nc, maps, coarsened, I, J, K, coarse.wx[idx], coarse.wy[idx], coarse.wz[idx],
                       coarse.c[idx]);
-          for (std::vector<double>* v : {&coarse.wx, &coarse.wy, &coarse.wz, &coarse.c})
-            (*v)[idx] = stored((*v)[idx], settings.float_cycle);
+          if (settings.float_cycle)  // the device pipeline's float storage, for the emulation alone
+            for (std::vector<double>* v : {&coarse.wx, &coarse.wy, &coarse.wz, &coarse.c})
+              (*v)[idx] = stored((*v)[idx], true);
         }
   }
   return levels;
